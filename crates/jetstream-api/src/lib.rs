@@ -1,0 +1,1 @@
+//! jetstream-api (skeleton; filled in by its issue).

@@ -1,0 +1,34 @@
+//! The narrow interface between JetStream and the core server (implemented by `nats-server`).
+
+use bytes::Bytes;
+use std::sync::Arc;
+
+/// A message as routing sees it. `headers` is the raw header block exactly as on the wire
+/// (`NATS/1.0\r\nKey: Value\r\n\r\n`), `None` for a plain PUB/MSG.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Message {
+    pub subject: Bytes,
+    pub reply: Option<Bytes>,
+    pub headers: Option<Bytes>,
+    pub payload: Bytes,
+}
+
+/// Called for every message matching an internal subscription, on the publisher's task.
+/// It must only enqueue (a channel send) and return.
+pub type Handler = Arc<dyn Fn(Message) + Send + Sync>;
+
+/// What JetStream needs from core routing.
+pub trait Transport: Send + Sync + 'static {
+    /// Route a message exactly as if a client had published it (subscribers, queue groups,
+    /// internal subscriptions, no-responders handling does not apply).
+    fn publish(&self, message: Message);
+
+    /// Add an internal subscription (wildcards allowed, optional queue group). Returns an id
+    /// for [`Transport::unsubscribe`].
+    fn subscribe(&self, subject: &str, queue: Option<&str>, handler: Handler) -> u64;
+
+    fn unsubscribe(&self, id: u64);
+
+    /// Whether any subscription (client or internal) would receive a message on `subject`.
+    fn has_interest(&self, subject: &str) -> bool;
+}

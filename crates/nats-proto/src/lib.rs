@@ -1,0 +1,1 @@
+//! nats-proto (skeleton; filled in by its issue).

@@ -1,0 +1,1 @@
+//! nats-server (skeleton; filled in by its issue).

@@ -1,0 +1,1 @@
+//! nats-store (skeleton; filled in by its issue).

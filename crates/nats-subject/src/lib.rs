@@ -1,0 +1,1 @@
+//! nats-subject (skeleton; filled in by its issue).

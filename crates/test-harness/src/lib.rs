@@ -1,0 +1,1 @@
+//! test-harness (skeleton; filled in by its issue).
