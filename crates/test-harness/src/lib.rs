@@ -1,1 +1,296 @@
-//! test-harness (skeleton; filled in by its issue).
+//! Dev-only helpers for black-box tests: start a server binary (ours, or the real nats-server
+//! when `NATS_SERVER_BIN` is set) on 127.0.0.1 with a free port, and find our binaries.
+//!
+//! Everything here is synchronous std code so both plain `#[test]`s and `#[tokio::test]`s can
+//! use it. Every wait is bounded.
+
+use std::io::{BufRead, BufReader};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How long a server gets to start listening.
+pub const START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The directory holding our binaries: `target/<profile>`, derived from the running test
+/// executable (`target/<profile>/deps/<test>-<hash>`).
+pub fn target_profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let deps = exe.parent().expect("test exe has a parent");
+    if deps.file_name().is_some_and(|n| n == "deps") {
+        deps.parent().expect("deps has a parent").to_path_buf()
+    } else {
+        deps.to_path_buf()
+    }
+}
+
+static BUILD_LOCK: Mutex<()> = Mutex::new(());
+
+/// Path of one of our workspace binaries (`nats-server` or `nats`), building it with cargo if
+/// this test run did not (e.g. `cargo test -p nats-cli` builds only the CLI).
+pub fn workspace_binary(package: &str, bin: &str) -> PathBuf {
+    let dir = target_profile_dir();
+    let path = dir.join(bin);
+    let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !path.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "-p", package, "--bin", bin]);
+        if dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let status = cmd.status().expect("run cargo build");
+        assert!(status.success(), "cargo build of {bin} failed");
+    }
+    path
+}
+
+/// The server under test: `NATS_SERVER_BIN` (e.g. the real nats-server, for parity runs) or ours.
+pub fn server_binary() -> PathBuf {
+    match std::env::var_os("NATS_SERVER_BIN") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => workspace_binary("nats-server", "nats-server"),
+    }
+}
+
+/// True when the tests run against a reference server (`NATS_SERVER_BIN` set), not ours.
+pub fn is_reference() -> bool {
+    std::env::var_os("NATS_SERVER_BIN").is_some_and(|p| !p.is_empty())
+}
+
+/// Our `nats` CLI binary.
+pub fn cli_binary() -> PathBuf {
+    workspace_binary("nats-cli", "nats")
+}
+
+/// A free TCP port on 127.0.0.1 (asked from the OS; the tiny race with other programs is accepted).
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    listener.local_addr().expect("local_addr").port()
+}
+
+/// Options for [`TestServer::start`].
+#[derive(Clone, Debug, Default)]
+pub struct ServerOptions {
+    /// Add `-js` and a store dir (a fresh temp dir unless `store_dir` is set).
+    pub jetstream: bool,
+    pub store_dir: Option<PathBuf>,
+    /// Config file contents; written to a temp file and passed with `-c`.
+    pub config: Option<String>,
+    /// Enable monitoring on a free port (`-m`).
+    pub monitoring: bool,
+    /// Extra command-line arguments.
+    pub args: Vec<String>,
+    /// Use this port instead of a fresh free one (restarts).
+    pub port: Option<u16>,
+}
+
+/// A running server process; killed when dropped.
+pub struct TestServer {
+    child: Option<Child>,
+    pub port: u16,
+    pub monitor_port: Option<u16>,
+    pub options: ServerOptions,
+    /// Keeps temp dirs (store, config, log) alive as long as the server.
+    pub temp: tempfile::TempDir,
+    pub store_dir: Option<PathBuf>,
+}
+
+impl TestServer {
+    pub fn start(options: ServerOptions) -> TestServer {
+        let temp = tempfile::tempdir().expect("tempdir");
+        Self::start_in(options, temp)
+    }
+
+    /// A plain server, no JetStream.
+    pub fn core() -> TestServer {
+        Self::start(ServerOptions::default())
+    }
+
+    /// A JetStream-enabled server with a fresh store dir.
+    pub fn jetstream() -> TestServer {
+        Self::start(ServerOptions {
+            jetstream: true,
+            ..Default::default()
+        })
+    }
+
+    fn start_in(mut options: ServerOptions, temp: tempfile::TempDir) -> TestServer {
+        let port = options.port.unwrap_or_else(free_port);
+        options.port = Some(port);
+        let mut args: Vec<String> = vec![
+            "-a".into(),
+            "127.0.0.1".into(),
+            "-p".into(),
+            port.to_string(),
+        ];
+        let mut store_dir = None;
+        if options.jetstream {
+            let dir = options
+                .store_dir
+                .clone()
+                .unwrap_or_else(|| temp.path().join("store"));
+            options.store_dir = Some(dir.clone());
+            args.push("-js".into());
+            args.push("-sd".into());
+            args.push(dir.display().to_string());
+            store_dir = Some(dir);
+        }
+        let mut monitor_port = None;
+        if options.monitoring {
+            let m = free_port();
+            monitor_port = Some(m);
+            args.push("-m".into());
+            args.push(m.to_string());
+        }
+        if let Some(config) = &options.config {
+            let path = temp.path().join("server.conf");
+            std::fs::write(&path, config).expect("write config");
+            args.push("-c".into());
+            args.push(path.display().to_string());
+        }
+        args.extend(options.args.iter().cloned());
+        let log = std::fs::File::create(temp.path().join("server.log")).expect("log file");
+        let log_err = log.try_clone().expect("clone log");
+        let child = Command::new(server_binary())
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log_err)
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {:?}: {e}", server_binary()));
+        let mut server = TestServer {
+            child: Some(child),
+            port,
+            monitor_port,
+            options,
+            temp,
+            store_dir,
+        };
+        server.wait_ready();
+        server
+    }
+
+    /// Wait until the server accepts a connection and sends its INFO line.
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if let Some(child) = self.child.as_mut() {
+                if let Ok(Some(status)) = child.try_wait() {
+                    panic!(
+                        "server exited during start ({status}); log:\n{}",
+                        self.log()
+                    );
+                }
+            }
+            if let Ok(stream) = TcpStream::connect(("127.0.0.1", self.port)) {
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+                let mut line = String::new();
+                if BufReader::new(stream).read_line(&mut line).is_ok() && line.starts_with("INFO ")
+                {
+                    if let Some(m) = self.monitor_port {
+                        wait_port(m, deadline);
+                    }
+                    return;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "server did not start in time; log:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    pub fn monitor_url(&self, path: &str) -> String {
+        format!(
+            "http://127.0.0.1:{}{}",
+            self.monitor_port.expect("monitoring enabled"),
+            path
+        )
+    }
+
+    pub fn log_path(&self) -> PathBuf {
+        self.temp.path().join("server.log")
+    }
+
+    /// Everything the server printed so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
+    /// SIGKILL and reap.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// SIGTERM and wait (bounded) for a graceful exit; returns the exit status code if it exited.
+    pub fn stop(&mut self) -> Option<i32> {
+        let mut child = self.child.take()?;
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(child.id() as i32, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                return status.code();
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Start again on the same port, store dir and options (after `stop` or `kill9`).
+    pub fn restart(&mut self) {
+        self.stop();
+        let options = self.options.clone();
+        let temp = std::mem::replace(&mut self.temp, tempfile::tempdir().expect("tempdir"));
+        let mut fresh = TestServer::start_in(options, temp);
+        std::mem::swap(self, &mut fresh);
+        fresh.child = None;
+    }
+}
+
+fn wait_port(port: u16, deadline: Instant) {
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "port {port} did not open in time"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// Path helper for tests that write files next to the server's.
+pub fn path_in(server: &TestServer, name: &str) -> PathBuf {
+    Path::new(server.temp.path()).join(name)
+}
