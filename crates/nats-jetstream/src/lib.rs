@@ -9,8 +9,19 @@
 //! Internal subscription handlers run on the publisher's task: they only enqueue work for the
 //! task that owns the stream or consumer; they never block and never do I/O.
 
+mod engine;
+mod error;
+mod resources;
+// Subject grammar is used by stream config validation, which lands right after the entry points.
+#[allow(dead_code)]
+mod subject;
+#[cfg(test)]
+mod test_transport;
+mod time_format;
 mod transport;
 
+pub use engine::JetStream;
+pub use error::JetStreamError;
 pub use transport::{Handler, Message, Transport};
 
 use std::path::PathBuf;

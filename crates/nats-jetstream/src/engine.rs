@@ -1,0 +1,370 @@
+//! [`JetStream`]: the handle the core server holds. Owns the account-wide state (limits, API
+//! counters, the stream registry) and the `$JS.API.>` subscription. Cheap to clone: every clone
+//! shares one `Arc`'d engine, so the server may keep one for monitoring and one for shutdown.
+
+use crate::error::JetStreamError;
+use crate::resources;
+use crate::{JetStreamConfig, Message, ServerIdentity, SyncPolicy, Transport};
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// nats-server's JetStream API level (2.12+ reports 2; 2.15 reports 5).
+pub(crate) const API_LEVEL: u32 = 5;
+/// The `$JS.API` prefix every request subject starts with.
+pub(crate) const API_PREFIX: &str = "$JS.API.";
+/// nats-server's default `max_consumers` per stream for an account without explicit limits.
+pub(crate) const DEFAULT_MAX_CONSUMERS: i64 = 1000;
+
+/// The JetStream subsystem of one server. Clone it freely (it is an `Arc` inside).
+#[derive(Clone)]
+pub struct JetStream {
+    pub(crate) engine: Arc<Engine>,
+}
+
+/// Account resource limits in effect (bytes).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ResourceLimits {
+    pub max_memory: i64,
+    pub max_store: i64,
+}
+
+pub(crate) struct ApiCounters {
+    pub total: AtomicU64,
+    pub errors: AtomicU64,
+}
+
+pub(crate) struct Engine {
+    pub config: JetStreamConfig,
+    pub identity: ServerIdentity,
+    pub transport: Arc<dyn Transport>,
+    /// `<store_dir>/jetstream`.
+    pub store_root: PathBuf,
+    pub limits: ResourceLimits,
+    pub api: ApiCounters,
+    subscriptions: Mutex<Vec<u64>>,
+    api_queue: Mutex<Option<mpsc::UnboundedSender<Message>>>,
+}
+
+impl JetStream {
+    /// Create the store directory, compute limits, subscribe `$JS.API.>` and restore streams.
+    pub async fn start(
+        config: JetStreamConfig,
+        identity: ServerIdentity,
+        transport: Arc<dyn Transport>,
+    ) -> Result<JetStream, JetStreamError> {
+        let parent = match &config.store_dir {
+            Some(dir) => dir.clone(),
+            None => std::env::temp_dir().join("nats"),
+        };
+        let store_root = parent.join("jetstream");
+        std::fs::create_dir_all(&store_root).map_err(|source| JetStreamError::StoreDirectory {
+            path: store_root.clone(),
+            source,
+        })?;
+        let limits = ResourceLimits {
+            max_memory: config
+                .max_memory
+                .filter(|limit| *limit >= 0)
+                .unwrap_or_else(resources::default_max_memory),
+            max_store: config
+                .max_store
+                .filter(|limit| *limit >= 0)
+                .unwrap_or_else(|| resources::default_max_store(&store_root)),
+        };
+        let engine = Arc::new(Engine {
+            config,
+            identity,
+            transport,
+            store_root,
+            limits,
+            api: ApiCounters {
+                total: AtomicU64::new(0),
+                errors: AtomicU64::new(0),
+            },
+            subscriptions: Mutex::new(Vec::new()),
+            api_queue: Mutex::new(None),
+        });
+        let jetstream = JetStream { engine };
+        jetstream.start_api();
+        Ok(jetstream)
+    }
+
+    fn start_api(&self) {
+        let (sender, mut receiver) = mpsc::unbounded_channel::<Message>();
+        *self.engine.api_queue.lock() = Some(sender.clone());
+        let handler_sender = sender;
+        let id = self.engine.transport.subscribe(
+            "$JS.API.>",
+            None,
+            Arc::new(move |message: Message| {
+                // The API task may already be gone during shutdown; dropping the request is right.
+                let _ = handler_sender.send(message);
+            }),
+        );
+        self.engine.subscriptions.lock().push(id);
+        let engine = self.engine.clone();
+        tokio::spawn(async move {
+            while let Some(request) = receiver.recv().await {
+                engine.handle_api_request(request).await;
+            }
+        });
+    }
+
+    /// The `---- JETSTREAM ----` section nats-server logs at start-up, one log line per entry
+    /// (logo included; the caller logs "Starting JetStream" before it).
+    pub fn banner_lines(&self) -> Vec<String> {
+        let engine = &self.engine;
+        let mut lines: Vec<String> = [
+            r"    _ ___ _____ ___ _____ ___ ___   _   __  __",
+            r" _ | | __|_   _/ __|_   _| _ \ __| /_\ |  \/  |",
+            r"| || | _|  | | \__ \ | | |   / _| / _ \| |\/| |",
+            r" \__/|___| |_| |___/ |_| |_|_\___/_/ \_\_|  |_|",
+            "",
+            "         https://docs.nats.io/jetstream",
+            "",
+            "---------------- JETSTREAM ----------------",
+        ]
+        .iter()
+        .map(|line| line.to_string())
+        .collect();
+        lines.push(format!("  Strict:          {}", engine.strict()));
+        lines.push(format!(
+            "  Max Memory:      {}",
+            resources::friendly_bytes(engine.limits.max_memory)
+        ));
+        lines.push(format!(
+            "  Max Storage:     {}",
+            resources::friendly_bytes(engine.limits.max_store)
+        ));
+        lines.push(format!(
+            "  Store Directory: \"{}\"",
+            engine.store_root.display()
+        ));
+        if let Some(domain) = &engine.config.domain {
+            lines.push(format!("  Domain:          {domain}"));
+        }
+        lines.push(format!("  API Level:       {API_LEVEL}"));
+        lines.push("-------------------------------------------".to_string());
+        lines
+    }
+
+    /// The body of `/jsz` (no account details).
+    pub fn jsz(&self) -> Value {
+        let engine = &self.engine;
+        let mut body = serde_json::Map::new();
+        for (key, value) in engine.stats_json() {
+            body.insert(key, value);
+        }
+        body.insert("server_id".into(), json!(engine.identity.server_id));
+        body.insert("now".into(), json!(crate::time_format::now_rfc3339()));
+        body.insert("config".into(), engine.config_json());
+        body.insert(
+            "limits".into(),
+            json!({"default_max_consumers": DEFAULT_MAX_CONSUMERS}),
+        );
+        let totals = engine.totals();
+        body.insert("streams".into(), json!(totals.streams));
+        body.insert("consumers".into(), json!(totals.consumers));
+        body.insert("messages".into(), json!(totals.messages));
+        body.insert("bytes".into(), json!(totals.bytes));
+        body.insert("total".into(), json!(1));
+        Value::Object(body)
+    }
+
+    /// The `jetstream` section of `/varz`.
+    pub fn varz(&self) -> Value {
+        let engine = &self.engine;
+        json!({
+            "config": engine.config_json(),
+            "stats": Value::Object(engine.stats_json()),
+            "limits": {"default_max_consumers": DEFAULT_MAX_CONSUMERS},
+        })
+    }
+
+    /// Stop taking requests and publishes, flush and close every store. Idempotent.
+    pub async fn shutdown(&self) {
+        let ids: Vec<u64> = std::mem::take(&mut *self.engine.subscriptions.lock());
+        for id in ids {
+            self.engine.transport.unsubscribe(id);
+        }
+        self.engine.api_queue.lock().take();
+    }
+}
+
+/// Account-wide usage, summed over streams.
+#[derive(Default)]
+pub(crate) struct Totals {
+    pub streams: u64,
+    pub consumers: u64,
+    pub messages: u64,
+    pub bytes: u64,
+    pub memory: u64,
+    pub storage: u64,
+}
+
+impl Engine {
+    pub(crate) fn strict(&self) -> bool {
+        // nats-server 2.11+ is strict unless the config says `strict: false`; our config type
+        // cannot tell "unset" from false, so `strict` in the config is read as "not relaxed".
+        true
+    }
+
+    pub(crate) fn totals(&self) -> Totals {
+        Totals::default()
+    }
+
+    pub(crate) fn config_json(&self) -> Value {
+        let mut config = serde_json::Map::new();
+        config.insert("max_memory".into(), json!(self.limits.max_memory));
+        config.insert("max_storage".into(), json!(self.limits.max_store));
+        config.insert(
+            "store_dir".into(),
+            json!(self.store_root.display().to_string()),
+        );
+        let sync_interval = match self.config.sync_interval {
+            SyncPolicy::Interval(interval) => json!(interval.as_nanos() as u64),
+            SyncPolicy::Always => json!(0),
+        };
+        config.insert("sync_interval".into(), sync_interval);
+        if self.config.sync_interval == SyncPolicy::Always {
+            config.insert("sync_always".into(), json!(true));
+        }
+        if let Some(domain) = &self.config.domain {
+            config.insert("domain".into(), json!(domain));
+        }
+        config.insert("strict".into(), json!(self.strict()));
+        Value::Object(config)
+    }
+
+    pub(crate) fn stats_json(&self) -> serde_json::Map<String, Value> {
+        let totals = self.totals();
+        let mut stats = serde_json::Map::new();
+        stats.insert("memory".into(), json!(totals.memory));
+        stats.insert("storage".into(), json!(totals.storage));
+        stats.insert("reserved_memory".into(), json!(0));
+        stats.insert("reserved_storage".into(), json!(0));
+        stats.insert("accounts".into(), json!(1));
+        stats.insert("ha_assets".into(), json!(0));
+        stats.insert(
+            "api".into(),
+            json!({
+                "level": API_LEVEL,
+                "total": self.api.total.load(Ordering::Relaxed),
+                "errors": self.api.errors.load(Ordering::Relaxed),
+            }),
+        );
+        stats
+    }
+
+    async fn handle_api_request(self: &Arc<Self>, request: Message) {
+        let Ok(subject) = std::str::from_utf8(&request.subject) else {
+            return;
+        };
+        let Some(operation) = subject.strip_prefix(API_PREFIX) else {
+            return;
+        };
+        let Some(reply) = request.reply.clone() else {
+            return;
+        };
+        let response = match operation {
+            "INFO" => Some(self.account_info()),
+            _ => None,
+        };
+        if let Some(body) = response {
+            self.api.total.fetch_add(1, Ordering::Relaxed);
+            self.transport.publish(Message {
+                subject: reply,
+                reply: None,
+                headers: None,
+                payload: bytes::Bytes::from(body.to_string()),
+            });
+        }
+    }
+
+    fn account_info(&self) -> Value {
+        let totals = self.totals();
+        json!({
+            "type": "io.nats.jetstream.api.v1.account_info_response",
+            "memory": totals.memory,
+            "storage": totals.storage,
+            "reserved_memory": 0,
+            "reserved_storage": 0,
+            "streams": totals.streams,
+            "consumers": totals.consumers,
+            "limits": {
+                "max_memory": -1,
+                "max_storage": -1,
+                "max_streams": -1,
+                "max_consumers": -1,
+                "max_ack_pending": -1,
+                "memory_max_stream_bytes": -1,
+                "storage_max_stream_bytes": -1,
+                "max_bytes_required": false,
+            },
+            "api": {
+                "level": API_LEVEL,
+                "total": self.api.total.load(Ordering::Relaxed),
+                "errors": self.api.errors.load(Ordering::Relaxed),
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_transport::TestRouter;
+    use std::time::Duration;
+
+    pub(crate) async fn request(
+        router: &Arc<TestRouter>,
+        subject: &str,
+        body: &str,
+    ) -> Value {
+        let inbox = format!("_INBOX.test.{}", crate::time_format::now_nanos());
+        let mut replies = router.channel(&inbox);
+        router.publish(Message {
+            subject: bytes::Bytes::from(subject.to_string()),
+            reply: Some(bytes::Bytes::from(inbox)),
+            headers: None,
+            payload: bytes::Bytes::from(body.to_string()),
+        });
+        let reply = tokio::time::timeout(Duration::from_secs(5), replies.recv())
+            .await
+            .expect("reply in time")
+            .expect("reply");
+        serde_json::from_slice(&reply.payload).expect("json reply")
+    }
+
+    #[tokio::test]
+    async fn start_answers_account_info_and_reports_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let router = TestRouter::new();
+        let config = JetStreamConfig {
+            enabled: true,
+            store_dir: Some(dir.path().to_path_buf()),
+            max_memory: Some(1 << 30),
+            max_store: Some(10 << 30),
+            ..Default::default()
+        };
+        let jetstream = JetStream::start(config, ServerIdentity::default(), router.clone())
+            .await
+            .unwrap();
+        assert!(dir.path().join("jetstream").is_dir());
+        let info = request(&router, "$JS.API.INFO", "").await;
+        assert_eq!(info["type"], "io.nats.jetstream.api.v1.account_info_response");
+        assert_eq!(info["api"]["level"], 5);
+        let varz = jetstream.varz();
+        assert_eq!(varz["config"]["max_memory"], 1i64 << 30);
+        assert_eq!(varz["config"]["max_storage"], 10i64 << 30);
+        let banner = jetstream.banner_lines();
+        assert!(banner.contains(&"  Max Memory:      1.00 GB".to_string()));
+        assert!(banner.contains(&"  Max Storage:     10.00 GB".to_string()));
+        assert_eq!(jetstream.jsz()["config"]["strict"], true);
+        jetstream.shutdown().await;
+    }
+}

@@ -1,0 +1,70 @@
+//! Unit-test double of core routing: a tiny in-process router implementing [`Transport`] so the
+//! crate's tests can run without the server binary. Subject matching is the plain NATS grammar.
+
+use crate::{Handler, Message, Transport};
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+#[derive(Default)]
+pub(crate) struct TestRouter {
+    next_id: AtomicU64,
+    subscriptions: Mutex<Vec<(u64, String, Handler)>>,
+}
+
+impl TestRouter {
+    pub(crate) fn new() -> Arc<TestRouter> {
+        Arc::new(TestRouter::default())
+    }
+
+    /// Subscribe a channel; every matching message is sent into it.
+    pub(crate) fn channel(
+        &self,
+        subject: &str,
+    ) -> tokio::sync::mpsc::UnboundedReceiver<Message> {
+        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+        self.subscribe(
+            subject,
+            None,
+            Arc::new(move |message| {
+                let _ = sender.send(message);
+            }),
+        );
+        receiver
+    }
+}
+
+impl Transport for TestRouter {
+    fn publish(&self, message: Message) {
+        let subject = String::from_utf8_lossy(&message.subject).to_string();
+        let handlers: Vec<Handler> = self
+            .subscriptions
+            .lock()
+            .iter()
+            .filter(|(_, filter, _)| crate::subject::matches(filter, &subject))
+            .map(|(_, _, handler)| handler.clone())
+            .collect();
+        for handler in handlers {
+            handler(message.clone());
+        }
+    }
+
+    fn subscribe(&self, subject: &str, _queue: Option<&str>, handler: Handler) -> u64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        self.subscriptions
+            .lock()
+            .push((id, subject.to_string(), handler));
+        id
+    }
+
+    fn unsubscribe(&self, id: u64) {
+        self.subscriptions.lock().retain(|(sid, _, _)| *sid != id);
+    }
+
+    fn has_interest(&self, subject: &str) -> bool {
+        self.subscriptions
+            .lock()
+            .iter()
+            .any(|(_, filter, _)| crate::subject::matches(filter, subject))
+    }
+}
