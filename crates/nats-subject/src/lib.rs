@@ -1,1 +1,22 @@
-//! nats-subject (skeleton; filled in by its issue).
+//! nats-subject: the subject grammar and the subscription index.
+//!
+//! - [`grammar`](crate::is_valid_subject): validation, tokenizing, matching a subject against a
+//!   filter, overlap and subset tests between filters — as nats-server's sublist.go defines them.
+//! - [`Sublist`]: the `*`/`>` trie with queue groups and a bounded, generation-checked match cache.
+//!
+//! Called by the server's router (every publish), its permission checks, and by JetStream and the
+//! store for stream/consumer subject filters. It knows nothing of connections, the wire protocol
+//! or tokio; the values stored in a [`Sublist`] are opaque to it.
+
+mod error;
+mod grammar;
+mod hasher;
+mod sublist;
+
+pub use error::SubjectError;
+pub use grammar::{
+    is_literal, is_subset_match, is_valid_literal_subject, is_valid_queue_name, is_valid_subject,
+    subject_matches_filter, subjects_overlap, token_count, tokenize, FULL_WILDCARD,
+    SINGLE_WILDCARD, TOKEN_SEPARATOR,
+};
+pub use sublist::{MatchResult, Sublist, SublistStats, DEFAULT_CACHE_CAPACITY};
