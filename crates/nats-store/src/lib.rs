@@ -1,1 +1,35 @@
-//! nats-store (skeleton; filled in by its issue).
+//! nats-store: JetStream message storage.
+//!
+//! What lives here: the [`StreamStore`] trait (a stream's messages, limits and indexes), the
+//! [`ConsumerStore`] trait (a consumer's delivered/ack state), and two implementations of each:
+//! [`MemStore`] (memory only) and [`FileStore`] (one directory per stream, append-only block files
+//! with per-record checksums, crash recovery, index snapshot on clean close).
+//!
+//! Who calls it: the JetStream stream task owns one store and drives it synchronously (store a batch,
+//! `flush` once, then acknowledge). Consumers obtain their [`ConsumerStore`] from the stream's store.
+//!
+//! What it must not know: the wire protocol, JSON, tokio, the `$JS.API`. Configuration and metadata
+//! that the server serialises (stream and consumer JSON) are opaque byte blobs here.
+//!
+//! Both stores share one engine (`engine::Store<B>`) that owns the in-memory index and every limit;
+//! a backend only decides where record bytes live. That keeps MemStore and FileStore behaviour identical.
+
+mod config;
+mod consumer;
+#[doc(hidden)]
+pub mod engine;
+mod error;
+mod filter;
+#[doc(hidden)]
+pub mod index;
+mod memory;
+mod traits;
+mod types;
+
+pub use config::{DiscardPolicy, FileStoreOptions, StreamStoreConfig, SyncPolicy};
+pub use consumer::{ConsumerState, MemConsumerStore, PendingDelivery, SequencePair};
+pub use error::StoreError;
+pub use filter::subject_matches_filter;
+pub use memory::MemStore;
+pub use traits::{ConsumerStore, StreamStore};
+pub use types::{RemovedMessage, StoredMessage, StreamState, SubjectState, TTL_NEVER};

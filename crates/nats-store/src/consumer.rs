@@ -1,0 +1,293 @@
+//! Consumer state: the data type, its update rules (shared by both consumer stores), its compact
+//! binary encoding (used by the file consumer store), and the in-memory consumer store.
+
+use std::collections::BTreeMap;
+
+use crate::error::StoreError;
+use crate::traits::ConsumerStore;
+
+/// A (consumer sequence, stream sequence) pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SequencePair {
+    /// Consumer (delivery) sequence.
+    pub consumer_seq: u64,
+    /// Stream sequence.
+    pub stream_seq: u64,
+}
+
+/// A delivered but not yet acknowledged message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PendingDelivery {
+    /// Consumer sequence of its latest delivery.
+    pub consumer_seq: u64,
+    /// Time of its latest delivery, nanos since epoch.
+    pub timestamp: i64,
+}
+
+/// Everything a consumer persists.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ConsumerState {
+    /// Highest delivered pair.
+    pub delivered: SequencePair,
+    /// Everything at or below this pair is acknowledged.
+    pub ack_floor: SequencePair,
+    /// Stream sequence -> pending delivery.
+    pub pending: BTreeMap<u64, PendingDelivery>,
+    /// Stream sequence -> number of redeliveries (delivery count - 1).
+    pub redelivered: BTreeMap<u64, u64>,
+}
+
+impl ConsumerState {
+    /// Apply a delivery (see [`ConsumerStore::update_delivered`]).
+    pub fn apply_delivered(
+        &mut self,
+        consumer_seq: u64,
+        stream_seq: u64,
+        delivery_count: u64,
+        timestamp: i64,
+    ) {
+        if consumer_seq <= self.ack_floor.consumer_seq && self.ack_floor.consumer_seq > 0 {
+            return;
+        }
+        if stream_seq <= self.delivered.stream_seq {
+            if let Some(pending) = self.pending.get_mut(&stream_seq) {
+                pending.consumer_seq = consumer_seq;
+                pending.timestamp = timestamp;
+            } else if delivery_count <= 1 {
+                self.pending.insert(
+                    stream_seq,
+                    PendingDelivery {
+                        consumer_seq,
+                        timestamp,
+                    },
+                );
+            }
+        } else {
+            self.pending.insert(
+                stream_seq,
+                PendingDelivery {
+                    consumer_seq,
+                    timestamp,
+                },
+            );
+        }
+        self.delivered.consumer_seq = self.delivered.consumer_seq.max(consumer_seq);
+        self.delivered.stream_seq = self.delivered.stream_seq.max(stream_seq);
+        if delivery_count > 1 {
+            self.redelivered.insert(stream_seq, delivery_count - 1);
+        }
+    }
+
+    /// Apply an ack (see [`ConsumerStore::update_acks`]).
+    pub fn apply_ack(&mut self, consumer_seq: u64, stream_seq: u64) {
+        self.pending.remove(&stream_seq);
+        self.redelivered.remove(&stream_seq);
+        if self.pending.is_empty() {
+            self.ack_floor = self.delivered;
+        } else if consumer_seq == self.ack_floor.consumer_seq + 1 {
+            self.ack_floor = SequencePair {
+                consumer_seq,
+                stream_seq,
+            };
+            // The floor can move up to just below the oldest message still pending.
+            if let Some((&oldest_stream_seq, oldest)) = self.pending.iter().next() {
+                if oldest.consumer_seq > 0 && oldest_stream_seq > stream_seq {
+                    self.ack_floor = SequencePair {
+                        consumer_seq: oldest.consumer_seq - 1,
+                        stream_seq: oldest_stream_seq - 1,
+                    };
+                }
+            }
+        }
+    }
+
+    /// Compact binary encoding (little endian, versioned).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out =
+            Vec::with_capacity(48 + self.pending.len() * 24 + self.redelivered.len() * 16);
+        out.push(1u8);
+        for value in [
+            self.delivered.consumer_seq,
+            self.delivered.stream_seq,
+            self.ack_floor.consumer_seq,
+            self.ack_floor.stream_seq,
+            self.pending.len() as u64,
+        ] {
+            out.extend_from_slice(&value.to_le_bytes());
+        }
+        for (stream_seq, pending) in &self.pending {
+            out.extend_from_slice(&stream_seq.to_le_bytes());
+            out.extend_from_slice(&pending.consumer_seq.to_le_bytes());
+            out.extend_from_slice(&pending.timestamp.to_le_bytes());
+        }
+        out.extend_from_slice(&(self.redelivered.len() as u64).to_le_bytes());
+        for (stream_seq, count) in &self.redelivered {
+            out.extend_from_slice(&stream_seq.to_le_bytes());
+            out.extend_from_slice(&count.to_le_bytes());
+        }
+        out
+    }
+
+    /// Decode [`ConsumerState::encode`] output.
+    pub fn decode(bytes: &[u8]) -> Result<ConsumerState, StoreError> {
+        let mut reader = Reader { bytes, position: 0 };
+        if reader.take(1)?.first() != Some(&1) {
+            return Err(StoreError::Corrupt("unknown consumer state version".into()));
+        }
+        let mut state = ConsumerState {
+            delivered: SequencePair {
+                consumer_seq: reader.u64()?,
+                stream_seq: reader.u64()?,
+            },
+            ack_floor: SequencePair {
+                consumer_seq: reader.u64()?,
+                stream_seq: reader.u64()?,
+            },
+            ..ConsumerState::default()
+        };
+        let pending_count = reader.u64()?;
+        for _ in 0..pending_count {
+            let stream_seq = reader.u64()?;
+            let consumer_seq = reader.u64()?;
+            let timestamp = reader.u64()? as i64;
+            state.pending.insert(
+                stream_seq,
+                PendingDelivery {
+                    consumer_seq,
+                    timestamp,
+                },
+            );
+        }
+        let redelivered_count = reader.u64()?;
+        for _ in 0..redelivered_count {
+            let stream_seq = reader.u64()?;
+            let count = reader.u64()?;
+            state.redelivered.insert(stream_seq, count);
+        }
+        Ok(state)
+    }
+}
+
+/// Bounds-checked little-endian reader used by the decoders of this crate.
+pub(crate) struct Reader<'a> {
+    pub bytes: &'a [u8],
+    pub position: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub fn take(&mut self, count: usize) -> Result<&'a [u8], StoreError> {
+        let end = self
+            .position
+            .checked_add(count)
+            .filter(|end| *end <= self.bytes.len())
+            .ok_or_else(|| StoreError::Corrupt("truncated data".into()))?;
+        let slice = &self.bytes[self.position..end];
+        self.position = end;
+        Ok(slice)
+    }
+
+    pub fn u64(&mut self) -> Result<u64, StoreError> {
+        let mut buffer = [0u8; 8];
+        buffer.copy_from_slice(self.take(8)?);
+        Ok(u64::from_le_bytes(buffer))
+    }
+
+    #[allow(dead_code)]
+    pub fn u32(&mut self) -> Result<u32, StoreError> {
+        let mut buffer = [0u8; 4];
+        buffer.copy_from_slice(self.take(4)?);
+        Ok(u32::from_le_bytes(buffer))
+    }
+}
+
+/// A consumer store that keeps its state in memory only.
+#[derive(Debug, Default)]
+pub struct MemConsumerStore {
+    config: Vec<u8>,
+    state: ConsumerState,
+}
+
+impl MemConsumerStore {
+    /// An empty consumer store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl ConsumerStore for MemConsumerStore {
+    fn set_config(&mut self, blob: &[u8]) -> Result<(), StoreError> {
+        self.config = blob.to_vec();
+        Ok(())
+    }
+
+    fn config(&self) -> Vec<u8> {
+        self.config.clone()
+    }
+
+    fn update_delivered(
+        &mut self,
+        consumer_seq: u64,
+        stream_seq: u64,
+        delivery_count: u64,
+        timestamp: i64,
+    ) -> Result<(), StoreError> {
+        self.state
+            .apply_delivered(consumer_seq, stream_seq, delivery_count, timestamp);
+        Ok(())
+    }
+
+    fn update_acks(&mut self, consumer_seq: u64, stream_seq: u64) -> Result<(), StoreError> {
+        self.state.apply_ack(consumer_seq, stream_seq);
+        Ok(())
+    }
+
+    fn set_state(&mut self, state: ConsumerState) -> Result<(), StoreError> {
+        self.state = state;
+        Ok(())
+    }
+
+    fn state(&self) -> ConsumerState {
+        self.state.clone()
+    }
+
+    fn delivered(&self) -> SequencePair {
+        self.state.delivered
+    }
+
+    fn flush(&mut self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    fn delete(&mut self) -> Result<(), StoreError> {
+        self.state = ConsumerState::default();
+        self.config.clear();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ack_floor_moves_over_contiguous_acks() {
+        let mut state = ConsumerState::default();
+        for seq in 1..=3 {
+            state.apply_delivered(seq, seq * 10, 1, 5);
+        }
+        state.apply_ack(2, 20);
+        assert_eq!(state.ack_floor, SequencePair::default());
+        state.apply_ack(1, 10);
+        assert_eq!(
+            state.ack_floor,
+            SequencePair {
+                consumer_seq: 2,
+                stream_seq: 29
+            }
+        );
+        state.apply_ack(3, 30);
+        assert_eq!(state.ack_floor, state.delivered);
+        let encoded = state.encode();
+        assert_eq!(ConsumerState::decode(&encoded).unwrap(), state);
+    }
+}

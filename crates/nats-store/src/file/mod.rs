@@ -1,0 +1,1 @@
+//! FileStore (work in progress).

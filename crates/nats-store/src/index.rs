@@ -1,0 +1,559 @@
+//! The in-memory index both stores share: one slot per sequence from the first live one to the last,
+//! and a subject table (first/last/count per subject) interned to compact ids.
+//!
+//! Memory: a slot is 24 bytes per sequence; a subject costs one table entry (40 bytes), one hash
+//! bucket (5 bytes + load slack) and one allocation of its text.
+
+use std::collections::VecDeque;
+
+use hashbrown::{DefaultHashBuilder, HashTable};
+use std::hash::BuildHasher;
+
+use crate::filter::{is_full_wildcard, is_literal, subject_matches_filter};
+
+/// Subject id marking a deleted (or skipped) sequence.
+pub(crate) const DELETED: u32 = u32::MAX;
+
+/// What the index knows about one sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot {
+    /// Store timestamp, nanos since epoch.
+    pub timestamp: i64,
+    /// Backend-specific position (FileStore: byte offset in the block).
+    pub location: u32,
+    /// Bytes accounted to the stream for this message.
+    pub size: u32,
+    /// Subject id, or [`DELETED`].
+    pub subject_id: u32,
+    /// Backend-specific record length (FileStore: bytes on disk).
+    pub record_len: u32,
+}
+
+impl Slot {
+    /// A placeholder for a sequence that never held a message; keeps timestamps ordered.
+    pub fn deleted(timestamp: i64) -> Slot {
+        Slot {
+            timestamp,
+            location: 0,
+            size: 0,
+            subject_id: DELETED,
+            record_len: 0,
+        }
+    }
+
+    pub fn is_live(&self) -> bool {
+        self.subject_id != DELETED
+    }
+}
+
+/// One subject's counters.
+#[derive(Debug, Clone)]
+pub struct SubjectEntry {
+    pub subject: Box<str>,
+    pub first: u64,
+    pub last: u64,
+    pub count: u64,
+}
+
+/// Subject text <-> id, with per-subject counters. Text is stored once (in `entries`); the hash
+/// table holds only ids.
+#[derive(Debug, Default)]
+pub struct SubjectTable {
+    entries: Vec<SubjectEntry>,
+    free_ids: Vec<u32>,
+    table: HashTable<u32>,
+    hasher: DefaultHashBuilder,
+    live: usize,
+}
+
+impl SubjectTable {
+    pub fn len(&self) -> usize {
+        self.live
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    pub fn lookup(&self, subject: &str) -> Option<u32> {
+        let hash = self.hasher.hash_one(subject);
+        self.table
+            .find(hash, |id| &*self.entries[*id as usize].subject == subject)
+            .copied()
+    }
+
+    pub fn entry(&self, id: u32) -> &SubjectEntry {
+        &self.entries[id as usize]
+    }
+
+    /// Count one more message `seq` on `subject`, creating the entry when needed.
+    pub fn add(&mut self, subject: &str, seq: u64) -> u32 {
+        if let Some(id) = self.lookup(subject) {
+            let entry = &mut self.entries[id as usize];
+            if entry.count == 0 {
+                entry.first = seq;
+            }
+            entry.first = entry.first.min(seq);
+            entry.last = entry.last.max(seq);
+            entry.count += 1;
+            return id;
+        }
+        let entry = SubjectEntry {
+            subject: subject.into(),
+            first: seq,
+            last: seq,
+            count: 1,
+        };
+        let id = match self.free_ids.pop() {
+            Some(id) => {
+                self.entries[id as usize] = entry;
+                id
+            }
+            None => {
+                self.entries.push(entry);
+                (self.entries.len() - 1) as u32
+            }
+        };
+        let hash = self.hasher.hash_one(subject);
+        let entries = &self.entries;
+        let hasher = &self.hasher;
+        self.table.insert_unique(hash, id, |other| {
+            hasher.hash_one(&*entries[*other as usize].subject)
+        });
+        self.live += 1;
+        id
+    }
+
+    fn release(&mut self, id: u32) {
+        let hash = self.hasher.hash_one(&*self.entries[id as usize].subject);
+        if let Ok(found) = self.table.find_entry(hash, |other| *other == id) {
+            found.remove();
+        }
+        self.entries[id as usize].subject = "".into();
+        self.free_ids.push(id);
+        self.live -= 1;
+    }
+
+    /// Ids of live subjects matching `filter`.
+    pub fn matching(&self, filter: &str) -> Vec<u32> {
+        if is_literal(filter) {
+            return self.lookup(filter).into_iter().collect();
+        }
+        let all = is_full_wildcard(filter);
+        self.entries
+            .iter()
+            .enumerate()
+            .filter(|(_, entry)| {
+                entry.count > 0 && (all || subject_matches_filter(&entry.subject, filter))
+            })
+            .map(|(id, _)| id as u32)
+            .collect()
+    }
+
+    pub fn clear(&mut self) {
+        *self = SubjectTable::default();
+    }
+
+    /// Heap bytes used (for the memory figure).
+    pub fn heap_bytes(&self) -> usize {
+        self.entries.capacity() * std::mem::size_of::<SubjectEntry>()
+            + self.table.capacity() * (std::mem::size_of::<u32>() + 1)
+            + self
+                .entries
+                .iter()
+                .map(|entry| entry.subject.len())
+                .sum::<usize>()
+            + self.free_ids.capacity() * 4
+    }
+}
+
+/// Decides per subject id whether it matches a set of filters, memoised.
+pub(crate) struct FilterMatcher<'a> {
+    filters: &'a [String],
+    all: bool,
+    memo: hashbrown::HashMap<u32, bool>,
+}
+
+impl<'a> FilterMatcher<'a> {
+    pub fn new(filters: &'a [String]) -> Self {
+        let all = filters.is_empty() || filters.iter().any(|f| is_full_wildcard(f));
+        FilterMatcher {
+            filters,
+            all,
+            memo: hashbrown::HashMap::new(),
+        }
+    }
+
+    pub fn matches(&mut self, subjects: &SubjectTable, id: u32) -> bool {
+        if self.all {
+            return true;
+        }
+        let filters = self.filters;
+        *self.memo.entry(id).or_insert_with(|| {
+            let subject = &subjects.entry(id).subject;
+            filters.iter().any(|f| subject_matches_filter(subject, f))
+        })
+    }
+}
+
+/// Sequence-ordered message index.
+#[derive(Debug)]
+pub struct MessageIndex {
+    /// Sequence of `slots[0]`; the first live sequence when any message is live.
+    base_seq: u64,
+    slots: VecDeque<Slot>,
+    last_seq: u64,
+    last_timestamp: i64,
+    msgs: u64,
+    bytes: u64,
+    pub(crate) subjects: SubjectTable,
+}
+
+impl MessageIndex {
+    /// An empty index whose next sequence is `first_seq`.
+    pub fn new(first_seq: u64) -> Self {
+        let first_seq = first_seq.max(1);
+        MessageIndex {
+            base_seq: first_seq,
+            slots: VecDeque::new(),
+            last_seq: first_seq - 1,
+            last_timestamp: 0,
+            msgs: 0,
+            bytes: 0,
+            subjects: SubjectTable::default(),
+        }
+    }
+
+    pub fn msgs(&self) -> u64 {
+        self.msgs
+    }
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+    pub fn last_seq(&self) -> u64 {
+        self.last_seq
+    }
+    pub fn last_timestamp(&self) -> i64 {
+        self.last_timestamp
+    }
+    pub fn set_last_timestamp(&mut self, timestamp: i64) {
+        self.last_timestamp = timestamp;
+    }
+    /// First live sequence, or last + 1 when empty.
+    pub fn first_seq(&self) -> u64 {
+        if self.msgs == 0 {
+            self.last_seq + 1
+        } else {
+            self.base_seq
+        }
+    }
+    pub fn slot_bytes(&self) -> usize {
+        self.slots.capacity() * std::mem::size_of::<Slot>()
+    }
+
+    /// The live slot of `seq`.
+    pub fn get(&self, seq: u64) -> Option<&Slot> {
+        let offset = seq.checked_sub(self.base_seq)?;
+        self.slots
+            .get(usize::try_from(offset).ok()?)
+            .filter(|slot| slot.is_live())
+    }
+
+    pub fn get_mut(&mut self, seq: u64) -> Option<&mut Slot> {
+        let offset = seq.checked_sub(self.base_seq)?;
+        self.slots
+            .get_mut(usize::try_from(offset).ok()?)
+            .filter(|slot| slot.is_live())
+    }
+
+    /// Append `seq` (> last) with `subject`; sequences in between become deleted.
+    pub fn push(&mut self, seq: u64, mut slot: Slot, subject: &str) {
+        debug_assert!(seq > self.last_seq);
+        self.extend_deleted_to(seq - 1);
+        slot.subject_id = self.subjects.add(subject, seq);
+        self.slots.push_back(slot);
+        self.last_seq = seq;
+        self.last_timestamp = slot.timestamp;
+        self.msgs += 1;
+        self.bytes += u64::from(slot.size);
+    }
+
+    /// Make every sequence up to `seq` exist (as deleted when new).
+    pub fn extend_deleted_to(&mut self, seq: u64) {
+        if seq <= self.last_seq {
+            return;
+        }
+        if self.msgs == 0 {
+            // Nothing live: no need to materialise deleted slots.
+            self.slots.clear();
+            self.base_seq = seq + 1;
+        } else {
+            for _ in self.last_seq..seq {
+                self.slots.push_back(Slot::deleted(self.last_timestamp));
+            }
+        }
+        self.last_seq = seq;
+    }
+
+    /// Remove `seq`; returns its slot and subject id when it was live.
+    pub fn remove(&mut self, seq: u64) -> Option<Slot> {
+        let offset = usize::try_from(seq.checked_sub(self.base_seq)?).ok()?;
+        let slot = *self.slots.get(offset).filter(|slot| slot.is_live())?;
+        self.slots[offset].subject_id = DELETED;
+        self.msgs -= 1;
+        self.bytes -= u64::from(slot.size);
+        self.forget_subject_seq(slot.subject_id, seq);
+        self.trim_front();
+        Some(slot)
+    }
+
+    fn forget_subject_seq(&mut self, id: u32, seq: u64) {
+        let entry = &mut self.subjects.entries[id as usize];
+        entry.count -= 1;
+        if entry.count == 0 {
+            self.subjects.release(id);
+            return;
+        }
+        if entry.count == 1 {
+            if seq == entry.first {
+                entry.first = entry.last;
+            } else if seq == entry.last {
+                entry.last = entry.first;
+            }
+            return;
+        }
+        let (first, last) = (entry.first, entry.last);
+        if seq == first {
+            let next = self.scan_forward(seq + 1, last, id).unwrap_or(last);
+            self.subjects.entries[id as usize].first = next;
+        } else if seq == last {
+            let previous = self.scan_backward(seq - 1, first, id).unwrap_or(first);
+            self.subjects.entries[id as usize].last = previous;
+        }
+    }
+
+    fn scan_forward(&self, from: u64, to: u64, id: u32) -> Option<u64> {
+        (from.max(self.base_seq)..=to)
+            .find(|seq| self.slot_at(*seq).is_some_and(|slot| slot.subject_id == id))
+    }
+
+    fn scan_backward(&self, from: u64, to: u64, id: u32) -> Option<u64> {
+        (to.max(self.base_seq)..=from)
+            .rev()
+            .find(|seq| self.slot_at(*seq).is_some_and(|slot| slot.subject_id == id))
+    }
+
+    fn slot_at(&self, seq: u64) -> Option<&Slot> {
+        self.slots
+            .get(usize::try_from(seq.checked_sub(self.base_seq)?).ok()?)
+    }
+
+    fn trim_front(&mut self) {
+        if self.msgs == 0 {
+            self.slots.clear();
+            self.base_seq = self.last_seq + 1;
+            return;
+        }
+        while self.slots.front().is_some_and(|slot| !slot.is_live()) {
+            self.slots.pop_front();
+            self.base_seq += 1;
+        }
+        if self.slots.capacity() > 64 && self.slots.len() < self.slots.capacity() / 4 {
+            self.slots.shrink_to(self.slots.len() * 2);
+        }
+    }
+
+    /// Drop everything; the next sequence stays last + 1 unless `first_seq` is beyond it.
+    pub fn reset(&mut self, first_seq: u64) {
+        let last_seq = self.last_seq.max(first_seq.saturating_sub(1));
+        let last_timestamp = self.last_timestamp;
+        *self = MessageIndex::new(last_seq + 1);
+        self.last_timestamp = last_timestamp;
+    }
+
+    /// Live sequences in `[from, to]`, ascending.
+    pub fn live_range(&self, from: u64, to: u64) -> impl Iterator<Item = (u64, &Slot)> + '_ {
+        let start = from.max(self.base_seq);
+        let end = to.min(self.last_seq);
+        (start..=end).filter_map(move |seq| self.get(seq).map(|slot| (seq, slot)))
+    }
+
+    /// First live sequence >= `start` matching `filters`.
+    pub fn next_matching(&self, filters: &[String], start: u64) -> Option<u64> {
+        let start = start.max(self.base_seq);
+        if filters.len() == 1 && is_literal(&filters[0]) {
+            let id = self.subjects.lookup(&filters[0])?;
+            let entry = self.subjects.entry(id);
+            if start > entry.last {
+                return None;
+            }
+            return self.scan_forward(start.max(entry.first), entry.last, id);
+        }
+        let mut matcher = FilterMatcher::new(filters);
+        if !matcher.all {
+            // Few candidate subjects: bound the scan by their first/last.
+            let ids: Vec<u32> = filters
+                .iter()
+                .flat_map(|f| self.subjects.matching(f))
+                .collect();
+            if ids.is_empty() {
+                return None;
+            }
+            let lowest = ids
+                .iter()
+                .map(|id| self.subjects.entry(*id))
+                .filter(|entry| entry.last >= start)
+                .map(|entry| entry.first.max(start))
+                .min()?;
+            let highest = ids.iter().map(|id| self.subjects.entry(*id).last).max()?;
+            return (lowest..=highest).find(|seq| {
+                self.get(*seq)
+                    .is_some_and(|slot| matcher.matches(&self.subjects, slot.subject_id))
+            });
+        }
+        (start..=self.last_seq).find(|seq| self.get(*seq).is_some())
+    }
+
+    /// Last live sequence <= `start` matching `filter`.
+    pub fn prev_matching(&self, filter: &str, start: u64) -> Option<u64> {
+        let start = start.min(self.last_seq);
+        if start < self.base_seq {
+            return None;
+        }
+        let filters = [filter.to_string()];
+        let mut matcher = FilterMatcher::new(&filters);
+        (self.base_seq..=start).rev().find(|seq| {
+            self.get(*seq)
+                .is_some_and(|slot| matcher.matches(&self.subjects, slot.subject_id))
+        })
+    }
+
+    /// Newest live sequence matching `filter`.
+    pub fn last_matching(&self, filter: &str) -> Option<u64> {
+        if is_full_wildcard(filter) {
+            return self.prev_matching(">", self.last_seq);
+        }
+        self.subjects
+            .matching(filter)
+            .into_iter()
+            .map(|id| self.subjects.entry(id).last)
+            .max()
+    }
+
+    /// See `StreamStore::num_pending_matching`.
+    pub fn num_pending(&self, filters: &[String], start: u64, last_per_subject: bool) -> u64 {
+        let start = start.max(1);
+        let all = filters.is_empty() || filters.iter().any(|f| is_full_wildcard(f));
+        let mut ids: Vec<u32> = if all {
+            Vec::new()
+        } else {
+            filters
+                .iter()
+                .flat_map(|f| self.subjects.matching(f))
+                .collect()
+        };
+        ids.sort_unstable();
+        ids.dedup();
+        if last_per_subject {
+            if all {
+                return self
+                    .subjects
+                    .entries
+                    .iter()
+                    .filter(|entry| entry.count > 0 && entry.last >= start)
+                    .count() as u64;
+            }
+            return ids
+                .iter()
+                .filter(|id| self.subjects.entry(**id).last >= start)
+                .count() as u64;
+        }
+        if all {
+            if start <= self.base_seq {
+                return self.msgs;
+            }
+            if start > self.last_seq {
+                return 0;
+            }
+            // Count whichever side of `start` is shorter.
+            let before = start - self.base_seq;
+            let after = self.last_seq - start + 1;
+            if before < after {
+                return self.msgs - self.live_range(self.base_seq, start - 1).count() as u64;
+            }
+            return self.live_range(start, self.last_seq).count() as u64;
+        }
+        let mut total = 0;
+        let mut partial: Vec<u32> = Vec::new();
+        for id in ids {
+            let entry = self.subjects.entry(id);
+            if start <= entry.first {
+                total += entry.count;
+            } else if start <= entry.last {
+                partial.push(id);
+            }
+        }
+        match partial.len() {
+            0 => {}
+            1 => {
+                let id = partial[0];
+                let entry = self.subjects.entry(id);
+                let before = start - entry.first;
+                let after = entry.last - start + 1;
+                if before < after {
+                    let seen = self
+                        .live_range(entry.first, start - 1)
+                        .filter(|(_, slot)| slot.subject_id == id)
+                        .count() as u64;
+                    total += entry.count - seen;
+                } else {
+                    total += self
+                        .live_range(start, entry.last)
+                        .filter(|(_, slot)| slot.subject_id == id)
+                        .count() as u64;
+                }
+            }
+            _ => {
+                let highest = partial
+                    .iter()
+                    .map(|id| self.subjects.entry(*id).last)
+                    .max()
+                    .unwrap_or(0);
+                let set: hashbrown::HashSet<u32> = partial.into_iter().collect();
+                total += self
+                    .live_range(start, highest)
+                    .filter(|(_, slot)| set.contains(&slot.subject_id))
+                    .count() as u64;
+            }
+        }
+        total
+    }
+
+    /// Deleted sequences between first and last.
+    pub fn deleted(&self) -> Vec<u64> {
+        if self.msgs == 0 {
+            return Vec::new();
+        }
+        (self.base_seq..=self.last_seq)
+            .filter(|seq| self.get(*seq).is_none())
+            .collect()
+    }
+
+    /// Slots of live messages, for snapshots and compaction.
+    pub fn live_slots(&self) -> impl Iterator<Item = (u64, &Slot)> + '_ {
+        self.live_range(self.base_seq, self.last_seq)
+    }
+
+    /// First live sequence whose timestamp >= `timestamp` (timestamps are non-decreasing).
+    pub fn seq_for_time(&self, timestamp: i64) -> u64 {
+        // Removed slots keep their timestamp, so the whole deque stays ordered by time.
+        let position = self
+            .slots
+            .partition_point(|slot| slot.timestamp < timestamp);
+        let mut seq = self.base_seq + position as u64;
+        while seq <= self.last_seq && self.get(seq).is_none() {
+            seq += 1;
+        }
+        seq.min(self.last_seq + 1)
+    }
+}
