@@ -1,1 +1,36 @@
-//! jetstream-api (skeleton; filled in by its issue).
+//! The `$JS.API` wire vocabulary of rnats: JSON request/response types exactly as nats-server
+//! v2.15 spells them, the API error table, and the ack reply-subject codec.
+//!
+//! Callers: the JetStream crate (stream and consumer handlers build responses from these types
+//! and decode requests with [`json::decode_request`]), and tests that compare us with the real
+//! nats-server. This crate must not know about tokio, sockets, the store or the server: it is
+//! pure data plus encoding rules, so it can be fuzzed and tested in isolation.
+//!
+//! Conventions that hold for every type here:
+//! - Field names, `omitempty` rules and field order follow nats-server's Go structs, so a
+//!   serialized value compares equal (as JSON) to what nats-server sends.
+//! - Durations are [`Nanos`] (integer nanoseconds); times are [`Timestamp`] (RFC 3339 with
+//!   nanoseconds, Go's zero time `0001-01-01T00:00:00Z` for "unset").
+//! - Requests are decoded strictly (unknown fields rejected, as nats-server 2.12+ in strict mode);
+//!   missing fields take their Go zero value; validating a config and filling its defaults is the
+//!   server's job (it needs limits and state this crate does not have).
+
+pub mod api_error;
+pub mod base64;
+pub mod errors_generated;
+pub mod json;
+pub mod metadata;
+pub mod policy;
+pub mod stream;
+pub mod stream_api;
+pub mod time_format;
+
+mod error;
+
+pub use api_error::{ApiError, ErrorEntry};
+pub use error::Error;
+pub use errors_generated as errors;
+pub use policy::{Compression, DiscardPolicy, PersistMode, RetentionPolicy, StorageType};
+pub use stream::*;
+pub use stream_api::*;
+pub use time_format::{Nanos, Timestamp};

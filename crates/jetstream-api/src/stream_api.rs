@@ -1,0 +1,543 @@
+//! Request and response envelopes of `$JS.API.STREAM.*`, and [`PubAck`].
+//!
+//! Every response starts with `"type"` (a constant below) and an optional `"error"`; on error the
+//! payload fields are absent (paged fields `total/offset/limit` stay, as nats-server sends them).
+//! Build responses with the `ok`/`error` constructors so `type` is always right.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::api_error::ApiError;
+use crate::stream::{StoredMessage, StreamConfig, StreamInfo};
+use crate::time_format::Timestamp;
+
+pub const STREAM_CREATE_RESPONSE_TYPE: &str = "io.nats.jetstream.api.v1.stream_create_response";
+pub const STREAM_UPDATE_RESPONSE_TYPE: &str = "io.nats.jetstream.api.v1.stream_update_response";
+pub const STREAM_INFO_RESPONSE_TYPE: &str = "io.nats.jetstream.api.v1.stream_info_response";
+pub const STREAM_DELETE_RESPONSE_TYPE: &str = "io.nats.jetstream.api.v1.stream_delete_response";
+pub const STREAM_NAMES_RESPONSE_TYPE: &str = "io.nats.jetstream.api.v1.stream_names_response";
+pub const STREAM_LIST_RESPONSE_TYPE: &str = "io.nats.jetstream.api.v1.stream_list_response";
+pub const STREAM_PURGE_RESPONSE_TYPE: &str = "io.nats.jetstream.api.v1.stream_purge_response";
+pub const STREAM_MSG_DELETE_RESPONSE_TYPE: &str =
+    "io.nats.jetstream.api.v1.stream_msg_delete_response";
+pub const STREAM_MSG_GET_RESPONSE_TYPE: &str = "io.nats.jetstream.api.v1.stream_msg_get_response";
+pub const STREAM_SNAPSHOT_RESPONSE_TYPE: &str = "io.nats.jetstream.api.v1.stream_snapshot_response";
+pub const STREAM_RESTORE_RESPONSE_TYPE: &str = "io.nats.jetstream.api.v1.stream_restore_response";
+pub const STREAM_REMOVE_PEER_RESPONSE_TYPE: &str =
+    "io.nats.jetstream.api.v1.stream_remove_peer_response";
+pub const STREAM_LEADER_STEPDOWN_RESPONSE_TYPE: &str =
+    "io.nats.jetstream.api.v1.stream_leader_stepdown_response";
+/// Generic responses (e.g. a request on an unknown `$JS.API` subject is not answered at all by
+/// nats-server, but system-level failures use this type).
+pub const SYSTEM_RESPONSE_TYPE: &str = "io.nats.jetstream.api.v1.system_response";
+
+/// Page size nats-server uses for `STREAM.NAMES` / `CONSUMER.NAMES`.
+pub const NAMES_LIMIT: usize = 1024;
+/// Page size for `STREAM.LIST` / `CONSUMER.LIST`.
+pub const LIST_LIMIT: usize = 256;
+/// Most subjects `STREAM.INFO` returns in `state.subjects` (`limit` of that page).
+pub const MAX_SUBJECT_DETAILS: usize = 100_000;
+/// Longest stream or consumer name.
+pub const MAX_NAME_LENGTH: usize = 255;
+/// Longest description.
+pub const MAX_DESCRIPTION_LENGTH: usize = 4 * 1024;
+/// Largest total of metadata keys plus values, bytes.
+pub const MAX_METADATA_LENGTH: usize = 128 * 1024;
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+fn is_zero_u64(value: &u64) -> bool {
+    *value == 0
+}
+
+/// Go marshals a nil slice as `null`; nats-server's NAMES responses send `"streams":null` when
+/// nothing matches.
+pub(crate) fn empty_as_null<S: Serializer, T: Serialize>(
+    items: &[T],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    if items.is_empty() {
+        serializer.serialize_none()
+    } else {
+        items.serialize(serializer)
+    }
+}
+
+pub(crate) fn null_as_empty<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    deserializer: D,
+) -> Result<Vec<T>, D::Error> {
+    Ok(Option::<Vec<T>>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+/// The bare `{"type","error"}` response.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiResponse {
+    #[serde(rename = "type")]
+    pub response_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ApiError>,
+}
+
+impl ApiResponse {
+    pub fn error(response_type: &str, error: ApiError) -> Self {
+        ApiResponse {
+            response_type: response_type.to_string(),
+            error: Some(error),
+        }
+    }
+}
+
+/// `total`, `offset` and `limit` of paged responses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Paged {
+    pub total: usize,
+    pub offset: usize,
+    pub limit: usize,
+}
+
+/// Body of `STREAM.CREATE` and `STREAM.UPDATE`: a [`StreamConfig`] plus the request-only
+/// `pedantic` flag (refuse instead of silently adjusting values).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StreamConfigRequest {
+    pub config: StreamConfig,
+    pub pedantic: bool,
+}
+
+impl<'de> Deserialize<'de> for StreamConfigRequest {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let mut map = serde_json::Map::<String, serde_json::Value>::deserialize(deserializer)?;
+        let pedantic = match map.remove("pedantic") {
+            None | Some(serde_json::Value::Null) => false,
+            Some(serde_json::Value::Bool(flag)) => flag,
+            Some(_) => return Err(D::Error::custom("invalid type: value, expected a boolean")),
+        };
+        let config = serde_json::from_value(serde_json::Value::Object(map))
+            .map_err(|error| D::Error::custom(error.to_string()))?;
+        Ok(StreamConfigRequest { config, pedantic })
+    }
+}
+
+impl Serialize for StreamConfigRequest {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::Error as _;
+        let mut value = serde_json::to_value(&self.config).map_err(S::Error::custom)?;
+        if self.pedantic {
+            if let serde_json::Value::Object(map) = &mut value {
+                map.insert("pedantic".to_string(), serde_json::Value::Bool(true));
+            }
+        }
+        value.serialize(serializer)
+    }
+}
+
+/// `STREAM.CREATE` reply.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamCreateResponse {
+    #[serde(rename = "type")]
+    pub response_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ApiError>,
+    #[serde(flatten)]
+    pub info: Option<StreamInfo>,
+    /// True when this request created the stream (false: it already existed, same config).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub did_create: bool,
+}
+
+impl StreamCreateResponse {
+    pub fn ok(info: StreamInfo, did_create: bool) -> Self {
+        StreamCreateResponse {
+            response_type: STREAM_CREATE_RESPONSE_TYPE.to_string(),
+            error: None,
+            info: Some(info),
+            did_create,
+        }
+    }
+
+    pub fn error(error: ApiError) -> Self {
+        StreamCreateResponse {
+            response_type: STREAM_CREATE_RESPONSE_TYPE.to_string(),
+            error: Some(error),
+            info: None,
+            did_create: false,
+        }
+    }
+}
+
+/// `STREAM.UPDATE` reply.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamUpdateResponse {
+    #[serde(rename = "type")]
+    pub response_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ApiError>,
+    #[serde(flatten)]
+    pub info: Option<StreamInfo>,
+}
+
+impl StreamUpdateResponse {
+    pub fn ok(info: StreamInfo) -> Self {
+        StreamUpdateResponse {
+            response_type: STREAM_UPDATE_RESPONSE_TYPE.to_string(),
+            error: None,
+            info: Some(info),
+        }
+    }
+
+    pub fn error(error: ApiError) -> Self {
+        StreamUpdateResponse {
+            response_type: STREAM_UPDATE_RESPONSE_TYPE.to_string(),
+            error: Some(error),
+            info: None,
+        }
+    }
+}
+
+/// `STREAM.INFO` request body (optional).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StreamInfoRequest {
+    /// Offset into the `state.subjects` page.
+    pub offset: usize,
+    #[serde(skip_serializing_if = "is_false")]
+    pub deleted_details: bool,
+    /// Subject filter (wildcards allowed) selecting which subjects go into `state.subjects`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub subjects_filter: String,
+}
+
+/// `STREAM.INFO` reply. The paging fields describe `state.subjects`; all zero when no
+/// `subjects_filter` was given, and present even on errors.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamInfoResponse {
+    #[serde(rename = "type")]
+    pub response_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ApiError>,
+    #[serde(flatten)]
+    pub paged: Paged,
+    #[serde(flatten)]
+    pub info: Option<StreamInfo>,
+}
+
+impl StreamInfoResponse {
+    pub fn ok(info: StreamInfo, paged: Paged) -> Self {
+        StreamInfoResponse {
+            response_type: STREAM_INFO_RESPONSE_TYPE.to_string(),
+            error: None,
+            paged,
+            info: Some(info),
+        }
+    }
+
+    pub fn error(error: ApiError) -> Self {
+        StreamInfoResponse {
+            response_type: STREAM_INFO_RESPONSE_TYPE.to_string(),
+            error: Some(error),
+            paged: Paged::default(),
+            info: None,
+        }
+    }
+}
+
+/// `{"type","error","success"}` replies: STREAM.DELETE, STREAM.MSG.DELETE, leader stepdowns, peer
+/// removal, CONSUMER.DELETE.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SuccessResponse {
+    #[serde(rename = "type")]
+    pub response_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ApiError>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub success: bool,
+}
+
+impl SuccessResponse {
+    pub fn ok(response_type: &str) -> Self {
+        SuccessResponse {
+            response_type: response_type.to_string(),
+            error: None,
+            success: true,
+        }
+    }
+
+    pub fn error(response_type: &str, error: ApiError) -> Self {
+        SuccessResponse {
+            response_type: response_type.to_string(),
+            error: Some(error),
+            success: false,
+        }
+    }
+}
+
+/// `STREAM.NAMES` / `STREAM.LIST` request body (optional).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StreamNamesRequest {
+    pub offset: usize,
+    /// Only streams whose subjects overlap this subject (wildcards allowed).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub subject: String,
+}
+
+/// Same body as [`StreamNamesRequest`].
+pub type StreamListRequest = StreamNamesRequest;
+
+/// `STREAM.NAMES` reply; `"streams":null` when nothing matches.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamNamesResponse {
+    #[serde(rename = "type")]
+    pub response_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ApiError>,
+    #[serde(flatten)]
+    pub paged: Paged,
+    #[serde(
+        serialize_with = "empty_as_null",
+        deserialize_with = "null_as_empty",
+        default
+    )]
+    pub streams: Vec<String>,
+}
+
+impl StreamNamesResponse {
+    pub fn ok(streams: Vec<String>, paged: Paged) -> Self {
+        StreamNamesResponse {
+            response_type: STREAM_NAMES_RESPONSE_TYPE.to_string(),
+            error: None,
+            paged,
+            streams,
+        }
+    }
+
+    pub fn error(error: ApiError) -> Self {
+        StreamNamesResponse {
+            response_type: STREAM_NAMES_RESPONSE_TYPE.to_string(),
+            error: Some(error),
+            paged: Paged::default(),
+            streams: Vec::new(),
+        }
+    }
+}
+
+/// `STREAM.LIST` reply; `"streams":[]` when nothing matches.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamListResponse {
+    #[serde(rename = "type")]
+    pub response_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ApiError>,
+    #[serde(flatten)]
+    pub paged: Paged,
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub streams: Vec<StreamInfo>,
+    /// Streams that could not be reached (clustered only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub offline: std::collections::BTreeMap<String, String>,
+}
+
+impl StreamListResponse {
+    pub fn ok(streams: Vec<StreamInfo>, paged: Paged) -> Self {
+        StreamListResponse {
+            response_type: STREAM_LIST_RESPONSE_TYPE.to_string(),
+            paged,
+            streams,
+            ..Default::default()
+        }
+    }
+
+    pub fn error(error: ApiError) -> Self {
+        StreamListResponse {
+            response_type: STREAM_LIST_RESPONSE_TYPE.to_string(),
+            error: Some(error),
+            ..Default::default()
+        }
+    }
+}
+
+/// `STREAM.PURGE` request body (optional). `seq` and `keep` are mutually exclusive.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StreamPurgeRequest {
+    /// Purge up to but not including this sequence.
+    #[serde(rename = "seq", skip_serializing_if = "is_zero_u64")]
+    pub sequence: u64,
+    /// Only messages matching this subject (wildcards allowed).
+    #[serde(rename = "filter", skip_serializing_if = "String::is_empty")]
+    pub filter: String,
+    /// Keep this many of the newest messages.
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub keep: u64,
+}
+
+/// `STREAM.PURGE` reply; `purged` is always present (0 on error).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamPurgeResponse {
+    #[serde(rename = "type")]
+    pub response_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ApiError>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub success: bool,
+    #[serde(default)]
+    pub purged: u64,
+}
+
+impl StreamPurgeResponse {
+    pub fn ok(purged: u64) -> Self {
+        StreamPurgeResponse {
+            response_type: STREAM_PURGE_RESPONSE_TYPE.to_string(),
+            error: None,
+            success: true,
+            purged,
+        }
+    }
+
+    pub fn error(error: ApiError) -> Self {
+        StreamPurgeResponse {
+            response_type: STREAM_PURGE_RESPONSE_TYPE.to_string(),
+            error: Some(error),
+            success: false,
+            purged: 0,
+        }
+    }
+}
+
+/// `STREAM.MSG.DELETE` request body.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MsgDeleteRequest {
+    #[serde(rename = "seq")]
+    pub sequence: u64,
+    /// Remove without overwriting the bytes on disk.
+    #[serde(skip_serializing_if = "is_false")]
+    pub no_erase: bool,
+}
+
+/// `STREAM.MSG.GET` and `DIRECT.GET` request body.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MsgGetRequest {
+    #[serde(rename = "seq", skip_serializing_if = "is_zero_u64")]
+    pub sequence: u64,
+    /// The last message on this subject.
+    #[serde(rename = "last_by_subj", skip_serializing_if = "String::is_empty")]
+    pub last_by_subject: String,
+    /// The first message at or after `seq` on this subject (wildcards allowed).
+    #[serde(rename = "next_by_subj", skip_serializing_if = "String::is_empty")]
+    pub next_by_subject: String,
+    /// Direct get only: up to this many messages.
+    #[serde(skip_serializing_if = "is_zero_i64")]
+    pub batch: i64,
+    #[serde(skip_serializing_if = "is_zero_i64")]
+    pub max_bytes: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<Timestamp>,
+    /// Direct get only: last message of each of these subjects.
+    #[serde(rename = "multi_last", skip_serializing_if = "Vec::is_empty")]
+    pub multi_last: Vec<String>,
+    #[serde(rename = "up_to_seq", skip_serializing_if = "is_zero_u64")]
+    pub up_to_sequence: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub up_to_time: Option<Timestamp>,
+    /// Return the payload only.
+    #[serde(rename = "no_hdr", skip_serializing_if = "is_false")]
+    pub no_headers: bool,
+}
+
+fn is_zero_i64(value: &i64) -> bool {
+    *value == 0
+}
+
+/// `STREAM.MSG.GET` reply.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MsgGetResponse {
+    #[serde(rename = "type")]
+    pub response_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ApiError>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<StoredMessage>,
+}
+
+impl MsgGetResponse {
+    pub fn ok(message: StoredMessage) -> Self {
+        MsgGetResponse {
+            response_type: STREAM_MSG_GET_RESPONSE_TYPE.to_string(),
+            error: None,
+            message: Some(message),
+        }
+    }
+
+    pub fn error(error: ApiError) -> Self {
+        MsgGetResponse {
+            response_type: STREAM_MSG_GET_RESPONSE_TYPE.to_string(),
+            error: Some(error),
+            message: None,
+        }
+    }
+}
+
+/// `STREAM.SNAPSHOT` request body.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StreamSnapshotRequest {
+    pub deliver_subject: String,
+    #[serde(skip_serializing_if = "is_false")]
+    pub no_consumers: bool,
+    #[serde(skip_serializing_if = "is_zero_i64")]
+    pub chunk_size: i64,
+    #[serde(skip_serializing_if = "is_zero_i64")]
+    pub window_size: i64,
+    /// Verify every message checksum first.
+    #[serde(rename = "jsck", skip_serializing_if = "is_false")]
+    pub check_messages: bool,
+}
+
+/// The reply to a publish into a stream: `{"stream":"ORDERS","seq":1}`, plus `"duplicate":true`
+/// for a deduplicated `Nats-Msg-Id`, `"domain"` when JetStream has one. On failure nats-server
+/// sends `{"error":{...},"stream":"ORDERS","seq":0}` (stream known) or just `{"error":{...}}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PubAck {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ApiError>,
+    #[serde(default)]
+    pub stream: String,
+    #[serde(rename = "seq", default)]
+    pub sequence: u64,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub domain: String,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub duplicate: bool,
+    /// Counter streams: the counter's value after this increment.
+    #[serde(rename = "val", default, skip_serializing_if = "String::is_empty")]
+    pub value: String,
+    /// Batch publish: the batch id and its message count, on the commit's ack.
+    #[serde(rename = "batch", default, skip_serializing_if = "String::is_empty")]
+    pub batch_id: String,
+    #[serde(rename = "count", default, skip_serializing_if = "is_zero_u64")]
+    pub batch_size: u64,
+}
+
+impl PubAck {
+    pub fn ok(stream: impl Into<String>, sequence: u64) -> Self {
+        PubAck {
+            stream: stream.into(),
+            sequence,
+            ..Default::default()
+        }
+    }
+
+    /// The error ack for a message that reached a stream (`"stream":..,"seq":0` kept, as Go).
+    pub fn error(stream: impl Into<String>, error: ApiError) -> Self {
+        PubAck {
+            error: Some(error),
+            stream: stream.into(),
+            ..Default::default()
+        }
+    }
+}
