@@ -209,10 +209,16 @@ impl ClientParser {
                 self.check_partial_line(buf, keyword_len, after)?;
                 return Ok(None);
             };
-            let arg_len = line.arg.len();
-            if after != AfterKeyword::IgnoredRest && arg_len > self.max_control_line {
+            // For PING/PONG/+OK nats-server has no bound; we measure the ignored rest of the line
+            // the same way whether it arrived whole or split, so the outcome never depends on
+            // how reads were split.
+            let length = match after {
+                AfterKeyword::IgnoredRest => line.line_len - 1 - keyword_len,
+                _ => line.arg.len(),
+            };
+            if length > self.max_control_line {
                 return Err(ProtocolError::MaxControlLineExceeded {
-                    length: arg_len,
+                    length,
                     limit: self.max_control_line,
                 });
             }
