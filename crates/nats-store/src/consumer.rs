@@ -192,7 +192,6 @@ impl<'a> Reader<'a> {
         Ok(u64::from_le_bytes(buffer))
     }
 
-    #[allow(dead_code)]
     pub fn u32(&mut self) -> Result<u32, StoreError> {
         let mut buffer = [0u8; 4];
         buffer.copy_from_slice(self.take(4)?);

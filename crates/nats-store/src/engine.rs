@@ -50,7 +50,12 @@ pub trait Backend: Send {
     /// Every sequence below `first_seq` left the index.
     fn floor(&mut self, first_seq: u64, index: &MessageIndex) -> Result<(), StoreError>;
     /// Write buffered records; fsync when `force_sync` or the policy says so; run maintenance.
-    fn flush(&mut self, index: &mut MessageIndex, force_sync: bool) -> Result<(), StoreError>;
+    fn flush(
+        &mut self,
+        index: &mut MessageIndex,
+        ttls: &TtlIndex,
+        force_sync: bool,
+    ) -> Result<(), StoreError>;
     /// Clean shutdown (snapshot).
     fn close(&mut self, index: &MessageIndex, ttls: &TtlIndex) -> Result<(), StoreError>;
     /// Persist the owner's blob.
@@ -107,10 +112,9 @@ impl TtlIndex {
         }
     }
 
-    /// `(seq, ttl_nanos)` of every message with a TTL, for snapshots.
-    #[allow(dead_code)]
-    pub(crate) fn entries(&self) -> impl Iterator<Item = (u64, i64)> + '_ {
-        self.ttl_of.iter().map(|(seq, ttl)| (*seq, *ttl))
+    /// The TTL a message was stored with (record encoding).
+    pub(crate) fn ttl_nanos(&self, seq: u64) -> i64 {
+        self.ttl_of.get(&seq).copied().unwrap_or(TTL_NONE_NANOS)
     }
 
     fn clear(&mut self) {
@@ -389,13 +393,13 @@ impl<B: Backend> StreamStore for Store<B> {
 
     fn flush(&mut self) -> Result<u64, StoreError> {
         self.check_open()?;
-        self.backend.flush(&mut self.index, false)?;
+        self.backend.flush(&mut self.index, &self.ttls, false)?;
         Ok(self.index.last_seq())
     }
 
     fn sync(&mut self) -> Result<(), StoreError> {
         self.check_open()?;
-        self.backend.flush(&mut self.index, true)
+        self.backend.flush(&mut self.index, &self.ttls, true)
     }
 
     fn load(&mut self, seq: u64) -> Result<StoredMessage, StoreError> {
@@ -668,7 +672,7 @@ impl<B: Backend> StreamStore for Store<B> {
         if self.closed {
             return Ok(());
         }
-        self.backend.flush(&mut self.index, true)?;
+        self.backend.flush(&mut self.index, &self.ttls, true)?;
         self.backend.close(&self.index, &self.ttls)?;
         self.closed = true;
         Ok(())

@@ -32,6 +32,9 @@ pub enum StoreError {
     /// The subject is empty or longer than the record format allows.
     #[error("invalid subject")]
     InvalidSubject,
+    /// A consumer name that cannot be used as a directory name.
+    #[error("invalid consumer name {0:?}")]
+    InvalidName(String),
     /// The store was closed or deleted.
     #[error("store closed")]
     Closed,
@@ -50,7 +53,6 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    #[allow(dead_code)]
     pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> StoreError {
         let path = path.into();
         move |source| StoreError::Io { path, source }

@@ -247,6 +247,10 @@ impl MessageIndex {
             self.base_seq
         }
     }
+    /// Text of a live subject id.
+    pub fn subject_text(&self, id: u32) -> &str {
+        &self.subjects.entry(id).subject
+    }
     pub fn slot_bytes(&self) -> usize {
         self.slots.capacity() * std::mem::size_of::<Slot>()
     }

@@ -19,6 +19,7 @@ mod consumer;
 #[doc(hidden)]
 pub mod engine;
 mod error;
+mod file;
 mod filter;
 #[doc(hidden)]
 pub mod index;
@@ -29,6 +30,7 @@ mod types;
 pub use config::{DiscardPolicy, FileStoreOptions, StreamStoreConfig, SyncPolicy};
 pub use consumer::{ConsumerState, MemConsumerStore, PendingDelivery, SequencePair};
 pub use error::StoreError;
+pub use file::{FileConsumerStore, FileStore, RecoveryReport};
 pub use filter::subject_matches_filter;
 pub use memory::MemStore;
 pub use traits::{ConsumerStore, StreamStore};

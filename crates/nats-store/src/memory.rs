@@ -78,7 +78,12 @@ impl Backend for MemBackend {
         Ok(())
     }
 
-    fn flush(&mut self, _index: &mut MessageIndex, _force_sync: bool) -> Result<(), StoreError> {
+    fn flush(
+        &mut self,
+        _index: &mut MessageIndex,
+        _ttls: &TtlIndex,
+        _force_sync: bool,
+    ) -> Result<(), StoreError> {
         Ok(())
     }
 

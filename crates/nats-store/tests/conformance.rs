@@ -6,7 +6,7 @@ use std::time::Duration;
 use nats_store::{DiscardPolicy, StoreError, StreamStore, StreamStoreConfig, TTL_NEVER};
 
 mod common;
-use common::{Factory, MemFactory};
+use common::{Factory, FileFactory, MemFactory};
 
 fn unlimited() -> StreamStoreConfig {
     StreamStoreConfig {
@@ -476,5 +476,5 @@ macro_rules! conformance {
 }
 
 conformance!(mem, MemFactory);
-//conformance!(file, FileFactory::new());
-//conformance!(file_reopened, FileFactory::reopening());
+conformance!(file, FileFactory::new());
+conformance!(file_reopened, FileFactory::reopening());

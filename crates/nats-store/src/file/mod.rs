@@ -1,1 +1,628 @@
-//! FileStore (work in progress).
+//! FileStore: the engine over a directory of append-only block files.
+//!
+//! Layout of a stream directory: `meta.bin` (the owner's blob), `<id>.blk` blocks of records,
+//! `<id>.del` per-block delete logs, `<id>.idx` per-block indexes (written when a block is sealed and
+//! for the active block at clean close: the index snapshot), `consumers/<name>/` consumer state.
+//!
+//! Write path: `append` encodes into one write buffer; `flush` writes it with one `write` and, per
+//! the sync policy, one fsync per dirty file (group commit). Blocks whose messages are gone are
+//! deleted, mostly-empty ones rewritten, during `flush`.
+//!
+//! Crash safety: every record and delete entry has a CRC; recovery (`recovery.rs`) keeps the intact
+//! prefix of a damaged block, truncates a torn tail, and trusts a block index only when it describes
+//! exactly the block's current length.
+
+mod block;
+mod consumer;
+mod record;
+mod recovery;
+
+use std::collections::BTreeSet;
+use std::fs::{self, File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use bytes::Bytes;
+
+use crate::config::{FileStoreOptions, StreamStoreConfig, SyncPolicy};
+use crate::engine::{Backend, MessageRecord, Store, TtlIndex};
+use crate::error::StoreError;
+use crate::index::{MessageIndex, Slot};
+use crate::traits::ConsumerStore;
+use crate::types::StoredMessage;
+
+use block::{block_path, delete_path, encode_block_index, index_path, Block, IndexedMessage};
+use record::{
+    decode_record, encode_block_header, encode_record, erase_record_in_place, DeleteEntry,
+    RecordKind, BLOCK_HEADER_LEN,
+};
+
+pub use consumer::FileConsumerStore;
+pub use recovery::RecoveryReport;
+
+const META_FILE: &str = "meta.bin";
+const CONSUMERS_DIR: &str = "consumers";
+const MAX_BLOCK_SIZE: u64 = 1 << 30;
+
+/// A stream store kept in a directory.
+pub type FileStore = Store<FileBackend>;
+
+/// Block files of a [`FileStore`].
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct FileBackend {
+    dir: PathBuf,
+    options: FileStoreOptions,
+    /// Sorted by `first_seq`; the last one is the active (appended) block.
+    blocks: Vec<Block>,
+    write_buffer: Vec<u8>,
+    next_block_id: u64,
+    last_sync: Instant,
+    dir_needs_sync: bool,
+    /// Ids of sealed blocks that lost messages since the last maintenance pass.
+    maintenance: BTreeSet<u64>,
+    metadata: Vec<u8>,
+    report: RecoveryReport,
+}
+
+impl Store<FileBackend> {
+    /// Open the store in `dir`, creating the directory when missing, recovering it otherwise.
+    /// Damage found on the way is repaired where possible and described by [`FileStore::recovery_report`].
+    pub fn open(
+        dir: impl AsRef<Path>,
+        config: StreamStoreConfig,
+        mut options: FileStoreOptions,
+    ) -> Result<FileStore, StoreError> {
+        options.block_size = options
+            .block_size
+            .clamp(BLOCK_HEADER_LEN as u64 + 1, MAX_BLOCK_SIZE);
+        let recovered = recovery::recover(dir.as_ref(), &options)?;
+        let backend = FileBackend {
+            dir: dir.as_ref().to_path_buf(),
+            options,
+            blocks: recovered.blocks,
+            write_buffer: Vec::new(),
+            next_block_id: recovered.next_block_id,
+            last_sync: Instant::now(),
+            dir_needs_sync: false,
+            maintenance: BTreeSet::new(),
+            metadata: recovered.metadata,
+            report: recovered.report,
+        };
+        let mut store = Store::from_parts(config, recovered.index, recovered.ttls, backend);
+        store.backend.maintenance = store.backend.blocks.iter().map(|b| b.id).collect();
+        Ok(store)
+    }
+
+    /// Read the owner's blob of the store in `dir` without opening it (stream recovery scans).
+    pub fn read_metadata(dir: impl AsRef<Path>) -> Result<Option<Vec<u8>>, StoreError> {
+        recovery::read_metadata(dir.as_ref())
+    }
+
+    /// What recovery found and repaired when this store was opened.
+    pub fn recovery_report(&self) -> &RecoveryReport {
+        &self.backend.report
+    }
+
+    /// Number of block files (for tests and figures).
+    pub fn block_count(&self) -> usize {
+        self.backend.blocks.len()
+    }
+}
+
+impl Drop for FileBackend {
+    fn drop(&mut self) {
+        // A store dropped without close still hands its buffered records to the OS.
+        let _ = self.write_buffer_out();
+        let dir = self.dir.clone();
+        for block in &mut self.blocks {
+            let _ = block.write_deletes(&dir);
+        }
+    }
+}
+
+/// Write `bytes` to `path` atomically: temporary file, optional fsync, rename, optional dir fsync.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8], sync: bool) -> Result<(), StoreError> {
+    let temporary = path.with_extension("tmp");
+    {
+        let mut file = File::create(&temporary).map_err(StoreError::io(&temporary))?;
+        std::io::Write::write_all(&mut file, bytes).map_err(StoreError::io(&temporary))?;
+        if sync {
+            file.sync_all().map_err(StoreError::io(&temporary))?;
+        }
+    }
+    fs::rename(&temporary, path).map_err(StoreError::io(path))?;
+    if sync {
+        if let Some(parent) = path.parent() {
+            sync_dir(parent)?;
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+    File::open(dir)
+        .and_then(|handle| handle.sync_all())
+        .map_err(StoreError::io(dir))
+}
+
+/// nats-server's fileStoreMsgSize: what a file-stored message counts towards `bytes`.
+pub(crate) fn file_message_size(subject_len: usize, headers_len: usize, payload_len: usize) -> u64 {
+    if headers_len == 0 {
+        (22 + subject_len + payload_len + 8) as u64
+    } else {
+        (22 + subject_len + 4 + headers_len + payload_len + 8) as u64
+    }
+}
+
+pub(crate) fn create_block_file(dir: &Path, id: u64, first_seq: u64) -> Result<File, StoreError> {
+    let path = block_path(dir, id);
+    let mut file = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .map_err(StoreError::io(&path))?;
+    std::io::Write::write_all(&mut file, &encode_block_header(first_seq))
+        .map_err(StoreError::io(&path))?;
+    Ok(file)
+}
+
+impl FileBackend {
+    fn active(&mut self) -> Result<&mut Block, StoreError> {
+        self.blocks
+            .last_mut()
+            .ok_or_else(|| StoreError::Corrupt("file store has no active block".into()))
+    }
+
+    fn block_position(&self, seq: u64) -> Option<usize> {
+        let position = self.blocks.partition_point(|block| block.first_seq <= seq);
+        position.checked_sub(1)
+    }
+
+    /// Write the buffered records of the active block to its file (no fsync).
+    fn write_buffer_out(&mut self) -> Result<(), StoreError> {
+        if self.write_buffer.is_empty() {
+            return Ok(());
+        }
+        let dir = self.dir.clone();
+        let buffer = std::mem::take(&mut self.write_buffer);
+        let block = self.active()?;
+        let offset = block.written_len;
+        block.write_at(&dir, offset, &buffer)?;
+        block.written_len += buffer.len() as u64;
+        self.write_buffer = buffer;
+        self.write_buffer.clear();
+        Ok(())
+    }
+
+    /// Seal the active block and start a new one whose first sequence is `first_seq`.
+    fn rotate(&mut self, first_seq: u64) -> Result<(), StoreError> {
+        self.write_buffer_out()?;
+        if let Some(active) = self.blocks.last_mut() {
+            active.needs_index = true;
+        }
+        let id = self.next_block_id;
+        self.next_block_id += 1;
+        let file = create_block_file(&self.dir, id, first_seq)?;
+        let mut block = Block::new(id, first_seq, file, BLOCK_HEADER_LEN as u64);
+        block.data_needs_sync = true;
+        self.blocks.push(block);
+        self.dir_needs_sync = true;
+        Ok(())
+    }
+
+    /// Make room for a record of `len` bytes at `seq`; returns its location in the active block.
+    fn reserve(&mut self, seq: u64, len: usize) -> Result<u32, StoreError> {
+        let block_size = self.options.block_size;
+        let buffered = self.write_buffer.len() as u64;
+        let active = self.active()?;
+        let end = active.written_len + buffered;
+        if end > BLOCK_HEADER_LEN as u64 && end + len as u64 > block_size {
+            self.rotate(seq)?;
+        }
+        let buffered = self.write_buffer.len() as u64;
+        let active = self.active()?;
+        let location = active.written_len + buffered;
+        u32::try_from(location).map_err(|_| StoreError::Corrupt("block offset overflow".into()))
+    }
+
+    fn after_append(&mut self, seq: u64) -> Result<(), StoreError> {
+        let active = self.active()?;
+        active.last_seq = active.last_seq.max(seq);
+        if self.write_buffer.len() >= self.options.write_buffer_limit {
+            self.write_buffer_out()?;
+        }
+        Ok(())
+    }
+
+    fn should_sync(&self, force: bool) -> bool {
+        match self.options.sync {
+            SyncPolicy::Always => true,
+            SyncPolicy::Interval(interval) => force || self.last_sync.elapsed() >= interval,
+        }
+    }
+
+    /// Delete sealed blocks without messages; rewrite sealed blocks mostly made of deleted records.
+    fn maintain(&mut self, index: &mut MessageIndex, ttls: &TtlIndex) -> Result<(), StoreError> {
+        let candidates = std::mem::take(&mut self.maintenance);
+        let active_id = self.blocks.last().map(|block| block.id);
+        for id in candidates {
+            if Some(id) == active_id {
+                continue;
+            }
+            let Some(position) = self.blocks.iter().position(|block| block.id == id) else {
+                continue;
+            };
+            let block = &self.blocks[position];
+            if block.live_msgs == 0 {
+                self.remove_block(position)?;
+            } else if block.live_record_bytes * 2 < block.written_len - BLOCK_HEADER_LEN as u64 {
+                self.compact_block(position, index, ttls)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn remove_block(&mut self, position: usize) -> Result<(), StoreError> {
+        let block = self.blocks.remove(position);
+        for path in [
+            index_path(&self.dir, block.id),
+            delete_path(&self.dir, block.id),
+            block_path(&self.dir, block.id),
+        ] {
+            match fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(error) => return Err(StoreError::io(path)(error)),
+            }
+        }
+        self.dir_needs_sync = true;
+        Ok(())
+    }
+
+    /// Rewrite a sealed block with only its live records (crash-safe: new file renamed over old).
+    fn compact_block(
+        &mut self,
+        position: usize,
+        index: &mut MessageIndex,
+        ttls: &TtlIndex,
+    ) -> Result<(), StoreError> {
+        let dir = self.dir.clone();
+        let (id, first_seq, last_seq) = {
+            let block = &self.blocks[position];
+            (block.id, block.first_seq, block.last_seq)
+        };
+        let live: Vec<(u64, Slot)> = index
+            .live_range(first_seq, last_seq)
+            .map(|(seq, slot)| (seq, *slot))
+            .collect();
+        let mut content = encode_block_header(first_seq).to_vec();
+        let mut relocated = Vec::with_capacity(live.len());
+        for (seq, slot) in &live {
+            let mut record = vec![0u8; slot.record_len as usize];
+            self.blocks[position].read_at(&dir, u64::from(slot.location), &mut record)?;
+            decode_record(&record)
+                .map_err(|_| StoreError::Corrupt(format!("record {seq} damaged in block {id}")))?;
+            relocated.push((*seq, content.len() as u32));
+            content.extend_from_slice(&record);
+        }
+        let path = block_path(&dir, id);
+        let temporary = path.with_extension("tmp");
+        fs::write(&temporary, &content).map_err(StoreError::io(&temporary))?;
+        File::open(&temporary)
+            .and_then(|file| file.sync_all())
+            .map_err(StoreError::io(&temporary))?;
+        // The old index describes the old file: drop it before the rename makes it wrong.
+        let _ = fs::remove_file(index_path(&dir, id));
+        fs::rename(&temporary, &path).map_err(StoreError::io(&path))?;
+        let _ = fs::remove_file(delete_path(&dir, id));
+        sync_dir(&dir)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(StoreError::io(&path))?;
+        for (seq, location) in &relocated {
+            if let Some(slot) = index.get_mut(*seq) {
+                slot.location = *location;
+            }
+        }
+        let block = &mut self.blocks[position];
+        block.file = file;
+        block.written_len = content.len() as u64;
+        block.delete_file = None;
+        block.delete_buffer.clear();
+        block.deletes_need_sync = false;
+        block.data_needs_sync = false;
+        block.floor = 0;
+        self.write_block_index(position, index, ttls, true)?;
+        Ok(())
+    }
+
+    /// Write `<id>.idx` describing the block as it is on disk now.
+    fn write_block_index(
+        &mut self,
+        position: usize,
+        index: &MessageIndex,
+        ttls: &TtlIndex,
+        sync: bool,
+    ) -> Result<(), StoreError> {
+        let block = &self.blocks[position];
+        let bytes = encode_block_index(
+            block.written_len,
+            block.first_seq,
+            block.last_seq,
+            index
+                .live_range(block.first_seq, block.last_seq)
+                .map(|(seq, slot)| IndexedMessage {
+                    seq,
+                    timestamp: slot.timestamp,
+                    ttl_nanos: ttls.ttl_nanos(seq),
+                    location: slot.location,
+                    record_len: slot.record_len,
+                    size: slot.size,
+                    subject: index.subject_text(slot.subject_id),
+                }),
+        );
+        write_atomic(&index_path(&self.dir, block.id), &bytes, sync)?;
+        self.blocks[position].needs_index = false;
+        Ok(())
+    }
+
+    fn flush_all(
+        &mut self,
+        index: &mut MessageIndex,
+        ttls: &TtlIndex,
+        force_sync: bool,
+    ) -> Result<(), StoreError> {
+        self.write_buffer_out()?;
+        let dir = self.dir.clone();
+        for block in &mut self.blocks {
+            if block.write_deletes(&dir)? {
+                self.dir_needs_sync = true;
+            }
+        }
+        let sync = self.should_sync(force_sync);
+        if sync {
+            for block in &mut self.blocks {
+                block.sync(&dir)?;
+            }
+            if self.dir_needs_sync {
+                sync_dir(&dir)?;
+                self.dir_needs_sync = false;
+            }
+            self.last_sync = Instant::now();
+        }
+        // Indexes of sealed blocks only once their data is durable (or the policy does not ask).
+        let active_position = self.blocks.len().saturating_sub(1);
+        for position in 0..active_position {
+            if self.blocks[position].needs_index && !self.blocks[position].data_needs_sync {
+                self.write_block_index(position, index, ttls, false)?;
+            }
+        }
+        if !self.maintenance.is_empty() {
+            self.maintain(index, ttls)?;
+        }
+        Ok(())
+    }
+}
+
+impl Backend for FileBackend {
+    fn message_size(&self, subject_len: usize, headers_len: usize, payload_len: usize) -> u64 {
+        file_message_size(subject_len, headers_len, payload_len)
+    }
+
+    fn append(&mut self, record: &MessageRecord<'_>) -> Result<(u32, u32), StoreError> {
+        let len = record::record_len(
+            record.subject.len(),
+            record.headers.len(),
+            record.payload.len(),
+        );
+        let record_len = u32::try_from(len).map_err(|_| StoreError::MaxMessageSize)?;
+        let location = self.reserve(record.seq, len)?;
+        encode_record(
+            &mut self.write_buffer,
+            RecordKind::Message,
+            record.seq,
+            record.timestamp,
+            record.ttl_nanos,
+            record.subject.as_bytes(),
+            record.headers,
+            record.payload,
+        );
+        let active = self.active()?;
+        active.live_msgs += 1;
+        active.live_record_bytes += u64::from(record_len);
+        self.after_append(record.seq)?;
+        Ok((location, record_len))
+    }
+
+    fn append_skip(&mut self, seq: u64, count: u64) -> Result<(), StoreError> {
+        let len = record::record_len(0, 0, 0);
+        self.reserve(seq, len)?;
+        encode_record(
+            &mut self.write_buffer,
+            RecordKind::Skip,
+            seq,
+            0,
+            i64::try_from(count).unwrap_or(i64::MAX),
+            b"",
+            b"",
+            b"",
+        );
+        self.after_append(seq + count - 1)
+    }
+
+    fn read(&mut self, seq: u64, slot: &Slot, subject: &str) -> Result<StoredMessage, StoreError> {
+        let position = self.block_position(seq).ok_or(StoreError::NotFound)?;
+        let is_active = position + 1 == self.blocks.len();
+        let block = &self.blocks[position];
+        let location = u64::from(slot.location);
+        let len = slot.record_len as usize;
+        let owned;
+        let bytes: &[u8] = if is_active && location >= block.written_len {
+            let start = (location - block.written_len) as usize;
+            self.write_buffer
+                .get(start..start + len)
+                .ok_or_else(|| StoreError::Corrupt(format!("record {seq} outside buffer")))?
+        } else {
+            let mut buffer = vec![0u8; len];
+            block.read_at(&self.dir, location, &mut buffer)?;
+            owned = buffer;
+            &owned
+        };
+        let record = decode_record(bytes).map_err(|damage| {
+            StoreError::Corrupt(format!("record {seq} in block {}: {damage:?}", block.id))
+        })?;
+        if record.seq != seq || record.kind != RecordKind::Message {
+            return Err(StoreError::Corrupt(format!(
+                "block {} holds sequence {} where {seq} was indexed",
+                block.id, record.seq
+            )));
+        }
+        Ok(StoredMessage {
+            subject: subject.to_string(),
+            headers: Bytes::copy_from_slice(record.headers),
+            payload: Bytes::copy_from_slice(record.payload),
+            seq,
+            timestamp: record.timestamp,
+        })
+    }
+
+    fn removed(&mut self, seq: u64, slot: &Slot, erase: bool) -> Result<(), StoreError> {
+        let Some(position) = self.block_position(seq) else {
+            return Ok(());
+        };
+        let is_active = position + 1 == self.blocks.len();
+        let dir = self.dir.clone();
+        let block = &mut self.blocks[position];
+        block.live_msgs = block.live_msgs.saturating_sub(1);
+        block.live_record_bytes = block
+            .live_record_bytes
+            .saturating_sub(u64::from(slot.record_len));
+        if seq >= block.floor {
+            block.record_delete(DeleteEntry::Sequence(seq));
+        }
+        if erase {
+            let location = u64::from(slot.location);
+            let len = slot.record_len as usize;
+            if is_active && location >= block.written_len {
+                let start = (location - block.written_len) as usize;
+                if let Some(record) = self.write_buffer.get_mut(start..start + len) {
+                    erase_record_in_place(record)?;
+                }
+            } else {
+                let mut record = vec![0u8; len];
+                block.read_at(&dir, location, &mut record)?;
+                erase_record_in_place(&mut record)?;
+                block.write_at(&dir, location, &record)?;
+            }
+        }
+        if !is_active {
+            let id = block.id;
+            self.maintenance.insert(id);
+        }
+        Ok(())
+    }
+
+    fn floor(&mut self, first_seq: u64, index: &MessageIndex) -> Result<(), StoreError> {
+        let active_below = self
+            .blocks
+            .last()
+            .is_some_and(|active| active.last_seq < first_seq);
+        if active_below {
+            // Everything goes: a fresh active block records where the sequence continues.
+            self.write_buffer.clear();
+            self.rotate(first_seq)?;
+            if let Some(active) = self.blocks.last_mut() {
+                active.file.sync_all().map_err(StoreError::io(&self.dir))?;
+                active.data_needs_sync = false;
+            }
+            sync_dir(&self.dir)?;
+        }
+        let position = 0;
+        while position + 1 < self.blocks.len() {
+            if self.blocks[position].last_seq < first_seq {
+                self.remove_block(position)?;
+                continue;
+            }
+            break;
+        }
+        if let Some(block) = self.blocks.first_mut() {
+            if block.first_seq < first_seq && block.last_seq >= first_seq {
+                block.floor = first_seq;
+                block.record_delete(DeleteEntry::Floor(first_seq));
+                let (live_msgs, live_bytes) = index
+                    .live_range(block.first_seq, block.last_seq)
+                    .fold((0u64, 0u64), |(msgs, bytes), (_, slot)| {
+                        (msgs + 1, bytes + u64::from(slot.record_len))
+                    });
+                block.live_msgs = live_msgs;
+                block.live_record_bytes = live_bytes;
+                let id = block.id;
+                self.maintenance.insert(id);
+            }
+        }
+        Ok(())
+    }
+
+    fn flush(
+        &mut self,
+        index: &mut MessageIndex,
+        ttls: &TtlIndex,
+        force_sync: bool,
+    ) -> Result<(), StoreError> {
+        self.flush_all(index, ttls, force_sync)
+    }
+
+    fn close(&mut self, index: &MessageIndex, ttls: &TtlIndex) -> Result<(), StoreError> {
+        // The index snapshot: every block, the active one included, gets an index file matching
+        // its final length, so the next open reads no block data.
+        for position in 0..self.blocks.len() {
+            self.write_block_index(position, index, ttls, false)?;
+        }
+        sync_dir(&self.dir)?;
+        for position in 0..self.blocks.len() {
+            let path = index_path(&self.dir, self.blocks[position].id);
+            File::open(&path)
+                .and_then(|file| file.sync_all())
+                .map_err(StoreError::io(&path))?;
+        }
+        Ok(())
+    }
+
+    fn set_metadata(&mut self, blob: &[u8]) -> Result<(), StoreError> {
+        recovery::write_metadata(&self.dir, blob)?;
+        self.metadata = blob.to_vec();
+        Ok(())
+    }
+
+    fn metadata(&self) -> &[u8] {
+        &self.metadata
+    }
+
+    fn consumer_store(&mut self, name: &str) -> Result<Box<dyn ConsumerStore>, StoreError> {
+        let store = FileConsumerStore::open(
+            &self.dir.join(CONSUMERS_DIR),
+            name,
+            self.options.sync == SyncPolicy::Always,
+        )?;
+        Ok(Box::new(store))
+    }
+
+    fn consumer_names(&self) -> Result<Vec<String>, StoreError> {
+        consumer::list_consumers(&self.dir.join(CONSUMERS_DIR))
+    }
+
+    fn delete(&mut self) -> Result<(), StoreError> {
+        self.blocks.clear();
+        self.write_buffer.clear();
+        match fs::remove_dir_all(&self.dir) {
+            Ok(()) => Ok(()),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(error) => Err(StoreError::io(&self.dir)(error)),
+        }
+    }
+}
