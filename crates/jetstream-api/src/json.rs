@@ -169,6 +169,22 @@ fn go_syntax_error(error: &serde_json::Error, body: &[u8]) -> String {
     format!("invalid character {bad} {context} at offset {offset}")
 }
 
+/// The text Go's `json.Unmarshal` (not the streaming decoder) gives: no offset, and a truncated
+/// document is `unexpected end of JSON input`.
+pub(crate) fn go_message_without_offset(error: &serde_json::Error, body: &[u8]) -> String {
+    if error.is_eof() {
+        return "unexpected end of JSON input".to_string();
+    }
+    if error.is_syntax() {
+        let text = go_syntax_error(error, body);
+        return match text.rfind(" at offset ") {
+            Some(index) => text[..index].to_string(),
+            None => text,
+        };
+    }
+    go_data_error(&error.to_string())
+}
+
 /// serde_json reports 1-based line and column of the offending byte; Go reports the count of bytes
 /// read including it.
 fn byte_offset(body: &[u8], line: usize, column: usize) -> usize {

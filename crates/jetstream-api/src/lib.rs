@@ -15,22 +15,32 @@
 //!   missing fields take their Go zero value; validating a config and filling its defaults is the
 //!   server's job (it needs limits and state this crate does not have).
 
+pub mod ack;
 pub mod api_error;
 pub mod base64;
+pub mod consumer;
+pub mod consumer_api;
 pub mod errors_generated;
 pub mod json;
 pub mod metadata;
 pub mod policy;
+pub mod status;
 pub mod stream;
 pub mod stream_api;
 pub mod time_format;
 
 mod error;
 
+pub use ack::{AckKind, AckSubject, AckSubjectPrefix};
 pub use api_error::{ApiError, ErrorEntry};
+pub use consumer::*;
+pub use consumer_api::*;
 pub use error::Error;
 pub use errors_generated as errors;
-pub use policy::{Compression, DiscardPolicy, PersistMode, RetentionPolicy, StorageType};
+pub use policy::{
+    AckPolicy, Compression, ConsumerAction, DeliverPolicy, DiscardPolicy, PersistMode,
+    PriorityPolicy, ReplayPolicy, RetentionPolicy, StorageType,
+};
 pub use stream::*;
 pub use stream_api::*;
 pub use time_format::{Nanos, Timestamp};

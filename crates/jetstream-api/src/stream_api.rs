@@ -51,19 +51,6 @@ fn is_zero_u64(value: &u64) -> bool {
     *value == 0
 }
 
-/// Go marshals a nil slice as `null`; nats-server's NAMES responses send `"streams":null` when
-/// nothing matches.
-pub(crate) fn empty_as_null<S: Serializer, T: Serialize>(
-    items: &[T],
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    if items.is_empty() {
-        serializer.serialize_none()
-    } else {
-        items.serialize(serializer)
-    }
-}
-
 pub(crate) fn null_as_empty<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     deserializer: D,
 ) -> Result<Vec<T>, D::Error> {
@@ -285,7 +272,9 @@ pub struct StreamNamesRequest {
 /// Same body as [`StreamNamesRequest`].
 pub type StreamListRequest = StreamNamesRequest;
 
-/// `STREAM.NAMES` reply; `"streams":null` when nothing matches.
+/// `STREAM.NAMES` reply. `streams: None` is sent as `null`, which is what nats-server sends when a
+/// `subject` filter matched no stream (Go's nil slice); `Some(vec![])` is `[]` (an offset past the
+/// end, or no streams at all without a filter).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StreamNamesResponse {
     #[serde(rename = "type")]
@@ -294,16 +283,12 @@ pub struct StreamNamesResponse {
     pub error: Option<ApiError>,
     #[serde(flatten)]
     pub paged: Paged,
-    #[serde(
-        serialize_with = "empty_as_null",
-        deserialize_with = "null_as_empty",
-        default
-    )]
-    pub streams: Vec<String>,
+    #[serde(default)]
+    pub streams: Option<Vec<String>>,
 }
 
 impl StreamNamesResponse {
-    pub fn ok(streams: Vec<String>, paged: Paged) -> Self {
+    pub fn ok(streams: Option<Vec<String>>, paged: Paged) -> Self {
         StreamNamesResponse {
             response_type: STREAM_NAMES_RESPONSE_TYPE.to_string(),
             error: None,
@@ -317,7 +302,7 @@ impl StreamNamesResponse {
             response_type: STREAM_NAMES_RESPONSE_TYPE.to_string(),
             error: Some(error),
             paged: Paged::default(),
-            streams: Vec::new(),
+            streams: None,
         }
     }
 }

@@ -131,9 +131,9 @@ fn stream_info_and_update_responses() {
 #[test]
 fn names_list_purge_delete_get() {
     let names: StreamNamesResponse = assert_bytes_round_trip("stream_names");
-    assert_eq!(names.streams, vec!["ORDERS"]);
+    assert_eq!(names.streams, Some(vec!["ORDERS".to_string()]));
     let empty: StreamNamesResponse = assert_bytes_round_trip("stream_names_empty");
-    assert!(empty.streams.is_empty());
+    assert!(empty.streams.is_none());
     let list: StreamListResponse = assert_bytes_round_trip("stream_list");
     assert_eq!(list.streams.len(), 1);
     let _: StreamListResponse = assert_bytes_round_trip("stream_list_empty");
@@ -180,4 +180,49 @@ fn pub_acks() {
     assert!(ack.duplicate);
     let expected: serde_json::Value = serde_json::from_slice(&original).unwrap();
     assert_eq!(serde_json::to_value(&ack).unwrap(), expected);
+}
+
+#[test]
+fn stream_config_request_decodes_strictly_with_pedantic() {
+    use jetstream_api::json::decode_request;
+    use jetstream_api::StreamConfigRequest;
+    let request: StreamConfigRequest =
+        decode_request(br#"{"name":"ORDERS","subjects":["orders.>"],"pedantic":true}"#).unwrap();
+    assert!(request.pedantic);
+    assert_eq!(request.config.subjects, vec!["orders.>"]);
+    assert_eq!(request.config.max_msgs, 0, "defaults are the server's job");
+    let error = decode_request::<StreamConfigRequest>(
+        br#"{"name":"BAD","subjects":["bad"],"bogus_field":1}"#,
+    )
+    .unwrap_err();
+    // The exact description nats-server sent (fixture error_unknown_field).
+    let expected: StreamCreateResponse =
+        serde_json::from_slice(&fixture("error_unknown_field")).unwrap();
+    assert_eq!(Some(error), expected.error);
+    let error = decode_request::<StreamConfigRequest>(br#"{"name": "BAD", "subjects": ["bad"]"#)
+        .unwrap_err();
+    let expected: StreamCreateResponse =
+        serde_json::from_slice(&fixture("error_bad_json")).unwrap();
+    assert_eq!(Some(error), expected.error);
+    let request: StreamConfigRequest = decode_request(b"").unwrap();
+    assert_eq!(request, StreamConfigRequest::default());
+    assert_eq!(
+        serde_json::to_value(&request).unwrap()["name"],
+        serde_json::json!("")
+    );
+}
+
+#[test]
+fn info_and_purge_requests() {
+    use jetstream_api::json::decode_request;
+    use jetstream_api::{MsgGetRequest, StreamInfoRequest, StreamPurgeRequest};
+    let request: StreamInfoRequest =
+        decode_request(br#"{"subjects_filter":">","deleted_details":true,"offset":5}"#).unwrap();
+    assert_eq!(request.subjects_filter, ">");
+    assert!(request.deleted_details);
+    assert!(decode_request::<StreamInfoRequest>(br#"{"bogus":1}"#).is_err());
+    let request: StreamPurgeRequest = decode_request(br#"{"filter":"orders.2","keep":1}"#).unwrap();
+    assert_eq!((request.filter.as_str(), request.keep), ("orders.2", 1));
+    let request: MsgGetRequest = decode_request(br#"{"last_by_subj":"ttl.a"}"#).unwrap();
+    assert_eq!(request.last_by_subject, "ttl.a");
 }
