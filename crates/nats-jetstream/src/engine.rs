@@ -3,10 +3,13 @@
 //! shares one `Arc`'d engine, so the server may keep one for monitoring and one for shutdown.
 
 use crate::error::JetStreamError;
-use crate::resources;
+use crate::registry::Registry;
+use crate::resources::{self, Usage};
+use crate::stream::Stream;
 use crate::{JetStreamConfig, Message, ServerIdentity, SyncPolicy, Transport};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -44,8 +47,14 @@ pub(crate) struct Engine {
     /// `<store_dir>/jetstream`.
     pub store_root: PathBuf,
     pub limits: ResourceLimits,
+    pub usage: Arc<Usage>,
     pub api: ApiCounters,
+    pub registry: Registry,
+    /// Serialises create/update/delete so overlap and reservation checks see a stable registry.
+    pub admin_lock: tokio::sync::Mutex<()>,
     subscriptions: Mutex<Vec<u64>>,
+    /// Direct-get subscriptions per stream name.
+    direct_subscriptions: Mutex<HashMap<String, Vec<u64>>>,
     api_queue: Mutex<Option<mpsc::UnboundedSender<Message>>>,
 }
 
@@ -81,13 +90,18 @@ impl JetStream {
             transport,
             store_root,
             limits,
+            usage: Arc::new(Usage::new(limits.max_memory, limits.max_store)),
             api: ApiCounters {
                 total: AtomicU64::new(0),
                 errors: AtomicU64::new(0),
             },
+            registry: Registry::default(),
+            admin_lock: tokio::sync::Mutex::new(()),
             subscriptions: Mutex::new(Vec::new()),
+            direct_subscriptions: Mutex::new(HashMap::new()),
             api_queue: Mutex::new(None),
         });
+        engine.recover_streams()?;
         let jetstream = JetStream { engine };
         jetstream.start_api();
         Ok(jetstream)
@@ -192,6 +206,7 @@ impl JetStream {
             self.engine.transport.unsubscribe(id);
         }
         self.engine.api_queue.lock().take();
+        self.engine.stop_all_streams().await;
     }
 }
 
@@ -204,6 +219,8 @@ pub(crate) struct Totals {
     pub bytes: u64,
     pub memory: u64,
     pub storage: u64,
+    pub reserved_memory: u64,
+    pub reserved_storage: u64,
 }
 
 impl Engine {
@@ -214,7 +231,61 @@ impl Engine {
     }
 
     pub(crate) fn totals(&self) -> Totals {
-        Totals::default()
+        let mut totals = Totals {
+            memory: self.usage.memory().max(0) as u64,
+            storage: self.usage.storage().max(0) as u64,
+            ..Default::default()
+        };
+        for stream in self.registry.all() {
+            let config = stream.config.read().clone();
+            let state = stream.store.lock().state();
+            totals.streams += 1;
+            totals.consumers += stream.interest.count() as u64;
+            totals.messages += state.msgs;
+            totals.bytes += state.bytes;
+            if config.max_bytes > 0 {
+                match config.storage {
+                    jetstream_api::StorageType::Memory => {
+                        totals.reserved_memory += config.max_bytes as u64
+                    }
+                    jetstream_api::StorageType::File => {
+                        totals.reserved_storage += config.max_bytes as u64
+                    }
+                }
+            }
+        }
+        totals
+    }
+
+    /// Hooks run when a stream starts (create or recovery) and before it stops.
+    pub(crate) fn on_stream_started(&self, stream: &Arc<Stream>) {
+        self.refresh_direct_get(stream);
+    }
+
+    pub(crate) fn on_stream_stopping(&self, stream: &Arc<Stream>) {
+        if let Some(ids) = self.direct_subscriptions.lock().remove(&stream.name) {
+            for id in ids {
+                self.transport.unsubscribe(id);
+            }
+        }
+    }
+
+    /// Direct-get subscriptions exist exactly while the stream has `allow_direct`.
+    pub(crate) fn refresh_direct_get(&self, stream: &Arc<Stream>) {
+        let allow = stream.config.read().allow_direct;
+        let mut subscriptions = self.direct_subscriptions.lock();
+        match (allow, subscriptions.contains_key(&stream.name)) {
+            (true, false) => {
+                let ids = crate::api::direct::subscribe(stream, &self.transport);
+                subscriptions.insert(stream.name.clone(), ids);
+            }
+            (false, true) => {
+                for id in subscriptions.remove(&stream.name).unwrap_or_default() {
+                    self.transport.unsubscribe(id);
+                }
+            }
+            _ => {}
+        }
     }
 
     pub(crate) fn config_json(&self) -> Value {
@@ -245,8 +316,8 @@ impl Engine {
         let mut stats = serde_json::Map::new();
         stats.insert("memory".into(), json!(totals.memory));
         stats.insert("storage".into(), json!(totals.storage));
-        stats.insert("reserved_memory".into(), json!(0));
-        stats.insert("reserved_storage".into(), json!(0));
+        stats.insert("reserved_memory".into(), json!(totals.reserved_memory));
+        stats.insert("reserved_storage".into(), json!(totals.reserved_storage));
         stats.insert("accounts".into(), json!(1));
         stats.insert("ha_assets".into(), json!(0));
         stats.insert(
@@ -258,113 +329,5 @@ impl Engine {
             }),
         );
         stats
-    }
-
-    async fn handle_api_request(self: &Arc<Self>, request: Message) {
-        let Ok(subject) = std::str::from_utf8(&request.subject) else {
-            return;
-        };
-        let Some(operation) = subject.strip_prefix(API_PREFIX) else {
-            return;
-        };
-        let Some(reply) = request.reply.clone() else {
-            return;
-        };
-        let response = match operation {
-            "INFO" => Some(self.account_info()),
-            _ => None,
-        };
-        if let Some(body) = response {
-            self.api.total.fetch_add(1, Ordering::Relaxed);
-            self.transport.publish(Message {
-                subject: reply,
-                reply: None,
-                headers: None,
-                payload: bytes::Bytes::from(body.to_string()),
-            });
-        }
-    }
-
-    fn account_info(&self) -> Value {
-        let totals = self.totals();
-        json!({
-            "type": "io.nats.jetstream.api.v1.account_info_response",
-            "memory": totals.memory,
-            "storage": totals.storage,
-            "reserved_memory": 0,
-            "reserved_storage": 0,
-            "streams": totals.streams,
-            "consumers": totals.consumers,
-            "limits": {
-                "max_memory": -1,
-                "max_storage": -1,
-                "max_streams": -1,
-                "max_consumers": -1,
-                "max_ack_pending": -1,
-                "memory_max_stream_bytes": -1,
-                "storage_max_stream_bytes": -1,
-                "max_bytes_required": false,
-            },
-            "api": {
-                "level": API_LEVEL,
-                "total": self.api.total.load(Ordering::Relaxed),
-                "errors": self.api.errors.load(Ordering::Relaxed),
-            },
-        })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::test_transport::TestRouter;
-    use std::time::Duration;
-
-    pub(crate) async fn request(
-        router: &Arc<TestRouter>,
-        subject: &str,
-        body: &str,
-    ) -> Value {
-        let inbox = format!("_INBOX.test.{}", crate::time_format::now_nanos());
-        let mut replies = router.channel(&inbox);
-        router.publish(Message {
-            subject: bytes::Bytes::from(subject.to_string()),
-            reply: Some(bytes::Bytes::from(inbox)),
-            headers: None,
-            payload: bytes::Bytes::from(body.to_string()),
-        });
-        let reply = tokio::time::timeout(Duration::from_secs(5), replies.recv())
-            .await
-            .expect("reply in time")
-            .expect("reply");
-        serde_json::from_slice(&reply.payload).expect("json reply")
-    }
-
-    #[tokio::test]
-    async fn start_answers_account_info_and_reports_config() {
-        let dir = tempfile::tempdir().unwrap();
-        let router = TestRouter::new();
-        let config = JetStreamConfig {
-            enabled: true,
-            store_dir: Some(dir.path().to_path_buf()),
-            max_memory: Some(1 << 30),
-            max_store: Some(10 << 30),
-            ..Default::default()
-        };
-        let jetstream = JetStream::start(config, ServerIdentity::default(), router.clone())
-            .await
-            .unwrap();
-        assert!(dir.path().join("jetstream").is_dir());
-        let info = request(&router, "$JS.API.INFO", "").await;
-        assert_eq!(info["type"], "io.nats.jetstream.api.v1.account_info_response");
-        assert_eq!(info["api"]["level"], 5);
-        let varz = jetstream.varz();
-        assert_eq!(varz["config"]["max_memory"], 1i64 << 30);
-        assert_eq!(varz["config"]["max_storage"], 10i64 << 30);
-        let banner = jetstream.banner_lines();
-        assert!(banner.contains(&"  Max Memory:      1.00 GB".to_string()));
-        assert!(banner.contains(&"  Max Storage:     10.00 GB".to_string()));
-        assert_eq!(jetstream.jsz()["config"]["strict"], true);
-        jetstream.shutdown().await;
     }
 }

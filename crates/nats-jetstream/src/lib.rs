@@ -9,14 +9,19 @@
 //! Internal subscription handlers run on the publisher's task: they only enqueue work for the
 //! task that owns the stream or consumer; they never block and never do I/O.
 
+mod advisories;
+mod api;
 mod engine;
 mod error;
+mod registry;
 mod resources;
-// Subject grammar is used by stream config validation, which lands right after the entry points.
-#[allow(dead_code)]
+mod storage;
+mod stream;
 mod subject;
 #[cfg(test)]
 mod test_transport;
+#[cfg(test)]
+mod tests;
 mod time_format;
 mod transport;
 

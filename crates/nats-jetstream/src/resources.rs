@@ -2,7 +2,44 @@
 //! memory, 75% of the free space on the store's file system), and human-readable sizes for the
 //! banner. Called once by [`crate::JetStream::start`].
 
+use jetstream_api::StorageType;
 use std::path::Path;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+/// Server-wide JetStream usage against the configured maxima, shared by every stream's ingest
+/// thread (bytes stored) and the API (bytes reserved by `max_bytes`).
+pub(crate) struct Usage {
+    pub max_memory: i64,
+    pub max_store: i64,
+    memory_used: AtomicI64,
+    store_used: AtomicI64,
+}
+
+impl Usage {
+    pub(crate) fn new(max_memory: i64, max_store: i64) -> Usage {
+        Usage {
+            max_memory,
+            max_store,
+            memory_used: AtomicI64::new(0),
+            store_used: AtomicI64::new(0),
+        }
+    }
+
+    pub(crate) fn add(&self, storage: StorageType, delta: i64) {
+        match storage {
+            StorageType::Memory => self.memory_used.fetch_add(delta, Ordering::Relaxed),
+            StorageType::File => self.store_used.fetch_add(delta, Ordering::Relaxed),
+        };
+    }
+
+    pub(crate) fn memory(&self) -> i64 {
+        self.memory_used.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn storage(&self) -> i64 {
+        self.store_used.load(Ordering::Relaxed)
+    }
+}
 
 /// nats-server uses three quarters of the machine's memory and of the store disk by default.
 const DEFAULT_SHARE_NUMERATOR: i64 = 3;

@@ -63,13 +63,68 @@ pub(crate) fn is_valid_filter(subject: &str) -> bool {
     })
 }
 
-/// A literal subject: valid and without wildcard tokens.
-pub(crate) fn is_literal(subject: &str) -> bool {
-    is_valid_filter(subject) && subject.split('.').all(|token| token != "*" && token != ">")
+/// Map `subject` (matched by `source`) onto `destination`: `*` and `>` in the destination take
+/// the tokens the source's wildcards matched, in order; `{{wildcard(n)}}` takes the n-th one;
+/// a literal destination is used as is. `None` when the subject does not match.
+pub(crate) fn transform(source: &str, destination: &str, subject: &str) -> Option<String> {
+    let source = if source.is_empty() { ">" } else { source };
+    if !matches(source, subject) {
+        return None;
+    }
+    let subject_tokens: Vec<&str> = subject.split('.').collect();
+    let mut captured: Vec<String> = Vec::new();
+    for (index, token) in source.split('.').enumerate() {
+        match token {
+            "*" => captured.push(subject_tokens.get(index)?.to_string()),
+            ">" => captured.push(subject_tokens.get(index..)?.join(".")),
+            _ => {}
+        }
+    }
+    let mut next_capture = 0;
+    let mut output: Vec<String> = Vec::new();
+    for token in destination.split('.') {
+        let trimmed = token.trim();
+        if trimmed == "*" || trimmed == ">" {
+            output.push(captured.get(next_capture)?.clone());
+            next_capture += 1;
+        } else if let Some(inner) = trimmed
+            .strip_prefix("{{")
+            .and_then(|rest| rest.strip_suffix("}}"))
+        {
+            let inner = inner.trim();
+            let number = inner
+                .strip_prefix("wildcard(")
+                .or_else(|| inner.strip_prefix("Wildcard("))
+                .and_then(|rest| rest.strip_suffix(')'))?;
+            let position: usize = number.trim().parse().ok()?;
+            output.push(captured.get(position.checked_sub(1)?)?.clone());
+        } else if let Some(number) = trimmed.strip_prefix('$') {
+            let position: usize = number.parse().ok()?;
+            output.push(captured.get(position.checked_sub(1)?)?.clone());
+        } else {
+            output.push(token.to_string());
+        }
+    }
+    Some(output.join("."))
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn transforms() {
+        assert_eq!(
+            transform("orders.*", "copy.*", "orders.a").as_deref(),
+            Some("copy.a")
+        );
+        assert_eq!(transform(">", "r.>", "a.b").as_deref(), Some("r.a.b"));
+        assert_eq!(
+            transform("a.*.*", "x.{{wildcard(2)}}.{{wildcard(1)}}", "a.1.2").as_deref(),
+            Some("x.2.1")
+        );
+        assert_eq!(transform("a.*", "fixed", "a.1").as_deref(), Some("fixed"));
+        assert_eq!(transform("a.*", "fixed", "b.1"), None);
+    }
+
     use super::*;
 
     #[test]
@@ -102,7 +157,5 @@ mod tests {
         assert!(!is_valid_filter("a..b"));
         assert!(!is_valid_filter("a b"));
         assert!(!is_valid_filter(""));
-        assert!(is_literal("a.b"));
-        assert!(!is_literal("a.*"));
     }
 }

@@ -18,10 +18,7 @@ impl TestRouter {
     }
 
     /// Subscribe a channel; every matching message is sent into it.
-    pub(crate) fn channel(
-        &self,
-        subject: &str,
-    ) -> tokio::sync::mpsc::UnboundedReceiver<Message> {
+    pub(crate) fn channel(&self, subject: &str) -> tokio::sync::mpsc::UnboundedReceiver<Message> {
         let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
         self.subscribe(
             subject,

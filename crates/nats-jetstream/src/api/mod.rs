@@ -1,0 +1,79 @@
+//! `$JS.API` request handling: the dispatcher (subject -> handler), the reply helpers and the
+//! API counters. One task serves requests in arrival order (admin operations must not race);
+//! handlers that read a stream take its store lock briefly.
+//!
+//! Subjects nats-server does not serve get no answer at all (the client times out), exactly as
+//! nats-server; `DIRECT.GET` is not served here but by per-stream subscriptions
+//! ([`direct`]), which exist only when the stream allows direct gets.
+
+mod account;
+pub(crate) mod direct;
+mod messages;
+mod streams;
+
+use crate::engine::{Engine, API_PREFIX};
+use crate::transport::Message;
+use bytes::Bytes;
+use serde::Serialize;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// A request as the handlers see it.
+pub(crate) struct Request {
+    pub reply: Bytes,
+    pub payload: Bytes,
+}
+
+impl Request {
+    /// nats-server's `isJSONObjectOrArray`: only such bodies are decoded by lenient handlers.
+    pub(crate) fn has_json_body(&self) -> bool {
+        let trimmed = self.payload.iter().find(|byte| !byte.is_ascii_whitespace());
+        matches!(trimmed, Some(b'{') | Some(b'['))
+    }
+}
+
+impl Engine {
+    pub(crate) async fn handle_api_request(self: &Arc<Self>, message: Message) {
+        let Ok(subject) = std::str::from_utf8(&message.subject) else {
+            return;
+        };
+        let Some(operation) = subject.strip_prefix(API_PREFIX) else {
+            return;
+        };
+        let Some(reply) = message.reply.clone().filter(|reply| !reply.is_empty()) else {
+            return;
+        };
+        let request = Request {
+            reply,
+            payload: message.payload.clone(),
+        };
+        let tokens: Vec<&str> = operation.split('.').collect();
+        match tokens.as_slice() {
+            ["INFO"] => self.account_info(&request),
+            ["STREAM", "CREATE", name] => self.stream_create(&request, name).await,
+            ["STREAM", "UPDATE", name] => self.stream_update(&request, name).await,
+            ["STREAM", "INFO", name] => self.stream_info(&request, name),
+            ["STREAM", "DELETE", name] => self.stream_delete(&request, name).await,
+            ["STREAM", "PURGE", name] => self.stream_purge(&request, name).await,
+            ["STREAM", "NAMES"] => self.stream_names(&request),
+            ["STREAM", "LIST"] => self.stream_list(&request),
+            ["STREAM", "MSG", "GET", name] => self.message_get(&request, name),
+            ["STREAM", "MSG", "DELETE", name] => self.message_delete(&request, name).await,
+            _ => {}
+        }
+    }
+
+    /// Send a JSON response, counting it (and counting it as an error when `failed`).
+    pub(crate) fn respond<T: Serialize>(&self, request: &Request, body: &T, failed: bool) {
+        self.api.total.fetch_add(1, Ordering::Relaxed);
+        if failed {
+            self.api.errors.fetch_add(1, Ordering::Relaxed);
+        }
+        self.transport.publish(Message {
+            subject: request.reply.clone(),
+            reply: None,
+            headers: None,
+            payload: Bytes::from(jetstream_api::json::encode_response(body)),
+        });
+    }
+}

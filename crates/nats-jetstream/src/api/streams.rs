@@ -1,0 +1,361 @@
+//! `STREAM.CREATE`, `UPDATE`, `INFO`, `DELETE`, `PURGE`, `NAMES` and `LIST`.
+
+use super::Request;
+use crate::engine::Engine;
+use crate::stream::{Stream, StreamCommand};
+use jetstream_api::json::decode_request;
+use jetstream_api::{
+    errors, metadata, ApiError, ClusterInfo, Paged, StreamConfigRequest, StreamCreateResponse,
+    StreamInfo, StreamInfoRequest, StreamInfoResponse, StreamListResponse, StreamNamesRequest,
+    StreamNamesResponse, StreamPurgeRequest, StreamPurgeResponse, StreamState,
+    StreamUpdateResponse, SuccessResponse, Timestamp, STREAM_DELETE_RESPONSE_TYPE,
+    STREAM_INFO_RESPONSE_TYPE, STREAM_LIST_RESPONSE_TYPE, STREAM_NAMES_RESPONSE_TYPE,
+};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tokio::sync::oneshot;
+
+/// nats-server's `JSApiNamesLimit` and `JSApiListLimit`.
+const NAMES_LIMIT: usize = 1024;
+const LIST_LIMIT: usize = 256;
+const MAX_SUBJECT_DETAILS: usize = 100_000;
+
+/// What STREAM.INFO may add to the state.
+#[derive(Default)]
+pub(crate) struct InfoDetail<'a> {
+    pub deleted_details: bool,
+    pub subjects_filter: Option<&'a str>,
+}
+
+impl Engine {
+    /// A stream's info as nats-server builds it. `with_cluster`: INFO and LIST report the
+    /// leader; CREATE and UPDATE do not.
+    pub(crate) fn build_stream_info(
+        &self,
+        stream: &Stream,
+        detail: &InfoDetail<'_>,
+        with_cluster: bool,
+    ) -> (StreamInfo, usize) {
+        let config = stream.config();
+        let (state, subjects_total) = {
+            let store = stream.store.lock();
+            let raw = store.state();
+            let mut state = StreamState {
+                messages: raw.msgs,
+                bytes: raw.bytes,
+                first_seq: if raw.last_seq == 0 && raw.first_seq <= 1 {
+                    0
+                } else {
+                    raw.first_seq
+                },
+                first_time: timestamp_or_zero(raw.first_timestamp, raw.msgs > 0),
+                last_seq: raw.last_seq,
+                last_time: timestamp_or_zero(raw.last_timestamp, raw.last_timestamp != 0),
+                num_subjects: raw.num_subjects,
+                num_deleted: raw.num_deleted,
+                consumer_count: stream.interest.count() as u64,
+                ..Default::default()
+            };
+            if detail.deleted_details {
+                state.deleted = store.deleted_seqs();
+            }
+            let mut subjects_total = 0;
+            if let Some(filter) = detail.subjects_filter.filter(|filter| !filter.is_empty()) {
+                let subjects: BTreeMap<String, u64> = store
+                    .subjects_state(filter)
+                    .into_iter()
+                    .map(|(subject, counts)| (subject, counts.msgs))
+                    .collect();
+                subjects_total = subjects.len();
+                state.subjects = subjects;
+            }
+            (state, subjects_total)
+        };
+        let info = StreamInfo {
+            config: metadata::stream_config_for_response(&config),
+            created: Timestamp::from_unix_nanos(stream.created),
+            state,
+            domain: if with_cluster {
+                self.config.domain.clone().unwrap_or_default()
+            } else {
+                String::new()
+            },
+            cluster: with_cluster.then(|| ClusterInfo {
+                leader: self.identity.server_name.clone(),
+                ..Default::default()
+            }),
+            timestamp: Timestamp::now(),
+            ..Default::default()
+        };
+        (info, subjects_total)
+    }
+
+    pub(crate) async fn stream_create(self: &Arc<Self>, request: &Request, name: &str) {
+        let result = self.try_stream_create(request, name).await;
+        match result {
+            Ok((info, did_create)) => {
+                if did_create {
+                    self.advise_stream_action(name, "create", &request.payload);
+                }
+                self.respond(request, &StreamCreateResponse::ok(info, did_create), false)
+            }
+            Err(error) => self.respond(request, &StreamCreateResponse::error(error), true),
+        }
+    }
+
+    async fn try_stream_create(
+        &self,
+        request: &Request,
+        name: &str,
+    ) -> Result<(StreamInfo, bool), ApiError> {
+        let config_request: StreamConfigRequest = decode_request(&request.payload)?;
+        let config = config_request.config;
+        if config.name != name {
+            return Err(errors::STREAM_MISMATCH.to_error());
+        }
+        if name.contains(['/', '\\']) {
+            return Err(errors::STREAM_NAME_CONTAINS_PATH_SEPARATORS.to_error());
+        }
+        if config.sealed {
+            return Err(errors::STREAM_INVALID_CONFIG
+                .with_err("stream configuration for create can not be sealed"));
+        }
+        if config.mirror_direct && config.mirror.is_none() {
+            return Err(errors::STREAM_INVALID_CONFIG
+                .with_err("stream has no mirror but does have mirror direct"));
+        }
+        if config.mirror.is_some() || !config.sources.is_empty() {
+            // Mirrors and sources need consumers across streams; not provided by this server.
+            return Err(errors::STREAM_CREATE
+                .with_err("stream mirrors and sources are not supported by this server"));
+        }
+        let (stream, did_create) = self
+            .create_stream(&config, config_request.pedantic)
+            .await
+            .map_err(wrap_create_error)?;
+        let (info, _) = self.build_stream_info(&stream, &InfoDetail::default(), false);
+        Ok((info, did_create))
+    }
+
+    pub(crate) async fn stream_update(self: &Arc<Self>, request: &Request, name: &str) {
+        let result = async {
+            let config_request: StreamConfigRequest = decode_request(&request.payload)?;
+            let config = config_request.config;
+            if config.name != name {
+                return Err(errors::STREAM_MISMATCH.to_error());
+            }
+            let stream = self
+                .update_stream(&config, config_request.pedantic)
+                .await
+                .map_err(|error| {
+                    if error.err_code == 0 {
+                        errors::STREAM_UPDATE.with_err(error.description)
+                    } else {
+                        error
+                    }
+                })?;
+            let (info, _) = self.build_stream_info(&stream, &InfoDetail::default(), false);
+            Ok::<_, ApiError>(info)
+        }
+        .await;
+        match result {
+            Ok(info) => {
+                self.advise_stream_action(name, "modify", &request.payload);
+                self.respond(request, &StreamUpdateResponse::ok(info), false)
+            }
+            Err(error) => self.respond(request, &StreamUpdateResponse::error(error), true),
+        }
+    }
+
+    pub(crate) fn stream_info(&self, request: &Request, name: &str) {
+        let info_request: StreamInfoRequest = if request.has_json_body() {
+            match decode_request(&request.payload) {
+                Ok(parsed) => parsed,
+                Err(error) => {
+                    return self.respond(request, &StreamInfoResponse::error(error), true)
+                }
+            }
+        } else {
+            StreamInfoRequest::default()
+        };
+        let Some(stream) = self.registry.get(name) else {
+            return self.respond(
+                request,
+                &StreamInfoResponse::error(errors::STREAM_NOT_FOUND.to_error()),
+                true,
+            );
+        };
+        let detail = InfoDetail {
+            deleted_details: info_request.deleted_details,
+            subjects_filter: Some(info_request.subjects_filter.as_str()),
+        };
+        let (mut info, subjects_total) = self.build_stream_info(&stream, &detail, true);
+        let mut paged = Paged::default();
+        if subjects_total > 0 {
+            let offset = info_request.offset.min(subjects_total);
+            paged = Paged {
+                total: subjects_total,
+                offset,
+                limit: MAX_SUBJECT_DETAILS,
+            };
+            if offset > 0 || subjects_total > MAX_SUBJECT_DETAILS {
+                info.state.subjects = std::mem::take(&mut info.state.subjects)
+                    .into_iter()
+                    .skip(offset)
+                    .take(MAX_SUBJECT_DETAILS)
+                    .collect();
+            }
+        }
+        let _ = STREAM_INFO_RESPONSE_TYPE;
+        self.respond(request, &StreamInfoResponse::ok(info, paged), false);
+    }
+
+    pub(crate) async fn stream_delete(self: &Arc<Self>, request: &Request, name: &str) {
+        match self.delete_stream(name).await {
+            Ok(()) => {
+                self.advise_stream_action(name, "delete", &request.payload);
+                self.respond(
+                    request,
+                    &SuccessResponse::ok(STREAM_DELETE_RESPONSE_TYPE),
+                    false,
+                )
+            }
+            Err(error) => self.respond(
+                request,
+                &SuccessResponse::error(STREAM_DELETE_RESPONSE_TYPE, error),
+                true,
+            ),
+        }
+    }
+
+    pub(crate) async fn stream_purge(&self, request: &Request, name: &str) {
+        let result = async {
+            let stream = self
+                .registry
+                .get(name)
+                .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
+            let purge: StreamPurgeRequest = if request.has_json_body() {
+                decode_request(&request.payload)?
+            } else {
+                StreamPurgeRequest::default()
+            };
+            let config = stream.config();
+            if config.sealed {
+                return Err(errors::STREAM_SEALED.to_error());
+            }
+            if config.deny_purge {
+                return Err(errors::STREAM_PURGE_FAILED.with_err("stream does not allow purge"));
+            }
+            if purge.sequence > 0 && purge.keep > 0 {
+                return Err(errors::BAD_REQUEST.to_error());
+            }
+            let (reply, done) = oneshot::channel();
+            stream.send(StreamCommand::Purge {
+                filter: purge.filter,
+                up_to_seq: purge.sequence,
+                keep: purge.keep,
+                reply,
+            });
+            done.await
+                .unwrap_or_else(|_| Err(errors::STREAM_PURGE_FAILED.with_err("stream stopped")))
+        }
+        .await;
+        match result {
+            Ok(purged) => self.respond(request, &StreamPurgeResponse::ok(purged), false),
+            Err(error) => self.respond(request, &StreamPurgeResponse::error(error), true),
+        }
+    }
+
+    /// Streams (sorted by name) whose subjects overlap `filter` (all when empty).
+    fn filtered_streams(&self, filter: &str) -> Vec<Arc<Stream>> {
+        self.registry
+            .all()
+            .into_iter()
+            .filter(|stream| {
+                filter.is_empty()
+                    || stream
+                        .config
+                        .read()
+                        .subjects
+                        .iter()
+                        .any(|subject| crate::subject::overlaps(filter, subject))
+            })
+            .collect()
+    }
+
+    pub(crate) fn stream_names(&self, request: &Request) {
+        let names_request: StreamNamesRequest = if request.has_json_body() {
+            match decode_request(&request.payload) {
+                Ok(parsed) => parsed,
+                Err(error) => {
+                    return self.respond(request, &StreamNamesResponse::error(error), true)
+                }
+            }
+        } else {
+            StreamNamesRequest::default()
+        };
+        let streams = self.filtered_streams(&names_request.subject);
+        let total = streams.len();
+        let offset = names_request.offset.min(total);
+        let names: Vec<String> = streams
+            .iter()
+            .skip(offset)
+            .take(NAMES_LIMIT)
+            .map(|stream| stream.name.clone())
+            .collect();
+        // nats-server leaves the slice nil (JSON null) when nothing was appended.
+        let names = (!names.is_empty()).then_some(names);
+        let paged = Paged {
+            total,
+            offset,
+            limit: NAMES_LIMIT,
+        };
+        let _ = STREAM_NAMES_RESPONSE_TYPE;
+        self.respond(request, &StreamNamesResponse::ok(names, paged), false);
+    }
+
+    pub(crate) fn stream_list(&self, request: &Request) {
+        let list_request: StreamNamesRequest = if request.has_json_body() {
+            match decode_request(&request.payload) {
+                Ok(parsed) => parsed,
+                Err(error) => {
+                    return self.respond(request, &StreamListResponse::error(error), true)
+                }
+            }
+        } else {
+            StreamNamesRequest::default()
+        };
+        let streams = self.filtered_streams(&list_request.subject);
+        let total = streams.len();
+        let offset = list_request.offset.min(total);
+        let infos = streams
+            .iter()
+            .skip(offset)
+            .take(LIST_LIMIT)
+            .map(|stream| {
+                self.build_stream_info(stream, &InfoDetail::default(), true)
+                    .0
+            })
+            .collect();
+        let paged = Paged {
+            total,
+            offset,
+            limit: LIST_LIMIT,
+        };
+        let _ = STREAM_LIST_RESPONSE_TYPE;
+        self.respond(request, &StreamListResponse::ok(infos, paged), false);
+    }
+}
+
+fn timestamp_or_zero(nanos: i64, present: bool) -> Timestamp {
+    if present {
+        Timestamp::from_unix_nanos(nanos)
+    } else {
+        Timestamp::ZERO
+    }
+}
+
+/// nats-server's `NewJSStreamCreateError(err, Unless(err))`: API errors pass through.
+fn wrap_create_error(error: ApiError) -> ApiError {
+    error
+}

@@ -1,0 +1,235 @@
+//! The account's streams by name: create (with the checks that involve other streams and
+//! account resources), update, delete, lookup, and recovery from disk at start-up.
+//! Called by the `$JS.API` handlers and [`crate::JetStream::start`].
+
+use crate::engine::Engine;
+use crate::storage;
+use crate::stream::{self, IngestContext, Stream, StreamCommand};
+use crate::subject;
+use jetstream_api::{errors, ApiError, StorageType, StreamConfig};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tokio::sync::oneshot;
+
+#[derive(Default)]
+pub(crate) struct Registry {
+    streams: parking_lot::RwLock<BTreeMap<String, Arc<Stream>>>,
+}
+
+impl Registry {
+    pub(crate) fn get(&self, name: &str) -> Option<Arc<Stream>> {
+        self.streams.read().get(name).cloned()
+    }
+
+    /// Every stream, sorted by name.
+    pub(crate) fn all(&self) -> Vec<Arc<Stream>> {
+        self.streams.read().values().cloned().collect()
+    }
+
+    fn insert(&self, stream: Arc<Stream>) {
+        self.streams.write().insert(stream.name.clone(), stream);
+    }
+
+    fn remove(&self, name: &str) -> Option<Arc<Stream>> {
+        self.streams.write().remove(name)
+    }
+}
+
+/// Whether `candidate`'s subjects overlap any other stream's.
+fn overlaps_other_stream(registry: &Registry, candidate: &StreamConfig) -> bool {
+    registry.all().iter().any(|existing| {
+        if existing.name == candidate.name {
+            return false;
+        }
+        let existing_subjects = existing.config.read().subjects.clone();
+        candidate.subjects.iter().any(|new_subject| {
+            existing_subjects
+                .iter()
+                .any(|old_subject| subject::overlaps(new_subject, old_subject))
+        })
+    })
+}
+
+/// Bytes reserved by `max_bytes` of the streams of one storage type (nats-server reserves a
+/// stream's max_bytes at create).
+fn reserved(registry: &Registry, storage: StorageType, except: &str) -> i64 {
+    registry
+        .all()
+        .iter()
+        .filter(|existing| existing.name != except)
+        .map(|existing| existing.config.read().clone())
+        .filter(|config| config.storage == storage && config.max_bytes > 0)
+        .map(|config| config.max_bytes)
+        .sum()
+}
+
+impl Engine {
+    fn ingest_context(&self) -> IngestContext {
+        IngestContext {
+            transport: self.transport.clone(),
+            domain: self.config.domain.clone(),
+            usage: self.usage.clone(),
+        }
+    }
+
+    /// The server-side resource check of nats-server's `checkBytesLimits` for a stream's
+    /// `max_bytes` reservation.
+    fn check_reservation(&self, config: &StreamConfig) -> Result<(), ApiError> {
+        let add = if config.max_bytes < 0 {
+            1
+        } else {
+            config.max_bytes
+        };
+        let reserved = reserved(&self.registry, config.storage, &config.name);
+        match config.storage {
+            StorageType::Memory => {
+                if reserved > self.limits.max_memory || add > self.limits.max_memory - reserved {
+                    return Err(errors::MEMORY_RESOURCES_EXCEEDED.to_error());
+                }
+            }
+            StorageType::File => {
+                if reserved > self.limits.max_store || add > self.limits.max_store - reserved {
+                    return Err(errors::STORAGE_RESOURCES_EXCEEDED.to_error());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// STREAM.CREATE after the request-level checks: returns the stream and whether it was
+    /// created (false: an identical stream existed).
+    pub(crate) async fn create_stream(
+        &self,
+        requested: &StreamConfig,
+        pedantic: bool,
+    ) -> Result<(Arc<Stream>, bool), ApiError> {
+        let config = stream::check_and_fill(requested, pedantic)?;
+        if config.replicas > 1 {
+            return Err(errors::STREAM_REPLICAS_NOT_SUPPORTED.to_error());
+        }
+        let config = stream::with_static_metadata(config);
+        let _guard = self.admin_lock.lock().await;
+        if let Some(existing) = self.registry.get(&config.name) {
+            let current = existing.config();
+            if current == config {
+                return Ok((existing, false));
+            }
+            return Err(errors::STREAM_NAME_EXIST.to_error());
+        }
+        if overlaps_other_stream(&self.registry, &config) {
+            return Err(errors::STREAM_SUBJECT_OVERLAP.to_error());
+        }
+        self.check_reservation(&config)?;
+        let created = crate::time_format::now_nanos();
+        let mut store = storage::open_store(&self.store_root, &config, self.config.sync_interval)
+            .map_err(|error| errors::STREAM_CREATE.with_err(error))?;
+        if config.first_seq > 1 {
+            store
+                .compact(config.first_seq)
+                .map_err(|error| errors::STREAM_CREATE.with_err(error))?;
+        }
+        storage::save_metadata(&mut *store, &config, created)
+            .and_then(|_| store.flush().map(|_| ()))
+            .map_err(|error| errors::STREAM_CREATE.with_err(error))?;
+        let stream = Stream::start(config, created, store, self.ingest_context())
+            .map_err(|error| errors::STREAM_CREATE.with_err(error))?;
+        self.registry.insert(stream.clone());
+        self.on_stream_started(&stream);
+        Ok((stream, true))
+    }
+
+    pub(crate) async fn update_stream(
+        &self,
+        requested: &StreamConfig,
+        pedantic: bool,
+    ) -> Result<Arc<Stream>, ApiError> {
+        let _guard = self.admin_lock.lock().await;
+        let stream = self
+            .registry
+            .get(&requested.name)
+            .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
+        let old = stream.config();
+        let mut requested = requested.clone();
+        jetstream_api::metadata::set_static_stream_metadata(&mut requested);
+        let config = stream::check_update(&old, &requested, pedantic)?;
+        if overlaps_other_stream(&self.registry, &config) {
+            return Err(errors::STREAM_SUBJECT_OVERLAP.to_error());
+        }
+        if config.max_bytes != old.max_bytes {
+            self.check_reservation(&config)?;
+        }
+        let (reply, done) = oneshot::channel();
+        stream.send(StreamCommand::UpdateConfig {
+            config: Box::new(config.clone()),
+            reply,
+        });
+        done.await
+            .unwrap_or_else(|_| Err(errors::STREAM_UPDATE.with_err("stream stopped")))?;
+        {
+            let mut store = stream.store.lock();
+            if let Err(error) = storage::save_metadata(&mut **store, &config, stream.created) {
+                tracing::error!(stream = %config.name, %error, "saving stream config failed");
+            }
+        }
+        let subjects_changed = config.subjects != old.subjects;
+        let direct_changed = config.allow_direct != old.allow_direct;
+        *stream.config.write() = config;
+        if subjects_changed {
+            stream.subscribe_subjects();
+        }
+        if direct_changed {
+            self.refresh_direct_get(&stream);
+        }
+        Ok(stream)
+    }
+
+    pub(crate) async fn delete_stream(&self, name: &str) -> Result<(), ApiError> {
+        let _guard = self.admin_lock.lock().await;
+        let stream = self
+            .registry
+            .remove(name)
+            .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
+        self.on_stream_stopping(&stream);
+        stream.stop(true).await;
+        Ok(())
+    }
+
+    /// Re-open every stream found under the store directory.
+    pub(crate) fn recover_streams(&self) -> Result<(), crate::JetStreamError> {
+        let names = storage::stored_stream_names(&self.store_root).map_err(|source| {
+            crate::JetStreamError::StoreScan {
+                path: storage::streams_directory(&self.store_root),
+                source,
+            }
+        })?;
+        for name in names {
+            match storage::recover_stream(&self.store_root, &name, self.config.sync_interval) {
+                Ok((store, metadata)) => {
+                    let created = metadata.created.unix_nanos();
+                    match Stream::start(metadata.config, created, store, self.ingest_context()) {
+                        Ok(stream) => {
+                            self.registry.insert(stream.clone());
+                            self.on_stream_started(&stream);
+                        }
+                        Err(error) => {
+                            tracing::error!(stream = %name, %error, "could not start recovered stream")
+                        }
+                    }
+                }
+                Err(reason) => {
+                    tracing::warn!(stream = %name, %reason, "skipping stream directory that could not be recovered")
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Stop every stream (graceful shutdown): queues drained, stores flushed and closed.
+    pub(crate) async fn stop_all_streams(&self) {
+        let _guard = self.admin_lock.lock().await;
+        for stream in self.registry.all() {
+            self.on_stream_stopping(&stream);
+            stream.stop(false).await;
+        }
+    }
+}

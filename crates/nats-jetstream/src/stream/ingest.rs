@@ -1,0 +1,652 @@
+//! The stream's ingest thread: drains the command queue in batches and is the only writer of
+//! the store. For a batch of publishes it runs every check (sealed, expected headers, duplicate
+//! window, rollups, sizes, account resources, interest), stores each message, flushes ONCE
+//! (group commit: with `sync_interval: always` that flush is the fsync), and only then sends the
+//! PubAcks, so no client hears "stored" before the store is as durable as the policy promises.
+//!
+//! It is a plain OS thread, not a tokio task: store calls are blocking file I/O and must not
+//! stall the runtime's workers.
+
+use super::dedupe::DuplicateWindow;
+use super::headers::{self, MessageTtl, PublishHeaders};
+use super::{Stream, StreamCommand};
+use crate::resources::Usage;
+use crate::transport::{Message, Transport};
+use bytes::{BufMut, Bytes, BytesMut};
+use jetstream_api::{errors, ApiError, RetentionPolicy, StorageType, StreamConfig};
+use nats_store::{StoreError, StreamStore, StreamStoreConfig, TTL_NEVER};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Upper bound of commands handled under one store lock / one flush.
+const MAX_BATCH: usize = 4096;
+/// How long the thread sleeps when no message is due for expiry.
+const IDLE_WAIT: Duration = Duration::from_secs(60);
+/// nats-server refuses header blocks larger than this.
+const MAX_HEADER_SIZE: usize = u16::MAX as usize;
+
+/// What the ingest thread needs from the engine.
+#[derive(Clone)]
+pub(crate) struct IngestContext {
+    pub transport: Arc<dyn Transport>,
+    pub domain: Option<String>,
+    pub usage: Arc<Usage>,
+}
+
+pub(crate) fn spawn(
+    stream: Arc<Stream>,
+    receiver: Receiver<StreamCommand>,
+    context: IngestContext,
+) -> Result<(), std::io::Error> {
+    let config = stream.config();
+    let mut ingest = Ingest {
+        ack_prefix: ack_prefix(&config.name, context.domain.as_deref()),
+        config,
+        stream,
+        context,
+        window: DuplicateWindow::default(),
+        last_msg_id: String::new(),
+        pending_acks: Vec::new(),
+        counted_bytes: 0,
+        dirty: false,
+    };
+    ingest.recover();
+    std::thread::Builder::new()
+        .name(format!("stream-{}", ingest.config.name))
+        .spawn(move || ingest.run(receiver))?;
+    Ok(())
+}
+
+/// `{"stream":"NAME",("domain":"D",)"seq":` as nats-server precomputes it.
+fn ack_prefix(name: &str, domain: Option<&str>) -> Vec<u8> {
+    let quoted = jetstream_api::json::encode_response(name);
+    let mut prefix = b"{\"stream\":".to_vec();
+    prefix.extend_from_slice(&quoted);
+    if let Some(domain) = domain.filter(|domain| !domain.is_empty()) {
+        prefix.extend_from_slice(b",\"domain\":");
+        prefix.extend_from_slice(&jetstream_api::json::encode_response(domain));
+    }
+    prefix.extend_from_slice(b",\"seq\":");
+    prefix
+}
+
+/// The limits part of a stream config, as the store enforces it.
+pub(crate) fn store_config(config: &StreamConfig) -> StreamStoreConfig {
+    StreamStoreConfig {
+        name: config.name.clone(),
+        max_msgs: config.max_msgs,
+        max_bytes: config.max_bytes,
+        max_age: Duration::from_nanos(config.max_age.0.max(0) as u64),
+        max_msgs_per_subject: config.max_msgs_per_subject,
+        max_msg_size: config.max_msg_size,
+        discard: match config.discard {
+            jetstream_api::DiscardPolicy::New => nats_store::DiscardPolicy::New,
+            jetstream_api::DiscardPolicy::Old => nats_store::DiscardPolicy::Old,
+        },
+        discard_new_per_subject: config.discard_new_per_subject,
+        allow_msg_ttl: config.allow_msg_ttl,
+    }
+}
+
+struct Ingest {
+    stream: Arc<Stream>,
+    context: IngestContext,
+    config: StreamConfig,
+    window: DuplicateWindow,
+    last_msg_id: String,
+    ack_prefix: Vec<u8>,
+    pending_acks: Vec<(Bytes, Bytes)>,
+    /// Bytes of this stream last added to the account usage.
+    counted_bytes: i64,
+    /// Stored since the last flush.
+    dirty: bool,
+}
+
+/// The result of one publish: stored, duplicate, or refused with an API error.
+enum Outcome {
+    Stored(u64),
+    Duplicate(u64),
+    Refused(ApiError),
+    /// Not answered at all (nats-server's behaviour for I/O failures).
+    Dropped,
+}
+
+impl Ingest {
+    /// Rebuild the duplicate window and the last message id from the store (restart).
+    fn recover(&mut self) {
+        let store_handle = self.stream.store.clone();
+        let mut store = store_handle.lock();
+        self.update_usage(&**store);
+        let window = self.config.duplicate_window.0;
+        if window <= 0 {
+            return;
+        }
+        let state = store.state();
+        if state.msgs == 0 {
+            return;
+        }
+        let now = crate::time_format::now_nanos();
+        let mut seq = store.seq_for_time(now - window);
+        while seq <= state.last_seq {
+            let Ok(Some(message)) = store.load_next(">", seq) else {
+                break;
+            };
+            let mut msg_id = String::new();
+            if !message.headers.is_empty() {
+                if let Some(id) = PublishHeaders::parse(&message.headers).msg_id {
+                    self.window.insert(id, message.seq, message.timestamp);
+                    msg_id = id.to_string();
+                }
+            }
+            if message.seq == state.last_seq {
+                self.last_msg_id = msg_id;
+            }
+            seq = message.seq + 1;
+        }
+    }
+
+    fn run(mut self, receiver: Receiver<StreamCommand>) {
+        let mut batch: Vec<StreamCommand> = Vec::with_capacity(256);
+        loop {
+            let wait = self.time_to_next_expiry();
+            match receiver.recv_timeout(wait) {
+                Ok(command) => batch.push(command),
+                Err(RecvTimeoutError::Timeout) => {
+                    self.expire_due();
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            while batch.len() < MAX_BATCH {
+                match receiver.try_recv() {
+                    Ok(command) => batch.push(command),
+                    Err(_) => break,
+                }
+            }
+            if self.process(&mut batch) {
+                return;
+            }
+        }
+        // Every sender is gone without a Stop: close the store so its tail is durable.
+        let store_handle = self.stream.store.clone();
+        let mut store = store_handle.lock();
+        if let Err(error) = store.close() {
+            tracing::error!(stream = %self.config.name, %error, "closing stream store failed");
+        }
+    }
+
+    fn time_to_next_expiry(&self) -> Duration {
+        let next = self.stream.store.lock().next_expiry();
+        match next {
+            Some(due) => {
+                let now = crate::time_format::now_nanos();
+                Duration::from_nanos(due.saturating_sub(now).max(0) as u64).min(IDLE_WAIT)
+            }
+            None => IDLE_WAIT,
+        }
+    }
+
+    fn expire_due(&mut self) {
+        let store_handle = self.stream.store.clone();
+        let mut store = store_handle.lock();
+        let now = crate::time_format::now_nanos();
+        if store.next_expiry().is_some_and(|due| due <= now) {
+            if let Err(error) = store.expire(now) {
+                tracing::error!(stream = %self.config.name, %error, "expiring messages failed");
+            }
+            self.dirty = true;
+            self.commit(&mut **store);
+        }
+    }
+
+    /// Handle one batch; true when the thread must end (Stop).
+    fn process(&mut self, batch: &mut Vec<StreamCommand>) -> bool {
+        let store_handle = self.stream.store.clone();
+        let mut store = store_handle.lock();
+        let now = crate::time_format::now_nanos();
+        self.window.expire(now, self.config.duplicate_window.0);
+        if store.next_expiry().is_some_and(|due| due <= now) {
+            if let Err(error) = store.expire(now) {
+                tracing::error!(stream = %self.config.name, %error, "expiring messages failed");
+            }
+            self.dirty = true;
+        }
+        let mut stop = false;
+        for command in batch.drain(..) {
+            match command {
+                StreamCommand::Publish(message) => {
+                    let reply = message.reply.clone().filter(|reply| !reply.is_empty());
+                    let outcome = self.publish(&mut **store, &message);
+                    if let Some(reply) = reply {
+                        if !self.config.no_ack {
+                            if let Some(ack) = self.ack_for(outcome) {
+                                self.pending_acks.push((reply, ack));
+                            }
+                        }
+                    }
+                }
+                other => {
+                    // Everything before this command is made durable and acknowledged first.
+                    self.commit(&mut **store);
+                    stop = self.execute(&mut **store, other);
+                    if stop {
+                        break;
+                    }
+                }
+            }
+        }
+        if !stop {
+            self.commit(&mut **store);
+        }
+        drop(store);
+        self.send_acks();
+        stop
+    }
+
+    /// One flush for everything stored since the last one, then account usage and the
+    /// consumers' wake-up.
+    fn commit(&mut self, store: &mut dyn StreamStore) {
+        if !self.dirty {
+            return;
+        }
+        self.dirty = false;
+        if let Err(error) = store.flush() {
+            // The batch is not as durable as promised: no PubAck may claim otherwise.
+            tracing::error!(stream = %self.config.name, %error, "flushing stream store failed");
+            self.pending_acks.clear();
+            return;
+        }
+        self.update_usage(store);
+        let last = store.state().last_seq;
+        self.stream.last_sequence.send_if_modified(|current| {
+            let changed = *current != last;
+            *current = last;
+            changed
+        });
+    }
+
+    fn send_acks(&mut self) {
+        for (reply, payload) in self.pending_acks.drain(..) {
+            self.context.transport.publish(Message {
+                subject: reply,
+                reply: None,
+                headers: None,
+                payload,
+            });
+        }
+    }
+
+    fn update_usage(&mut self, store: &dyn StreamStore) {
+        let bytes = store.state().bytes as i64;
+        let delta = bytes - self.counted_bytes;
+        if delta != 0 {
+            self.context.usage.add(self.config.storage, delta);
+            self.counted_bytes = bytes;
+        }
+    }
+
+    fn ack_for(&self, outcome: Outcome) -> Option<Bytes> {
+        let mut ack = BytesMut::with_capacity(self.ack_prefix.len() + 40);
+        match outcome {
+            Outcome::Stored(seq) => {
+                ack.put_slice(&self.ack_prefix);
+                ack.put_slice(seq.to_string().as_bytes());
+                ack.put_u8(b'}');
+            }
+            Outcome::Duplicate(seq) => {
+                ack.put_slice(&self.ack_prefix);
+                ack.put_slice(seq.to_string().as_bytes());
+                // nats-server writes this one by hand, with the space.
+                ack.put_slice(b",\"duplicate\": true}");
+            }
+            Outcome::Refused(error) => {
+                let response = jetstream_api::PubAck::error(self.config.name.clone(), error);
+                ack.put_slice(&jetstream_api::json::encode_response(&response));
+            }
+            Outcome::Dropped => return None,
+        }
+        Some(ack.freeze())
+    }
+
+    /// nats-server's `processJetStreamMsg` for one message, in its order of checks.
+    fn publish(&mut self, store: &mut dyn StreamStore, message: &Message) -> Outcome {
+        let Ok(subject) = std::str::from_utf8(&message.subject) else {
+            return Outcome::Dropped;
+        };
+        if self.config.sealed {
+            return Outcome::Refused(errors::STREAM_SEALED.to_error());
+        }
+        let header_block: &[u8] = message.headers.as_deref().unwrap_or(&[]);
+        let publish_headers = if header_block.is_empty() {
+            PublishHeaders::default()
+        } else {
+            PublishHeaders::parse(header_block)
+        };
+        if let Err(error) = self.check_headers(store, subject, &publish_headers) {
+            return error;
+        }
+        let payload = &message.payload[..];
+        let max_size = self.config.max_msg_size;
+        if max_size >= 0 {
+            let max_size = max_size as usize;
+            if header_block.len() > max_size || payload.len() > max_size - header_block.len() {
+                return Outcome::Refused(errors::STREAM_MESSAGE_EXCEEDS_MAXIMUM.to_error());
+            }
+        }
+        if header_block.len() > MAX_HEADER_SIZE {
+            return Outcome::Refused(errors::STREAM_HEADER_EXCEEDS_MAXIMUM.to_error());
+        }
+        if self.context.usage.exceeded(self.config.storage) {
+            return Outcome::Refused(errors::INSUFFICIENT_RESOURCES.to_error());
+        }
+        let msg_id = publish_headers.msg_id;
+        let rollup = publish_headers.rollup;
+        if self.config.retention == RetentionPolicy::Interest
+            && !self.stream.interest.wants(subject)
+        {
+            return self.skip_without_interest(store, msg_id, rollup, subject);
+        }
+        let ttl = match publish_headers.ttl.map(headers::parse_ttl) {
+            None | Some(Ok(MessageTtl::None)) => None,
+            Some(Ok(MessageTtl::Never)) => Some(TTL_NEVER),
+            Some(Ok(MessageTtl::Seconds(seconds))) => {
+                let minimum = (self.config.subject_delete_marker_ttl.0 / 1_000_000_000) as u64;
+                let seconds = if minimum > 0 && self.config.max_msgs_per_subject != 1 {
+                    seconds.max(minimum)
+                } else {
+                    seconds
+                };
+                Some(Duration::from_secs(seconds))
+            }
+            Some(Err(())) => return Outcome::Refused(errors::MESSAGE_TTL_INVALID.to_error()),
+        };
+        let (seq, timestamp) = match store.store_msg(subject, header_block, payload, ttl) {
+            Ok(stored) => stored,
+            Err(error) => return self.store_failure(error),
+        };
+        self.dirty = true;
+        self.last_msg_id = msg_id.unwrap_or_default().to_string();
+        if let Some(id) = msg_id {
+            self.window.insert(id, seq, timestamp);
+        }
+        if let Some(rollup) = rollup {
+            self.apply_rollup(store, subject, rollup, 1);
+        }
+        self.republish(store, subject, header_block, payload, seq, timestamp);
+        Outcome::Stored(seq)
+    }
+
+    /// The header checks, each answering with nats-server's error.
+    fn check_headers(
+        &self,
+        store: &mut dyn StreamStore,
+        subject: &str,
+        publish_headers: &PublishHeaders<'_>,
+    ) -> Result<(), Outcome> {
+        let refuse = |error: ApiError| Err(Outcome::Refused(error));
+        if publish_headers.increment.is_some() {
+            return refuse(errors::MESSAGE_INCR_DISABLED.to_error());
+        }
+        if let Some(expected) = publish_headers.expected_stream {
+            if expected != self.config.name {
+                return refuse(errors::STREAM_NOT_MATCH.to_error());
+            }
+        }
+        if let Some(ttl) = publish_headers.ttl {
+            let has_ttl = !matches!(headers::parse_ttl(ttl), Ok(MessageTtl::None) | Err(()));
+            if has_ttl && !self.config.allow_msg_ttl {
+                return refuse(errors::MESSAGE_TTL_DISABLED.to_error());
+            }
+        }
+        if let Some(expected) = publish_headers.expected_last_subject_sequence {
+            let expected = headers::parse_sequence(expected);
+            let check_subject = publish_headers
+                .expected_last_subject_sequence_subject
+                .unwrap_or(subject);
+            let last = match store.load_last(check_subject) {
+                Ok(Some(message)) => Some(message.seq),
+                Ok(None) | Err(StoreError::NotFound) => None,
+                Err(_) => Some(0),
+            };
+            let actual = last.unwrap_or(0);
+            if last.is_none() && expected == 0 {
+                // No message on the subject and none expected.
+            } else if actual != expected || last.is_none() {
+                return refuse(errors::STREAM_WRONG_LAST_SEQUENCE.with(&[("seq", &actual)]));
+            }
+        } else if publish_headers
+            .expected_last_subject_sequence_subject
+            .is_some()
+        {
+            return refuse(errors::STREAM_EXPECTED_LAST_SEQ_PER_SUBJECT_INVALID.to_error());
+        }
+        if let Some(expected) = publish_headers.expected_last_sequence {
+            let last = store.state().last_seq;
+            if headers::parse_sequence(expected) != last {
+                return refuse(errors::STREAM_WRONG_LAST_SEQUENCE.with(&[("seq", &last)]));
+            }
+        }
+        if publish_headers.schedule.is_some() && !self.config.allow_msg_schedules {
+            return refuse(errors::MESSAGE_SCHEDULES_DISABLED.to_error());
+        }
+        if publish_headers.stream_source.is_some() {
+            return refuse(errors::MESSAGE_SOURCE_HDR_NOT_ALLOWED.to_error());
+        }
+        if let Some(id) = publish_headers.msg_id {
+            if self.config.mirror.is_none() {
+                if let Some(seq) = self.window.get(id) {
+                    return Err(Outcome::Duplicate(seq));
+                }
+            }
+        }
+        if let Some(expected) = publish_headers.expected_last_msg_id {
+            if expected != self.last_msg_id {
+                return refuse(errors::STREAM_WRONG_LAST_MSG_ID.with(&[("id", &self.last_msg_id)]));
+            }
+        }
+        if let Some(rollup) = publish_headers.rollup {
+            if !self.config.allow_rollup || self.config.deny_purge {
+                return refuse(errors::STREAM_ROLLUP_FAILED.with_err("rollup not permitted"));
+            }
+            if rollup != "sub" && rollup != "all" {
+                return refuse(
+                    errors::STREAM_ROLLUP_FAILED
+                        .with_err(format!("rollup value invalid: {rollup:?}")),
+                );
+            }
+        }
+        if self.config.allow_msg_counter {
+            return refuse(errors::MESSAGE_INCR_MISSING.to_error());
+        }
+        Ok(())
+    }
+
+    /// Interest retention with nobody interested: the sequence is used, nothing is kept.
+    fn skip_without_interest(
+        &mut self,
+        store: &mut dyn StreamStore,
+        msg_id: Option<&str>,
+        rollup: Option<&str>,
+        subject: &str,
+    ) -> Outcome {
+        let seq = store.state().last_seq + 1;
+        if let Err(error) = store.skip_msgs(seq, 1) {
+            return self.store_failure(error);
+        }
+        self.dirty = true;
+        self.last_msg_id = msg_id.unwrap_or_default().to_string();
+        if let Some(id) = msg_id {
+            self.window.insert(id, seq, crate::time_format::now_nanos());
+        }
+        if let Some(rollup) = rollup {
+            self.apply_rollup(store, subject, rollup, 0);
+        }
+        Outcome::Stored(seq)
+    }
+
+    fn apply_rollup(
+        &mut self,
+        store: &mut dyn StreamStore,
+        subject: &str,
+        rollup: &str,
+        keep: u64,
+    ) {
+        let filter = match rollup {
+            "sub" => subject,
+            "all" => "",
+            _ => return,
+        };
+        if let Err(error) = store.purge_ex(filter, 0, keep) {
+            tracing::error!(stream = %self.config.name, %error, "rollup purge failed");
+        }
+    }
+
+    fn store_failure(&self, error: StoreError) -> Outcome {
+        match error {
+            StoreError::MaxMessages
+            | StoreError::MaxBytes
+            | StoreError::MaxMessagesPerSubject
+            | StoreError::MaxMessageSize => {
+                Outcome::Refused(errors::STREAM_STORE_FAILED.with_err(error))
+            }
+            other => {
+                tracing::error!(stream = %self.config.name, error = %other, "storing a message failed");
+                Outcome::Dropped
+            }
+        }
+    }
+
+    /// `republish`: the stored message again, on the transformed subject, with the stream's
+    /// bookkeeping headers.
+    fn republish(
+        &self,
+        store: &mut dyn StreamStore,
+        subject: &str,
+        header_block: &[u8],
+        payload: &[u8],
+        seq: u64,
+        timestamp: i64,
+    ) {
+        let Some(republish) = &self.config.republish else {
+            return;
+        };
+        if !crate::subject::matches(&republish.source, subject) {
+            return;
+        }
+        let Some(destination) =
+            crate::subject::transform(&republish.source, &republish.destination, subject)
+        else {
+            return;
+        };
+        let last_on_subject = match store.load_prev(subject, seq.saturating_sub(1)) {
+            Ok(Some(message)) if seq > 1 => message.seq,
+            _ => 0,
+        };
+        let mut block = BytesMut::new();
+        if header_block.is_empty() {
+            block.put_slice(b"NATS/1.0\r\n");
+        } else {
+            block.put_slice(&header_block[..header_block.len().saturating_sub(2)]);
+        }
+        let time = crate::time_format::rfc3339_from_nanos(timestamp);
+        block.put_slice(
+            format!(
+                "Nats-Stream: {}\r\nNats-Subject: {subject}\r\nNats-Sequence: {seq}\r\nNats-Time-Stamp: {time}\r\nNats-Last-Sequence: {last_on_subject}\r\n",
+                self.config.name
+            )
+            .as_bytes(),
+        );
+        let body = if republish.headers_only {
+            block.put_slice(format!("Nats-Msg-Size: {}\r\n", payload.len()).as_bytes());
+            Bytes::new()
+        } else {
+            Bytes::copy_from_slice(payload)
+        };
+        block.put_slice(b"\r\n");
+        self.context.transport.publish(Message {
+            subject: Bytes::from(destination),
+            reply: None,
+            headers: Some(block.freeze()),
+            payload: body,
+        });
+    }
+
+    /// A non-publish command; true for Stop.
+    fn execute(&mut self, store: &mut dyn StreamStore, command: StreamCommand) -> bool {
+        self.dirty = true;
+        match command {
+            StreamCommand::Publish(_) => false,
+            StreamCommand::Purge {
+                filter,
+                up_to_seq,
+                keep,
+                reply,
+            } => {
+                let result = store
+                    .purge_ex(&filter, up_to_seq, keep)
+                    .map_err(|error| errors::STREAM_PURGE_FAILED.with_err(error));
+                self.commit(store);
+                let _ = reply.send(result);
+                false
+            }
+            StreamCommand::DeleteMessage { seq, erase, reply } => {
+                let result = if erase {
+                    store.erase(seq)
+                } else {
+                    store.remove(seq)
+                };
+                let result =
+                    result.map_err(|error| errors::STREAM_MSG_DELETE_FAILED.with_err(error));
+                self.commit(store);
+                let _ = reply.send(result);
+                false
+            }
+            StreamCommand::Remove { seq } => {
+                if let Err(error) = store.remove(seq) {
+                    tracing::debug!(stream = %self.config.name, seq, %error, "retention removal failed");
+                }
+                false
+            }
+            StreamCommand::UpdateConfig { config, reply } => {
+                let result = store
+                    .update_config(store_config(&config))
+                    .map_err(|error| errors::STREAM_UPDATE.with_err(error));
+                if result.is_ok() {
+                    self.config = *config;
+                    self.ack_prefix = ack_prefix(&self.config.name, self.context.domain.as_deref());
+                }
+                self.commit(store);
+                let _ = reply.send(result);
+                false
+            }
+            StreamCommand::Stop { delete, reply } => {
+                let result = if delete {
+                    store.delete()
+                } else {
+                    store.close()
+                };
+                if let Err(error) = result {
+                    tracing::error!(stream = %self.config.name, %error, "closing stream store failed");
+                }
+                if delete {
+                    self.context
+                        .usage
+                        .add(self.config.storage, -self.counted_bytes);
+                    self.counted_bytes = 0;
+                }
+                let _ = reply.send(());
+                true
+            }
+        }
+    }
+}
+
+impl Usage {
+    pub(crate) fn exceeded(&self, storage: StorageType) -> bool {
+        match storage {
+            StorageType::Memory => self.memory() > self.max_memory,
+            StorageType::File => self.storage() > self.max_store,
+        }
+    }
+}

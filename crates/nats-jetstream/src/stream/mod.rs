@@ -1,0 +1,184 @@
+//! A stream: its configuration, its store and the task that owns ingest.
+//!
+//! Who calls it: the stream registry (create/update/delete, recovery), the `$JS.API` handlers
+//! (info, purge, message get/delete) and, later, consumers.
+//!
+//! Concurrency (the design consumers plug into):
+//! - The store lives behind `Arc<Mutex<..>>` ([`Stream::store`]). The ingest thread holds the lock
+//!   for one batch at a time (checks, `store_msg` per message, one `flush`), never across a wait.
+//!   Readers (API gets, direct gets, consumers reading with `load_next`) take it briefly.
+//!   Lock order: stream `config` before `store`; nothing else is held while taking `store`.
+//! - Every mutation goes through the stream's command queue ([`StreamCommand`]) so it is ordered
+//!   with the publishes before it: a purge never overtakes a message that was acked before it.
+//! - New messages are announced on [`Stream::last_sequence`] (a `watch` channel carrying the last
+//!   stored sequence, sent after the batch is durable): consumers wait on it and then read from
+//!   the store.
+//! - Interest: consumers register their filter subjects in [`Stream::interest`]; interest
+//!   retention stores only messages some consumer wants, and acks come back as
+//!   [`StreamCommand::Remove`].
+
+mod config;
+mod dedupe;
+mod headers;
+mod ingest;
+
+pub(crate) use config::{check_and_fill, check_update, with_static_metadata};
+pub(crate) use ingest::{store_config as ingest_store_config, IngestContext};
+
+use crate::transport::{Message, Transport};
+use jetstream_api::{ApiError, StreamConfig};
+use nats_store::StreamStore;
+use parking_lot::{Mutex, RwLock};
+use std::sync::Arc;
+use tokio::sync::{oneshot, watch};
+
+pub(crate) type SharedStore = Arc<Mutex<Box<dyn StreamStore>>>;
+
+/// Work for the stream's ingest thread, executed in arrival order.
+pub(crate) enum StreamCommand {
+    Publish(Message),
+    Purge {
+        filter: String,
+        up_to_seq: u64,
+        keep: u64,
+        reply: oneshot::Sender<Result<u64, ApiError>>,
+    },
+    DeleteMessage {
+        seq: u64,
+        erase: bool,
+        reply: oneshot::Sender<Result<bool, ApiError>>,
+    },
+    /// Removal on behalf of consumers (interest / work-queue retention); no reply.
+    #[allow(dead_code)] // sent by consumers (the consumer issue)
+    Remove {
+        seq: u64,
+    },
+    UpdateConfig {
+        config: Box<StreamConfig>,
+        reply: oneshot::Sender<Result<(), ApiError>>,
+    },
+    /// Flush and close (or delete) the store and end the thread.
+    Stop {
+        delete: bool,
+        reply: oneshot::Sender<()>,
+    },
+}
+
+/// Filter subjects of the consumers on a stream ("" = everything).
+#[derive(Default)]
+pub(crate) struct Interest {
+    filters: RwLock<Vec<(u64, Vec<String>)>>,
+}
+
+impl Interest {
+    /// Register a consumer's filters; returns a handle for [`Interest::remove`].
+    #[allow(dead_code)] // the consumer issue registers here
+    pub(crate) fn add(&self, id: u64, filters: Vec<String>) {
+        self.filters.write().push((id, filters));
+    }
+
+    #[allow(dead_code)]
+    pub(crate) fn remove(&self, id: u64) {
+        self.filters.write().retain(|(existing, _)| *existing != id);
+    }
+
+    pub(crate) fn count(&self) -> usize {
+        self.filters.read().len()
+    }
+
+    pub(crate) fn wants(&self, subject: &str) -> bool {
+        self.filters.read().iter().any(|(_, filters)| {
+            filters.is_empty()
+                || filters
+                    .iter()
+                    .any(|filter| filter.is_empty() || crate::subject::matches(filter, subject))
+        })
+    }
+}
+
+pub(crate) struct Stream {
+    pub name: String,
+    pub config: RwLock<StreamConfig>,
+    /// Creation time, unix nanoseconds.
+    pub created: i64,
+    pub store: SharedStore,
+    pub last_sequence: watch::Sender<u64>,
+    pub interest: Interest,
+    commands: std::sync::mpsc::Sender<StreamCommand>,
+    subscriptions: Mutex<Vec<u64>>,
+    transport: Arc<dyn Transport>,
+}
+
+impl Stream {
+    /// Start the ingest thread over an opened store and subscribe the stream's subjects.
+    pub(crate) fn start(
+        config: StreamConfig,
+        created: i64,
+        store: Box<dyn StreamStore>,
+        context: IngestContext,
+    ) -> Result<Arc<Stream>, std::io::Error> {
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let last = store.state().last_seq;
+        let (last_sequence, _) = watch::channel(last);
+        let transport = context.transport.clone();
+        let stream = Arc::new(Stream {
+            name: config.name.clone(),
+            config: RwLock::new(config),
+            created,
+            store: Arc::new(Mutex::new(store)),
+            last_sequence,
+            interest: Interest::default(),
+            commands: sender,
+            subscriptions: Mutex::new(Vec::new()),
+            transport,
+        });
+        ingest::spawn(stream.clone(), receiver, context)?;
+        stream.subscribe_subjects();
+        Ok(stream)
+    }
+
+    pub(crate) fn config(&self) -> StreamConfig {
+        self.config.read().clone()
+    }
+
+    /// Send a command to the ingest thread; false when it has stopped.
+    pub(crate) fn send(&self, command: StreamCommand) -> bool {
+        self.commands.send(command).is_ok()
+    }
+
+    /// (Re)create the internal subscriptions for the configured subjects.
+    pub(crate) fn subscribe_subjects(&self) {
+        self.unsubscribe_subjects();
+        let subjects = self.config.read().subjects.clone();
+        let mut ids = Vec::with_capacity(subjects.len());
+        for stream_subject in subjects {
+            let sender = self.commands.clone();
+            let id = self.transport.subscribe(
+                &stream_subject,
+                None,
+                Arc::new(move |message: Message| {
+                    // A closed queue means the stream is going away; the publish is dropped.
+                    let _ = sender.send(StreamCommand::Publish(message));
+                }),
+            );
+            ids.push(id);
+        }
+        *self.subscriptions.lock() = ids;
+    }
+
+    pub(crate) fn unsubscribe_subjects(&self) {
+        let ids: Vec<u64> = std::mem::take(&mut *self.subscriptions.lock());
+        for id in ids {
+            self.transport.unsubscribe(id);
+        }
+    }
+
+    /// Stop ingest and close (or delete) the store; waits for the thread to finish its queue.
+    pub(crate) async fn stop(&self, delete: bool) {
+        self.unsubscribe_subjects();
+        let (reply, done) = oneshot::channel();
+        if self.send(StreamCommand::Stop { delete, reply }) {
+            let _ = done.await;
+        }
+    }
+}

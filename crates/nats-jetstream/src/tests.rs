@@ -1,0 +1,313 @@
+//! In-crate tests of the whole JetStream engine over the test router (a stand-in for core
+//! routing only): the `$JS.API` and the publish path as a client sees them.
+
+use crate::test_transport::TestRouter;
+use crate::{JetStream, JetStreamConfig, Message, ServerIdentity, Transport};
+use bytes::Bytes;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
+
+struct Fixture {
+    router: Arc<TestRouter>,
+    jetstream: JetStream,
+    _dir: tempfile::TempDir,
+}
+
+async fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    fixture_in(dir).await
+}
+
+async fn fixture_in(dir: tempfile::TempDir) -> Fixture {
+    let router = TestRouter::new();
+    let config = JetStreamConfig {
+        enabled: true,
+        store_dir: Some(dir.path().to_path_buf()),
+        max_memory: Some(1 << 30),
+        max_store: Some(10 << 30),
+        ..Default::default()
+    };
+    let identity = ServerIdentity {
+        server_id: "NTEST".into(),
+        server_name: "test-server".into(),
+        version: "2.15.1".into(),
+    };
+    let jetstream = JetStream::start(config, identity, router.clone())
+        .await
+        .unwrap();
+    Fixture {
+        router,
+        jetstream,
+        _dir: dir,
+    }
+}
+
+impl Fixture {
+    async fn raw_request(&self, subject: &str, headers: Option<&str>, body: &str) -> Message {
+        let inbox = format!("_INBOX.test.{}", crate::advisories::next_id());
+        let mut replies = self.router.channel(&inbox);
+        self.router.publish(Message {
+            subject: Bytes::from(subject.to_string()),
+            reply: Some(Bytes::from(inbox)),
+            headers: headers.map(|block| Bytes::from(block.to_string())),
+            payload: Bytes::from(body.to_string()),
+        });
+        tokio::time::timeout(Duration::from_secs(5), replies.recv())
+            .await
+            .expect("reply in time")
+            .expect("reply")
+    }
+
+    async fn request(&self, subject: &str, body: &str) -> Value {
+        let reply = self.raw_request(subject, None, body).await;
+        serde_json::from_slice(&reply.payload).expect("json reply")
+    }
+
+    async fn publish(&self, subject: &str, headers: Option<&str>, body: &str) -> String {
+        let reply = self.raw_request(subject, headers, body).await;
+        String::from_utf8(reply.payload.to_vec()).unwrap()
+    }
+
+    async fn create(&self, config: Value) -> Value {
+        let name = config["name"].as_str().unwrap().to_string();
+        self.request(
+            &format!("$JS.API.STREAM.CREATE.{name}"),
+            &config.to_string(),
+        )
+        .await
+    }
+}
+
+#[tokio::test]
+async fn account_info_and_monitoring() {
+    let fixture = fixture().await;
+    let info = fixture.request("$JS.API.INFO", "").await;
+    assert_eq!(
+        info["type"],
+        "io.nats.jetstream.api.v1.account_info_response"
+    );
+    assert_eq!(info["api"]["level"], 5);
+    assert_eq!(info["api"]["total"], 0);
+    let varz = fixture.jetstream.varz();
+    assert_eq!(varz["config"]["max_memory"], 1i64 << 30);
+    assert_eq!(varz["config"]["max_storage"], 10i64 << 30);
+    let banner = fixture.jetstream.banner_lines();
+    assert!(banner.contains(&"  Max Memory:      1.00 GB".to_string()));
+    assert!(banner.contains(&"  Max Storage:     10.00 GB".to_string()));
+    assert_eq!(fixture.jetstream.jsz()["config"]["strict"], true);
+    fixture.jetstream.shutdown().await;
+}
+
+#[tokio::test]
+async fn create_publish_info_flow() {
+    let fixture = fixture().await;
+    let created = fixture
+        .create(json!({"name": "ORDERS", "subjects": ["orders.>"]}))
+        .await;
+    assert_eq!(
+        created["type"],
+        "io.nats.jetstream.api.v1.stream_create_response"
+    );
+    assert_eq!(created["did_create"], true);
+    assert_eq!(created["config"]["duplicate_window"], 120_000_000_000i64);
+    assert_eq!(created["config"]["metadata"]["_nats.req.level"], "0");
+    assert_eq!(created["state"]["first_seq"], 0);
+    assert!(created.get("cluster").is_none());
+
+    let ack = fixture.publish("orders.new", None, "hello").await;
+    assert_eq!(ack, r#"{"stream":"ORDERS","seq":1}"#);
+    let ack = fixture.publish("orders.new", None, "again").await;
+    assert_eq!(ack, r#"{"stream":"ORDERS","seq":2}"#);
+
+    let info = fixture.request("$JS.API.STREAM.INFO.ORDERS", "").await;
+    assert_eq!(info["state"]["messages"], 2);
+    assert_eq!(info["state"]["first_seq"], 1);
+    assert_eq!(info["state"]["last_seq"], 2);
+    assert_eq!(info["state"]["num_subjects"], 1);
+    assert_eq!(info["cluster"]["leader"], "test-server");
+    assert_eq!(info["total"], 0);
+
+    let again = fixture
+        .create(json!({"name": "ORDERS", "subjects": ["orders.>"]}))
+        .await;
+    assert!(again.get("error").is_none(), "{again}");
+    assert!(again.get("did_create").is_none());
+    let conflict = fixture
+        .create(json!({"name": "ORDERS", "subjects": ["orders.*"]}))
+        .await;
+    assert_eq!(conflict["error"]["err_code"], 10058);
+    let overlap = fixture
+        .create(json!({"name": "OTHER", "subjects": ["orders.eu"]}))
+        .await;
+    assert_eq!(overlap["error"]["err_code"], 10065);
+    fixture.jetstream.shutdown().await;
+}
+
+#[tokio::test]
+async fn dedupe_and_expected_headers() {
+    let fixture = fixture().await;
+    fixture
+        .create(json!({"name": "D", "subjects": ["d.>"]}))
+        .await;
+    let with_id = "NATS/1.0\r\nNats-Msg-Id: one\r\n\r\n";
+    assert_eq!(
+        fixture.publish("d.a", Some(with_id), "x").await,
+        r#"{"stream":"D","seq":1}"#
+    );
+    assert_eq!(
+        fixture.publish("d.a", Some(with_id), "x").await,
+        r#"{"stream":"D","seq":1,"duplicate": true}"#
+    );
+    let wrong_stream = "NATS/1.0\r\nNats-Expected-Stream: X\r\n\r\n";
+    assert_eq!(
+        fixture.publish("d.a", Some(wrong_stream), "x").await,
+        r#"{"error":{"code":400,"err_code":10060,"description":"expected stream does not match"},"stream":"D","seq":0}"#
+    );
+    let wrong_last = "NATS/1.0\r\nNats-Expected-Last-Sequence: 5\r\n\r\n";
+    assert_eq!(
+        fixture.publish("d.a", Some(wrong_last), "x").await,
+        r#"{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 1"},"stream":"D","seq":0}"#
+    );
+    let right_last = "NATS/1.0\r\nNats-Expected-Last-Sequence: 1\r\n\r\n";
+    assert_eq!(
+        fixture.publish("d.b", Some(right_last), "x").await,
+        r#"{"stream":"D","seq":2}"#
+    );
+    let subject_seq = "NATS/1.0\r\nNats-Expected-Last-Subject-Sequence: 1\r\n\r\n";
+    assert_eq!(
+        fixture.publish("d.a", Some(subject_seq), "x").await,
+        r#"{"stream":"D","seq":3}"#
+    );
+    let subject_override = "NATS/1.0\r\nNats-Expected-Last-Subject-Sequence: 2\r\nNats-Expected-Last-Subject-Sequence-Subject: d.b\r\n\r\n";
+    assert_eq!(
+        fixture.publish("d.c", Some(subject_override), "x").await,
+        r#"{"stream":"D","seq":4}"#
+    );
+    let last_id = "NATS/1.0\r\nNats-Expected-Last-Msg-Id: zz\r\n\r\n";
+    assert_eq!(
+        fixture.publish("d.a", Some(last_id), "x").await,
+        r#"{"error":{"code":400,"err_code":10070,"description":"wrong last msg ID: "},"stream":"D","seq":0}"#
+    );
+    let rollup = "NATS/1.0\r\nNats-Rollup: all\r\n\r\n";
+    assert_eq!(
+        fixture.publish("d.a", Some(rollup), "x").await,
+        r#"{"error":{"code":500,"err_code":10111,"description":"rollup not permitted"},"stream":"D","seq":0}"#
+    );
+    let ttl = "NATS/1.0\r\nNats-TTL: 5s\r\n\r\n";
+    assert_eq!(
+        fixture.publish("d.a", Some(ttl), "x").await,
+        r#"{"error":{"code":400,"err_code":10166,"description":"per-message TTL is disabled"},"stream":"D","seq":0}"#
+    );
+    fixture.jetstream.shutdown().await;
+}
+
+#[tokio::test]
+async fn limits_discard_new_and_rollup() {
+    let fixture = fixture().await;
+    fixture
+        .create(json!({"name": "L", "subjects": ["l.>"], "max_msgs": 2, "discard": "new"}))
+        .await;
+    fixture.publish("l.a", None, "1").await;
+    fixture.publish("l.a", None, "2").await;
+    assert_eq!(
+        fixture.publish("l.a", None, "3").await,
+        r#"{"error":{"code":503,"err_code":10077,"description":"maximum messages exceeded"},"stream":"L","seq":0}"#
+    );
+    fixture
+        .create(json!({"name": "R", "subjects": ["r.>"], "allow_rollup_hdrs": true}))
+        .await;
+    for _ in 0..3 {
+        fixture.publish("r.a", None, "x").await;
+    }
+    fixture.publish("r.b", None, "x").await;
+    let rollup = "NATS/1.0\r\nNats-Rollup: sub\r\n\r\n";
+    assert_eq!(
+        fixture.publish("r.a", Some(rollup), "x").await,
+        r#"{"stream":"R","seq":5}"#
+    );
+    let info = fixture.request("$JS.API.STREAM.INFO.R", "").await;
+    assert_eq!(info["state"]["messages"], 2);
+    fixture.jetstream.shutdown().await;
+}
+
+#[tokio::test]
+async fn purge_get_delete_and_names() {
+    let fixture = fixture().await;
+    fixture
+        .create(json!({"name": "P", "subjects": ["p.>"], "allow_direct": true}))
+        .await;
+    for subject in ["p.a", "p.b", "p.a", "p.c"] {
+        fixture.publish(subject, None, "data").await;
+    }
+    let got = fixture
+        .request("$JS.API.STREAM.MSG.GET.P", r#"{"last_by_subj":"p.a"}"#)
+        .await;
+    assert_eq!(got["message"]["seq"], 3);
+    assert_eq!(got["message"]["data"], "ZGF0YQ==");
+    let missing = fixture
+        .request("$JS.API.STREAM.MSG.GET.P", r#"{"seq":99}"#)
+        .await;
+    assert_eq!(missing["error"]["err_code"], 10037);
+    let direct = fixture
+        .raw_request("$JS.API.DIRECT.GET.P.p.b", None, "")
+        .await;
+    let headers = String::from_utf8(direct.headers.unwrap().to_vec()).unwrap();
+    assert!(headers.contains("Nats-Sequence: 2\r\n"), "{headers}");
+    assert!(headers.contains("Nats-Stream: P\r\n"));
+    let direct_missing = fixture
+        .raw_request("$JS.API.DIRECT.GET.P", None, r#"{"seq":42}"#)
+        .await;
+    assert_eq!(
+        &direct_missing.headers.unwrap()[..],
+        b"NATS/1.0 404 Message Not Found\r\n\r\n"
+    );
+    let deleted = fixture
+        .request("$JS.API.STREAM.MSG.DELETE.P", r#"{"seq":2}"#)
+        .await;
+    assert_eq!(deleted["success"], true);
+    let info = fixture
+        .request(
+            "$JS.API.STREAM.INFO.P",
+            r#"{"deleted_details":true,"subjects_filter":">"}"#,
+        )
+        .await;
+    assert_eq!(info["state"]["deleted"], json!([2]));
+    assert_eq!(info["state"]["subjects"]["p.a"], 2);
+    assert_eq!(info["total"], 2);
+    let purged = fixture
+        .request("$JS.API.STREAM.PURGE.P", r#"{"filter":"p.a"}"#)
+        .await;
+    assert_eq!(purged["purged"], 2);
+    let names = fixture.request("$JS.API.STREAM.NAMES", "").await;
+    assert_eq!(names["streams"], json!(["P"]));
+    assert_eq!(names["limit"], 1024);
+    let list = fixture.request("$JS.API.STREAM.LIST", "").await;
+    assert_eq!(list["streams"][0]["config"]["name"], "P");
+    let unknown = fixture
+        .request("$JS.API.STREAM.INFO.P", r#"{"bogus":1}"#)
+        .await;
+    assert_eq!(unknown["error"]["err_code"], 10025);
+    let gone = fixture.request("$JS.API.STREAM.DELETE.P", "").await;
+    assert_eq!(gone["success"], true);
+    let missing = fixture.request("$JS.API.STREAM.INFO.P", "").await;
+    assert_eq!(missing["error"]["err_code"], 10059);
+    assert!(!fixture.router.has_interest("p.a"));
+    fixture.jetstream.shutdown().await;
+}
+
+#[tokio::test]
+async fn interest_retention_without_consumers_keeps_nothing() {
+    let fixture = fixture().await;
+    fixture
+        .create(json!({"name": "I", "subjects": ["i.>"], "retention": "interest"}))
+        .await;
+    assert_eq!(
+        fixture.publish("i.a", None, "x").await,
+        r#"{"stream":"I","seq":1}"#
+    );
+    let info = fixture.request("$JS.API.STREAM.INFO.I", "").await;
+    assert_eq!(info["state"]["messages"], 0);
+    assert_eq!(info["state"]["last_seq"], 1);
+    fixture.jetstream.shutdown().await;
+}
