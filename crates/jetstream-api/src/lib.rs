@@ -15,7 +15,9 @@
 //!   missing fields take their Go zero value; validating a config and filling its defaults is the
 //!   server's job (it needs limits and state this crate does not have).
 
+pub mod account;
 pub mod ack;
+pub mod advisory;
 pub mod api_error;
 pub mod base64;
 pub mod consumer;
@@ -27,10 +29,12 @@ pub mod policy;
 pub mod status;
 pub mod stream;
 pub mod stream_api;
+pub mod subjects;
 pub mod time_format;
 
 mod error;
 
+pub use account::{AccountInfo, AccountInfoResponse, AccountLimits, AccountTier, ApiStats};
 pub use ack::{AckKind, AckSubject, AckSubjectPrefix};
 pub use api_error::{ApiError, ErrorEntry};
 pub use consumer::*;
@@ -43,4 +47,5 @@ pub use policy::{
 };
 pub use stream::*;
 pub use stream_api::*;
+pub use subjects::ApiSubject;
 pub use time_format::{Nanos, Timestamp};

@@ -526,3 +526,83 @@ impl PubAck {
         }
     }
 }
+
+/// The success PubAck as nats-server writes it on its hot path: a per-stream prefix
+/// `{"stream":"ORDERS",` (plus `"domain":"hub",`) `"seq":` built once, then the sequence and the
+/// tail appended per message. Note the field order (`domain` before `seq`) and the space in
+/// `"duplicate": true`: both are nats-server's bytes, which differ from [`PubAck`]'s struct order
+/// (used for error acks, as nats-server does).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PubAckTemplate {
+    prefix: Vec<u8>,
+}
+
+impl PubAckTemplate {
+    pub fn new(stream: &str, domain: Option<&str>) -> Self {
+        let quote = |text: &str| serde_json::Value::String(text.to_string()).to_string();
+        let prefix = match domain.filter(|domain| !domain.is_empty()) {
+            Some(domain) => format!(
+                "{{\"stream\":{},\"domain\":{},\"seq\":",
+                quote(stream),
+                quote(domain)
+            ),
+            None => format!("{{\"stream\":{},\"seq\":", quote(stream)),
+        };
+        PubAckTemplate {
+            prefix: prefix.into_bytes(),
+        }
+    }
+
+    fn start(&self, out: &mut Vec<u8>, sequence: u64) {
+        out.extend_from_slice(&self.prefix);
+        out.extend_from_slice(sequence.to_string().as_bytes());
+    }
+
+    /// Appends `{"stream":..,"seq":N}` to `out`.
+    pub fn write_ok(&self, out: &mut Vec<u8>, sequence: u64) {
+        self.start(out, sequence);
+        out.push(b'}');
+    }
+
+    pub fn ok(&self, sequence: u64) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.prefix.len() + 21);
+        self.write_ok(&mut out, sequence);
+        out
+    }
+
+    /// The ack for a deduplicated `Nats-Msg-Id`: the original message's sequence.
+    pub fn duplicate(&self, sequence: u64) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.prefix.len() + 40);
+        self.start(&mut out, sequence);
+        out.extend_from_slice(b",\"duplicate\": true}");
+        out
+    }
+
+    /// Counter streams: `,"val":"<new value>"}`.
+    pub fn counter(&self, sequence: u64, value: &str) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.prefix.len() + 40 + value.len());
+        self.start(&mut out, sequence);
+        out.extend_from_slice(b",\"val\":");
+        out.extend_from_slice(
+            serde_json::Value::String(value.to_string())
+                .to_string()
+                .as_bytes(),
+        );
+        out.push(b'}');
+        out
+    }
+
+    /// Batch commit: `,"batch":"<id>","count":N}`.
+    pub fn batch(&self, sequence: u64, batch_id: &str, count: u64) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.prefix.len() + 60 + batch_id.len());
+        self.start(&mut out, sequence);
+        out.extend_from_slice(b",\"batch\":");
+        out.extend_from_slice(
+            serde_json::Value::String(batch_id.to_string())
+                .to_string()
+                .as_bytes(),
+        );
+        out.extend_from_slice(format!(",\"count\":{count}}}").as_bytes());
+        out
+    }
+}
