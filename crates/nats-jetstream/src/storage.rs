@@ -56,10 +56,12 @@ fn file_store(
     limits: nats_store::StreamStoreConfig,
     options: nats_store::FileStoreOptions,
 ) -> Result<Box<dyn StreamStore>, StoreError> {
-    // FileStore is still being written by the store crate; until it lands, file streams are
-    // kept in memory (NOT durable). Replaced by `FileStore::open` as soon as it exists.
-    let _ = (directory, options);
-    Ok(Box::new(MemStore::new(limits)))
+    let store = nats_store::FileStore::open(directory, limits, options)?;
+    let report = store.recovery_report();
+    if !report.problems.is_empty() || report.truncated_bytes > 0 {
+        tracing::warn!(directory = %directory.display(), ?report, "stream store repaired on open");
+    }
+    Ok(Box::new(store))
 }
 
 pub(crate) fn save_metadata(

@@ -311,3 +311,38 @@ async fn interest_retention_without_consumers_keeps_nothing() {
     assert_eq!(info["state"]["last_seq"], 1);
     fixture.jetstream.shutdown().await;
 }
+
+#[tokio::test]
+async fn file_streams_survive_restart_with_dedupe() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    let fixture = fixture_in(dir).await;
+    fixture
+        .create(json!({"name": "KEEP", "subjects": ["keep.>"], "max_msgs_per_subject": 5}))
+        .await;
+    let with_id = "NATS/1.0\r\nNats-Msg-Id: m1\r\n\r\n";
+    fixture.publish("keep.a", Some(with_id), "one").await;
+    fixture.publish("keep.b", None, "two").await;
+    fixture.jetstream.shutdown().await;
+    let Fixture { router, _dir, .. } = fixture;
+    drop(router);
+
+    let fixture = fixture_in(_dir).await;
+    assert!(path.join("jetstream/$G/streams/KEEP").is_dir());
+    let info = fixture.request("$JS.API.STREAM.INFO.KEEP", "").await;
+    assert_eq!(info["state"]["messages"], 2, "{info}");
+    assert_eq!(info["config"]["max_msgs_per_subject"], 5);
+    assert_eq!(
+        fixture.publish("keep.a", Some(with_id), "one").await,
+        r#"{"stream":"KEEP","seq":1,"duplicate": true}"#
+    );
+    assert_eq!(
+        fixture.publish("keep.c", None, "three").await,
+        r#"{"stream":"KEEP","seq":3}"#
+    );
+    let got = fixture
+        .request("$JS.API.STREAM.MSG.GET.KEEP", r#"{"seq":2}"#)
+        .await;
+    assert_eq!(got["message"]["data"], "dHdv");
+    fixture.jetstream.shutdown().await;
+}
