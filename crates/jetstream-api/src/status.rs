@@ -185,6 +185,56 @@ pub fn end_of_batch(num_pending: u64, last_sequence: u64, up_to_sequence: Option
     out.into_bytes()
 }
 
+/// The header block of a `DIRECT.GET` reply: the stored message's own headers (if any) followed
+/// by `Nats-Stream`, `Nats-Subject`, `Nats-Sequence`, `Nats-Time-Stamp` (UTC, RFC 3339 with
+/// nanoseconds) and, for batched gets, `Nats-Num-Pending` and `Nats-Last-Sequence`: nats-server's
+/// order and bytes.
+pub fn direct_get_headers(
+    stored_headers: &[u8],
+    stream: &str,
+    subject: &str,
+    sequence: u64,
+    time: crate::time_format::Timestamp,
+    batch: Option<DirectGetBatch>,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(stored_headers.len() + 160);
+    if stored_headers.len() > 2 && stored_headers.ends_with(b"\r\n\r\n") {
+        out.extend_from_slice(&stored_headers[..stored_headers.len() - 2]);
+    } else {
+        out.extend_from_slice(b"NATS/1.0\r\n");
+    }
+    let mut lines = format!(
+        "{}: {stream}\r\n{}: {subject}\r\n{}: {sequence}\r\n{}: {}\r\n",
+        headers::STREAM,
+        headers::SUBJECT,
+        headers::SEQUENCE,
+        headers::TIME_STAMP,
+        time.to_utc().to_rfc3339()
+    );
+    if let Some(batch) = batch {
+        let _ = write!(
+            lines,
+            "{}: {}\r\n{}: {}\r\n",
+            headers::NUM_PENDING,
+            batch.num_pending,
+            headers::LAST_SEQUENCE,
+            batch.last_sequence
+        );
+    }
+    out.extend_from_slice(lines.as_bytes());
+    out.extend_from_slice(b"\r\n");
+    out
+}
+
+/// The batch counters of a batched `DIRECT.GET` reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DirectGetBatch {
+    /// Messages still to come after this one.
+    pub num_pending: u64,
+    /// Sequence of the previous message of this batch (0 for the first).
+    pub last_sequence: u64,
+}
+
 /// A flow-control reply subject: `$JS.FC.<stream>.<consumer>.<4 random base-62 chars>`.
 /// The caller supplies the randomness (this crate has no RNG).
 pub fn flow_control_reply(stream: &str, consumer: &str, random: u64) -> String {
@@ -238,6 +288,38 @@ mod tests {
         assert_eq!(
             bad_request("invalid character 'b' looking for beginning of object key string"),
             b"NATS/1.0 400 Bad Request - invalid character 'b' looking for beginning of object key string\r\n\r\n".to_vec()
+        );
+    }
+
+    #[test]
+    fn direct_get_headers_match_capture() {
+        let time = crate::time_format::Timestamp::parse("2026-11-29T19:29:46.19257173Z").unwrap();
+        assert_eq!(
+            String::from_utf8(direct_get_headers(
+                b"NATS/1.0\r\nFoo: bar\r\n\r\n",
+                "DG",
+                "dg.a",
+                1,
+                time,
+                None
+            ))
+            .unwrap(),
+            "NATS/1.0\r\nFoo: bar\r\nNats-Stream: DG\r\nNats-Subject: dg.a\r\nNats-Sequence: 1\r\nNats-Time-Stamp: 2026-11-29T19:29:46.19257173Z\r\n\r\n"
+        );
+        assert_eq!(
+            String::from_utf8(direct_get_headers(
+                b"",
+                "DG",
+                "dg.a",
+                1,
+                time,
+                Some(DirectGetBatch {
+                    num_pending: 1,
+                    last_sequence: 0
+                })
+            ))
+            .unwrap(),
+            "NATS/1.0\r\nNats-Stream: DG\r\nNats-Subject: dg.a\r\nNats-Sequence: 1\r\nNats-Time-Stamp: 2026-11-29T19:29:46.19257173Z\r\nNats-Num-Pending: 1\r\nNats-Last-Sequence: 0\r\n\r\n"
         );
     }
 

@@ -403,7 +403,10 @@ pub struct MsgDeleteRequest {
     pub no_erase: bool,
 }
 
-/// `STREAM.MSG.GET` and `DIRECT.GET` request body.
+/// `STREAM.MSG.GET` and `DIRECT.GET` request body. `STREAM.MSG.GET` decodes it strictly;
+/// nats-server decodes `DIRECT.GET` bodies leniently (unknown fields ignored): use
+/// [`crate::json::decode_request_with`] with [`crate::json::Strictness::Lenient`] there. An empty
+/// `DIRECT.GET` body is `408 Empty Request`, not a zero request.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct MsgGetRequest {
