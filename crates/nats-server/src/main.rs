@@ -1,1 +1,73 @@
-fn main() {}
+//! `nats-server`: parse flags (nats-server spellings), load the config file, set up logging,
+//! run the server until SIGINT/SIGTERM.
+
+use nats_server::cli::{Flags, USAGE};
+use nats_server::config::{apply_config_file, Options};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    // Must happen before any thread exists (see logging::local_offset).
+    let offset = nats_server::logging::local_offset();
+    let flags = match Flags::parse(std::env::args().skip(1)) {
+        Ok(flags) => flags,
+        Err(error) => {
+            eprintln!("{error}");
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    if flags.help {
+        println!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
+    if flags.version {
+        println!("nats-server: v{}", nats_server::VERSION);
+        return ExitCode::SUCCESS;
+    }
+    let mut options = Options::default();
+    if let Some(path) = &flags.config {
+        if let Err(error) = apply_config_file(&mut options, path) {
+            eprintln!("nats-server: {error}");
+            return ExitCode::from(1);
+        }
+    }
+    flags.apply(&mut options);
+    if flags.test_config {
+        match &flags.config {
+            Some(path) => println!(
+                "nats-server: configuration file {} is valid",
+                path.display()
+            ),
+            None => println!("nats-server: no configuration file given"),
+        }
+        return ExitCode::SUCCESS;
+    }
+    if let Err(error) = nats_server::logging::init(
+        options.debug,
+        options.trace,
+        options.logtime,
+        options.log_file.as_deref(),
+        offset,
+    ) {
+        eprintln!("nats-server: cannot open log file: {error}");
+        return ExitCode::from(1);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("nats-server: {error}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(nats_server::run(options)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            tracing::error!("{error}");
+            eprintln!("nats-server: {error}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -294,3 +294,159 @@ impl Drop for TestServer {
 pub fn path_in(server: &TestServer, name: &str) -> PathBuf {
     Path::new(server.temp.path()).join(name)
 }
+
+/// A bare TCP connection speaking the NATS text protocol by hand, for wire-exact tests.
+/// Every read is bounded by [`RawClient::timeout`].
+pub struct RawClient {
+    stream: TcpStream,
+    buffer: Vec<u8>,
+    /// The INFO line the server sent on connect (without `INFO ` and the line end).
+    pub info: String,
+    pub timeout: Duration,
+}
+
+impl RawClient {
+    /// Connect and read the INFO line.
+    pub fn connect(server: &TestServer) -> RawClient {
+        Self::connect_addr(&server.addr())
+    }
+
+    pub fn connect_addr(addr: &str) -> RawClient {
+        let stream = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+        let _ = stream.set_nodelay(true);
+        let mut client = RawClient {
+            stream,
+            buffer: Vec::new(),
+            info: String::new(),
+            timeout: Duration::from_secs(5),
+        };
+        let line = client.read_line().expect("INFO line");
+        assert!(line.starts_with("INFO "), "expected INFO, got {line:?}");
+        client.info = line["INFO ".len()..].trim().to_string();
+        client
+    }
+
+    /// Connect, read INFO, send `CONNECT <json>` and wait for the PONG of a PING.
+    pub fn connect_with(server: &TestServer, connect_json: &str) -> RawClient {
+        let mut client = Self::connect(server);
+        client.send(&format!("CONNECT {connect_json}\r\nPING\r\n"));
+        client.expect_line("PONG");
+        client
+    }
+
+    pub fn send(&mut self, text: &str) {
+        self.send_bytes(text.as_bytes());
+    }
+
+    pub fn send_bytes(&mut self, bytes: &[u8]) {
+        use std::io::Write;
+        // A write to a connection the server closed may fail; the following read shows it.
+        let _ = self.stream.write_all(bytes);
+    }
+
+    /// Read more bytes until `deadline`; false on EOF, error or timeout.
+    fn fill(&mut self, deadline: Instant) -> Result<bool, ()> {
+        use std::io::Read;
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(());
+        }
+        let _ = self.stream.set_read_timeout(Some(deadline - now));
+        let mut chunk = [0u8; 65536];
+        match self.stream.read(&mut chunk) {
+            Ok(0) => Ok(false),
+            Ok(n) => {
+                self.buffer.extend_from_slice(&chunk[..n]);
+                Ok(true)
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                Err(())
+            }
+            Err(_) => Ok(false),
+        }
+    }
+
+    /// The next `\r\n`-terminated line (without the line end); `None` on EOF or timeout.
+    pub fn read_line(&mut self) -> Option<String> {
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            if let Some(pos) = self.buffer.windows(2).position(|w| w == b"\r\n") {
+                let line: Vec<u8> = self.buffer.drain(..pos + 2).collect();
+                return Some(String::from_utf8_lossy(&line[..pos]).into_owned());
+            }
+            match self.fill(deadline) {
+                Ok(true) => {}
+                _ => return None,
+            }
+        }
+    }
+
+    /// Read exactly `n` bytes (a payload) plus its trailing `\r\n`.
+    pub fn read_payload(&mut self, n: usize) -> Option<Vec<u8>> {
+        let deadline = Instant::now() + self.timeout;
+        while self.buffer.len() < n + 2 {
+            match self.fill(deadline) {
+                Ok(true) => {}
+                _ => return None,
+            }
+        }
+        let mut payload: Vec<u8> = self.buffer.drain(..n + 2).collect();
+        payload.truncate(n);
+        Some(payload)
+    }
+
+    /// The next line must equal `expected`.
+    pub fn expect_line(&mut self, expected: &str) {
+        let line = self.read_line();
+        assert_eq!(
+            line.as_deref(),
+            Some(expected),
+            "unexpected line from server"
+        );
+    }
+
+    /// Lines until (and including) the first one equal to `last`.
+    pub fn read_until_line(&mut self, last: &str) -> Vec<String> {
+        let mut lines = Vec::new();
+        loop {
+            match self.read_line() {
+                Some(line) => {
+                    let done = line == last;
+                    lines.push(line);
+                    if done {
+                        return lines;
+                    }
+                }
+                None => panic!("no {last:?} from server; got {lines:?}"),
+            }
+        }
+    }
+
+    /// Everything the server sends until it closes the connection (bounded by `timeout`);
+    /// `None` when it is still open at the deadline.
+    pub fn read_to_close(&mut self) -> Option<String> {
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            match self.fill(deadline) {
+                Ok(true) => {}
+                Ok(false) => {
+                    let text = String::from_utf8_lossy(&self.buffer).into_owned();
+                    self.buffer.clear();
+                    return Some(text);
+                }
+                Err(()) => return None,
+            }
+        }
+    }
+
+    /// Send PING and collect every line up to the PONG (proves the server handled all before).
+    pub fn ping_collect(&mut self) -> Vec<String> {
+        self.send("PING\r\n");
+        self.read_until_line("PONG")
+    }
+}

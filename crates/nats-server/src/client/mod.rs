@@ -1,0 +1,292 @@
+//! One client connection: the state other tasks may touch ([`ClientShared`]: outbound buffer,
+//! flags, counters, subscriptions) and the two tasks that own the socket halves
+//! (`reader.rs`: parse and dispatch; `writer.rs`: coalesced writes, PINGs).
+//!
+//! Publishers append MSG frames to a subscriber's outbound buffer under a short lock and wake
+//! its writer; a subscriber whose backlog passes `max_pending` is closed as a slow consumer
+//! instead of stalling the publisher.
+
+mod reader;
+mod writer;
+
+use crate::router::Delivery;
+use crate::server::Server;
+use bytes::{BufMut, Bytes, BytesMut};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use time::OffsetDateTime;
+use tokio::net::TcpStream;
+use tokio::sync::Notify;
+
+/// Why a connection ended (the texts nats-server shows in logs and /connz).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CloseReason {
+    ClientClosed,
+    ReadError,
+    WriteError,
+    ProtocolViolation,
+    AuthenticationTimeout,
+    AuthenticationViolation,
+    SlowConsumerPendingBytes,
+    SlowConsumerWriteDeadline,
+    StaleConnection,
+    MaxConnectionsExceeded,
+    ServerShutdown,
+}
+
+impl CloseReason {
+    pub fn text(self) -> &'static str {
+        match self {
+            CloseReason::ClientClosed => "Client Closed",
+            CloseReason::ReadError => "Read Error",
+            CloseReason::WriteError => "Write Error",
+            CloseReason::ProtocolViolation => "Protocol Violation",
+            CloseReason::AuthenticationTimeout => "Authentication Timeout",
+            CloseReason::AuthenticationViolation => "Authentication Failure",
+            CloseReason::SlowConsumerPendingBytes => "Slow Consumer (Pending Bytes)",
+            CloseReason::SlowConsumerWriteDeadline => "Slow Consumer (Write Deadline)",
+            CloseReason::StaleConnection => "Stale Connection",
+            CloseReason::MaxConnectionsExceeded => "Maximum Connections Exceeded",
+            CloseReason::ServerShutdown => "Server Shutdown",
+        }
+    }
+
+    /// Slow consumers are dropped at once: flushing their backlog is what they cannot take.
+    fn discards_backlog(self) -> bool {
+        matches!(
+            self,
+            CloseReason::SlowConsumerPendingBytes | CloseReason::SlowConsumerWriteDeadline
+        )
+    }
+}
+
+/// Bytes waiting for the writer.
+pub struct Outbound {
+    pub buffer: BytesMut,
+    /// Bytes the writer took and is still writing (counted against max_pending).
+    pub in_flight: usize,
+    pub closing: Option<CloseReason>,
+}
+
+/// What the client said in CONNECT, for /connz.
+#[derive(Clone, Debug, Default)]
+pub struct ClientMeta {
+    pub name: Option<String>,
+    pub lang: Option<String>,
+    pub version: Option<String>,
+    pub user: Option<String>,
+}
+
+/// A subscription of a client (an entry of the shared sublist).
+pub struct ClientSubscription {
+    pub client: Arc<ClientShared>,
+    pub subject: String,
+    pub queue: Option<String>,
+    pub sid: Bytes,
+    /// 0 = unlimited (UNSUB with max sets it).
+    pub max: AtomicU64,
+    pub delivered: AtomicU64,
+}
+
+/// Per-connection counters, summed into /varz.
+#[derive(Default)]
+pub struct ClientCounters {
+    pub in_msgs: AtomicU64,
+    pub in_bytes: AtomicU64,
+    pub out_msgs: AtomicU64,
+    pub out_bytes: AtomicU64,
+}
+
+/// The part of a connection other tasks touch.
+pub struct ClientShared {
+    pub id: u64,
+    pub address: SocketAddr,
+    pub start: OffsetDateTime,
+    pub outbound: Mutex<Outbound>,
+    writer_wake: Notify,
+    reader_stop: Notify,
+    headers: AtomicBool,
+    echo: AtomicBool,
+    pub pings_outstanding: AtomicU32,
+    pub counters: ClientCounters,
+    pub max_pending: usize,
+    pub meta: Mutex<ClientMeta>,
+    pub last_activity: Mutex<OffsetDateTime>,
+    pub rtt: Mutex<Option<std::time::Duration>>,
+    pub subscriptions: Mutex<HashMap<Bytes, Arc<ClientSubscription>>>,
+    server: std::sync::Weak<Server>,
+}
+
+impl ClientShared {
+    pub fn echo(&self) -> bool {
+        self.echo.load(Ordering::Relaxed)
+    }
+
+    pub fn headers(&self) -> bool {
+        self.headers.load(Ordering::Relaxed)
+    }
+
+    pub fn wake_writer(&self) {
+        self.writer_wake.notify_one();
+    }
+
+    /// Bytes queued and being written.
+    pub fn pending_bytes(&self) -> usize {
+        let outbound = self.outbound.lock();
+        outbound.buffer.len() + outbound.in_flight
+    }
+
+    /// Append protocol bytes of our own (PONG, +OK, -ERR, INFO); the caller wakes the writer.
+    pub fn queue_bytes(&self, bytes: &[u8]) {
+        let mut outbound = self.outbound.lock();
+        if outbound.closing.is_none() {
+            outbound.buffer.put_slice(bytes);
+        }
+    }
+
+    /// Append a MSG/HMSG frame for `subscription`. False when the connection is closing or just
+    /// became a slow consumer.
+    pub fn enqueue_message(
+        &self,
+        subscription: &ClientSubscription,
+        delivery: &Delivery<'_>,
+    ) -> bool {
+        let headers = delivery.headers.filter(|_| self.headers());
+        let sid = &subscription.sid[..];
+        let reply = delivery.reply.map(|reply| &reply[..]);
+        let size;
+        {
+            let mut outbound = self.outbound.lock();
+            if outbound.closing.is_some() {
+                return false;
+            }
+            let buffer = &mut outbound.buffer;
+            match headers {
+                Some(headers) => {
+                    size = headers.len() + delivery.payload.len();
+                    nats_proto::encode_hmsg(
+                        buffer,
+                        delivery.subject,
+                        sid,
+                        reply,
+                        headers,
+                        delivery.payload,
+                    );
+                }
+                None => {
+                    size = delivery.payload.len();
+                    nats_proto::encode_msg(buffer, delivery.subject, sid, reply, delivery.payload);
+                }
+            }
+            if outbound.buffer.len() + outbound.in_flight > self.max_pending {
+                outbound.closing = Some(CloseReason::SlowConsumerPendingBytes);
+                outbound.buffer.clear();
+                drop(outbound);
+                self.note_slow_consumer();
+                return false;
+            }
+        }
+        self.counters.out_msgs.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .out_bytes
+            .fetch_add(size as u64, Ordering::Relaxed);
+        true
+    }
+
+    fn note_slow_consumer(&self) {
+        tracing::info!(
+            "{} - cid:{} - Slow Consumer Detected: MaxPending of {} Exceeded",
+            self.address,
+            self.id,
+            self.max_pending
+        );
+        if let Some(server) = self.server.upgrade() {
+            server.stats.slow_consumers.fetch_add(1, Ordering::Relaxed);
+        }
+        self.writer_wake.notify_one();
+        self.reader_stop.notify_one();
+    }
+
+    /// Start closing: the writer flushes what is queued (unless the reason discards it) and
+    /// shuts the socket; the reader stops.
+    pub fn close(&self, reason: CloseReason) {
+        {
+            let mut outbound = self.outbound.lock();
+            if outbound.closing.is_some() {
+                return;
+            }
+            outbound.closing = Some(reason);
+            if reason.discards_backlog() {
+                outbound.buffer.clear();
+            }
+        }
+        self.writer_wake.notify_one();
+        self.reader_stop.notify_one();
+    }
+
+    pub fn closing(&self) -> Option<CloseReason> {
+        self.outbound.lock().closing
+    }
+
+    /// Remove `sid` from the client's map if it still names this subscription.
+    pub fn forget_subscription(&self, sid: &Bytes, subscription: &Arc<ClientSubscription>) {
+        let mut subscriptions = self.subscriptions.lock();
+        if subscriptions
+            .get(sid)
+            .is_some_and(|existing| Arc::ptr_eq(existing, subscription))
+        {
+            subscriptions.remove(sid);
+        }
+    }
+}
+
+/// Set up a new connection and spawn its reader and writer tasks.
+pub fn spawn_connection(server: &Arc<Server>, stream: TcpStream, address: SocketAddr) {
+    let _ = stream.set_nodelay(true);
+    let id = server.next_client_id();
+    let now = OffsetDateTime::now_utc();
+    let shared = Arc::new(ClientShared {
+        id,
+        address,
+        start: now,
+        outbound: Mutex::new(Outbound {
+            buffer: BytesMut::with_capacity(4096),
+            in_flight: 0,
+            closing: None,
+        }),
+        writer_wake: Notify::new(),
+        reader_stop: Notify::new(),
+        headers: AtomicBool::new(false),
+        echo: AtomicBool::new(true),
+        pings_outstanding: AtomicU32::new(0),
+        counters: ClientCounters::default(),
+        max_pending: usize::try_from(server.options.max_pending.max(0)).unwrap_or(usize::MAX),
+        meta: Mutex::new(ClientMeta::default()),
+        last_activity: Mutex::new(now),
+        rtt: Mutex::new(None),
+        subscriptions: Mutex::new(HashMap::new()),
+        server: Arc::downgrade(server),
+    });
+    let (read_half, write_half) = stream.into_split();
+    let over_limit = !server.register_client(&shared);
+    let mut info = BytesMut::new();
+    server.encode_info(&mut info, id, address);
+    if over_limit {
+        // nats-server sends INFO first, then the error, then closes.
+        shared.queue_bytes(&info);
+        let mut error = BytesMut::new();
+        nats_proto::encode_err(&mut error, "maximum connections exceeded");
+        shared.queue_bytes(&error);
+        shared.close(CloseReason::MaxConnectionsExceeded);
+        tokio::spawn(writer::run(server.clone(), shared, write_half));
+        drop(read_half);
+        return;
+    }
+    shared.queue_bytes(&info);
+    tracing::debug!("{} - cid:{} - Client connection created", address, id);
+    tokio::spawn(writer::run(server.clone(), shared.clone(), write_half));
+    tokio::spawn(reader::run(server.clone(), shared, read_half));
+}

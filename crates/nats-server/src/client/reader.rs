@@ -1,0 +1,486 @@
+//! The reader task of one connection: reads into the connection's own buffer, parses client
+//! operations and dispatches them (CONNECT and auth, PUB/HPUB routing with permissions and
+//! no-responders, SUB/UNSUB, PING/PONG, verbose `+OK`, `-ERR` texts as nats-server sends them).
+
+use super::{ClientShared, ClientSubscription, CloseReason};
+use crate::auth::UserPermissions;
+use crate::router::{Delivery, PendingFlush, Subscriber};
+use crate::server::Server;
+use bytes::{BufMut, Bytes, BytesMut};
+use nats_proto::{ClientOp, ClientParser, ConnectOptions};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use time::OffsetDateTime;
+use tokio::io::AsyncReadExt;
+use tokio::net::tcp::OwnedReadHalf;
+
+const READ_CHUNK: usize = 64 * 1024;
+const PERMISSION_CACHE_LIMIT: usize = 1024;
+
+const ERR_NO_RESPONDERS_HEADERS: &str = "no responders requires headers support";
+
+/// State only the reader task touches.
+struct Session {
+    server: Arc<Server>,
+    shared: Arc<ClientShared>,
+    connected: bool,
+    verbose: bool,
+    pedantic: bool,
+    headers: bool,
+    no_responders: bool,
+    permissions: Option<Arc<UserPermissions>>,
+    publish_allowed: HashMap<Bytes, bool>,
+    pending: PendingFlush,
+    /// Set when our own outbound buffer got a reply in this chunk.
+    own_output: bool,
+    trace: bool,
+}
+
+/// What a dispatched operation asks of the read loop.
+enum Next {
+    Continue,
+    Close(CloseReason),
+}
+
+pub async fn run(server: Arc<Server>, shared: Arc<ClientShared>, mut socket: OwnedReadHalf) {
+    let options = &server.options;
+    let mut parser = ClientParser::new(
+        usize::try_from(options.max_payload.max(0)).unwrap_or(usize::MAX),
+        usize::try_from(options.max_control_line.max(0)).unwrap_or(usize::MAX),
+    );
+    parser.set_headers_supported(true);
+    let mut session = Session {
+        trace: options.trace,
+        server: server.clone(),
+        shared: shared.clone(),
+        connected: false,
+        verbose: false,
+        pedantic: false,
+        headers: false,
+        no_responders: false,
+        permissions: None,
+        publish_allowed: HashMap::new(),
+        pending: PendingFlush::default(),
+        own_output: false,
+    };
+    let auth_deadline = server
+        .authenticator
+        .required()
+        .then(|| tokio::time::Instant::now() + options.auth_timeout);
+    let mut buffer = BytesMut::with_capacity(READ_CHUNK);
+    let reason = 'connection: loop {
+        let wanted = parser.pending_frame_len().saturating_sub(buffer.len());
+        if buffer.capacity() - buffer.len() < wanted.max(4096) {
+            buffer.reserve(wanted.max(READ_CHUNK));
+        }
+        let read = tokio::select! {
+            biased;
+            _ = shared.reader_stop.notified() => break 'connection None,
+            _ = auth_sleep(auth_deadline, session.connected) => {
+                session.send_err("Authentication Timeout");
+                break 'connection Some(CloseReason::AuthenticationTimeout);
+            }
+            read = socket.read_buf(&mut buffer) => read,
+        };
+        match read {
+            Ok(0) => break Some(CloseReason::ClientClosed),
+            Ok(_) => {}
+            Err(_) => break Some(CloseReason::ReadError),
+        }
+        loop {
+            match parser.parse(&mut buffer) {
+                Ok(Some(operation)) => {
+                    if let Next::Close(reason) = session.dispatch(operation, &mut parser) {
+                        session.finish_chunk();
+                        break 'connection Some(reason);
+                    }
+                }
+                Ok(None) => break,
+                Err(error) => {
+                    tracing::debug!(
+                        "{} - cid:{} - Client parser ERROR: {error}",
+                        shared.address,
+                        shared.id
+                    );
+                    if let Some(text) = error.err_text() {
+                        session.send_err(text);
+                    }
+                    session.finish_chunk();
+                    break 'connection Some(CloseReason::ProtocolViolation);
+                }
+            }
+        }
+        session.finish_chunk();
+        *shared.last_activity.lock() = OffsetDateTime::now_utc();
+    };
+    if let Some(reason) = reason {
+        shared.close(reason);
+    }
+    server.unregister_client(&shared);
+}
+
+async fn auth_sleep(deadline: Option<tokio::time::Instant>, connected: bool) {
+    match deadline {
+        Some(deadline) if !connected => tokio::time::sleep_until(deadline).await,
+        _ => std::future::pending().await,
+    }
+}
+
+impl Session {
+    fn finish_chunk(&mut self) {
+        self.pending.flush();
+        if self.own_output {
+            self.own_output = false;
+            self.shared.wake_writer();
+        }
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        self.shared.queue_bytes(bytes);
+        self.own_output = true;
+    }
+
+    fn send_err(&mut self, text: &str) {
+        let mut frame = BytesMut::with_capacity(text.len() + 10);
+        nats_proto::encode_err(&mut frame, text);
+        self.send(&frame);
+    }
+
+    fn ok(&mut self) {
+        if self.verbose {
+            self.send(b"+OK\r\n");
+        }
+    }
+
+    fn dispatch(&mut self, operation: ClientOp, parser: &mut ClientParser) -> Next {
+        if self.trace {
+            self.trace_in(&operation);
+        }
+        if !self.connected && self.server.authenticator.required() {
+            if let ClientOp::Connect(_) = operation {
+            } else {
+                self.send_err("Authorization Violation");
+                return Next::Close(CloseReason::AuthenticationViolation);
+            }
+        }
+        match operation {
+            ClientOp::Connect(connect) => self.connect(connect, parser),
+            ClientOp::Pub {
+                subject,
+                reply,
+                payload,
+            } => self.publish(subject, reply, None, payload),
+            ClientOp::HPub {
+                subject,
+                reply,
+                headers,
+                payload,
+            } => {
+                if !self.headers {
+                    return Next::Close(CloseReason::ProtocolViolation);
+                }
+                self.publish(subject, reply, Some(headers), payload)
+            }
+            ClientOp::Sub {
+                subject,
+                queue,
+                sid,
+            } => self.subscribe(subject, queue, sid),
+            ClientOp::Unsub { sid, max } => self.unsubscribe(sid, max),
+            ClientOp::Ping => {
+                self.send(b"PONG\r\n");
+                Next::Continue
+            }
+            ClientOp::Pong => {
+                self.shared.pings_outstanding.store(0, Ordering::Relaxed);
+                Next::Continue
+            }
+            ClientOp::Ok => Next::Continue,
+            ClientOp::Err(_) => Next::Close(CloseReason::ClientClosed),
+        }
+    }
+
+    fn trace_in(&self, operation: &ClientOp) {
+        let text = match operation {
+            ClientOp::Connect(connect) => format!(
+                "CONNECT {}",
+                serde_json::to_string(connect).unwrap_or_default()
+            ),
+            ClientOp::Pub {
+                subject,
+                reply,
+                payload,
+            } => match reply {
+                Some(reply) => format!(
+                    "PUB {} {} {}",
+                    String::from_utf8_lossy(subject),
+                    String::from_utf8_lossy(reply),
+                    payload.len()
+                ),
+                None => format!("PUB {} {}", String::from_utf8_lossy(subject), payload.len()),
+            },
+            ClientOp::HPub {
+                subject,
+                headers,
+                payload,
+                ..
+            } => format!(
+                "HPUB {} {} {}",
+                String::from_utf8_lossy(subject),
+                headers.len(),
+                headers.len() + payload.len()
+            ),
+            ClientOp::Sub {
+                subject,
+                queue,
+                sid,
+            } => match queue {
+                Some(queue) => format!(
+                    "SUB {} {} {}",
+                    String::from_utf8_lossy(subject),
+                    String::from_utf8_lossy(queue),
+                    String::from_utf8_lossy(sid)
+                ),
+                None => format!(
+                    "SUB {} {}",
+                    String::from_utf8_lossy(subject),
+                    String::from_utf8_lossy(sid)
+                ),
+            },
+            ClientOp::Unsub { sid, max } => match max {
+                Some(max) => format!("UNSUB {} {max}", String::from_utf8_lossy(sid)),
+                None => format!("UNSUB {}", String::from_utf8_lossy(sid)),
+            },
+            ClientOp::Ping => "PING".into(),
+            ClientOp::Pong => "PONG".into(),
+            ClientOp::Ok => "+OK".into(),
+            ClientOp::Err(text) => format!("-ERR {}", String::from_utf8_lossy(text)),
+        };
+        tracing::trace!(
+            "{} - cid:{} - <<- [{}]",
+            self.shared.address,
+            self.shared.id,
+            text
+        );
+    }
+
+    fn connect(&mut self, connect: ConnectOptions, parser: &mut ClientParser) -> Next {
+        if self.server.authenticator.required() && !self.connected {
+            match self.server.authenticator.authenticate(&connect) {
+                Ok((permissions, user)) => {
+                    self.permissions = permissions;
+                    self.shared.meta.lock().user = user;
+                }
+                Err(_) => {
+                    tracing::error!(
+                        "{} - cid:{} - authentication error",
+                        self.shared.address,
+                        self.shared.id
+                    );
+                    self.send_err("Authorization Violation");
+                    return Next::Close(CloseReason::AuthenticationViolation);
+                }
+            }
+        }
+        if connect.no_responders && !connect.headers {
+            self.send_err(ERR_NO_RESPONDERS_HEADERS);
+            return Next::Close(CloseReason::ProtocolViolation);
+        }
+        self.connected = true;
+        self.verbose = connect.verbose;
+        self.pedantic = connect.pedantic;
+        self.headers = connect.headers;
+        self.no_responders = connect.no_responders;
+        parser.set_headers_supported(true);
+        self.shared
+            .headers
+            .store(connect.headers, Ordering::Relaxed);
+        self.shared.echo.store(connect.echo, Ordering::Relaxed);
+        {
+            let mut meta = self.shared.meta.lock();
+            meta.name = connect.name.clone();
+            meta.lang = connect.lang.clone();
+            meta.version = connect.version.clone();
+        }
+        self.ok();
+        Next::Continue
+    }
+
+    fn publish(
+        &mut self,
+        subject: Bytes,
+        reply: Option<Bytes>,
+        headers: Option<Bytes>,
+        payload: Bytes,
+    ) -> Next {
+        let size = payload.len() + headers.as_ref().map_or(0, Bytes::len);
+        let counters = &self.shared.counters;
+        counters.in_msgs.fetch_add(1, Ordering::Relaxed);
+        counters.in_bytes.fetch_add(size as u64, Ordering::Relaxed);
+        if self.pedantic
+            && !std::str::from_utf8(&subject).is_ok_and(nats_subject::is_valid_literal_subject)
+        {
+            // nats-server reports it and still processes the message.
+            self.send_err("Invalid Publish Subject");
+        }
+        if let Some(permissions) = self.permissions.clone() {
+            if permissions.restricts_publish() && !self.publish_permitted(&permissions, &subject) {
+                let text = nats_proto::err_text::permissions_violation_publish(
+                    &String::from_utf8_lossy(&subject),
+                );
+                tracing::error!(
+                    "{} - cid:{} - \"{}\" - Publish Violation - User {:?}, Subject \"{}\"",
+                    self.shared.address,
+                    self.shared.id,
+                    self.shared.meta.lock().version.clone().unwrap_or_default(),
+                    self.shared.meta.lock().user.clone().unwrap_or_default(),
+                    String::from_utf8_lossy(&subject)
+                );
+                self.send_err(&text);
+                return Next::Continue;
+            }
+        }
+        // nats-server acknowledges before routing (so +OK precedes our own echo).
+        self.ok();
+        let delivery = Delivery {
+            subject: &subject,
+            reply: reply.as_ref(),
+            headers: headers.as_ref(),
+            payload: &payload,
+        };
+        let delivered = self
+            .server
+            .router
+            .route(Some(&self.shared), &delivery, &mut self.pending);
+        if delivered == 0 && self.no_responders {
+            if let Some(reply) = &reply {
+                self.no_responders_reply(&subject, reply);
+            }
+        }
+        Next::Continue
+    }
+
+    fn publish_permitted(&mut self, permissions: &UserPermissions, subject: &Bytes) -> bool {
+        if let Some(allowed) = self.publish_allowed.get(subject) {
+            return *allowed;
+        }
+        let allowed = permissions.can_publish(&String::from_utf8_lossy(subject));
+        if self.publish_allowed.len() >= PERMISSION_CACHE_LIMIT {
+            self.publish_allowed.clear();
+        }
+        self.publish_allowed.insert(subject.clone(), allowed);
+        allowed
+    }
+
+    /// A request nobody can answer: tell the requester with a 503 status message on the
+    /// subscription of its own that matches the reply subject.
+    fn no_responders_reply(&mut self, subject: &Bytes, reply: &Bytes) {
+        let Ok(reply_text) = std::str::from_utf8(reply) else {
+            return;
+        };
+        let sid = {
+            let subscriptions = self.shared.subscriptions.lock();
+            subscriptions
+                .values()
+                .find(|subscription| {
+                    crate::auth::pattern_matches(&subscription.subject, reply_text)
+                })
+                .map(|subscription| subscription.sid.clone())
+        };
+        let Some(sid) = sid else {
+            return;
+        };
+        let mut headers = BytesMut::with_capacity(48 + subject.len());
+        headers.put_slice(b"NATS/1.0 503\r\nNats-Subject: ");
+        headers.put_slice(subject);
+        headers.put_slice(b"\r\n\r\n");
+        let mut frame = BytesMut::with_capacity(headers.len() + reply.len() + 48);
+        nats_proto::encode_hmsg(&mut frame, reply, &sid, None, &headers, b"");
+        self.send(&frame);
+    }
+
+    fn subscribe(&mut self, subject: Bytes, queue: Option<Bytes>, sid: Bytes) -> Next {
+        let (Ok(subject_text), queue_text) = (
+            std::str::from_utf8(&subject),
+            queue.as_ref().map(|queue| std::str::from_utf8(queue)),
+        ) else {
+            self.send_err("Invalid Subject");
+            return Next::Continue;
+        };
+        if !nats_subject::is_valid_subject(subject_text) {
+            self.send_err("Invalid Subject");
+            return Next::Continue;
+        }
+        let queue_text = match queue_text {
+            None => None,
+            Some(Ok(queue)) if nats_subject::is_valid_queue_name(queue) => Some(queue),
+            Some(_) => {
+                self.send_err("Invalid Queue Name");
+                return Next::Continue;
+            }
+        };
+        if let Some(permissions) = &self.permissions {
+            if !permissions.can_subscribe(subject_text) {
+                let text = nats_proto::err_text::permissions_violation_subscription(
+                    subject_text,
+                    queue_text,
+                );
+                tracing::error!(
+                    "{} - cid:{} - Subscription Violation - User {:?}, Subject \"{}\", SID {}",
+                    self.shared.address,
+                    self.shared.id,
+                    self.shared.meta.lock().user.clone().unwrap_or_default(),
+                    subject_text,
+                    String::from_utf8_lossy(&sid)
+                );
+                self.send_err(&text);
+                return Next::Continue;
+            }
+        }
+        let max_subscriptions = self.server.options.max_subscriptions;
+        let subscription = {
+            let mut subscriptions = self.shared.subscriptions.lock();
+            if subscriptions.contains_key(&sid) {
+                // nats-server keeps the first subscription for a reused sid.
+                drop(subscriptions);
+                self.ok();
+                return Next::Continue;
+            }
+            if max_subscriptions > 0 && subscriptions.len() as i64 >= max_subscriptions {
+                drop(subscriptions);
+                self.send_err("maximum subscriptions exceeded");
+                return Next::Continue;
+            }
+            let subscription = Arc::new(ClientSubscription {
+                client: self.shared.clone(),
+                subject: subject_text.to_string(),
+                queue: queue_text.map(str::to_string),
+                sid: sid.clone(),
+                max: AtomicU64::new(0),
+                delivered: AtomicU64::new(0),
+            });
+            subscriptions.insert(sid, subscription.clone());
+            subscription
+        };
+        self.server
+            .router
+            .insert(subject_text, queue_text, Subscriber::Client(subscription));
+        self.ok();
+        Next::Continue
+    }
+
+    fn unsubscribe(&mut self, sid: Bytes, max: Option<u64>) -> Next {
+        let subscription = self.shared.subscriptions.lock().get(&sid).cloned();
+        if let Some(subscription) = subscription {
+            match max {
+                Some(max) if subscription.delivered.load(Ordering::Relaxed) < max => {
+                    subscription.max.store(max, Ordering::Relaxed);
+                }
+                _ => self.server.router.remove_client_subscription(&subscription),
+            }
+        }
+        self.ok();
+        Next::Continue
+    }
+}

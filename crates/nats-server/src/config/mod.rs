@@ -1,0 +1,11 @@
+//! Server configuration: the typed [`Options`] with nats-server's defaults, the config-file
+//! syntax ([`parser`]) and the mapping from the file's keys to options ([`options`]).
+//!
+//! Called by `main` (file first, then command-line flags override). Knows nothing about
+//! sockets or routing.
+
+pub mod options;
+pub mod parser;
+
+pub use options::{apply_config_file, duration_text, Options, Permissions, SubjectRules, User};
+pub use parser::{ConfigError, Entry, Value};

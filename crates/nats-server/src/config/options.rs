@@ -1,0 +1,536 @@
+//! [`Options`] (nats-server's defaults) and the mapping of config-file keys onto them.
+
+use super::parser::{self, ConfigError, Entry, Value};
+use nats_jetstream::{JetStreamConfig, SyncPolicy};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub const DEFAULT_PORT: u16 = 4222;
+pub const DEFAULT_MAX_PAYLOAD: i64 = 1024 * 1024;
+pub const DEFAULT_MAX_CONTROL_LINE: i64 = 4096;
+pub const DEFAULT_MAX_PENDING: i64 = 64 * 1024 * 1024;
+pub const DEFAULT_MAX_CONNECTIONS: i64 = 64 * 1024;
+pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(120);
+pub const DEFAULT_PING_MAX: i64 = 2;
+pub const DEFAULT_WRITE_DEADLINE: Duration = Duration::from_secs(10);
+pub const DEFAULT_AUTH_TIMEOUT: Duration = Duration::from_secs(2);
+/// nats-server refuses a max_payload above this.
+pub const MAX_PAYLOAD_LIMIT: i64 = 64 * 1024 * 1024;
+
+/// Allow/deny subject lists for one direction.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SubjectRules {
+    pub allow: Vec<String>,
+    pub deny: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Permissions {
+    pub publish: Option<SubjectRules>,
+    pub subscribe: Option<SubjectRules>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct User {
+    pub user: String,
+    pub password: String,
+    pub permissions: Option<Permissions>,
+}
+
+/// Everything the server reads from flags and the config file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Options {
+    pub host: String,
+    /// `-1` asks for a random port (as `-p -1` does in nats-server).
+    pub port: i64,
+    pub server_name: Option<String>,
+    pub max_payload: i64,
+    pub max_control_line: i64,
+    pub max_pending: i64,
+    pub max_connections: i64,
+    /// 0 = unlimited.
+    pub max_subscriptions: i64,
+    pub ping_interval: Duration,
+    pub ping_max: i64,
+    pub write_deadline: Duration,
+    pub username: Option<String>,
+    pub password: Option<String>,
+    pub token: Option<String>,
+    pub users: Vec<User>,
+    pub default_permissions: Option<Permissions>,
+    pub no_auth_user: Option<String>,
+    pub auth_timeout: Duration,
+    pub http_host: Option<String>,
+    pub http_port: i64,
+    pub debug: bool,
+    pub trace: bool,
+    pub logtime: bool,
+    pub log_file: Option<PathBuf>,
+    pub pid_file: Option<PathBuf>,
+    pub ports_file_dir: Option<PathBuf>,
+    pub jetstream: JetStreamConfig,
+    pub config_file: Option<PathBuf>,
+    /// Messages to log once logging is set up (deprecated spellings and the like).
+    pub warnings: Vec<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            host: "0.0.0.0".into(),
+            port: i64::from(DEFAULT_PORT),
+            server_name: None,
+            max_payload: DEFAULT_MAX_PAYLOAD,
+            max_control_line: DEFAULT_MAX_CONTROL_LINE,
+            max_pending: DEFAULT_MAX_PENDING,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_subscriptions: 0,
+            ping_interval: DEFAULT_PING_INTERVAL,
+            ping_max: DEFAULT_PING_MAX,
+            write_deadline: DEFAULT_WRITE_DEADLINE,
+            username: None,
+            password: None,
+            token: None,
+            users: Vec::new(),
+            default_permissions: None,
+            no_auth_user: None,
+            auth_timeout: DEFAULT_AUTH_TIMEOUT,
+            http_host: None,
+            http_port: 0,
+            debug: false,
+            trace: false,
+            logtime: true,
+            log_file: None,
+            pid_file: None,
+            ports_file_dir: None,
+            jetstream: JetStreamConfig::default(),
+            config_file: None,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+impl Options {
+    /// True when clients must authenticate.
+    pub fn auth_required(&self) -> bool {
+        self.username.is_some() || self.token.is_some() || !self.users.is_empty()
+    }
+}
+
+/// nats-server's duration text (`2m0s`, `10s`, `500ms`) for logs and errors.
+pub fn duration_text(duration: Duration) -> String {
+    let total = duration.as_secs_f64();
+    if duration.as_secs() >= 60 {
+        let minutes = duration.as_secs() / 60;
+        let seconds = duration.as_secs() % 60;
+        if minutes >= 60 {
+            format!("{}h{}m{}s", minutes / 60, minutes % 60, seconds)
+        } else {
+            format!("{minutes}m{seconds}s")
+        }
+    } else if duration.as_secs() >= 1 {
+        format!("{}s", trim_float(total))
+    } else {
+        format!("{}ms", trim_float(total * 1000.0))
+    }
+}
+
+fn trim_float(value: f64) -> String {
+    let text = format!("{value:.6}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    text.to_string()
+}
+
+/// Read `path` and apply its keys to `options`. Unknown keys are errors, as in nats-server.
+pub fn apply_config_file(options: &mut Options, path: &Path) -> Result<(), ConfigError> {
+    let items = parser::parse_file(path)?;
+    options.config_file = Some(path.to_path_buf());
+    apply_items(options, &items)
+}
+
+/// Apply already-parsed top-level items (exposed for tests).
+pub fn apply_items(options: &mut Options, items: &[(String, Entry)]) -> Result<(), ConfigError> {
+    for (key, entry) in items {
+        apply_top_level(options, key, entry)?;
+    }
+    Ok(())
+}
+
+/// Keys nats-server knows but rnats does not implement: accepted with a warning rather than
+/// refusing a config written for nats-server.
+const IGNORED_KEYS: &[&str] = &[
+    "cluster",
+    "gateway",
+    "leafnodes",
+    "leaf",
+    "mqtt",
+    "websocket",
+    "accounts",
+    "system_account",
+    "operator",
+    "resolver",
+    "tls",
+    "syslog",
+    "remote_syslog",
+    "logfile_size_limit",
+    "log_size_limit",
+    "logfile_max_num",
+    "max_traced_msg_len",
+    "lame_duck_duration",
+    "lame_duck_grace_period",
+    "client_advertise",
+    "connect_error_reports",
+    "reconnect_error_reports",
+    "no_header_support",
+    "disable_sublist_cache",
+    "server_tags",
+    "https_port",
+    "http_base_path",
+    "prof_port",
+    "max_closed_clients",
+    "no_system_account",
+    "logtime_utc",
+];
+
+fn apply_top_level(options: &mut Options, key: &str, entry: &Entry) -> Result<(), ConfigError> {
+    match key.to_ascii_lowercase().as_str() {
+        "listen" => {
+            let text = string(entry)?;
+            let (host, port) = split_host_port(&text)
+                .ok_or_else(|| entry.error(format!("could not parse listen address {text:?}")))?;
+            if !host.is_empty() {
+                options.host = host;
+            }
+            if let Some(port) = port {
+                options.port = port;
+            }
+        }
+        "host" | "net" | "addr" => options.host = string(entry)?,
+        "port" => options.port = integer(entry)?,
+        "server_name" | "name" => {
+            let name = string(entry)?;
+            if name.contains(' ') {
+                return Err(entry.error("server name cannot contain spaces"));
+            }
+            options.server_name = Some(name);
+        }
+        "max_payload" => {
+            let value = integer(entry)?;
+            if value > MAX_PAYLOAD_LIMIT {
+                return Err(entry.error("max_payload value is too big"));
+            }
+            options.max_payload = value;
+        }
+        "max_control_line" => options.max_control_line = integer(entry)?,
+        "max_pending" => options.max_pending = integer(entry)?,
+        "max_connections" | "max_conn" => options.max_connections = integer(entry)?,
+        "max_subscriptions" | "max_subs" => options.max_subscriptions = integer(entry)?,
+        "ping_interval" => options.ping_interval = duration(options, key, entry)?,
+        "ping_max" => options.ping_max = integer(entry)?,
+        "write_deadline" => options.write_deadline = duration(options, key, entry)?,
+        "authorization" => apply_authorization(options, entry)?,
+        "no_auth_user" => options.no_auth_user = Some(string(entry)?),
+        "http_port" | "monitor_port" => options.http_port = integer(entry)?,
+        "http" => {
+            let text = string(entry)?;
+            let (host, port) = split_host_port(&text)
+                .ok_or_else(|| entry.error(format!("could not parse http address {text:?}")))?;
+            options.http_host = Some(host).filter(|host| !host.is_empty());
+            if let Some(port) = port {
+                options.http_port = port;
+            }
+        }
+        "debug" => options.debug = boolean(entry)?,
+        "trace" | "trace_verbose" => options.trace = boolean(entry)?,
+        "logtime" => options.logtime = boolean(entry)?,
+        "logfile" | "log_file" => options.log_file = Some(PathBuf::from(string(entry)?)),
+        "pidfile" | "pid_file" => options.pid_file = Some(PathBuf::from(string(entry)?)),
+        "ports_file_dir" => options.ports_file_dir = Some(PathBuf::from(string(entry)?)),
+        "jetstream" => apply_jetstream(options, entry)?,
+        other if IGNORED_KEYS.contains(&other) => options.warnings.push(format!(
+            "{}: \"{key}\" is not supported by rnats and is ignored",
+            position(entry)
+        )),
+        _ if entry.used_as_variable => {}
+        _ => return Err(entry.error(format!("unknown field \"{key}\""))),
+    }
+    Ok(())
+}
+
+fn position(entry: &Entry) -> String {
+    format!("{}:{}:{}", entry.file.display(), entry.line, entry.column)
+}
+
+fn split_host_port(text: &str) -> Option<(String, Option<i64>)> {
+    match text.rsplit_once(':') {
+        Some((host, port)) => {
+            let port = port.parse::<i64>().ok()?;
+            Some((host.trim_matches(['[', ']']).to_string(), Some(port)))
+        }
+        None => Some((text.to_string(), None)),
+    }
+}
+
+fn apply_authorization(options: &mut Options, entry: &Entry) -> Result<(), ConfigError> {
+    for (key, item) in map(entry)? {
+        match key.to_ascii_lowercase().as_str() {
+            "user" | "username" => options.username = Some(string(item)?),
+            "pass" | "password" => options.password = Some(string(item)?),
+            "token" => options.token = Some(string(item)?),
+            "timeout" => {
+                options.auth_timeout = match &item.value {
+                    Value::Integer(seconds) => Duration::from_secs((*seconds).max(0) as u64),
+                    Value::Float(seconds) => Duration::from_secs_f64(seconds.max(0.0)),
+                    Value::String(text) => parse_duration(text)
+                        .ok_or_else(|| item.error(format!("invalid duration {text:?}")))?,
+                    _ => return Err(item.error("timeout must be a number of seconds")),
+                }
+            }
+            "users" => {
+                let Value::Array(users) = &item.value else {
+                    return Err(item.error("users must be an array"));
+                };
+                for user in users {
+                    options.users.push(parse_user(user)?);
+                }
+            }
+            "default_permissions" | "permissions" => {
+                options.default_permissions = Some(parse_permissions(item)?)
+            }
+            _ if item.used_as_variable => {}
+            _ => return Err(item.error(format!("unknown field \"{key}\""))),
+        }
+    }
+    Ok(())
+}
+
+fn parse_user(entry: &Entry) -> Result<User, ConfigError> {
+    let mut user = User::default();
+    for (key, item) in map(entry)? {
+        match key.to_ascii_lowercase().as_str() {
+            "user" | "username" => user.user = string(item)?,
+            "pass" | "password" => user.password = string(item)?,
+            "permissions" | "permission" => user.permissions = Some(parse_permissions(item)?),
+            "account" | "allowed_connection_types" | "connection_types" => {}
+            _ => return Err(item.error(format!("unknown field \"{key}\""))),
+        }
+    }
+    Ok(user)
+}
+
+fn parse_permissions(entry: &Entry) -> Result<Permissions, ConfigError> {
+    let mut permissions = Permissions::default();
+    for (key, item) in map(entry)? {
+        match key.to_ascii_lowercase().as_str() {
+            "publish" | "pub" | "import" => permissions.publish = Some(parse_rules(item)?),
+            "subscribe" | "sub" | "export" => permissions.subscribe = Some(parse_rules(item)?),
+            "allow_responses" | "allow_resp" | "responses" => {}
+            _ => return Err(item.error(format!("unknown field \"{key}\""))),
+        }
+    }
+    Ok(permissions)
+}
+
+/// `"subject"`, `["a", "b"]` (both allow lists) or `{ allow: ..., deny: ... }`.
+fn parse_rules(entry: &Entry) -> Result<SubjectRules, ConfigError> {
+    match &entry.value {
+        Value::Map(items) => {
+            let mut rules = SubjectRules::default();
+            for (key, item) in items {
+                match key.to_ascii_lowercase().as_str() {
+                    "allow" => rules.allow = string_list(item)?,
+                    "deny" => rules.deny = string_list(item)?,
+                    _ => return Err(item.error(format!("unknown field \"{key}\""))),
+                }
+            }
+            Ok(rules)
+        }
+        _ => Ok(SubjectRules {
+            allow: string_list(entry)?,
+            deny: Vec::new(),
+        }),
+    }
+}
+
+fn apply_jetstream(options: &mut Options, entry: &Entry) -> Result<(), ConfigError> {
+    let config = &mut options.jetstream;
+    match &entry.value {
+        Value::Bool(enabled) => {
+            config.enabled = *enabled;
+            return Ok(());
+        }
+        Value::String(text) => {
+            config.enabled = matches!(
+                text.to_ascii_lowercase().as_str(),
+                "enabled" | "enable" | "true" | "yes" | "on"
+            );
+            return Ok(());
+        }
+        _ => {}
+    }
+    config.enabled = true;
+    for (key, item) in map(entry)? {
+        match key.to_ascii_lowercase().as_str() {
+            "store_dir" | "storedir" | "store" => {
+                config.store_dir = Some(PathBuf::from(string(item)?))
+            }
+            "max_memory_store" | "max_mem_store" | "max_mem" => {
+                config.max_memory = Some(size(item)?)
+            }
+            "max_file_store" | "max_file" => config.max_store = Some(size(item)?),
+            "sync_interval" | "sync" => {
+                config.sync_interval = match &item.value {
+                    Value::String(text) if text.eq_ignore_ascii_case("always") => {
+                        SyncPolicy::Always
+                    }
+                    Value::String(text) => SyncPolicy::Interval(
+                        parse_duration(text)
+                            .ok_or_else(|| item.error(format!("invalid duration {text:?}")))?,
+                    ),
+                    _ => return Err(item.error("sync_interval must be a duration or \"always\"")),
+                }
+            }
+            "domain" => config.domain = Some(string(item)?),
+            "strict" => config.strict = boolean(item)?,
+            "enabled" | "enable" => config.enabled = boolean(item)?,
+            "unique_tag" => config.unique_tag = Some(string(item)?),
+            "max_buffered_msgs"
+            | "max_buffered_size"
+            | "max_ha_assets"
+            | "request_queue_limit"
+            | "limits"
+            | "cipher"
+            | "key"
+            | "prev_key"
+            | "compress_ok"
+            | "max_outstanding_catchup"
+            | "extension_hint"
+            | "tpm" => {}
+            _ if item.used_as_variable => {}
+            _ => return Err(item.error(format!("unknown field \"{key}\""))),
+        }
+    }
+    Ok(())
+}
+
+fn map(entry: &Entry) -> Result<&Vec<(String, Entry)>, ConfigError> {
+    match &entry.value {
+        Value::Map(items) => Ok(items),
+        _ => Err(entry.error("expected a map")),
+    }
+}
+
+fn string(entry: &Entry) -> Result<String, ConfigError> {
+    match &entry.value {
+        Value::String(text) => Ok(text.clone()),
+        Value::Integer(number) => Ok(number.to_string()),
+        Value::Float(number) => Ok(number.to_string()),
+        Value::Bool(flag) => Ok(flag.to_string()),
+        _ => Err(entry.error("expected a string")),
+    }
+}
+
+fn string_list(entry: &Entry) -> Result<Vec<String>, ConfigError> {
+    match &entry.value {
+        Value::Array(items) => items.iter().map(string).collect(),
+        _ => Ok(vec![string(entry)?]),
+    }
+}
+
+fn integer(entry: &Entry) -> Result<i64, ConfigError> {
+    match &entry.value {
+        Value::Integer(number) => Ok(*number),
+        Value::String(_) => {
+            Err(entry.error("interface conversion: interface {} is string, not int64"))
+        }
+        Value::Float(_) => {
+            Err(entry.error("interface conversion: interface {} is float64, not int64"))
+        }
+        Value::Bool(_) => Err(entry.error("interface conversion: interface {} is bool, not int64")),
+        _ => Err(entry.error("expected an integer")),
+    }
+}
+
+/// A byte size: an integer (suffixes already applied) or a string such as `"1G"`.
+fn size(entry: &Entry) -> Result<i64, ConfigError> {
+    match &entry.value {
+        Value::Integer(number) => Ok(*number),
+        Value::String(text) => match parser::parse_str(&format!("v: {text}"), &entry.file) {
+            Ok(items) => match items.first().map(|(_, item)| &item.value) {
+                Some(Value::Integer(number)) => Ok(*number),
+                _ => Err(entry.error(format!("invalid size {text:?}"))),
+            },
+            Err(_) => Err(entry.error(format!("invalid size {text:?}"))),
+        },
+        _ => Err(entry.error("expected a size")),
+    }
+}
+
+fn boolean(entry: &Entry) -> Result<bool, ConfigError> {
+    match &entry.value {
+        Value::Bool(flag) => Ok(*flag),
+        Value::String(text) => match text.to_ascii_lowercase().as_str() {
+            "true" | "yes" | "on" => Ok(true),
+            "false" | "no" | "off" => Ok(false),
+            _ => Err(entry.error(format!("expected a boolean, got {text:?}"))),
+        },
+        _ => Err(entry.error("expected a boolean")),
+    }
+}
+
+/// Durations: a Go-style string (`"2m"`, `"1m30s"`, `"500ms"`), or an integer taken as seconds
+/// with nats-server's warning.
+fn duration(options: &mut Options, key: &str, entry: &Entry) -> Result<Duration, ConfigError> {
+    match &entry.value {
+        Value::String(text) => {
+            parse_duration(text).ok_or_else(|| entry.error(format!("invalid duration {text:?}")))
+        }
+        Value::Integer(seconds) => {
+            options.warnings.push(format!(
+                "{}: invalid use of field \"{key}\": {key} should be converted to a duration",
+                position(entry)
+            ));
+            Ok(Duration::from_secs((*seconds).max(0) as u64))
+        }
+        _ => Err(entry.error(format!("{key} should be a duration"))),
+    }
+}
+
+/// Go's `time.ParseDuration` subset: a sequence of `<number><unit>` with units
+/// ns, us/µs, ms, s, m, h. A bare `0` is zero.
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    if text == "0" {
+        return Some(Duration::ZERO);
+    }
+    let mut rest = text;
+    let mut total = 0f64;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let number_end = rest
+            .find(|character: char| !(character.is_ascii_digit() || character == '.'))
+            .unwrap_or(rest.len());
+        if number_end == 0 {
+            return None;
+        }
+        let number: f64 = rest[..number_end].parse().ok()?;
+        rest = &rest[number_end..];
+        let unit_end = rest
+            .find(|character: char| character.is_ascii_digit() || character == '.')
+            .unwrap_or(rest.len());
+        let seconds_per_unit = match &rest[..unit_end] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return None,
+        };
+        total += number * seconds_per_unit;
+        rest = &rest[unit_end..];
+    }
+    Some(Duration::from_secs_f64(total))
+}

@@ -1,0 +1,549 @@
+//! The nats-server configuration syntax, turned into a tree of [`Entry`] values.
+//!
+//! Accepted: `key: value`, `key = value`, `key value`; `{}` maps; `[]` arrays; `#` and `//`
+//! comments; `;`/`,` separators; quoted and bare strings; integers with size suffixes
+//! (`512M` = 512000000, `1GB` = 1073741824, as nats-server reads them); floats; booleans
+//! (`true/false/yes/no/on/off`); `$NAME` references to an earlier key in an enclosing scope or
+//! to an environment variable; `include <path>` relative to the including file.
+//! This module knows nothing about what the keys mean (that is `options.rs`).
+
+use std::path::{Path, PathBuf};
+
+/// A value in the configuration tree.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    String(String),
+    Integer(i64),
+    Float(f64),
+    Bool(bool),
+    Array(Vec<Entry>),
+    Map(Vec<(String, Entry)>),
+}
+
+/// A value with the place it was written, for `file:line:col: message` errors.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    pub value: Value,
+    pub file: PathBuf,
+    pub line: usize,
+    pub column: usize,
+    /// Set when the key only served as a `$variable` for other keys: it is then not an
+    /// unknown option.
+    pub used_as_variable: bool,
+}
+
+/// A syntax error, or a semantic error found later, with its position.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    pub file: PathBuf,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            formatter,
+            "{}:{}:{}: {}",
+            self.file.display(),
+            self.line,
+            self.column,
+            self.message
+        )
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl Entry {
+    pub fn error(&self, message: impl Into<String>) -> ConfigError {
+        ConfigError {
+            file: self.file.clone(),
+            line: self.line,
+            column: self.column,
+            message: message.into(),
+        }
+    }
+}
+
+/// Parse a configuration file (and its includes) into the top-level map.
+pub fn parse_file(path: &Path) -> Result<Vec<(String, Entry)>, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|error| ConfigError {
+        file: path.to_path_buf(),
+        line: 0,
+        column: 0,
+        message: format!("open {}: {error}", path.display()),
+    })?;
+    let mut scopes = Vec::new();
+    parse_into(&text, path, &mut scopes, 0)
+}
+
+/// Parse configuration text that came from `file` (used for positions and includes).
+pub fn parse_str(text: &str, file: &Path) -> Result<Vec<(String, Entry)>, ConfigError> {
+    let mut scopes = Vec::new();
+    parse_into(text, file, &mut scopes, 0)
+}
+
+const MAX_INCLUDE_DEPTH: usize = 16;
+
+fn parse_into(
+    text: &str,
+    file: &Path,
+    scopes: &mut Vec<Vec<(String, Entry)>>,
+    depth: usize,
+) -> Result<Vec<(String, Entry)>, ConfigError> {
+    let mut parser = Parser {
+        chars: text.chars().collect(),
+        position: 0,
+        line: 1,
+        column: 1,
+        file: file.to_path_buf(),
+        scopes: std::mem::take(scopes),
+        depth,
+    };
+    let result = parser.parse_map_body(None);
+    *scopes = std::mem::take(&mut parser.scopes);
+    result
+}
+
+struct Parser {
+    chars: Vec<char>,
+    position: usize,
+    line: usize,
+    column: usize,
+    file: PathBuf,
+    /// Enclosing maps (outermost first) for `$variable` lookups.
+    scopes: Vec<Vec<(String, Entry)>>,
+    depth: usize,
+}
+
+fn is_bare_terminator(character: char) -> bool {
+    character.is_whitespace()
+        || matches!(
+            character,
+            ',' | ';' | '}' | ']' | '#' | '[' | '{' | '"' | '\''
+        )
+}
+
+fn is_key_terminator(character: char) -> bool {
+    character.is_whitespace() || matches!(character, ':' | '=' | '{' | '[' | '#' | ',' | ';')
+}
+
+impl Parser {
+    fn peek(&self) -> Option<char> {
+        self.chars.get(self.position).copied()
+    }
+
+    fn peek_at(&self, offset: usize) -> Option<char> {
+        self.chars.get(self.position + offset).copied()
+    }
+
+    fn advance(&mut self) -> Option<char> {
+        let character = self.chars.get(self.position).copied()?;
+        self.position += 1;
+        if character == '\n' {
+            self.line += 1;
+            self.column = 1;
+        } else {
+            self.column += 1;
+        }
+        Some(character)
+    }
+
+    fn error(&self, message: impl Into<String>) -> ConfigError {
+        ConfigError {
+            file: self.file.clone(),
+            line: self.line,
+            column: self.column,
+            message: message.into(),
+        }
+    }
+
+    fn at_comment(&self) -> bool {
+        self.peek() == Some('#') || (self.peek() == Some('/') && self.peek_at(1) == Some('/'))
+    }
+
+    fn skip_comment(&mut self) {
+        while let Some(character) = self.peek() {
+            if character == '\n' {
+                break;
+            }
+            self.advance();
+        }
+    }
+
+    /// Skip spaces, newlines, comments and item separators.
+    fn skip_blank(&mut self, separators: bool) {
+        loop {
+            match self.peek() {
+                Some(character) if character.is_whitespace() => {
+                    self.advance();
+                }
+                Some(',' | ';') if separators => {
+                    self.advance();
+                }
+                Some(_) if self.at_comment() => self.skip_comment(),
+                _ => break,
+            }
+        }
+    }
+
+    fn skip_inline_space(&mut self) {
+        while matches!(self.peek(), Some(' ' | '\t' | '\r')) {
+            self.advance();
+        }
+    }
+
+    /// Parse `key value` pairs until `closing` (or end of input when `None`).
+    fn parse_map_body(
+        &mut self,
+        closing: Option<char>,
+    ) -> Result<Vec<(String, Entry)>, ConfigError> {
+        self.scopes.push(Vec::new());
+        let result = self.parse_map_items(closing);
+        let items = self.scopes.pop().unwrap_or_default();
+        result.map(|()| items)
+    }
+
+    fn current_scope(&mut self) -> &mut Vec<(String, Entry)> {
+        if self.scopes.is_empty() {
+            self.scopes.push(Vec::new());
+        }
+        let last = self.scopes.len() - 1;
+        &mut self.scopes[last]
+    }
+
+    fn parse_map_items(&mut self, closing: Option<char>) -> Result<(), ConfigError> {
+        loop {
+            self.skip_blank(true);
+            match (self.peek(), closing) {
+                (None, None) => return Ok(()),
+                (None, Some(expected)) => {
+                    return Err(self.error(format!("unexpected end of file, expected '{expected}'")))
+                }
+                (Some(character), Some(expected)) if character == expected => {
+                    self.advance();
+                    return Ok(());
+                }
+                _ => {}
+            }
+            let (line, column) = (self.line, self.column);
+            let key = self.parse_key()?;
+            if key == "include" && matches!(self.peek(), Some(' ' | '\t')) {
+                self.skip_inline_space();
+                if !matches!(self.peek(), Some(':' | '=')) {
+                    self.parse_include()?;
+                    self.expect_item_end(closing)?;
+                    continue;
+                }
+            }
+            self.skip_inline_space();
+            if matches!(self.peek(), Some(':' | '=')) {
+                self.advance();
+            }
+            self.skip_inline_space();
+            let value = self.parse_value(closing)?;
+            let entry = Entry {
+                value,
+                file: self.file.clone(),
+                line,
+                column,
+                used_as_variable: false,
+            };
+            let scope = self.current_scope();
+            if let Some(existing) = scope.iter_mut().find(|(name, _)| *name == key) {
+                existing.1 = entry;
+            } else {
+                scope.push((key, entry));
+            }
+            self.expect_item_end(closing)?;
+        }
+    }
+
+    /// After a value: spaces, then a newline, separator, comment, the closing brace or EOF.
+    fn expect_item_end(&mut self, closing: Option<char>) -> Result<(), ConfigError> {
+        self.skip_inline_space();
+        match self.peek() {
+            None | Some('\n' | ',' | ';') => Ok(()),
+            Some(character) if Some(character) == closing => Ok(()),
+            Some(_) if self.at_comment() => Ok(()),
+            Some(character) => Err(self.error(format!(
+                "expected a value to end with a new line, comment or EOF, but got '{character}' instead"
+            ))),
+        }
+    }
+
+    fn parse_key(&mut self) -> Result<String, ConfigError> {
+        match self.peek() {
+            Some(quote @ ('"' | '\'')) => {
+                self.advance();
+                self.parse_quoted(quote)
+            }
+            _ => {
+                let mut key = String::new();
+                while let Some(character) = self.peek() {
+                    if is_key_terminator(character) {
+                        break;
+                    }
+                    key.push(character);
+                    self.advance();
+                }
+                if key.is_empty() {
+                    let found = self.peek().map(String::from).unwrap_or_default();
+                    return Err(self.error(format!("expected a key, found '{found}'")));
+                }
+                Ok(key)
+            }
+        }
+    }
+
+    fn parse_include(&mut self) -> Result<(), ConfigError> {
+        let (line, column) = (self.line, self.column);
+        let name = match self.peek() {
+            Some(quote @ ('"' | '\'')) => {
+                self.advance();
+                self.parse_quoted(quote)?
+            }
+            _ => self.parse_bare(),
+        };
+        if self.depth >= MAX_INCLUDE_DEPTH {
+            return Err(self.error("includes nested too deeply"));
+        }
+        let base = self.file.parent().unwrap_or_else(|| Path::new("."));
+        let path = base.join(&name);
+        let text = std::fs::read_to_string(&path).map_err(|error| ConfigError {
+            file: self.file.clone(),
+            line,
+            column,
+            message: format!("error parsing include file '{name}', {error}"),
+        })?;
+        // The included items land in the current map, with their own file positions.
+        let mut scopes = std::mem::take(&mut self.scopes);
+        let included = parse_into(&text, &path, &mut scopes, self.depth + 1)?;
+        self.scopes = scopes;
+        let scope = self.current_scope();
+        for (key, entry) in included {
+            if let Some(existing) = scope.iter_mut().find(|(name, _)| *name == key) {
+                existing.1 = entry;
+            } else {
+                scope.push((key, entry));
+            }
+        }
+        Ok(())
+    }
+
+    fn parse_value(&mut self, _closing: Option<char>) -> Result<Value, ConfigError> {
+        match self.peek() {
+            None => Err(self.error("expected a value, found end of file")),
+            Some('{') => {
+                self.advance();
+                Ok(Value::Map(self.parse_map_body(Some('}'))?))
+            }
+            Some('[') => {
+                self.advance();
+                self.parse_array()
+            }
+            Some(quote @ ('"' | '\'')) => {
+                self.advance();
+                Ok(Value::String(self.parse_quoted(quote)?))
+            }
+            Some('\n') => Err(self.error("expected a value, found a new line")),
+            Some(_) => {
+                let (line, column) = (self.line, self.column);
+                let token = self.parse_bare();
+                if token.is_empty() {
+                    let found = self.peek().map(String::from).unwrap_or_default();
+                    return Err(self.error(format!("expected a value, found '{found}'")));
+                }
+                self.classify_bare(&token, line, column)
+            }
+        }
+    }
+
+    fn parse_array(&mut self) -> Result<Value, ConfigError> {
+        let mut items = Vec::new();
+        loop {
+            self.skip_blank(true);
+            match self.peek() {
+                None => return Err(self.error("unexpected end of file, expected ']'")),
+                Some(']') => {
+                    self.advance();
+                    return Ok(Value::Array(items));
+                }
+                _ => {}
+            }
+            let (line, column) = (self.line, self.column);
+            let value = self.parse_value(Some(']'))?;
+            items.push(Entry {
+                value,
+                file: self.file.clone(),
+                line,
+                column,
+                used_as_variable: false,
+            });
+            self.skip_inline_space();
+            match self.peek() {
+                Some(',' | ';' | '\n' | ']') | None => {}
+                Some(_) if self.at_comment() => {}
+                Some(character) => {
+                    return Err(self.error(format!(
+                        "expected an array value terminator ',' or an array terminator ']', but got '{character}' instead"
+                    )))
+                }
+            }
+        }
+    }
+
+    fn parse_quoted(&mut self, quote: char) -> Result<String, ConfigError> {
+        let mut text = String::new();
+        loop {
+            match self.advance() {
+                None => return Err(self.error("unterminated quoted string")),
+                Some('\n') => return Err(self.error("strings cannot contain new lines")),
+                Some(character) if character == quote => return Ok(text),
+                Some('\\') if quote == '"' => match self.advance() {
+                    Some('n') => text.push('\n'),
+                    Some('t') => text.push('\t'),
+                    Some('r') => text.push('\r'),
+                    Some('\\') => text.push('\\'),
+                    Some('"') => text.push('"'),
+                    Some('u') => {
+                        let hex: String = (0..4).filter_map(|_| self.advance()).collect();
+                        let decoded = u32::from_str_radix(&hex, 16)
+                            .ok()
+                            .and_then(char::from_u32)
+                            .ok_or_else(|| self.error(format!("invalid escape '\\u{hex}'")))?;
+                        text.push(decoded);
+                    }
+                    Some(other) => {
+                        return Err(self.error(format!("invalid escape character '{other}'")))
+                    }
+                    None => return Err(self.error("unterminated quoted string")),
+                },
+                Some(character) => text.push(character),
+            }
+        }
+    }
+
+    fn parse_bare(&mut self) -> String {
+        let mut token = String::new();
+        while let Some(character) = self.peek() {
+            if is_bare_terminator(character)
+                || (character == '/' && self.peek_at(1) == Some('/') && !token.ends_with(':'))
+            {
+                break;
+            }
+            token.push(character);
+            self.advance();
+        }
+        token
+    }
+
+    fn classify_bare(
+        &mut self,
+        token: &str,
+        line: usize,
+        column: usize,
+    ) -> Result<Value, ConfigError> {
+        if let Some(name) = token.strip_prefix('$') {
+            return self.resolve_variable(name, line);
+        }
+        match token.to_ascii_lowercase().as_str() {
+            "true" | "yes" | "on" => return Ok(Value::Bool(true)),
+            "false" | "no" | "off" => return Ok(Value::Bool(false)),
+            _ => {}
+        }
+        if let Some(number) = parse_number(token) {
+            return number.map_err(|message| ConfigError {
+                file: self.file.clone(),
+                line,
+                column,
+                message,
+            });
+        }
+        Ok(Value::String(token.to_string()))
+    }
+
+    fn resolve_variable(&mut self, name: &str, line: usize) -> Result<Value, ConfigError> {
+        for scope in self.scopes.iter_mut().rev() {
+            if let Some((_, entry)) = scope.iter_mut().find(|(key, _)| key == name) {
+                entry.used_as_variable = true;
+                return Ok(entry.value.clone());
+            }
+        }
+        if let Ok(text) = std::env::var(name) {
+            // Environment values are parsed like a bare value, so `$PORT` can be a number.
+            let mut inner = Parser {
+                chars: text.chars().collect(),
+                position: 0,
+                line,
+                column: 1,
+                file: self.file.clone(),
+                scopes: Vec::new(),
+                depth: self.depth,
+            };
+            if let Ok(value) = inner.parse_value(None) {
+                inner.skip_blank(true);
+                if inner.peek().is_none() {
+                    return Ok(value);
+                }
+            }
+            return Ok(Value::String(text));
+        }
+        Err(self.error(format!(
+            "variable reference for '{name}' on line {line} can not be found"
+        )))
+    }
+}
+
+/// `Some(Ok)` for a number (with an optional size suffix), `Some(Err)` for a number with a
+/// bad suffix, `None` when the token is not numeric at all (then it is a string).
+fn parse_number(token: &str) -> Option<Result<Value, String>> {
+    let bytes = token.as_bytes();
+    let digits_start = usize::from(bytes.first() == Some(&b'-'));
+    let digits_end = bytes[digits_start..]
+        .iter()
+        .position(|byte| !byte.is_ascii_digit())
+        .map_or(bytes.len(), |offset| digits_start + offset);
+    if digits_end == digits_start {
+        return None;
+    }
+    let (number, rest) = token.split_at(digits_end);
+    if rest.starts_with('.') {
+        // A float, or something like an IP address (a string).
+        return token
+            .parse::<f64>()
+            .ok()
+            .map(|float| Ok(Value::Float(float)));
+    }
+    if rest.contains(|character: char| !character.is_ascii_alphabetic()) {
+        return None;
+    }
+    let multiplier: i64 = match rest.to_ascii_lowercase().as_str() {
+        "" => 1,
+        "k" => 1000,
+        "kb" | "ki" | "kib" => 1024,
+        "m" => 1_000_000,
+        "mb" | "mi" | "mib" => 1024 * 1024,
+        "g" => 1_000_000_000,
+        "gb" | "gi" | "gib" => 1024 * 1024 * 1024,
+        "t" => 1_000_000_000_000,
+        "tb" | "ti" | "tib" => 1024_i64.pow(4),
+        "p" => 1_000_000_000_000_000,
+        "pb" | "pi" | "pib" => 1024_i64.pow(5),
+        "e" => 1_000_000_000_000_000_000,
+        "eb" | "ei" | "eib" => 1024_i64.pow(6),
+        // `10s`, `2m30s`... are durations written bare: keep them as strings.
+        _ => return None,
+    };
+    let Ok(parsed) = number.parse::<i64>() else {
+        return Some(Err(format!("invalid integer '{token}'")));
+    };
+    Some(
+        parsed
+            .checked_mul(multiplier)
+            .map(Value::Integer)
+            .ok_or_else(|| format!("integer '{token}' is out of range")),
+    )
+}

@@ -1,0 +1,478 @@
+//! The monitoring endpoint (`-m PORT` / `http_port`): a small HTTP/1.1 GET responder on tokio
+//! serving /varz, /connz, /subsz, /healthz, /routez, /jsz (and /) with nats-server's JSON field
+//! names. One request per connection (`Connection: close`).
+
+use crate::server::{Server, GO_FIELD, VERSION};
+use serde_json::{json, Map, Value};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const MAX_REQUEST_HEAD: usize = 16 * 1024;
+const DEFAULT_LIMIT: usize = 1024;
+
+pub async fn serve(server: Arc<Server>, listener: TcpListener) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        let server = server.clone();
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(Duration::from_secs(10), handle(server, stream)).await;
+        });
+    }
+}
+
+async fn handle(server: Arc<Server>, mut stream: TcpStream) -> std::io::Result<()> {
+    let mut head = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 2048];
+    while !head.windows(4).any(|window| window == b"\r\n\r\n") {
+        let read = stream.read(&mut chunk).await?;
+        if read == 0 || head.len() > MAX_REQUEST_HEAD {
+            return Ok(());
+        }
+        head.extend_from_slice(&chunk[..read]);
+    }
+    let text = String::from_utf8_lossy(&head);
+    let mut parts = text.lines().next().unwrap_or("").split_whitespace();
+    let method = parts.next().unwrap_or("");
+    let target = parts.next().unwrap_or("/");
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let query = parse_query(query);
+    let (status, body) = if method != "GET" && method != "HEAD" {
+        (
+            "405 Method Not Allowed",
+            json!({"error": "method not allowed"}),
+        )
+    } else {
+        route(&server, path, &query)
+    };
+    let mut body = serde_json::to_string_pretty(&body).unwrap_or_else(|_| "{}".into());
+    if path == "/healthz" {
+        body = serde_json::to_string(&json!({"status": "ok"})).unwrap_or_default();
+    }
+    let response = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(response.as_bytes()).await?;
+    if method != "HEAD" {
+        stream.write_all(body.as_bytes()).await?;
+    }
+    stream.shutdown().await
+}
+
+fn parse_query(query: &str) -> Vec<(String, String)> {
+    query
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            (key.to_string(), value.to_string())
+        })
+        .collect()
+}
+
+fn query_value<'a>(query: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    query
+        .iter()
+        .find(|(name, _)| name == key)
+        .map(|(_, value)| value.as_str())
+}
+
+fn route(server: &Server, path: &str, query: &[(String, String)]) -> (&'static str, Value) {
+    let path = path.trim_end_matches('/');
+    let endpoint = if path.is_empty() { "/" } else { path };
+    *server
+        .http_requests
+        .lock()
+        .entry(endpoint.to_string())
+        .or_insert(0) += 1;
+    match endpoint {
+        "/" => (
+            "200 OK",
+            json!({"endpoints": ["/varz", "/connz", "/subsz", "/healthz", "/routez", "/jsz"]}),
+        ),
+        "/varz" => ("200 OK", varz(server)),
+        "/connz" => ("200 OK", connz(server, query)),
+        "/subsz" | "/subscriptionsz" => ("200 OK", subsz(server, query)),
+        "/healthz" => ("200 OK", json!({"status": "ok"})),
+        "/routez" => ("200 OK", routez(server)),
+        "/jsz" => ("200 OK", jsz(server)),
+        _ => ("404 Not Found", json!({"error": "not found"})),
+    }
+}
+
+pub fn rfc3339(time: OffsetDateTime) -> String {
+    time.format(&Rfc3339).unwrap_or_default()
+}
+
+/// nats-server's uptime text: `3s`, `1m3s`, `2h1m3s`, `1d2h1m3s`, `1y2d...`.
+pub fn uptime_text(duration: Duration) -> String {
+    let mut seconds = duration.as_secs();
+    let years = seconds / (365 * 86400);
+    seconds %= 365 * 86400;
+    let days = seconds / 86400;
+    seconds %= 86400;
+    let hours = seconds / 3600;
+    seconds %= 3600;
+    let minutes = seconds / 60;
+    seconds %= 60;
+    if years > 0 {
+        format!("{years}y{days}d{hours}h{minutes}m{seconds}s")
+    } else if days > 0 {
+        format!("{days}d{hours}h{minutes}m{seconds}s")
+    } else if hours > 0 {
+        format!("{hours}h{minutes}m{seconds}s")
+    } else if minutes > 0 {
+        format!("{minutes}m{seconds}s")
+    } else {
+        format!("{seconds}s")
+    }
+}
+
+/// Go's `time.Duration.String()` for small durations (rtt): `234µs`, `1.5ms`, `2s`.
+fn go_duration(duration: Duration) -> String {
+    let nanos = duration.as_nanos();
+    if nanos == 0 {
+        "0s".into()
+    } else if nanos < 1_000 {
+        format!("{nanos}ns")
+    } else if nanos < 1_000_000 {
+        trim(format!("{:.3}", nanos as f64 / 1e3)) + "µs"
+    } else if nanos < 1_000_000_000 {
+        trim(format!("{:.6}", nanos as f64 / 1e6)) + "ms"
+    } else {
+        trim(format!("{:.9}", nanos as f64 / 1e9)) + "s"
+    }
+}
+
+fn trim(text: String) -> String {
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+fn resident_memory() -> u64 {
+    let Ok(statm) = std::fs::read_to_string("/proc/self/statm") else {
+        return 0;
+    };
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}
+
+fn varz(server: &Server) -> Value {
+    let options = &server.options;
+    let now = OffsetDateTime::now_utc();
+    let (in_msgs, in_bytes, out_msgs, out_bytes) = server.message_totals();
+    let address = server.client_address.get();
+    let monitor = server.monitor_address.get();
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let connections = server.clients.lock().len();
+    let http_requests: Map<String, Value> = server
+        .http_requests
+        .lock()
+        .iter()
+        .map(|(path, count)| (path.clone(), json!(count)))
+        .collect();
+    let jetstream = server
+        .jetstream
+        .get()
+        .map_or_else(|| json!({}), |jetstream| jetstream.varz());
+    json!({
+        "server_id": server.server_id,
+        "server_name": server.server_name,
+        "version": VERSION,
+        "proto": 1,
+        "go": GO_FIELD,
+        "host": options.host,
+        "port": address.map_or(options.port.max(0) as u16, |address| address.port()),
+        "auth_required": server.authenticator.required(),
+        "max_connections": options.max_connections,
+        "max_subscriptions": options.max_subscriptions,
+        "ping_interval": options.ping_interval.as_nanos() as u64,
+        "ping_max": options.ping_max,
+        "http_host": monitor.map(|address| address.ip().to_string()).unwrap_or_default(),
+        "http_port": monitor.map_or(0, |address| address.port()),
+        "http_base_path": "",
+        "https_port": 0,
+        "auth_timeout": options.auth_timeout.as_secs_f64(),
+        "max_control_line": options.max_control_line,
+        "max_payload": options.max_payload,
+        "max_pending": options.max_pending,
+        "cluster": {},
+        "gateway": {},
+        "leaf": {},
+        "mqtt": {},
+        "websocket": {},
+        "jetstream": jetstream,
+        "tls_timeout": 2,
+        "write_deadline": options.write_deadline.as_nanos() as u64,
+        "start": rfc3339(server.start_time),
+        "now": rfc3339(now),
+        "uptime": uptime_text((now - server.start_time).unsigned_abs()),
+        "mem": resident_memory(),
+        "cores": cores,
+        "gomaxprocs": cores,
+        "cpu": 0,
+        "connections": connections,
+        "total_connections": server.stats.total_connections.load(Ordering::Relaxed),
+        "routes": 0,
+        "remotes": 0,
+        "leafnodes": 0,
+        "in_msgs": in_msgs,
+        "in_bytes": in_bytes,
+        "in_client_msgs": in_msgs,
+        "in_client_bytes": in_bytes,
+        "out_msgs": out_msgs,
+        "out_bytes": out_bytes,
+        "out_client_msgs": out_msgs,
+        "out_client_bytes": out_bytes,
+        "slow_consumers": server.stats.slow_consumers.load(Ordering::Relaxed),
+        "stale_connections": server.stats.stale_connections.load(Ordering::Relaxed),
+        "stalled_clients": 0,
+        "subscriptions": server.router.subscription_count(),
+        "http_req_stats": http_requests,
+        "config_load_time": rfc3339(server.start_time),
+        "config_digest": "",
+        "system_account": "$SYS",
+        "slow_consumer_stats": {
+            "clients": server.stats.slow_consumers.load(Ordering::Relaxed),
+            "routes": 0, "gateways": 0, "leafs": 0
+        },
+        "stale_connection_stats": {
+            "clients": server.stats.stale_connections.load(Ordering::Relaxed),
+            "routes": 0, "gateways": 0, "leafs": 0
+        },
+    })
+}
+
+fn paging(query: &[(String, String)]) -> (usize, usize) {
+    let offset = query_value(query, "offset")
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(0);
+    let limit = query_value(query, "limit")
+        .and_then(|value| value.parse().ok())
+        .filter(|limit: &usize| *limit > 0)
+        .unwrap_or(DEFAULT_LIMIT);
+    (offset, limit)
+}
+
+fn connz(server: &Server, query: &[(String, String)]) -> Value {
+    let now = OffsetDateTime::now_utc();
+    let subscriptions_mode = query_value(query, "subs").unwrap_or("");
+    let detail = subscriptions_mode == "detail";
+    let list = matches!(subscriptions_mode, "1" | "true");
+    let (offset, limit) = paging(query);
+    let clients: Vec<_> = server.clients.lock().values().cloned().collect();
+    let clients: Vec<_> = match query_value(query, "cid").and_then(|cid| cid.parse::<u64>().ok()) {
+        Some(cid) => clients
+            .into_iter()
+            .filter(|client| client.id == cid)
+            .collect(),
+        None => clients,
+    };
+    let total = clients.len();
+    let mut connections = Vec::new();
+    for client in clients.iter().skip(offset).take(limit) {
+        let meta = client.meta.lock().clone();
+        let last_activity = *client.last_activity.lock();
+        let subscriptions: Vec<_> = client.subscriptions.lock().values().cloned().collect();
+        let mut entry = Map::new();
+        entry.insert("cid".into(), json!(client.id));
+        entry.insert("kind".into(), json!("Client"));
+        entry.insert("type".into(), json!("nats"));
+        entry.insert("ip".into(), json!(client.address.ip().to_string()));
+        entry.insert("port".into(), json!(client.address.port()));
+        entry.insert("start".into(), json!(rfc3339(client.start)));
+        entry.insert("last_activity".into(), json!(rfc3339(last_activity)));
+        entry.insert(
+            "rtt".into(),
+            json!(go_duration(client.rtt.lock().unwrap_or_default())),
+        );
+        entry.insert(
+            "uptime".into(),
+            json!(uptime_text((now - client.start).unsigned_abs())),
+        );
+        entry.insert(
+            "idle".into(),
+            json!(uptime_text((now - last_activity).unsigned_abs())),
+        );
+        entry.insert("pending_bytes".into(), json!(client.pending_bytes()));
+        let counters = &client.counters;
+        entry.insert(
+            "in_msgs".into(),
+            json!(counters.in_msgs.load(Ordering::Relaxed)),
+        );
+        entry.insert(
+            "out_msgs".into(),
+            json!(counters.out_msgs.load(Ordering::Relaxed)),
+        );
+        entry.insert(
+            "in_bytes".into(),
+            json!(counters.in_bytes.load(Ordering::Relaxed)),
+        );
+        entry.insert(
+            "out_bytes".into(),
+            json!(counters.out_bytes.load(Ordering::Relaxed)),
+        );
+        entry.insert("subscriptions".into(), json!(subscriptions.len()));
+        if let Some(name) = meta.name.filter(|name| !name.is_empty()) {
+            entry.insert("name".into(), json!(name));
+        }
+        if let Some(lang) = meta.lang.filter(|lang| !lang.is_empty()) {
+            entry.insert("lang".into(), json!(lang));
+        }
+        if let Some(version) = meta.version.filter(|version| !version.is_empty()) {
+            entry.insert("version".into(), json!(version));
+        }
+        if let Some(user) = meta.user {
+            entry.insert("authorized_user".into(), json!(user));
+        }
+        if list && !subscriptions.is_empty() {
+            let mut subjects: Vec<_> = subscriptions
+                .iter()
+                .map(|subscription| subscription.subject.clone())
+                .collect();
+            subjects.sort();
+            entry.insert("subscriptions_list".into(), json!(subjects));
+        }
+        if detail && !subscriptions.is_empty() {
+            let details: Vec<_> = subscriptions
+                .iter()
+                .map(|subscription| subscription_detail(subscription, false))
+                .collect();
+            entry.insert("subscriptions_list_detail".into(), json!(details));
+        }
+        connections.push(Value::Object(entry));
+    }
+    json!({
+        "server_id": server.server_id,
+        "now": rfc3339(now),
+        "num_connections": connections.len(),
+        "total": total,
+        "offset": offset,
+        "limit": limit,
+        "connections": connections,
+    })
+}
+
+fn subscription_detail(subscription: &crate::client::ClientSubscription, account: bool) -> Value {
+    let mut entry = Map::new();
+    if account {
+        entry.insert("account".into(), json!("$G"));
+        entry.insert("account_tag".into(), json!("$G"));
+    }
+    entry.insert("subject".into(), json!(subscription.subject));
+    if let Some(queue) = &subscription.queue {
+        entry.insert("qgroup".into(), json!(queue));
+    }
+    entry.insert(
+        "sid".into(),
+        json!(String::from_utf8_lossy(&subscription.sid)),
+    );
+    entry.insert(
+        "msgs".into(),
+        json!(subscription.delivered.load(Ordering::Relaxed)),
+    );
+    let max = subscription.max.load(Ordering::Relaxed);
+    if max > 0 {
+        entry.insert("max".into(), json!(max));
+    }
+    entry.insert("cid".into(), json!(subscription.client.id));
+    Value::Object(entry)
+}
+
+fn subsz(server: &Server, query: &[(String, String)]) -> Value {
+    let now = OffsetDateTime::now_utc();
+    let (offset, limit) = paging(query);
+    let list = matches!(
+        query_value(query, "subs").unwrap_or(""),
+        "1" | "true" | "detail"
+    );
+    let mut body = Map::new();
+    body.insert("server_id".into(), json!(server.server_id));
+    body.insert("now".into(), json!(rfc3339(now)));
+    for (key, value) in server.router.statistics() {
+        body.insert(key, value);
+    }
+    let clients: Vec<_> = server.clients.lock().values().cloned().collect();
+    let mut subscriptions = Vec::new();
+    for client in &clients {
+        subscriptions.extend(client.subscriptions.lock().values().cloned());
+    }
+    body.insert("total".into(), json!(subscriptions.len()));
+    body.insert("offset".into(), json!(offset));
+    body.insert("limit".into(), json!(limit));
+    if list {
+        let details: Vec<_> = subscriptions
+            .iter()
+            .skip(offset)
+            .take(limit)
+            .map(|subscription| subscription_detail(subscription, true))
+            .collect();
+        body.insert("subscriptions_list".into(), json!(details));
+    }
+    Value::Object(body)
+}
+
+fn routez(server: &Server) -> Value {
+    json!({
+        "server_id": server.server_id,
+        "server_name": server.server_name,
+        "now": rfc3339(OffsetDateTime::now_utc()),
+        "num_routes": 0,
+        "routes": [],
+    })
+}
+
+fn jsz(server: &Server) -> Value {
+    match server.jetstream.get() {
+        Some(jetstream) => jetstream.jsz(),
+        None => json!({
+            "memory": 0,
+            "storage": 0,
+            "reserved_memory": 0,
+            "reserved_storage": 0,
+            "accounts": 0,
+            "ha_assets": 0,
+            "api": {"level": 0, "total": 0, "errors": 0},
+            "server_id": server.server_id,
+            "now": rfc3339(OffsetDateTime::now_utc()),
+            "disabled": true,
+            "config": {"max_memory": 0, "max_storage": 0},
+            "streams": 0,
+            "consumers": 0,
+            "messages": 0,
+            "bytes": 0,
+            "total": 0,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uptime_like_nats_server() {
+        assert_eq!(uptime_text(Duration::from_secs(3)), "3s");
+        assert_eq!(uptime_text(Duration::from_secs(63)), "1m3s");
+        assert_eq!(uptime_text(Duration::from_secs(7263)), "2h1m3s");
+        assert_eq!(uptime_text(Duration::from_secs(90063)), "1d1h1m3s");
+    }
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(go_duration(Duration::from_micros(234)), "234µs");
+        assert_eq!(go_duration(Duration::from_micros(1500)), "1.5ms");
+        assert_eq!(go_duration(Duration::ZERO), "0s");
+    }
+}

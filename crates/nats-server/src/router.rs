@@ -1,0 +1,296 @@
+//! Core routing, run on the publisher's own task: match the subject in the shared sublist
+//! (cached), hand the message to every plain subscriber and to one member of each queue
+//! group. Client subscribers get the frame appended to their outbound buffer (their writer is
+//! woken once per read chunk, see [`PendingFlush`]); internal subscribers (JetStream) get
+//! their handler called, which only enqueues.
+//!
+//! Client and internal subscriptions live in one `Sublist<Subscriber>`, so a JetStream-enabled
+//! server pays nothing extra on the core path.
+
+use crate::client::{ClientShared, ClientSubscription};
+use bytes::Bytes;
+use nats_jetstream::{Handler, Message};
+use nats_subject::Sublist;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// An internal (in-process) subscription, made through the JetStream transport.
+pub struct InternalSubscription {
+    pub id: u64,
+    pub subject: String,
+    pub queue: Option<String>,
+    pub handler: Handler,
+}
+
+/// One entry of the subject table.
+#[derive(Clone)]
+pub enum Subscriber {
+    Client(Arc<ClientSubscription>),
+    Internal(Arc<InternalSubscription>),
+}
+
+impl PartialEq for Subscriber {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Subscriber::Client(left), Subscriber::Client(right)) => Arc::ptr_eq(left, right),
+            (Subscriber::Internal(left), Subscriber::Internal(right)) => Arc::ptr_eq(left, right),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Subscriber {}
+
+impl std::hash::Hash for Subscriber {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        match self {
+            Subscriber::Client(subscription) => (Arc::as_ptr(subscription) as usize).hash(state),
+            Subscriber::Internal(subscription) => (Arc::as_ptr(subscription) as usize).hash(state),
+        }
+    }
+}
+
+impl std::fmt::Debug for Subscriber {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Subscriber::Client(subscription) => write!(
+                formatter,
+                "Client(cid {} sid {:?})",
+                subscription.client.id, subscription.sid
+            ),
+            Subscriber::Internal(subscription) => {
+                write!(formatter, "Internal({})", subscription.id)
+            }
+        }
+    }
+}
+
+/// One message being routed. `headers` is the raw header block of an HPUB.
+pub struct Delivery<'a> {
+    pub subject: &'a Bytes,
+    pub reply: Option<&'a Bytes>,
+    pub headers: Option<&'a Bytes>,
+    pub payload: &'a Bytes,
+}
+
+/// Clients whose outbound buffer got data during one read chunk; their writers are woken once
+/// at the end of the chunk rather than once per message.
+#[derive(Default)]
+pub struct PendingFlush {
+    clients: Vec<Arc<ClientShared>>,
+}
+
+const PENDING_DEDUPE_SCAN: usize = 16;
+
+impl PendingFlush {
+    pub fn add(&mut self, client: &Arc<ClientShared>) {
+        let already = self
+            .clients
+            .iter()
+            .rev()
+            .take(PENDING_DEDUPE_SCAN)
+            .any(|pending| pending.id == client.id);
+        if !already {
+            self.clients.push(client.clone());
+        }
+    }
+
+    pub fn flush(&mut self) {
+        for client in self.clients.drain(..) {
+            client.wake_writer();
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.clients.is_empty()
+    }
+}
+
+/// The subject table and the routing counters.
+pub struct Router {
+    sublist: Sublist<Subscriber>,
+    internal: Mutex<HashMap<u64, Arc<InternalSubscription>>>,
+    next_internal_id: AtomicU64,
+    random_state: AtomicU64,
+}
+
+impl Default for Router {
+    fn default() -> Self {
+        Router::new()
+    }
+}
+
+impl Router {
+    pub fn new() -> Router {
+        Router {
+            sublist: Sublist::new(),
+            internal: Mutex::new(HashMap::new()),
+            next_internal_id: AtomicU64::new(1),
+            random_state: AtomicU64::new(0x9E37_79B9_7F4A_7C15),
+        }
+    }
+
+    pub fn sublist(&self) -> &Sublist<Subscriber> {
+        &self.sublist
+    }
+
+    /// Add a subscription; subjects were validated by the caller, so an error here means an
+    /// invalid subject slipped through and the subscription is simply not added.
+    pub fn insert(&self, subject: &str, queue: Option<&str>, subscriber: Subscriber) -> bool {
+        self.sublist.insert(subject, queue, subscriber).is_ok()
+    }
+
+    pub fn subscription_count(&self) -> usize {
+        self.sublist.count()
+    }
+
+    /// /subsz counters.
+    pub fn statistics(&self) -> Vec<(String, serde_json::Value)> {
+        let stats = self.sublist.stats();
+        vec![
+            ("num_subscriptions".into(), stats.num_subscriptions.into()),
+            ("num_cache".into(), stats.num_cache.into()),
+            ("num_inserts".into(), stats.num_inserts.into()),
+            ("num_removes".into(), stats.num_removes.into()),
+            ("num_matches".into(), stats.num_matches.into()),
+            ("cache_hit_rate".into(), stats.cache_hit_rate.into()),
+            ("max_fanout".into(), stats.max_fanout.into()),
+            ("avg_fanout".into(), stats.avg_fanout.into()),
+        ]
+    }
+
+    pub fn remove(&self, subject: &str, queue: Option<&str>, subscriber: &Subscriber) {
+        self.sublist.remove(subject, queue, subscriber);
+    }
+
+    pub fn subscribe_internal(&self, subject: &str, queue: Option<&str>, handler: Handler) -> u64 {
+        let id = self.next_internal_id.fetch_add(1, Ordering::Relaxed);
+        let subscription = Arc::new(InternalSubscription {
+            id,
+            subject: subject.to_string(),
+            queue: queue.map(str::to_string),
+            handler,
+        });
+        self.internal.lock().insert(id, subscription.clone());
+        self.insert(subject, queue, Subscriber::Internal(subscription));
+        id
+    }
+
+    pub fn unsubscribe_internal(&self, id: u64) {
+        let removed = self.internal.lock().remove(&id);
+        if let Some(subscription) = removed {
+            let queue = subscription.queue.clone();
+            let subject = subscription.subject.clone();
+            self.remove(
+                &subject,
+                queue.as_deref(),
+                &Subscriber::Internal(subscription),
+            );
+        }
+    }
+
+    pub fn has_interest(&self, subject: &str) -> bool {
+        !self.sublist.matches(subject).is_empty()
+    }
+
+    /// A cheap, thread-safe pseudo-random number for queue member choice.
+    fn next_random(&self) -> u64 {
+        // SplitMix64 over a shared counter: fair enough spread, no lock, no thread-local setup.
+        let mut value = self
+            .random_state
+            .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed);
+        value = (value ^ (value >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        value = (value ^ (value >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        value ^ (value >> 31)
+    }
+
+    /// Route one message; returns how many subscribers got it.
+    pub fn route(
+        &self,
+        publisher: Option<&Arc<ClientShared>>,
+        delivery: &Delivery<'_>,
+        pending: &mut PendingFlush,
+    ) -> usize {
+        let Ok(subject) = std::str::from_utf8(delivery.subject) else {
+            return 0;
+        };
+        let result = self.sublist.matches(subject);
+        let mut delivered = 0;
+        for subscriber in result.plain.iter() {
+            if self.deliver(publisher, subscriber, delivery, pending) {
+                delivered += 1;
+            }
+        }
+        for (_, group) in result.queues.iter() {
+            if group.is_empty() {
+                continue;
+            }
+            // Start at a random member; move on when one cannot take it (closed, echo off,
+            // max reached) so the group still gets the message once.
+            let start = (self.next_random() % group.len() as u64) as usize;
+            for offset in 0..group.len() {
+                let subscriber = &group[(start + offset) % group.len()];
+                if self.deliver(publisher, subscriber, delivery, pending) {
+                    delivered += 1;
+                    break;
+                }
+            }
+        }
+        delivered
+    }
+
+    fn deliver(
+        &self,
+        publisher: Option<&Arc<ClientShared>>,
+        subscriber: &Subscriber,
+        delivery: &Delivery<'_>,
+        pending: &mut PendingFlush,
+    ) -> bool {
+        match subscriber {
+            Subscriber::Client(subscription) => {
+                let client = &subscription.client;
+                if let Some(publisher) = publisher {
+                    if publisher.id == client.id && !client.echo() {
+                        return false;
+                    }
+                }
+                let max = subscription.max.load(Ordering::Relaxed);
+                let count = subscription.delivered.fetch_add(1, Ordering::Relaxed) + 1;
+                if max > 0 && count > max {
+                    return false;
+                }
+                if !client.enqueue_message(subscription, delivery) {
+                    return false;
+                }
+                pending.add(client);
+                if max > 0 && count == max {
+                    self.remove_client_subscription(subscription);
+                }
+                true
+            }
+            Subscriber::Internal(subscription) => {
+                (subscription.handler)(Message {
+                    subject: delivery.subject.clone(),
+                    reply: delivery.reply.cloned(),
+                    headers: delivery.headers.cloned(),
+                    payload: delivery.payload.clone(),
+                });
+                true
+            }
+        }
+    }
+
+    /// Drop a client subscription from the table and from its client's sid map.
+    pub fn remove_client_subscription(&self, subscription: &Arc<ClientSubscription>) {
+        subscription
+            .client
+            .forget_subscription(&subscription.sid, subscription);
+        self.remove(
+            &subscription.subject,
+            subscription.queue.as_deref(),
+            &Subscriber::Client(subscription.clone()),
+        );
+    }
+}

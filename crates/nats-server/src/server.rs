@@ -1,0 +1,408 @@
+//! The running server: shared state (options, identity, subject table, connected clients,
+//! counters, JetStream), the accept loop, start-up (banner, listeners, pid and ports files)
+//! and graceful shutdown.
+
+use crate::auth::Authenticator;
+use crate::client::{self, ClientShared, CloseReason};
+use crate::config::Options;
+use crate::router::{Delivery, PendingFlush, Router};
+use crate::ServerError;
+use bytes::BytesMut;
+use nats_jetstream::{Handler, JetStream, Message, ServerIdentity, Transport};
+use nats_proto::ServerInfo;
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+use time::OffsetDateTime;
+use tokio::net::TcpListener;
+
+/// The version we report in INFO, /varz and `-v`: a nats-server version clients accept for
+/// feature gating (see docs/parity.md).
+pub const VERSION: &str = "2.12.0";
+/// The Go-version field of INFO: we are not Go; clients only display it.
+pub const GO_FIELD: &str = "rust";
+
+/// Server-wide counters (per-connection counters are summed in at read time).
+#[derive(Default)]
+pub struct ServerStats {
+    pub total_connections: AtomicU64,
+    pub slow_consumers: AtomicU64,
+    pub stale_connections: AtomicU64,
+    /// Counters of connections that are gone.
+    pub closed_in_msgs: AtomicU64,
+    pub closed_in_bytes: AtomicU64,
+    pub closed_out_msgs: AtomicU64,
+    pub closed_out_bytes: AtomicU64,
+}
+
+pub struct Server {
+    pub options: Options,
+    pub server_id: String,
+    pub server_name: String,
+    pub start_time: OffsetDateTime,
+    pub router: Router,
+    pub authenticator: Authenticator,
+    pub stats: ServerStats,
+    pub clients: Mutex<BTreeMap<u64, Arc<ClientShared>>>,
+    next_client_id: AtomicU64,
+    /// The address clients connect to (after a random port was picked).
+    pub client_address: OnceLock<SocketAddr>,
+    pub monitor_address: OnceLock<SocketAddr>,
+    pub jetstream: OnceLock<JetStream>,
+    pub http_requests: Mutex<BTreeMap<String, u64>>,
+    info_template: OnceLock<ServerInfo>,
+}
+
+impl Server {
+    pub fn new(options: Options) -> Arc<Server> {
+        let server_id = crate::identity::new_server_id();
+        let server_name = options
+            .server_name
+            .clone()
+            .unwrap_or_else(|| server_id.clone());
+        let authenticator = Authenticator::new(&options);
+        Arc::new(Server {
+            options,
+            server_id,
+            server_name,
+            start_time: OffsetDateTime::now_utc(),
+            router: Router::new(),
+            authenticator,
+            stats: ServerStats::default(),
+            clients: Mutex::new(BTreeMap::new()),
+            next_client_id: AtomicU64::new(1),
+            client_address: OnceLock::new(),
+            monitor_address: OnceLock::new(),
+            jetstream: OnceLock::new(),
+            http_requests: Mutex::new(BTreeMap::new()),
+            info_template: OnceLock::new(),
+        })
+    }
+
+    pub fn next_client_id(&self) -> u64 {
+        self.next_client_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Add a connection; false when max_connections is reached.
+    pub fn register_client(&self, client: &Arc<ClientShared>) -> bool {
+        let mut clients = self.clients.lock();
+        let limit = self.options.max_connections;
+        if limit >= 0 && clients.len() as i64 >= limit {
+            return false;
+        }
+        clients.insert(client.id, client.clone());
+        self.stats.total_connections.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
+    /// Remove a connection and its subscriptions; fold its counters into the totals.
+    pub fn unregister_client(&self, client: &Arc<ClientShared>) {
+        let subscriptions: Vec<_> = client
+            .subscriptions
+            .lock()
+            .drain()
+            .map(|(_, s)| s)
+            .collect();
+        for subscription in subscriptions {
+            self.router.remove(
+                &subscription.subject,
+                subscription.queue.as_deref(),
+                &crate::router::Subscriber::Client(subscription.clone()),
+            );
+        }
+        if self.clients.lock().remove(&client.id).is_some() {
+            let counters = &client.counters;
+            let stats = &self.stats;
+            stats
+                .closed_in_msgs
+                .fetch_add(counters.in_msgs.load(Ordering::Relaxed), Ordering::Relaxed);
+            stats
+                .closed_in_bytes
+                .fetch_add(counters.in_bytes.load(Ordering::Relaxed), Ordering::Relaxed);
+            stats
+                .closed_out_msgs
+                .fetch_add(counters.out_msgs.load(Ordering::Relaxed), Ordering::Relaxed);
+            stats.closed_out_bytes.fetch_add(
+                counters.out_bytes.load(Ordering::Relaxed),
+                Ordering::Relaxed,
+            );
+        }
+        let reason = client.closing().unwrap_or(CloseReason::ClientClosed);
+        tracing::debug!(
+            "{} - cid:{} - Client connection closed: {}",
+            client.address,
+            client.id,
+            reason.text()
+        );
+    }
+
+    /// The INFO sent to a new connection.
+    pub fn encode_info(&self, out: &mut BytesMut, client_id: u64, address: SocketAddr) {
+        let template = self.info_template.get_or_init(|| self.info_base());
+        let mut info = template.clone();
+        info.client_id = client_id;
+        info.client_ip = address.ip().to_string();
+        nats_proto::encode_info(out, &info);
+    }
+
+    fn info_base(&self) -> ServerInfo {
+        let port = self
+            .client_address
+            .get()
+            .map_or(self.options.port.max(0) as u16, SocketAddr::port);
+        ServerInfo {
+            server_id: self.server_id.clone(),
+            server_name: self.server_name.clone(),
+            version: VERSION.into(),
+            proto: 1,
+            go: GO_FIELD.into(),
+            host: self.options.host.clone(),
+            port,
+            headers: true,
+            auth_required: self.authenticator.required(),
+            max_payload: i32::try_from(self.options.max_payload).unwrap_or(i32::MAX),
+            jetstream: self.jetstream.get().is_some(),
+            ..ServerInfo::default()
+        }
+    }
+
+    /// Summed message counters: (in_msgs, in_bytes, out_msgs, out_bytes).
+    pub fn message_totals(&self) -> (u64, u64, u64, u64) {
+        let stats = &self.stats;
+        let mut totals = (
+            stats.closed_in_msgs.load(Ordering::Relaxed),
+            stats.closed_in_bytes.load(Ordering::Relaxed),
+            stats.closed_out_msgs.load(Ordering::Relaxed),
+            stats.closed_out_bytes.load(Ordering::Relaxed),
+        );
+        for client in self.clients.lock().values() {
+            let counters = &client.counters;
+            totals.0 += counters.in_msgs.load(Ordering::Relaxed);
+            totals.1 += counters.in_bytes.load(Ordering::Relaxed);
+            totals.2 += counters.out_msgs.load(Ordering::Relaxed);
+            totals.3 += counters.out_bytes.load(Ordering::Relaxed);
+        }
+        totals
+    }
+
+    pub fn identity(&self) -> ServerIdentity {
+        ServerIdentity {
+            server_id: self.server_id.clone(),
+            server_name: self.server_name.clone(),
+            version: VERSION.into(),
+        }
+    }
+}
+
+/// Core routing as JetStream sees it.
+pub struct ServerTransport {
+    server: Weak<Server>,
+}
+
+impl Transport for ServerTransport {
+    fn publish(&self, message: Message) {
+        let Some(server) = self.server.upgrade() else {
+            return;
+        };
+        let mut pending = PendingFlush::default();
+        let delivery = Delivery {
+            subject: &message.subject,
+            reply: message.reply.as_ref(),
+            headers: message.headers.as_ref(),
+            payload: &message.payload,
+        };
+        server.router.route(None, &delivery, &mut pending);
+        pending.flush();
+    }
+
+    fn subscribe(&self, subject: &str, queue: Option<&str>, handler: Handler) -> u64 {
+        match self.server.upgrade() {
+            Some(server) => server.router.subscribe_internal(subject, queue, handler),
+            None => 0,
+        }
+    }
+
+    fn unsubscribe(&self, id: u64) {
+        if let Some(server) = self.server.upgrade() {
+            server.router.unsubscribe_internal(id);
+        }
+    }
+
+    fn has_interest(&self, subject: &str) -> bool {
+        self.server
+            .upgrade()
+            .is_some_and(|server| server.router.has_interest(subject))
+    }
+}
+
+fn log_banner(server: &Server) {
+    tracing::info!("Starting nats-server");
+    tracing::info!("  Version:  {}", VERSION);
+    tracing::info!("  Git:      [not set]");
+    tracing::info!("  Name:     {}", server.server_name);
+    tracing::info!("  ID:       {}", server.server_id);
+    if let Some(path) = &server.options.config_file {
+        tracing::info!("Using configuration file: {}", path.display());
+    }
+    for warning in &server.options.warnings {
+        tracing::warn!("{warning}");
+    }
+}
+
+/// Run the server until SIGINT/SIGTERM.
+pub async fn run(options: Options) -> Result<(), ServerError> {
+    let server = Server::new(options);
+    log_banner(&server);
+
+    if server.options.jetstream.enabled {
+        tracing::info!("Starting JetStream");
+        let started = std::time::Instant::now();
+        let transport = Arc::new(ServerTransport {
+            server: Arc::downgrade(&server),
+        });
+        let jetstream = JetStream::start(
+            server.options.jetstream.clone(),
+            server.identity(),
+            transport,
+        )
+        .await
+        .map_err(|error| ServerError::JetStream(error.to_string()))?;
+        for line in jetstream.banner_lines() {
+            tracing::info!("{line}");
+        }
+        tracing::info!("Took {:?} to start JetStream", started.elapsed());
+        let _ = server.jetstream.set(jetstream);
+    }
+
+    if server.options.http_port != 0 {
+        let host = server
+            .options
+            .http_host
+            .clone()
+            .unwrap_or_else(|| server.options.host.clone());
+        let port = if server.options.http_port < 0 {
+            0
+        } else {
+            server.options.http_port as u16
+        };
+        let listener = TcpListener::bind((host.as_str(), port))
+            .await
+            .map_err(|source| ServerError::Listen {
+                address: format!("{host}:{port}"),
+                source,
+            })?;
+        let address = listener.local_addr().map_err(ServerError::Io)?;
+        let _ = server.monitor_address.set(address);
+        tracing::info!("Starting http monitor on {}", address);
+        tokio::spawn(crate::monitor::serve(server.clone(), listener));
+    }
+
+    let port = if server.options.port < 0 {
+        0
+    } else {
+        server.options.port as u16
+    };
+    let host = server.options.host.clone();
+    let listener = TcpListener::bind((host.as_str(), port))
+        .await
+        .map_err(|source| ServerError::Listen {
+            address: format!("{host}:{port}"),
+            source,
+        })?;
+    let address = listener.local_addr().map_err(ServerError::Io)?;
+    let _ = server.client_address.set(address);
+    tracing::info!("Listening for client connections on {}", address);
+
+    if let Some(path) = &server.options.pid_file {
+        std::fs::write(path, std::process::id().to_string()).map_err(ServerError::Io)?;
+    }
+    let ports_file = write_ports_file(&server)?;
+    tracing::info!("Server is ready");
+
+    let accept_server = server.clone();
+    let accept = tokio::spawn(async move {
+        loop {
+            match listener.accept().await {
+                Ok((stream, peer)) => client::spawn_connection(&accept_server, stream, peer),
+                Err(error) => {
+                    tracing::error!("Error accepting client connection: {error}");
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+            }
+        }
+    });
+
+    wait_for_signal().await;
+    tracing::info!("Initiating Shutdown...");
+    accept.abort();
+    if let Some(jetstream) = server.jetstream.get() {
+        tracing::info!("Initiating JetStream Shutdown...");
+        jetstream.shutdown().await;
+        tracing::info!("JetStream Shutdown");
+    }
+    let clients: Vec<_> = server.clients.lock().values().cloned().collect();
+    for client in &clients {
+        client.close(CloseReason::ServerShutdown);
+    }
+    // Give writers a bounded moment to flush what they hold.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(2);
+    while !server.clients.lock().is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    if let Some(path) = ports_file {
+        let _ = std::fs::remove_file(path);
+    }
+    if let Some(path) = &server.options.pid_file {
+        let _ = std::fs::remove_file(path);
+    }
+    tracing::info!("Server Exiting..");
+    Ok(())
+}
+
+fn write_ports_file(server: &Server) -> Result<Option<std::path::PathBuf>, ServerError> {
+    let Some(dir) = &server.options.ports_file_dir else {
+        return Ok(None);
+    };
+    let executable = std::env::current_exe()
+        .ok()
+        .and_then(|path| {
+            path.file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "nats-server".into());
+    let path = dir.join(format!("{executable}_{}.ports", std::process::id()));
+    let mut ports = serde_json::Map::new();
+    if let Some(address) = server.client_address.get() {
+        ports.insert(
+            "nats".into(),
+            serde_json::json!([format!("nats://{address}")]),
+        );
+    }
+    if let Some(address) = server.monitor_address.get() {
+        ports.insert(
+            "monitoring".into(),
+            serde_json::json!([format!("http://{address}")]),
+        );
+    }
+    let text = serde_json::Value::Object(ports).to_string();
+    std::fs::write(&path, text).map_err(ServerError::Io)?;
+    Ok(Some(path))
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut terminate), Ok(mut interrupt)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        // Without signal handlers, run until killed.
+        std::future::pending::<()>().await;
+        return;
+    };
+    tokio::select! {
+        _ = terminate.recv() => tracing::info!("Trapped \"terminated\" signal"),
+        _ = interrupt.recv() => tracing::info!("Trapped \"interrupt\" signal"),
+    }
+}
