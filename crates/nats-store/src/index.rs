@@ -2,7 +2,7 @@
 //! and a subject table (first/last/count per subject) interned to compact ids.
 //!
 //! Memory: a slot is 24 bytes per sequence; a subject costs one table entry (40 bytes), one hash
-//! bucket (5 bytes + load slack) and one allocation of its text.
+//! bucket (9 bytes + load slack) and one allocation of its text.
 
 use std::collections::VecDeque;
 
@@ -61,7 +61,8 @@ pub struct SubjectEntry {
 pub struct SubjectTable {
     entries: Vec<SubjectEntry>,
     free_ids: Vec<u32>,
-    table: HashTable<u32>,
+    /// `(id, hash)`: the hash lives in the table so probing and growing never touch `entries`.
+    table: HashTable<(u32, u32)>,
     hasher: DefaultHashBuilder,
     live: usize,
 }
@@ -75,11 +76,26 @@ impl SubjectTable {
         self.live == 0
     }
 
+    /// 32 bits of hash, spread so both hashbrown's bucket bits (low) and tag bits (high) use it.
+    fn hash32(&self, subject: &str) -> u32 {
+        let full = self.hasher.hash_one(subject);
+        (full ^ (full >> 32)) as u32
+    }
+
+    fn table_hash(hash: u32) -> u64 {
+        (u64::from(hash) << 32) | u64::from(hash)
+    }
+
     pub fn lookup(&self, subject: &str) -> Option<u32> {
-        let hash = self.hasher.hash_one(subject);
+        self.lookup_hashed(self.hash32(subject), subject)
+    }
+
+    fn lookup_hashed(&self, hash: u32, subject: &str) -> Option<u32> {
         self.table
-            .find(hash, |id| &*self.entries[*id as usize].subject == subject)
-            .copied()
+            .find(Self::table_hash(hash), |(id, stored)| {
+                *stored == hash && &*self.entries[*id as usize].subject == subject
+            })
+            .map(|(id, _)| *id)
     }
 
     pub fn entry(&self, id: u32) -> &SubjectEntry {
@@ -88,7 +104,8 @@ impl SubjectTable {
 
     /// Count one more message `seq` on `subject`, creating the entry when needed.
     pub fn add(&mut self, subject: &str, seq: u64) -> u32 {
-        if let Some(id) = self.lookup(subject) {
+        let hash = self.hash32(subject);
+        if let Some(id) = self.lookup_hashed(hash, subject) {
             let entry = &mut self.entries[id as usize];
             if entry.count == 0 {
                 entry.first = seq;
@@ -114,19 +131,20 @@ impl SubjectTable {
                 (self.entries.len() - 1) as u32
             }
         };
-        let hash = self.hasher.hash_one(subject);
-        let entries = &self.entries;
-        let hasher = &self.hasher;
-        self.table.insert_unique(hash, id, |other| {
-            hasher.hash_one(&*entries[*other as usize].subject)
-        });
+        self.table
+            .insert_unique(Self::table_hash(hash), (id, hash), |(_, stored)| {
+                Self::table_hash(*stored)
+            });
         self.live += 1;
         id
     }
 
     fn release(&mut self, id: u32) {
-        let hash = self.hasher.hash_one(&*self.entries[id as usize].subject);
-        if let Ok(found) = self.table.find_entry(hash, |other| *other == id) {
+        let hash = self.hash32(&self.entries[id as usize].subject);
+        if let Ok(found) = self
+            .table
+            .find_entry(Self::table_hash(hash), |(other, _)| *other == id)
+        {
             found.remove();
         }
         self.entries[id as usize].subject = "".into();
@@ -157,7 +175,7 @@ impl SubjectTable {
     /// Heap bytes used (for the memory figure).
     pub fn heap_bytes(&self) -> usize {
         self.entries.capacity() * std::mem::size_of::<SubjectEntry>()
-            + self.table.capacity() * (std::mem::size_of::<u32>() + 1)
+            + self.table.capacity() * (std::mem::size_of::<(u32, u32)>() + 1)
             + self
                 .entries
                 .iter()
@@ -268,6 +286,11 @@ impl MessageIndex {
         self.slots
             .get_mut(usize::try_from(offset).ok()?)
             .filter(|slot| slot.is_live())
+    }
+
+    /// Room for `additional` more sequences.
+    pub fn reserve(&mut self, additional: usize) {
+        self.slots.reserve(additional);
     }
 
     /// Append `seq` (> last) with `subject`; sequences in between become deleted.

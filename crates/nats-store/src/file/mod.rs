@@ -580,17 +580,21 @@ impl Backend for FileBackend {
     fn close(&mut self, index: &MessageIndex, ttls: &TtlIndex) -> Result<(), StoreError> {
         // The index snapshot: every block, the active one included, gets an index file matching
         // its final length, so the next open reads no block data.
+        // Sealed blocks keep a valid index until they are rewritten; only the rest need one.
+        let last = self.blocks.len().saturating_sub(1);
+        let mut written = Vec::new();
         for position in 0..self.blocks.len() {
-            self.write_block_index(position, index, ttls, false)?;
+            if position == last || self.blocks[position].needs_index {
+                self.write_block_index(position, index, ttls, false)?;
+                written.push(index_path(&self.dir, self.blocks[position].id));
+            }
         }
-        sync_dir(&self.dir)?;
-        for position in 0..self.blocks.len() {
-            let path = index_path(&self.dir, self.blocks[position].id);
+        for path in written {
             File::open(&path)
                 .and_then(|file| file.sync_all())
                 .map_err(StoreError::io(&path))?;
         }
-        Ok(())
+        sync_dir(&self.dir)
     }
 
     fn set_metadata(&mut self, blob: &[u8]) -> Result<(), StoreError> {

@@ -147,6 +147,7 @@ fn load_from_index(
     if header.first_seq > index.last_seq() + 1 {
         index.extend_deleted_to(header.first_seq - 1);
     }
+    index.reserve(messages.len());
     for message in &messages {
         add_message(index, ttls, report, message);
     }

@@ -1,0 +1,276 @@
+//! Prints the FileStore's performance figures next to the raw speed of the same disk.
+//!
+//! `cargo run --release -p nats-store --example store_figures [-- DIR]` (default: a temp dir).
+//! Figures: append throughput (1 KB and 128 B; interval sync and `always` + group commit) versus
+//! plain sequential write+fsync; open time of a 1M-message store after clean close and after a
+//! crash; load_last / num_pending with 1M distinct subjects; index memory per subject.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use nats_store::{FileStore, FileStoreOptions, StreamStore, StreamStoreConfig, SyncPolicy};
+
+const BATCH: usize = 100;
+
+fn mb(bytes: u64, elapsed: Duration) -> f64 {
+    bytes as f64 / elapsed.as_secs_f64() / 1e6
+}
+
+/// Raw sequential write of `total` bytes in `chunk`-sized writes; fsync every `sync_every` chunks
+/// (0: once at the end).
+fn raw_write(dir: &Path, total: u64, chunk: usize, sync_every: usize) -> f64 {
+    let path = dir.join("raw.bin");
+    let mut file = File::create(&path).expect("create raw file");
+    let buffer = vec![0x5au8; chunk];
+    let start = Instant::now();
+    let mut written = 0u64;
+    let mut chunks = 0usize;
+    while written < total {
+        file.write_all(&buffer).expect("raw write");
+        written += chunk as u64;
+        chunks += 1;
+        if sync_every > 0 && chunks.is_multiple_of(sync_every) {
+            file.sync_data().expect("raw fsync");
+        }
+    }
+    file.sync_data().expect("raw fsync");
+    let speed = mb(written, start.elapsed());
+    drop(file);
+    let _ = std::fs::remove_file(&path);
+    speed
+}
+
+fn options(sync: SyncPolicy) -> FileStoreOptions {
+    FileStoreOptions {
+        sync,
+        ..FileStoreOptions::default()
+    }
+}
+
+/// Append `count` messages of `payload` bytes in batches of BATCH with one flush per batch.
+/// Returns (messages/s, MB/s of record bytes written to disk).
+fn append(dir: &Path, count: usize, payload: usize, sync: SyncPolicy) -> (f64, f64) {
+    let _ = std::fs::remove_dir_all(dir);
+    let mut store =
+        FileStore::open(dir, StreamStoreConfig::default(), options(sync)).expect("open store");
+    let body = vec![0x42u8; payload];
+    let subject = "bench.append.subject";
+    let start = Instant::now();
+    for index in 0..count {
+        store.store_msg(subject, b"", &body, None).expect("store");
+        if (index + 1) % BATCH == 0 {
+            store.flush().expect("flush");
+        }
+    }
+    store.flush().expect("flush");
+    store.sync().expect("sync");
+    let elapsed = start.elapsed();
+    let record_bytes = (count * (payload + subject.len() + 40)) as u64;
+    store.close().expect("close");
+    (
+        count as f64 / elapsed.as_secs_f64(),
+        mb(record_bytes, elapsed),
+    )
+}
+
+fn open_time(dir: &Path) -> (Duration, u64, String) {
+    let start = Instant::now();
+    let store = FileStore::open(
+        dir,
+        StreamStoreConfig::default(),
+        options(SyncPolicy::default()),
+    )
+    .expect("open");
+    let elapsed = start.elapsed();
+    let report = store.recovery_report();
+    let summary = format!(
+        "{} blocks from index, {} scanned",
+        report.blocks_from_index, report.blocks_scanned
+    );
+    let msgs = store.state().msgs;
+    std::mem::forget(store);
+    (elapsed, msgs, summary)
+}
+
+fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|statm| statm.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4096)
+}
+
+fn main() {
+    // Profiling aid: only time opening an existing store directory.
+    if let Ok(dir) = std::env::var("STORE_FIGURES_OPEN_ONLY") {
+        for _ in 0..3 {
+            let (elapsed, msgs, summary) = open_time(Path::new(&dir));
+            println!(
+                "open: {:.0} ms for {msgs} msgs ({summary})",
+                elapsed.as_secs_f64() * 1e3
+            );
+        }
+        return;
+    }
+    let base: PathBuf = std::env::args()
+        .nth(1)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            std::env::temp_dir().join(format!("store-figures-{}", std::process::id()))
+        });
+    std::fs::create_dir_all(&base).expect("create base dir");
+    println!("directory: {}", base.display());
+
+    // --- append throughput vs raw disk ---
+    let raw_total = 256 * 1024 * 1024;
+    let raw_interval = raw_write(&base, raw_total, 1 << 20, 0);
+    println!("raw sequential write (1 MiB writes, one fsync):       {raw_interval:8.1} MB/s");
+    for (payload, count) in [(1024usize, 200_000usize), (128, 1_000_000)] {
+        let record = payload + 20 + 40;
+        let (rate, speed) = append(&base.join("append"), count, payload, SyncPolicy::default());
+        println!(
+            "append {payload:>4} B, interval sync, flush per {BATCH}:   {rate:10.0} msg/s {speed:8.1} MB/s = {:5.1}% of raw",
+            speed / raw_interval * 100.0
+        );
+        let always_count = count / 10;
+        let raw_always = raw_write(&base, (always_count * record) as u64, BATCH * record, 1);
+        let (rate, speed) = append(
+            &base.join("append"),
+            always_count,
+            payload,
+            SyncPolicy::Always,
+        );
+        println!(
+            "append {payload:>4} B, sync always, group commit {BATCH}: {rate:10.0} msg/s {speed:8.1} MB/s = {:5.1}% of raw write+fsync per {} B batch ({raw_always:.1} MB/s)",
+            speed / raw_always * 100.0,
+            BATCH * record
+        );
+    }
+
+    // --- 1M messages, 1M distinct subjects: open times, lookups, memory ---
+    let big = base.join("big");
+    let _ = std::fs::remove_dir_all(&big);
+    let count = 1_000_000u64;
+    let rss_before = rss_bytes();
+    let mut store = FileStore::open(
+        &big,
+        StreamStoreConfig::default(),
+        options(SyncPolicy::default()),
+    )
+    .expect("open big");
+    let start = Instant::now();
+    let mut subject_bytes = 0usize;
+    for index in 0..count {
+        let subject = format!("kv.bucket.key{index:07}");
+        subject_bytes += subject.len();
+        store
+            .store_msg(&subject, b"", b"0123456789abcdef", None)
+            .expect("store");
+        if index % 1000 == 999 {
+            store.flush().expect("flush");
+        }
+    }
+    store.flush().expect("flush");
+    println!(
+        "stored {count} msgs with {count} distinct subjects in {:.2} s",
+        start.elapsed().as_secs_f64()
+    );
+    let subject_index = store.subject_index_bytes();
+    let average_subject = subject_bytes as f64 / count as f64;
+    println!(
+        "subject index: {:.1} bytes/subject incl. text (avg subject {average_subject:.1} B) = {:.1} + subject length; sequence index {:.1} bytes/msg; process RSS growth {:.1} MB",
+        subject_index as f64 / count as f64,
+        subject_index as f64 / count as f64 - average_subject,
+        store.sequence_index_bytes() as f64 / count as f64,
+        (rss_bytes().saturating_sub(rss_before)) as f64 / 1e6
+    );
+    let probes = 100_000u64;
+    let start = Instant::now();
+    for probe in 0..probes {
+        let key = format!("kv.bucket.key{:07}", (probe * 7919) % count);
+        let message = store.load_last(&key).expect("load_last");
+        assert!(message.is_some());
+    }
+    println!(
+        "load_last(literal subject) with 1M subjects: {:.2} µs/op",
+        start.elapsed().as_secs_f64() * 1e6 / probes as f64
+    );
+    let start = Instant::now();
+    let mut total = 0;
+    for probe in 0..probes {
+        let key = format!("kv.bucket.key{:07}", (probe * 7919) % count);
+        total += store.num_pending(&key, 1, false);
+    }
+    assert_eq!(total, probes);
+    println!(
+        "num_pending(literal subject) with 1M subjects: {:.2} µs/op",
+        start.elapsed().as_secs_f64() * 1e6 / probes as f64
+    );
+    let start = Instant::now();
+    let pending = store.num_pending("kv.bucket.*", 500_000, false);
+    println!(
+        "num_pending(wildcard over 1M subjects, from mid-stream) = {pending}: {:.1} ms",
+        start.elapsed().as_secs_f64() * 1e3
+    );
+    let start = Instant::now();
+    let pending = store.num_pending(">", 500_000, false);
+    println!(
+        "num_pending(>, from mid-stream) = {pending}: {:.3} ms",
+        start.elapsed().as_secs_f64() * 1e3
+    );
+    let start = Instant::now();
+    store.close().expect("close");
+    println!(
+        "clean close (index snapshot): {:.0} ms",
+        start.elapsed().as_secs_f64() * 1e3
+    );
+
+    let (elapsed, msgs, summary) = open_time(&big);
+    println!(
+        "open after clean close: {:.0} ms for {msgs} msgs ({summary})",
+        elapsed.as_secs_f64() * 1e3
+    );
+
+    // Crash: append more without close, so the active block has no valid index.
+    {
+        let mut store = FileStore::open(
+            &big,
+            StreamStoreConfig::default(),
+            options(SyncPolicy::default()),
+        )
+        .expect("reopen");
+        for index in 0..50_000u64 {
+            store
+                .store_msg(
+                    &format!("kv.bucket.more{index}"),
+                    b"",
+                    b"0123456789abcdef",
+                    None,
+                )
+                .expect("store");
+        }
+        store.flush().expect("flush");
+        std::mem::forget(store);
+    }
+    let (elapsed, msgs, summary) = open_time(&big);
+    println!(
+        "open after crash: {:.0} ms for {msgs} msgs ({summary})",
+        elapsed.as_secs_f64() * 1e3
+    );
+    // Worst case: no index files at all (every block scanned and checksummed).
+    for entry in std::fs::read_dir(&big).expect("read dir") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|ext| ext == "idx") {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+    let (elapsed, msgs, summary) = open_time(&big);
+    println!(
+        "open with every index lost (full scan): {:.0} ms for {msgs} msgs ({summary})",
+        elapsed.as_secs_f64() * 1e3
+    );
+    if std::env::var_os("STORE_FIGURES_KEEP").is_none() {
+        let _ = std::fs::remove_dir_all(&base);
+    }
+}
