@@ -132,7 +132,7 @@ async fn create_publish_info_flow() {
         .create(json!({"name": "ORDERS", "subjects": ["orders.>"]}))
         .await;
     assert!(again.get("error").is_none(), "{again}");
-    assert!(again.get("did_create").is_none());
+    assert_eq!(again["did_create"], true);
     let conflict = fixture
         .create(json!({"name": "ORDERS", "subjects": ["orders.*"]}))
         .await;

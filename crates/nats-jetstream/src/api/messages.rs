@@ -35,7 +35,8 @@ pub(crate) fn load_requested(
 impl Engine {
     pub(crate) fn message_get(&self, request: &Request, name: &str) {
         match self.try_message_get(request, name) {
-            Ok(message) => self.respond(request, &MsgGetResponse::ok(message), false),
+            // nats-server does not count successful gets in the API totals.
+            Ok(message) => self.respond_uncounted(request, &MsgGetResponse::ok(message)),
             Err(error) => self.respond(request, &MsgGetResponse::error(error), true),
         }
     }
@@ -118,16 +119,22 @@ impl Engine {
             let removed = done.await.unwrap_or_else(|_| {
                 Err(errors::STREAM_MSG_DELETE_FAILED.with_err("stream stopped"))
             })?;
-            if !removed {
-                return Err(errors::SEQUENCE_NOT_FOUND.with(&[("seq", &delete.sequence)]));
-            }
-            Ok(())
+            Ok(removed)
         }
         .await;
         match result {
-            Ok(()) => self.respond(
+            Ok(true) => self.respond(
                 request,
                 &SuccessResponse::ok(STREAM_MSG_DELETE_RESPONSE_TYPE),
+                false,
+            ),
+            // nats-server answers a missing sequence on its success path (not an API error).
+            Ok(false) => self.respond(
+                request,
+                &SuccessResponse::error(
+                    STREAM_MSG_DELETE_RESPONSE_TYPE,
+                    errors::STREAM_MSG_DELETE_FAILED.with_err("no message found"),
+                ),
                 false,
             ),
             Err(error) => self.respond(

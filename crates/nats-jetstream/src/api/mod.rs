@@ -63,17 +63,22 @@ impl Engine {
         }
     }
 
-    /// Send a JSON response, counting it (and counting it as an error when `failed`).
-    pub(crate) fn respond<T: Serialize>(&self, request: &Request, body: &T, failed: bool) {
-        self.api.total.fetch_add(1, Ordering::Relaxed);
-        if failed {
-            self.api.errors.fetch_add(1, Ordering::Relaxed);
-        }
+    /// Send a JSON response without touching the API counters.
+    pub(crate) fn respond_uncounted<T: Serialize>(&self, request: &Request, body: &T) {
         self.transport.publish(Message {
             subject: request.reply.clone(),
             reply: None,
             headers: None,
             payload: Bytes::from(jetstream_api::json::encode_response(body)),
         });
+    }
+
+    /// Send a JSON response, counting it (and counting it as an error when `failed`).
+    pub(crate) fn respond<T: Serialize>(&self, request: &Request, body: &T, failed: bool) {
+        self.respond_uncounted(request, body);
+        self.api.total.fetch_add(1, Ordering::Relaxed);
+        if failed {
+            self.api.errors.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }

@@ -3,6 +3,7 @@
 use super::Request;
 use crate::engine::Engine;
 use crate::stream::{Stream, StreamCommand};
+use jetstream_api::advisory::ActionKind;
 use jetstream_api::json::decode_request;
 use jetstream_api::{
     errors, metadata, ApiError, ClusterInfo, Paged, StreamConfigRequest, StreamCreateResponse,
@@ -20,6 +21,14 @@ const NAMES_LIMIT: usize = 1024;
 const LIST_LIMIT: usize = 256;
 const MAX_SUBJECT_DETAILS: usize = 100_000;
 
+/// Which response a stream info is built for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum InfoView {
+    Info,
+    CreateOrUpdate,
+    List,
+}
+
 /// What STREAM.INFO may add to the state.
 #[derive(Default)]
 pub(crate) struct InfoDetail<'a> {
@@ -28,14 +37,15 @@ pub(crate) struct InfoDetail<'a> {
 }
 
 impl Engine {
-    /// A stream's info as nats-server builds it. `with_cluster`: INFO and LIST report the
-    /// leader; CREATE and UPDATE do not.
+    /// A stream's info as nats-server builds it. `view` decides the extras: INFO reports the
+    /// leader and the dynamic metadata, CREATE/UPDATE only the metadata, LIST neither.
     pub(crate) fn build_stream_info(
         &self,
         stream: &Stream,
         detail: &InfoDetail<'_>,
-        with_cluster: bool,
+        view: InfoView,
     ) -> (StreamInfo, usize) {
+        let with_cluster = view == InfoView::Info;
         let config = stream.config();
         let (state, subjects_total) = {
             let store = stream.store.lock();
@@ -72,7 +82,11 @@ impl Engine {
             (state, subjects_total)
         };
         let info = StreamInfo {
-            config: metadata::stream_config_for_response(&config),
+            config: if view == InfoView::List {
+                config
+            } else {
+                metadata::stream_config_for_response(&config)
+            },
             created: Timestamp::from_unix_nanos(stream.created),
             state,
             domain: if with_cluster {
@@ -95,9 +109,10 @@ impl Engine {
         match result {
             Ok((info, did_create)) => {
                 if did_create {
-                    self.advise_stream_action(name, "create", &request.payload);
+                    self.advise_stream_action(name, ActionKind::Create);
                 }
-                self.respond(request, &StreamCreateResponse::ok(info, did_create), false)
+                // nats-server answers `did_create: true` for an identical existing stream too.
+                self.respond(request, &StreamCreateResponse::ok(info, true), false)
             }
             Err(error) => self.respond(request, &StreamCreateResponse::error(error), true),
         }
@@ -133,7 +148,8 @@ impl Engine {
             .create_stream(&config, config_request.pedantic)
             .await
             .map_err(wrap_create_error)?;
-        let (info, _) = self.build_stream_info(&stream, &InfoDetail::default(), false);
+        let (info, _) =
+            self.build_stream_info(&stream, &InfoDetail::default(), InfoView::CreateOrUpdate);
         Ok((info, did_create))
     }
 
@@ -154,13 +170,14 @@ impl Engine {
                         error
                     }
                 })?;
-            let (info, _) = self.build_stream_info(&stream, &InfoDetail::default(), false);
+            let (info, _) =
+                self.build_stream_info(&stream, &InfoDetail::default(), InfoView::CreateOrUpdate);
             Ok::<_, ApiError>(info)
         }
         .await;
         match result {
             Ok(info) => {
-                self.advise_stream_action(name, "modify", &request.payload);
+                self.advise_stream_action(name, ActionKind::Modify);
                 self.respond(request, &StreamUpdateResponse::ok(info), false)
             }
             Err(error) => self.respond(request, &StreamUpdateResponse::error(error), true),
@@ -189,7 +206,7 @@ impl Engine {
             deleted_details: info_request.deleted_details,
             subjects_filter: Some(info_request.subjects_filter.as_str()),
         };
-        let (mut info, subjects_total) = self.build_stream_info(&stream, &detail, true);
+        let (mut info, subjects_total) = self.build_stream_info(&stream, &detail, InfoView::Info);
         let mut paged = Paged::default();
         if subjects_total > 0 {
             let offset = info_request.offset.min(subjects_total);
@@ -213,7 +230,7 @@ impl Engine {
     pub(crate) async fn stream_delete(self: &Arc<Self>, request: &Request, name: &str) {
         match self.delete_stream(name).await {
             Ok(()) => {
-                self.advise_stream_action(name, "delete", &request.payload);
+                self.advise_stream_action(name, ActionKind::Delete);
                 self.respond(
                     request,
                     &SuccessResponse::ok(STREAM_DELETE_RESPONSE_TYPE),
@@ -333,7 +350,7 @@ impl Engine {
             .skip(offset)
             .take(LIST_LIMIT)
             .map(|stream| {
-                self.build_stream_info(stream, &InfoDetail::default(), true)
+                self.build_stream_info(stream, &InfoDetail::default(), InfoView::List)
                     .0
             })
             .collect();
