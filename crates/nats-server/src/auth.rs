@@ -41,14 +41,20 @@ impl Rules {
                 .any(|pattern| pattern_matches(pattern, subject))
     }
 
-    /// A subscription subject (may hold wildcards): allowed when some allow pattern covers it
-    /// entirely and no deny pattern covers it.
+    /// A subscription subject (may hold wildcards). Matched token by token with its wildcards
+    /// taken literally, as nats-server's sublist match does: allow `sub.*` admits `sub.>`.
     fn allows_subscribe(&self, subject: &str) -> bool {
         let allowed = match &self.allow {
             None => true,
-            Some(patterns) => patterns.iter().any(|pattern| is_subset(subject, pattern)),
+            Some(patterns) => patterns
+                .iter()
+                .any(|pattern| pattern_matches(pattern, subject)),
         };
-        allowed && !self.deny.iter().any(|pattern| is_subset(subject, pattern))
+        allowed
+            && !self
+                .deny
+                .iter()
+                .any(|pattern| pattern_matches(pattern, subject))
     }
 }
 

@@ -329,12 +329,12 @@ impl Session {
                 let text = nats_proto::err_text::permissions_violation_publish(
                     &String::from_utf8_lossy(&subject),
                 );
+                let user = self.shared.meta.lock().user.clone().unwrap_or_default();
                 tracing::error!(
-                    "{} - cid:{} - \"{}\" - Publish Violation - User {:?}, Subject \"{}\"",
+                    "{} - cid:{} - Publish Violation - User {:?}, Subject \"{}\"",
                     self.shared.address,
                     self.shared.id,
-                    self.shared.meta.lock().version.clone().unwrap_or_default(),
-                    self.shared.meta.lock().user.clone().unwrap_or_default(),
+                    user,
                     String::from_utf8_lossy(&subject)
                 );
                 self.send_err(&text);

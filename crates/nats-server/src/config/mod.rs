@@ -9,3 +9,6 @@ pub mod parser;
 
 pub use options::{apply_config_file, duration_text, Options, Permissions, SubjectRules, User};
 pub use parser::{ConfigError, Entry, Value};
+
+#[cfg(test)]
+mod tests;

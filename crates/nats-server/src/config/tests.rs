@@ -1,0 +1,237 @@
+//! Config syntax and option-mapping tests, including `file:line:col` errors.
+
+use super::options::{apply_items, parse_duration};
+use super::parser::{parse_file, parse_str, Value};
+use super::Options;
+use std::path::Path;
+use std::time::Duration;
+
+fn options_from(text: &str) -> Result<Options, String> {
+    let items = parse_str(text, Path::new("test.conf")).map_err(|error| error.to_string())?;
+    let mut options = Options::default();
+    apply_items(&mut options, &items).map_err(|error| error.to_string())?;
+    Ok(options)
+}
+
+fn value_of(text: &str, key: &str) -> Value {
+    let items = parse_str(text, Path::new("test.conf")).unwrap();
+    items
+        .into_iter()
+        .find(|(name, _)| name == key)
+        .map(|(_, entry)| entry.value)
+        .unwrap()
+}
+
+#[test]
+fn three_separator_styles() {
+    let options = options_from("port: 4333\nhost = 127.0.0.1\nserver_name my-server\n").unwrap();
+    assert_eq!(options.port, 4333);
+    assert_eq!(options.host, "127.0.0.1");
+    assert_eq!(options.server_name.as_deref(), Some("my-server"));
+}
+
+#[test]
+fn sizes_as_nats_server_reads_them() {
+    assert_eq!(value_of("a: 512M", "a"), Value::Integer(512_000_000));
+    assert_eq!(value_of("a: 1G", "a"), Value::Integer(1_000_000_000));
+    assert_eq!(value_of("a: 1GB", "a"), Value::Integer(1 << 30));
+    assert_eq!(value_of("a: 1KB", "a"), Value::Integer(1024));
+    assert_eq!(value_of("a: 2k", "a"), Value::Integer(2000));
+    assert_eq!(value_of("a: 1MB", "a"), Value::Integer(1 << 20));
+    assert_eq!(value_of("a: 1mib", "a"), Value::Integer(1 << 20));
+    assert_eq!(value_of("a: -1", "a"), Value::Integer(-1));
+    assert_eq!(value_of("a: 1.5", "a"), Value::Float(1.5));
+}
+
+#[test]
+fn strings_booleans_and_comments() {
+    let text = "# comment\na: \"quoted # not comment\" // trailing\nb: 'single'\nc: true\nd: off\ne: bare.value\nf: 10s\n";
+    assert_eq!(
+        value_of(text, "a"),
+        Value::String("quoted # not comment".into())
+    );
+    assert_eq!(value_of(text, "b"), Value::String("single".into()));
+    assert_eq!(value_of(text, "c"), Value::Bool(true));
+    assert_eq!(value_of(text, "d"), Value::Bool(false));
+    assert_eq!(value_of(text, "e"), Value::String("bare.value".into()));
+    assert_eq!(value_of(text, "f"), Value::String("10s".into()));
+}
+
+#[test]
+fn nested_blocks_and_arrays() {
+    let options = options_from(
+        r#"
+authorization {
+  users = [
+    {user: alice, password: "a1"}
+    {user: bob, password: b2, permissions: {publish: ["x.>", "y"], subscribe: {deny: "secret.>"}}}
+  ]
+}
+"#,
+    )
+    .unwrap();
+    assert_eq!(options.users.len(), 2);
+    assert_eq!(options.users[1].user, "bob");
+    let permissions = options.users[1].permissions.clone().unwrap();
+    assert_eq!(permissions.publish.unwrap().allow, ["x.>", "y"]);
+    assert_eq!(permissions.subscribe.unwrap().deny, ["secret.>"]);
+}
+
+#[test]
+fn variables_and_environment() {
+    std::env::set_var("RNATS_TEST_PORT", "4999");
+    let options =
+        options_from("TOKEN: abc\nauthorization { token: $TOKEN }\nport: $RNATS_TEST_PORT\n")
+            .unwrap();
+    assert_eq!(options.token.as_deref(), Some("abc"));
+    assert_eq!(options.port, 4999);
+    let error = options_from("port: $NOT_DEFINED_ANYWHERE_XYZ\n").unwrap_err();
+    assert!(
+        error.contains(
+            "variable reference for 'NOT_DEFINED_ANYWHERE_XYZ' on line 1 can not be found"
+        ),
+        "{error}"
+    );
+}
+
+#[test]
+fn includes_are_relative_to_the_including_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("auth.conf"),
+        "authorization { user: u, password: p }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("main.conf"),
+        "port: 4444\ninclude auth.conf\n",
+    )
+    .unwrap();
+    let mut options = Options::default();
+    super::apply_config_file(&mut options, &dir.path().join("main.conf")).unwrap();
+    assert_eq!(options.port, 4444);
+    assert_eq!(options.username.as_deref(), Some("u"));
+    std::fs::write(dir.path().join("bad.conf"), "include \"missing.conf\"\n").unwrap();
+    let error = parse_file(&dir.path().join("bad.conf"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("error parsing include file 'missing.conf'"),
+        "{error}"
+    );
+}
+
+#[test]
+fn unknown_fields_are_errors_with_position() {
+    assert_eq!(
+        options_from("port: 4333\nfoo_bar: 1\n").unwrap_err(),
+        "test.conf:2:1: unknown field \"foo_bar\""
+    );
+    assert_eq!(
+        options_from("authorization {\n  usr: a\n}\n").unwrap_err(),
+        "test.conf:2:3: unknown field \"usr\""
+    );
+    assert_eq!(
+        options_from("jetstream {\n  store_dir: /tmp/x\n  foo: 1\n}\n").unwrap_err(),
+        "test.conf:3:3: unknown field \"foo\""
+    );
+}
+
+#[test]
+fn syntax_errors_have_positions() {
+    let error = options_from("port: 4333\nx = [1, 2\n").unwrap_err();
+    assert!(error.starts_with("test.conf:"), "{error}");
+    let error = options_from("server_name: my server\n").unwrap_err();
+    assert!(error.starts_with("test.conf:1:"), "{error}");
+    let error = options_from("a {\n b: 1\n").unwrap_err();
+    assert!(error.contains("expected '}'"), "{error}");
+    let error = options_from("port: \"abc\"\n").unwrap_err();
+    assert!(error.starts_with("test.conf:1:1:"), "{error}");
+}
+
+#[test]
+fn limits_and_durations() {
+    let options = options_from(
+        "max_payload: 2MB\nmax_pending: 10MB\nmax_connections: 10\nmax_subscriptions: 5\nping_interval: \"30s\"\nping_max: 3\nwrite_deadline: \"2s\"\nmax_control_line: 1KB\n",
+    )
+    .unwrap();
+    assert_eq!(options.max_payload, 2 << 20);
+    assert_eq!(options.max_pending, 10 << 20);
+    assert_eq!(options.max_connections, 10);
+    assert_eq!(options.max_subscriptions, 5);
+    assert_eq!(options.ping_interval, Duration::from_secs(30));
+    assert_eq!(options.ping_max, 3);
+    assert_eq!(options.write_deadline, Duration::from_secs(2));
+    assert_eq!(options.max_control_line, 1024);
+    assert_eq!(
+        options_from("max_payload: 5GB\n").unwrap_err(),
+        "test.conf:1:1: max_payload value is too big"
+    );
+    // An integer duration is seconds, with nats-server's warning.
+    let options = options_from("ping_interval: 5\n").unwrap();
+    assert_eq!(options.ping_interval, Duration::from_secs(5));
+    assert_eq!(options.warnings.len(), 1);
+}
+
+#[test]
+fn go_durations() {
+    assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
+    assert_eq!(parse_duration("1m30s"), Some(Duration::from_secs(90)));
+    assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
+    assert_eq!(parse_duration("1h"), Some(Duration::from_secs(3600)));
+    assert_eq!(parse_duration("abc"), None);
+}
+
+#[test]
+fn listen_and_monitoring() {
+    let options = options_from("listen: 127.0.0.1:4555\nhttp_port: 8555\n").unwrap();
+    assert_eq!(options.host, "127.0.0.1");
+    assert_eq!(options.port, 4555);
+    assert_eq!(options.http_port, 8555);
+    let options = options_from("monitor_port: 8666\n").unwrap();
+    assert_eq!(options.http_port, 8666);
+}
+
+#[test]
+fn jetstream_block() {
+    use nats_jetstream::SyncPolicy;
+    let options = options_from(
+        "jetstream {\n  store_dir: \"/data/js\"\n  max_mem: 1G\n  max_file_store: 10GB\n  sync_interval: always\n  domain: hub\n  strict: true\n}\n",
+    )
+    .unwrap();
+    let jetstream = options.jetstream;
+    assert!(jetstream.enabled);
+    assert_eq!(jetstream.store_dir.unwrap(), Path::new("/data/js"));
+    assert_eq!(jetstream.max_memory, Some(1_000_000_000));
+    assert_eq!(jetstream.max_store, Some(10 << 30));
+    assert_eq!(jetstream.sync_interval, SyncPolicy::Always);
+    assert_eq!(jetstream.domain.as_deref(), Some("hub"));
+    assert!(jetstream.strict);
+    let options =
+        options_from("jetstream { sync_interval: \"30s\", max_memory_store: \"512M\" }\n").unwrap();
+    assert_eq!(
+        options.jetstream.sync_interval,
+        SyncPolicy::Interval(Duration::from_secs(30))
+    );
+    assert_eq!(options.jetstream.max_memory, Some(512_000_000));
+    assert!(
+        options_from("jetstream: enabled\n")
+            .unwrap()
+            .jetstream
+            .enabled
+    );
+    assert!(
+        !options_from("jetstream: false\n")
+            .unwrap()
+            .jetstream
+            .enabled
+    );
+}
+
+#[test]
+fn separators_on_one_line() {
+    let options = options_from("port: 4333; max_payload: 1000, ping_max: 5\n").unwrap();
+    assert_eq!(options.port, 4333);
+    assert_eq!(options.max_payload, 1000);
+    assert_eq!(options.ping_max, 5);
+}

@@ -1,0 +1,137 @@
+//! Authentication and permissions on the wire: INFO auth_required, `Authorization Violation`,
+//! `Authentication Timeout`, permission violation texts. Passes against the real nats-server too.
+
+use test_harness::{RawClient, ServerOptions, TestServer};
+
+fn with_config(config: &str) -> TestServer {
+    TestServer::start(ServerOptions {
+        config: Some(config.to_string()),
+        ..Default::default()
+    })
+}
+
+const USERS: &str = r#"
+authorization {
+  timeout: 1
+  users = [
+    { user: admin, password: adminpw }
+    {
+      user: limited
+      password: pw
+      permissions {
+        publish { allow: ["pub.>"], deny: ["pub.secret"] }
+        subscribe { allow: "sub.*" }
+      }
+    }
+  ]
+}
+"#;
+
+#[test]
+fn info_announces_auth_required() {
+    let server = with_config(USERS);
+    let client = RawClient::connect(&server);
+    let info: serde_json::Value = serde_json::from_str(&client.info).unwrap();
+    assert_eq!(info["auth_required"], true);
+}
+
+#[test]
+fn wrong_password_is_an_authorization_violation() {
+    let server = with_config(USERS);
+    let mut client = RawClient::connect(&server);
+    client.send("CONNECT {\"verbose\":false,\"user\":\"admin\",\"pass\":\"nope\"}\r\nPING\r\n");
+    assert_eq!(
+        client.read_to_close().as_deref(),
+        Some("-ERR 'Authorization Violation'\r\n")
+    );
+}
+
+#[test]
+fn missing_credentials_are_an_authorization_violation() {
+    let server = with_config(USERS);
+    let mut client = RawClient::connect(&server);
+    client.send("CONNECT {\"verbose\":false}\r\nPING\r\n");
+    assert_eq!(
+        client.read_to_close().as_deref(),
+        Some("-ERR 'Authorization Violation'\r\n")
+    );
+}
+
+#[test]
+fn right_password_connects() {
+    let server = with_config(USERS);
+    let mut client = RawClient::connect_with(
+        &server,
+        r#"{"verbose":false,"user":"admin","pass":"adminpw"}"#,
+    );
+    client.send("SUB anything 1\r\nPUB anything 1\r\nx\r\n");
+    assert_eq!(client.ping_collect(), ["MSG anything 1 1", "x", "PONG"]);
+}
+
+#[test]
+fn no_connect_within_the_auth_timeout() {
+    let server = with_config(USERS);
+    let mut client = RawClient::connect(&server);
+    let text = client.read_to_close().expect("closed by the server");
+    assert_eq!(text, "-ERR 'Authentication Timeout'\r\n");
+}
+
+#[test]
+fn publish_permissions() {
+    let server = with_config(USERS);
+    let mut client =
+        RawClient::connect_with(&server, r#"{"verbose":true,"user":"limited","pass":"pw"}"#);
+    client.send("PUB pub.ok 1\r\na\r\nPUB pub.secret 1\r\nb\r\nPUB other 1\r\nc\r\n");
+    assert_eq!(
+        client.ping_collect(),
+        [
+            "+OK",
+            "-ERR 'Permissions Violation for Publish to \"pub.secret\"'",
+            "-ERR 'Permissions Violation for Publish to \"other\"'",
+            "PONG"
+        ]
+    );
+}
+
+#[test]
+fn subscribe_permissions() {
+    let server = with_config(USERS);
+    let mut client =
+        RawClient::connect_with(&server, r#"{"verbose":false,"user":"limited","pass":"pw"}"#);
+    // `sub.>` passes `allow: sub.*` in nats-server (wildcards are matched as tokens).
+    client.send("SUB sub.one 1\r\nSUB other 2\r\nSUB other q 3\r\nSUB sub.> 4\r\n");
+    assert_eq!(
+        client.ping_collect(),
+        [
+            "-ERR 'Permissions Violation for Subscription to \"other\"'",
+            "-ERR 'Permissions Violation for Subscription to \"other\" using queue \"q\"'",
+            "PONG"
+        ]
+    );
+}
+
+#[test]
+fn token_from_the_command_line() {
+    let server = TestServer::start(ServerOptions {
+        args: vec!["--auth".into(), "tok".into()],
+        ..Default::default()
+    });
+    let mut client = RawClient::connect_with(&server, r#"{"verbose":false,"auth_token":"tok"}"#);
+    assert_eq!(client.ping_collect(), ["PONG"]);
+    let mut wrong = RawClient::connect(&server);
+    wrong.send("CONNECT {\"verbose\":false,\"auth_token\":\"bad\"}\r\n");
+    assert_eq!(
+        wrong.read_to_close().as_deref(),
+        Some("-ERR 'Authorization Violation'\r\n")
+    );
+}
+
+#[test]
+fn user_and_password_from_the_command_line() {
+    let server = TestServer::start(ServerOptions {
+        args: vec!["--user".into(), "u".into(), "--pass".into(), "p".into()],
+        ..Default::default()
+    });
+    let mut client = RawClient::connect_with(&server, r#"{"verbose":false,"user":"u","pass":"p"}"#);
+    assert_eq!(client.ping_collect(), ["PONG"]);
+}
