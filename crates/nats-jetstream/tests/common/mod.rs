@@ -1,0 +1,49 @@
+//! Shared helpers for the JetStream black-box tests (each test file includes this module).
+
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::time::Duration;
+use test_harness::TestServer;
+
+pub const TIMEOUT: Duration = Duration::from_secs(10);
+
+pub async fn connect(server: &TestServer) -> async_nats::Client {
+    tokio::time::timeout(TIMEOUT, async_nats::connect(server.url()))
+        .await
+        .expect("connect in time")
+        .expect("connect")
+}
+
+/// A raw `$JS.API` request, answer parsed as JSON.
+pub async fn api(client: &async_nats::Client, subject: &str, body: &str) -> Value {
+    let reply = tokio::time::timeout(
+        TIMEOUT,
+        client.request(subject.to_string(), body.to_string().into()),
+    )
+    .await
+    .expect("reply in time")
+    .expect("request");
+    serde_json::from_slice(&reply.payload).expect("json reply")
+}
+
+/// Publish with headers and a reply; returns the raw PubAck text.
+pub async fn publish_raw(
+    client: &async_nats::Client,
+    subject: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> String {
+    let mut map = async_nats::HeaderMap::new();
+    for (name, value) in headers {
+        map.insert(*name, *value);
+    }
+    let reply = tokio::time::timeout(
+        TIMEOUT,
+        client.request_with_headers(subject.to_string(), map, body.to_string().into()),
+    )
+    .await
+    .expect("ack in time")
+    .expect("ack");
+    String::from_utf8(reply.payload.to_vec()).expect("utf8 ack")
+}

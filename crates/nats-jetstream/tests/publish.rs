@@ -1,0 +1,245 @@
+//! The publish path as clients see it: PubAck bytes, duplicate window, expected-* headers,
+//! limits and discard policies, rollups, TTL, interest retention. Runs against ours or the real
+//! nats-server (`NATS_SERVER_BIN`).
+
+mod common;
+
+use common::{api, connect, publish_raw};
+use serde_json::json;
+use test_harness::TestServer;
+
+async fn create(client: &async_nats::Client, config: serde_json::Value) {
+    let name = config["name"].as_str().unwrap().to_string();
+    let response = api(
+        client,
+        &format!("$JS.API.STREAM.CREATE.{name}"),
+        &config.to_string(),
+    )
+    .await;
+    assert!(response.get("error").is_none(), "{response}");
+}
+
+#[tokio::test]
+async fn acks_dedupe_and_expectations() {
+    let server = TestServer::jetstream();
+    let client = connect(&server).await;
+    create(&client, json!({"name": "D", "subjects": ["d.>"]})).await;
+    assert_eq!(
+        publish_raw(&client, "d.a", &[("Nats-Msg-Id", "1")], "x").await,
+        r#"{"stream":"D","seq":1}"#
+    );
+    assert_eq!(
+        publish_raw(&client, "d.a", &[("Nats-Msg-Id", "1")], "x").await,
+        r#"{"stream":"D","seq":1,"duplicate": true}"#
+    );
+    assert_eq!(
+        publish_raw(&client, "d.a", &[("Nats-Expected-Stream", "X")], "x").await,
+        r#"{"error":{"code":400,"err_code":10060,"description":"expected stream does not match"},"stream":"D","seq":0}"#
+    );
+    assert_eq!(
+        publish_raw(&client, "d.a", &[("Nats-Expected-Last-Sequence", "7")], "x").await,
+        r#"{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 1"},"stream":"D","seq":0}"#
+    );
+    assert_eq!(
+        publish_raw(&client, "d.b", &[("Nats-Expected-Last-Sequence", "1")], "x").await,
+        r#"{"stream":"D","seq":2}"#
+    );
+    assert_eq!(
+        publish_raw(
+            &client,
+            "d.c",
+            &[("Nats-Expected-Last-Subject-Sequence", "0")],
+            "x"
+        )
+        .await,
+        r#"{"stream":"D","seq":3}"#
+    );
+    assert_eq!(
+        publish_raw(
+            &client,
+            "d.c",
+            &[("Nats-Expected-Last-Subject-Sequence", "0")],
+            "x"
+        )
+        .await,
+        r#"{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 3"},"stream":"D","seq":0}"#
+    );
+    assert_eq!(
+        publish_raw(
+            &client,
+            "d.z",
+            &[
+                ("Nats-Expected-Last-Subject-Sequence", "2"),
+                ("Nats-Expected-Last-Subject-Sequence-Subject", "d.b")
+            ],
+            "x"
+        )
+        .await,
+        r#"{"stream":"D","seq":4}"#
+    );
+    assert_eq!(
+        publish_raw(
+            &client,
+            "d.a",
+            &[("Nats-Expected-Last-Subject-Sequence-Subject", "d.b")],
+            "x"
+        )
+        .await,
+        r#"{"error":{"code":400,"err_code":10193,"description":"missing sequence for expected last sequence per subject"},"stream":"D","seq":0}"#
+    );
+    assert_eq!(
+        publish_raw(&client, "d.a", &[("Nats-Msg-Id", "5")], "x").await,
+        r#"{"stream":"D","seq":5}"#
+    );
+    assert_eq!(
+        publish_raw(&client, "d.a", &[("Nats-Expected-Last-Msg-Id", "4")], "x").await,
+        r#"{"error":{"code":400,"err_code":10070,"description":"wrong last msg ID: 5"},"stream":"D","seq":0}"#
+    );
+    assert_eq!(
+        publish_raw(&client, "d.a", &[("Nats-Expected-Last-Msg-Id", "5")], "x").await,
+        r#"{"stream":"D","seq":6}"#
+    );
+    assert_eq!(
+        publish_raw(&client, "d.a", &[("Nats-Rollup", "all")], "x").await,
+        r#"{"error":{"code":500,"err_code":10111,"description":"rollup not permitted"},"stream":"D","seq":0}"#
+    );
+    assert_eq!(
+        publish_raw(&client, "d.a", &[("Nats-TTL", "5s")], "x").await,
+        r#"{"error":{"code":400,"err_code":10166,"description":"per-message TTL is disabled"},"stream":"D","seq":0}"#
+    );
+}
+
+#[tokio::test]
+async fn limits_and_discard_policies() {
+    let server = TestServer::jetstream();
+    let client = connect(&server).await;
+    create(
+        &client,
+        json!({"name": "NEW", "subjects": ["new.>"], "max_msgs": 2, "discard": "new"}),
+    )
+    .await;
+    publish_raw(&client, "new.a", &[], "1").await;
+    publish_raw(&client, "new.a", &[], "2").await;
+    assert_eq!(
+        publish_raw(&client, "new.a", &[], "3").await,
+        r#"{"error":{"code":503,"err_code":10077,"description":"maximum messages exceeded"},"stream":"NEW","seq":0}"#
+    );
+    create(
+        &client,
+        json!({"name": "OLD", "subjects": ["old.>"], "max_msgs_per_subject": 2}),
+    )
+    .await;
+    for _ in 0..5 {
+        publish_raw(&client, "old.a", &[], "x").await;
+    }
+    publish_raw(&client, "old.b", &[], "x").await;
+    let info = api(&client, "$JS.API.STREAM.INFO.OLD", "").await;
+    assert_eq!(info["state"]["messages"], 3);
+    assert_eq!(info["state"]["last_seq"], 6);
+    create(
+        &client,
+        json!({"name": "SIZE", "subjects": ["size"], "max_msg_size": 4}),
+    )
+    .await;
+    assert_eq!(
+        publish_raw(&client, "size", &[], "12345").await,
+        r#"{"error":{"code":400,"err_code":10054,"description":"message size exceeds maximum allowed"},"stream":"SIZE","seq":0}"#
+    );
+}
+
+#[tokio::test]
+async fn rollup_ttl_and_interest_retention() {
+    let server = TestServer::jetstream();
+    let client = connect(&server).await;
+    create(
+        &client,
+        json!({"name": "R", "subjects": ["r.>"], "allow_rollup_hdrs": true, "allow_msg_ttl": true}),
+    )
+    .await;
+    for subject in ["r.a", "r.a", "r.b"] {
+        publish_raw(&client, subject, &[], "x").await;
+    }
+    assert_eq!(
+        publish_raw(&client, "r.a", &[("Nats-Rollup", "sub")], "x").await,
+        r#"{"stream":"R","seq":4}"#
+    );
+    let info = api(&client, "$JS.API.STREAM.INFO.R", "").await;
+    assert_eq!(info["state"]["messages"], 2);
+    assert_eq!(
+        publish_raw(&client, "r.a", &[("Nats-Rollup", "bogus")], "x").await,
+        r#"{"error":{"code":500,"err_code":10111,"description":"rollup value invalid: \"bogus\""},"stream":"R","seq":0}"#
+    );
+    assert_eq!(
+        publish_raw(&client, "r.c", &[("Nats-TTL", "bad")], "x").await,
+        r#"{"error":{"code":400,"err_code":10165,"description":"invalid per-message TTL"},"stream":"R","seq":0}"#
+    );
+    assert_eq!(
+        publish_raw(&client, "r.c", &[("Nats-TTL", "1s")], "x").await,
+        r#"{"stream":"R","seq":5}"#
+    );
+    assert_eq!(
+        publish_raw(&client, "r.a", &[("Nats-Rollup", "all")], "x").await,
+        r#"{"stream":"R","seq":6}"#
+    );
+    let info = api(&client, "$JS.API.STREAM.INFO.R", "").await;
+    assert_eq!(info["state"]["messages"], 1);
+
+    create(
+        &client,
+        json!({"name": "I", "subjects": ["i.>"], "retention": "interest"}),
+    )
+    .await;
+    assert_eq!(
+        publish_raw(&client, "i.a", &[], "x").await,
+        r#"{"stream":"I","seq":1}"#
+    );
+    let info = api(&client, "$JS.API.STREAM.INFO.I", "").await;
+    assert_eq!(info["state"]["messages"], 0);
+    assert_eq!(info["state"]["last_seq"], 1);
+}
+
+#[tokio::test]
+async fn sealed_streams_refuse_and_direct_get_answers() {
+    let server = TestServer::jetstream();
+    let client = connect(&server).await;
+    create(
+        &client,
+        json!({"name": "S", "subjects": ["s.>"], "allow_direct": true}),
+    )
+    .await;
+    publish_raw(&client, "s.a", &[("X-Custom", "1")], "payload").await;
+    let reply = client
+        .request("$JS.API.DIRECT.GET.S.s.a", "".into())
+        .await
+        .unwrap();
+    let headers = reply.headers.expect("headers");
+    assert_eq!(headers.get("Nats-Stream").unwrap().as_str(), "S");
+    assert_eq!(headers.get("Nats-Sequence").unwrap().as_str(), "1");
+    assert_eq!(headers.get("Nats-Subject").unwrap().as_str(), "s.a");
+    assert_eq!(headers.get("X-Custom").unwrap().as_str(), "1");
+    assert!(headers.get("Nats-Time-Stamp").is_some());
+    assert_eq!(&reply.payload[..], b"payload");
+    let missing = client
+        .request("$JS.API.DIRECT.GET.S", r#"{"seq":9}"#.into())
+        .await
+        .unwrap();
+    assert_eq!(
+        missing.status,
+        Some(async_nats::StatusCode::NOT_FOUND),
+        "{missing:?}"
+    );
+    let update = api(
+        &client,
+        "$JS.API.STREAM.UPDATE.S",
+        r#"{"name":"S","subjects":["s.>"],"allow_direct":true,"sealed":true}"#,
+    )
+    .await;
+    assert_eq!(update["config"]["sealed"], true, "{update}");
+    assert_eq!(update["config"]["deny_delete"], true);
+    assert_eq!(
+        publish_raw(&client, "s.a", &[], "x").await,
+        r#"{"error":{"code":400,"err_code":10109,"description":"invalid operation on sealed stream"},"stream":"S","seq":0}"#
+    );
+    let purge = api(&client, "$JS.API.STREAM.PURGE.S", "").await;
+    assert_eq!(purge["error"]["err_code"], 10109);
+}
