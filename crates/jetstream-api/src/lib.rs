@@ -12,8 +12,18 @@
 //! - Durations are [`Nanos`] (integer nanoseconds); times are [`Timestamp`] (RFC 3339 with
 //!   nanoseconds, Go's zero time `0001-01-01T00:00:00Z` for "unset").
 //! - Requests are decoded strictly (unknown fields rejected, as nats-server 2.12+ in strict mode);
-//!   missing fields take their Go zero value; validating a config and filling its defaults is the
-//!   server's job (it needs limits and state this crate does not have).
+//!   missing fields take their Go zero value. Consumer defaults are filled by
+//!   [`consumer_defaults::apply_consumer_defaults`]; validating configs and filling stream
+//!   defaults is the server's job (it needs limits and state this crate does not have).
+//! - Responses are encoded with [`json::encode_response`], which adds Go's `\u003c`/`\u003e`/
+//!   `\u0026` escapes: the captured fixtures in `tests/fixtures/` re-encode byte for byte.
+//!
+//! Map of the crate: `stream`/`stream_api` (STREAM.* and PubAck), `consumer`/`consumer_api`/
+//! `consumer_defaults` (CONSUMER.* and pull requests), `account` ($JS.API.INFO), `ack` (ack
+//! subjects and bodies), `status` (header-only status messages and header names), `advisory`
+//! ($JS.EVENT.*), `subjects` ($JS.API subject parser), `api_error`/`errors` (the error table),
+//! `json` (strict decoding, Go-exact encoding), `time_format`, `policy` (string enums),
+//! `metadata` (`_nats.*` keys), `kv` (KV/object store names), `base64`.
 
 pub mod account;
 pub mod ack;

@@ -530,6 +530,21 @@ impl PubAck {
     }
 }
 
+/// Appends `value` in decimal without allocating (one PubAck per stored message).
+fn push_decimal(out: &mut Vec<u8>, mut value: u64) {
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[start..]);
+}
+
 /// The success PubAck as nats-server writes it on its hot path: a per-stream prefix
 /// `{"stream":"ORDERS",` (plus `"domain":"hub",`) `"seq":` built once, then the sequence and the
 /// tail appended per message. Note the field order (`domain` before `seq`) and the space in
@@ -558,7 +573,7 @@ impl PubAckTemplate {
 
     fn start(&self, out: &mut Vec<u8>, sequence: u64) {
         out.extend_from_slice(&self.prefix);
-        out.extend_from_slice(sequence.to_string().as_bytes());
+        push_decimal(out, sequence);
     }
 
     /// Appends `{"stream":..,"seq":N}` to `out`.

@@ -135,3 +135,17 @@ fn pub_ack_template_matches_hot_path_bytes() {
         br#"{"stream":"C","seq":9,"batch":"b1","count":3}"#
     );
 }
+
+#[test]
+fn pub_ack_template_sequences() {
+    let template = PubAckTemplate::new("S", None);
+    for sequence in [0u64, 9, 10, 1234567890, u64::MAX] {
+        assert_eq!(
+            template.ok(sequence),
+            format!("{{\"stream\":\"S\",\"seq\":{sequence}}}").into_bytes()
+        );
+    }
+    let mut buffer = b"x".to_vec();
+    template.write_ok(&mut buffer, 5);
+    assert_eq!(buffer, br#"x{"stream":"S","seq":5}"#);
+}
