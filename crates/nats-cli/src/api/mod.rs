@@ -1,0 +1,380 @@
+//! The JetStream API as the CLI uses it: JSON requests to `$JS.API.*` subjects over a plain
+//! async-nats connection, error answers turned into [`CliError::Api`], and the types those
+//! requests carry (`types`). Commands call this; it knows nothing about output.
+
+pub mod types;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::CliError;
+use crate::options::Effective;
+use types::*;
+
+/// err_code values the CLI reacts to.
+pub const STREAM_NOT_FOUND: u16 = 10059;
+pub const CONSUMER_NOT_FOUND: u16 = 10014;
+pub const NO_MESSAGE_FOUND: u16 = 10037;
+
+#[derive(Clone)]
+pub struct JetStream {
+    pub client: async_nats::Client,
+    prefix: String,
+    pub timeout: Duration,
+    trace: bool,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Paged {
+    total: u64,
+    offset: u64,
+    limit: u64,
+}
+
+#[derive(Serialize, Default)]
+pub struct PurgeRequest {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filter: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keep: Option<u64>,
+}
+
+#[derive(Serialize, Default, Clone)]
+pub struct MessageGetRequest {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_by_subj: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_by_subj: Option<String>,
+}
+
+impl JetStream {
+    pub fn new(client: async_nats::Client, effective: &Effective) -> JetStream {
+        JetStream {
+            client,
+            prefix: effective.api_prefix.clone(),
+            timeout: effective.timeout,
+            trace: effective.trace,
+        }
+    }
+
+    pub fn api_subject(&self, suffix: &str) -> String {
+        format!("{}.{}", self.prefix, suffix)
+    }
+
+    /// One API round trip; an `error` member in the answer becomes [`CliError::Api`].
+    pub async fn request_raw(&self, suffix: &str, body: Bytes) -> Result<Value, CliError> {
+        let subject = self.api_subject(suffix);
+        if self.trace {
+            eprintln!(">>> {subject}\n{}\n", String::from_utf8_lossy(&body));
+        }
+        let request = async_nats::Request::new()
+            .payload(body)
+            .timeout(Some(self.timeout));
+        let response =
+            self.client.send_request(subject, request).await.map_err(
+                |error| match CliError::from(error) {
+                    CliError::NoResponders => CliError::message(
+                        "JetStream not enabled: no responders available for request",
+                    ),
+                    other => other,
+                },
+            )?;
+        if self.trace {
+            eprintln!("<<< {}\n", String::from_utf8_lossy(&response.payload));
+        }
+        let value: Value = serde_json::from_slice(&response.payload)?;
+        if let Some(error) = value.get("error") {
+            let error: ApiError = serde_json::from_value(error.clone()).unwrap_or_default();
+            return Err(CliError::Api {
+                code: error.code,
+                err_code: error.err_code,
+                description: error.description,
+            });
+        }
+        Ok(value)
+    }
+
+    pub async fn request<T: DeserializeOwned>(
+        &self,
+        suffix: &str,
+        body: &impl Serialize,
+    ) -> Result<T, CliError> {
+        let payload = serde_json::to_vec(body)?;
+        let value = self.request_raw(suffix, Bytes::from(payload)).await?;
+        Ok(serde_json::from_value(value)?)
+    }
+
+    async fn request_empty<T: DeserializeOwned>(&self, suffix: &str) -> Result<T, CliError> {
+        let value = self.request_raw(suffix, Bytes::new()).await?;
+        Ok(serde_json::from_value(value)?)
+    }
+
+    pub async fn account_info(&self) -> Result<JetStreamAccountInfo, CliError> {
+        self.request_empty("INFO").await
+    }
+
+    pub async fn stream_info(&self, stream: &str) -> Result<StreamInfo, CliError> {
+        self.request_empty(&format!("STREAM.INFO.{stream}")).await
+    }
+
+    /// Stream info including the per-subject counts matching `filter`.
+    pub async fn stream_info_subjects(
+        &self,
+        stream: &str,
+        filter: &str,
+    ) -> Result<StreamInfo, CliError> {
+        let mut merged: Option<StreamInfo> = None;
+        let mut offset = 0u64;
+        loop {
+            let body = serde_json::json!({"subjects_filter": filter, "offset": offset});
+            let value = self
+                .request_raw(
+                    &format!("STREAM.INFO.{stream}"),
+                    Bytes::from(serde_json::to_vec(&body)?),
+                )
+                .await?;
+            let page: Paged = serde_json::from_value(value.clone()).unwrap_or_default();
+            let info: StreamInfo = serde_json::from_value(value)?;
+            let received = info.state.subjects.len() as u64;
+            match merged.as_mut() {
+                None => merged = Some(info),
+                Some(existing) => existing.state.subjects.extend(info.state.subjects),
+            }
+            offset += received;
+            if received == 0 || page.total == 0 || offset >= page.total {
+                break;
+            }
+        }
+        merged.ok_or_else(|| CliError::message("empty stream info"))
+    }
+
+    pub async fn stream_create(&self, config: &StreamConfig) -> Result<StreamInfo, CliError> {
+        self.request(&format!("STREAM.CREATE.{}", config.name), config)
+            .await
+    }
+
+    pub async fn stream_update(&self, config: &StreamConfig) -> Result<StreamInfo, CliError> {
+        self.request(&format!("STREAM.UPDATE.{}", config.name), config)
+            .await
+    }
+
+    pub async fn stream_delete(&self, stream: &str) -> Result<(), CliError> {
+        let _: Value = self
+            .request_empty(&format!("STREAM.DELETE.{stream}"))
+            .await?;
+        Ok(())
+    }
+
+    pub async fn stream_purge(
+        &self,
+        stream: &str,
+        request: &PurgeRequest,
+    ) -> Result<u64, CliError> {
+        let value: Value = self
+            .request(&format!("STREAM.PURGE.{stream}"), request)
+            .await?;
+        Ok(value.get("purged").and_then(Value::as_u64).unwrap_or(0))
+    }
+
+    pub async fn message_get(
+        &self,
+        stream: &str,
+        request: &MessageGetRequest,
+    ) -> Result<StoredMessage, CliError> {
+        let value: Value = self
+            .request(&format!("STREAM.MSG.GET.{stream}"), request)
+            .await?;
+        let message = value
+            .get("message")
+            .cloned()
+            .ok_or_else(|| CliError::message("invalid message get response"))?;
+        Ok(serde_json::from_value(message)?)
+    }
+
+    pub async fn message_delete(&self, stream: &str, seq: u64) -> Result<(), CliError> {
+        let _: Value = self
+            .request(
+                &format!("STREAM.MSG.DELETE.{stream}"),
+                &serde_json::json!({"seq": seq}),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Every page of a paged name list (`STREAM.NAMES`, `CONSUMER.NAMES.<stream>`).
+    async fn names(
+        &self,
+        suffix: &str,
+        field: &str,
+        subject: Option<&str>,
+    ) -> Result<Vec<String>, CliError> {
+        let mut names = Vec::new();
+        loop {
+            let mut body = serde_json::json!({"offset": names.len()});
+            if let Some(subject) = subject {
+                body["subject"] = Value::String(subject.to_string());
+            }
+            let value = self
+                .request_raw(suffix, Bytes::from(serde_json::to_vec(&body)?))
+                .await?;
+            let page: Paged = serde_json::from_value(value.clone()).unwrap_or_default();
+            let batch: Vec<String> = value
+                .get(field)
+                .cloned()
+                .map(serde_json::from_value)
+                .transpose()?
+                .unwrap_or_default();
+            let received = batch.len();
+            names.extend(batch);
+            if received == 0 || names.len() as u64 >= page.total || page.limit == 0 {
+                break;
+            }
+            let _ = page.offset;
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    pub async fn stream_names(&self, subject: Option<&str>) -> Result<Vec<String>, CliError> {
+        self.names("STREAM.NAMES", "streams", subject).await
+    }
+
+    /// Stream infos via `STREAM.LIST`, plus the names the server reported missing.
+    pub async fn stream_list(
+        &self,
+        subject: Option<&str>,
+    ) -> Result<(Vec<StreamInfo>, Vec<String>), CliError> {
+        let mut streams: Vec<StreamInfo> = Vec::new();
+        let mut missing = Vec::new();
+        loop {
+            let mut body = serde_json::json!({"offset": streams.len()});
+            if let Some(subject) = subject {
+                body["subject"] = Value::String(subject.to_string());
+            }
+            let value = self
+                .request_raw("STREAM.LIST", Bytes::from(serde_json::to_vec(&body)?))
+                .await?;
+            let page: Paged = serde_json::from_value(value.clone()).unwrap_or_default();
+            let batch: Vec<StreamInfo> = value
+                .get("streams")
+                .cloned()
+                .map(serde_json::from_value)
+                .transpose()?
+                .unwrap_or_default();
+            if let Some(Value::Array(names)) = value.get("missing") {
+                missing.extend(names.iter().filter_map(|n| n.as_str().map(str::to_string)));
+            }
+            let received = batch.len();
+            streams.extend(batch);
+            if received == 0 || streams.len() as u64 >= page.total {
+                break;
+            }
+        }
+        Ok((streams, missing))
+    }
+
+    pub async fn consumer_names(&self, stream: &str) -> Result<Vec<String>, CliError> {
+        self.names(&format!("CONSUMER.NAMES.{stream}"), "consumers", None)
+            .await
+    }
+
+    pub async fn consumer_list(&self, stream: &str) -> Result<Vec<ConsumerInfo>, CliError> {
+        let mut consumers: Vec<ConsumerInfo> = Vec::new();
+        loop {
+            let body = serde_json::json!({"offset": consumers.len()});
+            let value = self
+                .request_raw(
+                    &format!("CONSUMER.LIST.{stream}"),
+                    Bytes::from(serde_json::to_vec(&body)?),
+                )
+                .await?;
+            let page: Paged = serde_json::from_value(value.clone()).unwrap_or_default();
+            let batch: Vec<ConsumerInfo> = value
+                .get("consumers")
+                .cloned()
+                .map(serde_json::from_value)
+                .transpose()?
+                .unwrap_or_default();
+            let received = batch.len();
+            consumers.extend(batch);
+            if received == 0 || consumers.len() as u64 >= page.total {
+                break;
+            }
+        }
+        Ok(consumers)
+    }
+
+    pub async fn consumer_info(
+        &self,
+        stream: &str,
+        consumer: &str,
+    ) -> Result<ConsumerInfo, CliError> {
+        self.request_empty(&format!("CONSUMER.INFO.{stream}.{consumer}"))
+            .await
+    }
+
+    pub async fn consumer_create(
+        &self,
+        stream: &str,
+        config: &ConsumerConfig,
+    ) -> Result<ConsumerInfo, CliError> {
+        let body = serde_json::json!({"stream_name": stream, "config": config});
+        let name = if !config.durable_name.is_empty() {
+            config.durable_name.as_str()
+        } else {
+            config.name.as_str()
+        };
+        let suffix = if name.is_empty() {
+            format!("CONSUMER.CREATE.{stream}")
+        } else if !config.filter_subject.is_empty() && !config.filter_subject.contains(['*', '>']) {
+            format!("CONSUMER.CREATE.{stream}.{name}.{}", config.filter_subject)
+        } else {
+            format!("CONSUMER.CREATE.{stream}.{name}")
+        };
+        self.request(&suffix, &body).await
+    }
+
+    pub async fn consumer_delete(&self, stream: &str, consumer: &str) -> Result<(), CliError> {
+        let _: Value = self
+            .request_empty(&format!("CONSUMER.DELETE.{stream}.{consumer}"))
+            .await?;
+        Ok(())
+    }
+
+    /// The pull subject for a consumer's next messages.
+    pub fn next_subject(&self, stream: &str, consumer: &str) -> String {
+        self.api_subject(&format!("CONSUMER.MSG.NEXT.{stream}.{consumer}"))
+    }
+}
+
+/// Decode a base64 field of a stored message.
+pub fn decode_base64(text: &Option<String>) -> Vec<u8> {
+    use base64::Engine;
+    match text {
+        Some(text) => base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .unwrap_or_default(),
+        None => Vec::new(),
+    }
+}
+
+/// Parse a NATS header block (`NATS/1.0\r\nKey: value\r\n...`) into ordered pairs.
+pub fn parse_header_block(block: &[u8]) -> Vec<(String, String)> {
+    let text = String::from_utf8_lossy(block);
+    text.split("\r\n")
+        .skip(1)
+        .filter_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            Some((key.trim().to_string(), value.trim().to_string()))
+        })
+        .collect()
+}

@@ -1,0 +1,152 @@
+//! The "Label: value" report layout natscli uses for `stream info`, `consumer info`,
+//! `account info` and friends: a heading, right-aligned labels padded to the longest label
+//! in the whole report, and section titles ending in a colon.
+
+use std::fmt::Write;
+
+enum Row {
+    Pair(String, String),
+    Title(String),
+    Line(Vec<String>),
+}
+
+/// Collects rows, then renders them all at once so every label lines up.
+pub struct Columns {
+    heading: String,
+    rows: Vec<Row>,
+}
+
+impl Columns {
+    pub fn new(heading: impl Into<String>) -> Columns {
+        Columns {
+            heading: heading.into(),
+            rows: Vec::new(),
+        }
+    }
+
+    pub fn row(&mut self, label: &str, value: impl ToString) {
+        let label = label.strip_suffix(':').unwrap_or(label);
+        self.rows
+            .push(Row::Pair(label.to_string(), value.to_string()));
+    }
+
+    pub fn row_if(&mut self, label: &str, value: impl ToString, condition: bool) {
+        if condition {
+            self.row(label, value);
+        }
+    }
+
+    pub fn row_if_not_empty(&mut self, label: &str, value: &str) {
+        if !value.is_empty() {
+            self.row(label, value);
+        }
+    }
+
+    /// Several values under one label, sorted, one per line.
+    pub fn strings_as_value(&mut self, label: &str, values: &[String]) {
+        let mut sorted = values.to_vec();
+        sorted.sort();
+        for (index, value) in sorted.iter().enumerate() {
+            self.row(if index == 0 { label } else { "" }, value);
+        }
+    }
+
+    pub fn section(&mut self, title: &str) {
+        self.rows.push(Row::Title(title.to_string()));
+    }
+
+    /// A free line outside the columns; with no parts, a blank line.
+    pub fn line(&mut self, parts: &[&str]) {
+        self.rows
+            .push(Row::Line(parts.iter().map(|p| p.to_string()).collect()));
+    }
+
+    pub fn render(&self) -> String {
+        let longest = self
+            .rows
+            .iter()
+            .filter_map(|row| match row {
+                Row::Pair(label, _) => Some(label.chars().count()),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        let mut out = String::new();
+        if !self.heading.is_empty() {
+            let _ = writeln!(out, "{}", self.heading);
+            let _ = writeln!(out);
+        }
+        #[derive(PartialEq, Clone, Copy)]
+        enum Kind {
+            None,
+            Pair,
+            Title,
+            Line,
+        }
+        let mut previous = Kind::None;
+        let mut previous_empty = false;
+        for (index, row) in self.rows.iter().enumerate() {
+            match row {
+                Row::Title(title) => {
+                    if (index != 0 && previous != Kind::Title && previous != Kind::Line)
+                        || (previous == Kind::Line && !previous_empty)
+                    {
+                        let _ = writeln!(out);
+                    }
+                    if title.ends_with(':') {
+                        let _ = writeln!(out, "{title}");
+                    } else {
+                        let _ = writeln!(out, "{title}:");
+                    }
+                    let _ = writeln!(out);
+                    previous = Kind::Title;
+                    previous_empty = false;
+                }
+                Row::Pair(label, value) => {
+                    let padding = longest + 2 - label.chars().count();
+                    if label.is_empty() {
+                        let _ = writeln!(out, "{} {value}", " ".repeat(padding + 1));
+                    } else {
+                        let _ = writeln!(out, "{}{label}: {value}", " ".repeat(padding));
+                    }
+                    previous = Kind::Pair;
+                    previous_empty = false;
+                }
+                Row::Line(parts) => {
+                    if previous == Kind::Title && parts.is_empty() {
+                        continue;
+                    }
+                    // Go's Println puts a space between the (empty) indent and each part.
+                    let mut text = String::new();
+                    for part in parts {
+                        text.push(' ');
+                        text.push_str(part);
+                    }
+                    let _ = writeln!(out, "{text}");
+                    previous = Kind::Line;
+                    previous_empty = parts.is_empty();
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aligns_labels_across_sections() {
+        let mut columns = Columns::new("Heading");
+        columns.row("Subjects", "a.>");
+        columns.section("Options");
+        columns.row("Retention", "Limits");
+        columns.row("Acknowledgments", true);
+        let text = columns.render();
+        assert_eq!(
+            text,
+            "Heading\n\n         Subjects: a.>\n\nOptions:\n\n        Retention: Limits\n  Acknowledgments: true\n"
+        );
+    }
+}

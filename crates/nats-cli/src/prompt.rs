@@ -1,0 +1,64 @@
+//! Interactive questions (dialoguer) in natscli's wording. Every function refuses to ask
+//! when standard input and output are not both terminals, so nothing ever waits on a pipe;
+//! callers decide what a missing answer means (natscli's defaults, or an error).
+
+use dialoguer::theme::ColorfulTheme;
+use dialoguer::{Confirm, Input, Select};
+
+use crate::error::CliError;
+use crate::output::is_interactive;
+
+fn require_terminal() -> Result<(), CliError> {
+    if is_interactive() {
+        Ok(())
+    } else {
+        Err(CliError::Prompt(
+            "cannot prompt for user input without a terminal".to_string(),
+        ))
+    }
+}
+
+fn theme() -> ColorfulTheme {
+    ColorfulTheme::default()
+}
+
+/// Free text; an empty default means the answer is required.
+pub fn input(prompt: &str, default: &str) -> Result<String, CliError> {
+    require_terminal()?;
+    let theme = theme();
+    let mut question = Input::<String>::with_theme(&theme).with_prompt(prompt);
+    if !default.is_empty() {
+        question = question.default(default.to_string());
+    }
+    Ok(question.interact_text()?.trim().to_string())
+}
+
+/// One of several options; Enter takes `default` (or the first option).
+pub fn select(prompt: &str, options: &[String], default: Option<&str>) -> Result<String, CliError> {
+    require_terminal()?;
+    if options.is_empty() {
+        return Err(CliError::Prompt("nothing to select from".to_string()));
+    }
+    let default_index = default
+        .and_then(|d| options.iter().position(|o| o == d))
+        .unwrap_or(0);
+    let theme = theme();
+    let index = Select::with_theme(&theme)
+        .with_prompt(prompt)
+        .items(options)
+        .default(default_index)
+        .interact()?;
+    Ok(options[index].clone())
+}
+
+/// Yes or no; Enter takes the default.
+pub fn confirm(prompt: &str, default: bool) -> Result<bool, CliError> {
+    require_terminal()?;
+    let theme = theme();
+    Ok(Confirm::with_theme(&theme)
+        .with_prompt(prompt)
+        .default(default)
+        .show_default(true)
+        .wait_for_newline(true)
+        .interact()?)
+}
