@@ -1,10 +1,36 @@
-//! JetStream for rnats: streams, consumers and the `$JS.API` handlers.
+//! JetStream for rnats: streams, the `$JS.API` handlers and (later) consumers.
 //!
 //! JetStream is a *client of core routing*: it never touches sockets. The core server hands it a
-//! [`Transport`] (publish into routing, internal subscriptions) and a typed [`JetStreamConfig`]
-//! parsed from `-js`/`-sd` and the `jetstream { ... }` config block. Everything JetStream owns
-//! (streams, consumers, stores) lives behind that interface, so this crate must not know about
-//! connections, the parser or the sublist.
+//! [`Transport`] (publish into routing, internal subscriptions, interest checks) and a typed
+//! [`JetStreamConfig`] parsed from `-js`/`-sd` and the `jetstream { ... }` config block, then calls
+//! [`JetStream::start`]. This crate must not know about connections, the parser or the sublist.
+//!
+//! # Shape
+//! - [`JetStream`] (`engine.rs`): the handle the server keeps (cheap `Clone`, an `Arc` inside):
+//!   `start`, `banner_lines`, `jsz`, `varz`, `shutdown`.
+//! - `api/`: one task serves `$JS.API.>` in arrival order (admin requests must not race);
+//!   `DIRECT.GET` is served by per-stream subscriptions and reader tasks.
+//! - `registry.rs`: streams by name; create/update/delete with the cross-stream checks (subject
+//!   overlap, `max_bytes` reservations); recovery at start.
+//! - `stream/`: a stream = config + store + an ingest thread fed by a queue. Internal
+//!   subscription handlers (which run on the publisher's task) only enqueue. The thread drains
+//!   its queue in batches: checks, `store_msg` per message, ONE `flush` (group commit; with
+//!   `sync_interval: always` the flush is the fsync), then the PubAcks.
+//! - `storage.rs`: `<store_dir>/jetstream/$G/streams/<name>/` via nats-store's FileStore; the
+//!   stream config rides in the store's metadata blob.
+//!
+//! # Design for consumers (the consumer issue plugs in here)
+//! - Reading: `Stream::store` is `Arc<Mutex<Box<dyn StreamStore>>>`. The ingest thread holds the
+//!   lock only while it stores and flushes one batch; a consumer takes it briefly to
+//!   `load_next(filter, seq)` / `num_pending`. Never hold it across an `.await`.
+//! - Waking: `Stream::last_sequence` is a `tokio::sync::watch` of the last stored sequence,
+//!   updated after each durable batch; consumers `subscribe()` and wait for changes.
+//! - Interest: consumers register their filter subjects in `Stream::interest` (id -> filters);
+//!   interest retention stores only what some registered consumer wants and counts the
+//!   consumers in `consumer_count`.
+//! - Acks and retention: interest/work-queue removal is a `StreamCommand::Remove { seq }` sent to
+//!   the stream's queue, so it is ordered with publishes and purges.
+//! - Consumer state: `StreamStore::consumer_store(name)` gives each consumer its persisted state.
 //!
 //! Internal subscription handlers run on the publisher's task: they only enqueue work for the
 //! task that owns the stream or consumer; they never block and never do I/O.
