@@ -386,8 +386,11 @@ impl<B: Backend> StreamStore for Store<B> {
         if count == 0 {
             return Ok(());
         }
+        let last = seq
+            .checked_add(count - 1)
+            .ok_or(StoreError::SequenceMismatch { expected, got: seq })?;
         self.backend.append_skip(seq, count)?;
-        self.index.extend_deleted_to(seq + count - 1);
+        self.index.extend_deleted_to(last);
         Ok(())
     }
 

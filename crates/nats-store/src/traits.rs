@@ -50,6 +50,8 @@ pub trait StreamStore: Send {
     /// Write everything stored so far and make it as durable as the sync policy promises
     /// (with `SyncPolicy::Always`, one fsync covers the whole batch: group commit).
     /// Returns the last sequence covered. Also runs deferred maintenance (block compaction).
+    /// The owner should also call it from a periodic timer (e.g. every few seconds): with an
+    /// interval policy, fsync happens inside `flush` once the interval has passed.
     fn flush(&mut self) -> Result<u64, StoreError>;
 
     /// Write and fsync now, whatever the policy.

@@ -202,6 +202,9 @@ impl FileBackend {
         self.write_buffer_out()?;
         if let Some(active) = self.blocks.last_mut() {
             active.needs_index = true;
+            // Messages removed while it was active are only now eligible for cleanup.
+            let sealed = active.id;
+            self.maintenance.insert(sealed);
         }
         let id = self.next_block_id;
         self.next_block_id += 1;
@@ -309,7 +312,7 @@ impl FileBackend {
             content.extend_from_slice(&record);
         }
         let path = block_path(&dir, id);
-        let temporary = path.with_extension("tmp");
+        let temporary = path.with_extension("blk.tmp");
         fs::write(&temporary, &content).map_err(StoreError::io(&temporary))?;
         File::open(&temporary)
             .and_then(|file| file.sync_all())
@@ -461,19 +464,19 @@ impl Backend for FileBackend {
         let block = &self.blocks[position];
         let location = u64::from(slot.location);
         let len = slot.record_len as usize;
-        let owned;
-        let bytes: &[u8] = if is_active && location >= block.written_len {
+        let bytes = if is_active && location >= block.written_len {
             let start = (location - block.written_len) as usize;
-            self.write_buffer
+            let buffered = self
+                .write_buffer
                 .get(start..start + len)
-                .ok_or_else(|| StoreError::Corrupt(format!("record {seq} outside buffer")))?
+                .ok_or_else(|| StoreError::Corrupt(format!("record {seq} outside buffer")))?;
+            Bytes::copy_from_slice(buffered)
         } else {
             let mut buffer = vec![0u8; len];
             block.read_at(&self.dir, location, &mut buffer)?;
-            owned = buffer;
-            &owned
+            Bytes::from(buffer)
         };
-        let record = decode_record(bytes).map_err(|damage| {
+        let record = decode_record(&bytes).map_err(|damage| {
             StoreError::Corrupt(format!("record {seq} in block {}: {damage:?}", block.id))
         })?;
         if record.seq != seq || record.kind != RecordKind::Message {
@@ -482,10 +485,13 @@ impl Backend for FileBackend {
                 block.id, record.seq
             )));
         }
+        // Headers and payload share the one buffer the record was read into.
+        let headers = bytes.slice_ref(record.headers);
+        let payload = bytes.slice_ref(record.payload);
         Ok(StoredMessage {
             subject: subject.to_string(),
-            headers: Bytes::copy_from_slice(record.headers),
-            payload: Bytes::copy_from_slice(record.payload),
+            headers,
+            payload,
             seq,
             timestamp: record.timestamp,
         })
@@ -528,10 +534,13 @@ impl Backend for FileBackend {
     }
 
     fn floor(&mut self, first_seq: u64, index: &MessageIndex) -> Result<(), StoreError> {
-        let active_below = self
-            .blocks
-            .last()
-            .is_some_and(|active| active.last_seq < first_seq);
+        let buffered = !self.write_buffer.is_empty();
+        let active_below = self.blocks.last().is_some_and(|active| {
+            let already_fresh = active.first_seq == first_seq
+                && active.written_len == BLOCK_HEADER_LEN as u64
+                && !buffered;
+            active.last_seq < first_seq && !already_fresh
+        });
         if active_below {
             // Everything goes: a fresh active block records where the sequence continues.
             self.write_buffer.clear();

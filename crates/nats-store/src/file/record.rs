@@ -64,7 +64,8 @@ pub(crate) fn decode_block_header(bytes: &[u8]) -> Option<u64> {
     if crc != crc32fast::hash(&header[..24]) {
         return None;
     }
-    Some(u64::from_le_bytes(header[16..24].try_into().ok()?))
+    // Sequence 0 never exists; a header claiming it is damaged.
+    Some(u64::from_le_bytes(header[16..24].try_into().ok()?)).filter(|seq| *seq > 0)
 }
 
 /// Total on-disk length of a message record.

@@ -198,7 +198,7 @@ fn scan_block(
                 last_seq = last_seq.max(record.seq);
             }
             RecordKind::Skip => {
-                let end = record.seq + (record.aux.max(1) as u64) - 1;
+                let end = record.seq.saturating_add(record.aux.max(1) as u64 - 1);
                 index.extend_deleted_to(end);
                 last_seq = last_seq.max(end);
             }
