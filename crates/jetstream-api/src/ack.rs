@@ -11,8 +11,6 @@
 //! parses both; the delivery path formats subjects with [`AckSubjectPrefix`], which keeps the
 //! constant part so a delivery appends only five numbers.
 
-use std::fmt::Write as _;
-
 use crate::consumer_api::{NakOptions, NextRequest};
 use crate::time_format::Nanos;
 use crate::Error;
@@ -119,12 +117,37 @@ impl std::fmt::Display for AckSubject<'_> {
     }
 }
 
-/// Go's `parseAckReplyNum`, but refusing instead of returning -1.
+/// Go's `parseAckReplyNum`, but refusing (instead of returning -1) on empty, non-digit or
+/// overflowing input. One pass: this runs for every ack.
 fn parse_decimal(text: &str) -> Option<u64> {
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+    if text.is_empty() {
         return None;
     }
-    text.parse().ok()
+    let mut value: u64 = 0;
+    for byte in text.bytes() {
+        let digit = byte.wrapping_sub(b'0');
+        if digit > 9 {
+            return None;
+        }
+        value = value.checked_mul(10)?.checked_add(u64::from(digit))?;
+    }
+    Some(value)
+}
+
+/// Appends `value` in decimal without the formatting machinery (one ack subject per delivery).
+fn push_decimal(out: &mut String, mut value: u64) {
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    // Only ASCII digits were written, so this conversion cannot fail.
+    out.push_str(std::str::from_utf8(&digits[start..]).unwrap_or_default());
 }
 
 /// The constant front of a consumer's ack subjects, built once per consumer.
@@ -185,11 +208,18 @@ impl AckSubjectPrefix {
         pending: u64,
     ) {
         out.push_str(&self.prefix);
-        // Writing to a String cannot fail.
-        let _ = write!(
-            out,
-            "{delivered}.{stream_sequence}.{consumer_sequence}.{timestamp}.{pending}"
-        );
+        push_decimal(out, delivered);
+        out.push('.');
+        push_decimal(out, stream_sequence);
+        out.push('.');
+        push_decimal(out, consumer_sequence);
+        out.push('.');
+        if timestamp < 0 {
+            out.push('-');
+        }
+        push_decimal(out, timestamp.unsigned_abs());
+        out.push('.');
+        push_decimal(out, pending);
     }
 }
 
