@@ -36,8 +36,11 @@ pub fn decode_request_with<T: DeserializeOwned + Default>(
     body: &[u8],
     strictness: Strictness,
 ) -> Result<T, ApiError> {
-    let Some(mut value) = parse_values(body)? else {
-        return Ok(T::default());
+    let mut value = match parse_values(body)? {
+        // A blank body, or `null`, leaves the request at its zero value (Go decodes `null` into a
+        // struct as a no-op).
+        None | Some(Value::Null) => return Ok(T::default()),
+        Some(value) => value,
     };
     remove_nulls(&mut value);
     loop {
@@ -146,27 +149,20 @@ fn go_syntax_error(error: &serde_json::Error, body: &[u8]) -> String {
     if error.is_eof() {
         return "unexpected EOF".to_string();
     }
+    if let Some((context, offset, byte)) = crate::go_syntax::first_error(body) {
+        return format!(
+            "invalid character {} {context} at offset {offset}",
+            crate::go_syntax::quote_byte(byte)
+        );
+    }
+    // The scanner found nothing serde_json objects to (e.g. invalid UTF-8): a generic text at
+    // serde's position.
     let offset = byte_offset(body, error.line(), error.column());
-    let bad = body
-        .get(offset.saturating_sub(1))
-        .copied()
-        .map(go_quote_char)
-        .unwrap_or_else(|| "'?'".to_string());
-    let message = error.to_string();
-    let context = if message.starts_with("key must be a string") {
-        "looking for beginning of object key string"
-    } else if message.starts_with("expected `:`") {
-        "after object key"
-    } else if message.starts_with("expected `,` or `}`") {
-        "after object key:value pair"
-    } else if message.starts_with("expected `,` or `]`") {
-        "after array element"
-    } else if message.starts_with("control character") {
-        "in string literal"
-    } else {
-        "looking for beginning of value"
-    };
-    format!("invalid character {bad} {context} at offset {offset}")
+    let bad = body.get(offset.saturating_sub(1)).copied().unwrap_or(b'?');
+    format!(
+        "invalid character {} looking for beginning of value at offset {offset}",
+        crate::go_syntax::quote_byte(bad)
+    )
 }
 
 /// The text Go's `json.Unmarshal` (not the streaming decoder) gives: no offset, and a truncated
@@ -196,15 +192,6 @@ fn byte_offset(body: &[u8], line: usize, column: usize) -> usize {
         }
     }
     (line_start + column).min(body.len())
-}
-
-fn go_quote_char(byte: u8) -> String {
-    match byte {
-        b'\'' => "'\\''".to_string(),
-        b'"' => "'\"'".to_string(),
-        0x20..=0x7e => format!("'{}'", char::from(byte)),
-        _ => format!("'\\x{byte:02x}'"),
-    }
 }
 
 /// Maps serde's data-error texts onto Go's `encoding/json` ones.

@@ -45,6 +45,7 @@ pub mod subjects;
 pub mod time_format;
 
 mod error;
+mod go_syntax;
 
 pub use account::{AccountInfo, AccountInfoResponse, AccountLimits, AccountTier, ApiStats};
 pub use ack::{AckKind, AckSubject, AckSubjectPrefix};

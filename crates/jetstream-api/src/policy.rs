@@ -77,6 +77,18 @@ fn can_not_unmarshal(raw_json: &str) -> String {
     format!("can not unmarshal {}", go_quote(raw_json))
 }
 
+/// Go's name for the kind of a raw JSON value in "cannot unmarshal <kind>" errors.
+fn json_kind(raw_json: &str) -> &'static str {
+    match raw_json.as_bytes().first() {
+        Some(b'{') => "object",
+        Some(b'[') => "array",
+        Some(b't') | Some(b'f') => "bool",
+        Some(b'n') => "null",
+        Some(b'"') => "string",
+        _ => "number",
+    }
+}
+
 /// Go's `%q` for the ASCII-and-quotes strings that show up here.
 pub(crate) fn go_quote(text: &str) -> String {
     serde_json::Value::String(text.to_string()).to_string()
@@ -119,7 +131,12 @@ string_enum! {
         S2 = "s2",
     }
     default = None,
-    error = |_| "unknown compression algorithm".to_string()
+    error = |raw| if raw.starts_with('"') {
+        "unknown compression algorithm".to_string()
+    } else {
+        // nats-server decodes into a string first, so a non-string fails there.
+        format!("json: cannot unmarshal {} into Go value of type string", json_kind(raw))
+    }
 }
 
 string_enum! {

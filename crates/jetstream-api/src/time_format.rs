@@ -145,12 +145,10 @@ impl<'de> Deserialize<'de> for Timestamp {
         OffsetDateTime::parse(&text, &Rfc3339)
             .map(Timestamp)
             .map_err(|_| {
-                // Go: `parsing time "\"x\"" as "\"2006-01-02T15:04:05Z07:00\"": cannot parse ...`;
-                // the prefix is what clients see first, the tail is best effort.
+                // Go's text for the common case (text that is not a date at all); for a
+                // malformed date Go names the failing element, we keep this form.
                 serde::de::Error::custom(format!(
-                    "parsing time {:?} as \"\\\"2006-01-02T15:04:05Z07:00\\\"\": cannot parse {:?} as \"2006\"",
-                    format!("\"{text}\""),
-                    format!("\"{text}\"")
+                    "parsing time {text:?} as \"2006-01-02T15:04:05Z07:00\": cannot parse {text:?} as \"2006\""
                 ))
             })
     }

@@ -1,0 +1,291 @@
+//! A syntax-only JSON scanner that reports the first error the way Go's `encoding/json` scanner
+//! words it (`invalid character 'x' looking for beginning of value`), with Go's offset (bytes read
+//! including the bad one). serde_json decides *whether* a body is valid; this only runs on bodies
+//! it rejected, to produce nats-server's text. Values may follow each other (Go's streaming
+//! decoder), so a second top-level value is not an error.
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    BeginValue,
+    BeginValueOrEmpty,
+    BeginStringOrEmpty,
+    BeginString,
+    EndValue,
+    InString,
+    InStringEscape,
+    InStringEscapeU(u8),
+    Negative,
+    Zero,
+    Integer,
+    Dot,
+    DotDigits,
+    Exponent,
+    ExponentSign,
+    ExponentDigits,
+    /// Inside `true`/`false`/`null`: the literal and how many bytes matched.
+    Literal(&'static [u8], u8),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Container {
+    ObjectKey,
+    ObjectValue,
+    ArrayValue,
+}
+
+/// The first syntax error as `(Go's context text, offset of the byte after it, the byte)`, or
+/// `None` if the scanner finds none (then the caller falls back to a generic text).
+pub(crate) fn first_error(body: &[u8]) -> Option<(String, usize, u8)> {
+    let mut state = State::BeginValue;
+    let mut stack: Vec<Container> = Vec::new();
+    for (index, &byte) in body.iter().enumerate() {
+        let fail = |context: &str| Some((context.to_string(), index + 1, byte));
+        let is_space = matches!(byte, b' ' | b'\t' | b'\r' | b'\n');
+        // Several states hand the byte on to another state; loop until it is consumed.
+        loop {
+            match state {
+                State::BeginValueOrEmpty | State::BeginValue => {
+                    if is_space {
+                        break;
+                    }
+                    if state == State::BeginValueOrEmpty && byte == b']' {
+                        stack.pop();
+                        state = State::EndValue;
+                        break;
+                    }
+                    state = match byte {
+                        b'{' => {
+                            stack.push(Container::ObjectKey);
+                            State::BeginStringOrEmpty
+                        }
+                        b'[' => {
+                            stack.push(Container::ArrayValue);
+                            State::BeginValueOrEmpty
+                        }
+                        b'"' => State::InString,
+                        b'-' => State::Negative,
+                        b'0' => State::Zero,
+                        b'1'..=b'9' => State::Integer,
+                        b't' => State::Literal(b"true", 1),
+                        b'f' => State::Literal(b"false", 1),
+                        b'n' => State::Literal(b"null", 1),
+                        _ => return fail("looking for beginning of value"),
+                    };
+                    break;
+                }
+                State::BeginStringOrEmpty | State::BeginString => {
+                    if is_space {
+                        break;
+                    }
+                    if state == State::BeginStringOrEmpty && byte == b'}' {
+                        stack.pop();
+                        state = State::EndValue;
+                        break;
+                    }
+                    if byte != b'"' {
+                        return fail("looking for beginning of object key string");
+                    }
+                    state = State::InString;
+                    break;
+                }
+                State::EndValue => {
+                    let Some(&top) = stack.last() else {
+                        // A complete top-level value: the streaming decoder starts the next one.
+                        state = State::BeginValue;
+                        continue;
+                    };
+                    if is_space {
+                        break;
+                    }
+                    match (top, byte) {
+                        (Container::ObjectKey, b':') => {
+                            *stack.last_mut()? = Container::ObjectValue;
+                            state = State::BeginValue;
+                        }
+                        (Container::ObjectKey, _) => return fail("after object key"),
+                        (Container::ObjectValue, b',') => {
+                            *stack.last_mut()? = Container::ObjectKey;
+                            state = State::BeginString;
+                        }
+                        (Container::ObjectValue, b'}') | (Container::ArrayValue, b']') => {
+                            stack.pop();
+                            state = State::EndValue;
+                        }
+                        (Container::ObjectValue, _) => return fail("after object key:value pair"),
+                        (Container::ArrayValue, b',') => state = State::BeginValue,
+                        (Container::ArrayValue, _) => return fail("after array element"),
+                    }
+                    break;
+                }
+                State::InString => {
+                    match byte {
+                        b'"' => state = State::EndValue,
+                        b'\\' => state = State::InStringEscape,
+                        // nats-server v2.15.1 says "in string" here (captured).
+                        0..=0x1f => return fail("in string"),
+                        _ => {}
+                    }
+                    break;
+                }
+                State::InStringEscape => {
+                    state = match byte {
+                        b'b' | b'f' | b'n' | b'r' | b't' | b'\\' | b'/' | b'"' => State::InString,
+                        b'u' => State::InStringEscapeU(0),
+                        _ => return fail("in string escape code"),
+                    };
+                    break;
+                }
+                State::InStringEscapeU(count) => {
+                    if !byte.is_ascii_hexdigit() {
+                        return fail("in \\u hexadecimal character escape");
+                    }
+                    state = if count == 3 {
+                        State::InString
+                    } else {
+                        State::InStringEscapeU(count + 1)
+                    };
+                    break;
+                }
+                State::Negative => {
+                    state = match byte {
+                        b'0' => State::Zero,
+                        b'1'..=b'9' => State::Integer,
+                        _ => return fail("in numeric literal"),
+                    };
+                    break;
+                }
+                State::Integer if byte.is_ascii_digit() => break,
+                State::Zero | State::Integer => {
+                    state = match byte {
+                        b'.' => State::Dot,
+                        b'e' | b'E' => State::Exponent,
+                        _ => {
+                            state = State::EndValue;
+                            continue;
+                        }
+                    };
+                    break;
+                }
+                State::Dot => {
+                    if !byte.is_ascii_digit() {
+                        return fail("after decimal point in numeric literal");
+                    }
+                    state = State::DotDigits;
+                    break;
+                }
+                State::DotDigits => {
+                    if byte.is_ascii_digit() {
+                        break;
+                    }
+                    if matches!(byte, b'e' | b'E') {
+                        state = State::Exponent;
+                        break;
+                    }
+                    state = State::EndValue;
+                }
+                State::Exponent | State::ExponentSign => {
+                    if state == State::Exponent && matches!(byte, b'+' | b'-') {
+                        state = State::ExponentSign;
+                        break;
+                    }
+                    if !byte.is_ascii_digit() {
+                        return fail("in exponent of numeric literal");
+                    }
+                    state = State::ExponentDigits;
+                    break;
+                }
+                State::ExponentDigits => {
+                    if byte.is_ascii_digit() {
+                        break;
+                    }
+                    state = State::EndValue;
+                }
+                State::Literal(literal, matched) => {
+                    let expected = literal[usize::from(matched)];
+                    if byte != expected {
+                        let word = std::str::from_utf8(literal).unwrap_or("null");
+                        return fail(&format!(
+                            "in literal {word} (expecting {})",
+                            quote_byte(expected)
+                        ));
+                    }
+                    state = if usize::from(matched) + 1 == literal.len() {
+                        State::EndValue
+                    } else {
+                        State::Literal(literal, matched + 1)
+                    };
+                    break;
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Go's `quoteChar`: `'x'`, `'\''`, `'"'`, and `'\x01'` for control bytes.
+pub(crate) fn quote_byte(byte: u8) -> String {
+    match byte {
+        b'\'' => "'\\''".to_string(),
+        b'"' => "'\"'".to_string(),
+        0x20..=0x7e => format!("'{}'", char::from(byte)),
+        _ => format!("'\\x{byte:02x}'"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(body: &str) -> String {
+        let (context, offset, byte) = first_error(body.as_bytes()).unwrap();
+        format!(
+            "invalid character {} {context} at offset {offset}",
+            quote_byte(byte)
+        )
+    }
+
+    #[test]
+    fn go_texts() {
+        assert_eq!(
+            text(r#"{"name": nope}"#),
+            "invalid character 'o' in literal null (expecting 'u') at offset 11"
+        );
+        assert_eq!(
+            text(r#"{"name":"P",}"#),
+            "invalid character '}' looking for beginning of object key string at offset 13"
+        );
+        assert_eq!(
+            text(r#"{"name":"P" "x":1}"#),
+            "invalid character '\"' after object key:value pair at offset 13"
+        );
+        assert_eq!(
+            text(r#"{"name":"P","subjects":["a" "b"]}"#),
+            "invalid character '\"' after array element at offset 29"
+        );
+        assert_eq!(
+            text(r#"{"name":"P"} x"#),
+            "invalid character 'x' looking for beginning of value at offset 14"
+        );
+        assert_eq!(
+            text("{\"a\" 1}"),
+            "invalid character '1' after object key at offset 6"
+        );
+        assert_eq!(
+            text("[1.x]"),
+            "invalid character 'x' after decimal point in numeric literal at offset 4"
+        );
+        assert_eq!(
+            text("[-a]"),
+            "invalid character 'a' in numeric literal at offset 3"
+        );
+        assert_eq!(
+            text("[1e+]"),
+            "invalid character ']' in exponent of numeric literal at offset 5"
+        );
+        assert_eq!(
+            text(r#"["\q"]"#),
+            "invalid character 'q' in string escape code at offset 4"
+        );
+        assert!(first_error(br#"{"a":[1,2.5e3,-0,true,false,null,"\u00e9"]} {"b":{}}"#).is_none());
+    }
+}
