@@ -260,6 +260,7 @@ impl Engine {
     /// Hooks run when a stream starts (create or recovery) and before it stops.
     pub(crate) fn on_stream_started(&self, stream: &Arc<Stream>) {
         self.refresh_direct_get(stream);
+        crate::consumer::recover(stream, &self.transport);
     }
 
     pub(crate) fn on_stream_stopping(&self, stream: &Arc<Stream>) {

@@ -37,6 +37,7 @@
 
 mod advisories;
 mod api;
+mod consumer;
 mod engine;
 mod error;
 mod registry;

@@ -190,6 +190,7 @@ impl Engine {
             .remove(name)
             .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
         self.on_stream_stopping(&stream);
+        crate::consumer::stop_all(&stream, true).await;
         stream.stop(true).await;
         Ok(())
     }
@@ -229,6 +230,7 @@ impl Engine {
         let _guard = self.admin_lock.lock().await;
         for stream in self.registry.all() {
             self.on_stream_stopping(&stream);
+            crate::consumer::stop_all(&stream, false).await;
             stream.stop(false).await;
         }
     }

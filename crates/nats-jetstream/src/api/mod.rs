@@ -7,6 +7,7 @@
 //! ([`direct`]), which exist only when the stream allows direct gets.
 
 mod account;
+mod consumers;
 pub(crate) mod direct;
 mod messages;
 mod streams;
@@ -59,6 +60,7 @@ impl Engine {
             ["STREAM", "LIST"] => self.stream_list(&request),
             ["STREAM", "MSG", "GET", name] => self.message_get(&request, name),
             ["STREAM", "MSG", "DELETE", name] => self.message_delete(&request, name).await,
+            ["CONSUMER", ..] => self.dispatch_consumer(&request, &tokens[1..]).await,
             _ => {}
         }
     }

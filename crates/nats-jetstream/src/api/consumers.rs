@@ -1,0 +1,464 @@
+//! `$JS.API.CONSUMER.*`: CREATE (new style with optional filter, legacy ephemeral, legacy
+//! DURABLE.CREATE), INFO, NAMES, LIST, DELETE and PAUSE, with nats-server's checks, their order
+//! and its errors. `MSG.NEXT` is not served here: each consumer subscribes its own.
+
+use super::Request;
+use crate::consumer::{self, Consumer};
+use crate::engine::Engine;
+use crate::stream::Stream;
+use crate::transport::Message;
+use bytes::Bytes;
+use jetstream_api::advisory::{self, ActionKind, Advisory, ConsumerActionAdvisory, ConsumerPause};
+use jetstream_api::json::decode_request;
+use jetstream_api::{
+    errors, ApiError, ConsumerAction, ConsumerInfo, ConsumerInfoResponse, ConsumerListResponse,
+    ConsumerNamesResponse, ConsumerPauseRequest, ConsumerPauseResponse, ConsumersRequest,
+    CreateConsumerRequest, Nanos, Paged, RetentionPolicy, SuccessResponse, Timestamp,
+    CONSUMER_CREATE_RESPONSE_TYPE, CONSUMER_DELETE_RESPONSE_TYPE, CONSUMER_INFO_RESPONSE_TYPE,
+};
+use std::sync::Arc;
+
+/// nats-server's `JSApiNamesLimit` and `JSApiListLimit`.
+const NAMES_LIMIT: usize = 1024;
+const LIST_LIMIT: usize = 256;
+
+/// Which create subject the request came on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CreateKind {
+    /// `CONSUMER.CREATE.<stream>`
+    LegacyEphemeral,
+    /// `CONSUMER.DURABLE.CREATE.<stream>.<durable>`
+    LegacyDurable,
+    /// `CONSUMER.CREATE.<stream>.<consumer>[.<filter>]`
+    New,
+}
+
+fn is_empty_body(payload: &[u8]) -> bool {
+    payload.iter().all(|byte| byte.is_ascii_whitespace())
+}
+
+impl Engine {
+    pub(crate) async fn consumer_create(
+        self: &Arc<Self>,
+        request: &Request,
+        kind: CreateKind,
+        stream_name: &str,
+        consumer_name: &str,
+        filter: &str,
+    ) {
+        match self
+            .try_consumer_create(request, kind, stream_name, consumer_name, filter)
+            .await
+        {
+            Ok(info) => self.respond(request, &ConsumerInfoResponse::created(info), false),
+            Err(error) => self.respond(
+                request,
+                &ConsumerInfoResponse::error(CONSUMER_CREATE_RESPONSE_TYPE, error),
+                true,
+            ),
+        }
+    }
+
+    async fn try_consumer_create(
+        self: &Arc<Self>,
+        request: &Request,
+        kind: CreateKind,
+        stream_name: &str,
+        consumer_name: &str,
+        filter: &str,
+    ) -> Result<ConsumerInfo, ApiError> {
+        let create: CreateConsumerRequest = decode_request(&request.payload)?;
+        let mut config = create.config;
+        if create.stream_name != stream_name {
+            return Err(errors::STREAM_MISMATCH.to_error());
+        }
+        if consumer_name.contains(['/', '\\']) {
+            return Err(errors::CONSUMER_NAME_CONTAINS_PATH_SEPARATORS.to_error());
+        }
+        match kind {
+            CreateKind::LegacyDurable => {
+                if config.durable_name.is_empty() {
+                    return Err(errors::CONSUMER_DURABLE_NAME_NOT_SET.to_error());
+                }
+                if consumer_name != config.durable_name {
+                    return Err(errors::CONSUMER_DURABLE_NAME_NOT_MATCH_SUBJECT.to_error());
+                }
+            }
+            CreateKind::New => {
+                if !config.durable_name.is_empty() && consumer_name != config.durable_name {
+                    return Err(errors::CONSUMER_DURABLE_NAME_NOT_MATCH_SUBJECT.to_error());
+                }
+                config.name = consumer_name.to_string();
+            }
+            CreateKind::LegacyEphemeral => {
+                if !config.durable_name.is_empty() {
+                    return Err(errors::CONSUMER_EPHEMERAL_WITH_DURABLE_NAME.to_error());
+                }
+            }
+        }
+        if !filter.is_empty() && !config.filter_subjects.is_empty() {
+            return Err(errors::CONSUMER_MULTIPLE_FILTERS_NOT_ALLOWED.to_error());
+        }
+        if !filter.is_empty() && config.filter_subject != filter {
+            return Err(errors::CONSUMER_CREATE_FILTER_SUBJECT_MISMATCH.to_error());
+        }
+        let stream = self
+            .registry
+            .get(stream_name)
+            .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
+        let lookup_name = if config.name.is_empty() {
+            config.durable_name.clone()
+        } else {
+            config.name.clone()
+        };
+        let existing = (!lookup_name.is_empty())
+            .then(|| stream.consumers.get(&lookup_name))
+            .flatten();
+        if let Some(existing) = &existing {
+            config.pause_until = existing.config.read().pause_until;
+        }
+        set_static_metadata(&mut config);
+        let stream_config = stream.config();
+        let mut config = consumer::check_config(&config, &stream_config, create.pedantic)?;
+        if config.name.is_empty() {
+            config.name = if config.durable_name.is_empty() {
+                consumer::ephemeral_name()
+            } else {
+                config.durable_name.clone()
+            };
+        }
+        jetstream_api::consumer_defaults::apply_ephemeral_inactive_default(&mut config);
+        let _guard = self.admin_lock.lock().await;
+        if let Some(existing) = stream.consumers.get(&config.name) {
+            let current = existing.config();
+            if current == config {
+                return Ok(existing.info(&stream));
+            }
+            if create.action == ConsumerAction::Create {
+                return Err(errors::CONSUMER_ALREADY_EXISTS.to_error());
+            }
+            consumer::check_update(&current, &config)?;
+            if stream_config.retention == RetentionPolicy::WorkQueue {
+                check_work_queue_unique(&stream, &config)?;
+            }
+            *existing.config.write() = config.clone();
+            consumer::refresh_interest(&stream, &existing);
+            existing.send(consumer::Event::ConfigUpdated);
+            return Ok(existing.info(&stream));
+        }
+        if create.action == ConsumerAction::Update {
+            return Err(errors::CONSUMER_DOES_NOT_EXIST.to_error());
+        }
+        if stream_config.max_consumers > 0
+            && stream.consumers.len() as i64 >= stream_config.max_consumers
+        {
+            return Err(errors::MAXIMUM_CONSUMERS_LIMIT.to_error());
+        }
+        if stream_config.retention == RetentionPolicy::WorkQueue {
+            check_work_queue_unique(&stream, &config)?;
+        }
+        let created = crate::time_format::now_nanos();
+        let store = consumer::open_store(&stream, &config, &config.name, created)
+            .map_err(|error| errors::CONSUMER_STORE_FAILED.with_err(error))?;
+        let new = consumer::start(&stream, &self.transport, config, created, store, false);
+        self.advise_consumer_action(&stream.name, &new.name, ActionKind::Create);
+        Ok(new.info(&stream))
+    }
+
+    pub(crate) fn consumer_info(&self, request: &Request, stream_name: &str, name: &str) {
+        let result = (|| {
+            if !is_empty_body(&request.payload) {
+                return Err(errors::NOT_EMPTY_REQUEST.to_error());
+            }
+            let stream = self
+                .registry
+                .get(stream_name)
+                .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
+            let consumer = stream
+                .consumers
+                .get(name)
+                .ok_or_else(|| errors::CONSUMER_NOT_FOUND.to_error())?;
+            Ok(consumer.info(&stream))
+        })();
+        match result {
+            Ok(info) => self.respond(request, &ConsumerInfoResponse::info(info), false),
+            Err(error) => self.respond(
+                request,
+                &ConsumerInfoResponse::error(CONSUMER_INFO_RESPONSE_TYPE, error),
+                true,
+            ),
+        }
+    }
+
+    pub(crate) async fn consumer_delete(&self, request: &Request, stream_name: &str, name: &str) {
+        let result = async {
+            if !is_empty_body(&request.payload) {
+                return Err(errors::NOT_EMPTY_REQUEST.to_error());
+            }
+            let stream = self
+                .registry
+                .get(stream_name)
+                .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
+            let _guard = self.admin_lock.lock().await;
+            if !consumer::stop_consumer(&stream, name, true).await {
+                return Err(errors::CONSUMER_NOT_FOUND.to_error());
+            }
+            Ok(())
+        }
+        .await;
+        match result {
+            Ok(()) => {
+                self.advise_consumer_action(stream_name, name, ActionKind::Delete);
+                let mut response = SuccessResponse::ok(CONSUMER_DELETE_RESPONSE_TYPE);
+                response.success = true;
+                self.respond(request, &response, false)
+            }
+            Err(error) => self.respond(
+                request,
+                &SuccessResponse::error(CONSUMER_DELETE_RESPONSE_TYPE, error),
+                true,
+            ),
+        }
+    }
+
+    pub(crate) fn consumer_names(&self, request: &Request, stream_name: &str) {
+        let result = (|| {
+            let offset = self.consumer_paging(request)?;
+            let stream = self
+                .registry
+                .get(stream_name)
+                .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
+            let names = stream.consumers.names();
+            let total = names.len();
+            let page: Vec<String> = names.into_iter().skip(offset).take(NAMES_LIMIT).collect();
+            Ok((page, total, offset))
+        })();
+        match result {
+            Ok((names, total, offset)) => self.respond(
+                request,
+                &ConsumerNamesResponse::ok(
+                    names,
+                    Paged {
+                        total,
+                        offset,
+                        limit: NAMES_LIMIT,
+                    },
+                ),
+                false,
+            ),
+            Err(error) => self.respond(request, &ConsumerNamesResponse::error(error), true),
+        }
+    }
+
+    pub(crate) fn consumer_list(&self, request: &Request, stream_name: &str) {
+        let result = (|| {
+            let offset = self.consumer_paging(request)?;
+            let stream = self
+                .registry
+                .get(stream_name)
+                .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
+            let all = stream.consumers.all();
+            let total = all.len();
+            let page: Vec<ConsumerInfo> = all
+                .iter()
+                .skip(offset)
+                .take(LIST_LIMIT)
+                .map(|consumer| consumer.info(&stream))
+                .collect();
+            Ok((page, total, offset))
+        })();
+        match result {
+            Ok((consumers, total, offset)) => self.respond(
+                request,
+                &ConsumerListResponse::ok(
+                    consumers,
+                    Paged {
+                        total,
+                        offset,
+                        limit: LIST_LIMIT,
+                    },
+                ),
+                false,
+            ),
+            Err(error) => self.respond(request, &ConsumerListResponse::error(error), true),
+        }
+    }
+
+    fn consumer_paging(&self, request: &Request) -> Result<usize, ApiError> {
+        let paging: ConsumersRequest = if request.has_json_body() {
+            decode_request(&request.payload)?
+        } else {
+            ConsumersRequest::default()
+        };
+        Ok(paging.offset)
+    }
+
+    pub(crate) async fn consumer_pause(&self, request: &Request, stream_name: &str, name: &str) {
+        let result = async {
+            let pause: ConsumerPauseRequest = if is_empty_body(&request.payload) {
+                ConsumerPauseRequest::default()
+            } else {
+                decode_request(&request.payload)?
+            };
+            let stream = self
+                .registry
+                .get(stream_name)
+                .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
+            let consumer = stream
+                .consumers
+                .get(name)
+                .ok_or_else(|| errors::CONSUMER_NOT_FOUND.to_error())?;
+            let now = crate::time_format::now_nanos();
+            let until = pause.pause_until.unix_nanos();
+            let paused = !pause.pause_until.is_zero() && until > now;
+            {
+                let mut config = consumer.config.write();
+                config.pause_until = paused.then_some(pause.pause_until);
+                set_static_metadata(&mut config);
+            }
+            consumer.send(consumer::Event::ConfigUpdated);
+            Ok::<_, ApiError>((consumer, paused, pause.pause_until, until - now))
+        }
+        .await;
+        match result {
+            Ok((consumer, paused, until, remaining)) => {
+                self.advise_consumer_pause(&consumer, paused, &until);
+                let response = ConsumerPauseResponse::ok(
+                    paused,
+                    if paused { until } else { Timestamp::default() },
+                    Nanos(if paused { remaining } else { 0 }),
+                );
+                self.respond(request, &response, false)
+            }
+            Err(error) => self.respond(request, &ConsumerPauseResponse::error(error), true),
+        }
+    }
+
+    fn advise_consumer_action(&self, stream: &str, consumer: &str, action: ActionKind) {
+        let subject = match action {
+            ActionKind::Delete => advisory::consumer_deleted_subject(stream, consumer),
+            _ => advisory::consumer_created_subject(stream, consumer),
+        };
+        if !self.transport.has_interest(&subject) {
+            return;
+        }
+        let body = Advisory::new(
+            crate::advisories::next_id(),
+            Timestamp::now(),
+            ConsumerActionAdvisory {
+                stream: stream.to_string(),
+                consumer: consumer.to_string(),
+                action,
+                domain: self.config.domain.clone().unwrap_or_default(),
+            },
+        );
+        self.publish_json(subject, &body);
+    }
+
+    fn advise_consumer_pause(&self, consumer: &Consumer, paused: bool, until: &Timestamp) {
+        let subject = advisory::consumer_pause_subject(&consumer.stream_name, &consumer.name);
+        if !self.transport.has_interest(&subject) {
+            return;
+        }
+        let body = Advisory::new(
+            crate::advisories::next_id(),
+            Timestamp::now(),
+            ConsumerPause {
+                stream: consumer.stream_name.clone(),
+                consumer: consumer.name.clone(),
+                paused,
+                pause_until: if paused { *until } else { Timestamp::default() },
+                domain: self.config.domain.clone().unwrap_or_default(),
+            },
+        );
+        self.publish_json(subject, &body);
+    }
+
+    fn publish_json<T: serde::Serialize>(&self, subject: String, body: &T) {
+        self.transport.publish(Message {
+            subject: Bytes::from(subject),
+            reply: None,
+            headers: None,
+            payload: Bytes::from(jetstream_api::json::encode_response(body)),
+        });
+    }
+}
+
+/// `_nats.req.level` as nats-server stores it with a consumer (1 when paused).
+fn set_static_metadata(config: &mut jetstream_api::ConsumerConfig) {
+    jetstream_api::metadata::remove_dynamic(&mut config.metadata);
+    let level = if config.pause_until.is_some() { 1 } else { 0 };
+    config.metadata.insert(
+        jetstream_api::metadata::REQUIRED_LEVEL_KEY.to_string(),
+        level.to_string(),
+    );
+}
+
+/// Work-queue streams: no two consumers may see the same message.
+fn check_work_queue_unique(
+    stream: &Stream,
+    config: &jetstream_api::ConsumerConfig,
+) -> Result<(), ApiError> {
+    let others: Vec<Arc<Consumer>> = stream
+        .consumers
+        .all()
+        .into_iter()
+        .filter(|other| other.name != config.name)
+        .collect();
+    if others.is_empty() {
+        return Ok(());
+    }
+    let filters = config.filters();
+    if filters.is_empty() {
+        return Err(errors::CONSUMER_WQ_MULTIPLE_UNFILTERED.to_error());
+    }
+    for other in others {
+        let other_config = other.config();
+        let other_filters = other_config.filters();
+        if other_filters.is_empty()
+            || filters.iter().any(|filter| {
+                other_filters
+                    .iter()
+                    .any(|other_filter| crate::subject::overlaps(filter, other_filter))
+            })
+        {
+            return Err(errors::CONSUMER_WQ_CONSUMER_NOT_UNIQUE.to_error());
+        }
+    }
+    Ok(())
+}
+
+impl Engine {
+    /// `CONSUMER.<...>` subjects (tokens after `CONSUMER`).
+    pub(crate) async fn dispatch_consumer(self: &Arc<Self>, request: &Request, tokens: &[&str]) {
+        match tokens {
+            ["CREATE", stream] => {
+                self.consumer_create(request, CreateKind::LegacyEphemeral, stream, "", "")
+                    .await
+            }
+            ["CREATE", stream, name, filter @ ..] => {
+                let filter = filter.join(".");
+                self.consumer_create(request, CreateKind::New, stream, name, &filter)
+                    .await
+            }
+            ["DURABLE", "CREATE", stream, name] => {
+                self.consumer_create(request, CreateKind::LegacyDurable, stream, name, "")
+                    .await
+            }
+            ["DURABLE", "CREATE", ..] => self.respond(
+                request,
+                &ConsumerInfoResponse::error(
+                    CONSUMER_CREATE_RESPONSE_TYPE,
+                    errors::CONSUMER_DURABLE_NAME_NOT_IN_SUBJECT.to_error(),
+                ),
+                true,
+            ),
+            ["INFO", stream, name] => self.consumer_info(request, stream, name),
+            ["DELETE", stream, name] => self.consumer_delete(request, stream, name).await,
+            ["NAMES", stream] => self.consumer_names(request, stream),
+            ["LIST", stream] => self.consumer_list(request, stream),
+            ["PAUSE", stream, name] => self.consumer_pause(request, stream, name).await,
+            _ => {}
+        }
+    }
+}

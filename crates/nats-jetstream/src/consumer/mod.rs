@@ -1,0 +1,549 @@
+//! Consumers: stateful readers of a stream (pull and push), their acks, redelivery, persisted
+//! state and their part in interest / work-queue retention.
+//!
+//! Who calls it: the `$JS.API.CONSUMER.*` handlers (create, info, names, list, delete, pause), the
+//! engine's stream hooks (recovery at start, stop before a stream stops), and core routing through
+//! the internal subscriptions a consumer owns (`MSG.NEXT`, `$JS.ACK.<stream>.<consumer>.>`,
+//! `$JS.FC.<stream>.<consumer>.>`), whose handlers only enqueue.
+//!
+//! Concurrency: each consumer is one tokio task ([`task`]) that owns the delivery logic (waiting
+//! requests, redelivery timers, flow control) and is fed by one channel. The ack bookkeeping lives
+//! in [`Consumer::state`] behind a mutex so INFO and interest retention (which must ask every
+//! consumer of a stream whether it still needs a message) can read it without a round trip.
+//! Lock order: a consumer's `state` may be held while taking its stream's `store`, never the
+//! other way round, and never two consumers' states at once.
+//!
+//! What it must not know: sockets, the wire protocol, the sublist (it talks to routing only
+//! through [`crate::Transport`]).
+
+mod config;
+mod pull;
+mod task;
+
+pub(crate) use config::{check_config, check_update};
+
+use crate::stream::{Stream, StreamCommand};
+use crate::transport::{Message, Transport};
+use jetstream_api::{
+    AckPolicy, ConsumerConfig, ConsumerInfo, DeliverPolicy, Nanos, RetentionPolicy, SequenceInfo,
+    Timestamp,
+};
+use nats_store::{ConsumerState, ConsumerStore, MemConsumerStore, SequencePair};
+use parking_lot::{Mutex, RwLock};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot};
+
+/// Ids for [`crate::stream::Interest`] registrations.
+static NEXT_INTEREST_ID: AtomicU64 = AtomicU64::new(1);
+
+/// What a consumer persists as its config blob.
+#[derive(Serialize, Deserialize)]
+struct PersistedConfig {
+    config: ConsumerConfig,
+    created: Timestamp,
+}
+
+/// Work for a consumer's task.
+pub(crate) enum Event {
+    Ack {
+        subject: bytes::Bytes,
+        reply: Option<bytes::Bytes>,
+        payload: bytes::Bytes,
+    },
+    Next {
+        reply: bytes::Bytes,
+        payload: bytes::Bytes,
+    },
+    FlowControlReply {
+        subject: bytes::Bytes,
+    },
+    ConfigUpdated,
+    Stop {
+        delete: bool,
+        done: oneshot::Sender<()>,
+    },
+}
+
+/// Shared bookkeeping of a consumer (see the module doc for who reads it).
+pub(crate) struct Shared {
+    /// delivered = last delivered (next - 1); ack floor; pending; redelivery counts.
+    pub state: ConsumerState,
+    pub num_waiting: u64,
+    pub push_bound: bool,
+    pub last_delivered_active: Option<i64>,
+    pub last_ack_active: Option<i64>,
+}
+
+pub(crate) struct Consumer {
+    pub name: String,
+    pub stream_name: String,
+    pub created: i64,
+    pub config: RwLock<ConsumerConfig>,
+    pub state: Mutex<Shared>,
+    events: mpsc::UnboundedSender<Event>,
+    interest_id: u64,
+}
+
+impl Consumer {
+    pub(crate) fn send(&self, event: Event) -> bool {
+        self.events.send(event).is_ok()
+    }
+
+    pub(crate) fn config(&self) -> ConsumerConfig {
+        self.config.read().clone()
+    }
+
+    /// Whether this consumer still needs stream message `seq` on `subject` (interest retention).
+    fn needs(&self, seq: u64, subject: &str) -> bool {
+        let config = self.config.read();
+        let filters = config.filters();
+        if !filters.is_empty()
+            && !filters
+                .iter()
+                .any(|filter| crate::subject::matches(filter, subject))
+        {
+            return false;
+        }
+        drop(config);
+        let shared = self.state.lock();
+        let state = &shared.state;
+        if seq <= state.ack_floor.stream_seq {
+            return false;
+        }
+        if seq <= state.delivered.stream_seq {
+            return state.pending.contains_key(&seq);
+        }
+        true
+    }
+
+    /// `CONSUMER.INFO` as nats-server builds it.
+    pub(crate) fn info(&self, stream: &Stream) -> ConsumerInfo {
+        let config = self.config();
+        let (delivered, ack_floor, num_ack_pending, num_redelivered, num_waiting, push_bound) = {
+            let shared = self.state.lock();
+            let state = &shared.state;
+            (
+                SequenceInfo {
+                    consumer_sequence: state.delivered.consumer_seq,
+                    stream_sequence: state.delivered.stream_seq,
+                    last_active: shared.last_delivered_active.map(Timestamp::from_unix_nanos),
+                },
+                SequenceInfo {
+                    consumer_sequence: state.ack_floor.consumer_seq,
+                    stream_sequence: state.ack_floor.stream_seq,
+                    last_active: shared.last_ack_active.map(Timestamp::from_unix_nanos),
+                },
+                state.pending.len() as u64,
+                state.redelivered.len() as u64,
+                shared.num_waiting,
+                shared.push_bound,
+            )
+        };
+        let num_pending = num_pending(stream, &config, delivered.stream_sequence + 1);
+        let now = crate::time_format::now_nanos();
+        let pause_remaining = config
+            .pause_until
+            .as_ref()
+            .map(|until| until.unix_nanos() - now)
+            .filter(|remaining| *remaining > 0);
+        ConsumerInfo {
+            stream_name: self.stream_name.clone(),
+            name: self.name.clone(),
+            created: Timestamp::from_unix_nanos(self.created),
+            config: Some(config_for_response(&config)),
+            delivered,
+            ack_floor,
+            num_ack_pending,
+            num_redelivered,
+            num_waiting,
+            num_pending,
+            cluster: None,
+            push_bound: push_bound && !config.deliver_subject.is_empty(),
+            paused: pause_remaining.is_some(),
+            pause_remaining: Nanos(pause_remaining.unwrap_or(0)),
+            timestamp: Timestamp::now(),
+            priority_groups: Vec::new(),
+        }
+    }
+}
+
+/// Messages at or after `start_seq` the consumer would still deliver, from the store's index.
+pub(crate) fn num_pending(stream: &Stream, config: &ConsumerConfig, start_seq: u64) -> u64 {
+    let filters: Vec<String> = config.filters().iter().map(|f| f.to_string()).collect();
+    let store = stream.store.lock();
+    let last_per_subject = config.deliver_policy == DeliverPolicy::LastPerSubject;
+    if filters.is_empty() {
+        store.num_pending(">", start_seq, last_per_subject)
+    } else {
+        store.num_pending_matching(&filters, start_seq, last_per_subject)
+    }
+}
+
+/// The config as nats-server echoes it: with the response-only metadata keys.
+pub(crate) fn config_for_response(config: &ConsumerConfig) -> ConsumerConfig {
+    let mut out = config.clone();
+    out.metadata = jetstream_api::metadata::with_dynamic(&config.metadata);
+    out
+}
+
+/// The consumers of one stream, by name.
+#[derive(Default)]
+pub(crate) struct Consumers {
+    map: RwLock<BTreeMap<String, Arc<Consumer>>>,
+}
+
+impl Consumers {
+    pub(crate) fn get(&self, name: &str) -> Option<Arc<Consumer>> {
+        self.map.read().get(name).cloned()
+    }
+
+    pub(crate) fn all(&self) -> Vec<Arc<Consumer>> {
+        self.map.read().values().cloned().collect()
+    }
+
+    pub(crate) fn names(&self) -> Vec<String> {
+        self.map.read().keys().cloned().collect()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.map.read().len()
+    }
+
+    fn remove(&self, name: &str) -> Option<Arc<Consumer>> {
+        self.map.write().remove(name)
+    }
+}
+
+/// A random 8-character name for an ephemeral consumer (nats-server hashes a NUID to 8 chars).
+pub(crate) fn ephemeral_name() -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let id = crate::advisories::next_id();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in id.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    let mut name = String::with_capacity(8);
+    for _ in 0..8 {
+        name.push(ALPHABET[(hash % ALPHABET.len() as u64) as usize] as char);
+        hash /= ALPHABET.len() as u64;
+        hash ^= hash.rotate_left(17).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    name
+}
+
+/// Where the consumer starts: the first stream sequence it considers.
+fn starting_sequence(stream: &Stream, config: &ConsumerConfig) -> u64 {
+    let mut store = stream.store.lock();
+    let state = store.state();
+    let first = state.first_seq.max(1);
+    let filters: Vec<String> = config.filters().iter().map(|f| f.to_string()).collect();
+    match config.deliver_policy {
+        DeliverPolicy::All | DeliverPolicy::LastPerSubject => first,
+        DeliverPolicy::New => state.last_seq + 1,
+        DeliverPolicy::Last => {
+            let last = if filters.is_empty() {
+                store.load_last(">").ok().flatten()
+            } else {
+                filters
+                    .iter()
+                    .filter_map(|filter| store.load_last(filter).ok().flatten())
+                    .max_by_key(|message| message.seq)
+            };
+            match last {
+                Some(message) => message.seq,
+                None => state.last_seq + 1,
+            }
+        }
+        DeliverPolicy::ByStartSequence => config.opt_start_seq.max(first),
+        DeliverPolicy::ByStartTime => {
+            let time = config
+                .opt_start_time
+                .as_ref()
+                .map(|time| time.unix_nanos())
+                .unwrap_or(0);
+            store.seq_for_time(time)
+        }
+    }
+}
+
+/// Start a consumer's task and subscriptions and add it to its stream.
+pub(crate) fn start(
+    stream: &Arc<Stream>,
+    transport: &Arc<dyn Transport>,
+    config: ConsumerConfig,
+    created: i64,
+    store: Box<dyn ConsumerStore>,
+    recovered: bool,
+) -> Arc<Consumer> {
+    let name = if config.name.is_empty() {
+        config.durable_name.clone()
+    } else {
+        config.name.clone()
+    };
+    let mut state = store.state();
+    if !recovered {
+        let start = starting_sequence(stream, &config);
+        state = ConsumerState {
+            delivered: SequencePair {
+                consumer_seq: 0,
+                stream_seq: start.saturating_sub(1),
+            },
+            ack_floor: SequencePair {
+                consumer_seq: 0,
+                stream_seq: start.saturating_sub(1),
+            },
+            ..Default::default()
+        };
+    }
+    let (sender, receiver) = mpsc::unbounded_channel();
+    let consumer = Arc::new(Consumer {
+        name: name.clone(),
+        stream_name: stream.name.clone(),
+        created,
+        config: RwLock::new(config.clone()),
+        state: Mutex::new(Shared {
+            state,
+            num_waiting: 0,
+            push_bound: false,
+            last_delivered_active: None,
+            last_ack_active: None,
+        }),
+        events: sender,
+        interest_id: NEXT_INTEREST_ID.fetch_add(1, Ordering::Relaxed),
+    });
+    stream.interest.add(
+        consumer.interest_id,
+        config.filters().iter().map(|f| f.to_string()).collect(),
+    );
+    stream
+        .consumers
+        .map
+        .write()
+        .insert(name.clone(), consumer.clone());
+    let subscriptions = subscribe(&consumer, transport);
+    task::spawn(
+        consumer.clone(),
+        stream.clone(),
+        transport.clone(),
+        store,
+        receiver,
+        subscriptions,
+    );
+    consumer
+}
+
+fn subscribe(consumer: &Arc<Consumer>, transport: &Arc<dyn Transport>) -> Vec<u64> {
+    let stream = &consumer.stream_name;
+    let name = &consumer.name;
+    let mut ids = Vec::with_capacity(3);
+    let sender = consumer.events.clone();
+    ids.push(transport.subscribe(
+        &format!("$JS.ACK.{stream}.{name}.>"),
+        None,
+        Arc::new(move |message: Message| {
+            let _ = sender.send(Event::Ack {
+                subject: message.subject,
+                reply: message.reply,
+                payload: message.payload,
+            });
+        }),
+    ));
+    let sender = consumer.events.clone();
+    ids.push(transport.subscribe(
+        &format!("$JS.API.CONSUMER.MSG.NEXT.{stream}.{name}"),
+        None,
+        Arc::new(move |message: Message| {
+            if let Some(reply) = message.reply.filter(|reply| !reply.is_empty()) {
+                let _ = sender.send(Event::Next {
+                    reply,
+                    payload: message.payload,
+                });
+            }
+        }),
+    ));
+    let sender = consumer.events.clone();
+    ids.push(transport.subscribe(
+        &format!("$JS.FC.{stream}.{name}.>"),
+        None,
+        Arc::new(move |message: Message| {
+            let _ = sender.send(Event::FlowControlReply {
+                subject: message.subject,
+            });
+        }),
+    ));
+    ids
+}
+
+/// Open the store a new consumer persists to: file-backed for durables on file streams (unless
+/// `mem_storage`), memory otherwise.
+pub(crate) fn open_store(
+    stream: &Stream,
+    config: &ConsumerConfig,
+    name: &str,
+    created: i64,
+) -> Result<Box<dyn ConsumerStore>, nats_store::StoreError> {
+    let durable = !config.durable_name.is_empty();
+    let file_stream = stream.config.read().storage == jetstream_api::StorageType::File;
+    let mut store: Box<dyn ConsumerStore> = if durable && file_stream && !config.memory_storage {
+        stream.store.lock().consumer_store(name)?
+    } else {
+        Box::new(MemConsumerStore::new())
+    };
+    save_config(&mut *store, config, created)?;
+    Ok(store)
+}
+
+fn save_config(
+    store: &mut dyn ConsumerStore,
+    config: &ConsumerConfig,
+    created: i64,
+) -> Result<(), nats_store::StoreError> {
+    let blob = serde_json::to_vec(&PersistedConfig {
+        config: config.clone(),
+        created: Timestamp::from_unix_nanos(created),
+    })
+    .unwrap_or_default();
+    store.set_config(&blob)
+}
+
+/// Re-open every consumer persisted with a stream (server start).
+pub(crate) fn recover(stream: &Arc<Stream>, transport: &Arc<dyn Transport>) {
+    let names = match stream.store.lock().consumer_names() {
+        Ok(names) => names,
+        Err(error) => {
+            tracing::warn!(stream = %stream.name, %error, "listing consumers failed");
+            return;
+        }
+    };
+    for name in names {
+        let store = match stream.store.lock().consumer_store(&name) {
+            Ok(store) => store,
+            Err(error) => {
+                tracing::warn!(stream = %stream.name, consumer = %name, %error, "consumer store unreadable");
+                continue;
+            }
+        };
+        let persisted: PersistedConfig = match serde_json::from_slice(&store.config()) {
+            Ok(persisted) => persisted,
+            Err(error) => {
+                tracing::warn!(stream = %stream.name, consumer = %name, %error, "consumer config unreadable");
+                continue;
+            }
+        };
+        start(
+            stream,
+            transport,
+            persisted.config,
+            persisted.created.unix_nanos(),
+            store,
+            true,
+        );
+    }
+}
+
+/// After a config update: the stream's interest follows the new filters.
+pub(crate) fn refresh_interest(stream: &Stream, consumer: &Consumer) {
+    stream.interest.remove(consumer.interest_id);
+    let filters = consumer
+        .config
+        .read()
+        .filters()
+        .iter()
+        .map(|filter| filter.to_string())
+        .collect();
+    stream.interest.add(consumer.interest_id, filters);
+}
+
+/// Stop (and with `delete`, remove) one consumer.
+pub(crate) async fn stop_consumer(stream: &Stream, name: &str, delete: bool) -> bool {
+    let Some(consumer) = stream.consumers.remove(name) else {
+        return false;
+    };
+    stream.interest.remove(consumer.interest_id);
+    let (done, finished) = oneshot::channel();
+    if consumer.send(Event::Stop { delete, done }) {
+        let _ = finished.await;
+    }
+    if delete {
+        release_interest_messages(stream);
+    }
+    true
+}
+
+/// Stop every consumer of a stream (the stream is stopping or being deleted).
+pub(crate) async fn stop_all(stream: &Stream, delete: bool) {
+    for name in stream.consumers.names() {
+        stop_consumer(stream, &name, delete).await;
+    }
+}
+
+/// After an ack on an interest or work-queue stream: remove the message when nobody needs it.
+pub(crate) fn apply_retention(stream: &Stream, seq: u64, subject: Option<&str>) {
+    let retention = stream.config.read().retention;
+    match retention {
+        RetentionPolicy::Limits => {}
+        RetentionPolicy::WorkQueue => {
+            stream.send(StreamCommand::Remove { seq });
+        }
+        RetentionPolicy::Interest => {
+            let owned;
+            let subject = match subject {
+                Some(subject) => subject,
+                None => match stream.store.lock().load(seq) {
+                    Ok(message) => {
+                        owned = message.subject;
+                        owned.as_str()
+                    }
+                    Err(_) => return,
+                },
+            };
+            if stream
+                .consumers
+                .all()
+                .iter()
+                .all(|consumer| !consumer.needs(seq, subject))
+            {
+                stream.send(StreamCommand::Remove { seq });
+            }
+        }
+    }
+}
+
+/// When a consumer of an interest stream goes away, messages only it needed go too.
+fn release_interest_messages(stream: &Stream) {
+    if stream.config.read().retention != RetentionPolicy::Interest {
+        return;
+    }
+    let consumers = stream.consumers.all();
+    let (first, last) = {
+        let store = stream.store.lock();
+        let state = store.state();
+        (state.first_seq, state.last_seq)
+    };
+    if last == 0 || last - first > 1_000_000 {
+        return;
+    }
+    let mut seq = first;
+    while seq <= last {
+        let message = match stream.store.lock().load_next(">", seq) {
+            Ok(Some(message)) => message,
+            _ => break,
+        };
+        seq = message.seq + 1;
+        if consumers
+            .iter()
+            .all(|consumer| !consumer.needs(message.seq, &message.subject))
+        {
+            stream.send(StreamCommand::Remove { seq: message.seq });
+        }
+    }
+}
+
+/// Whether ack bookkeeping applies (ack none consumers count a message acked when delivered).
+pub(crate) fn needs_ack(config: &ConsumerConfig) -> bool {
+    config.ack_policy != AckPolicy::None
+}

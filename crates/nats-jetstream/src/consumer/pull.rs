@@ -1,0 +1,239 @@
+//! Waiting pull requests (`CONSUMER.MSG.NEXT` and `+NXT`): admission checks with nats-server's
+//! status replies, the FIFO of requests, their expiry and idle heartbeats.
+
+use bytes::Bytes;
+use jetstream_api::{status, ConsumerConfig, NextRequest};
+use std::collections::VecDeque;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// One queued pull request.
+pub(super) struct WaitingRequest {
+    pub reply: Bytes,
+    /// Messages still wanted.
+    pub remaining: i64,
+    /// Bytes still allowed (0: no limit was asked for).
+    pub remaining_bytes: i64,
+    pub expires: Option<Instant>,
+    pub no_wait: bool,
+    pub heartbeat: Option<Duration>,
+    pub next_heartbeat: Option<Instant>,
+    /// Messages delivered to it so far.
+    pub delivered: i64,
+}
+
+/// The verdict on a new request.
+pub(super) enum Admission {
+    Queue(WaitingRequest),
+    /// Answer at once with this status header block.
+    Refuse(Vec<u8>),
+}
+
+/// nats-server's checks of `processNextMsgRequest` that need no consumer state; the caller
+/// does the no_wait and max_waiting checks.
+pub(super) fn admit(
+    config: &ConsumerConfig,
+    reply: Bytes,
+    request: Result<NextRequest, String>,
+    now: Instant,
+) -> Admission {
+    if !config.deliver_subject.is_empty() {
+        return Admission::Refuse(status::CONSUMER_IS_PUSH_BASED.to_vec());
+    }
+    let request = match request {
+        Ok(request) => request,
+        Err(reason) => return Admission::Refuse(status::bad_request(&reason)),
+    };
+    let batch = request.batch.max(1);
+    if config.max_request_batch > 0 && batch > config.max_request_batch {
+        return Admission::Refuse(status::exceeded_max_request_batch(config.max_request_batch));
+    }
+    if request.expires.0 > 0
+        && config.max_request_expires.0 > 0
+        && request.expires.0 > config.max_request_expires.0
+    {
+        return Admission::Refuse(status::exceeded_max_request_expires(
+            config.max_request_expires,
+        ));
+    }
+    if request.max_bytes > 0
+        && config.max_request_max_bytes > 0
+        && request.max_bytes > config.max_request_max_bytes
+    {
+        return Admission::Refuse(status::exceeded_max_request_max_bytes(
+            config.max_request_max_bytes,
+        ));
+    }
+    let expires =
+        (request.expires.0 > 0).then(|| now + Duration::from_nanos(request.expires.0 as u64));
+    let heartbeat =
+        (request.heartbeat.0 > 0).then(|| Duration::from_nanos(request.heartbeat.0 as u64));
+    Admission::Queue(WaitingRequest {
+        reply,
+        remaining: batch,
+        remaining_bytes: request.max_bytes.max(0),
+        expires,
+        no_wait: request.no_wait,
+        heartbeat,
+        next_heartbeat: heartbeat.map(|interval| now + interval),
+        delivered: 0,
+    })
+}
+
+/// The queue of waiting requests, oldest first.
+#[derive(Default)]
+pub(super) struct WaitQueue {
+    pub requests: VecDeque<WaitingRequest>,
+}
+
+impl WaitQueue {
+    pub fn len(&self) -> usize {
+        self.requests.len()
+    }
+
+    /// Sum of the batches still wanted.
+    pub fn batch_pending(&self) -> i64 {
+        self.requests.iter().map(|request| request.remaining).sum()
+    }
+
+    /// Remove expired requests, returning `(reply, status)` to send for each; send heartbeats
+    /// that are due.
+    pub fn expire(&mut self, now: Instant, out: &mut Vec<(Bytes, Vec<u8>)>) {
+        self.requests.retain(|request| {
+            if request.expires.is_some_and(|expires| expires <= now) {
+                out.push((
+                    request.reply.clone(),
+                    status::request_timeout(request.remaining, request.remaining_bytes),
+                ));
+                return false;
+            }
+            true
+        });
+    }
+
+    /// Requests whose heartbeat is due; their next heartbeat is scheduled.
+    pub fn due_heartbeats(&mut self, now: Instant) -> Vec<Bytes> {
+        let mut due = Vec::new();
+        for request in &mut self.requests {
+            if let (Some(at), Some(interval)) = (request.next_heartbeat, request.heartbeat) {
+                if at <= now {
+                    due.push(request.reply.clone());
+                    request.next_heartbeat = Some(now + interval);
+                }
+            }
+        }
+        due
+    }
+
+    /// The earliest expiry or heartbeat.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.requests
+            .iter()
+            .flat_map(|request| [request.expires, request.next_heartbeat])
+            .flatten()
+            .min()
+    }
+
+    /// At the end of the available messages, no_wait requests are answered and dropped:
+    /// `408 Request Timeout` when they got something, `404 No Messages` when not.
+    pub fn end_no_wait(&mut self, out: &mut Vec<(Bytes, Vec<u8>)>) {
+        self.requests.retain(|request| {
+            if !request.no_wait {
+                return true;
+            }
+            let body = if request.delivered > 0 {
+                status::request_timeout(request.remaining, request.remaining_bytes)
+            } else {
+                status::NO_MESSAGES.to_vec()
+            };
+            out.push((request.reply.clone(), body));
+            false
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jetstream_api::Nanos;
+
+    fn pull() -> ConsumerConfig {
+        ConsumerConfig {
+            durable_name: "D".into(),
+            max_request_batch: 10,
+            max_request_expires: Nanos::from_secs(1),
+            max_request_max_bytes: 100,
+            ..Default::default()
+        }
+    }
+
+    fn refused(admission: Admission) -> String {
+        match admission {
+            Admission::Refuse(body) => String::from_utf8(body).unwrap(),
+            Admission::Queue(_) => panic!("queued"),
+        }
+    }
+
+    #[test]
+    fn limits_are_refused_with_nats_server_statuses() {
+        let now = Instant::now();
+        let request = |body: &str| NextRequest::parse(body.as_bytes());
+        let reply = Bytes::from_static(b"r");
+        assert!(refused(admit(
+            &pull(),
+            reply.clone(),
+            request("{\"batch\":11}"),
+            now
+        ))
+        .starts_with("NATS/1.0 409 Exceeded MaxRequestBatch of 10"));
+        assert!(refused(admit(
+            &pull(),
+            reply.clone(),
+            request("{\"batch\":1,\"expires\":2000000000}"),
+            now
+        ))
+        .starts_with("NATS/1.0 409 Exceeded MaxRequestExpires of 1s"));
+        assert!(refused(admit(
+            &pull(),
+            reply.clone(),
+            request("{\"batch\":1,\"max_bytes\":101}"),
+            now
+        ))
+        .starts_with("NATS/1.0 409 Exceeded MaxRequestMaxBytes of 100"));
+        let push = ConsumerConfig {
+            deliver_subject: "d".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            refused(admit(&push, reply, request(""), now)),
+            "NATS/1.0 409 Consumer is push based\r\n\r\n"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn expiry_and_heartbeats_follow_the_clock() {
+        let now = Instant::now();
+        let mut queue = WaitQueue::default();
+        let body = "{\"batch\":5,\"expires\":3000000000,\"idle_heartbeat\":1000000000}";
+        let Admission::Queue(request) = admit(
+            &ConsumerConfig::default(),
+            Bytes::from_static(b"r"),
+            NextRequest::parse(body.as_bytes()),
+            now,
+        ) else {
+            panic!("refused");
+        };
+        queue.requests.push_back(request);
+        assert_eq!(queue.next_deadline(), Some(now + Duration::from_secs(1)));
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert_eq!(queue.due_heartbeats(Instant::now()).len(), 1);
+        tokio::time::advance(Duration::from_secs(2)).await;
+        let mut out = Vec::new();
+        queue.expire(Instant::now(), &mut out);
+        assert_eq!(queue.len(), 0);
+        assert_eq!(
+            String::from_utf8(out[0].1.clone()).unwrap(),
+            "NATS/1.0 408 Request Timeout\r\nNats-Pending-Messages: 5\r\nNats-Pending-Bytes: 0\r\n\r\n"
+        );
+    }
+}
