@@ -301,22 +301,27 @@ where
         if subject.is_empty() || tokenize(subject).any(str::is_empty) {
             return Arc::clone(&self.empty);
         }
-        let tokens: Vec<&str> = tokenize(subject).collect();
+        let mut inline_tokens = [""; INLINE_TOKENS];
+        let mut overflow_tokens = Vec::new();
+        let tokens = split_tokens(subject, &mut inline_tokens, &mut overflow_tokens);
         let (result, generation) = {
             let trie = self.trie.read();
             let generation = self.generation.load(Ordering::Acquire);
             let mut result = MatchResult::default();
-            collect_matches(&trie.root, &tokens, &mut result);
+            collect_matches(&trie.root, tokens, &mut result);
             (Arc::new(result), generation)
         };
         if self.cache_capacity > 0 {
             let mut cache = self.cache.write();
             if self.generation.load(Ordering::Acquire) == generation {
                 if cache.len() >= self.cache_capacity {
-                    let victims: Vec<Box<str>> = cache.keys().take(CACHE_SWEEP).cloned().collect();
-                    for victim in victims {
-                        cache.remove(&victim);
-                    }
+                    // Drop a batch at once (arbitrary entries, as nats-server's sweep), without
+                    // allocating: unique subjects such as reply inboxes churn through here.
+                    let mut dropped = 0;
+                    cache.retain(|_, _| {
+                        dropped += 1;
+                        dropped > CACHE_SWEEP
+                    });
                 }
                 cache.insert(Box::from(subject), Arc::clone(&result));
             }
@@ -399,6 +404,33 @@ where
             cache.retain(|subject, _| !subject_matches_filter(subject, filter));
         }
         self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// Subjects with at most this many tokens are matched without allocating a token list.
+const INLINE_TOKENS: usize = 16;
+
+fn split_tokens<'a, 'b>(
+    subject: &'a str,
+    inline: &'b mut [&'a str; INLINE_TOKENS],
+    overflow: &'b mut Vec<&'a str>,
+) -> &'b [&'a str] {
+    let mut count = 0;
+    for token in tokenize(subject) {
+        if count < INLINE_TOKENS {
+            inline[count] = token;
+            count += 1;
+        } else {
+            if overflow.is_empty() {
+                overflow.extend_from_slice(&inline[..]);
+            }
+            overflow.push(token);
+        }
+    }
+    if overflow.is_empty() {
+        &inline[..count]
+    } else {
+        &overflow[..]
     }
 }
 

@@ -312,3 +312,23 @@ fn concurrent_readers_never_see_a_stale_cache() {
     let expected = (0..2000u32).filter(|value| value % 3 != 0).count();
     assert_eq!(sublist.matches("events.x").plain.len(), expected);
 }
+
+#[test]
+fn long_subjects_match_past_the_inline_token_limit() {
+    let sublist: Sublist<u32> = Sublist::new();
+    let tokens: Vec<String> = (0..40).map(|index| format!("t{index}")).collect();
+    let subject = tokens.join(".");
+    let mut star = tokens.clone();
+    star[30] = "*".to_owned();
+    sublist.insert(&subject, None, 1).unwrap();
+    sublist.insert(&star.join("."), None, 2).unwrap();
+    sublist
+        .insert(&format!("{}.>", tokens[..20].join(".")), None, 3)
+        .unwrap();
+    sublist.insert(&format!("{}.x", subject), None, 4).unwrap();
+    assert_eq!(normalize(&sublist.matches(&subject)).0, vec![1, 2, 3]);
+    assert_eq!(
+        normalize(&sublist.matches(&tokens[..16].join("."))).0,
+        Vec::<u32>::new()
+    );
+}
