@@ -4,16 +4,17 @@
 //! `main` parses the command line (clap), runs the command on a tokio runtime and turns any
 //! error into natscli's one-line `nats: error: ...` with a non-zero exit status.
 
-// Consumer, KV and bench helpers land in the next steps.
-#[allow(dead_code)]
 mod api;
+mod bench;
+mod consumer;
 mod context;
 mod error;
+mod kv;
 mod messaging;
 mod options;
-#[allow(dead_code)]
 mod output;
 mod prompt;
+mod server;
 mod stream;
 mod template;
 
@@ -40,6 +41,9 @@ enum Command {
     /// JetStream stream management
     #[command(alias = "str", alias = "st", alias = "ms", alias = "s")]
     Stream(Box<stream::StreamArgs>),
+    /// JetStream consumer management
+    #[command(alias = "con", alias = "obs", alias = "c")]
+    Consumer(Box<consumer::ConsumerArgs>),
     /// Generic data publish utility
     #[command(alias = "pub")]
     Publish(messaging::PubArgs),
@@ -51,6 +55,16 @@ enum Command {
     Request(messaging::RequestArgs),
     /// Generic service reply utility
     Reply(messaging::ReplyArgs),
+    /// Interacts with a JetStream based Key-Value store
+    Kv(kv::KvArgs),
+    /// Server information and health checks
+    Server(server::ServerArgs),
+    /// Account information and status
+    Account(server::AccountArgs),
+    /// Compute round-trip time to NATS server
+    Rtt(server::RttArgs),
+    /// Benchmark utility
+    Bench(bench::BenchTopArgs),
     /// Manage nats configuration contexts
     #[command(alias = "ctx")]
     Context {
@@ -63,15 +77,40 @@ async fn run(cli: Cli) -> Result<(), CliError> {
     let options = &cli.options;
     match &cli.command {
         Command::Stream(args) => stream::run(args, options).await,
+        Command::Consumer(args) => consumer::run(args, options).await,
         Command::Publish(args) => messaging::publish(args, options).await,
         Command::Subscribe(args) => messaging::subscribe(args, options).await,
         Command::Request(args) => messaging::request(args, options).await,
         Command::Reply(args) => messaging::reply(args, options).await,
+        Command::Kv(args) => kv::run(args, options).await,
+        Command::Server(args) => server::run_server(args, options).await,
+        Command::Account(args) => server::account_info(args, options).await,
+        Command::Rtt(args) => server::rtt(args, options).await,
+        Command::Bench(args) => bench::run(args, options).await,
         Command::Context { command } => context::run(command, options),
     }
 }
 
+/// Like Go programs, exit quietly when the reader of our output goes away (`nats ... | head`)
+/// instead of reporting a panic from `println!`.
+fn exit_quietly_on_broken_pipe() {
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default_hook(info);
+    }));
+}
+
 fn main() {
+    exit_quietly_on_broken_pipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {

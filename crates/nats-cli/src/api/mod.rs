@@ -17,7 +17,6 @@ use types::*;
 
 /// err_code values the CLI reacts to.
 pub const STREAM_NOT_FOUND: u16 = 10059;
-pub const CONSUMER_NOT_FOUND: u16 = 10014;
 pub const NO_MESSAGE_FOUND: u16 = 10037;
 
 #[derive(Clone)]

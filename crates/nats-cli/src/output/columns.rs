@@ -42,15 +42,6 @@ impl Columns {
         }
     }
 
-    /// Several values under one label, sorted, one per line.
-    pub fn strings_as_value(&mut self, label: &str, values: &[String]) {
-        let mut sorted = values.to_vec();
-        sorted.sort();
-        for (index, value) in sorted.iter().enumerate() {
-            self.row(if index == 0 { label } else { "" }, value);
-        }
-    }
-
     pub fn section(&mut self, title: &str) {
         self.rows.push(Row::Title(title.to_string()));
     }

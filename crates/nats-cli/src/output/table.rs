@@ -46,10 +46,6 @@ impl Table {
         self.right_aligned[column] = true;
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
-    }
-
     /// The table without a trailing newline.
     pub fn render(&self) -> String {
         let column_count = self

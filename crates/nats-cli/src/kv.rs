@@ -1,0 +1,476 @@
+//! `nats kv ...`: Key-Value buckets through async-nats' KV API (add, put, get, del, purge,
+//! history, watch, ls, info) with natscli's output. Bucket details come from the backing
+//! stream `KV_<bucket>` via [`crate::api::JetStream`].
+
+use bytes::Bytes;
+use clap::{Args, Subcommand};
+use futures::StreamExt;
+
+use crate::api::JetStream;
+use crate::error::{CliError, WithContext};
+use crate::options::GlobalOptions;
+use crate::output::columns::Columns;
+use crate::output::format::{
+    comma, comma_u64, humanize_duration, humanize_nanos, ibytes, ibytes_i64, local_time,
+    local_time_text, parse_bytes, parse_duration, since,
+};
+use crate::output::table::Table;
+use crate::prompt;
+
+#[derive(Args, Debug)]
+pub struct KvArgs {
+    #[command(subcommand)]
+    pub command: KvCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum KvCommand {
+    /// Adds a new KV Store Bucket
+    #[command(alias = "new")]
+    Add(AddArgs),
+    /// Puts a value into a key
+    Put {
+        bucket: String,
+        key: String,
+        /// The value to store, when empty reads STDIN
+        value: Option<String>,
+    },
+    /// Gets a value for a key
+    Get {
+        bucket: String,
+        key: String,
+        /// Gets a specific revision
+        #[arg(long)]
+        revision: Option<u64>,
+        /// Show only the value string
+        #[arg(long)]
+        raw: bool,
+    },
+    /// Deletes a key or the entire bucket
+    #[command(alias = "rm")]
+    Del {
+        bucket: String,
+        key: Option<String>,
+        /// Act without confirmation
+        #[arg(long, short = 'f')]
+        force: bool,
+    },
+    /// Deletes a key from the bucket, clearing history before creating a delete marker
+    Purge {
+        bucket: String,
+        key: String,
+        /// Act without confirmation
+        #[arg(long, short = 'f')]
+        force: bool,
+    },
+    /// Shows the full history for a key
+    History { bucket: String, key: String },
+    /// Watch the bucket or a specific key for updated
+    Watch {
+        bucket: String,
+        /// The key to act on (default all)
+        key: Option<String>,
+    },
+    /// List buckets or keys in a bucket
+    #[command(alias = "list")]
+    Ls {
+        bucket: Option<String>,
+        /// Show just the bucket names
+        #[arg(long, short = 'n')]
+        names: bool,
+    },
+    /// View the status of a KV store
+    #[command(alias = "status")]
+    Info { bucket: String },
+}
+
+#[derive(Args, Debug)]
+pub struct AddArgs {
+    /// The bucket to act on
+    pub bucket: String,
+    /// A description for the bucket
+    #[arg(long)]
+    pub description: Option<String>,
+    /// How many historic values to keep per key
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(i64).range(1..=64))]
+    pub history: i64,
+    /// Storage backend to use (file, memory)
+    #[arg(long, default_value = "file", value_parser = ["file", "f", "memory", "m"])]
+    pub storage: String,
+    /// How long to keep values for
+    #[arg(long)]
+    pub ttl: Option<String>,
+    /// How many replicas of the data to store
+    #[arg(long, default_value_t = 1)]
+    pub replicas: usize,
+    /// Maximum size for any single value
+    #[arg(long, value_name = "BYTES")]
+    pub max_value_size: Option<String>,
+    /// Maximum size for the bucket
+    #[arg(long, value_name = "BYTES")]
+    pub max_bucket_size: Option<String>,
+    /// Compress the bucket data
+    #[arg(long)]
+    pub compress: bool,
+}
+
+pub async fn run(args: &KvArgs, options: &GlobalOptions) -> Result<(), CliError> {
+    let (client, effective) = options.connect().await?;
+    let js = JetStream::new(client.clone(), &effective);
+    let context = async_nats::jetstream::new(client.clone());
+    let result = run_command(&args.command, &js, &context).await;
+    let _ = client.flush().await;
+    result
+}
+
+async fn load(
+    context: &async_nats::jetstream::Context,
+    bucket: &str,
+) -> Result<async_nats::jetstream::kv::Store, CliError> {
+    context
+        .get_key_value(bucket)
+        .await
+        .map_err(|e| CliError::message(format!("unable to load bucket: {e}")))
+}
+
+fn entry_time(entry: &async_nats::jetstream::kv::Entry) -> String {
+    let created = chrono::DateTime::from_timestamp(
+        entry.created.unix_timestamp(),
+        entry.created.nanosecond(),
+    )
+    .unwrap_or_default();
+    local_time(&created)
+}
+
+fn operation_name(operation: &async_nats::jetstream::kv::Operation) -> &'static str {
+    use async_nats::jetstream::kv::Operation;
+    match operation {
+        Operation::Put => "PUT",
+        Operation::Delete => "DELETE",
+        Operation::Purge => "PURGE",
+    }
+}
+
+/// natscli shows values that are not printable as base64.
+fn printable(value: &[u8]) -> String {
+    match std::str::from_utf8(value) {
+        Ok(text)
+            if text
+                .chars()
+                .all(|c| !c.is_control() || c == '\n' || c == '\t' || c == '\r') =>
+        {
+            text.to_string()
+        }
+        _ => {
+            use base64::Engine;
+            base64::engine::general_purpose::STANDARD.encode(value)
+        }
+    }
+}
+
+fn confirm(text: &str) -> Result<bool, CliError> {
+    prompt::confirm(text, false)
+}
+
+async fn run_command(
+    command: &KvCommand,
+    js: &JetStream,
+    context: &async_nats::jetstream::Context,
+) -> Result<(), CliError> {
+    match command {
+        KvCommand::Add(args) => {
+            let mut config = async_nats::jetstream::kv::Config {
+                bucket: args.bucket.clone(),
+                description: args.description.clone().unwrap_or_default(),
+                history: args.history,
+                num_replicas: args.replicas,
+                compression: args.compress,
+                storage: if args.storage.starts_with('m') {
+                    async_nats::jetstream::stream::StorageType::Memory
+                } else {
+                    async_nats::jetstream::stream::StorageType::File
+                },
+                ..Default::default()
+            };
+            if let Some(ttl) = &args.ttl {
+                config.max_age = parse_duration(ttl)?;
+            }
+            config.max_value_size = match &args.max_value_size {
+                Some(text) => parse_bytes(text)?.clamp(-1, i64::from(i32::MAX)) as i32,
+                None => -1,
+            };
+            config.max_bytes = match &args.max_bucket_size {
+                Some(text) => parse_bytes(text)?,
+                None => -1,
+            };
+            context
+                .create_key_value(config)
+                .await
+                .map_err(|e| CliError::message(e.to_string()))?;
+            show_info(js, &args.bucket).await
+        }
+        KvCommand::Put { bucket, key, value } => {
+            let store = load(context, bucket).await?;
+            let value = match value {
+                Some(value) => value.clone(),
+                None => {
+                    let mut text = String::new();
+                    std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)?;
+                    text
+                }
+            };
+            store
+                .put(key, Bytes::from(value.clone()))
+                .await
+                .map_err(|e| CliError::message(e.to_string()))?;
+            println!("{value}");
+            Ok(())
+        }
+        KvCommand::Get {
+            bucket,
+            key,
+            revision,
+            raw,
+        } => {
+            let store = load(context, bucket).await?;
+            let entry = match revision {
+                Some(revision) => store.entry_for_revision(key.clone(), *revision).await,
+                None => store.entry(key.clone()).await,
+            }
+            .map_err(|e| CliError::message(e.to_string()))?
+            .filter(|e| matches!(e.operation, async_nats::jetstream::kv::Operation::Put))
+            .ok_or_else(|| CliError::message("nats: key not found"))?;
+            if *raw {
+                use std::io::Write;
+                let mut stdout = std::io::stdout();
+                stdout.write_all(&entry.value)?;
+                stdout.flush()?;
+                return Ok(());
+            }
+            println!(
+                "{} > {} revision: {} created @ {}",
+                entry.bucket,
+                entry.key,
+                entry.revision,
+                entry_time(&entry)
+            );
+            println!();
+            let text = printable(&entry.value);
+            if text.len() > 120 {
+                println!(
+                    "Showing first 120 bytes of {}, use --raw for full data\n",
+                    comma(text.len() as i64)
+                );
+                println!("{}", text.chars().take(120).collect::<String>());
+            } else {
+                println!("{text}");
+            }
+            println!();
+            Ok(())
+        }
+        KvCommand::Del { bucket, key, force } => match key {
+            None => {
+                if !force && !confirm(&format!("Delete bucket {bucket}?"))? {
+                    println!("Skipping delete");
+                    return Ok(());
+                }
+                context
+                    .delete_key_value(bucket)
+                    .await
+                    .map_err(|e| CliError::message(e.to_string()))?;
+                Ok(())
+            }
+            Some(key) => {
+                let store = load(context, bucket).await?;
+                if !force && !confirm(&format!("Delete key {bucket} > {key}?"))? {
+                    println!("Skipping delete");
+                    return Ok(());
+                }
+                store
+                    .delete(key)
+                    .await
+                    .map_err(|e| CliError::message(e.to_string()))
+            }
+        },
+        KvCommand::Purge { bucket, key, force } => {
+            let store = load(context, bucket).await?;
+            if !force && !confirm(&format!("Purge key {bucket} > {key}?"))? {
+                println!("Skipping purge");
+                return Ok(());
+            }
+            store
+                .purge(key)
+                .await
+                .map_err(|e| CliError::message(e.to_string()))
+        }
+        KvCommand::History { bucket, key } => {
+            let store = load(context, bucket).await?;
+            let mut history = store
+                .history(key)
+                .await
+                .map_err(|e| CliError::message(e.to_string()))?;
+            let mut table = Table::new(format!("History for {bucket} > {key}"));
+            table.headers(["Key", "Revision", "Op", "Created", "Length", "Value"]);
+            table.align_right(1);
+            while let Some(entry) = history.next().await {
+                let entry = entry.map_err(|e| CliError::message(e.to_string()))?;
+                let value = printable(&entry.value);
+                let value = if value.len() > 40 {
+                    format!("{}...", value.chars().take(37).collect::<String>())
+                } else {
+                    value
+                };
+                table.row([
+                    entry.key.clone(),
+                    entry.revision.to_string(),
+                    operation_name(&entry.operation).to_string(),
+                    entry_time(&entry),
+                    comma(entry.value.len() as i64),
+                    value,
+                ]);
+            }
+            println!("{}\n", table.render());
+            Ok(())
+        }
+        KvCommand::Watch { bucket, key } => {
+            let store = load(context, bucket).await?;
+            let mut watch = match key {
+                Some(key) => store.watch_with_history(key).await,
+                None => store.watch_with_history(">").await,
+            }
+            .map_err(|e| CliError::message(e.to_string()))?;
+            while let Some(entry) = watch.next().await {
+                let entry = entry.map_err(|e| CliError::message(e.to_string()))?;
+                let operation = operation_name(&entry.operation);
+                match entry.operation {
+                    async_nats::jetstream::kv::Operation::Put => println!(
+                        "[{}] {operation} {} > {}: {}",
+                        entry_time(&entry),
+                        entry.bucket,
+                        entry.key,
+                        String::from_utf8_lossy(&entry.value)
+                    ),
+                    _ => println!(
+                        "[{}] {operation} {} > {}",
+                        entry_time(&entry),
+                        entry.bucket,
+                        entry.key
+                    ),
+                }
+            }
+            Ok(())
+        }
+        KvCommand::Ls { bucket, names } => match bucket {
+            Some(bucket) => {
+                let store = load(context, bucket).await?;
+                let mut keys = store
+                    .keys()
+                    .await
+                    .map_err(|e| CliError::message(e.to_string()))?;
+                let mut found = false;
+                while let Some(key) = keys.next().await {
+                    let key = key.map_err(|e| CliError::message(e.to_string()))?;
+                    found = true;
+                    println!("{key}");
+                }
+                if !found && !names {
+                    println!("No keys found in bucket");
+                }
+                Ok(())
+            }
+            None => {
+                let (streams, _) = js.stream_list(None).await?;
+                let mut buckets: Vec<_> = streams
+                    .into_iter()
+                    .filter(|s| s.config.name.starts_with("KV_"))
+                    .collect();
+                if *names {
+                    for stream in &buckets {
+                        println!("{}", stream.config.name.trim_start_matches("KV_"));
+                    }
+                    return Ok(());
+                }
+                if buckets.is_empty() {
+                    println!("No Key-Value buckets found");
+                    return Ok(());
+                }
+                buckets.sort_by(|a, b| a.config.name.cmp(&b.config.name));
+                let mut table = Table::new("Key-Value Buckets");
+                table.headers([
+                    "Bucket",
+                    "Description",
+                    "Created",
+                    "Size",
+                    "Values",
+                    "Last Update",
+                ]);
+                for stream in &buckets {
+                    table.row([
+                        stream.config.name.trim_start_matches("KV_").to_string(),
+                        stream.config.description.clone(),
+                        local_time_text(&stream.created),
+                        ibytes(stream.state.bytes),
+                        comma_u64(stream.state.messages),
+                        humanize_duration(since(&stream.state.last_ts)),
+                    ]);
+                }
+                println!("{}\n", table.render());
+                Ok(())
+            }
+        },
+        KvCommand::Info { bucket } => show_info(js, bucket).await,
+    }
+}
+
+async fn show_info(js: &JetStream, bucket: &str) -> Result<(), CliError> {
+    let info = js
+        .stream_info(&format!("KV_{bucket}"))
+        .await
+        .context(&format!("could not load bucket {bucket}"))?;
+    let config = &info.config;
+    let mut columns = Columns::new(format!(
+        "Information for Key-Value Store Bucket {bucket} created {}",
+        local_time_text(&info.created)
+    ));
+    columns.section("Configuration");
+    columns.row("Bucket Name", bucket);
+    columns.row("History Kept", comma(config.max_msgs_per_subject));
+    columns.row("Values Stored", comma_u64(info.state.messages));
+    columns.row(
+        "Compressed",
+        !config.compression.is_empty() && config.compression != "none",
+    );
+    columns.row("Per-Key TTL Supported", config.allow_msg_ttl);
+    columns.row("Backing Store Kind", "JetStream");
+    columns.row_if_not_empty("Description", &config.description);
+    columns.row("Bucket Size", ibytes(info.state.bytes));
+    columns.row(
+        "Maximum Bucket Size",
+        if config.max_bytes == -1 {
+            "unlimited".to_string()
+        } else {
+            ibytes_i64(config.max_bytes)
+        },
+    );
+    columns.row(
+        "Maximum Value Size",
+        if config.max_msg_size == -1 {
+            "unlimited".to_string()
+        } else {
+            ibytes_i64(i64::from(config.max_msg_size))
+        },
+    );
+    columns.row(
+        "Maximum Age",
+        if config.max_age <= 0 {
+            "unlimited".to_string()
+        } else {
+            humanize_nanos(config.max_age)
+        },
+    );
+    columns.row("JetStream Stream", &config.name);
+    columns.row("Storage", crate::api::types::storage_name(&config.storage));
+    print!("{}", columns.render());
+    println!();
+    Ok(())
+}

@@ -1,0 +1,500 @@
+//! Connection-level commands: `server check connection` (natscli's Nagios-style check with
+//! its exit codes), `server ping` (`$SYS.REQ.SERVER.PING`), `account info` and `rtt`.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use clap::{Args, Subcommand};
+use futures::StreamExt;
+
+use crate::api::JetStream;
+use crate::error::CliError;
+use crate::options::{connect_with, GlobalOptions};
+use crate::output::columns::Columns;
+use crate::output::format::{comma, go_duration, ibytes, parse_duration};
+
+#[derive(Args, Debug)]
+pub struct ServerArgs {
+    #[command(subcommand)]
+    pub command: ServerCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ServerCommand {
+    /// Health check for NATS servers
+    Check {
+        #[command(subcommand)]
+        check: CheckCommand,
+    },
+    /// Ping all servers
+    Ping {
+        /// Stop after receiving this many responses
+        expect: Option<u32>,
+        /// Include the server ID in the output
+        #[arg(long)]
+        id: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum CheckCommand {
+    /// Checks basic server connection
+    #[command(alias = "conn")]
+    Connection(ConnectionCheckArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ConnectionCheckArgs {
+    /// Warning threshold to allow for establishing connections
+    #[arg(long, default_value = "500ms")]
+    pub connect_warn: String,
+    /// Critical threshold to allow for establishing connections
+    #[arg(long, default_value = "1s")]
+    pub connect_critical: String,
+    /// Warning threshold to allow for server RTT
+    #[arg(long, default_value = "500ms")]
+    pub rtt_warn: String,
+    /// Critical threshold to allow for server RTT
+    #[arg(long, default_value = "1s")]
+    pub rtt_critical: String,
+    /// Warning threshold to allow for full round trip test
+    #[arg(long, default_value = "500ms")]
+    pub req_warn: String,
+    /// Critical threshold to allow for full round trip test
+    #[arg(long, default_value = "1s")]
+    pub req_critical: String,
+}
+
+#[derive(Args, Debug)]
+pub struct AccountArgs {
+    #[command(subcommand)]
+    pub command: AccountCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum AccountCommand {
+    /// Account information
+    Info,
+}
+
+#[derive(Args, Debug)]
+pub struct RttArgs {
+    /// How many round trips to do when testing
+    #[arg(default_value_t = 5)]
+    pub iterations: u32,
+    /// Produce JSON output
+    #[arg(long, short = 'j')]
+    pub json: bool,
+}
+
+pub async fn run_server(args: &ServerArgs, options: &GlobalOptions) -> Result<(), CliError> {
+    match &args.command {
+        ServerCommand::Check {
+            check: CheckCommand::Connection(check),
+        } => check_connection(check, options).await,
+        ServerCommand::Ping { expect, id } => ping(*expect, *id, options).await,
+    }
+}
+
+/// One monitoring measurement, rendered like jsm.go's PerfDataItem.
+struct PerfData {
+    name: &'static str,
+    value: f64,
+    warn: f64,
+    critical: f64,
+}
+
+impl std::fmt::Display for PerfData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}={:.4}s", self.name, self.value)?;
+        if self.warn != 0.0 {
+            write!(f, ";{:.4}", self.warn)?;
+        } else if self.critical != 0.0 {
+            write!(f, ";")?;
+        }
+        if self.critical != 0.0 {
+            write!(f, ";{:.4}", self.critical)?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Default)]
+struct CheckResult {
+    oks: Vec<String>,
+    warnings: Vec<String>,
+    criticals: Vec<String>,
+    perf: Vec<PerfData>,
+}
+
+impl CheckResult {
+    fn grade(
+        &mut self,
+        value: Duration,
+        warn: Duration,
+        critical: Duration,
+        ok: String,
+        failed: String,
+    ) {
+        if !critical.is_zero() && value >= critical {
+            self.criticals.push(failed);
+        } else if !warn.is_zero() && value >= warn {
+            self.warnings.push(failed);
+        } else {
+            self.oks.push(ok);
+        }
+    }
+
+    /// Print the Nagios line and exit with its status code (0 OK, 1 WARNING, 2 CRITICAL).
+    fn finish(self, name: &str) -> ! {
+        let (status, code) = if !self.criticals.is_empty() {
+            ("CRITICAL", 2)
+        } else if !self.warnings.is_empty() {
+            ("WARNING", 1)
+        } else {
+            ("OK", 0)
+        };
+        let mut parts = vec![name.to_string()];
+        parts.extend(self.criticals.iter().map(|c| format!("Crit:{c}")));
+        parts.extend(self.warnings.iter().map(|w| format!("Warn:{w}")));
+        parts.extend(self.oks.iter().map(|o| format!("OK:{o}")));
+        if self.perf.is_empty() {
+            println!("{status} {}", parts.join(" "));
+        } else {
+            let perf: Vec<String> = self.perf.iter().map(ToString::to_string).collect();
+            println!("{status} {} | {}", parts.join(" "), perf.join(" "));
+        }
+        std::process::exit(code);
+    }
+}
+
+async fn check_connection(
+    args: &ConnectionCheckArgs,
+    options: &GlobalOptions,
+) -> Result<(), CliError> {
+    let limits = [
+        &args.connect_warn,
+        &args.connect_critical,
+        &args.rtt_warn,
+        &args.rtt_critical,
+        &args.req_warn,
+        &args.req_critical,
+    ]
+    .iter()
+    .map(|text| parse_duration(text))
+    .collect::<Result<Vec<_>, _>>()?;
+    let mut result = CheckResult::default();
+    let effective = options.effective()?;
+    let started = Instant::now();
+    let client = match connect_with(&effective, options.connection_name.clone()).await {
+        Ok(client) => client,
+        Err(error) => {
+            result.criticals.push(format!("connection failed: {error}"));
+            result.finish("Connection");
+        }
+    };
+    let connect_time = started.elapsed();
+    result.perf.push(PerfData {
+        name: "connect_time",
+        value: connect_time.as_secs_f64(),
+        warn: limits[0].as_secs_f64(),
+        critical: limits[1].as_secs_f64(),
+    });
+    let url = effective
+        .url
+        .split(',')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    result.grade(
+        connect_time,
+        limits[0],
+        limits[1],
+        format!("connected to {url} in {}", go_duration(connect_time)),
+        format!(
+            "connected to {url}, connect time exceeded {}",
+            go_duration(limits[1])
+        ),
+    );
+    let rtt_started = Instant::now();
+    if let Err(error) = client.flush().await {
+        result.criticals.push(format!("rtt failed: {error}"));
+        result.finish("Connection");
+    }
+    let rtt = rtt_started.elapsed();
+    result.perf.push(PerfData {
+        name: "rtt",
+        value: rtt.as_secs_f64(),
+        warn: limits[2].as_secs_f64(),
+        critical: limits[3].as_secs_f64(),
+    });
+    result.grade(
+        rtt,
+        limits[2],
+        limits[3],
+        format!("rtt time {}", go_duration(rtt)),
+        format!("rtt time exceeded {}", go_duration(limits[3])),
+    );
+    let body = crate::template::random_string(100, 100);
+    let inbox = client.new_inbox();
+    let mut subscriber = client.subscribe(inbox.clone()).await?;
+    let request_started = Instant::now();
+    client
+        .publish(inbox.clone(), Bytes::from(body.clone()))
+        .await?;
+    match tokio::time::timeout(effective.timeout, subscriber.next()).await {
+        Ok(Some(message)) => {
+            let took = request_started.elapsed();
+            result.perf.push(PerfData {
+                name: "request_time",
+                value: took.as_secs_f64(),
+                warn: limits[4].as_secs_f64(),
+                critical: limits[5].as_secs_f64(),
+            });
+            if message.payload.as_ref() != body.as_bytes() {
+                result
+                    .criticals
+                    .push("did not receive expected message".to_string());
+            }
+            result.grade(
+                took,
+                limits[4],
+                limits[5],
+                format!("round trip took {:.6}s", took.as_secs_f64()),
+                format!("round trip request took {:.6}", took.as_secs_f64()),
+            );
+        }
+        _ => result
+            .criticals
+            .push(format!("did not receive from {inbox}: nats: timeout")),
+    }
+    result.finish("Connection");
+}
+
+async fn ping(expect: Option<u32>, show_id: bool, options: &GlobalOptions) -> Result<(), CliError> {
+    let (client, effective) = options.connect().await?;
+    let inbox = client.new_inbox();
+    let mut replies = client.subscribe(inbox.clone()).await?;
+    let started = Instant::now();
+    client
+        .publish_with_reply("$SYS.REQ.SERVER.PING", inbox, Bytes::new())
+        .await?;
+    client.flush().await?;
+    let deadline = tokio::time::Instant::now() + effective.timeout;
+    let mut times: Vec<f64> = Vec::new();
+    let mut expected = expect.unwrap_or(0);
+    loop {
+        let message = match tokio::time::timeout_at(deadline, replies.next()).await {
+            Ok(Some(message)) => message,
+            _ => break,
+        };
+        if let Some(status) = message.status {
+            println!(
+                "{} status from $SYS.REQ.SERVER.PING, ensure a system account is used with appropriate permissions",
+                status.as_u16()
+            );
+            return Err(CliError::message("no access to $SYS.REQ.SERVER.PING"));
+        }
+        let value: serde_json::Value = serde_json::from_slice(&message.payload)
+            .map_err(|e| CliError::message(format!("Could not decode response: {e}")))?;
+        let elapsed = started.elapsed();
+        times.push(elapsed.as_millis() as f64);
+        let name = value["server"]["name"].as_str().unwrap_or_default();
+        let id = value["server"]["id"].as_str().unwrap_or_default();
+        if show_id {
+            println!("{id} {name:<60} rtt={}", go_duration(elapsed));
+        } else {
+            println!("{name:<60} rtt={}", go_duration(elapsed));
+        }
+        if expected == 0 && times.len() == 1 {
+            expected = value["statsz"]["active_servers"].as_u64().unwrap_or(0) as u32;
+        }
+        if expected != 0 && times.len() as u32 >= expected {
+            break;
+        }
+    }
+    println!();
+    println!("---- ping statistics ----");
+    if times.is_empty() {
+        println!("no responses received");
+        return Ok(());
+    }
+    let max = times.iter().cloned().fold(f64::MIN, f64::max);
+    let min = times.iter().cloned().fold(f64::MAX, f64::min);
+    let average = times.iter().sum::<f64>() / times.len() as f64;
+    println!(
+        "{} replies max: {max:.2} min: {min:.2} avg: {average:.2}",
+        times.len()
+    );
+    if expected != 0 && (times.len() as u32) < expected {
+        println!("\nMissing {} server(s)", expected - times.len() as u32);
+    }
+    Ok(())
+}
+
+pub async fn account_info(args: &AccountArgs, options: &GlobalOptions) -> Result<(), CliError> {
+    let AccountCommand::Info = args.command;
+    let (client, effective) = options.connect().await?;
+    let started = Instant::now();
+    client.flush().await?;
+    let rtt = started.elapsed();
+    let info = client.server_info();
+    let mut columns = Columns::new("Account Information");
+    columns.row("Client ID", info.client_id);
+    columns.row("Client IP", &info.client_ip);
+    columns.row("RTT", go_duration(rtt));
+    columns.row("Headers Supported", info.headers);
+    columns.row("Maximum Payload", ibytes(info.max_payload as u64));
+    if let Some(cluster) = info.cluster.as_ref().filter(|c| !c.is_empty()) {
+        columns.row("Connected Cluster", cluster);
+    }
+    columns.row(
+        "Connected URL",
+        effective.url.split(',').next().unwrap_or_default(),
+    );
+    columns.row("Connected Address", format!("{}:{}", info.host, info.port));
+    columns.row("Connected Server ID", &info.server_id);
+    columns.row("Connected Server Version", &info.version);
+    columns.row_if(
+        "Connected Server Name",
+        &info.server_name,
+        info.server_name != info.server_id,
+    );
+    columns.row("TLS Connection", "no");
+    let js = JetStream::new(client.clone(), &effective);
+    match js.account_info().await {
+        Ok(account) => {
+            if account.domain.is_empty() {
+                columns.section("JetStream Account Information");
+            } else {
+                columns.section(&format!(
+                    "JetStream Account Information for domain {}",
+                    account.domain
+                ));
+            }
+            columns.section("Account Usage");
+            columns.row_if_not_empty("Domain", &account.domain);
+            columns.row("Storage", ibytes(account.storage));
+            columns.row("Memory", ibytes(account.memory));
+            columns.row("Streams", comma(account.streams));
+            columns.row("Consumers", comma(account.consumers));
+            columns.section("Account Limits");
+            columns.row("Max Message Payload", ibytes(info.max_payload as u64));
+            let limits = &account.limits;
+            let unlimited = |value: i64, render: &dyn Fn(i64) -> String| {
+                if value <= -1 {
+                    "unlimited".to_string()
+                } else {
+                    render(value)
+                }
+            };
+            columns.row("Tier", "Default");
+            columns.row(
+                "Configured Storage",
+                unlimited(limits.max_storage, &|v| ibytes(v as u64)),
+            );
+            columns.row(
+                "Configured Memory",
+                unlimited(limits.max_memory, &|v| ibytes(v as u64)),
+            );
+            columns.row("Max Streams", unlimited(limits.max_streams, &comma));
+            columns.row("Max Consumers", unlimited(limits.max_consumers, &comma));
+            columns.row("Max Ack Pending", unlimited(limits.max_ack_pending, &comma));
+            columns.row("Max Bytes Required", limits.max_bytes_required);
+        }
+        Err(CliError::Timeout) => {
+            columns.line(&[]);
+            columns.line(&["  No response from JetStream server"]);
+        }
+        Err(error) if error.to_string().contains("no responders") => {
+            columns.line(&[]);
+            columns.line(&["  JetStream is not supported in this account"]);
+        }
+        Err(error) => {
+            columns.line(&[]);
+            let text = format!("  Could not obtain account information:  {error}");
+            columns.line(&[&text]);
+        }
+    }
+    print!("{}", columns.render());
+    Ok(())
+}
+
+pub async fn rtt(args: &RttArgs, options: &GlobalOptions) -> Result<(), CliError> {
+    let effective = options.effective()?;
+    let mut targets = Vec::new();
+    for url in effective
+        .url
+        .split(',')
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+    {
+        let single = crate::options::Effective {
+            url: url.to_string(),
+            ..effective.clone()
+        };
+        let address = url
+            .trim_start_matches("nats://")
+            .trim_start_matches("tls://")
+            .rsplit('@')
+            .next()
+            .unwrap_or(url)
+            .to_string();
+        let rtt = match connect_with(&single, options.connection_name.clone()).await {
+            Ok(client) => {
+                let mut total = Duration::ZERO;
+                let iterations = args.iterations.max(1);
+                let mut failed = false;
+                for _ in 0..iterations {
+                    let started = Instant::now();
+                    if client.flush().await.is_err() {
+                        failed = true;
+                        break;
+                    }
+                    total += started.elapsed();
+                }
+                if failed {
+                    None
+                } else {
+                    Some(total / iterations)
+                }
+            }
+            Err(_) => None,
+        };
+        targets.push((url.to_string(), address, rtt));
+    }
+    if args.json {
+        let value: Vec<serde_json::Value> = targets
+            .iter()
+            .map(|(url, address, rtt)| {
+                serde_json::json!({
+                    "url": url,
+                    "results": [{
+                        "address": address,
+                        "rtt": rtt.map(|d| d.as_nanos() as u64).unwrap_or(0),
+                        "url": url,
+                    }]
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&value)?);
+        return Ok(());
+    }
+    let indent = targets
+        .iter()
+        .map(|(_, address, _)| address.len() + 3)
+        .max()
+        .unwrap_or(3);
+    for (url, address, rtt) in &targets {
+        println!("{url}:\n");
+        match rtt {
+            Some(rtt) => println!(
+                "{address:>indent$}: {}",
+                crate::output::format::humanize_duration(*rtt)
+            ),
+            None => println!("{address:>indent$}: failed"),
+        }
+        println!();
+    }
+    Ok(())
+}

@@ -1,0 +1,88 @@
+//! `nats kv ...`: add, put, get, history, ls, del, purge, info.
+
+mod common;
+
+use common::{field, nats};
+
+#[test]
+fn kv_bucket_lifecycle() {
+    let Some(server) = common::jetstream_server_with_consumers() else {
+        return;
+    };
+    let home = tempfile::tempdir().expect("tempdir");
+    let home = home.path();
+    let add = nats(&server, home, &["kv", "add", "CONFIG", "--history", "5"]);
+    add.ok();
+    assert!(
+        add.stdout
+            .starts_with("Information for Key-Value Store Bucket CONFIG created "),
+        "{}",
+        add.stdout
+    );
+    assert_eq!(field(&add.stdout, "History Kept"), Some("5"));
+
+    let put = nats(&server, home, &["kv", "put", "CONFIG", "color", "blue"]);
+    put.ok();
+    assert_eq!(put.stdout.trim(), "blue");
+    nats(&server, home, &["kv", "put", "CONFIG", "color", "red"]).ok();
+
+    let get = nats(&server, home, &["kv", "get", "CONFIG", "color"]);
+    get.ok();
+    assert!(
+        get.stdout
+            .starts_with("CONFIG > color revision: 2 created @ "),
+        "{}",
+        get.stdout
+    );
+    assert!(get.stdout.lines().any(|l| l == "red"), "{}", get.stdout);
+    let raw = nats(&server, home, &["kv", "get", "CONFIG", "color", "--raw"]);
+    assert_eq!(raw.stdout, "red");
+
+    let history = nats(&server, home, &["kv", "history", "CONFIG", "color"]);
+    history.ok();
+    let rows: Vec<&str> = history
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("│ color "))
+        .collect();
+    assert_eq!(rows.len(), 2, "{}", history.stdout);
+    assert!(
+        rows[0].contains("blue") && rows[1].contains("red"),
+        "{}",
+        history.stdout
+    );
+
+    let keys = nats(&server, home, &["kv", "ls", "CONFIG"]);
+    assert_eq!(keys.stdout.trim(), "color");
+    let buckets = nats(&server, home, &["kv", "ls"]);
+    assert!(
+        buckets.stdout.lines().any(|l| l.starts_with("│ CONFIG ")),
+        "{}",
+        buckets.stdout
+    );
+
+    nats(&server, home, &["kv", "del", "CONFIG", "color", "-f"]).ok();
+    let deleted = nats(&server, home, &["kv", "get", "CONFIG", "color"]);
+    assert_ne!(deleted.status, 0);
+    assert!(
+        deleted.stderr.contains("key not found"),
+        "{}",
+        deleted.stderr
+    );
+
+    let missing = nats(&server, home, &["kv", "get", "NOPE", "color"]);
+    assert_ne!(missing.status, 0);
+    assert!(
+        missing.stderr.starts_with("nats: error: "),
+        "{}",
+        missing.stderr
+    );
+
+    nats(&server, home, &["kv", "del", "CONFIG", "-f"]).ok();
+    let none = nats(&server, home, &["kv", "ls"]);
+    assert!(
+        none.stdout.contains("No Key-Value buckets found"),
+        "{}",
+        none.stdout
+    );
+}

@@ -1,0 +1,140 @@
+//! `nats server check connection`, `account info`, `rtt` and a short `bench pub`.
+
+mod common;
+
+use common::nats;
+use test_harness::TestServer;
+
+#[test]
+fn server_check_connection_is_ok() {
+    let server = TestServer::core();
+    let home = tempfile::tempdir().expect("tempdir");
+    let run = nats(&server, home.path(), &["server", "check", "connection"]);
+    assert_eq!(run.status, 0, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.starts_with("OK Connection OK:connected to "),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("| connect_time="), "{}", run.stdout);
+    assert!(run.stdout.contains(" rtt="), "{}", run.stdout);
+    assert!(run.stdout.contains(" request_time="), "{}", run.stdout);
+}
+
+#[test]
+fn server_check_connection_critical_when_unreachable() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let port = test_harness::free_port();
+    let mut command = std::process::Command::new(test_harness::cli_binary());
+    command.args([
+        "-s",
+        &format!("nats://127.0.0.1:{port}"),
+        "--timeout",
+        "1s",
+        "server",
+        "check",
+        "connection",
+    ]);
+    common::isolate(&mut command, home.path());
+    let run = common::run(command);
+    assert_eq!(run.status, 2, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout
+            .starts_with("CRITICAL Connection Crit:connection failed"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn account_info_and_rtt() {
+    let server = TestServer::core();
+    let home = tempfile::tempdir().expect("tempdir");
+    let info = nats(&server, home.path(), &["account", "info"]);
+    info.ok();
+    assert!(
+        info.stdout.starts_with("Account Information"),
+        "{}",
+        info.stdout
+    );
+    assert_eq!(
+        common::field(&info.stdout, "Headers Supported"),
+        Some("true")
+    );
+    let rtt = nats(&server, home.path(), &["rtt", "2"]);
+    rtt.ok();
+    assert!(
+        rtt.stdout.contains(&format!("127.0.0.1:{}: ", server.port)),
+        "{}",
+        rtt.stdout
+    );
+}
+
+#[test]
+fn bench_pub_reports_a_rate() {
+    let server = TestServer::core();
+    let home = tempfile::tempdir().expect("tempdir");
+    let run = nats(
+        &server,
+        home.path(),
+        &[
+            "bench",
+            "pub",
+            "bench.test",
+            "--msgs",
+            "2000",
+            "--size",
+            "16",
+        ],
+    );
+    run.ok();
+    assert!(
+        run.stderr
+            .contains("Starting Core NATS publisher benchmark ["),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stdout.contains("NATS Core NATS publisher stats: "),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains(" msgs/sec ~ "), "{}", run.stdout);
+}
+
+#[test]
+fn bench_jetstream_publish_and_fetch() {
+    let Some(server) = common::jetstream_server_with_consumers() else {
+        return;
+    };
+    let home = tempfile::tempdir().expect("tempdir");
+    let publish = nats(
+        &server,
+        home.path(),
+        &[
+            "bench", "js", "pub", "async", "bench.js", "--msgs", "1000", "--batch", "100",
+        ],
+    );
+    publish.ok();
+    assert!(
+        publish
+            .stdout
+            .contains("NATS JetStream asynchronous publisher stats: "),
+        "{}",
+        publish.stdout
+    );
+    let fetch = nats(
+        &server,
+        home.path(),
+        &["bench", "js", "fetch", "--msgs", "1000", "--batch", "100"],
+    );
+    fetch.ok();
+    assert!(
+        fetch
+            .stdout
+            .contains("NATS JetStream durable consumer (fetch) stats: "),
+        "{}",
+        fetch.stdout
+    );
+    assert!(fetch.stdout.contains("P99"), "{}", fetch.stdout);
+}
