@@ -2,7 +2,7 @@
 //! miss; insert/remove churn.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use nats_subject::Sublist;
+use nats_subject::{LocalMatchCache, Sublist};
 
 /// 100k subscriptions spread like a real deployment: mostly literal, some wildcards, some queues.
 fn populated(count: u32) -> Sublist<u32> {
@@ -34,6 +34,10 @@ fn small(criterion: &mut Criterion) {
     group.bench_function("match_cache_hit", |bencher| {
         sublist.matches("foo.bar.baz");
         bencher.iter(|| black_box(sublist.matches(black_box("foo.bar.baz"))))
+    });
+    let mut local = LocalMatchCache::default();
+    group.bench_function("match_local_cache_hit", |bencher| {
+        bencher.iter(|| black_box(local.matches(&sublist, black_box("foo.bar.baz")).len()))
     });
     let uncached: Sublist<u32> = Sublist::with_cache_capacity(0);
     for (filter, queue, value) in sublist.subscriptions() {

@@ -2,7 +2,10 @@
 //!
 //! - [`grammar`](crate::is_valid_subject): validation, tokenizing, matching a subject against a
 //!   filter, overlap and subset tests between filters — as nats-server's sublist.go defines them.
-//! - [`Sublist`]: the `*`/`>` trie with queue groups and a bounded, generation-checked match cache.
+//! - [`Sublist`]: the `*`/`>` trie with queue groups and a bounded match cache whose entries are
+//!   dropped by the inserts and removes that affect them.
+//! - [`LocalMatchCache`]: a lock-free per-task cache in front of a shared `Sublist`, checked
+//!   against the sublist's generation counter.
 //!
 //! Called by the server's router (every publish), its permission checks, and by JetStream and the
 //! store for stream/consumer subject filters. It knows nothing of connections, the wire protocol
@@ -11,6 +14,7 @@
 mod error;
 mod grammar;
 mod hasher;
+mod local_cache;
 mod sublist;
 
 pub use error::SubjectError;
@@ -19,4 +23,5 @@ pub use grammar::{
     subject_matches_filter, subjects_overlap, token_count, tokenize, FULL_WILDCARD,
     SINGLE_WILDCARD, TOKEN_SEPARATOR,
 };
+pub use local_cache::{LocalMatchCache, DEFAULT_LOCAL_CACHE_CAPACITY};
 pub use sublist::{MatchResult, Sublist, SublistStats, DEFAULT_CACHE_CAPACITY};

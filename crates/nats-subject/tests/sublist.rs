@@ -332,3 +332,53 @@ fn long_subjects_match_past_the_inline_token_limit() {
         Vec::<u32>::new()
     );
 }
+
+#[test]
+fn local_cache_follows_the_generation() {
+    let sublist: Sublist<u32> = Sublist::new();
+    let mut local: LocalMatchCache<u32> = LocalMatchCache::new(2);
+    assert!(local.matches(&sublist, "a").is_empty());
+    sublist.insert("a", None, 1).unwrap();
+    assert_eq!(local.matches(&sublist, "a").plain, vec![1]);
+    let first = Arc::clone(local.matches(&sublist, "a"));
+    assert!(Arc::ptr_eq(&first, local.matches(&sublist, "a")));
+    for subject in ["b", "c", "d", "e"] {
+        local.matches(&sublist, subject);
+    }
+    assert!(local.len() <= 2);
+    sublist.insert("*", None, 2).unwrap();
+    assert_eq!(normalize(local.matches(&sublist, "a")).0, vec![1, 2]);
+    assert!(sublist.remove("a", None, &1));
+    assert_eq!(local.matches(&sublist, "a").plain, vec![2]);
+    let mut disabled: LocalMatchCache<u32> = LocalMatchCache::new(0);
+    assert_eq!(disabled.matches(&sublist, "x").plain, vec![2]);
+    assert!(disabled.len() <= 1);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn local_cache_matches_like_the_sublist(operations in prop::collection::vec(operation(), 1..60)) {
+        let sublist: Sublist<u32> = Sublist::with_cache_capacity(4);
+        let mut local: LocalMatchCache<u32> = LocalMatchCache::new(3);
+        let mut inserted: Vec<(String, Option<String>, u32)> = Vec::new();
+        for (value, operation) in operations.iter().enumerate() {
+            match operation {
+                Operation::Insert(filter, queue) => {
+                    sublist.insert(filter, queue.as_deref(), value as u32).unwrap();
+                    inserted.push((filter.clone(), queue.clone(), value as u32));
+                }
+                Operation::Remove(index) if !inserted.is_empty() => {
+                    let (filter, queue, value) = inserted.swap_remove(index % inserted.len());
+                    prop_assert!(sublist.remove(&filter, queue.as_deref(), &value));
+                }
+                Operation::Remove(_) => {}
+                Operation::Match(subject) => {
+                    let expected = normalize(&sublist.matches(subject));
+                    prop_assert_eq!(normalize(local.matches(&sublist, subject)), expected);
+                }
+            }
+        }
+    }
+}
