@@ -85,6 +85,9 @@ impl ConsumerInfoResponse {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ConsumersRequest {
+    /// Go `int` on the wire: a negative offset is accepted and means 0, as nats-server's
+    /// handlers clamp it.
+    #[serde(deserialize_with = "crate::stream_api::clamped_offset")]
     pub offset: usize,
 }
 

@@ -51,6 +51,14 @@ fn is_zero_u64(value: &u64) -> bool {
     *value == 0
 }
 
+/// Paging offsets are Go `int`s that handlers clamp at 0.
+pub(crate) fn clamped_offset<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<usize, D::Error> {
+    let offset = i64::deserialize(deserializer)?;
+    Ok(usize::try_from(offset.max(0)).unwrap_or(usize::MAX))
+}
+
 pub(crate) fn null_as_empty<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     deserializer: D,
 ) -> Result<Vec<T>, D::Error> {
@@ -187,6 +195,9 @@ impl StreamUpdateResponse {
 #[serde(default, deny_unknown_fields)]
 pub struct StreamInfoRequest {
     /// Offset into the `state.subjects` page.
+    /// Go `int` on the wire: a negative offset is accepted and means 0, as nats-server's
+    /// handlers clamp it.
+    #[serde(deserialize_with = "crate::stream_api::clamped_offset")]
     pub offset: usize,
     #[serde(skip_serializing_if = "is_false")]
     pub deleted_details: bool,
@@ -263,6 +274,9 @@ impl SuccessResponse {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StreamNamesRequest {
+    /// Go `int` on the wire: a negative offset is accepted and means 0, as nats-server's
+    /// handlers clamp it.
+    #[serde(deserialize_with = "crate::stream_api::clamped_offset")]
     pub offset: usize,
     /// Only streams whose subjects overlap this subject (wildcards allowed).
     #[serde(skip_serializing_if = "String::is_empty")]

@@ -226,3 +226,18 @@ fn info_and_purge_requests() {
     let request: MsgGetRequest = decode_request(br#"{"last_by_subj":"ttl.a"}"#).unwrap();
     assert_eq!(request.last_by_subject, "ttl.a");
 }
+
+#[test]
+fn negative_paging_offsets_are_accepted_and_clamped_like_go() {
+    use jetstream_api::json::decode_request;
+    use jetstream_api::{ConsumersRequest, StreamInfoRequest, StreamNamesRequest};
+    let request: StreamNamesRequest = decode_request(br#"{"offset":-1}"#).unwrap();
+    assert_eq!(request.offset, 0);
+    let request: StreamInfoRequest = decode_request(br#"{"offset":-5}"#).unwrap();
+    assert_eq!(request.offset, 0);
+    let request: ConsumersRequest = decode_request(br#"{"offset":-2}"#).unwrap();
+    assert_eq!(request.offset, 0);
+    let request: ConsumersRequest = decode_request(br#"{"offset":7}"#).unwrap();
+    assert_eq!(request.offset, 7);
+    assert!(decode_request::<ConsumersRequest>(br#"{"offset":"x"}"#).is_err());
+}
