@@ -163,8 +163,15 @@ pub async fn connect_with(
                 .map_err(|e| CliError::Connect(format!("invalid server url {s:?}: {e}")))
         })
         .collect::<Result<_, _>>()?;
-    options
-        .connect(servers)
-        .await
-        .map_err(|e| CliError::Connect(format!("{e}")))
+    options.connect(servers).await.map_err(|error| {
+        use async_nats::ConnectErrorKind;
+        // nats.go's wording, which natscli prints and scripts match on.
+        CliError::Connect(match error.kind() {
+            ConnectErrorKind::AuthorizationViolation => "nats: Authorization Violation".to_string(),
+            ConnectErrorKind::Io | ConnectErrorKind::TimedOut | ConnectErrorKind::Dns => {
+                "nats: no servers available for connection".to_string()
+            }
+            _ => format!("nats: {error}"),
+        })
+    })
 }
