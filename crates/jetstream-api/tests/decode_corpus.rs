@@ -1,12 +1,13 @@
-//! Request-decoding parity: 58 `STREAM.CREATE.P` bodies sent to nats-server v2.15.1, with the
-//! error each produced (fixture `stream_create_decode_corpus.json`). Where nats-server's error
+//! Request-decoding parity: 58 `STREAM.CREATE.P` and 21 `CONSUMER.CREATE.C.K` bodies sent to
+//! nats-server v2.15.1, with the error each produced (fixtures `*_decode_corpus.json`). Where nats-server's error
 //! was a decode error (10025) we must fail with 10025; where it accepted the body or failed later
 //! (name mismatch 10056, config checks) we must decode it. Descriptions must match exactly except
 //! for the type-mismatch texts listed in `KNOWN_TEXT_DIFFERENCES` (nats-server names the Go struct
 //! field and Go type; we name neither).
 
 use jetstream_api::json::decode_request;
-use jetstream_api::StreamConfigRequest;
+use jetstream_api::{CreateConsumerRequest, StreamConfigRequest};
+use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -37,19 +38,17 @@ const KNOWN_TEXT_DIFFERENCES: &[&str] = &[
     r#"{"name":"P","max_age":"1s"}"#,
     r#"{"name":"P","pedantic":"x"}"#,
     r#"{"name":"P","max_msgs":99999999999999999999}"#,
+    r#"{"stream_name":"C","config":{"durable_name":"K","backoff":["1s"]}}"#,
+    r#"{"stream_name":"C","config":{"durable_name":"K","ack_wait":"1s"}}"#,
 ];
 
-#[test]
-fn stream_create_bodies_decode_like_nats_server() {
-    let path = format!(
-        "{}/tests/fixtures/stream_create_decode_corpus.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
+/// Checks every case of a corpus; returns how many descriptions matched exactly.
+fn check_corpus<T: DeserializeOwned + Default + std::fmt::Debug>(name: &str) -> (usize, usize) {
+    let path = format!("{}/tests/fixtures/{name}.json", env!("CARGO_MANIFEST_DIR"));
     let cases: Vec<Case> = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-    assert_eq!(cases.len(), 58);
     let mut exact = 0;
     for case in &cases {
-        let ours = decode_request::<StreamConfigRequest>(case.body.as_bytes());
+        let ours = decode_request::<T>(case.body.as_bytes());
         match (&case.error, &ours) {
             (Some(theirs), Err(mine)) if theirs.err_code == 10025 => {
                 assert_eq!(mine.err_code, 10025, "{:?}", case.body);
@@ -68,5 +67,21 @@ fn stream_create_bodies_decode_like_nats_server() {
             ),
         }
     }
-    assert_eq!(exact, 28, "exact texts");
+    (cases.len(), exact)
+}
+
+#[test]
+fn stream_create_bodies_decode_like_nats_server() {
+    assert_eq!(
+        check_corpus::<StreamConfigRequest>("stream_create_decode_corpus"),
+        (58, 28)
+    );
+}
+
+#[test]
+fn consumer_create_bodies_decode_like_nats_server() {
+    assert_eq!(
+        check_corpus::<CreateConsumerRequest>("consumer_create_decode_corpus"),
+        (21, 10)
+    );
 }
