@@ -122,12 +122,21 @@ fn main() {
     std::fs::create_dir_all(&base).expect("create base dir");
     println!("directory: {}", base.display());
 
+    if std::env::var_os("STORE_FIGURES_APPEND_ONLY").is_some() {
+        let (rate, speed) = append(&base.join("append"), 2_000_000, 128, SyncPolicy::default());
+        println!("append 128 B: {rate:.0} msg/s {speed:.1} MB/s");
+        return;
+    }
     // --- append throughput vs raw disk ---
-    let raw_total = 256 * 1024 * 1024;
-    let raw_interval = raw_write(&base, raw_total, 1 << 20, 0);
-    println!("raw sequential write (1 MiB writes, one fsync):       {raw_interval:8.1} MB/s");
     for (payload, count) in [(1024usize, 200_000usize), (128, 1_000_000)] {
         let record = payload + 20 + 40;
+        // The physical limit for the same bytes: plain writes of one batch each, one fsync at the end.
+        let raw_interval = raw_write(&base, (count * record) as u64, BATCH * record, 0);
+        println!(
+            "raw write of the same {} MB in {} B writes + one fsync:    {raw_interval:8.1} MB/s",
+            count * record / 1_000_000,
+            BATCH * record
+        );
         let (rate, speed) = append(&base.join("append"), count, payload, SyncPolicy::default());
         println!(
             "append {payload:>4} B, interval sync, flush per {BATCH}:   {rate:10.0} msg/s {speed:8.1} MB/s = {:5.1}% of raw",

@@ -11,6 +11,9 @@ use std::hash::BuildHasher;
 
 use crate::filter::{is_full_wildcard, is_literal, subject_matches_filter};
 
+/// Sequences a wildcard `next_matching` scans before consulting the subject table.
+const SHORT_SCAN: u64 = 4096;
+
 /// Subject id marking a deleted (or skipped) sequence.
 pub(crate) const DELETED: u32 = u32::MAX;
 
@@ -418,7 +421,20 @@ impl MessageIndex {
         }
         let mut matcher = FilterMatcher::new(filters);
         if !matcher.all {
-            // Few candidate subjects: bound the scan by their first/last.
+            // A consumer walking forward usually finds its next match close by: try a short scan
+            // before paying for a pass over the subject table.
+            let probe_end = start.saturating_add(SHORT_SCAN).min(self.last_seq);
+            if let Some(found) = (start..=probe_end).find(|seq| {
+                self.get(*seq)
+                    .is_some_and(|slot| matcher.matches(&self.subjects, slot.subject_id))
+            }) {
+                return Some(found);
+            }
+            if probe_end >= self.last_seq {
+                return None;
+            }
+            let start = probe_end + 1;
+            // Bound the rest of the scan by the matching subjects' first/last.
             let ids: Vec<u32> = filters
                 .iter()
                 .flat_map(|f| self.subjects.matching(f))
@@ -446,6 +462,17 @@ impl MessageIndex {
         let start = start.min(self.last_seq);
         if start < self.base_seq {
             return None;
+        }
+        if is_literal(filter) {
+            let id = self.subjects.lookup(filter)?;
+            let entry = self.subjects.entry(id);
+            if start >= entry.last {
+                return Some(entry.last);
+            }
+            if start < entry.first {
+                return None;
+            }
+            return self.scan_backward(start, entry.first, id);
         }
         let filters = [filter.to_string()];
         let mut matcher = FilterMatcher::new(&filters);
@@ -501,6 +528,11 @@ impl MessageIndex {
             }
             if start > self.last_seq {
                 return 0;
+            }
+            let span = self.last_seq - self.base_seq + 1;
+            if span == self.msgs {
+                // No holes: nothing to count.
+                return self.last_seq - start + 1;
             }
             // Count whichever side of `start` is shorter.
             let before = start - self.base_seq;

@@ -398,10 +398,13 @@ impl FileBackend {
             }
             self.last_sync = Instant::now();
         }
-        // Indexes of sealed blocks only once their data is durable (or the policy does not ask).
+        // A sealed block gets its index once, after its data is durable: an index must never
+        // describe bytes a power loss could take back. Sealing happens once per block_size bytes,
+        // so this fsync is rare even under an interval policy.
         let active_position = self.blocks.len().saturating_sub(1);
         for position in 0..active_position {
-            if self.blocks[position].needs_index && !self.blocks[position].data_needs_sync {
+            if self.blocks[position].needs_index {
+                self.blocks[position].sync(&dir)?;
                 self.write_block_index(position, index, ttls, false)?;
             }
         }

@@ -130,10 +130,13 @@ fn add_message(
 }
 
 /// Use `<id>.idx` when it describes exactly `file_len` bytes. Returns the block's last sequence.
+/// An index describing a longer file means the block lost bytes since: reported. An index of a
+/// shorter file is normal only for the last block (appended to after a clean open).
 fn load_from_index(
     dir: &Path,
     id: u64,
     file_len: u64,
+    is_last: bool,
     index: &mut MessageIndex,
     ttls: &mut TtlIndex,
     report: &mut RecoveryReport,
@@ -142,6 +145,12 @@ fn load_from_index(
     let mut messages = Vec::new();
     let header = decode_block_index(&bytes, |message| messages.push(message)).ok()?;
     if header.covered_len != file_len {
+        if header.covered_len > file_len || !is_last {
+            report.problems.push(format!(
+                "block {id}: {file_len} bytes where its index described {}",
+                header.covered_len
+            ));
+        }
         return None;
     }
     if header.first_seq > index.last_seq() + 1 {
@@ -285,9 +294,15 @@ pub(crate) fn recover(dir: &Path, _options: &FileStoreOptions) -> Result<Recover
             .map_err(StoreError::io(&path))?;
         let file_len = file.metadata().map_err(StoreError::io(&path))?.len();
         let mut block;
-        if let Some(last_seq) =
-            load_from_index(dir, id, file_len, &mut index, &mut ttls, &mut report)
-        {
+        if let Some(last_seq) = load_from_index(
+            dir,
+            id,
+            file_len,
+            is_last,
+            &mut index,
+            &mut ttls,
+            &mut report,
+        ) {
             let header = {
                 let mut buffer = [0u8; BLOCK_HEADER_LEN];
                 use std::os::unix::fs::FileExt;
@@ -357,6 +372,11 @@ pub(crate) fn recover(dir: &Path, _options: &FileStoreOptions) -> Result<Recover
         block.live_msgs = live_msgs;
         block.live_record_bytes = live_bytes;
         blocks.push(block);
+    }
+    // The active block will grow: its index (from a clean close) is about to go stale, and a
+    // stale index left on a block that later gets sealed would look like damage.
+    if let Some(active) = blocks.last() {
+        let _ = fs::remove_file(index_path(dir, active.id));
     }
     report.blocks = blocks.len();
     let mut next_block_id = ids.last().map_or(1, |id| id + 1);

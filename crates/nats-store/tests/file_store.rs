@@ -1,0 +1,240 @@
+//! FileStore-specific behaviour: block cleanup and compaction, index files on clean close,
+//! crash recovery cost, persisted metadata and consumer state, erase on disk, delete.
+
+use std::fs;
+use std::path::Path;
+use std::time::Duration;
+
+use nats_store::{
+    ConsumerState, FileStore, FileStoreOptions, PendingDelivery, SequencePair, StreamStore,
+    StreamStoreConfig, SyncPolicy,
+};
+
+fn options(block_size: u64) -> FileStoreOptions {
+    FileStoreOptions {
+        sync: SyncPolicy::Interval(Duration::from_secs(60)),
+        block_size,
+        write_buffer_limit: 4096,
+    }
+}
+
+fn open(dir: &Path, block_size: u64) -> FileStore {
+    FileStore::open(dir, StreamStoreConfig::default(), options(block_size)).unwrap()
+}
+
+fn disk_bytes(dir: &Path) -> u64 {
+    fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().metadata().unwrap())
+        .filter(|metadata| metadata.is_file())
+        .map(|metadata| metadata.len())
+        .sum()
+}
+
+#[test]
+fn emptied_blocks_are_deleted_and_sparse_ones_compacted() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = open(dir.path(), 2048);
+    for seq in 1..=200u64 {
+        store
+            .store_msg(&format!("s.{}", seq % 3), b"", &[seq as u8; 100], None)
+            .unwrap();
+    }
+    store.flush().unwrap();
+    let blocks_before = store.block_count();
+    let bytes_before = disk_bytes(dir.path());
+    assert!(blocks_before > 10);
+    // Empty the first half entirely, keep one message in three of the second half.
+    for seq in 1..=100 {
+        store.remove(seq).unwrap();
+    }
+    for seq in 101..=200u64 {
+        if seq % 3 != 0 {
+            store.remove(seq).unwrap();
+        }
+    }
+    store.flush().unwrap();
+    assert!(store.block_count() < blocks_before / 2 + 2);
+    assert!(disk_bytes(dir.path()) < bytes_before / 2);
+    let survivors: Vec<u64> = (101..=200).filter(|seq| seq % 3 == 0).collect();
+    for seq in &survivors {
+        assert_eq!(
+            &store.load(*seq).unwrap().payload[..],
+            &[*seq as u8; 100][..]
+        );
+    }
+    store.close().unwrap();
+    let mut store = open(dir.path(), 2048);
+    assert!(store.recovery_report().is_clean());
+    assert_eq!(store.state().msgs, survivors.len() as u64);
+    for seq in &survivors {
+        assert_eq!(
+            &store.load(*seq).unwrap().payload[..],
+            &[*seq as u8; 100][..]
+        );
+    }
+}
+
+#[test]
+fn clean_close_reopens_from_indexes_and_crash_scans_only_the_active_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = open(dir.path(), 4096);
+    for seq in 1..=500u64 {
+        store
+            .store_msg("a.b", b"", &seq.to_le_bytes(), None)
+            .unwrap();
+    }
+    store.close().unwrap();
+    let mut store = open(dir.path(), 4096);
+    let report = store.recovery_report().clone();
+    assert_eq!(report.blocks_scanned, 0, "{report:?}");
+    assert_eq!(report.blocks_from_index, report.blocks);
+    for seq in 501..=600u64 {
+        store
+            .store_msg("a.b", b"", &seq.to_le_bytes(), None)
+            .unwrap();
+    }
+    store.flush().unwrap();
+    std::mem::forget(store);
+    let mut store = open(dir.path(), 4096);
+    let report = store.recovery_report().clone();
+    assert_eq!(report.blocks_scanned, 1, "{report:?}");
+    assert!(report.is_clean());
+    assert_eq!(store.state().msgs, 600);
+    for seq in [1u64, 250, 500, 501, 600] {
+        assert_eq!(
+            &store.load(seq).unwrap().payload[..],
+            &seq.to_le_bytes()[..]
+        );
+    }
+}
+
+#[test]
+fn metadata_and_consumer_state_survive_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let stream_dir = dir.path().join("ORDERS");
+    assert_eq!(FileStore::read_metadata(&stream_dir).unwrap(), None);
+    let mut store = open(&stream_dir, 1 << 20);
+    store.set_metadata(b"{\"name\":\"ORDERS\"}").unwrap();
+    let mut consumer = store.consumer_store("worker").unwrap();
+    consumer
+        .set_config(b"{\"durable_name\":\"worker\"}")
+        .unwrap();
+    consumer.update_delivered(1, 5, 1, 100).unwrap();
+    consumer.update_delivered(2, 6, 1, 200).unwrap();
+    consumer.update_acks(1, 5).unwrap();
+    consumer.flush().unwrap();
+    drop(consumer);
+    store.close().unwrap();
+
+    assert_eq!(
+        FileStore::read_metadata(&stream_dir).unwrap().as_deref(),
+        Some(&b"{\"name\":\"ORDERS\"}"[..])
+    );
+    let mut store = open(&stream_dir, 1 << 20);
+    assert_eq!(store.metadata(), b"{\"name\":\"ORDERS\"}");
+    assert_eq!(store.consumer_names().unwrap(), vec!["worker".to_string()]);
+    let mut consumer = store.consumer_store("worker").unwrap();
+    assert_eq!(consumer.config(), b"{\"durable_name\":\"worker\"}");
+    let mut pending = std::collections::BTreeMap::new();
+    pending.insert(
+        6,
+        PendingDelivery {
+            consumer_seq: 2,
+            timestamp: 200,
+        },
+    );
+    assert_eq!(
+        consumer.state(),
+        ConsumerState {
+            delivered: SequencePair {
+                consumer_seq: 2,
+                stream_seq: 6
+            },
+            ack_floor: SequencePair {
+                consumer_seq: 1,
+                stream_seq: 5
+            },
+            pending,
+            redelivered: Default::default(),
+        }
+    );
+    assert!(store.consumer_store("../escape").is_err());
+    consumer.delete().unwrap();
+    assert!(store.consumer_names().unwrap().is_empty());
+    store.delete().unwrap();
+    assert!(!stream_dir.exists());
+}
+
+#[test]
+fn erase_overwrites_the_bytes_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = open(dir.path(), 1 << 20);
+    store
+        .store_msg("secret", b"", b"TOP-SECRET-PAYLOAD", None)
+        .unwrap();
+    store.store_msg("public", b"", b"hello", None).unwrap();
+    store.flush().unwrap();
+    assert!(store.erase(1).unwrap());
+    store.close().unwrap();
+    let needle = b"TOP-SECRET-PAYLOAD";
+    for entry in fs::read_dir(dir.path()).unwrap() {
+        let bytes = fs::read(entry.unwrap().path()).unwrap_or_default();
+        assert!(!bytes.windows(needle.len()).any(|window| window == needle));
+    }
+    let mut store = open(dir.path(), 1 << 20);
+    assert!(store.recovery_report().is_clean());
+    assert!(store.load(1).is_err());
+    assert_eq!(&store.load(2).unwrap().payload[..], b"hello");
+}
+
+#[test]
+fn group_commit_reports_the_batch_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = FileStore::open(
+        dir.path(),
+        StreamStoreConfig::default(),
+        FileStoreOptions {
+            sync: SyncPolicy::Always,
+            ..FileStoreOptions::default()
+        },
+    )
+    .unwrap();
+    for _ in 0..50 {
+        store.store_msg("batch", b"", b"x", None).unwrap();
+    }
+    assert_eq!(store.flush().unwrap(), 50);
+    // Visible to a second opener (another process after a crash would see the same bytes).
+    let copy = tempfile::tempdir().unwrap();
+    for entry in fs::read_dir(dir.path()).unwrap() {
+        let entry = entry.unwrap();
+        if entry.path().is_file() {
+            fs::copy(entry.path(), copy.path().join(entry.file_name())).unwrap();
+        }
+    }
+    let reopened =
+        FileStore::open(copy.path(), StreamStoreConfig::default(), options(1 << 20)).unwrap();
+    assert_eq!(reopened.state().msgs, 50);
+}
+
+#[test]
+fn purge_and_compact_survive_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = open(dir.path(), 1024);
+    for _ in 0..100 {
+        store.store_msg("p", b"", &[1u8; 50], None).unwrap();
+    }
+    store.compact(40).unwrap();
+    store.flush().unwrap();
+    std::mem::forget(store);
+    let mut store = open(dir.path(), 1024);
+    assert_eq!(store.state().first_seq, 40);
+    assert_eq!(store.state().msgs, 61);
+    store.purge().unwrap();
+    store.close().unwrap();
+    let mut store = open(dir.path(), 1024);
+    let state = store.state();
+    assert_eq!((state.msgs, state.first_seq, state.last_seq), (0, 101, 100));
+    assert_eq!(store.block_count(), 1);
+    assert_eq!(store.store_msg("p", b"", b"", None).unwrap().0, 101);
+}
