@@ -243,3 +243,40 @@ async fn sealed_streams_refuse_and_direct_get_answers() {
     let purge = api(&client, "$JS.API.STREAM.PURGE.S", "").await;
     assert_eq!(purge["error"]["err_code"], 10109);
 }
+
+#[tokio::test]
+async fn per_message_ttl_and_max_age_expire_messages() {
+    let server = TestServer::jetstream();
+    let client = connect(&server).await;
+    create(
+        &client,
+        json!({"name": "T", "subjects": ["t.>"], "allow_msg_ttl": true}),
+    )
+    .await;
+    create(
+        &client,
+        json!({"name": "AGE", "subjects": ["age"], "max_age": 1_000_000_000i64}),
+    )
+    .await;
+    assert_eq!(
+        publish_raw(&client, "t.short", &[("Nats-TTL", "1s")], "x").await,
+        r#"{"stream":"T","seq":1}"#
+    );
+    publish_raw(&client, "t.keep", &[], "x").await;
+    publish_raw(&client, "age", &[], "x").await;
+    // Expiry is the server's own timer: poll (bounded) until it has run.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(8);
+    loop {
+        let ttl = api(&client, "$JS.API.STREAM.INFO.T", "").await;
+        let age = api(&client, "$JS.API.STREAM.INFO.AGE", "").await;
+        if ttl["state"]["messages"] == 1 && age["state"]["messages"] == 0 {
+            assert_eq!(ttl["state"]["first_seq"], 2);
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "messages did not expire: {ttl} {age}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
