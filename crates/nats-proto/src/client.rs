@@ -28,7 +28,9 @@ pub enum ClientOp {
     HPub {
         subject: Bytes,
         reply: Option<Bytes>,
-        /// The raw header block, `NATS/1.0...\r\n\r\n`.
+        /// The raw header block, normally `NATS/1.0...\r\n\r\n`; never empty (an HPUB with a
+        /// zero header size is returned as [`ClientOp::Pub`]). Not validated, as nats-server
+        /// forwards whatever the client sent.
         headers: Bytes,
         /// The payload after the headers.
         payload: Bytes,
@@ -443,7 +445,9 @@ impl ClientParser {
         let subject = frame.slice(pending.subject.clone());
         let reply = pending.reply.clone().map(|reply| frame.slice(reply));
         let op = match pending.headers_len {
-            None => ClientOp::Pub {
+            // nats-server delivers `HPUB subject 0 n` as a plain MSG: an empty header block is no
+            // header block.
+            None | Some(0) => ClientOp::Pub {
                 subject,
                 reply,
                 payload: frame.slice(body_start..body_end),

@@ -252,6 +252,14 @@ fn unknown_operation_is_reported_before_the_line_ends() {
 }
 
 #[test]
+fn hpub_with_empty_header_block_is_a_pub() {
+    // nats-server 2.15: `HPUB foo 0 2` reaches subscribers as `MSG foo 1 2`.
+    let (ops, error, _) = parse_whole(b"HPUB foo r 0 2\r\nhi\r\n");
+    assert!(error.is_none());
+    assert_eq!(ops, vec![pub_op("foo", Some("r"), "hi")]);
+}
+
+#[test]
 fn headers_can_be_refused() {
     let mut parser = ClientParser::default();
     parser.set_headers_supported(false);
