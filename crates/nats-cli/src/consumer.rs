@@ -355,7 +355,7 @@ fn prepare_config(
                 "a consumer name is required when not running in a terminal",
             ));
         }
-        name = prompt::input("Consumer name", "").context("could not request durable name")?;
+        name = prompt::input_required("Consumer name").context("could not request durable name")?;
     }
     if name.contains(['.', '*', '>']) {
         return Err(CliError::message(

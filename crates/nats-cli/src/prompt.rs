@@ -22,15 +22,34 @@ fn theme() -> ColorfulTheme {
     ColorfulTheme::default()
 }
 
-/// Free text; an empty default means the answer is required.
+/// Free text; Enter takes `default` (which may be empty).
 pub fn input(prompt: &str, default: &str) -> Result<String, CliError> {
     require_terminal()?;
     let theme = theme();
-    let mut question = Input::<String>::with_theme(&theme).with_prompt(prompt);
+    let mut question = Input::<String>::with_theme(&theme)
+        .with_prompt(prompt)
+        .allow_empty(true);
     if !default.is_empty() {
         question = question.default(default.to_string());
     }
     Ok(question.interact_text()?.trim().to_string())
+}
+
+/// Free text that may not be left empty (asked again until answered).
+pub fn input_required(prompt: &str) -> Result<String, CliError> {
+    require_terminal()?;
+    let theme = theme();
+    let answer: String = Input::with_theme(&theme)
+        .with_prompt(prompt)
+        .validate_with(|text: &String| {
+            if text.trim().is_empty() {
+                Err("Value is required")
+            } else {
+                Ok(())
+            }
+        })
+        .interact_text()?;
+    Ok(answer.trim().to_string())
 }
 
 /// One of several options; Enter takes `default` (or the first option).

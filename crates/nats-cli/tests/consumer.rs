@@ -123,6 +123,25 @@ fn consumer_lifecycle() {
         "{}",
         gone.stderr
     );
+
+    let ordered = nats(
+        &server,
+        home,
+        &["sub", "--stream", "ORDERS", "--count", "2"],
+    );
+    ordered.ok();
+    assert!(
+        ordered.stdout.contains(
+            "[#1] Received JetStream message: stream: ORDERS seq: 1 / pending: 1 / subject: orders.new / time: "
+        ),
+        "{}",
+        ordered.stdout
+    );
+    assert!(
+        ordered.stdout.lines().any(|l| l == "two"),
+        "{}",
+        ordered.stdout
+    );
 }
 
 #[test]

@@ -68,3 +68,58 @@ fn stream_add_asks_in_natscli_order_and_enter_takes_defaults() {
     assert_eq!(value["config"]["discard"], "old");
     assert_eq!(value["config"]["num_replicas"], 1);
 }
+
+#[test]
+fn consumer_add_asks_in_natscli_order() {
+    let Some(server) = common::jetstream_server() else {
+        return;
+    };
+    let home = tempfile::tempdir().expect("tempdir");
+    common::nats(
+        &server,
+        home.path(),
+        &[
+            "stream",
+            "add",
+            "ORDERS",
+            "--subjects",
+            "orders.>",
+            "--defaults",
+        ],
+    )
+    .ok();
+    let mut command = Command::new(test_harness::cli_binary());
+    command.args(["-s", &server.url(), "consumer", "add", "ORDERS"]);
+    common::isolate(&mut command, home.path());
+    command.env("TERM", "xterm");
+    let mut session = rexpect::session::spawn_command(command, Some(15_000)).expect("spawn in pty");
+    let answers = [
+        ("Consumer name", "PROC\r"),
+        ("Delivery target (empty for Pull Consumers)", "\r"),
+        (
+            "Start policy (all, new, last, subject, 1h, msg sequence)",
+            "\r",
+        ),
+        ("Acknowledgment policy", "\r"),
+        ("Replay policy", "\r"),
+        ("Filter Stream by subjects (blank for all)", "\r"),
+        ("Maximum Allowed Deliveries", "\r"),
+        ("Maximum Acknowledgments Pending", "\r"),
+        ("Deliver headers only without bodies", "\r"),
+        ("Add a Retry Backoff Policy", "\r"),
+    ];
+    for (prompt, answer) in answers {
+        session
+            .exp_string(prompt)
+            .unwrap_or_else(|e| panic!("prompt {prompt:?} not shown: {e}"));
+        session.send(answer).expect("send answer");
+        session.flush().expect("flush");
+    }
+    session
+        .exp_string("Information for Consumer ORDERS > PROC")
+        .expect("consumer created");
+    let rest = session.exp_eof().expect("exits");
+    assert!(rest.contains("Pull Mode: true"), "{rest}");
+    assert!(rest.contains("Ack Policy: Explicit"), "{rest}");
+    assert!(rest.contains("Deliver Policy: All"), "{rest}");
+}

@@ -361,7 +361,7 @@ pub fn prepare_config(
 
     let name = match name.filter(|n| !n.is_empty()) {
         Some(name) => name.to_string(),
-        None if terminal => prompt::input("Stream Name", "").context("invalid input")?,
+        None if terminal => prompt::input_required("Stream Name").context("invalid input")?,
         None => {
             return Err(CliError::message(
                 "a stream name is required when not running in a terminal",
@@ -376,7 +376,7 @@ pub fn prepare_config(
 
     let mut subjects = split_subjects(&flags.subjects);
     if flags.mirror.is_none() && flags.sources.is_empty() && subjects.is_empty() && terminal {
-        let answer = prompt::input("Subjects", "").context("invalid input")?;
+        let answer = prompt::input_required("Subjects").context("invalid input")?;
         subjects = split_subjects(&[answer]);
     }
     if flags.mirror.is_some() && !subjects.is_empty() {

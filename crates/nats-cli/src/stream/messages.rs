@@ -299,7 +299,7 @@ pub async fn remove_message(
         Some(id) => id,
         None => {
             let answer =
-                prompt::input("Message Sequence to remove", "").context("invalid input")?;
+                prompt::input_required("Message Sequence to remove").context("invalid input")?;
             answer
                 .parse::<u64>()
                 .ok()
