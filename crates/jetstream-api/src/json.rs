@@ -40,7 +40,13 @@ pub fn decode_request_with<T: DeserializeOwned + Default>(
         // A blank body, or `null`, leaves the request at its zero value (Go decodes `null` into a
         // struct as a no-op).
         None | Some(Value::Null) => return Ok(T::default()),
-        Some(value) => value,
+        Some(value @ Value::Object(_)) => value,
+        // Every request is a Go struct: a bare array, string, number or bool is refused (serde
+        // alone would accept an array as a positional struct).
+        Some(other) => {
+            let text = crate::go_type_error::not_an_object::<T>(&other);
+            return Err(INVALID_JSON.with_err(text));
+        }
     };
     remove_nulls(&mut value);
     loop {
@@ -55,7 +61,9 @@ pub fn decode_request_with<T: DeserializeOwned + Default>(
                         }
                     }
                 }
-                return Err(INVALID_JSON.with_err(go_data_error(&message)));
+                let text = crate::go_type_error::describe::<T>(&value, &message)
+                    .unwrap_or_else(|| go_data_error(&message));
+                return Err(INVALID_JSON.with_err(text));
             }
         }
     }
@@ -364,11 +372,11 @@ mod tests {
         );
         assert_eq!(
             description(decode_request(br#"{"max_msgs":"x"}"#)),
-            "invalid JSON: json: cannot unmarshal string into Go value of type int64"
+            "invalid JSON: json: cannot unmarshal string into Go struct field StreamConfig.max_msgs of type int64"
         );
         assert_eq!(
             description(decode_request(br#"{"max_msgs":1.5}"#)),
-            "invalid JSON: json: cannot unmarshal number 1.5 into Go value of type int64"
+            "invalid JSON: json: cannot unmarshal number 1.5 into Go struct field StreamConfig.max_msgs of type int64"
         );
     }
 

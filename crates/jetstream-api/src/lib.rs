@@ -46,6 +46,7 @@ pub mod time_format;
 
 mod error;
 mod go_syntax;
+mod go_type_error;
 
 pub use account::{AccountInfo, AccountInfoResponse, AccountLimits, AccountTier, ApiStats};
 pub use ack::{AckKind, AckSubject, AckSubjectPrefix};
