@@ -390,3 +390,26 @@ fn large_payload_arriving_in_small_reads() {
     };
     assert_eq!(parsed.len(), payload.len());
 }
+
+#[test]
+fn every_blank_separates_arguments_at_any_position() {
+    // Exercises the word-at-a-time blank search: blanks and control bytes at every offset.
+    for length in 1..24 {
+        for blank in [b' ', b'\t', b'\r'] {
+            let subject = "s".repeat(length);
+            let mut line = format!("SUB {subject}").into_bytes();
+            line.push(blank);
+            line.extend_from_slice(b"q\x01x 7\r\n");
+            let (ops, error, _) = parse_whole(&line);
+            assert!(error.is_none(), "{line:?}");
+            assert_eq!(
+                ops,
+                vec![ClientOp::Sub {
+                    subject: Bytes::from(subject.clone()),
+                    queue: Some(Bytes::from_static(b"q\x01x")),
+                    sid: Bytes::from_static(b"7"),
+                }]
+            );
+        }
+    }
+}
