@@ -31,9 +31,14 @@ impl Hasher for TokenHasher {
         }
         let remainder = chunks.remainder();
         if !remainder.is_empty() {
-            let mut word = [0u8; 8];
-            word[..remainder.len()].copy_from_slice(remainder);
-            self.mix(u64::from_le_bytes(word));
+            // Byte by byte: a variable-length copy would call memcpy for at most 7 bytes.
+            let word = remainder
+                .iter()
+                .enumerate()
+                .fold(0u64, |word, (index, &byte)| {
+                    word | u64::from(byte) << (8 * index)
+                });
+            self.mix(word);
         }
     }
 

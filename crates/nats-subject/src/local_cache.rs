@@ -17,8 +17,9 @@ pub const DEFAULT_LOCAL_CACHE_CAPACITY: usize = 256;
 pub struct LocalMatchCache<T> {
     generation: u64,
     capacity: usize,
-    entries: TokenMap<Box<str>, Arc<MatchResult<T>>>,
-    empty: Arc<MatchResult<T>>,
+    /// Subject → position in `results`; two collections so a hit is one map lookup.
+    index: TokenMap<Box<str>, usize>,
+    results: Vec<Arc<MatchResult<T>>>,
 }
 
 impl<T> Default for LocalMatchCache<T> {
@@ -32,29 +33,34 @@ impl<T> std::fmt::Debug for LocalMatchCache<T> {
         formatter
             .debug_struct("LocalMatchCache")
             .field("generation", &self.generation)
-            .field("entries", &self.entries.len())
+            .field("entries", &self.results.len())
             .finish()
     }
 }
 
 impl<T> LocalMatchCache<T> {
-    /// A cache keeping at most `capacity` subjects (0 disables it: every call asks the sublist).
+    /// A cache keeping at most `capacity` subjects (at least the last one asked for).
     pub fn new(capacity: usize) -> Self {
         LocalMatchCache {
             generation: u64::MAX,
             capacity,
-            entries: TokenMap::default(),
-            empty: Arc::new(MatchResult::default()),
+            index: TokenMap::default(),
+            results: Vec::new(),
         }
     }
 
     /// Number of cached subjects.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.results.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.results.is_empty()
+    }
+
+    fn clear(&mut self) {
+        self.index.clear();
+        self.results.clear();
     }
 }
 
@@ -68,26 +74,19 @@ where
         // generation, so keeping it under this generation can never serve a stale answer.
         let generation = sublist.generation();
         if generation != self.generation {
-            self.entries.clear();
+            self.clear();
             self.generation = generation;
         }
-        if !self.entries.contains_key(subject) {
-            let result = sublist.matches(subject);
-            if self.entries.len() >= self.capacity {
-                if self.capacity == 0 {
-                    self.entries.clear();
-                } else {
-                    let sweep = (self.capacity / 4).max(1);
-                    let mut dropped = 0;
-                    self.entries.retain(|_, _| {
-                        dropped += 1;
-                        dropped > sweep
-                    });
-                }
-            }
-            self.entries.insert(Box::from(subject), result);
+        if let Some(&position) = self.index.get(subject) {
+            return &self.results[position];
         }
-        // Always present after the insert above; the fallback only avoids a panic path.
-        self.entries.get(subject).unwrap_or(&self.empty)
+        let result = sublist.matches(subject);
+        // Full: start over rather than track ages; a publisher's working set refills it at once.
+        if self.results.len() >= self.capacity {
+            self.clear();
+        }
+        self.index.insert(Box::from(subject), self.results.len());
+        self.results.push(result);
+        &self.results[self.results.len() - 1]
     }
 }
