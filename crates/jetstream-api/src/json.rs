@@ -2,7 +2,8 @@
 //!
 //! Decoding (nats-server's `unmarshalRequest`): an empty body is the zero request; a body may hold
 //! several JSON values, decoded one after another into the same request (later fields win);
-//! `null` leaves a field at its zero value; unknown fields are an error in strict mode (the default
+//! `null` leaves a field at its zero value; keys match case-insensitively when no exact key does
+//! (`"Max_Msgs"` is `max_msgs`, as in Go); unknown fields are an error in strict mode (the default
 //! since 2.12, `jetstream { strict: true }`) and ignored otherwise. Failures come back as
 //! `{"code":400,"err_code":10025,"description":"invalid JSON: <Go's error text>"}`; the texts for
 //! unknown fields, truncated input and enum values are Go's exactly, the others close to it.
@@ -54,11 +55,20 @@ pub fn decode_request_with<T: DeserializeOwned + Default>(
             Ok(request) => return Ok(request),
             Err(error) => {
                 let message = error.to_string();
-                if strictness == Strictness::Lenient {
-                    if let Some((field, expected)) = parse_unknown_field(&message) {
-                        if remove_unknown_field(&mut value, &field, &expected) {
+                if let Some((field, expected)) = parse_unknown_field(&message) {
+                    // Go matches keys case-insensitively when there is no exact match.
+                    if let Some(canonical) = expected
+                        .iter()
+                        .find(|name| name.eq_ignore_ascii_case(&field))
+                    {
+                        if rename_field(&mut value, &field, canonical, &expected) {
                             continue;
                         }
+                    }
+                    if strictness == Strictness::Lenient
+                        && remove_unknown_field(&mut value, &field, &expected)
+                    {
+                        continue;
                     }
                 }
                 let text = crate::go_type_error::describe::<T>(&value, &message)
@@ -135,7 +145,7 @@ fn remove_unknown_field(value: &mut Value, field: &str, expected: &[String]) -> 
         let looks_like_target = map.contains_key(field)
             && map
                 .keys()
-                .all(|key| key == field || expected.iter().any(|name| name == key));
+                .all(|key| key == field || is_expected(expected, key));
         if looks_like_target {
             map.remove(field);
             removed = true;
@@ -149,6 +159,43 @@ fn remove_unknown_field(value: &mut Value, field: &str, expected: &[String]) -> 
         }
     }
     removed
+}
+
+/// Whether `key` names one of the struct's fields (case-insensitively, as Go matches).
+fn is_expected(expected: &[String], key: &str) -> bool {
+    expected.iter().any(|name| name.eq_ignore_ascii_case(key))
+}
+
+/// Renames `field` to `canonical` in objects that look like the struct serde was decoding (as in
+/// [`remove_unknown_field`]). When the exact key is also present it wins and the variant is
+/// dropped (Go would take whichever comes last; the parsed map no longer knows the order).
+/// Returns whether anything changed.
+fn rename_field(value: &mut Value, field: &str, canonical: &str, expected: &[String]) -> bool {
+    let mut changed = false;
+    match value {
+        Value::Object(map) => {
+            let looks_like_target = map.contains_key(field)
+                && map
+                    .keys()
+                    .all(|key| key == field || is_expected(expected, key));
+            if looks_like_target {
+                if let Some(moved) = map.remove(field) {
+                    map.entry(canonical.to_string()).or_insert(moved);
+                    changed = true;
+                }
+            }
+            for child in map.values_mut() {
+                changed |= rename_field(child, field, canonical, expected);
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                changed |= rename_field(item, field, canonical, expected);
+            }
+        }
+        _ => {}
+    }
+    changed
 }
 
 /// Go's syntax error texts: `unexpected EOF`, or `invalid character 'x' looking for beginning of
@@ -378,6 +425,19 @@ mod tests {
             description(decode_request(br#"{"max_msgs":1.5}"#)),
             "invalid JSON: json: cannot unmarshal number 1.5 into Go struct field StreamConfig.max_msgs of type int64"
         );
+    }
+
+    #[test]
+    fn keys_match_case_insensitively_like_go() {
+        // nats-server accepted exactly this body (captured).
+        let config: StreamConfig =
+            decode_request(br#"{"name": "E", "subjects": ["e"], "Max_Msgs": 7, "NAME": "E"}"#)
+                .unwrap();
+        assert_eq!((config.name.as_str(), config.max_msgs), ("E", 7));
+        let config: StreamConfig =
+            decode_request(br#"{"NAME":"E","Consumer_Limits":{"MAX_ACK_PENDING":3}}"#).unwrap();
+        assert_eq!(config.name, "E");
+        assert_eq!(config.consumer_limits.max_ack_pending, 3);
     }
 
     #[test]

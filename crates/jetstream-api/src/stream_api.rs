@@ -103,7 +103,13 @@ impl<'de> Deserialize<'de> for StreamConfigRequest {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         use serde::de::Error as _;
         let mut map = serde_json::Map::<String, serde_json::Value>::deserialize(deserializer)?;
-        let pedantic = match map.remove("pedantic") {
+        // Go matches `pedantic` case-insensitively, like every key.
+        let pedantic_key = map
+            .keys()
+            .find(|key| key.as_str() == "pedantic")
+            .or_else(|| map.keys().find(|key| key.eq_ignore_ascii_case("pedantic")))
+            .cloned();
+        let pedantic = match pedantic_key.and_then(|key| map.remove(&key)) {
             None | Some(serde_json::Value::Null) => false,
             Some(serde_json::Value::Bool(flag)) => flag,
             Some(_) => return Err(D::Error::custom("invalid type: value, expected a boolean")),
