@@ -280,3 +280,44 @@ async fn per_message_ttl_and_max_age_expire_messages() {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }
+
+#[tokio::test]
+async fn subject_transform_and_delete_markers() {
+    let server = TestServer::jetstream();
+    let client = connect(&server).await;
+    create(
+        &client,
+        json!({"name": "TR", "subjects": ["in.>"], "subject_transform": {"src": "in.>", "dest": "out.>"}}),
+    )
+    .await;
+    publish_raw(&client, "in.a", &[], "x").await;
+    let got = api(&client, "$JS.API.STREAM.MSG.GET.TR", r#"{"seq":1}"#).await;
+    assert_eq!(got["message"]["subject"], "out.a");
+
+    create(
+        &client,
+        json!({"name": "SDM", "subjects": ["m.>"], "max_age": 1_000_000_000i64,
+               "subject_delete_marker_ttl": 1_000_000_000i64}),
+    )
+    .await;
+    publish_raw(&client, "m.a", &[], "x").await;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(8);
+    loop {
+        let got = api(
+            &client,
+            "$JS.API.STREAM.MSG.GET.SDM",
+            r#"{"last_by_subj":"m.a"}"#,
+        )
+        .await;
+        if got["message"]["seq"] == 2 {
+            let headers = got["message"]["hdrs"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            assert!(!headers.is_empty(), "{got}");
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no marker: {got}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}

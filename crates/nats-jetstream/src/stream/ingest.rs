@@ -50,6 +50,7 @@ pub(crate) fn spawn(
         pending_acks: Vec::new(),
         counted_bytes: 0,
         dirty: false,
+        markers: Default::default(),
     };
     ingest.recover();
     std::thread::Builder::new()
@@ -101,6 +102,9 @@ struct Ingest {
     counted_bytes: i64,
     /// Stored since the last flush.
     dirty: bool,
+    /// Sequences of the subject delete markers this thread wrote (a marker expiring must not
+    /// leave another marker behind).
+    markers: std::collections::HashSet<u64>,
 }
 
 /// The result of one publish: stored, duplicate, or refused with an API error.
@@ -190,13 +194,50 @@ impl Ingest {
     fn expire_due(&mut self) {
         let store_handle = self.stream.store.clone();
         let mut store = store_handle.lock();
-        let now = crate::time_format::now_nanos();
-        if store.next_expiry().is_some_and(|due| due <= now) {
-            if let Err(error) = store.expire(now) {
+        self.expire(&mut **store, crate::time_format::now_nanos());
+        self.commit(&mut **store);
+    }
+
+    /// Remove what max_age and per-message TTLs say is due, leaving subject delete markers where
+    /// the stream asks for them.
+    fn expire(&mut self, store: &mut dyn StreamStore, now: i64) {
+        if store.next_expiry().is_none_or(|due| due > now) {
+            return;
+        }
+        let removed = match store.expire(now) {
+            Ok(removed) => removed,
+            Err(error) => {
                 tracing::error!(stream = %self.config.name, %error, "expiring messages failed");
+                return;
             }
-            self.dirty = true;
-            self.commit(&mut **store);
+        };
+        self.dirty = true;
+        let marker_seconds = self.config.subject_delete_marker_ttl.0 / 1_000_000_000;
+        if marker_seconds <= 0 {
+            return;
+        }
+        let mut removed = removed;
+        removed.sort_by_key(|message| message.seq);
+        for message in removed {
+            if self.markers.remove(&message.seq) {
+                continue;
+            }
+            if !matches!(store.load_last(&message.subject), Ok(None)) {
+                continue;
+            }
+            let header = format!(
+                "NATS/1.0\r\nNats-Marker-Reason: MaxAge\r\nNats-TTL: {}\r\nNats-Rollup: sub\r\n\r\n",
+                go_duration_seconds(marker_seconds)
+            );
+            let ttl = Some(Duration::from_secs(marker_seconds as u64));
+            match store.store_msg(&message.subject, header.as_bytes(), &[], ttl) {
+                Ok((seq, _)) => {
+                    self.markers.insert(seq);
+                }
+                Err(error) => {
+                    tracing::error!(stream = %self.config.name, %error, "placing a subject delete marker failed")
+                }
+            }
         }
     }
 
@@ -206,12 +247,7 @@ impl Ingest {
         let mut store = store_handle.lock();
         let now = crate::time_format::now_nanos();
         self.window.expire(now, self.config.duplicate_window.0);
-        if store.next_expiry().is_some_and(|due| due <= now) {
-            if let Err(error) = store.expire(now) {
-                tracing::error!(stream = %self.config.name, %error, "expiring messages failed");
-            }
-            self.dirty = true;
-        }
+        self.expire(&mut **store, now);
         let mut stop = false;
         for command in batch.drain(..) {
             match command {
@@ -314,6 +350,15 @@ impl Ingest {
         let Ok(subject) = std::str::from_utf8(&message.subject) else {
             return Outcome::Dropped;
         };
+        // The stream's input transform applies before anything else looks at the subject.
+        let transformed = self
+            .config
+            .subject_transform
+            .as_ref()
+            .and_then(|transform| {
+                crate::subject::transform(&transform.source, &transform.destination, subject)
+            });
+        let subject = transformed.as_deref().unwrap_or(subject);
         if self.config.sealed {
             return Outcome::Refused(errors::STREAM_SEALED.to_error());
         }
@@ -639,6 +684,20 @@ impl Ingest {
                 true
             }
         }
+    }
+}
+
+/// Go's `time.Duration.String()` for whole seconds: `5s`, `1m0s`, `1h0m0s`.
+fn go_duration_seconds(seconds: i64) -> String {
+    let hours = seconds / 3600;
+    let minutes = (seconds % 3600) / 60;
+    let rest = seconds % 60;
+    if hours > 0 {
+        format!("{hours}h{minutes}m{rest}s")
+    } else if minutes > 0 {
+        format!("{minutes}m{rest}s")
+    } else {
+        format!("{rest}s")
     }
 }
 
