@@ -527,8 +527,13 @@ impl<B: Backend> StreamStore for Store<B> {
 
     fn state(&self) -> StreamState {
         let msgs = self.index.msgs();
-        let first_seq = self.index.first_seq();
         let last_seq = self.index.last_seq();
+        // nats-server reports 0/0 for a stream that never held a sequence.
+        let first_seq = if last_seq == 0 {
+            0
+        } else {
+            self.index.first_seq()
+        };
         StreamState {
             msgs,
             bytes: self.index.bytes(),

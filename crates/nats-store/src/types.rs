@@ -28,7 +28,7 @@ pub struct StreamState {
     pub msgs: u64,
     /// Bytes accounted for the live messages.
     pub bytes: u64,
-    /// First live sequence (last_seq + 1 when empty).
+    /// First live sequence (last_seq + 1 when empty; 0 when no sequence was ever used).
     pub first_seq: u64,
     /// Timestamp of the first live message, 0 when empty.
     pub first_timestamp: i64,

@@ -28,6 +28,8 @@ fn store_n(store: &mut dyn StreamStore, subject: &str, count: usize) -> Vec<u64>
 
 fn sequences_and_load<F: Factory>(factory: &F) {
     let mut store = factory.create(unlimited());
+    let fresh = store.state();
+    assert_eq!((fresh.msgs, fresh.first_seq, fresh.last_seq), (0, 0, 0));
     let (seq, timestamp) = store
         .store_msg("foo", b"NATS/1.0\r\nA: b\r\n\r\n", b"hello", None)
         .unwrap();
