@@ -41,6 +41,27 @@ pub enum CheckCommand {
     /// Checks basic server connection
     #[command(alias = "conn")]
     Connection(ConnectionCheckArgs),
+    /// Checks the health of a stream (message and subject counts)
+    Stream(StreamCheckArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct StreamCheckArgs {
+    /// The streams to check
+    #[arg(long)]
+    pub stream: String,
+    /// Warn if there are fewer than this many messages in the stream
+    #[arg(long, value_name = "MSGS")]
+    pub msgs_warn: Option<u64>,
+    /// Critical if there are fewer than this many messages in the stream
+    #[arg(long, value_name = "MSGS")]
+    pub msgs_critical: Option<u64>,
+    /// Warning threshold for subjects in the stream
+    #[arg(long, value_name = "SUBJECTS")]
+    pub subjects_warn: Option<i64>,
+    /// Critical threshold for subjects in the stream
+    #[arg(long, value_name = "SUBJECTS")]
+    pub subjects_critical: Option<i64>,
 }
 
 #[derive(Args, Debug)]
@@ -92,28 +113,65 @@ pub async fn run_server(args: &ServerArgs, options: &GlobalOptions) -> Result<()
         ServerCommand::Check {
             check: CheckCommand::Connection(check),
         } => check_connection(check, options).await,
+        ServerCommand::Check {
+            check: CheckCommand::Stream(check),
+        } => check_stream(check, options).await,
         ServerCommand::Ping { expect, id } => ping(*expect, *id, options).await,
     }
 }
 
-/// One monitoring measurement, rendered like jsm.go's PerfDataItem.
+/// One monitoring measurement, rendered like jsm.go's PerfDataItem: seconds with four
+/// decimals and an `s` unit, counts as whole numbers.
 struct PerfData {
     name: &'static str,
     value: f64,
     warn: f64,
     critical: f64,
+    seconds: bool,
+}
+
+impl PerfData {
+    fn seconds(name: &'static str, value: f64, warn: f64, critical: f64) -> PerfData {
+        PerfData {
+            name,
+            value,
+            warn,
+            critical,
+            seconds: true,
+        }
+    }
+
+    fn count(name: &'static str, value: f64, warn: f64, critical: f64) -> PerfData {
+        PerfData {
+            name,
+            value,
+            warn,
+            critical,
+            seconds: false,
+        }
+    }
 }
 
 impl std::fmt::Display for PerfData {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}={:.4}s", self.name, self.value)?;
+        let number = |value: f64| {
+            if self.seconds {
+                format!("{value:.4}")
+            } else {
+                format!("{value:.0}")
+            }
+        };
+        write!(f, "{}={}", self.name, number(self.value))?;
+        if self.seconds {
+            write!(f, "s")?;
+        }
         if self.warn != 0.0 {
-            write!(f, ";{:.4}", self.warn)?;
+            write!(f, ";{}", number(self.warn))?;
         } else if self.critical != 0.0 {
             write!(f, ";")?;
         }
         if self.critical != 0.0 {
-            write!(f, ";{:.4}", self.critical)?;
+            write!(f, ";{}", number(self.critical))?;
         }
         Ok(())
     }
@@ -194,12 +252,12 @@ async fn check_connection(
         }
     };
     let connect_time = started.elapsed();
-    result.perf.push(PerfData {
-        name: "connect_time",
-        value: connect_time.as_secs_f64(),
-        warn: limits[0].as_secs_f64(),
-        critical: limits[1].as_secs_f64(),
-    });
+    result.perf.push(PerfData::seconds(
+        "connect_time",
+        connect_time.as_secs_f64(),
+        limits[0].as_secs_f64(),
+        limits[1].as_secs_f64(),
+    ));
     let url = effective
         .url
         .split(',')
@@ -222,12 +280,12 @@ async fn check_connection(
         result.finish("Connection");
     }
     let rtt = rtt_started.elapsed();
-    result.perf.push(PerfData {
-        name: "rtt",
-        value: rtt.as_secs_f64(),
-        warn: limits[2].as_secs_f64(),
-        critical: limits[3].as_secs_f64(),
-    });
+    result.perf.push(PerfData::seconds(
+        "rtt",
+        rtt.as_secs_f64(),
+        limits[2].as_secs_f64(),
+        limits[3].as_secs_f64(),
+    ));
     result.grade(
         rtt,
         limits[2],
@@ -245,12 +303,12 @@ async fn check_connection(
     match tokio::time::timeout(effective.timeout, subscriber.next()).await {
         Ok(Some(message)) => {
             let took = request_started.elapsed();
-            result.perf.push(PerfData {
-                name: "request_time",
-                value: took.as_secs_f64(),
-                warn: limits[4].as_secs_f64(),
-                critical: limits[5].as_secs_f64(),
-            });
+            result.perf.push(PerfData::seconds(
+                "request_time",
+                took.as_secs_f64(),
+                limits[4].as_secs_f64(),
+                limits[5].as_secs_f64(),
+            ));
             if message.payload.as_ref() != body.as_bytes() {
                 result
                     .criticals
@@ -269,6 +327,72 @@ async fn check_connection(
             .push(format!("did not receive from {inbox}: nats: timeout")),
     }
     result.finish("Connection");
+}
+
+/// jsm.go's stream health check: message and subject thresholds (lower counts are worse
+/// for messages; for subjects the direction follows which threshold is larger).
+async fn check_stream(args: &StreamCheckArgs, options: &GlobalOptions) -> Result<(), CliError> {
+    let mut result = CheckResult::default();
+    let name = args.stream.clone();
+    let effective = options.effective()?;
+    let client = match connect_with(&effective, options.connection_name.clone()).await {
+        Ok(client) => client,
+        Err(error) => {
+            result
+                .criticals
+                .push(format!("could not load info: {error}"));
+            result.finish(&name);
+        }
+    };
+    let js = JetStream::new(client, &effective);
+    let info = match js.stream_info(&name).await {
+        Ok(info) => info,
+        Err(error) => {
+            result
+                .criticals
+                .push(format!("could not load info: {error}"));
+            result.finish(&name);
+        }
+    };
+    let warn = args.msgs_warn.unwrap_or(0);
+    let critical = args.msgs_critical.unwrap_or(0);
+    if warn > 0 || critical > 0 {
+        let messages = info.state.messages;
+        result.perf.push(PerfData::count(
+            "messages",
+            messages as f64,
+            warn as f64,
+            critical as f64,
+        ));
+        if critical > 0 && messages <= critical {
+            result.criticals.push(format!("{messages} messages"));
+        } else if warn > 0 && messages <= warn {
+            result.warnings.push(format!("{messages} messages"));
+        } else {
+            result.oks.push(format!("{messages} messages"));
+        }
+    }
+    let warn = args.subjects_warn.unwrap_or(0);
+    let critical = args.subjects_critical.unwrap_or(0);
+    if warn > 0 || critical > 0 {
+        let subjects = info.state.num_subjects;
+        result.perf.push(PerfData::count(
+            "subjects",
+            subjects as f64,
+            warn as f64,
+            critical as f64,
+        ));
+        let ascending = warn < critical;
+        let text = format!("{subjects} subjects");
+        if (ascending && subjects >= critical) || (!ascending && subjects <= critical) {
+            result.criticals.push(text);
+        } else if (ascending && subjects >= warn) || (!ascending && subjects <= warn) {
+            result.warnings.push(text);
+        } else {
+            result.oks.push(text);
+        }
+    }
+    result.finish(&name);
 }
 
 async fn ping(expect: Option<u32>, show_id: bool, options: &GlobalOptions) -> Result<(), CliError> {

@@ -138,3 +138,73 @@ fn bench_jetstream_publish_and_fetch() {
     );
     assert!(fetch.stdout.contains("P99"), "{}", fetch.stdout);
 }
+
+#[test]
+fn server_check_stream_thresholds() {
+    let Some(server) = common::jetstream_server() else {
+        return;
+    };
+    let home = tempfile::tempdir().expect("tempdir");
+    let home = home.path();
+    nats(
+        &server,
+        home,
+        &[
+            "stream",
+            "add",
+            "ORDERS",
+            "--subjects",
+            "orders.>",
+            "--defaults",
+        ],
+    )
+    .ok();
+    nats(&server, home, &["pub", "orders.new", "x", "--count", "3"]).ok();
+    let ok = nats(
+        &server,
+        home,
+        &[
+            "server",
+            "check",
+            "stream",
+            "--stream",
+            "ORDERS",
+            "--msgs-warn",
+            "1",
+        ],
+    );
+    assert_eq!(ok.status, 0, "{}", ok.stdout);
+    assert_eq!(ok.stdout.trim(), "OK ORDERS OK:3 messages | messages=3;1");
+    let critical = nats(
+        &server,
+        home,
+        &[
+            "server",
+            "check",
+            "stream",
+            "--stream",
+            "ORDERS",
+            "--msgs-critical",
+            "5",
+        ],
+    );
+    assert_eq!(critical.status, 2, "{}", critical.stdout);
+    assert!(
+        critical
+            .stdout
+            .starts_with("CRITICAL ORDERS Crit:3 messages"),
+        "{}",
+        critical.stdout
+    );
+    let missing = nats(
+        &server,
+        home,
+        &["server", "check", "stream", "--stream", "NOPE"],
+    );
+    assert_eq!(missing.status, 2);
+    assert!(
+        missing.stdout.contains("stream not found"),
+        "{}",
+        missing.stdout
+    );
+}
