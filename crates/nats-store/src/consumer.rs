@@ -199,11 +199,18 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// A consumer store that keeps its state in memory only.
-#[derive(Debug, Default)]
+/// A consumer store that keeps its state in memory only. Clones share one state, so a memory
+/// stream can hand the same consumer's store out again (as a file stream reopens its files).
+#[derive(Debug, Default, Clone)]
 pub struct MemConsumerStore {
+    shared: std::sync::Arc<parking_lot::Mutex<MemConsumer>>,
+}
+
+#[derive(Debug, Default)]
+struct MemConsumer {
     config: Vec<u8>,
     state: ConsumerState,
+    deleted: bool,
 }
 
 impl MemConsumerStore {
@@ -211,16 +218,21 @@ impl MemConsumerStore {
     pub fn new() -> Self {
         Self::default()
     }
+
+    /// True once `delete` was called on any handle.
+    pub fn is_deleted(&self) -> bool {
+        self.shared.lock().deleted
+    }
 }
 
 impl ConsumerStore for MemConsumerStore {
     fn set_config(&mut self, blob: &[u8]) -> Result<(), StoreError> {
-        self.config = blob.to_vec();
+        self.shared.lock().config = blob.to_vec();
         Ok(())
     }
 
     fn config(&self) -> Vec<u8> {
-        self.config.clone()
+        self.shared.lock().config.clone()
     }
 
     fn update_delivered(
@@ -230,27 +242,31 @@ impl ConsumerStore for MemConsumerStore {
         delivery_count: u64,
         timestamp: i64,
     ) -> Result<(), StoreError> {
-        self.state
-            .apply_delivered(consumer_seq, stream_seq, delivery_count, timestamp);
+        self.shared.lock().state.apply_delivered(
+            consumer_seq,
+            stream_seq,
+            delivery_count,
+            timestamp,
+        );
         Ok(())
     }
 
     fn update_acks(&mut self, consumer_seq: u64, stream_seq: u64) -> Result<(), StoreError> {
-        self.state.apply_ack(consumer_seq, stream_seq);
+        self.shared.lock().state.apply_ack(consumer_seq, stream_seq);
         Ok(())
     }
 
     fn set_state(&mut self, state: ConsumerState) -> Result<(), StoreError> {
-        self.state = state;
+        self.shared.lock().state = state;
         Ok(())
     }
 
     fn state(&self) -> ConsumerState {
-        self.state.clone()
+        self.shared.lock().state.clone()
     }
 
     fn delivered(&self) -> SequencePair {
-        self.state.delivered
+        self.shared.lock().state.delivered
     }
 
     fn flush(&mut self) -> Result<(), StoreError> {
@@ -258,8 +274,10 @@ impl ConsumerStore for MemConsumerStore {
     }
 
     fn delete(&mut self) -> Result<(), StoreError> {
-        self.state = ConsumerState::default();
-        self.config.clear();
+        let mut consumer = self.shared.lock();
+        consumer.state = ConsumerState::default();
+        consumer.config.clear();
+        consumer.deleted = true;
         Ok(())
     }
 }

@@ -1,6 +1,6 @@
 //! MemStore: the engine with a backend that keeps message bytes in a hash map.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use bytes::Bytes;
 
@@ -21,7 +21,7 @@ pub type MemStore = Store<MemBackend>;
 pub struct MemBackend {
     messages: HashMap<u64, (Bytes, Bytes)>,
     metadata: Vec<u8>,
-    consumers: Vec<String>,
+    consumers: BTreeMap<String, MemConsumerStore>,
 }
 
 impl Store<MemBackend> {
@@ -101,14 +101,18 @@ impl Backend for MemBackend {
     }
 
     fn consumer_store(&mut self, name: &str) -> Result<Box<dyn ConsumerStore>, StoreError> {
-        if !self.consumers.iter().any(|existing| existing == name) {
-            self.consumers.push(name.to_string());
-        }
-        Ok(Box::new(MemConsumerStore::new()))
+        self.consumers.retain(|_, consumer| !consumer.is_deleted());
+        let consumer = self.consumers.entry(name.to_string()).or_default();
+        Ok(Box::new(consumer.clone()))
     }
 
     fn consumer_names(&self) -> Result<Vec<String>, StoreError> {
-        Ok(self.consumers.clone())
+        Ok(self
+            .consumers
+            .iter()
+            .filter(|(_, consumer)| !consumer.is_deleted())
+            .map(|(name, _)| name.clone())
+            .collect())
     }
 
     fn delete(&mut self) -> Result<(), StoreError> {

@@ -412,6 +412,15 @@ fn metadata_and_consumers<F: Factory>(factory: &F) {
     assert_eq!(state.redelivered[&10], 1);
     assert_eq!(consumer.config(), b"cfg");
     assert_eq!(store.consumer_names().unwrap(), vec!["c1".to_string()]);
+    drop(consumer);
+    let mut again = store.consumer_store("c1").unwrap();
+    assert_eq!(
+        again.state(),
+        state,
+        "a consumer store hands back its state"
+    );
+    again.delete().unwrap();
+    assert!(store.consumer_names().unwrap().is_empty());
 }
 
 fn closed_store_rejects<F: Factory>(factory: &F) {
