@@ -341,7 +341,12 @@ async fn run_command(
             .map_err(|e| CliError::message(e.to_string()))?;
             while let Some(entry) = watch.next().await {
                 let entry = entry.map_err(|e| CliError::message(e.to_string()))?;
-                let operation = operation_name(&entry.operation);
+                // Coloured like natscli; console drops the colour when stdout is no terminal.
+                let name = operation_name(&entry.operation);
+                let operation = match entry.operation {
+                    async_nats::jetstream::kv::Operation::Put => console::style(name).green(),
+                    _ => console::style(name).red(),
+                };
                 match entry.operation {
                     async_nats::jetstream::kv::Operation::Put => println!(
                         "[{}] {operation} {} > {}: {}",
