@@ -273,11 +273,17 @@ impl NextRequest {
                     map.retain(|_, value| !value.is_null());
                     // Inside JSON a missing batch is Go's zero, not the bare-body default of 1.
                     let has_batch = map.contains_key("batch");
-                    let mut request =
-                        serde_json::from_value::<NextRequest>(serde_json::Value::Object(map))
-                            .map_err(|error| {
+                    let value = serde_json::Value::Object(map);
+                    let mut request = serde_json::from_value::<NextRequest>(value.clone())
+                        .map_err(|error| {
+                            crate::go_type_error::describe::<NextRequest>(
+                                &value,
+                                &error.to_string(),
+                            )
+                            .unwrap_or_else(|| {
                                 crate::json::go_message_without_offset(&error, trimmed)
-                            })?;
+                            })
+                        })?;
                     if !has_batch {
                         request.batch = 0;
                     }

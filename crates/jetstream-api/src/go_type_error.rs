@@ -188,6 +188,11 @@ fn is_go_int(root: &str, parent: Option<&str>, field: &str) -> bool {
             )
             | ("JSApiMsgGetRequest", _, "batch" | "max_bytes")
             | (
+                "JSApiConsumerGetNextRequest",
+                _,
+                "batch" | "max_bytes" | "priority"
+            )
+            | (
                 "JSApiStreamSnapshotRequest",
                 _,
                 "chunk_size" | "window_size"

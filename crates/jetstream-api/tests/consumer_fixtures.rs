@@ -198,6 +198,10 @@ fn pull_request_bodies() {
         "invalid character 'b' looking for beginning of object key string"
     );
     assert_eq!(
+        NextRequest::parse(br#"{"batch":"x"}"#).unwrap_err(),
+        "json: cannot unmarshal string into Go struct field JSApiConsumerGetNextRequest.batch of type int"
+    );
+    assert_eq!(
         NextRequest::parse(br#"{"batch":1,"expires":1000000000,"idle_heartbeat":600000000}"#)
             .unwrap_err(),
         "heartbeat value too large"
