@@ -13,7 +13,8 @@ fn main() -> ExitCode {
         Err(error) => {
             eprintln!("{error}");
             eprintln!("{USAGE}");
-            return ExitCode::from(2);
+            // nats-server exits 0 here (Go flag.ContinueOnError then usage).
+            return ExitCode::SUCCESS;
         }
     };
     if flags.help {
@@ -32,6 +33,10 @@ fn main() -> ExitCode {
         }
     }
     flags.apply(&mut options);
+    if let Err(error) = options.validate() {
+        eprintln!("nats-server: {error}");
+        return ExitCode::from(1);
+    }
     if flags.test_config {
         match &flags.config {
             Some(path) => println!(

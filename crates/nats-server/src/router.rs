@@ -80,6 +80,9 @@ pub struct Delivery<'a> {
 #[derive(Default)]
 pub struct PendingFlush {
     clients: Vec<Arc<ClientShared>>,
+    /// Clients whose backlog is over half of max_pending: the publisher waits a little for
+    /// them (nats-server's fast-producer stall) so a slower-but-healthy subscriber keeps up.
+    stalled: Vec<Arc<ClientShared>>,
 }
 
 const PENDING_DEDUPE_SCAN: usize = 16;
@@ -105,6 +108,21 @@ impl PendingFlush {
 
     pub fn is_empty(&self) -> bool {
         self.clients.is_empty()
+    }
+
+    fn add_stalled(&mut self, client: &Arc<ClientShared>) {
+        if !self.stalled.iter().any(|stalled| stalled.id == client.id) {
+            self.stalled.push(client.clone());
+        }
+    }
+
+    /// Take the clients the publisher should wait for.
+    pub fn take_stalled(&mut self) -> Vec<Arc<ClientShared>> {
+        std::mem::take(&mut self.stalled)
+    }
+
+    pub fn has_stalled(&self) -> bool {
+        !self.stalled.is_empty()
     }
 }
 
@@ -261,10 +279,13 @@ impl Router {
                 if max > 0 && count > max {
                     return false;
                 }
-                if !client.enqueue_message(subscription, delivery) {
+                let Some(stalled) = client.enqueue_message(subscription, delivery) else {
                     return false;
-                }
+                };
                 pending.add(client);
+                if stalled {
+                    pending.add_stalled(client);
+                }
                 if max > 0 && count == max {
                     self.remove_client_subscription(subscription);
                 }

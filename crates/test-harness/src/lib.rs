@@ -300,6 +300,9 @@ pub fn path_in(server: &TestServer, name: &str) -> PathBuf {
 pub struct RawClient {
     stream: TcpStream,
     buffer: Vec<u8>,
+    /// Bytes of `buffer` before this index were already consumed (compacted lazily, so reading
+    /// many small lines does not shift the buffer each time).
+    start: usize,
     /// The INFO line the server sent on connect (without `INFO ` and the line end).
     pub info: String,
     pub timeout: Duration,
@@ -317,6 +320,7 @@ impl RawClient {
         let mut client = RawClient {
             stream,
             buffer: Vec::new(),
+            start: 0,
             info: String::new(),
             timeout: Duration::from_secs(5),
         };
@@ -353,6 +357,10 @@ impl RawClient {
             return Err(());
         }
         let _ = self.stream.set_read_timeout(Some(deadline - now));
+        if self.start > 0 {
+            self.buffer.drain(..self.start);
+            self.start = 0;
+        }
         let mut chunk = [0u8; 65536];
         match self.stream.read(&mut chunk) {
             Ok(0) => Ok(false),
@@ -376,9 +384,11 @@ impl RawClient {
     pub fn read_line(&mut self) -> Option<String> {
         let deadline = Instant::now() + self.timeout;
         loop {
-            if let Some(pos) = self.buffer.windows(2).position(|w| w == b"\r\n") {
-                let line: Vec<u8> = self.buffer.drain(..pos + 2).collect();
-                return Some(String::from_utf8_lossy(&line[..pos]).into_owned());
+            let unread = &self.buffer[self.start..];
+            if let Some(pos) = unread.windows(2).position(|w| w == b"\r\n") {
+                let line = String::from_utf8_lossy(&unread[..pos]).into_owned();
+                self.start += pos + 2;
+                return Some(line);
             }
             match self.fill(deadline) {
                 Ok(true) => {}
@@ -390,14 +400,14 @@ impl RawClient {
     /// Read exactly `n` bytes (a payload) plus its trailing `\r\n`.
     pub fn read_payload(&mut self, n: usize) -> Option<Vec<u8>> {
         let deadline = Instant::now() + self.timeout;
-        while self.buffer.len() < n + 2 {
+        while self.buffer.len() - self.start < n + 2 {
             match self.fill(deadline) {
                 Ok(true) => {}
                 _ => return None,
             }
         }
-        let mut payload: Vec<u8> = self.buffer.drain(..n + 2).collect();
-        payload.truncate(n);
+        let payload = self.buffer[self.start..self.start + n].to_vec();
+        self.start += n + 2;
         Some(payload)
     }
 
@@ -436,8 +446,9 @@ impl RawClient {
             match self.fill(deadline) {
                 Ok(true) => {}
                 Ok(false) => {
-                    let text = String::from_utf8_lossy(&self.buffer).into_owned();
+                    let text = String::from_utf8_lossy(&self.buffer[self.start..]).into_owned();
                     self.buffer.clear();
+                    self.start = 0;
                     return Some(text);
                 }
                 Err(()) => return None,

@@ -108,6 +108,8 @@ pub struct ClientShared {
     pub outbound: Mutex<Outbound>,
     writer_wake: Notify,
     reader_stop: Notify,
+    /// Signalled by the writer after each write, for producers stalled on this client.
+    drained: Notify,
     headers: AtomicBool,
     echo: AtomicBool,
     pub pings_outstanding: AtomicU32,
@@ -147,21 +149,23 @@ impl ClientShared {
         }
     }
 
-    /// Append a MSG/HMSG frame for `subscription`. False when the connection is closing or just
-    /// became a slow consumer.
+    /// Append a MSG/HMSG frame for `subscription`. `None` when the connection is closing or just
+    /// became a slow consumer; `Some(true)` when delivered but the backlog is over half of
+    /// max_pending (the publisher should then briefly wait, as nats-server stalls fast producers).
     pub fn enqueue_message(
         &self,
         subscription: &ClientSubscription,
         delivery: &Delivery<'_>,
-    ) -> bool {
+    ) -> Option<bool> {
         let headers = delivery.headers.filter(|_| self.headers());
         let sid = &subscription.sid[..];
         let reply = delivery.reply.map(|reply| &reply[..]);
         let size;
+        let stalled;
         {
             let mut outbound = self.outbound.lock();
             if outbound.closing.is_some() {
-                return false;
+                return None;
             }
             let buffer = &mut outbound.buffer;
             match headers {
@@ -181,19 +185,44 @@ impl ClientShared {
                     nats_proto::encode_msg(buffer, delivery.subject, sid, reply, delivery.payload);
                 }
             }
-            if outbound.buffer.len() + outbound.in_flight > self.max_pending {
+            let pending = outbound.buffer.len() + outbound.in_flight;
+            if pending > self.max_pending {
                 outbound.closing = Some(CloseReason::SlowConsumerPendingBytes);
                 outbound.buffer.clear();
                 drop(outbound);
                 self.note_slow_consumer();
-                return false;
+                return None;
             }
+            stalled = pending > self.max_pending / 2;
         }
         self.counters.out_msgs.fetch_add(1, Ordering::Relaxed);
         self.counters
             .out_bytes
             .fetch_add(size as u64, Ordering::Relaxed);
-        true
+        Some(stalled)
+    }
+
+    /// Wait (bounded by `limit`) until this client's backlog is at most half of max_pending.
+    pub async fn wait_drained(&self, limit: std::time::Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let drained = self.drained.notified();
+            if self.pending_bytes() <= self.max_pending / 2 || self.closing().is_some() {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, drained).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// How long nats-server stalls a producer for this backlog: 2ms at half of max_pending,
+    /// growing linearly to 5ms at max_pending.
+    pub fn stall_duration(&self) -> std::time::Duration {
+        let pending = self.pending_bytes() as f64;
+        let max = self.max_pending.max(1) as f64;
+        let share = ((pending / max - 0.5) * 2.0).clamp(0.0, 1.0);
+        std::time::Duration::from_micros(2000 + (3000.0 * share) as u64)
     }
 
     fn note_slow_consumer(&self) {
@@ -259,6 +288,7 @@ pub fn spawn_connection(server: &Arc<Server>, stream: TcpStream, address: Socket
         }),
         writer_wake: Notify::new(),
         reader_stop: Notify::new(),
+        drained: Notify::new(),
         headers: AtomicBool::new(false),
         echo: AtomicBool::new(true),
         pings_outstanding: AtomicU32::new(0),

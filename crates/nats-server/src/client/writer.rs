@@ -34,31 +34,14 @@ pub async fn run(server: Arc<Server>, shared: Arc<ClientShared>, mut socket: Own
         if !chunk.is_empty() {
             let discard = closing.is_some_and(|reason| reason.discards_backlog());
             if !discard {
-                let written = if write_deadline.is_zero() {
-                    Ok(socket.write_all(&chunk).await)
-                } else {
-                    tokio::time::timeout(write_deadline, socket.write_all(&chunk)).await
-                };
-                match written {
-                    Ok(Ok(())) => {}
-                    Ok(Err(_)) => shared.close(CloseReason::WriteError),
-                    Err(_) => {
-                        tracing::info!(
-                            "{} - cid:{} - Slow Consumer Detected: WriteDeadline of {} exceeded",
-                            shared.address,
-                            shared.id,
-                            crate::config::duration_text(write_deadline)
-                        );
-                        server.stats.slow_consumers.fetch_add(1, Ordering::Relaxed);
-                        shared.close(CloseReason::SlowConsumerWriteDeadline);
-                    }
-                }
+                write_chunk(&server, &shared, &mut socket, &chunk, write_deadline).await;
             }
             chunk.clear();
             if chunk.capacity() > SHRINK_ABOVE {
                 chunk = BytesMut::with_capacity(4096);
             }
             shared.outbound.lock().in_flight = 0;
+            shared.drained.notify_waiters();
             continue;
         }
         if closing.is_some() {
@@ -80,6 +63,49 @@ pub async fn run(server: Arc<Server>, shared: Arc<ClientShared>, mut socket: Own
                     shared.pings_outstanding.fetch_add(1, Ordering::Relaxed);
                     shared.queue_bytes(b"PING\r\n");
                 }
+            }
+        }
+    }
+}
+
+/// Write `chunk`, counting down the in-flight bytes as the socket takes them (so max_pending
+/// sees real progress), each write bounded by `write_deadline`.
+async fn write_chunk(
+    server: &Server,
+    shared: &ClientShared,
+    socket: &mut OwnedWriteHalf,
+    chunk: &[u8],
+    write_deadline: std::time::Duration,
+) {
+    let mut offset = 0;
+    while offset < chunk.len() {
+        let written = if write_deadline.is_zero() {
+            Ok(socket.write(&chunk[offset..]).await)
+        } else {
+            tokio::time::timeout(write_deadline, socket.write(&chunk[offset..])).await
+        };
+        match written {
+            Ok(Ok(0)) | Ok(Err(_)) => {
+                shared.close(CloseReason::WriteError);
+                return;
+            }
+            Ok(Ok(count)) => {
+                offset += count;
+                if offset < chunk.len() {
+                    shared.outbound.lock().in_flight = chunk.len() - offset;
+                    shared.drained.notify_waiters();
+                }
+            }
+            Err(_) => {
+                tracing::info!(
+                    "{} - cid:{} - Slow Consumer Detected: WriteDeadline of {} exceeded",
+                    shared.address,
+                    shared.id,
+                    crate::config::duration_text(write_deadline)
+                );
+                server.stats.slow_consumers.fetch_add(1, Ordering::Relaxed);
+                shared.close(CloseReason::SlowConsumerWriteDeadline);
+                return;
             }
         }
     }

@@ -111,6 +111,20 @@ impl Default for Options {
 }
 
 impl Options {
+    /// Cross-option checks nats-server makes before starting.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.max_payload > self.max_pending {
+            return Err(format!(
+                "max_payload ({}) cannot be higher than max_pending ({})",
+                self.max_payload, self.max_pending
+            ));
+        }
+        if self.max_payload > MAX_PAYLOAD_LIMIT {
+            return Err("max_payload value is too big".into());
+        }
+        Ok(())
+    }
+
     /// True when clients must authenticate.
     pub fn auth_required(&self) -> bool {
         self.username.is_some() || self.token.is_some() || !self.users.is_empty()

@@ -1,0 +1,155 @@
+//! The binary as a process: flags, config errors, logging, pid and ports files, graceful
+//! shutdown. Passes against nats-server too (where the wording is shared).
+
+use std::process::Command;
+use test_harness::{server_binary, RawClient, ServerOptions, TestServer};
+
+#[test]
+fn version_flag() {
+    let output = Command::new(server_binary()).arg("-v").output().unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).to_string()
+        + &String::from_utf8_lossy(&output.stderr);
+    assert!(text.starts_with("nats-server: v2."), "{text}");
+}
+
+#[test]
+fn help_flag_lists_single_dash_flags() {
+    let output = Command::new(server_binary()).arg("-h").output().unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).to_string()
+        + &String::from_utf8_lossy(&output.stderr);
+    for flag in [
+        "-js, --jetstream",
+        "-sd, --store_dir",
+        "-DV",
+        "-m, --http_port",
+    ] {
+        assert!(text.contains(flag), "help lacks {flag}: {text}");
+    }
+}
+
+#[test]
+fn unknown_flag_is_refused() {
+    // nats-server prints the error and the usage and exits 0; we do the same.
+    let output = Command::new(server_binary())
+        .arg("--bogus")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        text.contains("flag provided but not defined: -bogus"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_config_file_refuses_to_start_with_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.conf");
+    std::fs::write(&path, "port: 4333\nfoo_bar: 1\n").unwrap();
+    let output = Command::new(server_binary())
+        .args(["-c", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let text = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        text.contains("bad.conf:2:1: unknown field \"foo_bar\""),
+        "{text}"
+    );
+}
+
+#[test]
+fn flags_override_the_config_file() {
+    let port = test_harness::free_port();
+    // The harness passes -p after -c's file says another port.
+    let server = TestServer::start(ServerOptions {
+        config: Some(format!(
+            "port: {}\nserver_name: from_file\n",
+            test_harness::free_port()
+        )),
+        port: Some(port),
+        args: vec!["-n".into(), "from_flag".into()],
+        ..Default::default()
+    });
+    let client = RawClient::connect(&server);
+    let info: serde_json::Value = serde_json::from_str(&client.info).unwrap();
+    assert_eq!(info["port"], port);
+    assert_eq!(info["server_name"], "from_flag");
+}
+
+#[test]
+fn banner_pid_ports_file_and_graceful_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_path = dir.path().join("server.pid");
+    let mut server = TestServer::start(ServerOptions {
+        monitoring: true,
+        args: vec![
+            "-P".into(),
+            pid_path.display().to_string(),
+            "--ports_file_dir".into(),
+            dir.path().display().to_string(),
+        ],
+        ..Default::default()
+    });
+    let pid = server.pid().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&pid_path).unwrap().trim(),
+        pid.to_string()
+    );
+    let ports_name = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|entry| entry.ok())
+        .map(|entry| entry.file_name().to_string_lossy().to_string())
+        .find(|name| name.ends_with(&format!("_{pid}.ports")))
+        .expect("ports file");
+    let ports: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join(&ports_name)).unwrap())
+            .unwrap();
+    assert_eq!(
+        ports["nats"][0],
+        format!("nats://127.0.0.1:{}", server.port)
+    );
+    assert_eq!(
+        ports["monitoring"][0],
+        format!("http://127.0.0.1:{}", server.monitor_port.unwrap())
+    );
+    let log = server.log();
+    assert!(log.contains("[INF] Starting nats-server"), "{log}");
+    assert!(
+        log.contains(&format!(
+            "[INF] Listening for client connections on 127.0.0.1:{}",
+            server.port
+        )),
+        "{log}"
+    );
+    assert!(log.contains("[INF] Server is ready"), "{log}");
+    let first = log.lines().next().unwrap();
+    assert!(first.starts_with(&format!("[{pid}] ")), "{first}");
+    let mut client = RawClient::connect_with(&server, r#"{"verbose":false}"#);
+    assert_eq!(server.stop(), Some(0));
+    assert!(client.read_to_close().is_some(), "client connection closed");
+    let log = server.log();
+    assert!(log.contains("[INF] Trapped \"terminated\" signal"), "{log}");
+    assert!(log.contains("[INF] Server Exiting.."), "{log}");
+}
+
+#[test]
+fn log_file_and_debug_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let log_path = dir.path().join("server.log");
+    let mut server = TestServer::start(ServerOptions {
+        args: vec!["-DV".into(), "-l".into(), log_path.display().to_string()],
+        ..Default::default()
+    });
+    let mut client = RawClient::connect_with(&server, r#"{"verbose":false}"#);
+    client.send("SUB traced.subject 1\r\n");
+    client.ping_collect();
+    server.stop();
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(log.contains("[INF] Server is ready"), "{log}");
+    assert!(log.contains("[DBG]"), "{log}");
+    assert!(
+        log.contains("[TRC]") && log.contains("SUB traced.subject 1"),
+        "{log}"
+    );
+}
