@@ -11,8 +11,8 @@ use crate::error::{CliError, WithContext};
 use crate::options::GlobalOptions;
 use crate::output::columns::Columns;
 use crate::output::format::{
-    comma, comma_u64, humanize_duration, humanize_nanos, ibytes, ibytes_i64, local_time,
-    local_time_text, parse_bytes, parse_duration, since,
+    comma, comma_u64, humanize_nanos, humanize_since, ibytes, ibytes_i64, local_time,
+    local_time_text, parse_bytes, parse_duration,
 };
 use crate::output::table::Table;
 use crate::prompt;
@@ -416,7 +416,7 @@ async fn run_command(
                         local_time_text(&stream.created),
                         ibytes(stream.state.bytes),
                         comma_u64(stream.state.messages),
-                        humanize_duration(since(&stream.state.last_ts)),
+                        humanize_since(&stream.state.last_ts),
                     ]);
                 }
                 println!("{}\n", table.render());

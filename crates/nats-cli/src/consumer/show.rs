@@ -325,7 +325,7 @@ pub(super) async fn list(js: &JetStream, args: &LsArgs, show_all: bool) -> Resul
     for consumer in &consumers {
         let last = match &consumer.delivered.last_active {
             Some(last) => humanize_duration(since(last)),
-            None => humanize_duration(since(crate::api::types::GO_ZERO_TIME)),
+            None => "never".to_string(),
         };
         table.row([
             consumer.name.clone(),

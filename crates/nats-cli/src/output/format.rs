@@ -251,6 +251,15 @@ pub fn since(text: &str) -> Duration {
     }
 }
 
+/// Time since an RFC 3339 timestamp, humanized; Go's zero time gives "never" (natscli's
+/// duration from the zero time saturates to the largest duration, printed as "never").
+pub fn humanize_since(text: &str) -> String {
+    match parse_time(text) {
+        Some(_) => humanize_duration(since(text)),
+        None => "never".to_string(),
+    }
+}
+
 /// A fixed-decimal float with thousands separators, like humanize's `CommafWithDigits(x, 2)`.
 pub fn comma_float(value: f64, digits: usize) -> String {
     let formatted = format!("{value:.digits$}");

@@ -10,8 +10,8 @@ use crate::api::JetStream;
 use crate::error::{CliError, WithContext};
 use crate::output::columns::Columns;
 use crate::output::format::{
-    comma, comma_u64, humanize_duration, humanize_nanos, ibytes, ibytes_i64, local_time_text,
-    parse_time, since,
+    comma, comma_u64, humanize_duration, humanize_nanos, humanize_since, ibytes, ibytes_i64,
+    local_time_text, parse_time, since,
 };
 use crate::output::table::Table;
 
@@ -558,10 +558,7 @@ pub async fn ls(js: &JetStream, args: &LsArgs, show_all: bool) -> Result<(), Cli
         "Last Message",
     ]);
     for stream in &streams {
-        let last = match parse_time(&stream.state.last_ts) {
-            Some(_) => humanize_duration(since(&stream.state.last_ts)),
-            None => humanize_duration(since(crate::api::types::GO_ZERO_TIME)),
-        };
+        let last = humanize_since(&stream.state.last_ts);
         table.row([
             stream.config.name.clone(),
             stream.config.description.clone(),
