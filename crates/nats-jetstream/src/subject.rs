@@ -63,46 +63,85 @@ pub(crate) fn is_valid_filter(subject: &str) -> bool {
     })
 }
 
-/// Map `subject` (matched by `source`) onto `destination`: `*` and `>` in the destination take
-/// the tokens the source's wildcards matched, in order; `{{wildcard(n)}}` takes the n-th one;
-/// a literal destination is used as is. `None` when the subject does not match.
+/// A destination token's wildcard reference: `{{wildcard(n)}}` or legacy `$n`; `Ok(None)` for
+/// a literal token, `Err` for an unsupported mapping function.
+fn placeholder(token: &str) -> Result<Option<usize>, ()> {
+    let trimmed = token.trim();
+    if let Some(number) = trimmed.strip_prefix('$') {
+        return number.parse().map(Some).map_err(|_| ());
+    }
+    let Some(inner) = trimmed
+        .strip_prefix("{{")
+        .and_then(|rest| rest.strip_suffix("}}"))
+    else {
+        return Ok(None);
+    };
+    let inner = inner.trim();
+    let argument = inner
+        .strip_prefix("wildcard(")
+        .or_else(|| inner.strip_prefix("Wildcard("))
+        .and_then(|rest| rest.strip_suffix(')'))
+        .ok_or(())?;
+    argument.trim().parse().map(Some).map_err(|_| ())
+}
+
+/// nats-server's `NewSubjectTransform` rules: both subjects valid, no `*` in the destination,
+/// `>` in both or neither, wildcard references within the source's `*` count.
+pub(crate) fn is_valid_transform(source: &str, destination: &str) -> bool {
+    if destination.is_empty() {
+        // No destination: no transform at all.
+        return true;
+    }
+    let source = if source.is_empty() { ">" } else { source };
+    if !is_valid_filter(source) || !is_valid_filter(destination) {
+        return false;
+    }
+    let source_wildcards = source.split('.').filter(|token| *token == "*").count();
+    let source_tail = source.split('.').next_back() == Some(">");
+    let destination_tail = destination.split('.').next_back() == Some(">");
+    if destination.split('.').any(|token| token == "*") || source_tail != destination_tail {
+        return false;
+    }
+    destination
+        .split('.')
+        .all(|token| match placeholder(token) {
+            Ok(None) => true,
+            Ok(Some(index)) => index >= 1 && index <= source_wildcards,
+            Err(()) => false,
+        })
+}
+
+/// Map `subject` (matched by `source`) onto `destination`: `{{wildcard(n)}}` / `$n` take the
+/// n-th token matched by a `*` of the source, a trailing `>` takes what the source's `>`
+/// matched. `None` when the subject does not match.
 pub(crate) fn transform(source: &str, destination: &str, subject: &str) -> Option<String> {
+    if destination.is_empty() {
+        return None;
+    }
     let source = if source.is_empty() { ">" } else { source };
     if !matches(source, subject) {
         return None;
     }
     let subject_tokens: Vec<&str> = subject.split('.').collect();
-    let mut captured: Vec<String> = Vec::new();
+    let mut captured: Vec<&str> = Vec::new();
+    let mut tail = String::new();
     for (index, token) in source.split('.').enumerate() {
         match token {
-            "*" => captured.push(subject_tokens.get(index)?.to_string()),
-            ">" => captured.push(subject_tokens.get(index..)?.join(".")),
+            "*" => captured.push(subject_tokens.get(index)?),
+            ">" => tail = subject_tokens.get(index..)?.join("."),
             _ => {}
         }
     }
-    let mut next_capture = 0;
     let mut output: Vec<String> = Vec::new();
     for token in destination.split('.') {
-        let trimmed = token.trim();
-        if trimmed == "*" || trimmed == ">" {
-            output.push(captured.get(next_capture)?.clone());
-            next_capture += 1;
-        } else if let Some(inner) = trimmed
-            .strip_prefix("{{")
-            .and_then(|rest| rest.strip_suffix("}}"))
-        {
-            let inner = inner.trim();
-            let number = inner
-                .strip_prefix("wildcard(")
-                .or_else(|| inner.strip_prefix("Wildcard("))
-                .and_then(|rest| rest.strip_suffix(')'))?;
-            let position: usize = number.trim().parse().ok()?;
-            output.push(captured.get(position.checked_sub(1)?)?.clone());
-        } else if let Some(number) = trimmed.strip_prefix('$') {
-            let position: usize = number.parse().ok()?;
-            output.push(captured.get(position.checked_sub(1)?)?.clone());
-        } else {
-            output.push(token.to_string());
+        if token == ">" {
+            output.push(tail.clone());
+            continue;
+        }
+        match placeholder(token) {
+            Ok(Some(position)) => output.push(captured.get(position.checked_sub(1)?)?.to_string()),
+            Ok(None) => output.push(token.to_string()),
+            Err(()) => return None,
         }
     }
     Some(output.join("."))
@@ -113,9 +152,13 @@ mod tests {
     #[test]
     fn transforms() {
         assert_eq!(
-            transform("orders.*", "copy.*", "orders.a").as_deref(),
+            transform("orders.*", "copy.$1", "orders.a").as_deref(),
             Some("copy.a")
         );
+        assert!(!is_valid_transform("orders.*", "copy.*"));
+        assert!(!is_valid_transform("D15", "rp.>"));
+        assert!(is_valid_transform("in.>", "out.>"));
+        assert!(!is_valid_transform("a.*", "b.{{wildcard(2)}}"));
         assert_eq!(transform(">", "r.>", "a.b").as_deref(), Some("r.a.b"));
         assert_eq!(
             transform("a.*.*", "x.{{wildcard(2)}}.{{wildcard(1)}}", "a.1.2").as_deref(),

@@ -140,6 +140,20 @@ pub(crate) fn check_and_fill(
             ));
         }
     }
+    if config.allow_msg_schedules {
+        if config.discard == DiscardPolicy::New {
+            return Err(invalid("message scheduling cannot use discard new"));
+        }
+        if !config.allow_rollup {
+            if pedantic_mode {
+                return Err(invalid(
+                    "message scheduling cannot be set if roll-ups are disabled",
+                ));
+            }
+            config.allow_rollup = true;
+            config.deny_purge = false;
+        }
+    }
     let marker_ttl = config.subject_delete_marker_ttl.0;
     if marker_ttl > 0 {
         if marker_ttl < 1_000_000_000 {
@@ -203,9 +217,7 @@ pub(crate) fn check_and_fill(
                 "stream configuration for republish destination forms a cycle",
             ));
         }
-        if !subject::is_valid_filter(&republish.source)
-            || !subject::is_valid_filter(&republish.destination)
-        {
+        if !subject::is_valid_transform(&republish.source, &republish.destination) {
             return Err(invalid(format!(
                 "stream configuration for republish with transform from '{}' to '{}' not valid",
                 republish.source, republish.destination
@@ -216,6 +228,10 @@ pub(crate) fn check_and_fill(
         if !transform.source.is_empty() && !subject::is_valid_filter(&transform.source) {
             return Err(errors::STREAM_TRANSFORM_INVALID_SOURCE
                 .with_err(format!("invalid subject {}", transform.source)));
+        }
+        if !subject::is_valid_transform(&transform.source, &transform.destination) {
+            return Err(errors::STREAM_TRANSFORM_INVALID_DESTINATION
+                .with_err("invalid mapping destination: invalid subject"));
         }
     }
     if config
