@@ -220,3 +220,30 @@ proptest! {
         prop_assert_eq!(split.2, whole.2);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn header_maps_round_trip(
+        status in prop::option::of(100u16..1000),
+        description in prop::option::of("[A-Za-z][A-Za-z ]{0,15}[A-Za-z]"),
+        entries in prop::collection::vec(("[!-9;-~]{1,12}", "[!-~]([ -~]{0,20}[!-~])?"), 0..5),
+    ) {
+        let mut map = match status {
+            Some(status) => HeaderMap::with_status(status, description.as_deref()),
+            None => HeaderMap::new(),
+        };
+        for (name, value) in &entries {
+            map.append(name.clone(), value.clone());
+        }
+        let block = map.to_bytes();
+        let parsed = HeaderMap::parse(&block).unwrap();
+        prop_assert_eq!(&parsed, &map);
+        prop_assert_eq!(header_status(&block), status);
+        for (name, _) in &entries {
+            let expected = map.get(name).map(str::as_bytes);
+            prop_assert_eq!(header_value(&block, name), expected);
+        }
+    }
+}
