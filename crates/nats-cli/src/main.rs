@@ -92,8 +92,10 @@ async fn run(cli: Cli) -> Result<(), CliError> {
 }
 
 /// Like Go programs, exit quietly when the reader of our output goes away (`nats ... | head`)
-/// instead of reporting a panic from `println!`.
-fn exit_quietly_on_broken_pipe() {
+/// instead of reporting a panic from `println!`; any other panic (a bug, ours or a library's,
+/// e.g. on a malformed server answer) becomes natscli's one error line unless RUST_BACKTRACE
+/// asks for the details.
+fn install_panic_hook() {
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         let message = info
@@ -105,12 +107,21 @@ fn exit_quietly_on_broken_pipe() {
         if message.contains("Broken pipe") {
             std::process::exit(141);
         }
-        default_hook(info);
+        if std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0") {
+            default_hook(info);
+        } else {
+            let location = info
+                .location()
+                .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                .unwrap_or_default();
+            eprintln!("nats: error: unexpected failure{location}: {message}");
+        }
+        std::process::exit(1);
     }));
 }
 
 fn main() {
-    exit_quietly_on_broken_pipe();
+    install_panic_hook();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {
