@@ -498,6 +498,23 @@ impl MessageIndex {
     pub fn num_pending(&self, filters: &[String], start: u64, last_per_subject: bool) -> u64 {
         let start = start.max(1);
         let all = filters.is_empty() || filters.iter().any(|f| is_full_wildcard(f));
+        let literal = filters.len() == 1 && is_literal(&filters[0]);
+        if !all && !literal && !last_per_subject && start <= self.last_seq {
+            // A consumer close to the tail: walking the few remaining sequences is cheaper than
+            // matching the whole subject table.
+            let from = start.max(self.base_seq);
+            if from > self.last_seq {
+                return 0;
+            }
+            let remaining = self.last_seq - from + 1;
+            if remaining < self.subjects.len() as u64 {
+                let mut matcher = FilterMatcher::new(filters);
+                return self
+                    .live_range(start, self.last_seq)
+                    .filter(|(_, slot)| matcher.matches(&self.subjects, slot.subject_id))
+                    .count() as u64;
+            }
+        }
         let mut ids: Vec<u32> = if all {
             Vec::new()
         } else {
