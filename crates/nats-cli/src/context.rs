@@ -127,12 +127,22 @@ pub fn load_context(name: &str) -> Result<ContextSettings, CliError> {
 fn save_context(name: &str, settings: &ContextSettings) -> Result<(), CliError> {
     let path = context_path(name)?;
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)?;
+        create_private_dir(parent)?;
     }
     let mut stored = settings.clone();
     stored.name = String::new();
     let text = serde_json::to_string_pretty(&stored)?;
     write_private(&path, text.as_bytes())
+}
+
+/// natscli keeps its context directories private (0700).
+fn create_private_dir(path: &std::path::Path) -> Result<(), CliError> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(path)?;
+    Ok(())
 }
 
 fn write_private(path: &std::path::Path, contents: &[u8]) -> Result<(), CliError> {
@@ -153,7 +163,7 @@ fn select_context(name: &str) -> Result<(), CliError> {
         return Err(CliError::message(format!("unknown context {name:?}")));
     }
     let root = config_root()?;
-    std::fs::create_dir_all(&root)?;
+    create_private_dir(&root)?;
     write_private(&root.join("context.txt"), name.as_bytes())
 }
 

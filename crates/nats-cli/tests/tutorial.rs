@@ -215,3 +215,54 @@ fn unreachable_server_fails_fast_with_one_line() {
     assert!(run.stderr.starts_with("nats: error: "), "{}", run.stderr);
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
 }
+
+#[test]
+fn stream_config_file_round_trip() {
+    let Some(server) = common::jetstream_server() else {
+        return;
+    };
+    let home = tempfile::tempdir().expect("tempdir");
+    let file = home.path().join("orders.json");
+    let file_text = file.display().to_string();
+    nats(
+        &server,
+        home.path(),
+        &[
+            "stream",
+            "add",
+            "ORDERS",
+            "--subjects",
+            "orders.>",
+            "--max-msgs",
+            "10",
+            "--defaults",
+            "--output",
+            &file_text,
+        ],
+    )
+    .ok();
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).expect("saved config")).expect("json");
+    assert_eq!(saved["name"], "ORDERS");
+    assert_eq!(saved["max_msgs"], 10);
+    let listed = nats(&server, home.path(), &["stream", "ls", "--names"]);
+    assert_eq!(
+        listed.stdout.trim(),
+        "",
+        "--output must not create the stream"
+    );
+
+    let created = nats(
+        &server,
+        home.path(),
+        &["stream", "add", "COPY", "--config", &file_text],
+    );
+    created.ok();
+    assert!(
+        created.stdout.contains("Stream COPY was created"),
+        "{}",
+        created.stdout
+    );
+    assert_eq!(field(&created.stdout, "Maximum Messages"), Some("10"));
+    assert_eq!(field(&created.stdout, "Subjects"), Some("orders.>"));
+}
