@@ -403,18 +403,39 @@ async fn subscribe_stream(
         }
     };
     let filter = args.subjects.first().cloned().unwrap_or_default();
-    let deliver_policy = if let Some(sequence) = args.start_sequence {
-        DeliverPolicy::ByStartSequence {
-            start_sequence: sequence,
-        }
-    } else if args.last {
-        DeliverPolicy::Last
-    } else if args.new {
-        DeliverPolicy::New
-    } else if args.last_per_subject {
-        DeliverPolicy::LastPerSubject
+    let shown_subject = if filter.is_empty() {
+        ">".to_string()
     } else {
-        DeliverPolicy::All
+        filter.clone()
+    };
+    // natscli's wording for each start position (with its trailing space).
+    let (deliver_policy, announcement) = if let Some(sequence) = args.start_sequence {
+        (
+            DeliverPolicy::ByStartSequence {
+                start_sequence: sequence,
+            },
+            format!("Subscribing to subject {shown_subject} starting at sequence {sequence} "),
+        )
+    } else if args.last {
+        (
+            DeliverPolicy::Last,
+            format!("Subscribing to subject {shown_subject} from last received message "),
+        )
+    } else if args.new {
+        (
+            DeliverPolicy::New,
+            format!("Subscribing to subject {shown_subject} for new messages "),
+        )
+    } else if args.last_per_subject {
+        (
+            DeliverPolicy::LastPerSubject,
+            format!("Subscribing to subject {shown_subject} for last message per subject "),
+        )
+    } else {
+        (
+            DeliverPolicy::All,
+            format!("Subscribing to subject {shown_subject} from first received message "),
+        )
     };
     let context = async_nats::jetstream::new(client);
     let stream = context
@@ -430,14 +451,7 @@ async fn subscribe_stream(
         .await
         .map_err(|e| CliError::message(format!("could not create consumer: {e}")))?;
     if !args.raw {
-        let subject = if filter.is_empty() {
-            ">".to_string()
-        } else {
-            filter.clone()
-        };
-        log_line(&format!(
-            "Subscribing to JetStream Stream holding messages with subject {subject} starting with the first message received "
-        ));
+        log_line(&announcement);
     }
     let mut messages = consumer
         .messages()
