@@ -321,3 +321,38 @@ async fn subject_transform_and_delete_markers() {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }
+
+#[tokio::test]
+async fn republish_sends_stored_messages_on() {
+    use futures::StreamExt;
+    let server = TestServer::jetstream();
+    let client = connect(&server).await;
+    create(
+        &client,
+        json!({"name": "RP", "subjects": ["rp.>"], "republish": {"src": "rp.>", "dest": "out.>"}}),
+    )
+    .await;
+    let mut copies = client.subscribe("out.>").await.unwrap();
+    client.flush().await.unwrap();
+    publish_raw(&client, "rp.a", &[("X-Mine", "1")], "first").await;
+    publish_raw(&client, "rp.a", &[], "second").await;
+    let first = tokio::time::timeout(common::TIMEOUT, copies.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.subject.as_str(), "out.a");
+    assert_eq!(&first.payload[..], b"first");
+    let headers = first.headers.unwrap();
+    assert_eq!(headers.get("Nats-Stream").unwrap().as_str(), "RP");
+    assert_eq!(headers.get("Nats-Subject").unwrap().as_str(), "rp.a");
+    assert_eq!(headers.get("Nats-Sequence").unwrap().as_str(), "1");
+    assert_eq!(headers.get("Nats-Last-Sequence").unwrap().as_str(), "0");
+    assert_eq!(headers.get("X-Mine").unwrap().as_str(), "1");
+    let second = tokio::time::timeout(common::TIMEOUT, copies.next())
+        .await
+        .unwrap()
+        .unwrap();
+    let headers = second.headers.unwrap();
+    assert_eq!(headers.get("Nats-Sequence").unwrap().as_str(), "2");
+    assert_eq!(headers.get("Nats-Last-Sequence").unwrap().as_str(), "1");
+}

@@ -406,7 +406,18 @@ impl Ingest {
             }
             Some(Err(())) => return Outcome::Refused(errors::MESSAGE_TTL_INVALID.to_error()),
         };
-        let (seq, timestamp) = match store.store_msg(subject, header_block, payload, ttl) {
+        let stored = match store.store_msg(subject, header_block, payload, ttl) {
+            // A rollup may pass a discard-new-per-subject limit: it is about to purge the very
+            // messages that hold the subject at its limit (nats-server lets it through).
+            Err(StoreError::MaxMessagesPerSubject) if rollup.is_some() => {
+                let filter = if rollup == Some("all") { "" } else { subject };
+                store
+                    .purge_ex(filter, 0, 0)
+                    .and_then(|_| store.store_msg(subject, header_block, payload, ttl))
+            }
+            other => other,
+        };
+        let (seq, timestamp) = match stored {
             Ok(stored) => stored,
             Err(error) => return self.store_failure(error),
         };
