@@ -33,8 +33,15 @@ pub(crate) enum CreateKind {
     New,
 }
 
+/// nats-server's `isEmptyRequest`: nothing, or an empty JSON object.
 fn is_empty_body(payload: &[u8]) -> bool {
-    payload.iter().all(|byte| byte.is_ascii_whitespace())
+    if payload.is_empty() {
+        return true;
+    }
+    matches!(
+        serde_json::from_slice::<serde_json::Value>(payload),
+        Ok(serde_json::Value::Object(map)) if map.is_empty()
+    )
 }
 
 impl Engine {
@@ -317,7 +324,12 @@ impl Engine {
                 set_static_metadata(&mut config);
             }
             consumer.send(consumer::Event::ConfigUpdated);
-            Ok::<_, ApiError>((consumer, paused, pause.pause_until, until - now))
+            Ok::<_, ApiError>((
+                consumer,
+                paused,
+                pause.pause_until,
+                until.saturating_sub(now),
+            ))
         }
         .await;
         match result {

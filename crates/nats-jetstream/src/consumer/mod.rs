@@ -147,7 +147,7 @@ impl Consumer {
         let pause_remaining = config
             .pause_until
             .as_ref()
-            .map(|until| until.unix_nanos() - now)
+            .map(|until| until.unix_nanos().saturating_sub(now))
             .filter(|remaining| *remaining > 0);
         ConsumerInfo {
             stream_name: self.stream_name.clone(),

@@ -30,6 +30,8 @@ const EVENT_BATCH: usize = 4096;
 const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 /// Push flow control: ask for a reply after this many unconfirmed bytes, stall at twice it.
 const FLOW_CONTROL_BYTES: u64 = 512 * 1024;
+/// How often an unbound push consumer checks for a subscriber on its deliver subject.
+const UNBOUND_POLL: Duration = Duration::from_millis(50);
 /// How long the loop sleeps when no timer is due.
 const IDLE: Duration = Duration::from_secs(3600);
 
@@ -179,6 +181,10 @@ impl Task {
         if let Some(until) = self.pause_remaining() {
             deadline = deadline.min(now + until);
         }
+        if !self.config.deliver_subject.is_empty() && !self.consumer.state.lock().push_bound {
+            // Routing does not announce new subscribers: look again soon.
+            deadline = deadline.min(now + UNBOUND_POLL);
+        }
         deadline
     }
 
@@ -194,7 +200,7 @@ impl Task {
 
     fn pause_remaining(&self) -> Option<Duration> {
         let until = self.config.pause_until.as_ref()?.unix_nanos();
-        let remaining = until - crate::time_format::now_nanos();
+        let remaining = until.saturating_sub(crate::time_format::now_nanos());
         (remaining > 0).then(|| Duration::from_nanos(remaining as u64))
     }
 
