@@ -19,6 +19,8 @@ use tokio::sync::mpsc;
 pub(crate) const API_LEVEL: u32 = 5;
 /// The `$JS.API` prefix every request subject starts with.
 pub(crate) const API_PREFIX: &str = "$JS.API.";
+/// nats-server's default `sync_interval` (2 minutes), in nanoseconds.
+const DEFAULT_SYNC_INTERVAL_NANOS: u64 = 120_000_000_000;
 /// nats-server's default `max_consumers` per stream for an account without explicit limits.
 pub(crate) const DEFAULT_MAX_CONSUMERS: i64 = 1000;
 
@@ -297,9 +299,10 @@ impl Engine {
             "store_dir".into(),
             json!(self.store_root.display().to_string()),
         );
+        // With `always`, nats-server still reports the (default) interval next to `sync_always`.
         let sync_interval = match self.config.sync_interval {
             SyncPolicy::Interval(interval) => json!(interval.as_nanos() as u64),
-            SyncPolicy::Always => json!(0),
+            SyncPolicy::Always => json!(DEFAULT_SYNC_INTERVAL_NANOS),
         };
         config.insert("sync_interval".into(), sync_interval);
         if self.config.sync_interval == SyncPolicy::Always {
