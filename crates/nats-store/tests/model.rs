@@ -42,6 +42,32 @@ fn op() -> impl Strategy<Value = Op> {
 struct Model {
     messages: BTreeMap<u64, (String, Vec<u8>)>,
     last_seq: u64,
+    /// Discard-old limits (0: none), applied as nats-server does after each store.
+    max_msgs: usize,
+    max_per_subject: usize,
+}
+
+impl Model {
+    fn enforce_limits(&mut self, subject: &str) {
+        if self.max_per_subject > 0 {
+            loop {
+                let seqs: Vec<u64> = self
+                    .messages
+                    .iter()
+                    .filter(|(_, (s, _))| s == subject)
+                    .map(|(seq, _)| *seq)
+                    .collect();
+                if seqs.len() <= self.max_per_subject {
+                    break;
+                }
+                self.messages.remove(&seqs[0]);
+            }
+        }
+        while self.max_msgs > 0 && self.messages.len() > self.max_msgs {
+            let first = *self.messages.keys().next().unwrap();
+            self.messages.remove(&first);
+        }
+    }
 }
 
 impl Model {
@@ -64,6 +90,7 @@ fn payload(seq: u64, len: usize) -> Vec<u8> {
 struct Subject {
     store: Box<dyn StreamStore>,
     dir: Option<tempfile::TempDir>,
+    config: StreamStoreConfig,
 }
 
 fn options() -> FileStoreOptions {
@@ -88,12 +115,8 @@ impl Subject {
             store.flush().unwrap();
             std::mem::forget(store);
         }
-        let reopened = FileStore::open(
-            dir.path().join("s"),
-            StreamStoreConfig::default(),
-            options(),
-        )
-        .unwrap();
+        let reopened =
+            FileStore::open(dir.path().join("s"), self.config.clone(), options()).unwrap();
         assert!(
             reopened.recovery_report().is_clean(),
             "{:?}",
@@ -195,6 +218,7 @@ fn apply(subject: &mut Subject, model: &mut Model, op: &Op) {
             assert_eq!(stored, seq);
             model.messages.insert(seq, (name.to_string(), data));
             model.last_seq = seq;
+            model.enforce_limits(name);
         }
         Op::Remove { pick } | Op::Erase { pick } => {
             let seq = if model.messages.is_empty() || pick % 4 == 0 {
@@ -266,9 +290,31 @@ fn apply(subject: &mut Subject, model: &mut Model, op: &Op) {
     }
 }
 
+fn limits() -> StreamStoreConfig {
+    StreamStoreConfig {
+        max_msgs: 12,
+        max_msgs_per_subject: 3,
+        ..StreamStoreConfig::default()
+    }
+}
+
+fn file_subject(config: StreamStoreConfig) -> Subject {
+    let dir = tempfile::tempdir().unwrap();
+    let store = FileStore::open(dir.path().join("s"), config.clone(), options()).unwrap();
+    Subject {
+        store: Box::new(store),
+        dir: Some(dir),
+        config,
+    }
+}
+
 fn run(make: impl Fn() -> Subject, ops: &[Op]) {
     let mut subject = make();
-    let mut model = Model::default();
+    let mut model = Model {
+        max_msgs: subject.config.max_msgs.max(0) as usize,
+        max_per_subject: subject.config.max_msgs_per_subject.max(0) as usize,
+        ..Model::default()
+    };
     for op in ops {
         apply(&mut subject, &mut model, op);
         check(subject.store.as_mut(), &model);
@@ -282,15 +328,21 @@ proptest! {
 
     #[test]
     fn mem_store_matches_model(ops in proptest::collection::vec(op(), 1..60)) {
-        run(|| Subject { store: Box::new(MemStore::new(StreamStoreConfig::default())), dir: None }, &ops);
+        run(|| Subject {
+            store: Box::new(MemStore::new(StreamStoreConfig::default())),
+            dir: None,
+            config: StreamStoreConfig::default(),
+        }, &ops);
     }
 
     #[test]
     fn file_store_matches_model(ops in proptest::collection::vec(op(), 1..60)) {
-        run(|| {
-            let dir = tempfile::tempdir().unwrap();
-            let store = FileStore::open(dir.path().join("s"), StreamStoreConfig::default(), options()).unwrap();
-            Subject { store: Box::new(store), dir: Some(dir) }
-        }, &ops);
+        run(|| file_subject(StreamStoreConfig::default()), &ops);
+    }
+
+    #[test]
+    fn limited_stores_match_model(ops in proptest::collection::vec(op(), 1..60)) {
+        run(|| Subject { store: Box::new(MemStore::new(limits())), dir: None, config: limits() }, &ops);
+        run(|| file_subject(limits()), &ops);
     }
 }
