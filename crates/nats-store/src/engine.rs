@@ -298,9 +298,8 @@ impl<B: Backend> Store<B> {
 
     fn load_slot(&mut self, seq: u64) -> Result<StoredMessage, StoreError> {
         let slot = *self.index.get(seq).ok_or(StoreError::NotFound)?;
-        let entry = self.index.subjects.entry(slot.subject_id);
-        let subject = entry.subject.clone();
-        self.backend.read(seq, &slot, &subject)
+        let subject = &self.index.subjects.entry(slot.subject_id).subject;
+        self.backend.read(seq, &slot, subject)
     }
 
     fn load_optional(&mut self, seq: Option<u64>) -> Result<Option<StoredMessage>, StoreError> {

@@ -26,7 +26,7 @@ pub struct Slot {
     pub location: u32,
     /// Bytes accounted to the stream for this message.
     pub size: u32,
-    /// Subject id, or [`DELETED`].
+    /// Subject id, or `DELETED` (`u32::MAX`).
     pub subject_id: u32,
     /// Backend-specific record length (FileStore: bytes on disk).
     pub record_len: u32,

@@ -11,6 +11,16 @@
 //! What it must not know: the wire protocol, JSON, tokio, the `$JS.API`. Configuration and metadata
 //! that the server serialises (stream and consumer JSON) are opaque byte blobs here.
 //!
+//! How the owner drives a store:
+//! - publish path: `store_msg` for each message of a batch, then one `flush()` (with
+//!   `SyncPolicy::Always` that is one fsync for the batch), then send the PubAcks;
+//! - a periodic timer calls `flush()` too (interval fsync happens inside it) and, when
+//!   `next_expiry()` is due, `expire(now)` (max_age and per-message TTL);
+//! - startup: scan the streams directory, `FileStore::read_metadata(dir)` gives back the blob the
+//!   stream stored with `set_metadata` (its JSON config), then `FileStore::open(dir, limits, options)`
+//!   and `consumer_names()` / `consumer_store(name)` for its consumers;
+//! - shutdown: `close()` (writes the index snapshot so the next open reads no message data).
+//!
 //! Both stores share one engine (`engine::Store<B>`) that owns the in-memory index and every limit;
 //! a backend only decides where record bytes live. That keeps MemStore and FileStore behaviour identical.
 
