@@ -194,6 +194,16 @@ fn stream_report_without_streams() {
         "{}",
         report.stdout
     );
+    let names = nats(&server, home.path(), &["stream", "ls", "--names"]);
+    names.ok();
+    assert_eq!(names.stdout, "");
+    let table = nats(&server, home.path(), &["stream", "ls"]);
+    table.ok();
+    assert!(
+        table.stdout.contains("No Streams defined"),
+        "{}",
+        table.stdout
+    );
 }
 
 #[test]

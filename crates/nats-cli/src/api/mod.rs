@@ -228,6 +228,7 @@ impl JetStream {
             let page: Paged = serde_json::from_value(value.clone()).unwrap_or_default();
             let batch: Vec<String> = value
                 .get(field)
+                .filter(|v| !v.is_null())
                 .cloned()
                 .map(serde_json::from_value)
                 .transpose()?
@@ -265,6 +266,7 @@ impl JetStream {
             let page: Paged = serde_json::from_value(value.clone()).unwrap_or_default();
             let batch: Vec<StreamInfo> = value
                 .get("streams")
+                .filter(|v| !v.is_null())
                 .cloned()
                 .map(serde_json::from_value)
                 .transpose()?
@@ -299,6 +301,7 @@ impl JetStream {
             let page: Paged = serde_json::from_value(value.clone()).unwrap_or_default();
             let batch: Vec<ConsumerInfo> = value
                 .get("consumers")
+                .filter(|v| !v.is_null())
                 .cloned()
                 .map(serde_json::from_value)
                 .transpose()?
