@@ -20,12 +20,17 @@ async fn fixture() -> Fixture {
 }
 
 async fn fixture_in(dir: tempfile::TempDir) -> Fixture {
+    fixture_with(dir, None).await
+}
+
+async fn fixture_with(dir: tempfile::TempDir, domain: Option<&str>) -> Fixture {
     let router = TestRouter::new();
     let config = JetStreamConfig {
         enabled: true,
         store_dir: Some(dir.path().to_path_buf()),
         max_memory: Some(1 << 30),
         max_store: Some(10 << 30),
+        domain: domain.map(str::to_string),
         ..Default::default()
     };
     let identity = ServerIdentity {
@@ -344,5 +349,42 @@ async fn file_streams_survive_restart_with_dedupe() {
         .request("$JS.API.STREAM.MSG.GET.KEEP", r#"{"seq":2}"#)
         .await;
     assert_eq!(got["message"]["data"], "dHdv");
+    fixture.jetstream.shutdown().await;
+}
+
+#[tokio::test]
+async fn domain_in_acks_info_and_account_but_not_create() {
+    let fixture = fixture_with(tempfile::tempdir().unwrap(), Some("hub")).await;
+    let created = fixture.create(json!({"name": "A"})).await;
+    assert!(created.get("domain").is_none(), "{created}");
+    assert_eq!(
+        fixture.publish("A", None, "x").await,
+        r#"{"stream":"A","domain":"hub","seq":1}"#
+    );
+    let info = fixture.request("$JS.API.STREAM.INFO.A", "").await;
+    assert_eq!(info["domain"], "hub");
+    let account = fixture.request("$JS.API.INFO", "").await;
+    assert_eq!(account["domain"], "hub");
+    assert_eq!(fixture.jetstream.jsz()["config"]["domain"], "hub");
+    assert!(fixture
+        .jetstream
+        .banner_lines()
+        .contains(&"  Domain:          hub".to_string()));
+    fixture.jetstream.shutdown().await;
+}
+
+#[tokio::test]
+async fn required_api_level_refuses_newer_requests() {
+    let fixture = fixture().await;
+    let reply = fixture
+        .raw_request(
+            "$JS.API.STREAM.NAMES",
+            Some("NATS/1.0\r\nNats-Required-Api-Level: 9\r\n\r\n"),
+            "",
+        )
+        .await;
+    let body: Value = serde_json::from_slice(&reply.payload).unwrap();
+    assert_eq!(body["error"]["err_code"], 10185);
+    assert_eq!(body["error"]["code"], 412);
     fixture.jetstream.shutdown().await;
 }

@@ -33,7 +33,56 @@ impl Request {
     }
 }
 
+/// nats-server's `errorOnRequiredApiLevel`: a `Nats-Required-Api-Level` header that is not a
+/// number or asks for more than this server's level refuses the request.
+pub(crate) fn required_level_met(headers: Option<&[u8]>) -> bool {
+    let Some(value) =
+        headers.and_then(|block| nats_proto::header_value(block, "Nats-Required-Api-Level"))
+    else {
+        return true;
+    };
+    std::str::from_utf8(value)
+        .ok()
+        .and_then(|text| text.parse::<u32>().ok())
+        .is_some_and(|level| level <= crate::engine::API_LEVEL)
+}
+
 impl Engine {
+    /// The `412 JetStream minimum api level required` answer, in the shape of each response.
+    fn required_level_error(&self, request: &Request, tokens: &[&str]) {
+        use jetstream_api::*;
+        let error = errors::REQUIRED_API_LEVEL.to_error();
+        match tokens {
+            ["INFO"] => self.respond(request, &AccountInfoResponse::error(error), true),
+            ["STREAM", "CREATE", _] => {
+                self.respond(request, &StreamCreateResponse::error(error), true)
+            }
+            ["STREAM", "UPDATE", _] => {
+                self.respond(request, &StreamUpdateResponse::error(error), true)
+            }
+            ["STREAM", "INFO", _] => self.respond(request, &StreamInfoResponse::error(error), true),
+            ["STREAM", "DELETE", _] => self.respond(
+                request,
+                &SuccessResponse::error(STREAM_DELETE_RESPONSE_TYPE, error),
+                true,
+            ),
+            ["STREAM", "PURGE", _] => {
+                self.respond(request, &StreamPurgeResponse::error(error), true)
+            }
+            ["STREAM", "NAMES"] => self.respond(request, &StreamNamesResponse::error(error), true),
+            ["STREAM", "LIST"] => self.respond(request, &StreamListResponse::error(error), true),
+            ["STREAM", "MSG", "GET", _] => {
+                self.respond(request, &MsgGetResponse::error(error), true)
+            }
+            ["STREAM", "MSG", "DELETE", _] => self.respond(
+                request,
+                &SuccessResponse::error(STREAM_MSG_DELETE_RESPONSE_TYPE, error),
+                true,
+            ),
+            _ => {}
+        }
+    }
+
     pub(crate) async fn handle_api_request(self: &Arc<Self>, message: Message) {
         let Ok(subject) = std::str::from_utf8(&message.subject) else {
             return;
@@ -49,6 +98,10 @@ impl Engine {
             payload: message.payload.clone(),
         };
         let tokens: Vec<&str> = operation.split('.').collect();
+        if tokens.first() != Some(&"CONSUMER") && !required_level_met(message.headers.as_deref()) {
+            self.required_level_error(&request, &tokens);
+            return;
+        }
         match tokens.as_slice() {
             ["INFO"] => self.account_info(&request),
             ["STREAM", "CREATE", name] => self.stream_create(&request, name).await,

@@ -25,7 +25,8 @@ const MAX_SUBJECT_DETAILS: usize = 100_000;
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum InfoView {
     Info,
-    CreateOrUpdate,
+    Create,
+    Update,
     List,
 }
 
@@ -38,7 +39,8 @@ pub(crate) struct InfoDetail<'a> {
 
 impl Engine {
     /// A stream's info as nats-server builds it. `view` decides the extras: INFO reports the
-    /// leader and the dynamic metadata, CREATE/UPDATE only the metadata, LIST neither.
+    /// leader and the dynamic metadata, CREATE/UPDATE only the metadata, LIST neither; all but
+    /// CREATE carry the domain.
     pub(crate) fn build_stream_info(
         &self,
         stream: &Stream,
@@ -89,10 +91,11 @@ impl Engine {
             },
             created: Timestamp::from_unix_nanos(stream.created),
             state,
-            domain: if with_cluster {
-                self.config.domain.clone().unwrap_or_default()
-            } else {
+            // nats-server leaves the domain out of CREATE responses only.
+            domain: if view == InfoView::Create {
                 String::new()
+            } else {
+                self.config.domain.clone().unwrap_or_default()
             },
             cluster: with_cluster.then(|| ClusterInfo {
                 leader: self.identity.server_name.clone(),
@@ -148,8 +151,7 @@ impl Engine {
             .create_stream(&config, config_request.pedantic)
             .await
             .map_err(wrap_create_error)?;
-        let (info, _) =
-            self.build_stream_info(&stream, &InfoDetail::default(), InfoView::CreateOrUpdate);
+        let (info, _) = self.build_stream_info(&stream, &InfoDetail::default(), InfoView::Create);
         Ok((info, did_create))
     }
 
@@ -171,7 +173,7 @@ impl Engine {
                     }
                 })?;
             let (info, _) =
-                self.build_stream_info(&stream, &InfoDetail::default(), InfoView::CreateOrUpdate);
+                self.build_stream_info(&stream, &InfoDetail::default(), InfoView::Update);
             Ok::<_, ApiError>(info)
         }
         .await;
