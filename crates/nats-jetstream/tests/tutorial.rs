@@ -197,3 +197,40 @@ async fn names_list_purge_and_delete() {
     let names = api(&client, "$JS.API.STREAM.NAMES", "").await;
     assert_eq!(names["streams"], json!(["B", "C"]));
 }
+
+#[tokio::test]
+async fn stream_advisories_for_create_update_delete() {
+    use futures::StreamExt;
+    let server = TestServer::jetstream();
+    let client = connect(&server).await;
+    let mut advisories = client
+        .subscribe("$JS.EVENT.ADVISORY.STREAM.>")
+        .await
+        .unwrap();
+    client.flush().await.unwrap();
+    api(&client, "$JS.API.STREAM.CREATE.ADV", r#"{"name":"ADV"}"#).await;
+    api(
+        &client,
+        "$JS.API.STREAM.UPDATE.ADV",
+        r#"{"name":"ADV","max_msgs":5}"#,
+    )
+    .await;
+    api(&client, "$JS.API.STREAM.DELETE.ADV", "").await;
+    for (subject, action) in [
+        ("$JS.EVENT.ADVISORY.STREAM.CREATED.ADV", "create"),
+        ("$JS.EVENT.ADVISORY.STREAM.UPDATED.ADV", "modify"),
+        ("$JS.EVENT.ADVISORY.STREAM.DELETED.ADV", "delete"),
+    ] {
+        let message = tokio::time::timeout(common::TIMEOUT, advisories.next())
+            .await
+            .expect("advisory in time")
+            .expect("advisory");
+        assert_eq!(message.subject.as_str(), subject);
+        let body: serde_json::Value = serde_json::from_slice(&message.payload).unwrap();
+        assert_eq!(body["type"], "io.nats.jetstream.advisory.v1.stream_action");
+        assert_eq!(body["stream"], "ADV");
+        assert_eq!(body["action"], action);
+        assert_eq!(body["id"].as_str().unwrap().len(), 22);
+        assert!(body["timestamp"].is_string());
+    }
+}
