@@ -141,6 +141,9 @@ fn check_policies(config: &ConsumerConfig) -> Result<(), ApiError> {
             if config.opt_start_seq > 0 || config.opt_start_time.is_some() {
                 return bad("consumer option start sequence or time is not allowed for deliver policy \"last_per_subject\"");
             }
+            if config.filters().is_empty() {
+                return bad("consumer delivery policy is deliver last per subject, but optional filter subject is not set");
+            }
         }
         DeliverPolicy::ByStartSequence => {
             if config.opt_start_seq == 0 {
