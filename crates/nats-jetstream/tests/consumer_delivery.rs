@@ -4,7 +4,7 @@
 
 mod common;
 
-use async_nats::jetstream::{self, consumer::pull};
+use async_nats::jetstream;
 use common::{api, connect, TIMEOUT};
 use futures::StreamExt;
 use serde_json::{json, Value};
