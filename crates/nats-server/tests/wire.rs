@@ -294,7 +294,10 @@ fn max_connections_refuses_the_extra_connection() {
         if client.read_line().as_deref() == Some("PONG") {
             break client;
         }
-        assert!(std::time::Instant::now() < deadline, "first connection refused");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "first connection refused"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     let mut second = RawClient::connect(&server);

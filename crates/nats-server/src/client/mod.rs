@@ -194,11 +194,17 @@ impl ClientShared {
                 return None;
             }
             stalled = pending > self.max_pending / 2;
+            // Every writer of these counters holds the outbound lock: plain stores, no RMW.
+            let counters = &self.counters;
+            counters.out_msgs.store(
+                counters.out_msgs.load(Ordering::Relaxed) + 1,
+                Ordering::Relaxed,
+            );
+            counters.out_bytes.store(
+                counters.out_bytes.load(Ordering::Relaxed) + size as u64,
+                Ordering::Relaxed,
+            );
         }
-        self.counters.out_msgs.fetch_add(1, Ordering::Relaxed);
-        self.counters
-            .out_bytes
-            .fetch_add(size as u64, Ordering::Relaxed);
         Some(stalled)
     }
 

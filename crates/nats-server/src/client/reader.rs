@@ -337,8 +337,15 @@ impl Session {
     ) -> Next {
         let size = payload.len() + headers.as_ref().map_or(0, Bytes::len);
         let counters = &self.shared.counters;
-        counters.in_msgs.fetch_add(1, Ordering::Relaxed);
-        counters.in_bytes.fetch_add(size as u64, Ordering::Relaxed);
+        // Only this task writes its inbound counters: plain stores, no RMW.
+        counters.in_msgs.store(
+            counters.in_msgs.load(Ordering::Relaxed) + 1,
+            Ordering::Relaxed,
+        );
+        counters.in_bytes.store(
+            counters.in_bytes.load(Ordering::Relaxed) + size as u64,
+            Ordering::Relaxed,
+        );
         if self.pedantic
             && !std::str::from_utf8(&subject).is_ok_and(nats_subject::is_valid_literal_subject)
         {
