@@ -19,6 +19,8 @@
 mod config;
 mod pull;
 mod task;
+#[cfg(test)]
+mod tests;
 
 pub(crate) use config::{check_config, check_update};
 
