@@ -5,7 +5,24 @@ use nats_server::cli::{Flags, USAGE};
 use nats_server::config::{apply_config_file, Options};
 use std::process::ExitCode;
 
+/// Keep large buffers (outbound backlogs, read buffers) in the heap instead of mmap'ing and
+/// trimming them on every grow/shrink: with glibc's defaults a busy fan-out paid more than
+/// twice the page faults (61k vs 26k minor faults for the same natsbench core_pubsub+fanout run).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn tune_allocator() {
+    // SAFETY: mallopt only changes glibc allocator tunables; it is called once, before any
+    // other thread exists, with valid parameter constants.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 20);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn tune_allocator() {}
+
 fn main() -> ExitCode {
+    tune_allocator();
     // Must happen before any thread exists (see logging::local_offset).
     let offset = nats_server::logging::local_offset();
     let flags = match Flags::parse(std::env::args().skip(1)) {

@@ -393,16 +393,36 @@ fn write_ports_file(server: &Server) -> Result<Option<std::path::PathBuf>, Serve
 
 async fn wait_for_signal() {
     use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut terminate), Ok(mut interrupt)) = (
+    let (Ok(mut terminate), Ok(mut interrupt), Ok(mut hangup), Ok(mut user1)) = (
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
+        signal(SignalKind::hangup()),
+        signal(SignalKind::user_defined1()),
     ) else {
         // Without signal handlers, run until killed.
         std::future::pending::<()>().await;
         return;
     };
-    tokio::select! {
-        _ = terminate.recv() => tracing::info!("Trapped \"terminated\" signal"),
-        _ = interrupt.recv() => tracing::info!("Trapped \"interrupt\" signal"),
+    loop {
+        tokio::select! {
+            _ = terminate.recv() => {
+                tracing::info!("Trapped \"terminated\" signal");
+                return;
+            }
+            _ = interrupt.recv() => {
+                tracing::info!("Trapped \"interrupt\" signal");
+                return;
+            }
+            // nats-server reloads its config on SIGHUP and reopens its log on SIGUSR1; we do
+            // neither yet, but must not die of the default action either.
+            _ = hangup.recv() => {
+                tracing::info!("Trapped \"hangup\" signal");
+                tracing::warn!("Configuration reload is not supported; keeping the running configuration");
+            }
+            _ = user1.recv() => {
+                tracing::info!("Trapped \"user defined signal 1\" signal");
+                tracing::warn!("Log file reopening is not supported");
+            }
+        }
     }
 }

@@ -153,3 +153,19 @@ fn log_file_and_debug_trace() {
         "{log}"
     );
 }
+
+#[test]
+fn sighup_does_not_stop_the_server() {
+    let server = TestServer::core();
+    let pid = server.pid().unwrap() as i32;
+    // SAFETY: kill(2) on the pid of our own child process.
+    unsafe {
+        libc::kill(pid, libc::SIGHUP);
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !server.log().contains("hangup") && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let mut client = RawClient::connect_with(&server, r#"{"verbose":false}"#);
+    assert_eq!(client.ping_collect(), ["PONG"]);
+}
