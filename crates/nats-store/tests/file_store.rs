@@ -238,3 +238,23 @@ fn purge_and_compact_survive_reopen() {
     assert_eq!(store.block_count(), 1);
     assert_eq!(store.store_msg("p", b"", b"", None).unwrap().0, 101);
 }
+
+#[test]
+fn limits_tightened_while_closed_apply_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = open(dir.path(), 1 << 20);
+    for index in 0..10u64 {
+        store
+            .store_msg(&format!("k.{}", index % 2), b"", b"v", None)
+            .unwrap();
+    }
+    store.close().unwrap();
+    let limits = StreamStoreConfig {
+        max_msgs: 6,
+        max_msgs_per_subject: 2,
+        ..StreamStoreConfig::default()
+    };
+    let store = FileStore::open(dir.path(), limits, options(1 << 20)).unwrap();
+    let state = store.state();
+    assert_eq!((state.msgs, state.first_seq, state.last_seq), (4, 7, 10));
+}

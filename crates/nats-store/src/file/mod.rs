@@ -28,7 +28,7 @@ use crate::config::{FileStoreOptions, StreamStoreConfig, SyncPolicy};
 use crate::engine::{Backend, MessageRecord, Store, TtlIndex};
 use crate::error::StoreError;
 use crate::index::{MessageIndex, Slot};
-use crate::traits::ConsumerStore;
+use crate::traits::{ConsumerStore, StreamStore};
 use crate::types::StoredMessage;
 
 use block::{block_path, delete_path, encode_block_index, index_path, Block, IndexedMessage};
@@ -89,8 +89,10 @@ impl Store<FileBackend> {
             metadata: recovered.metadata,
             report: recovered.report,
         };
-        let mut store = Store::from_parts(config, recovered.index, recovered.ttls, backend);
+        let mut store = Store::from_parts(config.clone(), recovered.index, recovered.ttls, backend);
         store.backend.maintenance = store.backend.blocks.iter().map(|b| b.id).collect();
+        // Limits may have been tightened while the store was closed.
+        store.update_config(config)?;
         Ok(store)
     }
 
