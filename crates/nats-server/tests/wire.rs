@@ -320,7 +320,8 @@ fn server_pings_and_closes_stale_connections() {
 
 #[test]
 fn answering_pings_keeps_the_connection() {
-    let server = server_with_config("ping_interval: \"100ms\"\nping_max: 1\n");
+    // Generous enough for a loaded CI machine: a PONG within two intervals keeps it alive.
+    let server = server_with_config("ping_interval: \"250ms\"\nping_max: 2\n");
     let mut client = RawClient::connect_with(&server, QUIET);
     for _ in 0..4 {
         client.expect_line("PING");
@@ -330,4 +331,35 @@ fn answering_pings_keeps_the_connection() {
         client.ping_collect().last().map(String::as_str),
         Some("PONG")
     );
+}
+
+#[test]
+fn queue_group_members_share_the_messages() {
+    let server = TestServer::core();
+    let mut members: Vec<RawClient> = (0..3)
+        .map(|_| {
+            let mut member = RawClient::connect_with(&server, QUIET);
+            member.send("SUB jobs workers 1\r\n");
+            member.ping_collect();
+            member
+        })
+        .collect();
+    let mut publisher = RawClient::connect_with(&server, QUIET);
+    let total = 300;
+    for _ in 0..total {
+        publisher.send("PUB jobs 1\r\nj\r\n");
+    }
+    publisher.ping_collect();
+    let counts: Vec<usize> = members
+        .iter_mut()
+        .map(|member| {
+            member
+                .ping_collect()
+                .iter()
+                .filter(|line| line.starts_with("MSG jobs 1 1"))
+                .count()
+        })
+        .collect();
+    assert_eq!(counts.iter().sum::<usize>(), total, "{counts:?}");
+    assert!(counts.iter().all(|count| *count > 0), "{counts:?}");
 }
