@@ -89,6 +89,14 @@ impl Engine {
 
     pub(crate) async fn message_delete(&self, request: &Request, name: &str) {
         let result = async {
+            if request
+                .payload
+                .iter()
+                .all(|byte| byte.is_ascii_whitespace())
+            {
+                return Err(errors::BAD_REQUEST.to_error());
+            }
+            let delete: MsgDeleteRequest = decode_request(&request.payload)?;
             let stream = self
                 .registry
                 .get(name)
@@ -102,14 +110,6 @@ impl Engine {
                     errors::STREAM_MSG_DELETE_FAILED.with_err("message delete not permitted")
                 );
             }
-            if request
-                .payload
-                .iter()
-                .all(|byte| byte.is_ascii_whitespace())
-            {
-                return Err(errors::BAD_REQUEST.to_error());
-            }
-            let delete: MsgDeleteRequest = decode_request(&request.payload)?;
             let (reply, done) = oneshot::channel();
             stream.send(StreamCommand::DeleteMessage {
                 seq: delete.sequence,

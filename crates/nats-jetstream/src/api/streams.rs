@@ -249,24 +249,24 @@ impl Engine {
 
     pub(crate) async fn stream_purge(&self, request: &Request, name: &str) {
         let result = async {
-            let stream = self
-                .registry
-                .get(name)
-                .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
             let purge: StreamPurgeRequest = if request.has_json_body() {
                 decode_request(&request.payload)?
             } else {
                 StreamPurgeRequest::default()
             };
+            if purge.sequence > 0 && purge.keep > 0 {
+                return Err(errors::BAD_REQUEST.to_error());
+            }
+            let stream = self
+                .registry
+                .get(name)
+                .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
             let config = stream.config();
             if config.sealed {
                 return Err(errors::STREAM_SEALED.to_error());
             }
             if config.deny_purge {
-                return Err(errors::STREAM_PURGE_FAILED.with_err("stream does not allow purge"));
-            }
-            if purge.sequence > 0 && purge.keep > 0 {
-                return Err(errors::BAD_REQUEST.to_error());
+                return Err(errors::STREAM_PURGE_FAILED.with_err("stream purge not permitted"));
             }
             let (reply, done) = oneshot::channel();
             stream.send(StreamCommand::Purge {

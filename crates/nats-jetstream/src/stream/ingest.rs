@@ -23,6 +23,8 @@ use std::time::Duration;
 const MAX_BATCH: usize = 4096;
 /// How long the thread sleeps when no message is due for expiry.
 const IDLE_WAIT: Duration = Duration::from_secs(60);
+/// The shortest sleep between expiry passes.
+const MINIMUM_EXPIRY_WAIT: Duration = Duration::from_millis(5);
 /// nats-server refuses header blocks larger than this.
 const MAX_HEADER_SIZE: usize = u16::MAX as usize;
 
@@ -185,7 +187,9 @@ impl Ingest {
         match next {
             Some(due) => {
                 let now = crate::time_format::now_nanos();
-                Duration::from_nanos(due.saturating_sub(now).max(0) as u64).min(IDLE_WAIT)
+                // Never a busy loop, even if the store keeps reporting an overdue expiry.
+                Duration::from_nanos(due.saturating_sub(now).max(0) as u64)
+                    .clamp(MINIMUM_EXPIRY_WAIT, IDLE_WAIT)
             }
             None => IDLE_WAIT,
         }
@@ -641,7 +645,7 @@ impl Ingest {
             } => {
                 let result = store
                     .purge_ex(&filter, up_to_seq, keep)
-                    .map_err(|error| errors::STREAM_PURGE_FAILED.with_err(error));
+                    .map_err(|error| errors::STREAM_GENERAL.with_err(error));
                 self.commit(store);
                 let _ = reply.send(result);
                 false
