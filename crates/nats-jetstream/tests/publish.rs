@@ -356,3 +356,50 @@ async fn republish_sends_stored_messages_on() {
     assert_eq!(headers.get("Nats-Sequence").unwrap().as_str(), "2");
     assert_eq!(headers.get("Nats-Last-Sequence").unwrap().as_str(), "1");
 }
+
+#[tokio::test]
+async fn counter_streams_add_increments() {
+    let server = TestServer::jetstream();
+    let client = connect(&server).await;
+    create(
+        &client,
+        json!({"name": "C", "subjects": ["c.>"], "allow_msg_counter": true}),
+    )
+    .await;
+    assert_eq!(
+        publish_raw(&client, "c.a", &[("Nats-Incr", "5")], "").await,
+        r#"{"stream":"C","seq":1,"val":"5"}"#
+    );
+    assert_eq!(
+        publish_raw(&client, "c.a", &[("Nats-Incr", "-2")], "").await,
+        r#"{"stream":"C","seq":2,"val":"3"}"#
+    );
+    assert_eq!(
+        publish_raw(&client, "c.b", &[("Nats-Incr", "+1")], "").await,
+        r#"{"stream":"C","seq":3,"val":"1"}"#
+    );
+    assert_eq!(
+        publish_raw(&client, "c.a", &[], "x").await,
+        r#"{"error":{"code":400,"err_code":10169,"description":"message counter increment is missing"},"stream":"C","seq":0}"#
+    );
+    assert_eq!(
+        publish_raw(&client, "c.a", &[("Nats-Incr", "1")], "body").await,
+        r#"{"error":{"code":400,"err_code":10170,"description":"message counter has payload"},"stream":"C","seq":0}"#
+    );
+    assert_eq!(
+        publish_raw(&client, "c.a", &[("Nats-Incr", "x")], "").await,
+        r#"{"error":{"code":400,"err_code":10171,"description":"message counter increment is invalid"},"stream":"C","seq":0}"#
+    );
+    let got = api(
+        &client,
+        "$JS.API.STREAM.MSG.GET.C",
+        r#"{"last_by_subj":"c.a"}"#,
+    )
+    .await;
+    assert_eq!(got["message"]["data"], "eyJ2YWwiOiIzIn0=");
+    create(&client, json!({"name": "PLAIN", "subjects": ["plain"]})).await;
+    assert_eq!(
+        publish_raw(&client, "plain", &[("Nats-Incr", "1")], "").await,
+        r#"{"error":{"code":400,"err_code":10168,"description":"message counters is disabled"},"stream":"PLAIN","seq":0}"#
+    );
+}

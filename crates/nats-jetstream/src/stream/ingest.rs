@@ -112,6 +112,8 @@ struct Ingest {
 /// The result of one publish: stored, duplicate, or refused with an API error.
 enum Outcome {
     Stored(u64),
+    /// Stored on a counter stream: the sequence and the subject's new total.
+    Counted(u64, String),
     Duplicate(u64),
     Refused(ApiError),
     /// Not answered at all (nats-server's behaviour for I/O failures).
@@ -334,6 +336,11 @@ impl Ingest {
                 ack.put_slice(seq.to_string().as_bytes());
                 ack.put_u8(b'}');
             }
+            Outcome::Counted(seq, total) => {
+                ack.put_slice(&self.ack_prefix);
+                ack.put_slice(seq.to_string().as_bytes());
+                ack.put_slice(format!(",\"val\":\"{total}\"}}").as_bytes());
+            }
             Outcome::Duplicate(seq) => {
                 ack.put_slice(&self.ack_prefix);
                 ack.put_slice(seq.to_string().as_bytes());
@@ -372,10 +379,31 @@ impl Ingest {
         } else {
             PublishHeaders::parse(header_block)
         };
+        let increment = match super::counter::check_increment(
+            &publish_headers,
+            &message.payload,
+            self.config.allow_msg_counter,
+        ) {
+            Ok(increment) => increment,
+            Err(error) => return Outcome::Refused(error),
+        };
         if let Err(error) = self.check_headers(store, subject, &publish_headers) {
             return error;
         }
-        let payload = &message.payload[..];
+        if self.config.allow_msg_counter && increment.is_none() {
+            return Outcome::Refused(errors::MESSAGE_INCR_MISSING.to_error());
+        }
+        let counted = match increment {
+            Some(increment) => match super::counter::next_total(store, subject, increment) {
+                Ok(counted) => Some(counted),
+                Err(error) => return Outcome::Refused(error),
+            },
+            None => None,
+        };
+        let payload = match &counted {
+            Some((_, body)) => &body[..],
+            None => &message.payload[..],
+        };
         let max_size = self.config.max_msg_size;
         if max_size >= 0 {
             let max_size = max_size as usize;
@@ -434,7 +462,10 @@ impl Ingest {
             self.apply_rollup(store, subject, rollup, 1);
         }
         self.republish(store, subject, header_block, payload, seq, timestamp);
-        Outcome::Stored(seq)
+        match counted {
+            Some((total, _)) => Outcome::Counted(seq, total),
+            None => Outcome::Stored(seq),
+        }
     }
 
     /// The header checks, each answering with nats-server's error.
@@ -445,9 +476,6 @@ impl Ingest {
         publish_headers: &PublishHeaders<'_>,
     ) -> Result<(), Outcome> {
         let refuse = |error: ApiError| Err(Outcome::Refused(error));
-        if publish_headers.increment.is_some() {
-            return refuse(errors::MESSAGE_INCR_DISABLED.to_error());
-        }
         if let Some(expected) = publish_headers.expected_stream {
             if expected != self.config.name {
                 return refuse(errors::STREAM_NOT_MATCH.to_error());
@@ -515,9 +543,6 @@ impl Ingest {
                         .with_err(format!("rollup value invalid: {rollup:?}")),
                 );
             }
-        }
-        if self.config.allow_msg_counter {
-            return refuse(errors::MESSAGE_INCR_MISSING.to_error());
         }
         Ok(())
     }

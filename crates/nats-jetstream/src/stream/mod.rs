@@ -18,6 +18,7 @@
 //!   [`StreamCommand::Remove`].
 
 mod config;
+mod counter;
 mod dedupe;
 mod headers;
 mod ingest;
