@@ -518,23 +518,38 @@ async fn run_one(
         Work::Subscribe(subject) => {
             let mut subscriber = client.subscribe(subject).await?;
             client.flush().await?;
-            let first = subscriber
+            let _first = subscriber
                 .next()
                 .await
                 .ok_or_else(|| CliError::message("subscription closed"))?;
             started = Instant::now();
-            let _ = first;
+            let mut last_received = started;
             received += 1;
             tick(1);
             while received < count {
-                match tokio::time::timeout(Duration::from_secs(30), subscriber.next()).await {
+                // Messages lost on the way (slow consumer) would otherwise stall forever.
+                match tokio::time::timeout(Duration::from_secs(5), subscriber.next()).await {
                     Ok(Some(_)) => {
                         received += 1;
+                        last_received = Instant::now();
                         tick(1);
                     }
                     _ => break,
                 }
             }
+            if received < count {
+                log_line(&format!(
+                    "WARNING: received {} of {} messages, the rest were lost on the way",
+                    comma(received as i64),
+                    comma(count as i64)
+                ));
+            }
+            return Ok(Sample {
+                messages: received,
+                bytes: received * size,
+                duration: last_received.duration_since(started),
+                latencies_nanos: latencies,
+            });
         }
         Work::Request(subject) => {
             started = Instant::now();
