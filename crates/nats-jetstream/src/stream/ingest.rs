@@ -258,6 +258,10 @@ impl Ingest {
         for command in batch.drain(..) {
             match command {
                 StreamCommand::Publish(message) => {
+                    self.stream.backlog.release(
+                        message.payload.len()
+                            + message.headers.as_ref().map_or(0, |headers| headers.len()),
+                    );
                     let reply = message.reply.clone().filter(|reply| !reply.is_empty());
                     let outcome = self.publish(&mut **store, &message);
                     if let Some(reply) = reply {

@@ -30,6 +30,7 @@ use crate::transport::{Message, Transport};
 use jetstream_api::{ApiError, StreamConfig};
 use nats_store::StreamStore;
 use parking_lot::{Mutex, RwLock};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::{oneshot, watch};
 
@@ -97,6 +98,56 @@ impl Interest {
     }
 }
 
+/// Publishes queued for the ingest thread, bounded as nats-server bounds a stream's inbound
+/// queue (100,000 messages or 128 MiB); beyond that publishes are refused with 429.
+#[derive(Default)]
+pub(crate) struct Backlog {
+    messages: AtomicUsize,
+    bytes: AtomicUsize,
+}
+
+const MAX_QUEUED_MESSAGES: usize = 100_000;
+const MAX_QUEUED_BYTES: usize = 128 * 1024 * 1024;
+
+impl Backlog {
+    fn admit(&self, size: usize) -> bool {
+        if self.messages.load(Ordering::Relaxed) >= MAX_QUEUED_MESSAGES
+            || self.bytes.load(Ordering::Relaxed) + size > MAX_QUEUED_BYTES
+        {
+            return false;
+        }
+        self.messages.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(size, Ordering::Relaxed);
+        true
+    }
+
+    /// Called by the ingest thread for every publish it takes off the queue.
+    pub(crate) fn release(&self, size: usize) {
+        self.messages.fetch_sub(1, Ordering::Relaxed);
+        self.bytes.fetch_sub(size, Ordering::Relaxed);
+    }
+}
+
+/// nats-server's answer to a publish that does not fit the queue: a `429 Too Many Requests`
+/// status with the error PubAck as body.
+fn refuse_overload(transport: &dyn Transport, stream: &str, reply: Option<bytes::Bytes>) {
+    let Some(reply) = reply.filter(|reply| !reply.is_empty()) else {
+        return;
+    };
+    let body = jetstream_api::PubAck::error(
+        stream,
+        jetstream_api::errors::STREAM_TOO_MANY_REQUESTS.to_error(),
+    );
+    transport.publish(Message {
+        subject: reply,
+        reply: None,
+        headers: Some(bytes::Bytes::from_static(
+            b"NATS/1.0 429 Too Many Requests\r\n\r\n",
+        )),
+        payload: bytes::Bytes::from(jetstream_api::json::encode_response(&body)),
+    });
+}
+
 pub(crate) struct Stream {
     pub name: String,
     pub config: RwLock<StreamConfig>,
@@ -105,6 +156,7 @@ pub(crate) struct Stream {
     pub store: SharedStore,
     pub last_sequence: watch::Sender<u64>,
     pub interest: Interest,
+    pub backlog: Arc<Backlog>,
     pub consumers: crate::consumer::Consumers,
     commands: std::sync::mpsc::Sender<StreamCommand>,
     subscriptions: Mutex<Vec<u64>>,
@@ -130,6 +182,7 @@ impl Stream {
             store: Arc::new(Mutex::new(store)),
             last_sequence,
             interest: Interest::default(),
+            backlog: Arc::default(),
             consumers: Default::default(),
             commands: sender,
             subscriptions: Mutex::new(Vec::new()),
@@ -156,10 +209,19 @@ impl Stream {
         let mut ids = Vec::with_capacity(subjects.len());
         for stream_subject in subjects {
             let sender = self.commands.clone();
+            let backlog = self.backlog.clone();
+            let transport = self.transport.clone();
+            let name = self.name.clone();
             let id = self.transport.subscribe(
                 &stream_subject,
                 None,
                 Arc::new(move |message: Message| {
+                    let size = message.payload.len()
+                        + message.headers.as_ref().map_or(0, |headers| headers.len());
+                    if !backlog.admit(size) {
+                        refuse_overload(&*transport, &name, message.reply);
+                        return;
+                    }
                     // A closed queue means the stream is going away; the publish is dropped.
                     let _ = sender.send(StreamCommand::Publish(message));
                 }),
@@ -183,5 +245,26 @@ impl Stream {
         if self.send(StreamCommand::Stop { delete, reply }) {
             let _ = done.await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backlog_bounds_messages_and_bytes() {
+        let backlog = Backlog::default();
+        assert!(backlog.admit(MAX_QUEUED_BYTES - 10));
+        assert!(!backlog.admit(11), "byte bound");
+        assert!(backlog.admit(10));
+        backlog.release(MAX_QUEUED_BYTES - 10);
+        backlog.release(10);
+        for _ in 0..MAX_QUEUED_MESSAGES {
+            assert!(backlog.admit(0));
+        }
+        assert!(!backlog.admit(0), "message bound");
+        backlog.release(0);
+        assert!(backlog.admit(0));
     }
 }
