@@ -156,6 +156,15 @@ fn trim(text: String) -> String {
     text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+/// Go prints a whole float64 without a fraction (`2`, not `2.0`).
+fn go_float(value: f64) -> Value {
+    if value.fract() == 0.0 && value.abs() < 9e15 {
+        json!(value as i64)
+    } else {
+        json!(value)
+    }
+}
+
 fn resident_memory() -> u64 {
     let Ok(statm) = std::fs::read_to_string("/proc/self/statm") else {
         return 0;
@@ -203,7 +212,7 @@ fn varz(server: &Server) -> Value {
         "http_port": monitor.map_or(0, |address| address.port()),
         "http_base_path": "",
         "https_port": 0,
-        "auth_timeout": options.auth_timeout.as_secs_f64(),
+        "auth_timeout": go_float(options.auth_timeout.as_secs_f64()),
         "max_control_line": options.max_control_line,
         "max_payload": options.max_payload,
         "max_pending": options.max_pending,
@@ -401,6 +410,10 @@ fn subsz(server: &Server, query: &[(String, String)]) -> Value {
     body.insert("server_id".into(), json!(server.server_id));
     body.insert("now".into(), json!(rfc3339(now)));
     for (key, value) in server.router.statistics() {
+        let value = match value.as_f64() {
+            Some(float) if value.is_f64() => go_float(float),
+            _ => value,
+        };
         body.insert(key, value);
     }
     let clients: Vec<_> = server.clients.lock().values().cloned().collect();
