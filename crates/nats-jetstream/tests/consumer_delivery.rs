@@ -218,3 +218,60 @@ async fn max_ack_pending_stalls_delivery() {
     assert_eq!(next.len(), 1);
     assert_eq!(next[0].payload, "d.c#3");
 }
+
+#[tokio::test]
+async fn replay_original_keeps_the_gaps_and_acks_are_sampled() {
+    let server = TestServer::jetstream();
+    let client = connect(&server).await;
+    let created = api(
+        &client,
+        "$JS.API.STREAM.CREATE.R",
+        &json!({"name": "R", "subjects": ["r.>"]}).to_string(),
+    )
+    .await;
+    assert!(created.get("error").is_none(), "{created}");
+    let context = jetstream::new(client.clone());
+    for index in 0..3 {
+        if index > 0 {
+            tokio::time::sleep(Duration::from_millis(400)).await;
+        }
+        context
+            .publish("r.x", format!("{index}").into())
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+    }
+    let mut deliveries = client.subscribe("replay.out").await.unwrap();
+    let mut metrics = client
+        .subscribe("$JS.EVENT.METRIC.CONSUMER.ACK.R.RP")
+        .await
+        .unwrap();
+    client.flush().await.unwrap();
+    let created = api(
+        &client,
+        "$JS.API.CONSUMER.CREATE.R.RP",
+        r#"{"stream_name":"R","config":{"durable_name":"RP","deliver_subject":"replay.out","ack_policy":"explicit","replay_policy":"original","sample_freq":"100%"}}"#,
+    )
+    .await;
+    assert!(created.get("error").is_none(), "{created}");
+    let mut arrivals = Vec::new();
+    for _ in 0..3 {
+        let message = timeout(TIMEOUT, deliveries.next()).await.unwrap().unwrap();
+        arrivals.push(tokio::time::Instant::now());
+        client
+            .publish(message.reply.unwrap(), "+ACK".into())
+            .await
+            .unwrap();
+    }
+    for pair in arrivals.windows(2) {
+        let gap = pair[1] - pair[0];
+        assert!(gap >= Duration::from_millis(300), "gap {gap:?}");
+    }
+    let metric = timeout(TIMEOUT, metrics.next()).await.unwrap().unwrap();
+    let metric: Value = serde_json::from_slice(&metric.payload).unwrap();
+    assert_eq!(metric["type"], "io.nats.jetstream.metric.v1.consumer_ack");
+    assert_eq!(metric["stream"], "R");
+    assert_eq!(metric["consumer"], "RP");
+    assert_eq!(metric["deliveries"], 1);
+}

@@ -156,9 +156,13 @@ impl Engine {
         if create.action == ConsumerAction::Update {
             return Err(errors::CONSUMER_DOES_NOT_EXIST.to_error());
         }
-        if stream_config.max_consumers > 0
-            && stream.consumers.len() as i64 >= stream_config.max_consumers
-        {
+        // Unlimited streams get the server's default limit, as in nats-server.
+        let max_consumers = if stream_config.max_consumers > 0 {
+            stream_config.max_consumers
+        } else {
+            crate::engine::DEFAULT_MAX_CONSUMERS
+        };
+        if stream.consumers.len() as i64 >= max_consumers {
             return Err(errors::MAXIMUM_CONSUMERS_LIMIT.to_error());
         }
         if stream_config.retention == RetentionPolicy::WorkQueue {

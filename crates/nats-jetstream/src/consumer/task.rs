@@ -10,10 +10,12 @@ use super::{apply_retention, needs_ack, Consumer, Event};
 use crate::stream::Stream;
 use crate::transport::{Message, Transport};
 use bytes::{BufMut, Bytes, BytesMut};
-use jetstream_api::advisory::{self, Advisory, DeliveryExceeded, DeliveryTerminated};
+use jetstream_api::advisory::{
+    self, Advisory, ConsumerAckMetric, DeliveryExceeded, DeliveryTerminated,
+};
 use jetstream_api::{
     status, AckKind, AckPolicy, AckSubject, AckSubjectPrefix, ConsumerConfig, DeliverPolicy,
-    NextRequest,
+    NextRequest, ReplayPolicy,
 };
 use nats_store::{ConsumerStore, PendingDelivery, StoredMessage};
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -68,6 +70,8 @@ pub(super) fn spawn(
         flow_control_counter: 0,
         deleting: false,
         stream_gone: false,
+        send_not_before: None,
+        replay_last: None,
     };
     task.restore_timers();
     task.prepare_last_per_subject();
@@ -110,6 +114,10 @@ struct Task {
     flow_control_counter: u64,
     deleting: bool,
     stream_gone: bool,
+    /// Pacing (replay original, rate limit): nothing is sent before this.
+    send_not_before: Option<Instant>,
+    /// Replay original: (store timestamp, send time) of the last new message sent.
+    replay_last: Option<(i64, Instant)>,
 }
 
 /// A message read for delivery and how many times it will have been delivered.
@@ -143,7 +151,9 @@ impl Task {
                         }
                     }
                 }
-                changed = last_sequence.changed(), if !self.stream_gone => {
+                // Only a consumer that could deliver listens for new messages: 10k idle pull
+                // consumers must not all wake on every publish.
+                changed = last_sequence.changed(), if !self.stream_gone && self.can_deliver() => {
                     if changed.is_err() {
                         self.stream_gone = true;
                     }
@@ -181,11 +191,24 @@ impl Task {
         if let Some(until) = self.pause_remaining() {
             deadline = deadline.min(now + until);
         }
+        if let Some(at) = self.send_not_before {
+            deadline = deadline.min(at);
+        }
         if !self.config.deliver_subject.is_empty() && !self.consumer.state.lock().push_bound {
             // Routing does not announce new subscribers: look again soon.
             deadline = deadline.min(now + UNBOUND_POLL);
         }
         deadline
+    }
+
+    /// Whether new stream messages could go out now (a waiting request, or a bound push
+    /// consumer); otherwise the task ignores stream wake-ups.
+    fn can_deliver(&self) -> bool {
+        if self.config.deliver_subject.is_empty() {
+            self.waiting.len() > 0
+        } else {
+            self.consumer.state.lock().push_bound
+        }
     }
 
     fn push_heartbeat(&self) -> Option<Duration> {
@@ -456,6 +479,7 @@ impl Task {
     /// An ack of stream sequence `seq`: floors move as nats-server moves them.
     fn acknowledge(&mut self, seq: u64, consumer_seq: u64) {
         let mut acked: Vec<u64> = Vec::new();
+        let mut sample = None;
         {
             let mut shared = self.consumer.state.lock();
             let state = &mut shared.state;
@@ -482,7 +506,8 @@ impl Task {
                     let Some(pending) = state.pending.remove(&seq) else {
                         return;
                     };
-                    state.redelivered.remove(&seq);
+                    let deliveries = state.redelivered.remove(&seq).unwrap_or(0) + 1;
+                    sample = Some((pending, deliveries));
                     if state.pending.is_empty() {
                         state.ack_floor = state.delivered;
                     } else if pending.consumer_seq == state.ack_floor.consumer_seq + 1 {
@@ -501,6 +526,9 @@ impl Task {
             shared.last_ack_active = Some(crate::time_format::now_nanos());
         }
         self.dirty = true;
+        if let Some((pending, deliveries)) = sample {
+            self.sample_ack(seq, consumer_seq, pending, deliveries);
+        }
         for seq in acked {
             self.clear_deadline(seq);
             self.redeliver.remove(&seq);
@@ -582,7 +610,14 @@ impl Task {
                 return;
             }
         }
+        let paced =
+            self.config.replay_policy == ReplayPolicy::Original || self.config.rate_limit > 0;
         loop {
+            let now = Instant::now();
+            if self.send_not_before.is_some_and(|at| now < at) {
+                return;
+            }
+            self.send_not_before = None;
             let limit = if push {
                 if self.config.flow_control && self.flow_control_bytes >= 2 * FLOW_CONTROL_BYTES {
                     return;
@@ -594,14 +629,21 @@ impl Task {
                     None => return,
                 }
             };
+            let limit = if paced { 1 } else { limit };
             let (candidates, end_of_stream) = self.load(limit);
             let loaded = candidates.len();
             let mut unsent = candidates.into_iter();
             while let Some(candidate) = unsent.next() {
+                if let Some(due) = self.replay_due(&candidate, now) {
+                    self.send_not_before = Some(due);
+                    self.put_back(std::iter::once(candidate).chain(unsent));
+                    return;
+                }
                 if !self.send(&candidate, push) {
                     self.put_back(std::iter::once(candidate).chain(unsent));
                     break;
                 }
+                self.pace_after(&candidate, now);
             }
             if !push {
                 self.consumer.state.lock().num_waiting = self.waiting.len() as u64;
@@ -617,6 +659,36 @@ impl Task {
                 }
                 return;
             }
+        }
+    }
+
+    /// `replay_policy: original`: a new message waits until as much time has passed since the
+    /// previous delivery as passed between the two stores.
+    fn replay_due(&self, candidate: &Candidate, now: Instant) -> Option<Instant> {
+        if self.config.replay_policy != ReplayPolicy::Original || candidate.delivery_count > 1 {
+            return None;
+        }
+        let (last_timestamp, last_sent) = self.replay_last?;
+        let gap = candidate
+            .message
+            .timestamp
+            .saturating_sub(last_timestamp)
+            .max(0) as u64;
+        let due = last_sent + Duration::from_nanos(gap);
+        (due > now).then_some(due)
+    }
+
+    /// Bookkeeping after a paced delivery: replay position and the rate limit's next slot.
+    fn pace_after(&mut self, candidate: &Candidate, now: Instant) {
+        if self.config.replay_policy == ReplayPolicy::Original && candidate.delivery_count == 1 {
+            self.replay_last = Some((candidate.message.timestamp, now));
+        }
+        if self.config.rate_limit > 0 {
+            let message = &candidate.message;
+            let bits =
+                8 * (message.subject.len() + message.headers.len() + message.payload.len()) as u64;
+            let wait = Duration::from_secs_f64(bits as f64 / self.config.rate_limit as f64);
+            self.send_not_before = Some(now + wait);
         }
     }
 
@@ -932,6 +1004,42 @@ impl Task {
                 stream_sequence: seq,
                 deliveries,
                 reason: reason.unwrap_or_default(),
+                domain: self.domain(),
+            },
+        );
+        self.publish_advisory(subject, &body);
+    }
+
+    /// `sample_freq`: an ack metric for that share of acks.
+    fn sample_ack(&self, seq: u64, consumer_seq: u64, pending: PendingDelivery, deliveries: u64) {
+        let percent = self
+            .config
+            .sample_frequency
+            .trim_end_matches('%')
+            .parse::<u64>()
+            .unwrap_or(0);
+        if percent == 0 {
+            return;
+        }
+        let now = crate::time_format::now_nanos();
+        let roll = (now as u64 ^ seq.wrapping_mul(0x9E37_79B9_7F4A_7C15)) % 100;
+        if roll >= percent {
+            return;
+        }
+        let subject = advisory::consumer_ack_metric_subject(&self.stream.name, &self.consumer.name);
+        if !self.transport.has_interest(&subject) {
+            return;
+        }
+        let body = Advisory::new(
+            crate::advisories::next_id(),
+            jetstream_api::Timestamp::now(),
+            ConsumerAckMetric {
+                stream: self.stream.name.clone(),
+                consumer: self.consumer.name.clone(),
+                consumer_sequence: consumer_seq,
+                stream_sequence: seq,
+                ack_time: jetstream_api::Nanos(now.saturating_sub(pending.timestamp)),
+                deliveries,
                 domain: self.domain(),
             },
         );
