@@ -51,7 +51,7 @@ pub(crate) struct Engine {
     pub limits: ResourceLimits,
     pub usage: Arc<Usage>,
     pub api: ApiCounters,
-    pub registry: Registry,
+    pub registry: Arc<Registry>,
     /// Serialises create/update/delete so overlap and reservation checks see a stable registry.
     pub admin_lock: tokio::sync::Mutex<()>,
     subscriptions: Mutex<Vec<u64>>,
@@ -97,7 +97,7 @@ impl JetStream {
                 total: AtomicU64::new(0),
                 errors: AtomicU64::new(0),
             },
-            registry: Registry::default(),
+            registry: Arc::default(),
             admin_lock: tokio::sync::Mutex::new(()),
             subscriptions: Mutex::new(Vec::new()),
             direct_subscriptions: Mutex::new(HashMap::new()),
@@ -262,6 +262,9 @@ impl Engine {
     /// Hooks run when a stream starts (create or recovery) and before it stops.
     pub(crate) fn on_stream_started(&self, stream: &Arc<Stream>) {
         self.refresh_direct_get(stream);
+        if stream.config.read().mirror.is_some() {
+            crate::stream::spawn_mirror(stream, Arc::downgrade(&self.registry));
+        }
         crate::consumer::recover(stream, &self.transport);
     }
 

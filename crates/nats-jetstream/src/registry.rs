@@ -107,7 +107,15 @@ impl Engine {
         if config.replicas > 1 {
             return Err(errors::STREAM_REPLICAS_NOT_SUPPORTED.to_error());
         }
-        let config = stream::with_static_metadata(config);
+        let mut config = stream::with_static_metadata(config);
+        if let Some(origin) = config
+            .mirror
+            .as_ref()
+            .and_then(|mirror| self.registry.get(&mirror.name))
+        {
+            // A mirror serves direct gets when its origin does (nats-server inherits it).
+            config.mirror_direct = origin.config.read().allow_direct;
+        }
         let _guard = self.admin_lock.lock().await;
         if let Some(existing) = self.registry.get(&config.name) {
             let current = existing.config();

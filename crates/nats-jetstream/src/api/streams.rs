@@ -6,11 +6,12 @@ use crate::stream::{Stream, StreamCommand};
 use jetstream_api::advisory::ActionKind;
 use jetstream_api::json::decode_request;
 use jetstream_api::{
-    errors, metadata, ApiError, ClusterInfo, Paged, StreamConfigRequest, StreamCreateResponse,
-    StreamInfo, StreamInfoRequest, StreamInfoResponse, StreamListResponse, StreamNamesRequest,
-    StreamNamesResponse, StreamPurgeRequest, StreamPurgeResponse, StreamState,
-    StreamUpdateResponse, SuccessResponse, Timestamp, STREAM_DELETE_RESPONSE_TYPE,
-    STREAM_INFO_RESPONSE_TYPE, STREAM_LIST_RESPONSE_TYPE, STREAM_NAMES_RESPONSE_TYPE,
+    errors, metadata, ApiError, ClusterInfo, Nanos, Paged, StreamConfigRequest,
+    StreamCreateResponse, StreamInfo, StreamInfoRequest, StreamInfoResponse, StreamListResponse,
+    StreamNamesRequest, StreamNamesResponse, StreamPurgeRequest, StreamPurgeResponse,
+    StreamSourceInfo, StreamState, StreamUpdateResponse, SuccessResponse, Timestamp,
+    STREAM_DELETE_RESPONSE_TYPE, STREAM_INFO_RESPONSE_TYPE, STREAM_LIST_RESPONSE_TYPE,
+    STREAM_NAMES_RESPONSE_TYPE,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -83,7 +84,31 @@ impl Engine {
             }
             (state, subjects_total)
         };
+        let mirror = config.mirror.as_ref().map(|source| {
+            let own_last = stream.store.lock().state().last_seq;
+            let origin_last = self
+                .registry
+                .get(&source.name)
+                .map(|origin| *origin.last_sequence.borrow())
+                .unwrap_or(own_last);
+            let contact = stream
+                .mirror_contact
+                .load(std::sync::atomic::Ordering::Relaxed);
+            StreamSourceInfo {
+                name: source.name.clone(),
+                lag: origin_last.saturating_sub(own_last),
+                active: if contact == 0 {
+                    Nanos(-1)
+                } else {
+                    Nanos((crate::time_format::now_nanos() - contact).max(0))
+                },
+                filter_subject: source.filter_subject.clone(),
+                subject_transforms: source.subject_transforms.clone(),
+                ..Default::default()
+            }
+        });
         let info = StreamInfo {
+            mirror,
             config: if view == InfoView::List {
                 config
             } else {
@@ -142,10 +167,14 @@ impl Engine {
             return Err(errors::STREAM_INVALID_CONFIG
                 .with_err("stream has no mirror but does have mirror direct"));
         }
-        if config.mirror.is_some() || !config.sources.is_empty() {
-            // Mirrors and sources need consumers across streams; not provided by this server.
+        let external_mirror = config
+            .mirror
+            .as_ref()
+            .is_some_and(|mirror| mirror.external.is_some());
+        if external_mirror || !config.sources.is_empty() {
+            // Sources and mirrors of other accounts/domains are not implemented (parity gap).
             return Err(errors::STREAM_CREATE
-                .with_err("stream mirrors and sources are not supported by this server"));
+                .with_err("stream sources and external mirrors are not supported by this server"));
         }
         let (stream, did_create) = self
             .create_stream(&config, config_request.pedantic)

@@ -661,6 +661,42 @@ impl Ingest {
         });
     }
 
+    /// Origin messages for a mirror: same sequence and time; sequences the origin no longer
+    /// has become deleted ones here.
+    fn store_mirrored(
+        &mut self,
+        store: &mut dyn StreamStore,
+        messages: Vec<nats_store::StoredMessage>,
+    ) {
+        for message in messages {
+            let last = store.state().last_seq;
+            if message.seq <= last {
+                continue;
+            }
+            if last > 0 && message.seq > last + 1 {
+                if let Err(error) = store.skip_msgs(last + 1, message.seq - last - 1) {
+                    tracing::error!(stream = %self.config.name, %error, "mirror gap failed");
+                    return;
+                }
+            }
+            if let Err(error) = store.store_raw(
+                message.seq,
+                message.timestamp,
+                &message.subject,
+                &message.headers,
+                &message.payload,
+                None,
+            ) {
+                tracing::error!(stream = %self.config.name, %error, "mirroring a message failed");
+                return;
+            }
+        }
+        self.stream.mirror_contact.store(
+            crate::time_format::now_nanos(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+
     /// A non-publish command; true for Stop.
     fn execute(&mut self, store: &mut dyn StreamStore, command: StreamCommand) -> bool {
         self.dirty = true;
@@ -689,6 +725,10 @@ impl Ingest {
                     result.map_err(|error| errors::STREAM_MSG_DELETE_FAILED.with_err(error));
                 self.commit(store);
                 let _ = reply.send(result);
+                false
+            }
+            StreamCommand::Mirror(messages) => {
+                self.store_mirrored(store, messages);
                 false
             }
             StreamCommand::Remove { seq } => {

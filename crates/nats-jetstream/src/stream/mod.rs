@@ -22,9 +22,11 @@ mod counter;
 mod dedupe;
 mod headers;
 mod ingest;
+mod mirror;
 
 pub(crate) use config::{check_and_fill, check_update, with_static_metadata};
 pub(crate) use ingest::{store_config as ingest_store_config, IngestContext};
+pub(crate) use mirror::spawn as spawn_mirror;
 
 use crate::transport::{Message, Transport};
 use jetstream_api::{ApiError, StreamConfig};
@@ -59,6 +61,8 @@ pub(crate) enum StreamCommand {
         config: Box<StreamConfig>,
         reply: oneshot::Sender<Result<(), ApiError>>,
     },
+    /// Messages of the origin, for a mirror: stored under their own sequences and times.
+    Mirror(Vec<nats_store::StoredMessage>),
     /// Flush and close (or delete) the store and end the thread.
     Stop {
         delete: bool,
@@ -157,6 +161,10 @@ pub(crate) struct Stream {
     pub last_sequence: watch::Sender<u64>,
     pub interest: Interest,
     pub backlog: Arc<Backlog>,
+    /// Set when the stream stops; tasks that follow it (mirroring) end.
+    pub stopped: std::sync::atomic::AtomicBool,
+    /// Mirrors: when the origin was last read (unix nanos), 0 before the first contact.
+    pub mirror_contact: std::sync::atomic::AtomicI64,
     pub consumers: crate::consumer::Consumers,
     commands: std::sync::mpsc::Sender<StreamCommand>,
     subscriptions: Mutex<Vec<u64>>,
@@ -183,6 +191,8 @@ impl Stream {
             last_sequence,
             interest: Interest::default(),
             backlog: Arc::default(),
+            stopped: Default::default(),
+            mirror_contact: Default::default(),
             consumers: Default::default(),
             commands: sender,
             subscriptions: Mutex::new(Vec::new()),
@@ -240,6 +250,7 @@ impl Stream {
 
     /// Stop ingest and close (or delete) the store; waits for the thread to finish its queue.
     pub(crate) async fn stop(&self, delete: bool) {
+        self.stopped.store(true, Ordering::Relaxed);
         self.unsubscribe_subjects();
         let (reply, done) = oneshot::channel();
         if self.send(StreamCommand::Stop { delete, reply }) {

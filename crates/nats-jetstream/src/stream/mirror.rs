@@ -1,0 +1,83 @@
+//! Mirrors of a stream on this server: a task per mirror follows the origin's new-message watch,
+//! reads from the origin's store and hands the messages to the mirror's ingest thread, which
+//! stores them under the origin's sequences and timestamps (gaps become deleted sequences).
+//! The origin may not exist yet, or go away: the task waits for it.
+
+use super::{Stream, StreamCommand};
+use crate::registry::Registry;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+/// Messages copied per hand-over to the ingest thread.
+const BATCH: usize = 256;
+/// How often a mirror looks for an origin that does not exist (yet).
+const ORIGIN_POLL: Duration = Duration::from_millis(250);
+
+/// Follow the origin named in the mirror's config until the mirror stops.
+pub(crate) fn spawn(mirror: &Arc<Stream>, registry: Weak<Registry>) {
+    let mirror = Arc::downgrade(mirror);
+    tokio::spawn(async move {
+        let mut cursor: Option<u64> = None;
+        loop {
+            let Some(stream) = mirror.upgrade() else {
+                return;
+            };
+            if stream.stopped.load(Ordering::Relaxed) {
+                return;
+            }
+            let Some(source) = stream.config.read().mirror.clone() else {
+                return;
+            };
+            let origin = registry
+                .upgrade()
+                .and_then(|registry| registry.get(&source.name));
+            let Some(origin) = origin else {
+                drop(stream);
+                tokio::time::sleep(ORIGIN_POLL).await;
+                continue;
+            };
+            let mut changes = origin.last_sequence.subscribe();
+            let next = *cursor.get_or_insert_with(|| {
+                let last = stream.store.lock().state().last_seq;
+                if last == 0 && source.opt_start_seq > 0 {
+                    source.opt_start_seq
+                } else {
+                    last + 1
+                }
+            });
+            let filter = if source.filter_subject.is_empty() {
+                ">".to_string()
+            } else {
+                source.filter_subject.clone()
+            };
+            let mut batch = Vec::new();
+            {
+                let mut store = origin.store.lock();
+                let mut seq = next;
+                while batch.len() < BATCH {
+                    match store.load_next(&filter, seq) {
+                        Ok(Some(message)) => {
+                            seq = message.seq + 1;
+                            batch.push(message);
+                        }
+                        _ => break,
+                    }
+                }
+            }
+            if let Some(last) = batch.last() {
+                cursor = Some(last.seq + 1);
+                stream.send(StreamCommand::Mirror(batch));
+                continue;
+            }
+            stream
+                .mirror_contact
+                .store(crate::time_format::now_nanos(), Ordering::Relaxed);
+            drop(stream);
+            drop(origin);
+            // Wake on the origin's next durable batch; re-check now and then in case the
+            // origin was deleted and re-created.
+            let _ = tokio::time::timeout(Duration::from_secs(1), changes.changed()).await;
+        }
+    });
+}
