@@ -115,6 +115,8 @@ pub struct ClientShared {
     pub pings_outstanding: AtomicU32,
     pub counters: ClientCounters,
     pub max_pending: usize,
+    /// `-V`: log every frame delivered to this client (`->> [MSG ...]`), as nats-server does.
+    pub trace: bool,
     pub meta: Mutex<ClientMeta>,
     pub last_activity: Mutex<OffsetDateTime>,
     pub rtt: Mutex<Option<std::time::Duration>>,
@@ -205,7 +207,28 @@ impl ClientShared {
                 Ordering::Relaxed,
             );
         }
+        if self.trace {
+            self.trace_delivery(subscription, delivery);
+        }
         Some(stalled)
+    }
+
+    fn trace_delivery(&self, subscription: &ClientSubscription, delivery: &Delivery<'_>) {
+        let reply = delivery
+            .reply
+            .map(|reply| format!("{} ", String::from_utf8_lossy(reply)))
+            .unwrap_or_default();
+        let subject = String::from_utf8_lossy(delivery.subject);
+        let sid = String::from_utf8_lossy(&subscription.sid);
+        let frame = match delivery.headers.filter(|_| self.headers()) {
+            Some(headers) => format!(
+                "HMSG {subject} {sid} {reply}{} {}",
+                headers.len(),
+                headers.len() + delivery.payload.len()
+            ),
+            None => format!("MSG {subject} {sid} {reply}{}", delivery.payload.len()),
+        };
+        tracing::trace!("{} - cid:{} - ->> [{}]", self.address, self.id, frame);
     }
 
     /// Wait (bounded by `limit`) until this client's backlog is at most half of max_pending.
@@ -300,6 +323,7 @@ pub fn spawn_connection(server: &Arc<Server>, stream: TcpStream, address: Socket
         pings_outstanding: AtomicU32::new(0),
         counters: ClientCounters::default(),
         max_pending: usize::try_from(server.options.max_pending.max(0)).unwrap_or(usize::MAX),
+        trace: server.options.trace,
         meta: Mutex::new(ClientMeta::default()),
         last_activity: Mutex::new(now),
         rtt: Mutex::new(None),
