@@ -16,6 +16,11 @@
 //!   subscription handlers (which run on the publisher's task) only enqueue. The thread drains
 //!   its queue in batches: checks, `store_msg` per message, ONE `flush` (group commit; with
 //!   `sync_interval: always` the flush is the fsync), then the PubAcks.
+//!   The queue is bounded (100k messages / 128 MiB, then `429` as nats-server); counters
+//!   (`Nats-Incr`), rollups, TTLs, subject delete markers, republish and the input subject
+//!   transform all happen on that thread.
+//! - `stream/mirror.rs`: a mirror of a local stream follows the origin's new-message watch and
+//!   copies under the origin's sequences. Sources and external mirrors are refused (not built).
 //! - `storage.rs`: `<store_dir>/jetstream/$G/streams/<name>/` via nats-store's FileStore; the
 //!   stream config rides in the store's metadata blob.
 //!
