@@ -148,3 +148,24 @@ async fn ephemeral_goes_away_after_inactive_threshold() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+#[tokio::test]
+async fn deliver_new_start_survives_an_immediate_sigkill() {
+    let mut server = TestServer::jetstream();
+    let consumer = setup(&server).await;
+    drop(consumer);
+    let client = connect(&server).await;
+    let created = api(
+        &client,
+        "$JS.API.CONSUMER.CREATE.K.NEW",
+        r#"{"stream_name":"K","config":{"durable_name":"NEW","ack_policy":"explicit","deliver_policy":"new"}}"#,
+    )
+    .await;
+    assert!(created.get("error").is_none(), "{created}");
+    server.kill9();
+    server.restart();
+    let client = connect(&server).await;
+    let info = api(&client, "$JS.API.CONSUMER.INFO.K.NEW", "").await;
+    assert_eq!(info["delivered"]["stream_seq"], 10, "{info}");
+    assert_eq!(info["num_pending"], 0, "{info}");
+}

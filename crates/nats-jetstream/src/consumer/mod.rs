@@ -278,7 +278,7 @@ pub(crate) fn start(
     transport: &Arc<dyn Transport>,
     config: ConsumerConfig,
     created: i64,
-    store: Box<dyn ConsumerStore>,
+    mut store: Box<dyn ConsumerStore>,
     recovered: bool,
 ) -> Arc<Consumer> {
     let name = if config.name.is_empty() {
@@ -300,6 +300,14 @@ pub(crate) fn start(
             },
             ..Default::default()
         };
+        // A start past the beginning must survive a crash before the first periodic flush,
+        // or a restarted `deliver_policy: new` consumer would replay the stream.
+        if start > 1 {
+            let written = store.set_state(state.clone()).and_then(|_| store.flush());
+            if let Err(error) = written {
+                tracing::error!(consumer = %name, %error, "writing initial consumer state failed");
+            }
+        }
     }
     let (sender, receiver) = mpsc::unbounded_channel();
     let consumer = Arc::new(Consumer {
