@@ -21,6 +21,23 @@ fn tune_allocator() {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn tune_allocator() {}
 
+/// `RNATS_WORKER_THREADS=1` runs everything on one thread (no cross-thread wake-ups; leaves
+/// the other cores to clients); any other number sets the worker count; default: one per core.
+fn runtime_builder() -> tokio::runtime::Builder {
+    match std::env::var("RNATS_WORKER_THREADS")
+        .ok()
+        .and_then(|value| value.parse::<usize>().ok())
+    {
+        Some(1) => tokio::runtime::Builder::new_current_thread(),
+        Some(workers) if workers > 1 => {
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            builder.worker_threads(workers);
+            builder
+        }
+        _ => tokio::runtime::Builder::new_multi_thread(),
+    }
+}
+
 fn main() -> ExitCode {
     tune_allocator();
     // Must happen before any thread exists (see logging::local_offset).
@@ -74,10 +91,7 @@ fn main() -> ExitCode {
         eprintln!("nats-server: cannot open log file: {error}");
         return ExitCode::from(1);
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime_builder().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("nats-server: {error}");
