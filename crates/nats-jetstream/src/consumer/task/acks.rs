@@ -1,0 +1,238 @@
+//! Ack handling (`+ACK`, `-NAK`, `+WPI`, `+NXT`, `+TERM`), ack floors as nats-server moves
+//! them, ack sampling and the per-message advisories.
+
+use super::Task;
+use crate::consumer::apply_retention;
+use crate::transport::Message;
+use bytes::Bytes;
+use jetstream_api::advisory::{
+    self, Advisory, ConsumerAckMetric, DeliveryExceeded, DeliveryTerminated,
+};
+use jetstream_api::{AckKind, AckPolicy, AckSubject};
+use nats_store::PendingDelivery;
+use std::time::Duration;
+use tokio::time::Instant;
+
+impl Task {
+    pub(super) fn process_ack(&mut self, subject: &[u8], reply: Option<Bytes>, payload: &[u8]) {
+        let Ok(subject) = std::str::from_utf8(subject) else {
+            return;
+        };
+        let Ok(ack) = AckSubject::parse(subject) else {
+            return;
+        };
+        let seq = ack.stream_sequence;
+        let reply = reply.filter(|reply| !reply.is_empty());
+        match AckKind::parse(payload) {
+            AckKind::Ack => self.acknowledge(seq, ack.consumer_sequence),
+            AckKind::Next { request } => {
+                self.acknowledge(seq, ack.consumer_sequence);
+                if let Some(reply) = reply {
+                    self.process_next(reply, request);
+                }
+                return;
+            }
+            AckKind::Nak { delay } => {
+                if self.is_pending(seq) {
+                    match delay.filter(|delay| delay.0 > 0) {
+                        Some(delay) => self.set_deadline(
+                            seq,
+                            Instant::now() + Duration::from_nanos(delay.0 as u64),
+                        ),
+                        None => {
+                            self.clear_deadline(seq);
+                            self.redeliver.insert(seq);
+                        }
+                    }
+                }
+            }
+            AckKind::Progress => {
+                if self.is_pending(seq) {
+                    let count = ack.delivered.max(1);
+                    let at = Instant::now() + self.ack_wait_for(count);
+                    self.set_deadline(seq, at);
+                }
+            }
+            AckKind::Term { reason } => {
+                if self.is_pending(seq) {
+                    self.acknowledge(seq, ack.consumer_sequence);
+                    self.advise_terminated(seq, ack.consumer_sequence, ack.delivered, reason);
+                }
+            }
+            AckKind::Unknown => {}
+        }
+        if let Some(reply) = reply {
+            self.transport.publish(Message {
+                subject: reply,
+                reply: None,
+                headers: None,
+                payload: Bytes::new(),
+            });
+        }
+    }
+
+    pub(super) fn is_pending(&self, seq: u64) -> bool {
+        self.consumer.state.lock().state.pending.contains_key(&seq)
+    }
+
+    /// An ack of stream sequence `seq`: floors move as nats-server moves them.
+    pub(super) fn acknowledge(&mut self, seq: u64, consumer_seq: u64) {
+        let mut acked: Vec<u64> = Vec::new();
+        let mut sample = None;
+        {
+            let mut shared = self.consumer.state.lock();
+            let state = &mut shared.state;
+            match self.config.ack_policy {
+                AckPolicy::None => return,
+                AckPolicy::All => {
+                    let covered: Vec<u64> = state.pending.range(..=seq).map(|(s, _)| *s).collect();
+                    if covered.is_empty() {
+                        return;
+                    }
+                    for covered_seq in &covered {
+                        state.pending.remove(covered_seq);
+                        state.redelivered.remove(covered_seq);
+                    }
+                    acked = covered;
+                    if state.pending.is_empty() {
+                        state.ack_floor = state.delivered;
+                    } else {
+                        state.ack_floor.consumer_seq = consumer_seq;
+                        state.ack_floor.stream_seq = seq;
+                    }
+                }
+                _ => {
+                    let Some(pending) = state.pending.remove(&seq) else {
+                        return;
+                    };
+                    let deliveries = state.redelivered.remove(&seq).unwrap_or(0) + 1;
+                    sample = Some((pending, deliveries));
+                    if state.pending.is_empty() {
+                        state.ack_floor = state.delivered;
+                    } else if pending.consumer_seq == state.ack_floor.consumer_seq + 1 {
+                        state.ack_floor.consumer_seq = pending.consumer_seq;
+                        state.ack_floor.stream_seq = seq;
+                        if let Some((next_seq, next)) = state.pending.range(seq + 1..).next() {
+                            if next.consumer_seq > 0 {
+                                state.ack_floor.consumer_seq = next.consumer_seq - 1;
+                                state.ack_floor.stream_seq = next_seq - 1;
+                            }
+                        }
+                    }
+                    acked.push(seq);
+                }
+            }
+            shared.last_ack_active = Some(crate::time_format::now_nanos());
+        }
+        self.dirty = true;
+        if let Some((pending, deliveries)) = sample {
+            self.sample_ack(seq, consumer_seq, pending, deliveries);
+        }
+        for seq in acked {
+            self.clear_deadline(seq);
+            self.redeliver.remove(&seq);
+            apply_retention(&self.stream, seq, None);
+        }
+    }
+
+    pub(super) fn domain(&self) -> String {
+        String::new()
+    }
+
+    pub(super) fn advise_max_deliveries(&self, seq: u64, deliveries: u64) {
+        let subject = advisory::max_deliveries_subject(&self.stream.name, &self.consumer.name);
+        if !self.transport.has_interest(&subject) {
+            return;
+        }
+        let body = Advisory::new(
+            crate::advisories::next_id(),
+            jetstream_api::Timestamp::now(),
+            DeliveryExceeded {
+                stream: self.stream.name.clone(),
+                consumer: self.consumer.name.clone(),
+                stream_sequence: seq,
+                deliveries,
+                domain: self.domain(),
+            },
+        );
+        self.publish_advisory(subject, &body);
+    }
+
+    pub(super) fn advise_terminated(
+        &self,
+        seq: u64,
+        consumer_seq: u64,
+        deliveries: u64,
+        reason: Option<String>,
+    ) {
+        let subject = advisory::message_terminated_subject(&self.stream.name, &self.consumer.name);
+        if !self.transport.has_interest(&subject) {
+            return;
+        }
+        let body = Advisory::new(
+            crate::advisories::next_id(),
+            jetstream_api::Timestamp::now(),
+            DeliveryTerminated {
+                stream: self.stream.name.clone(),
+                consumer: self.consumer.name.clone(),
+                consumer_sequence: consumer_seq,
+                stream_sequence: seq,
+                deliveries,
+                reason: reason.unwrap_or_default(),
+                domain: self.domain(),
+            },
+        );
+        self.publish_advisory(subject, &body);
+    }
+
+    /// `sample_freq`: an ack metric for that share of acks.
+    pub(super) fn sample_ack(
+        &self,
+        seq: u64,
+        consumer_seq: u64,
+        pending: PendingDelivery,
+        deliveries: u64,
+    ) {
+        let percent = self
+            .config
+            .sample_frequency
+            .trim_end_matches('%')
+            .parse::<u64>()
+            .unwrap_or(0);
+        if percent == 0 {
+            return;
+        }
+        let now = crate::time_format::now_nanos();
+        let roll = (now as u64 ^ seq.wrapping_mul(0x9E37_79B9_7F4A_7C15)) % 100;
+        if roll >= percent {
+            return;
+        }
+        let subject = advisory::consumer_ack_metric_subject(&self.stream.name, &self.consumer.name);
+        if !self.transport.has_interest(&subject) {
+            return;
+        }
+        let body = Advisory::new(
+            crate::advisories::next_id(),
+            jetstream_api::Timestamp::now(),
+            ConsumerAckMetric {
+                stream: self.stream.name.clone(),
+                consumer: self.consumer.name.clone(),
+                consumer_sequence: consumer_seq,
+                stream_sequence: seq,
+                ack_time: jetstream_api::Nanos(now.saturating_sub(pending.timestamp)),
+                deliveries,
+                domain: self.domain(),
+            },
+        );
+        self.publish_advisory(subject, &body);
+    }
+
+    pub(super) fn publish_advisory<T: serde::Serialize>(&self, subject: String, body: &T) {
+        self.transport.publish(Message {
+            subject: Bytes::from(subject),
+            reply: None,
+            headers: None,
+            payload: Bytes::from(jetstream_api::json::encode_response(body)),
+        });
+    }
+}

@@ -1,0 +1,388 @@
+//! Delivery: reading batches from the stream store (redeliveries first), sending to the
+//! waiting pull request or the push subject, pacing (replay original, rate limit) and push flow
+//! control.
+
+use super::{Candidate, Task, FLOW_CONTROL_BYTES, LOAD_BATCH};
+use crate::consumer::needs_ack;
+use crate::transport::Message;
+use bytes::{BufMut, Bytes, BytesMut};
+use jetstream_api::{status, ReplayPolicy};
+use nats_store::{PendingDelivery, StoredMessage};
+use std::time::Duration;
+use tokio::time::Instant;
+
+impl Task {
+    /// Deliver as much as the requests, acks pending and flow control allow.
+    pub(super) fn deliver(&mut self) {
+        if self.pause_remaining().is_some() || self.deleting {
+            return;
+        }
+        let push = !self.config.deliver_subject.is_empty();
+        if push {
+            let bound = self.transport.has_interest(&self.config.deliver_subject);
+            self.consumer.state.lock().push_bound = bound;
+            if !bound {
+                return;
+            }
+        }
+        let paced =
+            self.config.replay_policy == ReplayPolicy::Original || self.config.rate_limit > 0;
+        loop {
+            let now = Instant::now();
+            if self.send_not_before.is_some_and(|at| now < at) {
+                return;
+            }
+            self.send_not_before = None;
+            let limit = if push {
+                if self.config.flow_control && self.flow_control_bytes >= 2 * FLOW_CONTROL_BYTES {
+                    return;
+                }
+                LOAD_BATCH
+            } else {
+                // Requests whose requester went away are dropped silently, as nats-server does.
+                while let Some(front) = self.waiting.requests.front() {
+                    let reply = std::str::from_utf8(&front.reply).unwrap_or("");
+                    if self.transport.has_interest(reply) {
+                        break;
+                    }
+                    self.waiting.requests.pop_front();
+                }
+                match self.waiting.requests.front() {
+                    Some(front) => (front.remaining.max(1) as usize).min(LOAD_BATCH),
+                    None => {
+                        self.consumer.state.lock().num_waiting = self.waiting.len() as u64;
+                        return;
+                    }
+                }
+            };
+            let limit = if paced { 1 } else { limit };
+            let (candidates, end_of_stream) = self.load(limit);
+            let loaded = candidates.len();
+            let mut unsent = candidates.into_iter();
+            while let Some(candidate) = unsent.next() {
+                if let Some(due) = self.replay_due(&candidate, now) {
+                    self.send_not_before = Some(due);
+                    self.put_back(std::iter::once(candidate).chain(unsent));
+                    return;
+                }
+                if !self.send(&candidate, push) {
+                    self.put_back(std::iter::once(candidate).chain(unsent));
+                    break;
+                }
+                self.pace_after(&candidate, now);
+            }
+            if !push {
+                self.consumer.state.lock().num_waiting = self.waiting.len() as u64;
+            }
+            if end_of_stream || loaded == 0 {
+                if !push {
+                    let mut statuses = Vec::new();
+                    self.waiting.end_no_wait(&mut statuses);
+                    for (subject, body) in statuses {
+                        self.send_status(subject, body);
+                    }
+                    self.consumer.state.lock().num_waiting = self.waiting.len() as u64;
+                }
+                return;
+            }
+        }
+    }
+
+    /// `replay_policy: original`: a new message waits until as much time has passed since the
+    /// previous delivery as passed between the two stores.
+    pub(super) fn replay_due(&self, candidate: &Candidate, now: Instant) -> Option<Instant> {
+        if self.config.replay_policy != ReplayPolicy::Original || candidate.delivery_count > 1 {
+            return None;
+        }
+        let (last_timestamp, last_sent) = self.replay_last?;
+        let gap = candidate
+            .message
+            .timestamp
+            .saturating_sub(last_timestamp)
+            .max(0) as u64;
+        let due = last_sent + Duration::from_nanos(gap);
+        (due > now).then_some(due)
+    }
+
+    /// Bookkeeping after a paced delivery: replay position and the rate limit's next slot.
+    pub(super) fn pace_after(&mut self, candidate: &Candidate, now: Instant) {
+        if self.config.replay_policy == ReplayPolicy::Original && candidate.delivery_count == 1 {
+            self.replay_last = Some((candidate.message.timestamp, now));
+        }
+        if self.config.rate_limit > 0 {
+            let message = &candidate.message;
+            let bits =
+                8 * (message.subject.len() + message.headers.len() + message.payload.len()) as u64;
+            let wait = Duration::from_secs_f64(bits as f64 / self.config.rate_limit as f64);
+            self.send_not_before = Some(now + wait);
+        }
+    }
+
+    /// Loaded but not delivered: redeliveries go back to the queue; the cursor never moved.
+    pub(super) fn put_back(&mut self, rest: impl Iterator<Item = Candidate>) {
+        let mut skipped = Vec::new();
+        for candidate in rest {
+            if candidate.delivery_count > 1 {
+                self.redeliver.insert(candidate.message.seq);
+            } else if candidate.from_skip_list {
+                skipped.push(candidate.message.seq);
+            }
+        }
+        for seq in skipped.into_iter().rev() {
+            self.last_per_subject.push_front(seq);
+        }
+    }
+
+    /// Read up to `limit` messages: redeliveries first, then new ones from the cursor (as many
+    /// as max_ack_pending leaves room for). Returns them and whether the stream has no more.
+    pub(super) fn load(&mut self, limit: usize) -> (Vec<Candidate>, bool) {
+        let ack = needs_ack(&self.config);
+        let max_deliver = self.config.max_deliver;
+        let mut shared = self.consumer.state.lock();
+        let mut room = if ack && self.config.max_ack_pending > 0 {
+            (self.config.max_ack_pending as usize).saturating_sub(shared.state.pending.len())
+        } else {
+            usize::MAX
+        };
+        let mut cursor = shared.state.delivered.stream_seq + 1;
+        let mut out = Vec::new();
+        let mut exceeded = Vec::new();
+        let mut gone = Vec::new();
+        let mut end_of_stream = false;
+        let mut new_messages = 0usize;
+        let mut store = self.stream.store.lock();
+        while out.len() < limit {
+            if let Some(seq) = self.redeliver.pop_first() {
+                let Some(pending) = shared.state.pending.get(&seq) else {
+                    continue;
+                };
+                let _ = pending;
+                let count = shared.state.redelivered.get(&seq).copied().unwrap_or(0) + 2;
+                if max_deliver > 0 && count > max_deliver as u64 {
+                    exceeded.push((seq, count - 1));
+                    continue;
+                }
+                match store.load(seq) {
+                    Ok(message) => out.push(Candidate {
+                        message,
+                        delivery_count: count,
+                        pending_after: 0,
+                        from_skip_list: false,
+                    }),
+                    Err(_) => gone.push(seq),
+                }
+                continue;
+            }
+            if room == 0 {
+                break;
+            }
+            let from_skip_list = !self.last_per_subject.is_empty();
+            let next = if let Some(seq) = self.last_per_subject.pop_front() {
+                match store.load(seq) {
+                    Ok(message) => Some(message),
+                    Err(_) => continue,
+                }
+            } else {
+                match store.load_next_matching(&self.filters, cursor) {
+                    Ok(Some(message)) => Some(message),
+                    _ => None,
+                }
+            };
+            let Some(message) = next else {
+                end_of_stream = true;
+                break;
+            };
+            cursor = message.seq + 1;
+            room -= 1;
+            new_messages += 1;
+            out.push(Candidate {
+                message,
+                delivery_count: 1,
+                pending_after: 0,
+                from_skip_list,
+            });
+        }
+        if !out.is_empty() {
+            let after = if self.last_per_subject.is_empty() {
+                let last_per_subject = false;
+                if self.filters.is_empty() {
+                    store.num_pending(">", cursor, last_per_subject)
+                } else {
+                    store.num_pending_matching(&self.filters, cursor, last_per_subject)
+                }
+            } else {
+                self.last_per_subject.len() as u64
+            };
+            let mut remaining_new = new_messages as u64;
+            for candidate in &mut out {
+                if candidate.delivery_count == 1 {
+                    remaining_new -= 1;
+                    candidate.pending_after = after + remaining_new;
+                } else {
+                    candidate.pending_after = after + remaining_new;
+                }
+            }
+        }
+        drop(store);
+        // As nats-server: a message past max_deliver leaves pending but keeps its redelivery
+        // count, and the ack floor does not move over it.
+        for (seq, _) in &exceeded {
+            shared.state.pending.remove(seq);
+        }
+        for seq in &gone {
+            shared.state.pending.remove(seq);
+            shared.state.redelivered.remove(seq);
+        }
+        if !gone.is_empty() || !exceeded.is_empty() {
+            self.dirty = true;
+        }
+        drop(shared);
+        for (seq, deliveries) in exceeded {
+            self.clear_deadline(seq);
+            self.advise_max_deliveries(seq, deliveries);
+        }
+        (out, end_of_stream && self.redeliver.is_empty())
+    }
+
+    /// Deliver one message; false when no request can take it (the caller puts it back).
+    pub(super) fn send(&mut self, candidate: &Candidate, push: bool) -> bool {
+        let message = &candidate.message;
+        let (headers, payload) = self.render(message);
+        let size = (message.subject.len() + headers.as_ref().map_or(0, |h| h.len()) + payload.len())
+            as i64;
+        let target = if push {
+            Bytes::from(self.config.deliver_subject.clone())
+        } else {
+            loop {
+                let now = Instant::now();
+                let Some(front) = self.waiting.requests.front_mut() else {
+                    return false;
+                };
+                if front.expires.is_some_and(|expires| expires <= now) {
+                    let mut statuses = Vec::new();
+                    self.waiting.expire(now, &mut statuses);
+                    for (subject, body) in statuses {
+                        self.send_status(subject, body);
+                    }
+                    continue;
+                }
+                if front.remaining_bytes > 0 && size > front.remaining_bytes {
+                    {
+                        let body = status::message_size_exceeds_max_bytes(
+                            front.remaining,
+                            front.remaining_bytes,
+                        );
+                        let reply = front.reply.clone();
+                        self.waiting.requests.pop_front();
+                        self.send_status(reply, body);
+                        continue;
+                    }
+                }
+                break front.reply.clone();
+            }
+        };
+        let now_nanos = crate::time_format::now_nanos();
+        let consumer_seq = {
+            let mut shared = self.consumer.state.lock();
+            let state = &mut shared.state;
+            let consumer_seq = state.delivered.consumer_seq + 1;
+            state.delivered.consumer_seq = consumer_seq;
+            if candidate.delivery_count == 1 {
+                state.delivered.stream_seq = state.delivered.stream_seq.max(message.seq);
+            }
+            if needs_ack(&self.config) {
+                // A redelivery keeps the first delivery's consumer sequence (the ack floor is
+                // computed from it, as nats-server does) and takes the new delivery time.
+                let pending = state.pending.entry(message.seq).or_insert(PendingDelivery {
+                    consumer_seq,
+                    timestamp: now_nanos,
+                });
+                pending.timestamp = now_nanos;
+                if candidate.delivery_count > 1 {
+                    state
+                        .redelivered
+                        .insert(message.seq, candidate.delivery_count - 1);
+                }
+            } else {
+                state.ack_floor = state.delivered;
+            }
+            shared.last_delivered_active = Some(now_nanos);
+            consumer_seq
+        };
+        self.dirty = true;
+        if needs_ack(&self.config) {
+            let at = Instant::now() + self.ack_wait_for(candidate.delivery_count);
+            self.set_deadline(message.seq, at);
+        }
+        let reply = self.ack_prefix.reply(
+            candidate.delivery_count,
+            message.seq,
+            consumer_seq,
+            message.timestamp,
+            candidate.pending_after,
+        );
+        self.transport.publish(Message {
+            subject: target,
+            reply: Some(Bytes::from(reply)),
+            headers,
+            payload,
+        });
+        self.last_delivery = Instant::now();
+        if push {
+            self.after_push_delivery(size as u64);
+        } else if let Some(front) = self.waiting.requests.front_mut() {
+            front.remaining -= 1;
+            front.delivered += 1;
+            if front.remaining_bytes > 0 {
+                front.remaining_bytes -= size;
+                if front.remaining_bytes <= 0 {
+                    front.remaining_bytes = 0;
+                    front.remaining = 0;
+                }
+            }
+            if front.remaining <= 0 {
+                self.waiting.requests.pop_front();
+            }
+        }
+        true
+    }
+
+    /// Push flow control: after enough unconfirmed bytes, ask the client to confirm.
+    pub(super) fn after_push_delivery(&mut self, size: u64) {
+        if !self.config.flow_control {
+            return;
+        }
+        self.flow_control_bytes += size;
+        if self.flow_control_outstanding.is_none() && self.flow_control_bytes >= FLOW_CONTROL_BYTES
+        {
+            self.flow_control_counter += 1;
+            let random = (crate::time_format::now_nanos() as u64)
+                .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                .wrapping_add(self.flow_control_counter);
+            let reply = status::flow_control_reply(&self.stream.name, &self.consumer.name, random);
+            self.flow_control_outstanding = Some((reply.clone(), self.flow_control_bytes));
+            self.transport.publish(Message {
+                subject: Bytes::from(self.config.deliver_subject.clone()),
+                reply: Some(Bytes::from(reply)),
+                headers: Some(Bytes::from_static(status::FLOW_CONTROL_REQUEST)),
+                payload: Bytes::new(),
+            });
+        }
+    }
+
+    /// Headers and payload as delivered (headers_only replaces the body by its size).
+    pub(super) fn render(&self, message: &StoredMessage) -> (Option<Bytes>, Bytes) {
+        if !self.config.headers_only {
+            let headers = (!message.headers.is_empty()).then(|| message.headers.clone());
+            return (headers, message.payload.clone());
+        }
+        let mut block = BytesMut::with_capacity(message.headers.len() + 40);
+        if message.headers.is_empty() {
+            block.put_slice(b"NATS/1.0\r\n");
+        } else {
+            block.put_slice(&message.headers[..message.headers.len().saturating_sub(2)]);
+        }
+        block.put_slice(format!("Nats-Msg-Size: {}\r\n\r\n", message.payload.len()).as_bytes());
+        (Some(block.freeze()), Bytes::new())
+    }
+}

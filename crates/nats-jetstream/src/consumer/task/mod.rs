@@ -1,0 +1,474 @@
+//! The consumer's task: one loop that takes events (acks, pull requests, flow-control replies,
+//! stop), wakes on new stream messages and on its timers (ack deadlines, request expiry,
+//! heartbeats, state flush, inactivity), and delivers.
+//!
+//! Delivery reads from the stream's store under its lock in batches (redeliveries first, then
+//! new messages from the consumer's cursor), then publishes outside the lock.
+
+mod acks;
+mod delivery;
+
+use super::pull::{self, Admission, WaitQueue};
+use super::{needs_ack, Consumer, Event};
+use crate::stream::Stream;
+use crate::transport::{Message, Transport};
+use bytes::Bytes;
+use jetstream_api::{status, AckSubjectPrefix, ConsumerConfig, DeliverPolicy, NextRequest};
+use nats_store::{ConsumerStore, PendingDelivery, StoredMessage};
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// Most messages read under one store lock.
+const LOAD_BATCH: usize = 256;
+/// Most events handled before delivering again.
+const EVENT_BATCH: usize = 4096;
+/// How often dirty consumer state is written.
+const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
+/// Push flow control: ask for a reply after this many unconfirmed bytes, stall at twice it.
+const FLOW_CONTROL_BYTES: u64 = 512 * 1024;
+/// How often an unbound push consumer checks for a subscriber on its deliver subject.
+const UNBOUND_POLL: Duration = Duration::from_millis(50);
+/// How long the loop sleeps when no timer is due.
+const IDLE: Duration = Duration::from_secs(3600);
+
+pub(super) fn spawn(
+    consumer: Arc<Consumer>,
+    stream: Arc<Stream>,
+    transport: Arc<dyn Transport>,
+    store: Box<dyn ConsumerStore>,
+    receiver: mpsc::UnboundedReceiver<Event>,
+    subscriptions: Vec<u64>,
+) {
+    let config = consumer.config();
+    let now = Instant::now();
+    let mut task = Task {
+        ack_prefix: AckSubjectPrefix::v1(&stream.name, &consumer.name),
+        filters: filters_of(&config),
+        config,
+        consumer,
+        stream,
+        transport,
+        store,
+        subscriptions,
+        waiting: WaitQueue::default(),
+        redeliver: BTreeSet::new(),
+        deadlines: BTreeSet::new(),
+        deadline_of: HashMap::new(),
+        last_per_subject: VecDeque::new(),
+        dirty: false,
+        next_flush: now + FLUSH_INTERVAL,
+        last_activity: now,
+        last_delivery: now,
+        flow_control_bytes: 0,
+        flow_control_outstanding: None,
+        flow_control_counter: 0,
+        deleting: false,
+        stream_gone: false,
+        send_not_before: None,
+        replay_last: None,
+    };
+    task.restore_timers();
+    task.prepare_last_per_subject();
+    tokio::spawn(task.run(receiver));
+}
+
+fn filters_of(config: &ConsumerConfig) -> Vec<String> {
+    config
+        .filters()
+        .iter()
+        .filter(|filter| !filter.is_empty() && **filter != ">")
+        .map(|filter| filter.to_string())
+        .collect()
+}
+
+struct Task {
+    consumer: Arc<Consumer>,
+    stream: Arc<Stream>,
+    transport: Arc<dyn Transport>,
+    store: Box<dyn ConsumerStore>,
+    config: ConsumerConfig,
+    filters: Vec<String>,
+    ack_prefix: AckSubjectPrefix,
+    subscriptions: Vec<u64>,
+    waiting: WaitQueue,
+    /// Stream sequences due for redelivery now, oldest first.
+    redeliver: BTreeSet<u64>,
+    /// Ack deadlines of pending messages.
+    deadlines: BTreeSet<(Instant, u64)>,
+    deadline_of: HashMap<u64, Instant>,
+    /// `last_per_subject`: the sequences still to deliver before the cursor resumes.
+    last_per_subject: VecDeque<u64>,
+    dirty: bool,
+    next_flush: Instant,
+    last_activity: Instant,
+    last_delivery: Instant,
+    flow_control_bytes: u64,
+    /// (reply subject, bytes it confirms)
+    flow_control_outstanding: Option<(String, u64)>,
+    flow_control_counter: u64,
+    deleting: bool,
+    stream_gone: bool,
+    /// Pacing (replay original, rate limit): nothing is sent before this.
+    send_not_before: Option<Instant>,
+    /// Replay original: (store timestamp, send time) of the last new message sent.
+    replay_last: Option<(i64, Instant)>,
+}
+
+/// A message read for delivery and how many times it will have been delivered.
+struct Candidate {
+    message: StoredMessage,
+    delivery_count: u64,
+    pending_after: u64,
+    /// Taken from the `last_per_subject` list (goes back there when not delivered).
+    from_skip_list: bool,
+}
+
+impl Task {
+    async fn run(mut self, mut receiver: mpsc::UnboundedReceiver<Event>) {
+        let mut last_sequence = self.stream.last_sequence.subscribe();
+        loop {
+            let deadline = self.next_deadline();
+            tokio::select! {
+                event = receiver.recv() => {
+                    let Some(event) = event else { break };
+                    if self.handle(event) {
+                        return;
+                    }
+                    for _ in 0..EVENT_BATCH {
+                        match receiver.try_recv() {
+                            Ok(event) => {
+                                if self.handle(event) {
+                                    return;
+                                }
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                }
+                // Only a consumer that could deliver listens for new messages: 10k idle pull
+                // consumers must not all wake on every publish.
+                changed = last_sequence.changed(), if !self.stream_gone && self.can_deliver() => {
+                    if changed.is_err() {
+                        self.stream_gone = true;
+                    }
+                }
+                _ = tokio::time::sleep_until(deadline) => {
+                    self.on_timers();
+                }
+            }
+            self.deliver();
+            if self.dirty && Instant::now() >= self.next_flush {
+                self.flush();
+            }
+        }
+        self.shutdown(false);
+    }
+
+    fn next_deadline(&self) -> Instant {
+        let now = Instant::now();
+        let mut deadline = now + IDLE;
+        if let Some((first, _)) = self.deadlines.first() {
+            deadline = deadline.min(*first);
+        }
+        if let Some(next) = self.waiting.next_deadline() {
+            deadline = deadline.min(next);
+        }
+        if self.dirty {
+            deadline = deadline.min(self.next_flush);
+        }
+        if let Some(heartbeat) = self.push_heartbeat() {
+            deadline = deadline.min(self.last_delivery + heartbeat);
+        }
+        if let Some(threshold) = self.inactive_threshold() {
+            deadline = deadline.min(self.last_activity + threshold);
+        }
+        if let Some(until) = self.pause_remaining() {
+            deadline = deadline.min(now + until);
+        }
+        if let Some(at) = self.send_not_before {
+            deadline = deadline.min(at);
+        }
+        if !self.config.deliver_subject.is_empty() && !self.consumer.state.lock().push_bound {
+            // Routing does not announce new subscribers: look again soon.
+            deadline = deadline.min(now + UNBOUND_POLL);
+        }
+        deadline
+    }
+
+    /// Whether new stream messages could go out now (a waiting request, or a bound push
+    /// consumer); otherwise the task ignores stream wake-ups.
+    fn can_deliver(&self) -> bool {
+        if self.config.deliver_subject.is_empty() {
+            self.waiting.len() > 0
+        } else {
+            self.consumer.state.lock().push_bound
+        }
+    }
+
+    fn push_heartbeat(&self) -> Option<Duration> {
+        (!self.config.deliver_subject.is_empty() && self.config.idle_heartbeat.0 > 0)
+            .then(|| Duration::from_nanos(self.config.idle_heartbeat.0 as u64))
+    }
+
+    fn inactive_threshold(&self) -> Option<Duration> {
+        (self.config.inactive_threshold.0 > 0 && !self.deleting)
+            .then(|| Duration::from_nanos(self.config.inactive_threshold.0 as u64))
+    }
+
+    fn pause_remaining(&self) -> Option<Duration> {
+        let until = self.config.pause_until.as_ref()?.unix_nanos();
+        let remaining = until.saturating_sub(crate::time_format::now_nanos());
+        (remaining > 0).then(|| Duration::from_nanos(remaining as u64))
+    }
+
+    fn ack_wait_for(&self, delivery_count: u64) -> Duration {
+        let backoff = &self.config.backoff;
+        let nanos = if backoff.is_empty() {
+            self.config.ack_wait.0
+        } else {
+            let index = (delivery_count.saturating_sub(1) as usize).min(backoff.len() - 1);
+            backoff[index].0
+        };
+        Duration::from_nanos(nanos.max(1) as u64)
+    }
+
+    /// Recovered pending messages get their ack deadline from their delivery time.
+    fn restore_timers(&mut self) {
+        if !needs_ack(&self.config) {
+            return;
+        }
+        let pending: Vec<(u64, PendingDelivery, u64)> = {
+            let shared = self.consumer.state.lock();
+            shared
+                .state
+                .pending
+                .iter()
+                .map(|(seq, pending)| {
+                    let count = shared.state.redelivered.get(seq).copied().unwrap_or(0) + 1;
+                    (*seq, *pending, count)
+                })
+                .collect()
+        };
+        let now = Instant::now();
+        let now_nanos = crate::time_format::now_nanos();
+        for (seq, pending, count) in pending {
+            let wait = self.ack_wait_for(count);
+            let elapsed = Duration::from_nanos((now_nanos - pending.timestamp).max(0) as u64);
+            self.set_deadline(seq, now + wait.saturating_sub(elapsed));
+        }
+    }
+
+    /// `last_per_subject` on a new consumer: the newest message of every matching subject.
+    fn prepare_last_per_subject(&mut self) {
+        if self.config.deliver_policy != DeliverPolicy::LastPerSubject {
+            return;
+        }
+        let delivered = self.consumer.state.lock().state.delivered;
+        if delivered.consumer_seq > 0 {
+            return;
+        }
+        let store = self.stream.store.lock();
+        let filters: Vec<&str> = if self.filters.is_empty() {
+            vec![">"]
+        } else {
+            self.filters.iter().map(String::as_str).collect()
+        };
+        let mut seqs = Vec::new();
+        for filter in filters {
+            for subject_state in store.subjects_state(filter).values() {
+                seqs.push(subject_state.last_seq);
+            }
+        }
+        seqs.sort_unstable();
+        seqs.dedup();
+        self.last_per_subject = seqs.into();
+    }
+
+    fn set_deadline(&mut self, seq: u64, at: Instant) {
+        if let Some(old) = self.deadline_of.insert(seq, at) {
+            self.deadlines.remove(&(old, seq));
+        }
+        self.deadlines.insert((at, seq));
+    }
+
+    fn clear_deadline(&mut self, seq: u64) {
+        if let Some(old) = self.deadline_of.remove(&seq) {
+            self.deadlines.remove(&(old, seq));
+        }
+    }
+
+    /// One event; true when the task must end.
+    fn handle(&mut self, event: Event) -> bool {
+        match event {
+            Event::Ack {
+                subject,
+                reply,
+                payload,
+            } => {
+                self.last_activity = Instant::now();
+                self.process_ack(&subject, reply, &payload);
+            }
+            Event::Next { reply, payload } => {
+                self.last_activity = Instant::now();
+                self.process_next(reply, NextRequest::parse(&payload));
+            }
+            Event::FlowControlReply { subject } => {
+                if let Some((reply, bytes)) = &self.flow_control_outstanding {
+                    if subject.as_ref() == reply.as_bytes() {
+                        self.flow_control_bytes = self.flow_control_bytes.saturating_sub(*bytes);
+                        self.flow_control_outstanding = None;
+                    }
+                }
+            }
+            Event::ConfigUpdated => {
+                self.config = self.consumer.config();
+                self.filters = filters_of(&self.config);
+                super::save_config(&mut *self.store, &self.config, self.consumer.created)
+                    .unwrap_or_else(|error| {
+                        tracing::error!(consumer = %self.consumer.name, %error, "saving consumer config failed")
+                    });
+            }
+            Event::Stop { delete, done } => {
+                self.shutdown(delete);
+                let _ = done.send(());
+                return true;
+            }
+        }
+        false
+    }
+
+    fn shutdown(&mut self, delete: bool) {
+        for id in std::mem::take(&mut self.subscriptions) {
+            self.transport.unsubscribe(id);
+        }
+        if delete {
+            for request in std::mem::take(&mut self.waiting.requests) {
+                self.send_status(request.reply, status::CONSUMER_DELETED.to_vec());
+            }
+            if let Err(error) = self.store.delete() {
+                tracing::error!(consumer = %self.consumer.name, %error, "deleting consumer state failed");
+            }
+        } else {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        let state = self.consumer.state.lock().state.clone();
+        let result = self.store.set_state(state).and_then(|_| self.store.flush());
+        if let Err(error) = result {
+            tracing::error!(consumer = %self.consumer.name, %error, "writing consumer state failed");
+        }
+        self.dirty = false;
+        self.next_flush = Instant::now() + FLUSH_INTERVAL;
+    }
+
+    fn send_status(&self, subject: Bytes, headers: Vec<u8>) {
+        self.transport.publish(Message {
+            subject,
+            reply: None,
+            headers: Some(Bytes::from(headers)),
+            payload: Bytes::new(),
+        });
+    }
+
+    fn process_next(&mut self, reply: Bytes, request: Result<NextRequest, String>) {
+        let now = Instant::now();
+        let mut request = match pull::admit(&self.config, reply.clone(), request, now) {
+            Admission::Refuse(body) => return self.send_status(reply, body),
+            Admission::Queue(request) => request,
+        };
+        let max_waiting = self.config.max_waiting.max(1) as usize;
+        if self.waiting.len() >= max_waiting {
+            let mut expired = Vec::new();
+            self.waiting.expire(now, &mut expired);
+            for (subject, body) in expired {
+                self.send_status(subject, body);
+            }
+        }
+        if request.no_wait {
+            let available = self.available() + self.redeliver.len() as u64;
+            if available == 0 && request.expires.is_none() {
+                return self.send_status(reply, status::NO_MESSAGES.to_vec());
+            }
+            if available > 0 && (available as i64) < self.waiting.batch_pending() {
+                return self.send_status(reply, status::REQUESTS_PENDING.to_vec());
+            }
+        }
+        if self.waiting.len() >= max_waiting {
+            return self.send_status(reply, status::EXCEEDED_MAX_WAITING.to_vec());
+        }
+        request.delivered = 0;
+        self.waiting.requests.push_back(request);
+        self.consumer.state.lock().num_waiting = self.waiting.len() as u64;
+    }
+
+    /// Messages the cursor has not reached yet.
+    fn available(&self) -> u64 {
+        let next = self.consumer.state.lock().state.delivered.stream_seq + 1;
+        self.last_per_subject.len() as u64 + super::num_pending(&self.stream, &self.config, next)
+    }
+    fn on_timers(&mut self) {
+        let now = Instant::now();
+        while let Some(&(at, seq)) = self.deadlines.first() {
+            if at > now {
+                break;
+            }
+            self.deadlines.remove(&(at, seq));
+            self.deadline_of.remove(&seq);
+            if self.is_pending(seq) {
+                self.redeliver.insert(seq);
+            }
+        }
+        let mut statuses = Vec::new();
+        self.waiting.expire(now, &mut statuses);
+        for (subject, body) in statuses {
+            self.send_status(subject, body);
+        }
+        let (last_consumer, last_stream) = {
+            let state = &self.consumer.state.lock().state;
+            (state.delivered.consumer_seq, state.delivered.stream_seq)
+        };
+        for reply in self.waiting.due_heartbeats(now) {
+            self.send_status(
+                reply,
+                status::idle_heartbeat(last_consumer, last_stream, None),
+            );
+        }
+        self.consumer.state.lock().num_waiting = self.waiting.len() as u64;
+        if let Some(heartbeat) = self.push_heartbeat() {
+            if now >= self.last_delivery + heartbeat {
+                let stalled = self
+                    .flow_control_outstanding
+                    .as_ref()
+                    .map(|(reply, _)| reply.as_str());
+                let body = status::idle_heartbeat(last_consumer, last_stream, stalled);
+                self.send_status(Bytes::from(self.config.deliver_subject.clone()), body);
+                self.last_delivery = now;
+            }
+        }
+        if let Some(threshold) = self.inactive_threshold() {
+            if self.is_active() {
+                self.last_activity = now;
+            } else if now >= self.last_activity + threshold {
+                self.deleting = true;
+                let stream = self.stream.clone();
+                let name = self.consumer.name.clone();
+                tokio::spawn(async move {
+                    super::stop_consumer(&stream, &name, true).await;
+                });
+            }
+        }
+    }
+
+    fn is_active(&self) -> bool {
+        if self.config.deliver_subject.is_empty() {
+            self.waiting.len() > 0
+        } else {
+            self.transport.has_interest(&self.config.deliver_subject)
+        }
+    }
+}
