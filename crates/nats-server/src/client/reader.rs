@@ -502,10 +502,15 @@ impl Session {
         let subscription = self.shared.subscriptions.lock().get(&sid).cloned();
         if let Some(subscription) = subscription {
             match max {
-                Some(max) if subscription.delivered.load(Ordering::Relaxed) < max => {
-                    subscription.max.store(max, Ordering::Relaxed);
+                Some(max) => {
+                    // Set the limit first, then check: a delivery racing with us either sees
+                    // the limit or is counted in `delivered` here (a double remove is harmless).
+                    subscription.max.store(max, Ordering::SeqCst);
+                    if subscription.delivered.load(Ordering::SeqCst) >= max {
+                        self.server.router.remove_client_subscription(&subscription);
+                    }
                 }
-                _ => self.server.router.remove_client_subscription(&subscription),
+                None => self.server.router.remove_client_subscription(&subscription),
             }
         }
         self.ok();
