@@ -85,6 +85,28 @@ impl UserPermissions {
             .is_none_or(|rules| rules.allows_subscribe(subject))
     }
 
+    /// For a wildcard subscription that passed the check: true when some deny pattern could
+    /// still match a message it receives, so deliveries must be filtered (as nats-server does).
+    pub fn needs_delivery_filter(&self, subject: &str) -> bool {
+        !nats_subject::is_literal(subject)
+            && self.subscribe.as_ref().is_some_and(|rules| {
+                rules
+                    .deny
+                    .iter()
+                    .any(|pattern| nats_subject::subjects_overlap(pattern, subject))
+            })
+    }
+
+    /// Whether a message on the literal `subject` is denied to subscriptions of this user.
+    pub fn denies_delivery(&self, subject: &str) -> bool {
+        self.subscribe.as_ref().is_some_and(|rules| {
+            rules
+                .deny
+                .iter()
+                .any(|pattern| pattern_matches(pattern, subject))
+        })
+    }
+
     /// Whether any publish restriction exists (lets the reader skip the check entirely).
     pub fn restricts_publish(&self) -> bool {
         self.publish.is_some()

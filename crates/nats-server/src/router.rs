@@ -274,6 +274,12 @@ impl Router {
                         return false;
                     }
                 }
+                if let Some(filter) = &subscription.deny_filter {
+                    let subject = String::from_utf8_lossy(delivery.subject);
+                    if filter.denies_delivery(&subject) {
+                        return false;
+                    }
+                }
                 let max = subscription.max.load(Ordering::Relaxed);
                 let count = subscription.delivered.fetch_add(1, Ordering::Relaxed) + 1;
                 if max > 0 && count > max {

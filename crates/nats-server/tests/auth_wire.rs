@@ -135,3 +135,28 @@ fn user_and_password_from_the_command_line() {
     let mut client = RawClient::connect_with(&server, r#"{"verbose":false,"user":"u","pass":"p"}"#);
     assert_eq!(client.ping_collect(), ["PONG"]);
 }
+
+#[test]
+fn wildcard_subscription_skips_denied_subjects() {
+    let server = with_config(
+        r#"
+authorization {
+  users = [
+    { user: admin, password: adminpw }
+    { user: reader, password: pw, permissions { subscribe { allow: ">", deny: "secret.*" } } }
+  ]
+}
+"#,
+    );
+    let mut reader =
+        RawClient::connect_with(&server, r#"{"verbose":false,"user":"reader","pass":"pw"}"#);
+    reader.send("SUB *.x 1\r\n");
+    reader.ping_collect();
+    let mut admin = RawClient::connect_with(
+        &server,
+        r#"{"verbose":false,"user":"admin","pass":"adminpw"}"#,
+    );
+    admin.send("PUB secret.x 1\r\na\r\nPUB public.x 1\r\nb\r\n");
+    admin.ping_collect();
+    assert_eq!(reader.ping_collect(), ["MSG public.x 1 1", "b", "PONG"]);
+}

@@ -86,6 +86,9 @@ pub struct ClientSubscription {
     pub subject: String,
     pub queue: Option<String>,
     pub sid: Bytes,
+    /// Set for a wildcard subscription overlapping the user's subscribe deny list: messages on
+    /// denied subjects are skipped at delivery.
+    pub deny_filter: Option<Arc<crate::auth::UserPermissions>>,
     /// 0 = unlimited (UNSUB with max sets it).
     pub max: AtomicU64,
     pub delivered: AtomicU64,

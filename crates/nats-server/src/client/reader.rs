@@ -480,7 +480,13 @@ impl Session {
                 self.send_err("maximum subscriptions exceeded");
                 return Next::Continue;
             }
+            let deny_filter = self
+                .permissions
+                .as_ref()
+                .filter(|permissions| permissions.needs_delivery_filter(subject_text))
+                .cloned();
             let subscription = Arc::new(ClientSubscription {
+                deny_filter,
                 client: self.shared.clone(),
                 subject: subject_text.to_string(),
                 queue: queue_text.map(str::to_string),
