@@ -137,7 +137,7 @@ fn open_time(dir: &Path, clean: bool) -> (Duration, u64, String) {
     if clean {
         store.close().expect("close");
     } else {
-        std::mem::forget(store);
+        store.abandon();
     }
     (elapsed, msgs, summary)
 }
@@ -309,7 +309,7 @@ fn main() {
                 .expect("store");
         }
         store.flush().expect("flush");
-        std::mem::forget(store);
+        store.abandon();
     }
     let (elapsed, cpu, msgs, summary) = open_best(&big, false);
     println!(

@@ -38,6 +38,9 @@ pub enum StoreError {
     /// The store was closed or deleted.
     #[error("store closed")]
     Closed,
+    /// Another store (in this or another process) has the stream directory open.
+    #[error("stream directory {0} is locked by another open store")]
+    Locked(PathBuf),
     /// Persistent data could not be decoded (a damaged file that recovery could not skip).
     #[error("corrupt store data: {0}")]
     Corrupt(String),

@@ -6,8 +6,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use nats_store::{
-    ConsumerState, FileStore, FileStoreOptions, PendingDelivery, SequencePair, StreamStore,
-    StreamStoreConfig, SyncPolicy,
+    ConsumerState, FileStore, FileStoreOptions, PendingDelivery, SequencePair, StoreError,
+    StreamStore, StreamStoreConfig, SyncPolicy,
 };
 
 fn options(block_size: u64) -> FileStoreOptions {
@@ -95,7 +95,7 @@ fn clean_close_reopens_from_indexes_and_crash_scans_only_the_active_block() {
             .unwrap();
     }
     store.flush().unwrap();
-    std::mem::forget(store);
+    store.abandon();
     let mut store = open(dir.path(), 4096);
     let report = store.recovery_report().clone();
     assert_eq!(report.blocks_scanned, 1, "{report:?}");
@@ -226,7 +226,7 @@ fn purge_and_compact_survive_reopen() {
     }
     store.compact(40).unwrap();
     store.flush().unwrap();
-    std::mem::forget(store);
+    store.abandon();
     let mut store = open(dir.path(), 1024);
     assert_eq!(store.state().first_seq, 40);
     assert_eq!(store.state().msgs, 61);
@@ -257,4 +257,34 @@ fn limits_tightened_while_closed_apply_on_open() {
     let store = FileStore::open(dir.path(), limits, options(1 << 20)).unwrap();
     let state = store.state();
     assert_eq!((state.msgs, state.first_seq, state.last_seq), (4, 7, 10));
+}
+
+#[test]
+fn second_opener_of_a_directory_is_refused_until_the_first_lets_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("stream");
+    let mut first = open(&path, 4096);
+    first.store_msg("a", b"", b"one", None).unwrap();
+    match FileStore::open(&path, StreamStoreConfig::default(), options(4096)) {
+        Err(StoreError::Locked(locked)) => assert_eq!(locked, path),
+        other => panic!("second open must be refused, got {:?}", other.map(|_| ())),
+    }
+    // The refused open touched nothing: the first store carries on.
+    first.store_msg("a", b"", b"two", None).unwrap();
+    first.close().unwrap();
+
+    // Closed (even while the value lives on, as behind a shared handle): open again.
+    let mut second = open(&path, 4096);
+    assert_eq!(second.state().msgs, 2);
+    drop(first);
+    assert!(matches!(
+        FileStore::open(&path, StreamStoreConfig::default(), options(4096)),
+        Err(StoreError::Locked(_))
+    ));
+    second.store_msg("a", b"", b"three", None).unwrap();
+    drop(second);
+
+    // Dropped without close: the lock goes with it.
+    let third = open(&path, 4096);
+    assert_eq!(third.state().msgs, 3);
 }

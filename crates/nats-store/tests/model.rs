@@ -87,8 +87,23 @@ fn payload(seq: u64, len: usize) -> Vec<u8> {
     (0..len).map(|i| (seq as usize + i) as u8).collect()
 }
 
+/// The store under test; kept typed so a FileStore can be abandoned like a crashed process.
+enum Held {
+    Mem(MemStore),
+    File(FileStore),
+}
+
+impl Held {
+    fn as_mut(&mut self) -> &mut dyn StreamStore {
+        match self {
+            Held::Mem(store) => store,
+            Held::File(store) => store,
+        }
+    }
+}
+
 struct Subject {
-    store: Box<dyn StreamStore>,
+    store: Held,
     dir: Option<tempfile::TempDir>,
     config: StreamStoreConfig,
 }
@@ -104,16 +119,18 @@ fn options() -> FileStoreOptions {
 impl Subject {
     fn reopen(&mut self, clean: bool) {
         let Some(dir) = &self.dir else { return };
-        let mut store = std::mem::replace(
+        let Held::File(mut store) = std::mem::replace(
             &mut self.store,
-            Box::new(MemStore::new(StreamStoreConfig::default())),
-        );
+            Held::Mem(MemStore::new(StreamStoreConfig::default())),
+        ) else {
+            return;
+        };
         if clean {
             store.close().unwrap();
             drop(store);
         } else {
             store.flush().unwrap();
-            std::mem::forget(store);
+            store.abandon();
         }
         let reopened =
             FileStore::open(dir.path().join("s"), self.config.clone(), options()).unwrap();
@@ -122,7 +139,7 @@ impl Subject {
             "{:?}",
             reopened.recovery_report()
         );
-        self.store = Box::new(reopened);
+        self.store = Held::File(reopened);
     }
 }
 
@@ -205,7 +222,7 @@ fn check(store: &mut dyn StreamStore, model: &Model) {
 }
 
 fn apply(subject: &mut Subject, model: &mut Model, op: &Op) {
-    let store = &mut subject.store;
+    let store = subject.store.as_mut();
     match op {
         Op::Store {
             subject: index,
@@ -302,7 +319,7 @@ fn file_subject(config: StreamStoreConfig) -> Subject {
     let dir = tempfile::tempdir().unwrap();
     let store = FileStore::open(dir.path().join("s"), config.clone(), options()).unwrap();
     Subject {
-        store: Box::new(store),
+        store: Held::File(store),
         dir: Some(dir),
         config,
     }
@@ -329,7 +346,7 @@ proptest! {
     #[test]
     fn mem_store_matches_model(ops in proptest::collection::vec(op(), 1..60)) {
         run(|| Subject {
-            store: Box::new(MemStore::new(StreamStoreConfig::default())),
+            store: Held::Mem(MemStore::new(StreamStoreConfig::default())),
             dir: None,
             config: StreamStoreConfig::default(),
         }, &ops);
@@ -342,7 +359,7 @@ proptest! {
 
     #[test]
     fn limited_stores_match_model(ops in proptest::collection::vec(op(), 1..60)) {
-        run(|| Subject { store: Box::new(MemStore::new(limits())), dir: None, config: limits() }, &ops);
+        run(|| Subject { store: Held::Mem(MemStore::new(limits())), dir: None, config: limits() }, &ops);
         run(|| file_subject(limits()), &ops);
     }
 }

@@ -1,7 +1,8 @@
 //! FileStore: the engine over a directory of append-only block files.
 //!
 //! Layout of a stream directory: `meta.bin` (the owner's blob), `<id>.blk` blocks of records,
-//! `<id>.del` per-block delete logs, `<id>.idx` per-block indexes (written when a block is sealed and
+//! `lock` (flock held while open, see `lock.rs`), `<id>.del` per-block delete logs, `<id>.idx`
+//! per-block indexes (written when a block is sealed and
 //! for the active block at clean close: the index snapshot), `consumers/<name>/` consumer state.
 //!
 //! Write path: `append` encodes into one write buffer; `flush` writes it with one `write` and, per
@@ -14,6 +15,7 @@
 
 mod block;
 mod consumer;
+mod lock;
 mod record;
 mod recovery;
 
@@ -32,6 +34,7 @@ use crate::traits::{ConsumerStore, StreamStore};
 use crate::types::StoredMessage;
 
 use block::{block_path, delete_path, encode_block_index, index_path, Block, IndexedMessage};
+use lock::DirectoryLock;
 use record::{
     decode_record, encode_block_header, encode_record, erase_record_in_place, DeleteEntry,
     RecordKind, BLOCK_HEADER_LEN,
@@ -63,6 +66,8 @@ pub struct FileBackend {
     maintenance: BTreeSet<u64>,
     metadata: Vec<u8>,
     report: RecoveryReport,
+    /// Held from open until close, delete or drop.
+    lock: Option<DirectoryLock>,
 }
 
 impl Store<FileBackend> {
@@ -76,6 +81,9 @@ impl Store<FileBackend> {
         options.block_size = options
             .block_size
             .clamp(BLOCK_HEADER_LEN as u64 + 1, MAX_BLOCK_SIZE);
+        fs::create_dir_all(dir.as_ref()).map_err(StoreError::io(dir.as_ref()))?;
+        // Taken before recovery: recovery truncates and rewrites files another opener may be using.
+        let lock = DirectoryLock::acquire(dir.as_ref())?;
         let recovered = recovery::recover(dir.as_ref(), &options)?;
         let backend = FileBackend {
             dir: dir.as_ref().to_path_buf(),
@@ -88,6 +96,7 @@ impl Store<FileBackend> {
             maintenance: BTreeSet::new(),
             metadata: recovered.metadata,
             report: recovered.report,
+            lock: Some(lock),
         };
         let mut store = Store::from_parts(config.clone(), recovered.index, recovered.ttls, backend);
         store.backend.maintenance = store.backend.blocks.iter().map(|b| b.id).collect();
@@ -104,6 +113,15 @@ impl Store<FileBackend> {
     /// What recovery found and repaired when this store was opened.
     pub fn recovery_report(&self) -> &RecoveryReport {
         &self.backend.report
+    }
+
+    /// Give up the store the way a killed process would: nothing more is written (buffered
+    /// records not yet flushed are lost, delete logs stay as they are), only the directory lock
+    /// is released so the directory can be opened again. For crash tests and figures.
+    #[doc(hidden)]
+    pub fn abandon(mut self) {
+        self.backend.lock = None;
+        std::mem::forget(self);
     }
 
     /// Number of block files (for tests and figures).
@@ -608,7 +626,10 @@ impl Backend for FileBackend {
                 .and_then(|file| file.sync_all())
                 .map_err(StoreError::io(&path))?;
         }
-        sync_dir(&self.dir)
+        sync_dir(&self.dir)?;
+        // Closed: the directory is consistent on disk and may be opened again.
+        self.lock = None;
+        Ok(())
     }
 
     fn set_metadata(&mut self, blob: &[u8]) -> Result<(), StoreError> {
@@ -637,6 +658,7 @@ impl Backend for FileBackend {
     fn delete(&mut self) -> Result<(), StoreError> {
         self.blocks.clear();
         self.write_buffer.clear();
+        self.lock = None;
         match fs::remove_dir_all(&self.dir) {
             Ok(()) => Ok(()),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),

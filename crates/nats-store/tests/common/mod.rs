@@ -99,7 +99,7 @@ impl ReopeningStore {
             drop(store);
         } else {
             store.flush().unwrap();
-            std::mem::forget(store);
+            store.abandon();
         }
         let store = FileStore::open(
             self.dir.path().join("stream"),
