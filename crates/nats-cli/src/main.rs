@@ -11,6 +11,7 @@ mod context;
 mod error;
 mod kv;
 mod messaging;
+mod object;
 mod options;
 mod output;
 mod prompt;
@@ -57,6 +58,9 @@ enum Command {
     Reply(messaging::ReplyArgs),
     /// Interacts with a JetStream based Key-Value store
     Kv(kv::KvArgs),
+    /// Interacts with a JetStream based Object store
+    #[command(alias = "obj")]
+    Object(object::ObjectArgs),
     /// Server information and health checks
     Server(server::ServerArgs),
     /// Account information and status
@@ -83,6 +87,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Request(args) => messaging::request(args, options).await,
         Command::Reply(args) => messaging::reply(args, options).await,
         Command::Kv(args) => kv::run(args, options).await,
+        Command::Object(args) => object::run(args, options).await,
         Command::Server(args) => server::run_server(args, options).await,
         Command::Account(args) => server::account_info(args, options).await,
         Command::Rtt(args) => server::rtt(args, options).await,

@@ -4,12 +4,12 @@
 mod common;
 
 use common::{field, has_line_with, nats};
+use test_harness::TestServer;
 
 #[test]
+#[ignore = "needs pulled and pushed messages to carry the stored subject (not the inbox) from issue 5"]
 fn consumer_lifecycle() {
-    let Some(server) = common::jetstream_server_with_consumers() else {
-        return;
-    };
+    let server = TestServer::jetstream();
     let home = tempfile::tempdir().expect("tempdir");
     let home = home.path();
     nats(
@@ -146,9 +146,7 @@ fn consumer_lifecycle() {
 
 #[test]
 fn consumer_on_missing_stream_fails() {
-    let Some(server) = common::jetstream_server_with_consumers() else {
-        return;
-    };
+    let server = TestServer::jetstream();
     let home = tempfile::tempdir().expect("tempdir");
     let run = nats(
         &server,
@@ -162,9 +160,7 @@ fn consumer_on_missing_stream_fails() {
 
 #[test]
 fn stream_get_subjects_purge_copy_edit_and_remove() {
-    let Some(server) = common::jetstream_server_with_consumers() else {
-        return;
-    };
+    let server = TestServer::jetstream();
     let home = tempfile::tempdir().expect("tempdir");
     let home = home.path();
     nats(

@@ -5,11 +5,11 @@ mod common;
 
 use std::process::Command;
 
+use test_harness::TestServer;
+
 #[test]
 fn stream_add_asks_in_natscli_order_and_enter_takes_defaults() {
-    let Some(server) = common::jetstream_server() else {
-        return;
-    };
+    let server = TestServer::jetstream();
     let home = tempfile::tempdir().expect("tempdir");
     let mut command = Command::new(test_harness::cli_binary());
     command.args([
@@ -71,9 +71,7 @@ fn stream_add_asks_in_natscli_order_and_enter_takes_defaults() {
 
 #[test]
 fn consumer_add_asks_in_natscli_order() {
-    let Some(server) = common::jetstream_server() else {
-        return;
-    };
+    let server = TestServer::jetstream();
     let home = tempfile::tempdir().expect("tempdir");
     common::nats(
         &server,

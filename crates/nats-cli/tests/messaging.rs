@@ -133,9 +133,7 @@ fn request_without_responders_fails() {
 
 #[test]
 fn pub_jetstream_prints_the_puback() {
-    let Some(server) = common::jetstream_server() else {
-        return;
-    };
+    let server = TestServer::jetstream();
     let home = tempfile::tempdir().expect("tempdir");
     nats(
         &server,

@@ -104,9 +104,7 @@ fn bench_pub_reports_a_rate() {
 
 #[test]
 fn bench_jetstream_publish_and_fetch() {
-    let Some(server) = common::jetstream_server_with_consumers() else {
-        return;
-    };
+    let server = TestServer::jetstream();
     let home = tempfile::tempdir().expect("tempdir");
     let publish = nats(
         &server,
@@ -141,9 +139,7 @@ fn bench_jetstream_publish_and_fetch() {
 
 #[test]
 fn server_check_stream_thresholds() {
-    let Some(server) = common::jetstream_server() else {
-        return;
-    };
+    let server = TestServer::jetstream();
     let home = tempfile::tempdir().expect("tempdir");
     let home = home.path();
     nats(

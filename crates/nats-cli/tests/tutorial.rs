@@ -4,12 +4,11 @@
 mod common;
 
 use common::{field, has_line_with, nats};
+use test_harness::TestServer;
 
 #[test]
 fn tutorial_commands_verbatim() {
-    let Some(server) = common::jetstream_server() else {
-        return;
-    };
+    let server = TestServer::jetstream();
     let home = tempfile::tempdir().expect("tempdir");
     let home = home.path();
 
@@ -125,9 +124,7 @@ fn tutorial_commands_verbatim() {
 
 #[test]
 fn stream_add_with_defaults_accepts_every_default() {
-    let Some(server) = common::jetstream_server() else {
-        return;
-    };
+    let server = TestServer::jetstream();
     let home = tempfile::tempdir().expect("tempdir");
     let add = nats(
         &server,
@@ -162,9 +159,7 @@ fn stream_add_with_defaults_accepts_every_default() {
 
 #[test]
 fn missing_stream_is_a_one_line_error() {
-    let Some(server) = common::jetstream_server() else {
-        return;
-    };
+    let server = TestServer::jetstream();
     let home = tempfile::tempdir().expect("tempdir");
     for args in [
         vec!["stream", "info", "NOPE"],
@@ -183,9 +178,7 @@ fn missing_stream_is_a_one_line_error() {
 
 #[test]
 fn stream_report_without_streams() {
-    let Some(server) = common::jetstream_server() else {
-        return;
-    };
+    let server = TestServer::jetstream();
     let home = tempfile::tempdir().expect("tempdir");
     let report = nats(&server, home.path(), &["stream", "report"]);
     report.ok();
@@ -228,9 +221,7 @@ fn unreachable_server_fails_fast_with_one_line() {
 
 #[test]
 fn stream_config_file_round_trip() {
-    let Some(server) = common::jetstream_server() else {
-        return;
-    };
+    let server = TestServer::jetstream();
     let home = tempfile::tempdir().expect("tempdir");
     let file = home.path().join("orders.json");
     let file_text = file.display().to_string();

@@ -53,9 +53,14 @@ pub fn isolate(command: &mut Command, config_dir: &Path) {
 }
 
 /// Run to completion (at most 30 s) with standard input closed.
-pub fn run(mut command: Command) -> Run {
+pub fn run(command: Command) -> Run {
+    run_with_stdin(command, Stdio::null())
+}
+
+/// Run to completion (at most 30 s) reading standard input from `stdin` (e.g. a file).
+pub fn run_with_stdin(mut command: Command, stdin: impl Into<Stdio>) -> Run {
     command
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = command.spawn().expect("spawn nats");
@@ -110,42 +115,6 @@ pub fn field<'a>(text: &'a str, label: &str) -> Option<&'a str> {
             .and_then(|rest| rest.strip_prefix(':'))
             .map(str::trim)
     })
-}
-
-/// A JetStream server, or `None` (test skipped, with a note) when the server under test is
-/// ours and does not answer `$JS.API.INFO` yet. The reference server always runs the test.
-pub fn jetstream_server() -> Option<TestServer> {
-    let server = TestServer::jetstream();
-    if test_harness::is_reference() || answers_jetstream_info(&server) {
-        return Some(server);
-    }
-    eprintln!("skipping: the server under test does not answer $JS.API.INFO");
-    None
-}
-
-fn answers_jetstream_info(server: &TestServer) -> bool {
-    use std::io::{BufRead, BufReader, Write};
-    let Ok(mut stream) = std::net::TcpStream::connect(server.addr()) else {
-        return false;
-    };
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(3)));
-    let probe = "CONNECT {\"verbose\":false,\"headers\":true,\"no_responders\":true}\r\nSUB _probe.reply 1\r\nPUB $JS.API.INFO _probe.reply 0\r\n\r\nPING\r\n";
-    if stream.write_all(probe.as_bytes()).is_err() {
-        return false;
-    }
-    let mut reader = BufReader::new(stream);
-    let deadline = Instant::now() + Duration::from_secs(3);
-    let mut line = String::new();
-    while Instant::now() < deadline {
-        line.clear();
-        match reader.read_line(&mut line) {
-            Ok(0) | Err(_) => return false,
-            Ok(_) if line.starts_with("MSG _probe.reply") => return true,
-            Ok(_) if line.starts_with("HMSG _probe.reply") => return false,
-            Ok(_) => {}
-        }
-    }
-    false
 }
 
 /// A long-running `nats` process (sub, reply) whose standard error lines are read as they
@@ -240,83 +209,4 @@ impl Drop for Background {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// A JetStream server whose consumer deliveries carry the stored message's subject (what
-/// every client library relies on), or `None` (test skipped, with a note) when the server
-/// under test is ours and does not do that yet. The reference server always runs the test.
-pub fn jetstream_server_with_consumers() -> Option<TestServer> {
-    let server = jetstream_server()?;
-    if test_harness::is_reference() || deliveries_keep_subject(&server) {
-        return Some(server);
-    }
-    eprintln!(
-        "skipping: consumer deliveries of the server under test do not carry the message subject"
-    );
-    None
-}
-
-fn deliveries_keep_subject(server: &TestServer) -> bool {
-    use std::io::{BufRead, BufReader, Write};
-    let Ok(stream) = std::net::TcpStream::connect(server.addr()) else {
-        return false;
-    };
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(3)));
-    let Ok(mut writer) = stream.try_clone() else {
-        return false;
-    };
-    let mut reader = BufReader::new(stream);
-    let setup = "CONNECT {\"verbose\":false,\"headers\":true,\"no_responders\":true}\r\nSUB _probe.reply 1\r\nSUB _probe.deliver 2\r\n";
-    if writer.write_all(setup.as_bytes()).is_err() {
-        return false;
-    }
-    // Publish one frame and return the head line of the next MSG/HMSG that arrives.
-    let mut exchange = |subject: &str, reply: &str, body: &str| -> Option<String> {
-        let frame = format!("PUB {subject} {reply} {}\r\n{body}\r\n", body.len());
-        writer.write_all(frame.as_bytes()).ok()?;
-        let deadline = Instant::now() + Duration::from_secs(3);
-        let mut line = String::new();
-        while Instant::now() < deadline {
-            line.clear();
-            if reader.read_line(&mut line).ok()? == 0 {
-                return None;
-            }
-            if line.starts_with("MSG ") || line.starts_with("HMSG ") {
-                let head = line.trim().to_string();
-                let mut payload = String::new();
-                reader.read_line(&mut payload).ok()?;
-                return Some(head);
-            }
-        }
-        None
-    };
-    let stream_config = r#"{"name":"CLIPROBE","subjects":["cliprobe.subject"],"storage":"memory"}"#;
-    let consumer_config = r#"{"stream_name":"CLIPROBE","config":{"durable_name":"P","ack_policy":"none","deliver_policy":"all"}}"#;
-    let steps = [
-        (
-            "$JS.API.STREAM.CREATE.CLIPROBE",
-            "_probe.reply",
-            stream_config,
-        ),
-        ("cliprobe.subject", "_probe.reply", "x"),
-        (
-            "$JS.API.CONSUMER.CREATE.CLIPROBE.P",
-            "_probe.reply",
-            consumer_config,
-        ),
-    ];
-    for (subject, reply, body) in steps {
-        if exchange(subject, reply, body).is_none() {
-            return false;
-        }
-    }
-    let delivery = exchange(
-        "$JS.API.CONSUMER.MSG.NEXT.CLIPROBE.P",
-        "_probe.deliver",
-        r#"{"batch":1,"expires":1000000000}"#,
-    );
-    let _ = exchange("$JS.API.STREAM.DELETE.CLIPROBE", "_probe.reply", "");
-    delivery.is_some_and(|head| {
-        head.starts_with("MSG cliprobe.subject ") || head.starts_with("HMSG cliprobe.subject ")
-    })
 }
