@@ -63,6 +63,7 @@ impl Rules {
 pub struct UserPermissions {
     publish: Option<Rules>,
     subscribe: Option<Rules>,
+    pub responses: Option<crate::config::ResponsePermission>,
 }
 
 impl UserPermissions {
@@ -70,6 +71,7 @@ impl UserPermissions {
         UserPermissions {
             publish: permissions.publish.as_ref().map(Rules::compile),
             subscribe: permissions.subscribe.as_ref().map(Rules::compile),
+            responses: permissions.responses,
         }
     }
 
@@ -243,6 +245,7 @@ mod tests {
                 deny: vec!["foo.secret".into()],
             }),
             subscribe: None,
+            responses: None,
         });
         assert!(permissions.can_publish("foo.bar"));
         assert!(!permissions.can_publish("foo.secret"));

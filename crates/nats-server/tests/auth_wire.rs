@@ -160,3 +160,40 @@ authorization {
     admin.ping_collect();
     assert_eq!(reader.ping_collect(), ["MSG public.x 1 1", "b", "PONG"]);
 }
+
+#[test]
+fn allow_responses_lets_a_service_answer_once() {
+    let server = with_config(
+        r#"
+authorization {
+  users = [
+    { user: admin, password: adminpw }
+    { user: svc, password: pw, permissions { publish { deny: ">" }, subscribe: "svc", allow_responses: true } }
+  ]
+}
+"#,
+    );
+    let mut service =
+        RawClient::connect_with(&server, r#"{"verbose":false,"user":"svc","pass":"pw"}"#);
+    service.send("SUB svc 1\r\n");
+    service.ping_collect();
+    let mut requester = RawClient::connect_with(
+        &server,
+        r#"{"verbose":false,"user":"admin","pass":"adminpw"}"#,
+    );
+    requester.send("SUB inbox.1 1\r\nPUB svc inbox.1 3\r\nreq\r\n");
+    requester.ping_collect();
+    assert_eq!(
+        service.ping_collect(),
+        ["MSG svc 1 inbox.1 3", "req", "PONG"]
+    );
+    service.send("PUB inbox.1 3\r\nrep\r\nPUB inbox.1 4\r\nrep2\r\n");
+    assert_eq!(
+        service.ping_collect(),
+        [
+            "-ERR 'Permissions Violation for Publish to \"inbox.1\"'",
+            "PONG"
+        ]
+    );
+    assert_eq!(requester.ping_collect(), ["MSG inbox.1 1 3", "rep", "PONG"]);
+}

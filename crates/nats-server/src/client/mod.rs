@@ -124,7 +124,50 @@ pub struct ClientShared {
     pub last_activity: Mutex<OffsetDateTime>,
     pub rtt: Mutex<Option<std::time::Duration>>,
     pub subscriptions: Mutex<HashMap<Bytes, Arc<ClientSubscription>>>,
+    /// Set at CONNECT for a user with `allow_responses`: reply subjects of requests delivered
+    /// to this client, each with its remaining publishes and expiry.
+    pub response_permits: std::sync::OnceLock<ResponsePermits>,
     server: std::sync::Weak<Server>,
+}
+
+/// Reply subjects a responder may publish to despite its publish rules.
+pub struct ResponsePermits {
+    pub permission: crate::config::ResponsePermission,
+    pub permits: Mutex<HashMap<Bytes, (u64, std::time::Instant)>>,
+}
+
+/// Above this many outstanding permits, expired ones are swept on insert.
+const RESPONSE_PERMIT_SWEEP: usize = 1024;
+
+impl ResponsePermits {
+    fn grant(&self, reply: &Bytes) {
+        let mut permits = self.permits.lock();
+        let now = std::time::Instant::now();
+        if permits.len() >= RESPONSE_PERMIT_SWEEP {
+            permits.retain(|_, (_, expires)| *expires > now);
+        }
+        permits.insert(
+            reply.clone(),
+            (self.permission.max, now + self.permission.expires),
+        );
+    }
+
+    /// Use one permit for `subject`; false when there is none (or it expired).
+    pub fn take(&self, subject: &Bytes) -> bool {
+        let mut permits = self.permits.lock();
+        let Some((remaining, expires)) = permits.get_mut(subject) else {
+            return false;
+        };
+        if *expires <= std::time::Instant::now() || *remaining == 0 {
+            permits.remove(subject);
+            return false;
+        }
+        *remaining -= 1;
+        if *remaining == 0 {
+            permits.remove(subject);
+        }
+        true
+    }
 }
 
 impl ClientShared {
@@ -209,6 +252,9 @@ impl ClientShared {
                 counters.out_bytes.load(Ordering::Relaxed) + size as u64,
                 Ordering::Relaxed,
             );
+        }
+        if let (Some(permits), Some(reply)) = (self.response_permits.get(), delivery.reply) {
+            permits.grant(reply);
         }
         if self.trace {
             self.trace_delivery(subscription, delivery);
@@ -331,6 +377,7 @@ pub fn spawn_connection(server: &Arc<Server>, stream: TcpStream, address: Socket
         last_activity: Mutex::new(now),
         rtt: Mutex::new(None),
         subscriptions: Mutex::new(HashMap::new()),
+        response_permits: std::sync::OnceLock::new(),
         server: Arc::downgrade(server),
     });
     let (read_half, write_half) = stream.into_split();

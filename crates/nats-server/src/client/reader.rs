@@ -290,6 +290,12 @@ impl Session {
         if self.server.authenticator.required() && !self.connected {
             match self.server.authenticator.authenticate(&connect) {
                 Ok((permissions, user)) => {
+                    if let Some(responses) = permissions.as_ref().and_then(|p| p.responses) {
+                        let _ = self.shared.response_permits.set(super::ResponsePermits {
+                            permission: responses,
+                            permits: parking_lot::Mutex::new(HashMap::new()),
+                        });
+                    }
                     self.permissions = permissions;
                     self.shared.meta.lock().user = user;
                 }
@@ -353,7 +359,14 @@ impl Session {
             self.send_err("Invalid Publish Subject");
         }
         if let Some(permissions) = self.permissions.clone() {
-            if permissions.restricts_publish() && !self.publish_permitted(&permissions, &subject) {
+            if permissions.restricts_publish()
+                && !self.publish_permitted(&permissions, &subject)
+                && !self
+                    .shared
+                    .response_permits
+                    .get()
+                    .is_some_and(|permits| permits.take(&subject))
+            {
                 let text = nats_proto::err_text::permissions_violation_publish(
                     &String::from_utf8_lossy(&subject),
                 );

@@ -7,7 +7,9 @@
 pub mod options;
 pub mod parser;
 
-pub use options::{apply_config_file, duration_text, Options, Permissions, SubjectRules, User};
+pub use options::{
+    apply_config_file, duration_text, Options, Permissions, ResponsePermission, SubjectRules, User,
+};
 pub use parser::{ConfigError, Entry, Value};
 
 #[cfg(test)]

@@ -28,6 +28,25 @@ pub struct SubjectRules {
 pub struct Permissions {
     pub publish: Option<SubjectRules>,
     pub subscribe: Option<SubjectRules>,
+    /// `allow_responses`: publishing to the reply subject of a received request is allowed
+    /// (`max` times, within `expires`), whatever the publish rules say.
+    pub responses: Option<ResponsePermission>,
+}
+
+/// nats-server's defaults: one response within two minutes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResponsePermission {
+    pub max: u64,
+    pub expires: Duration,
+}
+
+impl Default for ResponsePermission {
+    fn default() -> Self {
+        ResponsePermission {
+            max: 1,
+            expires: Duration::from_secs(120),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -338,11 +357,51 @@ fn parse_permissions(entry: &Entry) -> Result<Permissions, ConfigError> {
         match key.to_ascii_lowercase().as_str() {
             "publish" | "pub" | "import" => permissions.publish = Some(parse_rules(item)?),
             "subscribe" | "sub" | "export" => permissions.subscribe = Some(parse_rules(item)?),
-            "allow_responses" | "allow_resp" | "responses" => {}
+            "allow_responses" | "allow_resp" | "responses" => {
+                permissions.responses = parse_responses(item)?
+            }
             _ => return Err(item.error(format!("unknown field \"{key}\""))),
         }
     }
     Ok(permissions)
+}
+
+/// `allow_responses: true` or `{ max: N, expires: "1m" }` (a zero or missing value keeps
+/// nats-server's default).
+fn parse_responses(entry: &Entry) -> Result<Option<ResponsePermission>, ConfigError> {
+    match &entry.value {
+        Value::Bool(false) => Ok(None),
+        Value::Bool(true) => Ok(Some(ResponsePermission::default())),
+        Value::Map(items) => {
+            let mut permission = ResponsePermission::default();
+            for (key, item) in items {
+                match key.to_ascii_lowercase().as_str() {
+                    "max" | "max_msgs" | "max_messages" | "max_responses" => {
+                        let max = integer(item)?;
+                        if max > 0 {
+                            permission.max = max as u64;
+                        }
+                    }
+                    "expires" | "expiration" | "ttl" => {
+                        let expires = match &item.value {
+                            Value::String(text) => parse_duration(text)
+                                .ok_or_else(|| item.error(format!("invalid duration {text:?}")))?,
+                            Value::Integer(seconds) => {
+                                Duration::from_secs((*seconds).max(0) as u64)
+                            }
+                            _ => return Err(item.error("expires must be a duration")),
+                        };
+                        if !expires.is_zero() {
+                            permission.expires = expires;
+                        }
+                    }
+                    _ => return Err(item.error(format!("unknown field \"{key}\""))),
+                }
+            }
+            Ok(Some(permission))
+        }
+        _ => Err(entry.error("allow_responses must be a boolean or a map")),
+    }
 }
 
 /// `"subject"`, `["a", "b"]` (both allow lists) or `{ allow: ..., deny: ... }`.

@@ -235,3 +235,22 @@ fn separators_on_one_line() {
     assert_eq!(options.max_payload, 1000);
     assert_eq!(options.ping_max, 5);
 }
+
+#[test]
+fn allow_responses_forms() {
+    use super::ResponsePermission;
+    let options = options_from(
+        "authorization { users = [\n {user: a, password: p, permissions: {allow_responses: true}}\n {user: b, password: p, permissions: {allow_responses: {max: 3, expires: \"5s\"}}}\n] }\n",
+    )
+    .unwrap();
+    let first = options.users[0].permissions.clone().unwrap();
+    assert_eq!(first.responses, Some(ResponsePermission::default()));
+    let second = options.users[1].permissions.clone().unwrap();
+    assert_eq!(
+        second.responses,
+        Some(ResponsePermission {
+            max: 3,
+            expires: Duration::from_secs(5)
+        })
+    );
+}
