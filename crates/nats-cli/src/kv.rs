@@ -35,6 +35,22 @@ pub enum KvCommand {
         /// The value to store, when empty reads STDIN
         value: Option<String>,
     },
+    /// Puts a value into a key only if the key is new or it's last operation was a delete
+    Create {
+        bucket: String,
+        key: String,
+        /// The value to store, when empty reads STDIN
+        value: Option<String>,
+    },
+    /// Updates a key with a new value if the previous value matches the given revision
+    Update {
+        bucket: String,
+        key: String,
+        /// The value to store, when empty reads STDIN
+        value: Option<String>,
+        /// The revision of the previous value in the bucket
+        revision: Option<u64>,
+    },
     /// Gets a value for a key
     Get {
         bucket: String,
@@ -118,7 +134,7 @@ pub async fn run(args: &KvArgs, options: &GlobalOptions) -> Result<(), CliError>
     let (client, effective) = options.connect().await?;
     let js = JetStream::new(client.clone(), &effective);
     let context = async_nats::jetstream::new(client.clone());
-    let result = run_command(&args.command, &js, &context).await;
+    let result = run_command(&args.command, &client, &js, &context).await;
     let _ = client.flush().await;
     result
 }
@@ -127,10 +143,123 @@ async fn load(
     context: &async_nats::jetstream::Context,
     bucket: &str,
 ) -> Result<async_nats::jetstream::kv::Store, CliError> {
-    context
-        .get_key_value(bucket)
+    context.get_key_value(bucket).await.map_err(|e| {
+        // nats.go's wording for a missing bucket, which natscli prints.
+        if e.to_string().contains("stream not found") {
+            CliError::message("nats: bucket not found")
+        } else {
+            CliError::message(format!("unable to load bucket: {e}"))
+        }
+    })
+}
+
+/// The value argument, or all of standard input when it is absent or empty (natscli reads
+/// standard input only when it is not a terminal).
+fn value_or_stdin(value: &Option<String>) -> Result<Bytes, CliError> {
+    use std::io::IsTerminal;
+    match value {
+        Some(value) if !value.is_empty() => Ok(Bytes::from(value.clone())),
+        _ if std::io::stdin().is_terminal() => Ok(Bytes::new()),
+        _ => {
+            let mut data = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin(), &mut data)?;
+            Ok(Bytes::from(data))
+        }
+    }
+}
+
+/// A failed expected-revision publish, worded as nats.go words a JetStream API error (what
+/// natscli prints for `kv create` and `kv update`).
+struct ApiRefusal {
+    err_code: u64,
+    text: String,
+}
+
+/// Publish `value` to `key` only if the key's last revision is `revision` (0: no value
+/// yet), returning the new revision.
+async fn publish_expecting(
+    client: &async_nats::Client,
+    bucket: &str,
+    key: &str,
+    value: Bytes,
+    revision: u64,
+) -> Result<u64, CliError> {
+    try_publish_expecting(client, bucket, key, value, revision)
+        .await?
+        .map_err(|refusal| CliError::message(refusal.text))
+}
+
+async fn try_publish_expecting(
+    client: &async_nats::Client,
+    bucket: &str,
+    key: &str,
+    value: Bytes,
+    revision: u64,
+) -> Result<Result<u64, ApiRefusal>, CliError> {
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert(
+        "Nats-Expected-Last-Subject-Sequence",
+        revision.to_string().as_str(),
+    );
+    let request = async_nats::Request::new().payload(value).headers(headers);
+    let response = client
+        .send_request(format!("$KV.{bucket}.{key}"), request)
         .await
-        .map_err(|e| CliError::message(format!("unable to load bucket: {e}")))
+        .map_err(CliError::from)?;
+    let answer: serde_json::Value = serde_json::from_slice(&response.payload)?;
+    if let Some(error) = answer.get("error") {
+        let number = |name: &str| error.get(name).and_then(|v| v.as_u64()).unwrap_or(0);
+        let description = error
+            .get("description")
+            .and_then(|v| v.as_str())
+            .unwrap_or("");
+        return Ok(Err(ApiRefusal {
+            err_code: number("err_code"),
+            text: format!(
+                "nats: API error: code={} err_code={} description={description}",
+                number("code"),
+                number("err_code")
+            ),
+        }));
+    }
+    Ok(Ok(answer.get("seq").and_then(|v| v.as_u64()).unwrap_or(0)))
+}
+
+/// `kv create`: like nats.go's Create, a key whose last operation was a delete or purge
+/// counts as absent; an existing value is refused with nats.go's "key exists" wording.
+async fn create(
+    client: &async_nats::Client,
+    context: &async_nats::jetstream::Context,
+    bucket: &str,
+    key: &str,
+    value: &Option<String>,
+) -> Result<(), CliError> {
+    /// JSStreamWrongLastSequenceErr and its replicated-stream twin.
+    const WRONG_LAST_SEQUENCE: [u64; 2] = [10071, 10164];
+    let store = load(context, bucket).await?;
+    let body = value_or_stdin(value)?;
+    let refusal = try_publish_expecting(client, bucket, key, body.clone(), 0)
+        .await?
+        .err();
+    if let Some(refusal) = refusal {
+        let latest = store
+            .entry(key)
+            .await
+            .map_err(|e| CliError::message(e.to_string()))?;
+        match latest {
+            Some(entry)
+                if !matches!(entry.operation, async_nats::jetstream::kv::Operation::Put) =>
+            {
+                publish_expecting(client, bucket, key, body, entry.revision).await?;
+            }
+            _ if WRONG_LAST_SEQUENCE.contains(&refusal.err_code) => {
+                return Err(CliError::message(format!("{}: key exists", refusal.text)));
+            }
+            _ => return Err(CliError::message(refusal.text)),
+        }
+    }
+    println!("{}", value.as_deref().unwrap_or(""));
+    Ok(())
 }
 
 fn entry_time(entry: &async_nats::jetstream::kv::Entry) -> String {
@@ -174,6 +303,7 @@ fn confirm(text: &str) -> Result<bool, CliError> {
 
 async fn run_command(
     command: &KvCommand,
+    client: &async_nats::Client,
     js: &JetStream,
     context: &async_nats::jetstream::Context,
 ) -> Result<(), CliError> {
@@ -208,6 +338,21 @@ async fn run_command(
                 .await
                 .map_err(|e| CliError::message(e.to_string()))?;
             show_info(js, &args.bucket).await
+        }
+        KvCommand::Create { bucket, key, value } => {
+            create(client, context, bucket, key, value).await
+        }
+        KvCommand::Update {
+            bucket,
+            key,
+            value,
+            revision,
+        } => {
+            load(context, bucket).await?;
+            let body = value_or_stdin(value)?;
+            publish_expecting(client, bucket, key, body, revision.unwrap_or(0))
+                .await
+                .map(|_| println!("{}", value.as_deref().unwrap_or("")))
         }
         KvCommand::Put { bucket, key, value } => {
             let store = load(context, bucket).await?;

@@ -140,11 +140,11 @@ async fn load(
     bucket: &str,
 ) -> Result<ObjectStore, CliError> {
     context.get_object_store(bucket).await.map_err(|error| {
-        use async_nats::jetstream::context::ObjectStoreErrorKind;
-        match error.kind() {
-            // nats.go's wording, which natscli prints.
-            ObjectStoreErrorKind::GetStore => CliError::message("nats: bucket not found"),
-            _ => CliError::message(error.to_string()),
+        // nats.go's wording for a missing bucket, which natscli prints.
+        if error.to_string().contains("stream not found") {
+            CliError::message("nats: bucket not found")
+        } else {
+            CliError::message(error.to_string())
         }
     })
 }

@@ -86,3 +86,45 @@ fn kv_bucket_lifecycle() {
         none.stdout
     );
 }
+
+#[test]
+fn kv_create_and_update_check_revisions() {
+    let server = TestServer::jetstream();
+    let home = tempfile::tempdir().expect("tempdir");
+    let home = home.path();
+    nats(&server, home, &["kv", "add", "CAS"]).ok();
+
+    let created = nats(&server, home, &["kv", "create", "CAS", "k", "one"]);
+    created.ok();
+    assert_eq!(created.stdout.trim(), "one");
+    let again = nats(&server, home, &["kv", "create", "CAS", "k", "two"]);
+    assert_ne!(again.status, 0);
+    assert_eq!(
+        again.stderr.trim(),
+        "nats: error: nats: API error: code=400 err_code=10071 description=wrong last sequence: 1: key exists"
+    );
+
+    let stale = nats(&server, home, &["kv", "update", "CAS", "k", "three", "5"]);
+    assert_ne!(stale.status, 0);
+    assert_eq!(
+        stale.stderr.trim(),
+        "nats: error: nats: API error: code=400 err_code=10071 description=wrong last sequence: 1"
+    );
+    nats(&server, home, &["kv", "update", "CAS", "k", "three", "1"]).ok();
+    let raw = nats(&server, home, &["kv", "get", "CAS", "k", "--raw"]);
+    assert_eq!(raw.stdout, "three");
+
+    // A deleted key counts as absent for create.
+    nats(&server, home, &["kv", "del", "CAS", "k", "-f"]).ok();
+    nats(&server, home, &["kv", "create", "CAS", "k", "four"]).ok();
+    let get = nats(&server, home, &["kv", "get", "CAS", "k"]);
+    assert!(
+        get.stdout.starts_with("CAS > k revision: 4 created @ "),
+        "{}",
+        get.stdout
+    );
+
+    let missing = nats(&server, home, &["kv", "create", "NOPE", "k", "v"]);
+    assert_ne!(missing.status, 0);
+    assert_eq!(missing.stderr.trim(), "nats: error: nats: bucket not found");
+}
