@@ -127,3 +127,40 @@ async fn work_queue_drops_on_ack_and_limits_keep() {
     wait_messages(&client, "WQ", 0).await;
     assert_eq!(stream_messages(&client, "L").await, 4);
 }
+
+#[tokio::test]
+async fn interest_stream_with_ack_none_consumer_drops_on_delivery() {
+    let server = TestServer::jetstream();
+    let client = connect(&server).await;
+    let context = jetstream::new(client.clone());
+    let created = api(
+        &client,
+        "$JS.API.STREAM.CREATE.AN",
+        &json!({"name": "AN", "subjects": ["an.>"], "retention": "interest"}).to_string(),
+    )
+    .await;
+    assert!(created.get("error").is_none(), "{created}");
+    let consumer: jetstream::consumer::PullConsumer = context
+        .get_stream("AN")
+        .await
+        .unwrap()
+        .create_consumer(pull::Config {
+            durable_name: Some("none".into()),
+            ack_policy: jetstream::consumer::AckPolicy::None,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    for _ in 0..3 {
+        publish(&context, "an.x").await;
+    }
+    assert_eq!(stream_messages(&client, "AN").await, 3);
+    let mut batch = consumer.fetch().max_messages(10).messages().await.unwrap();
+    let mut count = 0;
+    while let Some(message) = timeout(TIMEOUT, batch.next()).await.unwrap() {
+        message.unwrap();
+        count += 1;
+    }
+    assert_eq!(count, 3);
+    wait_messages(&client, "AN", 0).await;
+}

@@ -3,7 +3,7 @@
 //! control.
 
 use super::{Candidate, Task, FLOW_CONTROL_BYTES, LOAD_BATCH};
-use crate::consumer::needs_ack;
+use crate::consumer::{apply_retention, needs_ack};
 use crate::transport::Message;
 use bytes::{BufMut, Bytes, BytesMut};
 use jetstream_api::{status, ReplayPolicy};
@@ -328,6 +328,10 @@ impl Task {
             payload,
         });
         self.last_delivery = Instant::now();
+        if !needs_ack(&self.config) {
+            // Ack none: delivered is acknowledged, retention applies now.
+            apply_retention(&self.stream, message.seq, Some(&message.subject));
+        }
         if push {
             self.after_push_delivery(size as u64);
         } else if let Some(front) = self.waiting.requests.front_mut() {
