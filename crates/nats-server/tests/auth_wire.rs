@@ -197,3 +197,28 @@ authorization {
     );
     assert_eq!(requester.ping_collect(), ["MSG inbox.1 1 3", "rep", "PONG"]);
 }
+
+#[test]
+fn no_auth_user_applies_to_connections_without_credentials() {
+    let server = with_config(
+        r#"
+no_auth_user: guest
+authorization {
+  users = [
+    { user: guest, password: guestpw, permissions { publish: "public.>", subscribe: "public.>" } }
+  ]
+}
+"#,
+    );
+    let mut client = RawClient::connect_with(&server, r#"{"verbose":false}"#);
+    client.send("SUB public.news 1\r\nPUB public.news 2\r\nhi\r\nPUB private 1\r\nx\r\n");
+    assert_eq!(
+        client.ping_collect(),
+        [
+            "MSG public.news 1 2",
+            "hi",
+            "-ERR 'Permissions Violation for Publish to \"private\"'",
+            "PONG"
+        ]
+    );
+}
