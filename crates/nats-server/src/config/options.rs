@@ -186,6 +186,17 @@ pub fn apply_items(options: &mut Options, items: &[(String, Entry)]) -> Result<(
     for (key, entry) in items {
         apply_top_level(options, key, entry)?;
     }
+    let hashed = options
+        .password
+        .iter()
+        .chain(options.users.iter().map(|user| &user.password))
+        .any(|password| password.starts_with("$2"));
+    if hashed {
+        options.warnings.push(
+            "bcrypt-hashed passwords are not supported by rnats: they are compared as plain text"
+                .into(),
+        );
+    }
     Ok(())
 }
 
