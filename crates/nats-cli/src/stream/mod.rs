@@ -3,6 +3,7 @@
 //! questions, `show` renders info/report/ls/subjects, `messages` views, gets and purges.
 //! Talks to the server only through [`crate::api::JetStream`].
 
+mod admin;
 mod config;
 mod messages;
 mod show;
@@ -59,6 +60,10 @@ pub enum StreamCommand {
     /// Removes a stream
     #[command(alias = "delete", alias = "del")]
     Rm(messages::RemoveArgs),
+    /// Seals a stream preventing further updates
+    Seal(admin::SealArgs),
+    /// Finds streams matching certain criteria
+    Find(admin::FindArgs),
 }
 
 pub async fn run(args: &StreamArgs, options: &GlobalOptions) -> Result<(), CliError> {
@@ -81,6 +86,8 @@ pub async fn run(args: &StreamArgs, options: &GlobalOptions) -> Result<(), CliEr
         StreamCommand::Rmm(remove) => messages::remove_message(&js, remove, args.all).await,
         StreamCommand::Purge(purge) => messages::purge(&js, purge, args.all).await,
         StreamCommand::Rm(remove) => messages::remove(&js, remove, args.all).await,
+        StreamCommand::Seal(seal) => admin::seal(&js, seal, args.all).await,
+        StreamCommand::Find(find) => admin::find(&js, find).await,
     };
     // Let queued publishes and acks reach the server before the process exits.
     let _ = js.client.flush().await;

@@ -543,11 +543,18 @@ pub async fn ls(js: &JetStream, args: &LsArgs, show_all: bool) -> Result<(), Cli
         }
         return Ok(());
     }
-    streams.sort_by_key(|s| s.state.bytes);
     let title = match &args.subject {
         Some(subject) => format!("Streams matching {subject}"),
         None => "Streams".to_string(),
     };
+    println!("{}\n", render_streams_table(&mut streams, title));
+    render_missing(&missing);
+    Ok(())
+}
+
+/// natscli's stream table (ls, find), smallest streams first.
+pub fn render_streams_table(streams: &mut [StreamInfo], title: String) -> String {
+    streams.sort_by_key(|s| s.state.bytes);
     let mut table = Table::new(title);
     table.headers([
         "Name",
@@ -557,7 +564,7 @@ pub async fn ls(js: &JetStream, args: &LsArgs, show_all: bool) -> Result<(), Cli
         "Size",
         "Last Message",
     ]);
-    for stream in &streams {
+    for stream in streams.iter() {
         let last = humanize_since(&stream.state.last_ts);
         table.row([
             stream.config.name.clone(),
@@ -568,9 +575,7 @@ pub async fn ls(js: &JetStream, args: &LsArgs, show_all: bool) -> Result<(), Cli
             last,
         ]);
     }
-    println!("{}\n", table.render());
-    render_missing(&missing);
-    Ok(())
+    table.render()
 }
 
 fn render_missing(missing: &[String]) {
