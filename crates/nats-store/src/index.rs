@@ -2,7 +2,8 @@
 //! and a subject table (first/last/count per subject) interned to compact ids.
 //!
 //! Memory: a slot is 24 bytes per sequence; a subject costs one table entry (40 bytes), one hash
-//! bucket (9 bytes + load slack) and one allocation of its text.
+//! bucket (9 bytes + load slack) and one allocation of its text; once a wildcard filter is used, also
+//! one subject-tree node (see `subject_tree.rs`, ~37 bytes).
 
 use std::collections::VecDeque;
 
@@ -10,6 +11,7 @@ use hashbrown::{DefaultHashBuilder, HashTable};
 use std::hash::BuildHasher;
 
 use crate::filter::{is_full_wildcard, is_literal, subject_matches_filter};
+use crate::subject_tree::SubjectTree;
 
 /// Sequences a wildcard `next_matching` scans before consulting the subject table.
 const SHORT_SCAN: u64 = 4096;
@@ -68,6 +70,10 @@ pub struct SubjectTable {
     table: HashTable<(u32, u32)>,
     hasher: DefaultHashBuilder,
     live: usize,
+    /// Token trie over the live subjects, for wildcard filters. Built on the first wildcard
+    /// query and kept up to date from then on: streams nobody filters with wildcards (and every
+    /// open) do not pay for it (building costs ~0.8 µs and ~37 bytes per subject).
+    tree: std::cell::OnceCell<SubjectTree>,
 }
 
 impl SubjectTable {
@@ -134,6 +140,9 @@ impl SubjectTable {
                 (self.entries.len() - 1) as u32
             }
         };
+        if let Some(tree) = self.tree.get_mut() {
+            tree.insert(&self.entries, id);
+        }
         self.table
             .insert_unique(Self::table_hash(hash), (id, hash), |(_, stored)| {
                 Self::table_hash(*stored)
@@ -150,6 +159,9 @@ impl SubjectTable {
         {
             found.remove();
         }
+        if let Some(tree) = self.tree.get_mut() {
+            tree.remove(&self.entries, id);
+        }
         self.entries[id as usize].subject = "".into();
         self.free_ids.push(id);
         self.live -= 1;
@@ -160,15 +172,25 @@ impl SubjectTable {
         if is_literal(filter) {
             return self.lookup(filter).into_iter().collect();
         }
-        let all = is_full_wildcard(filter);
-        self.entries
-            .iter()
-            .enumerate()
-            .filter(|(_, entry)| {
-                entry.count > 0 && (all || subject_matches_filter(&entry.subject, filter))
-            })
-            .map(|(id, _)| id as u32)
-            .collect()
+        if is_full_wildcard(filter) {
+            return self
+                .entries
+                .iter()
+                .enumerate()
+                .filter(|(_, entry)| entry.count > 0)
+                .map(|(id, _)| id as u32)
+                .collect();
+        }
+        let tree = self.tree.get_or_init(|| {
+            let mut tree = SubjectTree::with_capacity(self.live);
+            for (id, entry) in self.entries.iter().enumerate() {
+                if entry.count > 0 {
+                    tree.insert(&self.entries, id as u32);
+                }
+            }
+            tree
+        });
+        tree.matching(&self.entries, filter)
     }
 
     pub fn clear(&mut self) {
@@ -185,6 +207,7 @@ impl SubjectTable {
                 .map(|entry| entry.subject.len())
                 .sum::<usize>()
             + self.free_ids.capacity() * 4
+            + self.tree.get().map_or(0, SubjectTree::heap_bytes)
     }
 }
 

@@ -34,6 +34,7 @@ mod filter;
 #[doc(hidden)]
 pub mod index;
 mod memory;
+mod subject_tree;
 mod traits;
 mod types;
 
