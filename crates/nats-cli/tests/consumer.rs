@@ -304,3 +304,90 @@ fn stream_get_subjects_purge_copy_edit_and_remove() {
     );
     assert!(no_force.stderr.contains("terminal"), "{}", no_force.stderr);
 }
+
+#[test]
+fn consumer_edit_shows_differences() {
+    let server = TestServer::jetstream();
+    let home = tempfile::tempdir().expect("tempdir");
+    let home = home.path();
+    nats(
+        &server,
+        home,
+        &[
+            "stream",
+            "add",
+            "JOBS",
+            "--subjects",
+            "jobs.>",
+            "--defaults",
+        ],
+    )
+    .ok();
+    nats(
+        &server,
+        home,
+        &["consumer", "add", "JOBS", "WORKER", "--pull", "--defaults"],
+    )
+    .ok();
+
+    let dry = nats(
+        &server,
+        home,
+        &[
+            "consumer",
+            "edit",
+            "JOBS",
+            "WORKER",
+            "--max-deliver",
+            "5",
+            "--dry-run",
+        ],
+    );
+    assert_ne!(dry.status, 0);
+    assert!(
+        dry.stdout.starts_with("Differences (-old +new):\n"),
+        "{}",
+        dry.stdout
+    );
+    assert!(
+        dry.stdout.lines().any(|l| l == "-  max_deliver: -1")
+            && dry.stdout.lines().any(|l| l == "+  max_deliver: 5"),
+        "{}",
+        dry.stdout
+    );
+    let unchanged = nats(&server, home, &["consumer", "info", "JOBS", "WORKER"]);
+    assert_eq!(field(&unchanged.stdout, "Maximum Deliveries"), None);
+
+    let edit = nats(
+        &server,
+        home,
+        &[
+            "consumer",
+            "edit",
+            "JOBS",
+            "WORKER",
+            "--max-deliver",
+            "5",
+            "-f",
+        ],
+    );
+    edit.ok();
+    assert!(edit.stdout.contains("+  max_deliver: 5"), "{}", edit.stdout);
+    assert_eq!(field(&edit.stdout, "Maximum Deliveries"), Some("5"));
+
+    let same = nats(
+        &server,
+        home,
+        &[
+            "consumer",
+            "edit",
+            "JOBS",
+            "WORKER",
+            "--max-deliver",
+            "5",
+            "-f",
+        ],
+    );
+    same.ok();
+    assert_eq!(same.stdout.trim(), "No difference in configuration");
+}

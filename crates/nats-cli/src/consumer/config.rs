@@ -302,9 +302,19 @@ pub(super) async fn edit_consumer(
     if let Some(threshold) = &flags.inactive_threshold {
         config.inactive_threshold = nanos(parse_duration(threshold)?);
     }
-    if config == info.config {
-        println!("No difference in configuration");
+    let diff = crate::stream::config::config_diff(&info.config, &config)?;
+    if diff.is_empty() {
+        if !args.dry_run {
+            println!("No difference in configuration");
+        }
         return Ok(());
+    }
+    println!("Differences (-old +new):");
+    for line in &diff {
+        println!("{line}");
+    }
+    if args.dry_run {
+        return Err(CliError::message("dry run: configuration not changed"));
     }
     if !args.force {
         let confirmed = prompt::confirm(&format!("Really edit Consumer {stream} > {name}"), false)

@@ -150,6 +150,9 @@ pub struct EditArgs {
     /// Produce JSON output
     #[arg(long, short = 'j')]
     pub json: bool,
+    /// Only shows differences, do not edit the consumer
+    #[arg(long)]
+    pub dry_run: bool,
     #[command(flatten)]
     pub flags: ConsumerFlags,
 }

@@ -725,8 +725,9 @@ pub async fn add(js: &JetStream, args: &AddArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// A field-by-field difference of two configs as `-old +new` lines.
-fn config_diff(old: &StreamConfig, new: &StreamConfig) -> Result<Vec<String>, CliError> {
+/// A field-by-field difference of two configs as `-old +new` lines (stream and consumer
+/// edit).
+pub(crate) fn config_diff<T: serde::Serialize>(old: &T, new: &T) -> Result<Vec<String>, CliError> {
     let old_value = serde_json::to_value(old)?;
     let new_value = serde_json::to_value(new)?;
     let empty = serde_json::Map::new();

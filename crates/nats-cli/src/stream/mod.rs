@@ -4,7 +4,7 @@
 //! Talks to the server only through [`crate::api::JetStream`].
 
 mod admin;
-mod config;
+pub(crate) mod config;
 mod messages;
 mod show;
 
