@@ -12,20 +12,20 @@
 //!   `DIRECT.GET` is served by per-stream subscriptions and reader tasks.
 //! - `registry.rs`: streams by name; create/update/delete with the cross-stream checks (subject
 //!   overlap, `max_bytes` reservations); recovery at start.
-//! - `stream/`: a stream = config + store + an ingest thread fed by a queue. Internal
-//!   subscription handlers (which run on the publisher's task) only enqueue. The thread drains
+//! - `stream/`: a stream = config + store + an ingest task fed by a queue. Internal
+//!   subscription handlers (which run on the publisher's task) only enqueue. The task drains
 //!   its queue in batches: checks, `store_msg` per message, ONE `flush` (group commit; with
 //!   `sync_interval: always` the flush is the fsync), then the PubAcks.
 //!   The queue is bounded (100k messages / 128 MiB, then `429` as nats-server); counters
 //!   (`Nats-Incr`), rollups, TTLs, subject delete markers, republish and the input subject
-//!   transform all happen on that thread.
+//!   transform all happen on that task.
 //! - `stream/mirror.rs`: a mirror of a local stream follows the origin's new-message watch and
 //!   copies under the origin's sequences. Sources and external mirrors are refused (not built).
 //! - `storage.rs`: `<store_dir>/jetstream/$G/streams/<name>/` via nats-store's FileStore; the
 //!   stream config rides in the store's metadata blob.
 //!
 //! # Design for consumers (the consumer issue plugs in here)
-//! - Reading: `Stream::store` is `Arc<Mutex<Box<dyn StreamStore>>>`. The ingest thread holds the
+//! - Reading: `Stream::store` is `Arc<Mutex<Box<dyn StreamStore>>>`. The ingest task holds the
 //!   lock only while it stores and flushes one batch; a consumer takes it briefly to
 //!   `load_next(filter, seq)` / `num_pending`. Never hold it across an `.await`.
 //! - Waking: `Stream::last_sequence` is a `tokio::sync::watch` of the last stored sequence,

@@ -67,6 +67,7 @@ impl Engine {
     fn ingest_context(&self) -> IngestContext {
         IngestContext {
             transport: self.transport.clone(),
+            sync_always: self.config.sync_interval == crate::SyncPolicy::Always,
             domain: self.config.domain.clone(),
             usage: self.usage.clone(),
         }

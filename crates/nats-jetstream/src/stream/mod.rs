@@ -4,7 +4,7 @@
 //! (info, purge, message get/delete) and, later, consumers.
 //!
 //! Concurrency (the design consumers plug into):
-//! - The store lives behind `Arc<Mutex<..>>` ([`Stream::store`]). The ingest thread holds the lock
+//! - The store lives behind `Arc<Mutex<..>>` ([`Stream::store`]). The ingest task holds the lock
 //!   for one batch at a time (checks, `store_msg` per message, one `flush`), never across a wait.
 //!   Readers (API gets, direct gets, consumers reading with `load_next`) take it briefly.
 //!   Lock order: stream `config` before `store`; nothing else is held while taking `store`.
@@ -38,7 +38,7 @@ use tokio::sync::{oneshot, watch};
 
 pub(crate) type SharedStore = Arc<Mutex<Box<dyn StreamStore>>>;
 
-/// Work for the stream's ingest thread, executed in arrival order.
+/// Work for the stream's ingest task, executed in arrival order.
 pub(crate) enum StreamCommand {
     Publish(Message),
     Purge {
@@ -63,7 +63,7 @@ pub(crate) enum StreamCommand {
     },
     /// Messages of the origin, for a mirror: stored under their own sequences and times.
     Mirror(Vec<nats_store::StoredMessage>),
-    /// Flush and close (or delete) the store and end the thread.
+    /// Flush and close (or delete) the store and end the task.
     Stop {
         delete: bool,
         reply: oneshot::Sender<()>,
@@ -102,7 +102,7 @@ impl Interest {
     }
 }
 
-/// Publishes queued for the ingest thread, bounded as nats-server bounds a stream's inbound
+/// Publishes queued for the ingest task, bounded as nats-server bounds a stream's inbound
 /// queue (100,000 messages or 128 MiB); beyond that publishes are refused with 429.
 #[derive(Default)]
 pub(crate) struct Backlog {
@@ -125,7 +125,7 @@ impl Backlog {
         true
     }
 
-    /// Called by the ingest thread for every publish it takes off the queue.
+    /// Called by the ingest task for every publish it takes off the queue.
     pub(crate) fn release(&self, size: usize) {
         self.messages.fetch_sub(1, Ordering::Relaxed);
         self.bytes.fetch_sub(size, Ordering::Relaxed);
@@ -166,20 +166,20 @@ pub(crate) struct Stream {
     /// Mirrors: when the origin was last read (unix nanos), 0 before the first contact.
     pub mirror_contact: std::sync::atomic::AtomicI64,
     pub consumers: crate::consumer::Consumers,
-    commands: std::sync::mpsc::Sender<StreamCommand>,
+    commands: tokio::sync::mpsc::UnboundedSender<StreamCommand>,
     subscriptions: Mutex<Vec<u64>>,
     transport: Arc<dyn Transport>,
 }
 
 impl Stream {
-    /// Start the ingest thread over an opened store and subscribe the stream's subjects.
+    /// Start the ingest task over an opened store and subscribe the stream's subjects.
     pub(crate) fn start(
         config: StreamConfig,
         created: i64,
         store: Box<dyn StreamStore>,
         context: IngestContext,
     ) -> Result<Arc<Stream>, std::io::Error> {
-        let (sender, receiver) = std::sync::mpsc::channel();
+        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
         let last = store.state().last_seq;
         let (last_sequence, _) = watch::channel(last);
         let transport = context.transport.clone();
@@ -207,7 +207,7 @@ impl Stream {
         self.config.read().clone()
     }
 
-    /// Send a command to the ingest thread; false when it has stopped.
+    /// Send a command to the ingest task; false when it has stopped.
     pub(crate) fn send(&self, command: StreamCommand) -> bool {
         self.commands.send(command).is_ok()
     }
@@ -248,7 +248,7 @@ impl Stream {
         }
     }
 
-    /// Stop ingest and close (or delete) the store; waits for the thread to finish its queue.
+    /// Stop ingest and close (or delete) the store; waits for the task to finish its queue.
     pub(crate) async fn stop(&self, delete: bool) {
         self.stopped.store(true, Ordering::Relaxed);
         self.unsubscribe_subjects();
