@@ -103,6 +103,13 @@ fn reads(c: &mut Criterion) {
     group.bench_function("num_pending_wildcard_1M_subjects", |b| {
         b.iter(|| store.num_pending("kv.b.*", count / 2, false))
     });
+    // A filter whose wildcard comes before the distinguishing token: one match among 1M subjects.
+    group.bench_function("num_pending_narrow_wildcard_1M_subjects", |b| {
+        b.iter(|| store.num_pending("kv.*.k500000", 1, false))
+    });
+    group.bench_function("load_last_narrow_wildcard_1M_subjects", |b| {
+        b.iter(|| store.load_last("kv.*.k500000").expect("load_last"))
+    });
     group.finish();
 }
 
