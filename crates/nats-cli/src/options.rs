@@ -152,7 +152,21 @@ pub async fn connect_with(
         .name(name)
         .connection_timeout(effective.timeout)
         .request_timeout(Some(effective.timeout))
-        .max_reconnects(Some(1));
+        .max_reconnects(Some(1))
+        // nats.go (natscli's client) buffers up to 512k messages per subscription before it
+        // drops any; async-nats' default is 64k, which a busy `bench sub` overruns.
+        .subscription_capacity(512 * 1024)
+        .event_callback(|event| async move {
+            use std::sync::atomic::{AtomicBool, Ordering};
+            static REPORTED: AtomicBool = AtomicBool::new(false);
+            // Dropped messages are otherwise silent; say so once, as nats.go's error
+            // handler does.
+            if let async_nats::Event::SlowConsumer(_) = event {
+                if !REPORTED.swap(true, Ordering::Relaxed) {
+                    eprintln!("nats: slow consumer, messages dropped on connection");
+                }
+            }
+        });
     let servers: Vec<async_nats::ServerAddr> = effective
         .url
         .split(',')
