@@ -275,3 +275,39 @@ async fn replay_original_keeps_the_gaps_and_acks_are_sampled() {
     assert_eq!(metric["consumer"], "RP");
     assert_eq!(metric["deliveries"], 1);
 }
+
+#[tokio::test]
+async fn purge_moves_the_consumer_past_removed_messages() {
+    let server = TestServer::jetstream();
+    let client = connect(&server).await;
+    let context = setup(&client).await;
+    create(&client, "U", json!({})).await;
+    let consumer: jetstream::consumer::PullConsumer = context
+        .get_stream("D")
+        .await
+        .unwrap()
+        .get_consumer("U")
+        .await
+        .unwrap();
+    let mut batch = consumer.fetch().max_messages(2).messages().await.unwrap();
+    let first = timeout(TIMEOUT, batch.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    first.double_ack().await.unwrap();
+    let purged = api(&client, "$JS.API.STREAM.PURGE.D", "").await;
+    assert_eq!(purged["purged"], 6, "{purged}");
+    let info = api(&client, "$JS.API.CONSUMER.INFO.D.U", "").await;
+    assert_eq!(info["num_pending"], 0, "{info}");
+    assert_eq!(info["num_ack_pending"], 0, "{info}");
+    assert_eq!(info["ack_floor"]["stream_seq"], 6, "{info}");
+    assert_eq!(info["delivered"]["stream_seq"], 6, "{info}");
+    context
+        .publish("d.q", "d.q#7".into())
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    assert_eq!(payloads(&context, "U").await, ["d.q#7"]);
+}

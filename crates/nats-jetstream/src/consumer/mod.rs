@@ -124,8 +124,10 @@ impl Consumer {
     /// `CONSUMER.INFO` as nats-server builds it.
     pub(crate) fn info(&self, stream: &Stream) -> ConsumerInfo {
         let config = self.config();
+        let first_seq = stream.store.lock().state().first_seq;
         let (delivered, ack_floor, num_ack_pending, num_redelivered, num_waiting, push_bound) = {
-            let shared = self.state.lock();
+            let mut shared = self.state.lock();
+            skip_removed(&mut shared.state, first_seq);
             let state = &shared.state;
             (
                 SequenceInfo {
@@ -170,6 +172,28 @@ impl Consumer {
             priority_groups: Vec::new(),
         }
     }
+}
+
+/// Messages below the stream's first sequence are gone (purge, limits): the consumer moves past
+/// them as nats-server's consumer purge does. True when something changed.
+pub(crate) fn skip_removed(state: &mut ConsumerState, first_seq: u64) -> bool {
+    let floor = first_seq.saturating_sub(1);
+    if floor == 0 || state.ack_floor.stream_seq >= floor {
+        return false;
+    }
+    state.delivered.stream_seq = state.delivered.stream_seq.max(floor);
+    state.ack_floor.stream_seq = floor;
+    let removed: Vec<u64> = state.pending.range(..=floor).map(|(seq, _)| *seq).collect();
+    for seq in removed {
+        if let Some(pending) = state.pending.remove(&seq) {
+            state.ack_floor.consumer_seq = state.ack_floor.consumer_seq.max(pending.consumer_seq);
+        }
+        state.redelivered.remove(&seq);
+    }
+    if state.pending.is_empty() {
+        state.ack_floor = state.delivered;
+    }
+    true
 }
 
 /// Messages at or after `start_seq` the consumer would still deliver, from the store's index.

@@ -138,7 +138,11 @@ impl Task {
     pub(super) fn load(&mut self, limit: usize) -> (Vec<Candidate>, bool) {
         let ack = needs_ack(&self.config);
         let max_deliver = self.config.max_deliver;
+        let first_seq = self.stream.store.lock().state().first_seq;
         let mut shared = self.consumer.state.lock();
+        if crate::consumer::skip_removed(&mut shared.state, first_seq) {
+            self.dirty = true;
+        }
         let mut room = if ack && self.config.max_ack_pending > 0 {
             (self.config.max_ack_pending as usize).saturating_sub(shared.state.pending.len())
         } else {
@@ -321,12 +325,15 @@ impl Task {
             message.timestamp,
             candidate.pending_after,
         );
-        self.transport.publish(Message {
-            subject: target,
-            reply: Some(Bytes::from(reply)),
-            headers,
-            payload,
-        });
+        self.transport.deliver(
+            &target,
+            Message {
+                subject: Bytes::from(message.subject.clone()),
+                reply: Some(Bytes::from(reply)),
+                headers,
+                payload,
+            },
+        );
         self.last_delivery = Instant::now();
         if !needs_ack(&self.config) {
             // Ack none: delivered is acknowledged, retention applies now.
