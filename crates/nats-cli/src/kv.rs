@@ -79,6 +79,13 @@ pub enum KvCommand {
         #[arg(long, short = 'f')]
         force: bool,
     },
+    /// Reclaim space used by deleted keys
+    Compact {
+        bucket: String,
+        /// Act without confirmation
+        #[arg(long, short = 'f')]
+        force: bool,
+    },
     /// Shows the full history for a key
     History { bucket: String, key: String },
     /// Watch the bucket or a specific key for updated
@@ -448,6 +455,18 @@ async fn run_command(
                 .await
                 .map_err(|e| CliError::message(e.to_string()))
         }
+        KvCommand::Compact { bucket, force } => {
+            load(context, bucket).await?;
+            if !force
+                && !confirm(&format!(
+                    "Purge all historic values and audit trails for deleted keys in bucket {bucket}?"
+                ))?
+            {
+                println!("Skipping delete");
+                return Ok(());
+            }
+            compact(js, bucket).await
+        }
         KvCommand::History { bucket, key } => {
             let store = load(context, bucket).await?;
             let mut history = store
@@ -570,6 +589,48 @@ async fn run_command(
         },
         KvCommand::Info { bucket } => show_info(js, bucket).await,
     }
+}
+
+/// `kv compact`, as nats.go's PurgeDeletes: every key whose latest entry is a delete or purge
+/// marker loses its history; markers older than 30 minutes go too, newer ones stay so
+/// watchers still see them. Keys are found from the stream's subject counts rather than a
+/// watcher, so no consumer is needed.
+async fn compact(js: &JetStream, bucket: &str) -> Result<(), CliError> {
+    const KEEP_MARKERS_YOUNGER_THAN: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+    let stream = format!("KV_{bucket}");
+    let prefix = format!("$KV.{bucket}.");
+    let info = js
+        .stream_info_subjects(&stream, &format!("{prefix}>"))
+        .await?;
+    for subject in info.state.subjects.keys() {
+        let request = crate::api::MessageGetRequest {
+            last_by_subj: Some(subject.clone()),
+            ..Default::default()
+        };
+        let latest = js.message_get(&stream, &request).await?;
+        let headers = crate::api::parse_header_block(&crate::api::decode_base64(&latest.hdrs));
+        let is_marker = headers.iter().any(|(name, value)| {
+            name.eq_ignore_ascii_case("KV-Operation") && (value == "DEL" || value == "PURGE")
+        });
+        if !is_marker {
+            continue;
+        }
+        let keep = if crate::output::format::since(&latest.time) > KEEP_MARKERS_YOUNGER_THAN {
+            None
+        } else {
+            Some(1)
+        };
+        js.stream_purge(
+            &stream,
+            &crate::api::PurgeRequest {
+                filter: Some(subject.clone()),
+                keep,
+                ..Default::default()
+            },
+        )
+        .await?;
+    }
+    Ok(())
 }
 
 async fn show_info(js: &JetStream, bucket: &str) -> Result<(), CliError> {

@@ -128,3 +128,36 @@ fn kv_create_and_update_check_revisions() {
     assert_ne!(missing.status, 0);
     assert_eq!(missing.stderr.trim(), "nats: error: nats: bucket not found");
 }
+
+#[test]
+fn kv_compact_drops_history_of_deleted_keys() {
+    let server = TestServer::jetstream();
+    let home = tempfile::tempdir().expect("tempdir");
+    let home = home.path();
+    nats(&server, home, &["kv", "add", "CMP", "--history", "10"]).ok();
+    for (key, value) in [("gone", "1"), ("gone", "2"), ("kept", "1"), ("kept", "2")] {
+        nats(&server, home, &["kv", "put", "CMP", key, value]).ok();
+    }
+    nats(&server, home, &["kv", "del", "CMP", "gone", "-f"]).ok();
+    let messages = |home: &std::path::Path| {
+        let info = nats(&server, home, &["stream", "info", "KV_CMP"]);
+        info.ok();
+        field(&info.stdout, "Messages").map(str::to_string)
+    };
+    assert_eq!(messages(home).as_deref(), Some("5"));
+
+    let refused = nats(&server, home, &["kv", "compact", "CMP"]);
+    assert_ne!(refused.status, 0);
+    nats(&server, home, &["kv", "compact", "CMP", "-f"]).ok();
+    // The recent delete marker stays; the deleted key's values go; the live key keeps its
+    // history.
+    assert_eq!(messages(home).as_deref(), Some("3"));
+    let deleted = nats(&server, home, &["kv", "get", "CMP", "gone"]);
+    assert!(
+        deleted.stderr.contains("key not found"),
+        "{}",
+        deleted.stderr
+    );
+    let raw = nats(&server, home, &["kv", "get", "CMP", "kept", "--raw"]);
+    assert_eq!(raw.stdout, "2");
+}
