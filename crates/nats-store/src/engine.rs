@@ -130,7 +130,21 @@ pub(crate) fn ttl_to_nanos(ttl: Option<Duration>) -> i64 {
     }
 }
 
+// `i64::from` keeps platforms with a 32-bit time_t/long compiling; on 64-bit it is a no-op.
+#[allow(clippy::useless_conversion)]
 pub(crate) fn now_nanos() -> i64 {
+    // Read per stored message: clock_gettime directly skips SystemTime's Duration arithmetic.
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid, writable timespec for the duration of the call.
+    if unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut now) } == 0 {
+        return i64::from(now.tv_sec)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(i64::from(now.tv_nsec))
+            .max(0);
+    }
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|elapsed| i64::try_from(elapsed.as_nanos()).unwrap_or(i64::MAX))

@@ -88,14 +88,17 @@ pub(crate) fn encode_record(
     let start = out.len();
     let len = record_len(subject.len(), headers.len(), payload.len());
     out.reserve(len);
-    out.extend_from_slice(&(len as u32).to_le_bytes());
-    out.push(kind as u8);
-    out.push(0);
-    out.extend_from_slice(&(subject.len() as u16).to_le_bytes());
-    out.extend_from_slice(&seq.to_le_bytes());
-    out.extend_from_slice(&timestamp.to_le_bytes());
-    out.extend_from_slice(&aux.to_le_bytes());
-    out.extend_from_slice(&(headers.len() as u32).to_le_bytes());
+    // The fixed header is assembled on the stack and copied once: one capacity check instead of
+    // one per field on the per-message path.
+    let mut header = [0u8; RECORD_HEADER_LEN];
+    header[0..4].copy_from_slice(&(len as u32).to_le_bytes());
+    header[4] = kind as u8;
+    header[6..8].copy_from_slice(&(subject.len() as u16).to_le_bytes());
+    header[8..16].copy_from_slice(&seq.to_le_bytes());
+    header[16..24].copy_from_slice(&timestamp.to_le_bytes());
+    header[24..32].copy_from_slice(&aux.to_le_bytes());
+    header[32..36].copy_from_slice(&(headers.len() as u32).to_le_bytes());
+    out.extend_from_slice(&header);
     out.extend_from_slice(subject);
     out.extend_from_slice(headers);
     out.extend_from_slice(payload);
