@@ -51,9 +51,9 @@ pub enum ObjectCommand {
         /// Act without confirmation
         #[arg(long, short = 'f')]
         force: bool,
-        /// Progress bars (accepted for natscli compatibility; none are drawn)
-        #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-        progress: bool,
+        /// Disable progress bars (none are drawn; accepted for natscli compatibility)
+        #[arg(long)]
+        no_progress: bool,
     },
     /// Deletes a file or bucket from the store
     #[command(alias = "rm")]
@@ -74,9 +74,9 @@ pub enum ObjectCommand {
         /// Act without confirmation
         #[arg(long, short = 'f')]
         force: bool,
-        /// Progress bars (accepted for natscli compatibility; none are drawn)
-        #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-        progress: bool,
+        /// Disable progress bars (none are drawn; accepted for natscli compatibility)
+        #[arg(long)]
+        no_progress: bool,
     },
     /// Get information about a bucket or object
     #[command(alias = "show", alias = "i")]
@@ -214,7 +214,7 @@ async fn run_command(
             description,
             headers,
             force,
-            progress: _,
+            no_progress: _,
         } => {
             put(
                 context,
@@ -232,7 +232,7 @@ async fn run_command(
             file,
             output,
             force,
-            progress: _,
+            no_progress: _,
         } => get(context, bucket, file, output.as_deref(), *force).await,
         ObjectCommand::Del {
             bucket,
