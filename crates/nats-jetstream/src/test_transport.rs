@@ -33,7 +33,12 @@ impl TestRouter {
 
 impl Transport for TestRouter {
     fn publish(&self, message: Message) {
-        let subject = String::from_utf8_lossy(&message.subject).to_string();
+        let subject = message.subject.clone();
+        self.deliver(&subject, message);
+    }
+
+    fn deliver(&self, route_subject: &[u8], message: Message) {
+        let subject = String::from_utf8_lossy(route_subject).to_string();
         let handlers: Vec<Handler> = self
             .subscriptions
             .lock()

@@ -23,6 +23,11 @@ pub trait Transport: Send + Sync + 'static {
     /// internal subscriptions, no-responders handling does not apply).
     fn publish(&self, message: Message);
 
+    /// Route by `route_subject` but deliver `message` with its own subject, as nats-server does
+    /// for JetStream deliveries: a pull or push consumer's message reaches the request's inbox
+    /// (or the deliver subject) while the client sees the subject the message was stored under.
+    fn deliver(&self, route_subject: &[u8], message: Message);
+
     /// Add an internal subscription (wildcards allowed, optional queue group). Returns an id
     /// for [`Transport::unsubscribe`].
     fn subscribe(&self, subject: &str, queue: Option<&str>, handler: Handler) -> u64;

@@ -234,7 +234,20 @@ impl Router {
         let Ok(subject) = std::str::from_utf8(delivery.subject) else {
             return 0;
         };
-        let result = self.sublist.matches(subject);
+        self.route_matching(subject, publisher, delivery, pending)
+    }
+
+    /// Route `delivery` to the subscribers of `match_subject`; the MSG they get carries
+    /// `delivery.subject`. JetStream deliveries match the inbox or deliver subject but show the
+    /// subject the message was stored under.
+    pub fn route_matching(
+        &self,
+        match_subject: &str,
+        publisher: Option<&Arc<ClientShared>>,
+        delivery: &Delivery<'_>,
+        pending: &mut PendingFlush,
+    ) -> usize {
+        let result = self.sublist.matches(match_subject);
         let mut delivered = 0;
         for subscriber in result.plain.iter() {
             if self.deliver(publisher, subscriber, delivery, pending) {

@@ -217,6 +217,26 @@ impl Transport for ServerTransport {
         pending.flush();
     }
 
+    fn deliver(&self, route_subject: &[u8], message: Message) {
+        let Some(server) = self.server.upgrade() else {
+            return;
+        };
+        let Ok(route_subject) = std::str::from_utf8(route_subject) else {
+            return;
+        };
+        let mut pending = PendingFlush::default();
+        let delivery = Delivery {
+            subject: &message.subject,
+            reply: message.reply.as_ref(),
+            headers: message.headers.as_ref(),
+            payload: &message.payload,
+        };
+        server
+            .router
+            .route_matching(route_subject, None, &delivery, &mut pending);
+        pending.flush();
+    }
+
     fn subscribe(&self, subject: &str, queue: Option<&str>, handler: Handler) -> u64 {
         match self.server.upgrade() {
             Some(server) => server.router.subscribe_internal(subject, queue, handler),
