@@ -7,7 +7,6 @@ use common::{field, has_line_with, nats};
 use test_harness::TestServer;
 
 #[test]
-#[ignore = "needs pulled and pushed messages to carry the stored subject (not the inbox) from issue 5"]
 fn consumer_lifecycle() {
     let server = TestServer::jetstream();
     let home = tempfile::tempdir().expect("tempdir");
