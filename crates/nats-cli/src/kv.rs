@@ -363,19 +363,13 @@ async fn run_command(
         }
         KvCommand::Put { bucket, key, value } => {
             let store = load(context, bucket).await?;
-            let value = match value {
-                Some(value) => value.clone(),
-                None => {
-                    let mut text = String::new();
-                    std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)?;
-                    text
-                }
-            };
+            let body = value_or_stdin(value)?;
             store
-                .put(key, Bytes::from(value.clone()))
+                .put(key, body)
                 .await
                 .map_err(|e| CliError::message(e.to_string()))?;
-            println!("{value}");
+            // natscli echoes the argument, not what it read from standard input.
+            println!("{}", value.as_deref().unwrap_or(""));
             Ok(())
         }
         KvCommand::Get {

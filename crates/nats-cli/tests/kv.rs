@@ -123,6 +123,19 @@ fn kv_create_and_update_check_revisions() {
         get.stdout
     );
 
+    // Without a value argument the value comes from standard input; natscli echoes the
+    // (empty) argument.
+    let input = home.join("value.txt");
+    std::fs::write(&input, "from stdin").expect("write");
+    let piped = common::run_with_stdin(
+        common::command(&server, home, &["kv", "put", "CAS", "piped"]),
+        std::fs::File::open(&input).expect("open"),
+    );
+    piped.ok();
+    assert_eq!(piped.stdout, "\n");
+    let raw = nats(&server, home, &["kv", "get", "CAS", "piped", "--raw"]);
+    assert_eq!(raw.stdout, "from stdin");
+
     let missing = nats(&server, home, &["kv", "create", "NOPE", "k", "v"]);
     assert_ne!(missing.status, 0);
     assert_eq!(missing.stderr.trim(), "nats: error: nats: bucket not found");
