@@ -18,9 +18,10 @@ use std::sync::{Arc, OnceLock, Weak};
 use time::OffsetDateTime;
 use tokio::net::TcpListener;
 
-/// The version we report in INFO, /varz and `-v`: a nats-server version clients accept for
-/// feature gating (see docs/parity.md).
-pub const VERSION: &str = "2.12.0";
+/// The version we report in INFO, /varz and `-v`: the nats-server version whose behaviour we
+/// follow, so clients gate features correctly. It must equal the `_nats.ver` JetStream reports
+/// (`jetstream_api::metadata::SERVER_VERSION`, API level 5); a test checks it.
+pub const VERSION: &str = "2.15.1";
 /// The Go-version field of INFO: we are not Go; clients only display it.
 pub const GO_FIELD: &str = "rust";
 
@@ -444,5 +445,13 @@ async fn wait_for_signal() {
                 tracing::warn!("Log file reopening is not supported");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod version_tests {
+    #[test]
+    fn reported_version_matches_the_jetstream_api_version() {
+        assert_eq!(super::VERSION, jetstream_api::metadata::SERVER_VERSION);
     }
 }
