@@ -176,8 +176,8 @@ impl Engine {
         Ok(new.info(&stream))
     }
 
-    pub(crate) fn consumer_info(&self, request: &Request, stream_name: &str, name: &str) {
-        let result = (|| {
+    pub(crate) async fn consumer_info(&self, request: &Request, stream_name: &str, name: &str) {
+        let result = async {
             if !is_empty_body(&request.payload) {
                 return Err(errors::NOT_EMPTY_REQUEST.to_error());
             }
@@ -189,8 +189,10 @@ impl Engine {
                 .consumers
                 .get(name)
                 .ok_or_else(|| errors::CONSUMER_NOT_FOUND.to_error())?;
+            consumer.settle().await;
             Ok(consumer.info(&stream))
-        })();
+        }
+        .await;
         match result {
             Ok(info) => self.respond(request, &ConsumerInfoResponse::info(info), false),
             Err(error) => self.respond(
@@ -469,7 +471,7 @@ impl Engine {
                 ),
                 true,
             ),
-            ["INFO", stream, name] => self.consumer_info(request, stream, name),
+            ["INFO", stream, name] => self.consumer_info(request, stream, name).await,
             ["DELETE", stream, name] => self.consumer_delete(request, stream, name).await,
             ["NAMES", stream] => self.consumer_names(request, stream),
             ["LIST", stream] => self.consumer_list(request, stream),

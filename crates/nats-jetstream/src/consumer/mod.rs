@@ -38,6 +38,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
+/// Longest `CONSUMER.INFO` waits for the consumer's task to catch up with queued acks.
+const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Ids for [`crate::stream::Interest`] registrations.
 static NEXT_INTEREST_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -63,6 +66,12 @@ pub(crate) enum Event {
         subject: bytes::Bytes,
     },
     ConfigUpdated,
+    /// Answered once every event queued before it is handled: `CONSUMER.INFO` waits on it so
+    /// acks a client published before its info request are reflected, as nats-server's inline
+    /// ack processing guarantees.
+    Barrier {
+        done: oneshot::Sender<()>,
+    },
     Stop {
         delete: bool,
         done: oneshot::Sender<()>,
@@ -92,6 +101,15 @@ pub(crate) struct Consumer {
 impl Consumer {
     pub(crate) fn send(&self, event: Event) -> bool {
         self.events.send(event).is_ok()
+    }
+
+    /// Waits until the task has handled every event queued so far (bounded: a busy or gone task
+    /// must not hold up the API).
+    pub(crate) async fn settle(&self) {
+        let (done, handled) = oneshot::channel();
+        if self.send(Event::Barrier { done }) {
+            let _ = tokio::time::timeout(SETTLE_LIMIT, handled).await;
+        }
     }
 
     pub(crate) fn config(&self) -> ConsumerConfig {

@@ -331,6 +331,9 @@ impl Task {
                         tracing::error!(consumer = %self.consumer.name, %error, "saving consumer config failed")
                     });
             }
+            Event::Barrier { done } => {
+                let _ = done.send(());
+            }
             Event::Stop { delete, done } => {
                 self.shutdown(delete);
                 let _ = done.send(());
