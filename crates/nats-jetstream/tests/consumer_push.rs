@@ -153,7 +153,13 @@ async fn idle_heartbeat_and_flow_control_statuses() {
     }
     let mut data = 0;
     let mut flow_control = None;
+    // Idle heartbeats keep arriving while a consumer is stalled: bound the whole loop too.
+    let deadline = std::time::Instant::now() + TIMEOUT;
     while flow_control.is_none() || data < 40 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "deliveries stalled after {data} of 40 messages"
+        );
         let message = timeout(TIMEOUT, deliveries.next()).await.unwrap().unwrap();
         match message.status.map(|s| s.as_u16()) {
             Some(100) if message.description.as_deref() == Some("FlowControl Request") => {

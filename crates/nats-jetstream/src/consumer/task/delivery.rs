@@ -35,6 +35,10 @@ impl Task {
             self.send_not_before = None;
             let limit = if push {
                 if self.config.flow_control && self.flow_control_bytes >= 2 * FLOW_CONTROL_BYTES {
+                    // Stalled. A batch can overshoot the stall mark, so one answered request
+                    // may not bring us back under it: make sure the client always has a
+                    // request to answer, or delivery never resumes.
+                    self.after_push_delivery(0);
                     return;
                 }
                 LOAD_BATCH
