@@ -71,7 +71,7 @@ async fn default_store_lives_under_tmpdir() {
     )
     .await
     .expect("connect in time")
-    .expect("connect");
+    .unwrap_or_else(|error| panic!("connect to 127.0.0.1:{port}: {error}"));
     let created = api(&client, "$JS.API.STREAM.CREATE.TMP", r#"{"name":"TMP"}"#).await;
     assert!(created.get("error").is_none(), "{created}");
     let stream_dir = temp.path().join("nats/jetstream/$G/streams/TMP");

@@ -66,10 +66,20 @@ pub fn cli_binary() -> PathBuf {
     workspace_binary("nats-cli", "nats")
 }
 
-/// A free TCP port on 127.0.0.1 (asked from the OS; the tiny race with other programs is accepted).
+/// A free TCP port on 127.0.0.1, asked from the OS. A port is never handed out twice in one
+/// process: tests run in parallel threads, and a port released by one test's probe could
+/// otherwise go to two servers at once. (The race with other programs is accepted.)
 pub fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    listener.local_addr().expect("local_addr").port()
+    static HANDED_OUT: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let port = listener.local_addr().expect("local_addr").port();
+        if !handed_out.contains(&port) {
+            handed_out.push(port);
+            return port;
+        }
+    }
 }
 
 /// Options for [`TestServer::start`].
