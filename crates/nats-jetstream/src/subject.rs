@@ -1,66 +1,25 @@
-//! The bits of the NATS subject grammar JetStream needs: validation, wildcard matching and
-//! overlap between two filters. Kept local so JetStream does not depend on the sublist.
+//! The bits of the NATS subject grammar JetStream needs. Matching, overlap, subset and
+//! validation come from `nats-subject` (one grammar for routing and streams); subject
+//! transforms (`{{wildcard(n)}}`, `$n`) live here because only streams use them.
 
 /// Whether `subject` (a literal, or itself a filter) is matched by `filter`.
 pub(crate) fn matches(filter: &str, subject: &str) -> bool {
-    let mut filter_tokens = filter.split('.');
-    let mut subject_tokens = subject.split('.');
-    loop {
-        match (filter_tokens.next(), subject_tokens.next()) {
-            (Some(">"), Some(_)) => return true,
-            (Some("*"), Some(_)) => {}
-            (Some(f), Some(s)) if f == s => {}
-            (None, None) => return true,
-            _ => return false,
-        }
-    }
+    nats_subject::subject_matches_filter(subject, filter)
 }
 
 /// Whether some literal subject could match both filters.
 pub(crate) fn overlaps(first: &str, second: &str) -> bool {
-    let mut first_tokens = first.split('.');
-    let mut second_tokens = second.split('.');
-    loop {
-        match (first_tokens.next(), second_tokens.next()) {
-            (Some(">"), Some(_)) | (Some(_), Some(">")) => return true,
-            (Some("*"), Some(_)) | (Some(_), Some("*")) => {}
-            (Some(a), Some(b)) if a == b => {}
-            (None, None) => return true,
-            _ => return false,
-        }
-    }
+    nats_subject::subjects_overlap(first, second)
 }
 
 /// Whether `subset` matches only subjects `superset` also matches.
 pub(crate) fn is_subset(subset: &str, superset: &str) -> bool {
-    let mut sub_tokens = subset.split('.');
-    let mut super_tokens = superset.split('.');
-    loop {
-        match (sub_tokens.next(), super_tokens.next()) {
-            (Some(_), Some(">")) => return true,
-            (Some(">"), Some(_)) => return false,
-            (Some(_), Some("*")) => {}
-            (Some("*"), Some(_)) => return false,
-            (Some(a), Some(b)) if a == b => {}
-            (None, None) => return true,
-            _ => return false,
-        }
-    }
+    nats_subject::is_subset_match(subset, superset)
 }
 
 /// A valid subject or filter: non-empty tokens, no whitespace, `>` only last, wildcards alone.
 pub(crate) fn is_valid_filter(subject: &str) -> bool {
-    if subject.is_empty() {
-        return false;
-    }
-    let tokens: Vec<&str> = subject.split('.').collect();
-    let last = tokens.len() - 1;
-    tokens.iter().enumerate().all(|(index, token)| {
-        if token.is_empty() || token.chars().any(|c| c.is_whitespace()) {
-            return false;
-        }
-        *token != ">" || index == last
-    })
+    nats_subject::is_valid_subject(subject)
 }
 
 /// A destination token's wildcard reference: `{{wildcard(n)}}` or legacy `$n`; `Ok(None)` for
