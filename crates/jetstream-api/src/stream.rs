@@ -277,6 +277,9 @@ pub struct StreamSourceInfo {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub external: Option<ExternalStream>,
     pub lag: u64,
+    /// The origin sequence a source last delivered (2.15 reports it for sources, 0 = left out).
+    #[serde(skip_serializing_if = "is_default")]
+    pub seq: u64,
     pub active: Nanos,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<ApiError>,

@@ -152,6 +152,7 @@ fn full_stream_info() -> StreamInfo {
             name: "UP".into(),
             external: None,
             lag: 1,
+            seq: 0,
             active: Nanos(-1),
             error: Some(errors::STREAM_NOT_FOUND.to_error()),
             filter_subject: "up.>".into(),
