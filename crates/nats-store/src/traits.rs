@@ -175,13 +175,29 @@ pub trait ConsumerStore: Send {
     /// Replace the whole state (resets, ack-none consumers, snapshots).
     fn set_state(&mut self, state: ConsumerState) -> Result<(), StoreError>;
 
+    /// Stage the caller's state when it knows what changed since its last call: `changed` names
+    /// every stream sequence whose pending or redelivered entry was added, changed or removed
+    /// (duplicates allowed); delivered and ack floor are always taken. Costs O(changed), not
+    /// O(pending), where the store supports it; the default hands over a copy of the whole state.
+    fn update_state(&mut self, state: &ConsumerState, changed: &[u64]) -> Result<(), StoreError> {
+        let _ = changed;
+        self.set_state(state.clone())
+    }
+
+    /// Problems met when this consumer's persisted state was opened (damage found and cut);
+    /// empty when it opened cleanly. For the owner to log.
+    fn recovery_problems(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Current state.
     fn state(&self) -> ConsumerState;
 
     /// Last delivered pair (cheap accessor).
     fn delivered(&self) -> SequencePair;
 
-    /// Persist changes since the last flush (atomic write + rename; fsync per policy).
+    /// Persist changes since the last flush (fsync per policy); when it returns they survive a
+    /// process kill, and with `SyncPolicy::Always` a power cut.
     fn flush(&mut self) -> Result<(), StoreError>;
 
     /// Remove the consumer's persisted state.
