@@ -1,6 +1,7 @@
 //! Unit-test double of core routing: a tiny in-process router implementing [`Transport`] so the
 //! crate's tests can run without the server binary. Subject matching is the plain NATS grammar.
 
+use crate::transport::InterestCallback;
 use crate::{Handler, Message, Transport};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,6 +11,7 @@ use std::sync::Arc;
 pub(crate) struct TestRouter {
     next_id: AtomicU64,
     subscriptions: Mutex<Vec<(u64, String, Handler)>>,
+    watches: Mutex<Vec<(u64, String, InterestCallback)>>,
 }
 
 impl TestRouter {
@@ -28,6 +30,20 @@ impl TestRouter {
             }),
         );
         receiver
+    }
+
+    /// Run the interest callbacks of every watch `changed` could match (outside the lock).
+    fn notify_interest(&self, changed: &str) {
+        let callbacks: Vec<InterestCallback> = self
+            .watches
+            .lock()
+            .iter()
+            .filter(|(_, watched, _)| crate::subject::matches(changed, watched))
+            .map(|(_, _, callback)| callback.clone())
+            .collect();
+        for callback in callbacks {
+            callback();
+        }
     }
 }
 
@@ -56,11 +72,21 @@ impl Transport for TestRouter {
         self.subscriptions
             .lock()
             .push((id, subject.to_string(), handler));
+        self.notify_interest(subject);
         id
     }
 
     fn unsubscribe(&self, id: u64) {
-        self.subscriptions.lock().retain(|(sid, _, _)| *sid != id);
+        let mut removed = Vec::new();
+        self.subscriptions.lock().retain(|(sid, subject, _)| {
+            if *sid == id {
+                removed.push(subject.clone());
+            }
+            *sid != id
+        });
+        for subject in removed {
+            self.notify_interest(&subject);
+        }
     }
 
     fn has_interest(&self, subject: &str) -> bool {
@@ -68,5 +94,17 @@ impl Transport for TestRouter {
             .lock()
             .iter()
             .any(|(_, filter, _)| crate::subject::matches(filter, subject))
+    }
+
+    fn watch_interest(&self, subject: &str, callback: InterestCallback) -> u64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        self.watches
+            .lock()
+            .push((id, subject.to_string(), callback));
+        id
+    }
+
+    fn unwatch_interest(&self, id: u64) {
+        self.watches.lock().retain(|(watch, _, _)| *watch != id);
     }
 }

@@ -17,6 +17,11 @@ pub struct Message {
 /// It must only enqueue (a channel send) and return.
 pub type Handler = Arc<dyn Fn(Message) + Send + Sync>;
 
+/// Called after a subscription that could match a watched subject was added or removed, on
+/// the task that changed the subscriptions. It must only enqueue (the receiver then asks
+/// [`Transport::has_interest`]); it may be called when nothing relevant changed.
+pub type InterestCallback = Arc<dyn Fn() + Send + Sync>;
+
 /// What JetStream needs from core routing.
 pub trait Transport: Send + Sync + 'static {
     /// Route a message exactly as if a client had published it (subscribers, queue groups,
@@ -36,4 +41,12 @@ pub trait Transport: Send + Sync + 'static {
 
     /// Whether any subscription (client or internal) would receive a message on `subject`.
     fn has_interest(&self, subject: &str) -> bool;
+
+    /// Watch the literal `subject`: `callback` runs after every subscribe or unsubscribe whose
+    /// subject matches it, so a push consumer wakes when a subscriber arrives or leaves
+    /// instead of polling. Register before the first [`Transport::has_interest`] check so no
+    /// change falls between the two. Returns an id for [`Transport::unwatch_interest`].
+    fn watch_interest(&self, subject: &str, callback: InterestCallback) -> u64;
+
+    fn unwatch_interest(&self, id: u64);
 }

@@ -13,7 +13,7 @@ use nats_jetstream::{Handler, Message};
 use nats_subject::Sublist;
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// An internal (in-process) subscription, made through the JetStream transport.
@@ -126,12 +126,27 @@ impl PendingFlush {
     }
 }
 
+/// Told when a subscription that could match a watched subject comes or goes; only enqueues.
+pub type InterestCallback = Arc<dyn Fn() + Send + Sync>;
+
+/// Interest watches (JetStream push consumers waiting for a subscriber on their deliver
+/// subject), keyed by the watched literal subject so a literal SUB finds its watchers with one
+/// lookup; only a wildcard SUB walks them all.
+#[derive(Default)]
+struct InterestWatches {
+    by_subject: HashMap<String, Vec<(u64, InterestCallback)>>,
+    subject_of: HashMap<u64, String>,
+}
+
 /// The subject table and the routing counters.
 pub struct Router {
     sublist: Sublist<Subscriber>,
     internal: Mutex<HashMap<u64, Arc<InternalSubscription>>>,
     next_internal_id: AtomicU64,
     random_state: AtomicU64,
+    watches: Mutex<InterestWatches>,
+    /// Number of watches, read without the lock so SUB/UNSUB pay nothing when there are none.
+    watch_count: AtomicUsize,
 }
 
 impl Default for Router {
@@ -147,6 +162,8 @@ impl Router {
             internal: Mutex::new(HashMap::new()),
             next_internal_id: AtomicU64::new(1),
             random_state: AtomicU64::new(0x9E37_79B9_7F4A_7C15),
+            watches: Mutex::new(InterestWatches::default()),
+            watch_count: AtomicUsize::new(0),
         }
     }
 
@@ -157,7 +174,11 @@ impl Router {
     /// Add a subscription; subjects were validated by the caller, so an error here means an
     /// invalid subject slipped through and the subscription is simply not added.
     pub fn insert(&self, subject: &str, queue: Option<&str>, subscriber: Subscriber) -> bool {
-        self.sublist.insert(subject, queue, subscriber).is_ok()
+        let inserted = self.sublist.insert(subject, queue, subscriber).is_ok();
+        if inserted {
+            self.notify_interest(subject);
+        }
+        inserted
     }
 
     pub fn subscription_count(&self) -> usize {
@@ -180,7 +201,65 @@ impl Router {
     }
 
     pub fn remove(&self, subject: &str, queue: Option<&str>, subscriber: &Subscriber) {
-        self.sublist.remove(subject, queue, subscriber);
+        if self.sublist.remove(subject, queue, subscriber) {
+            self.notify_interest(subject);
+        }
+    }
+
+    /// Call `callback` after every subscribe/unsubscribe that could match the literal `subject`.
+    pub fn watch_interest(&self, subject: &str, callback: InterestCallback) -> u64 {
+        let id = self.next_internal_id.fetch_add(1, Ordering::Relaxed);
+        let mut watches = self.watches.lock();
+        watches
+            .by_subject
+            .entry(subject.to_string())
+            .or_default()
+            .push((id, callback));
+        watches.subject_of.insert(id, subject.to_string());
+        self.watch_count.fetch_add(1, Ordering::Relaxed);
+        id
+    }
+
+    pub fn unwatch_interest(&self, id: u64) {
+        let mut watches = self.watches.lock();
+        let Some(subject) = watches.subject_of.remove(&id) else {
+            return;
+        };
+        if let Some(list) = watches.by_subject.get_mut(&subject) {
+            list.retain(|(watch, _)| *watch != id);
+            if list.is_empty() {
+                watches.by_subject.remove(&subject);
+            }
+        }
+        self.watch_count.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Run the callbacks of the watches `changed` (a subscription's subject) could match;
+    /// outside the lock, since a callback may take other locks.
+    fn notify_interest(&self, changed: &str) {
+        if self.watch_count.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let callbacks: Vec<InterestCallback> = {
+            let watches = self.watches.lock();
+            if nats_subject::is_literal(changed) {
+                watches
+                    .by_subject
+                    .get(changed)
+                    .map(|list| list.iter().map(|(_, callback)| callback.clone()).collect())
+                    .unwrap_or_default()
+            } else {
+                watches
+                    .by_subject
+                    .iter()
+                    .filter(|(watched, _)| nats_subject::subject_matches_filter(watched, changed))
+                    .flat_map(|(_, list)| list.iter().map(|(_, callback)| callback.clone()))
+                    .collect()
+            }
+        };
+        for callback in callbacks {
+            callback();
+        }
     }
 
     pub fn subscribe_internal(&self, subject: &str, queue: Option<&str>, handler: Handler) -> u64 {

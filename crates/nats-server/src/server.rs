@@ -256,6 +256,19 @@ impl Transport for ServerTransport {
             .upgrade()
             .is_some_and(|server| server.router.has_interest(subject))
     }
+
+    fn watch_interest(&self, subject: &str, callback: crate::router::InterestCallback) -> u64 {
+        match self.server.upgrade() {
+            Some(server) => server.router.watch_interest(subject, callback),
+            None => 0,
+        }
+    }
+
+    fn unwatch_interest(&self, id: u64) {
+        if let Some(server) = self.server.upgrade() {
+            server.router.unwatch_interest(id);
+        }
+    }
 }
 
 fn log_banner(server: &Server) {

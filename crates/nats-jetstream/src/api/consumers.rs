@@ -189,8 +189,7 @@ impl Engine {
                 .consumers
                 .get(name)
                 .ok_or_else(|| errors::CONSUMER_NOT_FOUND.to_error())?;
-            consumer.settle().await;
-            Ok(consumer.info(&stream))
+            Ok(consumer.info_in_order(&stream).await)
         }
         .await;
         match result {

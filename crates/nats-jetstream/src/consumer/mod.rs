@@ -38,9 +38,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
-/// Longest `CONSUMER.INFO` waits for the consumer's task to catch up with queued acks.
-const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_millis(500);
-
 /// Ids for [`crate::stream::Interest`] registrations.
 static NEXT_INTEREST_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -66,11 +63,13 @@ pub(crate) enum Event {
         subject: bytes::Bytes,
     },
     ConfigUpdated,
-    /// Answered once every event queued before it is handled: `CONSUMER.INFO` waits on it so
-    /// acks a client published before its info request are reflected, as nats-server's inline
-    /// ack processing guarantees.
-    Barrier {
-        done: oneshot::Sender<()>,
+    /// A subscription that could match the push deliver subject came or went.
+    InterestChanged,
+    /// `CONSUMER.INFO` answered by the task itself, after every event queued before it: acks
+    /// a client published before its info request are reflected, as nats-server's inline ack
+    /// processing guarantees, with no wait beyond the queue ahead of it.
+    Info {
+        done: oneshot::Sender<ConsumerInfo>,
     },
     Stop {
         delete: bool,
@@ -103,13 +102,16 @@ impl Consumer {
         self.events.send(event).is_ok()
     }
 
-    /// Waits until the task has handled every event queued so far (bounded: a busy or gone task
-    /// must not hold up the API).
-    pub(crate) async fn settle(&self) {
-        let (done, handled) = oneshot::channel();
-        if self.send(Event::Barrier { done }) {
-            let _ = tokio::time::timeout(SETTLE_LIMIT, handled).await;
+    /// `CONSUMER.INFO` in order with the consumer's queue (see [`Event::Info`]); a consumer
+    /// whose task has ended answers directly.
+    pub(crate) async fn info_in_order(&self, stream: &Stream) -> ConsumerInfo {
+        let (done, answer) = oneshot::channel();
+        if self.send(Event::Info { done }) {
+            if let Ok(info) = answer.await {
+                return info;
+            }
         }
+        self.info(stream)
     }
 
     pub(crate) fn config(&self) -> ConsumerConfig {

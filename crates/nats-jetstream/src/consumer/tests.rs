@@ -194,3 +194,60 @@ async fn nak_delay_and_request_expiry() {
         Some(&b"NATS/1.0 408 Request Timeout\r\nNats-Pending-Messages: 1\r\nNats-Pending-Bytes: 0\r\n\r\n"[..])
     );
 }
+
+impl Fixture {
+    /// Whether consumer `C` still exists (CONSUMER.INFO answers without an error).
+    async fn consumer_exists(&self) -> bool {
+        let info = request(&self.router, "$JS.API.CONSUMER.INFO.T.C", "").await;
+        !String::from_utf8_lossy(&info.payload).contains("\"error\"")
+    }
+}
+
+#[tokio::test]
+async fn push_consumer_wakes_when_its_subscriber_arrives_without_polling() {
+    let fixture = fixture(2).await;
+    fixture
+        .consumer(r#"{"name":"C","deliver_subject":"out","ack_policy":"none","inactive_threshold":3600000000000}"#)
+        .await;
+    settle().await;
+    // The clock never moves from here: a consumer that polled for its subscriber would never
+    // see it, one woken by routing delivers at once.
+    let mut deliveries = fixture.router.channel("out");
+    settle().await;
+    assert_eq!(delivery(&deliveries.try_recv().expect("first")), (1, 1));
+    assert_eq!(delivery(&deliveries.try_recv().expect("second")), (1, 2));
+    request(&fixture.router, "t.more", "x").await;
+    settle().await;
+    assert_eq!(delivery(&deliveries.try_recv().expect("new")), (1, 3));
+}
+
+#[tokio::test]
+async fn push_consumer_without_subscriber_is_inactive() {
+    let fixture = fixture(1).await;
+    fixture
+        .consumer(r#"{"name":"C","deliver_subject":"out","ack_policy":"none","inactive_threshold":1000000000}"#)
+        .await;
+    let (sender, mut deliveries) = tokio::sync::mpsc::unbounded_channel();
+    let id = fixture.router.subscribe(
+        "out",
+        None,
+        Arc::new(move |message| {
+            let _ = sender.send(message);
+        }),
+    );
+    settle().await;
+    assert!(deliveries.try_recv().is_ok());
+    // Bound: far past the threshold it is still there.
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    settle().await;
+    assert!(fixture.consumer_exists().await);
+    // The subscriber leaves: the countdown starts then.
+    fixture.router.unsubscribe(id);
+    settle().await;
+    tokio::time::sleep(Duration::from_millis(1000 - MARGIN)).await;
+    settle().await;
+    assert!(fixture.consumer_exists().await);
+    tokio::time::sleep(Duration::from_millis(2 * MARGIN)).await;
+    settle().await;
+    assert!(!fixture.consumer_exists().await);
+}

@@ -18,12 +18,8 @@ impl Task {
             return;
         }
         let push = !self.config.deliver_subject.is_empty();
-        if push {
-            let bound = self.transport.has_interest(&self.config.deliver_subject);
-            self.consumer.state.lock().push_bound = bound;
-            if !bound {
-                return;
-            }
+        if push && !self.push_bound {
+            return;
         }
         let paced =
             self.config.replay_policy == ReplayPolicy::Original || self.config.rate_limit > 0;

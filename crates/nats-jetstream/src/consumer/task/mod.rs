@@ -29,8 +29,6 @@ const EVENT_BATCH: usize = 4096;
 const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 /// Push flow control: ask for a reply after this many unconfirmed bytes, stall at twice it.
 const FLOW_CONTROL_BYTES: u64 = 512 * 1024;
-/// How often an unbound push consumer checks for a subscriber on its deliver subject.
-const UNBOUND_POLL: Duration = Duration::from_millis(50);
 /// How long the loop sleeps when no timer is due.
 const IDLE: Duration = Duration::from_secs(3600);
 
@@ -69,7 +67,10 @@ pub(super) fn spawn(
         stream_gone: false,
         send_not_before: None,
         replay_last: None,
+        interest_watch: None,
+        push_bound: false,
     };
+    task.watch_deliver_subject();
     task.restore_timers();
     task.prepare_last_per_subject();
     tokio::spawn(task.run(receiver));
@@ -115,6 +116,10 @@ struct Task {
     send_not_before: Option<Instant>,
     /// Replay original: (store timestamp, send time) of the last new message sent.
     replay_last: Option<(i64, Instant)>,
+    /// Push: the watch on the deliver subject (routing wakes the task when a subscriber comes
+    /// or goes; nothing polls) and whether a subscriber is there.
+    interest_watch: Option<(u64, String)>,
+    push_bound: bool,
 }
 
 /// A message read for delivery and how many times it will have been delivered.
@@ -129,6 +134,8 @@ struct Candidate {
 impl Task {
     async fn run(mut self, mut receiver: mpsc::UnboundedReceiver<Event>) {
         let mut last_sequence = self.stream.last_sequence.subscribe();
+        // A push consumer created with its subscriber already there starts at once.
+        self.deliver();
         loop {
             let deadline = self.next_deadline();
             tokio::select! {
@@ -183,17 +190,17 @@ impl Task {
             deadline = deadline.min(self.last_delivery + heartbeat);
         }
         if let Some(threshold) = self.inactive_threshold() {
-            deadline = deadline.min(self.last_activity + threshold);
+            // A push consumer with a subscriber is active: its countdown starts when the last
+            // subscriber leaves, so a bound one sleeps without wake-ups.
+            if self.config.deliver_subject.is_empty() || !self.push_bound {
+                deadline = deadline.min(self.last_activity + threshold);
+            }
         }
         if let Some(until) = self.pause_remaining() {
             deadline = deadline.min(now + until);
         }
         if let Some(at) = self.send_not_before {
             deadline = deadline.min(at);
-        }
-        if !self.config.deliver_subject.is_empty() && !self.consumer.state.lock().push_bound {
-            // Routing does not announce new subscribers: look again soon.
-            deadline = deadline.min(now + UNBOUND_POLL);
         }
         deadline
     }
@@ -204,8 +211,46 @@ impl Task {
         if self.config.deliver_subject.is_empty() {
             self.waiting.len() > 0
         } else {
-            self.consumer.state.lock().push_bound
+            self.push_bound
         }
+    }
+
+    /// Push consumers: (re)register the interest watch on the deliver subject, then look.
+    fn watch_deliver_subject(&mut self) {
+        let subject = &self.config.deliver_subject;
+        if self
+            .interest_watch
+            .as_ref()
+            .is_some_and(|(_, watched)| watched == subject)
+        {
+            return;
+        }
+        if let Some((id, _)) = self.interest_watch.take() {
+            self.transport.unwatch_interest(id);
+        }
+        if !subject.is_empty() {
+            let events = self.consumer.events.clone();
+            let id = self.transport.watch_interest(
+                subject,
+                Arc::new(move || {
+                    let _ = events.send(Event::InterestChanged);
+                }),
+            );
+            self.interest_watch = Some((id, subject.clone()));
+        }
+        self.refresh_push_bound();
+    }
+
+    /// Whether a subscriber is on the deliver subject; losing the last one starts the
+    /// inactivity countdown.
+    fn refresh_push_bound(&mut self) {
+        let bound = !self.config.deliver_subject.is_empty()
+            && self.transport.has_interest(&self.config.deliver_subject);
+        if self.push_bound && !bound {
+            self.last_activity = Instant::now();
+        }
+        self.push_bound = bound;
+        self.consumer.state.lock().push_bound = bound;
     }
 
     fn push_heartbeat(&self) -> Option<Duration> {
@@ -326,13 +371,15 @@ impl Task {
             Event::ConfigUpdated => {
                 self.config = self.consumer.config();
                 self.filters = filters_of(&self.config);
+                self.watch_deliver_subject();
                 super::save_config(&mut *self.store, &self.config, self.consumer.created)
                     .unwrap_or_else(|error| {
                         tracing::error!(consumer = %self.consumer.name, %error, "saving consumer config failed")
                     });
             }
-            Event::Barrier { done } => {
-                let _ = done.send(());
+            Event::InterestChanged => self.refresh_push_bound(),
+            Event::Info { done } => {
+                let _ = done.send(self.consumer.info(&self.stream));
             }
             Event::Stop { delete, done } => {
                 self.shutdown(delete);
@@ -346,6 +393,9 @@ impl Task {
     fn shutdown(&mut self, delete: bool) {
         for id in std::mem::take(&mut self.subscriptions) {
             self.transport.unsubscribe(id);
+        }
+        if let Some((id, _)) = self.interest_watch.take() {
+            self.transport.unwatch_interest(id);
         }
         if delete {
             for request in std::mem::take(&mut self.waiting.requests) {
@@ -471,7 +521,7 @@ impl Task {
         if self.config.deliver_subject.is_empty() {
             self.waiting.len() > 0
         } else {
-            self.transport.has_interest(&self.config.deliver_subject)
+            self.push_bound
         }
     }
 }
