@@ -101,6 +101,43 @@ impl ConsumerState {
         }
     }
 
+    /// Take `other`'s floors and, for each of `sequences`, its pending and redelivered entries
+    /// (present or absent): `other`'s state for everything the caller says changed.
+    pub fn copy_changes(&mut self, other: &ConsumerState, sequences: &[u64]) {
+        self.delivered = other.delivered;
+        self.ack_floor = other.ack_floor;
+        for &seq in sequences {
+            match other.pending.get(&seq) {
+                Some(pending) => {
+                    self.pending.insert(seq, *pending);
+                }
+                None => {
+                    self.pending.remove(&seq);
+                }
+            }
+            match other.redelivered.get(&seq) {
+                Some(count) => {
+                    self.redelivered.insert(seq, *count);
+                }
+                None => {
+                    self.redelivered.remove(&seq);
+                }
+            }
+        }
+    }
+
+    /// Push to `out` every stream sequence whose pending or redelivered entry differs between
+    /// `self` and `other` (one merge walk over both, no allocation beyond `out`).
+    pub fn changed_sequences(&self, other: &ConsumerState, out: &mut Vec<u64>) {
+        changed_keys(&self.pending, &other.pending, out);
+        changed_keys(&self.redelivered, &other.redelivered, out);
+    }
+
+    /// Pending plus redelivered entries: what the encoded size grows with.
+    pub fn entry_count(&self) -> usize {
+        self.pending.len() + self.redelivered.len()
+    }
+
     /// Compact binary encoding (little endian, versioned).
     pub fn encode(&self) -> Vec<u8> {
         let mut out =
@@ -165,6 +202,47 @@ impl ConsumerState {
             state.redelivered.insert(stream_seq, count);
         }
         Ok(state)
+    }
+}
+
+fn changed_keys<V: PartialEq>(
+    left: &BTreeMap<u64, V>,
+    right: &BTreeMap<u64, V>,
+    out: &mut Vec<u64>,
+) {
+    let mut left_entries = left.iter().peekable();
+    let mut right_entries = right.iter().peekable();
+    loop {
+        match (left_entries.peek(), right_entries.peek()) {
+            (None, None) => return,
+            (Some((key, _)), None) => {
+                out.push(**key);
+                left_entries.next();
+            }
+            (None, Some((key, _))) => {
+                out.push(**key);
+                right_entries.next();
+            }
+            (Some((left_key, left_value)), Some((right_key, right_value))) => {
+                match left_key.cmp(right_key) {
+                    std::cmp::Ordering::Less => {
+                        out.push(**left_key);
+                        left_entries.next();
+                    }
+                    std::cmp::Ordering::Greater => {
+                        out.push(**right_key);
+                        right_entries.next();
+                    }
+                    std::cmp::Ordering::Equal => {
+                        if left_value != right_value {
+                            out.push(**left_key);
+                        }
+                        left_entries.next();
+                        right_entries.next();
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -261,6 +339,11 @@ impl ConsumerStore for MemConsumerStore {
         Ok(())
     }
 
+    fn update_state(&mut self, state: &ConsumerState, changed: &[u64]) -> Result<(), StoreError> {
+        self.shared.lock().state.copy_changes(state, changed);
+        Ok(())
+    }
+
     fn state(&self) -> ConsumerState {
         self.shared.lock().state.clone()
     }
@@ -306,5 +389,26 @@ mod tests {
         assert_eq!(state.ack_floor, state.delivered);
         let encoded = state.encode();
         assert_eq!(ConsumerState::decode(&encoded).unwrap(), state);
+    }
+
+    #[test]
+    fn changed_sequences_and_copy_changes_agree() {
+        let mut old = ConsumerState::default();
+        for seq in 1..=6 {
+            old.apply_delivered(seq, seq, 1, 5);
+        }
+        old.apply_delivered(7, 2, 2, 9);
+        let mut new = old.clone();
+        new.apply_ack(1, 1);
+        new.apply_delivered(8, 4, 2, 11);
+        new.apply_delivered(9, 7, 1, 12);
+        let mut changed = Vec::new();
+        old.changed_sequences(&new, &mut changed);
+        changed.sort_unstable();
+        changed.dedup();
+        assert_eq!(changed, vec![1, 4, 7]);
+        let mut copy = old.clone();
+        copy.copy_changes(&new, &changed);
+        assert_eq!(copy, new);
     }
 }
