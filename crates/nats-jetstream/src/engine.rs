@@ -19,6 +19,29 @@ use tokio::sync::mpsc;
 pub(crate) const API_LEVEL: u32 = 5;
 /// The `$JS.API` prefix every request subject starts with.
 pub(crate) const API_PREFIX: &str = "$JS.API.";
+/// What the API task listens on: all of `$JS.API.>` except `DIRECT.GET` (served by per-stream
+/// subscriptions that exist only while a stream allows direct gets) and `CONSUMER.MSG.NEXT`
+/// (served by each pull consumer). nats-server's import leaves those two out as well, so a
+/// request for a stream or consumer that is not there finds no responder and the client gets
+/// the `503` no-responders status at once instead of waiting for a timeout.
+const API_SUBSCRIPTIONS: &[&str] = &[
+    "$JS.API.*",
+    "$JS.API.STREAM.>",
+    "$JS.API.ACCOUNT.>",
+    "$JS.API.META.>",
+    "$JS.API.SERVER.>",
+    "$JS.API.CONSUMER.*",
+    "$JS.API.CONSUMER.CREATE.>",
+    "$JS.API.CONSUMER.DURABLE.>",
+    "$JS.API.CONSUMER.NAMES.>",
+    "$JS.API.CONSUMER.LIST.>",
+    "$JS.API.CONSUMER.INFO.>",
+    "$JS.API.CONSUMER.DELETE.>",
+    "$JS.API.CONSUMER.PAUSE.>",
+    "$JS.API.CONSUMER.UNPIN.>",
+    "$JS.API.CONSUMER.RESET.>",
+    "$JS.API.CONSUMER.LEADER.>",
+];
 /// nats-server's default `sync_interval` (2 minutes), in nanoseconds.
 const DEFAULT_SYNC_INTERVAL_NANOS: u64 = 120_000_000_000;
 /// nats-server's default `max_consumers` per stream for an account without explicit limits.
@@ -112,16 +135,18 @@ impl JetStream {
     fn start_api(&self) {
         let (sender, mut receiver) = mpsc::unbounded_channel::<Message>();
         *self.engine.api_queue.lock() = Some(sender.clone());
-        let handler_sender = sender;
-        let id = self.engine.transport.subscribe(
-            "$JS.API.>",
-            None,
-            Arc::new(move |message: Message| {
-                // The API task may already be gone during shutdown; dropping the request is right.
-                let _ = handler_sender.send(message);
-            }),
-        );
-        self.engine.subscriptions.lock().push(id);
+        for subject in API_SUBSCRIPTIONS {
+            let handler_sender = sender.clone();
+            let id = self.engine.transport.subscribe(
+                subject,
+                None,
+                Arc::new(move |message: Message| {
+                    // The API task may already be gone during shutdown; dropping the request is right.
+                    let _ = handler_sender.send(message);
+                }),
+            );
+            self.engine.subscriptions.lock().push(id);
+        }
         let engine = self.engine.clone();
         tokio::spawn(async move {
             while let Some(request) = receiver.recv().await {
@@ -264,6 +289,13 @@ impl Engine {
         self.refresh_direct_get(stream);
         if stream.config.read().mirror.is_some() {
             crate::stream::spawn_mirror(stream, Arc::downgrade(&self.registry));
+        }
+        if !stream.config.read().sources.is_empty() {
+            crate::stream::sync_sources(
+                stream,
+                Arc::downgrade(&self.registry),
+                self.transport.clone(),
+            );
         }
         crate::consumer::recover(stream, &self.transport);
     }

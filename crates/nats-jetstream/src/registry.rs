@@ -50,6 +50,47 @@ fn overlaps_other_stream(registry: &Registry, candidate: &StreamConfig) -> bool 
     })
 }
 
+/// nats-server's source cycle check: following sources and mirrors from `candidate` leads
+/// back to a stream already visited (for sources: only when the subjects really loop).
+fn forms_cycle(registry: &Registry, candidate: &StreamConfig) -> bool {
+    let mut to_visit = vec![candidate.clone()];
+    let mut visited = std::collections::HashSet::new();
+    while let Some(config) = to_visit.pop() {
+        visited.insert(config.name.clone());
+        for source in config
+            .sources
+            .iter()
+            .filter(|source| source.external.is_none())
+        {
+            if visited.contains(&source.name) {
+                let loops = source.filter_subject.is_empty()
+                    || config
+                        .subjects
+                        .iter()
+                        .any(|own| subject::overlaps(own, &source.filter_subject));
+                if loops {
+                    return true;
+                }
+            } else if let Some(origin) = registry.get(&source.name) {
+                to_visit.push(origin.config());
+            }
+        }
+        if let Some(mirror) = config
+            .mirror
+            .as_ref()
+            .filter(|mirror| mirror.external.is_none())
+        {
+            if visited.contains(&mirror.name) {
+                return true;
+            }
+            if let Some(origin) = registry.get(&mirror.name) {
+                to_visit.push(origin.config());
+            }
+        }
+    }
+    false
+}
+
 /// Bytes reserved by `max_bytes` of the streams of one storage type (nats-server reserves a
 /// stream's max_bytes at create).
 fn reserved(registry: &Registry, storage: StorageType, except: &str) -> i64 {
@@ -128,6 +169,9 @@ impl Engine {
         if overlaps_other_stream(&self.registry, &config) {
             return Err(errors::STREAM_SUBJECT_OVERLAP.to_error());
         }
+        if forms_cycle(&self.registry, &config) {
+            return Err(errors::STREAM_INVALID_CONFIG.with_err("detected cycle"));
+        }
         self.check_reservation(&config)?;
         let created = crate::time_format::now_nanos();
         let mut store = storage::open_store(&self.store_root, &config, self.config.sync_interval)
@@ -164,6 +208,9 @@ impl Engine {
         if overlaps_other_stream(&self.registry, &config) {
             return Err(errors::STREAM_SUBJECT_OVERLAP.to_error());
         }
+        if config.sources != old.sources && forms_cycle(&self.registry, &config) {
+            return Err(errors::STREAM_INVALID_CONFIG.with_err("detected cycle"));
+        }
         if config.max_bytes != old.max_bytes {
             self.check_reservation(&config)?;
         }
@@ -182,7 +229,15 @@ impl Engine {
         }
         let subjects_changed = config.subjects != old.subjects;
         let direct_changed = config.allow_direct != old.allow_direct;
+        let sources_changed = config.sources != old.sources;
         *stream.config.write() = config;
+        if sources_changed {
+            stream::sync_sources(
+                &stream,
+                Arc::downgrade(&self.registry),
+                self.transport.clone(),
+            );
+        }
         if subjects_changed {
             stream.subscribe_subjects();
         }

@@ -89,14 +89,20 @@ impl Engine {
             let origin_last = self
                 .registry
                 .get(&source.name)
+                .filter(|_| source.external.is_none())
                 .map(|origin| *origin.last_sequence.borrow())
                 .unwrap_or(own_last);
+            let origin_missing = stream
+                .mirror_origin_missing
+                .load(std::sync::atomic::Ordering::Relaxed);
             let contact = stream
                 .mirror_contact
                 .load(std::sync::atomic::Ordering::Relaxed);
             StreamSourceInfo {
                 name: source.name.clone(),
+                external: source.external.clone(),
                 lag: origin_last.saturating_sub(own_last),
+                error: origin_missing.then(|| errors::STREAM_NOT_FOUND.to_error()),
                 active: if contact == 0 {
                     Nanos(-1)
                 } else {
@@ -107,8 +113,10 @@ impl Engine {
                 ..Default::default()
             }
         });
+        let sources = crate::stream::sources_info(stream, &self.registry);
         let info = StreamInfo {
             mirror,
+            sources,
             config: if view == InfoView::List {
                 config
             } else {
@@ -166,15 +174,6 @@ impl Engine {
         if config.mirror_direct && config.mirror.is_none() {
             return Err(errors::STREAM_INVALID_CONFIG
                 .with_err("stream has no mirror but does have mirror direct"));
-        }
-        let external_mirror = config
-            .mirror
-            .as_ref()
-            .is_some_and(|mirror| mirror.external.is_some());
-        if external_mirror || !config.sources.is_empty() {
-            // Sources and mirrors of other accounts/domains are not implemented (parity gap).
-            return Err(errors::STREAM_CREATE
-                .with_err("stream sources and external mirrors are not supported by this server"));
         }
         let (stream, did_create) = self
             .create_stream(&config, config_request.pedantic)

@@ -195,10 +195,23 @@ pub(crate) fn check_and_fill(
             return Err(errors::MIRROR_INVALID_STREAM_NAME.to_error());
         }
     }
+    if !config.sources.is_empty() && config.allow_msg_schedules {
+        return Err(errors::SOURCE_WITH_MSG_SCHEDULES.to_error());
+    }
+    let mut index_names = std::collections::HashSet::new();
     for source in &config.sources {
-        if !is_valid_name(&source.name) {
-            return Err(errors::SOURCE_INVALID_STREAM_NAME.to_error());
+        check_source(source)?;
+        if !index_names.insert(super::source_index_name(source)) {
+            return Err(errors::SOURCE_DUPLICATE_DETECTED.to_error());
         }
+    }
+    let externals = config
+        .mirror
+        .iter()
+        .chain(config.sources.iter())
+        .filter_map(|source| source.external.as_ref());
+    for external in externals {
+        check_external(external)?;
     }
     check_subjects(&mut config)?;
     if let Some(republish) = &mut config.republish {
@@ -249,6 +262,66 @@ pub(crate) fn check_and_fill(
         return Err(invalid("preferred server not permitted in placement"));
     }
     Ok(config)
+}
+
+/// nats-server's per-source checks (`checkStreamCfg`), in its order.
+fn check_source(source: &jetstream_api::StreamSource) -> Result<(), ApiError> {
+    if !is_valid_name(&source.name) {
+        return Err(errors::SOURCE_INVALID_STREAM_NAME.to_error());
+    }
+    if !source.filter_subject.is_empty() && !source.subject_transforms.is_empty() {
+        return Err(errors::SOURCE_MULTIPLE_FILTERS_NOT_ALLOWED.to_error());
+    }
+    for transform in &source.subject_transforms {
+        if !transform.source.is_empty() && !subject::is_valid_filter(&transform.source) {
+            return Err(errors::SOURCE_INVALID_SUBJECT_FILTER
+                .with_err(format!("invalid subject {}", transform.source)));
+        }
+        if !transform.destination.is_empty()
+            && !subject::is_valid_transform(&transform.source, &transform.destination)
+        {
+            return Err(errors::SOURCE_INVALID_TRANSFORM_DESTINATION
+                .with_err("invalid mapping destination: invalid subject"));
+        }
+    }
+    for (outer, first) in source.subject_transforms.iter().enumerate() {
+        for (inner, second) in source.subject_transforms.iter().enumerate() {
+            let all = |filter: &str| {
+                if filter.is_empty() {
+                    ">".to_string()
+                } else {
+                    filter.to_string()
+                }
+            };
+            if inner != outer && subject::is_subset(&all(&first.source), &all(&second.source)) {
+                return Err(errors::SOURCE_OVERLAPPING_SUBJECT_FILTERS.to_error());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The prefixes of a mirror or source in another domain or account.
+fn check_external(external: &jetstream_api::ExternalStream) -> Result<(), ApiError> {
+    let publishable =
+        |prefix: &str| subject::is_valid_filter(prefix) && !prefix.contains(['*', '>']);
+    if !external.deliver_prefix.is_empty() && !publishable(&external.deliver_prefix) {
+        return Err(errors::STREAM_INVALID_EXTERNAL_DELIVERY_SUBJ
+            .with(&[("prefix", &external.deliver_prefix)]));
+    }
+    if !external.api_prefix.is_empty() {
+        if !publishable(&external.api_prefix) {
+            return Err(invalid(format!(
+                "stream external api prefix {:?} must be a valid subject without wildcards",
+                external.api_prefix
+            )));
+        }
+        if subject::overlaps(&external.api_prefix, "$JS.API") {
+            return Err(errors::STREAM_EXTERNAL_API_OVERLAP
+                .with(&[("prefix", &external.api_prefix), ("subject", &"$JS.API")]));
+        }
+    }
+    Ok(())
 }
 
 fn check_subjects(config: &mut StreamConfig) -> Result<(), ApiError> {

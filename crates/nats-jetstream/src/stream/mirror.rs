@@ -29,9 +29,17 @@ pub(crate) fn spawn(mirror: &Arc<Stream>, registry: Weak<Registry>) {
             let Some(source) = stream.config.read().mirror.clone() else {
                 return;
             };
+            if source.external.is_some() {
+                // Another domain's or account's stream: this server has no link to reach it, so
+                // the mirror stays inactive, as nats-server's does when no one answers.
+                return;
+            }
             let origin = registry
                 .upgrade()
                 .and_then(|registry| registry.get(&source.name));
+            stream
+                .mirror_origin_missing
+                .store(origin.is_none(), Ordering::Relaxed);
             let Some(origin) = origin else {
                 drop(stream);
                 tokio::time::sleep(ORIGIN_POLL).await;

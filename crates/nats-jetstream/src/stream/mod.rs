@@ -23,10 +23,14 @@ mod dedupe;
 mod headers;
 mod ingest;
 mod mirror;
+mod sources;
 
 pub(crate) use config::{check_and_fill, check_update, with_static_metadata};
 pub(crate) use ingest::{store_config as ingest_store_config, IngestContext};
 pub(crate) use mirror::spawn as spawn_mirror;
+pub(crate) use sources::{
+    index_name as source_index_name, info as sources_info, sync as sync_sources,
+};
 
 use crate::transport::{Message, Transport};
 use jetstream_api::{ApiError, StreamConfig};
@@ -125,6 +129,11 @@ impl Backlog {
         true
     }
 
+    /// Publishes waiting for the ingest task.
+    pub(crate) fn queued(&self) -> usize {
+        self.messages.load(Ordering::Relaxed)
+    }
+
     /// Called by the ingest task for every publish it takes off the queue.
     pub(crate) fn release(&self, size: usize) {
         self.messages.fetch_sub(1, Ordering::Relaxed);
@@ -165,6 +174,10 @@ pub(crate) struct Stream {
     pub stopped: std::sync::atomic::AtomicBool,
     /// Mirrors: when the origin was last read (unix nanos), 0 before the first contact.
     pub mirror_contact: std::sync::atomic::AtomicI64,
+    /// Mirrors: set while the origin does not exist (`error` in the mirror info).
+    pub mirror_origin_missing: std::sync::atomic::AtomicBool,
+    /// Sources: one entry per configured source with its position (`sources.rs`).
+    pub sources: sources::Sources,
     pub consumers: crate::consumer::Consumers,
     commands: tokio::sync::mpsc::UnboundedSender<StreamCommand>,
     subscriptions: Mutex<Vec<u64>>,
@@ -193,6 +206,8 @@ impl Stream {
             backlog: Arc::default(),
             stopped: Default::default(),
             mirror_contact: Default::default(),
+            mirror_origin_missing: Default::default(),
+            sources: Default::default(),
             consumers: Default::default(),
             commands: sender,
             subscriptions: Mutex::new(Vec::new()),
@@ -251,6 +266,7 @@ impl Stream {
     /// Stop ingest and close (or delete) the store; waits for the task to finish its queue.
     pub(crate) async fn stop(&self, delete: bool) {
         self.stopped.store(true, Ordering::Relaxed);
+        self.sources.stop_all();
         self.unsubscribe_subjects();
         let (reply, done) = oneshot::channel();
         if self.send(StreamCommand::Stop { delete, reply }) {

@@ -1,0 +1,729 @@
+//! Sources: a stream that aggregates other streams of this server (nats-server's
+//! `setupSourceConsumers` / `processInboundSourceMsg`).
+//!
+//! Each configured source has its own task that reads the origin's store from its position on
+//! (the origin's new-message watch wakes it), applies the source's filter and subject
+//! transforms, and hands the messages to the aggregate's ingest task as publishes carrying a
+//! `Nats-Stream-Source: <origin> <origin seq> <filter> <destination> <original subject>` header.
+//! Through that path sourced messages get everything a publish gets (the stream's own subject
+//! transform, Nats-Msg-Id dedupe across sources, limits, discard policy, interest). Each batch
+//! waits for the ingest task's answers (PubAcks routed back to an internal inbox): that is the
+//! flow control, and the position only moves over messages that were stored or found to be
+//! duplicates, so a refused message (a discard-new limit, say) is tried again later.
+//!
+//! The header doubles as the persisted position: at start (and for sources added by an update)
+//! the aggregate is scanned backwards for each source's newest header, so a restart neither
+//! loses nor repeats messages. A missing origin is waited for (`error` 10059 in the info).
+//!
+//! Who calls it: the engine when a stream starts or its config changes ([`sync`]) and
+//! `STREAM.INFO` ([`info`]). It must not know about connections; it talks to the ingest task only
+//! through [`StreamCommand::Publish`].
+
+use super::headers::sourced_blocks;
+use super::{Stream, StreamCommand};
+use crate::registry::Registry;
+use crate::transport::{Message, Transport};
+use bytes::{BufMut, Bytes, BytesMut};
+use jetstream_api::{errors, ApiError, Nanos, StreamSource, StreamSourceInfo};
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Messages handed to the ingest task per round trip.
+const BATCH_MESSAGES: usize = 2048;
+/// Bytes handed over per round trip (a batch ends early past this).
+const BATCH_BYTES: usize = 8 * 1024 * 1024;
+/// How often a source looks for an origin that does not exist (yet).
+const ORIGIN_POLL: Duration = Duration::from_millis(250);
+/// Longest wait on an idle origin before the task looks around again (config changes, a
+/// re-created origin); also what keeps `active` near nats-server's 1 s heartbeat.
+const IDLE_WAIT: Duration = Duration::from_secs(1);
+/// How long a batch's answers may take before the unanswered part is tried again.
+const ANSWER_WAIT: Duration = Duration::from_secs(10);
+/// Pause before trying again after a refused message.
+const RETRY_WAIT: Duration = Duration::from_millis(500);
+/// The header nats-server puts on every sourced message.
+pub(crate) const STREAM_SOURCE_HEADER: &str = "Nats-Stream-Source";
+
+/// One configured source and how far it got.
+pub(crate) struct SourceProgress {
+    pub source: StreamSource,
+    /// nats-server's index name parts: origin (with `:<api>` when external), filter, destination.
+    key: IndexName,
+    /// The newest origin sequence stored here (or skipped as a duplicate); 0 before any.
+    pub position: AtomicU64,
+    /// The newest origin sequence actually stored here (what nats-server reports as `seq`).
+    pub stored: AtomicU64,
+    /// When the origin was last heard from (unix nanos), 0 before the first contact.
+    pub contact: AtomicI64,
+    pub error: Mutex<Option<ApiError>>,
+    /// Set when an update removes the source; its task ends.
+    removed: AtomicBool,
+}
+
+/// The sources of one stream, in config order.
+#[derive(Default)]
+pub(crate) struct Sources {
+    entries: Mutex<Vec<Arc<SourceProgress>>>,
+}
+
+impl Sources {
+    /// Stop every source task (the stream is going away).
+    pub(crate) fn stop_all(&self) {
+        for entry in std::mem::take(&mut *self.entries.lock()) {
+            entry.removed.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The three parts of nats-server's source index name (`composeIName`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct IndexName {
+    origin: String,
+    filter: String,
+    destination: String,
+}
+
+impl IndexName {
+    fn of(source: &StreamSource) -> IndexName {
+        let mut origin = source.name.clone();
+        if let Some(external) = &source.external {
+            origin.push(':');
+            origin.push_str(&external.api_prefix);
+        }
+        let or_all = |value: &str| {
+            if value.is_empty() {
+                ">".to_string()
+            } else {
+                value.to_string()
+            }
+        };
+        let (filter, destination) = if source.subject_transforms.is_empty() {
+            (or_all(&source.filter_subject), ">".to_string())
+        } else {
+            let sources: Vec<String> = source
+                .subject_transforms
+                .iter()
+                .map(|transform| or_all(&transform.source))
+                .collect();
+            let destinations: Vec<String> = source
+                .subject_transforms
+                .iter()
+                .map(|transform| or_all(&transform.destination))
+                .collect();
+            (sources.join("\u{c}"), destinations.join("\u{c}"))
+        };
+        IndexName {
+            origin,
+            filter,
+            destination,
+        }
+    }
+
+    /// The index name a stored `Nats-Stream-Source` value belongs to, and its origin sequence.
+    fn from_header(value: &str) -> Option<(IndexName, u64)> {
+        let fields: Vec<&str> = value.split(' ').collect();
+        if fields.len() < 4 {
+            return None;
+        }
+        let seq = fields[1].parse().ok()?;
+        Some((
+            IndexName {
+                origin: fields[0].to_string(),
+                filter: fields[2].to_string(),
+                destination: fields[3].to_string(),
+            },
+            seq,
+        ))
+    }
+}
+
+/// The source's unique identity within a stream (duplicate sources are refused by it).
+pub(crate) fn index_name(source: &StreamSource) -> String {
+    let key = IndexName::of(source);
+    format!("{} {} {}", key.origin, key.filter, key.destination)
+}
+
+impl SourceProgress {
+    fn new(source: StreamSource) -> SourceProgress {
+        SourceProgress {
+            key: IndexName::of(&source),
+            source,
+            position: AtomicU64::new(0),
+            stored: AtomicU64::new(0),
+            contact: AtomicI64::new(0),
+            error: Mutex::new(None),
+            removed: AtomicBool::new(false),
+        }
+    }
+
+    /// The origin subjects this source reads (empty: all of them).
+    fn filters(&self) -> Vec<String> {
+        let filters: Vec<String> = if self.source.subject_transforms.is_empty() {
+            vec![self.source.filter_subject.clone()]
+        } else {
+            self.source
+                .subject_transforms
+                .iter()
+                .map(|transform| transform.source.clone())
+                .collect()
+        };
+        if filters
+            .iter()
+            .any(|filter| filter.is_empty() || filter == ">")
+        {
+            return Vec::new();
+        }
+        filters
+    }
+
+    /// The subject a message of the origin is stored under here.
+    fn destination_subject(&self, subject: &str) -> String {
+        for transform in &self.source.subject_transforms {
+            let source = if transform.source.is_empty() {
+                ">"
+            } else {
+                &transform.source
+            };
+            if !crate::subject::matches(source, subject) {
+                continue;
+            }
+            return crate::subject::transform(source, &transform.destination, subject)
+                .unwrap_or_else(|| subject.to_string());
+        }
+        subject.to_string()
+    }
+
+    fn header_value(&self, origin_seq: u64, original_subject: &str) -> String {
+        format!(
+            "{} {origin_seq} {} {} {original_subject}",
+            self.key.origin, self.key.filter, self.key.destination
+        )
+    }
+}
+
+/// Bring the running source tasks in line with the stream's config: new sources start (from
+/// their newest `Nats-Stream-Source` header here, else their configured start), removed ones
+/// stop, unchanged ones carry on.
+pub(crate) fn sync(stream: &Arc<Stream>, registry: Weak<Registry>, transport: Arc<dyn Transport>) {
+    let configured = stream.config.read().sources.clone();
+    let mut started = Vec::new();
+    {
+        let mut entries = stream.sources.entries.lock();
+        let mut kept: Vec<Arc<SourceProgress>> = Vec::with_capacity(configured.len());
+        for source in configured {
+            let key = IndexName::of(&source);
+            match entries.iter().find(|entry| entry.key == key) {
+                Some(existing) => kept.push(existing.clone()),
+                None => {
+                    let progress = Arc::new(SourceProgress::new(source));
+                    started.push(progress.clone());
+                    kept.push(progress);
+                }
+            }
+        }
+        for entry in entries.iter() {
+            if !kept.iter().any(|kept| Arc::ptr_eq(kept, entry)) {
+                entry.removed.store(true, Ordering::Relaxed);
+            }
+        }
+        *entries = kept;
+    }
+    if started.is_empty() {
+        return;
+    }
+    let stream = Arc::downgrade(stream);
+    tokio::spawn(async move {
+        match stream.upgrade() {
+            Some(aggregate) => recover_positions(&aggregate, &started),
+            None => return,
+        }
+        for progress in started {
+            // Sources of other domains or accounts need a consumer across a link this server
+            // does not have: they stay configured and inactive, as nats-server's do when no
+            // one answers their API prefix.
+            if progress.source.external.is_some() {
+                continue;
+            }
+            tokio::spawn(follow(
+                stream.clone(),
+                progress,
+                registry.clone(),
+                transport.clone(),
+            ));
+        }
+    });
+}
+
+/// nats-server's `startingSequenceForSources`: walk the stream backwards and take each
+/// source's newest `Nats-Stream-Source` header as its position.
+fn recover_positions(stream: &Stream, sources: &[Arc<SourceProgress>]) {
+    let mut missing: Vec<&Arc<SourceProgress>> = sources.iter().collect();
+    let (first, mut seq) = {
+        let state = stream.store.lock().state();
+        (state.first_seq.max(1), state.last_seq)
+    };
+    while seq >= first && !missing.is_empty() {
+        // Short lock holds: the ingest task shares this store.
+        let mut store = stream.store.lock();
+        for _ in 0..1024 {
+            let message = match store.load_prev(">", seq) {
+                Ok(Some(message)) => message,
+                _ => {
+                    seq = 0;
+                    break;
+                }
+            };
+            seq = message.seq.saturating_sub(1);
+            let Some((key, origin_seq)) = header_value(&message.headers, STREAM_SOURCE_HEADER)
+                .and_then(IndexName::from_header)
+            else {
+                if seq < first {
+                    break;
+                }
+                continue;
+            };
+            if let Some(index) = missing.iter().position(|progress| progress.key == key) {
+                missing[index].position.store(origin_seq, Ordering::Relaxed);
+                missing[index].stored.store(origin_seq, Ordering::Relaxed);
+                missing.swap_remove(index);
+            }
+            if missing.is_empty() || seq < first {
+                break;
+            }
+        }
+    }
+}
+
+/// The value of the first header called `name` in a raw header block.
+pub(crate) fn header_value<'a>(block: &'a [u8], name: &str) -> Option<&'a str> {
+    let text = std::str::from_utf8(block).ok()?;
+    text.split("\r\n").skip(1).find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        (key == name).then(|| value.trim())
+    })
+}
+
+/// The origin's header block minus what must not travel (an older source header, the
+/// `Nats-Expected-*` checks meant for the origin, batch headers), plus this source's header.
+fn sourced_header(origin_headers: &[u8], value: &str) -> Bytes {
+    let mut block = BytesMut::with_capacity(origin_headers.len() + value.len() + 40);
+    let mut lines = origin_headers.split(|&byte| byte == b'\n');
+    match lines.next() {
+        Some(status) if !origin_headers.is_empty() => {
+            block.put_slice(status);
+            block.put_u8(b'\n');
+        }
+        _ => block.put_slice(b"NATS/1.0\r\n"),
+    }
+    for line in lines {
+        let trimmed = line.strip_suffix(b"\r").unwrap_or(line);
+        if trimmed.is_empty() {
+            continue;
+        }
+        let name = trimmed
+            .iter()
+            .position(|&byte| byte == b':')
+            .map_or(trimmed, |colon| &trimmed[..colon]);
+        if name == STREAM_SOURCE_HEADER.as_bytes()
+            || name.starts_with(b"Nats-Expected-")
+            || name.starts_with(b"Nats-Batch-")
+        {
+            continue;
+        }
+        block.put_slice(trimmed);
+        block.put_slice(b"\r\n");
+    }
+    block.put_slice(STREAM_SOURCE_HEADER.as_bytes());
+    block.put_slice(b": ");
+    block.put_slice(value.as_bytes());
+    block.put_slice(b"\r\n\r\n");
+    block.freeze()
+}
+
+/// Unsubscribes the source's answer inbox when its task ends.
+struct InboxGuard {
+    transport: Arc<dyn Transport>,
+    id: u64,
+}
+
+impl Drop for InboxGuard {
+    fn drop(&mut self) {
+        self.transport.unsubscribe(self.id);
+    }
+}
+
+/// A hard-to-guess inbox token, so no client answers in a source's place by accident.
+fn inbox_token() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_i64(crate::time_format::now_nanos());
+    format!("{:016x}", hasher.finish())
+}
+
+/// The answers of the ingest task, by origin sequence.
+type Answers = mpsc::UnboundedReceiver<(u64, Bytes)>;
+
+/// Copy one source into the aggregate until the source is removed or the stream stops.
+async fn follow(
+    stream: Weak<Stream>,
+    progress: Arc<SourceProgress>,
+    registry: Weak<Registry>,
+    transport: Arc<dyn Transport>,
+) {
+    let inbox = format!("$JS.S.{}.", inbox_token());
+    let (answer_sender, mut answers) = mpsc::unbounded_channel::<(u64, Bytes)>();
+    let id = transport.subscribe(
+        &format!("{inbox}*"),
+        None,
+        Arc::new(move |message: Message| {
+            let seq = message
+                .subject
+                .rsplit(|&byte| byte == b'.')
+                .next()
+                .and_then(|token| std::str::from_utf8(token).ok())
+                .and_then(|token| token.parse::<u64>().ok());
+            if let Some(seq) = seq {
+                // The task may be gone; a late answer is dropped.
+                let _ = answer_sender.send((seq, message.payload));
+            }
+        }),
+    );
+    let _guard = InboxGuard {
+        transport: transport.clone(),
+        id,
+    };
+    let filters = progress.filters();
+    // Origin sequences stored after one that was refused: skipped when the refused one is
+    // tried again, so nothing is stored twice.
+    let mut stored_ahead: BTreeSet<u64> = BTreeSet::new();
+    let mut start_resolved = false;
+    loop {
+        if progress.removed.load(Ordering::Relaxed) {
+            return;
+        }
+        let Some(aggregate) = stream.upgrade() else {
+            return;
+        };
+        if aggregate.stopped.load(Ordering::Relaxed) {
+            return;
+        }
+        let origin = registry
+            .upgrade()
+            .and_then(|registry| registry.get(&progress.source.name));
+        let Some(origin) = origin else {
+            *progress.error.lock() = Some(errors::STREAM_NOT_FOUND.to_error());
+            drop(aggregate);
+            tokio::time::sleep(ORIGIN_POLL).await;
+            continue;
+        };
+        progress.error.lock().take();
+        if !start_resolved {
+            start_resolved = true;
+            resolve_start(&progress, &origin);
+        }
+        let mut changes = origin.last_sequence.subscribe();
+        let position = progress.position.load(Ordering::Relaxed);
+        stored_ahead = stored_ahead.split_off(&(position + 1));
+        let (batch, examined) = read_batch(&origin, &filters, position + 1, &stored_ahead);
+        drop(origin);
+        progress
+            .contact
+            .store(crate::time_format::now_nanos(), Ordering::Relaxed);
+        if batch.is_empty() {
+            if examined > position {
+                // Everything read was stored before: move past it.
+                progress.position.store(examined, Ordering::Relaxed);
+                continue;
+            }
+            drop(aggregate);
+            let _ = tokio::time::timeout(IDLE_WAIT, changes.changed()).await;
+            continue;
+        }
+        let complete = hand_over(
+            &aggregate,
+            &progress,
+            batch,
+            &inbox,
+            &mut answers,
+            &mut stored_ahead,
+        )
+        .await;
+        drop(aggregate);
+        if !complete {
+            tokio::time::sleep(RETRY_WAIT).await;
+        }
+    }
+}
+
+/// A new source with no header here starts where its config says.
+fn resolve_start(progress: &SourceProgress, origin: &Stream) {
+    if progress.position.load(Ordering::Relaxed) > 0 {
+        return;
+    }
+    let source = &progress.source;
+    let start = if source.opt_start_seq > 0 {
+        source.opt_start_seq
+    } else if let Some(time) = &source.opt_start_time {
+        origin.store.lock().seq_for_time(time.unix_nanos())
+    } else {
+        return;
+    };
+    progress
+        .position
+        .store(start.saturating_sub(1), Ordering::Relaxed);
+}
+
+/// Up to a batch of the origin's messages from `start` on, minus those already stored; also
+/// the last sequence looked at.
+fn read_batch(
+    origin: &Stream,
+    filters: &[String],
+    start: u64,
+    stored_ahead: &BTreeSet<u64>,
+) -> (Vec<nats_store::StoredMessage>, u64) {
+    let mut batch = Vec::new();
+    let mut bytes = 0;
+    let mut seq = start;
+    let mut examined = start.saturating_sub(1);
+    let mut store = origin.store.lock();
+    while batch.len() < BATCH_MESSAGES && bytes < BATCH_BYTES {
+        let Ok(Some(message)) = store.load_next_matching(filters, seq) else {
+            break;
+        };
+        seq = message.seq + 1;
+        examined = message.seq;
+        if stored_ahead.contains(&message.seq) {
+            continue;
+        }
+        bytes += message.payload.len() + message.headers.len() + message.subject.len();
+        batch.push(message);
+    }
+    (batch, examined)
+}
+
+/// Hand one batch to the aggregate's ingest task and wait for its answers. True when every
+/// message was stored (or was a duplicate); the position moves over the unbroken run of those.
+async fn hand_over(
+    aggregate: &Stream,
+    progress: &SourceProgress,
+    batch: Vec<nats_store::StoredMessage>,
+    inbox: &str,
+    answers: &mut Answers,
+    stored_ahead: &mut BTreeSet<u64>,
+) -> bool {
+    let no_ack = aggregate.config.read().no_ack;
+    let mut pending: BTreeMap<u64, Bytes> = BTreeMap::new();
+    let last_seq = batch.last().map_or(0, |message| message.seq);
+    for message in batch {
+        let header = sourced_header(
+            &message.headers,
+            &progress.header_value(message.seq, &message.subject),
+        );
+        sourced_blocks::insert(&header);
+        let size = header.len() + message.payload.len();
+        while !aggregate.backlog.admit(size) {
+            // The aggregate's queue is full (its own publishers are busy): wait for room.
+            if aggregate.stopped.load(Ordering::Relaxed) {
+                sourced_blocks::remove(&header);
+                release(&pending);
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let publish = Message {
+            subject: Bytes::from(progress.destination_subject(&message.subject)),
+            reply: (!no_ack).then(|| Bytes::from(format!("{inbox}{}", message.seq))),
+            headers: Some(header.clone()),
+            payload: message.payload,
+        };
+        pending.insert(message.seq, header);
+        if !aggregate.send(StreamCommand::Publish(publish)) {
+            release(&pending);
+            return false;
+        }
+    }
+    if no_ack {
+        // Nothing will answer: trust the hand-over once the queue has drained.
+        let deadline = tokio::time::Instant::now() + ANSWER_WAIT;
+        while aggregate.backlog.queued() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        release(&pending);
+        progress.position.store(last_seq, Ordering::Relaxed);
+        return true;
+    }
+    let deadline = tokio::time::Instant::now() + ANSWER_WAIT;
+    let mut first_refused: Option<u64> = None;
+    while !pending.is_empty() {
+        let Ok(Some((seq, answer))) = tokio::time::timeout_at(deadline, answers.recv()).await
+        else {
+            break;
+        };
+        let Some(header) = pending.remove(&seq) else {
+            continue; // an answer to an earlier attempt
+        };
+        sourced_blocks::remove(&header);
+        progress
+            .contact
+            .store(crate::time_format::now_nanos(), Ordering::Relaxed);
+        if is_refusal(&answer) {
+            tracing::debug!(
+                stream = %aggregate.name,
+                origin = %progress.source.name,
+                seq,
+                answer = %String::from_utf8_lossy(&answer),
+                "sourced message refused, will retry"
+            );
+            first_refused.get_or_insert(seq);
+        } else if first_refused.is_some() {
+            stored_ahead.insert(seq);
+        } else {
+            progress.position.store(seq, Ordering::Relaxed);
+            if !is_duplicate(&answer) {
+                progress.stored.store(seq, Ordering::Relaxed);
+            }
+        }
+    }
+    let complete = pending.is_empty() && first_refused.is_none();
+    release(&pending);
+    complete
+}
+
+/// Forget the in-flight marks of messages that got no answer (a late one is refused).
+fn release(pending: &BTreeMap<u64, Bytes>) {
+    for header in pending.values() {
+        sourced_blocks::remove(header);
+    }
+}
+
+fn is_duplicate(answer: &[u8]) -> bool {
+    answer.windows(11).any(|window| window == b"\"duplicate\"")
+}
+
+fn is_refusal(answer: &[u8]) -> bool {
+    answer.windows(8).any(|window| window == b"\"error\":")
+}
+
+/// `sources` of STREAM.INFO, in config order.
+pub(crate) fn info(stream: &Stream, registry: &Registry) -> Vec<StreamSourceInfo> {
+    let entries = stream.sources.entries.lock().clone();
+    let now = crate::time_format::now_nanos();
+    entries
+        .iter()
+        .map(|progress| {
+            let position = progress.position.load(Ordering::Relaxed);
+            let lag = match registry.get(&progress.source.name) {
+                Some(origin) if progress.source.external.is_none() => {
+                    let filters = progress.filters();
+                    origin
+                        .store
+                        .lock()
+                        .num_pending_matching(&filters, position + 1, false)
+                }
+                _ => 0,
+            };
+            let contact = progress.contact.load(Ordering::Relaxed);
+            StreamSourceInfo {
+                name: progress.source.name.clone(),
+                external: progress.source.external.clone(),
+                lag,
+                seq: progress.stored.load(Ordering::Relaxed),
+                active: if contact == 0 {
+                    Nanos(-1)
+                } else {
+                    Nanos((now - contact).max(0))
+                },
+                error: progress.error.lock().clone(),
+                filter_subject: progress.source.filter_subject.clone(),
+                subject_transforms: progress.source.subject_transforms.clone(),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jetstream_api::SubjectTransform;
+
+    fn source(name: &str, filter: &str, transforms: &[(&str, &str)]) -> StreamSource {
+        StreamSource {
+            name: name.into(),
+            filter_subject: filter.into(),
+            subject_transforms: transforms
+                .iter()
+                .map(|(source, destination)| SubjectTransform {
+                    source: source.to_string(),
+                    destination: destination.to_string(),
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn index_names_as_nats_server_composes_them() {
+        assert_eq!(index_name(&source("O", "", &[])), "O > >");
+        assert_eq!(index_name(&source("O", "o.a", &[])), "O o.a >");
+        assert_eq!(
+            index_name(&source(
+                "O",
+                "",
+                &[("o.*", "t.{{wildcard(1)}}"), ("p.>", "")]
+            )),
+            "O o.*\u{c}p.> t.{{wildcard(1)}}\u{c}>"
+        );
+    }
+
+    #[test]
+    fn header_round_trip() {
+        let progress = SourceProgress::new(source("O1", "", &[("o1.*", "t.{{wildcard(1)}}")]));
+        let value = progress.header_value(7, "o1.a");
+        assert_eq!(value, "O1 7 o1.* t.{{wildcard(1)}} o1.a");
+        let (key, seq) = IndexName::from_header(&value).expect("parses");
+        assert_eq!(key, progress.key);
+        assert_eq!(seq, 7);
+        assert_eq!(progress.destination_subject("o1.a"), "t.a");
+        assert_eq!(progress.destination_subject("x.y"), "x.y");
+        // nats-server's form with the origin's identity appended still parses.
+        let (_, seq) = IndexName::from_header("O2 3 o2.> > o2.b ihpmiqR3").expect("parses");
+        assert_eq!(seq, 3);
+    }
+
+    #[test]
+    fn sourced_header_drops_what_must_not_travel() {
+        let origin = b"NATS/1.0\r\nNats-Msg-Id: a\r\nNats-Expected-Stream: X\r\nNats-Stream-Source: Z 1 > > z\r\nX-Keep: 1\r\n\r\n";
+        let block = sourced_header(origin, "O 5 > > o.a");
+        assert_eq!(
+            &block[..],
+            b"NATS/1.0\r\nNats-Msg-Id: a\r\nX-Keep: 1\r\nNats-Stream-Source: O 5 > > o.a\r\n\r\n"
+        );
+        let block = sourced_header(b"", "O 1 > > o.a");
+        assert_eq!(
+            &block[..],
+            b"NATS/1.0\r\nNats-Stream-Source: O 1 > > o.a\r\n\r\n"
+        );
+        assert_eq!(
+            header_value(&block, STREAM_SOURCE_HEADER),
+            Some("O 1 > > o.a")
+        );
+    }
+
+    #[test]
+    fn filters_collapse_to_everything() {
+        assert!(SourceProgress::new(source("O", "", &[]))
+            .filters()
+            .is_empty());
+        assert_eq!(
+            SourceProgress::new(source("O", "o.a", &[])).filters(),
+            vec!["o.a".to_string()]
+        );
+        assert!(SourceProgress::new(source("O", "", &[("", "x.>")]))
+            .filters()
+            .is_empty());
+    }
+}

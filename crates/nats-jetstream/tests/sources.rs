@@ -1,0 +1,407 @@
+//! Streams sourcing other streams of the same server: filters and subject transforms, the
+//! `Nats-Stream-Source` header, `sources` info, dedupe across sources, a missing origin that
+//! appears later, sources added and removed by updates, and convergence across restarts
+//! (neither lost nor repeated messages). Runs against nats-server too (`NATS_SERVER_BIN`).
+
+mod common;
+
+use common::{api, connect, publish_raw, TIMEOUT};
+use serde_json::Value;
+use std::time::Duration;
+use test_harness::TestServer;
+
+/// STREAM.INFO until `done` says the stream converged; bounded by [`TIMEOUT`].
+async fn wait_info(
+    client: &async_nats::Client,
+    stream: &str,
+    what: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    wait_info_for(client, stream, what, TIMEOUT, done).await
+}
+
+async fn wait_info_for(
+    client: &async_nats::Client,
+    stream: &str,
+    what: &str,
+    bound: Duration,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = tokio::time::Instant::now() + bound;
+    loop {
+        let info = api(client, &format!("$JS.API.STREAM.INFO.{stream}"), "").await;
+        if done(&info) {
+            return info;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{stream} did not reach {what}: {info}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+async fn wait_messages(client: &async_nats::Client, stream: &str, count: u64) -> Value {
+    wait_info(client, stream, &format!("{count} messages"), |info| {
+        info["state"]["messages"] == count
+    })
+    .await
+}
+
+fn created(response: &Value) {
+    assert!(response.get("error").is_none(), "{response}");
+}
+
+async fn create(client: &async_nats::Client, name: &str, config: &str) -> Value {
+    let response = api(client, &format!("$JS.API.STREAM.CREATE.{name}"), config).await;
+    created(&response);
+    response
+}
+
+/// Subject and headers of the message at `seq`.
+async fn message(
+    client: &async_nats::Client,
+    stream: &str,
+    seq: u64,
+) -> async_nats::jetstream::message::StreamMessage {
+    let context = async_nats::jetstream::new(client.clone());
+    let stream = context.get_stream(stream).await.expect("stream");
+    tokio::time::timeout(TIMEOUT, stream.get_raw_message(seq))
+        .await
+        .expect("in time")
+        .expect("message")
+}
+
+fn source_header(message: &async_nats::jetstream::message::StreamMessage) -> String {
+    message
+        .headers
+        .get("Nats-Stream-Source")
+        .map(|value| value.as_str().to_string())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn sources_filter_transform_and_report() {
+    let server = TestServer::jetstream();
+    let client = connect(&server).await;
+    create(&client, "O1", r#"{"name":"O1","subjects":["o1.>"]}"#).await;
+    create(&client, "O2", r#"{"name":"O2","subjects":["o2.>"]}"#).await;
+    for index in 0..3 {
+        publish_raw(&client, "o1.a", &[("X-Index", &index.to_string())], "one").await;
+        publish_raw(&client, "o2.b", &[], "two").await;
+        publish_raw(&client, "o2.c", &[], "skipped by the filter").await;
+    }
+    let response = create(
+        &client,
+        "AGG",
+        r#"{"name":"AGG","sources":[
+            {"name":"O1","subject_transforms":[{"src":"o1.*","dest":"t.{{wildcard(1)}}"}]},
+            {"name":"O2","filter_subject":"o2.b"}]}"#,
+    )
+    .await;
+    assert!(response["config"].get("subjects").is_none(), "{response}");
+    assert_eq!(response["sources"][0]["active"], -1, "{response}");
+
+    let info = wait_info(&client, "AGG", "6 messages, both sources current", |info| {
+        info["state"]["messages"] == 6
+            && info["sources"][0]["seq"] == 3
+            && info["sources"][1]["seq"] == 5
+    })
+    .await;
+    let sources = info["sources"].as_array().expect("sources");
+    assert_eq!(sources.len(), 2, "{info}");
+    assert_eq!(sources[0]["name"], "O1");
+    assert_eq!(sources[0]["lag"], 0);
+    assert!(sources[0]["active"].as_i64().unwrap() >= 0, "{info}");
+    assert_eq!(
+        sources[0]["subject_transforms"][0]["dest"],
+        "t.{{wildcard(1)}}"
+    );
+    assert!(sources[0].get("error").is_none(), "{info}");
+    assert_eq!(sources[1]["filter_subject"], "o2.b");
+
+    let mut transformed = 0;
+    for seq in 1..=6 {
+        let stored = message(&client, "AGG", seq).await;
+        let header = source_header(&stored);
+        match stored.subject.as_str() {
+            "t.a" => {
+                transformed += 1;
+                assert!(header.starts_with("O1 "), "{header}");
+                assert!(header.contains(" o1.* t.{{wildcard(1)}} o1.a"), "{header}");
+                assert!(
+                    stored.headers.get("X-Index").is_some(),
+                    "origin headers kept"
+                );
+            }
+            "o2.b" => assert!(
+                header.starts_with("O2 ") && header.contains(" o2.b > o2.b"),
+                "{header}"
+            ),
+            other => panic!("unexpected subject {other}"),
+        }
+    }
+    assert_eq!(transformed, 3);
+
+    // Later messages follow; the lag is what the origin holds beyond the position.
+    publish_raw(&client, "o1.z", &[], "later").await;
+    let info = wait_messages(&client, "AGG", 7).await;
+    assert_eq!(info["state"]["num_subjects"], 3, "{info}");
+}
+
+async fn publish_orders(client: &async_nats::Client, indexes: std::ops::Range<u32>) {
+    for index in indexes {
+        let subject = format!("orders.{}", index % 3);
+        publish_raw(client, &subject, &[], &index.to_string()).await;
+    }
+}
+
+#[tokio::test]
+async fn sources_survive_restarts_without_loss_or_repeats() {
+    let mut server = TestServer::jetstream();
+    let client = connect(&server).await;
+    create(
+        &client,
+        "ORDERS",
+        r#"{"name":"ORDERS","subjects":["orders.>"]}"#,
+    )
+    .await;
+    create(&client, "AUDIT", r#"{"name":"AUDIT","subjects":["audit"]}"#).await;
+    create(
+        &client,
+        "ALL",
+        r#"{"name":"ALL","sources":[{"name":"ORDERS"},{"name":"AUDIT"}]}"#,
+    )
+    .await;
+    publish_orders(&client, 0..60).await;
+    publish_raw(&client, "audit", &[], "a").await;
+    wait_messages(&client, "ALL", 61).await;
+    drop(client);
+
+    server.restart();
+    let client = connect(&server).await;
+    // Nothing new: after the restart the aggregate stays where it was.
+    publish_orders(&client, 60..100).await;
+    publish_raw(&client, "audit", &[], "b").await;
+    let info = wait_info(
+        &client,
+        "ALL",
+        "both sources at their origin's end",
+        |info| info["sources"][0]["seq"] == 100 && info["sources"][1]["seq"] == 2,
+    )
+    .await;
+    assert_eq!(info["state"]["messages"], 102, "{info}");
+
+    // Every origin sequence exactly once.
+    let mut seen = std::collections::BTreeSet::new();
+    for seq in 1..=102 {
+        let stored = message(&client, "ALL", seq).await;
+        let header = source_header(&stored);
+        assert!(
+            seen.insert(header.split(' ').take(2).collect::<Vec<_>>().join(" ")),
+            "repeat {header}"
+        );
+    }
+    drop(client);
+
+    // Another restart: the aggregate goes on from where it was.
+    server.restart();
+    let client = connect(&server).await;
+    publish_orders(&client, 100..110).await;
+    let info = wait_info(&client, "ALL", "ORDERS at 110", |info| {
+        info["sources"][0]["seq"] == 110
+    })
+    .await;
+    assert_eq!(info["state"]["messages"], 112, "{info}");
+}
+
+#[tokio::test]
+async fn missing_origin_is_waited_for() {
+    let server = TestServer::jetstream();
+    let client = connect(&server).await;
+    create(
+        &client,
+        "LATE_AGG",
+        r#"{"name":"LATE_AGG","sources":[{"name":"LATE"}]}"#,
+    )
+    .await;
+    let info = wait_info(&client, "LATE_AGG", "a stream-not-found error", |info| {
+        info["sources"][0]["error"]["err_code"] == 10059
+    })
+    .await;
+    assert_eq!(info["sources"][0]["error"]["code"], 404, "{info}");
+    assert_eq!(info["sources"][0]["active"], -1, "{info}");
+
+    create(&client, "LATE", r#"{"name":"LATE","subjects":["late"]}"#).await;
+    publish_raw(&client, "late", &[], "here").await;
+    // nats-server looks for a missing origin again only every 10 s or so.
+    let info = wait_info_for(
+        &client,
+        "LATE_AGG",
+        "1 message",
+        Duration::from_secs(30),
+        |info| info["state"]["messages"] == 1,
+    )
+    .await;
+    let info = if info["sources"][0].get("error").is_some() {
+        wait_info(&client, "LATE_AGG", "no error", |info| {
+            info["sources"][0].get("error").is_none()
+        })
+        .await
+    } else {
+        info
+    };
+    assert_eq!(info["sources"][0]["lag"], 0, "{info}");
+}
+
+#[tokio::test]
+async fn message_ids_dedupe_across_sources() {
+    let server = TestServer::jetstream();
+    let client = connect(&server).await;
+    create(&client, "EAST", r#"{"name":"EAST","subjects":["east"]}"#).await;
+    create(&client, "WEST", r#"{"name":"WEST","subjects":["west"]}"#).await;
+    create(
+        &client,
+        "BOTH",
+        r#"{"name":"BOTH","duplicate_window":60000000000,"sources":[{"name":"EAST"},{"name":"WEST"}]}"#,
+    )
+    .await;
+    for id in ["a", "b", "c"] {
+        publish_raw(&client, "east", &[("Nats-Msg-Id", id)], "e").await;
+        publish_raw(&client, "west", &[("Nats-Msg-Id", id)], "w").await;
+    }
+    publish_raw(&client, "west", &[("Nats-Msg-Id", "d")], "w").await;
+    // Whichever source comes first stores a, b and c; the other's copies are duplicates.
+    let info = wait_info(&client, "BOTH", "both sources read to the end", |info| {
+        info["state"]["messages"] == 4
+            && info["sources"][0]["lag"] == 0
+            && info["sources"][1]["lag"] == 0
+    })
+    .await;
+    let subjects = api(
+        &client,
+        "$JS.API.STREAM.INFO.BOTH",
+        r#"{"subjects_filter":">"}"#,
+    )
+    .await;
+    let east = subjects["state"]["subjects"]["east"].as_u64().unwrap_or(0);
+    let west = subjects["state"]["subjects"]["west"].as_u64().unwrap_or(0);
+    assert_eq!(east + west, 4, "{info}");
+    assert!(west >= 1, "d only comes from WEST: {subjects}");
+}
+
+#[tokio::test]
+async fn updates_add_and_remove_sources() {
+    let server = TestServer::jetstream();
+    let client = connect(&server).await;
+    create(&client, "S1", r#"{"name":"S1","subjects":["s1"]}"#).await;
+    create(&client, "S2", r#"{"name":"S2","subjects":["s2"]}"#).await;
+    publish_raw(&client, "s1", &[], "1").await;
+    publish_raw(&client, "s2", &[], "2").await;
+    publish_raw(&client, "s2", &[], "3").await;
+    create(
+        &client,
+        "GROW",
+        r#"{"name":"GROW","subjects":["grow"],"sources":[{"name":"S1"}]}"#,
+    )
+    .await;
+    wait_messages(&client, "GROW", 1).await;
+    // Its own subjects still take publishes next to the sourced messages.
+    let ack = publish_raw(&client, "grow", &[], "own").await;
+    assert!(ack.contains("\"seq\":2"), "{ack}");
+
+    let updated = api(
+        &client,
+        "$JS.API.STREAM.UPDATE.GROW",
+        r#"{"name":"GROW","subjects":["grow"],"sources":[{"name":"S1"},{"name":"S2"}]}"#,
+    )
+    .await;
+    created(&updated);
+    wait_messages(&client, "GROW", 4).await;
+
+    let updated = api(
+        &client,
+        "$JS.API.STREAM.UPDATE.GROW",
+        r#"{"name":"GROW","subjects":["grow"],"sources":[{"name":"S2"}]}"#,
+    )
+    .await;
+    created(&updated);
+    assert_eq!(
+        updated["sources"].as_array().map(Vec::len),
+        Some(1),
+        "{updated}"
+    );
+    publish_raw(&client, "s2", &[], "4").await;
+    let info = wait_info(&client, "GROW", "S2 at 3", |info| {
+        info["sources"][0]["seq"] == 3
+    })
+    .await;
+    assert_eq!(info["state"]["messages"], 5, "{info}");
+    // S1 is no longer followed.
+    publish_raw(&client, "s1", &[], "ignored").await;
+    publish_raw(&client, "s2", &[], "5").await;
+    let info = wait_info(&client, "GROW", "S2 at 4", |info| {
+        info["sources"][0]["seq"] == 4
+    })
+    .await;
+    assert_eq!(info["state"]["messages"], 6, "{info}");
+}
+
+#[tokio::test]
+async fn source_config_errors() {
+    let server = TestServer::jetstream();
+    let client = connect(&server).await;
+    create(&client, "BASE", r#"{"name":"BASE","subjects":["base.>"]}"#).await;
+    let cases = [
+        (
+            r#"{"name":"X","sources":[{"name":"BASE"},{"name":"BASE"}]}"#,
+            10140,
+        ),
+        (
+            r#"{"name":"X","sources":[{"name":"BASE","filter_subject":"base.a","subject_transforms":[{"src":"base.*","dest":"x"}]}]}"#,
+            10144,
+        ),
+        (
+            r#"{"name":"X","sources":[{"name":"BASE","subject_transforms":[{"src":"base.>","dest":""},{"src":"base.a","dest":""}]}]}"#,
+            10147,
+        ),
+        (
+            r#"{"name":"X","mirror":{"name":"BASE"},"subjects":["m.>"]}"#,
+            10034,
+        ),
+        (
+            r#"{"name":"X","sources":[{"name":"BASE","external":{"api":"$JS.API","deliver":""}}]}"#,
+            10021,
+        ),
+    ];
+    for (config, code) in cases {
+        let response = api(&client, "$JS.API.STREAM.CREATE.X", config).await;
+        assert_eq!(response["error"]["err_code"], code, "{config}: {response}");
+    }
+    // A stream sourcing itself through another forms a cycle.
+    create(
+        &client,
+        "LOOP1",
+        r#"{"name":"LOOP1","subjects":["loop1"],"sources":[{"name":"BASE"}]}"#,
+    )
+    .await;
+    let response = api(
+        &client,
+        "$JS.API.STREAM.UPDATE.BASE",
+        r#"{"name":"BASE","subjects":["base.>"],"sources":[{"name":"LOOP1"}]}"#,
+    )
+    .await;
+    assert_eq!(response["error"]["err_code"], 10052, "{response}");
+
+    // External sources are accepted and shown with their prefixes.
+    let response = create(
+        &client,
+        "EXT",
+        r#"{"name":"EXT","sources":[{"name":"BASE","external":{"api":"$JS.hub.API","deliver":"dl"}}]}"#,
+    )
+    .await;
+    assert_eq!(
+        response["sources"][0]["external"]["api"], "$JS.hub.API",
+        "{response}"
+    );
+}
