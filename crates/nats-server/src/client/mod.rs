@@ -6,12 +6,15 @@
 //! its writer; a subscriber whose backlog passes `max_pending` is closed as a slow consumer
 //! instead of stalling the publisher.
 
+mod outbound;
 mod reader;
 mod writer;
 
+pub use outbound::Outbound;
+
 use crate::router::Delivery;
 use crate::server::Server;
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -63,14 +66,6 @@ impl CloseReason {
     }
 }
 
-/// Bytes waiting for the writer.
-pub struct Outbound {
-    pub buffer: BytesMut,
-    /// Bytes the writer took and is still writing (counted against max_pending).
-    pub in_flight: usize,
-    pub closing: Option<CloseReason>,
-}
-
 /// What the client said in CONNECT, for /connz.
 #[derive(Clone, Debug, Default)]
 pub struct ClientMeta {
@@ -93,6 +88,12 @@ pub struct ClientSubscription {
     pub max: AtomicU64,
     pub delivered: AtomicU64,
 }
+
+/// Upper bound of a MSG/HMSG head beyond subject, sid and reply: verb, spaces, two sizes, CRLF.
+const FRAME_HEAD_OVERHEAD: usize = 56;
+
+/// Largest stall threshold (see [`ClientShared::stall_threshold`]).
+const STALL_BACKLOG: usize = 2 * 1024 * 1024;
 
 /// Per-connection counters, summed into /varz.
 #[derive(Default)]
@@ -186,20 +187,20 @@ impl ClientShared {
     /// Bytes queued and being written.
     pub fn pending_bytes(&self) -> usize {
         let outbound = self.outbound.lock();
-        outbound.buffer.len() + outbound.in_flight
+        outbound.queued() + outbound.in_flight
     }
 
     /// Append protocol bytes of our own (PONG, +OK, -ERR, INFO); the caller wakes the writer.
     pub fn queue_bytes(&self, bytes: &[u8]) {
         let mut outbound = self.outbound.lock();
         if outbound.closing.is_none() {
-            outbound.buffer.put_slice(bytes);
+            outbound.push_slice(bytes);
         }
     }
 
     /// Append a MSG/HMSG frame for `subscription`. `None` when the connection is closing or just
-    /// became a slow consumer; `Some(true)` when delivered but the backlog is over half of
-    /// max_pending (the publisher should then briefly wait, as nats-server stalls fast producers).
+    /// became a slow consumer; `Some(true)` when delivered but the backlog is over the stall
+    /// threshold (the publisher should then briefly wait, as nats-server stalls fast producers).
     pub fn enqueue_message(
         &self,
         subscription: &ClientSubscription,
@@ -215,33 +216,56 @@ impl ClientShared {
             if outbound.closing.is_some() {
                 return None;
             }
-            let buffer = &mut outbound.buffer;
+            let head_capacity = delivery.subject.len()
+                + sid.len()
+                + reply.map_or(0, <[u8]>::len)
+                + FRAME_HEAD_OVERHEAD;
             match headers {
                 Some(headers) => {
                     size = headers.len() + delivery.payload.len();
-                    nats_proto::encode_hmsg(
-                        buffer,
-                        delivery.subject,
-                        sid,
-                        reply,
-                        headers,
+                    outbound.push_frame(
+                        head_capacity,
+                        |out| {
+                            nats_proto::encode_hmsg_head(
+                                out,
+                                delivery.subject,
+                                sid,
+                                reply,
+                                headers.len(),
+                                delivery.payload.len(),
+                            )
+                        },
+                        Some(headers),
                         delivery.payload,
                     );
                 }
                 None => {
                     size = delivery.payload.len();
-                    nats_proto::encode_msg(buffer, delivery.subject, sid, reply, delivery.payload);
+                    outbound.push_frame(
+                        head_capacity,
+                        |out| {
+                            nats_proto::encode_msg_head(
+                                out,
+                                delivery.subject,
+                                sid,
+                                reply,
+                                delivery.payload.len(),
+                            )
+                        },
+                        None,
+                        delivery.payload,
+                    );
                 }
             }
-            let pending = outbound.buffer.len() + outbound.in_flight;
+            let pending = outbound.queued() + outbound.in_flight;
             if pending > self.max_pending {
                 outbound.closing = Some(CloseReason::SlowConsumerPendingBytes);
-                outbound.buffer.clear();
+                outbound.clear();
                 drop(outbound);
                 self.note_slow_consumer();
                 return None;
             }
-            stalled = pending > self.max_pending / 2;
+            stalled = pending > self.stall_threshold();
             // Every writer of these counters holds the outbound lock: plain stores, no RMW.
             let counters = &self.counters;
             counters.out_msgs.store(
@@ -280,12 +304,19 @@ impl ClientShared {
         tracing::trace!("{} - cid:{} - ->> [{}]", self.address, self.id, frame);
     }
 
-    /// Wait (bounded by `limit`) until this client's backlog is at most half of max_pending.
+    /// Backlog above which a publisher is held back (nats-server: half of max_pending). We stop
+    /// earlier: a backlog of a few MB already keeps the socket busy, and every byte more is
+    /// memory that only measures how far the publisher ran ahead.
+    pub fn stall_threshold(&self) -> usize {
+        (self.max_pending / 2).min(STALL_BACKLOG)
+    }
+
+    /// Wait (bounded by `limit`) until this client's backlog is at most the stall threshold.
     pub async fn wait_drained(&self, limit: std::time::Duration) {
         let deadline = tokio::time::Instant::now() + limit;
         loop {
             let drained = self.drained.notified();
-            if self.pending_bytes() <= self.max_pending / 2 || self.closing().is_some() {
+            if self.pending_bytes() <= self.stall_threshold() || self.closing().is_some() {
                 return;
             }
             if tokio::time::timeout_at(deadline, drained).await.is_err() {
@@ -294,12 +325,13 @@ impl ClientShared {
         }
     }
 
-    /// How long nats-server stalls a producer for this backlog: 2ms at half of max_pending,
-    /// growing linearly to 5ms at max_pending.
+    /// How long a producer is stalled for this backlog (as nats-server): 2ms at the stall
+    /// threshold, growing linearly to 5ms at max_pending.
     pub fn stall_duration(&self) -> std::time::Duration {
         let pending = self.pending_bytes() as f64;
-        let max = self.max_pending.max(1) as f64;
-        let share = ((pending / max - 0.5) * 2.0).clamp(0.0, 1.0);
+        let threshold = self.stall_threshold() as f64;
+        let span = (self.max_pending as f64 - threshold).max(1.0);
+        let share = ((pending - threshold) / span).clamp(0.0, 1.0);
         std::time::Duration::from_micros(2000 + (3000.0 * share) as u64)
     }
 
@@ -327,7 +359,7 @@ impl ClientShared {
             }
             outbound.closing = Some(reason);
             if reason.discards_backlog() {
-                outbound.buffer.clear();
+                outbound.clear();
             }
         }
         self.writer_wake.notify_one();
@@ -359,11 +391,7 @@ pub fn spawn_connection(server: &Arc<Server>, stream: TcpStream, address: Socket
         id,
         address,
         start: now,
-        outbound: Mutex::new(Outbound {
-            buffer: BytesMut::with_capacity(4096),
-            in_flight: 0,
-            closing: None,
-        }),
+        outbound: Mutex::new(Outbound::new()),
         writer_wake: Notify::new(),
         reader_stop: Notify::new(),
         drained: Notify::new(),

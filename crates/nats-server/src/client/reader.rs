@@ -135,7 +135,7 @@ const STALL_TOTAL: std::time::Duration = std::time::Duration::from_millis(10);
 
 impl Session {
     /// nats-server's fast-producer stall: wait briefly for subscribers whose backlog is over
-    /// half of max_pending, bounded per read chunk.
+    /// their stall threshold, bounded per read chunk.
     async fn stall(&mut self) {
         let started = tokio::time::Instant::now();
         for client in self.pending.take_stalled() {

@@ -1,18 +1,22 @@
-//! The writer task of one connection: takes the whole outbound buffer at once (coalescing every
-//! frame queued since the last write), writes it within `write_deadline`, and sends the
-//! server's PINGs every `ping_interval` (closing after `ping_max` unanswered ones).
+//! The writer task of one connection: takes everything queued at once (coalescing every frame
+//! queued since the last write), writes it with vectored writes within `write_deadline`,
+//! dropping each block once written, and sends the server's PINGs every `ping_interval`
+//! (closing after `ping_max` unanswered ones).
 
+use super::outbound::advance_segments;
 use super::{ClientShared, CloseReason};
 use crate::server::Server;
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
+use std::collections::VecDeque;
+use std::io::IoSlice;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::time::{interval_at, Instant, MissedTickBehavior};
 
-/// A write buffer that grew past this is given back to the allocator after use.
-const SHRINK_ABOVE: usize = 1024 * 1024;
+/// Segments handed to one vectored write.
+const WRITE_SLICES: usize = 64;
 
 pub async fn run(server: Arc<Server>, shared: Arc<ClientShared>, mut socket: OwnedWriteHalf) {
     let ping_interval = server
@@ -23,23 +27,28 @@ pub async fn run(server: Arc<Server>, shared: Arc<ClientShared>, mut socket: Own
     let write_deadline = server.options.write_deadline;
     let mut pings = interval_at(Instant::now() + ping_interval, ping_interval);
     pings.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    let mut chunk = BytesMut::with_capacity(4096);
+    let mut segments: VecDeque<Bytes> = VecDeque::new();
     loop {
-        let closing = {
+        let (taken, closing) = {
             let mut outbound = shared.outbound.lock();
-            std::mem::swap(&mut outbound.buffer, &mut chunk);
-            outbound.in_flight = chunk.len();
-            outbound.closing
+            let taken = outbound.take(&mut segments);
+            outbound.in_flight = taken;
+            (taken, outbound.closing)
         };
-        if !chunk.is_empty() {
+        if taken > 0 {
             let discard = closing.is_some_and(|reason| reason.discards_backlog());
             if !discard {
-                write_chunk(&server, &shared, &mut socket, &chunk, write_deadline).await;
+                write_segments(
+                    &server,
+                    &shared,
+                    &mut socket,
+                    &mut segments,
+                    taken,
+                    write_deadline,
+                )
+                .await;
             }
-            chunk.clear();
-            if chunk.capacity() > SHRINK_ABOVE {
-                chunk = BytesMut::with_capacity(4096);
-            }
+            segments.clear();
             shared.outbound.lock().in_flight = 0;
             shared.drained.notify_waiters();
             continue;
@@ -68,21 +77,32 @@ pub async fn run(server: Arc<Server>, shared: Arc<ClientShared>, mut socket: Own
     }
 }
 
-/// Write `chunk`, counting down the in-flight bytes as the socket takes them (so max_pending
-/// sees real progress), each write bounded by `write_deadline`.
-async fn write_chunk(
+/// Write `segments` (`total` bytes), dropping each one once the socket took it and counting
+/// down the in-flight bytes (so max_pending sees real progress), each write bounded by
+/// `write_deadline`.
+async fn write_segments(
     server: &Server,
     shared: &ClientShared,
     socket: &mut OwnedWriteHalf,
-    chunk: &[u8],
+    segments: &mut VecDeque<Bytes>,
+    total: usize,
     write_deadline: std::time::Duration,
 ) {
-    let mut offset = 0;
-    while offset < chunk.len() {
-        let written = if write_deadline.is_zero() {
-            Ok(socket.write(&chunk[offset..]).await)
-        } else {
-            tokio::time::timeout(write_deadline, socket.write(&chunk[offset..])).await
+    let mut remaining = total;
+    while remaining > 0 {
+        let written = {
+            let mut slices = [IoSlice::new(&[]); WRITE_SLICES];
+            let mut used = 0;
+            for (slot, segment) in slices.iter_mut().zip(segments.iter()) {
+                *slot = IoSlice::new(segment);
+                used += 1;
+            }
+            let slices = &slices[..used];
+            if write_deadline.is_zero() {
+                Ok(socket.write_vectored(slices).await)
+            } else {
+                tokio::time::timeout(write_deadline, socket.write_vectored(slices)).await
+            }
         };
         match written {
             Ok(Ok(0)) | Ok(Err(_)) => {
@@ -90,9 +110,10 @@ async fn write_chunk(
                 return;
             }
             Ok(Ok(count)) => {
-                offset += count;
-                if offset < chunk.len() {
-                    shared.outbound.lock().in_flight = chunk.len() - offset;
+                advance_segments(segments, count);
+                remaining = remaining.saturating_sub(count);
+                if remaining > 0 {
+                    shared.outbound.lock().in_flight = remaining;
                     shared.drained.notify_waiters();
                 }
             }
