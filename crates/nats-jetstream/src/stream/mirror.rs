@@ -1,7 +1,8 @@
 //! Mirrors of a stream on this server: a task per mirror follows the origin's new-message watch,
 //! reads from the origin's store and hands the messages to the mirror's ingest thread, which
 //! stores them under the origin's sequences and timestamps (gaps become deleted sequences).
-//! The origin may not exist yet, or go away: the task waits for it.
+//! The origin may not exist yet, or go away: the task waits for it. A filter or subject
+//! transforms of the mirror apply as for sources (`sources.rs`).
 
 use super::{Stream, StreamCommand};
 use crate::registry::Registry;
@@ -10,7 +11,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 /// Messages copied per hand-over to the ingest thread.
-const BATCH: usize = 256;
+const BATCH: usize = 1024;
 /// How often a mirror looks for an origin that does not exist (yet).
 const ORIGIN_POLL: Duration = Duration::from_millis(250);
 
@@ -54,19 +55,19 @@ pub(crate) fn spawn(mirror: &Arc<Stream>, registry: Weak<Registry>) {
                     last + 1
                 }
             });
-            let filter = if source.filter_subject.is_empty() {
-                ">".to_string()
-            } else {
-                source.filter_subject.clone()
-            };
+            let filters = super::sources::filters(&source);
             let mut batch = Vec::new();
             {
                 let mut store = origin.store.lock();
                 let mut seq = next;
                 while batch.len() < BATCH {
-                    match store.load_next(&filter, seq) {
-                        Ok(Some(message)) => {
+                    match store.load_next_matching(&filters, seq) {
+                        Ok(Some(mut message)) => {
                             seq = message.seq + 1;
+                            if !source.subject_transforms.is_empty() {
+                                message.subject =
+                                    super::sources::destination_subject(&source, &message.subject);
+                            }
                             batch.push(message);
                         }
                         _ => break,

@@ -160,41 +160,12 @@ impl SourceProgress {
         }
     }
 
-    /// The origin subjects this source reads (empty: all of them).
     fn filters(&self) -> Vec<String> {
-        let filters: Vec<String> = if self.source.subject_transforms.is_empty() {
-            vec![self.source.filter_subject.clone()]
-        } else {
-            self.source
-                .subject_transforms
-                .iter()
-                .map(|transform| transform.source.clone())
-                .collect()
-        };
-        if filters
-            .iter()
-            .any(|filter| filter.is_empty() || filter == ">")
-        {
-            return Vec::new();
-        }
-        filters
+        filters(&self.source)
     }
 
-    /// The subject a message of the origin is stored under here.
     fn destination_subject(&self, subject: &str) -> String {
-        for transform in &self.source.subject_transforms {
-            let source = if transform.source.is_empty() {
-                ">"
-            } else {
-                &transform.source
-            };
-            if !crate::subject::matches(source, subject) {
-                continue;
-            }
-            return crate::subject::transform(source, &transform.destination, subject)
-                .unwrap_or_else(|| subject.to_string());
-        }
-        subject.to_string()
+        destination_subject(&self.source, subject)
     }
 
     fn header_value(&self, origin_seq: u64, original_subject: &str) -> String {
@@ -203,6 +174,43 @@ impl SourceProgress {
             self.key.origin, self.key.filter, self.key.destination
         )
     }
+}
+
+/// The origin subjects a source or mirror reads (empty: all of them).
+pub(crate) fn filters(source: &StreamSource) -> Vec<String> {
+    let filters: Vec<String> = if source.subject_transforms.is_empty() {
+        vec![source.filter_subject.clone()]
+    } else {
+        source
+            .subject_transforms
+            .iter()
+            .map(|transform| transform.source.clone())
+            .collect()
+    };
+    if filters
+        .iter()
+        .any(|filter| filter.is_empty() || filter == ">")
+    {
+        return Vec::new();
+    }
+    filters
+}
+
+/// The subject an origin message is stored under: the first transform whose source matches.
+pub(crate) fn destination_subject(source: &StreamSource, subject: &str) -> String {
+    for transform in &source.subject_transforms {
+        let from = if transform.source.is_empty() {
+            ">"
+        } else {
+            &transform.source
+        };
+        if !crate::subject::matches(from, subject) {
+            continue;
+        }
+        return crate::subject::transform(from, &transform.destination, subject)
+            .unwrap_or_else(|| subject.to_string());
+    }
+    subject.to_string()
 }
 
 /// Bring the running source tasks in line with the stream's config: new sources start (from
