@@ -197,3 +197,64 @@ pub struct ConsumerInfo {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub priority_groups: Vec<PriorityGroupState>,
 }
+
+/// `consumer_group_pinned` advisory on `$JS.EVENT.ADVISORY.CONSUMER.PINNED.<stream>.<consumer>`:
+/// a pull client was pinned for a `pinned_client` consumer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConsumerGroupPinned {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub account: String,
+    pub stream: String,
+    pub consumer: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub domain: String,
+    pub group: String,
+    #[serde(rename = "pinned_id")]
+    pub pinned_client_id: String,
+}
+
+impl crate::advisory::AdvisoryBody for ConsumerGroupPinned {
+    const TYPE: &'static str = "io.nats.jetstream.advisory.v1.consumer_group_pinned";
+}
+
+/// `consumer_group_unpinned` advisory on `$JS.EVENT.ADVISORY.CONSUMER.UNPINNED.<stream>.<consumer>`;
+/// `reason` is `"admin"` (CONSUMER.UNPIN) or `"timeout"` (priority_timeout passed).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConsumerGroupUnpinned {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub account: String,
+    pub stream: String,
+    pub consumer: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub domain: String,
+    pub group: String,
+    pub reason: String,
+}
+
+impl crate::advisory::AdvisoryBody for ConsumerGroupUnpinned {
+    const TYPE: &'static str = "io.nats.jetstream.advisory.v1.consumer_group_unpinned";
+}
+
+/// Subject of [`ConsumerGroupPinned`].
+pub fn consumer_pinned_subject(stream: &str, consumer: &str) -> String {
+    format!(
+        "{}.CONSUMER.PINNED.{stream}.{consumer}",
+        crate::advisory::ADVISORY_PREFIX
+    )
+}
+
+/// Subject of [`ConsumerGroupUnpinned`].
+pub fn consumer_unpinned_subject(stream: &str, consumer: &str) -> String {
+    format!(
+        "{}.CONSUMER.UNPINNED.{stream}.{consumer}",
+        crate::advisory::ADVISORY_PREFIX
+    )
+}
+
+/// nats-server's `validGroupName`: 1 to 16 of `A-Z a-z 0-9 / _ = -`.
+pub fn is_valid_priority_group_name(group: &str) -> bool {
+    (1..=16).contains(&group.len())
+        && group
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'/' | b'_' | b'=' | b'-'))
+}

@@ -201,11 +201,37 @@ impl ConsumerPauseResponse {
     }
 }
 
-/// `CONSUMER.UNPIN` request body.
+/// `CONSUMER.UNPIN` request body. nats-server decodes it with plain `json.Unmarshal`: unknown
+/// fields are ignored and an empty body is an error.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default)]
 pub struct ConsumerUnpinRequest {
     pub group: String,
+}
+
+/// `CONSUMER.UNPIN` reply: the type and, on failure, the error.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConsumerUnpinResponse {
+    #[serde(rename = "type")]
+    pub response_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ApiError>,
+}
+
+impl ConsumerUnpinResponse {
+    pub fn ok() -> Self {
+        ConsumerUnpinResponse {
+            response_type: CONSUMER_UNPIN_RESPONSE_TYPE.to_string(),
+            error: None,
+        }
+    }
+
+    pub fn error(error: ApiError) -> Self {
+        ConsumerUnpinResponse {
+            response_type: CONSUMER_UNPIN_RESPONSE_TYPE.to_string(),
+            error: Some(error),
+        }
+    }
 }
 
 /// A pull request (`CONSUMER.MSG.NEXT` body, or after `+NXT`). Decoded leniently, as
@@ -313,12 +339,47 @@ impl NextRequest {
     }
 }
 
-/// `CONSUMER.RESET` request body.
+/// `CONSUMER.RESET` request body (plain `json.Unmarshal` in nats-server: unknown fields are
+/// ignored). No sequence: back to the ack floor.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default)]
 pub struct ConsumerResetRequest {
     #[serde(rename = "seq", skip_serializing_if = "crate::policy::is_default")]
     pub sequence: u64,
+}
+
+/// `CONSUMER.RESET` reply: the consumer's info after the reset and the sequence it restarts
+/// from. `reset_seq` is present (0) on errors too.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConsumerResetResponse {
+    #[serde(rename = "type")]
+    pub response_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ApiError>,
+    #[serde(flatten)]
+    pub info: Option<ConsumerInfo>,
+    #[serde(default)]
+    pub reset_seq: u64,
+}
+
+impl ConsumerResetResponse {
+    pub fn ok(info: ConsumerInfo, reset_seq: u64) -> Self {
+        ConsumerResetResponse {
+            response_type: CONSUMER_RESET_RESPONSE_TYPE.to_string(),
+            error: None,
+            info: Some(info),
+            reset_seq,
+        }
+    }
+
+    pub fn error(error: ApiError) -> Self {
+        ConsumerResetResponse {
+            response_type: CONSUMER_RESET_RESPONSE_TYPE.to_string(),
+            error: Some(error),
+            info: None,
+            reset_seq: 0,
+        }
+    }
 }
 
 /// `-NAK {"delay": <ns>}` body.

@@ -1,6 +1,7 @@
 //! `$JS.API.CONSUMER.*`: CREATE (new style with optional filter, legacy ephemeral, legacy
-//! DURABLE.CREATE), INFO, NAMES, LIST, DELETE and PAUSE, with nats-server's checks, their order
-//! and its errors. `MSG.NEXT` is not served here: each consumer subscribes its own.
+//! DURABLE.CREATE), INFO, NAMES, LIST, DELETE, PAUSE, UNPIN and RESET, with nats-server's
+//! checks, their order and its errors. `MSG.NEXT` is not served here: each consumer subscribes
+//! its own.
 
 use super::Request;
 use crate::consumer::{self, Consumer};
@@ -12,7 +13,8 @@ use jetstream_api::advisory::{self, ActionKind, Advisory, ConsumerActionAdvisory
 use jetstream_api::json::decode_request;
 use jetstream_api::{
     errors, ApiError, ConsumerAction, ConsumerInfo, ConsumerInfoResponse, ConsumerListResponse,
-    ConsumerNamesResponse, ConsumerPauseRequest, ConsumerPauseResponse, ConsumersRequest,
+    ConsumerNamesResponse, ConsumerPauseRequest, ConsumerPauseResponse, ConsumerResetRequest,
+    ConsumerResetResponse, ConsumerUnpinRequest, ConsumerUnpinResponse, ConsumersRequest,
     CreateConsumerRequest, Nanos, Paged, RetentionPolicy, SuccessResponse, Timestamp,
     CONSUMER_CREATE_RESPONSE_TYPE, CONSUMER_DELETE_RESPONSE_TYPE, CONSUMER_INFO_RESPONSE_TYPE,
 };
@@ -351,6 +353,86 @@ impl Engine {
         }
     }
 
+    /// `CONSUMER.UNPIN.<stream>.<consumer>` with `{"group":...}`: the pinned client of a
+    /// `pinned_client` consumer loses its pin (the next pull without a pin id takes it).
+    pub(crate) async fn consumer_unpin(&self, request: &Request, stream_name: &str, name: &str) {
+        let result = async {
+            let unpin: ConsumerUnpinRequest = decode_plain(&request.payload)?;
+            if unpin.group.is_empty() {
+                return Err(errors::INVALID_JSON.with_err("consumer group not specified"));
+            }
+            if !jetstream_api::is_valid_priority_group_name(&unpin.group) {
+                return Err(errors::CONSUMER_INVALID_GROUP_NAME.to_error());
+            }
+            let stream = self
+                .registry
+                .get(stream_name)
+                .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
+            let consumer = stream
+                .consumers
+                .get(name)
+                .ok_or_else(|| errors::CONSUMER_NOT_FOUND.to_error())?;
+            if !consumer
+                .config
+                .read()
+                .priority_groups
+                .contains(&unpin.group)
+            {
+                return Err(errors::CONSUMER_INVALID_PRIORITY_GROUP.to_error());
+            }
+            let (done, unpinned) = tokio::sync::oneshot::channel();
+            if consumer.send(consumer::Event::Unpin {
+                group: unpin.group,
+                done,
+            }) {
+                let _ = unpinned.await;
+            }
+            Ok(())
+        }
+        .await;
+        match result {
+            Ok(()) => self.respond(request, &ConsumerUnpinResponse::ok(), false),
+            Err(error) => self.respond(request, &ConsumerUnpinResponse::error(error), true),
+        }
+    }
+
+    /// `CONSUMER.RESET.<stream>.<consumer>` with an optional `{"seq":n}`. As in nats-server the
+    /// consumer itself answers, so a missing stream or consumer gets no answer at all, and the
+    /// API counters are not touched.
+    pub(crate) async fn consumer_reset(&self, request: &Request, stream_name: &str, name: &str) {
+        let Some(consumer) = self
+            .registry
+            .get(stream_name)
+            .and_then(|stream| stream.consumers.get(name))
+        else {
+            return;
+        };
+        let reset: ConsumerResetRequest = if request.payload.is_empty() {
+            ConsumerResetRequest::default()
+        } else {
+            match decode_plain(&request.payload) {
+                Ok(reset) => reset,
+                Err(error) => {
+                    return self.respond_uncounted(request, &ConsumerResetResponse::error(error))
+                }
+            }
+        };
+        let (done, answer) = tokio::sync::oneshot::channel();
+        if !consumer.send(consumer::Event::Reset {
+            sequence: reset.sequence,
+            done,
+        }) {
+            return;
+        }
+        match answer.await {
+            Ok(Ok((info, sequence))) => {
+                self.respond_uncounted(request, &ConsumerResetResponse::ok(info, sequence))
+            }
+            Ok(Err(error)) => self.respond_uncounted(request, &ConsumerResetResponse::error(error)),
+            Err(_) => {}
+        }
+    }
+
     fn advise_consumer_action(&self, stream: &str, consumer: &str, action: ActionKind) {
         let subject = match action {
             ActionKind::Delete => advisory::consumer_deleted_subject(stream, consumer),
@@ -401,14 +483,31 @@ impl Engine {
     }
 }
 
-/// `_nats.req.level` as nats-server stores it with a consumer (1 when paused).
+/// `_nats.req.level` as nats-server stores it with a consumer (1 when paused or using priority
+/// groups, features of API level 1).
 fn set_static_metadata(config: &mut jetstream_api::ConsumerConfig) {
     jetstream_api::metadata::remove_dynamic(&mut config.metadata);
-    let level = if config.pause_until.is_some() { 1 } else { 0 };
+    let priority_groups = config.priority_policy != jetstream_api::PriorityPolicy::None
+        || config.pinned_ttl.0 != 0
+        || !config.priority_groups.is_empty();
+    let level = if config.pause_until.is_some() || priority_groups {
+        1
+    } else {
+        0
+    };
     config.metadata.insert(
         jetstream_api::metadata::REQUIRED_LEVEL_KEY.to_string(),
         level.to_string(),
     );
+}
+
+/// A body decoded as nats-server's plain `json.Unmarshal` does it: unknown fields ignored, an
+/// empty body refused.
+fn decode_plain<T: serde::de::DeserializeOwned + Default>(payload: &[u8]) -> Result<T, ApiError> {
+    if payload.trim_ascii().is_empty() {
+        return Err(errors::INVALID_JSON.with_err("unexpected end of JSON input"));
+    }
+    jetstream_api::json::decode_request_with(payload, jetstream_api::json::Strictness::Lenient)
 }
 
 /// Work-queue streams: no two consumers may see the same message.
@@ -475,6 +574,8 @@ impl Engine {
             ["NAMES", stream] => self.consumer_names(request, stream),
             ["LIST", stream] => self.consumer_list(request, stream),
             ["PAUSE", stream, name] => self.consumer_pause(request, stream, name).await,
+            ["UNPIN", stream, name] => self.consumer_unpin(request, stream, name).await,
+            ["RESET", stream, name] => self.consumer_reset(request, stream, name).await,
             _ => {}
         }
     }

@@ -3,8 +3,8 @@
 
 use jetstream_api::consumer_defaults::{apply_consumer_defaults, ConsumerDefaultLimits};
 use jetstream_api::{
-    errors, AckPolicy, ApiError, ConsumerConfig, DeliverPolicy, ReplayPolicy, RetentionPolicy,
-    StreamConfig,
+    errors, AckPolicy, ApiError, ConsumerConfig, DeliverPolicy, PriorityPolicy, ReplayPolicy,
+    RetentionPolicy, StreamConfig,
 };
 
 /// nats-server's `JSMaxDescriptionLen`, `JSMaxMetadataLen` and `JSMaxNameLen`.
@@ -109,6 +109,7 @@ pub(crate) fn check_config(
         return Err(errors::CONSUMER_INACTIVE_THRESHOLD_EXCESS
             .with(&[("limit", &stream_inactive.to_go_string())]));
     }
+    check_priority_groups(&config)?;
     if stream.retention == RetentionPolicy::WorkQueue {
         if config.ack_policy != AckPolicy::Explicit {
             return Err(errors::CONSUMER_WQ_REQUIRES_EXPLICIT_ACK.to_error());
@@ -232,6 +233,35 @@ fn check_delivery_mode(config: &ConsumerConfig, stream: &StreamConfig) -> Result
         }
         if config.flow_control && config.idle_heartbeat.0 == 0 {
             return Err(errors::CONSUMER_WITH_FLOW_CONTROL_NEEDS_HEARTBEATS.to_error());
+        }
+    }
+    Ok(())
+}
+
+/// Priority groups (ADR-42): pull consumers only, at least one valid group name when a policy
+/// is set, neither groups nor a pinned TTL without one.
+fn check_priority_groups(config: &ConsumerConfig) -> Result<(), ApiError> {
+    if config.priority_policy != PriorityPolicy::None {
+        if !config.deliver_subject.is_empty() {
+            return Err(errors::CONSUMER_PUSH_WITH_PRIORITY_GROUP.to_error());
+        }
+        if config.priority_groups.is_empty() {
+            return Err(errors::CONSUMER_PRIORITY_POLICY_WITHOUT_GROUP.to_error());
+        }
+        for group in &config.priority_groups {
+            if group.is_empty() {
+                return Err(errors::CONSUMER_EMPTY_GROUP_NAME.to_error());
+            }
+            if !jetstream_api::is_valid_priority_group_name(group) {
+                return Err(errors::CONSUMER_INVALID_GROUP_NAME.to_error());
+            }
+        }
+    } else {
+        if !config.priority_groups.is_empty() {
+            return Err(errors::CONSUMER_PRIORITY_GROUP_WITH_POLICY_NONE.to_error());
+        }
+        if config.pinned_ttl.0 > 0 {
+            return Err(errors::CONSUMER_PINNED_TTL_WITHOUT_PRIORITY_POLICY_NONE.to_error());
         }
     }
     Ok(())

@@ -27,8 +27,8 @@ pub(crate) use config::{check_config, check_update};
 use crate::stream::{Stream, StreamCommand};
 use crate::transport::{Message, Transport};
 use jetstream_api::{
-    AckPolicy, ConsumerConfig, ConsumerInfo, DeliverPolicy, Nanos, RetentionPolicy, SequenceInfo,
-    Timestamp,
+    AckPolicy, ConsumerConfig, ConsumerInfo, DeliverPolicy, Nanos, PriorityGroupState,
+    RetentionPolicy, SequenceInfo, Timestamp,
 };
 use nats_store::{ConsumerState, ConsumerStore, MemConsumerStore, SequencePair};
 use parking_lot::{Mutex, RwLock};
@@ -71,6 +71,17 @@ pub(crate) enum Event {
     Info {
         done: oneshot::Sender<ConsumerInfo>,
     },
+    /// `CONSUMER.UNPIN`: drop the pin (the API handler checked the group).
+    Unpin {
+        group: String,
+        done: oneshot::Sender<()>,
+    },
+    /// `CONSUMER.RESET`: restart from `sequence` (0: the ack floor); answers the info after
+    /// the reset and the sequence it restarts from.
+    Reset {
+        sequence: u64,
+        done: oneshot::Sender<Result<(ConsumerInfo, u64), jetstream_api::ApiError>>,
+    },
     Stop {
         delete: bool,
         done: oneshot::Sender<()>,
@@ -85,6 +96,8 @@ pub(crate) struct Shared {
     pub push_bound: bool,
     pub last_delivered_active: Option<i64>,
     pub last_ack_active: Option<i64>,
+    /// `pinned_client` consumers: the pin id and when it was handed out (unix nanos).
+    pub pinned: Option<(String, i64)>,
 }
 
 pub(crate) struct Consumer {
@@ -145,7 +158,15 @@ impl Consumer {
     pub(crate) fn info(&self, stream: &Stream) -> ConsumerInfo {
         let config = self.config();
         let first_seq = stream.store.lock().state().first_seq;
-        let (delivered, ack_floor, num_ack_pending, num_redelivered, num_waiting, push_bound) = {
+        let (
+            delivered,
+            ack_floor,
+            num_ack_pending,
+            num_redelivered,
+            num_waiting,
+            push_bound,
+            pinned,
+        ) = {
             let mut shared = self.state.lock();
             skip_removed(&mut shared.state, first_seq);
             let state = &shared.state;
@@ -164,6 +185,7 @@ impl Consumer {
                 state.redelivered.len() as u64,
                 shared.num_waiting,
                 shared.push_bound,
+                shared.pinned.clone(),
             )
         };
         let num_pending = num_pending(stream, &config, delivered.stream_sequence + 1);
@@ -189,7 +211,23 @@ impl Consumer {
             paused: pause_remaining.is_some(),
             pause_remaining: Nanos(pause_remaining.unwrap_or(0)),
             timestamp: Timestamp::now(),
-            priority_groups: Vec::new(),
+            // One pin per consumer, reported under its first group, as nats-server does.
+            priority_groups: config
+                .priority_groups
+                .first()
+                .map(|group| {
+                    let (id, at) = pinned.unwrap_or_default();
+                    vec![PriorityGroupState {
+                        group: group.clone(),
+                        pinned_client_id: id,
+                        pinned_time: if at == 0 {
+                            Timestamp::default()
+                        } else {
+                            Timestamp::from_unix_nanos(at)
+                        },
+                    }]
+                })
+                .unwrap_or_default(),
         }
     }
 }
@@ -365,6 +403,7 @@ pub(crate) fn start(
             push_bound: false,
             last_delivered_active: None,
             last_ack_active: None,
+            pinned: None,
         }),
         events: sender,
         interest_id: NEXT_INTEREST_ID.fetch_add(1, Ordering::Relaxed),
@@ -568,7 +607,7 @@ pub(crate) fn apply_retention(stream: &Stream, seq: u64, subject: Option<&str>) 
 }
 
 /// When a consumer of an interest stream goes away, messages only it needed go too.
-fn release_interest_messages(stream: &Stream) {
+pub(crate) fn release_interest_messages(stream: &Stream) {
     if stream.config.read().retention != RetentionPolicy::Interest {
         return;
     }

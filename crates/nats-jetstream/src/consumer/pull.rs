@@ -1,8 +1,9 @@
 //! Waiting pull requests (`CONSUMER.MSG.NEXT` and `+NXT`): admission checks with nats-server's
-//! status replies, the FIFO of requests, their expiry and idle heartbeats.
+//! status replies, the queue of requests (FIFO, or ordered by priority for `prioritized`
+//! consumers), their expiry and idle heartbeats.
 
 use bytes::Bytes;
-use jetstream_api::{status, ConsumerConfig, NextRequest};
+use jetstream_api::{status, ConsumerConfig, NextRequest, PriorityPolicy};
 use std::collections::VecDeque;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -20,6 +21,28 @@ pub(super) struct WaitingRequest {
     pub next_heartbeat: Option<Instant>,
     /// Messages delivered to it so far.
     pub delivered: i64,
+    /// Present when the body was JSON (nats-server's rule), possibly with every field empty.
+    pub priority_group: Option<PriorityRequest>,
+}
+
+/// The priority-group fields of a pull request (ADR-42).
+pub(super) struct PriorityRequest {
+    pub group: String,
+    pub min_pending: i64,
+    pub min_ack_pending: i64,
+    /// The pin id the client holds (`pinned_client`); set by the server when it pins this one.
+    pub id: String,
+    /// 0 (first) to 9 for `prioritized` consumers.
+    pub priority: i64,
+}
+
+impl WaitingRequest {
+    /// Priority as the `prioritized` queue orders it: requests without a group go last.
+    fn priority(&self) -> i64 {
+        self.priority_group
+            .as_ref()
+            .map_or(i64::from(i32::MAX), |group| group.priority)
+    }
 }
 
 /// The verdict on a new request.
@@ -31,10 +54,13 @@ pub(super) enum Admission {
 
 /// nats-server's checks of `processNextMsgRequest` that need no consumer state; the caller
 /// does the no_wait and max_waiting checks.
+/// `json_body`: the request was a JSON object, which nats-server treats as carrying a priority
+/// group (possibly empty); a bare batch size or an empty body carries none.
 pub(super) fn admit(
     config: &ConsumerConfig,
     reply: Bytes,
     request: Result<NextRequest, String>,
+    json_body: bool,
     now: Instant,
 ) -> Admission {
     if !config.deliver_subject.is_empty() {
@@ -64,6 +90,12 @@ pub(super) fn admit(
             config.max_request_max_bytes,
         ));
     }
+    if let Some(refusal) = json_body
+        .then(|| check_priority_group(config, &request))
+        .flatten()
+    {
+        return Admission::Refuse(status::bad_request(refusal));
+    }
     let expires =
         (request.expires.0 > 0).then(|| now + Duration::from_nanos(request.expires.0 as u64));
     let heartbeat =
@@ -77,7 +109,45 @@ pub(super) fn admit(
         heartbeat,
         next_heartbeat: heartbeat.map(|interval| now + interval),
         delivered: 0,
+        priority_group: json_body.then_some(PriorityRequest {
+            group: request.group,
+            min_pending: request.min_pending,
+            min_ack_pending: request.min_ack_pending,
+            id: request.id,
+            priority: request.priority,
+        }),
     })
+}
+
+/// nats-server's priority-group checks of a pull request that need no consumer state (the pin
+/// id check needs the current pin and is the task's); the text after `Bad Request - `.
+fn check_priority_group(config: &ConsumerConfig, request: &NextRequest) -> Option<&'static str> {
+    let policy = config.priority_policy;
+    if (request.min_pending != 0 || request.min_ack_pending != 0)
+        && policy != PriorityPolicy::Overflow
+    {
+        return Some("Not a Overflow Priority consumer");
+    }
+    if !request.id.is_empty() && policy != PriorityPolicy::PinnedClient {
+        return Some("Not a Pinned Client Priority consumer");
+    }
+    if !(0..=9).contains(&request.priority) {
+        return Some("Priority must be between 0 and 9");
+    }
+    if policy != PriorityPolicy::None {
+        if request.group.is_empty() {
+            return Some("Priority Group missing");
+        }
+        if !config.priority_groups.contains(&request.group) {
+            return Some("Invalid Priority Group");
+        }
+    }
+    None
+}
+
+/// Whether a pull body is a JSON object (see [`admit`]).
+pub(super) fn is_json_body(body: &[u8]) -> bool {
+    body.trim_ascii().first() == Some(&b'{')
 }
 
 /// The queue of waiting requests, oldest first.
@@ -89,6 +159,53 @@ pub(super) struct WaitQueue {
 impl WaitQueue {
     pub fn len(&self) -> usize {
         self.requests.len()
+    }
+
+    /// Queue a new request: at the back, or for `prioritized` consumers after every request of
+    /// the same or a better (lower) priority.
+    pub fn add(&mut self, request: WaitingRequest, policy: PriorityPolicy) {
+        if policy == PriorityPolicy::Prioritized {
+            self.insert_by_priority(request);
+        } else {
+            self.requests.push_back(request);
+        }
+    }
+
+    fn insert_by_priority(&mut self, request: WaitingRequest) {
+        let priority = request.priority();
+        let position = self
+            .requests
+            .iter()
+            .position(|queued| queued.priority() > priority)
+            .unwrap_or(self.requests.len());
+        self.requests.insert(position, request);
+    }
+
+    /// The front request took one message: it leaves when done, otherwise it goes behind the
+    /// others (nats-server spreads messages over waiting requests) — for `prioritized`
+    /// consumers only behind those of its own priority.
+    pub fn took_one(&mut self, policy: PriorityPolicy) {
+        let Some(front) = self.requests.front() else {
+            return;
+        };
+        if front.remaining <= 0 {
+            self.requests.pop_front();
+        } else if self.requests.len() > 1 {
+            if let Some(front) = self.requests.pop_front() {
+                if policy == PriorityPolicy::Prioritized {
+                    self.insert_by_priority(front);
+                } else {
+                    self.requests.push_back(front);
+                }
+            }
+        }
+    }
+
+    /// Move the front request to the back (it cannot take the message at hand).
+    pub fn cycle(&mut self) {
+        if let Some(front) = self.requests.pop_front() {
+            self.requests.push_back(front);
+        }
     }
 
     /// Sum of the batches still wanted.
@@ -183,6 +300,7 @@ mod tests {
             &pull(),
             reply.clone(),
             request("{\"batch\":11}"),
+            true,
             now
         ))
         .starts_with("NATS/1.0 409 Exceeded MaxRequestBatch of 10"));
@@ -190,6 +308,7 @@ mod tests {
             &pull(),
             reply.clone(),
             request("{\"batch\":1,\"expires\":2000000000}"),
+            true,
             now
         ))
         .starts_with("NATS/1.0 409 Exceeded MaxRequestExpires of 1s"));
@@ -197,6 +316,7 @@ mod tests {
             &pull(),
             reply.clone(),
             request("{\"batch\":1,\"max_bytes\":101}"),
+            true,
             now
         ))
         .starts_with("NATS/1.0 409 Exceeded MaxRequestMaxBytes of 100"));
@@ -205,7 +325,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            refused(admit(&push, reply, request(""), now)),
+            refused(admit(&push, reply, request(""), false, now)),
             "NATS/1.0 409 Consumer is push based\r\n\r\n"
         );
     }
@@ -219,6 +339,7 @@ mod tests {
             &ConsumerConfig::default(),
             Bytes::from_static(b"r"),
             NextRequest::parse(body.as_bytes()),
+            true,
             now,
         ) else {
             panic!("refused");

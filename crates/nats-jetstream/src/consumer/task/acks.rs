@@ -28,7 +28,9 @@ impl Task {
             AckKind::Next { request } => {
                 self.acknowledge(seq, ack.consumer_sequence);
                 if let Some(reply) = reply {
-                    self.process_next(reply, request);
+                    // The pull request follows `+NXT ` in the ack body.
+                    let body = payload.get(4..).unwrap_or_default();
+                    self.process_next(reply, request, super::pull::is_json_body(body));
                 }
                 return;
             }

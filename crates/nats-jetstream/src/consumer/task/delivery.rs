@@ -6,7 +6,7 @@ use super::{Candidate, Task, FLOW_CONTROL_BYTES, LOAD_BATCH};
 use crate::consumer::{apply_retention, needs_ack};
 use crate::transport::Message;
 use bytes::{BufMut, Bytes, BytesMut};
-use jetstream_api::{status, ReplayPolicy};
+use jetstream_api::{status, PriorityPolicy, ReplayPolicy};
 use nats_store::{PendingDelivery, StoredMessage};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -47,13 +47,11 @@ impl Task {
                     }
                     self.waiting.requests.pop_front();
                 }
-                match self.waiting.requests.front() {
-                    Some(front) => (front.remaining.max(1) as usize).min(LOAD_BATCH),
-                    None => {
-                        self.consumer.state.lock().num_waiting = self.waiting.len() as u64;
-                        return;
-                    }
+                if self.waiting.len() == 0 {
+                    self.consumer.state.lock().num_waiting = 0;
+                    return;
                 }
+                (self.waiting.batch_pending().max(1) as usize).min(LOAD_BATCH)
             };
             let limit = if paced { 1 } else { limit };
             let (candidates, end_of_stream) = self.load(limit);
@@ -66,8 +64,13 @@ impl Task {
                     return;
                 }
                 if !self.send(&candidate, push) {
+                    // No waiting request can take it now (none left, or the ones left are
+                    // for another pin or below their overflow thresholds).
                     self.put_back(std::iter::once(candidate).chain(unsent));
-                    break;
+                    if !push {
+                        self.consumer.state.lock().num_waiting = self.waiting.len() as u64;
+                    }
+                    return;
                 }
                 self.pace_after(&candidate, now);
             }
@@ -251,45 +254,35 @@ impl Task {
     /// Deliver one message; false when no request can take it (the caller puts it back).
     pub(super) fn send(&mut self, candidate: &Candidate, push: bool) -> bool {
         let message = &candidate.message;
-        let (headers, payload) = self.render(message);
-        let size = (message.subject.len() + headers.as_ref().map_or(0, |h| h.len()) + payload.len())
-            as i64;
+        let (mut headers, payload) = self.render(message);
+        let consumer_seq = self.consumer.state.lock().state.delivered.consumer_seq + 1;
+        let reply = self.ack_prefix.reply(
+            candidate.delivery_count,
+            message.seq,
+            consumer_seq,
+            message.timestamp,
+            candidate.pending_after,
+        );
+        // nats-server's size for max_bytes and flow control: subject, ack reply, headers, body.
+        let size = (message.subject.len()
+            + reply.len()
+            + headers.as_ref().map_or(0, |h| h.len())
+            + payload.len()) as i64;
         let target = if push {
             Bytes::from(self.config.deliver_subject.clone())
         } else {
-            loop {
-                let now = Instant::now();
-                let Some(front) = self.waiting.requests.front_mut() else {
-                    return false;
-                };
-                if front.expires.is_some_and(|expires| expires <= now) {
-                    let mut statuses = Vec::new();
-                    self.waiting.expire(now, &mut statuses);
-                    for (subject, body) in statuses {
-                        self.send_status(subject, body);
-                    }
-                    continue;
-                }
-                if front.remaining_bytes > 0 && size > front.remaining_bytes {
-                    {
-                        let body = status::message_size_exceeds_max_bytes(
-                            front.remaining,
-                            front.remaining_bytes,
-                        );
-                        let reply = front.reply.clone();
-                        self.waiting.requests.pop_front();
-                        self.send_status(reply, body);
-                        continue;
-                    }
-                }
-                break front.reply.clone();
+            match self.next_waiting(size, candidate.pending_after) {
+                Some(target) => target,
+                None => return false,
             }
         };
+        if !push && self.config.priority_policy == PriorityPolicy::PinnedClient {
+            headers = Some(with_pin_header(headers, &self.pin_id()));
+        }
         let now_nanos = crate::time_format::now_nanos();
-        let consumer_seq = {
+        {
             let mut shared = self.consumer.state.lock();
             let state = &mut shared.state;
-            let consumer_seq = state.delivered.consumer_seq + 1;
             state.delivered.consumer_seq = consumer_seq;
             if candidate.delivery_count == 1 {
                 state.delivered.stream_seq = state.delivered.stream_seq.max(message.seq);
@@ -311,20 +304,12 @@ impl Task {
                 state.ack_floor = state.delivered;
             }
             shared.last_delivered_active = Some(now_nanos);
-            consumer_seq
-        };
+        }
         self.dirty = true;
         if needs_ack(&self.config) {
             let at = Instant::now() + self.ack_wait_for(candidate.delivery_count);
             self.set_deadline(message.seq, at);
         }
-        let reply = self.ack_prefix.reply(
-            candidate.delivery_count,
-            message.seq,
-            consumer_seq,
-            message.timestamp,
-            candidate.pending_after,
-        );
         self.transport.deliver(
             &target,
             Message {
@@ -341,19 +326,6 @@ impl Task {
         }
         if push {
             self.after_push_delivery(size as u64);
-        } else if let Some(front) = self.waiting.requests.front_mut() {
-            front.remaining -= 1;
-            front.delivered += 1;
-            if front.remaining_bytes > 0 {
-                front.remaining_bytes -= size;
-                if front.remaining_bytes <= 0 {
-                    front.remaining_bytes = 0;
-                    front.remaining = 0;
-                }
-            }
-            if front.remaining <= 0 {
-                self.waiting.requests.pop_front();
-            }
         }
         true
     }
@@ -396,4 +368,19 @@ impl Task {
         block.put_slice(format!("Nats-Msg-Size: {}\r\n\r\n", message.payload.len()).as_bytes());
         (Some(block.freeze()), Bytes::new())
     }
+}
+
+/// The header block with `Nats-Pin-Id: <id>` appended, as nats-server's `genHeader` does (an
+/// empty id still gets its line: nats-server sends one to a request that carried no group).
+fn with_pin_header(headers: Option<Bytes>, pin_id: &str) -> Bytes {
+    let mut block = BytesMut::with_capacity(headers.as_ref().map_or(10, |h| h.len()) + 40);
+    match headers.filter(|headers| headers.len() > 2) {
+        Some(headers) => block.put_slice(&headers[..headers.len() - 2]),
+        None => block.put_slice(b"NATS/1.0\r\n"),
+    }
+    block.put_slice(jetstream_api::status::headers::PIN_ID.as_bytes());
+    block.put_slice(b": ");
+    block.put_slice(pin_id.as_bytes());
+    block.put_slice(b"\r\n\r\n");
+    block.freeze()
 }

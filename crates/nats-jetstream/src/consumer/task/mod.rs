@@ -7,6 +7,8 @@
 
 mod acks;
 mod delivery;
+mod priority;
+mod reset;
 
 use super::pull::{self, Admission, WaitQueue};
 use super::{needs_ack, Consumer, Event};
@@ -69,6 +71,7 @@ pub(super) fn spawn(
         replay_last: None,
         interest_watch: None,
         push_bound: false,
+        pin: None,
     };
     task.watch_deliver_subject();
     task.restore_timers();
@@ -120,6 +123,8 @@ struct Task {
     /// or goes; nothing polls) and whether a subscriber is there.
     interest_watch: Option<(u64, String)>,
     push_bound: bool,
+    /// `pinned_client` consumers: the pinned request's id and its expiry.
+    pin: Option<priority::Pin>,
 }
 
 /// A message read for delivery and how many times it will have been delivered.
@@ -201,6 +206,9 @@ impl Task {
         }
         if let Some(at) = self.send_not_before {
             deadline = deadline.min(at);
+        }
+        if let Some(pin) = &self.pin {
+            deadline = deadline.min(pin.expires);
         }
         deadline
     }
@@ -358,7 +366,8 @@ impl Task {
             }
             Event::Next { reply, payload } => {
                 self.last_activity = Instant::now();
-                self.process_next(reply, NextRequest::parse(&payload));
+                let json_body = pull::is_json_body(&payload);
+                self.process_next(reply, NextRequest::parse(&payload), json_body);
             }
             Event::FlowControlReply { subject } => {
                 if let Some((reply, bytes)) = &self.flow_control_outstanding {
@@ -378,6 +387,13 @@ impl Task {
                     });
             }
             Event::InterestChanged => self.refresh_push_bound(),
+            Event::Unpin { group, done } => {
+                self.unpin(&group, Some("admin"));
+                let _ = done.send(());
+            }
+            Event::Reset { sequence, done } => {
+                let _ = done.send(self.reset(sequence));
+            }
             Event::Info { done } => {
                 let _ = done.send(self.consumer.info(&self.stream));
             }
@@ -428,12 +444,30 @@ impl Task {
         });
     }
 
-    fn process_next(&mut self, reply: Bytes, request: Result<NextRequest, String>) {
+    fn process_next(
+        &mut self,
+        reply: Bytes,
+        request: Result<NextRequest, String>,
+        json_body: bool,
+    ) {
         let now = Instant::now();
-        let mut request = match pull::admit(&self.config, reply.clone(), request, now) {
+        let mut request = match pull::admit(&self.config, reply.clone(), request, json_body, now) {
             Admission::Refuse(body) => return self.send_status(reply, body),
             Admission::Queue(request) => request,
         };
+        if self.config.priority_policy != jetstream_api::PriorityPolicy::None {
+            let held = request
+                .priority_group
+                .as_ref()
+                .map(|group| group.id.as_str());
+            match (&self.pin, held) {
+                (Some(pin), Some(held)) if held == pin.id => self.refresh_pin(),
+                (Some(_), Some(held)) if !held.is_empty() => {
+                    return self.send_status(reply, status::PIN_ID_MISMATCH.to_vec());
+                }
+                _ => {}
+            }
+        }
         let max_waiting = self.config.max_waiting.max(1) as usize;
         if self.waiting.len() >= max_waiting {
             let mut expired = Vec::new();
@@ -452,10 +486,15 @@ impl Task {
             }
         }
         if self.waiting.len() >= max_waiting {
-            return self.send_status(reply, status::EXCEEDED_MAX_WAITING.to_vec());
+            // A client with heartbeats waits for their absence instead of re-asking in a
+            // hot loop, so nats-server does not answer it.
+            if request.heartbeat.is_none() {
+                self.send_status(reply, status::EXCEEDED_MAX_WAITING.to_vec());
+            }
+            return;
         }
         request.delivered = 0;
-        self.waiting.requests.push_back(request);
+        self.waiting.add(request, self.config.priority_policy);
         self.consumer.state.lock().num_waiting = self.waiting.len() as u64;
     }
 
@@ -466,6 +505,7 @@ impl Task {
     }
     fn on_timers(&mut self) {
         let now = Instant::now();
+        self.expire_pin(now);
         while let Some(&(at, seq)) = self.deadlines.first() {
             if at > now {
                 break;

@@ -1,0 +1,69 @@
+//! `CONSUMER.RESET`: move a consumer back (or forward) to a stream sequence, forgetting what it
+//! has delivered and what is pending, as nats-server's `resetStartingSeq` does.
+
+use super::Task;
+use jetstream_api::{errors, ApiError, ConsumerInfo, DeliverPolicy};
+use nats_store::{ConsumerState, SequencePair};
+
+impl Task {
+    /// Reset to `requested` (0: just past the ack floor). Which targets a consumer accepts
+    /// depends on its deliver policy: any for `all`, not below the configured start for
+    /// `by_start_sequence` / `by_start_time`, none but the ack floor for the others.
+    pub(super) fn reset(&mut self, requested: u64) -> Result<(ConsumerInfo, u64), ApiError> {
+        let invalid = |reason: &str| errors::CONSUMER_INVALID_RESET.with_err(reason);
+        let ack_floor = self.consumer.state.lock().state.ack_floor.stream_seq;
+        let sequence = if requested == 0 {
+            ack_floor + 1
+        } else {
+            match self.config.deliver_policy {
+                DeliverPolicy::All => requested,
+                DeliverPolicy::ByStartSequence => {
+                    if requested < self.config.opt_start_seq {
+                        return Err(invalid("below start seq"));
+                    }
+                    requested
+                }
+                DeliverPolicy::ByStartTime => {
+                    let time = self
+                        .config
+                        .opt_start_time
+                        .as_ref()
+                        .map_or(0, |time| time.unix_nanos());
+                    if requested < self.stream.store.lock().seq_for_time(time) {
+                        return Err(invalid("below start time"));
+                    }
+                    requested
+                }
+                _ => return Err(invalid("not allowed")),
+            }
+        }
+        .max(1);
+        let start = SequencePair {
+            consumer_seq: 0,
+            stream_seq: sequence - 1,
+        };
+        let state = ConsumerState {
+            delivered: start,
+            ack_floor: start,
+            ..Default::default()
+        };
+        {
+            let mut shared = self.consumer.state.lock();
+            shared.state = state.clone();
+            shared.last_delivered_active = None;
+            shared.last_ack_active = None;
+        }
+        self.redeliver.clear();
+        self.deadlines.clear();
+        self.deadline_of.clear();
+        self.last_per_subject.clear();
+        let written = self.store.set_state(state).and_then(|_| self.store.flush());
+        if let Err(error) = written {
+            tracing::error!(consumer = %self.consumer.name, %error, "writing reset consumer state failed");
+        }
+        self.dirty = false;
+        // Messages only this consumer held back may have lost their last interest.
+        crate::consumer::release_interest_messages(&self.stream);
+        Ok((self.consumer.info(&self.stream), sequence))
+    }
+}
