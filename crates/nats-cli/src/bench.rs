@@ -8,12 +8,14 @@ use bytes::Bytes;
 use clap::{Args, Subcommand};
 use futures::StreamExt;
 
-use crate::api::types::{ConsumerConfig, StreamConfig};
-use crate::api::{JetStream, PurgeRequest};
+use crate::api::JetStream;
 use crate::error::{CliError, WithContext};
 use crate::options::{connect_with, Effective, GlobalOptions};
 use crate::output::format::{comma, comma_float, ibytes, parse_bytes};
 use crate::output::{log_line, stdout_is_terminal};
+use jetstream_api::{
+    AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig, StreamPurgeRequest,
+};
 
 #[derive(Args, Debug, Clone)]
 pub struct CommonFlags {
@@ -386,7 +388,7 @@ async fn prepare_stream(
     match js.stream_info(&flags.stream).await {
         Ok(_) => {
             if flags.purge {
-                js.stream_purge(&flags.stream, &PurgeRequest::default())
+                js.stream_purge(&flags.stream, &StreamPurgeRequest::default())
                     .await?;
             }
         }
@@ -394,8 +396,7 @@ async fn prepare_stream(
             let config = StreamConfig {
                 name: flags.stream.clone(),
                 subjects: vec![flags.subject.clone()],
-                storage: flags.storage.clone(),
-                duplicate_window: 0,
+                storage: StorageType::from_name(&flags.storage).unwrap_or_default(),
                 allow_direct: true,
                 ..StreamConfig::default()
             };
@@ -418,8 +419,8 @@ async fn prepare_consumer(
     let js = JetStream::new(client.clone(), effective);
     let config = ConsumerConfig {
         durable_name: fetch.consumer.clone(),
-        ack_policy: "explicit".into(),
-        deliver_policy: "all".into(),
+        ack_policy: AckPolicy::Explicit,
+        deliver_policy: DeliverPolicy::All,
         max_ack_pending: (fetch.batch as i64 * 2).max(1000),
         ..ConsumerConfig::default()
     };

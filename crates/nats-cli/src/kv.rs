@@ -574,7 +574,7 @@ async fn run_command(
                         local_time_text(&stream.created),
                         ibytes(stream.state.bytes),
                         comma_u64(stream.state.messages),
-                        humanize_since(&stream.state.last_ts),
+                        humanize_since(&stream.state.last_time),
                     ]);
                 }
                 println!("{}\n", table.render());
@@ -597,12 +597,13 @@ async fn compact(js: &JetStream, bucket: &str) -> Result<(), CliError> {
         .stream_info_subjects(&stream, &format!("{prefix}>"))
         .await?;
     for subject in info.state.subjects.keys() {
-        let request = crate::api::MessageGetRequest {
-            last_by_subj: Some(subject.clone()),
+        let request = jetstream_api::MsgGetRequest {
+            last_by_subject: subject.clone(),
             ..Default::default()
         };
         let latest = js.message_get(&stream, &request).await?;
-        let headers = crate::api::parse_header_block(&crate::api::decode_base64(&latest.hdrs));
+        let headers =
+            crate::api::parse_header_block(&crate::api::decode_base64(&latest.headers_base64));
         let is_marker = headers.iter().any(|(name, value)| {
             name.eq_ignore_ascii_case("KV-Operation") && (value == "DEL" || value == "PURGE")
         });
@@ -616,9 +617,9 @@ async fn compact(js: &JetStream, bucket: &str) -> Result<(), CliError> {
         };
         js.stream_purge(
             &stream,
-            &crate::api::PurgeRequest {
-                filter: Some(subject.clone()),
-                keep,
+            &jetstream_api::StreamPurgeRequest {
+                filter: subject.clone(),
+                keep: keep.unwrap_or(0),
                 ..Default::default()
             },
         )
@@ -643,7 +644,7 @@ async fn show_info(js: &JetStream, bucket: &str) -> Result<(), CliError> {
     columns.row("Values Stored", comma_u64(info.state.messages));
     columns.row(
         "Compressed",
-        !config.compression.is_empty() && config.compression != "none",
+        config.compression != jetstream_api::Compression::None,
     );
     columns.row("Per-Key TTL Supported", config.allow_msg_ttl);
     columns.row("Backing Store Kind", "JetStream");
@@ -667,14 +668,14 @@ async fn show_info(js: &JetStream, bucket: &str) -> Result<(), CliError> {
     );
     columns.row(
         "Maximum Age",
-        if config.max_age <= 0 {
+        if config.max_age.as_nanos() <= 0 {
             "unlimited".to_string()
         } else {
             humanize_nanos(config.max_age)
         },
     );
     columns.row("JetStream Stream", &config.name);
-    columns.row("Storage", crate::api::types::storage_name(&config.storage));
+    columns.row("Storage", config.storage.title());
     print!("{}", columns.render());
     println!();
     Ok(())

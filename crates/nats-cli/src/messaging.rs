@@ -10,12 +10,12 @@ use bytes::Bytes;
 use clap::Args;
 use futures::StreamExt;
 
-use crate::api::types::PubAck;
 use crate::error::CliError;
 use crate::options::GlobalOptions;
 use crate::output::format::{comma_u64, go_duration, local_time, parse_duration};
 use crate::output::{log_line, stdout_is_terminal};
 use crate::template::{expand, expand_or_log};
+use jetstream_api::PubAck;
 
 #[derive(Args, Debug)]
 pub struct PubArgs {
@@ -222,7 +222,7 @@ pub async fn publish(args: &PubArgs, options: &GlobalOptions) -> Result<(), CliE
             let value: serde_json::Value = serde_json::from_slice(&response.payload)
                 .map_err(|_| CliError::message("invalid PubAck response"))?;
             if let Some(error) = value.get("error") {
-                let error: crate::api::types::ApiError =
+                let error: jetstream_api::ApiError =
                     serde_json::from_value(error.clone()).unwrap_or_default();
                 return Err(CliError::Api {
                     code: error.code,
@@ -237,7 +237,7 @@ pub async fn publish(args: &PubArgs, options: &GlobalOptions) -> Result<(), CliE
                 let mut line = format!(
                     "Stored in Stream: {} Sequence: {}",
                     ack.stream,
-                    comma_u64(ack.seq)
+                    comma_u64(ack.sequence)
                 );
                 if !ack.domain.is_empty() {
                     line.push_str(&format!(" Domain: {:?}", ack.domain));
@@ -245,8 +245,8 @@ pub async fn publish(args: &PubArgs, options: &GlobalOptions) -> Result<(), CliE
                 if ack.duplicate {
                     line.push_str(" Duplicate: true");
                 }
-                if !ack.val.is_empty() {
-                    line.push_str(&format!(" Counter Value: {}", ack.val));
+                if !ack.value.is_empty() {
+                    line.push_str(&format!(" Counter Value: {}", ack.value));
                 }
                 log_line(&line);
             }

@@ -548,7 +548,7 @@ async fn list_buckets(js: &JetStream, names: bool) -> Result<(), CliError> {
             stream.config.description.clone(),
             local_time_text(&stream.created),
             ibytes(stream.state.bytes),
-            humanize_since(&stream.state.last_ts),
+            humanize_since(&stream.state.last_time),
         ]);
     }
     println!("{}", table.render());
@@ -566,17 +566,17 @@ async fn show_bucket_info(js: &JetStream, bucket: &str) -> Result<(), CliError> 
             t.with_timezone(&chrono::Local)
                 .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
         })
-        .unwrap_or_else(|| info.created.clone());
+        .unwrap_or_else(|| info.created.to_rfc3339());
     let mut columns = Columns::new(format!(
         "Information for Object Store Bucket {bucket} created {created}"
     ));
     columns.section("Configuration");
     columns.row("Bucket Name", bucket);
     columns.row_if_not_empty("Description", &config.description);
-    columns.row("Replicas", config.num_replicas);
+    columns.row("Replicas", config.replicas);
     columns.row(
         "TTL",
-        if config.max_age <= 0 {
+        if config.max_age.as_nanos() <= 0 {
             "unlimited".to_string()
         } else {
             humanize_nanos(config.max_age)
@@ -592,7 +592,7 @@ async fn show_bucket_info(js: &JetStream, bucket: &str) -> Result<(), CliError> 
             ibytes_i64(config.max_bytes)
         },
     );
-    columns.row("Storage", crate::api::types::storage_name(&config.storage));
+    columns.row("Storage", config.storage.title());
     columns.row("Backing Store Kind", "JetStream");
     columns.row("JetStream Stream", &config.name);
     print!("{}", columns.render());

@@ -5,7 +5,8 @@
 use dialoguer::theme::ColorfulTheme;
 use dialoguer::{Confirm, Input, Select};
 
-use crate::error::CliError;
+use crate::error::{CliError, WithContext};
+use crate::output::format::parse_bytes;
 use crate::output::is_interactive;
 
 fn require_terminal() -> Result<(), CliError> {
@@ -80,4 +81,57 @@ pub fn confirm(prompt: &str, default: bool) -> Result<bool, CliError> {
         .show_default(true)
         .wait_for_newline(true)
         .interact()?)
+}
+
+/// Asks natscli's questions unless it may not (`--defaults`, or no terminal): then each
+/// question's default is the answer, so a piped session never waits and never fails for a
+/// question that has a default.
+pub struct Asker {
+    pub accept_defaults: bool,
+}
+
+impl Asker {
+    pub fn input(&self, prompt_text: &str, default: &str) -> Result<String, CliError> {
+        if self.accept_defaults {
+            return Ok(default.to_string());
+        }
+        input(prompt_text, default).context("invalid input")
+    }
+
+    pub fn integer(&self, prompt_text: &str, default: &str) -> Result<i64, CliError> {
+        let answer = self.input(prompt_text, default)?;
+        answer
+            .trim()
+            .parse::<i64>()
+            .map_err(|_| CliError::message(format!("invalid input: {answer:?} is not a number")))
+    }
+
+    /// A size such as `256MB`; `-1` is unlimited.
+    pub fn bytes(&self, prompt_text: &str, default: &str) -> Result<i64, CliError> {
+        let answer = self.input(prompt_text, default)?;
+        if answer.trim() == "-1" {
+            return Ok(-1);
+        }
+        parse_bytes(&answer).context("invalid input")
+    }
+
+    pub fn select(
+        &self,
+        prompt_text: &str,
+        options: &[&str],
+        default: &str,
+    ) -> Result<String, CliError> {
+        if self.accept_defaults {
+            return Ok(default.to_string());
+        }
+        let owned: Vec<String> = options.iter().map(|s| s.to_string()).collect();
+        select(prompt_text, &owned, Some(default)).context("invalid input")
+    }
+
+    pub fn confirm(&self, prompt_text: &str, default: bool) -> Result<bool, CliError> {
+        if self.accept_defaults {
+            return Ok(default);
+        }
+        confirm(prompt_text, default).context("invalid input")
+    }
 }

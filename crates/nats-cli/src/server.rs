@@ -375,7 +375,7 @@ async fn check_stream(args: &StreamCheckArgs, options: &GlobalOptions) -> Result
     let warn = args.subjects_warn.unwrap_or(0);
     let critical = args.subjects_critical.unwrap_or(0);
     if warn > 0 || critical > 0 {
-        let subjects = info.state.num_subjects;
+        let subjects = i64::try_from(info.state.num_subjects).unwrap_or(i64::MAX);
         result.perf.push(PerfData::count(
             "subjects",
             subjects as f64,
@@ -498,13 +498,13 @@ pub async fn account_info(args: &AccountArgs, options: &GlobalOptions) -> Result
             }
             columns.section("Account Usage");
             columns.row_if_not_empty("Domain", &account.domain);
-            columns.row("Storage", ibytes(account.storage));
-            columns.row("Memory", ibytes(account.memory));
-            columns.row("Streams", comma(account.streams));
-            columns.row("Consumers", comma(account.consumers));
+            columns.row("Storage", ibytes(account.totals.storage));
+            columns.row("Memory", ibytes(account.totals.memory));
+            columns.row("Streams", comma(account.totals.streams));
+            columns.row("Consumers", comma(account.totals.consumers));
             columns.section("Account Limits");
             columns.row("Max Message Payload", ibytes(info.max_payload as u64));
-            let limits = &account.limits;
+            let limits = &account.totals.limits;
             let unlimited = |value: i64, render: &dyn Fn(i64) -> String| {
                 if value <= -1 {
                     "unlimited".to_string()
@@ -521,9 +521,15 @@ pub async fn account_info(args: &AccountArgs, options: &GlobalOptions) -> Result
                 "Configured Memory",
                 unlimited(limits.max_memory, &|v| ibytes(v as u64)),
             );
-            columns.row("Max Streams", unlimited(limits.max_streams, &comma));
-            columns.row("Max Consumers", unlimited(limits.max_consumers, &comma));
-            columns.row("Max Ack Pending", unlimited(limits.max_ack_pending, &comma));
+            columns.row("Max Streams", unlimited(limits.max_streams, &|v| comma(v)));
+            columns.row(
+                "Max Consumers",
+                unlimited(limits.max_consumers, &|v| comma(v)),
+            );
+            columns.row(
+                "Max Ack Pending",
+                unlimited(limits.max_ack_pending, &|v| comma(v)),
+            );
             columns.row("Max Bytes Required", limits.max_bytes_required);
         }
         Err(CliError::Timeout) => {

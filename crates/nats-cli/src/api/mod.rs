@@ -1,23 +1,33 @@
 //! The JetStream API as the CLI uses it: JSON requests to `$JS.API.*` subjects over a plain
-//! async-nats connection, error answers turned into [`CliError::Api`], and the types those
-//! requests carry (`types`). Commands call this; it knows nothing about output.
+//! async-nats connection, error answers turned into [`CliError::Api`]. Commands call this; it
+//! knows nothing about output. The request and response types are jetstream-api's (the same
+//! ones our server uses); `jsm_json` holds the shape natscli prints them in.
+//!
+//! Responses are decoded leniently, unlike the server's strict request decoding: a newer server
+//! may add fields the CLI does not know, and natscli (Go's `encoding/json`) ignores those, so we
+//! drop them (jetstream-api's `Strictness::Lenient`) instead of failing. An enum value we do
+//! not know (a new retention policy, say) still fails, as it does in natscli.
 
-pub mod types;
+pub mod jsm_json;
 
 use std::time::Duration;
 
 use bytes::Bytes;
+use jetstream_api::json::{decode_request_with, Strictness};
+use jetstream_api::{
+    AccountInfo, ApiError, ConsumerConfig, ConsumerInfo, MsgGetRequest, Paged, StoredMessage,
+    StreamConfig, StreamInfo, StreamPurgeRequest,
+};
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::CliError;
 use crate::options::Effective;
-use types::*;
 
 /// err_code values the CLI reacts to.
-pub const STREAM_NOT_FOUND: u16 = 10059;
-pub const NO_MESSAGE_FOUND: u16 = 10037;
+pub const STREAM_NOT_FOUND: u16 = jetstream_api::errors::STREAM_NOT_FOUND.err_code;
+pub const NO_MESSAGE_FOUND: u16 = jetstream_api::errors::NO_MESSAGE_FOUND.err_code;
 
 #[derive(Clone)]
 pub struct JetStream {
@@ -27,32 +37,46 @@ pub struct JetStream {
     trace: bool,
 }
 
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct Paged {
-    total: u64,
-    offset: u64,
-    limit: u64,
+/// Decodes one response object (or a member of one), ignoring fields we do not know.
+pub fn decode_response<T: DeserializeOwned + Default>(value: Value) -> Result<T, CliError> {
+    let body = serde_json::to_vec(&value)?;
+    decode_request_with(&body, Strictness::Lenient).map_err(|error| {
+        CliError::message(format!(
+            "could not decode the server's response: {}",
+            error.description
+        ))
+    })
 }
 
-#[derive(Serialize, Default)]
-pub struct PurgeRequest {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub filter: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub seq: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub keep: Option<u64>,
+/// Decodes a list member of a response (`streams`, `consumers`); absent or null is empty.
+pub(crate) fn decode_list<T: DeserializeOwned + Default>(
+    value: Option<&Value>,
+) -> Result<Vec<T>, CliError> {
+    match value {
+        Some(Value::Array(items)) => items.iter().cloned().map(decode_response).collect(),
+        _ => Ok(Vec::new()),
+    }
 }
 
-#[derive(Serialize, Default, Clone)]
-pub struct MessageGetRequest {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub seq: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_by_subj: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_by_subj: Option<String>,
+/// Loads a `--config` file: a bare config, or an info document (`stream info --json`,
+/// `consumer info --json`) whose `config` member is used.
+pub fn load_config_file<T: DeserializeOwned + Default>(
+    path: &std::path::Path,
+) -> Result<T, CliError> {
+    let text = std::fs::read_to_string(path)?;
+    let value: Value = serde_json::from_str(&text)?;
+    let config = match value.get("config") {
+        Some(config) => config.clone(),
+        None => value,
+    };
+    decode_user_json(&config.to_string())
+}
+
+/// Decodes a JSON document the user wrote (`--config` files, `--mirror '{...}'`) as natscli
+/// does: Go's decoding, unknown fields ignored.
+pub fn decode_user_json<T: DeserializeOwned + Default>(text: &str) -> Result<T, CliError> {
+    decode_request_with(text.as_bytes(), Strictness::Lenient)
+        .map_err(|error| CliError::message(error.description))
 }
 
 impl JetStream {
@@ -102,22 +126,25 @@ impl JetStream {
         Ok(value)
     }
 
-    pub async fn request<T: DeserializeOwned>(
+    pub async fn request<T: DeserializeOwned + Default>(
         &self,
         suffix: &str,
         body: &impl Serialize,
     ) -> Result<T, CliError> {
         let payload = serde_json::to_vec(body)?;
         let value = self.request_raw(suffix, Bytes::from(payload)).await?;
-        Ok(serde_json::from_value(value)?)
+        decode_response(value)
     }
 
-    async fn request_empty<T: DeserializeOwned>(&self, suffix: &str) -> Result<T, CliError> {
+    async fn request_empty<T: DeserializeOwned + Default>(
+        &self,
+        suffix: &str,
+    ) -> Result<T, CliError> {
         let value = self.request_raw(suffix, Bytes::new()).await?;
-        Ok(serde_json::from_value(value)?)
+        decode_response(value)
     }
 
-    pub async fn account_info(&self) -> Result<JetStreamAccountInfo, CliError> {
+    pub async fn account_info(&self) -> Result<AccountInfo, CliError> {
         self.request_empty("INFO").await
     }
 
@@ -132,7 +159,7 @@ impl JetStream {
         filter: &str,
     ) -> Result<StreamInfo, CliError> {
         let mut merged: Option<StreamInfo> = None;
-        let mut offset = 0u64;
+        let mut offset = 0usize;
         loop {
             let body = serde_json::json!({"subjects_filter": filter, "offset": offset});
             let value = self
@@ -141,9 +168,9 @@ impl JetStream {
                     Bytes::from(serde_json::to_vec(&body)?),
                 )
                 .await?;
-            let page: Paged = serde_json::from_value(value.clone()).unwrap_or_default();
-            let info: StreamInfo = serde_json::from_value(value)?;
-            let received = info.state.subjects.len() as u64;
+            let page = paging(&value);
+            let info: StreamInfo = decode_response(value)?;
+            let received = info.state.subjects.len();
             match merged.as_mut() {
                 None => merged = Some(info),
                 Some(existing) => existing.state.subjects.extend(info.state.subjects),
@@ -176,7 +203,7 @@ impl JetStream {
     pub async fn stream_purge(
         &self,
         stream: &str,
-        request: &PurgeRequest,
+        request: &StreamPurgeRequest,
     ) -> Result<u64, CliError> {
         let value: Value = self
             .request(&format!("STREAM.PURGE.{stream}"), request)
@@ -187,7 +214,7 @@ impl JetStream {
     pub async fn message_get(
         &self,
         stream: &str,
-        request: &MessageGetRequest,
+        request: &MsgGetRequest,
     ) -> Result<StoredMessage, CliError> {
         let value: Value = self
             .request(&format!("STREAM.MSG.GET.{stream}"), request)
@@ -196,7 +223,7 @@ impl JetStream {
             .get("message")
             .cloned()
             .ok_or_else(|| CliError::message("invalid message get response"))?;
-        Ok(serde_json::from_value(message)?)
+        decode_response(message)
     }
 
     pub async fn message_delete(&self, stream: &str, seq: u64) -> Result<(), CliError> {
@@ -225,7 +252,7 @@ impl JetStream {
             let value = self
                 .request_raw(suffix, Bytes::from(serde_json::to_vec(&body)?))
                 .await?;
-            let page: Paged = serde_json::from_value(value.clone()).unwrap_or_default();
+            let page = paging(&value);
             let batch: Vec<String> = value
                 .get(field)
                 .filter(|v| !v.is_null())
@@ -235,10 +262,9 @@ impl JetStream {
                 .unwrap_or_default();
             let received = batch.len();
             names.extend(batch);
-            if received == 0 || names.len() as u64 >= page.total || page.limit == 0 {
+            if received == 0 || names.len() >= page.total || page.limit == 0 {
                 break;
             }
-            let _ = page.offset;
         }
         names.sort();
         Ok(names)
@@ -263,20 +289,14 @@ impl JetStream {
             let value = self
                 .request_raw("STREAM.LIST", Bytes::from(serde_json::to_vec(&body)?))
                 .await?;
-            let page: Paged = serde_json::from_value(value.clone()).unwrap_or_default();
-            let batch: Vec<StreamInfo> = value
-                .get("streams")
-                .filter(|v| !v.is_null())
-                .cloned()
-                .map(serde_json::from_value)
-                .transpose()?
-                .unwrap_or_default();
+            let page = paging(&value);
+            let batch: Vec<StreamInfo> = decode_list(value.get("streams"))?;
             if let Some(Value::Array(names)) = value.get("missing") {
                 missing.extend(names.iter().filter_map(|n| n.as_str().map(str::to_string)));
             }
             let received = batch.len();
             streams.extend(batch);
-            if received == 0 || streams.len() as u64 >= page.total {
+            if received == 0 || streams.len() >= page.total {
                 break;
             }
         }
@@ -298,17 +318,11 @@ impl JetStream {
                     Bytes::from(serde_json::to_vec(&body)?),
                 )
                 .await?;
-            let page: Paged = serde_json::from_value(value.clone()).unwrap_or_default();
-            let batch: Vec<ConsumerInfo> = value
-                .get("consumers")
-                .filter(|v| !v.is_null())
-                .cloned()
-                .map(serde_json::from_value)
-                .transpose()?
-                .unwrap_or_default();
+            let page = paging(&value);
+            let batch: Vec<ConsumerInfo> = decode_list(value.get("consumers"))?;
             let received = batch.len();
             consumers.extend(batch);
-            if received == 0 || consumers.len() as u64 >= page.total {
+            if received == 0 || consumers.len() >= page.total {
                 break;
             }
         }
@@ -358,15 +372,14 @@ impl JetStream {
     }
 }
 
-/// Decode a base64 field of a stored message.
-pub fn decode_base64(text: &Option<String>) -> Vec<u8> {
-    use base64::Engine;
-    match text {
-        Some(text) => base64::engine::general_purpose::STANDARD
-            .decode(text)
-            .unwrap_or_default(),
-        None => Vec::new(),
-    }
+/// `total`/`offset`/`limit` of a paged response (zeros when absent).
+fn paging(value: &Value) -> Paged {
+    serde_json::from_value(value.clone()).unwrap_or_default()
+}
+
+/// Decode a base64 field of a stored message (empty when absent or not base64).
+pub fn decode_base64(text: &str) -> Vec<u8> {
+    jetstream_api::base64::decode(text).unwrap_or_default()
 }
 
 /// Parse a NATS header block (`NATS/1.0\r\nKey: value\r\n...`) into ordered pairs.

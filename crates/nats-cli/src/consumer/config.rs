@@ -3,57 +3,22 @@
 
 use std::time::Duration;
 
-use crate::api::types::ConsumerConfig;
+use jetstream_api::{AckPolicy, ConsumerConfig, DeliverPolicy, Nanos, ReplayPolicy, Timestamp};
+
+use crate::api::jsm_json::CONSUMER_CONFIG;
 use crate::api::JetStream;
 use crate::error::{CliError, WithContext};
 use crate::output::format::parse_duration;
 use crate::output::is_interactive;
-use crate::prompt;
+use crate::prompt::{self, Asker};
+use crate::stream::flags::split_subjects;
 use crate::stream::select_stream;
 
 use super::show::print_info;
 use super::{select_consumer, AddArgs, ConsumerFlags, EditArgs};
 
-struct Asker {
-    accept_defaults: bool,
-}
-
-impl Asker {
-    fn input(&self, text: &str, default: &str) -> Result<String, CliError> {
-        if self.accept_defaults {
-            return Ok(default.to_string());
-        }
-        prompt::input(text, default)
-    }
-    fn select(&self, text: &str, options: &[&str], default: &str) -> Result<String, CliError> {
-        if self.accept_defaults {
-            return Ok(default.to_string());
-        }
-        let owned: Vec<String> = options.iter().map(|s| s.to_string()).collect();
-        prompt::select(text, &owned, Some(default))
-    }
-    fn confirm(&self, text: &str, default: bool) -> Result<bool, CliError> {
-        if self.accept_defaults {
-            return Ok(default);
-        }
-        prompt::confirm(text, default)
-    }
-}
-
-fn nanos(duration: Duration) -> i64 {
-    i64::try_from(duration.as_nanos()).unwrap_or(i64::MAX)
-}
-
-fn split_list(values: &[String]) -> Vec<String> {
-    values
-        .iter()
-        .flat_map(|v| {
-            v.split(|c: char| c == ',' || c.is_whitespace())
-                .filter(|p| !p.is_empty())
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        })
-        .collect()
+fn nanos(duration: Duration) -> Nanos {
+    Nanos::from_std(duration)
 }
 
 /// natscli's start policies: all, new/next, last, subject/last_per_subject, a sequence, or
@@ -61,20 +26,21 @@ fn split_list(values: &[String]) -> Vec<String> {
 fn apply_start_policy(config: &mut ConsumerConfig, policy: &str) -> Result<(), CliError> {
     match policy {
         "" => {}
-        "all" => config.deliver_policy = "all".into(),
-        "last" => config.deliver_policy = "last".into(),
-        "new" | "next" => config.deliver_policy = "new".into(),
-        "subject" | "last_per_subject" => config.deliver_policy = "last_per_subject".into(),
+        "all" => config.deliver_policy = DeliverPolicy::All,
+        "last" => config.deliver_policy = DeliverPolicy::Last,
+        "new" | "next" => config.deliver_policy = DeliverPolicy::New,
+        "subject" | "last_per_subject" => config.deliver_policy = DeliverPolicy::LastPerSubject,
         text if text.chars().all(|c| c.is_ascii_digit()) => {
-            config.deliver_policy = "by_start_sequence".into();
+            config.deliver_policy = DeliverPolicy::ByStartSequence;
             config.opt_start_seq = text.parse().unwrap_or(0);
         }
         text => {
             let ago = parse_duration(text).context("could not parse starting delta")?;
-            let start = chrono::Utc::now()
-                - chrono::Duration::from_std(ago).unwrap_or_else(|_| chrono::Duration::zero());
-            config.deliver_policy = "by_start_time".into();
-            config.opt_start_time = Some(start.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true));
+            let start = Timestamp::now()
+                .unix_nanos()
+                .saturating_sub(nanos(ago).as_nanos());
+            config.deliver_policy = DeliverPolicy::ByStartTime;
+            config.opt_start_time = Some(Timestamp::from_unix_nanos(start));
         }
     }
     Ok(())
@@ -92,6 +58,7 @@ fn prepare_config(
     };
     let mut config = ConsumerConfig {
         description: flags.description.clone().unwrap_or_default(),
+        ack_policy: AckPolicy::Explicit,
         ..ConsumerConfig::default()
     };
     let mut name = name.unwrap_or_default().to_string();
@@ -143,22 +110,24 @@ fn prepare_config(
             ack_default,
         )?,
     };
-    config.ack_policy = ack.clone();
+    config.ack_policy = AckPolicy::from_name(&ack)
+        .ok_or_else(|| CliError::message(format!("invalid acknowledgment policy {ack:?}")))?;
     let replay = match &flags.replay {
         Some(replay) => replay.clone(),
         None => asker.select("Replay policy", &["instant", "original"], "instant")?,
     };
-    config.replay_policy = replay;
+    config.replay_policy = ReplayPolicy::from_name(&replay)
+        .ok_or_else(|| CliError::message(format!("invalid replay policy {replay:?}")))?;
     if let Some(wait) = &flags.wait {
         let wait = parse_duration(wait)?;
         if !wait.is_zero() {
             config.ack_wait = nanos(wait);
         }
     }
-    let mut filters = split_list(&flags.filter);
+    let mut filters = split_subjects(&flags.filter);
     if filters.is_empty() && !asker.accept_defaults {
         let answer = prompt::input("Filter Stream by subjects (blank for all)", "")?;
-        filters = split_list(&[answer]);
+        filters = split_subjects(&[answer]);
     }
     match filters.len() {
         0 => {}
@@ -167,24 +136,18 @@ fn prepare_config(
     }
     if config.filter_subject.is_empty()
         && config.filter_subjects.is_empty()
-        && config.deliver_policy == "last_per_subject"
+        && config.deliver_policy == DeliverPolicy::LastPerSubject
     {
         config.filter_subject = ">".into();
     }
-    if ack != "none" {
+    if config.ack_policy != AckPolicy::None {
         config.max_deliver = match flags.max_deliver {
             Some(value) => value,
-            None => asker
-                .input("Maximum Allowed Deliveries", "-1")?
-                .parse()
-                .map_err(|_| CliError::message("invalid number"))?,
+            None => asker.integer("Maximum Allowed Deliveries", "-1")?,
         };
         let pending: i64 = match flags.max_pending {
             Some(value) => value,
-            None => asker
-                .input("Maximum Acknowledgments Pending", "0")?
-                .parse()
-                .map_err(|_| CliError::message("invalid number"))?,
+            None => asker.integer("Maximum Acknowledgments Pending", "0")?,
         };
         config.max_ack_pending = pending.max(0);
     } else {
@@ -207,7 +170,7 @@ fn prepare_config(
     }
     config.headers_only =
         flags.headers_only || asker.confirm("Deliver headers only without bodies", false)?;
-    if ack != "none" && !asker.accept_defaults {
+    if config.ack_policy != AckPolicy::None && !asker.accept_defaults {
         // natscli offers a retry backoff here; we only support declining it.
         let _ = prompt::confirm("Add a Retry Backoff Policy", false)?;
     }
@@ -215,13 +178,13 @@ fn prepare_config(
         config.max_waiting = flags.max_waiting.unwrap_or(0);
     }
     if let Some(batch) = flags.max_pull_batch {
-        config.max_batch = batch;
+        config.max_request_batch = batch;
     }
     if let Some(threshold) = &flags.inactive_threshold {
         config.inactive_threshold = nanos(parse_duration(threshold)?);
     }
-    config.num_replicas = flags.replicas.unwrap_or(0);
-    config.mem_storage = flags.memory;
+    config.replicas = flags.replicas.unwrap_or(0);
+    config.memory_storage = flags.memory;
     Ok(config)
 }
 
@@ -235,10 +198,7 @@ pub(super) async fn add_consumer(
         .context("could not select Stream")?;
     let config = match &args.config {
         Some(path) => {
-            let text = std::fs::read_to_string(path)?;
-            let value: serde_json::Value = serde_json::from_str(&text)?;
-            let value = value.get("config").cloned().unwrap_or(value);
-            let mut config: ConsumerConfig = serde_json::from_value(value)?;
+            let mut config: ConsumerConfig = crate::api::load_config_file(path)?;
             if let Some(name) = &args.consumer {
                 config.durable_name = name.clone();
             }
@@ -266,7 +226,8 @@ pub(super) async fn edit_consumer(
         .consumer_info(&stream, &name)
         .await
         .context(&format!("could not load Consumer {stream} > {name}"))?;
-    let mut config = info.config.clone();
+    let current = info.config.clone().unwrap_or_default();
+    let mut config = current.clone();
     let flags = &args.flags;
     if let Some(description) = &flags.description {
         config.description = description.clone();
@@ -284,10 +245,10 @@ pub(super) async fn edit_consumer(
         config.max_waiting = value;
     }
     if let Some(value) = flags.max_pull_batch {
-        config.max_batch = value;
+        config.max_request_batch = value;
     }
     if !flags.filter.is_empty() {
-        let filters = split_list(&flags.filter);
+        let filters = split_subjects(&flags.filter);
         config.filter_subject.clear();
         config.filter_subjects.clear();
         if filters.len() == 1 {
@@ -302,7 +263,7 @@ pub(super) async fn edit_consumer(
     if let Some(threshold) = &flags.inactive_threshold {
         config.inactive_threshold = nanos(parse_duration(threshold)?);
     }
-    let diff = crate::stream::config::config_diff(&info.config, &config)?;
+    let diff = crate::stream::config::config_diff(&current, &config, CONSUMER_CONFIG)?;
     if diff.is_empty() {
         if !args.dry_run {
             println!("No difference in configuration");

@@ -3,13 +3,15 @@
 
 use std::time::Duration;
 
-use crate::api::types::{ack_policy_name, replay_policy_name, ConsumerConfig, ConsumerInfo};
+use jetstream_api::{AckPolicy, ConsumerConfig, ConsumerInfo, DeliverPolicy};
+
+use crate::api::jsm_json::{to_pretty, CONSUMER_INFO};
 use crate::api::JetStream;
 use crate::error::{CliError, WithContext};
 use crate::output::columns::Columns;
 use crate::output::format::{
-    comma, comma_u64, go_duration, humanize_duration, humanize_nanos, ibytes, local_time_text,
-    since,
+    ack_policy_title, comma, comma_u64, go_duration, humanize_duration, humanize_nanos, ibytes,
+    local_time_text, replay_policy_title, since,
 };
 use crate::output::table::Table;
 use crate::stream::select_stream;
@@ -39,7 +41,7 @@ pub(super) fn print_info(
     state_only: bool,
 ) -> Result<(), CliError> {
     if json {
-        println!("{}", serde_json::to_string_pretty(info)?);
+        println!("{}", to_pretty(info, CONSUMER_INFO)?);
         return Ok(());
     }
     print!("{}", render_info(info, state_only));
@@ -47,23 +49,26 @@ pub(super) fn print_info(
 }
 
 fn deliver_policy_text(config: &ConsumerConfig) -> String {
-    match config.deliver_policy.as_str() {
-        "all" => "All".to_string(),
-        "last" => "Last".to_string(),
-        "new" => "New".to_string(),
-        "last_per_subject" => "Last Per Subject".to_string(),
-        "by_start_time" => format!(
+    match config.deliver_policy {
+        DeliverPolicy::All => "All".to_string(),
+        DeliverPolicy::Last => "Last".to_string(),
+        DeliverPolicy::New => "New".to_string(),
+        DeliverPolicy::LastPerSubject => "Last Per Subject".to_string(),
+        DeliverPolicy::ByStartTime => format!(
             "Since {}",
-            config.opt_start_time.clone().unwrap_or_default()
+            config
+                .opt_start_time
+                .map(|time| time.to_rfc3339())
+                .unwrap_or_default()
         ),
-        "by_start_sequence" => format!("From Sequence {}", config.opt_start_seq),
-        other => other.to_string(),
+        DeliverPolicy::ByStartSequence => format!("From Sequence {}", config.opt_start_seq),
     }
 }
 
 /// natscli's consumer info layout.
 pub fn render_info(info: &ConsumerInfo, state_only: bool) -> String {
-    let config = &info.config;
+    let unset = ConsumerConfig::default();
+    let config = info.config.as_ref().unwrap_or(&unset);
     let created = local_time_text(&info.created);
     let mut columns = if state_only {
         Columns::new(format!(
@@ -102,23 +107,23 @@ pub fn render_info(info: &ConsumerInfo, state_only: bool) -> String {
             &config.deliver_group,
             !config.deliver_group.is_empty() && push,
         );
-        columns.row("Ack Policy", ack_policy_name(&config.ack_policy));
+        columns.row("Ack Policy", ack_policy_title(config.ack_policy));
         columns.row_if(
             "Ack Wait",
             humanize_nanos(config.ack_wait),
-            config.ack_policy != "none",
+            config.ack_policy != AckPolicy::None,
         );
-        columns.row("Replay Policy", replay_policy_name(&config.replay_policy));
+        columns.row("Replay Policy", replay_policy_title(config.replay_policy));
         columns.row_if(
             "Maximum Deliveries",
             comma(config.max_deliver),
             config.max_deliver != -1,
         );
-        columns.row_if_not_empty("Sampling Rate", &config.sample_freq);
+        columns.row_if_not_empty("Sampling Rate", &config.sample_frequency);
         columns.row_if(
             "Rate Limit",
-            format!("{} / second", ibytes(config.rate_limit_bps / 8)),
-            config.rate_limit_bps > 0,
+            format!("{} / second", ibytes(config.rate_limit / 8)),
+            config.rate_limit > 0,
         );
         columns.row_if(
             "Max Ack Pending",
@@ -133,44 +138,40 @@ pub fn render_info(info: &ConsumerInfo, state_only: bool) -> String {
         columns.row_if(
             "Idle Heartbeat",
             humanize_nanos(config.idle_heartbeat),
-            config.idle_heartbeat > 0,
+            config.idle_heartbeat.as_nanos() > 0,
         );
         columns.row_if("Flow Control", config.flow_control, push);
         columns.row_if("Headers Only", true, config.headers_only);
         columns.row_if(
             "Inactive Threshold",
             humanize_nanos(config.inactive_threshold),
-            config.inactive_threshold > 0 && !push,
+            config.inactive_threshold.as_nanos() > 0 && !push,
         );
         columns.row_if(
             "Max Pull Expire",
-            humanize_nanos(config.max_expires),
-            config.max_expires > 0,
+            humanize_nanos(config.max_request_expires),
+            config.max_request_expires.as_nanos() > 0,
         );
         columns.row_if(
             "Max Pull Batch",
-            comma(config.max_batch),
-            config.max_batch > 0,
+            comma(config.max_request_batch),
+            config.max_request_batch > 0,
         );
         columns.row_if(
             "Max Pull MaxBytes",
-            comma(config.max_bytes),
-            config.max_bytes > 0,
+            comma(config.max_request_max_bytes),
+            config.max_request_max_bytes > 0,
         );
         if !config.backoff.is_empty() {
             let steps: Vec<String> = config
                 .backoff
                 .iter()
-                .map(|n| go_duration(Duration::from_nanos((*n).max(0) as u64)))
+                .map(|step| go_duration(step.to_std().unwrap_or(Duration::ZERO)))
                 .collect();
             columns.row("Backoff", steps.join(", "));
         }
-        columns.row_if(
-            "Replicas",
-            comma(config.num_replicas),
-            config.num_replicas > 0,
-        );
-        columns.row_if("Memory Storage", true, config.mem_storage);
+        columns.row_if("Replicas", comma(config.replicas), config.replicas > 0);
+        columns.row_if("Memory Storage", true, config.memory_storage);
         let metadata: Vec<(&String, &String)> = config
             .metadata
             .iter()
@@ -189,7 +190,7 @@ pub fn render_info(info: &ConsumerInfo, state_only: bool) -> String {
         columns.row_if_not_empty("Raft Group", &cluster.raft_group);
         columns.row("Leader", &cluster.leader);
         for replica in &cluster.replicas {
-            let seen = if replica.active == 0 || replica.active == i64::MAX {
+            let seen = if replica.active.as_nanos() == 0 || replica.active.as_nanos() == i64::MAX {
                 "not seen".to_string()
             } else {
                 format!("seen {} ago", humanize_nanos(replica.active))
@@ -220,24 +221,24 @@ pub fn render_info(info: &ConsumerInfo, state_only: bool) -> String {
             format!("{required} hosted at level {level}"),
         );
     }
-    let sequences = |label: &str, seq: &crate::api::types::SequenceInfo| match &seq.last_active {
+    let sequences = |label: &str, seq: &jetstream_api::SequenceInfo| match &seq.last_active {
         Some(last) => format!(
             "Consumer sequence: {} Stream sequence: {} {label}: {} ago",
-            comma_u64(seq.consumer_seq),
-            comma_u64(seq.stream_seq),
+            comma_u64(seq.consumer_sequence),
+            comma_u64(seq.stream_sequence),
             humanize_duration(since(last))
         ),
         None => format!(
             "Consumer sequence: {} Stream sequence: {}",
-            comma_u64(seq.consumer_seq),
-            comma_u64(seq.stream_seq)
+            comma_u64(seq.consumer_sequence),
+            comma_u64(seq.stream_sequence)
         ),
     };
     columns.row(
         "Last Delivered Message",
         sequences("Last delivery", &info.delivered),
     );
-    if config.ack_policy != "none" {
+    if config.ack_policy != AckPolicy::None {
         columns.row(
             "Acknowledgment Floor",
             sequences("Last Ack", &info.ack_floor),
@@ -329,7 +330,11 @@ pub(super) async fn list(js: &JetStream, args: &LsArgs, show_all: bool) -> Resul
         };
         table.row([
             consumer.name.clone(),
-            consumer.config.description.clone(),
+            consumer
+                .config
+                .as_ref()
+                .map(|config| config.description.clone())
+                .unwrap_or_default(),
             local_time_text(&consumer.created),
             consumer.num_ack_pending.to_string(),
             consumer.num_pending.to_string(),
@@ -367,8 +372,9 @@ pub(super) async fn report_consumers(
         "API Level",
         "Cluster",
     ]);
+    let unset = ConsumerConfig::default();
     for consumer in &consumers {
-        let config = &consumer.config;
+        let config = consumer.config.as_ref().unwrap_or(&unset);
         let mode = if config.deliver_subject.is_empty() {
             "Pull"
         } else {
@@ -408,23 +414,23 @@ pub(super) async fn report_consumers(
         };
         let (ack_wait, ack_pending, redelivered, floor) = if args.raw {
             (
-                config.ack_wait.to_string(),
+                config.ack_wait.as_nanos().to_string(),
                 consumer.num_ack_pending.to_string(),
                 consumer.num_redelivered.to_string(),
-                consumer.ack_floor.stream_seq.to_string(),
+                consumer.ack_floor.stream_sequence.to_string(),
             )
         } else {
             (
                 humanize_nanos(config.ack_wait),
                 comma(consumer.num_ack_pending),
                 comma(consumer.num_redelivered),
-                comma_u64(consumer.ack_floor.stream_seq),
+                comma_u64(consumer.ack_floor.stream_sequence),
             )
         };
         table.row([
             consumer.name.clone(),
             mode.to_string(),
-            ack_policy_name(&config.ack_policy).to_string(),
+            ack_policy_title(config.ack_policy).to_string(),
             ack_wait,
             ack_pending,
             redelivered,

@@ -5,11 +5,13 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Local, Utc};
+use jetstream_api::{AckPolicy, DiscardPolicy, Nanos, ReplayPolicy, Timestamp};
 
 use crate::error::CliError;
 
 /// Thousands separators: `1234567` -> `1,234,567`.
-pub fn comma(value: i64) -> String {
+pub fn comma(value: impl Into<i128>) -> String {
+    let value: i128 = value.into();
     let digits = value.unsigned_abs().to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
     if value < 0 {
@@ -101,8 +103,8 @@ pub fn humanize_duration(duration: Duration) -> String {
 }
 
 /// [`humanize_duration`] of a Go duration in nanoseconds (negative counts as zero).
-pub fn humanize_nanos(nanos: i64) -> String {
-    humanize_duration(Duration::from_nanos(nanos.max(0) as u64))
+pub fn humanize_nanos(nanos: Nanos) -> String {
+    humanize_duration(nanos.to_std().unwrap_or(Duration::ZERO))
 }
 
 /// Go's `time.Duration.String()`: `0s`, `1.5µs`, `500ms`, `2m0s`, `1h30m0s`.
@@ -218,14 +220,15 @@ pub fn parse_bytes(text: &str) -> Result<i64, CliError> {
     number.checked_shl(shift).ok_or_else(invalid)
 }
 
-/// Parse an RFC 3339 timestamp as the server sends it; Go's zero time and the Unix epoch
-/// come back as `None`, which natscli treats as "no time".
-pub fn parse_time(text: &str) -> Option<DateTime<Utc>> {
-    let parsed = DateTime::parse_from_rfc3339(text).ok()?.with_timezone(&Utc);
-    if parsed.timestamp() <= 0 {
-        return None;
-    }
-    Some(parsed)
+/// A server timestamp as a UTC time; Go's zero time and the Unix epoch come back as `None`,
+/// which natscli treats as "no time".
+pub fn parse_time(time: &Timestamp) -> Option<DateTime<Utc>> {
+    to_chrono(time).filter(|parsed| parsed.timestamp() > 0)
+}
+
+fn to_chrono(time: &Timestamp) -> Option<DateTime<Utc>> {
+    let datetime = time.as_datetime();
+    DateTime::from_timestamp(datetime.unix_timestamp(), datetime.nanosecond())
 }
 
 /// natscli's time layout, in local time: `2006-01-02 15:04:05`.
@@ -235,28 +238,60 @@ pub fn local_time(time: &DateTime<Utc>) -> String {
         .to_string()
 }
 
-/// [`local_time`] of an RFC 3339 string; unparsable or zero times print as given.
-pub fn local_time_text(text: &str) -> String {
-    match DateTime::parse_from_rfc3339(text) {
-        Ok(parsed) => local_time(&parsed.with_timezone(&Utc)),
-        Err(_) => text.to_string(),
+/// [`local_time`] of a server timestamp (Go's zero time included, as natscli prints it).
+pub fn local_time_text(time: &Timestamp) -> String {
+    match to_chrono(time) {
+        Some(parsed) => local_time(&parsed),
+        None => time.to_rfc3339(),
     }
 }
 
-/// Time elapsed since an RFC 3339 timestamp, as a duration (zero when in the future).
-pub fn since(text: &str) -> Duration {
-    match parse_time(text) {
+/// Time elapsed since a server timestamp, as a duration (zero when in the future or unset).
+pub fn since(time: &Timestamp) -> Duration {
+    match parse_time(time) {
         Some(then) => (Utc::now() - then).to_std().unwrap_or(Duration::ZERO),
         None => Duration::ZERO,
     }
 }
 
-/// Time since an RFC 3339 timestamp, humanized; Go's zero time gives "never" (natscli's
+/// Time since a server timestamp, humanized; Go's zero time gives "never" (natscli's
 /// duration from the zero time saturates to the largest duration, printed as "never").
-pub fn humanize_since(text: &str) -> String {
-    match parse_time(text) {
-        Some(_) => humanize_duration(since(text)),
+pub fn humanize_since(time: &Timestamp) -> String {
+    match parse_time(time) {
+        Some(_) => humanize_duration(since(time)),
         None => "never".to_string(),
+    }
+}
+
+/// Go's `time.Time.String()` of a server time in UTC, which natscli prints in places:
+/// `2020-01-01 00:00:00.5 +0000 UTC`.
+pub fn go_time_string(time: &Timestamp) -> String {
+    let text = time.to_utc().to_rfc3339();
+    let without_zone = text.trim_end_matches('Z').replacen('T', " ", 1);
+    format!("{without_zone} +0000 UTC")
+}
+
+/// jsm.go's display names of the API's lower-case enum values.
+pub fn discard_title(policy: DiscardPolicy) -> &'static str {
+    match policy {
+        DiscardPolicy::Old => "Old",
+        DiscardPolicy::New => "New",
+    }
+}
+
+pub fn ack_policy_title(policy: AckPolicy) -> &'static str {
+    match policy {
+        AckPolicy::None => "None",
+        AckPolicy::All => "All",
+        AckPolicy::Explicit => "Explicit",
+        AckPolicy::FlowControl => "FlowControl",
+    }
+}
+
+pub fn replay_policy_title(policy: ReplayPolicy) -> &'static str {
+    match policy {
+        ReplayPolicy::Instant => "Instant",
+        ReplayPolicy::Original => "Original",
     }
 }
 

@@ -6,11 +6,11 @@ use std::time::Duration;
 use clap::Args;
 use serde_json::Value;
 
-use crate::api::types::StreamInfo;
 use crate::api::JetStream;
 use crate::error::{CliError, WithContext};
 use crate::output::format::{parse_duration, since};
 use crate::prompt;
+use jetstream_api::StreamInfo;
 
 use super::select_stream;
 use super::show::{print_stream_info, render_streams_table};
@@ -135,13 +135,13 @@ fn matches(
         checks.push(state.messages == 0);
     }
     if let Some(idle) = idle {
-        checks.push(since(&state.last_ts) > idle || state.last_seq == 0);
+        checks.push(since(&state.last_time) > idle || state.last_seq == 0);
     }
     if let Some(created) = created {
         checks.push(since(&stream.created) > created);
     }
     if let Some(limit) = args.consumers {
-        checks.push(state.consumer_count.max(0) as u64 <= limit);
+        checks.push(state.consumer_count <= limit);
     }
     if let Some(filter) = &args.subject {
         checks.push(
@@ -158,7 +158,7 @@ fn matches(
         checks.push(config.mirror.is_some());
     }
     if let Some(replicas) = args.replicas {
-        checks.push(config.num_replicas == replicas);
+        checks.push(config.replicas == replicas);
     }
     checks.into_iter().all(|passed| passed != args.invert)
 }

@@ -6,12 +6,15 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::api::types::StoredMessage;
-use crate::api::{decode_base64, parse_header_block, JetStream, MessageGetRequest, PurgeRequest};
+use crate::api::jsm_json::{to_pretty, STORED_MESSAGE};
+use crate::api::{decode_base64, parse_header_block, JetStream};
 use crate::error::{CliError, WithContext};
-use crate::output::format::{humanize_duration, local_time_text, parse_duration, since};
+use crate::output::format::{
+    go_time_string, humanize_duration, local_time_text, parse_duration, since,
+};
 use crate::output::{is_interactive, log_line};
 use crate::prompt;
+use jetstream_api::{MsgGetRequest, StoredMessage, StreamPurgeRequest};
 
 use super::select_stream;
 use super::show::print_stream_info;
@@ -99,9 +102,9 @@ async fn next_message(
     seq: u64,
     filter: &str,
 ) -> Result<Option<StoredMessage>, CliError> {
-    let request = MessageGetRequest {
-        seq: Some(seq.max(1)),
-        next_by_subj: Some(filter.to_string()),
+    let request = MsgGetRequest {
+        sequence: seq.max(1),
+        next_by_subject: filter.to_string(),
         ..Default::default()
     };
     match js.message_get(stream, &request).await {
@@ -123,7 +126,7 @@ async fn sequence_since(
     while low < high {
         let middle = low + (high - low) / 2;
         match next_message(js, stream, middle, ">").await? {
-            Some(message) if since(&message.time) > age => low = message.seq + 1,
+            Some(message) if since(&message.time) > age => low = message.sequence + 1,
             Some(_) => high = middle,
             None => high = middle,
         }
@@ -176,18 +179,18 @@ pub async fn view(js: &JetStream, args: &ViewArgs, show_all: bool) -> Result<(),
             log_line("Reached apparent end of data");
             return Ok(());
         };
-        sequence = message.seq + 1;
-        let data = decode_base64(&message.data);
+        sequence = message.sequence + 1;
+        let data = decode_base64(&message.data_base64);
         if args.raw {
             println!("{}", String::from_utf8_lossy(&data));
         } else {
             println!(
                 "[{}] Subject: {} Received: {}",
-                message.seq,
+                message.sequence,
                 message.subject,
                 local_time_text(&message.time)
             );
-            let headers = parse_header_block(&decode_base64(&message.hdrs));
+            let headers = parse_header_block(&decode_base64(&message.headers_base64));
             let visible: Vec<&(String, String)> = headers
                 .iter()
                 .filter(|(key, _)| !TRANSPORT_HEADERS.contains(&key.as_str()))
@@ -215,23 +218,6 @@ pub async fn view(js: &JetStream, args: &ViewArgs, show_all: bool) -> Result<(),
     }
 }
 
-/// Go's `%v` of a UTC time: `2006-01-02 15:04:05.999999999 +0000 UTC`.
-fn go_time_value(text: &str) -> String {
-    match chrono::DateTime::parse_from_rfc3339(text) {
-        Ok(time) => {
-            let utc = time.with_timezone(&chrono::Utc);
-            let nanos = utc.timestamp_subsec_nanos();
-            let fraction = if nanos == 0 {
-                String::new()
-            } else {
-                format!(".{nanos:09}").trim_end_matches('0').to_string()
-            };
-            format!("{}{fraction} +0000 UTC", utc.format("%Y-%m-%d %H:%M:%S"))
-        }
-        Err(_) => text.to_string(),
-    }
-}
-
 pub async fn get(js: &JetStream, args: &GetArgs, show_all: bool) -> Result<(), CliError> {
     let name = select_stream(js, args.stream.as_deref(), show_all).await?;
     let mut id = args.id;
@@ -252,12 +238,12 @@ pub async fn get(js: &JetStream, args: &GetArgs, show_all: bool) -> Result<(), C
         }
     }
     let request = match (id, &last_for) {
-        (Some(seq), _) => MessageGetRequest {
-            seq: Some(seq),
+        (Some(seq), _) => MsgGetRequest {
+            sequence: seq,
             ..Default::default()
         },
-        (None, Some(subject)) => MessageGetRequest {
-            last_by_subj: Some(subject.clone()),
+        (None, Some(subject)) => MsgGetRequest {
+            last_by_subject: subject.clone(),
             ..Default::default()
         },
         (None, None) => return Err(CliError::message("no ID or subject specified")),
@@ -267,17 +253,17 @@ pub async fn get(js: &JetStream, args: &GetArgs, show_all: bool) -> Result<(), C
         id.map(|i| i as i64).unwrap_or(-1)
     ))?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&message)?);
+        println!("{}", to_pretty(&message, STORED_MESSAGE)?);
         return Ok(());
     }
     println!(
         "Item: {name}#{} received {} ({}) on Subject {}\n",
-        message.seq,
-        go_time_value(&message.time),
+        message.sequence,
+        go_time_string(&message.time),
         humanize_duration(since(&message.time)),
         message.subject
     );
-    let headers = parse_header_block(&decode_base64(&message.hdrs));
+    let headers = parse_header_block(&decode_base64(&message.headers_base64));
     if !headers.is_empty() {
         println!("Headers:");
         for (key, value) in headers {
@@ -285,7 +271,7 @@ pub async fn get(js: &JetStream, args: &GetArgs, show_all: bool) -> Result<(), C
         }
         println!();
     }
-    print_body(&decode_base64(&message.data));
+    print_body(&decode_base64(&message.data_base64));
     Ok(())
 }
 
@@ -334,10 +320,10 @@ pub async fn purge(js: &JetStream, args: &PurgeArgs, show_all: bool) -> Result<(
             "sequence and keep cannot be combined when purging",
         ));
     }
-    let request = PurgeRequest {
-        filter: args.subject.clone(),
-        seq: args.seq.filter(|s| *s > 0),
-        keep: args.keep.filter(|k| *k > 0),
+    let request = StreamPurgeRequest {
+        filter: args.subject.clone().unwrap_or_default(),
+        sequence: args.seq.unwrap_or(0),
+        keep: args.keep.unwrap_or(0),
     };
     let purged = js
         .stream_purge(&name, &request)

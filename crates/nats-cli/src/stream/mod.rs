@@ -1,12 +1,16 @@
 //! `nats stream ...`: create, edit, inspect, page through, purge and remove streams, with
-//! natscli's flags, prompts and layouts. `config` builds a StreamConfig from flags and
-//! questions, `show` renders info/report/ls/subjects, `messages` views, gets and purges.
+//! natscli's flags, prompts and layouts. `config` runs add/edit/copy with the StreamConfig
+//! built from `flags` and `questions` (mirrors and sources in `sources`), `show` renders
+//! info/report/ls/subjects, `messages` views, gets and purges.
 //! Talks to the server only through [`crate::api::JetStream`].
 
 mod admin;
 pub(crate) mod config;
+pub(crate) mod flags;
 mod messages;
+mod questions;
 mod show;
+mod sources;
 
 use clap::{Args, Subcommand};
 
@@ -29,13 +33,13 @@ pub struct StreamArgs {
 pub enum StreamCommand {
     /// Create a new stream
     #[command(alias = "create", alias = "new")]
-    Add(config::AddArgs),
+    Add(flags::AddArgs),
     /// Edits an existing stream
     #[command(alias = "update")]
-    Edit(config::EditArgs),
+    Edit(flags::EditArgs),
     /// Creates a new stream based on the configuration of another, does not copy data
     #[command(alias = "cp")]
-    Copy(config::CopyArgs),
+    Copy(flags::CopyArgs),
     /// Stream information
     #[command(alias = "nfo", alias = "i")]
     Info(show::InfoArgs),

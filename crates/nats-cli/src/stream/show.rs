@@ -3,18 +3,19 @@
 
 use clap::Args;
 
-use crate::api::types::{
-    discard_name, retention_name, storage_name, ClusterInfo, StreamConfig, StreamInfo, StreamSource,
-};
+use jetstream_api::{ClusterInfo, Compression, StreamConfig, StreamInfo};
+
+use crate::api::jsm_json::{to_pretty, STREAM_INFO};
 use crate::api::JetStream;
 use crate::error::{CliError, WithContext};
 use crate::output::columns::Columns;
 use crate::output::format::{
-    comma, comma_u64, humanize_duration, humanize_nanos, humanize_since, ibytes, ibytes_i64,
-    local_time_text, parse_time, since,
+    comma, comma_u64, discard_title, humanize_duration, humanize_nanos, humanize_since, ibytes,
+    ibytes_i64, local_time_text, parse_time, since,
 };
 use crate::output::table::Table;
 
+use super::sources::{render_source, render_source_info};
 use super::{is_internal_stream, select_stream};
 
 #[derive(Args, Debug)]
@@ -118,30 +119,11 @@ pub async fn info(
 /// Print stream info as natscli does: JSON (`--json`) or the columns report.
 pub fn print_stream_info(info: &StreamInfo, json: bool, state_only: bool) -> Result<(), CliError> {
     if json {
-        println!("{}", serde_json::to_string_pretty(info)?);
+        println!("{}", to_pretty(info, STREAM_INFO)?);
         return Ok(());
     }
     print!("{}", render_stream_info(info, state_only));
     Ok(())
-}
-
-fn render_source(source: &StreamSource) -> String {
-    let mut parts = vec![source.name.clone()];
-    if source.opt_start_seq > 0 {
-        parts.push(format!("Start Seq: {}", comma_u64(source.opt_start_seq)));
-    }
-    if let Some(time) = &source.opt_start_time {
-        parts.push(format!("Start Time: {time}"));
-    }
-    if let Some(external) = &source.external {
-        if !external.api.is_empty() {
-            parts.push(format!("API Prefix: {}", external.api));
-        }
-        if !external.deliver.is_empty() {
-            parts.push(format!("Delivery Prefix: {}", external.deliver));
-        }
-    }
-    parts.join(", ")
 }
 
 fn render_config(columns: &mut Columns, config: &StreamConfig) {
@@ -151,13 +133,13 @@ fn render_config(columns: &mut Columns, config: &StreamConfig) {
         config.subjects.join(", "),
         !config.subjects.is_empty(),
     );
-    columns.row("Replicas", comma(config.num_replicas));
+    columns.row("Replicas", comma(config.replicas));
     columns.row_if("Sealed", true, config.sealed);
-    columns.row("Storage", storage_name(&config.storage));
+    columns.row("Storage", config.storage.title());
     columns.row_if(
         "Compression",
-        &config.compression,
-        !config.compression.is_empty() && config.compression != "none",
+        config.compression.as_str(),
+        config.compression != Compression::None,
     );
     if config.first_seq > 0 {
         columns.row("First Sequence", comma_u64(config.first_seq));
@@ -173,15 +155,15 @@ fn render_config(columns: &mut Columns, config: &StreamConfig) {
 
     columns.section("Options");
     if let Some(transform) = &config.subject_transform {
-        if !transform.dest.is_empty() {
-            let source = if transform.src.is_empty() {
+        if !transform.destination.is_empty() {
+            let source = if transform.source.is_empty() {
                 ">"
             } else {
-                &transform.src
+                &transform.source
             };
             columns.row(
                 "Subject Transform",
-                format!("{source} to {}", transform.dest),
+                format!("{source} to {}", transform.destination),
             );
         }
     }
@@ -191,33 +173,36 @@ fn render_config(columns: &mut Columns, config: &StreamConfig) {
         } else {
             "Republishing"
         };
-        columns.row(label, format!("{} to {}", republish.src, republish.dest));
+        columns.row(
+            label,
+            format!("{} to {}", republish.source, republish.destination),
+        );
     }
-    columns.row("Retention", retention_name(&config.retention));
+    columns.row("Retention", config.retention.title());
     columns.row("Acknowledgments", !config.no_ack);
     let discard = if config.discard_new_per_subject {
         "New Per Subject"
     } else {
-        discard_name(&config.discard)
+        discard_title(config.discard)
     };
     columns.row("Discard Policy", discard);
     columns.row("Duplicate Window", humanize_nanos(config.duplicate_window));
     columns.row_if("Direct Get", true, config.allow_direct);
     columns.row_if("Mirror Direct Get", true, config.mirror_direct);
-    columns.row("Allows Atomic Batch Publish", config.allow_atomic);
-    columns.row("Allows Fast Batch Publish", config.allow_batched);
+    columns.row("Allows Atomic Batch Publish", config.allow_atomic_publish);
+    columns.row("Allows Fast Batch Publish", config.allow_batch_publish);
     columns.row("Allows Counters", config.allow_msg_counter);
     columns.row("Allows Msg Delete", !config.deny_delete);
     columns.row("Allows Per-Message TTL", config.allow_msg_ttl);
     columns.row("Allows Purge", !config.deny_purge);
     columns.row("Allows Schedules", config.allow_msg_schedules);
-    if config.allow_msg_ttl && config.subject_delete_marker_ttl > 0 {
+    if config.allow_msg_ttl && config.subject_delete_marker_ttl.as_nanos() > 0 {
         columns.row(
             "Subject Delete Markers TTL",
             humanize_nanos(config.subject_delete_marker_ttl),
         );
     }
-    columns.row("Allows Rollups", config.allow_rollup_hdrs);
+    columns.row("Allows Rollups", config.allow_rollup);
 
     columns.section("Limits");
     let unlimited_or = |value: i64, render: &dyn Fn(i64) -> String| {
@@ -242,7 +227,7 @@ fn render_config(columns: &mut Columns, config: &StreamConfig) {
     columns.row("Maximum Bytes", unlimited_or(config.max_bytes, &ibytes_i64));
     columns.row(
         "Maximum Age",
-        if config.max_age <= 0 {
+        if config.max_age.as_nanos() <= 0 {
             "unlimited".to_string()
         } else {
             humanize_nanos(config.max_age)
@@ -259,7 +244,7 @@ fn render_config(columns: &mut Columns, config: &StreamConfig) {
     columns.row_if(
         "Consumer Inactive Threshold",
         humanize_nanos(config.consumer_limits.inactive_threshold),
-        config.consumer_limits.inactive_threshold > 0,
+        config.consumer_limits.inactive_threshold.as_nanos() > 0,
     );
     columns.row_if(
         "Consumer Max Ack Pending",
@@ -324,7 +309,7 @@ fn render_cluster_section(columns: &mut Columns, cluster: &ClusterInfo) {
         if replica.offline {
             state.push("OFFLINE".to_string());
         }
-        if replica.active > 0 && replica.active < i64::MAX {
+        if replica.active.as_nanos() > 0 && replica.active.as_nanos() < i64::MAX {
             state.push(format!("seen {} ago", humanize_nanos(replica.active)));
         } else {
             state.push("not seen".to_string());
@@ -353,42 +338,6 @@ pub fn render_stream_info(info: &StreamInfo, state_only: bool) -> String {
     if let Some(cluster) = info.cluster.as_ref().filter(|c| !c.name.is_empty()) {
         render_cluster_section(&mut columns, cluster);
     }
-    let render_source_info =
-        |columns: &mut Columns, source: &crate::api::types::StreamSourceInfo| {
-            columns.row("Stream Name", &source.name);
-            if !source.filter_subject.is_empty() {
-                columns.row("Subject Filter", &source.filter_subject);
-            } else {
-                let count = source.subject_transforms.len();
-                for (index, transform) in source.subject_transforms.iter().enumerate() {
-                    let label = match (index, count) {
-                        (0, 1) => "Subject Filter and Transform",
-                        (0, _) => "Subject Filters and Transforms",
-                        _ => "",
-                    };
-                    if transform.dest.is_empty() {
-                        columns.row(label, format!("{} untransformed", transform.src));
-                    } else {
-                        columns.row(label, format!("{} to {}", transform.src, transform.dest));
-                    }
-                }
-            }
-            columns.row("Lag", comma_u64(source.lag));
-            if source.active > 0 && source.active < i64::MAX {
-                columns.row("Last Seen", humanize_nanos(source.active));
-            } else {
-                columns.row("Last Seen", "never");
-            }
-            if let Some(external) = &source.external {
-                columns.row("Ext. API Prefix", &external.api);
-                if !external.deliver.is_empty() {
-                    columns.row("Ext. Delivery Prefix", &external.deliver);
-                }
-            }
-            if let Some(error) = &source.error {
-                columns.row("Error", &error.description);
-            }
-        };
     if let Some(mirror) = &info.mirror {
         columns.section("Mirror Information");
         render_source_info(&mut columns, mirror);
@@ -423,30 +372,34 @@ pub fn render_stream_info(info: &StreamInfo, state_only: bool) -> String {
     let state = &info.state;
     columns.row("Messages", comma_u64(state.messages));
     columns.row("Bytes", ibytes(state.bytes));
-    if let Some(lost) = state.lost.as_ref().filter(|l| !l.msgs.is_empty()) {
+    if let Some(lost) = state.lost.as_ref().filter(|l| !l.messages.is_empty()) {
         columns.row(
             "Lost Messages",
-            format!("{} ({})", comma(lost.msgs.len() as i64), ibytes(lost.bytes)),
+            format!(
+                "{} ({})",
+                comma(lost.messages.len() as i64),
+                ibytes(lost.bytes)
+            ),
         );
     }
-    match parse_time(&state.first_ts) {
+    match parse_time(&state.first_time) {
         Some(_) => columns.row(
             "First Sequence",
             format!(
                 "{} @ {}",
                 comma_u64(state.first_seq),
-                local_time_text(&state.first_ts)
+                local_time_text(&state.first_time)
             ),
         ),
         None => columns.row("First Sequence", comma_u64(state.first_seq)),
     }
-    match parse_time(&state.last_ts) {
+    match parse_time(&state.last_time) {
         Some(_) => columns.row(
             "Last Sequence",
             format!(
                 "{} @ {}",
                 comma_u64(state.last_seq),
-                local_time_text(&state.last_ts)
+                local_time_text(&state.last_time)
             ),
         ),
         None => columns.row("Last Sequence", comma_u64(state.last_seq)),
@@ -565,7 +518,7 @@ pub fn render_streams_table(streams: &mut [StreamInfo], title: String) -> String
         "Last Message",
     ]);
     for stream in streams.iter() {
-        let last = humanize_since(&stream.state.last_ts);
+        let last = humanize_since(&stream.state.last_time);
         table.row([
             stream.config.name.clone(),
             stream.config.description.clone(),
@@ -601,7 +554,7 @@ pub async fn report(js: &JetStream, args: &ReportArgs) -> Result<(), CliError> {
         .await
         .context("could not list streams")?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&streams)?);
+        println!("{}", to_pretty(&streams, STREAM_INFO)?);
         return Ok(());
     }
     if streams.is_empty() && missing.is_empty() {
@@ -615,8 +568,7 @@ pub async fn report(js: &JetStream, args: &ReportArgs) -> Result<(), CliError> {
     } else if args.name {
         streams.sort_by(|a, b| a.config.name.cmp(&b.config.name));
     } else if args.storage {
-        streams
-            .sort_by(|a, b| storage_name(&a.config.storage).cmp(storage_name(&b.config.storage)));
+        streams.sort_by(|a, b| a.config.storage.title().cmp(b.config.storage.title()));
     } else {
         streams.sort_by_key(|s| s.state.bytes);
     }
@@ -638,7 +590,7 @@ pub async fn report(js: &JetStream, args: &ReportArgs) -> Result<(), CliError> {
         let deleted = if state.deleted.is_empty() {
             state.num_deleted
         } else {
-            state.deleted.len() as i64
+            state.deleted.len() as u64
         };
         let mut placement = String::new();
         if let Some(p) = &stream.config.placement {
@@ -649,9 +601,13 @@ pub async fn report(js: &JetStream, args: &ReportArgs) -> Result<(), CliError> {
                 placement = format!("{placement}tags: {}", p.tags.join(", "));
             }
         }
-        let lost = match state.lost.as_ref().filter(|l| !l.msgs.is_empty()) {
-            Some(lost) if args.raw => format!("{} ({})", lost.msgs.len(), lost.bytes),
-            Some(lost) => format!("{} ({})", comma(lost.msgs.len() as i64), ibytes(lost.bytes)),
+        let lost = match state.lost.as_ref().filter(|l| !l.messages.is_empty()) {
+            Some(lost) if args.raw => format!("{} ({})", lost.messages.len(), lost.bytes),
+            Some(lost) => format!(
+                "{} ({})",
+                comma(lost.messages.len() as i64),
+                ibytes(lost.bytes)
+            ),
             None => "0".to_string(),
         };
         let api_level = stream
@@ -663,7 +619,7 @@ pub async fn report(js: &JetStream, args: &ReportArgs) -> Result<(), CliError> {
         if args.raw {
             table.row([
                 stream.config.name.clone(),
-                storage_name(&stream.config.storage).to_string(),
+                stream.config.storage.title().to_string(),
                 placement,
                 state.consumer_count.to_string(),
                 state.messages.to_string(),
@@ -676,7 +632,7 @@ pub async fn report(js: &JetStream, args: &ReportArgs) -> Result<(), CliError> {
         } else {
             table.row([
                 stream.config.name.clone(),
-                storage_name(&stream.config.storage).to_string(),
+                stream.config.storage.title().to_string(),
                 placement,
                 comma(state.consumer_count),
                 comma_u64(state.messages),
