@@ -7,6 +7,7 @@
 //! the cache write lock, after dropping the cache entries their change affects. So a stale result
 //! never enters the cache.
 
+use std::hash::Hasher;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -17,12 +18,14 @@ use crate::grammar::{
     is_literal, is_valid_queue_name, is_valid_subject, subject_matches_filter, tokenize,
     FULL_WILDCARD, SINGLE_WILDCARD,
 };
-use crate::hasher::TokenMap;
+use crate::hasher::{TokenHasher, TokenMap};
 
 /// nats-server's slCacheMax: how many literal subjects keep a cached result.
 pub const DEFAULT_CACHE_CAPACITY: usize = 1024;
 /// How many entries are dropped at once when the cache is full (nats-server's slCacheSweep).
 const CACHE_SWEEP: usize = 256;
+/// Slots of the admission filter in front of a full cache (a power of two).
+const DOORKEEPER_SLOTS: usize = 4096;
 
 /// Everything subscribed to a literal subject: plain subscribers, and queue groups by name (a
 /// message goes to every plain subscriber and one member of each group).
@@ -186,6 +189,8 @@ pub struct Sublist<T> {
     matches: AtomicU64,
     cache_hits: AtomicU64,
     empty: Arc<MatchResult<T>>,
+    /// Hashes of subjects that missed while the cache was full (see `admitted`).
+    doorkeeper: Box<[AtomicU64]>,
 }
 
 impl<T> Default for Sublist<T>
@@ -230,6 +235,7 @@ where
             matches: AtomicU64::new(0),
             cache_hits: AtomicU64::new(0),
             empty: Arc::new(MatchResult::default()),
+            doorkeeper: (0..DOORKEEPER_SLOTS).map(|_| AtomicU64::new(0)).collect(),
         }
     }
 
@@ -298,12 +304,12 @@ where
             self.cache_hits.fetch_add(1, Ordering::Relaxed);
             return Arc::clone(result);
         }
-        if subject.is_empty() || tokenize(subject).any(str::is_empty) {
-            return Arc::clone(&self.empty);
-        }
         let mut inline_tokens = [""; INLINE_TOKENS];
         let mut overflow_tokens = Vec::new();
         let tokens = split_tokens(subject, &mut inline_tokens, &mut overflow_tokens);
+        if tokens.iter().any(|token| token.is_empty()) {
+            return Arc::clone(&self.empty);
+        }
         let (result, generation) = {
             let trie = self.trie.read();
             let generation = self.generation.load(Ordering::Acquire);
@@ -313,10 +319,12 @@ where
         };
         if self.cache_capacity > 0 {
             let mut cache = self.cache.write();
-            if self.generation.load(Ordering::Acquire) == generation {
+            if self.generation.load(Ordering::Acquire) == generation
+                && (cache.len() < self.cache_capacity || self.admitted(subject))
+            {
                 if cache.len() >= self.cache_capacity {
                     // Drop a batch at once (arbitrary entries, as nats-server's sweep), without
-                    // allocating: unique subjects such as reply inboxes churn through here.
+                    // allocating.
                     let mut dropped = 0;
                     cache.retain(|_, _| {
                         dropped += 1;
@@ -327,6 +335,19 @@ where
             }
         }
         result
+    }
+
+    /// Whether a subject missed before (recently enough to still be in the doorkeeper): only then
+    /// may it displace entries of a full cache. Unique subjects such as reply inboxes (one per
+    /// JetStream PubAck) then pass straight through instead of churning the cache with an
+    /// insert, an allocation and a sweep each.
+    fn admitted(&self, subject: &str) -> bool {
+        let mut hasher = TokenHasher::default();
+        hasher.write(subject.as_bytes());
+        // Never 0, so an empty slot does not admit anything.
+        let hash = hasher.finish() | 1;
+        let slot = &self.doorkeeper[(hash as usize) & (DOORKEEPER_SLOTS - 1)];
+        slot.swap(hash, Ordering::Relaxed) == hash
     }
 
     /// True when anyone is subscribed to something matching the literal `subject`.

@@ -232,6 +232,27 @@ fn cache_stays_bounded() {
 }
 
 #[test]
+fn a_full_cache_admits_only_subjects_seen_before() {
+    let sublist: Sublist<u32> = Sublist::with_cache_capacity(8);
+    sublist.insert("_INBOX.*.*", None, 1).unwrap();
+    for index in 0..8 {
+        sublist.matches(&format!("_INBOX.a.{index}"));
+    }
+    assert_eq!(sublist.stats().num_cache, 8);
+    // Unique reply subjects pass through a full cache without displacing anything.
+    let first = sublist.matches("_INBOX.a.0");
+    for index in 100..1000 {
+        assert_eq!(sublist.matches(&format!("_INBOX.b.{index}")).plain, vec![1]);
+    }
+    assert!(Arc::ptr_eq(&first, &sublist.matches("_INBOX.a.0")));
+    // A subject that comes back is cached on its second miss.
+    sublist.matches("_INBOX.c.1");
+    let repeated = sublist.matches("_INBOX.c.1");
+    assert!(Arc::ptr_eq(&repeated, &sublist.matches("_INBOX.c.1")));
+    assert!(sublist.stats().num_cache <= 8);
+}
+
+#[test]
 fn stats_count_like_subsz() {
     let sublist: Sublist<u32> = Sublist::new();
     sublist.insert("a", None, 1).unwrap();
