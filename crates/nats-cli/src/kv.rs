@@ -7,12 +7,13 @@ use clap::{Args, Subcommand};
 use futures::StreamExt;
 
 use crate::api::JetStream;
+use crate::buckets::{bucket_size, storage_type, KEY_VALUE};
 use crate::error::{CliError, WithContext};
 use crate::options::GlobalOptions;
 use crate::output::columns::Columns;
 use crate::output::format::{
-    comma, comma_u64, humanize_nanos, humanize_since, ibytes, ibytes_i64, local_time,
-    local_time_text, parse_bytes, parse_duration,
+    age_limit, comma, comma_u64, ibytes, ibytes_i64, local_time, local_time_text, parse_bytes,
+    parse_duration,
 };
 use crate::output::table::Table;
 use crate::prompt;
@@ -322,11 +323,7 @@ async fn run_command(
                 history: args.history,
                 num_replicas: args.replicas,
                 compression: args.compress,
-                storage: if args.storage.starts_with('m') {
-                    async_nats::jetstream::stream::StorageType::Memory
-                } else {
-                    async_nats::jetstream::stream::StorageType::File
-                },
+                storage: storage_type(&args.storage),
                 ..Default::default()
             };
             if let Some(ttl) = &args.ttl {
@@ -336,10 +333,7 @@ async fn run_command(
                 Some(text) => parse_bytes(text)?.clamp(-1, i64::from(i32::MAX)) as i32,
                 None => -1,
             };
-            config.max_bytes = match &args.max_bucket_size {
-                Some(text) => parse_bytes(text)?,
-                None => -1,
-            };
+            config.max_bytes = bucket_size(&args.max_bucket_size)?;
             context
                 .create_key_value(config)
                 .await
@@ -542,15 +536,9 @@ async fn run_command(
                 Ok(())
             }
             None => {
-                let (streams, _) = js.stream_list(None).await?;
-                let mut buckets: Vec<_> = streams
-                    .into_iter()
-                    .filter(|s| s.config.name.starts_with("KV_"))
-                    .collect();
+                let mut buckets = KEY_VALUE.streams(js).await?;
                 if *names {
-                    for stream in &buckets {
-                        println!("{}", stream.config.name.trim_start_matches("KV_"));
-                    }
+                    KEY_VALUE.print_names(&buckets);
                     return Ok(());
                 }
                 if buckets.is_empty() {
@@ -558,26 +546,7 @@ async fn run_command(
                     return Ok(());
                 }
                 buckets.sort_by(|a, b| a.config.name.cmp(&b.config.name));
-                let mut table = Table::new("Key-Value Buckets");
-                table.headers([
-                    "Bucket",
-                    "Description",
-                    "Created",
-                    "Size",
-                    "Values",
-                    "Last Update",
-                ]);
-                for stream in &buckets {
-                    table.row([
-                        stream.config.name.trim_start_matches("KV_").to_string(),
-                        stream.config.description.clone(),
-                        local_time_text(&stream.created),
-                        ibytes(stream.state.bytes),
-                        comma_u64(stream.state.messages),
-                        humanize_since(&stream.state.last_time),
-                    ]);
-                }
-                println!("{}\n", table.render());
+                println!("{}\n", KEY_VALUE.table(&buckets));
                 Ok(())
             }
         },
@@ -666,14 +635,7 @@ async fn show_info(js: &JetStream, bucket: &str) -> Result<(), CliError> {
             ibytes_i64(i64::from(config.max_msg_size))
         },
     );
-    columns.row(
-        "Maximum Age",
-        if config.max_age.as_nanos() <= 0 {
-            "unlimited".to_string()
-        } else {
-            humanize_nanos(config.max_age)
-        },
-    );
+    columns.row("Maximum Age", age_limit(config.max_age));
     columns.row("JetStream Stream", &config.name);
     columns.row("Storage", config.storage.title());
     print!("{}", columns.render());

@@ -6,6 +6,7 @@
 
 mod api;
 mod bench;
+mod buckets;
 mod consumer;
 mod context;
 mod error;

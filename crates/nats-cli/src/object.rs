@@ -11,12 +11,12 @@ use clap::{Args, Subcommand};
 use futures::StreamExt;
 
 use crate::api::JetStream;
+use crate::buckets::{bucket_size, storage_type, OBJECT_STORE};
 use crate::error::{CliError, WithContext};
 use crate::options::GlobalOptions;
 use crate::output::columns::Columns;
 use crate::output::format::{
-    comma, humanize_duration, humanize_nanos, humanize_since, ibytes, ibytes_i64, local_time,
-    local_time_text, parse_bytes, parse_duration, parse_time,
+    age_limit, comma, humanize_duration, ibytes, ibytes_i64, local_time, parse_duration, parse_time,
 };
 use crate::output::table::Table;
 use crate::prompt;
@@ -187,20 +187,13 @@ async fn run_command(
                 description: args.description.clone(),
                 num_replicas: args.replicas,
                 compression: args.compress,
-                storage: if args.storage.starts_with('m') {
-                    async_nats::jetstream::stream::StorageType::Memory
-                } else {
-                    async_nats::jetstream::stream::StorageType::File
-                },
+                storage: storage_type(&args.storage),
                 ..Default::default()
             };
             if let Some(ttl) = &args.ttl {
                 config.max_age = parse_duration(ttl)?;
             }
-            config.max_bytes = match &args.max_bucket_size {
-                Some(text) => parse_bytes(text)?,
-                None => -1,
-            };
+            config.max_bytes = bucket_size(&args.max_bucket_size)?;
             context
                 .create_object_store(config)
                 .await
@@ -524,34 +517,17 @@ async fn list_objects(
 }
 
 async fn list_buckets(js: &JetStream, names: bool) -> Result<(), CliError> {
-    let (streams, _) = js.stream_list(None).await?;
-    let mut buckets: Vec<_> = streams
-        .into_iter()
-        .filter(|s| s.config.name.starts_with("OBJ_"))
-        .collect();
+    let mut buckets = OBJECT_STORE.streams(js).await?;
     if buckets.is_empty() {
         println!("No Object Store buckets found");
         return Ok(());
     }
     if names {
-        for stream in &buckets {
-            println!("{}", stream.config.name.trim_start_matches("OBJ_"));
-        }
+        OBJECT_STORE.print_names(&buckets);
         return Ok(());
     }
     buckets.sort_by_key(|s| s.state.bytes);
-    let mut table = Table::new("Object Store Buckets");
-    table.headers(["Bucket", "Description", "Created", "Size", "Last Update"]);
-    for stream in &buckets {
-        table.row([
-            stream.config.name.trim_start_matches("OBJ_").to_string(),
-            stream.config.description.clone(),
-            local_time_text(&stream.created),
-            ibytes(stream.state.bytes),
-            humanize_since(&stream.state.last_time),
-        ]);
-    }
-    println!("{}", table.render());
+    println!("{}", OBJECT_STORE.table(&buckets));
     Ok(())
 }
 
@@ -574,14 +550,7 @@ async fn show_bucket_info(js: &JetStream, bucket: &str) -> Result<(), CliError> 
     columns.row("Bucket Name", bucket);
     columns.row_if_not_empty("Description", &config.description);
     columns.row("Replicas", config.replicas);
-    columns.row(
-        "TTL",
-        if config.max_age.as_nanos() <= 0 {
-            "unlimited".to_string()
-        } else {
-            humanize_nanos(config.max_age)
-        },
-    );
+    columns.row("TTL", age_limit(config.max_age));
     columns.row("Sealed", config.sealed);
     columns.row("Size", ibytes(info.state.bytes));
     columns.row(

@@ -11,19 +11,7 @@ fn consumer_lifecycle() {
     let server = TestServer::jetstream();
     let home = tempfile::tempdir().expect("tempdir");
     let home = home.path();
-    nats(
-        &server,
-        home,
-        &[
-            "stream",
-            "add",
-            "ORDERS",
-            "--subjects",
-            "orders.>",
-            "--defaults",
-        ],
-    )
-    .ok();
+    common::add_stream(&server, home, "ORDERS", "orders.>");
     for body in ["one", "two"] {
         nats(&server, home, &["pub", "orders.new", body]).ok();
     }
@@ -162,19 +150,7 @@ fn stream_get_subjects_purge_copy_edit_and_remove() {
     let server = TestServer::jetstream();
     let home = tempfile::tempdir().expect("tempdir");
     let home = home.path();
-    nats(
-        &server,
-        home,
-        &[
-            "stream",
-            "add",
-            "ORDERS",
-            "--subjects",
-            "orders.*",
-            "--defaults",
-        ],
-    )
-    .ok();
+    common::add_stream(&server, home, "ORDERS", "orders.*");
     nats(&server, home, &["pub", "orders.a", "first"]).ok();
     nats(
         &server,
@@ -309,19 +285,7 @@ fn consumer_edit_shows_differences() {
     let server = TestServer::jetstream();
     let home = tempfile::tempdir().expect("tempdir");
     let home = home.path();
-    nats(
-        &server,
-        home,
-        &[
-            "stream",
-            "add",
-            "JOBS",
-            "--subjects",
-            "jobs.>",
-            "--defaults",
-        ],
-    )
-    .ok();
+    common::add_stream(&server, home, "JOBS", "jobs.>");
     nats(
         &server,
         home,

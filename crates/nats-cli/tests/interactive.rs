@@ -73,19 +73,7 @@ fn stream_add_asks_in_natscli_order_and_enter_takes_defaults() {
 fn consumer_add_asks_in_natscli_order() {
     let server = TestServer::jetstream();
     let home = tempfile::tempdir().expect("tempdir");
-    common::nats(
-        &server,
-        home.path(),
-        &[
-            "stream",
-            "add",
-            "ORDERS",
-            "--subjects",
-            "orders.>",
-            "--defaults",
-        ],
-    )
-    .ok();
+    common::add_stream(&server, home.path(), "ORDERS", "orders.>");
     let mut command = Command::new(test_harness::cli_binary());
     command.args(["-s", &server.url(), "consumer", "add", "ORDERS"]);
     common::isolate(&mut command, home.path());

@@ -135,19 +135,7 @@ fn request_without_responders_fails() {
 fn pub_jetstream_prints_the_puback() {
     let server = TestServer::jetstream();
     let home = tempfile::tempdir().expect("tempdir");
-    nats(
-        &server,
-        home.path(),
-        &[
-            "stream",
-            "add",
-            "ORDERS",
-            "--subjects",
-            "orders.>",
-            "--defaults",
-        ],
-    )
-    .ok();
+    common::add_stream(&server, home.path(), "ORDERS", "orders.>");
     let run = nats(
         &server,
         home.path(),

@@ -24,18 +24,10 @@ fn server_check_connection_is_ok() {
 #[test]
 fn server_check_connection_critical_when_unreachable() {
     let home = tempfile::tempdir().expect("tempdir");
-    let port = test_harness::free_port();
-    let mut command = std::process::Command::new(test_harness::cli_binary());
-    command.args([
-        "-s",
-        &format!("nats://127.0.0.1:{port}"),
-        "--timeout",
-        "1s",
-        "server",
-        "check",
-        "connection",
-    ]);
-    common::isolate(&mut command, home.path());
+    let command = common::unreachable_server_command(
+        home.path(),
+        &["--timeout", "1s", "server", "check", "connection"],
+    );
     let run = common::run(command);
     assert_eq!(run.status, 2, "{}{}", run.stdout, run.stderr);
     assert!(
@@ -142,19 +134,7 @@ fn server_check_stream_thresholds() {
     let server = TestServer::jetstream();
     let home = tempfile::tempdir().expect("tempdir");
     let home = home.path();
-    nats(
-        &server,
-        home,
-        &[
-            "stream",
-            "add",
-            "ORDERS",
-            "--subjects",
-            "orders.>",
-            "--defaults",
-        ],
-    )
-    .ok();
+    common::add_stream(&server, home, "ORDERS", "orders.>");
     nats(&server, home, &["pub", "orders.new", "x", "--count", "3"]).ok();
     let ok = nats(
         &server,

@@ -202,17 +202,8 @@ fn stream_report_without_streams() {
 #[test]
 fn unreachable_server_fails_fast_with_one_line() {
     let home = tempfile::tempdir().expect("tempdir");
-    let port = test_harness::free_port();
-    let mut command = std::process::Command::new(test_harness::cli_binary());
-    command.args([
-        "-s",
-        &format!("nats://127.0.0.1:{port}"),
-        "--timeout",
-        "2s",
-        "stream",
-        "ls",
-    ]);
-    common::isolate(&mut command, home.path());
+    let command =
+        common::unreachable_server_command(home.path(), &["--timeout", "2s", "stream", "ls"]);
     let run = common::run(command);
     assert_ne!(run.status, 0);
     assert!(run.stderr.starts_with("nats: error: "), "{}", run.stderr);

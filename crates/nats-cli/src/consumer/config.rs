@@ -11,6 +11,7 @@ use crate::error::{CliError, WithContext};
 use crate::output::format::parse_duration;
 use crate::output::is_interactive;
 use crate::prompt::{self, Asker};
+use crate::stream::config::{config_diff, confirm_differences};
 use crate::stream::flags::split_subjects;
 use crate::stream::select_stream;
 
@@ -263,26 +264,10 @@ pub(super) async fn edit_consumer(
     if let Some(threshold) = &flags.inactive_threshold {
         config.inactive_threshold = nanos(parse_duration(threshold)?);
     }
-    let diff = crate::stream::config::config_diff(&current, &config, CONSUMER_CONFIG)?;
-    if diff.is_empty() {
-        if !args.dry_run {
-            println!("No difference in configuration");
-        }
+    let diff = config_diff(&current, &config, CONSUMER_CONFIG)?;
+    let question = format!("Really edit Consumer {stream} > {name}");
+    if !confirm_differences(&diff, args.dry_run, args.force, &question)? {
         return Ok(());
-    }
-    println!("Differences (-old +new):");
-    for line in &diff {
-        println!("{line}");
-    }
-    if args.dry_run {
-        return Err(CliError::message("dry run: configuration not changed"));
-    }
-    if !args.force {
-        let confirmed = prompt::confirm(&format!("Really edit Consumer {stream} > {name}"), false)
-            .context("could not obtain confirmation")?;
-        if !confirmed {
-            return Ok(());
-        }
     }
     let updated = js
         .consumer_create(&stream, &config)

@@ -172,17 +172,7 @@ pub fn render_info(info: &ConsumerInfo, state_only: bool) -> String {
         }
         columns.row_if("Replicas", comma(config.replicas), config.replicas > 0);
         columns.row_if("Memory Storage", true, config.memory_storage);
-        let metadata: Vec<(&String, &String)> = config
-            .metadata
-            .iter()
-            .filter(|(k, _)| !k.starts_with("_nats"))
-            .collect();
-        if !metadata.is_empty() {
-            columns.section("Metadata");
-            for (key, value) in metadata {
-                columns.row(key, value);
-            }
-        }
+        columns.user_metadata(&config.metadata);
     }
     if let Some(cluster) = info.cluster.as_ref().filter(|c| !c.name.is_empty()) {
         columns.section("Cluster Information");
@@ -204,23 +194,7 @@ pub fn render_info(info: &ConsumerInfo, state_only: bool) -> String {
         }
     }
     columns.section("State");
-    let metadata = &config.metadata;
-    if let Some(version) = metadata.get("_nats.ver") {
-        columns.row("Host Version", version);
-    }
-    let level = metadata.get("_nats.level").cloned().unwrap_or_default();
-    let required = metadata.get("_nats.req.level").cloned().unwrap_or_default();
-    if !level.is_empty() || !required.is_empty() {
-        let required = if required.is_empty() {
-            "0".to_string()
-        } else {
-            required
-        };
-        columns.row(
-            "Required API Level",
-            format!("{required} hosted at level {level}"),
-        );
-    }
+    columns.api_levels(&config.metadata);
     let sequences = |label: &str, seq: &jetstream_api::SequenceInfo| match &seq.last_active {
         Some(last) => format!(
             "Consumer sequence: {} Stream sequence: {} {label}: {} ago",

@@ -2,6 +2,8 @@
 //! `account info` and friends: a heading, right-aligned labels padded to the longest label
 //! in the whole report, and section titles ending in a colon.
 
+use std::collections::BTreeMap;
+
 use std::fmt::Write;
 
 enum Row {
@@ -50,6 +52,43 @@ impl Columns {
     pub fn line(&mut self, parts: &[&str]) {
         self.rows
             .push(Row::Line(parts.iter().map(|p| p.to_string()).collect()));
+    }
+
+    /// natscli's Metadata section: the user's keys (`_nats.*` are the server's).
+    pub fn user_metadata(&mut self, metadata: &BTreeMap<String, String>) {
+        let mut user = metadata
+            .iter()
+            .filter(|(key, _)| !key.starts_with("_nats"))
+            .peekable();
+        if user.peek().is_none() {
+            return;
+        }
+        self.section("Metadata");
+        for (key, value) in user {
+            self.row(key, value);
+        }
+    }
+
+    /// natscli's Host Version and Required API Level rows, from the server's `_nats.*` keys.
+    pub fn api_levels(&mut self, metadata: &BTreeMap<String, String>) {
+        let text = |key: &str| metadata.get(key).cloned().unwrap_or_default();
+        let version = text("_nats.ver");
+        if !version.is_empty() {
+            self.row("Host Version", &version);
+        }
+        let level = text("_nats.level");
+        let required = text("_nats.req.level");
+        if !level.is_empty() || !required.is_empty() {
+            let required = if required.is_empty() {
+                "0".to_string()
+            } else {
+                required
+            };
+            self.row(
+                "Required API Level",
+                format!("{required} hosted at level {level}"),
+            );
+        }
     }
 
     pub fn render(&self) -> String {

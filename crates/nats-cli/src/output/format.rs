@@ -107,6 +107,15 @@ pub fn humanize_nanos(nanos: Nanos) -> String {
     humanize_duration(nanos.to_std().unwrap_or(Duration::ZERO))
 }
 
+/// A maximum age as natscli shows it: "unlimited" for zero (or less).
+pub fn age_limit(nanos: Nanos) -> String {
+    if nanos.as_nanos() <= 0 {
+        "unlimited".to_string()
+    } else {
+        humanize_nanos(nanos)
+    }
+}
+
 /// Go's `time.Duration.String()`: `0s`, `1.5µs`, `500ms`, `2m0s`, `1h30m0s`.
 pub fn go_duration(duration: Duration) -> String {
     let nanos = duration.as_nanos();

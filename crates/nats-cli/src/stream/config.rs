@@ -189,6 +189,33 @@ pub(crate) fn config_diff<T: serde::Serialize>(
     Ok(lines)
 }
 
+/// Prints the differences and asks (unless forced) whether to apply them; `false` when there
+/// is nothing to do or the user declined. A dry run stops with natscli's error after printing.
+pub(crate) fn confirm_differences(
+    diff: &[String],
+    dry_run: bool,
+    force: bool,
+    question: &str,
+) -> Result<bool, CliError> {
+    if diff.is_empty() {
+        if !dry_run {
+            println!("No difference in configuration");
+        }
+        return Ok(false);
+    }
+    println!("Differences (-old +new):");
+    for line in diff {
+        println!("{line}");
+    }
+    if dry_run {
+        return Err(CliError::message("dry run: configuration not changed"));
+    }
+    if force {
+        return Ok(true);
+    }
+    prompt::confirm(question, false).context("could not obtain confirmation")
+}
+
 pub async fn edit(js: &JetStream, args: &EditArgs, show_all: bool) -> Result<(), CliError> {
     let name = select_stream(js, args.stream.as_deref(), show_all).await?;
     let info = js
@@ -209,25 +236,9 @@ pub async fn edit(js: &JetStream, args: &EditArgs, show_all: bool) -> Result<(),
         ))?,
     };
     let diff = config_diff(&current, &updated, STREAM_CONFIG)?;
-    if diff.is_empty() {
-        if !args.dry_run {
-            println!("No difference in configuration");
-        }
+    let question = format!("Really edit Stream {name}");
+    if !confirm_differences(&diff, args.dry_run, args.force, &question)? {
         return Ok(());
-    }
-    println!("Differences (-old +new):");
-    for line in &diff {
-        println!("{line}");
-    }
-    if args.dry_run {
-        return Err(CliError::message("dry run: configuration not changed"));
-    }
-    if !args.force {
-        let confirmed = prompt::confirm(&format!("Really edit Stream {name}"), false)
-            .context("could not obtain confirmation")?;
-        if !confirmed {
-            return Ok(());
-        }
     }
     let info = js
         .stream_update(&updated)

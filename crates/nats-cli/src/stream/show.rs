@@ -10,8 +10,8 @@ use crate::api::JetStream;
 use crate::error::{CliError, WithContext};
 use crate::output::columns::Columns;
 use crate::output::format::{
-    comma, comma_u64, discard_title, humanize_duration, humanize_nanos, humanize_since, ibytes,
-    ibytes_i64, local_time_text, parse_time, since,
+    age_limit, comma, comma_u64, discard_title, humanize_duration, humanize_nanos, humanize_since,
+    ibytes, ibytes_i64, local_time_text, parse_time, since,
 };
 use crate::output::table::Table;
 
@@ -225,14 +225,7 @@ fn render_config(columns: &mut Columns, config: &StreamConfig) {
         },
     );
     columns.row("Maximum Bytes", unlimited_or(config.max_bytes, &ibytes_i64));
-    columns.row(
-        "Maximum Age",
-        if config.max_age.as_nanos() <= 0 {
-            "unlimited".to_string()
-        } else {
-            humanize_nanos(config.max_age)
-        },
-    );
+    columns.row("Maximum Age", age_limit(config.max_age));
     columns.row(
         "Maximum Message Size",
         unlimited_or(i64::from(config.max_msg_size), &ibytes_i64),
@@ -252,17 +245,7 @@ fn render_config(columns: &mut Columns, config: &StreamConfig) {
         config.consumer_limits.max_ack_pending > 0,
     );
 
-    let metadata: Vec<(&String, &String)> = config
-        .metadata
-        .iter()
-        .filter(|(key, _)| !key.starts_with("_nats"))
-        .collect();
-    if !metadata.is_empty() {
-        columns.section("Metadata");
-        for (key, value) in metadata {
-            columns.row(key, value);
-        }
-    }
+    columns.user_metadata(&config.metadata);
 
     if config.mirror.is_some() || !config.sources.is_empty() {
         columns.section("Replication");
@@ -351,24 +334,7 @@ pub fn render_stream_info(info: &StreamInfo, state_only: bool) -> String {
     }
 
     columns.section("State");
-    let metadata = &info.config.metadata;
-    let version = metadata.get("_nats.ver").cloned().unwrap_or_default();
-    let level = metadata.get("_nats.level").cloned().unwrap_or_default();
-    let required = metadata.get("_nats.req.level").cloned().unwrap_or_default();
-    if !version.is_empty() {
-        columns.row("Host Version", &version);
-    }
-    if !level.is_empty() || !required.is_empty() {
-        let required = if required.is_empty() {
-            "0".to_string()
-        } else {
-            required
-        };
-        columns.row(
-            "Required API Level",
-            format!("{required} hosted at level {level}"),
-        );
-    }
+    columns.api_levels(&info.config.metadata);
     let state = &info.state;
     columns.row("Messages", comma_u64(state.messages));
     columns.row("Bytes", ibytes(state.bytes));

@@ -210,3 +210,25 @@ impl Drop for Background {
         let _ = self.child.wait();
     }
 }
+
+/// `stream add <name> --subjects <subjects> --defaults`, which must succeed.
+pub fn add_stream(server: &TestServer, config_dir: &Path, name: &str, subjects: &str) {
+    nats(
+        server,
+        config_dir,
+        &["stream", "add", name, "--subjects", subjects, "--defaults"],
+    )
+    .ok();
+}
+
+/// A `nats` command pointed at a free port where no server listens.
+pub fn unreachable_server_command(config_dir: &Path, args: &[&str]) -> Command {
+    let port = test_harness::free_port();
+    let mut command = Command::new(test_harness::cli_binary());
+    command
+        .arg("-s")
+        .arg(format!("nats://127.0.0.1:{port}"))
+        .args(args);
+    isolate(&mut command, config_dir);
+    command
+}
