@@ -3,31 +3,27 @@
 
 mod common;
 
-use std::process::Command;
-
 use test_harness::TestServer;
 
 #[test]
 fn stream_add_asks_in_natscli_order_and_enter_takes_defaults() {
     let server = TestServer::jetstream();
     let home = tempfile::tempdir().expect("tempdir");
-    let mut command = Command::new(test_harness::cli_binary());
-    command.args([
-        "-s",
-        &server.url(),
-        "stream",
-        "add",
-        "ORDERS",
-        "--subjects",
-        "orders.>",
-        "--storage",
-        "file",
-        "--retention",
-        "limits",
-    ]);
-    common::isolate(&mut command, home.path());
-    command.env("TERM", "xterm");
-    let mut session = rexpect::session::spawn_command(command, Some(15_000)).expect("spawn in pty");
+    let mut session = common::spawn_in_terminal(
+        &server,
+        home.path(),
+        &[
+            "stream",
+            "add",
+            "ORDERS",
+            "--subjects",
+            "orders.>",
+            "--storage",
+            "file",
+            "--retention",
+            "limits",
+        ],
+    );
     let prompts = [
         "Replication",
         "Discard Policy",
@@ -41,13 +37,8 @@ fn stream_add_asks_in_natscli_order_and_enter_takes_defaults() {
         "Allow message deletion",
         "Allow purging subjects or the entire stream",
     ];
-    for prompt in prompts {
-        session
-            .exp_string(prompt)
-            .unwrap_or_else(|e| panic!("prompt {prompt:?} not shown: {e}"));
-        session.send("\r").expect("send enter");
-        session.flush().expect("flush");
-    }
+    let answers: Vec<(&str, &str)> = prompts.iter().map(|prompt| (*prompt, "")).collect();
+    common::answer_prompts(&mut session, &answers);
     session
         .exp_string("Stream ORDERS was created")
         .expect("stream created");
@@ -74,33 +65,26 @@ fn consumer_add_asks_in_natscli_order() {
     let server = TestServer::jetstream();
     let home = tempfile::tempdir().expect("tempdir");
     common::add_stream(&server, home.path(), "ORDERS", "orders.>");
-    let mut command = Command::new(test_harness::cli_binary());
-    command.args(["-s", &server.url(), "consumer", "add", "ORDERS"]);
-    common::isolate(&mut command, home.path());
-    command.env("TERM", "xterm");
-    let mut session = rexpect::session::spawn_command(command, Some(15_000)).expect("spawn in pty");
-    let answers = [
-        ("Consumer name", "PROC\r"),
-        ("Delivery target (empty for Pull Consumers)", "\r"),
-        (
-            "Start policy (all, new, last, subject, 1h, msg sequence)",
-            "\r",
-        ),
-        ("Acknowledgment policy", "\r"),
-        ("Replay policy", "\r"),
-        ("Filter Stream by subjects (blank for all)", "\r"),
-        ("Maximum Allowed Deliveries", "\r"),
-        ("Maximum Acknowledgments Pending", "\r"),
-        ("Deliver headers only without bodies", "\r"),
-        ("Add a Retry Backoff Policy", "\r"),
-    ];
-    for (prompt, answer) in answers {
-        session
-            .exp_string(prompt)
-            .unwrap_or_else(|e| panic!("prompt {prompt:?} not shown: {e}"));
-        session.send(answer).expect("send answer");
-        session.flush().expect("flush");
-    }
+    let mut session =
+        common::spawn_in_terminal(&server, home.path(), &["consumer", "add", "ORDERS"]);
+    common::answer_prompts(
+        &mut session,
+        &[
+            ("Consumer name", "PROC"),
+            ("Delivery target (empty for Pull Consumers)", ""),
+            (
+                "Start policy (all, new, last, subject, 1h, msg sequence)",
+                "",
+            ),
+            ("Acknowledgment policy", ""),
+            ("Replay policy", ""),
+            ("Filter Stream by subjects (blank for all)", ""),
+            ("Maximum Allowed Deliveries", ""),
+            ("Maximum Acknowledgments Pending", ""),
+            ("Deliver headers only without bodies", ""),
+            ("Add a Retry Backoff Policy", ""),
+        ],
+    );
     session
         .exp_string("Information for Consumer ORDERS > PROC")
         .expect("consumer created");

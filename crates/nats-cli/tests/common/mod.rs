@@ -232,3 +232,29 @@ pub fn unreachable_server_command(config_dir: &Path, args: &[&str]) -> Command {
     isolate(&mut command, config_dir);
     command
 }
+
+/// `nats -s <server> <args>` in a pseudo-terminal, so it asks its questions; each expectation
+/// waits at most 15 s.
+pub fn spawn_in_terminal(
+    server: &TestServer,
+    config_dir: &Path,
+    args: &[&str],
+) -> rexpect::session::PtySession {
+    let mut command = Command::new(test_harness::cli_binary());
+    command.arg("-s").arg(server.url()).args(args);
+    isolate(&mut command, config_dir);
+    command.env("TERM", "xterm");
+    rexpect::session::spawn_command(command, Some(15_000)).expect("spawn in pty")
+}
+
+/// Waits for each prompt in turn and types its answer followed by Enter.
+pub fn answer_prompts(session: &mut rexpect::session::PtySession, answers: &[(&str, &str)]) {
+    for (prompt, answer) in answers {
+        session
+            .exp_string(prompt)
+            .unwrap_or_else(|e| panic!("prompt {prompt:?} not shown: {e}"));
+        session.send(answer).expect("send answer");
+        session.send("\r").expect("send enter");
+        session.flush().expect("flush");
+    }
+}
