@@ -405,3 +405,27 @@ async fn source_config_errors() {
         "{response}"
     );
 }
+
+#[tokio::test]
+async fn sources_start_where_configured() {
+    let server = TestServer::jetstream();
+    let client = connect(&server).await;
+    create(&client, "TEN", r#"{"name":"TEN","subjects":["ten"]}"#).await;
+    for index in 1..=10 {
+        publish_raw(&client, "ten", &[], &index.to_string()).await;
+    }
+    create(
+        &client,
+        "TAIL",
+        r#"{"name":"TAIL","sources":[{"name":"TEN","opt_start_seq":7}]}"#,
+    )
+    .await;
+    let info = wait_info(&client, "TAIL", "TEN read to its end", |info| {
+        info["sources"][0]["seq"] == 10
+    })
+    .await;
+    assert_eq!(info["state"]["messages"], 4, "{info}");
+    let first = message(&client, "TAIL", 1).await;
+    assert_eq!(&first.payload[..], b"7");
+    assert!(source_header(&first).starts_with("TEN 7 > > ten"));
+}
