@@ -10,7 +10,7 @@ use crate::config::{DiscardPolicy, StreamStoreConfig};
 use crate::error::StoreError;
 use crate::filter::is_full_wildcard;
 use crate::index::{MessageIndex, Slot};
-use crate::traits::{ConsumerStore, StreamStore};
+use crate::traits::{ConsumerStore, DurableCallback, StreamStore};
 use crate::types::{RemovedMessage, StoredMessage, StreamState, SubjectState, TTL_NEVER};
 
 /// TTL encoding used in records: no TTL.
@@ -56,6 +56,17 @@ pub trait Backend: Send {
         ttls: &TtlIndex,
         force_sync: bool,
     ) -> Result<(), StoreError>;
+    /// `flush` (never forcing a sync), with the durability wait handed to `on_durable`.
+    fn flush_then(
+        &mut self,
+        index: &mut MessageIndex,
+        ttls: &TtlIndex,
+        on_durable: DurableCallback,
+    ) -> Result<(), StoreError> {
+        self.flush(index, ttls, false)?;
+        on_durable(Ok(()));
+        Ok(())
+    }
     /// Clean shutdown (snapshot).
     fn close(&mut self, index: &MessageIndex, ttls: &TtlIndex) -> Result<(), StoreError>;
     /// Persist the owner's blob.
@@ -410,6 +421,13 @@ impl<B: Backend> StreamStore for Store<B> {
     fn flush(&mut self) -> Result<u64, StoreError> {
         self.check_open()?;
         self.backend.flush(&mut self.index, &self.ttls, false)?;
+        Ok(self.index.last_seq())
+    }
+
+    fn flush_then(&mut self, on_durable: DurableCallback) -> Result<u64, StoreError> {
+        self.check_open()?;
+        self.backend
+            .flush_then(&mut self.index, &self.ttls, on_durable)?;
         Ok(self.index.last_seq())
     }
 

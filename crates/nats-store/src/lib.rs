@@ -44,5 +44,5 @@ pub use error::StoreError;
 pub use file::{FileConsumerStore, FileStore, RecoveryReport};
 pub use filter::subject_matches_filter;
 pub use memory::MemStore;
-pub use traits::{ConsumerStore, StreamStore};
+pub use traits::{ConsumerStore, DurableCallback, StreamStore};
 pub use types::{RemovedMessage, StoredMessage, StreamState, SubjectState, TTL_NEVER};

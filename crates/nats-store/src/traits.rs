@@ -8,6 +8,11 @@ use crate::consumer::{ConsumerState, SequencePair};
 use crate::error::StoreError;
 use crate::types::{RemovedMessage, StoredMessage, StreamState, SubjectState};
 
+/// Runs once what it was registered for is durable (`Ok`), or can no longer become durable
+/// (`Err`, e.g. a failed fsync). It may run on another thread, or before the registering call
+/// returns; callbacks of one store run one at a time, in the order they were registered.
+pub type DurableCallback = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
+
 /// A stream's message store. One owner (the stream task) drives it; every method is synchronous.
 ///
 /// Sequences start at 1. Timestamps are nanoseconds since the Unix epoch. A filter is a subject
@@ -53,6 +58,18 @@ pub trait StreamStore: Send {
     /// The owner should also call it from a periodic timer (e.g. every few seconds): with an
     /// interval policy, fsync happens inside `flush` once the interval has passed.
     fn flush(&mut self) -> Result<u64, StoreError>;
+
+    /// [`StreamStore::flush`] without waiting for the fsync: everything stored so far is
+    /// written, and `on_durable` runs once it is as durable as the policy promises. With
+    /// `SyncPolicy::Always` the FileStore's fsync runs on a sync thread while the owner goes on
+    /// appending (several may be in flight; callbacks still run in registration order), so
+    /// acknowledgements sent from `on_durable` are never early. When this returns `Err`,
+    /// `on_durable` is dropped without running.
+    fn flush_then(&mut self, on_durable: DurableCallback) -> Result<u64, StoreError> {
+        let last = self.flush()?;
+        on_durable(Ok(()));
+        Ok(last)
+    }
 
     /// Write and fsync now, whatever the policy.
     fn sync(&mut self) -> Result<(), StoreError>;

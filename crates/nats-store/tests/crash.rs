@@ -1,6 +1,8 @@
 //! Crash tests: a child process (this test binary re-invoked) appends with `SyncPolicy::Always`,
-//! printing each sequence once `flush` reported it durable; the parent SIGKILLs it at a random
-//! point, reopens the store and checks every durable message, then lets the next child continue.
+//! printing each sequence once `flush` reported it durable (or, in the pipelined variant, once
+//! the `flush_then` callback ran on a sync thread while the child went on appending); the parent
+//! SIGKILLs it at a random point, reopens the store and checks every durable message, then lets
+//! the next child continue.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -10,6 +12,8 @@ use nats_store::{FileStore, FileStoreOptions, StreamStore, StreamStoreConfig, Sy
 use rand::Rng;
 
 const CHILD_DIR_VAR: &str = "NATS_STORE_CRASH_CHILD_DIR";
+/// Set (to anything) for a child that uses `flush_then` instead of `flush`.
+const CHILD_PIPELINED_VAR: &str = "NATS_STORE_CRASH_PIPELINED";
 
 fn options() -> FileStoreOptions {
     FileStoreOptions {
@@ -63,9 +67,20 @@ fn crash_child_entry() {
             println!("compacting {floor}");
             store.compact(floor).unwrap();
         }
-        let durable = store.flush().unwrap();
-        assert_eq!(durable, last);
-        println!("durable {durable}");
+        if std::env::var(CHILD_PIPELINED_VAR).is_ok_and(|value| !value.is_empty()) {
+            // Printed from the sync thread, after the fsync covering `last` finished.
+            let flushed = store
+                .flush_then(Box::new(move |durable| {
+                    durable.unwrap();
+                    println!("durable {last}");
+                }))
+                .unwrap();
+            assert_eq!(flushed, last);
+        } else {
+            let durable = store.flush().unwrap();
+            assert_eq!(durable, last);
+            println!("durable {durable}");
+        }
     }
 }
 
@@ -110,6 +125,15 @@ fn verify(dir: &std::path::Path, durable: u64, compacted_below: u64) -> u64 {
 
 #[test]
 fn sigkill_during_appends_loses_nothing_durable() {
+    sigkill_rounds(false);
+}
+
+#[test]
+fn sigkill_during_pipelined_appends_loses_nothing_acknowledged() {
+    sigkill_rounds(true);
+}
+
+fn sigkill_rounds(pipelined: bool) {
     let dir = tempfile::tempdir().unwrap();
     let stream_dir = dir.path().join("stream");
     let exe = std::env::current_exe().unwrap();
@@ -125,6 +149,7 @@ fn sigkill_during_appends_loses_nothing_durable() {
                 "--test-threads=1",
             ])
             .env(CHILD_DIR_VAR, &stream_dir)
+            .env(CHILD_PIPELINED_VAR, if pipelined { "1" } else { "" })
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()

@@ -288,3 +288,79 @@ fn second_opener_of_a_directory_is_refused_until_the_first_lets_go() {
     let third = open(&path, 4096);
     assert_eq!(third.state().msgs, 3);
 }
+
+fn last_block(dir: &Path) -> std::path::PathBuf {
+    let mut blocks: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "blk"))
+        .collect();
+    blocks.sort();
+    blocks.pop().unwrap()
+}
+
+#[test]
+fn zero_filled_tail_is_not_damage_and_the_next_append_follows_the_last_record() {
+    for zeros in [1usize, 39, 4096, 1 << 20] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = open(dir.path(), 1 << 22);
+        for seq in 1..=50u64 {
+            store
+                .store_msg("zero.tail", b"", &[seq as u8; 70], None)
+                .unwrap();
+        }
+        store.flush().unwrap();
+        store.abandon();
+        // What a preallocated block, or a file size extended before its data, leaves behind.
+        let path = last_block(dir.path());
+        let good_len = fs::metadata(&path).unwrap().len();
+        let mut file = fs::OpenOptions::new().append(true).open(&path).unwrap();
+        std::io::Write::write_all(&mut file, &vec![0u8; zeros]).unwrap();
+        drop(file);
+
+        let mut store = open(dir.path(), 1 << 22);
+        let report = store.recovery_report().clone();
+        assert!(
+            report.is_clean(),
+            "{zeros} zeros reported as damage: {report:?}"
+        );
+        assert_eq!(report.zero_tail_bytes, zeros as u64);
+        assert_eq!(report.truncated_bytes, 0);
+        assert_eq!(store.state().msgs, 50);
+        assert_eq!(fs::metadata(&path).unwrap().len(), good_len);
+        let (seq, _) = store.store_msg("zero.tail", b"", b"next", None).unwrap();
+        assert_eq!(seq, 51);
+        store.flush().unwrap();
+        store.abandon();
+
+        let mut store = open(dir.path(), 1 << 22);
+        assert!(store.recovery_report().is_clean());
+        assert_eq!(store.state().msgs, 51);
+        assert_eq!(&store.load(51).unwrap().payload[..], b"next");
+        assert_eq!(&store.load(50).unwrap().payload[..], &[50u8; 70][..]);
+        store.close().unwrap();
+    }
+}
+
+#[test]
+fn a_torn_record_before_zeros_is_still_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = open(dir.path(), 1 << 22);
+    for seq in 1..=10u64 {
+        store
+            .store_msg("torn", b"", &[seq as u8; 70], None)
+            .unwrap();
+    }
+    store.flush().unwrap();
+    store.abandon();
+    let path = last_block(dir.path());
+    let len = fs::metadata(&path).unwrap().len();
+    // Cut the last record in half and pad with zeros: damage, not a clean zero tail.
+    let file = fs::OpenOptions::new().write(true).open(&path).unwrap();
+    file.set_len(len - 40).unwrap();
+    file.set_len(len + 4096).unwrap();
+    drop(file);
+    let store = open(dir.path(), 1 << 22);
+    assert!(!store.recovery_report().is_clean());
+    assert_eq!(store.state().msgs, 9);
+}

@@ -5,6 +5,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::consumer::Reader;
 use crate::error::StoreError;
@@ -20,7 +21,8 @@ pub(crate) struct Block {
     pub first_seq: u64,
     /// Highest sequence recorded in the block (`first_seq - 1` when none).
     pub last_seq: u64,
-    pub file: File,
+    /// Shared with the sync threads of `durability.rs` while this is the active block.
+    pub file: Arc<File>,
     /// Bytes written to the file (buffered bytes of the active block come after).
     pub written_len: u64,
     pub live_msgs: u64,
@@ -28,9 +30,12 @@ pub(crate) struct Block {
     /// Every sequence below this is deleted.
     pub floor: u64,
     pub delete_buffer: Vec<u8>,
-    pub delete_file: Option<File>,
+    pub delete_file: Option<Arc<File>>,
     pub data_needs_sync: bool,
     pub deletes_need_sync: bool,
+    /// Delete-log bytes handed to the sync pipeline, maybe not durable yet: an inline sync
+    /// (close, sealing) syncs the log again rather than trust the pipeline.
+    pub deletes_in_pipeline: bool,
     /// Sealed block whose index file is still to be written.
     pub needs_index: bool,
 }
@@ -51,7 +56,7 @@ impl Block {
             id,
             first_seq,
             last_seq: first_seq - 1,
-            file,
+            file: Arc::new(file),
             written_len,
             live_msgs: 0,
             live_record_bytes: 0,
@@ -60,6 +65,7 @@ impl Block {
             delete_file: None,
             data_needs_sync: false,
             deletes_need_sync: false,
+            deletes_in_pipeline: false,
             needs_index: false,
         }
     }
@@ -86,10 +92,11 @@ impl Block {
                 .append(true)
                 .open(&path)
                 .map_err(StoreError::io(&path))?;
-            self.delete_file = Some(file);
+            self.delete_file = Some(Arc::new(file));
         }
         if let Some(file) = self.delete_file.as_mut() {
-            file.write_all(&self.delete_buffer)
+            (&**file)
+                .write_all(&self.delete_buffer)
                 .map_err(StoreError::io(&path))?;
         }
         self.delete_buffer.clear();
@@ -104,12 +111,18 @@ impl Block {
                 .map_err(StoreError::io(block_path(dir, self.id)))?;
             self.data_needs_sync = false;
         }
-        if self.deletes_need_sync {
+        self.sync_deletes(dir)
+    }
+
+    /// fsync the delete log only (the data is being synced by the pipeline).
+    pub fn sync_deletes(&mut self, dir: &Path) -> Result<(), StoreError> {
+        if self.deletes_need_sync || self.deletes_in_pipeline {
             if let Some(file) = &self.delete_file {
                 file.sync_data()
                     .map_err(StoreError::io(delete_path(dir, self.id)))?;
             }
             self.deletes_need_sync = false;
+            self.deletes_in_pipeline = false;
         }
         Ok(())
     }

@@ -15,6 +15,7 @@
 
 mod block;
 mod consumer;
+mod durability;
 mod lock;
 mod record;
 mod recovery;
@@ -22,6 +23,7 @@ mod recovery;
 use std::collections::BTreeSet;
 use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -30,10 +32,11 @@ use crate::config::{FileStoreOptions, StreamStoreConfig, SyncPolicy};
 use crate::engine::{Backend, MessageRecord, Store, TtlIndex};
 use crate::error::StoreError;
 use crate::index::{MessageIndex, Slot};
-use crate::traits::{ConsumerStore, StreamStore};
+use crate::traits::{ConsumerStore, DurableCallback, StreamStore};
 use crate::types::StoredMessage;
 
 use block::{block_path, delete_path, encode_block_index, index_path, Block, IndexedMessage};
+use durability::Pipeline;
 use lock::DirectoryLock;
 use record::{
     decode_record, encode_block_header, encode_record, erase_record_in_place, DeleteEntry,
@@ -68,6 +71,8 @@ pub struct FileBackend {
     report: RecoveryReport,
     /// Held from open until close, delete or drop.
     lock: Option<DirectoryLock>,
+    /// `SyncPolicy::Always` with [`StreamStore::flush_then`]: the active block's fsyncs.
+    pipeline: Arc<Pipeline>,
 }
 
 impl Store<FileBackend> {
@@ -97,6 +102,7 @@ impl Store<FileBackend> {
             metadata: recovered.metadata,
             report: recovered.report,
             lock: Some(lock),
+            pipeline: Pipeline::new(),
         };
         let mut store = Store::from_parts(config.clone(), recovered.index, recovered.ttls, backend);
         store.backend.maintenance = store.backend.blocks.iter().map(|b| b.id).collect();
@@ -353,7 +359,7 @@ impl FileBackend {
             }
         }
         let block = &mut self.blocks[position];
-        block.file = file;
+        block.file = Arc::new(file);
         block.written_len = content.len() as u64;
         block.delete_file = None;
         block.delete_buffer.clear();
@@ -394,11 +400,41 @@ impl FileBackend {
         Ok(())
     }
 
+    /// Write everything buffered, sync per policy, write due block indexes, run maintenance.
+    /// With `on_durable` under `SyncPolicy::Always` the active block's fsync is left to the
+    /// pipeline (every other file is synced here first) and `on_durable` runs once it is done.
     fn flush_all(
         &mut self,
         index: &mut MessageIndex,
         ttls: &TtlIndex,
         force_sync: bool,
+        on_durable: Option<DurableCallback>,
+    ) -> Result<(), StoreError> {
+        let pipelined =
+            on_durable.is_some() && !force_sync && self.options.sync == SyncPolicy::Always;
+        let mut to_sync = Vec::new();
+        let result = self.flush_files(index, ttls, force_sync, pipelined.then_some(&mut to_sync));
+        if let Err(error) = &result {
+            // Whatever was written may not reach the disk: nothing pending may be acknowledged.
+            self.pipeline.fail(error, self.dir.clone());
+            return result;
+        }
+        if let Some(on_durable) = on_durable {
+            if to_sync.is_empty() {
+                self.pipeline.after_pending(on_durable);
+            } else {
+                self.pipeline.submit(to_sync, on_durable);
+            }
+        }
+        Ok(())
+    }
+
+    fn flush_files(
+        &mut self,
+        index: &mut MessageIndex,
+        ttls: &TtlIndex,
+        force_sync: bool,
+        mut pipelined: Option<&mut Vec<(Arc<File>, PathBuf)>>,
     ) -> Result<(), StoreError> {
         self.write_buffer_out()?;
         let dir = self.dir.clone();
@@ -409,14 +445,37 @@ impl FileBackend {
         }
         let sync = self.should_sync(force_sync);
         if sync {
-            for block in &mut self.blocks {
-                block.sync(&dir)?;
+            let active_position = self.blocks.len().saturating_sub(1);
+            for (position, block) in self.blocks.iter_mut().enumerate() {
+                let Some(to_sync) = pipelined.as_deref_mut() else {
+                    block.sync(&dir)?;
+                    continue;
+                };
+                // The active block's data flag stays set: sealing and close sync it again
+                // inline, so they never depend on a pipeline sync still in flight.
+                if position == active_position {
+                    if block.data_needs_sync {
+                        to_sync.push((block.file.clone(), block_path(&dir, block.id)));
+                    }
+                } else if block.data_needs_sync {
+                    block.sync(&dir)?;
+                }
+                if block.deletes_need_sync {
+                    if let Some(file) = &block.delete_file {
+                        to_sync.push((file.clone(), delete_path(&dir, block.id)));
+                    }
+                    block.deletes_need_sync = false;
+                    block.deletes_in_pipeline = true;
+                }
             }
             if self.dir_needs_sync {
                 sync_dir(&dir)?;
                 self.dir_needs_sync = false;
             }
             self.last_sync = Instant::now();
+            if pipelined.is_none() {
+                self.pipeline.all_synced();
+            }
         }
         // A sealed block gets its index once, after its data is durable: an index must never
         // describe bytes a power loss could take back. Sealing happens once per block_size bytes,
@@ -606,7 +665,16 @@ impl Backend for FileBackend {
         ttls: &TtlIndex,
         force_sync: bool,
     ) -> Result<(), StoreError> {
-        self.flush_all(index, ttls, force_sync)
+        self.flush_all(index, ttls, force_sync, None)
+    }
+
+    fn flush_then(
+        &mut self,
+        index: &mut MessageIndex,
+        ttls: &TtlIndex,
+        on_durable: DurableCallback,
+    ) -> Result<(), StoreError> {
+        self.flush_all(index, ttls, false, Some(on_durable))
     }
 
     fn close(&mut self, index: &MessageIndex, ttls: &TtlIndex) -> Result<(), StoreError> {
@@ -656,6 +724,7 @@ impl Backend for FileBackend {
     }
 
     fn delete(&mut self) -> Result<(), StoreError> {
+        self.pipeline.fail(&StoreError::Closed, self.dir.clone());
         self.blocks.clear();
         self.write_buffer.clear();
         self.lock = None;

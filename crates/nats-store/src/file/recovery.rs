@@ -31,6 +31,10 @@ pub struct RecoveryReport {
     pub blocks_scanned: usize,
     /// Bytes cut from the end of the active block (a torn or damaged tail).
     pub truncated_bytes: u64,
+    /// Zero bytes after the last record (a preallocated tail, or a file size the file system
+    /// extended before the data landed): not damage, never in `problems`; cut from the active
+    /// block so the next append follows the last record.
+    pub zero_tail_bytes: u64,
     /// Bytes of sealed blocks ignored after damage (left on disk, not indexed).
     pub ignored_bytes: u64,
     /// Records dropped because their sequence went backwards.
@@ -339,7 +343,14 @@ pub(crate) fn recover(dir: &Path, _options: &FileStoreOptions) -> Result<Recover
             };
             report.blocks_scanned += 1;
             let mut written_len = bytes.len() as u64;
-            if intact < bytes.len() {
+            let zero_tail = bytes[intact..].iter().all(|byte| *byte == 0);
+            if intact < bytes.len() && zero_tail {
+                let zeros = (bytes.len() - intact) as u64;
+                report.zero_tail_bytes += zeros;
+                file.set_len(intact as u64).map_err(StoreError::io(&path))?;
+                file.sync_all().map_err(StoreError::io(&path))?;
+                written_len = intact as u64;
+            } else if intact < bytes.len() {
                 let lost = (bytes.len() - intact) as u64;
                 if is_last {
                     file.set_len(intact as u64).map_err(StoreError::io(&path))?;

@@ -1,0 +1,184 @@
+//! What the ingest task does besides publishing: expiry (max_age, per-message TTL, subject
+//! delete markers) and the stream commands (purge, message delete, mirror batches, config
+//! update, stop). Each command first commits what the batch stored before it.
+
+use super::super::StreamCommand;
+use super::{ack_prefix, store_config, Ingest};
+use jetstream_api::errors;
+use nats_store::StreamStore;
+use std::time::Duration;
+
+impl Ingest {
+    pub(super) fn expire_due(&mut self) {
+        let store_handle = self.stream.store.clone();
+        let mut store = store_handle.lock();
+        self.expire(&mut **store, crate::time_format::now_nanos());
+        self.commit(&mut **store);
+    }
+
+    /// Remove what max_age and per-message TTLs say is due, leaving subject delete markers where
+    /// the stream asks for them.
+    pub(super) fn expire(&mut self, store: &mut dyn StreamStore, now: i64) {
+        if store.next_expiry().is_none_or(|due| due > now) {
+            return;
+        }
+        let removed = match store.expire(now) {
+            Ok(removed) => removed,
+            Err(error) => {
+                tracing::error!(stream = %self.config.name, %error, "expiring messages failed");
+                return;
+            }
+        };
+        self.dirty = true;
+        let marker_seconds = self.config.subject_delete_marker_ttl.0 / 1_000_000_000;
+        if marker_seconds <= 0 {
+            return;
+        }
+        let mut removed = removed;
+        removed.sort_by_key(|message| message.seq);
+        for message in removed {
+            if self.markers.remove(&message.seq) {
+                continue;
+            }
+            if !matches!(store.load_last(&message.subject), Ok(None)) {
+                continue;
+            }
+            let header = format!(
+                "NATS/1.0\r\nNats-Marker-Reason: MaxAge\r\nNats-TTL: {}\r\nNats-Rollup: sub\r\n\r\n",
+                go_duration_seconds(marker_seconds)
+            );
+            let ttl = Some(Duration::from_secs(marker_seconds as u64));
+            match store.store_msg(&message.subject, header.as_bytes(), &[], ttl) {
+                Ok((seq, _)) => {
+                    self.markers.insert(seq);
+                }
+                Err(error) => {
+                    tracing::error!(stream = %self.config.name, %error, "placing a subject delete marker failed")
+                }
+            }
+        }
+    }
+
+    /// Origin messages for a mirror: same sequence and time; sequences the origin no longer
+    /// has become deleted ones here.
+    fn store_mirrored(
+        &mut self,
+        store: &mut dyn StreamStore,
+        messages: Vec<nats_store::StoredMessage>,
+    ) {
+        for message in messages {
+            let last = store.state().last_seq;
+            if message.seq <= last {
+                continue;
+            }
+            if last > 0 && message.seq > last + 1 {
+                if let Err(error) = store.skip_msgs(last + 1, message.seq - last - 1) {
+                    tracing::error!(stream = %self.config.name, %error, "mirror gap failed");
+                    return;
+                }
+            }
+            if let Err(error) = store.store_raw(
+                message.seq,
+                message.timestamp,
+                &message.subject,
+                &message.headers,
+                &message.payload,
+                None,
+            ) {
+                tracing::error!(stream = %self.config.name, %error, "mirroring a message failed");
+                return;
+            }
+        }
+        self.stream.mirror_contact.store(
+            crate::time_format::now_nanos(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+
+    /// A non-publish command; true for Stop.
+    pub(super) fn execute(&mut self, store: &mut dyn StreamStore, command: StreamCommand) -> bool {
+        self.dirty = true;
+        match command {
+            StreamCommand::Publish(_) => false,
+            StreamCommand::Purge {
+                filter,
+                up_to_seq,
+                keep,
+                reply,
+            } => {
+                let result = store
+                    .purge_ex(&filter, up_to_seq, keep)
+                    .map_err(|error| errors::STREAM_GENERAL.with_err(error));
+                self.commit(store);
+                let _ = reply.send(result);
+                false
+            }
+            StreamCommand::DeleteMessage { seq, erase, reply } => {
+                let result = if erase {
+                    store.erase(seq)
+                } else {
+                    store.remove(seq)
+                };
+                let result =
+                    result.map_err(|error| errors::STREAM_MSG_DELETE_FAILED.with_err(error));
+                self.commit(store);
+                let _ = reply.send(result);
+                false
+            }
+            StreamCommand::Mirror(messages) => {
+                self.store_mirrored(store, messages);
+                false
+            }
+            StreamCommand::Remove { seq } => {
+                if let Err(error) = store.remove(seq) {
+                    tracing::debug!(stream = %self.config.name, seq, %error, "retention removal failed");
+                }
+                false
+            }
+            StreamCommand::UpdateConfig { config, reply } => {
+                let result = store
+                    .update_config(store_config(&config))
+                    .map_err(|error| errors::STREAM_UPDATE.with_err(error));
+                if result.is_ok() {
+                    self.config = *config;
+                    self.ack_prefix = ack_prefix(&self.config.name, self.context.domain.as_deref());
+                }
+                self.commit(store);
+                let _ = reply.send(result);
+                false
+            }
+            StreamCommand::Stop { delete, reply } => {
+                let result = if delete {
+                    store.delete()
+                } else {
+                    store.close()
+                };
+                if let Err(error) = result {
+                    tracing::error!(stream = %self.config.name, %error, "closing stream store failed");
+                }
+                if delete {
+                    self.context
+                        .usage
+                        .add(self.config.storage, -self.counted_bytes);
+                    self.counted_bytes = 0;
+                }
+                let _ = reply.send(());
+                true
+            }
+        }
+    }
+}
+
+/// Go's `time.Duration.String()` for whole seconds: `5s`, `1m0s`, `1h0m0s`.
+fn go_duration_seconds(seconds: i64) -> String {
+    let hours = seconds / 3600;
+    let minutes = (seconds % 3600) / 60;
+    let rest = seconds % 60;
+    if hours > 0 {
+        format!("{hours}h{minutes}m{rest}s")
+    } else if minutes > 0 {
+        format!("{minutes}m{rest}s")
+    } else {
+        format!("{rest}s")
+    }
+}

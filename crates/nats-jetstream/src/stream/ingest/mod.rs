@@ -1,0 +1,364 @@
+//! The stream's ingest task: drains the command queue in batches and is the only writer of
+//! the store. For a batch of publishes it runs every check (sealed, expected headers, duplicate
+//! window, rollups, sizes, account resources, interest), stores each message, flushes ONCE
+//! (group commit: with `sync_interval: always` that flush is the fsync), and only then sends the
+//! PubAcks, so no client hears "stored" before the store is as durable as the policy promises.
+//!
+//! It is a tokio task fed by an unbounded channel (the publisher's handler only enqueues): woken
+//! on the same runtime as the connection tasks it is much cheaper to reach than an OS thread
+//! (measured: js_pub_sync p50 25us against 48us with a dedicated thread). Store calls here are
+//! short buffered writes. The flush hands the durability wait to the store
+//! (`StreamStore::flush_then`): with `sync_interval: always` the fsync runs on the store's sync
+//! threads while this task goes on with the next batch, and the batch's PubAcks (and the
+//! consumers' wake-up) are sent from the callback once that fsync covers them, in order.
+//!
+//! Files: `mod.rs` the task, batching and commit; `publish.rs` one publish and its checks;
+//! `commands.rs` expiry and the other stream commands (purge, delete, mirror, update, stop).
+
+use super::dedupe::DuplicateWindow;
+use super::headers::PublishHeaders;
+use super::{Stream, StreamCommand};
+use crate::resources::Usage;
+use crate::transport::{Message, Transport};
+use bytes::{BufMut, Bytes, BytesMut};
+use jetstream_api::{ApiError, StorageType, StreamConfig};
+use nats_store::{StreamStore, StreamStoreConfig};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc::UnboundedReceiver as Receiver;
+
+mod commands;
+mod publish;
+
+/// Upper bound of commands handled under one store lock / one flush.
+const MAX_BATCH: usize = 4096;
+/// How long the task waits when no message is due for expiry.
+const IDLE_WAIT: Duration = Duration::from_secs(60);
+/// The shortest sleep between expiry passes.
+const MINIMUM_EXPIRY_WAIT: Duration = Duration::from_millis(5);
+/// nats-server refuses header blocks larger than this.
+const MAX_HEADER_SIZE: usize = u16::MAX as usize;
+
+/// What the ingest task needs from the engine.
+#[derive(Clone)]
+pub(crate) struct IngestContext {
+    pub transport: Arc<dyn Transport>,
+    /// `sync_interval: always`: PubAcks wait for the store's fsync callback.
+    pub sync_always: bool,
+    pub domain: Option<String>,
+    pub usage: Arc<Usage>,
+}
+
+pub(crate) fn spawn(
+    stream: Arc<Stream>,
+    receiver: Receiver<StreamCommand>,
+    context: IngestContext,
+) -> Result<(), std::io::Error> {
+    let config = stream.config();
+    let mut ingest = Ingest {
+        ack_prefix: ack_prefix(&config.name, context.domain.as_deref()),
+        config,
+        stream,
+        context,
+        window: DuplicateWindow::default(),
+        last_msg_id: String::new(),
+        pending_acks: Vec::new(),
+        counted_bytes: 0,
+        dirty: false,
+        markers: Default::default(),
+    };
+    ingest.recover();
+    tokio::spawn(async move { ingest.run(receiver).await });
+    Ok(())
+}
+
+/// `{"stream":"NAME",("domain":"D",)"seq":` as nats-server precomputes it.
+fn ack_prefix(name: &str, domain: Option<&str>) -> Vec<u8> {
+    let quoted = jetstream_api::json::encode_response(name);
+    let mut prefix = b"{\"stream\":".to_vec();
+    prefix.extend_from_slice(&quoted);
+    if let Some(domain) = domain.filter(|domain| !domain.is_empty()) {
+        prefix.extend_from_slice(b",\"domain\":");
+        prefix.extend_from_slice(&jetstream_api::json::encode_response(domain));
+    }
+    prefix.extend_from_slice(b",\"seq\":");
+    prefix
+}
+
+/// The limits part of a stream config, as the store enforces it.
+pub(crate) fn store_config(config: &StreamConfig) -> StreamStoreConfig {
+    StreamStoreConfig {
+        name: config.name.clone(),
+        max_msgs: config.max_msgs,
+        max_bytes: config.max_bytes,
+        max_age: Duration::from_nanos(config.max_age.0.max(0) as u64),
+        max_msgs_per_subject: config.max_msgs_per_subject,
+        max_msg_size: config.max_msg_size,
+        discard: match config.discard {
+            jetstream_api::DiscardPolicy::New => nats_store::DiscardPolicy::New,
+            jetstream_api::DiscardPolicy::Old => nats_store::DiscardPolicy::Old,
+        },
+        discard_new_per_subject: config.discard_new_per_subject,
+        allow_msg_ttl: config.allow_msg_ttl,
+    }
+}
+
+struct Ingest {
+    stream: Arc<Stream>,
+    context: IngestContext,
+    config: StreamConfig,
+    window: DuplicateWindow,
+    last_msg_id: String,
+    ack_prefix: Vec<u8>,
+    pending_acks: Vec<(Bytes, Bytes)>,
+    /// Bytes of this stream last added to the account usage.
+    counted_bytes: i64,
+    /// Stored since the last flush.
+    dirty: bool,
+    /// Sequences of the subject delete markers this task wrote (a marker expiring must not
+    /// leave another marker behind).
+    markers: std::collections::HashSet<u64>,
+}
+
+/// The result of one publish: stored, duplicate, or refused with an API error.
+enum Outcome {
+    Stored(u64),
+    /// Stored on a counter stream: the sequence and the subject's new total.
+    Counted(u64, String),
+    Duplicate(u64),
+    Refused(ApiError),
+    /// Not answered at all (nats-server's behaviour for I/O failures).
+    Dropped,
+}
+
+impl Ingest {
+    /// Rebuild the duplicate window and the last message id from the store (restart).
+    fn recover(&mut self) {
+        let store_handle = self.stream.store.clone();
+        let mut store = store_handle.lock();
+        self.update_usage(&**store);
+        let window = self.config.duplicate_window.0;
+        if window <= 0 {
+            return;
+        }
+        let state = store.state();
+        if state.msgs == 0 {
+            return;
+        }
+        let now = crate::time_format::now_nanos();
+        let mut seq = store.seq_for_time(now - window);
+        while seq <= state.last_seq {
+            let Ok(Some(message)) = store.load_next(">", seq) else {
+                break;
+            };
+            let mut msg_id = String::new();
+            if !message.headers.is_empty() {
+                if let Some(id) = PublishHeaders::parse(&message.headers).msg_id {
+                    self.window.insert(id, message.seq, message.timestamp);
+                    msg_id = id.to_string();
+                }
+            }
+            if message.seq == state.last_seq {
+                self.last_msg_id = msg_id;
+            }
+            seq = message.seq + 1;
+        }
+    }
+
+    async fn run(mut self, mut receiver: Receiver<StreamCommand>) {
+        let mut batch: Vec<StreamCommand> = Vec::with_capacity(256);
+        loop {
+            let wait = self.time_to_next_expiry();
+            match tokio::time::timeout(wait, receiver.recv()).await {
+                Ok(Some(command)) => batch.push(command),
+                Ok(None) => break,
+                Err(_) => {
+                    self.expire_due();
+                    continue;
+                }
+            }
+            while batch.len() < MAX_BATCH {
+                match receiver.try_recv() {
+                    Ok(command) => batch.push(command),
+                    Err(_) => break,
+                }
+            }
+            if self.process(&mut batch) {
+                return;
+            }
+        }
+        // Every sender is gone without a Stop: close the store so its tail is durable.
+        let store_handle = self.stream.store.clone();
+        let mut store = store_handle.lock();
+        if let Err(error) = store.close() {
+            tracing::error!(stream = %self.config.name, %error, "closing stream store failed");
+        }
+    }
+
+    fn time_to_next_expiry(&self) -> Duration {
+        let next = self.stream.store.lock().next_expiry();
+        match next {
+            Some(due) => {
+                let now = crate::time_format::now_nanos();
+                // Never a busy loop, even if the store keeps reporting an overdue expiry.
+                Duration::from_nanos(due.saturating_sub(now).max(0) as u64)
+                    .clamp(MINIMUM_EXPIRY_WAIT, IDLE_WAIT)
+            }
+            None => IDLE_WAIT,
+        }
+    }
+
+    /// Handle one batch; true when the task must end (Stop).
+    fn process(&mut self, batch: &mut Vec<StreamCommand>) -> bool {
+        let store_handle = self.stream.store.clone();
+        let mut store = store_handle.lock();
+        let now = crate::time_format::now_nanos();
+        self.window.expire(now, self.config.duplicate_window.0);
+        self.expire(&mut **store, now);
+        let mut stop = false;
+        for command in batch.drain(..) {
+            match command {
+                StreamCommand::Publish(message) => {
+                    self.stream.backlog.release(
+                        message.payload.len()
+                            + message.headers.as_ref().map_or(0, |headers| headers.len()),
+                    );
+                    let reply = message.reply.clone().filter(|reply| !reply.is_empty());
+                    let outcome = self.publish(&mut **store, &message);
+                    if let Some(reply) = reply {
+                        if !self.config.no_ack {
+                            if let Some(ack) = self.ack_for(outcome) {
+                                self.pending_acks.push((reply, ack));
+                            }
+                        }
+                    }
+                }
+                other => {
+                    // Everything before this command is made durable and acknowledged first.
+                    self.commit(&mut **store);
+                    stop = self.execute(&mut **store, other);
+                    if stop {
+                        break;
+                    }
+                }
+            }
+        }
+        if !stop {
+            self.commit(&mut **store);
+        }
+        stop
+    }
+
+    /// One flush for everything stored since the last one. The batch's PubAcks and the
+    /// consumers' wake-up wait in the store's durability callback: sent once the flush is as
+    /// durable as the policy promises (after the fsync with `sync_interval: always`), in batch
+    /// order, while this task goes on with the next batch.
+    fn commit(&mut self, store: &mut dyn StreamStore) {
+        if !self.dirty && self.pending_acks.is_empty() {
+            return;
+        }
+        let dirty = std::mem::replace(&mut self.dirty, false);
+        if !self.context.sync_always {
+            // Durable as the interval policy promises once written: acknowledge right away.
+            if let Err(error) = store.flush() {
+                tracing::error!(stream = %self.config.name, %error, "flushing stream store failed");
+                self.pending_acks.clear();
+                return;
+            }
+            if dirty {
+                self.update_usage(store);
+                announce(&self.stream, store.state().last_seq);
+            }
+            send_acks(&*self.context.transport, self.pending_acks.drain(..));
+            return;
+        }
+        let acks = std::mem::take(&mut self.pending_acks);
+        let stream = self.stream.clone();
+        let transport = self.context.transport.clone();
+        let last = store.state().last_seq;
+        let on_durable: nats_store::DurableCallback = Box::new(move |durable| {
+            if let Err(error) = durable {
+                // Not as durable as promised: no PubAck may claim otherwise.
+                tracing::error!(stream = %stream.name, %error, "stream store sync failed");
+                return;
+            }
+            if dirty {
+                announce(&stream, last);
+            }
+            send_acks(&*transport, acks);
+        });
+        if let Err(error) = store.flush_then(on_durable) {
+            tracing::error!(stream = %self.config.name, %error, "flushing stream store failed");
+            return;
+        }
+        if dirty {
+            self.update_usage(store);
+        }
+    }
+
+    fn update_usage(&mut self, store: &dyn StreamStore) {
+        let bytes = store.state().bytes as i64;
+        let delta = bytes - self.counted_bytes;
+        if delta != 0 {
+            self.context.usage.add(self.config.storage, delta);
+            self.counted_bytes = bytes;
+        }
+    }
+
+    fn ack_for(&self, outcome: Outcome) -> Option<Bytes> {
+        let mut ack = BytesMut::with_capacity(self.ack_prefix.len() + 40);
+        match outcome {
+            Outcome::Stored(seq) => {
+                ack.put_slice(&self.ack_prefix);
+                ack.put_slice(seq.to_string().as_bytes());
+                ack.put_u8(b'}');
+            }
+            Outcome::Counted(seq, total) => {
+                ack.put_slice(&self.ack_prefix);
+                ack.put_slice(seq.to_string().as_bytes());
+                ack.put_slice(format!(",\"val\":\"{total}\"}}").as_bytes());
+            }
+            Outcome::Duplicate(seq) => {
+                ack.put_slice(&self.ack_prefix);
+                ack.put_slice(seq.to_string().as_bytes());
+                // nats-server writes this one by hand, with the space.
+                ack.put_slice(b",\"duplicate\": true}");
+            }
+            Outcome::Refused(error) => {
+                let response = jetstream_api::PubAck::error(self.config.name.clone(), error);
+                ack.put_slice(&jetstream_api::json::encode_response(&response));
+            }
+            Outcome::Dropped => return None,
+        }
+        Some(ack.freeze())
+    }
+}
+
+/// Wake the consumers: messages up to `last` are stored.
+fn announce(stream: &Stream, last: u64) {
+    stream.last_sequence.send_if_modified(|current| {
+        let changed = *current != last;
+        *current = last;
+        changed
+    });
+}
+
+fn send_acks(transport: &dyn Transport, acks: impl IntoIterator<Item = (Bytes, Bytes)>) {
+    for (reply, payload) in acks {
+        transport.publish(Message {
+            subject: reply,
+            reply: None,
+            headers: None,
+            payload,
+        });
+    }
+}
+
+impl Usage {
+    pub(crate) fn exceeded(&self, storage: StorageType) -> bool {
+        match storage {
+            StorageType::Memory => self.memory() > self.max_memory,
+            StorageType::File => self.storage() > self.max_store,
+        }
+    }
+}

@@ -1,0 +1,314 @@
+//! One publish through nats-server's checks (`processJetStreamMsg` order): expected-* headers,
+//! duplicate window, counters, sizes, resources, interest, TTL, rollup, then the store and the
+//! republish. Called by the batch loop in `mod.rs` with the store locked.
+
+use super::super::headers::{self, MessageTtl, PublishHeaders};
+use super::{Ingest, Outcome, MAX_HEADER_SIZE};
+use crate::transport::Message;
+use bytes::{BufMut, Bytes, BytesMut};
+use jetstream_api::{errors, ApiError, RetentionPolicy};
+use nats_store::{StoreError, StreamStore, TTL_NEVER};
+use std::time::Duration;
+
+impl Ingest {
+    /// nats-server's `processJetStreamMsg` for one message, in its order of checks.
+    pub(super) fn publish(&mut self, store: &mut dyn StreamStore, message: &Message) -> Outcome {
+        let Ok(subject) = std::str::from_utf8(&message.subject) else {
+            return Outcome::Dropped;
+        };
+        // The stream's input transform applies before anything else looks at the subject.
+        let transformed = self
+            .config
+            .subject_transform
+            .as_ref()
+            .and_then(|transform| {
+                crate::subject::transform(&transform.source, &transform.destination, subject)
+            });
+        let subject = transformed.as_deref().unwrap_or(subject);
+        if self.config.sealed {
+            return Outcome::Refused(errors::STREAM_SEALED.to_error());
+        }
+        let header_block: &[u8] = message.headers.as_deref().unwrap_or(&[]);
+        let publish_headers = if header_block.is_empty() {
+            PublishHeaders::default()
+        } else {
+            PublishHeaders::parse(header_block)
+        };
+        let increment = match super::super::counter::check_increment(
+            &publish_headers,
+            &message.payload,
+            self.config.allow_msg_counter,
+        ) {
+            Ok(increment) => increment,
+            Err(error) => return Outcome::Refused(error),
+        };
+        if let Err(error) = self.check_headers(store, subject, &publish_headers) {
+            return error;
+        }
+        if self.config.allow_msg_counter && increment.is_none() {
+            return Outcome::Refused(errors::MESSAGE_INCR_MISSING.to_error());
+        }
+        let counted = match increment {
+            Some(increment) => match super::super::counter::next_total(store, subject, increment) {
+                Ok(counted) => Some(counted),
+                Err(error) => return Outcome::Refused(error),
+            },
+            None => None,
+        };
+        let payload = match &counted {
+            Some((_, body)) => &body[..],
+            None => &message.payload[..],
+        };
+        let max_size = self.config.max_msg_size;
+        if max_size >= 0 {
+            let max_size = max_size as usize;
+            if header_block.len() > max_size || payload.len() > max_size - header_block.len() {
+                return Outcome::Refused(errors::STREAM_MESSAGE_EXCEEDS_MAXIMUM.to_error());
+            }
+        }
+        if header_block.len() > MAX_HEADER_SIZE {
+            return Outcome::Refused(errors::STREAM_HEADER_EXCEEDS_MAXIMUM.to_error());
+        }
+        if self.context.usage.exceeded(self.config.storage) {
+            return Outcome::Refused(errors::INSUFFICIENT_RESOURCES.to_error());
+        }
+        let msg_id = publish_headers.msg_id;
+        let rollup = publish_headers.rollup;
+        if self.config.retention == RetentionPolicy::Interest
+            && !self.stream.interest.wants(subject)
+        {
+            return self.skip_without_interest(store, msg_id, rollup, subject);
+        }
+        let ttl = match publish_headers.ttl.map(headers::parse_ttl) {
+            None | Some(Ok(MessageTtl::None)) => None,
+            Some(Ok(MessageTtl::Never)) => Some(TTL_NEVER),
+            Some(Ok(MessageTtl::Seconds(seconds))) => {
+                let minimum = (self.config.subject_delete_marker_ttl.0 / 1_000_000_000) as u64;
+                let seconds = if minimum > 0 && self.config.max_msgs_per_subject != 1 {
+                    seconds.max(minimum)
+                } else {
+                    seconds
+                };
+                Some(Duration::from_secs(seconds))
+            }
+            Some(Err(())) => return Outcome::Refused(errors::MESSAGE_TTL_INVALID.to_error()),
+        };
+        let stored = match store.store_msg(subject, header_block, payload, ttl) {
+            // A rollup may pass a discard-new-per-subject limit: it is about to purge the very
+            // messages that hold the subject at its limit (nats-server lets it through).
+            Err(StoreError::MaxMessagesPerSubject) if rollup.is_some() => {
+                let filter = if rollup == Some("all") { "" } else { subject };
+                store
+                    .purge_ex(filter, 0, 0)
+                    .and_then(|_| store.store_msg(subject, header_block, payload, ttl))
+            }
+            other => other,
+        };
+        let (seq, timestamp) = match stored {
+            Ok(stored) => stored,
+            Err(error) => return self.store_failure(error),
+        };
+        self.dirty = true;
+        self.last_msg_id = msg_id.unwrap_or_default().to_string();
+        if let Some(id) = msg_id {
+            self.window.insert(id, seq, timestamp);
+        }
+        if let Some(rollup) = rollup {
+            self.apply_rollup(store, subject, rollup, 1);
+        }
+        self.republish(store, subject, header_block, payload, seq, timestamp);
+        match counted {
+            Some((total, _)) => Outcome::Counted(seq, total),
+            None => Outcome::Stored(seq),
+        }
+    }
+
+    /// The header checks, each answering with nats-server's error.
+    fn check_headers(
+        &self,
+        store: &mut dyn StreamStore,
+        subject: &str,
+        publish_headers: &PublishHeaders<'_>,
+    ) -> Result<(), Outcome> {
+        let refuse = |error: ApiError| Err(Outcome::Refused(error));
+        if let Some(expected) = publish_headers.expected_stream {
+            if expected != self.config.name {
+                return refuse(errors::STREAM_NOT_MATCH.to_error());
+            }
+        }
+        if let Some(ttl) = publish_headers.ttl {
+            let has_ttl = !matches!(headers::parse_ttl(ttl), Ok(MessageTtl::None) | Err(()));
+            if has_ttl && !self.config.allow_msg_ttl {
+                return refuse(errors::MESSAGE_TTL_DISABLED.to_error());
+            }
+        }
+        if let Some(expected) = publish_headers.expected_last_subject_sequence {
+            let expected = headers::parse_sequence(expected);
+            let check_subject = publish_headers
+                .expected_last_subject_sequence_subject
+                .unwrap_or(subject);
+            let last = match store.load_last(check_subject) {
+                Ok(Some(message)) => Some(message.seq),
+                Ok(None) | Err(StoreError::NotFound) => None,
+                Err(_) => Some(0),
+            };
+            let actual = last.unwrap_or(0);
+            if last.is_none() && expected == 0 {
+                // No message on the subject and none expected.
+            } else if actual != expected || last.is_none() {
+                return refuse(errors::STREAM_WRONG_LAST_SEQUENCE.with(&[("seq", &actual)]));
+            }
+        } else if publish_headers
+            .expected_last_subject_sequence_subject
+            .is_some()
+        {
+            return refuse(errors::STREAM_EXPECTED_LAST_SEQ_PER_SUBJECT_INVALID.to_error());
+        }
+        if let Some(expected) = publish_headers.expected_last_sequence {
+            let last = store.state().last_seq;
+            if headers::parse_sequence(expected) != last {
+                return refuse(errors::STREAM_WRONG_LAST_SEQUENCE.with(&[("seq", &last)]));
+            }
+        }
+        if publish_headers.schedule.is_some() && !self.config.allow_msg_schedules {
+            return refuse(errors::MESSAGE_SCHEDULES_DISABLED.to_error());
+        }
+        if publish_headers.stream_source.is_some() {
+            return refuse(errors::MESSAGE_SOURCE_HDR_NOT_ALLOWED.to_error());
+        }
+        if let Some(id) = publish_headers.msg_id {
+            if self.config.mirror.is_none() {
+                if let Some(seq) = self.window.get(id) {
+                    return Err(Outcome::Duplicate(seq));
+                }
+            }
+        }
+        if let Some(expected) = publish_headers.expected_last_msg_id {
+            if expected != self.last_msg_id {
+                return refuse(errors::STREAM_WRONG_LAST_MSG_ID.with(&[("id", &self.last_msg_id)]));
+            }
+        }
+        if let Some(rollup) = publish_headers.rollup {
+            if !self.config.allow_rollup || self.config.deny_purge {
+                return refuse(errors::STREAM_ROLLUP_FAILED.with_err("rollup not permitted"));
+            }
+            if rollup != "sub" && rollup != "all" {
+                return refuse(
+                    errors::STREAM_ROLLUP_FAILED
+                        .with_err(format!("rollup value invalid: {rollup:?}")),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Interest retention with nobody interested: the sequence is used, nothing is kept.
+    fn skip_without_interest(
+        &mut self,
+        store: &mut dyn StreamStore,
+        msg_id: Option<&str>,
+        rollup: Option<&str>,
+        subject: &str,
+    ) -> Outcome {
+        let seq = store.state().last_seq + 1;
+        if let Err(error) = store.skip_msgs(seq, 1) {
+            return self.store_failure(error);
+        }
+        self.dirty = true;
+        self.last_msg_id = msg_id.unwrap_or_default().to_string();
+        if let Some(id) = msg_id {
+            self.window.insert(id, seq, crate::time_format::now_nanos());
+        }
+        if let Some(rollup) = rollup {
+            self.apply_rollup(store, subject, rollup, 0);
+        }
+        Outcome::Stored(seq)
+    }
+
+    fn apply_rollup(
+        &mut self,
+        store: &mut dyn StreamStore,
+        subject: &str,
+        rollup: &str,
+        keep: u64,
+    ) {
+        let filter = match rollup {
+            "sub" => subject,
+            "all" => "",
+            _ => return,
+        };
+        if let Err(error) = store.purge_ex(filter, 0, keep) {
+            tracing::error!(stream = %self.config.name, %error, "rollup purge failed");
+        }
+    }
+
+    fn store_failure(&self, error: StoreError) -> Outcome {
+        match error {
+            StoreError::MaxMessages
+            | StoreError::MaxBytes
+            | StoreError::MaxMessagesPerSubject
+            | StoreError::MaxMessageSize => {
+                Outcome::Refused(errors::STREAM_STORE_FAILED.with_err(error))
+            }
+            other => {
+                tracing::error!(stream = %self.config.name, error = %other, "storing a message failed");
+                Outcome::Dropped
+            }
+        }
+    }
+
+    /// `republish`: the stored message again, on the transformed subject, with the stream's
+    /// bookkeeping headers.
+    fn republish(
+        &self,
+        store: &mut dyn StreamStore,
+        subject: &str,
+        header_block: &[u8],
+        payload: &[u8],
+        seq: u64,
+        timestamp: i64,
+    ) {
+        let Some(republish) = &self.config.republish else {
+            return;
+        };
+        if !crate::subject::matches(&republish.source, subject) {
+            return;
+        }
+        let Some(destination) =
+            crate::subject::transform(&republish.source, &republish.destination, subject)
+        else {
+            return;
+        };
+        let last_on_subject = match store.load_prev(subject, seq.saturating_sub(1)) {
+            Ok(Some(message)) if seq > 1 => message.seq,
+            _ => 0,
+        };
+        let mut block = BytesMut::new();
+        if header_block.is_empty() {
+            block.put_slice(b"NATS/1.0\r\n");
+        } else {
+            block.put_slice(&header_block[..header_block.len().saturating_sub(2)]);
+        }
+        let time = crate::time_format::rfc3339_from_nanos(timestamp);
+        block.put_slice(
+            format!(
+                "Nats-Stream: {}\r\nNats-Subject: {subject}\r\nNats-Sequence: {seq}\r\nNats-Time-Stamp: {time}\r\nNats-Last-Sequence: {last_on_subject}\r\n",
+                self.config.name
+            )
+            .as_bytes(),
+        );
+        let body = if republish.headers_only {
+            block.put_slice(format!("Nats-Msg-Size: {}\r\n", payload.len()).as_bytes());
+            Bytes::new()
+        } else {
+            Bytes::copy_from_slice(payload)
+        };
+        block.put_slice(b"\r\n");
+        self.context.transport.publish(Message {
+            subject: Bytes::from(destination),
+            reply: None,
+            headers: Some(block.freeze()),
+            payload: body,
+        });
+    }
+}
