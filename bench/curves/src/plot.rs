@@ -47,6 +47,8 @@ pub struct Chart<'a> {
     pub y_format: fn(f64) -> String,
     /// Logarithmic y (for figures spanning orders of magnitude).
     pub log_y: bool,
+    /// Legend in the upper left corner (for rising curves) instead of the upper right.
+    pub legend_left: bool,
     pub series: Vec<Series>,
 }
 
@@ -161,7 +163,11 @@ pub fn draw(chart: &Chart, file: &Path) -> Result<()> {
             }
             builder
                 .configure_series_labels()
-                .position(SeriesLabelPosition::UpperRight)
+                .position(if chart.legend_left {
+                    SeriesLabelPosition::UpperLeft
+                } else {
+                    SeriesLabelPosition::UpperRight
+                })
                 .background_style(WHITE.mix(0.85))
                 .border_style(BLACK)
                 .label_font(("sans-serif", 16))

@@ -169,7 +169,14 @@ pub fn summary(samples: &[Sample]) -> String {
                 continue;
             }
             let _ = writeln!(text, "\n{curve} / {metric} (median)\n");
-            let _ = write!(text, "| x |");
+            let x_name = match curve.as_str() {
+                "fanout" => "subscribers",
+                "publish" | "durable" => "payload",
+                "consume" => "subjects",
+                "restart" => "stream payload",
+                _ => "x",
+            };
+            let _ = write!(text, "| {x_name} |");
             for server in &servers {
                 let _ = write!(text, " {server} |");
             }
@@ -315,6 +322,7 @@ pub fn plot_curve(out: &Path, curve: &str, samples: &[Sample]) -> Result<()> {
             plot::format_count
         },
         log_y,
+        legend_left: curve == "restart",
         series,
     };
     plot::draw(&chart, &out.join(format!("{curve}.png")))
