@@ -155,6 +155,13 @@ impl FileConsumerStore {
         Ok(store)
     }
 
+    /// Write the whole state as a snapshot now and restart the log (what a flush does once the
+    /// log outgrows the state): the next open reads no log.
+    pub fn write_snapshot(&mut self) -> Result<(), StoreError> {
+        self.rewrite = true;
+        self.flush()
+    }
+
     /// What open found (damage cut, frames replayed).
     pub fn recovery_report(&self) -> &ConsumerRecoveryReport {
         &self.report
