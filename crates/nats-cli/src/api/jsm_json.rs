@@ -67,6 +67,8 @@ const PLACEMENT: Shape = &[
     omit_empty("preferred"),
 ];
 
+const STREAM_CONSUMER_SOURCE: Shape = &[omit_empty("name"), omit_empty("deliver_subject")];
+
 const STREAM_SOURCE: Shape = &[
     always("name"),
     omit_empty("opt_start_seq"),
@@ -74,6 +76,8 @@ const STREAM_SOURCE: Shape = &[
     omit_empty("filter_subject"),
     nested("external", Omit::Never, EXTERNAL_STREAM),
     nested("subject_transforms", Omit::Empty, SUBJECT_TRANSFORM),
+    // Durable sourcing (nats-server 2.14+), which natscli asks about.
+    nested("consumer", Omit::Never, STREAM_CONSUMER_SOURCE),
 ];
 
 const REPUBLISH: Shape = &[

@@ -12,8 +12,9 @@ use crate::output::format::{parse_duration, since};
 use crate::prompt;
 use jetstream_api::StreamInfo;
 
+use super::listing::render_streams_table;
 use super::select_stream;
-use super::show::{print_stream_info, render_streams_table};
+use super::show::print_stream_info;
 
 #[derive(Args, Debug)]
 pub struct SealArgs {

@@ -1,12 +1,13 @@
 //! `nats stream ...`: create, edit, inspect, page through, purge and remove streams, with
 //! natscli's flags, prompts and layouts. `config` runs add/edit/copy with the StreamConfig
 //! built from `flags` and `questions` (mirrors and sources in `sources`), `show` renders
-//! info/report/ls/subjects, `messages` views, gets and purges.
+//! info/state, `listing` ls/report/subjects, `messages` views, gets and purges.
 //! Talks to the server only through [`crate::api::JetStream`].
 
 mod admin;
 pub(crate) mod config;
 pub(crate) mod flags;
+mod listing;
 mod messages;
 mod questions;
 mod show;
@@ -47,12 +48,12 @@ pub enum StreamCommand {
     State(show::InfoArgs),
     /// List all known streams
     #[command(alias = "list", alias = "l")]
-    Ls(show::LsArgs),
+    Ls(listing::LsArgs),
     /// Reports on stream statistics
-    Report(show::ReportArgs),
+    Report(listing::ReportArgs),
     /// Query subjects held in a stream
     #[command(alias = "subj")]
-    Subjects(show::SubjectsArgs),
+    Subjects(listing::SubjectsArgs),
     /// View messages in a stream
     View(messages::ViewArgs),
     /// Retrieves a specific message from a Stream
@@ -82,9 +83,9 @@ pub async fn run(args: &StreamArgs, options: &GlobalOptions) -> Result<(), CliEr
         StreamCommand::Copy(copy) => config::copy(&js, copy, args.all).await,
         StreamCommand::Info(info) => show::info(&js, info, false, args.all).await,
         StreamCommand::State(info) => show::info(&js, info, true, args.all).await,
-        StreamCommand::Ls(ls) => show::ls(&js, ls, args.all).await,
-        StreamCommand::Report(report) => show::report(&js, report).await,
-        StreamCommand::Subjects(subjects) => show::subjects(&js, subjects, args.all).await,
+        StreamCommand::Ls(ls) => listing::ls(&js, ls, args.all).await,
+        StreamCommand::Report(report) => listing::report(&js, report).await,
+        StreamCommand::Subjects(subjects) => listing::subjects(&js, subjects, args.all).await,
         StreamCommand::View(view) => messages::view(&js, view, args.all).await,
         StreamCommand::Get(get) => messages::get(&js, get, args.all).await,
         StreamCommand::Rmm(remove) => messages::remove_message(&js, remove, args.all).await,
