@@ -84,6 +84,19 @@ fn mirror_by_name_and_by_json_and_its_information() {
     assert_eq!(field(&info.stdout, "Lag"), Some("0"));
     assert_ne!(field(&info.stdout, "Last Seen"), Some("never"));
 
+    let report = nats(&server, home, &["stream", "report"]);
+    report.ok();
+    assert!(
+        report.stdout.contains("Replication Report"),
+        "{}",
+        report.stdout
+    );
+    assert!(
+        common::has_line_with(&report.stdout, &["│ BACKUP ", "│ Mirror ", "│ ORDERS "]),
+        "{}",
+        report.stdout
+    );
+
     let late = nats(
         &server,
         home,

@@ -7,7 +7,9 @@ use jetstream_api::{ClusterInfo, StreamInfo};
 use crate::api::jsm_json::{to_pretty, STREAM_INFO};
 use crate::api::JetStream;
 use crate::error::{CliError, WithContext};
-use crate::output::format::{comma, comma_u64, humanize_since, ibytes, local_time_text};
+use crate::output::format::{
+    comma, comma_u64, humanize_nanos, humanize_since, ibytes, local_time_text,
+};
 use crate::output::table::Table;
 
 use super::{is_internal_stream, select_stream};
@@ -281,8 +283,76 @@ pub async fn report(js: &JetStream, args: &ReportArgs) -> Result<(), CliError> {
         }
     }
     println!("{}\n", table.render());
+    if streams
+        .iter()
+        .any(|stream| stream.mirror.is_some() || !stream.sources.is_empty())
+    {
+        println!("{}\n", replication_table(&streams, args.raw));
+    }
     render_missing(&missing);
     Ok(())
+}
+
+/// natscli's Replication Report: one row per mirror and per source of every stream.
+fn replication_table(streams: &[StreamInfo], raw: bool) -> String {
+    let mut table = Table::new("Replication Report");
+    table.headers([
+        "Stream",
+        "Kind",
+        "API Prefix",
+        "Source Stream",
+        "Filters and Transforms",
+        "Active",
+        "Lag",
+        "Error",
+    ]);
+    for stream in streams {
+        let origins = stream
+            .mirror
+            .iter()
+            .map(|mirror| ("Mirror", mirror))
+            .chain(stream.sources.iter().map(|source| ("Source", source)));
+        for (kind, origin) in origins {
+            let api_prefix = origin
+                .external
+                .as_ref()
+                .map(|external| external.api_prefix.clone())
+                .unwrap_or_default();
+            // natscli lists a mirror's filters nowhere in this table, only a source's.
+            let mut filters: Vec<String> = Vec::new();
+            if kind == "Source" {
+                filters = origin
+                    .subject_transforms
+                    .iter()
+                    .map(|transform| format!("{} to {}", transform.source, transform.destination))
+                    .collect();
+                if filters.is_empty() && !origin.filter_subject.is_empty() {
+                    filters.push(format!("{} untransformed", origin.filter_subject));
+                }
+            }
+            let error = origin
+                .error
+                .as_ref()
+                .map(|error| format!("{} ({})", error.description, error.err_code))
+                .unwrap_or_default();
+            let (active, lag) = if raw {
+                (origin.active.as_nanos().to_string(), origin.lag.to_string())
+            } else {
+                (humanize_nanos(origin.active), comma_u64(origin.lag))
+            };
+            table.row([
+                stream.config.name.clone(),
+                kind.to_string(),
+                api_prefix,
+                origin.name.clone(),
+                filters.join(", "),
+                active,
+                lag,
+                error,
+            ]);
+        }
+    }
+    table.render()
 }
 
 pub async fn subjects(js: &JetStream, args: &SubjectsArgs, show_all: bool) -> Result<(), CliError> {
