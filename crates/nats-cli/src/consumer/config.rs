@@ -16,7 +16,7 @@ use crate::stream::flags::split_subjects;
 use crate::stream::select_stream;
 
 use super::show::print_info;
-use super::{select_consumer, AddArgs, ConsumerFlags, EditArgs};
+use super::{load_selected, AddArgs, ConsumerFlags, EditArgs};
 
 fn nanos(duration: Duration) -> Nanos {
     Nanos::from_std(duration)
@@ -219,14 +219,13 @@ pub(super) async fn edit_consumer(
     args: &EditArgs,
     show_all: bool,
 ) -> Result<(), CliError> {
-    let stream = select_stream(js, args.stream.as_deref(), show_all)
-        .await
-        .context("could not select Stream")?;
-    let name = select_consumer(js, &stream, args.consumer.as_deref()).await?;
-    let info = js
-        .consumer_info(&stream, &name)
-        .await
-        .context(&format!("could not load Consumer {stream} > {name}"))?;
+    let (stream, name, info) = load_selected(
+        js,
+        args.stream.as_deref(),
+        args.consumer.as_deref(),
+        show_all,
+    )
+    .await?;
     let current = info.config.clone().unwrap_or_default();
     let mut config = current.clone();
     let flags = &args.flags;

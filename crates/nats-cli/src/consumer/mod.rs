@@ -244,6 +244,24 @@ pub async fn run(args: &ConsumerArgs, options: &GlobalOptions) -> Result<(), Cli
     result
 }
 
+/// The stream and consumer named (or chosen on a terminal) and the consumer's info.
+async fn load_selected(
+    js: &JetStream,
+    stream: Option<&str>,
+    consumer: Option<&str>,
+    show_all: bool,
+) -> Result<(String, String, jetstream_api::ConsumerInfo), CliError> {
+    let stream = select_stream(js, stream, show_all)
+        .await
+        .context("could not select Stream")?;
+    let name = select_consumer(js, &stream, consumer).await?;
+    let info = js
+        .consumer_info(&stream, &name)
+        .await
+        .context(&format!("could not load Consumer {stream} > {name}"))?;
+    Ok((stream, name, info))
+}
+
 /// The consumer to act on: the given one, or a choice on a terminal (natscli's selectConsumer).
 async fn select_consumer(
     js: &JetStream,

@@ -16,7 +16,7 @@ use crate::output::format::{
 use crate::output::table::Table;
 use crate::stream::select_stream;
 
-use super::{select_consumer, InfoArgs, LsArgs, ReportArgs};
+use super::{load_selected, InfoArgs, LsArgs, ReportArgs};
 
 pub(super) async fn show(
     js: &JetStream,
@@ -24,14 +24,13 @@ pub(super) async fn show(
     state_only: bool,
     show_all: bool,
 ) -> Result<(), CliError> {
-    let stream = select_stream(js, args.stream.as_deref(), show_all)
-        .await
-        .context("could not select Stream")?;
-    let name = select_consumer(js, &stream, args.consumer.as_deref()).await?;
-    let info = js
-        .consumer_info(&stream, &name)
-        .await
-        .context(&format!("could not load Consumer {stream} > {name}"))?;
+    let (_, _, info) = load_selected(
+        js,
+        args.stream.as_deref(),
+        args.consumer.as_deref(),
+        show_all,
+    )
+    .await?;
     print_info(&info, args.json, state_only)
 }
 
