@@ -170,8 +170,10 @@ fn main() {
     std::fs::create_dir_all(&base).expect("create base dir");
     println!("directory: {}", base.display());
 
-    if std::env::var_os("STORE_FIGURES_APPEND_ONLY").is_some() {
-        let (rate, speed) = append(&base.join("append"), 2_000_000, 128, SyncPolicy::default());
+    if let Ok(count) = std::env::var("STORE_FIGURES_APPEND_ONLY") {
+        // Profiling aid: the value is the message count (default 2M).
+        let count = count.parse().unwrap_or(2_000_000);
+        let (rate, speed) = append(&base.join("append"), count, 128, SyncPolicy::default());
         println!("append 128 B: {rate:.0} msg/s {speed:.1} MB/s");
         return;
     }

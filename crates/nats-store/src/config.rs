@@ -12,6 +12,19 @@ pub enum DiscardPolicy {
     New,
 }
 
+/// How a FileStore keeps message bodies on disk (stream config `compression`). MemStore keeps
+/// them as they are whatever this says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Compression {
+    /// Bodies stored as published.
+    #[default]
+    None,
+    /// `"s2"`: each record's headers and payload compressed (Snappy block format, which S2
+    /// decoders read too) when that makes the record smaller. Records written before a change of
+    /// setting stay as they are; readers handle both.
+    S2,
+}
+
 /// Limits a store enforces, independent of where it keeps its bytes.
 /// Negative numbers and `Duration::ZERO` mean "unlimited", as in nats-server's StreamConfig.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +47,8 @@ pub struct StreamStoreConfig {
     pub discard_new_per_subject: bool,
     /// Whether per-message TTLs passed to `store_msg` are honoured (ignored when false).
     pub allow_msg_ttl: bool,
+    /// How new records are kept on disk (FileStore only).
+    pub compression: Compression,
 }
 
 impl Default for StreamStoreConfig {
@@ -48,6 +63,7 @@ impl Default for StreamStoreConfig {
             discard: DiscardPolicy::Old,
             discard_new_per_subject: false,
             allow_msg_ttl: false,
+            compression: Compression::None,
         }
     }
 }

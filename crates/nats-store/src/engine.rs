@@ -32,6 +32,8 @@ pub struct MessageRecord<'a> {
     pub payload: &'a [u8],
     /// 0: none, -1: never, >0: nanoseconds.
     pub ttl_nanos: i64,
+    /// How the body is to be kept (FileStore).
+    pub compression: crate::config::Compression,
 }
 
 /// Where record bytes live. Implemented by the memory and file backends.
@@ -260,6 +262,7 @@ impl<B: Backend> Store<B> {
             headers,
             payload,
             ttl_nanos,
+            compression: self.config.compression,
         })?;
         self.index.push(
             seq,

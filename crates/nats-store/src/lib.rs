@@ -38,7 +38,7 @@ mod subject_tree;
 mod traits;
 mod types;
 
-pub use config::{DiscardPolicy, FileStoreOptions, StreamStoreConfig, SyncPolicy};
+pub use config::{Compression, DiscardPolicy, FileStoreOptions, StreamStoreConfig, SyncPolicy};
 pub use consumer::{ConsumerState, MemConsumerStore, PendingDelivery, SequencePair};
 pub use error::StoreError;
 pub use file::{FileConsumerStore, FileStore, RecoveryReport};

@@ -489,3 +489,4 @@ macro_rules! conformance {
 conformance!(mem, MemFactory);
 conformance!(file, FileFactory::new());
 conformance!(file_reopened, FileFactory::reopening());
+conformance!(file_compressed, FileFactory::compressed());

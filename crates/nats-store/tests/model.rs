@@ -358,6 +358,15 @@ proptest! {
     }
 
     #[test]
+    fn compressed_file_store_matches_model(ops in proptest::collection::vec(op(), 1..60)) {
+        let config = StreamStoreConfig {
+            compression: nats_store::Compression::S2,
+            ..StreamStoreConfig::default()
+        };
+        run(|| file_subject(config.clone()), &ops);
+    }
+
+    #[test]
     fn limited_stores_match_model(ops in proptest::collection::vec(op(), 1..60)) {
         run(|| Subject { store: Held::Mem(MemStore::new(limits())), dir: None, config: limits() }, &ops);
         run(|| file_subject(limits()), &ops);

@@ -28,7 +28,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
-use crate::config::{FileStoreOptions, StreamStoreConfig, SyncPolicy};
+use crate::config::{Compression, FileStoreOptions, StreamStoreConfig, SyncPolicy};
 use crate::engine::{Backend, MessageRecord, Store, TtlIndex};
 use crate::error::StoreError;
 use crate::index::{MessageIndex, Slot};
@@ -39,8 +39,8 @@ use block::{block_path, delete_path, encode_block_index, index_path, Block, Inde
 use durability::Pipeline;
 use lock::DirectoryLock;
 use record::{
-    decode_record, encode_block_header, encode_record, erase_record_in_place, DeleteEntry,
-    RecordKind, BLOCK_HEADER_LEN,
+    decode_record, encode_block_header, encode_record, encode_record_body, erase_record_in_place,
+    Compressor, DeleteEntry, RecordKind, BLOCK_HEADER_LEN, FLAG_COMPRESSED,
 };
 
 pub use consumer::FileConsumerStore;
@@ -73,6 +73,8 @@ pub struct FileBackend {
     lock: Option<DirectoryLock>,
     /// `SyncPolicy::Always` with [`StreamStore::flush_then`]: the active block's fsyncs.
     pipeline: Arc<Pipeline>,
+    /// Stream `compression: s2` (made on first use: most stores never compress).
+    compressor: Option<Box<Compressor>>,
 }
 
 impl Store<FileBackend> {
@@ -103,6 +105,7 @@ impl Store<FileBackend> {
             report: recovered.report,
             lock: Some(lock),
             pipeline: Pipeline::new(),
+            compressor: None,
         };
         let mut store = Store::from_parts(config.clone(), recovered.index, recovered.ttls, backend);
         store.backend.maintenance = store.backend.blocks.iter().map(|b| b.id).collect();
@@ -500,23 +503,38 @@ impl Backend for FileBackend {
     }
 
     fn append(&mut self, record: &MessageRecord<'_>) -> Result<(u32, u32), StoreError> {
-        let len = record::record_len(
-            record.subject.len(),
-            record.headers.len(),
-            record.payload.len(),
-        );
+        let compressor = match record.compression {
+            Compression::S2 => Some(self.compressor.get_or_insert_with(Box::default)),
+            Compression::None => None,
+        };
+        let compressed_body = compressor.and_then(|compressor| {
+            compressor
+                .compress(record.headers, record.payload)
+                .then(|| std::mem::take(&mut compressor.body))
+        });
+        let compressed = compressed_body.is_some();
+        let compressed_body = compressed_body.unwrap_or_default();
+        let (first, second, flags) = if compressed {
+            (&compressed_body[..], &[][..], FLAG_COMPRESSED)
+        } else {
+            (record.headers, record.payload, 0)
+        };
+        let len = record::record_len(record.subject.len(), first.len(), second.len());
         let record_len = u32::try_from(len).map_err(|_| StoreError::MaxMessageSize)?;
         let location = self.reserve(record.seq, len)?;
-        encode_record(
+        encode_record_body(
             &mut self.write_buffer,
             RecordKind::Message,
-            record.seq,
-            record.timestamp,
-            record.ttl_nanos,
+            flags,
+            [record.seq as i64, record.timestamp, record.ttl_nanos],
             record.subject.as_bytes(),
-            record.headers,
-            record.payload,
+            record.headers.len(),
+            first,
+            second,
         );
+        if let Some(compressor) = self.compressor.as_mut().filter(|_| compressed) {
+            compressor.body = compressed_body;
+        }
         let active = self.active()?;
         active.live_msgs += 1;
         active.live_record_bytes += u64::from(record_len);
@@ -567,9 +585,21 @@ impl Backend for FileBackend {
                 block.id, record.seq
             )));
         }
-        // Headers and payload share the one buffer the record was read into.
-        let headers = bytes.slice_ref(record.headers);
-        let payload = bytes.slice_ref(record.payload);
+        // Headers and payload share the one buffer the record was read into (or decompressed to).
+        let damaged = |damage| StoreError::Corrupt(format!("record {seq}: {damage:?}"));
+        let (headers, payload) = match record.decompress().map_err(damaged)? {
+            Some(body) => {
+                let body = Bytes::from(body);
+                (
+                    body.slice(..record.headers_len),
+                    body.slice(record.headers_len..),
+                )
+            }
+            None => (
+                bytes.slice_ref(record.headers),
+                bytes.slice_ref(record.payload),
+            ),
+        };
         Ok(StoredMessage {
             subject: subject.to_string(),
             headers,

@@ -2,9 +2,11 @@
 //! Every unit carries its own CRC32 so recovery can tell intact data from a torn or damaged tail.
 //!
 //! Record layout (little endian):
-//! `len u32 | kind u8 | 0 u8 | subject_len u16 | seq u64 | timestamp i64 | aux i64 | headers_len u32 |
-//!  subject | headers | payload | crc32 u32` where `len` counts every byte including the CRC, the
-//! CRC covers everything before it, and `aux` is the TTL (message) or the count (skip).
+//! `len u32 | kind u8 | flags u8 | subject_len u16 | seq u64 | timestamp i64 | aux i64 |
+//!  headers_len u32 | subject | headers | payload | crc32 u32` where `len` counts every byte
+//! including the CRC, the CRC covers everything before it, and `aux` is the TTL (message) or the
+//! count (skip). With flag [`FLAG_COMPRESSED`] the bytes after the subject are the Snappy-block
+//! compression of `headers | payload` (`headers_len` still the uncompressed header length).
 
 use crate::error::StoreError;
 
@@ -13,6 +15,10 @@ pub(crate) const BLOCK_HEADER_LEN: usize = 32;
 pub(crate) const RECORD_HEADER_LEN: usize = 36;
 pub(crate) const RECORD_OVERHEAD: usize = RECORD_HEADER_LEN + 4;
 pub(crate) const DELETE_ENTRY_LEN: usize = 13;
+/// Record flag: headers and payload are stored compressed (stream `compression: s2`).
+pub(crate) const FLAG_COMPRESSED: u8 = 1;
+/// Bodies shorter than this are stored as they are: compression would not pay for itself.
+pub(crate) const MIN_COMPRESSED_BODY: usize = 64;
 
 /// What a record holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,9 +36,84 @@ pub(crate) struct DecodedRecord<'a> {
     pub timestamp: i64,
     pub aux: i64,
     pub subject: &'a [u8],
+    /// Empty when `compressed`.
     pub headers: &'a [u8],
+    /// The compressed `headers | payload` when `compressed`.
     pub payload: &'a [u8],
     pub len: usize,
+    pub compressed: bool,
+    /// Uncompressed length of the header block.
+    pub headers_len: usize,
+}
+
+impl DecodedRecord<'_> {
+    /// Uncompressed payload length (reads only the compressed stream's length prefix).
+    pub fn payload_len(&self) -> Result<usize, RecordDamage> {
+        if !self.compressed {
+            return Ok(self.payload.len());
+        }
+        snap::raw::decompress_len(self.payload)
+            .ok()
+            .and_then(|total| total.checked_sub(self.headers_len))
+            .ok_or(RecordDamage::Invalid)
+    }
+
+    /// `headers | payload` decompressed, with the split point; None for a plain record.
+    pub fn decompress(&self) -> Result<Option<Vec<u8>>, RecordDamage> {
+        if !self.compressed {
+            return Ok(None);
+        }
+        let body = snap::raw::Decoder::new()
+            .decompress_vec(self.payload)
+            .map_err(|_| RecordDamage::Invalid)?;
+        if body.len() < self.headers_len {
+            return Err(RecordDamage::Invalid);
+        }
+        Ok(Some(body))
+    }
+}
+
+/// A FileStore's reusable compression state: the encoder's tables and its buffers.
+#[derive(Default)]
+pub(crate) struct Compressor {
+    encoder: Option<snap::raw::Encoder>,
+    joined: Vec<u8>,
+    /// The last compressed body.
+    pub body: Vec<u8>,
+}
+
+impl std::fmt::Debug for Compressor {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("Compressor")
+    }
+}
+
+impl Compressor {
+    /// Compress `headers | payload` into `self.body` when that saves bytes; false (and
+    /// `self.body` meaningless) when the record is better stored as it is.
+    pub fn compress(&mut self, headers: &[u8], payload: &[u8]) -> bool {
+        let body_len = headers.len() + payload.len();
+        if body_len < MIN_COMPRESSED_BODY {
+            return false;
+        }
+        let input: &[u8] = if headers.is_empty() {
+            payload
+        } else {
+            self.joined.clear();
+            self.joined.extend_from_slice(headers);
+            self.joined.extend_from_slice(payload);
+            &self.joined
+        };
+        self.body.resize(snap::raw::max_compress_len(body_len), 0);
+        let encoder = self.encoder.get_or_insert_with(snap::raw::Encoder::new);
+        match encoder.compress(input, &mut self.body) {
+            Ok(written) if written < body_len => {
+                self.body.truncate(written);
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 /// Why a record could not be decoded.
@@ -85,23 +166,50 @@ pub(crate) fn encode_record(
     headers: &[u8],
     payload: &[u8],
 ) -> usize {
+    encode_record_body(
+        out,
+        kind,
+        0,
+        [seq as i64, timestamp, aux],
+        subject,
+        headers.len(),
+        headers,
+        payload,
+    )
+}
+
+/// Append a record whose body is `first | second` (headers and payload, or a compressed body
+/// and nothing); `numbers` are seq, timestamp and aux.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn encode_record_body(
+    out: &mut Vec<u8>,
+    kind: RecordKind,
+    flags: u8,
+    numbers: [i64; 3],
+    subject: &[u8],
+    headers_len: usize,
+    first: &[u8],
+    second: &[u8],
+) -> usize {
+    let [seq, timestamp, aux] = numbers;
     let start = out.len();
-    let len = record_len(subject.len(), headers.len(), payload.len());
+    let len = record_len(subject.len(), first.len(), second.len());
     out.reserve(len);
     // The fixed header is assembled on the stack and copied once: one capacity check instead of
     // one per field on the per-message path.
     let mut header = [0u8; RECORD_HEADER_LEN];
     header[0..4].copy_from_slice(&(len as u32).to_le_bytes());
     header[4] = kind as u8;
+    header[5] = flags;
     header[6..8].copy_from_slice(&(subject.len() as u16).to_le_bytes());
     header[8..16].copy_from_slice(&seq.to_le_bytes());
     header[16..24].copy_from_slice(&timestamp.to_le_bytes());
     header[24..32].copy_from_slice(&aux.to_le_bytes());
-    header[32..36].copy_from_slice(&(headers.len() as u32).to_le_bytes());
+    header[32..36].copy_from_slice(&(headers_len as u32).to_le_bytes());
     out.extend_from_slice(&header);
     out.extend_from_slice(subject);
-    out.extend_from_slice(headers);
-    out.extend_from_slice(payload);
+    out.extend_from_slice(first);
+    out.extend_from_slice(second);
     let crc = crc32fast::hash(&out[start..]);
     out.extend_from_slice(&crc.to_le_bytes());
     len
@@ -148,18 +256,29 @@ pub(crate) fn decode_record(bytes: &[u8]) -> Result<DecodedRecord<'_>, RecordDam
     let aux = read_u64(record, 24) as i64;
     let headers_len = read_u32(record, 32) as usize;
     let body = &record[RECORD_HEADER_LEN..len - 4];
-    if subject_len + headers_len > body.len() {
+    let compressed = record[5] & FLAG_COMPRESSED != 0;
+    if subject_len > body.len() || (!compressed && subject_len + headers_len > body.len()) {
         return Err(RecordDamage::Invalid);
     }
+    let (headers, payload) = if compressed {
+        (&body[..0], &body[subject_len..])
+    } else {
+        (
+            &body[subject_len..subject_len + headers_len],
+            &body[subject_len + headers_len..],
+        )
+    };
     Ok(DecodedRecord {
         kind,
         seq,
         timestamp,
         aux,
         subject: &body[..subject_len],
-        headers: &body[subject_len..subject_len + headers_len],
-        payload: &body[subject_len + headers_len..],
+        headers,
+        payload,
         len,
+        compressed,
+        headers_len,
     })
 }
 
@@ -170,6 +289,7 @@ pub(crate) fn erase_record_in_place(record: &mut [u8]) -> Result<(), StoreError>
         return Err(StoreError::Corrupt("record too short to erase".into()));
     }
     record[4] = RecordKind::Erased as u8;
+    record[5] = 0;
     record[16..24].fill(0);
     record[24..32].fill(0);
     record[RECORD_HEADER_LEN..len - 4].fill(0);

@@ -190,6 +190,9 @@ fn scan_block(
                 let Ok(subject) = std::str::from_utf8(record.subject) else {
                     break;
                 };
+                let Ok(payload_len) = record.payload_len() else {
+                    break;
+                };
                 add_message(
                     index,
                     ttls,
@@ -202,8 +205,8 @@ fn scan_block(
                         record_len: record.len as u32,
                         size: file_message_size(
                             record.subject.len(),
-                            record.headers.len(),
-                            record.payload.len(),
+                            record.headers_len,
+                            payload_len,
                         ) as u32,
                         subject,
                     },

@@ -1,7 +1,7 @@
 //! Test helpers: store factories shared by the integration tests.
 #![allow(dead_code)]
 
-use nats_store::{MemStore, StreamStore, StreamStoreConfig};
+use nats_store::{Compression, MemStore, StreamStore, StreamStoreConfig};
 
 /// Makes fresh stores for a test.
 pub trait Factory {
@@ -36,20 +36,35 @@ pub fn small_blocks() -> FileStoreOptions {
 
 pub struct FileFactory {
     reopen: bool,
+    compression: Compression,
 }
 
 impl FileFactory {
     pub fn new() -> Self {
-        FileFactory { reopen: false }
+        FileFactory {
+            reopen: false,
+            compression: Compression::None,
+        }
     }
     /// Stores that close (or crash after flushing) and reopen after every mutation.
     pub fn reopening() -> Self {
-        FileFactory { reopen: true }
+        FileFactory {
+            reopen: true,
+            compression: Compression::None,
+        }
+    }
+    /// Stores with `compression: s2`, reopened after every mutation.
+    pub fn compressed() -> Self {
+        FileFactory {
+            reopen: true,
+            compression: Compression::S2,
+        }
     }
 }
 
 impl Factory for FileFactory {
-    fn create(&self, config: StreamStoreConfig) -> Box<dyn StreamStore> {
+    fn create(&self, mut config: StreamStoreConfig) -> Box<dyn StreamStore> {
+        config.compression = self.compression;
         let dir = tempfile::tempdir().unwrap();
         let store =
             FileStore::open(dir.path().join("stream"), config.clone(), small_blocks()).unwrap();

@@ -100,6 +100,10 @@ pub(crate) fn store_config(config: &StreamConfig) -> StreamStoreConfig {
         },
         discard_new_per_subject: config.discard_new_per_subject,
         allow_msg_ttl: config.allow_msg_ttl,
+        compression: match config.compression {
+            jetstream_api::Compression::S2 => nats_store::Compression::S2,
+            jetstream_api::Compression::None => nats_store::Compression::None,
+        },
     }
 }
 
