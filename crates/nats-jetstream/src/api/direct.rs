@@ -4,13 +4,18 @@
 //! message with `Nats-Stream`/`Nats-Subject`/`Nats-Sequence`/`Nats-Time-Stamp` headers, or a
 //! status-only header block (`NATS/1.0 404 Message Not Found`).
 //!
-//! Requests are queued to one reader task per stream, never served on the publisher's task.
+//! Requests are queued to one reader task per stream. The one exception is the hot Key-Value
+//! read, a last-by-subject get with no body: when nothing is queued before it and the store
+//! lock is free right now, the subscription handler answers it on the requester's task, as
+//! nats-server does, saving a task hand-off per get. It never waits for the lock (the ingest
+//! task may hold it across a flush), and never overtakes a queued request.
 
 use super::messages::load_requested;
 use crate::stream::Stream;
 use crate::transport::{Message, Transport};
 use bytes::{BufMut, Bytes, BytesMut};
 use jetstream_api::MsgGetRequest;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
@@ -18,17 +23,31 @@ use tokio::sync::mpsc;
 pub(crate) fn subscribe(stream: &Arc<Stream>, transport: &Arc<dyn Transport>) -> Vec<u64> {
     let (sender, mut receiver) = mpsc::unbounded_channel::<Message>();
     let name = stream.name.clone();
+    let queued = Arc::new(AtomicUsize::new(0));
     let mut ids = Vec::new();
     for subject in [
         format!("$JS.API.DIRECT.GET.{name}"),
         format!("$JS.API.DIRECT.GET.{name}.>"),
     ] {
         let sender = sender.clone();
+        let queued = queued.clone();
+        let stream = Arc::downgrade(stream);
+        let inline_transport = transport.clone();
         ids.push(transport.subscribe(
             &subject,
             None,
             Arc::new(move |message: Message| {
-                let _ = sender.send(message);
+                if queued.load(Ordering::Acquire) == 0 {
+                    if let Some(stream) = stream.upgrade() {
+                        if serve_last_inline(&stream, &*inline_transport, &message) {
+                            return;
+                        }
+                    }
+                }
+                queued.fetch_add(1, Ordering::AcqRel);
+                if sender.send(message).is_err() {
+                    queued.fetch_sub(1, Ordering::AcqRel);
+                }
             }),
         ));
     }
@@ -40,9 +59,50 @@ pub(crate) fn subscribe(stream: &Arc<Stream>, transport: &Arc<dyn Transport>) ->
                 break;
             };
             serve(&stream, &*transport, message);
+            queued.fetch_sub(1, Ordering::AcqRel);
         }
     });
     ids
+}
+
+/// The inline answer to `$JS.API.DIRECT.GET.<stream>.<subject>` with no body; false when the
+/// request is of another form or the store is busy (the caller queues it then).
+fn serve_last_inline(stream: &Stream, transport: &dyn Transport, message: &Message) -> bool {
+    if !message.payload.is_empty() {
+        return false;
+    }
+    let Some(reply) = message.reply.as_ref().filter(|reply| !reply.is_empty()) else {
+        return false;
+    };
+    let prefix_len = "$JS.API.DIRECT.GET.".len() + stream.name.len() + 1;
+    let Some(key) = message
+        .subject
+        .get(prefix_len..)
+        .filter(|key| !key.is_empty())
+        .and_then(|key| std::str::from_utf8(key).ok())
+    else {
+        return false;
+    };
+    let found = {
+        let Some(mut store) = stream.store.try_lock() else {
+            return false;
+        };
+        store.load_last(key).ok().flatten()
+    };
+    let (headers, payload) = match found {
+        Some(found) => (
+            direct_headers(&stream.name, &found, None),
+            found.payload.clone(),
+        ),
+        None => (status(404, "Message Not Found"), Bytes::new()),
+    };
+    transport.publish(Message {
+        subject: reply.clone(),
+        reply: None,
+        headers: Some(headers),
+        payload,
+    });
+    true
 }
 
 fn status(code: u16, text: &str) -> Bytes {
