@@ -127,6 +127,10 @@ impl TtlIndex {
 
     /// The TTL a message was stored with (record encoding).
     pub(crate) fn ttl_nanos(&self, seq: u64) -> i64 {
+        // Most streams have no TTLs: skip hashing the sequence (once per message per index file).
+        if self.ttl_of.is_empty() {
+            return TTL_NONE_NANOS;
+        }
         self.ttl_of.get(&seq).copied().unwrap_or(TTL_NONE_NANOS)
     }
 

@@ -226,6 +226,49 @@ impl FileBackend {
         Ok(())
     }
 
+    /// A message record of `record_len` bytes at `seq` was buffered: block accounting.
+    fn appended(&mut self, seq: u64, record_len: u32) -> Result<(), StoreError> {
+        let active = self.active()?;
+        active.live_msgs += 1;
+        active.live_record_bytes += u64::from(record_len);
+        self.after_append(seq)
+    }
+
+    /// `append` for a stream with `compression: s2`: the body compressed when that pays.
+    fn append_compressed(&mut self, record: &MessageRecord<'_>) -> Result<(u32, u32), StoreError> {
+        let compressor = self.compressor.get_or_insert_with(Box::default);
+        let compressed = compressor.compress(record.headers, record.payload);
+        let body = if compressed {
+            std::mem::take(&mut compressor.body)
+        } else {
+            Vec::new()
+        };
+        let (first, second, flags) = if compressed {
+            (&body[..], &[][..], FLAG_COMPRESSED)
+        } else {
+            (record.headers, record.payload, 0)
+        };
+        let len = record::record_len(record.subject.len(), first.len(), second.len());
+        let record_len = u32::try_from(len).map_err(|_| StoreError::MaxMessageSize)?;
+        let location = self.reserve(record.seq, len)?;
+        encode_record_body(
+            &mut self.write_buffer,
+            RecordKind::Message,
+            flags,
+            [record.seq as i64, record.timestamp, record.ttl_nanos],
+            record.subject.as_bytes(),
+            record.headers.len(),
+            first,
+            second,
+        );
+        if let Some(compressor) = self.compressor.as_mut().filter(|_| compressed) {
+            // Hand the buffer back: the next record reuses its capacity.
+            compressor.body = body;
+        }
+        self.appended(record.seq, record_len)?;
+        Ok((location, record_len))
+    }
+
     /// Seal the active block and start a new one whose first sequence is `first_seq`.
     fn rotate(&mut self, first_seq: u64) -> Result<(), StoreError> {
         self.write_buffer_out()?;
@@ -503,42 +546,27 @@ impl Backend for FileBackend {
     }
 
     fn append(&mut self, record: &MessageRecord<'_>) -> Result<(u32, u32), StoreError> {
-        let compressor = match record.compression {
-            Compression::S2 => Some(self.compressor.get_or_insert_with(Box::default)),
-            Compression::None => None,
-        };
-        let compressed_body = compressor.and_then(|compressor| {
-            compressor
-                .compress(record.headers, record.payload)
-                .then(|| std::mem::take(&mut compressor.body))
-        });
-        let compressed = compressed_body.is_some();
-        let compressed_body = compressed_body.unwrap_or_default();
-        let (first, second, flags) = if compressed {
-            (&compressed_body[..], &[][..], FLAG_COMPRESSED)
-        } else {
-            (record.headers, record.payload, 0)
-        };
-        let len = record::record_len(record.subject.len(), first.len(), second.len());
+        if record.compression == Compression::S2 {
+            return self.append_compressed(record);
+        }
+        let len = record::record_len(
+            record.subject.len(),
+            record.headers.len(),
+            record.payload.len(),
+        );
         let record_len = u32::try_from(len).map_err(|_| StoreError::MaxMessageSize)?;
         let location = self.reserve(record.seq, len)?;
-        encode_record_body(
+        encode_record(
             &mut self.write_buffer,
             RecordKind::Message,
-            flags,
-            [record.seq as i64, record.timestamp, record.ttl_nanos],
+            record.seq,
+            record.timestamp,
+            record.ttl_nanos,
             record.subject.as_bytes(),
-            record.headers.len(),
-            first,
-            second,
+            record.headers,
+            record.payload,
         );
-        if let Some(compressor) = self.compressor.as_mut().filter(|_| compressed) {
-            compressor.body = compressed_body;
-        }
-        let active = self.active()?;
-        active.live_msgs += 1;
-        active.live_record_bytes += u64::from(record_len);
-        self.after_append(record.seq)?;
+        self.appended(record.seq, record_len)?;
         Ok((location, record_len))
     }
 
