@@ -114,7 +114,6 @@ impl Task {
     /// take it now.
     pub(super) fn next_waiting(&mut self, size: i64, pending_after: u64) -> Option<Bytes> {
         let policy = self.config.priority_policy;
-        let ack_pending = self.consumer.state.lock().state.pending.len() as i64;
         let mut cycled = 0;
         loop {
             let now = Instant::now();
@@ -182,7 +181,9 @@ impl Task {
                     let has_threshold = group.min_pending > 0 || group.min_ack_pending > 0;
                     let reached = (group.min_pending > 0
                         && group.min_pending <= pending_after as i64 + 1)
-                        || (group.min_ack_pending > 0 && group.min_ack_pending <= ack_pending);
+                        || (group.min_ack_pending > 0
+                            && group.min_ack_pending
+                                <= self.consumer.state.lock().state.pending.len() as i64);
                     if has_threshold && !reached {
                         self.waiting.cycle();
                         cycled += 1;
