@@ -5,13 +5,9 @@ use nats_server::cli::{Flags, USAGE};
 use nats_server::config::{apply_config_file, Options};
 use std::process::ExitCode;
 
-/// mimalloc instead of glibc malloc: glibc gives each thread that allocates its own arena
-/// (tokio workers, blocking-pool and sync threads), and memory freed in one arena is not
-/// reused by another, so the peak RSS over a benchmark run kept climbing (61 -> 101 MiB over
-/// two rounds of the --full scenarios); mimalloc returns freed pages and stayed at 54-56 MiB
-/// at the same CPU cost (perf stat task-clock within noise per scenario).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+// The allocator is glibc's, with its defaults. Measured over two rounds of the --full bench
+// scenarios on one server (peak RSS): glibc defaults 57 -> 63 MiB; glibc with raised
+// mmap/trim thresholds (kept freed memory resident) 61 -> 101 MiB; mimalloc 0.1.52 71 -> 77 MiB.
 
 /// `RNATS_WORKER_THREADS=1` runs everything on one thread (no cross-thread wake-ups; leaves
 /// the other cores to clients); any other number sets the worker count; default: one per core.
