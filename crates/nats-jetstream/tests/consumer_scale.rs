@@ -21,15 +21,24 @@ async fn create_stream(client: &async_nats::Client, storage: &str) {
     assert!(created.get("error").is_none(), "{created}");
 }
 
-/// `count` messages on `subjects` distinct subjects (`s.<n>`), without waiting for each ack.
+/// `count` messages on `subjects` distinct subjects (`s.<n>`), acks awaited in windows so no
+/// server drops a publish for being too far behind.
 async fn fill(client: &async_nats::Client, count: usize, subjects: usize) {
+    let context = async_nats::jetstream::new(client.clone());
+    let mut window = Vec::with_capacity(1000);
     for index in 0..count {
-        client
-            .publish(format!("s.{}", index % subjects), "x".into())
-            .await
-            .unwrap();
+        window.push(
+            context
+                .publish(format!("s.{}", index % subjects), "x".into())
+                .await
+                .unwrap(),
+        );
+        if window.len() == 1000 || index + 1 == count {
+            for ack in window.drain(..) {
+                ack.await.unwrap();
+            }
+        }
     }
-    client.flush().await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {
         let info = api(client, "$JS.API.STREAM.INFO.S", "").await;
