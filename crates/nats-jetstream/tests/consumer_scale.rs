@@ -15,7 +15,9 @@ async fn create_stream(client: &async_nats::Client, storage: &str) {
     let created = api(
         client,
         "$JS.API.STREAM.CREATE.S",
-        &json!({"name": "S", "subjects": ["s.>"], "storage": storage}).to_string(),
+        // Past the default limit of 1000 consumers per stream (nats-server's too).
+        &json!({"name": "S", "subjects": ["s.>"], "storage": storage, "max_consumers": 20_000})
+            .to_string(),
     )
     .await;
     assert!(created.get("error").is_none(), "{created}");
