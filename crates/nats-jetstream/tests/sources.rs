@@ -429,3 +429,34 @@ async fn sources_start_where_configured() {
     assert_eq!(&first.payload[..], b"7");
     assert!(source_header(&first).starts_with("TEN 7 > > ten"));
 }
+
+#[tokio::test]
+async fn a_recreated_origin_is_read_from_its_start() {
+    let server = TestServer::jetstream();
+    let client = connect(&server).await;
+    create(&client, "AGAIN", r#"{"name":"AGAIN","subjects":["again"]}"#).await;
+    for index in 0..5 {
+        publish_raw(&client, "again", &[], &index.to_string()).await;
+    }
+    create(
+        &client,
+        "AGAIN_ALL",
+        r#"{"name":"AGAIN_ALL","sources":[{"name":"AGAIN"}]}"#,
+    )
+    .await;
+    wait_messages(&client, "AGAIN_ALL", 5).await;
+    let deleted = api(&client, "$JS.API.STREAM.DELETE.AGAIN", "").await;
+    assert_eq!(deleted["success"], true, "{deleted}");
+    create(&client, "AGAIN", r#"{"name":"AGAIN","subjects":["again"]}"#).await;
+    publish_raw(&client, "again", &[], "new").await;
+    // nats-server notices the new origin at its next retry (up to ~10 s).
+    let info = wait_info_for(
+        &client,
+        "AGAIN_ALL",
+        "the new origin's message",
+        Duration::from_secs(30),
+        |info| info["state"]["messages"] == 6,
+    )
+    .await;
+    assert_eq!(info["state"]["last_seq"], 6, "{info}");
+}

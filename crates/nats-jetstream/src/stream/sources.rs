@@ -429,6 +429,15 @@ async fn follow(
             continue;
         };
         progress.error.lock().take();
+        let origin_last = origin.store.lock().state().last_seq;
+        if origin_last < progress.position.load(Ordering::Relaxed) {
+            // The origin ends before our position: it was deleted and created again. Start
+            // over on the new one (nats-server detects this by the origin's identity).
+            progress.position.store(0, Ordering::Relaxed);
+            progress.stored.store(0, Ordering::Relaxed);
+            stored_ahead.clear();
+            start_resolved = false;
+        }
         if !start_resolved {
             start_resolved = true;
             resolve_start(&progress, &origin);
