@@ -27,6 +27,8 @@ pub struct Outbound {
     filling: BytesMut,
     /// Bytes in `sealed` plus `filling`.
     queued: usize,
+    /// Bytes the writer took last time: a streaming connection gets big blocks from the start.
+    recent: usize,
     /// Bytes the writer took and is still writing (counted against max_pending).
     pub in_flight: usize,
     pub closing: Option<CloseReason>,
@@ -44,6 +46,7 @@ impl Outbound {
             sealed: VecDeque::new(),
             filling: BytesMut::new(),
             queued: 0,
+            recent: 0,
             in_flight: 0,
             closing: None,
         }
@@ -55,13 +58,15 @@ impl Outbound {
     }
 
     /// Make room for `needed` contiguous bytes in `filling`, sealing it when full. Blocks grow
-    /// with the backlog (small when the writer keeps up, [`BLOCK`] under load).
+    /// with the backlog and with what the writer took last (small for a quiet connection,
+    /// [`BLOCK`] for a streaming one).
     fn room(&mut self, needed: usize) {
         if self.filling.capacity() - self.filling.len() >= needed {
             return;
         }
         self.seal();
         let wanted = (self.queued + needed)
+            .max(self.recent)
             .next_power_of_two()
             .clamp(SMALL_BLOCK, BLOCK);
         self.filling = BytesMut::with_capacity(wanted.max(needed));
@@ -115,13 +120,18 @@ impl Outbound {
     }
 
     /// Move everything queued to the end of `into` (the writer's list); returns the bytes moved.
+    /// The rest of the current block stays for the next frames, unless nothing was queued: then
+    /// the connection went quiet and keeps at most a small block.
     pub fn take(&mut self, into: &mut VecDeque<Bytes>) -> usize {
+        self.recent = self.queued;
+        if self.queued == 0 {
+            if self.filling.capacity() > SMALL_BLOCK {
+                self.filling = BytesMut::new();
+            }
+            return 0;
+        }
         self.seal();
         into.extend(self.sealed.drain(..));
-        if self.filling.capacity() > SMALL_BLOCK {
-            // What is left of a big block is not worth keeping for an idle connection.
-            self.filling = BytesMut::new();
-        }
         std::mem::take(&mut self.queued)
     }
 
@@ -213,6 +223,22 @@ mod tests {
         assert_eq!(&segments[0][..], b"efg");
         advance_segments(&mut segments, 3);
         assert!(segments.is_empty());
+    }
+
+    #[test]
+    fn a_streaming_connection_keeps_big_blocks_and_a_quiet_one_lets_go() {
+        let mut outbound = Outbound::new();
+        let mut segments = VecDeque::new();
+        outbound.push_slice(&[1; 40_000]);
+        assert_eq!(outbound.take(&mut segments), 40_000);
+        // The rest of the block stays for the next frames.
+        assert_eq!(outbound.filling.capacity(), BLOCK - 40_000);
+        // A new block is sized by what the writer took last, not by the (empty) backlog.
+        outbound.push_slice(&[2; 26_000]);
+        assert_eq!(outbound.filling.capacity(), BLOCK);
+        outbound.take(&mut segments);
+        outbound.take(&mut segments);
+        assert!(outbound.filling.capacity() <= SMALL_BLOCK);
     }
 
     #[test]
