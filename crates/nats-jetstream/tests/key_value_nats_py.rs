@@ -1,6 +1,7 @@
 //! Key-Value through nats-py (the Python client) against the server under test: runs
 //! `key_value_nats_py.py`, which exercises put/get/update/create/delete/purge/history/keys/watch
-//! and their errors. Skipped, with the reason printed, where python3 or nats-py is missing
+//! and their errors (plus `sources_nats_py.py`: mirrors and sources configured through nats-py).
+//! Skipped, with the reason printed, where python3 or nats-py is missing
 //! (`pip install nats-py`). Runs against nats-server too (`NATS_SERVER_BIN`).
 
 use std::process::Command;
@@ -22,16 +23,17 @@ fn python_missing() -> Option<String> {
     }
 }
 
-#[test]
-fn key_value_through_nats_py() {
+/// Run one of the Python scripts next to this file against a fresh server; fails with its
+/// output when the script does.
+fn run_script(name: &str) {
     if let Some(reason) = python_missing() {
         println!("skipped: {reason}");
         return;
     }
     let server = TestServer::jetstream();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/key_value_nats_py.py");
+    let script = format!("{}/tests/{name}", env!("CARGO_MANIFEST_DIR"));
     let mut child = Command::new("python3")
-        .arg(script)
+        .arg(&script)
         .arg(server.url())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -41,15 +43,26 @@ fn key_value_through_nats_py() {
     while child.try_wait().expect("poll python3").is_none() {
         if Instant::now() > deadline {
             let _ = child.kill();
-            panic!("the nats-py key-value script did not finish in 60 s");
+            panic!("{name} did not finish in 60 s");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     let output = child.wait_with_output().expect("python3 output");
     assert!(
         output.status.success(),
-        "nats-py key-value script failed:\n{}\n{}",
+        "{name} failed:\n{}\n{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+#[test]
+fn key_value_through_nats_py() {
+    run_script("key_value_nats_py.py");
+}
+
+/// Mirrors and sources configured through nats-py's stream config encoding.
+#[test]
+fn sources_and_mirrors_through_nats_py() {
+    run_script("sources_nats_py.py");
 }
