@@ -2,8 +2,8 @@
 //! and a subject table (first/last/count per subject) interned to compact ids.
 //!
 //! Memory: a slot is 24 bytes per sequence; a subject costs one table entry (40 bytes), one hash
-//! bucket (9 bytes + load slack) and one allocation of its text; once a wildcard filter is used, also
-//! one subject-tree node (see `subject_tree.rs`, ~37 bytes).
+//! bucket (9 bytes + load slack), one allocation of its text and one subject-tree node (see
+//! `subject_tree.rs`, ~37 bytes).
 
 use std::collections::VecDeque;
 
@@ -15,6 +15,11 @@ use crate::subject_tree::SubjectTree;
 
 /// Sequences a wildcard `next_matching` scans before consulting the subject table.
 const SHORT_SCAN: u64 = 4096;
+
+/// How many subject-tree visits one sequence of a tail walk costs (measured with
+/// `examples/wildcard_figures.rs`): `num_pending` walks the tail instead of the matching subjects
+/// only when the tail is that much shorter than the subject table.
+const TAIL_WALK_COST: u64 = 16;
 
 /// Subject id marking a deleted (or skipped) sequence.
 pub(crate) const DELETED: u32 = u32::MAX;
@@ -73,10 +78,11 @@ pub struct SubjectTable {
     /// Id of the subject `add` saw last: a stream often gets runs of one subject, and comparing
     /// its text is cheaper than hashing it. Checked by text, so a released or reused id is harmless.
     last_added: u32,
-    /// Token trie over the live subjects, for wildcard filters. Built on the first wildcard
-    /// query and kept up to date from then on: streams nobody filters with wildcards (and every
-    /// open) do not pay for it (building costs ~0.8 µs and ~37 bytes per subject).
-    tree: std::cell::OnceCell<SubjectTree>,
+    /// Token trie over the live subjects, for wildcard filters. Kept in step from the first
+    /// subject on (a new subject pays one insert; a repeated one pays nothing), so no wildcard
+    /// query ever builds it over the whole table: creating a wildcard-filtered consumer on a
+    /// stream of a million subjects must not stall its stream (issue 5).
+    tree: SubjectTree,
 }
 
 impl SubjectTable {
@@ -153,9 +159,7 @@ impl SubjectTable {
                 (self.entries.len() - 1) as u32
             }
         };
-        if let Some(tree) = self.tree.get_mut() {
-            tree.insert(&self.entries, id);
-        }
+        self.tree.insert(&self.entries, id);
         self.table
             .insert_unique(Self::table_hash(hash), (id, hash), |(_, stored)| {
                 Self::table_hash(*stored)
@@ -173,9 +177,7 @@ impl SubjectTable {
         {
             found.remove();
         }
-        if let Some(tree) = self.tree.get_mut() {
-            tree.remove(&self.entries, id);
-        }
+        self.tree.remove(&self.entries, id);
         self.entries[id as usize].subject = "".into();
         self.free_ids.push(id);
         self.live -= 1;
@@ -195,16 +197,16 @@ impl SubjectTable {
                 .map(|(id, _)| id as u32)
                 .collect();
         }
-        let tree = self.tree.get_or_init(|| {
-            let mut tree = SubjectTree::with_capacity(self.live);
-            for (id, entry) in self.entries.iter().enumerate() {
-                if entry.count > 0 {
-                    tree.insert(&self.entries, id as u32);
-                }
-            }
-            tree
-        });
-        tree.matching(&self.entries, filter)
+        let mut found = Vec::new();
+        self.tree
+            .visit_matching(&self.entries, filter, |id| found.push(id));
+        found
+    }
+
+    /// Call `visit` with each live subject id matching the wildcard `filter`, without collecting
+    /// them first (a `*` may match millions).
+    pub(crate) fn visit_matching(&self, filter: &str, visit: impl FnMut(u32)) {
+        self.tree.visit_matching(&self.entries, filter, visit);
     }
 
     pub fn clear(&mut self) {
@@ -221,7 +223,7 @@ impl SubjectTable {
                 .map(|entry| entry.subject.len())
                 .sum::<usize>()
             + self.free_ids.capacity() * 4
-            + self.tree.get().map_or(0, SubjectTree::heap_bytes)
+            + self.tree.heap_bytes()
     }
 }
 
@@ -544,13 +546,37 @@ impl MessageIndex {
                 return 0;
             }
             let remaining = self.last_seq - from + 1;
-            if remaining < self.subjects.len() as u64 {
+            // A tail sequence costs a memoised match (a hash probe, the first time a filter
+            // match); a subject a tree-node visit, roughly a sixteenth of that.
+            if remaining.saturating_mul(TAIL_WALK_COST) < self.subjects.len() as u64 {
                 let mut matcher = FilterMatcher::new(filters);
                 return self
                     .live_range(start, self.last_seq)
                     .filter(|(_, slot)| matcher.matches(&self.subjects, slot.subject_id))
                     .count() as u64;
             }
+        }
+        if !all && !last_per_subject && filters.len() == 1 {
+            // One filter matches each subject once: count while walking, no id list to sort.
+            let mut total = 0;
+            let mut partial: Vec<u32> = Vec::new();
+            let count = |id: u32| {
+                let entry = self.subjects.entry(id);
+                if start <= entry.first {
+                    total += entry.count;
+                } else if start <= entry.last {
+                    partial.push(id);
+                }
+            };
+            if is_literal(&filters[0]) {
+                self.subjects
+                    .lookup(&filters[0])
+                    .into_iter()
+                    .for_each(count);
+            } else {
+                self.subjects.visit_matching(&filters[0], count);
+            }
+            return total + self.count_partial(start, partial);
         }
         let mut ids: Vec<u32> = if all {
             Vec::new()
@@ -606,6 +632,13 @@ impl MessageIndex {
                 partial.push(id);
             }
         }
+        total + self.count_partial(start, partial)
+    }
+
+    /// Messages at or after `start` on `partial`'s subjects, each of which has messages on both
+    /// sides of `start`.
+    fn count_partial(&self, start: u64, partial: Vec<u32>) -> u64 {
+        let mut total = 0;
         match partial.len() {
             0 => {}
             1 => {

@@ -1,8 +1,8 @@
 //! A token trie over the subject table, so a wildcard filter (`orders.*.new`, `orders.eu.>`)
 //! visits only the branches it can match instead of every subject.
 //!
-//! Who uses it: `index::SubjectTable` keeps one in step with its entries and asks it for the ids
-//! matching a wildcard filter. It knows subjects only as text owned by the table's entries.
+//! Who uses it: `index::SubjectTable` keeps one in step with its entries from the first subject on
+//! and asks it for the ids matching a wildcard filter. It knows subjects only as text owned by the table's entries.
 //!
 //! Memory: one 20-byte node per distinct token path (for most streams, one per subject) plus one
 //! 8-byte hash entry. Token text is not stored again: a node points at one live subject below it
@@ -41,12 +41,14 @@ impl Node {
     };
 }
 
-/// Children of every node, keyed by (parent, token); entries are `(child, parent)`.
+/// Children of every node, keyed by (parent, token); entries are `(child, parent, hash)`. The
+/// 32-bit hash is kept so growing the table never reads token text (a random access per child),
+/// and a lookup touches text only on a full hash match.
 #[derive(Debug, Default)]
 pub(crate) struct SubjectTree {
     nodes: Vec<Node>,
     free_nodes: Vec<u32>,
-    children: HashTable<(u32, u32)>,
+    children: HashTable<(u32, u32, u32)>,
     hasher: DefaultHashBuilder,
 }
 
@@ -61,27 +63,23 @@ fn tokens(subject: &str) -> impl Iterator<Item = (usize, &str)> {
 }
 
 impl SubjectTree {
-    pub(crate) fn with_capacity(subjects: usize) -> Self {
-        SubjectTree {
-            // Room for the shared inner nodes too, so a large build does not double the vector
-            // for its last few nodes.
-            nodes: Vec::with_capacity(subjects + subjects / 16 + 16),
-            children: HashTable::with_capacity(subjects),
-            ..SubjectTree::default()
-        }
-    }
-
     fn ensure_root(&mut self) {
         if self.nodes.is_empty() {
             self.nodes.push(Node::EMPTY);
         }
     }
 
-    fn child_hash(hasher: &DefaultHashBuilder, parent: u32, token: &str) -> u64 {
+    /// 32 bits of hash, spread so both hashbrown's bucket bits (low) and tag bits (high) use it.
+    fn child_hash(hasher: &DefaultHashBuilder, parent: u32, token: &str) -> u32 {
         let mut state = hasher.build_hasher();
         parent.hash(&mut state);
         token.hash(&mut state);
-        state.finish()
+        let full = state.finish();
+        (full ^ (full >> 32)) as u32
+    }
+
+    fn table_hash(hash: u32) -> u64 {
+        (u64::from(hash) << 32) | u64::from(hash)
     }
 
     fn token_of<'e>(&self, entries: &'e [SubjectEntry], node: u32) -> &'e str {
@@ -102,12 +100,31 @@ impl SubjectTree {
     }
 
     fn find_child(&self, entries: &[SubjectEntry], parent: u32, token: &str) -> Option<u32> {
-        let hash = Self::child_hash(&self.hasher, parent, token);
+        self.find_child_hashed(
+            entries,
+            parent,
+            token,
+            Self::child_hash(&self.hasher, parent, token),
+        )
+    }
+
+    fn find_child_hashed(
+        &self,
+        entries: &[SubjectEntry],
+        parent: u32,
+        token: &str,
+        hash: u32,
+    ) -> Option<u32> {
         self.children
-            .find(hash, |(child, stored_parent)| {
-                *stored_parent == parent && self.token_of(entries, *child) == token
-            })
-            .map(|(child, _)| *child)
+            .find(
+                Self::table_hash(hash),
+                |(child, stored_parent, stored_hash)| {
+                    *stored_hash == hash
+                        && *stored_parent == parent
+                        && self.token_of(entries, *child) == token
+                },
+            )
+            .map(|(child, _, _)| *child)
     }
 
     /// Add subject `id`, whose text is already in `entries[id]`.
@@ -118,9 +135,10 @@ impl SubjectTree {
         for (offset, token) in tokens(subject) {
             // Subjects are at most u16::MAX bytes (checked on store), so both fit.
             let (offset16, len16) = (offset as u16, token.len() as u16);
-            let node = match self.find_child(entries, parent, token) {
+            let hash = Self::child_hash(&self.hasher, parent, token);
+            let node = match self.find_child_hashed(entries, parent, token, hash) {
                 Some(node) => node,
-                None => self.add_child(entries, parent, id, offset16, len16, token),
+                None => self.add_child(parent, id, offset16, len16, hash),
             };
             if offset + token.len() == subject.len() {
                 // The subject ends here: the node's sample becomes it (marks the node terminal).
@@ -133,15 +151,7 @@ impl SubjectTree {
         }
     }
 
-    fn add_child(
-        &mut self,
-        entries: &[SubjectEntry],
-        parent: u32,
-        sample: u32,
-        offset: u16,
-        len: u16,
-        token: &str,
-    ) -> u32 {
+    fn add_child(&mut self, parent: u32, sample: u32, offset: u16, len: u16, hash: u32) -> u32 {
         let first = self.nodes[parent as usize].first_child;
         let value = Node {
             first_child: NONE,
@@ -165,18 +175,11 @@ impl SubjectTree {
             self.nodes[first as usize].previous_sibling = node;
         }
         self.nodes[parent as usize].first_child = node;
-        let hash = Self::child_hash(&self.hasher, parent, token);
-        let (nodes, hasher) = (&self.nodes, &self.hasher);
-        self.children
-            .insert_unique(hash, (node, parent), |(child, parent)| {
-                let value = &nodes[*child as usize];
-                let start = usize::from(value.offset);
-                let token = entries[value.sample as usize]
-                    .subject
-                    .get(start..start + usize::from(value.len))
-                    .unwrap_or("");
-                Self::child_hash(hasher, *parent, token)
-            });
+        self.children.insert_unique(
+            Self::table_hash(hash),
+            (node, parent, hash),
+            |(_, _, stored_hash)| Self::table_hash(*stored_hash),
+        );
         node
     }
 
@@ -223,8 +226,11 @@ impl SubjectTree {
         if value.next_sibling != NONE {
             self.nodes[value.next_sibling as usize].previous_sibling = value.previous_sibling;
         }
-        let hash = Self::child_hash(&self.hasher, parent, token);
-        if let Ok(found) = self.children.find_entry(hash, |(child, _)| *child == node) {
+        let hash = Self::table_hash(Self::child_hash(&self.hasher, parent, token));
+        if let Ok(found) = self
+            .children
+            .find_entry(hash, |(child, _, _)| *child == node)
+        {
             found.remove();
         }
         self.nodes[node as usize] = Node::EMPTY;
@@ -239,24 +245,36 @@ impl SubjectTree {
         }
     }
 
-    /// Ids of the subjects matching `filter` (wildcards `*` and a trailing `>`).
-    pub(crate) fn matching(&self, entries: &[SubjectEntry], filter: &str) -> Vec<u32> {
-        let mut found = Vec::new();
+    /// Call `visit` with the id of each subject matching `filter` (wildcards `*` and a trailing
+    /// `>`); only the branches the filter can match are walked.
+    pub(crate) fn visit_matching(
+        &self,
+        entries: &[SubjectEntry],
+        filter: &str,
+        mut visit: impl FnMut(u32),
+    ) {
         if self.nodes.is_empty() || filter.is_empty() {
-            return found;
+            return;
         }
         let filter_tokens: Vec<&str> = filter.split('.').collect();
         let mut stack: Vec<(u32, usize)> = vec![(ROOT, 0)];
         while let Some((node, depth)) = stack.pop() {
             let Some(token) = filter_tokens.get(depth) else {
                 if self.is_terminal(entries, node) {
-                    found.push(self.nodes[node as usize].sample);
+                    visit(self.nodes[node as usize].sample);
                 }
                 continue;
             };
+            let last = depth + 1 == filter_tokens.len();
             match *token {
-                ">" => self.for_each_child(node, |child| {
-                    self.collect_subtree(entries, child, &mut found)
+                ">" => self
+                    .for_each_child(node, |child| self.visit_subtree(entries, child, &mut visit)),
+                // The filter's last token: its matches are the terminal children themselves, so
+                // visit them here instead of pushing each one (a `s.*` may have millions).
+                "*" if last => self.for_each_child(node, |child| {
+                    if self.is_terminal(entries, child) {
+                        visit(self.nodes[child as usize].sample);
+                    }
                 }),
                 "*" => self.for_each_child(node, |child| stack.push((child, depth + 1))),
                 literal => {
@@ -266,14 +284,13 @@ impl SubjectTree {
                 }
             }
         }
-        found
     }
 
-    fn collect_subtree(&self, entries: &[SubjectEntry], node: u32, found: &mut Vec<u32>) {
+    fn visit_subtree(&self, entries: &[SubjectEntry], node: u32, visit: &mut impl FnMut(u32)) {
         let mut stack = vec![node];
         while let Some(node) = stack.pop() {
             if self.is_terminal(entries, node) {
-                found.push(self.nodes[node as usize].sample);
+                visit(self.nodes[node as usize].sample);
             }
             self.for_each_child(node, |child| stack.push(child));
         }
@@ -282,7 +299,7 @@ impl SubjectTree {
     /// Heap bytes used (for the memory figure).
     pub(crate) fn heap_bytes(&self) -> usize {
         self.nodes.capacity() * std::mem::size_of::<Node>()
-            + self.children.capacity() * (std::mem::size_of::<(u32, u32)>() + 1)
+            + self.children.capacity() * (std::mem::size_of::<(u32, u32, u32)>() + 1)
             + self.free_nodes.capacity() * 4
     }
 }
