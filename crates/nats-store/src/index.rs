@@ -556,13 +556,15 @@ impl MessageIndex {
                     .count() as u64;
             }
         }
-        if !all && !last_per_subject && filters.len() == 1 {
+        if !all && filters.len() == 1 {
             // One filter matches each subject once: count while walking, no id list to sort.
             let mut total = 0;
             let mut partial: Vec<u32> = Vec::new();
             let count = |id: u32| {
                 let entry = self.subjects.entry(id);
-                if start <= entry.first {
+                if last_per_subject {
+                    total += u64::from(entry.last >= start);
+                } else if start <= entry.first {
                     total += entry.count;
                 } else if start <= entry.last {
                     partial.push(id);
