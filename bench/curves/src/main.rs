@@ -330,9 +330,32 @@ impl Run<'_> {
         } else {
             &[100 * MB, 500 * MB, 1000 * MB, 5000 * MB]
         };
-        let size = 4096usize;
-        let kill_repetitions = if quick { 1 } else { 2 };
         for (point, &target) in points.iter().enumerate() {
+            // both stores side by side when the disk has room (with 4 GB to spare for the
+            // machine's other users), else one server after the other
+            let room = free_disk_bytes(&self.options.work)?;
+            if room > specs.len() as u64 * target * 11 / 10 + 4_000_000_000 {
+                self.restart_point(point, target, specs).await?;
+            } else {
+                eprintln!("  {} GB free: one server at a time", room / 1_000_000_000);
+                for spec in specs {
+                    self.restart_point(point, target, std::slice::from_ref(spec))
+                        .await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn restart_point(
+        &mut self,
+        point: usize,
+        target: u64,
+        specs: &[ServerSpec],
+    ) -> Result<()> {
+        let size = 4096usize;
+        let kill_repetitions = if self.options.quick { 1 } else { 2 };
+        {
             let count = target / size as u64;
             let x = target as f64;
             let tag = format!("restart{point}");
@@ -402,11 +425,21 @@ impl Run<'_> {
                     self.record_outcome(sample, &outcome.map(|took| took.as_secs_f64()));
                 }
             }
-            // dropping the servers stops them and removes their stores (up to 2 x 5 GiB)
+            // dropping the servers stops them and removes their stores (up to 2 x 5 GB)
             drop(servers);
         }
         Ok(())
     }
+}
+
+fn free_disk_bytes(path: &Path) -> Result<u64> {
+    let name = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())?;
+    // SAFETY: statvfs fills the zeroed struct we own from a NUL-terminated path.
+    let mut stats: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(name.as_ptr(), &mut stats) } != 0 {
+        bail!("statvfs {path:?}: {}", std::io::Error::last_os_error());
+    }
+    Ok(stats.f_bavail as u64 * stats.f_frsize as u64)
 }
 
 async fn run(options: &Options) -> Result<Vec<Sample>> {
