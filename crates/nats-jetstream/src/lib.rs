@@ -14,13 +14,16 @@
 //!   overlap, `max_bytes` reservations); recovery at start.
 //! - `stream/`: a stream = config + store + an ingest task fed by a queue. Internal
 //!   subscription handlers (which run on the publisher's task) only enqueue. The task drains
-//!   its queue in batches: checks, `store_msg` per message, ONE `flush` (group commit; with
-//!   `sync_interval: always` the flush is the fsync), then the PubAcks.
+//!   its queue in batches: checks, `store_msg` per message, ONE `flush` (group commit), then the
+//!   PubAcks. With `sync_interval: always` the flush hands the fsync to the store's sync pool
+//!   (`flush_then`) and the PubAcks go out from its callback while the task stores the next batch.
 //!   The queue is bounded (100k messages / 128 MiB, then `429` as nats-server); counters
 //!   (`Nats-Incr`), rollups, TTLs, subject delete markers, republish and the input subject
 //!   transform all happen on that task.
-//! - `stream/mirror.rs`: a mirror of a local stream follows the origin's new-message watch and
-//!   copies under the origin's sequences. Sources and external mirrors are refused (not built).
+//! - `stream/mirror.rs` and `stream/sources.rs`: mirrors and sources of local streams follow the
+//!   origin's new-message watch; a mirror copies under the origin's sequences, a source hands
+//!   messages to ingest as publishes with a `Nats-Stream-Source` header (its position, recovered
+//!   from the store at start). External ones are accepted and stay inactive.
 //! - `storage.rs`: `<store_dir>/jetstream/$G/streams/<name>/` via nats-store's FileStore; the
 //!   stream config rides in the store's metadata blob.
 //!
