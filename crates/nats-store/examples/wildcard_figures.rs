@@ -2,7 +2,8 @@
 //! cost of what creating a wildcard-filtered consumer asks the store (pending count, next
 //! message), the first time and again, plus the same after a reopen.
 //!
-//! `cargo run --release -p nats-store --example wildcard_figures [-- DIR]` (default: a temp dir).
+//! `cargo run --release -p nats-store --example wildcard_figures [-- DIR]` (default: a temp dir;
+//! removed at the end unless WILDCARD_FIGURES_KEEP is set).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -83,5 +84,8 @@ fn main() {
     let mut store = timed("reopen after clean close", open);
     queries(&mut store, count, "reopened");
     store.close().expect("close");
-    let _ = std::fs::remove_dir_all(&base);
+    // Profiling aid: keep the directory for `store_figures` with STORE_FIGURES_OPEN_ONLY.
+    if std::env::var_os("WILDCARD_FIGURES_KEEP").is_none() {
+        let _ = std::fs::remove_dir_all(&base);
+    }
 }
