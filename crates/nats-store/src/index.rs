@@ -473,21 +473,30 @@ impl MessageIndex {
                 return None;
             }
             let start = probe_end + 1;
-            // Bound the rest of the scan by the matching subjects' first/last.
-            let ids: Vec<u32> = filters
-                .iter()
-                .flat_map(|f| self.subjects.matching(f))
-                .collect();
-            if ids.is_empty() {
+            // Bound the rest of the scan by the matching subjects' first/last, visited in the
+            // subject tree without collecting them.
+            let mut lowest = u64::MAX;
+            let mut highest = 0;
+            let mut bound = |id: u32| {
+                let entry = self.subjects.entry(id);
+                if entry.last >= start {
+                    lowest = lowest.min(entry.first.max(start));
+                    highest = highest.max(entry.last);
+                }
+            };
+            for filter in filters {
+                if is_literal(filter) {
+                    self.subjects
+                        .lookup(filter)
+                        .into_iter()
+                        .for_each(&mut bound);
+                } else {
+                    self.subjects.visit_matching(filter, &mut bound);
+                }
+            }
+            if lowest > highest {
                 return None;
             }
-            let lowest = ids
-                .iter()
-                .map(|id| self.subjects.entry(*id))
-                .filter(|entry| entry.last >= start)
-                .map(|entry| entry.first.max(start))
-                .min()?;
-            let highest = ids.iter().map(|id| self.subjects.entry(*id).last).max()?;
             return (lowest..=highest).find(|seq| {
                 self.get(*seq)
                     .is_some_and(|slot| matcher.matches(&self.subjects, slot.subject_id))

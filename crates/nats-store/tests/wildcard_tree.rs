@@ -220,3 +220,33 @@ fn file_store_wildcards_follow_every_mutation_and_reopen() {
     let mut store = open(dir.path());
     check(&mut store, &model, "reopened after purge");
 }
+
+/// A wildcard match further away than the short scan a `load_next_matching` tries first: the
+/// rest is bounded by the matching subjects' first/last from the tree.
+#[test]
+fn wildcard_next_beyond_the_short_scan() {
+    let mut store = MemStore::new(StreamStoreConfig::default());
+    for _ in 0..10_000 {
+        store.store_msg("filler.x", b"", b"", None).unwrap();
+    }
+    let (first, _) = store.store_msg("orders.eu.new", b"", b"", None).unwrap();
+    for _ in 0..10_000 {
+        store.store_msg("filler.y", b"", b"", None).unwrap();
+    }
+    let (second, _) = store.store_msg("orders.us.new", b"", b"", None).unwrap();
+    let filters = vec!["orders.*.new".to_string()];
+    let next = |store: &mut MemStore, start| {
+        store
+            .load_next_matching(&filters, start)
+            .unwrap()
+            .map(|message| message.seq)
+    };
+    assert_eq!(next(&mut store, 1), Some(first));
+    assert_eq!(next(&mut store, first + 1), Some(second));
+    assert_eq!(next(&mut store, second + 1), None);
+    let both = vec!["nothing.*".to_string(), "orders.us.new".to_string()];
+    let found = store.load_next_matching(&both, 1).unwrap();
+    assert_eq!(found.map(|message| message.seq), Some(second));
+    assert!(store.remove(second).unwrap());
+    assert_eq!(next(&mut store, first + 1), None);
+}
