@@ -41,7 +41,7 @@ mod types;
 pub use config::{Compression, DiscardPolicy, FileStoreOptions, StreamStoreConfig, SyncPolicy};
 pub use consumer::{ConsumerState, MemConsumerStore, PendingDelivery, SequencePair};
 pub use error::StoreError;
-pub use file::{FileConsumerStore, FileStore, RecoveryReport};
+pub use file::{ConsumerRecoveryReport, FileConsumerStore, FileStore, RecoveryReport};
 pub use filter::subject_matches_filter;
 pub use memory::MemStore;
 pub use traits::{ConsumerStore, DurableCallback, StreamStore};

@@ -47,7 +47,7 @@ use record::{
     Compressor, DeleteEntry, RecordKind, BLOCK_HEADER_LEN, FLAG_COMPRESSED,
 };
 
-pub use consumer::FileConsumerStore;
+pub use consumer::{ConsumerRecoveryReport, FileConsumerStore};
 pub use recovery::RecoveryReport;
 
 const META_FILE: &str = "meta.bin";
