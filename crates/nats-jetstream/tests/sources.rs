@@ -464,3 +464,53 @@ async fn a_recreated_origin_is_read_from_its_start() {
     .await;
     assert_eq!(info["state"]["last_seq"], 6, "{info}");
 }
+
+/// nats-server stores sourced messages verbatim: a `Nats-TTL` from an origin that allows
+/// per-message TTLs lands in an aggregate that does not, while a client publish with the same
+/// header, or with a `Nats-Stream-Source` of its own, is refused there.
+#[tokio::test]
+async fn sourced_ttl_is_stored_without_allow_msg_ttl() {
+    let server = TestServer::jetstream();
+    let client = connect(&server).await;
+    create(
+        &client,
+        "TTLO",
+        r#"{"name":"TTLO","subjects":["ttlo"],"allow_msg_ttl":true}"#,
+    )
+    .await;
+    create(
+        &client,
+        "PLAIN",
+        r#"{"name":"PLAIN","subjects":["plain"],"sources":[{"name":"TTLO"}]}"#,
+    )
+    .await;
+    let ack = publish_raw(&client, "ttlo", &[("Nats-TTL", "1h")], "lives").await;
+    assert!(!ack.contains("\"error\""), "{ack}");
+    wait_messages(&client, "PLAIN", 1).await;
+    let stored = message(&client, "PLAIN", 1).await;
+    assert_eq!(stored.subject.as_str(), "ttlo");
+    assert_eq!(
+        stored.headers.get("Nats-TTL").map(|value| value.as_str()),
+        Some("1h")
+    );
+    assert!(source_header(&stored).starts_with("TTLO 1 "), "{stored:?}");
+
+    let refused = publish_raw(&client, "plain", &[("Nats-TTL", "1h")], "refused").await;
+    assert!(
+        refused.contains("10166"),
+        "per-message TTL disabled: {refused}"
+    );
+    let refused = publish_raw(
+        &client,
+        "plain",
+        &[("Nats-Stream-Source", "TTLO 2 > > ttlo")],
+        "refused",
+    )
+    .await;
+    assert!(
+        refused.contains("\"error\""),
+        "client Nats-Stream-Source: {refused}"
+    );
+    let info = api(&client, "$JS.API.STREAM.INFO.PLAIN", "").await;
+    assert_eq!(info["state"]["messages"], 1, "{info}");
+}

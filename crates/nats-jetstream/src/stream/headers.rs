@@ -55,11 +55,7 @@ impl<'a> PublishHeaders<'a> {
                 b"Nats-Rollup" => &mut headers.rollup,
                 b"Nats-TTL" => &mut headers.ttl,
                 b"Nats-Incr" => &mut headers.increment,
-                // A sourced message carries it legitimately (see `sourced_blocks`).
-                b"Nats-Stream-Source" if !sourced_blocks::contains(block) => {
-                    &mut headers.stream_source
-                }
-                b"Nats-Stream-Source" => continue,
+                b"Nats-Stream-Source" => &mut headers.stream_source,
                 b"Nats-Schedule" => &mut headers.schedule,
                 b"Nats-Batch-Id" => &mut headers.batch_id,
                 _ => continue,
@@ -69,42 +65,6 @@ impl<'a> PublishHeaders<'a> {
             }
         }
         headers
-    }
-}
-
-/// Header blocks of sourced messages on their way through the stream's publish path.
-///
-/// nats-server refuses a client publish carrying `Nats-Stream-Source` but stores the header on
-/// messages its own source consumers hand over. Our sources enter through the same publish
-/// command as clients, so the one thing that tells them apart is the header block itself: the
-/// source task registers the address of the block it allocated, and keeps that allocation alive
-/// until the ingest task has answered, so no client buffer can sit at a registered address.
-/// (A dedicated `sourced` flag on the ingest command would say the same more plainly; this
-/// keeps the ingest task untouched.)
-pub(crate) mod sourced_blocks {
-    use parking_lot::Mutex;
-    use std::collections::HashSet;
-
-    static IN_FLIGHT: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
-
-    pub(crate) fn insert(block: &[u8]) {
-        IN_FLIGHT
-            .lock()
-            .get_or_insert_with(HashSet::new)
-            .insert(block.as_ptr() as usize);
-    }
-
-    pub(crate) fn remove(block: &[u8]) {
-        if let Some(set) = IN_FLIGHT.lock().as_mut() {
-            set.remove(&(block.as_ptr() as usize));
-        }
-    }
-
-    pub(crate) fn contains(block: &[u8]) -> bool {
-        IN_FLIGHT
-            .lock()
-            .as_ref()
-            .is_some_and(|set| set.contains(&(block.as_ptr() as usize)))
     }
 }
 

@@ -45,6 +45,10 @@ pub(crate) type SharedStore = Arc<Mutex<Box<dyn StreamStore>>>;
 /// Work for the stream's ingest task, executed in arrival order.
 pub(crate) enum StreamCommand {
     Publish(Message),
+    /// A message one of the stream's sources hands over (sent only by `sources.rs`, never by a
+    /// client subscription): stored like a publish, minus the checks nats-server skips for
+    /// sourced messages (the `Nats-Stream-Source` refusal, a `Nats-TTL` the stream does not allow).
+    Sourced(Message),
     Purge {
         filter: String,
         up_to_seq: u64,

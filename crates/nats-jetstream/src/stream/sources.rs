@@ -19,14 +19,13 @@
 //! `STREAM.INFO` ([`info`]). It must not know about connections; it talks to the ingest task only
 //! through [`StreamCommand::Publish`].
 
-use super::headers::sourced_blocks;
 use super::{Stream, StreamCommand};
 use crate::registry::Registry;
 use crate::transport::{Message, Transport};
 use bytes::{BufMut, Bytes, BytesMut};
 use jetstream_api::{errors, ApiError, Nanos, StreamSource, StreamSourceInfo};
 use parking_lot::Mutex;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -533,20 +532,17 @@ async fn hand_over(
     stored_ahead: &mut BTreeSet<u64>,
 ) -> bool {
     let no_ack = aggregate.config.read().no_ack;
-    let mut pending: BTreeMap<u64, Bytes> = BTreeMap::new();
+    let mut pending: BTreeSet<u64> = BTreeSet::new();
     let last_seq = batch.last().map_or(0, |message| message.seq);
     for message in batch {
         let header = sourced_header(
             &message.headers,
             &progress.header_value(message.seq, &message.subject),
         );
-        sourced_blocks::insert(&header);
         let size = header.len() + message.payload.len();
         while !aggregate.backlog.admit(size) {
             // The aggregate's queue is full (its own publishers are busy): wait for room.
             if aggregate.stopped.load(Ordering::Relaxed) {
-                sourced_blocks::remove(&header);
-                release(&pending);
                 return false;
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -554,12 +550,11 @@ async fn hand_over(
         let publish = Message {
             subject: Bytes::from(progress.destination_subject(&message.subject)),
             reply: (!no_ack).then(|| Bytes::from(format!("{inbox}{}", message.seq))),
-            headers: Some(header.clone()),
+            headers: Some(header),
             payload: message.payload,
         };
-        pending.insert(message.seq, header);
-        if !aggregate.send(StreamCommand::Publish(publish)) {
-            release(&pending);
+        pending.insert(message.seq);
+        if !aggregate.send(StreamCommand::Sourced(publish)) {
             return false;
         }
     }
@@ -569,7 +564,6 @@ async fn hand_over(
         while aggregate.backlog.queued() > 0 && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
-        release(&pending);
         progress.position.store(last_seq, Ordering::Relaxed);
         return true;
     }
@@ -580,10 +574,9 @@ async fn hand_over(
         else {
             break;
         };
-        let Some(header) = pending.remove(&seq) else {
+        if !pending.remove(&seq) {
             continue; // an answer to an earlier attempt
-        };
-        sourced_blocks::remove(&header);
+        }
         progress
             .contact
             .store(crate::time_format::now_nanos(), Ordering::Relaxed);
@@ -605,16 +598,7 @@ async fn hand_over(
             }
         }
     }
-    let complete = pending.is_empty() && first_refused.is_none();
-    release(&pending);
-    complete
-}
-
-/// Forget the in-flight marks of messages that got no answer (a late one is refused).
-fn release(pending: &BTreeMap<u64, Bytes>) {
-    for header in pending.values() {
-        sourced_blocks::remove(header);
-    }
+    pending.is_empty() && first_refused.is_none()
 }
 
 fn is_duplicate(answer: &[u8]) -> bool {

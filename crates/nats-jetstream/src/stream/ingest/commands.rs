@@ -99,7 +99,7 @@ impl Ingest {
     pub(super) fn execute(&mut self, store: &mut dyn StreamStore, command: StreamCommand) -> bool {
         self.dirty = true;
         match command {
-            StreamCommand::Publish(_) => false,
+            StreamCommand::Publish(_) | StreamCommand::Sourced(_) => false,
             StreamCommand::Purge {
                 filter,
                 up_to_seq,

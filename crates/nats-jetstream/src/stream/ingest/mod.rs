@@ -124,6 +124,16 @@ struct Ingest {
     markers: std::collections::HashSet<u64>,
 }
 
+/// Who handed a message to the ingest task.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// A client publish on one of the stream's subjects.
+    Client,
+    /// One of the stream's sources: stored verbatim where nats-server's
+    /// `processInboundSourceMsg` is, so the client-only checks are skipped.
+    Source,
+}
+
 /// The result of one publish: stored, duplicate, or refused with an API error.
 enum Outcome {
     Stored(u64),
@@ -223,19 +233,10 @@ impl Ingest {
         for command in batch.drain(..) {
             match command {
                 StreamCommand::Publish(message) => {
-                    self.stream.backlog.release(
-                        message.payload.len()
-                            + message.headers.as_ref().map_or(0, |headers| headers.len()),
-                    );
-                    let reply = message.reply.clone().filter(|reply| !reply.is_empty());
-                    let outcome = self.publish(&mut **store, &message);
-                    if let Some(reply) = reply {
-                        if !self.config.no_ack {
-                            if let Some(ack) = self.ack_for(outcome) {
-                                self.pending_acks.push((reply, ack));
-                            }
-                        }
-                    }
+                    self.publish_and_answer(&mut **store, &message, Origin::Client)
+                }
+                StreamCommand::Sourced(message) => {
+                    self.publish_and_answer(&mut **store, &message, Origin::Source)
                 }
                 other => {
                     // Everything before this command is made durable and acknowledged first.
@@ -251,6 +252,27 @@ impl Ingest {
             self.commit(&mut **store);
         }
         stop
+    }
+
+    /// One publish, its PubAck queued for the next commit.
+    fn publish_and_answer(
+        &mut self,
+        store: &mut dyn StreamStore,
+        message: &Message,
+        origin: Origin,
+    ) {
+        self.stream.backlog.release(
+            message.payload.len() + message.headers.as_ref().map_or(0, |headers| headers.len()),
+        );
+        let reply = message.reply.clone().filter(|reply| !reply.is_empty());
+        let outcome = self.publish(store, message, origin);
+        if let Some(reply) = reply {
+            if !self.config.no_ack {
+                if let Some(ack) = self.ack_for(outcome) {
+                    self.pending_acks.push((reply, ack));
+                }
+            }
+        }
     }
 
     /// One flush for everything stored since the last one. The batch's PubAcks and the

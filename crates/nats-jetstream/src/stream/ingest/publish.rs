@@ -3,7 +3,7 @@
 //! republish. Called by the batch loop in `mod.rs` with the store locked.
 
 use super::super::headers::{self, MessageTtl, PublishHeaders};
-use super::{Ingest, Outcome, MAX_HEADER_SIZE};
+use super::{Ingest, Origin, Outcome, MAX_HEADER_SIZE};
 use crate::transport::Message;
 use bytes::{BufMut, Bytes, BytesMut};
 use jetstream_api::{errors, ApiError, RetentionPolicy};
@@ -12,7 +12,16 @@ use std::time::Duration;
 
 impl Ingest {
     /// nats-server's `processJetStreamMsg` for one message, in its order of checks.
-    pub(super) fn publish(&mut self, store: &mut dyn StreamStore, message: &Message) -> Outcome {
+    /// A sourced message (`Origin::Source`) skips what nats-server skips for one: the refusal
+    /// of `Nats-Stream-Source` and the `Nats-TTL` checks (kept verbatim, applied only where the
+    /// stream allows per-message TTLs).
+    pub(super) fn publish(
+        &mut self,
+        store: &mut dyn StreamStore,
+        message: &Message,
+        origin: Origin,
+    ) -> Outcome {
+        let sourced = origin == Origin::Source;
         let Ok(subject) = std::str::from_utf8(&message.subject) else {
             return Outcome::Dropped;
         };
@@ -42,7 +51,7 @@ impl Ingest {
             Ok(increment) => increment,
             Err(error) => return Outcome::Refused(error),
         };
-        if let Err(error) = self.check_headers(store, subject, &publish_headers) {
+        if let Err(error) = self.check_headers(store, subject, &publish_headers, sourced) {
             return error;
         }
         if self.config.allow_msg_counter && increment.is_none() {
@@ -91,6 +100,7 @@ impl Ingest {
                 };
                 Some(Duration::from_secs(seconds))
             }
+            Some(Err(())) if sourced => None,
             Some(Err(())) => return Outcome::Refused(errors::MESSAGE_TTL_INVALID.to_error()),
         };
         let stored = match store.store_msg(subject, header_block, payload, ttl) {
@@ -129,6 +139,7 @@ impl Ingest {
         store: &mut dyn StreamStore,
         subject: &str,
         publish_headers: &PublishHeaders<'_>,
+        sourced: bool,
     ) -> Result<(), Outcome> {
         let refuse = |error: ApiError| Err(Outcome::Refused(error));
         if let Some(expected) = publish_headers.expected_stream {
@@ -136,7 +147,7 @@ impl Ingest {
                 return refuse(errors::STREAM_NOT_MATCH.to_error());
             }
         }
-        if let Some(ttl) = publish_headers.ttl {
+        if let Some(ttl) = publish_headers.ttl.filter(|_| !sourced) {
             let has_ttl = !matches!(headers::parse_ttl(ttl), Ok(MessageTtl::None) | Err(()));
             if has_ttl && !self.config.allow_msg_ttl {
                 return refuse(errors::MESSAGE_TTL_DISABLED.to_error());
@@ -173,7 +184,7 @@ impl Ingest {
         if publish_headers.schedule.is_some() && !self.config.allow_msg_schedules {
             return refuse(errors::MESSAGE_SCHEDULES_DISABLED.to_error());
         }
-        if publish_headers.stream_source.is_some() {
+        if publish_headers.stream_source.is_some() && !sourced {
             return refuse(errors::MESSAGE_SOURCE_HDR_NOT_ALLOWED.to_error());
         }
         if let Some(id) = publish_headers.msg_id {
