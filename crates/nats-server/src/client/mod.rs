@@ -92,8 +92,11 @@ pub struct ClientSubscription {
 /// Upper bound of a MSG/HMSG head beyond subject, sid and reply: verb, spaces, two sizes, CRLF.
 const FRAME_HEAD_OVERHEAD: usize = 56;
 
-/// Largest stall threshold (see [`ClientShared::stall_threshold`]).
-const STALL_BACKLOG: usize = 2 * 1024 * 1024;
+/// A subscriber's backlog above which its producers may be held back (see
+/// [`ClientShared::over_stall`]) ...
+const STALL_FLOOR: usize = 2 * 1024 * 1024;
+/// ... when all connections' backlogs together pass this.
+const STALL_BUDGET: usize = 32 * 1024 * 1024;
 
 /// Per-connection counters, summed into /varz.
 #[derive(Default)]
@@ -265,7 +268,7 @@ impl ClientShared {
                 self.note_slow_consumer();
                 return None;
             }
-            stalled = pending > self.stall_threshold();
+            stalled = self.over_stall(pending);
             // Every writer of these counters holds the outbound lock: plain stores, no RMW.
             let counters = &self.counters;
             counters.out_msgs.store(
@@ -304,19 +307,26 @@ impl ClientShared {
         tracing::trace!("{} - cid:{} - ->> [{}]", self.address, self.id, frame);
     }
 
-    /// Backlog above which a publisher is held back (nats-server: half of max_pending). We stop
-    /// earlier: a backlog of a few MB already keeps the socket busy, and every byte more is
-    /// memory that only measures how far the publisher ran ahead.
-    pub fn stall_threshold(&self) -> usize {
-        (self.max_pending / 2).min(STALL_BACKLOG)
+    /// Whether producers should be held back for this backlog. nats-server: above half of
+    /// max_pending. We also stop a producer once the backlog passes a few MB while the whole
+    /// process holds more than [`STALL_BUDGET`]: one subscriber may still buffer a burst (which
+    /// lets a publisher finish early on a busy machine), many together cannot multiply it.
+    pub fn over_stall(&self, pending: usize) -> bool {
+        pending > self.max_pending / 2
+            || (pending > STALL_FLOOR && outbound::backlog_total() > STALL_BUDGET)
     }
 
-    /// Wait (bounded by `limit`) until this client's backlog is at most the stall threshold.
+    /// The backlog at which stalling can start.
+    fn stall_threshold(&self) -> usize {
+        (self.max_pending / 2).min(STALL_FLOOR)
+    }
+
+    /// Wait (bounded by `limit`) until this client's backlog no longer calls for a stall.
     pub async fn wait_drained(&self, limit: std::time::Duration) {
         let deadline = tokio::time::Instant::now() + limit;
         loop {
             let drained = self.drained.notified();
-            if self.pending_bytes() <= self.stall_threshold() || self.closing().is_some() {
+            if !self.over_stall(self.pending_bytes()) || self.closing().is_some() {
                 return;
             }
             if tokio::time::timeout_at(deadline, drained).await.is_err() {

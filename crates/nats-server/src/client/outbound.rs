@@ -11,6 +11,24 @@
 use super::CloseReason;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Bytes queued or being written over every connection of the process (for the producer stall).
+static BACKLOG_TOTAL: AtomicUsize = AtomicUsize::new(0);
+
+/// Bytes queued or being written over every connection.
+pub fn backlog_total() -> usize {
+    BACKLOG_TOTAL.load(Ordering::Relaxed)
+}
+
+/// The writer is done with `bytes` it took (written or dropped).
+pub fn release(bytes: usize) {
+    BACKLOG_TOTAL.fetch_sub(bytes, Ordering::Relaxed);
+}
+
+fn account(bytes: usize) {
+    BACKLOG_TOTAL.fetch_add(bytes, Ordering::Relaxed);
+}
 
 /// Largest block publishers fill before it is sealed.
 const BLOCK: usize = 64 * 1024;
@@ -82,6 +100,7 @@ impl Outbound {
         self.room(bytes.len());
         self.filling.put_slice(bytes);
         self.queued += bytes.len();
+        account(bytes.len());
     }
 
     /// Append one frame: `head` (written by the closure into the block), `body` (the header
@@ -101,10 +120,11 @@ impl Outbound {
             if let Some(headers) = headers {
                 self.filling.put_slice(headers);
             }
-            self.queued += self.filling.len() - before;
+            let head_len = self.filling.len() - before;
+            self.queued += head_len + payload.len();
+            account(head_len + payload.len());
             self.seal();
             self.sealed.push_back(payload.clone());
-            self.queued += payload.len();
             self.push_slice(b"\r\n");
             return;
         }
@@ -116,7 +136,9 @@ impl Outbound {
         }
         self.filling.put_slice(payload);
         self.filling.put_slice(b"\r\n");
-        self.queued += self.filling.len() - before;
+        let frame_len = self.filling.len() - before;
+        self.queued += frame_len;
+        account(frame_len);
     }
 
     /// Move everything queued to the end of `into` (the writer's list); returns the bytes moved.
@@ -137,6 +159,7 @@ impl Outbound {
 
     /// Drop everything queued (a slow consumer's backlog).
     pub fn clear(&mut self) {
+        release(self.queued);
         self.sealed.clear();
         self.filling = BytesMut::new();
         self.queued = 0;

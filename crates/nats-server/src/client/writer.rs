@@ -49,6 +49,7 @@ pub async fn run(server: Arc<Server>, shared: Arc<ClientShared>, mut socket: Own
                 .await;
             }
             segments.clear();
+            super::outbound::release(taken);
             shared.outbound.lock().in_flight = 0;
             shared.drained.notify_waiters();
             continue;
