@@ -80,8 +80,10 @@ pub struct Delivery<'a> {
 #[derive(Default)]
 pub struct PendingFlush {
     clients: Vec<Arc<ClientShared>>,
-    /// Clients whose backlog is over half of max_pending: the publisher waits a little for
-    /// them (nats-server's fast-producer stall) so a slower-but-healthy subscriber keeps up.
+    /// Clients whose backlog passed the stall mark (half of max_pending, or 2 MiB while every
+    /// connection together holds more than 32 MiB; see `client/outbound.rs`): the publisher
+    /// waits a little for them (nats-server's fast-producer stall) so a slower-but-healthy
+    /// subscriber keeps up.
     stalled: Vec<Arc<ClientShared>>,
 }
 
