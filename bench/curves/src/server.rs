@@ -93,11 +93,16 @@ impl Server {
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);
-        // SAFETY: prctl is async-signal-safe; it only asks the kernel to kill the server
-        // when this benchmark dies, so no server outlives a crashed or killed run.
+        // SAFETY: prctl, getppid and _exit are async-signal-safe; the kernel kills the server
+        // when this benchmark dies, so no server outlives a crashed or killed run. A benchmark
+        // that died before the prctl took effect is seen by the changed parent pid.
+        let parent = std::process::id() as libc::pid_t;
         unsafe {
-            command.pre_exec(|| {
+            command.pre_exec(move || {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                if libc::getppid() != parent {
+                    libc::_exit(1);
+                }
                 Ok(())
             });
         }
