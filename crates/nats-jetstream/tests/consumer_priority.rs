@@ -7,7 +7,7 @@
 mod common;
 
 use async_nats::jetstream::{self, consumer::pull, consumer::PriorityPolicy};
-use common::{api, connect, TIMEOUT};
+use common::{api, connect, stream_s, TIMEOUT};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -125,26 +125,6 @@ fn pin_of(frame: &Frame) -> String {
         .to_string()
 }
 
-/// Stream `S` on `s.>` with `count` messages.
-async fn stream(client: &async_nats::Client, count: usize) {
-    let created = api(
-        client,
-        "$JS.API.STREAM.CREATE.S",
-        &json!({"name": "S", "subjects": ["s.>"]}).to_string(),
-    )
-    .await;
-    assert!(created.get("error").is_none(), "{created}");
-    let context = jetstream::new(client.clone());
-    for index in 0..count {
-        context
-            .publish(format!("s.{index}"), format!("m{index}").into())
-            .await
-            .unwrap()
-            .await
-            .unwrap();
-    }
-}
-
 async fn create(client: &async_nats::Client, name: &str, config: Value) -> Value {
     let mut config = config;
     config["durable_name"] = json!(name);
@@ -161,7 +141,7 @@ async fn create(client: &async_nats::Client, name: &str, config: Value) -> Value
 async fn config_is_validated_and_echoed_with_defaults() {
     let server = TestServer::jetstream();
     let client = connect(&server).await;
-    stream(&client, 0).await;
+    stream_s(&client, 0).await;
     let refused = [
         (json!({"priority_policy": "overflow"}), 10159),
         (
@@ -235,7 +215,7 @@ async fn config_is_validated_and_echoed_with_defaults() {
 async fn pull_requests_are_checked_with_nats_server_statuses() {
     let server = TestServer::jetstream();
     let client = connect(&server).await;
-    stream(&client, 1).await;
+    stream_s(&client, 1).await;
     create(
         &client,
         "P",
@@ -281,7 +261,7 @@ async fn pull_requests_are_checked_with_nats_server_statuses() {
 async fn pinned_client_gets_everything_until_unpinned() {
     let server = TestServer::jetstream();
     let client = connect(&server).await;
-    stream(&client, 6).await;
+    stream_s(&client, 6).await;
     let mut pinned_advisories = client
         .subscribe("$JS.EVENT.ADVISORY.CONSUMER.PINNED.S.P")
         .await
@@ -404,7 +384,7 @@ fn raw_unpin(server: &TestServer, consumer: &str, body: &str) -> Value {
 async fn a_pin_lapses_after_priority_timeout() {
     let server = TestServer::jetstream();
     let client = connect(&server).await;
-    stream(&client, 2).await;
+    stream_s(&client, 2).await;
     let mut unpinned = client
         .subscribe("$JS.EVENT.ADVISORY.CONSUMER.UNPINNED.S.P")
         .await
@@ -444,7 +424,7 @@ async fn a_pin_lapses_after_priority_timeout() {
 async fn overflow_serves_a_request_once_its_threshold_is_reached() {
     let server = TestServer::jetstream();
     let client = connect(&server).await;
-    stream(&client, 10).await;
+    stream_s(&client, 10).await;
     create(
         &client,
         "O",
@@ -511,7 +491,7 @@ async fn overflow_serves_a_request_once_its_threshold_is_reached() {
 async fn prioritized_serves_the_lowest_priority_first() {
     let server = TestServer::jetstream();
     let client = connect(&server).await;
-    stream(&client, 0).await;
+    stream_s(&client, 0).await;
     create(
         &client,
         "R",
@@ -563,7 +543,7 @@ async fn prioritized_serves_the_lowest_priority_first() {
 async fn async_nats_pinned_stream_and_unpin() {
     let server = TestServer::jetstream();
     let client = connect(&server).await;
-    stream(&client, 3).await;
+    stream_s(&client, 3).await;
     let context = jetstream::new(client.clone());
     let stream = context.get_stream("S").await.unwrap();
     let consumer = stream

@@ -6,37 +6,17 @@
 mod common;
 
 use async_nats::jetstream;
-use common::{api, connect, TIMEOUT};
+use common::{api, connect, stream_s, TIMEOUT};
 use futures::StreamExt;
-use serde_json::json;
 use std::time::{Duration, Instant};
 use test_harness::TestServer;
 use tokio::time::timeout;
-
-async fn stream_with(client: &async_nats::Client, count: usize) {
-    let created = api(
-        client,
-        "$JS.API.STREAM.CREATE.S",
-        &json!({"name": "S", "subjects": ["s.>"]}).to_string(),
-    )
-    .await;
-    assert!(created.get("error").is_none(), "{created}");
-    let context = jetstream::new(client.clone());
-    for index in 0..count {
-        context
-            .publish(format!("s.{index}"), format!("m{index}").into())
-            .await
-            .unwrap()
-            .await
-            .unwrap();
-    }
-}
 
 #[tokio::test]
 async fn delivery_starts_when_a_subscriber_appears_and_pauses_without_one() {
     let server = TestServer::jetstream();
     let client = connect(&server).await;
-    stream_with(&client, 3).await;
+    stream_s(&client, 3).await;
     let created = api(
         &client,
         "$JS.API.CONSUMER.CREATE.S.D",
@@ -87,7 +67,7 @@ async fn delivery_starts_when_a_subscriber_appears_and_pauses_without_one() {
 async fn an_ephemeral_push_consumer_without_subscriber_is_removed_after_its_threshold() {
     let server = TestServer::jetstream();
     let client = connect(&server).await;
-    stream_with(&client, 1).await;
+    stream_s(&client, 1).await;
     let watcher = connect(&server).await;
     let mut deliveries = watcher.subscribe("eph.out").await.unwrap();
     watcher.flush().await.unwrap();

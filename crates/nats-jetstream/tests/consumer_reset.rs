@@ -5,7 +5,7 @@
 mod common;
 
 use async_nats::jetstream;
-use common::{api, connect, TIMEOUT};
+use common::{api, connect, stream_s, TIMEOUT};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -13,22 +13,7 @@ use test_harness::TestServer;
 use tokio::time::timeout;
 
 async fn setup(client: &async_nats::Client, count: usize) {
-    let created = api(
-        client,
-        "$JS.API.STREAM.CREATE.S",
-        &json!({"name": "S", "subjects": ["s.>"]}).to_string(),
-    )
-    .await;
-    assert!(created.get("error").is_none(), "{created}");
-    let context = jetstream::new(client.clone());
-    for index in 0..count {
-        context
-            .publish(format!("s.{index}"), format!("m{index}").into())
-            .await
-            .unwrap()
-            .await
-            .unwrap();
-    }
+    stream_s(client, count).await;
     for (name, extra) in [
         ("A", json!({})),
         ("N", json!({"deliver_policy": "new"})),

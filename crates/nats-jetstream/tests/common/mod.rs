@@ -47,3 +47,23 @@ pub async fn publish_raw(
     .expect("ack");
     String::from_utf8(reply.payload.to_vec()).expect("utf8 ack")
 }
+
+/// Stream `S` on `s.>` holding `count` messages `s.<i>` = `m<i>`, each PubAck awaited.
+pub async fn stream_s(client: &async_nats::Client, count: usize) {
+    let created = api(
+        client,
+        "$JS.API.STREAM.CREATE.S",
+        &serde_json::json!({"name": "S", "subjects": ["s.>"]}).to_string(),
+    )
+    .await;
+    assert!(created.get("error").is_none(), "{created}");
+    let context = async_nats::jetstream::new(client.clone());
+    for index in 0..count {
+        context
+            .publish(format!("s.{index}"), format!("m{index}").into())
+            .await
+            .expect("publish")
+            .await
+            .expect("puback");
+    }
+}
