@@ -47,6 +47,23 @@ fn is_empty_body(payload: &[u8]) -> bool {
 }
 
 impl Engine {
+    /// The stream and one of its consumers, or the API error for whichever is missing.
+    fn stream_and_consumer(
+        &self,
+        stream_name: &str,
+        name: &str,
+    ) -> Result<(Arc<Stream>, Arc<Consumer>), ApiError> {
+        let stream = self
+            .registry
+            .get(stream_name)
+            .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
+        let consumer = stream
+            .consumers
+            .get(name)
+            .ok_or_else(|| errors::CONSUMER_NOT_FOUND.to_error())?;
+        Ok((stream, consumer))
+    }
+
     pub(crate) async fn consumer_create(
         self: &Arc<Self>,
         request: &Request,
@@ -183,14 +200,7 @@ impl Engine {
             if !is_empty_body(&request.payload) {
                 return Err(errors::NOT_EMPTY_REQUEST.to_error());
             }
-            let stream = self
-                .registry
-                .get(stream_name)
-                .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
-            let consumer = stream
-                .consumers
-                .get(name)
-                .ok_or_else(|| errors::CONSUMER_NOT_FOUND.to_error())?;
+            let (stream, consumer) = self.stream_and_consumer(stream_name, name)?;
             Ok(consumer.info_in_order(&stream).await)
         }
         .await;
@@ -314,14 +324,7 @@ impl Engine {
             } else {
                 decode_request(&request.payload)?
             };
-            let stream = self
-                .registry
-                .get(stream_name)
-                .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
-            let consumer = stream
-                .consumers
-                .get(name)
-                .ok_or_else(|| errors::CONSUMER_NOT_FOUND.to_error())?;
+            let (_, consumer) = self.stream_and_consumer(stream_name, name)?;
             let now = crate::time_format::now_nanos();
             let until = pause.pause_until.unix_nanos();
             let paused = !pause.pause_until.is_zero() && until > now;
@@ -364,14 +367,7 @@ impl Engine {
             if !jetstream_api::is_valid_priority_group_name(&unpin.group) {
                 return Err(errors::CONSUMER_INVALID_GROUP_NAME.to_error());
             }
-            let stream = self
-                .registry
-                .get(stream_name)
-                .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
-            let consumer = stream
-                .consumers
-                .get(name)
-                .ok_or_else(|| errors::CONSUMER_NOT_FOUND.to_error())?;
+            let (_, consumer) = self.stream_and_consumer(stream_name, name)?;
             if !consumer
                 .config
                 .read()
