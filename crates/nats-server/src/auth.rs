@@ -1,5 +1,6 @@
-//! Authentication (token, single user/password, users list) and per-user publish/subscribe
-//! permissions, checked by the connection reader. Knows nothing about sockets.
+//! Authentication (token, single user/password, users list, bcrypt hashes, nkey users signing
+//! the INFO nonce) and per-user publish/subscribe permissions, checked by the connection
+//! reader. Knows nothing about sockets.
 
 use crate::config::{Options, Permissions, SubjectRules};
 use nats_proto::ConnectOptions;
@@ -134,6 +135,8 @@ struct Account {
 pub struct Authenticator {
     token: Option<String>,
     users: HashMap<String, Account>,
+    /// nkey users by public key.
+    nkeys: HashMap<String, Option<Arc<UserPermissions>>>,
     no_auth_user: Option<String>,
     required: bool,
 }
@@ -142,6 +145,10 @@ pub struct Authenticator {
 #[derive(Debug)]
 pub struct AuthorizationViolation;
 
+/// Who a CONNECT authenticated as: its permissions (none: everything allowed) and the name
+/// /connz shows (user name or nkey).
+pub type Authenticated = (Option<Arc<UserPermissions>>, Option<String>);
+
 impl Authenticator {
     pub fn new(options: &Options) -> Authenticator {
         let default_permissions = options
@@ -149,6 +156,7 @@ impl Authenticator {
             .as_ref()
             .map(|permissions| Arc::new(UserPermissions::compile(permissions)));
         let mut users = HashMap::new();
+        let mut nkeys = HashMap::new();
         if let Some(user) = &options.username {
             users.insert(
                 user.clone(),
@@ -163,17 +171,25 @@ impl Authenticator {
                 Some(permissions) => Some(Arc::new(UserPermissions::compile(permissions))),
                 None => default_permissions.clone(),
             };
-            users.insert(
-                user.user.clone(),
-                Account {
-                    password: user.password.clone(),
-                    permissions,
-                },
-            );
+            match &user.nkey {
+                Some(nkey) => {
+                    nkeys.insert(nkey.clone(), permissions);
+                }
+                None => {
+                    users.insert(
+                        user.user.clone(),
+                        Account {
+                            password: user.password.clone(),
+                            permissions,
+                        },
+                    );
+                }
+            }
         }
         Authenticator {
             token: options.token.clone(),
             users,
+            nkeys,
             no_auth_user: options.no_auth_user.clone(),
             required: options.auth_required(),
         }
@@ -183,16 +199,47 @@ impl Authenticator {
         self.required
     }
 
-    /// Check CONNECT credentials; on success, the user's permissions (if any) and user name.
+    /// INFO carries a nonce for the client to sign when nkey users exist.
+    pub fn nonce_required(&self) -> bool {
+        !self.nkeys.is_empty()
+    }
+
+    /// Check CONNECT credentials (`nonce`: the one this connection's INFO carried); on
+    /// success, the user's permissions (if any) and name. nkeys first, then users, then the
+    /// token, as nats-server checks them.
     pub fn authenticate(
         &self,
         connect: &ConnectOptions,
-    ) -> Result<(Option<Arc<UserPermissions>>, Option<String>), AuthorizationViolation> {
+        nonce: Option<&str>,
+    ) -> Result<Authenticated, AuthorizationViolation> {
         if !self.required {
             return Ok((None, None));
         }
+        let anonymous = connect.user.is_none()
+            && connect.pass.is_none()
+            && connect.auth_token.is_none()
+            && connect.nkey.is_none();
+        if !self.nkeys.is_empty() {
+            if let Some(default_user) = self.no_auth_user.as_ref().filter(|_| anonymous) {
+                if let Some(permissions) = self.nkeys.get(default_user) {
+                    return Ok((permissions.clone(), Some(default_user.clone())));
+                }
+            }
+            if let Some(nkey) = &connect.nkey {
+                let permissions = self.nkeys.get(nkey).ok_or(AuthorizationViolation)?;
+                let signature = connect.sig.as_deref().ok_or(AuthorizationViolation)?;
+                if !signature_verifies(nkey, nonce.unwrap_or_default(), signature) {
+                    return Err(AuthorizationViolation);
+                }
+                return Ok((permissions.clone(), Some(nkey.clone())));
+            }
+        }
         if let Some(token) = &self.token {
-            if connect.auth_token.as_deref() == Some(token.as_str()) {
+            if connect
+                .auth_token
+                .as_deref()
+                .is_some_and(|given| compare_passwords(token, given))
+            {
                 return Ok((None, None));
             }
             if self.users.is_empty() {
@@ -212,12 +259,65 @@ impl Authenticator {
             _ => return Err(AuthorizationViolation),
         };
         match self.users.get(&user) {
-            Some(account) if connect.pass.as_deref().unwrap_or("") == account.password => {
+            Some(account)
+                if compare_passwords(&account.password, connect.pass.as_deref().unwrap_or("")) =>
+            {
                 Ok((account.permissions.clone(), Some(user)))
             }
             _ => Err(AuthorizationViolation),
         }
     }
+}
+
+/// A fresh INFO nonce: 11 random bytes, base64 URL-encoded without padding (15 characters),
+/// as nats-server makes them.
+pub fn new_nonce() -> String {
+    use base64::Engine;
+    let bytes: [u8; 11] = rand::random();
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// The CONNECT `sig` (base64 URL without padding, or standard base64 as nats-server also
+/// takes) is `nkey`'s ed25519 signature of `nonce`.
+fn signature_verifies(nkey: &str, nonce: &str, signature: &str) -> bool {
+    use base64::Engine;
+    let decoded = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(signature)
+        .or_else(|_| base64::engine::general_purpose::STANDARD.decode(signature));
+    let (Ok(signature), Ok(key)) = (decoded, nkeys::KeyPair::from_public_key(nkey)) else {
+        return false;
+    };
+    key.verify(nonce.as_bytes(), &signature).is_ok()
+}
+
+/// A configured password or token that is a bcrypt hash (`$2a$`, `$2b$`, `$2x$`, `$2y$` and
+/// a two-digit cost), as nats-server recognises them.
+pub fn is_bcrypt(password: &str) -> bool {
+    let bytes = password.as_bytes();
+    bytes.len() >= 7
+        && bytes.starts_with(b"$2")
+        && matches!(bytes[2], b'a' | b'b' | b'x' | b'y')
+        && bytes[3] == b'$'
+        && bytes[4].is_ascii_digit()
+        && bytes[5].is_ascii_digit()
+        && bytes[6] == b'$'
+}
+
+/// The configured secret against what the client sent: bcrypt hashes are verified, plain
+/// secrets compared in constant time.
+fn compare_passwords(configured: &str, given: &str) -> bool {
+    if is_bcrypt(configured) {
+        return bcrypt::verify(given, configured).unwrap_or(false);
+    }
+    let (configured, given) = (configured.as_bytes(), given.as_bytes());
+    if configured.len() != given.len() {
+        return false;
+    }
+    configured
+        .iter()
+        .zip(given)
+        .fold(0u8, |difference, (left, right)| difference | (left ^ right))
+        == 0
 }
 
 #[cfg(test)]
@@ -235,6 +335,36 @@ mod tests {
         assert!(!is_subset("foo.>", "foo.*"));
         assert!(!is_subset(">", "foo.>"));
         assert!(is_subset("foo.*", "foo.*"));
+    }
+
+    #[test]
+    fn bcrypt_hashes_are_recognised_and_verified() {
+        assert!(is_bcrypt(
+            "$2a$11$ooo8pBr6VIlhsGeskhz6/u6zA1SeV2.zMcHtRVmqGqVAy7CClNDw."
+        ));
+        assert!(!is_bcrypt("$2a$x1$abc"));
+        assert!(!is_bcrypt("plain"));
+        let hash = bcrypt::hash("s3cr3t", 4).unwrap();
+        assert!(compare_passwords(&hash, "s3cr3t"));
+        assert!(!compare_passwords(&hash, "wrong"));
+        assert!(compare_passwords("plain", "plain"));
+        assert!(!compare_passwords("plain", "plain2"));
+    }
+
+    #[test]
+    fn nkey_signatures() {
+        let user = nkeys::KeyPair::new_user();
+        let nonce = new_nonce();
+        assert_eq!(nonce.len(), 15);
+        let signature = user.sign(nonce.as_bytes()).unwrap();
+        use base64::Engine;
+        let url = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&signature);
+        let standard = base64::engine::general_purpose::STANDARD.encode(&signature);
+        assert!(signature_verifies(&user.public_key(), &nonce, &url));
+        assert!(signature_verifies(&user.public_key(), &nonce, &standard));
+        assert!(!signature_verifies(&user.public_key(), "other", &url));
+        let other = nkeys::KeyPair::new_user();
+        assert!(!signature_verifies(&other.public_key(), &nonce, &url));
     }
 
     #[test]

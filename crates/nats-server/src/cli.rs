@@ -33,6 +33,13 @@ JetStream Options:
     -js, --jetstream                 Enable JetStream functionality
     -sd, --store_dir <dir>           Set the storage directory
 
+TLS Options:
+        --tls                        Enable TLS, do not verify clients (default: false)
+        --tlscert <file>             Server certificate file
+        --tlskey <file>              Private key for server certificate
+        --tlsverify                  Enable TLS, verify client certificates
+        --tlscacert <file>           Client certificate CA for verification
+
 Authorization Options:
         --user <user>                User required for connections
         --pass <password>            Password required for connections
@@ -65,6 +72,12 @@ pub struct Flags {
     pub user: Option<String>,
     pub password: Option<String>,
     pub token: Option<String>,
+    /// `--tls` (`Some(false)` for `--tls=false`, which turns TLS off).
+    pub tls: Option<bool>,
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    pub tls_ca_cert: Option<PathBuf>,
+    pub tls_verify: Option<bool>,
 }
 
 /// A flag error, worded as Go's flag package words it.
@@ -171,6 +184,8 @@ impl Flags {
             "h" | "help" | "help_tls" => self.help = value,
             "v" | "version" => self.version = value,
             "T" | "logtime" => self.logtime = Some(value),
+            "tls" => self.tls = Some(value),
+            "tlsverify" => self.tls_verify = Some(value),
             // Accepted for compatibility; not implemented (see docs/parity.md).
             _ => {}
         }
@@ -190,13 +205,55 @@ impl Flags {
             "user" => self.user = Some(value),
             "pass" => self.password = Some(value),
             "auth" => self.token = Some(value),
+            "tlscert" => self.tls_cert = Some(value.into()),
+            "tlskey" => self.tls_key = Some(value.into()),
+            "tlscacert" => self.tls_ca_cert = Some(value.into()),
             _ => {}
         }
         Ok(())
     }
 
-    /// Flags win over the config file.
-    pub fn apply(&self, options: &mut Options) {
+    /// Flags win over the config file. Any `--tls*` flag replaces the config file's TLS
+    /// certificates with the flags' (as nats-server does); `--tls=false` turns TLS off.
+    pub fn apply(&self, options: &mut Options) -> Result<(), String> {
+        self.apply_plain(options);
+        self.apply_tls(options)
+    }
+
+    fn apply_tls(&self, options: &mut Options) -> Result<(), String> {
+        if self.tls == Some(false) {
+            options.tls = None;
+            return Ok(());
+        }
+        let any_tls_flag = self.tls.is_some()
+            || self.tls_cert.is_some()
+            || self.tls_key.is_some()
+            || self.tls_ca_cert.is_some()
+            || self.tls_verify.is_some();
+        if !any_tls_flag {
+            return Ok(());
+        }
+        let Some(cert_file) = self.tls_cert.clone() else {
+            return Err("TLS Server certificate must be present and valid".into());
+        };
+        let Some(key_file) = self.tls_key.clone() else {
+            return Err("TLS Server private key must be present and valid".into());
+        };
+        let previous = options.tls.take().unwrap_or_default();
+        let tls = crate::config::TlsOptions {
+            cert_file: Some(cert_file),
+            key_file: Some(key_file),
+            ca_file: self.tls_ca_cert.clone(),
+            verify: self.tls_verify.unwrap_or(false),
+            map: false,
+            ..previous
+        };
+        crate::config::tls::check_files(&tls)?;
+        options.tls = Some(tls);
+        Ok(())
+    }
+
+    fn apply_plain(&self, options: &mut Options) {
         if let Some(host) = &self.host {
             options.host = host.clone();
         }
@@ -303,7 +360,7 @@ mod tests {
             port: 5000,
             ..Options::default()
         };
-        parse(&["-p", "6000"]).unwrap().apply(&mut options);
+        parse(&["-p", "6000"]).unwrap().apply(&mut options).unwrap();
         assert_eq!(options.port, 6000);
     }
 }

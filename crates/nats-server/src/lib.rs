@@ -17,6 +17,7 @@ pub mod logging;
 pub mod monitor;
 pub mod router;
 pub mod server;
+pub mod tls;
 
 pub use server::{run, Server, VERSION};
 
@@ -31,6 +32,8 @@ pub enum ServerError {
         #[source]
         source: std::io::Error,
     },
+    #[error("{0}")]
+    Tls(String),
     #[error("JetStream could not start: {0}")]
     JetStream(String),
     #[error(transparent)]

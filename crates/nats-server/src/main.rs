@@ -53,7 +53,10 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     }
-    flags.apply(&mut options);
+    if let Err(error) = flags.apply(&mut options) {
+        eprintln!("nats-server: {error}");
+        return ExitCode::from(1);
+    }
     if let Err(error) = options.validate() {
         eprintln!("nats-server: {error}");
         return ExitCode::from(1);

@@ -195,7 +195,7 @@ fn varz(server: &Server) -> Value {
         .jetstream
         .get()
         .map_or_else(|| json!({}), |jetstream| jetstream.varz());
-    json!({
+    let mut varz = json!({
         "server_id": server.server_id,
         "server_name": server.server_name,
         "version": VERSION,
@@ -212,7 +212,7 @@ fn varz(server: &Server) -> Value {
         "http_port": monitor.map_or(0, |address| address.port()),
         "http_base_path": "",
         "https_port": 0,
-        "auth_timeout": go_float(options.auth_timeout.as_secs_f64()),
+        "auth_timeout": go_float(options.auth_timeout().as_secs_f64()),
         "max_control_line": options.max_control_line,
         "max_payload": options.max_payload,
         "max_pending": options.max_pending,
@@ -222,7 +222,7 @@ fn varz(server: &Server) -> Value {
         "mqtt": {},
         "websocket": {},
         "jetstream": jetstream,
-        "tls_timeout": 2,
+        "tls_timeout": go_float(options.tls.as_ref().map_or(2.0, |tls| tls.timeout.as_secs_f64())),
         "write_deadline": options.write_deadline.as_nanos() as u64,
         "start": rfc3339(server.start_time),
         "now": rfc3339(now),
@@ -260,7 +260,17 @@ fn varz(server: &Server) -> Value {
             "clients": server.stats.stale_connections.load(Ordering::Relaxed),
             "routes": 0, "gateways": 0, "leafs": 0
         },
-    })
+    });
+    // Both are omitted when false, as nats-server's omitempty does.
+    if let (Some(tls), Some(fields)) = (&options.tls, varz.as_object_mut()) {
+        if !options.allow_non_tls || tls.handshake_first {
+            fields.insert("tls_required".into(), json!(true));
+        }
+        if tls.verify {
+            fields.insert("tls_verify".into(), json!(true));
+        }
+    }
+    varz
 }
 
 fn paging(query: &[(String, String)]) -> (usize, usize) {

@@ -53,11 +53,14 @@ pub struct Server {
     pub monitor_address: OnceLock<SocketAddr>,
     pub jetstream: OnceLock<JetStream>,
     pub http_requests: Mutex<BTreeMap<String, u64>>,
+    /// Set when client connections use TLS (`tls { }` or `--tls*`).
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
     info_template: OnceLock<ServerInfo>,
 }
 
 impl Server {
-    pub fn new(options: Options) -> Arc<Server> {
+    /// `tls`: the rustls configuration built from `options.tls` (see [`crate::tls`]).
+    pub fn new(options: Options, tls: Option<Arc<rustls::ServerConfig>>) -> Arc<Server> {
         let server_id = crate::identity::new_server_id();
         let server_name = options
             .server_name
@@ -78,6 +81,7 @@ impl Server {
             monitor_address: OnceLock::new(),
             jetstream: OnceLock::new(),
             http_requests: Mutex::new(BTreeMap::new()),
+            tls: tls.map(tokio_rustls::TlsAcceptor::from),
             info_template: OnceLock::new(),
         })
     }
@@ -139,12 +143,20 @@ impl Server {
         );
     }
 
-    /// The INFO sent to a new connection.
-    pub fn encode_info(&self, out: &mut BytesMut, client_id: u64, address: SocketAddr) {
+    /// The INFO sent to `client` (`after_tls_first`: sent over TLS once a handshake-first
+    /// client finished its handshake, where TLS is required whatever `allow_non_tls` says).
+    pub fn encode_info(&self, out: &mut BytesMut, client: &ClientShared, after_tls_first: bool) {
         let template = self.info_template.get_or_init(|| self.info_base());
         let mut info = template.clone();
-        info.client_id = client_id;
-        info.client_ip = address.ip().to_string();
+        info.client_id = client.id;
+        info.client_ip = client.address.ip().to_string();
+        if after_tls_first {
+            info.tls_required = true;
+            info.tls_available = false;
+        }
+        if let Some(nonce) = &client.nonce {
+            info.nonce = nonce.clone();
+        }
         nats_proto::encode_info(out, &info);
     }
 
@@ -163,6 +175,9 @@ impl Server {
             port,
             headers: true,
             auth_required: self.authenticator.required(),
+            tls_required: self.tls.is_some() && !self.options.allow_non_tls,
+            tls_available: self.tls.is_some() && self.options.allow_non_tls,
+            tls_verify: self.options.tls.as_ref().is_some_and(|tls| tls.verify),
             max_payload: i32::try_from(self.options.max_payload).unwrap_or(i32::MAX),
             jetstream: self.jetstream.get().is_some(),
             ..ServerInfo::default()
@@ -283,11 +298,18 @@ fn log_banner(server: &Server) {
     for warning in &server.options.warnings {
         tracing::warn!("{warning}");
     }
+    if server.options.has_plaintext_passwords() {
+        tracing::warn!("Plaintext passwords detected, use nkeys or bcrypt");
+    }
 }
 
 /// Run the server until SIGINT/SIGTERM.
 pub async fn run(options: Options) -> Result<(), ServerError> {
-    let server = Server::new(options);
+    let tls = match &options.tls {
+        Some(tls) => Some(crate::tls::server_config(tls).map_err(ServerError::Tls)?),
+        None => None,
+    };
+    let server = Server::new(options, tls);
     log_banner(&server);
 
     if server.options.jetstream.enabled {
@@ -348,6 +370,19 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
     let address = listener.local_addr().map_err(ServerError::Io)?;
     let _ = server.client_address.set(address);
     tracing::info!("Listening for client connections on {}", address);
+    if let Some(tls) = &server.options.tls {
+        let handshake_first_only = tls.handshake_first && tls.handshake_first_fallback.is_none();
+        if server.options.allow_non_tls && !handshake_first_only {
+            tracing::info!("TLS available for client connections");
+        } else {
+            tracing::info!("TLS required for client connections");
+        }
+        if handshake_first_only {
+            tracing::warn!(
+                "Clients that are not using \"TLS Handshake First\" option will fail to connect"
+            );
+        }
+    }
 
     if let Some(path) = &server.options.pid_file {
         std::fs::write(path, std::process::id().to_string()).map_err(ServerError::Io)?;

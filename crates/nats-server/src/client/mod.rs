@@ -8,6 +8,7 @@
 
 mod outbound;
 mod reader;
+mod secure;
 mod writer;
 
 pub use outbound::Outbound;
@@ -37,6 +38,7 @@ pub enum CloseReason {
     SlowConsumerWriteDeadline,
     StaleConnection,
     MaxConnectionsExceeded,
+    TlsHandshakeError,
     ServerShutdown,
 }
 
@@ -53,6 +55,7 @@ impl CloseReason {
             CloseReason::SlowConsumerWriteDeadline => "Slow Consumer (Write Deadline)",
             CloseReason::StaleConnection => "Stale Connection",
             CloseReason::MaxConnectionsExceeded => "Maximum Connections Exceeded",
+            CloseReason::TlsHandshakeError => "TLS Handshake Failure",
             CloseReason::ServerShutdown => "Server Shutdown",
         }
     }
@@ -73,6 +76,10 @@ pub struct ClientMeta {
     pub lang: Option<String>,
     pub version: Option<String>,
     pub user: Option<String>,
+    /// Set once a TLS handshake completed: (version, cipher suite), as /connz shows them.
+    pub tls: Option<(String, String)>,
+    /// The handshake came before INFO.
+    pub tls_first: bool,
 }
 
 /// A subscription of a client (an entry of the shared sublist).
@@ -131,6 +138,8 @@ pub struct ClientShared {
     /// Set at CONNECT for a user with `allow_responses`: reply subjects of requests delivered
     /// to this client, each with its remaining publishes and expiry.
     pub response_permits: std::sync::OnceLock<ResponsePermits>,
+    /// The challenge sent in INFO when nkey users exist; CONNECT must carry its signature.
+    pub nonce: Option<String>,
     server: std::sync::Weak<Server>,
 }
 
@@ -392,7 +401,8 @@ impl ClientShared {
     }
 }
 
-/// Set up a new connection and spawn its reader and writer tasks.
+/// Set up a new connection and spawn its reader and writer tasks (after a TLS handshake when
+/// the server has TLS).
 pub fn spawn_connection(server: &Arc<Server>, stream: TcpStream, address: SocketAddr) {
     let _ = stream.set_nodelay(true);
     let id = server.next_client_id();
@@ -416,25 +426,55 @@ pub fn spawn_connection(server: &Arc<Server>, stream: TcpStream, address: Socket
         rtt: Mutex::new(None),
         subscriptions: Mutex::new(HashMap::new()),
         response_permits: std::sync::OnceLock::new(),
+        nonce: server
+            .authenticator
+            .nonce_required()
+            .then(crate::auth::new_nonce),
         server: Arc::downgrade(server),
     });
-    let (read_half, write_half) = stream.into_split();
     let over_limit = !server.register_client(&shared);
     let mut info = BytesMut::new();
-    server.encode_info(&mut info, id, address);
+    server.encode_info(&mut info, &shared, false);
+    if server.tls.is_some() {
+        tokio::spawn(secure::establish(
+            server.clone(),
+            shared,
+            stream,
+            info,
+            over_limit,
+        ));
+        return;
+    }
+    let (read_half, write_half) = stream.into_split();
     if over_limit {
-        // nats-server sends INFO first, then the error, then closes.
-        shared.queue_bytes(&info);
-        let mut error = BytesMut::new();
-        nats_proto::encode_err(&mut error, "maximum connections exceeded");
-        shared.queue_bytes(&error);
-        shared.close(CloseReason::MaxConnectionsExceeded);
-        tokio::spawn(writer::run(server.clone(), shared, write_half));
-        drop(read_half);
+        refuse_over_limit(server, shared, &info, write_half);
         return;
     }
     shared.queue_bytes(&info);
     tracing::debug!("{} - cid:{} - Client connection created", address, id);
+    start_tasks(server, shared, read_half, write_half);
+}
+
+/// nats-server sends INFO first, then the error, then closes.
+fn refuse_over_limit<W>(server: &Arc<Server>, shared: Arc<ClientShared>, info: &[u8], socket: W)
+where
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    shared.queue_bytes(info);
+    let mut error = BytesMut::new();
+    nats_proto::encode_err(&mut error, "maximum connections exceeded");
+    shared.queue_bytes(&error);
+    shared.close(CloseReason::MaxConnectionsExceeded);
+    tokio::spawn(writer::run(server.clone(), shared, socket));
+}
+
+/// Spawn the reader and writer over the two halves of an established connection (plain TCP
+/// halves or a TLS stream's: each kind gets its own compiled copy, so plain text pays nothing).
+fn start_tasks<R, W>(server: &Arc<Server>, shared: Arc<ClientShared>, read_half: R, write_half: W)
+where
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     tokio::spawn(writer::run(server.clone(), shared.clone(), write_half));
     tokio::spawn(reader::run(server.clone(), shared, read_half));
 }

@@ -12,8 +12,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use time::OffsetDateTime;
-use tokio::io::AsyncReadExt;
-use tokio::net::tcp::OwnedReadHalf;
+use tokio::io::{AsyncRead, AsyncReadExt};
 
 const READ_CHUNK: usize = 64 * 1024;
 const PERMISSION_CACHE_LIMIT: usize = 1024;
@@ -43,7 +42,11 @@ enum Next {
     Close(CloseReason),
 }
 
-pub async fn run(server: Arc<Server>, shared: Arc<ClientShared>, mut socket: OwnedReadHalf) {
+pub async fn run<R: AsyncRead + Unpin>(
+    server: Arc<Server>,
+    shared: Arc<ClientShared>,
+    mut socket: R,
+) {
     let options = &server.options;
     let mut parser = ClientParser::new(
         usize::try_from(options.max_payload.max(0)).unwrap_or(usize::MAX),
@@ -67,7 +70,7 @@ pub async fn run(server: Arc<Server>, shared: Arc<ClientShared>, mut socket: Own
     let auth_deadline = server
         .authenticator
         .required()
-        .then(|| tokio::time::Instant::now() + options.auth_timeout);
+        .then(|| tokio::time::Instant::now() + options.auth_timeout());
     let mut buffer = BytesMut::with_capacity(READ_CHUNK);
     let reason = 'connection: loop {
         let wanted = parser.pending_frame_len().saturating_sub(buffer.len());
@@ -86,6 +89,11 @@ pub async fn run(server: Arc<Server>, shared: Arc<ClientShared>, mut socket: Own
         match read {
             Ok(0) => break Some(CloseReason::ClientClosed),
             Ok(_) => {}
+            // A TLS peer that closes without close_notify: a client that went away, as Go's
+            // TLS reports it at a record boundary.
+            Err(error) if error.kind() == std::io::ErrorKind::UnexpectedEof => {
+                break Some(CloseReason::ClientClosed)
+            }
             Err(_) => break Some(CloseReason::ReadError),
         }
         loop {
@@ -288,7 +296,11 @@ impl Session {
 
     fn connect(&mut self, connect: ConnectOptions, parser: &mut ClientParser) -> Next {
         if self.server.authenticator.required() && !self.connected {
-            match self.server.authenticator.authenticate(&connect) {
+            match self
+                .server
+                .authenticator
+                .authenticate(&connect, self.shared.nonce.as_deref())
+            {
                 Ok((permissions, user)) => {
                     if let Some(responses) = permissions.as_ref().and_then(|p| p.responses) {
                         let _ = self.shared.response_permits.set(super::ResponsePermits {

@@ -11,14 +11,17 @@ use std::collections::VecDeque;
 use std::io::IoSlice;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::OwnedWriteHalf;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::time::{interval_at, Instant, MissedTickBehavior};
 
 /// Segments handed to one vectored write.
 const WRITE_SLICES: usize = 64;
 
-pub async fn run(server: Arc<Server>, shared: Arc<ClientShared>, mut socket: OwnedWriteHalf) {
+pub async fn run<W: AsyncWrite + Unpin>(
+    server: Arc<Server>,
+    shared: Arc<ClientShared>,
+    mut socket: W,
+) {
     let ping_interval = server
         .options
         .ping_interval
@@ -81,10 +84,10 @@ pub async fn run(server: Arc<Server>, shared: Arc<ClientShared>, mut socket: Own
 /// Write `segments` (`total` bytes), dropping each one once the socket took it and counting
 /// down the in-flight bytes (so max_pending sees real progress), each write bounded by
 /// `write_deadline`.
-async fn write_segments(
+async fn write_segments<W: AsyncWrite + Unpin>(
     server: &Server,
     shared: &ClientShared,
-    socket: &mut OwnedWriteHalf,
+    socket: &mut W,
     segments: &mut VecDeque<Bytes>,
     total: usize,
     write_deadline: std::time::Duration,
@@ -119,16 +122,48 @@ async fn write_segments(
                 }
             }
             Err(_) => {
-                tracing::info!(
-                    "{} - cid:{} - Slow Consumer Detected: WriteDeadline of {} exceeded",
-                    shared.address,
-                    shared.id,
-                    crate::config::duration_text(write_deadline)
-                );
-                server.stats.slow_consumers.fetch_add(1, Ordering::Relaxed);
-                shared.close(CloseReason::SlowConsumerWriteDeadline);
+                write_deadline_exceeded(server, shared, write_deadline);
                 return;
             }
         }
     }
+    // A TLS stream may still hold records the socket did not take; plain TCP holds none and
+    // its flush is ready at the first poll (no timer is set up for it).
+    let first_poll = std::future::poll_fn(|context| {
+        std::task::Poll::Ready(std::pin::Pin::new(&mut *socket).poll_flush(context))
+    })
+    .await;
+    match first_poll {
+        std::task::Poll::Ready(Ok(())) => return,
+        std::task::Poll::Ready(Err(_)) => {
+            shared.close(CloseReason::WriteError);
+            return;
+        }
+        std::task::Poll::Pending => {}
+    }
+    let flushed = if write_deadline.is_zero() {
+        Ok(socket.flush().await)
+    } else {
+        tokio::time::timeout(write_deadline, socket.flush()).await
+    };
+    match flushed {
+        Ok(Ok(())) => {}
+        Ok(Err(_)) => shared.close(CloseReason::WriteError),
+        Err(_) => write_deadline_exceeded(server, shared, write_deadline),
+    }
+}
+
+fn write_deadline_exceeded(
+    server: &Server,
+    shared: &ClientShared,
+    write_deadline: std::time::Duration,
+) {
+    tracing::info!(
+        "{} - cid:{} - Slow Consumer Detected: WriteDeadline of {} exceeded",
+        shared.address,
+        shared.id,
+        crate::config::duration_text(write_deadline)
+    );
+    server.stats.slow_consumers.fetch_add(1, Ordering::Relaxed);
+    shared.close(CloseReason::SlowConsumerWriteDeadline);
 }

@@ -6,11 +6,13 @@
 
 pub mod options;
 pub mod parser;
+pub mod tls;
 
 pub use options::{
     apply_config_file, duration_text, Options, Permissions, ResponsePermission, SubjectRules, User,
 };
 pub use parser::{ConfigError, Entry, Value};
+pub use tls::{TlsMinimumVersion, TlsOptions};
 
 #[cfg(test)]
 mod tests;

@@ -53,6 +53,8 @@ impl Default for ResponsePermission {
 pub struct User {
     pub user: String,
     pub password: String,
+    /// An nkey user (public key `U...`): no user name or password.
+    pub nkey: Option<String>,
     pub permissions: Option<Permissions>,
 }
 
@@ -78,7 +80,12 @@ pub struct Options {
     pub users: Vec<User>,
     pub default_permissions: Option<Permissions>,
     pub no_auth_user: Option<String>,
-    pub auth_timeout: Duration,
+    /// `None`: nats-server's default, which depends on TLS (see [`Options::auth_timeout`]).
+    pub auth_timeout: Option<Duration>,
+    /// TLS for client connections.
+    pub tls: Option<super::tls::TlsOptions>,
+    /// With TLS configured: clients may also stay in plain text (INFO says `tls_available`).
+    pub allow_non_tls: bool,
     pub http_host: Option<String>,
     pub http_port: i64,
     pub debug: bool,
@@ -113,7 +120,9 @@ impl Default for Options {
             users: Vec::new(),
             default_permissions: None,
             no_auth_user: None,
-            auth_timeout: DEFAULT_AUTH_TIMEOUT,
+            auth_timeout: None,
+            tls: None,
+            allow_non_tls: false,
             http_host: None,
             http_port: 0,
             debug: false,
@@ -142,6 +151,30 @@ impl Options {
             return Err("max_payload value is too big".into());
         }
         Ok(())
+    }
+
+    /// How long a client has to send CONNECT once connected (and past TLS): as nats-server,
+    /// the TLS timeout plus one second when TLS is on, else two seconds.
+    pub fn auth_timeout(&self) -> Duration {
+        match (self.auth_timeout, &self.tls) {
+            (Some(timeout), _) => timeout,
+            (None, Some(tls)) => tls.timeout + Duration::from_secs(1),
+            (None, None) => DEFAULT_AUTH_TIMEOUT,
+        }
+    }
+
+    /// nats-server's start-up warning: a password (or user password) kept in plain text.
+    pub fn has_plaintext_passwords(&self) -> bool {
+        let single = self
+            .password
+            .as_deref()
+            .is_some_and(|password| !crate::auth::is_bcrypt(password));
+        single
+            || self
+                .users
+                .iter()
+                .filter(|user| user.nkey.is_none())
+                .any(|user| !crate::auth::is_bcrypt(&user.password))
     }
 
     /// True when clients must authenticate.
@@ -186,17 +219,6 @@ pub fn apply_items(options: &mut Options, items: &[(String, Entry)]) -> Result<(
     for (key, entry) in items {
         apply_top_level(options, key, entry)?;
     }
-    let hashed = options
-        .password
-        .iter()
-        .chain(options.users.iter().map(|user| &user.password))
-        .any(|password| password.starts_with("$2"));
-    if hashed {
-        options.warnings.push(
-            "bcrypt-hashed passwords are not supported by rnats: they are compared as plain text"
-                .into(),
-        );
-    }
     Ok(())
 }
 
@@ -213,7 +235,6 @@ const IGNORED_KEYS: &[&str] = &[
     "system_account",
     "operator",
     "resolver",
-    "tls",
     "syslog",
     "remote_syslog",
     "logfile_size_limit",
@@ -291,6 +312,8 @@ fn apply_top_level(options: &mut Options, key: &str, entry: &Entry) -> Result<()
         "pidfile" | "pid_file" => options.pid_file = Some(PathBuf::from(string(entry)?)),
         "ports_file_dir" => options.ports_file_dir = Some(PathBuf::from(string(entry)?)),
         "jetstream" => apply_jetstream(options, entry)?,
+        "tls" => super::tls::apply_tls(options, entry)?,
+        "allow_non_tls" => options.allow_non_tls = boolean(entry)?,
         other if IGNORED_KEYS.contains(&other) => options.warnings.push(format!(
             "{}: \"{key}\" is not supported by rnats and is ignored",
             position(entry)
@@ -322,13 +345,13 @@ fn apply_authorization(options: &mut Options, entry: &Entry) -> Result<(), Confi
             "pass" | "password" => options.password = Some(string(item)?),
             "token" => options.token = Some(string(item)?),
             "timeout" => {
-                options.auth_timeout = match &item.value {
+                options.auth_timeout = Some(match &item.value {
                     Value::Integer(seconds) => Duration::from_secs((*seconds).max(0) as u64),
                     Value::Float(seconds) => Duration::from_secs_f64(seconds.max(0.0)),
                     Value::String(text) => parse_duration(text)
                         .ok_or_else(|| item.error(format!("invalid duration {text:?}")))?,
                     _ => return Err(item.error("timeout must be a number of seconds")),
-                }
+                })
             }
             "users" => {
                 let Value::Array(users) = &item.value else {
@@ -350,16 +373,37 @@ fn apply_authorization(options: &mut Options, entry: &Entry) -> Result<(), Confi
 
 fn parse_user(entry: &Entry) -> Result<User, ConfigError> {
     let mut user = User::default();
+    let mut named = false;
     for (key, item) in map(entry)? {
         match key.to_ascii_lowercase().as_str() {
-            "user" | "username" => user.user = string(item)?,
-            "pass" | "password" => user.password = string(item)?,
-            "permissions" | "permission" => user.permissions = Some(parse_permissions(item)?),
-            "account" | "allowed_connection_types" | "connection_types" => {}
+            "user" | "username" => {
+                user.user = string(item)?;
+                named = true;
+            }
+            "pass" | "password" => {
+                user.password = string(item)?;
+                named = true;
+            }
+            "nkey" => user.nkey = Some(string(item)?),
+            "permissions" | "permission" | "authorization" => {
+                user.permissions = Some(parse_permissions(item)?)
+            }
+            "account" | "allowed_connection_types" | "connection_types" | "clients" => {}
             _ => return Err(item.error(format!("unknown field \"{key}\""))),
         }
     }
-    Ok(user)
+    match &user.nkey {
+        None if user.user.is_empty() => Err(entry.error("User entry requires a user")),
+        Some(nkey) if !is_public_user_nkey(nkey) => {
+            Err(entry.error("Not a valid public nkey for a user"))
+        }
+        Some(_) if named => Err(entry.error("Nkey users do not take usernames or passwords")),
+        _ => Ok(user),
+    }
+}
+
+fn is_public_user_nkey(nkey: &str) -> bool {
+    nkey.starts_with('U') && nkeys::KeyPair::from_public_key(nkey).is_ok()
 }
 
 fn parse_permissions(entry: &Entry) -> Result<Permissions, ConfigError> {
