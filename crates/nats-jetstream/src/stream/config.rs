@@ -181,6 +181,23 @@ pub(crate) fn check_and_fill(
     } else if marker_ttl < 0 {
         return Err(invalid("subject delete marker TTL must not be negative"));
     }
+    if config.persist_mode == jetstream_api::PersistMode::Async {
+        if config.storage != jetstream_api::StorageType::File {
+            return Err(invalid(
+                "async persist mode is only supported on file storage",
+            ));
+        }
+        if config.replicas > 1 {
+            return Err(invalid(
+                "async persist mode is not supported on replicated streams",
+            ));
+        }
+        if config.allow_atomic_publish {
+            return Err(invalid(
+                "async persist mode is not supported with atomic batch publish",
+            ));
+        }
+    }
     if let Some(mirror) = &config.mirror {
         if config.first_seq > 0 {
             return Err(errors::MIRROR_WITH_FIRST_SEQ.to_error());
@@ -190,6 +207,18 @@ pub(crate) fn check_and_fill(
         }
         if !config.sources.is_empty() {
             return Err(errors::MIRROR_WITH_SOURCES.to_error());
+        }
+        if config.allow_msg_counter {
+            return Err(errors::MIRROR_WITH_COUNTERS.to_error());
+        }
+        if config.allow_atomic_publish {
+            return Err(errors::MIRROR_WITH_ATOMIC_PUBLISH.to_error());
+        }
+        if config.allow_batch_publish {
+            return Err(errors::MIRROR_WITH_BATCH_PUBLISH.to_error());
+        }
+        if config.allow_msg_schedules {
+            return Err(errors::MIRROR_WITH_MSG_SCHEDULES.to_error());
         }
         if !is_valid_name(&mirror.name) && mirror.external.is_none() {
             return Err(errors::MIRROR_INVALID_STREAM_NAME.to_error());

@@ -43,17 +43,26 @@ pub(crate) fn next_total(
     subject: &str,
     increment: i128,
 ) -> Result<(String, Vec<u8>), ApiError> {
-    let previous = match store.load_last(subject) {
+    add(previous_total(store, subject)?, increment)
+}
+
+/// The total the subject's last message holds (0 without one).
+pub(crate) fn previous_total(store: &mut dyn StreamStore, subject: &str) -> Result<i128, ApiError> {
+    match store.load_last(subject) {
         Ok(Some(message)) => {
             let body: serde_json::Value = serde_json::from_slice(&message.payload)
                 .map_err(|_| errors::MESSAGE_COUNTER_BROKEN.to_error())?;
-            match body.get("val").and_then(|value| value.as_str()) {
+            Ok(match body.get("val").and_then(|value| value.as_str()) {
                 Some(text) => text.parse::<i128>().unwrap_or(0),
                 None => 0,
-            }
+            })
         }
-        _ => 0,
-    };
+        _ => Ok(0),
+    }
+}
+
+/// `previous + increment` as the total's text and the stored body.
+pub(crate) fn add(previous: i128, increment: i128) -> Result<(String, Vec<u8>), ApiError> {
     let total = previous
         .checked_add(increment)
         .ok_or_else(|| errors::MESSAGE_INCR_INVALID.to_error())?

@@ -17,6 +17,16 @@ pub(crate) struct PublishHeaders<'a> {
     pub stream_source: Option<&'a str>,
     pub schedule: Option<&'a str>,
     pub batch_id: Option<&'a str>,
+    pub batch_sequence: Option<&'a str>,
+    pub batch_commit: Option<&'a str>,
+    pub required_api_level: Option<&'a str>,
+    pub schedule_target: Option<&'a str>,
+    pub schedule_source: Option<&'a str>,
+    pub schedule_ttl: Option<&'a str>,
+    pub schedule_rollup: Option<&'a str>,
+    pub schedule_time_zone: Option<&'a str>,
+    pub schedule_next: Option<&'a str>,
+    pub scheduler: Option<&'a str>,
 }
 
 impl<'a> PublishHeaders<'a> {
@@ -58,6 +68,16 @@ impl<'a> PublishHeaders<'a> {
                 b"Nats-Stream-Source" => &mut headers.stream_source,
                 b"Nats-Schedule" => &mut headers.schedule,
                 b"Nats-Batch-Id" => &mut headers.batch_id,
+                b"Nats-Batch-Sequence" => &mut headers.batch_sequence,
+                b"Nats-Batch-Commit" => &mut headers.batch_commit,
+                b"Nats-Required-Api-Level" => &mut headers.required_api_level,
+                b"Nats-Schedule-Target" => &mut headers.schedule_target,
+                b"Nats-Schedule-Source" => &mut headers.schedule_source,
+                b"Nats-Schedule-TTL" => &mut headers.schedule_ttl,
+                b"Nats-Schedule-Rollup" => &mut headers.schedule_rollup,
+                b"Nats-Schedule-Time-Zone" => &mut headers.schedule_time_zone,
+                b"Nats-Schedule-Next" => &mut headers.schedule_next,
+                b"Nats-Scheduler" => &mut headers.scheduler,
                 _ => continue,
             };
             if slot.is_none() {
@@ -68,13 +88,54 @@ impl<'a> PublishHeaders<'a> {
     }
 }
 
+/// The header block with `name: value` added at its end (nats-server's `genHeader`); an empty
+/// block becomes `NATS/1.0` with the one header.
+pub(crate) fn append_header(block: &[u8], name: &str, value: &str) -> Vec<u8> {
+    let mut extended = Vec::with_capacity(block.len() + name.len() + value.len() + 16);
+    if block.is_empty() {
+        extended.extend_from_slice(b"NATS/1.0\r\n");
+    } else {
+        // Drop the blank line that ends the block, then end it again after the new header.
+        extended.extend_from_slice(block.strip_suffix(b"\r\n").unwrap_or(block));
+    }
+    extended.extend_from_slice(name.as_bytes());
+    extended.extend_from_slice(b": ");
+    extended.extend_from_slice(value.as_bytes());
+    extended.extend_from_slice(b"\r\n\r\n");
+    extended
+}
+
+/// The header block without the headers whose name `drop` selects (the status line is kept).
+pub(crate) fn remove_headers(block: &[u8], drop: impl Fn(&[u8]) -> bool) -> Vec<u8> {
+    let mut kept = Vec::with_capacity(block.len());
+    let mut lines = block.split_inclusive(|&byte| byte == b'\n');
+    if let Some(status) = lines.next() {
+        kept.extend_from_slice(status);
+    }
+    for line in lines {
+        let name = line
+            .iter()
+            .position(|&byte| byte == b':')
+            .map_or(&line[..0], |colon| &line[..colon]);
+        if name.is_empty() || !drop(name) {
+            kept.extend_from_slice(line);
+        }
+    }
+    kept
+}
+
+/// nats-server's `parseUint64`: decimal digits only.
+pub(crate) fn parse_unsigned(value: &str) -> Option<u64> {
+    if value.is_empty() || !value.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    value.parse().ok()
+}
+
 /// nats-server's `parseInt64` as used for expected sequences: digits only, anything else is
 /// -1, which the caller turns into `u64::MAX` (a sequence that never matches).
 pub(crate) fn parse_sequence(value: &str) -> u64 {
-    if value.is_empty() || !value.bytes().all(|byte| byte.is_ascii_digit()) {
-        return u64::MAX;
-    }
-    value.parse().unwrap_or(u64::MAX)
+    parse_unsigned(value).unwrap_or(u64::MAX)
 }
 
 /// A per-message TTL: `Never`, or whole seconds.
@@ -159,6 +220,22 @@ mod tests {
         assert_eq!(headers.msg_id, Some("abc"));
         assert_eq!(headers.expected_last_sequence, Some("5"));
         assert_eq!(headers.rollup, None);
+    }
+
+    #[test]
+    fn header_edits() {
+        let block = b"NATS/1.0\r\nNats-Batch-Id: b\r\nX: 1\r\n\r\n";
+        assert_eq!(
+            append_header(block, "Nats-Batch-Commit", "1"),
+            b"NATS/1.0\r\nNats-Batch-Id: b\r\nX: 1\r\nNats-Batch-Commit: 1\r\n\r\n"
+        );
+        assert_eq!(append_header(b"", "A", "b"), b"NATS/1.0\r\nA: b\r\n\r\n");
+        assert_eq!(
+            remove_headers(block, |name| name.starts_with(b"Nats-")),
+            b"NATS/1.0\r\nX: 1\r\n\r\n"
+        );
+        assert_eq!(parse_unsigned("12"), Some(12));
+        assert_eq!(parse_unsigned("-1"), None);
     }
 
     #[test]

@@ -23,6 +23,7 @@ mod dedupe;
 mod headers;
 mod ingest;
 mod mirror;
+mod schedule;
 mod sources;
 
 pub(crate) use config::{check_and_fill, check_update, with_static_metadata};

@@ -67,3 +67,15 @@ pub async fn stream_s(client: &async_nats::Client, count: usize) {
             .expect("puback");
     }
 }
+
+/// `STREAM.CREATE` with the config's own name; panics on an error reply.
+pub async fn create_stream(client: &async_nats::Client, config: Value) {
+    let name = config["name"].as_str().expect("stream name").to_string();
+    let response = api(
+        client,
+        &format!("$JS.API.STREAM.CREATE.{name}"),
+        &config.to_string(),
+    )
+    .await;
+    assert!(response.get("error").is_none(), "{response}");
+}

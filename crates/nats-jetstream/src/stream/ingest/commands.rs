@@ -12,7 +12,10 @@ impl Ingest {
     pub(super) fn expire_due(&mut self) {
         let store_handle = self.stream.store.clone();
         let mut store = store_handle.lock();
-        self.expire(&mut **store, crate::time_format::now_nanos());
+        let now = crate::time_format::now_nanos();
+        self.expire(&mut **store, now);
+        self.fire_schedules(&mut **store, now);
+        self.batches.expire(tokio::time::Instant::now());
         self.commit(&mut **store);
     }
 
@@ -140,8 +143,16 @@ impl Ingest {
                     .update_config(store_config(&config))
                     .map_err(|error| errors::STREAM_UPDATE.with_err(error));
                 if result.is_ok() {
+                    let schedules_turned_on =
+                        config.allow_msg_schedules && !self.config.allow_msg_schedules;
                     self.config = *config;
                     self.ack_prefix = ack_prefix(&self.config.name, self.context.domain.as_deref());
+                    if !self.config.allow_atomic_publish {
+                        self.batches.clear();
+                    }
+                    if schedules_turned_on {
+                        self.recover_schedules(store);
+                    }
                 }
                 self.commit(store);
                 let _ = reply.send(result);

@@ -27,8 +27,10 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedReceiver as Receiver;
 
+mod batch;
 mod commands;
 mod publish;
+mod schedules;
 
 /// Upper bound of commands handled under one store lock / one flush.
 const MAX_BATCH: usize = 4096;
@@ -66,6 +68,8 @@ pub(crate) fn spawn(
         counted_bytes: 0,
         dirty: false,
         markers: Default::default(),
+        batches: Default::default(),
+        schedules: Default::default(),
     };
     ingest.recover();
     tokio::spawn(async move { ingest.run(receiver).await });
@@ -122,6 +126,10 @@ struct Ingest {
     /// Sequences of the subject delete markers this task wrote (a marker expiring must not
     /// leave another marker behind).
     markers: std::collections::HashSet<u64>,
+    /// Open atomic batches (`batch.rs`).
+    batches: batch::AtomicBatches,
+    /// Live message schedules (`schedules.rs`).
+    schedules: schedules::Schedules,
 }
 
 /// Who handed a message to the ingest task.
@@ -151,6 +159,7 @@ impl Ingest {
         let store_handle = self.stream.store.clone();
         let mut store = store_handle.lock();
         self.update_usage(&**store);
+        self.recover_schedules(&mut **store);
         let window = self.config.duplicate_window.0;
         if window <= 0 {
             return;
@@ -209,9 +218,18 @@ impl Ingest {
         }
     }
 
+    /// Until the next timed duty: message expiry, a schedule firing, an atomic batch timing out.
     fn time_to_next_expiry(&self) -> Duration {
         let next = self.stream.store.lock().next_expiry();
-        match next {
+        let next = match (next, self.schedules.next_due()) {
+            (Some(expiry), Some(schedule)) => Some(expiry.min(schedule)),
+            (expiry, schedule) => expiry.or(schedule),
+        };
+        let batch_wait = self
+            .batches
+            .next_deadline()
+            .map(|deadline| deadline.saturating_duration_since(tokio::time::Instant::now()));
+        let wait = match next {
             Some(due) => {
                 let now = crate::time_format::now_nanos();
                 // Never a busy loop, even if the store keeps reporting an overdue expiry.
@@ -219,6 +237,10 @@ impl Ingest {
                     .clamp(MINIMUM_EXPIRY_WAIT, IDLE_WAIT)
             }
             None => IDLE_WAIT,
+        };
+        match batch_wait {
+            Some(batch_wait) => wait.min(batch_wait.max(MINIMUM_EXPIRY_WAIT)),
+            None => wait,
         }
     }
 
@@ -229,6 +251,8 @@ impl Ingest {
         let now = crate::time_format::now_nanos();
         self.window.expire(now, self.config.duplicate_window.0);
         self.expire(&mut **store, now);
+        self.fire_schedules(&mut **store, now);
+        self.batches.expire(tokio::time::Instant::now());
         let mut stop = false;
         for command in batch.drain(..) {
             match command {
@@ -265,7 +289,21 @@ impl Ingest {
             message.payload.len() + message.headers.as_ref().map_or(0, |headers| headers.len()),
         );
         let reply = message.reply.clone().filter(|reply| !reply.is_empty());
-        let outcome = self.publish(store, message, origin);
+        let publish_headers = match message.headers.as_deref() {
+            Some(block) if !block.is_empty() => PublishHeaders::parse(block),
+            _ => PublishHeaders::default(),
+        };
+        // Sources strip the batch headers; a client's batch message is staged until its commit.
+        if let (Some(batch_id), Origin::Client) = (publish_headers.batch_id, origin) {
+            let answer = self.stage_batch_message(store, message, &publish_headers, batch_id);
+            if let (Some(reply), Some(answer)) = (reply, answer) {
+                if !self.config.no_ack {
+                    self.pending_acks.push((reply, answer));
+                }
+            }
+            return;
+        }
+        let outcome = self.publish(store, message, &publish_headers, origin);
         if let Some(reply) = reply {
             if !self.config.no_ack {
                 if let Some(ack) = self.ack_for(outcome) {

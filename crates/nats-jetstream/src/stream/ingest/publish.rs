@@ -19,41 +19,38 @@ impl Ingest {
         &mut self,
         store: &mut dyn StreamStore,
         message: &Message,
+        publish_headers: &PublishHeaders<'_>,
         origin: Origin,
     ) -> Outcome {
         let sourced = origin == Origin::Source;
         let Ok(subject) = std::str::from_utf8(&message.subject) else {
             return Outcome::Dropped;
         };
-        // The stream's input transform applies before anything else looks at the subject.
-        let transformed = self
-            .config
-            .subject_transform
-            .as_ref()
-            .and_then(|transform| {
-                crate::subject::transform(&transform.source, &transform.destination, subject)
-            });
+        let transformed = self.transform_subject(subject);
         let subject = transformed.as_deref().unwrap_or(subject);
         if self.config.sealed {
             return Outcome::Refused(errors::STREAM_SEALED.to_error());
         }
         let header_block: &[u8] = message.headers.as_deref().unwrap_or(&[]);
-        let publish_headers = if header_block.is_empty() {
-            PublishHeaders::default()
-        } else {
-            PublishHeaders::parse(header_block)
-        };
         let increment = match super::super::counter::check_increment(
-            &publish_headers,
+            publish_headers,
             &message.payload,
             self.config.allow_msg_counter,
         ) {
             Ok(increment) => increment,
             Err(error) => return Outcome::Refused(error),
         };
-        if let Err(error) = self.check_headers(store, subject, &publish_headers, sourced) {
-            return error;
-        }
+        let rewritten =
+            match self.check_headers(store, subject, header_block, publish_headers, sourced) {
+                Ok(rewritten) => rewritten,
+                Err(error) => return error,
+            };
+        // A schedule gains `Nats-Rollup: sub`: everything after the checks sees the new block.
+        let rewritten_headers = rewritten.as_deref().map(PublishHeaders::parse);
+        let (header_block, publish_headers) = match (&rewritten, &rewritten_headers) {
+            (Some(block), Some(parsed)) => (&block[..], parsed),
+            _ => (header_block, publish_headers),
+        };
         if self.config.allow_msg_counter && increment.is_none() {
             return Outcome::Refused(errors::MESSAGE_INCR_MISSING.to_error());
         }
@@ -68,16 +65,60 @@ impl Ingest {
             Some((_, body)) => &body[..],
             None => &message.payload[..],
         };
+        if let Err(error) = self.check_sizes(header_block, payload) {
+            return Outcome::Refused(error);
+        }
+        let total = counted.as_ref().map(|(total, _)| total.clone());
+        self.store_checked(
+            store,
+            subject,
+            header_block,
+            payload,
+            publish_headers,
+            total,
+            sourced,
+        )
+    }
+
+    /// The stream's input transform, which applies before anything else looks at the subject.
+    pub(super) fn transform_subject(&self, subject: &str) -> Option<String> {
+        self.config
+            .subject_transform
+            .as_ref()
+            .and_then(|transform| {
+                crate::subject::transform(&transform.source, &transform.destination, subject)
+            })
+    }
+
+    /// `max_msg_size` and the 64 KiB header bound.
+    pub(super) fn check_sizes(&self, header_block: &[u8], payload: &[u8]) -> Result<(), ApiError> {
         let max_size = self.config.max_msg_size;
         if max_size >= 0 {
             let max_size = max_size as usize;
             if header_block.len() > max_size || payload.len() > max_size - header_block.len() {
-                return Outcome::Refused(errors::STREAM_MESSAGE_EXCEEDS_MAXIMUM.to_error());
+                return Err(errors::STREAM_MESSAGE_EXCEEDS_MAXIMUM.to_error());
             }
         }
         if header_block.len() > MAX_HEADER_SIZE {
-            return Outcome::Refused(errors::STREAM_HEADER_EXCEEDS_MAXIMUM.to_error());
+            return Err(errors::STREAM_HEADER_EXCEEDS_MAXIMUM.to_error());
         }
+        Ok(())
+    }
+
+    /// The part of `processJetStreamMsg` that runs for every message, checked or not (atomic
+    /// batches run their checks before the commit): resources, interest, TTL, the store, the
+    /// duplicate window, rollup and republish. `counted`: the new total on a counter stream.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn store_checked(
+        &mut self,
+        store: &mut dyn StreamStore,
+        subject: &str,
+        header_block: &[u8],
+        payload: &[u8],
+        publish_headers: &PublishHeaders<'_>,
+        counted: Option<String>,
+        sourced: bool,
+    ) -> Outcome {
         if self.context.usage.exceeded(self.config.storage) {
             return Outcome::Refused(errors::INSUFFICIENT_RESOURCES.to_error());
         }
@@ -126,21 +167,25 @@ impl Ingest {
         if let Some(rollup) = rollup {
             self.apply_rollup(store, subject, rollup, 1);
         }
+        self.purge_fired_schedule(store, publish_headers);
+        self.track_schedule(subject, publish_headers, seq, timestamp);
         self.republish(store, subject, header_block, payload, seq, timestamp);
         match counted {
-            Some((total, _)) => Outcome::Counted(seq, total),
+            Some(total) => Outcome::Counted(seq, total),
             None => Outcome::Stored(seq),
         }
     }
 
-    /// The header checks, each answering with nats-server's error.
+    /// The header checks, each answering with nats-server's error. Ok(Some(block)): the
+    /// header block as it is to be stored (a schedule gains its rollup).
     fn check_headers(
         &self,
         store: &mut dyn StreamStore,
         subject: &str,
+        header_block: &[u8],
         publish_headers: &PublishHeaders<'_>,
         sourced: bool,
-    ) -> Result<(), Outcome> {
+    ) -> Result<Option<Vec<u8>>, Outcome> {
         let refuse = |error: ApiError| Err(Outcome::Refused(error));
         if let Some(expected) = publish_headers.expected_stream {
             if expected != self.config.name {
@@ -181,8 +226,12 @@ impl Ingest {
                 return refuse(errors::STREAM_WRONG_LAST_SEQUENCE.with(&[("seq", &last)]));
             }
         }
-        if publish_headers.schedule.is_some() && !self.config.allow_msg_schedules {
-            return refuse(errors::MESSAGE_SCHEDULES_DISABLED.to_error());
+        let mut rewritten = None;
+        if !sourced {
+            match self.check_schedule(store, subject, header_block, publish_headers, None) {
+                Ok(check) => rewritten = check.rewritten,
+                Err(error) => return refuse(error),
+            }
         }
         if publish_headers.stream_source.is_some() && !sourced {
             return refuse(errors::MESSAGE_SOURCE_HDR_NOT_ALLOWED.to_error());
@@ -200,7 +249,7 @@ impl Ingest {
             }
         }
         if let Some(rollup) = publish_headers.rollup {
-            if !self.config.allow_rollup || self.config.deny_purge {
+            if (!self.config.allow_rollup || self.config.deny_purge) && !sourced {
                 return refuse(errors::STREAM_ROLLUP_FAILED.with_err("rollup not permitted"));
             }
             if rollup != "sub" && rollup != "all" {
@@ -210,7 +259,7 @@ impl Ingest {
                 );
             }
         }
-        Ok(())
+        Ok(rewritten)
     }
 
     /// Interest retention with nobody interested: the sequence is used, nothing is kept.
@@ -250,6 +299,26 @@ impl Ingest {
         };
         if let Err(error) = store.purge_ex(filter, 0, keep) {
             tracing::error!(stream = %self.config.name, %error, "rollup purge failed");
+        }
+    }
+
+    /// A schedule's last firing (`Nats-Schedule-Next: purge`) removes the schedule, where
+    /// rollups are allowed (nats-server's `processJetStreamMsgWithRollup`).
+    fn purge_fired_schedule(
+        &mut self,
+        store: &mut dyn StreamStore,
+        publish_headers: &PublishHeaders<'_>,
+    ) {
+        if publish_headers.schedule_next != Some("purge")
+            || !self.config.allow_rollup
+            || self.config.deny_purge
+        {
+            return;
+        }
+        if let Some(scheduler) = publish_headers.scheduler {
+            if let Err(error) = store.purge_ex(scheduler, 0, 0) {
+                tracing::error!(stream = %self.config.name, %error, "purging a fired schedule failed");
+            }
         }
     }
 

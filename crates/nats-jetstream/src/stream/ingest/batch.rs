@@ -1,0 +1,589 @@
+//! Atomic batch publish (ADR-50, `allow_atomic`): messages carrying `Nats-Batch-Id` and
+//! `Nats-Batch-Sequence` are staged in memory, each answered with an empty reply, until the one
+//! with `Nats-Batch-Commit: 1` (or `eob`, an end-of-batch marker that is not stored itself).
+//! The commit checks every staged message as one unit (nats-server's
+//! `checkMsgHeadersPreClusteredProposal` with its staged diff: counters run on, a subject
+//! written earlier in the batch blocks expected-sequence checks and rollups on it, discard-new
+//! limits count the whole batch) and only then stores them all; its PubAck carries `batch` and
+//! `count`. Any failure abandons the whole batch.
+//!
+//! Called by the ingest task (`mod.rs`) for client publishes with a batch id; it runs under the
+//! store lock like every publish. Limits are nats-server 2.15's defaults: 10 s of inactivity,
+//! 1000 messages per batch, 50 open batches per stream, 1000 on the server.
+
+use super::super::headers::{self, MessageTtl, PublishHeaders};
+use super::Ingest;
+use crate::transport::Message;
+use bytes::{BufMut, Bytes, BytesMut};
+use jetstream_api::{errors, ApiError, DiscardPolicy, StorageType};
+use nats_store::StreamStore;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// A batch left alone this long is abandoned.
+pub(super) const BATCH_TIMEOUT: Duration = Duration::from_secs(10);
+const MAX_BATCH_SIZE: u64 = 1000;
+const MAX_BATCH_ID_LENGTH: usize = 64;
+const MAX_INFLIGHT_PER_STREAM: usize = 50;
+const MAX_INFLIGHT_TOTAL: usize = 1000;
+
+/// Open atomic batches on every stream of this process (nats-server's global inflight bound).
+static INFLIGHT_TOTAL: AtomicUsize = AtomicUsize::new(0);
+
+/// One open batch: its messages in batch-sequence order.
+struct StagedBatch {
+    messages: Vec<Message>,
+    deadline: Instant,
+}
+
+impl StagedBatch {
+    fn open(now: Instant) -> Option<StagedBatch> {
+        let previous = INFLIGHT_TOTAL.fetch_add(1, Ordering::Relaxed);
+        if previous >= MAX_INFLIGHT_TOTAL {
+            INFLIGHT_TOTAL.fetch_sub(1, Ordering::Relaxed);
+            return None;
+        }
+        Some(StagedBatch {
+            messages: Vec::new(),
+            deadline: now + BATCH_TIMEOUT,
+        })
+    }
+}
+
+impl Drop for StagedBatch {
+    fn drop(&mut self) {
+        INFLIGHT_TOTAL.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The stream's open atomic batches, by batch id.
+#[derive(Default)]
+pub(super) struct AtomicBatches {
+    open: HashMap<String, StagedBatch>,
+}
+
+impl AtomicBatches {
+    /// Drop the batches whose inactivity timer ran out.
+    pub(super) fn expire(&mut self, now: Instant) {
+        self.open.retain(|_, batch| batch.deadline > now);
+    }
+
+    /// When the next open batch times out.
+    pub(super) fn next_deadline(&self) -> Option<Instant> {
+        self.open.values().map(|batch| batch.deadline).min()
+    }
+
+    /// Abandon every open batch (atomic publish turned off, stream stopping).
+    pub(super) fn clear(&mut self) {
+        self.open.clear();
+    }
+}
+
+/// What the commit learns about the batch so far (nats-server's `batchStagedDiff`).
+#[derive(Default)]
+struct StagedDiff {
+    msg_ids: HashSet<String>,
+    /// Running counter totals per subject.
+    counters: HashMap<String, i128>,
+    /// Messages and bytes the batch writes per subject, and whether the last one is a schedule.
+    inflight: HashMap<String, (u64, u64, bool)>,
+    /// Subjects already checked with an expected last subject sequence, and the sequence.
+    expected_per_subject: HashMap<String, u64>,
+}
+
+/// A batch message that passed the commit checks, possibly rewritten (counter body, rollup).
+struct Checked {
+    subject: String,
+    headers: Vec<u8>,
+    payload: Bytes,
+    counted: Option<String>,
+}
+
+/// How a batch message asks to commit.
+#[derive(PartialEq, Eq)]
+enum Commit {
+    No,
+    /// `Nats-Batch-Commit: 1`: this message is the last of the batch.
+    Last,
+    /// `Nats-Batch-Commit: eob`: the batch ends before this message, which is not stored.
+    EndOfBatch,
+    Invalid,
+}
+
+impl Ingest {
+    /// One message of an atomic batch (nats-server's `processJetStreamAtomicBatchMsg`): the
+    /// answer for its reply, if any (empty while staging, the PubAck or error at the commit).
+    pub(super) fn stage_batch_message(
+        &mut self,
+        store: &mut dyn StreamStore,
+        message: &Message,
+        publish_headers: &PublishHeaders<'_>,
+        batch_id: &str,
+    ) -> Option<Bytes> {
+        match self.stage(store, message, publish_headers, batch_id) {
+            Ok(answer) => answer,
+            Err(error) => Some(self.error_ack(error)),
+        }
+    }
+
+    fn stage(
+        &mut self,
+        store: &mut dyn StreamStore,
+        message: &Message,
+        publish_headers: &PublishHeaders<'_>,
+        batch_id: &str,
+    ) -> Result<Option<Bytes>, ApiError> {
+        if self.config.sealed {
+            return Err(errors::STREAM_SEALED.to_error());
+        }
+        if self.context.usage.exceeded(self.config.storage) {
+            return Err(errors::INSUFFICIENT_RESOURCES.to_error());
+        }
+        let header_block = message.headers.as_deref().unwrap_or(&[]);
+        let max_size = self.config.max_msg_size;
+        if max_size >= 0
+            && (header_block.len() > max_size as usize
+                || message.payload.len() > max_size as usize - header_block.len())
+        {
+            return Err(errors::STREAM_MESSAGE_EXCEEDS_MAXIMUM.to_error());
+        }
+        if !self.config.allow_atomic_publish {
+            return Err(errors::ATOMIC_PUBLISH_DISABLED.to_error());
+        }
+        if batch_id.len() > MAX_BATCH_ID_LENGTH {
+            return Err(errors::ATOMIC_PUBLISH_INVALID_BATCH_ID.to_error());
+        }
+        let Some(sequence) = publish_headers
+            .batch_sequence
+            .and_then(headers::parse_unsigned)
+        else {
+            return Err(errors::ATOMIC_PUBLISH_MISSING_SEQ.to_error());
+        };
+        let commit = match publish_headers.batch_commit {
+            None => Commit::No,
+            Some("1") => Commit::Last,
+            Some("eob") => Commit::EndOfBatch,
+            Some(_) => Commit::Invalid,
+        };
+        // The end-of-batch marker does not count towards the batch size.
+        let size = if commit == Commit::EndOfBatch {
+            sequence.saturating_sub(1)
+        } else {
+            sequence
+        };
+        let too_large =
+            || errors::ATOMIC_PUBLISH_TOO_LARGE_BATCH.with(&[("size", &MAX_BATCH_SIZE)]);
+        let now = Instant::now();
+        if self
+            .batches
+            .open
+            .get(batch_id)
+            .is_some_and(|batch| batch.deadline <= now)
+        {
+            self.batches.open.remove(batch_id);
+        }
+        if !self.batches.open.contains_key(batch_id) {
+            if sequence != 1 {
+                if size > MAX_BATCH_SIZE {
+                    return Err(too_large());
+                }
+                return Err(errors::ATOMIC_PUBLISH_INCOMPLETE_BATCH.to_error());
+            }
+            if self.batches.open.len() >= MAX_INFLIGHT_PER_STREAM {
+                return Err(errors::ATOMIC_PUBLISH_TOO_MANY_INFLIGHT.to_error());
+            }
+            let Some(batch) = StagedBatch::open(now) else {
+                return Err(errors::ATOMIC_PUBLISH_TOO_MANY_INFLIGHT.to_error());
+            };
+            self.batches.open.insert(batch_id.to_string(), batch);
+        }
+        // From here on every refusal abandons the batch.
+        let abandon = |ingest: &mut Ingest, error: ApiError| {
+            ingest.batches.open.remove(batch_id);
+            Err(error)
+        };
+        if commit == Commit::Invalid {
+            return abandon(self, errors::ATOMIC_PUBLISH_INVALID_BATCH_COMMIT.to_error());
+        }
+        let mut message = message.clone();
+        if publish_headers.required_api_level.is_some() {
+            if !crate::api::required_level_met(Some(header_block)) {
+                return abandon(self, errors::REQUIRED_API_LEVEL.to_error());
+            }
+            let stripped =
+                headers::remove_headers(header_block, |name| name == b"Nats-Required-Api-Level");
+            message.headers = Some(Bytes::from(stripped));
+        }
+        let Some(batch) = self.batches.open.get_mut(batch_id) else {
+            return Err(errors::ATOMIC_PUBLISH_INCOMPLETE_BATCH.to_error());
+        };
+        batch.deadline = now + BATCH_TIMEOUT;
+        let expected = batch.messages.len() as u64 + 1;
+        if sequence != expected || (sequence == 1 && commit == Commit::EndOfBatch) {
+            return abandon(self, errors::ATOMIC_PUBLISH_INCOMPLETE_BATCH.to_error());
+        }
+        if size > MAX_BATCH_SIZE {
+            return abandon(self, too_large());
+        }
+        message.reply = None;
+        if commit != Commit::EndOfBatch {
+            batch.messages.push(message);
+        }
+        if commit == Commit::No {
+            // An empty reply: staged, not yet stored.
+            return Ok(Some(Bytes::new()));
+        }
+        let Some(batch) = self.batches.open.remove(batch_id) else {
+            return Err(errors::ATOMIC_PUBLISH_INCOMPLETE_BATCH.to_error());
+        };
+        let mut messages = batch.messages.clone();
+        drop(batch);
+        if commit == Commit::EndOfBatch {
+            // The last stored message gets the commit header the marker stood for.
+            if let Some(last) = messages.last_mut() {
+                let block = last.headers.as_deref().unwrap_or(&[]);
+                last.headers = Some(Bytes::from(headers::append_header(
+                    block,
+                    "Nats-Batch-Commit",
+                    "1",
+                )));
+            }
+        }
+        self.commit_batch(store, batch_id, &messages)
+    }
+
+    /// Check the whole batch, then store it: all of it, or (refused) none.
+    fn commit_batch(
+        &mut self,
+        store: &mut dyn StreamStore,
+        batch_id: &str,
+        messages: &[Message],
+    ) -> Result<Option<Bytes>, ApiError> {
+        let mut diff = StagedDiff::default();
+        let last_seq = store.state().last_seq;
+        let mut checked = Vec::with_capacity(messages.len());
+        for (index, message) in messages.iter().enumerate() {
+            let Ok(subject) = std::str::from_utf8(&message.subject) else {
+                return Err(errors::ATOMIC_PUBLISH_INCOMPLETE_BATCH.to_error());
+            };
+            let subject = self
+                .transform_subject(subject)
+                .unwrap_or_else(|| subject.to_string());
+            let header_block = message.headers.as_deref().unwrap_or(&[]);
+            let publish_headers = PublishHeaders::parse(header_block);
+            if publish_headers.expected_last_msg_id.is_some() {
+                return Err(errors::ATOMIC_PUBLISH_UNSUPPORTED_HEADER_BATCH
+                    .with(&[("header", &"Nats-Expected-Last-Msg-Id")]));
+            }
+            let position = last_seq + index as u64;
+            checked.push(self.check_staged(
+                store,
+                &mut diff,
+                subject,
+                message,
+                &publish_headers,
+                position,
+            )?);
+        }
+        let count = checked.len();
+        for (index, message) in checked.into_iter().enumerate() {
+            let publish_headers = PublishHeaders::parse(&message.headers);
+            let outcome = self.store_checked(
+                store,
+                &message.subject,
+                &message.headers,
+                &message.payload,
+                &publish_headers,
+                message.counted,
+                false,
+            );
+            let last = index + 1 == count;
+            match outcome {
+                super::Outcome::Stored(seq) | super::Outcome::Counted(seq, _) if last => {
+                    return Ok(Some(self.batch_ack(seq, batch_id, count)));
+                }
+                super::Outcome::Stored(_) | super::Outcome::Counted(..) => {}
+                super::Outcome::Refused(error) if last => return Err(error),
+                // As nats-server: a failure inside the commit ends it, and only the commit
+                // message had a reply to answer on.
+                _ => return Ok(None),
+            }
+        }
+        Ok(None)
+    }
+
+    /// nats-server's `checkMsgHeadersPreClusteredProposal` for one staged message, in its order.
+    /// `position`: the stream's last sequence as it will be just before this message.
+    fn check_staged(
+        &self,
+        store: &mut dyn StreamStore,
+        diff: &mut StagedDiff,
+        subject: String,
+        message: &Message,
+        publish_headers: &PublishHeaders<'_>,
+        position: u64,
+    ) -> Result<Checked, ApiError> {
+        let header_block = message.headers.as_deref().unwrap_or(&[]);
+        let mut rewritten_headers: Option<Vec<u8>> = None;
+        let mut increment = None;
+        let mut is_schedule = false;
+        if !header_block.is_empty() {
+            if header_block.len() > super::MAX_HEADER_SIZE {
+                return Err(errors::STREAM_HEADER_EXCEEDS_MAXIMUM.to_error());
+            }
+            increment = super::super::counter::check_increment(
+                publish_headers,
+                &message.payload,
+                self.config.allow_msg_counter,
+            )?;
+            if let Some(expected) = publish_headers.expected_stream {
+                if expected != self.config.name {
+                    return Err(errors::STREAM_NOT_MATCH.to_error());
+                }
+            }
+            if let Some(ttl) = publish_headers.ttl {
+                match headers::parse_ttl(ttl) {
+                    Ok(MessageTtl::None) => {}
+                    _ if !self.config.allow_msg_ttl => {
+                        return Err(errors::MESSAGE_TTL_DISABLED.to_error())
+                    }
+                    Err(()) => return Err(errors::MESSAGE_TTL_INVALID.to_error()),
+                    Ok(_) => {}
+                }
+            }
+            if let Some(id) = publish_headers.msg_id {
+                if diff.msg_ids.contains(id) || self.window.get(id).is_some() {
+                    return Err(errors::ATOMIC_PUBLISH_CONTAINS_DUPLICATE_MESSAGE.to_error());
+                }
+                diff.msg_ids.insert(id.to_string());
+            }
+            if publish_headers.stream_source.is_some() {
+                return Err(errors::MESSAGE_SOURCE_HDR_NOT_ALLOWED.to_error());
+            }
+        }
+        if increment.is_none() && self.config.allow_msg_counter {
+            return Err(errors::MESSAGE_INCR_MISSING.to_error());
+        }
+        let mut payload = message.payload.clone();
+        let mut counted = None;
+        if let Some(increment) = increment {
+            let previous = match diff.counters.get(&subject) {
+                Some(total) => *total,
+                None => super::super::counter::previous_total(store, &subject)?,
+            };
+            let (total, body) = super::super::counter::add(previous, increment)?;
+            diff.counters
+                .insert(subject.clone(), previous.saturating_add(increment));
+            payload = Bytes::from(body);
+            counted = Some(total);
+            self.check_sizes(header_block, &payload)?;
+        }
+        if !header_block.is_empty() {
+            self.check_staged_expectations(store, diff, &subject, publish_headers, position)?;
+            let staged_schedule = publish_headers
+                .scheduler
+                .and_then(|scheduler| diff.inflight.get(scheduler))
+                .map(|entry| entry.2);
+            let check = self.check_schedule(
+                store,
+                &subject,
+                header_block,
+                publish_headers,
+                staged_schedule,
+            )?;
+            is_schedule = check.is_schedule;
+            rewritten_headers = check.rewritten;
+            let rollup = match &rewritten_headers {
+                Some(block) => PublishHeaders::parse(block).rollup.map(str::to_string),
+                None => publish_headers.rollup.map(str::to_string),
+            };
+            if let Some(rollup) = rollup {
+                self.check_staged_rollup(diff, &subject, &rollup)?;
+            }
+        }
+        let headers = rewritten_headers.unwrap_or_else(|| header_block.to_vec());
+        let size = match self.config.storage {
+            StorageType::File => 22 + subject.len() + headers.len() + payload.len() + 8,
+            StorageType::Memory => subject.len() + headers.len() + payload.len() + 16,
+        } as u64;
+        let subject_ops = {
+            let entry = diff
+                .inflight
+                .entry(subject.clone())
+                .or_insert((0, 0, false));
+            entry.0 += 1;
+            entry.1 += size;
+            entry.2 = is_schedule;
+            entry.0
+        };
+        if self.config.discard == DiscardPolicy::New {
+            self.check_staged_limits(store, diff, &subject, &headers, subject_ops)?;
+        }
+        Ok(Checked {
+            subject,
+            headers,
+            payload,
+            counted,
+        })
+    }
+
+    /// Expected last sequence (first message only) and expected last subject sequence (not on
+    /// a subject the batch already writes).
+    fn check_staged_expectations(
+        &self,
+        store: &mut dyn StreamStore,
+        diff: &mut StagedDiff,
+        subject: &str,
+        publish_headers: &PublishHeaders<'_>,
+        position: u64,
+    ) -> Result<(), ApiError> {
+        if let Some(expected) = publish_headers.expected_last_sequence {
+            if headers::parse_sequence(expected) != position {
+                return Err(errors::STREAM_WRONG_LAST_SEQUENCE.with(&[("seq", &position)]));
+            }
+            if !diff.inflight.is_empty() {
+                return Err(errors::STREAM_WRONG_LAST_SEQUENCE_CONSTANT.to_error());
+            }
+        }
+        let Some(expected) = publish_headers.expected_last_subject_sequence else {
+            if publish_headers
+                .expected_last_subject_sequence_subject
+                .is_some()
+            {
+                return Err(errors::STREAM_EXPECTED_LAST_SEQ_PER_SUBJECT_INVALID.to_error());
+            }
+            return Ok(());
+        };
+        let expected = headers::parse_sequence(expected);
+        let check_subject = publish_headers
+            .expected_last_subject_sequence_subject
+            .unwrap_or(subject);
+        if diff.inflight.contains_key(check_subject) {
+            return Err(errors::STREAM_WRONG_LAST_SEQUENCE_CONSTANT.to_error());
+        }
+        if let Some(&known) = diff.expected_per_subject.get(check_subject) {
+            if known != expected {
+                return Err(errors::STREAM_WRONG_LAST_SEQUENCE.with(&[("seq", &known)]));
+            }
+            return Ok(());
+        }
+        let last = match store.load_last(check_subject) {
+            Ok(Some(message)) => Some(message.seq),
+            Ok(None) | Err(nats_store::StoreError::NotFound) => None,
+            Err(_) => Some(0),
+        };
+        let actual = last.unwrap_or(0);
+        if actual != expected || (last.is_none() && expected != 0) {
+            return Err(errors::STREAM_WRONG_LAST_SEQUENCE.with(&[("seq", &actual)]));
+        }
+        diff.expected_per_subject
+            .insert(check_subject.to_string(), actual);
+        Ok(())
+    }
+
+    /// A rollup inside a batch: `sub` only on the subject's first message in the batch, `all`
+    /// only as the batch's first message.
+    fn check_staged_rollup(
+        &self,
+        diff: &StagedDiff,
+        subject: &str,
+        rollup: &str,
+    ) -> Result<(), ApiError> {
+        if !self.config.allow_rollup || self.config.deny_purge {
+            return Err(errors::STREAM_ROLLUP_FAILED.with_err("rollup not permitted"));
+        }
+        match rollup {
+            "sub" if diff.inflight.contains_key(subject) => {
+                Err(errors::STREAM_ROLLUP_FAILED.with_err("batch rollup sub invalid"))
+            }
+            "all" if !diff.inflight.is_empty() => {
+                Err(errors::STREAM_ROLLUP_FAILED.with_err("batch rollup all invalid"))
+            }
+            "sub" | "all" => Ok(()),
+            other => {
+                Err(errors::STREAM_ROLLUP_FAILED
+                    .with_err(format!("rollup value invalid: {other:?}")))
+            }
+        }
+    }
+
+    /// Discard-new limits counted over what is stored plus the whole batch so far.
+    fn check_staged_limits(
+        &self,
+        store: &mut dyn StreamStore,
+        diff: &StagedDiff,
+        subject: &str,
+        header_block: &[u8],
+        subject_ops: u64,
+    ) -> Result<(), ApiError> {
+        let (max_msgs, max_bytes) = (self.config.max_msgs, self.config.max_bytes);
+        if max_msgs > 0 || max_bytes > 0 {
+            let state = store.state();
+            let (batch_msgs, batch_bytes) = diff
+                .inflight
+                .values()
+                .fold((0, 0), |(msgs, bytes), (ops, size, _)| {
+                    (msgs + ops, bytes + size)
+                });
+            if max_msgs > 0 && state.msgs + batch_msgs > max_msgs as u64 {
+                return Err(errors::STREAM_STORE_FAILED.with_err("maximum messages exceeded"));
+            }
+            if max_bytes > 0 && state.bytes + batch_bytes > max_bytes as u64 {
+                return Err(errors::STREAM_STORE_FAILED.with_err("maximum bytes exceeded"));
+            }
+        }
+        let per_subject = self.config.max_msgs_per_subject;
+        if self.config.discard_new_per_subject
+            && per_subject > 0
+            && PublishHeaders::parse(header_block).rollup.is_none()
+        {
+            let stored = store
+                .subjects_state(subject)
+                .get(subject)
+                .map_or(0, |state| state.msgs);
+            if stored + subject_ops > per_subject as u64 {
+                return Err(
+                    errors::STREAM_STORE_FAILED.with_err("maximum messages per subject exceeded")
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The commit's PubAck: `{"stream":..,"seq":N,"batch":"id","count":C}`.
+    fn batch_ack(&self, seq: u64, batch_id: &str, count: usize) -> Bytes {
+        let mut ack = BytesMut::with_capacity(self.ack_prefix.len() + batch_id.len() + 48);
+        ack.put_slice(&self.ack_prefix);
+        ack.put_slice(seq.to_string().as_bytes());
+        ack.put_slice(b",\"batch\":");
+        ack.put_slice(&jetstream_api::json::encode_response(batch_id));
+        ack.put_slice(format!(",\"count\":{count}}}").as_bytes());
+        ack.freeze()
+    }
+
+    fn error_ack(&self, error: ApiError) -> Bytes {
+        let response = jetstream_api::PubAck::error(self.config.name.clone(), error);
+        Bytes::from(jetstream_api::json::encode_response(&response))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_time_out_after_inactivity() {
+        let mut batches = AtomicBatches::default();
+        let now = Instant::now();
+        let batch = StagedBatch::open(now).expect("below the global bound");
+        batches.open.insert("b".to_string(), batch);
+        assert_eq!(batches.next_deadline(), Some(now + BATCH_TIMEOUT));
+        batches.expire(now + BATCH_TIMEOUT - Duration::from_millis(1));
+        assert_eq!(batches.open.len(), 1);
+        batches.expire(now + BATCH_TIMEOUT);
+        assert!(batches.open.is_empty());
+        assert_eq!(batches.next_deadline(), None);
+    }
+}
