@@ -92,6 +92,11 @@ pub(crate) enum Event {
 pub(crate) struct Shared {
     /// delivered = last delivered (next - 1); ack floor; pending; redelivery counts.
     pub state: ConsumerState,
+    /// Stream sequences whose pending or redelivered entry changed since the state was last
+    /// handed to the store (duplicates allowed): the flush passes only these to
+    /// [`ConsumerStore::update_state`], so its cost follows the acks and deliveries since the
+    /// last flush, not the number pending. Whoever changes an entry pushes its sequence here.
+    pub changed: Vec<u64>,
     pub num_waiting: u64,
     pub push_bound: bool,
     pub last_delivered_active: Option<i64>,
@@ -168,7 +173,7 @@ impl Consumer {
             pinned,
         ) = {
             let mut shared = self.state.lock();
-            skip_removed(&mut shared.state, first_seq);
+            shared.skip_removed(first_seq);
             let state = &shared.state;
             (
                 SequenceInfo {
@@ -232,26 +237,32 @@ impl Consumer {
     }
 }
 
-/// Messages below the stream's first sequence are gone (purge, limits): the consumer moves past
-/// them as nats-server's consumer purge does. True when something changed.
-pub(crate) fn skip_removed(state: &mut ConsumerState, first_seq: u64) -> bool {
-    let floor = first_seq.saturating_sub(1);
-    if floor == 0 || state.ack_floor.stream_seq >= floor {
-        return false;
-    }
-    state.delivered.stream_seq = state.delivered.stream_seq.max(floor);
-    state.ack_floor.stream_seq = floor;
-    let removed: Vec<u64> = state.pending.range(..=floor).map(|(seq, _)| *seq).collect();
-    for seq in removed {
-        if let Some(pending) = state.pending.remove(&seq) {
-            state.ack_floor.consumer_seq = state.ack_floor.consumer_seq.max(pending.consumer_seq);
+impl Shared {
+    /// Messages below the stream's first sequence are gone (purge, limits): the consumer moves
+    /// past them as nats-server's consumer purge does. True when something changed.
+    pub(crate) fn skip_removed(&mut self, first_seq: u64) -> bool {
+        let floor = first_seq.saturating_sub(1);
+        let state = &mut self.state;
+        if floor == 0 || state.ack_floor.stream_seq >= floor {
+            return false;
         }
-        state.redelivered.remove(&seq);
+        state.delivered.stream_seq = state.delivered.stream_seq.max(floor);
+        state.ack_floor.stream_seq = floor;
+        let start = self.changed.len();
+        self.changed
+            .extend(state.pending.range(..=floor).map(|(seq, _)| *seq));
+        for seq in &self.changed[start..] {
+            if let Some(pending) = state.pending.remove(seq) {
+                state.ack_floor.consumer_seq =
+                    state.ack_floor.consumer_seq.max(pending.consumer_seq);
+            }
+            state.redelivered.remove(seq);
+        }
+        if state.pending.is_empty() {
+            state.ack_floor = state.delivered;
+        }
+        true
     }
-    if state.pending.is_empty() {
-        state.ack_floor = state.delivered;
-    }
-    true
 }
 
 /// Messages at or after `start_seq` the consumer would still deliver, from the store's index.
@@ -399,6 +410,7 @@ pub(crate) fn start(
         config: RwLock::new(config.clone()),
         state: Mutex::new(Shared {
             state,
+            changed: Vec::new(),
             num_waiting: 0,
             push_bound: false,
             last_delivered_active: None,

@@ -82,7 +82,8 @@ impl Task {
         let mut acked: Vec<u64> = Vec::new();
         let mut sample = None;
         {
-            let mut shared = self.consumer.state.lock();
+            let mut guard = self.consumer.state.lock();
+            let shared = &mut *guard;
             let state = &mut shared.state;
             match self.config.ack_policy {
                 AckPolicy::None => return,
@@ -95,6 +96,7 @@ impl Task {
                         state.pending.remove(covered_seq);
                         state.redelivered.remove(covered_seq);
                     }
+                    shared.changed.extend_from_slice(&covered);
                     acked = covered;
                     if state.pending.is_empty() {
                         state.ack_floor = state.delivered;
@@ -121,6 +123,7 @@ impl Task {
                             }
                         }
                     }
+                    shared.changed.push(seq);
                     acked.push(seq);
                 }
             }

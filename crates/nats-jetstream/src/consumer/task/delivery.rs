@@ -143,7 +143,7 @@ impl Task {
         let max_deliver = self.config.max_deliver;
         let first_seq = self.stream.store.lock().state().first_seq;
         let mut shared = self.consumer.state.lock();
-        if crate::consumer::skip_removed(&mut shared.state, first_seq) {
+        if shared.skip_removed(first_seq) {
             self.dirty = true;
         }
         let mut room = if ack && self.config.max_ack_pending > 0 {
@@ -235,10 +235,12 @@ impl Task {
         // count, and the ack floor does not move over it.
         for (seq, _) in &exceeded {
             shared.state.pending.remove(seq);
+            shared.changed.push(*seq);
         }
         for seq in &gone {
             shared.state.pending.remove(seq);
             shared.state.redelivered.remove(seq);
+            shared.changed.push(*seq);
         }
         if !gone.is_empty() || !exceeded.is_empty() {
             self.dirty = true;
@@ -281,7 +283,8 @@ impl Task {
         }
         let now_nanos = crate::time_format::now_nanos();
         {
-            let mut shared = self.consumer.state.lock();
+            let mut guard = self.consumer.state.lock();
+            let shared = &mut *guard;
             let state = &mut shared.state;
             state.delivered.consumer_seq = consumer_seq;
             if candidate.delivery_count == 1 {
@@ -300,6 +303,7 @@ impl Task {
                         .redelivered
                         .insert(message.seq, candidate.delivery_count - 1);
                 }
+                shared.changed.push(message.seq);
             } else {
                 state.ack_floor = state.delivered;
             }

@@ -31,6 +31,8 @@ const EVENT_BATCH: usize = 4096;
 const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 /// Push flow control: ask for a reply after this many unconfirmed bytes, stall at twice it.
 const FLOW_CONTROL_BYTES: u64 = 512 * 1024;
+/// The change list keeps its allocation across flushes up to this many entries.
+const CHANGED_KEEP_CAPACITY: usize = 1 << 16;
 /// How long the loop sleeps when no timer is due.
 const IDLE: Duration = Duration::from_secs(3600);
 
@@ -425,9 +427,20 @@ impl Task {
         }
     }
 
+    /// Hand the store what changed since the last flush (O(changes), under the state lock so
+    /// no change slips between the copy and the clear), then let it write.
     fn flush(&mut self) {
-        let state = self.consumer.state.lock().state.clone();
-        let result = self.store.set_state(state).and_then(|_| self.store.flush());
+        let staged = {
+            let mut shared = self.consumer.state.lock();
+            let staged = self.store.update_state(&shared.state, &shared.changed);
+            if shared.changed.capacity() > CHANGED_KEEP_CAPACITY {
+                shared.changed = Vec::new();
+            } else {
+                shared.changed.clear();
+            }
+            staged
+        };
+        let result = staged.and_then(|_| self.store.flush());
         if let Err(error) = result {
             tracing::error!(consumer = %self.consumer.name, %error, "writing consumer state failed");
         }

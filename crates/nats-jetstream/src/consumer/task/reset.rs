@@ -50,6 +50,8 @@ impl Task {
         {
             let mut shared = self.consumer.state.lock();
             shared.state = state.clone();
+            // The whole state goes to the store below: nothing is left to pass on.
+            shared.changed.clear();
             shared.last_delivered_active = None;
             shared.last_ack_active = None;
         }
