@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{api, connect, create_stream as create, publish_raw};
+use common::{api, connect, create_stream as create, pairs, publish_raw, stored_headers};
 use serde_json::{json, Value};
 use test_harness::TestServer;
 
@@ -34,37 +34,6 @@ fn error(code: u16, err_code: u32, description: &str, stream: &str) -> String {
     format!(
         r#"{{"error":{{"code":{code},"err_code":{err_code},"description":"{description}"}},"stream":"{stream}","seq":0}}"#
     )
-}
-
-/// The stored headers of one message, as name -> value.
-async fn stored_headers(
-    client: &async_nats::Client,
-    stream: &str,
-    seq: u64,
-) -> Vec<(String, String)> {
-    let context = async_nats::jetstream::new(client.clone());
-    let stream = context.get_stream(stream).await.expect("stream");
-    let message = stream.get_raw_message(seq).await.expect("message");
-    let mut headers: Vec<(String, String)> = message
-        .headers
-        .iter()
-        .flat_map(|(name, values)| {
-            values
-                .iter()
-                .map(move |value| (name.to_string(), value.to_string()))
-        })
-        .collect();
-    headers.sort();
-    headers
-}
-
-fn pairs(expected: &[(&str, &str)]) -> Vec<(String, String)> {
-    let mut pairs: Vec<(String, String)> = expected
-        .iter()
-        .map(|(name, value)| (name.to_string(), value.to_string()))
-        .collect();
-    pairs.sort();
-    pairs
 }
 
 #[tokio::test]

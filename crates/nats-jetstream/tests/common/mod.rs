@@ -79,3 +79,34 @@ pub async fn create_stream(client: &async_nats::Client, config: Value) {
     .await;
     assert!(response.get("error").is_none(), "{response}");
 }
+
+/// The stored headers of one message, as name -> value.
+pub async fn stored_headers(
+    client: &async_nats::Client,
+    stream: &str,
+    seq: u64,
+) -> Vec<(String, String)> {
+    let context = async_nats::jetstream::new(client.clone());
+    let stream = context.get_stream(stream).await.expect("stream");
+    let message = stream.get_raw_message(seq).await.expect("message");
+    let mut headers: Vec<(String, String)> = message
+        .headers
+        .iter()
+        .flat_map(|(name, values)| {
+            values
+                .iter()
+                .map(move |value| (name.to_string(), value.to_string()))
+        })
+        .collect();
+    headers.sort();
+    headers
+}
+
+pub fn pairs(expected: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut pairs: Vec<(String, String)> = expected
+        .iter()
+        .map(|(name, value)| (name.to_string(), value.to_string()))
+        .collect();
+    pairs.sort();
+    pairs
+}
