@@ -17,6 +17,7 @@ use jetstream_api::{
     ConsumerResetResponse, ConsumerUnpinRequest, ConsumerUnpinResponse, ConsumersRequest,
     CreateConsumerRequest, Nanos, Paged, RetentionPolicy, SuccessResponse, Timestamp,
     CONSUMER_CREATE_RESPONSE_TYPE, CONSUMER_DELETE_RESPONSE_TYPE, CONSUMER_INFO_RESPONSE_TYPE,
+    CONSUMER_LEADER_STEPDOWN_RESPONSE_TYPE,
 };
 use std::sync::Arc;
 
@@ -94,6 +95,7 @@ impl Engine {
         filter: &str,
     ) -> Result<ConsumerInfo, ApiError> {
         let create: CreateConsumerRequest = decode_request(&request.payload)?;
+        request.check_api_level()?;
         let mut config = create.config;
         if create.stream_name != stream_name {
             return Err(errors::STREAM_MISMATCH.to_error());
@@ -200,6 +202,7 @@ impl Engine {
             if !is_empty_body(&request.payload) {
                 return Err(errors::NOT_EMPTY_REQUEST.to_error());
             }
+            request.check_api_level()?;
             let (stream, consumer) = self.stream_and_consumer(stream_name, name)?;
             Ok(consumer.info_in_order(&stream).await)
         }
@@ -216,6 +219,7 @@ impl Engine {
 
     pub(crate) async fn consumer_delete(&self, request: &Request, stream_name: &str, name: &str) {
         let result = async {
+            request.check_api_level()?;
             if !is_empty_body(&request.payload) {
                 return Err(errors::NOT_EMPTY_REQUEST.to_error());
             }
@@ -247,6 +251,7 @@ impl Engine {
 
     pub(crate) fn consumer_names(&self, request: &Request, stream_name: &str) {
         let result = (|| {
+            request.check_api_level()?;
             let offset = self.consumer_paging(request)?;
             let stream = self
                 .registry
@@ -276,6 +281,7 @@ impl Engine {
 
     pub(crate) fn consumer_list(&self, request: &Request, stream_name: &str) {
         let result = (|| {
+            request.check_api_level()?;
             let offset = self.consumer_paging(request)?;
             let stream = self
                 .registry
@@ -324,6 +330,7 @@ impl Engine {
             } else {
                 decode_request(&request.payload)?
             };
+            request.check_api_level()?;
             let (_, consumer) = self.stream_and_consumer(stream_name, name)?;
             let now = crate::time_format::now_nanos();
             let until = pause.pause_until.unix_nanos();
@@ -360,6 +367,7 @@ impl Engine {
     /// `pinned_client` consumer loses its pin (the next pull without a pin id takes it).
     pub(crate) async fn consumer_unpin(&self, request: &Request, stream_name: &str, name: &str) {
         let result = async {
+            request.check_api_level()?;
             let unpin: ConsumerUnpinRequest = decode_plain(&request.payload)?;
             if unpin.group.is_empty() {
                 return Err(errors::INVALID_JSON.with_err("consumer group not specified"));
@@ -403,6 +411,9 @@ impl Engine {
         else {
             return;
         };
+        if let Err(error) = request.check_api_level() {
+            return self.respond_uncounted(request, &ConsumerResetResponse::error(error));
+        }
         let reset: ConsumerResetRequest = if request.payload.is_empty() {
             ConsumerResetRequest::default()
         } else {
@@ -557,11 +568,13 @@ impl Engine {
                 self.consumer_create(request, CreateKind::LegacyDurable, stream, name, "")
                     .await
             }
-            ["DURABLE", "CREATE", ..] => self.respond(
+            // A single server refuses before looking at the level, as nats-server does
+            // outside a cluster.
+            ["LEADER", "STEPDOWN", _, _] => self.respond(
                 request,
-                &ConsumerInfoResponse::error(
-                    CONSUMER_CREATE_RESPONSE_TYPE,
-                    errors::CONSUMER_DURABLE_NAME_NOT_IN_SUBJECT.to_error(),
+                &SuccessResponse::error(
+                    CONSUMER_LEADER_STEPDOWN_RESPONSE_TYPE,
+                    errors::CLUSTER_REQUIRED.to_error(),
                 ),
                 true,
             ),

@@ -23,6 +23,8 @@ use std::sync::Arc;
 pub(crate) struct Request {
     pub reply: Bytes,
     pub payload: Bytes,
+    /// The request's header block, if it had one (only `Nats-Required-Api-Level` is read).
+    pub headers: Option<Bytes>,
 }
 
 impl Request {
@@ -31,20 +33,35 @@ impl Request {
         let trimmed = self.payload.iter().find(|byte| !byte.is_ascii_whitespace());
         matches!(trimmed, Some(b'{') | Some(b'['))
     }
+
+    /// The `412` refusal when the request asks for a newer API level than ours. Each consumer
+    /// handler calls it at the point nats-server's handler does, which differs between them
+    /// (CREATE and PAUSE decode the body first, INFO checks it is empty first).
+    pub(crate) fn check_api_level(&self) -> Result<(), jetstream_api::ApiError> {
+        if required_level_met(self.headers.as_deref()) {
+            Ok(())
+        } else {
+            Err(jetstream_api::errors::REQUIRED_API_LEVEL.to_error())
+        }
+    }
 }
 
-/// nats-server's `errorOnRequiredApiLevel`: a `Nats-Required-Api-Level` header that is not a
-/// number or asks for more than this server's level refuses the request.
+/// nats-server's `errorOnRequiredApiLevel`: a non-empty `Nats-Required-Api-Level` header that
+/// is not an integer (Go's `Atoi`: optional sign, digits) or asks for more than this server's
+/// level refuses the request; an empty one is ignored.
 pub(crate) fn required_level_met(headers: Option<&[u8]>) -> bool {
     let Some(value) =
         headers.and_then(|block| nats_proto::header_value(block, "Nats-Required-Api-Level"))
     else {
         return true;
     };
+    if value.is_empty() {
+        return true;
+    }
     std::str::from_utf8(value)
         .ok()
-        .and_then(|text| text.parse::<u32>().ok())
-        .is_some_and(|level| level <= crate::engine::API_LEVEL)
+        .and_then(|text| text.parse::<i64>().ok())
+        .is_some_and(|level| level <= i64::from(crate::engine::API_LEVEL))
 }
 
 impl Engine {
@@ -96,8 +113,10 @@ impl Engine {
         let request = Request {
             reply,
             payload: message.payload.clone(),
+            headers: message.headers.clone(),
         };
         let tokens: Vec<&str> = operation.split('.').collect();
+        // Consumer handlers check the level themselves, each at nats-server's point.
         if tokens.first() != Some(&"CONSUMER") && !required_level_met(message.headers.as_deref()) {
             self.required_level_error(&request, &tokens);
             return;

@@ -58,6 +58,8 @@ pub(crate) enum Event {
     Next {
         reply: bytes::Bytes,
         payload: bytes::Bytes,
+        /// False when a `Nats-Required-Api-Level` header asks for more than we offer.
+        level_met: bool,
     },
     FlowControlReply {
         subject: bytes::Bytes,
@@ -466,6 +468,7 @@ fn subscribe(consumer: &Arc<Consumer>, transport: &Arc<dyn Transport>) -> Vec<u6
                 let _ = sender.send(Event::Next {
                     reply,
                     payload: message.payload,
+                    level_met: crate::api::required_level_met(message.headers.as_deref()),
                 });
             }
         }),

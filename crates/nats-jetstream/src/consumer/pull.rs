@@ -52,6 +52,9 @@ pub(super) enum Admission {
     Refuse(Vec<u8>),
 }
 
+/// The status a pull request gets when its `Nats-Required-Api-Level` is above ours.
+pub(super) const REQUIRED_API_LEVEL: &[u8] = b"NATS/1.0 412 Required Api Level\r\n\r\n";
+
 /// nats-server's checks of `processNextMsgRequest` that need no consumer state; the caller
 /// does the no_wait and max_waiting checks.
 /// `json_body`: the request was a JSON object, which nats-server treats as carrying a priority

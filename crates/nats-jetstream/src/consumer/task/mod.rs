@@ -366,7 +366,17 @@ impl Task {
                 self.last_activity = Instant::now();
                 self.process_ack(&subject, reply, &payload);
             }
-            Event::Next { reply, payload } => {
+            Event::Next {
+                reply,
+                payload,
+                level_met,
+            } => {
+                // As nats-server: a push consumer's 409 first, then the level's 412, before
+                // the request counts as activity.
+                if !level_met && self.config.deliver_subject.is_empty() {
+                    self.send_status(reply, pull::REQUIRED_API_LEVEL.to_vec());
+                    return false;
+                }
                 self.last_activity = Instant::now();
                 let json_body = pull::is_json_body(&payload);
                 self.process_next(reply, NextRequest::parse(&payload), json_body);
