@@ -15,6 +15,7 @@ pub mod config;
 pub mod identity;
 pub mod logging;
 pub mod monitor;
+pub mod permissions;
 pub mod router;
 pub mod server;
 pub mod tls;

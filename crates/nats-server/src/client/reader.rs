@@ -474,7 +474,7 @@ impl Session {
             }
         };
         if let Some(permissions) = &self.permissions {
-            if !permissions.can_subscribe(subject_text) {
+            if !permissions.can_subscribe(subject_text, queue_text) {
                 let text = nats_proto::err_text::permissions_violation_subscription(
                     subject_text,
                     queue_text,
