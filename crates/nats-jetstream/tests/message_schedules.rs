@@ -6,11 +6,9 @@
 
 mod common;
 
-use async_nats::jetstream::{self, consumer};
-use common::{api, connect, create_stream, pairs, publish_raw, stored_headers};
-use futures::StreamExt;
+use async_nats::jetstream;
+use common::{api, connect, create_stream, pairs, publish_raw, stored_headers, wait_for_messages};
 use serde_json::json;
-use std::time::Duration;
 use test_harness::TestServer;
 
 /// `@at` a whole second at least `seconds` from now (RFC 3339 in UTC, as clients send it).
@@ -40,26 +38,8 @@ fn refusal(err_code: u32, description: &str) -> String {
 
 /// Wait (bounded) for `count` messages stored on `subject`; returns their stream sequences.
 async fn fired(client: &async_nats::Client, subject: &str, count: usize) -> Vec<u64> {
-    let context = jetstream::new(client.clone());
-    let stream = context.get_stream("S").await.expect("stream");
-    let consumer = stream
-        .create_consumer(consumer::pull::Config {
-            filter_subject: subject.to_string(),
-            ..Default::default()
-        })
-        .await
-        .expect("consumer");
-    let mut messages = consumer.messages().await.expect("messages");
-    let mut sequences = Vec::new();
-    while sequences.len() < count {
-        let message = tokio::time::timeout(Duration::from_secs(8), messages.next())
-            .await
-            .expect("a scheduled message in time")
-            .expect("stream open")
-            .expect("message");
-        sequences.push(message.info().expect("info").stream_sequence);
-    }
-    sequences
+    let messages = wait_for_messages(client, "S", subject, count).await;
+    messages.into_iter().map(|(seq, _)| seq).collect()
 }
 
 #[tokio::test]

@@ -27,6 +27,7 @@ pub(crate) struct PublishHeaders<'a> {
     pub schedule_time_zone: Option<&'a str>,
     pub schedule_next: Option<&'a str>,
     pub scheduler: Option<&'a str>,
+    pub counter_sources: Option<&'a str>,
 }
 
 impl<'a> PublishHeaders<'a> {
@@ -78,6 +79,7 @@ impl<'a> PublishHeaders<'a> {
                 b"Nats-Schedule-Time-Zone" => &mut headers.schedule_time_zone,
                 b"Nats-Schedule-Next" => &mut headers.schedule_next,
                 b"Nats-Scheduler" => &mut headers.scheduler,
+                b"Nats-Counter-Sources" => &mut headers.counter_sources,
                 _ => continue,
             };
             if slot.is_none() {
@@ -103,6 +105,34 @@ pub(crate) fn append_header(block: &[u8], name: &str, value: &str) -> Vec<u8> {
     extended.extend_from_slice(value.as_bytes());
     extended.extend_from_slice(b"\r\n\r\n");
     extended
+}
+
+/// The header block with the first `name` header's value replaced, or with `name: value` added
+/// when it has none (nats-server's `setHeader`).
+pub(crate) fn set_header(block: &[u8], name: &str, value: &str) -> Vec<u8> {
+    let mut result = Vec::with_capacity(block.len() + value.len() + 8);
+    let mut replaced = false;
+    for (index, line) in block.split_inclusive(|&byte| byte == b'\n').enumerate() {
+        let is_target = index > 0
+            && !replaced
+            && line.len() > name.len()
+            && line.starts_with(name.as_bytes())
+            && line[name.len()] == b':';
+        if is_target {
+            result.extend_from_slice(name.as_bytes());
+            result.extend_from_slice(b": ");
+            result.extend_from_slice(value.as_bytes());
+            result.extend_from_slice(b"\r\n");
+            replaced = true;
+        } else {
+            result.extend_from_slice(line);
+        }
+    }
+    if replaced {
+        result
+    } else {
+        append_header(block, name, value)
+    }
 }
 
 /// The header block without the headers whose name `drop` selects (the status line is kept).
@@ -233,6 +263,14 @@ mod tests {
         assert_eq!(
             remove_headers(block, |name| name.starts_with(b"Nats-")),
             b"NATS/1.0\r\nX: 1\r\n\r\n"
+        );
+        assert_eq!(
+            set_header(block, "Nats-Batch-Id", "c"),
+            b"NATS/1.0\r\nNats-Batch-Id: c\r\nX: 1\r\n\r\n"
+        );
+        assert_eq!(
+            set_header(block, "Y", "2"),
+            b"NATS/1.0\r\nNats-Batch-Id: b\r\nX: 1\r\nY: 2\r\n\r\n"
         );
         assert_eq!(parse_unsigned("12"), Some(12));
         assert_eq!(parse_unsigned("-1"), None);

@@ -110,3 +110,36 @@ pub fn pairs(expected: &[(&str, &str)]) -> Vec<(String, String)> {
     pairs.sort();
     pairs
 }
+
+/// Wait (bounded) for `count` messages on `subject` of `stream`: (sequence, body) each.
+pub async fn wait_for_messages(
+    client: &async_nats::Client,
+    stream: &str,
+    subject: &str,
+    count: usize,
+) -> Vec<(u64, String)> {
+    let context = async_nats::jetstream::new(client.clone());
+    let stream = context.get_stream(stream).await.expect("stream");
+    let consumer = stream
+        .create_consumer(async_nats::jetstream::consumer::pull::Config {
+            filter_subject: subject.to_string(),
+            ..Default::default()
+        })
+        .await
+        .expect("consumer");
+    let mut messages = consumer.messages().await.expect("messages");
+    let mut found = Vec::new();
+    while found.len() < count {
+        let message = tokio::time::timeout(
+            Duration::from_secs(8),
+            futures::StreamExt::next(&mut messages),
+        )
+        .await
+        .expect("a message in time")
+        .expect("stream open")
+        .expect("message");
+        let seq = message.info().expect("info").stream_sequence;
+        found.push((seq, String::from_utf8_lossy(&message.payload).to_string()));
+    }
+    found
+}

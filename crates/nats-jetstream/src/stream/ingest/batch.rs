@@ -11,6 +11,7 @@
 //! store lock like every publish. Limits are nats-server 2.15's defaults: 10 s of inactivity,
 //! 1000 messages per batch, 50 open batches per stream, 1000 on the server.
 
+use super::super::counter;
 use super::super::headers::{self, MessageTtl, PublishHeaders};
 use super::Ingest;
 use crate::transport::Message;
@@ -85,8 +86,8 @@ impl AtomicBatches {
 #[derive(Default)]
 struct StagedDiff {
     msg_ids: HashSet<String>,
-    /// Running counter totals per subject.
-    counters: HashMap<String, i128>,
+    /// Running counters per subject.
+    counters: HashMap<String, counter::CounterState>,
     /// Messages and bytes the batch writes per subject, and whether the last one is a schedule.
     inflight: HashMap<String, (u64, u64, bool)>,
     /// Subjects already checked with an expected last subject sequence, and the sequence.
@@ -333,10 +334,11 @@ impl Ingest {
             if header_block.len() > super::MAX_HEADER_SIZE {
                 return Err(errors::STREAM_HEADER_EXCEEDS_MAXIMUM.to_error());
             }
-            increment = super::super::counter::check_increment(
+            increment = counter::check_increment(
                 publish_headers,
                 &message.payload,
                 self.config.allow_msg_counter,
+                false,
             )?;
             if let Some(expected) = publish_headers.expected_stream {
                 if expected != self.config.name {
@@ -370,15 +372,25 @@ impl Ingest {
         let mut counted = None;
         if let Some(increment) = increment {
             let previous = match diff.counters.get(&subject) {
-                Some(total) => *total,
-                None => super::super::counter::previous_total(store, &subject)?,
+                Some(state) => state.clone(),
+                None => counter::last_state(store, &subject)?,
             };
-            let (total, body) = super::super::counter::add(previous, increment)?;
-            diff.counters
-                .insert(subject.clone(), previous.saturating_add(increment));
-            payload = Bytes::from(body);
-            counted = Some(total);
-            self.check_sizes(header_block, &payload)?;
+            let applied = counter::apply(
+                previous,
+                increment,
+                None,
+                &subject,
+                header_block,
+                &message.payload,
+            )?;
+            diff.counters.insert(subject.clone(), applied.state);
+            payload = Bytes::from(applied.body);
+            counted = Some(applied.total);
+            rewritten_headers = applied.headers;
+            self.check_sizes(
+                rewritten_headers.as_deref().unwrap_or(header_block),
+                &payload,
+            )?;
         }
         if !header_block.is_empty() {
             self.check_staged_expectations(store, diff, &subject, publish_headers, position)?;
@@ -394,7 +406,9 @@ impl Ingest {
                 staged_schedule,
             )?;
             is_schedule = check.is_schedule;
-            rewritten_headers = check.rewritten;
+            if check.rewritten.is_some() {
+                rewritten_headers = check.rewritten;
+            }
             let rollup = match &rewritten_headers {
                 Some(block) => PublishHeaders::parse(block).rollup.map(str::to_string),
                 None => publish_headers.rollup.map(str::to_string),

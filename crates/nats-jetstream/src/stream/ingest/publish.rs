@@ -2,6 +2,7 @@
 //! duplicate window, counters, sizes, resources, interest, TTL, rollup, then the store and the
 //! republish. Called by the batch loop in `mod.rs` with the store locked.
 
+use super::super::counter;
 use super::super::headers::{self, MessageTtl, PublishHeaders};
 use super::{Ingest, Origin, Outcome, MAX_HEADER_SIZE};
 use crate::transport::Message;
@@ -32,10 +33,11 @@ impl Ingest {
             return Outcome::Refused(errors::STREAM_SEALED.to_error());
         }
         let header_block: &[u8] = message.headers.as_deref().unwrap_or(&[]);
-        let increment = match super::super::counter::check_increment(
+        let increment = match counter::check_increment(
             publish_headers,
             &message.payload,
             self.config.allow_msg_counter,
+            sourced,
         ) {
             Ok(increment) => increment,
             Err(error) => return Outcome::Refused(error),
@@ -54,21 +56,43 @@ impl Ingest {
         if self.config.allow_msg_counter && increment.is_none() {
             return Outcome::Refused(errors::MESSAGE_INCR_MISSING.to_error());
         }
-        let counted = match increment {
-            Some(increment) => match super::super::counter::next_total(store, subject, increment) {
-                Ok(counted) => Some(counted),
-                Err(error) => return Outcome::Refused(error),
-            },
+        // A sourced increment on a stream without counters is stored as its origin wrote it.
+        let counted = match increment.filter(|_| self.config.allow_msg_counter) {
+            Some(increment) => {
+                let source = publish_headers.stream_source.filter(|_| sourced);
+                let applied = counter::last_state(store, subject).and_then(|previous| {
+                    counter::apply(
+                        previous,
+                        increment,
+                        source,
+                        subject,
+                        header_block,
+                        &message.payload,
+                    )
+                });
+                match applied {
+                    Ok(counted) => Some(counted),
+                    Err(error) => return Outcome::Refused(error),
+                }
+            }
             None => None,
         };
+        let counted_headers = counted
+            .as_ref()
+            .and_then(|counted| counted.headers.as_deref())
+            .map(|block| (block, PublishHeaders::parse(block)));
+        let (header_block, publish_headers) = match &counted_headers {
+            Some((block, parsed)) => (*block, parsed),
+            None => (header_block, publish_headers),
+        };
         let payload = match &counted {
-            Some((_, body)) => &body[..],
+            Some(counted) => &counted.body[..],
             None => &message.payload[..],
         };
         if let Err(error) = self.check_sizes(header_block, payload) {
             return Outcome::Refused(error);
         }
-        let total = counted.as_ref().map(|(total, _)| total.clone());
+        let total = counted.as_ref().map(|counted| counted.total.clone());
         self.store_checked(
             store,
             subject,
