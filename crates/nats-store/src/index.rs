@@ -1,17 +1,21 @@
 //! The in-memory index both stores share: one slot per sequence from the first live one to the last,
 //! and a subject table (first/last/count per subject) interned to compact ids.
 //!
-//! Memory: a slot is 24 bytes per sequence; a subject costs one table entry (40 bytes), one hash
-//! bucket (9 bytes + load slack), one allocation of its text and one subject-tree node (see
-//! `subject_tree.rs`, ~37 bytes).
+//!
+//! Memory: a slot is 24 bytes per sequence; a subject costs a 32-byte record, its text in an arena
+//! (`text_arena.rs`), one subject-tree node (20 bytes) and one hash entry (9 bytes before load
+//! slack) in the tree's table, which also serves lookups by subject (`subject_table.rs`).
+//! `examples/index_figures.rs` counts it with the allocator.
+
+mod subject_table;
+mod text_arena;
 
 use std::collections::VecDeque;
 
-use hashbrown::{DefaultHashBuilder, HashTable};
-use std::hash::BuildHasher;
+pub(crate) use subject_table::SubjectTexts;
+pub use subject_table::{SubjectEntry, SubjectTable};
 
 use crate::filter::{is_full_wildcard, is_literal, subject_matches_filter};
-use crate::subject_tree::SubjectTree;
 
 /// Sequences a wildcard `next_matching` scans before consulting the subject table.
 const SHORT_SCAN: u64 = 4096;
@@ -56,177 +60,6 @@ impl Slot {
     }
 }
 
-/// One subject's counters.
-#[derive(Debug, Clone)]
-pub struct SubjectEntry {
-    pub subject: Box<str>,
-    pub first: u64,
-    pub last: u64,
-    pub count: u64,
-}
-
-/// Subject text <-> id, with per-subject counters. Text is stored once (in `entries`); the hash
-/// table holds only ids.
-#[derive(Debug, Default)]
-pub struct SubjectTable {
-    entries: Vec<SubjectEntry>,
-    free_ids: Vec<u32>,
-    /// `(id, hash)`: the hash lives in the table so probing and growing never touch `entries`.
-    table: HashTable<(u32, u32)>,
-    hasher: DefaultHashBuilder,
-    live: usize,
-    /// Id of the subject `add` saw last: a stream often gets runs of one subject, and comparing
-    /// its text is cheaper than hashing it. Checked by text, so a released or reused id is harmless.
-    last_added: u32,
-    /// Token trie over the live subjects, for wildcard filters. Kept in step from the first
-    /// subject on (a new subject pays one insert; a repeated one pays nothing), so no wildcard
-    /// query ever builds it over the whole table: creating a wildcard-filtered consumer on a
-    /// stream of a million subjects must not stall its stream (issue 5).
-    tree: SubjectTree,
-}
-
-impl SubjectTable {
-    pub fn len(&self) -> usize {
-        self.live
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.live == 0
-    }
-
-    /// 32 bits of hash, spread so both hashbrown's bucket bits (low) and tag bits (high) use it.
-    fn hash32(&self, subject: &str) -> u32 {
-        let full = self.hasher.hash_one(subject);
-        (full ^ (full >> 32)) as u32
-    }
-
-    fn table_hash(hash: u32) -> u64 {
-        (u64::from(hash) << 32) | u64::from(hash)
-    }
-
-    pub fn lookup(&self, subject: &str) -> Option<u32> {
-        self.lookup_hashed(self.hash32(subject), subject)
-    }
-
-    fn lookup_hashed(&self, hash: u32, subject: &str) -> Option<u32> {
-        self.table
-            .find(Self::table_hash(hash), |(id, stored)| {
-                *stored == hash && &*self.entries[*id as usize].subject == subject
-            })
-            .map(|(id, _)| *id)
-    }
-
-    pub fn entry(&self, id: u32) -> &SubjectEntry {
-        &self.entries[id as usize]
-    }
-
-    /// Count one more message `seq` on `subject`, creating the entry when needed.
-    pub fn add(&mut self, subject: &str, seq: u64) -> u32 {
-        let recent = self
-            .entries
-            .get(self.last_added as usize)
-            .filter(|entry| entry.count > 0 && &*entry.subject == subject)
-            .map(|_| self.last_added);
-        let hash = if recent.is_some() {
-            0
-        } else {
-            self.hash32(subject)
-        };
-        if let Some(id) = recent.or_else(|| self.lookup_hashed(hash, subject)) {
-            self.last_added = id;
-            let entry = &mut self.entries[id as usize];
-            if entry.count == 0 {
-                entry.first = seq;
-            }
-            entry.first = entry.first.min(seq);
-            entry.last = entry.last.max(seq);
-            entry.count += 1;
-            return id;
-        }
-        let entry = SubjectEntry {
-            subject: subject.into(),
-            first: seq,
-            last: seq,
-            count: 1,
-        };
-        let id = match self.free_ids.pop() {
-            Some(id) => {
-                self.entries[id as usize] = entry;
-                id
-            }
-            None => {
-                self.entries.push(entry);
-                (self.entries.len() - 1) as u32
-            }
-        };
-        self.tree.insert(&self.entries, id);
-        self.table
-            .insert_unique(Self::table_hash(hash), (id, hash), |(_, stored)| {
-                Self::table_hash(*stored)
-            });
-        self.live += 1;
-        self.last_added = id;
-        id
-    }
-
-    fn release(&mut self, id: u32) {
-        let hash = self.hash32(&self.entries[id as usize].subject);
-        if let Ok(found) = self
-            .table
-            .find_entry(Self::table_hash(hash), |(other, _)| *other == id)
-        {
-            found.remove();
-        }
-        self.tree.remove(&self.entries, id);
-        self.entries[id as usize].subject = "".into();
-        self.free_ids.push(id);
-        self.live -= 1;
-    }
-
-    /// Ids of live subjects matching `filter`.
-    pub fn matching(&self, filter: &str) -> Vec<u32> {
-        if is_literal(filter) {
-            return self.lookup(filter).into_iter().collect();
-        }
-        if is_full_wildcard(filter) {
-            return self
-                .entries
-                .iter()
-                .enumerate()
-                .filter(|(_, entry)| entry.count > 0)
-                .map(|(id, _)| id as u32)
-                .collect();
-        }
-        let mut found = Vec::new();
-        self.tree
-            .visit_matching(&self.entries, filter, |id| found.push(id));
-        found
-    }
-
-    /// Call `visit` with each live subject id matching the wildcard `filter`, without collecting
-    /// them first (a `*` may match millions).
-    pub(crate) fn visit_matching(&self, filter: &str, visit: impl FnMut(u32)) {
-        self.tree.visit_matching(&self.entries, filter, visit);
-    }
-
-    pub fn clear(&mut self) {
-        *self = SubjectTable::default();
-    }
-
-    /// Heap bytes used (for the memory figure).
-    pub fn heap_bytes(&self) -> usize {
-        self.entries.capacity() * std::mem::size_of::<SubjectEntry>()
-            + self.table.capacity() * (std::mem::size_of::<(u32, u32)>() + 1)
-            + self
-                .entries
-                .iter()
-                .map(|entry| entry.subject.len())
-                .sum::<usize>()
-            + self.free_ids.capacity() * 4
-            + self.tree.heap_bytes()
-    }
-}
-
 /// Decides per subject id whether it matches a set of filters, memoised.
 pub(crate) struct FilterMatcher<'a> {
     filters: &'a [String],
@@ -250,7 +83,7 @@ impl<'a> FilterMatcher<'a> {
         }
         let filters = self.filters;
         *self.memo.entry(id).or_insert_with(|| {
-            let subject = &subjects.entry(id).subject;
+            let subject = subjects.entry(id).subject;
             filters.iter().any(|f| subject_matches_filter(subject, f))
         })
     }
@@ -309,7 +142,11 @@ impl MessageIndex {
     }
     /// Text of a live subject id.
     pub fn subject_text(&self, id: u32) -> &str {
-        &self.subjects.entry(id).subject
+        self.subjects.entry(id).subject
+    }
+    /// The subject table (for figures and tests outside the crate).
+    pub fn subject_table(&self) -> &SubjectTable {
+        &self.subjects
     }
     pub fn slot_bytes(&self) -> usize {
         self.slots.capacity() * std::mem::size_of::<Slot>()
@@ -377,7 +214,7 @@ impl MessageIndex {
     }
 
     fn forget_subject_seq(&mut self, id: u32, seq: u64) {
-        let entry = &mut self.subjects.entries[id as usize];
+        let entry = self.subjects.record_mut(id);
         entry.count -= 1;
         if entry.count == 0 {
             self.subjects.release(id);
@@ -394,10 +231,10 @@ impl MessageIndex {
         let (first, last) = (entry.first, entry.last);
         if seq == first {
             let next = self.scan_forward(seq + 1, last, id).unwrap_or(last);
-            self.subjects.entries[id as usize].first = next;
+            self.subjects.record_mut(id).first = next;
         } else if seq == last {
             let previous = self.scan_backward(seq - 1, first, id).unwrap_or(first);
-            self.subjects.entries[id as usize].last = previous;
+            self.subjects.record_mut(id).last = previous;
         }
     }
 
@@ -603,9 +440,8 @@ impl MessageIndex {
             if all {
                 return self
                     .subjects
-                    .entries
-                    .iter()
-                    .filter(|entry| entry.count > 0 && entry.last >= start)
+                    .live_records()
+                    .filter(|record| record.last >= start)
                     .count() as u64;
             }
             return ids
