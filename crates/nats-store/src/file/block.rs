@@ -7,12 +7,13 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::consumer::Reader;
 use crate::error::StoreError;
 
+use super::index_writer::IndexJob;
 use super::record::{encode_delete, DeleteEntry};
 
-const INDEX_MAGIC: &[u8; 8] = b"NSIDX001";
+// Recovery reads index files through `block`.
+pub(crate) use super::block_index::{decode_block_index, IndexedMessage};
 
 /// In-memory state of one block file.
 #[derive(Debug)]
@@ -38,6 +39,9 @@ pub(crate) struct Block {
     pub deletes_in_pipeline: bool,
     /// Sealed block whose index file is still to be written.
     pub needs_index: bool,
+    /// The background write of this sealed block's index (and fsync of its data), until its
+    /// result is collected.
+    pub index_job: Option<Arc<IndexJob>>,
 }
 
 pub(crate) fn block_path(dir: &Path, id: u64) -> PathBuf {
@@ -67,6 +71,32 @@ impl Block {
             deletes_need_sync: false,
             deletes_in_pipeline: false,
             needs_index: false,
+            index_job: None,
+        }
+    }
+
+    /// Data written but not known durable (dirty, or its fsync still running in an index job).
+    pub fn durability_pending(&self) -> bool {
+        self.data_needs_sync || self.index_job.as_ref().is_some_and(|job| job.syncs_data)
+    }
+
+    /// Wait for this block's background index write, if any, and take its result.
+    pub fn finish_index_job(&mut self) -> Result<(), StoreError> {
+        match self.index_job.take() {
+            Some(job) => job.finish(),
+            None => Ok(()),
+        }
+    }
+
+    /// Take the result of a finished background index write; a running one is left running.
+    pub fn collect_index_job(&mut self) -> Result<(), StoreError> {
+        let finished = self.index_job.as_ref().and_then(|job| job.try_finish());
+        match finished {
+            Some(result) => {
+                self.index_job = None;
+                result
+            }
+            None => Ok(()),
         }
     }
 
@@ -105,6 +135,7 @@ impl Block {
     }
 
     pub fn sync(&mut self, dir: &Path) -> Result<(), StoreError> {
+        self.finish_index_job()?;
         if self.data_needs_sync {
             self.file
                 .sync_data()
@@ -127,124 +158,17 @@ impl Block {
         Ok(())
     }
 
+    // The path is formatted only on failure: these run per read and per flush.
     pub fn read_at(&self, dir: &Path, offset: u64, buffer: &mut [u8]) -> Result<(), StoreError> {
         self.file
             .read_exact_at(buffer, offset)
-            .map_err(StoreError::io(block_path(dir, self.id)))
+            .map_err(|error| StoreError::io(block_path(dir, self.id))(error))
     }
 
     pub fn write_at(&mut self, dir: &Path, offset: u64, bytes: &[u8]) -> Result<(), StoreError> {
         self.data_needs_sync = true;
         self.file
             .write_all_at(bytes, offset)
-            .map_err(StoreError::io(block_path(dir, self.id)))
+            .map_err(|error| StoreError::io(block_path(dir, self.id))(error))
     }
-}
-
-/// One message as an index file (or a block scan) describes it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct IndexedMessage<'a> {
-    pub seq: u64,
-    pub timestamp: i64,
-    pub ttl_nanos: i64,
-    pub location: u32,
-    pub record_len: u32,
-    pub size: u32,
-    pub subject: &'a str,
-}
-
-/// Encode a block index: the block length it describes, its sequence range, its live messages.
-pub(crate) fn encode_block_index<'a>(
-    covered_len: u64,
-    first_seq: u64,
-    last_seq: u64,
-    messages: impl Iterator<Item = IndexedMessage<'a>>,
-) -> Vec<u8> {
-    let (lower, upper) = messages.size_hint();
-    // 38 fixed bytes per message plus a typical subject: one allocation for most blocks (the
-    // upper bound is the block's sequence range; deleted ones only make it generous).
-    let expected = upper.unwrap_or(lower).min(1 << 20);
-    let mut out = Vec::with_capacity(44 + expected * 64);
-    out.extend_from_slice(INDEX_MAGIC);
-    out.extend_from_slice(&covered_len.to_le_bytes());
-    out.extend_from_slice(&first_seq.to_le_bytes());
-    out.extend_from_slice(&last_seq.to_le_bytes());
-    let count_at = out.len();
-    out.extend_from_slice(&0u64.to_le_bytes());
-    let mut count = 0u64;
-    for message in messages {
-        // Fixed fields assembled on the stack: one copy instead of seven capacity checks.
-        let mut fixed = [0u8; 38];
-        fixed[0..8].copy_from_slice(&message.seq.to_le_bytes());
-        fixed[8..16].copy_from_slice(&message.timestamp.to_le_bytes());
-        fixed[16..24].copy_from_slice(&message.ttl_nanos.to_le_bytes());
-        fixed[24..28].copy_from_slice(&message.location.to_le_bytes());
-        fixed[28..32].copy_from_slice(&message.record_len.to_le_bytes());
-        fixed[32..36].copy_from_slice(&message.size.to_le_bytes());
-        fixed[36..38].copy_from_slice(&(message.subject.len() as u16).to_le_bytes());
-        out.extend_from_slice(&fixed);
-        out.extend_from_slice(message.subject.as_bytes());
-        count += 1;
-    }
-    out[count_at..count_at + 8].copy_from_slice(&count.to_le_bytes());
-    let crc = crc32fast::hash(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
-    out
-}
-
-/// Header of a decoded block index.
-pub(crate) struct BlockIndexHeader {
-    pub covered_len: u64,
-    pub first_seq: u64,
-    pub last_seq: u64,
-}
-
-/// Decode a block index, calling `visit` per message. Nothing is visited when the CRC fails.
-pub(crate) fn decode_block_index<'a>(
-    bytes: &'a [u8],
-    mut visit: impl FnMut(IndexedMessage<'a>),
-) -> Result<BlockIndexHeader, StoreError> {
-    if bytes.len() < 44 || &bytes[..8] != INDEX_MAGIC {
-        return Err(StoreError::Corrupt("bad block index header".into()));
-    }
-    let (body, crc_bytes) = bytes.split_at(bytes.len() - 4);
-    let mut crc = [0u8; 4];
-    crc.copy_from_slice(crc_bytes);
-    if u32::from_le_bytes(crc) != crc32fast::hash(body) {
-        return Err(StoreError::Corrupt("block index checksum mismatch".into()));
-    }
-    let mut reader = Reader {
-        bytes: body,
-        position: 8,
-    };
-    let header = BlockIndexHeader {
-        covered_len: reader.u64()?,
-        first_seq: reader.u64()?,
-        last_seq: reader.u64()?,
-    };
-    let count = reader.u64()?;
-    for _ in 0..count {
-        let seq = reader.u64()?;
-        let timestamp = reader.u64()? as i64;
-        let ttl_nanos = reader.u64()? as i64;
-        let location = reader.u32()?;
-        let record_len = reader.u32()?;
-        let size = reader.u32()?;
-        let subject_len = {
-            let raw = reader.take(2)?;
-            u16::from_le_bytes([raw[0], raw[1]]) as usize
-        };
-        let subject = std::str::from_utf8(reader.take(subject_len)?)
-            .map_err(|_| StoreError::Corrupt("block index subject not utf-8".into()))?;
-        visit(IndexedMessage {
-            seq,
-            timestamp,
-            ttl_nanos,
-            location,
-            record_len,
-            size,
-            subject,
-        });
-    }
-    Ok(header)
 }

@@ -41,7 +41,9 @@ impl FileBackend {
     }
 
     pub(super) fn remove_block(&mut self, position: usize) -> Result<(), StoreError> {
-        let block = self.blocks.remove(position);
+        let mut block = self.blocks.remove(position);
+        // Its index must not be written after the files are gone; its outcome no longer matters.
+        let _ = block.finish_index_job();
         for path in [
             index_path(&self.dir, block.id),
             delete_path(&self.dir, block.id),
@@ -65,6 +67,8 @@ impl FileBackend {
         ttls: &TtlIndex,
     ) -> Result<(), StoreError> {
         let dir = self.dir.clone();
+        // A background index write of the old content must not land after the rewrite.
+        self.blocks[position].finish_index_job()?;
         let (id, first_seq, last_seq) = {
             let block = &self.blocks[position];
             (block.id, block.first_seq, block.last_seq)

@@ -10,7 +10,10 @@
 //! was written while the previous ones ran (group commit), and no acknowledgement is released
 //! before the sync that covers it.
 //!
-//! Who calls it: only `file/mod.rs`. It knows files and generations, nothing of records.
+//! The same threads run other file work taken off a stream's thread ([`run_in_background`]: the
+//! index file of a sealed block, `index_writer.rs`).
+//!
+//! Who calls it: only `file/`. It knows files and generations, nothing of records.
 //! A failed fdatasync poisons the pipeline: after one, the kernel may have dropped the dirty
 //! pages, so a later "successful" sync proves nothing. Every pending and later callback fails.
 
@@ -137,7 +140,7 @@ impl Pipeline {
             state.failure.is_none()
         };
         if needs_sync {
-            pool().enqueue(self.clone());
+            pool().enqueue(Work::Sync(self.clone()));
         }
         self.deliver_ready();
     }
@@ -250,9 +253,18 @@ impl Pipeline {
     }
 }
 
-/// The process-wide sync threads and their queue of pipelines with unsynced generations.
+/// What a pool thread does next.
+enum Work {
+    /// Sync a pipeline's newest unclaimed generation.
+    Sync(Arc<Pipeline>),
+    /// Other file work taken off a stream's thread (the index file of a sealed block).
+    Task(Box<dyn FnOnce() + Send>),
+}
+
+/// The process-wide sync threads and their queue of pipelines with unsynced generations and
+/// background file tasks.
 struct SyncPool {
-    queue: Mutex<VecDeque<Arc<Pipeline>>>,
+    queue: Mutex<VecDeque<Work>>,
     ready: Condvar,
 }
 
@@ -277,6 +289,11 @@ fn pool() -> &'static SyncPool {
     })
 }
 
+/// Run `task` on a sync pool thread (on the caller when the pool has no thread).
+pub(crate) fn run_in_background(task: Box<dyn FnOnce() + Send>) {
+    pool().enqueue(Work::Task(task));
+}
+
 static THREADS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 impl SyncPool {
@@ -284,27 +301,36 @@ impl SyncPool {
         THREADS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
-    fn enqueue(&self, pipeline: Arc<Pipeline>) {
+    fn enqueue(&self, work: Work) {
         if THREADS.load(std::sync::atomic::Ordering::Relaxed) == 0 {
-            pipeline.sync_once();
+            work.run();
             return;
         }
-        self.queue.lock().push_back(pipeline);
+        self.queue.lock().push_back(work);
         self.ready.notify_one();
     }
 
     fn work(&self) {
         loop {
-            let pipeline = {
+            let work = {
                 let mut queue = self.queue.lock();
                 loop {
-                    if let Some(pipeline) = queue.pop_front() {
-                        break pipeline;
+                    if let Some(work) = queue.pop_front() {
+                        break work;
                     }
                     self.ready.wait(&mut queue);
                 }
             };
-            pipeline.sync_once();
+            work.run();
+        }
+    }
+}
+
+impl Work {
+    fn run(self) {
+        match self {
+            Work::Sync(pipeline) => pipeline.sync_once(),
+            Work::Task(task) => task(),
         }
     }
 }

@@ -2,8 +2,9 @@
 //!
 //! Layout of a stream directory: `meta.bin` (the owner's blob), `<id>.blk` blocks of records,
 //! `lock` (flock held while open, see `lock.rs`), `<id>.del` per-block delete logs, `<id>.idx`
-//! per-block indexes (written when a block is sealed and
-//! for the active block at clean close: the index snapshot), `consumers/<name>/` consumer state.
+//! per-block indexes (`block_index.rs`; written when a block is sealed, by a sync pool thread
+//! after the block's fsync (`index_writer.rs`), and for the active block at clean close: the index
+//! snapshot), `consumers/<name>/` consumer state.
 //!
 //! Write path: `append` encodes into one write buffer; `flush` writes it with one `write` and, per
 //! the sync policy, one fsync per dirty file (group commit). Blocks whose messages are gone are
@@ -17,9 +18,11 @@
 //! exactly the block's current length.
 
 mod block;
+mod block_index;
 mod compaction;
 mod consumer;
 mod durability;
+mod index_writer;
 mod lock;
 mod record;
 mod recovery;
@@ -39,8 +42,9 @@ use crate::index::{MessageIndex, Slot};
 use crate::traits::{ConsumerStore, DurableCallback, StreamStore};
 use crate::types::StoredMessage;
 
-use block::{block_path, delete_path, encode_block_index, index_path, Block, IndexedMessage};
+use block::{block_path, delete_path, index_path, Block};
 use durability::Pipeline;
+use index_writer::{IndexJob, SealedIndex};
 use lock::DirectoryLock;
 use record::{
     decode_record, encode_block_header, encode_record, encode_record_body, erase_record_in_place,
@@ -133,6 +137,11 @@ impl Store<FileBackend> {
     /// is released so the directory can be opened again. For crash tests and figures.
     #[doc(hidden)]
     pub fn abandon(mut self) {
+        // As if the kill came after the background index writes (a real SIGKILL may come
+        // before: the crash tests cover that); keeps "only the active block is scanned" exact.
+        for block in &mut self.backend.blocks {
+            let _ = block.finish_index_job();
+        }
         self.backend.lock = None;
         std::mem::forget(self);
     }
@@ -150,6 +159,8 @@ impl Drop for FileBackend {
         let dir = self.dir.clone();
         for block in &mut self.blocks {
             let _ = block.write_deletes(&dir);
+            // Done before the directory lock goes: a reopen must not race a background write.
+            let _ = block.finish_index_job();
         }
     }
 }
@@ -202,11 +213,16 @@ pub(crate) fn create_block_file(dir: &Path, id: u64, first_seq: u64) -> Result<F
     Ok(file)
 }
 
+/// The active (last) block.
+fn last_block(blocks: &mut [Block]) -> Result<&mut Block, StoreError> {
+    blocks
+        .last_mut()
+        .ok_or_else(|| StoreError::Corrupt("file store has no active block".into()))
+}
+
 impl FileBackend {
     fn active(&mut self) -> Result<&mut Block, StoreError> {
-        self.blocks
-            .last_mut()
-            .ok_or_else(|| StoreError::Corrupt("file store has no active block".into()))
+        last_block(&mut self.blocks)
     }
 
     fn block_position(&self, seq: u64) -> Option<usize> {
@@ -219,13 +235,11 @@ impl FileBackend {
         if self.write_buffer.is_empty() {
             return Ok(());
         }
-        let dir = self.dir.clone();
-        let buffer = std::mem::take(&mut self.write_buffer);
-        let block = self.active()?;
+        // Borrows only the blocks: the write buffer and directory are used alongside.
+        let block = last_block(&mut self.blocks)?;
         let offset = block.written_len;
-        block.write_at(&dir, offset, &buffer)?;
-        block.written_len += buffer.len() as u64;
-        self.write_buffer = buffer;
+        block.write_at(&self.dir, offset, &self.write_buffer)?;
+        block.written_len += self.write_buffer.len() as u64;
         self.write_buffer.clear();
         Ok(())
     }
@@ -323,7 +337,7 @@ impl FileBackend {
         }
     }
 
-    /// Write `<id>.idx` describing the block as it is on disk now.
+    /// Write `<id>.idx` describing the block as it is on disk now, on this thread.
     fn write_block_index(
         &mut self,
         position: usize,
@@ -331,26 +345,26 @@ impl FileBackend {
         ttls: &TtlIndex,
         sync: bool,
     ) -> Result<(), StoreError> {
-        let block = &self.blocks[position];
-        let bytes = encode_block_index(
-            block.written_len,
-            block.first_seq,
-            block.last_seq,
-            index
-                .live_range(block.first_seq, block.last_seq)
-                .map(|(seq, slot)| IndexedMessage {
-                    seq,
-                    timestamp: slot.timestamp,
-                    ttl_nanos: ttls.ttl_nanos(seq),
-                    location: slot.location,
-                    record_len: slot.record_len,
-                    size: slot.size,
-                    subject: index.subject_text(slot.subject_id),
-                }),
-        );
-        write_atomic(&index_path(&self.dir, block.id), &bytes, sync)?;
-        self.blocks[position].needs_index = false;
+        let block = &mut self.blocks[position];
+        block.finish_index_job()?;
+        let sealed = SealedIndex::capture(block, index, ttls);
+        write_atomic(&index_path(&self.dir, block.id), &sealed.encode(), sync)?;
+        block.needs_index = false;
         Ok(())
+    }
+
+    /// A sealed block's index: what it needs is copied here (it reads the message index), the
+    /// block's fsync, the encoding and the file write go to a sync pool thread (`index_writer.rs`).
+    fn start_block_index(&mut self, position: usize, index: &MessageIndex, ttls: &TtlIndex) {
+        let dir = &self.dir;
+        let block = &mut self.blocks[position];
+        let sealed = SealedIndex::capture(block, index, ttls);
+        let data = block
+            .data_needs_sync
+            .then(|| (block.file.clone(), block_path(dir, block.id)));
+        block.data_needs_sync = false;
+        block.index_job = Some(IndexJob::start(data, index_path(dir, block.id), sealed));
+        block.needs_index = false;
     }
 
     /// Write everything buffered, sync per policy, write due block indexes, run maintenance.
@@ -395,6 +409,16 @@ impl FileBackend {
             if block.write_deletes(&dir)? {
                 self.dir_needs_sync = true;
             }
+            block.collect_index_job()?;
+        }
+        // A sealed block gets its index once, after its data is durable: an index must never
+        // describe bytes a power loss could take back. Both happen on a sync pool thread; a sync
+        // below waits for them.
+        let active_position = self.blocks.len().saturating_sub(1);
+        for position in 0..active_position {
+            if self.blocks[position].needs_index {
+                self.start_block_index(position, index, ttls);
+            }
         }
         let sync = self.should_sync(force_sync);
         if sync {
@@ -410,7 +434,7 @@ impl FileBackend {
                     if block.data_needs_sync {
                         to_sync.push((block.file.clone(), block_path(&dir, block.id)));
                     }
-                } else if block.data_needs_sync {
+                } else if block.durability_pending() {
                     block.sync(&dir)?;
                 }
                 if block.deletes_need_sync {
@@ -428,16 +452,6 @@ impl FileBackend {
             self.last_sync = Instant::now();
             if pipelined.is_none() {
                 self.pipeline.all_synced();
-            }
-        }
-        // A sealed block gets its index once, after its data is durable: an index must never
-        // describe bytes a power loss could take back. Sealing happens once per block_size bytes,
-        // so this fsync is rare even under an interval policy.
-        let active_position = self.blocks.len().saturating_sub(1);
-        for position in 0..active_position {
-            if self.blocks[position].needs_index {
-                self.blocks[position].sync(&dir)?;
-                self.write_block_index(position, index, ttls, false)?;
             }
         }
         if !self.maintenance.is_empty() {
@@ -646,6 +660,9 @@ impl Backend for FileBackend {
         // The index snapshot: every block, the active one included, gets an index file matching
         // its final length, so the next open reads no block data.
         // Sealed blocks keep a valid index until they are rewritten; only the rest need one.
+        for block in &mut self.blocks {
+            block.finish_index_job()?;
+        }
         let last = self.blocks.len().saturating_sub(1);
         let mut written = Vec::new();
         for position in 0..self.blocks.len() {
@@ -690,6 +707,10 @@ impl Backend for FileBackend {
 
     fn delete(&mut self) -> Result<(), StoreError> {
         self.pipeline.fail(&StoreError::Closed, self.dir.clone());
+        for block in &mut self.blocks {
+            // Whatever it reports concerns files about to be deleted.
+            let _ = block.finish_index_job();
+        }
         self.blocks.clear();
         self.write_buffer.clear();
         self.lock = None;
