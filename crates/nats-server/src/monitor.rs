@@ -352,6 +352,13 @@ fn connz(server: &Server, query: &[(String, String)]) -> Value {
         if let Some(version) = meta.version.filter(|version| !version.is_empty()) {
             entry.insert("version".into(), json!(version));
         }
+        if let Some((version, cipher)) = meta.tls {
+            entry.insert("tls_version".into(), json!(version));
+            entry.insert("tls_cipher_suite".into(), json!(cipher));
+            if meta.tls_first {
+                entry.insert("tls_first".into(), json!(true));
+            }
+        }
         if let Some(user) = meta.user {
             entry.insert("authorized_user".into(), json!(user));
         }

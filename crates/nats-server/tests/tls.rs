@@ -360,3 +360,70 @@ fn bad_tls_settings_stop_the_server_with_nats_server_messages() {
     assert!(refused(&["-c", &config])
         .contains("error parsing tls config, expected 'verify' to be a boolean"));
 }
+
+/// `/connz` over plain HTTP, parsed.
+fn connz(server: &TestServer) -> serde_json::Value {
+    use std::io::{Read, Write};
+    let port = server.monitor_port.expect("monitoring on");
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(WAIT)).unwrap();
+    write!(
+        stream,
+        "GET /connz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (_, body) = response.split_once("\r\n\r\n").expect("http response");
+    serde_json::from_str(body).unwrap()
+}
+
+/// `handshake_first` with a fallback delay: a client silent for that long gets INFO in the
+/// clear and upgrades as usual; a `tls_first` client handshakes at once. /connz and /varz
+/// show TLS.
+#[tokio::test]
+async fn handshake_first_with_fallback_serves_both_kinds_of_clients() {
+    let certificates = certificates();
+    let server = TestServer::start(ServerOptions {
+        config: Some(certificates.block("  handshake_first: \"300ms\"")),
+        monitoring: true,
+        ..Default::default()
+    });
+    let info = info_of(&server);
+    assert_eq!(info["tls_required"], true);
+    let usual = connect_tls(&server.url(), &certificates, None)
+        .await
+        .unwrap();
+    let first = tokio::time::timeout(
+        WAIT,
+        async_nats::ConnectOptions::new()
+            .tls_first()
+            .add_root_certificates(certificates.ca())
+            .connect(server.url()),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    round_trip(&usual, &first).await;
+    let connections = connz(&server)["connections"].as_array().unwrap().clone();
+    assert_eq!(connections.len(), 2, "{connections:?}");
+    for connection in &connections {
+        assert!(
+            connection["tls_version"]
+                .as_str()
+                .is_some_and(|version| version.starts_with("1.")),
+            "{connection}"
+        );
+        assert!(
+            connection["tls_cipher_suite"]
+                .as_str()
+                .is_some_and(|suite| suite.starts_with("TLS_")),
+            "{connection}"
+        );
+    }
+    let firsts = connections
+        .iter()
+        .filter(|connection| connection["tls_first"] == true)
+        .count();
+    assert_eq!(firsts, 1, "{connections:?}");
+}

@@ -48,7 +48,9 @@ pub(super) async fn establish(
     debug(&shared, "Client connection created");
     if info_pending {
         if let Some(fallback) = tls.handshake_first_fallback {
-            if timeout(fallback, stream.readable()).await.is_err() {
+            // `readable()` may report a fresh socket ready before any byte came: peek.
+            let mut first = [0u8; 1];
+            if timeout(fallback, stream.peek(&mut first)).await.is_err() {
                 if !write_plain(&mut stream, &info, write_deadline).await {
                     return fail(&server, &shared, CloseReason::WriteError);
                 }
