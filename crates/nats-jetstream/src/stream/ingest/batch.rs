@@ -34,7 +34,7 @@ const MAX_INFLIGHT_TOTAL: usize = 1000;
 static INFLIGHT_TOTAL: AtomicUsize = AtomicUsize::new(0);
 
 /// One open batch: its messages in batch-sequence order.
-struct StagedBatch {
+pub(super) struct StagedBatch {
     messages: Vec<Message>,
     deadline: Instant,
 }
@@ -59,32 +59,53 @@ impl Drop for StagedBatch {
     }
 }
 
-/// The stream's open atomic batches, by batch id.
-#[derive(Default)]
-pub(super) struct AtomicBatches {
-    open: HashMap<String, StagedBatch>,
+/// A batch that times out after inactivity.
+pub(super) trait Expiring {
+    fn deadline(&self) -> Instant;
 }
 
-impl AtomicBatches {
+impl Expiring for StagedBatch {
+    fn deadline(&self) -> Instant {
+        self.deadline
+    }
+}
+
+/// A stream's open batches of one kind, by batch id.
+pub(super) struct OpenBatches<T> {
+    pub(super) open: HashMap<String, T>,
+}
+
+impl<T> Default for OpenBatches<T> {
+    fn default() -> Self {
+        OpenBatches {
+            open: HashMap::new(),
+        }
+    }
+}
+
+impl<T: Expiring> OpenBatches<T> {
     /// Drop the batches whose inactivity timer ran out.
     pub(super) fn expire(&mut self, now: Instant) {
-        self.open.retain(|_, batch| batch.deadline > now);
+        self.open.retain(|_, batch| batch.deadline() > now);
     }
 
     /// When the next open batch times out.
     pub(super) fn next_deadline(&self) -> Option<Instant> {
-        self.open.values().map(|batch| batch.deadline).min()
+        self.open.values().map(Expiring::deadline).min()
     }
 
-    /// Abandon every open batch (atomic publish turned off, stream stopping).
+    /// Abandon every open batch (publishing of this kind turned off).
     pub(super) fn clear(&mut self) {
         self.open.clear();
     }
 }
 
+/// The stream's open atomic batches.
+pub(super) type AtomicBatches = OpenBatches<StagedBatch>;
+
 /// What the commit learns about the batch so far (nats-server's `batchStagedDiff`).
 #[derive(Default)]
-struct StagedDiff {
+pub(super) struct StagedDiff {
     msg_ids: HashSet<String>,
     /// Running counters per subject.
     counters: HashMap<String, counter::CounterState>,
@@ -95,11 +116,11 @@ struct StagedDiff {
 }
 
 /// A batch message that passed the commit checks, possibly rewritten (counter body, rollup).
-struct Checked {
-    subject: String,
-    headers: Vec<u8>,
-    payload: Bytes,
-    counted: Option<String>,
+pub(super) struct Checked {
+    pub subject: String,
+    pub headers: Vec<u8>,
+    pub payload: Bytes,
+    pub counted: Option<String>,
 }
 
 /// How a batch message asks to commit.
@@ -136,20 +157,8 @@ impl Ingest {
         publish_headers: &PublishHeaders<'_>,
         batch_id: &str,
     ) -> Result<Option<Bytes>, ApiError> {
-        if self.config.sealed {
-            return Err(errors::STREAM_SEALED.to_error());
-        }
-        if self.context.usage.exceeded(self.config.storage) {
-            return Err(errors::INSUFFICIENT_RESOURCES.to_error());
-        }
+        self.check_batch_message(message)?;
         let header_block = message.headers.as_deref().unwrap_or(&[]);
-        let max_size = self.config.max_msg_size;
-        if max_size >= 0
-            && (header_block.len() > max_size as usize
-                || message.payload.len() > max_size as usize - header_block.len())
-        {
-            return Err(errors::STREAM_MESSAGE_EXCEEDS_MAXIMUM.to_error());
-        }
         if !self.config.allow_atomic_publish {
             return Err(errors::ATOMIC_PUBLISH_DISABLED.to_error());
         }
@@ -255,6 +264,33 @@ impl Ingest {
         self.commit_batch(store, batch_id, &messages)
     }
 
+    /// Drop the atomic and fast batches whose inactivity timer ran out.
+    pub(super) fn expire_batches(&mut self) {
+        let now = Instant::now();
+        self.batches.expire(now);
+        self.fast_batches.expire(now);
+    }
+
+    /// What every batch message (atomic or fast) must pass on arrival: not sealed, resources
+    /// left, within `max_msg_size`.
+    pub(super) fn check_batch_message(&self, message: &Message) -> Result<(), ApiError> {
+        if self.config.sealed {
+            return Err(errors::STREAM_SEALED.to_error());
+        }
+        if self.context.usage.exceeded(self.config.storage) {
+            return Err(errors::INSUFFICIENT_RESOURCES.to_error());
+        }
+        let header_block = message.headers.as_deref().unwrap_or(&[]);
+        let max_size = self.config.max_msg_size;
+        if max_size >= 0
+            && (header_block.len() > max_size as usize
+                || message.payload.len() > max_size as usize - header_block.len())
+        {
+            return Err(errors::STREAM_MESSAGE_EXCEEDS_MAXIMUM.to_error());
+        }
+        Ok(())
+    }
+
     /// Check the whole batch, then store it: all of it, or (refused) none.
     fn commit_batch(
         &mut self,
@@ -317,7 +353,7 @@ impl Ingest {
 
     /// nats-server's `checkMsgHeadersPreClusteredProposal` for one staged message, in its order.
     /// `position`: the stream's last sequence as it will be just before this message.
-    fn check_staged(
+    pub(super) fn check_staged(
         &self,
         store: &mut dyn StreamStore,
         diff: &mut StagedDiff,
@@ -567,7 +603,7 @@ impl Ingest {
     }
 
     /// The commit's PubAck: `{"stream":..,"seq":N,"batch":"id","count":C}`.
-    fn batch_ack(&self, seq: u64, batch_id: &str, count: usize) -> Bytes {
+    pub(super) fn batch_ack(&self, seq: u64, batch_id: &str, count: usize) -> Bytes {
         let mut ack = BytesMut::with_capacity(self.ack_prefix.len() + batch_id.len() + 48);
         ack.put_slice(&self.ack_prefix);
         ack.put_slice(seq.to_string().as_bytes());
@@ -577,7 +613,7 @@ impl Ingest {
         ack.freeze()
     }
 
-    fn error_ack(&self, error: ApiError) -> Bytes {
+    pub(super) fn error_ack(&self, error: ApiError) -> Bytes {
         let response = jetstream_api::PubAck::error(self.config.name.clone(), error);
         Bytes::from(jetstream_api::json::encode_response(&response))
     }

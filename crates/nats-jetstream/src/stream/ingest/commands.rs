@@ -15,7 +15,7 @@ impl Ingest {
         let now = crate::time_format::now_nanos();
         self.expire(&mut **store, now);
         self.fire_schedules(&mut **store, now);
-        self.batches.expire(tokio::time::Instant::now());
+        self.expire_batches();
         self.commit(&mut **store);
     }
 
@@ -149,6 +149,9 @@ impl Ingest {
                     self.ack_prefix = ack_prefix(&self.config.name, self.context.domain.as_deref());
                     if !self.config.allow_atomic_publish {
                         self.batches.clear();
+                    }
+                    if !self.config.allow_batch_publish {
+                        self.fast_batches.clear();
                     }
                     if schedules_turned_on {
                         self.recover_schedules(store);

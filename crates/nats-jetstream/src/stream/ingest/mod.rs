@@ -29,6 +29,7 @@ use tokio::sync::mpsc::UnboundedReceiver as Receiver;
 
 mod batch;
 mod commands;
+mod fast_batch;
 mod publish;
 mod schedules;
 
@@ -69,6 +70,7 @@ pub(crate) fn spawn(
         dirty: false,
         markers: Default::default(),
         batches: Default::default(),
+        fast_batches: Default::default(),
         schedules: Default::default(),
     };
     ingest.recover();
@@ -128,6 +130,8 @@ struct Ingest {
     markers: std::collections::HashSet<u64>,
     /// Open atomic batches (`batch.rs`).
     batches: batch::AtomicBatches,
+    /// Open fast batches (`fast_batch.rs`).
+    fast_batches: fast_batch::FastBatches,
     /// Live message schedules (`schedules.rs`).
     schedules: schedules::Schedules,
 }
@@ -225,9 +229,14 @@ impl Ingest {
             (Some(expiry), Some(schedule)) => Some(expiry.min(schedule)),
             (expiry, schedule) => expiry.or(schedule),
         };
-        let batch_wait = self
-            .batches
-            .next_deadline()
+        let batch_deadline = match (
+            self.batches.next_deadline(),
+            self.fast_batches.next_deadline(),
+        ) {
+            (Some(atomic), Some(fast)) => Some(atomic.min(fast)),
+            (atomic, fast) => atomic.or(fast),
+        };
+        let batch_wait = batch_deadline
             .map(|deadline| deadline.saturating_duration_since(tokio::time::Instant::now()));
         let wait = match next {
             Some(due) => {
@@ -252,7 +261,7 @@ impl Ingest {
         self.window.expire(now, self.config.duplicate_window.0);
         self.expire(&mut **store, now);
         self.fire_schedules(&mut **store, now);
-        self.batches.expire(tokio::time::Instant::now());
+        self.expire_batches();
         let mut stop = false;
         for command in batch.drain(..) {
             match command {
@@ -293,6 +302,12 @@ impl Ingest {
             Some(block) if !block.is_empty() => PublishHeaders::parse(block),
             _ => PublishHeaders::default(),
         };
+        if let (Some(reply), Origin::Client) = (&reply, origin) {
+            if fast_batch::is_fast_reply(reply) {
+                self.fast_batch_message(store, message, &publish_headers, reply.clone());
+                return;
+            }
+        }
         // Sources strip the batch headers; a client's batch message is staged until its commit.
         if let (Some(batch_id), Origin::Client) = (publish_headers.batch_id, origin) {
             let answer = self.stage_batch_message(store, message, &publish_headers, batch_id);
