@@ -2,17 +2,17 @@
 //! and a subject table (first/last/count per subject) interned to compact ids.
 //!
 //!
-//! Memory: a slot is 24 bytes per sequence; a subject costs a 32-byte record, its text in an arena
-//! (`text_arena.rs`), one subject-tree node (20 bytes) and one hash entry (9 bytes before load
-//! slack) in the tree's table, which also serves lookups by subject (`subject_table.rs`).
+//! Memory: a slot is 24 bytes per sequence; a subject costs one 48-byte subject-tree node (its
+//! counters and text reference), its text in an arena (`text_arena.rs`) and one hash entry (9
+//! bytes before load slack) in the tree's table, which also serves lookups by subject
+//! (`subject_table.rs`, `subject_tree.rs`).
 //! `examples/index_figures.rs` counts it with the allocator.
 
 mod subject_table;
-mod text_arena;
+pub(crate) mod text_arena;
 
 use std::collections::VecDeque;
 
-pub(crate) use subject_table::SubjectTexts;
 pub use subject_table::{SubjectEntry, SubjectTable};
 
 use crate::filter::{is_full_wildcard, is_literal, subject_matches_filter};
@@ -371,6 +371,12 @@ impl MessageIndex {
     pub fn last_matching(&self, filter: &str) -> Option<u64> {
         if is_full_wildcard(filter) {
             return self.prev_matching(">", self.last_seq);
+        }
+        if is_literal(filter) {
+            return self
+                .subjects
+                .lookup(filter)
+                .map(|id| self.subjects.entry(id).last);
         }
         self.subjects
             .matching(filter)

@@ -1,62 +1,82 @@
-//! A token trie over the subject table, so a wildcard filter (`orders.*.new`, `orders.eu.>`)
-//! visits only the branches it can match instead of every subject, and a literal subject is
-//! found with one hash probe.
+//! The subjects of a stream as a token trie whose terminal nodes are the subjects themselves:
+//! a literal subject is found with one hash probe, and a wildcard filter (`orders.*.new`,
+//! `orders.eu.>`) visits only the branches it can match instead of every subject.
 //!
-//! Who uses it: `index::SubjectTable` keeps one in step with its records from the first subject
-//! on, asks it for a subject's id and for the ids matching a wildcard filter. It knows subjects
-//! only as text owned by the table (`SubjectTexts`).
+//! Who uses it: `index::SubjectTable` (the subject ids the per-sequence slots name are node ids
+//! here) adds and releases subjects and reads their counters. It knows nothing of sequences
+//! beyond first/last/count per subject.
 //!
-//! One hash table serves both: every node is keyed by its prefix text (the subject up to the end
-//! of the node's token: `orders`, `orders.eu`, `orders.eu.new`), which names it uniquely, and a
-//! whole subject is simply the prefix ending at its last token. So a lookup by subject hashes the
-//! subject once, a wildcard's literal token hashes the parent's prefix plus the token, and the
-//! table needs no separate subject index.
+//! One hash table serves lookups and the tree: every node is keyed by its prefix text (the
+//! subject up to the end of the node's token: `orders`, `orders.eu`, `orders.eu.new`), which
+//! names it uniquely; a whole subject is the prefix ending at its last token. So a lookup by
+//! subject hashes the subject once and lands on the node that holds its counters and text, and a
+//! wildcard's literal token hashes the parent's prefix plus the token.
 //!
-//! Memory: one 20-byte node per distinct prefix (for most streams, one per subject plus a few
-//! shared ones) and one 8-byte hash entry (9 bytes with hashbrown's control byte, before load
-//! slack). Prefix text is not stored again: a node points at one live subject below it (its
-//! `sample`) and at the prefix's length. A node is terminal (a subject ends there) exactly when
-//! its sample subject is no longer than the prefix.
+//! Memory: one 48-byte node per distinct prefix (for most streams, one per subject plus a few
+//! shared ones), one 8-byte hash entry (9 with hashbrown's control byte, before load slack) and
+//! the subject's text in the arena (`index/text_arena.rs`). Prefix text is not stored again: a
+//! node holds the text of one live subject at or below it (its `sample`, its own text when a
+//! subject ends there) and the prefix's length.
 
 use std::hash::BuildHasher;
 
 use hashbrown::{DefaultHashBuilder, HashTable};
 
-use crate::index::SubjectTexts;
+use crate::index::text_arena::{TextArena, TextRef};
 
 const NONE: u32 = u32::MAX;
 const ROOT: u32 = 0;
 
+/// Below this many nodes a tree that empties keeps its allocations (a work queue that drains and
+/// refills must not reallocate per message); above it, an empty tree gives its memory back.
+const KEEP_WHEN_EMPTY: usize = 64;
+
+/// A subject's messages; `count == 0` on a node where no subject ends.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct SubjectCounters {
+    pub(crate) first: u64,
+    pub(crate) last: u64,
+    pub(crate) count: u64,
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Node {
+    counters: SubjectCounters,
+    /// Text of a live subject at or below this node; its own text when a subject ends here.
+    sample: TextRef,
     first_child: u32,
     next_sibling: u32,
     previous_sibling: u32,
-    /// A live subject at or below this node; the terminal subject when one ends here.
-    sample: u32,
-    /// Length of the node's prefix: the sample subject's bytes up to the end of this token.
+    /// Length of the node's prefix: the sample's bytes up to the end of this token.
     end: u16,
 }
 
 impl Node {
     const EMPTY: Node = Node {
+        counters: SubjectCounters {
+            first: 0,
+            last: 0,
+            count: 0,
+        },
+        sample: TextRef::EMPTY,
         first_child: NONE,
         next_sibling: NONE,
         previous_sibling: NONE,
-        sample: NONE,
         end: 0,
     };
 }
 
-/// Nodes, and every node but the root keyed by its prefix text: entries are `(node, hash)`. The
-/// 32-bit hash is kept so growing the table never reads text (a random access per node), and a
-/// probe touches text only on a full hash match.
+/// Nodes, subject texts, and every node but the root keyed by its prefix text: entries are
+/// `(node, hash)`. The 32-bit hash is kept so growing the table never reads text (a random
+/// access per node), and a probe touches text only on a full hash match.
 #[derive(Debug, Default)]
 pub(crate) struct SubjectTree {
     nodes: Vec<Node>,
     free_nodes: Vec<u32>,
     prefixes: HashTable<(u32, u32)>,
     hasher: DefaultHashBuilder,
+    texts: TextArena,
+    live: usize,
     /// Missing prefixes of the subject being inserted, `(end, hash)`, deepest first.
     pending: Vec<(u16, u32)>,
     /// The path of the subject being removed, `(parent, node, hash)`, root side first.
@@ -74,6 +94,11 @@ fn token_ends(subject: &[u8]) -> impl Iterator<Item = usize> + '_ {
 }
 
 impl SubjectTree {
+    /// Live subjects.
+    pub(crate) fn len(&self) -> usize {
+        self.live
+    }
+
     /// 32 bits of hash, spread so both hashbrown's bucket bits (low) and tag bits (high) use it.
     fn hash_text(&self, text: &[u8]) -> u32 {
         let full = self.hasher.hash_one(text);
@@ -84,60 +109,112 @@ impl SubjectTree {
         (u64::from(hash) << 32) | u64::from(hash)
     }
 
-    fn prefix<'t>(&self, texts: &'t SubjectTexts, node: u32) -> &'t [u8] {
+    fn prefix(&self, node: u32) -> &[u8] {
         let value = &self.nodes[node as usize];
-        texts
-            .text(value.sample)
-            .as_bytes()
+        self.texts
+            .bytes(value.sample)
             .get(..usize::from(value.end))
             .unwrap_or(&[])
     }
 
-    fn find(&self, texts: &SubjectTexts, text: &[u8], hash: u32) -> Option<u32> {
+    fn find(&self, text: &[u8], hash: u32) -> Option<u32> {
         self.prefixes
             .find(Self::table_hash(hash), |(node, stored)| {
-                *stored == hash && self.prefix(texts, *node) == text
+                *stored == hash && self.prefix(*node) == text
             })
             .map(|(node, _)| *node)
     }
 
-    fn is_terminal(&self, texts: &SubjectTexts, node: u32) -> bool {
-        let value = &self.nodes[node as usize];
-        node != ROOT
-            && value.sample != NONE
-            && texts.text_len(value.sample) == usize::from(value.end)
+    fn is_terminal(&self, node: u32) -> bool {
+        self.nodes[node as usize].counters.count > 0
     }
 
-    /// The hash of `subject` and its node, when one exists (terminal or not).
-    pub(crate) fn locate(&self, texts: &SubjectTexts, subject: &str) -> (u32, Option<u32>) {
+    /// The hash of `subject` and its node, when one exists (a subject or a prefix of others).
+    pub(crate) fn locate(&self, subject: &str) -> (u32, Option<u32>) {
         let hash = self.hash_text(subject.as_bytes());
-        (hash, self.find(texts, subject.as_bytes(), hash))
+        (hash, self.find(subject.as_bytes(), hash))
     }
 
-    /// The subject ending at `node`, if any.
-    pub(crate) fn subject_at(&self, texts: &SubjectTexts, node: u32) -> Option<u32> {
-        self.is_terminal(texts, node)
-            .then(|| self.nodes[node as usize].sample)
+    /// The live subject id of `subject`.
+    pub(crate) fn lookup(&self, subject: &str) -> Option<u32> {
+        let (_, node) = self.locate(subject);
+        node.filter(|node| self.is_terminal(*node))
     }
 
-    /// Add subject `id`, whose text is in `texts`; `hash` and `existing` are what `locate` said
-    /// about it (an existing node is one another subject passes through).
+    /// True when `id` is the live subject `subject` (a cheap check before hashing).
+    pub(crate) fn is_subject_text(&self, id: u32, subject: &str) -> bool {
+        self.is_subject(id) && self.prefix(id) == subject.as_bytes()
+    }
+
+    /// True when `id` is a live subject.
+    pub(crate) fn is_subject(&self, id: u32) -> bool {
+        self.nodes
+            .get(id as usize)
+            .is_some_and(|node| node.counters.count > 0)
+    }
+
+    /// Text of subject `id` (or of the prefix a node stands for).
+    pub(crate) fn text(&self, id: u32) -> &str {
+        let value = &self.nodes[id as usize];
+        self.texts
+            .get(value.sample)
+            .get(..usize::from(value.end))
+            .unwrap_or("")
+    }
+
+    pub(crate) fn counters(&self, id: u32) -> &SubjectCounters {
+        &self.nodes[id as usize].counters
+    }
+
+    pub(crate) fn counters_mut(&mut self, id: u32) -> &mut SubjectCounters {
+        &mut self.nodes[id as usize].counters
+    }
+
+    /// Ids of the live subjects, in id order.
+    pub(crate) fn subject_ids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, node)| node.counters.count > 0)
+            .map(|(id, _)| id as u32)
+    }
+
+    /// Counters of the live subjects.
+    pub(crate) fn live_counters(&self) -> impl Iterator<Item = &SubjectCounters> + '_ {
+        self.nodes
+            .iter()
+            .map(|node| &node.counters)
+            .filter(|counters| counters.count > 0)
+    }
+
+    /// Add the new subject `subject` with one message `seq`; `hash` and `existing` are what
+    /// `locate` said about it (an existing node is one other subjects pass through). Returns its id.
     pub(crate) fn insert(
         &mut self,
-        texts: &SubjectTexts,
-        id: u32,
+        subject: &str,
         hash: u32,
         existing: Option<u32>,
-    ) {
+        seq: u64,
+    ) -> u32 {
         if self.nodes.is_empty() {
             self.nodes.push(Node::EMPTY);
         }
+        let text = self.texts.push(subject);
+        let counters = SubjectCounters {
+            first: seq,
+            last: seq,
+            count: 1,
+        };
+        self.live += 1;
         if let Some(node) = existing {
-            // The subject ends where another passes through: that node becomes terminal.
-            self.nodes[node as usize].sample = id;
-            return;
+            // The subject ends where others pass through: that node becomes terminal, with its
+            // own text as sample.
+            let value = &mut self.nodes[node as usize];
+            value.sample = text;
+            value.counters = counters;
+            return node;
         }
-        let subject = texts.text(id).as_bytes();
+        let subject = subject.as_bytes();
         // Subjects are at most u16::MAX bytes (checked on store), so every end fits.
         self.pending.clear();
         self.pending.push((subject.len() as u16, hash));
@@ -148,7 +225,7 @@ impl SubjectTree {
         while let Some(dot) = subject[..cut].iter().rposition(|byte| *byte == b'.') {
             let prefix = &subject[..dot];
             let prefix_hash = self.hash_text(prefix);
-            if let Some(node) = self.find(texts, prefix, prefix_hash) {
+            if let Some(node) = self.find(prefix, prefix_hash) {
                 parent = node;
                 break;
             }
@@ -156,18 +233,19 @@ impl SubjectTree {
             cut = dot;
         }
         while let Some((end, prefix_hash)) = self.pending.pop() {
-            parent = self.add_child(parent, id, end, prefix_hash);
+            parent = self.add_child(parent, text, end, prefix_hash);
         }
+        self.nodes[parent as usize].counters = counters;
+        parent
     }
 
-    fn add_child(&mut self, parent: u32, sample: u32, end: u16, hash: u32) -> u32 {
+    fn add_child(&mut self, parent: u32, sample: TextRef, end: u16, hash: u32) -> u32 {
         let first = self.nodes[parent as usize].first_child;
         let value = Node {
-            first_child: NONE,
-            next_sibling: first,
-            previous_sibling: NONE,
             sample,
             end,
+            next_sibling: first,
+            ..Node::EMPTY
         };
         let node = match self.free_nodes.pop() {
             Some(node) => {
@@ -190,42 +268,53 @@ impl SubjectTree {
         node
     }
 
-    /// Forget subject `id` (its text still in `texts`): drop the nodes only it used and repoint
-    /// samples that referred to it.
-    pub(crate) fn remove(&mut self, texts: &SubjectTexts, id: u32) {
-        if self.nodes.is_empty() {
+    /// Forget subject `id`, whose count just reached zero: drop the nodes only it used, repoint
+    /// samples that referred to its text, release the text.
+    pub(crate) fn remove(&mut self, id: u32) {
+        let Some(value) = self.nodes.get(id as usize).copied() else {
+            return;
+        };
+        let text = value.sample;
+        self.live -= 1;
+        if self.live == 0 && self.nodes.len() > KEEP_WHEN_EMPTY {
+            *self = SubjectTree::default();
             return;
         }
-        let subject = texts.text(id).as_bytes();
         let mut path = std::mem::take(&mut self.path);
         path.clear();
         let mut parent = ROOT;
+        let subject = self.texts.bytes(text);
         for end in token_ends(subject) {
             let prefix = &subject[..end];
             let hash = self.hash_text(prefix);
-            let Some(node) = self.find(texts, prefix, hash) else {
+            let Some(node) = self.find(prefix, hash) else {
                 // Not in the tree (cannot happen for a live subject): change nothing.
-                self.path = path;
-                return;
+                break;
             };
             path.push((parent, node, hash));
             parent = node;
         }
-        for &(parent, node, hash) in path.iter().rev() {
-            let value = self.nodes[node as usize];
-            if value.sample != id {
-                // Another subject ends here or keeps this branch sampled; above it, samples may
-                // still name `id`, so keep walking.
-                continue;
-            }
-            if value.first_child == NONE {
-                self.unlink(parent, node, hash);
-            } else {
-                let child = self.nodes[value.first_child as usize];
-                self.nodes[node as usize].sample = child.sample;
+        if parent == id {
+            for &(parent, node, hash) in path.iter().rev() {
+                let value = self.nodes[node as usize];
+                if value.sample != text {
+                    // Another subject ends here or keeps this branch sampled; above it, samples
+                    // may still be `id`'s text, so keep walking.
+                    continue;
+                }
+                if value.first_child == NONE {
+                    self.unlink(parent, node, hash);
+                } else {
+                    let child = self.nodes[value.first_child as usize];
+                    self.nodes[node as usize].sample = child.sample;
+                }
             }
         }
         self.path = path;
+        self.texts.release(text);
+        if self.texts.wants_compaction() {
+            self.compact_texts();
+        }
     }
 
     fn unlink(&mut self, parent: u32, node: u32, hash: u32) {
@@ -248,6 +337,33 @@ impl SubjectTree {
         self.free_nodes.push(node);
     }
 
+    /// Rewrite the live texts into a fresh arena, dropping the holes released ones left. Children
+    /// first, so an inner node can take its first child's new sample.
+    fn compact_texts(&mut self) {
+        let mut fresh = TextArena::default();
+        let mut stack: Vec<(u32, bool)> = vec![(ROOT, false)];
+        while let Some((node, children_done)) = stack.pop() {
+            if !children_done {
+                stack.push((node, true));
+                self.for_each_child(node, |child| stack.push((child, false)));
+                continue;
+            }
+            if node == ROOT {
+                continue;
+            }
+            let value = self.nodes[node as usize];
+            let sample = if value.counters.count > 0 {
+                fresh.push(self.text(node))
+            } else if value.first_child != NONE {
+                self.nodes[value.first_child as usize].sample
+            } else {
+                TextRef::EMPTY
+            };
+            self.nodes[node as usize].sample = sample;
+        }
+        self.texts = fresh;
+    }
+
     fn for_each_child(&self, node: u32, mut visit: impl FnMut(u32)) {
         let mut child = self.nodes[node as usize].first_child;
         while child != NONE {
@@ -257,30 +373,19 @@ impl SubjectTree {
     }
 
     /// The child of `node` whose token is `token`: one probe for the parent's prefix plus it.
-    fn find_child(
-        &self,
-        texts: &SubjectTexts,
-        node: u32,
-        token: &str,
-        buffer: &mut Vec<u8>,
-    ) -> Option<u32> {
+    fn find_child(&self, node: u32, token: &str, buffer: &mut Vec<u8>) -> Option<u32> {
         buffer.clear();
         if node != ROOT {
-            buffer.extend_from_slice(self.prefix(texts, node));
+            buffer.extend_from_slice(self.prefix(node));
             buffer.push(b'.');
         }
         buffer.extend_from_slice(token.as_bytes());
-        self.find(texts, buffer, self.hash_text(buffer))
+        self.find(buffer, self.hash_text(buffer))
     }
 
     /// Call `visit` with the id of each subject matching `filter` (wildcards `*` and a trailing
     /// `>`); only the branches the filter can match are walked.
-    pub(crate) fn visit_matching(
-        &self,
-        texts: &SubjectTexts,
-        filter: &str,
-        mut visit: impl FnMut(u32),
-    ) {
+    pub(crate) fn visit_matching(&self, filter: &str, mut visit: impl FnMut(u32)) {
         if self.nodes.is_empty() || filter.is_empty() {
             return;
         }
@@ -289,26 +394,24 @@ impl SubjectTree {
         let mut buffer = Vec::new();
         while let Some((node, depth)) = stack.pop() {
             let Some(token) = filter_tokens.get(depth) else {
-                if self.is_terminal(texts, node) {
-                    visit(self.nodes[node as usize].sample);
+                if self.is_terminal(node) {
+                    visit(node);
                 }
                 continue;
             };
             let last = depth + 1 == filter_tokens.len();
             match *token {
-                ">" => {
-                    self.for_each_child(node, |child| self.visit_subtree(texts, child, &mut visit))
-                }
+                ">" => self.for_each_child(node, |child| self.visit_subtree(child, &mut visit)),
                 // The filter's last token: its matches are the terminal children themselves, so
                 // visit them here instead of pushing each one (a `s.*` may have millions).
                 "*" if last => self.for_each_child(node, |child| {
-                    if self.is_terminal(texts, child) {
-                        visit(self.nodes[child as usize].sample);
+                    if self.is_terminal(child) {
+                        visit(child);
                     }
                 }),
                 "*" => self.for_each_child(node, |child| stack.push((child, depth + 1))),
                 literal => {
-                    if let Some(child) = self.find_child(texts, node, literal, &mut buffer) {
+                    if let Some(child) = self.find_child(node, literal, &mut buffer) {
                         stack.push((child, depth + 1));
                     }
                 }
@@ -316,20 +419,22 @@ impl SubjectTree {
         }
     }
 
-    fn visit_subtree(&self, texts: &SubjectTexts, node: u32, visit: &mut impl FnMut(u32)) {
+    fn visit_subtree(&self, node: u32, visit: &mut impl FnMut(u32)) {
         let mut stack = vec![node];
         while let Some(node) = stack.pop() {
-            if self.is_terminal(texts, node) {
-                visit(self.nodes[node as usize].sample);
+            if self.is_terminal(node) {
+                visit(node);
             }
             self.for_each_child(node, |child| stack.push(child));
         }
     }
 
-    /// Heap bytes used (for the memory figure): nodes, the whole hash table allocation, buffers.
+    /// Heap bytes used (for the memory figure): nodes, texts, the whole hash table allocation,
+    /// buffers.
     pub(crate) fn heap_bytes(&self) -> usize {
         self.nodes.capacity() * std::mem::size_of::<Node>()
             + self.prefixes.allocation_size()
+            + self.texts.heap_bytes()
             + self.free_nodes.capacity() * 4
             + self.pending.capacity() * std::mem::size_of::<(u16, u32)>()
             + self.path.capacity() * std::mem::size_of::<(u32, u32, u32)>()

@@ -1,13 +1,13 @@
 //! Subject texts packed end to end in a few large chunks, instead of one heap allocation each.
 //!
-//! Who uses it: `SubjectTable` stores each subject's text here once and keeps the returned
-//! `TextRef` in its entry; the subject tree reads texts through the table. It knows nothing of
-//! subjects beyond their bytes.
+//! Who uses it: the subject tree (`subject_tree.rs`) stores each subject's text here once and
+//! keeps the returned `TextRef` in the subject's node. It knows nothing of subjects beyond their
+//! bytes.
 //!
 //! Why: a separate allocation per subject costs malloc's 8-byte header plus rounding to 16 (a
-//! 20-byte subject takes a 32-byte chunk) and a 16-byte fat pointer in the entry; here a subject
-//! costs its length plus an 8-byte reference. A released text leaves a hole; when holes outweigh
-//! the live text the table rewrites the live texts into fresh chunks (`compacted`).
+//! 20-byte subject takes a 32-byte chunk) and a 16-byte fat pointer; here a subject costs its
+//! length plus an 8-byte reference. A released text leaves a hole; when holes outweigh the live
+//! text the tree rewrites the live texts into a fresh arena (`wants_compaction`).
 
 /// Largest chunk: big enough that the few bytes left unused at a chunk's end do not matter,
 /// small enough that a small stream does not reserve it. A subject is at most `u16::MAX` bytes,
@@ -83,6 +83,15 @@ impl TextArena {
             .unwrap_or("")
     }
 
+    /// The same text as bytes, for comparisons (no character-boundary checks).
+    pub(crate) fn bytes(&self, text: TextRef) -> &[u8] {
+        let start = text.offset();
+        self.chunks
+            .get(text.chunk())
+            .and_then(|chunk| chunk.as_bytes().get(start..start + text.len()))
+            .unwrap_or(&[])
+    }
+
     /// The text's bytes are no longer referenced.
     pub(crate) fn release(&mut self, text: TextRef) {
         self.live_bytes -= text.len();
@@ -114,6 +123,7 @@ mod tests {
         let long_ref = arena.push(&long);
         for (text, reference) in texts.iter().zip(&refs) {
             assert_eq!(arena.get(*reference), text);
+            assert_eq!(arena.bytes(*reference), text.as_bytes());
         }
         assert_eq!(arena.get(long_ref), long);
         assert!(arena.chunks.len() > 2);
