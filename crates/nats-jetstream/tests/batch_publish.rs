@@ -360,3 +360,27 @@ async fn config_rules_for_batches() {
         assert_eq!(response["error"]["description"], description, "{config}");
     }
 }
+
+#[tokio::test]
+async fn a_mirror_drops_the_headers_meant_for_the_origin() {
+    let server = TestServer::jetstream();
+    let client = connect(&server).await;
+    create(
+        &client,
+        json!({"name": "A", "subjects": ["a.>"], "allow_atomic": true}),
+    )
+    .await;
+    assert_eq!(batch(&client, "a.1", "b", 1, &[], "x").await, "");
+    assert_eq!(
+        batch(&client, "a.2", "b", 2, &[("X-Kept", "1"), COMMIT], "y").await,
+        r#"{"stream":"A","seq":2,"batch":"b","count":2}"#
+    );
+    create(&client, json!({"name": "M", "mirror": {"name": "A"}})).await;
+    let copies = common::wait_for_messages(&client, "M", ">", 2).await;
+    assert_eq!(copies.len(), 2);
+    assert_eq!(stored_headers(&client, "M", 1).await, pairs(&[]));
+    assert_eq!(
+        stored_headers(&client, "M", 2).await,
+        pairs(&[("X-Kept", "1")])
+    );
+}

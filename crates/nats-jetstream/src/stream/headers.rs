@@ -154,6 +154,27 @@ pub(crate) fn remove_headers(block: &[u8], drop: impl Fn(&[u8]) -> bool) -> Vec<
     kept
 }
 
+/// A mirrored message's headers without `Nats-Batch-*` and `Nats-Expected-*` (checks meant
+/// for the origin); a block left with only its status line becomes empty. None: nothing to
+/// remove.
+pub(crate) fn without_origin_checks(block: &[u8]) -> Option<Vec<u8>> {
+    let meant_for_origin =
+        |name: &[u8]| name.starts_with(b"Nats-Batch-") || name.starts_with(b"Nats-Expected-");
+    let present = block
+        .split(|&byte| byte == b'\n')
+        .skip(1)
+        .any(|line| meant_for_origin(line));
+    if !present {
+        return None;
+    }
+    let kept = remove_headers(block, meant_for_origin);
+    let only_status = kept
+        .split(|&byte| byte == b'\n')
+        .skip(1)
+        .all(|line| line.strip_suffix(b"\r").unwrap_or(line).is_empty());
+    Some(if only_status { Vec::new() } else { kept })
+}
+
 /// nats-server's `parseUint64`: decimal digits only.
 pub(crate) fn parse_unsigned(value: &str) -> Option<u64> {
     if value.is_empty() || !value.bytes().all(|byte| byte.is_ascii_digit()) {
@@ -272,6 +293,15 @@ mod tests {
             set_header(block, "Y", "2"),
             b"NATS/1.0\r\nNats-Batch-Id: b\r\nX: 1\r\nY: 2\r\n\r\n"
         );
+        assert_eq!(
+            without_origin_checks(block).as_deref(),
+            Some(&b"NATS/1.0\r\nX: 1\r\n\r\n"[..])
+        );
+        assert_eq!(
+            without_origin_checks(b"NATS/1.0\r\nNats-Expected-Stream: A\r\n\r\n").as_deref(),
+            Some(&b""[..])
+        );
+        assert_eq!(without_origin_checks(b"NATS/1.0\r\nX: 1\r\n\r\n"), None);
         assert_eq!(parse_unsigned("12"), Some(12));
         assert_eq!(parse_unsigned("-1"), None);
     }

@@ -62,8 +62,9 @@ impl Ingest {
         }
     }
 
-    /// Origin messages for a mirror: same sequence and time; sequences the origin no longer
-    /// has become deleted ones here.
+    /// Origin messages for a mirror: same sequence and time, without the batch and expected-*
+    /// headers meant for the origin (as nats-server); sequences the origin no longer has become
+    /// deleted ones here.
     fn store_mirrored(
         &mut self,
         store: &mut dyn StreamStore,
@@ -80,11 +81,12 @@ impl Ingest {
                     return;
                 }
             }
+            let headers = super::super::headers::without_origin_checks(&message.headers);
             if let Err(error) = store.store_raw(
                 message.seq,
                 message.timestamp,
                 &message.subject,
-                &message.headers,
+                headers.as_deref().unwrap_or(&message.headers),
                 &message.payload,
                 None,
             ) {
