@@ -2,6 +2,7 @@
 //! the INFO nonce), checked by the connection reader at CONNECT; it hands back the user's
 //! [`UserPermissions`] (`permissions.rs`). Knows nothing about sockets.
 
+use crate::certificate::CertificateIdentity;
 use crate::config::Options;
 pub use crate::permissions::{is_subset, pattern_matches, UserPermissions};
 use nats_proto::ConnectOptions;
@@ -21,6 +22,8 @@ pub struct Authenticator {
     nkeys: HashMap<String, Option<Arc<UserPermissions>>>,
     no_auth_user: Option<String>,
     required: bool,
+    /// `verify_and_map`: users are named by their client certificate.
+    map_certificates: bool,
 }
 
 /// Authentication failed: the connection gets `-ERR 'Authorization Violation'` and is closed.
@@ -74,6 +77,7 @@ impl Authenticator {
             nkeys,
             no_auth_user: options.no_auth_user.clone(),
             required: options.auth_required(),
+            map_certificates: options.tls.as_ref().is_some_and(|tls| tls.map),
         }
     }
 
@@ -86,13 +90,15 @@ impl Authenticator {
         !self.nkeys.is_empty()
     }
 
-    /// Check CONNECT credentials (`nonce`: the one this connection's INFO carried); on
-    /// success, the user's permissions (if any) and name. nkeys first, then users, then the
-    /// token, as nats-server checks them.
+    /// Check CONNECT credentials (`nonce`: the one this connection's INFO carried;
+    /// `certificate`: the client certificate's identity with `verify_and_map`); on success,
+    /// the user's permissions (if any) and name. nkeys first, then users (named by the
+    /// certificate when mapping), then the token, as nats-server checks them.
     pub fn authenticate(
         &self,
         connect: &ConnectOptions,
         nonce: Option<&str>,
+        certificate: Option<&CertificateIdentity>,
     ) -> Result<Authenticated, AuthorizationViolation> {
         if !self.required {
             return Ok((None, None));
@@ -115,6 +121,22 @@ impl Authenticator {
                 }
                 return Ok((permissions.clone(), Some(nkey.clone())));
             }
+        }
+        if self.map_certificates && !self.users.is_empty() {
+            let user = certificate
+                .and_then(|identity| self.mapped_user(identity))
+                .ok_or(AuthorizationViolation)?;
+            return match self.users.get(&user) {
+                Some(account)
+                    if compare_passwords(
+                        &account.password,
+                        connect.pass.as_deref().unwrap_or(""),
+                    ) =>
+                {
+                    Ok((account.permissions.clone(), Some(user)))
+                }
+                _ => Err(AuthorizationViolation),
+            };
         }
         if let Some(token) = &self.token {
             if connect
@@ -148,6 +170,27 @@ impl Authenticator {
             }
             _ => Err(AuthorizationViolation),
         }
+    }
+}
+
+impl Authenticator {
+    /// The configured user a client certificate names, looked up as nats-server does:
+    /// e-mail addresses, DNS names, URIs, then the subject (Go's text form, then as a DN).
+    fn mapped_user(&self, identity: &CertificateIdentity) -> Option<String> {
+        let by_name = identity
+            .emails
+            .iter()
+            .chain(&identity.dns_names)
+            .chain(&identity.uris)
+            .chain(std::iter::once(&identity.subject_text()))
+            .find(|name| self.users.contains_key(*name))
+            .cloned();
+        by_name.or_else(|| {
+            self.users
+                .keys()
+                .find(|name| identity.subject_matches(name))
+                .cloned()
+        })
     }
 }
 

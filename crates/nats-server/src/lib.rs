@@ -9,6 +9,7 @@
 #![recursion_limit = "256"]
 
 pub mod auth;
+pub mod certificate;
 pub mod cli;
 pub mod client;
 pub mod config;

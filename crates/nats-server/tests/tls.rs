@@ -13,6 +13,8 @@ const WAIT: Duration = Duration::from_secs(10);
 
 struct Certificates {
     dir: tempfile::TempDir,
+    ca: rcgen::Certificate,
+    ca_key: rcgen::KeyPair,
 }
 
 impl Certificates {
@@ -78,7 +80,7 @@ fn certificates() -> Certificates {
     write("client-key.pem", client_key.serialize_pem());
     write("stranger-cert.pem", stranger.pem());
     write("stranger-key.pem", stranger_key.serialize_pem());
-    Certificates { dir }
+    Certificates { dir, ca, ca_key }
 }
 
 fn start(config: String) -> TestServer {
@@ -426,4 +428,96 @@ async fn handshake_first_with_fallback_serves_both_kinds_of_clients() {
         .filter(|connection| connection["tls_first"] == true)
         .count();
     assert_eq!(firsts, 1, "{connections:?}");
+}
+
+/// A client certificate from the test CA with the given subject (most general first) and
+/// subject alternative names; written as `<name>-cert.pem` / `<name>-key.pem`.
+fn client_certificate(
+    certificates: &Certificates,
+    name: &str,
+    subject: &[(rcgen::DnType, &str)],
+    alternative_names: Vec<rcgen::SanType>,
+) {
+    let mut params = rcgen::CertificateParams::default();
+    params.distinguished_name = rcgen::DistinguishedName::new();
+    for (kind, value) in subject {
+        params.distinguished_name.push(kind.clone(), *value);
+    }
+    params.subject_alt_names = alternative_names;
+    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    let key = rcgen::KeyPair::generate().unwrap();
+    let certificate = params
+        .signed_by(&key, &certificates.ca, &certificates.ca_key)
+        .unwrap();
+    std::fs::write(
+        certificates.path(&format!("{name}-cert.pem")),
+        certificate.pem(),
+    )
+    .unwrap();
+    std::fs::write(
+        certificates.path(&format!("{name}-key.pem")),
+        key.serialize_pem(),
+    )
+    .unwrap();
+}
+
+/// `verify_and_map`: the client certificate names the user (e-mail, DNS name, or subject DN);
+/// a certificate naming no user is an authorization violation.
+#[tokio::test]
+async fn verify_and_map_names_users_by_their_certificate() {
+    use rcgen::{DnType, SanType};
+    let certificates = certificates();
+    client_certificate(
+        &certificates,
+        "alice",
+        &[(DnType::CommonName, "alice")],
+        vec![SanType::Rfc822Name("alice@example.com".try_into().unwrap())],
+    );
+    client_certificate(
+        &certificates,
+        "bob",
+        &[
+            (DnType::OrganizationName, "Acme"),
+            (DnType::OrganizationalUnitName, "dev"),
+            (DnType::CommonName, "bob"),
+        ],
+        Vec::new(),
+    );
+    client_certificate(
+        &certificates,
+        "carol",
+        &[(DnType::CommonName, "carol")],
+        vec![SanType::DnsName("carol.example".try_into().unwrap())],
+    );
+    client_certificate(
+        &certificates,
+        "dave",
+        &[(DnType::CommonName, "dave")],
+        Vec::new(),
+    );
+    let server = start(format!(
+        "{}authorization {{ users: [ {{ user: \"alice@example.com\" }}, {{ user: \"CN=bob,OU=dev,O=Acme\" }}, {{ user: \"carol.example\", permissions: {{ publish: \"carol.>\" }} }} ] }}\n",
+        certificates.block("  verify_and_map: true")
+    ));
+    let info = info_of(&server);
+    assert_eq!(info["tls_verify"], true);
+    assert_eq!(info["auth_required"], true);
+    let alice = connect_tls(&server.url(), &certificates, Some("alice"))
+        .await
+        .unwrap();
+    let bob = connect_tls(&server.url(), &certificates, Some("bob"))
+        .await
+        .unwrap();
+    round_trip(&alice, &bob).await;
+    connect_tls(&server.url(), &certificates, Some("carol"))
+        .await
+        .unwrap();
+    let refused = connect_tls(&server.url(), &certificates, Some("dave")).await;
+    assert!(
+        refused
+            .as_ref()
+            .is_err_and(|error| error.to_lowercase().contains("authorization")),
+        "{:?}",
+        refused.map(|_| ())
+    );
 }

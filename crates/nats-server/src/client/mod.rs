@@ -140,6 +140,9 @@ pub struct ClientShared {
     pub response_permits: std::sync::OnceLock<ResponsePermits>,
     /// The challenge sent in INFO when nkey users exist; CONNECT must carry its signature.
     pub nonce: Option<String>,
+    /// With `verify_and_map`: the verified client certificate's identity, set after the TLS
+    /// handshake and read at CONNECT.
+    pub certificate: std::sync::OnceLock<crate::certificate::CertificateIdentity>,
     server: std::sync::Weak<Server>,
 }
 
@@ -430,6 +433,7 @@ pub fn spawn_connection(server: &Arc<Server>, stream: TcpStream, address: Socket
             .authenticator
             .nonce_required()
             .then(crate::auth::new_nonce),
+        certificate: std::sync::OnceLock::new(),
         server: Arc::downgrade(server),
     });
     let over_limit = !server.register_client(&shared);

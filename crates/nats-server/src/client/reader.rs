@@ -296,11 +296,11 @@ impl Session {
 
     fn connect(&mut self, connect: ConnectOptions, parser: &mut ClientParser) -> Next {
         if self.server.authenticator.required() && !self.connected {
-            match self
-                .server
-                .authenticator
-                .authenticate(&connect, self.shared.nonce.as_deref())
-            {
+            match self.server.authenticator.authenticate(
+                &connect,
+                self.shared.nonce.as_deref(),
+                self.shared.certificate.get(),
+            ) {
                 Ok((permissions, user)) => {
                     if let Some(responses) = permissions.as_ref().and_then(|p| p.responses) {
                         let _ = self.shared.response_permits.set(super::ResponsePermits {

@@ -106,6 +106,17 @@ pub(super) async fn establish(
         &shared,
         &format!("TLS version {version}, cipher suite {cipher}"),
     );
+    if tls.map {
+        let identity = connection
+            .peer_certificates()
+            .and_then(|chain| chain.first())
+            .and_then(|certificate| {
+                crate::certificate::CertificateIdentity::from_der(certificate.as_ref())
+            });
+        if let Some(identity) = identity {
+            let _ = shared.certificate.set(identity);
+        }
+    }
     {
         let mut meta = shared.meta.lock();
         meta.tls = Some((version, cipher));
