@@ -163,7 +163,7 @@ pub(crate) fn without_origin_checks(block: &[u8]) -> Option<Vec<u8>> {
     let present = block
         .split(|&byte| byte == b'\n')
         .skip(1)
-        .any(|line| meant_for_origin(line));
+        .any(&meant_for_origin);
     if !present {
         return None;
     }
