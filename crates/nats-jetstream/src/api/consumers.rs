@@ -192,7 +192,15 @@ impl Engine {
         let created = crate::time_format::now_nanos();
         let store = consumer::open_store(&stream, &config, &config.name, created)
             .map_err(|error| errors::CONSUMER_STORE_FAILED.with_err(error))?;
-        let new = consumer::start(&stream, &self.transport, config, created, store, false);
+        let new = consumer::start(
+            &stream,
+            &self.transport,
+            config,
+            created,
+            store,
+            false,
+            self.config.domain.as_deref(),
+        );
         self.advise_consumer_action(&stream.name, &new.name, ActionKind::Create);
         Ok(new.info(&stream))
     }

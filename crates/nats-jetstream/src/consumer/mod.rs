@@ -38,6 +38,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
+/// nats-server's hash of the account name in v2 ack subjects (`getHash("$G")`: the first 8 bytes
+/// of SHA-256 of the name, each mapped to a base-62 digit). Every client is in the global
+/// account here, so it is a constant.
+const GLOBAL_ACCOUNT_HASH: &str = "szMpdrwD";
+
 /// Ids for [`crate::stream::Interest`] registrations.
 static NEXT_INTEREST_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -110,6 +115,9 @@ pub(crate) struct Shared {
 pub(crate) struct Consumer {
     pub name: String,
     pub stream_name: String,
+    /// The server's JetStream domain (None when not configured): the v2 ack subjects and the
+    /// advisories name it.
+    pub domain: Option<String>,
     pub created: i64,
     pub config: RwLock<ConsumerConfig>,
     pub state: Mutex<Shared>,
@@ -375,6 +383,7 @@ pub(crate) fn start(
     created: i64,
     mut store: Box<dyn ConsumerStore>,
     recovered: bool,
+    domain: Option<&str>,
 ) -> Arc<Consumer> {
     let name = if config.name.is_empty() {
         config.durable_name.clone()
@@ -408,6 +417,9 @@ pub(crate) fn start(
     let consumer = Arc::new(Consumer {
         name: name.clone(),
         stream_name: stream.name.clone(),
+        domain: domain
+            .filter(|domain| !domain.is_empty())
+            .map(str::to_string),
         created,
         config: RwLock::new(config.clone()),
         state: Mutex::new(Shared {
@@ -443,22 +455,39 @@ pub(crate) fn start(
     consumer
 }
 
+/// The internal subscriptions, as nats-server makes them: acks in both forms only when the
+/// consumer takes acks (v1 `$JS.ACK.<stream>.<consumer>` plus exactly five tokens; v2
+/// `$JS.ACK.<domain|_>.<account hash>.<stream>.<consumer>` plus five or more, which clients
+/// may ack on although we send v1), pull requests, and flow-control replies only with flow
+/// control. Neither the ack policy nor flow control can change on update.
 fn subscribe(consumer: &Arc<Consumer>, transport: &Arc<dyn Transport>) -> Vec<u64> {
     let stream = &consumer.stream_name;
     let name = &consumer.name;
-    let mut ids = Vec::with_capacity(3);
-    let sender = consumer.events.clone();
-    ids.push(transport.subscribe(
-        &format!("$JS.ACK.{stream}.{name}.>"),
-        None,
-        Arc::new(move |message: Message| {
-            let _ = sender.send(Event::Ack {
-                subject: message.subject,
-                reply: message.reply,
-                payload: message.payload,
-            });
-        }),
-    ));
+    let config = consumer.config();
+    let mut ids = Vec::with_capacity(4);
+    if config.ack_policy != AckPolicy::None {
+        let domain = consumer
+            .domain
+            .as_deref()
+            .unwrap_or(jetstream_api::ack::NO_DOMAIN_TOKEN);
+        for subject in [
+            format!("$JS.ACK.{stream}.{name}.*.*.*.*.*"),
+            format!("$JS.ACK.{domain}.{GLOBAL_ACCOUNT_HASH}.{stream}.{name}.*.*.*.*.>"),
+        ] {
+            let sender = consumer.events.clone();
+            ids.push(transport.subscribe(
+                &subject,
+                None,
+                Arc::new(move |message: Message| {
+                    let _ = sender.send(Event::Ack {
+                        subject: message.subject,
+                        reply: message.reply,
+                        payload: message.payload,
+                    });
+                }),
+            ));
+        }
+    }
     let sender = consumer.events.clone();
     ids.push(transport.subscribe(
         &format!("$JS.API.CONSUMER.MSG.NEXT.{stream}.{name}"),
@@ -473,16 +502,18 @@ fn subscribe(consumer: &Arc<Consumer>, transport: &Arc<dyn Transport>) -> Vec<u6
             }
         }),
     ));
-    let sender = consumer.events.clone();
-    ids.push(transport.subscribe(
-        &format!("$JS.FC.{stream}.{name}.>"),
-        None,
-        Arc::new(move |message: Message| {
-            let _ = sender.send(Event::FlowControlReply {
-                subject: message.subject,
-            });
-        }),
-    ));
+    if config.flow_control {
+        let sender = consumer.events.clone();
+        ids.push(transport.subscribe(
+            &format!("$JS.FC.{stream}.{name}.*"),
+            None,
+            Arc::new(move |message: Message| {
+                let _ = sender.send(Event::FlowControlReply {
+                    subject: message.subject,
+                });
+            }),
+        ));
+    }
     ids
 }
 
@@ -518,8 +549,18 @@ fn save_config(
     store.set_config(&blob)
 }
 
-/// Re-open every consumer persisted with a stream (server start).
+/// Re-open every consumer persisted with a stream (server start), outside any JetStream domain.
+/// The engine should call [`recover_in_domain`] with the configured domain instead.
 pub(crate) fn recover(stream: &Arc<Stream>, transport: &Arc<dyn Transport>) {
+    recover_in_domain(stream, transport, None);
+}
+
+/// Re-open every consumer persisted with a stream (server start).
+pub(crate) fn recover_in_domain(
+    stream: &Arc<Stream>,
+    transport: &Arc<dyn Transport>,
+    domain: Option<&str>,
+) {
     let names = match stream.store.lock().consumer_names() {
         Ok(names) => names,
         Err(error) => {
@@ -549,6 +590,7 @@ pub(crate) fn recover(stream: &Arc<Stream>, transport: &Arc<dyn Transport>) {
             persisted.created.unix_nanos(),
             store,
             true,
+            domain,
         );
     }
 }

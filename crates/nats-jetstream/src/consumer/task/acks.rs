@@ -140,8 +140,9 @@ impl Task {
         }
     }
 
+    /// The advisories' `domain` (empty, and so left out, without one).
     pub(super) fn domain(&self) -> String {
-        String::new()
+        self.consumer.domain.clone().unwrap_or_default()
     }
 
     pub(super) fn advise_max_deliveries(&self, seq: u64, deliveries: u64) {
