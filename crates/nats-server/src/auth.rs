@@ -24,6 +24,8 @@ pub struct Authenticator {
     required: bool,
     /// `verify_and_map`: users are named by their client certificate.
     map_certificates: bool,
+    /// Some configured password or token is a bcrypt hash (slow to check).
+    hashed_secrets: bool,
 }
 
 /// Authentication failed: the connection gets `-ERR 'Authorization Violation'` and is closed.
@@ -78,11 +80,22 @@ impl Authenticator {
             no_auth_user: options.no_auth_user.clone(),
             required: options.auth_required(),
             map_certificates: options.tls.as_ref().is_some_and(|tls| tls.map),
+            hashed_secrets: options
+                .token
+                .iter()
+                .chain(&options.password)
+                .chain(options.users.iter().map(|user| &user.password))
+                .any(|secret| is_bcrypt(secret)),
         }
     }
 
     pub fn required(&self) -> bool {
         self.required
+    }
+
+    /// Checking a CONNECT may verify a bcrypt hash.
+    pub fn has_hashed_secrets(&self) -> bool {
+        self.hashed_secrets
     }
 
     /// INFO carries a nonce for the client to sign when nkey users exist.

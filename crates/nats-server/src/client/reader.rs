@@ -29,6 +29,8 @@ struct Session {
     headers: bool,
     no_responders: bool,
     permissions: Option<Arc<UserPermissions>>,
+    /// The outcome of a CONNECT checked off this task (bcrypt), for `connect` to apply.
+    authenticated: Option<Result<crate::auth::Authenticated, crate::auth::AuthorizationViolation>>,
     publish_allowed: HashMap<Bytes, bool>,
     pending: PendingFlush,
     /// Set when our own outbound buffer got a reply in this chunk.
@@ -63,6 +65,7 @@ pub async fn run<R: AsyncRead + Unpin>(
         headers: false,
         no_responders: false,
         permissions: None,
+        authenticated: None,
         publish_allowed: HashMap::new(),
         pending: PendingFlush::default(),
         own_output: false,
@@ -99,6 +102,9 @@ pub async fn run<R: AsyncRead + Unpin>(
         loop {
             match parser.parse(&mut buffer) {
                 Ok(Some(operation)) => {
+                    if let ClientOp::Connect(connect) = &operation {
+                        session.authenticate_off_thread(connect).await;
+                    }
                     if let Next::Close(reason) = session.dispatch(operation, &mut parser) {
                         session.finish_chunk();
                         break 'connection Some(reason);
@@ -294,13 +300,39 @@ impl Session {
         );
     }
 
+    /// bcrypt costs tens to hundreds of milliseconds of CPU: with hashed secrets configured,
+    /// CONNECT is checked on the blocking pool so the worker keeps serving other connections.
+    /// [`Session::connect`] uses the outcome.
+    async fn authenticate_off_thread(&mut self, connect: &ConnectOptions) {
+        let authenticator = &self.server.authenticator;
+        if self.connected || !authenticator.required() || !authenticator.has_hashed_secrets() {
+            return;
+        }
+        let server = self.server.clone();
+        let shared = self.shared.clone();
+        let connect = connect.clone();
+        let outcome = tokio::task::spawn_blocking(move || {
+            server.authenticator.authenticate(
+                &connect,
+                shared.nonce.as_deref(),
+                shared.certificate.get(),
+            )
+        })
+        .await;
+        self.authenticated = outcome.ok();
+    }
+
     fn connect(&mut self, connect: ConnectOptions, parser: &mut ClientParser) -> Next {
         if self.server.authenticator.required() && !self.connected {
-            match self.server.authenticator.authenticate(
-                &connect,
-                self.shared.nonce.as_deref(),
-                self.shared.certificate.get(),
-            ) {
+            let outcome = match self.authenticated.take() {
+                Some(outcome) => outcome,
+                None => self.server.authenticator.authenticate(
+                    &connect,
+                    self.shared.nonce.as_deref(),
+                    self.shared.certificate.get(),
+                ),
+            };
+            match outcome {
                 Ok((permissions, user)) => {
                     if let Some(responses) = permissions.as_ref().and_then(|p| p.responses) {
                         let _ = self.shared.response_permits.set(super::ResponsePermits {
