@@ -279,11 +279,16 @@ impl<B: Backend> Store<B> {
             },
             subject,
         );
-        self.ttls.add(seq, timestamp, ttl_nanos);
+        // Most messages have no TTL and most streams no count or byte limit: skip the calls.
+        if ttl_nanos != TTL_NONE_NANOS {
+            self.ttls.add(seq, timestamp, ttl_nanos);
+        }
         if at_subject_limit || per_subject_max > 0 {
             self.enforce_subject_limit(subject)?;
         }
-        self.enforce_stream_limits()?;
+        if self.config.max_msgs > 0 || self.config.max_bytes > 0 {
+            self.enforce_stream_limits()?;
+        }
         Ok(())
     }
 
