@@ -3,7 +3,8 @@
 //! `cargo run --release -p nats-store --example store_figures [-- DIR]` (default: a temp dir).
 //! Figures: append throughput (1 KB and 128 B; interval sync and `always` + group commit) versus
 //! plain sequential write+fsync; open time of a 1M-message store after clean close and after a
-//! crash; load_last / num_pending with 1M distinct subjects; index memory per subject.
+//! crash; sequential and scattered reads; load_last / num_pending with 1M distinct subjects; index
+//! memory per subject. `STORE_FIGURES_READS_ONLY=1` prints only the read figures.
 
 use std::fs::File;
 use std::io::Write;
@@ -21,6 +22,7 @@ fn mb(bytes: u64, elapsed: Duration) -> f64 {
 /// Raw sequential write of `total` bytes in `chunk`-sized writes; fsync every `sync_every` chunks
 /// (0: once at the end).
 fn raw_write(dir: &Path, total: u64, chunk: usize, sync_every: usize) -> f64 {
+    let cpu_before = thread_cpu_time();
     let path = dir.join("raw.bin");
     let mut file = File::create(&path).expect("create raw file");
     let buffer = vec![0x5au8; chunk];
@@ -36,7 +38,17 @@ fn raw_write(dir: &Path, total: u64, chunk: usize, sync_every: usize) -> f64 {
         }
     }
     file.sync_data().expect("raw fsync");
-    let speed = mb(written, start.elapsed());
+    let elapsed = start.elapsed();
+    let speed = mb(written, elapsed);
+    let cpu = thread_cpu_time().saturating_sub(cpu_before);
+    // Writes hold BATCH records each: cpu per record, to set next to the store's cpu per message.
+    let record = chunk / BATCH;
+    println!(
+        "    (raw: {:.3} s wall, {:.3} s cpu = {:.3} µs cpu per {record} B record)",
+        elapsed.as_secs_f64(),
+        cpu.as_secs_f64(),
+        cpu.as_secs_f64() * 1e6 / (written as f64 / record as f64),
+    );
     drop(file);
     let _ = std::fs::remove_file(&path);
     speed
@@ -59,6 +71,7 @@ fn append(dir: &Path, count: usize, payload: usize, sync: SyncPolicy) -> (f64, f
     let subject = "bench.append.subject";
     let start = Instant::now();
     let cpu_before = cpu_time();
+    let thread_before = thread_cpu_time();
     for index in 0..count {
         store.store_msg(subject, b"", &body, None).expect("store");
         if (index + 1) % BATCH == 0 {
@@ -69,13 +82,16 @@ fn append(dir: &Path, count: usize, payload: usize, sync: SyncPolicy) -> (f64, f
     store.sync().expect("sync");
     let elapsed = start.elapsed();
     let cpu = cpu_time().saturating_sub(cpu_before);
+    let thread_cpu = thread_cpu_time().saturating_sub(thread_before);
     let record_bytes = (count * (payload + subject.len() + 40)) as u64;
     store.close().expect("close");
     println!(
-        "    ({count} msgs: {:.2} s wall, {:.2} s cpu = {:.2} µs cpu/msg)",
+        "    ({count} msgs: {:.2} s wall, {:.2} s cpu = {:.2} µs cpu/msg; the appending thread {:.2} s = {:.3} µs/msg)",
         elapsed.as_secs_f64(),
         cpu.as_secs_f64(),
-        cpu.as_secs_f64() * 1e6 / count as f64
+        cpu.as_secs_f64() * 1e6 / count as f64,
+        thread_cpu.as_secs_f64(),
+        thread_cpu.as_secs_f64() * 1e6 / count as f64
     );
     (
         count as f64 / elapsed.as_secs_f64(),
@@ -83,10 +99,81 @@ fn append(dir: &Path, count: usize, payload: usize, sync: SyncPolicy) -> (f64, f
     )
 }
 
+/// A consumer's reads: `load_next` from sequence 1 to the end of a reopened store of `count`
+/// 128 B messages (page cache warm), then loads of every 97th sequence, 8 passes (scattered).
+fn sequential_reads(dir: &Path, count: usize) {
+    let _ = std::fs::remove_dir_all(dir);
+    let mut store = FileStore::open(
+        dir,
+        StreamStoreConfig::default(),
+        options(SyncPolicy::default()),
+    )
+    .expect("open store");
+    let body = vec![0x42u8; 128];
+    for index in 0..count {
+        store
+            .store_msg("bench.read.subject", b"", &body, None)
+            .expect("store");
+        if (index + 1) % BATCH == 0 {
+            store.flush().expect("flush");
+        }
+    }
+    store.close().expect("close");
+    let mut store = FileStore::open(
+        dir,
+        StreamStoreConfig::default(),
+        options(SyncPolicy::default()),
+    )
+    .expect("reopen store");
+    let start = Instant::now();
+    let thread_before = thread_cpu_time();
+    let mut seq = 1;
+    let mut bytes = 0usize;
+    while let Some(message) = store.load_next("bench.>", seq).expect("load_next") {
+        bytes += message.payload.len();
+        seq = message.seq + 1;
+    }
+    let elapsed = start.elapsed();
+    let thread_cpu = thread_cpu_time().saturating_sub(thread_before);
+    assert_eq!(bytes, count * 128);
+    println!(
+        "sequential load_next of {count} msgs of 128 B: {:10.0} reads/s ({:.3} µs cpu/read)",
+        count as f64 / elapsed.as_secs_f64(),
+        thread_cpu.as_secs_f64() * 1e6 / count as f64
+    );
+    let start = Instant::now();
+    let thread_before = thread_cpu_time();
+    let mut reads = 0u64;
+    for offset in 1..=8 {
+        for seq in (offset..=count as u64).step_by(97) {
+            store.load(seq).expect("load");
+            reads += 1;
+        }
+    }
+    let elapsed = start.elapsed();
+    let thread_cpu = thread_cpu_time().saturating_sub(thread_before);
+    println!(
+        "scattered load of {reads} msgs (every 97th, 8 passes): {:10.0} reads/s ({:.3} µs cpu/read)",
+        reads as f64 / elapsed.as_secs_f64(),
+        thread_cpu.as_secs_f64() * 1e6 / reads as f64
+    );
+    store.close().expect("close");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 /// CPU time (user + system) this process used so far, from /proc (10 ms resolution); the machine
 /// may be shared, so CPU time is printed next to wall time.
 fn cpu_time() -> Duration {
-    let ticks = std::fs::read_to_string("/proc/self/stat")
+    proc_cpu_time("/proc/self/stat")
+}
+
+/// CPU time of the calling thread only (the sync pool's threads excluded).
+fn thread_cpu_time() -> Duration {
+    proc_cpu_time("/proc/thread-self/stat")
+}
+
+fn proc_cpu_time(path: &str) -> Duration {
+    let ticks = std::fs::read_to_string(path)
         .ok()
         .and_then(|stat| {
             let after_name = stat.rsplit_once(')')?.1.to_string();
@@ -177,6 +264,11 @@ fn main() {
         println!("append 128 B: {rate:.0} msg/s {speed:.1} MB/s");
         return;
     }
+    if std::env::var_os("STORE_FIGURES_READS_ONLY").is_some() {
+        sequential_reads(&base.join("reads"), 500_000);
+        let _ = std::fs::remove_dir_all(&base);
+        return;
+    }
     // --- append throughput vs raw disk ---
     for (payload, count) in [(1024usize, 200_000usize), (128, 1_000_000)] {
         let record = payload + 20 + 40;
@@ -206,6 +298,8 @@ fn main() {
             BATCH * record
         );
     }
+
+    sequential_reads(&base.join("reads"), 500_000);
 
     // --- 1M messages, 1M distinct subjects: open times, lookups, memory ---
     let big = base.join("big");

@@ -44,6 +44,7 @@ impl FileBackend {
         let mut block = self.blocks.remove(position);
         // Its index must not be written after the files are gone; its outcome no longer matters.
         let _ = block.finish_index_job();
+        self.read_cache.clear();
         for path in [
             index_path(&self.dir, block.id),
             delete_path(&self.dir, block.id),
@@ -69,6 +70,7 @@ impl FileBackend {
         let dir = self.dir.clone();
         // A background index write of the old content must not land after the rewrite.
         self.blocks[position].finish_index_job()?;
+        self.read_cache.clear();
         let (id, first_seq, last_seq) = {
             let block = &self.blocks[position];
             (block.id, block.first_seq, block.last_seq)

@@ -24,6 +24,7 @@ mod consumer;
 mod durability;
 mod index_writer;
 mod lock;
+mod read_cache;
 mod record;
 mod recovery;
 
@@ -46,6 +47,7 @@ use block::{block_path, delete_path, index_path, Block};
 use durability::Pipeline;
 use index_writer::{IndexJob, SealedIndex};
 use lock::DirectoryLock;
+use read_cache::ReadCache;
 use record::{
     decode_record, encode_block_header, encode_record, encode_record_body, erase_record_in_place,
     Compressor, DeleteEntry, RecordKind, BLOCK_HEADER_LEN, FLAG_COMPRESSED,
@@ -83,6 +85,8 @@ pub struct FileBackend {
     pipeline: Arc<Pipeline>,
     /// Stream `compression: s2` (made on first use: most stores never compress).
     compressor: Option<Box<Compressor>>,
+    /// Read-ahead for sequential readers (`read_cache.rs`); boxed: a store value stays small.
+    read_cache: Box<ReadCache>,
 }
 
 impl Store<FileBackend> {
@@ -114,6 +118,7 @@ impl Store<FileBackend> {
             lock: Some(lock),
             pipeline: Pipeline::new(),
             compressor: None,
+            read_cache: Box::default(),
         };
         let mut store = Store::from_parts(config.clone(), recovered.index, recovered.ttls, backend);
         store.backend.maintenance = store.backend.blocks.iter().map(|b| b.id).collect();
@@ -457,6 +462,7 @@ impl FileBackend {
         if !self.maintenance.is_empty() {
             self.maintain(index, ttls)?;
         }
+        self.read_cache.release_if_idle();
         Ok(())
     }
 }
@@ -520,10 +526,20 @@ impl Backend for FileBackend {
                 .get(start..start + len)
                 .ok_or_else(|| StoreError::Corrupt(format!("record {seq} outside buffer")))?;
             Bytes::copy_from_slice(buffered)
+        } else if let Some(cached) = self.read_cache.get(block.id, location, len) {
+            Bytes::copy_from_slice(cached)
         } else {
-            let mut buffer = vec![0u8; len];
+            let available = block.written_len.saturating_sub(location);
+            let read_len = self.read_cache.read_len(block.id, location, len, available);
+            let mut buffer = vec![0u8; read_len];
             block.read_at(&self.dir, location, &mut buffer)?;
-            Bytes::from(buffer)
+            if read_len > len {
+                let record = Bytes::copy_from_slice(&buffer[..len]);
+                self.read_cache.fill(block.id, location, buffer);
+                record
+            } else {
+                Bytes::from(buffer)
+            }
         };
         let record = decode_record(&bytes).map_err(|damage| {
             StoreError::Corrupt(format!("record {seq} in block {}: {damage:?}", block.id))
@@ -585,6 +601,7 @@ impl Backend for FileBackend {
                 block.read_at(&dir, location, &mut record)?;
                 erase_record_in_place(&mut record)?;
                 block.write_at(&dir, location, &record)?;
+                self.read_cache.clear();
             }
         }
         if !is_active {
@@ -707,6 +724,7 @@ impl Backend for FileBackend {
 
     fn delete(&mut self) -> Result<(), StoreError> {
         self.pipeline.fail(&StoreError::Closed, self.dir.clone());
+        self.read_cache.clear();
         for block in &mut self.blocks {
             // Whatever it reports concerns files about to be deleted.
             let _ = block.finish_index_job();
