@@ -169,6 +169,23 @@ async fn schedule_headers_are_checked() {
         .await,
         r#"{"stream":"S","seq":2}"#
     );
+    // A cron schedule may name a time zone (ours reads the system's zoneinfo files).
+    if std::path::Path::new("/usr/share/zoneinfo/Europe/Amsterdam").exists() {
+        assert_eq!(
+            publish_raw(
+                &client,
+                "s.z",
+                &[
+                    ("Nats-Schedule", "0 0 5 * * *"),
+                    ("Nats-Schedule-Target", "s.t"),
+                    ("Nats-Schedule-Time-Zone", "Europe/Amsterdam")
+                ],
+                "x"
+            )
+            .await,
+            r#"{"stream":"S","seq":3}"#
+        );
+    }
 }
 
 #[tokio::test]

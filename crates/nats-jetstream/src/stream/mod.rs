@@ -25,6 +25,7 @@ mod ingest;
 mod mirror;
 mod schedule;
 mod sources;
+mod time_zone;
 
 pub(crate) use config::{check_and_fill, check_update, with_static_metadata};
 pub(crate) use ingest::{store_config as ingest_store_config, IngestContext};

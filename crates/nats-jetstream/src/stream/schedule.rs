@@ -1,11 +1,11 @@
 //! Message schedule patterns (ADR-51, the `Nats-Schedule` header) and when they fire next:
 //! `@at <RFC3339>` (once), `@every <Go duration>` (at least 1s), the cron shorthands (`@hourly`,
-//! `@daily`, ...) and six-field cron patterns with seconds, evaluated in UTC as nats-server's
+//! `@daily`, ...) and six-field cron patterns with seconds, evaluated as nats-server's
 //! `parseMsgSchedule`/`parseCron` do. Pure functions of the pattern and two clocks; the ingest
 //! task (`ingest/schedules.rs`) owns the table of schedules and fires them.
 //!
-//! A `Nats-Schedule-Time-Zone` is honoured only as `UTC`: this build carries no time zone
-//! database, so any other zone is refused as invalid (a parity note).
+//! A `Nats-Schedule-Time-Zone` names an IANA zone (read from the system's zoneinfo files by
+//! `time_zone.rs`); cron fields are then read on that zone's wall clock.
 
 use time::format_description::well_known::Rfc3339;
 use time::{Duration as TimeDuration, OffsetDateTime};
@@ -35,11 +35,11 @@ pub(crate) fn next_fire(
     reference: i64,
     now: i64,
 ) -> Result<Option<NextFire>, ScheduleError> {
-    let zoned = match time_zone {
-        None => false,
-        Some("UTC") => true,
-        Some(_) => return Err(ScheduleError::TimeZone),
+    let zone = match time_zone {
+        None => None,
+        Some(name) => Some(super::time_zone::load(name).ok_or(ScheduleError::TimeZone)?),
     };
+    let zoned = zone.is_some();
     if pattern.is_empty() {
         return Ok(None);
     }
@@ -78,11 +78,13 @@ pub(crate) fn next_fire(
         other => other,
     };
     let cron = Cron::parse(pattern).ok_or(ScheduleError::Pattern)?;
-    let mut at = cron.next_after(reference).ok_or(ScheduleError::Pattern)?;
+    let next = |after: i64| match &zone {
+        Some(zone) => cron.next_after_in(zone, after),
+        None => cron.next_after(after),
+    };
+    let mut at = next(reference).ok_or(ScheduleError::Pattern)?;
     if at < now {
-        at = cron
-            .next_after(round_to_second(now))
-            .ok_or(ScheduleError::Pattern)?;
+        at = next(round_to_second(now)).ok_or(ScheduleError::Pattern)?;
     }
     Ok(Some(NextFire { at, repeats: true }))
 }
@@ -159,6 +161,25 @@ impl Cron {
         } else {
             day_of_month || day_of_week
         }
+    }
+
+    /// As [`Cron::next_after`] with the fields read on the zone's wall clock.
+    fn next_after_in(&self, zone: &super::time_zone::Zone, reference: i64) -> Option<i64> {
+        let offset_nanos = |utc: i64| {
+            i64::from(zone.offset_at(utc.div_euclid(NANOS_PER_SECOND))) * NANOS_PER_SECOND
+        };
+        let mut local = reference + offset_nanos(reference);
+        // A wall-clock time repeated by a change back can map before `reference`: look again.
+        for _ in 0..4 {
+            let local_next = self.next_after(local)?;
+            let guess = local_next - offset_nanos(local_next);
+            let utc = local_next - offset_nanos(guess);
+            if utc > reference {
+                return Some(utc);
+            }
+            local = local_next;
+        }
+        None
     }
 
     /// The first matching second strictly after `reference`, within five years.
@@ -377,5 +398,13 @@ mod tests {
         assert!(next_fire("* * * *", None, start, start).is_err());
         assert!(next_fire("61 * * * * *", None, start, start).is_err());
         assert!(next_fire("0 0 0 30 2 *", None, start, start).is_err());
+        // 05:00 in Amsterdam is 04:00 UTC in winter.
+        if std::path::Path::new("/usr/share/zoneinfo/Europe/Amsterdam").exists() {
+            let zoned = next_fire("0 0 5 * * *", Some("Europe/Amsterdam"), start, start);
+            assert_eq!(zoned.unwrap().unwrap().at, nanos("2026-01-02T04:00:00Z"));
+            let summer = nanos("2026-07-01T10:00:00Z");
+            let zoned = next_fire("0 0 5 * * *", Some("Europe/Amsterdam"), summer, summer);
+            assert_eq!(zoned.unwrap().unwrap().at, nanos("2026-07-02T03:00:00Z"));
+        }
     }
 }

@@ -20,6 +20,8 @@ use std::collections::HashMap;
 
 /// `Nats-Schedule-Next` of a schedule that fires once: purge the schedule.
 const NEXT_PURGE: &str = "purge";
+/// A schedule already due when stored (or recovered) fires this long after.
+const MINIMUM_DELAY_NANOS: i64 = 250_000_000;
 
 /// Live schedules by subject: the sequence of the schedule message and when it fires next.
 #[derive(Default)]
@@ -80,15 +82,13 @@ impl Ingest {
     ) -> Result<ScheduleCheck, ApiError> {
         let allowed = self.config.allow_msg_schedules;
         let mut check = ScheduleCheck::default();
-        let now = crate::time_format::now_nanos();
-        let fire = match publish_headers.schedule {
-            Some(pattern) => {
-                schedule::next_fire(pattern, publish_headers.schedule_time_zone, now, now)
+        let time_zone = publish_headers.schedule_time_zone;
+        let fire = match (publish_headers.schedule, time_zone) {
+            (None, None) => Ok(None),
+            (pattern, _) => {
+                let now = crate::time_format::now_nanos();
+                schedule::next_fire(pattern.unwrap_or(""), time_zone, now, now)
             }
-            None if publish_headers.schedule_time_zone.is_some() => {
-                schedule::next_fire("", publish_headers.schedule_time_zone, now, now)
-            }
-            None => Ok(None),
         };
         match fire {
             Err(_) if !allowed => return Err(errors::MESSAGE_SCHEDULES_DISABLED.to_error()),
@@ -205,7 +205,9 @@ impl Ingest {
         let table = &mut self.schedules.by_subject;
         match fire {
             Some(fire) => {
-                table.insert(subject.to_string(), (seq, fire.at));
+                // As nats-server's timer: never sooner than 250 ms after the schedule arrives.
+                let at = fire.at.max(now + MINIMUM_DELAY_NANOS);
+                table.insert(subject.to_string(), (seq, at));
             }
             None if publish_headers.scheduler.is_none() => {
                 table.remove(subject);
