@@ -6,6 +6,7 @@
 mod common;
 
 use common::{api, connect, create_stream as create, pairs, publish_raw, stored_headers};
+use futures::StreamExt;
 use serde_json::{json, Value};
 use test_harness::TestServer;
 
@@ -382,5 +383,36 @@ async fn a_mirror_drops_the_headers_meant_for_the_origin() {
     assert_eq!(
         stored_headers(&client, "M", 2).await,
         pairs(&[("X-Kept", "1")])
+    );
+}
+
+#[tokio::test]
+async fn an_abandoned_batch_is_advised() {
+    let server = TestServer::jetstream();
+    let client = connect(&server).await;
+    create(
+        &client,
+        json!({"name": "A", "subjects": ["a.>"], "allow_atomic": true}),
+    )
+    .await;
+    let mut advisories = client
+        .subscribe("$JS.EVENT.ADVISORY.STREAM.BATCH_ABANDONED.A")
+        .await
+        .expect("subscribe");
+    client.flush().await.expect("flush");
+    assert_eq!(batch(&client, "a.1", "g", 1, &[], "x").await, "");
+    batch(&client, "a.1", "g", 3, &[], "x").await;
+    let advisory = tokio::time::timeout(common::TIMEOUT, advisories.next())
+        .await
+        .expect("advisory in time")
+        .expect("subscription open");
+    let advisory: Value = serde_json::from_slice(&advisory.payload).expect("json");
+    assert_eq!(
+        advisory["type"],
+        "io.nats.jetstream.advisory.v1.stream_batch_abandoned"
+    );
+    assert_eq!(
+        (&advisory["stream"], &advisory["batch"], &advisory["reason"]),
+        (&json!("A"), &json!("g"), &json!("incomplete"))
     );
 }

@@ -16,6 +16,7 @@ use super::super::headers::{self, MessageTtl, PublishHeaders};
 use super::Ingest;
 use crate::transport::Message;
 use bytes::{BufMut, Bytes, BytesMut};
+use jetstream_api::advisory::{Advisory, AdvisoryBody};
 use jetstream_api::{errors, ApiError, DiscardPolicy, StorageType};
 use nats_store::StreamStore;
 use std::collections::{HashMap, HashSet};
@@ -84,9 +85,18 @@ impl<T> Default for OpenBatches<T> {
 }
 
 impl<T: Expiring> OpenBatches<T> {
-    /// Drop the batches whose inactivity timer ran out.
-    pub(super) fn expire(&mut self, now: Instant) {
-        self.open.retain(|_, batch| batch.deadline() > now);
+    /// Drop the batches whose inactivity timer ran out; their ids.
+    pub(super) fn expire(&mut self, now: Instant) -> Vec<String> {
+        let expired: Vec<String> = self
+            .open
+            .iter()
+            .filter(|(_, batch)| batch.deadline() <= now)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &expired {
+            self.open.remove(id);
+        }
+        expired
     }
 
     /// When the next open batch times out.
@@ -102,6 +112,22 @@ impl<T: Expiring> OpenBatches<T> {
 
 /// The stream's open atomic batches.
 pub(super) type AtomicBatches = OpenBatches<StagedBatch>;
+
+const ABANDONED_ADVISORY_PREFIX: &str = "$JS.EVENT.ADVISORY.STREAM.BATCH_ABANDONED";
+
+/// The body of a batch-abandoned advisory.
+#[derive(serde::Serialize)]
+struct BatchAbandoned {
+    stream: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    domain: String,
+    batch: String,
+    reason: &'static str,
+}
+
+impl AdvisoryBody for BatchAbandoned {
+    const TYPE: &'static str = "io.nats.jetstream.advisory.v1.stream_batch_abandoned";
+}
 
 /// What the commit learns about the batch so far (nats-server's `batchStagedDiff`).
 #[derive(Default)]
@@ -193,6 +219,7 @@ impl Ingest {
             .is_some_and(|batch| batch.deadline <= now)
         {
             self.batches.open.remove(batch_id);
+            self.advise_abandoned(batch_id, "timeout");
         }
         if !self.batches.open.contains_key(batch_id) {
             if sequence != 1 {
@@ -209,18 +236,26 @@ impl Ingest {
             };
             self.batches.open.insert(batch_id.to_string(), batch);
         }
-        // From here on every refusal abandons the batch.
-        let abandon = |ingest: &mut Ingest, error: ApiError| {
+        // From here on every refusal abandons the batch; most are advised (nats-server's reasons).
+        let abandon = |ingest: &mut Ingest, error: ApiError, reason: Option<&'static str>| {
             ingest.batches.open.remove(batch_id);
+            if let Some(reason) = reason {
+                ingest.advise_abandoned(batch_id, reason);
+            }
             Err(error)
         };
         if commit == Commit::Invalid {
-            return abandon(self, errors::ATOMIC_PUBLISH_INVALID_BATCH_COMMIT.to_error());
+            let invalid = errors::ATOMIC_PUBLISH_INVALID_BATCH_COMMIT.to_error();
+            return abandon(self, invalid, None);
         }
         let mut message = message.clone();
         if publish_headers.required_api_level.is_some() {
             if !crate::api::required_level_met(Some(header_block)) {
-                return abandon(self, errors::REQUIRED_API_LEVEL.to_error());
+                return abandon(
+                    self,
+                    errors::REQUIRED_API_LEVEL.to_error(),
+                    Some("unsupported"),
+                );
             }
             let stripped =
                 headers::remove_headers(header_block, |name| name == b"Nats-Required-Api-Level");
@@ -232,10 +267,11 @@ impl Ingest {
         batch.deadline = now + BATCH_TIMEOUT;
         let expected = batch.messages.len() as u64 + 1;
         if sequence != expected || (sequence == 1 && commit == Commit::EndOfBatch) {
-            return abandon(self, errors::ATOMIC_PUBLISH_INCOMPLETE_BATCH.to_error());
+            let incomplete = errors::ATOMIC_PUBLISH_INCOMPLETE_BATCH.to_error();
+            return abandon(self, incomplete, Some("incomplete"));
         }
         if size > MAX_BATCH_SIZE {
-            return abandon(self, too_large());
+            return abandon(self, too_large(), Some("large"));
         }
         message.reply = None;
         if commit != Commit::EndOfBatch {
@@ -267,8 +303,34 @@ impl Ingest {
     /// Drop the atomic and fast batches whose inactivity timer ran out.
     pub(super) fn expire_batches(&mut self) {
         let now = Instant::now();
-        self.batches.expire(now);
+        for id in self.batches.expire(now) {
+            self.advise_abandoned(&id, "timeout");
+        }
         self.fast_batches.expire(now);
+    }
+
+    /// `$JS.EVENT.ADVISORY.STREAM.BATCH_ABANDONED.<stream>`, when someone listens.
+    fn advise_abandoned(&self, batch_id: &str, reason: &'static str) {
+        let subject = format!("{ABANDONED_ADVISORY_PREFIX}.{}", self.config.name);
+        if !self.context.transport.has_interest(&subject) {
+            return;
+        }
+        let body = Advisory::new(
+            crate::advisories::next_id(),
+            jetstream_api::Timestamp::now(),
+            BatchAbandoned {
+                stream: self.config.name.clone(),
+                domain: self.context.domain.clone().unwrap_or_default(),
+                batch: batch_id.to_string(),
+                reason,
+            },
+        );
+        self.context.transport.publish(Message {
+            subject: Bytes::from(subject),
+            reply: None,
+            headers: None,
+            payload: Bytes::from(jetstream_api::json::encode_response(&body)),
+        });
     }
 
     /// What every batch message (atomic or fast) must pass on arrival: not sealed, resources
