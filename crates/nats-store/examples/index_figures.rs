@@ -1,6 +1,7 @@
 //! Index memory and speed with 1M distinct subjects, counted by the allocator itself.
 //!
-//! `cargo run --release -p nats-store --example index_figures`
+//! `cargo run --release -p nats-store --example index_figures` (INDEX_FIGURES_COUNT=n for another
+//! subject count, INDEX_FIGURES_MEMORY_ONLY=1 to stop after the memory figures).
 //!
 //! The index is built directly (`MessageIndex`, one message on each of 1M subjects
 //! `kv.bucket.keyNNNNNNN`, as `store_figures` stores them), so every heap byte allocated while
@@ -139,6 +140,9 @@ fn main() {
         footprint - average
     );
 
+    if std::env::var_os("INDEX_FIGURES_MEMORY_ONLY").is_some() {
+        return;
+    }
     // Random-order lookups miss the caches on every step: timings are noisy on a shared machine,
     // so each is the best of three rounds.
     let probes = count.min(1_000_000);

@@ -16,6 +16,7 @@ use std::collections::VecDeque;
 pub use subject_table::{SubjectEntry, SubjectTable};
 
 use crate::filter::{is_full_wildcard, is_literal, subject_matches_filter};
+use crate::subject_tree::SubjectCounters;
 
 /// Sequences a wildcard `next_matching` scans before consulting the subject table.
 const SHORT_SCAN: u64 = 4096;
@@ -289,7 +290,7 @@ impl MessageIndex {
         let start = start.max(self.base_seq);
         if filters.len() == 1 && is_literal(&filters[0]) {
             let id = self.subjects.lookup(&filters[0])?;
-            let entry = self.subjects.entry(id);
+            let entry = self.subjects.counters(id);
             if start > entry.last {
                 return None;
             }
@@ -314,8 +315,7 @@ impl MessageIndex {
             // subject tree without collecting them.
             let mut lowest = u64::MAX;
             let mut highest = 0;
-            let mut bound = |id: u32| {
-                let entry = self.subjects.entry(id);
+            let mut bound = |_: u32, entry: &SubjectCounters| {
                 if entry.last >= start {
                     lowest = lowest.min(entry.first.max(start));
                     highest = highest.max(entry.last);
@@ -323,10 +323,9 @@ impl MessageIndex {
             };
             for filter in filters {
                 if is_literal(filter) {
-                    self.subjects
-                        .lookup(filter)
-                        .into_iter()
-                        .for_each(&mut bound);
+                    if let Some(id) = self.subjects.lookup(filter) {
+                        bound(id, self.subjects.counters(id));
+                    }
                 } else {
                     self.subjects.visit_matching(filter, &mut bound);
                 }
@@ -350,7 +349,7 @@ impl MessageIndex {
         }
         if is_literal(filter) {
             let id = self.subjects.lookup(filter)?;
-            let entry = self.subjects.entry(id);
+            let entry = self.subjects.counters(id);
             if start >= entry.last {
                 return Some(entry.last);
             }
@@ -376,12 +375,12 @@ impl MessageIndex {
             return self
                 .subjects
                 .lookup(filter)
-                .map(|id| self.subjects.entry(id).last);
+                .map(|id| self.subjects.counters(id).last);
         }
         self.subjects
             .matching(filter)
             .into_iter()
-            .map(|id| self.subjects.entry(id).last)
+            .map(|id| self.subjects.counters(id).last)
             .max()
     }
 
@@ -412,8 +411,7 @@ impl MessageIndex {
             // One filter matches each subject once: count while walking, no id list to sort.
             let mut total = 0;
             let mut partial: Vec<u32> = Vec::new();
-            let count = |id: u32| {
-                let entry = self.subjects.entry(id);
+            let mut count = |id: u32, entry: &SubjectCounters| {
                 if last_per_subject {
                     total += u64::from(entry.last >= start);
                 } else if start <= entry.first {
@@ -423,10 +421,9 @@ impl MessageIndex {
                 }
             };
             if is_literal(&filters[0]) {
-                self.subjects
-                    .lookup(&filters[0])
-                    .into_iter()
-                    .for_each(count);
+                if let Some(id) = self.subjects.lookup(&filters[0]) {
+                    count(id, self.subjects.counters(id));
+                }
             } else {
                 self.subjects.visit_matching(&filters[0], count);
             }
@@ -452,7 +449,7 @@ impl MessageIndex {
             }
             return ids
                 .iter()
-                .filter(|id| self.subjects.entry(**id).last >= start)
+                .filter(|id| self.subjects.counters(**id).last >= start)
                 .count() as u64;
         }
         if all {
@@ -478,7 +475,7 @@ impl MessageIndex {
         let mut total = 0;
         let mut partial: Vec<u32> = Vec::new();
         for id in ids {
-            let entry = self.subjects.entry(id);
+            let entry = self.subjects.counters(id);
             if start <= entry.first {
                 total += entry.count;
             } else if start <= entry.last {
@@ -496,7 +493,7 @@ impl MessageIndex {
             0 => {}
             1 => {
                 let id = partial[0];
-                let entry = self.subjects.entry(id);
+                let entry = self.subjects.counters(id);
                 let before = start - entry.first;
                 let after = entry.last - start + 1;
                 if before < after {
@@ -515,7 +512,7 @@ impl MessageIndex {
             _ => {
                 let highest = partial
                     .iter()
-                    .map(|id| self.subjects.entry(*id).last)
+                    .map(|id| self.subjects.counters(*id).last)
                     .max()
                     .unwrap_or(0);
                 let set: hashbrown::HashSet<u32> = partial.into_iter().collect();

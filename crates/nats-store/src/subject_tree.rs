@@ -66,12 +66,78 @@ impl Node {
     };
 }
 
+/// Nodes per page. A page is 48 KiB: small next to a store with that many subjects, and large
+/// enough that the page list stays in cache.
+const PAGE_BITS: u32 = 10;
+const PAGE: usize = 1 << PAGE_BITS;
+
+/// The nodes, in fixed-size pages instead of one vector: a vector that doubles holds up to twice
+/// the memory it uses (a million subjects would sit in room for two) and copies everything as
+/// it grows; pages waste at most the unused part of the last one. Only the first page grows
+/// like a vector, so a stream with a handful of subjects stays small.
+#[derive(Debug, Default)]
+struct NodePages {
+    pages: Vec<Vec<Node>>,
+    len: usize,
+}
+
+impl NodePages {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn push(&mut self, node: Node) {
+        if self.pages.last().is_none_or(|page| page.len() == PAGE) {
+            let capacity = if self.pages.is_empty() { 4 } else { PAGE };
+            self.pages.push(Vec::with_capacity(capacity));
+        }
+        if let Some(page) = self.pages.last_mut() {
+            page.push(node);
+            self.len += 1;
+        }
+    }
+
+    fn get(&self, index: usize) -> Option<&Node> {
+        self.pages.get(index >> PAGE_BITS)?.get(index & (PAGE - 1))
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Node> + '_ {
+        self.pages.iter().flatten()
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.pages
+            .iter()
+            .map(|page| page.capacity() * std::mem::size_of::<Node>())
+            .sum::<usize>()
+            + self.pages.capacity() * std::mem::size_of::<Vec<Node>>()
+    }
+}
+
+impl std::ops::Index<usize> for NodePages {
+    type Output = Node;
+
+    fn index(&self, index: usize) -> &Node {
+        &self.pages[index >> PAGE_BITS][index & (PAGE - 1)]
+    }
+}
+
+impl std::ops::IndexMut<usize> for NodePages {
+    fn index_mut(&mut self, index: usize) -> &mut Node {
+        &mut self.pages[index >> PAGE_BITS][index & (PAGE - 1)]
+    }
+}
+
 /// Nodes, subject texts, and every node but the root keyed by its prefix text: entries are
 /// `(node, hash)`. The 32-bit hash is kept so growing the table never reads text (a random
 /// access per node), and a probe touches text only on a full hash match.
 #[derive(Debug, Default)]
 pub(crate) struct SubjectTree {
-    nodes: Vec<Node>,
+    nodes: NodePages,
     free_nodes: Vec<u32>,
     prefixes: HashTable<(u32, u32)>,
     hasher: DefaultHashBuilder,
@@ -345,7 +411,7 @@ impl SubjectTree {
         while let Some((node, children_done)) = stack.pop() {
             if !children_done {
                 stack.push((node, true));
-                self.for_each_child(node, |child| stack.push((child, false)));
+                self.for_each_child(node, |child, _| stack.push((child, false)));
                 continue;
             }
             if node == ROOT {
@@ -364,11 +430,12 @@ impl SubjectTree {
         self.texts = fresh;
     }
 
-    fn for_each_child(&self, node: u32, mut visit: impl FnMut(u32)) {
+    fn for_each_child(&self, node: u32, mut visit: impl FnMut(u32, &Node)) {
         let mut child = self.nodes[node as usize].first_child;
         while child != NONE {
-            visit(child);
-            child = self.nodes[child as usize].next_sibling;
+            let value = &self.nodes[child as usize];
+            visit(child, value);
+            child = value.next_sibling;
         }
     }
 
@@ -383,9 +450,13 @@ impl SubjectTree {
         self.find(buffer, self.hash_text(buffer))
     }
 
-    /// Call `visit` with the id of each subject matching `filter` (wildcards `*` and a trailing
-    /// `>`); only the branches the filter can match are walked.
-    pub(crate) fn visit_matching(&self, filter: &str, mut visit: impl FnMut(u32)) {
+    /// Call `visit` with the id and counters of each subject matching `filter` (wildcards `*` and
+    /// a trailing `>`); only the branches the filter can match are walked.
+    pub(crate) fn visit_matching(
+        &self,
+        filter: &str,
+        mut visit: impl FnMut(u32, &SubjectCounters),
+    ) {
         if self.nodes.is_empty() || filter.is_empty() {
             return;
         }
@@ -394,22 +465,23 @@ impl SubjectTree {
         let mut buffer = Vec::new();
         while let Some((node, depth)) = stack.pop() {
             let Some(token) = filter_tokens.get(depth) else {
-                if self.is_terminal(node) {
-                    visit(node);
+                let value = &self.nodes[node as usize];
+                if value.counters.count > 0 {
+                    visit(node, &value.counters);
                 }
                 continue;
             };
             let last = depth + 1 == filter_tokens.len();
             match *token {
-                ">" => self.for_each_child(node, |child| self.visit_subtree(child, &mut visit)),
+                ">" => self.for_each_child(node, |child, _| self.visit_subtree(child, &mut visit)),
                 // The filter's last token: its matches are the terminal children themselves, so
                 // visit them here instead of pushing each one (a `s.*` may have millions).
-                "*" if last => self.for_each_child(node, |child| {
-                    if self.is_terminal(child) {
-                        visit(child);
+                "*" if last => self.for_each_child(node, |child, value| {
+                    if value.counters.count > 0 {
+                        visit(child, &value.counters);
                     }
                 }),
-                "*" => self.for_each_child(node, |child| stack.push((child, depth + 1))),
+                "*" => self.for_each_child(node, |child, _| stack.push((child, depth + 1))),
                 literal => {
                     if let Some(child) = self.find_child(node, literal, &mut buffer) {
                         stack.push((child, depth + 1));
@@ -419,20 +491,21 @@ impl SubjectTree {
         }
     }
 
-    fn visit_subtree(&self, node: u32, visit: &mut impl FnMut(u32)) {
+    fn visit_subtree(&self, node: u32, visit: &mut impl FnMut(u32, &SubjectCounters)) {
         let mut stack = vec![node];
         while let Some(node) = stack.pop() {
-            if self.is_terminal(node) {
-                visit(node);
+            let value = &self.nodes[node as usize];
+            if value.counters.count > 0 {
+                visit(node, &value.counters);
             }
-            self.for_each_child(node, |child| stack.push(child));
+            self.for_each_child(node, |child, _| stack.push(child));
         }
     }
 
     /// Heap bytes used (for the memory figure): nodes, texts, the whole hash table allocation,
     /// buffers.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.nodes.capacity() * std::mem::size_of::<Node>()
+        self.nodes.heap_bytes()
             + self.prefixes.allocation_size()
             + self.texts.heap_bytes()
             + self.free_nodes.capacity() * 4

@@ -58,6 +58,11 @@ impl SubjectTable {
         }
     }
 
+    /// Counters of a live subject id, without its text.
+    pub(crate) fn counters(&self, id: u32) -> &SubjectCounters {
+        self.tree.counters(id)
+    }
+
     pub(crate) fn record_mut(&mut self, id: u32) -> &mut SubjectCounters {
         self.tree.counters_mut(id)
     }
@@ -105,13 +110,13 @@ impl SubjectTable {
             return self.tree.subject_ids().collect();
         }
         let mut found = Vec::new();
-        self.tree.visit_matching(filter, |id| found.push(id));
+        self.tree.visit_matching(filter, |id, _| found.push(id));
         found
     }
 
-    /// Call `visit` with each live subject id matching the wildcard `filter`, without collecting
-    /// them first (a `*` may match millions).
-    pub(crate) fn visit_matching(&self, filter: &str, visit: impl FnMut(u32)) {
+    /// Call `visit` with each live subject id (and its counters) matching the wildcard `filter`,
+    /// without collecting them first (a `*` may match millions).
+    pub(crate) fn visit_matching(&self, filter: &str, visit: impl FnMut(u32, &SubjectCounters)) {
         self.tree.visit_matching(filter, visit);
     }
 
