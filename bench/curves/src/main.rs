@@ -23,14 +23,16 @@ use std::time::{Duration, Instant};
 
 const USAGE: &str = "usage: curves --ours PATH --ref PATH [--quick] [--reps N]
               [--only fanout,publish,durable,consume,restart] [--out DIR] [--work DIR]
-              [--font FILE.ttf] [--plot-only]
+              [--font FILE.ttf] [--plot-only] [--restart-sizes MB,MB,...]
   --ours     our nats-server binary (e.g. target/release/nats-server)
   --ref      the real nats-server binary (explicit path, not a PATH lookup)
   --quick    fewer, smaller points (about 2-3 minutes) for trying it out
   --reps     repetitions per point and server (default 3, quick 2); the median is plotted
   --out      where data/*.csv, data/summary.md and *.png go (default: bench/curves)
   --work     where the servers' stores live during the run (default: a temp dir)
-  --plot-only  redraw the PNGs and the summary from the CSVs in --out/data";
+  --plot-only  redraw the PNGs and the summary from the CSVs in --out/data
+  --restart-sizes  stream payloads of the restart curve in MB (default 100,500,1000,5000;
+             quick 20,100)";
 
 pub const CURVES: &[&str] = &["fanout", "publish", "durable", "consume", "restart"];
 
@@ -44,6 +46,8 @@ struct Options {
     work: PathBuf,
     font: Option<PathBuf>,
     plot_only: bool,
+    /// Stream payloads of the restart curve, in bytes (None: the default points).
+    restart_sizes: Option<Vec<u64>>,
 }
 
 fn parse_options() -> Result<Options> {
@@ -57,6 +61,7 @@ fn parse_options() -> Result<Options> {
     let mut work = std::env::temp_dir().join(format!("curves-{}", std::process::id()));
     let mut font = None;
     let mut plot_only = false;
+    let mut restart_sizes = None;
     while let Some(argument) = arguments.next() {
         let mut value = || {
             arguments
@@ -73,6 +78,14 @@ fn parse_options() -> Result<Options> {
             "--work" => work = PathBuf::from(value()?),
             "--font" => font = Some(PathBuf::from(value()?)),
             "--plot-only" => plot_only = true,
+            "--restart-sizes" => {
+                let sizes = value()?
+                    .split(',')
+                    .map(|megabytes| megabytes.trim().parse::<u64>().map(|mb| mb * 1_000_000))
+                    .collect::<Result<Vec<u64>, _>>()
+                    .context("--restart-sizes")?;
+                restart_sizes = Some(sizes);
+            }
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -100,6 +113,7 @@ fn parse_options() -> Result<Options> {
         work,
         font,
         plot_only,
+        restart_sizes,
     })
 }
 
@@ -325,10 +339,11 @@ impl Run<'_> {
     async fn restart(&mut self, specs: &[ServerSpec]) -> Result<()> {
         let quick = self.options.quick;
         const MB: u64 = 1_000_000;
-        let points: &[u64] = if quick {
-            &[20 * MB, 100 * MB]
-        } else {
-            &[100 * MB, 500 * MB, 1000 * MB, 5000 * MB]
+        let options = self.options;
+        let points: &[u64] = match &options.restart_sizes {
+            Some(sizes) => sizes,
+            None if quick => &[20 * MB, 100 * MB],
+            None => &[100 * MB, 500 * MB, 1000 * MB, 5000 * MB],
         };
         for (point, &target) in points.iter().enumerate() {
             // both stores side by side when the disk has room (with 4 GB to spare for the
@@ -401,8 +416,18 @@ impl Run<'_> {
                         );
                         self.record_outcome(sample, &Ok(peak as f64));
                     }
+                    let started = outcome.is_ok();
                     let sample = self.sample("restart", "restart_s", x, server, repetition);
                     self.record_outcome(sample, &outcome.map(|took| took.as_secs_f64()));
+                    if started {
+                        // what a lazily rebuilt duplicate window costs the first publisher
+                        let outcome =
+                            restart::first_deduplicated_publish(server, expected, size).await;
+                        held[index] = outcome.is_ok().then_some(expected + 1);
+                        let sample =
+                            self.sample("restart", "first_msg_id_publish_s", x, server, repetition);
+                        self.record_outcome(sample, &outcome.map(|took| took.as_secs_f64()));
+                    }
                 }
             }
             for repetition in 0..kill_repetitions {

@@ -10,6 +10,7 @@ use crate::server::Server;
 use anyhow::{anyhow, bail, Result};
 use async_nats::jetstream::stream;
 use async_nats::Subject;
+use bytes::Bytes;
 use std::time::{Duration, Instant};
 
 pub const RESTART_STREAM: &str = "CURVES_RESTART";
@@ -95,4 +96,34 @@ pub async fn timed_start(server: &mut Server, expected: u64, limit: Duration) ->
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
+}
+
+/// Publishes one message with a new `Nats-Msg-Id` (as the stream's message `index`, so its
+/// sequence must be `index + 1`) and returns the time until its PubAck. Right after a restart
+/// this is where a server that rebuilds its duplicate window lazily (nats-server's
+/// `rebuildDedupe`, and rnats) reads back the messages of the last `duplicate_window`.
+pub async fn first_deduplicated_publish(
+    server: &Server,
+    index: u64,
+    size: usize,
+) -> Result<Duration> {
+    let client = connect(&server.url()).await?;
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("Nats-Msg-Id", format!("curves-restart-{index}").as_str());
+    let payload = Bytes::from(vec![b'r'; size]);
+    let started = Instant::now();
+    let reply = client
+        .request_with_headers(subject_of(index), headers, payload)
+        .await
+        .map_err(|error| anyhow!("publish with Nats-Msg-Id: {error}"))?;
+    let took = started.elapsed();
+    let ack: serde_json::Value = serde_json::from_slice(&reply.payload)?;
+    let duplicate = ack.get("duplicate").and_then(|value| value.as_bool()) == Some(true);
+    if ack.get("error").is_some()
+        || duplicate
+        || ack.get("seq").and_then(|seq| seq.as_u64()) != Some(index + 1)
+    {
+        bail!("unexpected PubAck {ack} (expected seq {})", index + 1);
+    }
+    Ok(took)
 }
