@@ -13,7 +13,10 @@
 //! consumers' wake-up) are sent from the callback once that fsync covers them, in order.
 //!
 //! Files: `mod.rs` the task, batching and commit; `publish.rs` one publish and its checks;
-//! `commands.rs` expiry and the other stream commands (purge, delete, mirror, update, stop).
+//! `commands.rs` expiry and the other stream commands (purge, delete, mirror, update, stop);
+//! `batch.rs` atomic batch publish (staged, checked and stored as one at the commit);
+//! `fast_batch.rs` fast batch publish (flow-controlled, stored as it arrives); `schedules.rs`
+//! message schedules (header checks, the table of live schedules, firing).
 
 use super::dedupe::DuplicateWindow;
 use super::headers::PublishHeaders;
