@@ -272,22 +272,35 @@ fn add(args: &ContextAddArgs, options: &GlobalOptions) -> Result<(), CliError> {
         (Some(user), None) => (None, Some(user.clone())),
         (user, _) => (user.clone(), options.token.clone()),
     };
-    let overrides: [(&mut String, &Option<String>); 7] = [
+    let overrides: [(&mut String, &Option<String>); 16] = [
         (&mut settings.url, &options.server),
         (&mut settings.user, &user),
         (&mut settings.password, &options.password),
         (&mut settings.token, &token),
         (&mut settings.creds, &options.creds),
+        (&mut settings.nkey, &options.nkey),
+        (&mut settings.user_jwt, &options.jwt),
+        (&mut settings.user_seed, &options.seed),
+        (&mut settings.cert, &options.tlscert),
+        (&mut settings.key, &options.tlskey),
+        (&mut settings.ca, &options.tlsca),
         (&mut settings.description, &args.description),
         (&mut settings.jetstream_domain, &options.js_domain),
+        (&mut settings.jetstream_api_prefix, &options.js_api_prefix),
+        (
+            &mut settings.jetstream_event_prefix,
+            &options.js_event_prefix,
+        ),
+        (&mut settings.inbox_prefix, &options.inbox_prefix),
     ];
+    // natscli's `With...` options ignore empty values.
     for (field, value) in overrides {
-        if let Some(value) = value {
+        if let Some(value) = value.as_ref().filter(|value| !value.is_empty()) {
             *field = value.clone();
         }
     }
-    if let Some(prefix) = &options.inbox_prefix {
-        settings.inbox_prefix = prefix.clone();
+    if options.tlsfirst {
+        settings.tls_first = true;
     }
     save_context(&args.name, &settings)?;
     if args.select {
@@ -366,35 +379,29 @@ fn show(name: Option<&str>, json: bool) -> Result<(), CliError> {
     columns.row_if_not_empty("Username", &settings.user);
     columns.row_if_not_empty("Password", &"*".repeat(settings.password.len()));
     columns.row_if_not_empty("Token", &settings.token);
-    if !settings.creds.is_empty() {
-        columns.row(
-            "Credentials",
-            format!("{} ({})", settings.creds, check_file(&settings.creds)),
-        );
+    // natscli shows embedded credentials without their contents.
+    let credentials = [
+        ("Credentials", &settings.creds),
+        ("User JWT", &settings.user_jwt),
+        ("User Seed", &settings.user_seed),
+        ("NKey", &settings.nkey),
+    ];
+    for (label, value) in credentials {
+        if value.starts_with("data:;base64,") {
+            columns.row(label, "embedded data");
+        } else if !value.is_empty() {
+            columns.row(label, format!("{value} ({})", check_file(value)));
+        }
     }
-    if !settings.nkey.is_empty() {
-        columns.row(
-            "NKey",
-            format!("{} ({})", settings.nkey, check_file(&settings.nkey)),
-        );
-    }
-    if !settings.cert.is_empty() {
-        columns.row(
-            "Certificate",
-            format!("{} ({})", settings.cert, check_file(&settings.cert)),
-        );
-    }
-    if !settings.key.is_empty() {
-        columns.row(
-            "Key",
-            format!("{} ({})", settings.key, check_file(&settings.key)),
-        );
-    }
-    if !settings.ca.is_empty() {
-        columns.row(
-            "CA",
-            format!("{} ({})", settings.ca, check_file(&settings.ca)),
-        );
+    let files = [
+        ("Certificate", &settings.cert),
+        ("Key", &settings.key),
+        ("CA", &settings.ca),
+    ];
+    for (label, value) in files {
+        if !value.is_empty() {
+            columns.row(label, format!("{value} ({})", check_file(value)));
+        }
     }
     columns.row_if("TLS First", true, settings.tls_first);
     columns.row_if_not_empty("JS API Prefix", &settings.jetstream_api_prefix);

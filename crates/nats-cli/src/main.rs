@@ -7,6 +7,7 @@
 mod api;
 mod bench;
 mod buckets;
+mod connection;
 mod consumer;
 mod context;
 mod error;

@@ -1,6 +1,8 @@
 //! Global connection options (`-s/--server`, `NATS_URL`, `--user/--password`, `--token`,
-//! `--creds`, `--timeout`, `--context`) merged with the selected natscli context, and the
-//! connection they produce. Flags and environment override the context, like natscli.
+//! `--creds`, `--nkey`, `--jwt/--seed`, `--tlscert/--tlskey/--tlsca/--tlsfirst`, `--timeout`,
+//! `--context`) merged with the selected natscli context into [`Effective`]. Flags and
+//! environment override the context, like natscli. `connection.rs` turns the result into a
+//! connection.
 
 use std::time::Duration;
 
@@ -9,6 +11,8 @@ use clap::Args;
 use crate::context;
 use crate::error::CliError;
 use crate::output::format::parse_duration;
+
+pub use crate::connection::connect_with;
 
 /// natscli's default when neither flag, environment nor context names a server.
 pub const DEFAULT_URL: &str = "nats://127.0.0.1:4222";
@@ -30,6 +34,27 @@ pub struct GlobalOptions {
     /// User credentials
     #[arg(long, env = "NATS_CREDS", global = true, value_name = "LOCATION")]
     pub creds: Option<String>,
+    /// User NKEY
+    #[arg(long, env = "NATS_NKEY", global = true, value_name = "LOCATION")]
+    pub nkey: Option<String>,
+    /// User JWT
+    #[arg(long, env = "NATS_JWT", global = true, value_name = "LOCATION")]
+    pub jwt: Option<String>,
+    /// User seed
+    #[arg(long, env = "NATS_SEED", global = true, value_name = "LOCATION")]
+    pub seed: Option<String>,
+    /// TLS public certificate
+    #[arg(long, env = "NATS_CERT", global = true, value_name = "FILE", value_parser = existing_file)]
+    pub tlscert: Option<String>,
+    /// TLS private key
+    #[arg(long, env = "NATS_KEY", global = true, value_name = "FILE", value_parser = existing_file)]
+    pub tlskey: Option<String>,
+    /// TLS certificate authority chain
+    #[arg(long, env = "NATS_CA", global = true, value_name = "FILE", value_parser = existing_file)]
+    pub tlsca: Option<String>,
+    /// Perform TLS handshake before expecting the server greeting
+    #[arg(long, global = true, alias = "tls-first")]
+    pub tlsfirst: bool,
     /// Nickname to use for the underlying NATS Connection
     #[arg(long, global = true, value_name = "NAME")]
     pub connection_name: Option<String>,
@@ -42,6 +67,9 @@ pub struct GlobalOptions {
     /// Subject prefix for access to JetStream API
     #[arg(long, global = true, value_name = "PREFIX")]
     pub js_api_prefix: Option<String>,
+    /// Subject prefix for access to JetStream Advisories
+    #[arg(long, global = true, value_name = "PREFIX")]
+    pub js_event_prefix: Option<String>,
     /// Custom inbox prefix to use for inboxes
     #[arg(long, global = true, value_name = "PREFIX")]
     pub inbox_prefix: Option<String>,
@@ -60,6 +88,15 @@ fn parse_timeout(text: &str) -> Result<Duration, String> {
     parse_duration(text).map_err(|e| e.to_string())
 }
 
+/// natscli's `ExistingFileVar`: the flag names a file that must exist.
+fn existing_file(text: &str) -> Result<String, String> {
+    match std::fs::metadata(text) {
+        Ok(metadata) if metadata.is_dir() => Err(format!("'{text}' is a directory")),
+        Ok(_) => Ok(text.to_string()),
+        Err(_) => Err(format!("path '{text}' does not exist")),
+    }
+}
+
 /// What a connection is made with, after merging context and flags.
 #[derive(Debug, Clone, Default)]
 pub struct Effective {
@@ -68,6 +105,13 @@ pub struct Effective {
     pub password: String,
     pub token: String,
     pub creds: String,
+    pub nkey: String,
+    pub user_jwt: String,
+    pub user_seed: String,
+    pub cert: String,
+    pub key: String,
+    pub ca: String,
+    pub tls_first: bool,
     pub inbox_prefix: String,
     pub api_prefix: String,
     pub timeout: Duration,
@@ -90,12 +134,38 @@ impl GlobalOptions {
             Some(value) => value.clone(),
             None => saved.to_string(),
         };
+        // natscli: a --user without a --password is a token; otherwise both override the
+        // context's user and password.
+        let flag_user = self.user.clone().filter(|user| !user.is_empty());
+        let flag_password = self
+            .password
+            .clone()
+            .filter(|password| !password.is_empty());
+        let (user, password, token) = match (&flag_user, &flag_password) {
+            (Some(user), None) => (
+                settings.user.clone(),
+                settings.password.clone(),
+                user.clone(),
+            ),
+            _ => (
+                pick(&flag_user, &settings.user),
+                pick(&flag_password, &settings.password),
+                pick(&self.token, &settings.token),
+            ),
+        };
         let mut effective = Effective {
             url: pick(&self.server, &settings.url),
-            user: pick(&self.user, &settings.user),
-            password: pick(&self.password, &settings.password),
-            token: pick(&self.token, &settings.token),
+            user,
+            password,
+            token,
             creds: pick(&self.creds, &settings.creds),
+            nkey: pick(&self.nkey, &settings.nkey),
+            user_jwt: pick(&self.jwt, &settings.user_jwt),
+            user_seed: pick(&self.seed, &settings.user_seed),
+            cert: pick(&self.tlscert, &settings.cert),
+            key: pick(&self.tlskey, &settings.key),
+            ca: pick(&self.tlsca, &settings.ca),
+            tls_first: self.tlsfirst || settings.tls_first,
             inbox_prefix: pick(&self.inbox_prefix, &settings.inbox_prefix),
             api_prefix: String::new(),
             timeout: self.timeout,
@@ -113,11 +183,6 @@ impl GlobalOptions {
         if effective.url.is_empty() {
             effective.url = DEFAULT_URL.to_string();
         }
-        // natscli: a user without a password is a token.
-        if effective.password.is_empty() && !effective.user.is_empty() && effective.token.is_empty()
-        {
-            effective.token = std::mem::take(&mut effective.user);
-        }
         Ok(effective)
     }
 
@@ -126,66 +191,4 @@ impl GlobalOptions {
         let client = connect_with(&effective, self.connection_name.clone()).await?;
         Ok((client, effective))
     }
-}
-
-pub async fn connect_with(
-    effective: &Effective,
-    name: Option<String>,
-) -> Result<async_nats::Client, CliError> {
-    let mut options = if !effective.creds.is_empty() {
-        async_nats::ConnectOptions::with_credentials_file(effective.creds.clone())
-            .await
-            .map_err(|e| CliError::Connect(format!("could not load credentials: {e}")))?
-    } else {
-        async_nats::ConnectOptions::new()
-    };
-    if !effective.user.is_empty() {
-        options = options.user_and_password(effective.user.clone(), effective.password.clone());
-    } else if !effective.token.is_empty() {
-        options = options.token(effective.token.clone());
-    }
-    if !effective.inbox_prefix.is_empty() {
-        options = options.custom_inbox_prefix(effective.inbox_prefix.clone());
-    }
-    let name = name.unwrap_or_else(|| format!("NATS CLI Version {}", env!("CARGO_PKG_VERSION")));
-    options = options
-        .name(name)
-        .connection_timeout(effective.timeout)
-        .request_timeout(Some(effective.timeout))
-        .max_reconnects(Some(1))
-        // nats.go (natscli's client) buffers up to 512k messages per subscription before it
-        // drops any; async-nats' default is 64k, which a busy `bench sub` overruns.
-        .subscription_capacity(512 * 1024)
-        .event_callback(|event| async move {
-            use std::sync::atomic::{AtomicBool, Ordering};
-            static REPORTED: AtomicBool = AtomicBool::new(false);
-            // Dropped messages are otherwise silent; say so once, as nats.go's error
-            // handler does.
-            if let async_nats::Event::SlowConsumer(_) = event {
-                if !REPORTED.swap(true, Ordering::Relaxed) {
-                    eprintln!("nats: slow consumer, messages dropped on connection");
-                }
-            }
-        });
-    let servers: Vec<async_nats::ServerAddr> = effective
-        .url
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| {
-            s.parse::<async_nats::ServerAddr>()
-                .map_err(|e| CliError::Connect(format!("invalid server url {s:?}: {e}")))
-        })
-        .collect::<Result<_, _>>()?;
-    options.connect(servers).await.map_err(|error| {
-        use async_nats::ConnectErrorKind;
-        // nats.go's wording, which natscli prints and scripts match on.
-        CliError::Connect(match error.kind() {
-            ConnectErrorKind::AuthorizationViolation => "nats: Authorization Violation".to_string(),
-            ConnectErrorKind::Io | ConnectErrorKind::TimedOut | ConnectErrorKind::Dns => {
-                "nats: no servers available for connection".to_string()
-            }
-            _ => format!("nats: {error}"),
-        })
-    })
 }

@@ -43,6 +43,12 @@ pub fn isolate(command: &mut Command, config_dir: &Path) {
         "NATS_PASSWORD",
         "NATS_TOKEN",
         "NATS_CREDS",
+        "NATS_NKEY",
+        "NATS_JWT",
+        "NATS_SEED",
+        "NATS_CERT",
+        "NATS_KEY",
+        "NATS_CA",
         "NATS_CONTEXT",
         "NATS_TIMEOUT",
     ] {
