@@ -87,6 +87,9 @@ pub struct FileBackend {
     compressor: Option<Box<Compressor>>,
     /// Read-ahead for sequential readers (`read_cache.rs`); boxed: a store value stays small.
     read_cache: Box<ReadCache>,
+    /// Checksum flag of records appended to the active block (`record.rs`: CRC-32C only in
+    /// blocks with the current header).
+    checksum_flag: u8,
 }
 
 impl Store<FileBackend> {
@@ -119,8 +122,10 @@ impl Store<FileBackend> {
             pipeline: Pipeline::new(),
             compressor: None,
             read_cache: Box::default(),
+            checksum_flag: 0,
         };
         let mut store = Store::from_parts(config.clone(), recovered.index, recovered.ttls, backend);
+        store.backend.checksum_flag = store.backend.active_block_checksum_flag()?;
         store.backend.maintenance = store.backend.blocks.iter().map(|b| b.id).collect();
         // Limits may have been tightened while the store was closed.
         store.update_config(config)?;
@@ -249,6 +254,16 @@ impl FileBackend {
         Ok(())
     }
 
+    /// The checksum new records of the active block get: its header says which it may hold.
+    fn active_block_checksum_flag(&self) -> Result<u8, StoreError> {
+        let Some(active) = self.blocks.last() else {
+            return Ok(0);
+        };
+        let mut magic = [0u8; 8];
+        active.read_at(&self.dir, 0, &mut magic)?;
+        Ok(record::record_checksum_flag(&magic == record::BLOCK_MAGIC))
+    }
+
     /// A message record of `record_len` bytes at `seq` was buffered: block accounting.
     fn appended(&mut self, seq: u64, record_len: u32) -> Result<(), StoreError> {
         let active = self.active()?;
@@ -277,7 +292,7 @@ impl FileBackend {
         encode_record_body(
             &mut self.write_buffer,
             RecordKind::Message,
-            flags,
+            flags | self.checksum_flag,
             [record.seq as i64, record.timestamp, record.ttl_nanos],
             record.subject.as_bytes(),
             record.headers.len(),
@@ -307,6 +322,7 @@ impl FileBackend {
         let mut block = Block::new(id, first_seq, file, BLOCK_HEADER_LEN as u64);
         block.data_needs_sync = true;
         self.blocks.push(block);
+        self.checksum_flag = record::record_checksum_flag(true);
         self.dir_needs_sync = true;
         Ok(())
     }
@@ -486,6 +502,7 @@ impl Backend for FileBackend {
         encode_record(
             &mut self.write_buffer,
             RecordKind::Message,
+            self.checksum_flag,
             record.seq,
             record.timestamp,
             record.ttl_nanos,
@@ -503,6 +520,7 @@ impl Backend for FileBackend {
         encode_record(
             &mut self.write_buffer,
             RecordKind::Skip,
+            self.checksum_flag,
             seq,
             0,
             i64::try_from(count).unwrap_or(i64::MAX),
