@@ -377,11 +377,12 @@ impl MessageIndex {
                 .lookup(filter)
                 .map(|id| self.subjects.counters(id).last);
         }
-        self.subjects
-            .matching(filter)
-            .into_iter()
-            .map(|id| self.subjects.counters(id).last)
-            .max()
+        // Walk the matching subjects without collecting them (a `*` may match millions).
+        let mut newest = None;
+        self.subjects.visit_matching(filter, |_, counters| {
+            newest = newest.max(Some(counters.last));
+        });
+        newest
     }
 
     /// See `StreamStore::num_pending_matching`.
