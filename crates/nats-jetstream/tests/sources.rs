@@ -242,9 +242,10 @@ async fn missing_origin_is_waited_for() {
     let info = wait_info_for(
         &client,
         "LATE_AGG",
-        "1 message",
+        "1 message, no lag",
         Duration::from_secs(30),
-        |info| info["state"]["messages"] == 1,
+        // The lag drops once the source has heard the PubAck, just after the message is stored.
+        |info| info["state"]["messages"] == 1 && info["sources"][0]["lag"] == 0,
     )
     .await;
     let info = if info["sources"][0].get("error").is_some() {
