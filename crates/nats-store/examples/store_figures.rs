@@ -4,7 +4,8 @@
 //! Figures: append throughput (1 KB and 128 B; interval sync and `always` + group commit) versus
 //! plain sequential write+fsync; open time of a 1M-message store after clean close and after a
 //! crash; sequential and scattered reads; load_last / num_pending with 1M distinct subjects; index
-//! memory per subject. `STORE_FIGURES_READS_ONLY=1` prints only the read figures.
+//! memory per subject. `STORE_FIGURES_READS_ONLY=1` prints only the read figures,
+//! `STORE_FIGURES_INTERVAL_ONLY=1` only the interval-sync appends next to the raw writes.
 
 use std::fs::File;
 use std::io::Write;
@@ -284,6 +285,9 @@ fn main() {
             "append {payload:>4} B, interval sync, flush per {BATCH}:   {rate:10.0} msg/s {speed:8.1} MB/s = {:5.1}% of raw",
             speed / raw_interval * 100.0
         );
+        if std::env::var_os("STORE_FIGURES_INTERVAL_ONLY").is_some() {
+            continue;
+        }
         let always_count = count / 10;
         let raw_always = raw_write(&base, (always_count * record) as u64, BATCH * record, 1);
         let (rate, speed) = append(
@@ -299,6 +303,10 @@ fn main() {
         );
     }
 
+    if std::env::var_os("STORE_FIGURES_INTERVAL_ONLY").is_some() {
+        let _ = std::fs::remove_dir_all(&base);
+        return;
+    }
     sequential_reads(&base.join("reads"), 500_000);
 
     // --- 1M messages, 1M distinct subjects: open times, lookups, memory ---
