@@ -4,6 +4,7 @@
 //! `main` parses the command line (clap), runs the command on a tokio runtime and turns any
 //! error into natscli's one-line `nats: error: ...` with a non-zero exit status.
 
+mod account;
 mod api;
 mod bench;
 mod buckets;
@@ -66,7 +67,8 @@ enum Command {
     /// Server information and health checks
     Server(server::ServerArgs),
     /// Account information and status
-    Account(server::AccountArgs),
+    #[command(alias = "a")]
+    Account(account::AccountArgs),
     /// Compute round-trip time to NATS server
     Rtt(server::RttArgs),
     /// Benchmark utility
@@ -91,7 +93,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Kv(args) => kv::run(args, options).await,
         Command::Object(args) => object::run(args, options).await,
         Command::Server(args) => server::run_server(args, options).await,
-        Command::Account(args) => server::account_info(args, options).await,
+        Command::Account(args) => account::account_info(args, options).await,
         Command::Rtt(args) => server::rtt(args, options).await,
         Command::Bench(args) => bench::run(args, options).await,
         Command::Context { command } => context::run(command, options),

@@ -1,5 +1,5 @@
 //! Connection-level commands: `server check connection` (natscli's Nagios-style check with
-//! its exit codes), `server ping` (`$SYS.REQ.SERVER.PING`), `account info` and `rtt`.
+//! its exit codes), `server ping` (`$SYS.REQ.SERVER.PING`) and `rtt`.
 
 use std::time::{Duration, Instant};
 
@@ -10,8 +10,7 @@ use futures::StreamExt;
 use crate::api::JetStream;
 use crate::error::CliError;
 use crate::options::{connect_with, GlobalOptions};
-use crate::output::columns::Columns;
-use crate::output::format::{comma, go_duration, ibytes, parse_duration};
+use crate::output::format::{go_duration, parse_duration};
 
 #[derive(Args, Debug)]
 pub struct ServerArgs {
@@ -84,18 +83,6 @@ pub struct ConnectionCheckArgs {
     /// Critical threshold to allow for full round trip test
     #[arg(long, default_value = "1s")]
     pub req_critical: String,
-}
-
-#[derive(Args, Debug)]
-pub struct AccountArgs {
-    #[command(subcommand)]
-    pub command: AccountCommand,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum AccountCommand {
-    /// Account information
-    Info,
 }
 
 #[derive(Args, Debug)]
@@ -453,100 +440,6 @@ async fn ping(expect: Option<u32>, show_id: bool, options: &GlobalOptions) -> Re
     if expected != 0 && (times.len() as u32) < expected {
         println!("\nMissing {} server(s)", expected - times.len() as u32);
     }
-    Ok(())
-}
-
-pub async fn account_info(args: &AccountArgs, options: &GlobalOptions) -> Result<(), CliError> {
-    let AccountCommand::Info = args.command;
-    let (client, effective) = options.connect().await?;
-    let started = Instant::now();
-    client.flush().await?;
-    let rtt = started.elapsed();
-    let info = client.server_info();
-    let mut columns = Columns::new("Account Information");
-    columns.row("Client ID", info.client_id);
-    columns.row("Client IP", &info.client_ip);
-    columns.row("RTT", go_duration(rtt));
-    columns.row("Headers Supported", info.headers);
-    columns.row("Maximum Payload", ibytes(info.max_payload as u64));
-    if let Some(cluster) = info.cluster.as_ref().filter(|c| !c.is_empty()) {
-        columns.row("Connected Cluster", cluster);
-    }
-    columns.row(
-        "Connected URL",
-        effective.url.split(',').next().unwrap_or_default(),
-    );
-    columns.row("Connected Address", format!("{}:{}", info.host, info.port));
-    columns.row("Connected Server ID", &info.server_id);
-    columns.row("Connected Server Version", &info.version);
-    columns.row_if(
-        "Connected Server Name",
-        &info.server_name,
-        info.server_name != info.server_id,
-    );
-    columns.row("TLS Connection", "no");
-    let js = JetStream::new(client.clone(), &effective);
-    match js.account_info().await {
-        Ok(account) => {
-            if account.domain.is_empty() {
-                columns.section("JetStream Account Information");
-            } else {
-                columns.section(&format!(
-                    "JetStream Account Information for domain {}",
-                    account.domain
-                ));
-            }
-            columns.section("Account Usage");
-            columns.row_if_not_empty("Domain", &account.domain);
-            columns.row("Storage", ibytes(account.totals.storage));
-            columns.row("Memory", ibytes(account.totals.memory));
-            columns.row("Streams", comma(account.totals.streams));
-            columns.row("Consumers", comma(account.totals.consumers));
-            columns.section("Account Limits");
-            columns.row("Max Message Payload", ibytes(info.max_payload as u64));
-            let limits = &account.totals.limits;
-            let unlimited = |value: i64, render: &dyn Fn(i64) -> String| {
-                if value <= -1 {
-                    "unlimited".to_string()
-                } else {
-                    render(value)
-                }
-            };
-            columns.row("Tier", "Default");
-            columns.row(
-                "Configured Storage",
-                unlimited(limits.max_storage, &|v| ibytes(v as u64)),
-            );
-            columns.row(
-                "Configured Memory",
-                unlimited(limits.max_memory, &|v| ibytes(v as u64)),
-            );
-            columns.row("Max Streams", unlimited(limits.max_streams, &|v| comma(v)));
-            columns.row(
-                "Max Consumers",
-                unlimited(limits.max_consumers, &|v| comma(v)),
-            );
-            columns.row(
-                "Max Ack Pending",
-                unlimited(limits.max_ack_pending, &|v| comma(v)),
-            );
-            columns.row("Max Bytes Required", limits.max_bytes_required);
-        }
-        Err(CliError::Timeout) => {
-            columns.line(&[]);
-            columns.line(&["  No response from JetStream server"]);
-        }
-        Err(error) if error.to_string().contains("no responders") => {
-            columns.line(&[]);
-            columns.line(&["  JetStream is not supported in this account"]);
-        }
-        Err(error) => {
-            columns.line(&[]);
-            let text = format!("  Could not obtain account information:  {error}");
-            columns.line(&[&text]);
-        }
-    }
-    print!("{}", columns.render());
     Ok(())
 }
 

@@ -10,6 +10,8 @@ enum Row {
     Pair(String, String),
     Title(String),
     Line(Vec<String>),
+    /// natscli's `Indent`: every following row starts with this many spaces.
+    Indent(usize),
 }
 
 /// Collects rows, then renders them all at once so every label lines up.
@@ -52,6 +54,43 @@ impl Columns {
     pub fn line(&mut self, parts: &[&str]) {
         self.rows
             .push(Row::Line(parts.iter().map(|p| p.to_string()).collect()));
+    }
+
+    /// natscli's `Indent(width)`: the rows after it are indented by `width` spaces (zero
+    /// resets); labels still line up across the whole report.
+    pub fn indent(&mut self, width: usize) {
+        self.rows.push(Row::Indent(width));
+    }
+
+    /// natscli's `AddStringsAsValue`: sorted values under one label, the label on the first
+    /// only; a value wider than the screen (less 30 columns; 80 without a terminal) keeps
+    /// its two ends around " ... ".
+    pub fn strings_as_value(&mut self, label: &str, values: &[String]) {
+        let width = console::Term::stdout()
+            .size_checked()
+            .map(|(_, columns)| {
+                let columns = usize::from(columns);
+                if columns.saturating_sub(30) <= 10 {
+                    10
+                } else {
+                    columns - 30
+                }
+            })
+            .unwrap_or(80);
+        let mut sorted = values.to_vec();
+        sorted.sort();
+        for (index, value) in sorted.iter().enumerate() {
+            let characters: Vec<char> = value.chars().collect();
+            let shown = if characters.len() > width && width > 20 {
+                let half = width / 2 - 10;
+                let head: String = characters[..half].iter().collect();
+                let tail: String = characters[characters.len() - half..].iter().collect();
+                format!("{head} ... {tail}")
+            } else {
+                value.clone()
+            };
+            self.row(if index == 0 { label } else { "" }, shown);
+        }
     }
 
     /// natscli's Metadata section: the user's keys (`_nats.*` are the server's).
@@ -115,8 +154,10 @@ impl Columns {
         }
         let mut previous = Kind::None;
         let mut previous_empty = false;
+        let mut indent = String::new();
         for (index, row) in self.rows.iter().enumerate() {
             match row {
+                Row::Indent(width) => indent = " ".repeat(*width),
                 Row::Title(title) => {
                     if (index != 0 && previous != Kind::Title && previous != Kind::Line)
                         || (previous == Kind::Line && !previous_empty)
@@ -124,9 +165,9 @@ impl Columns {
                         let _ = writeln!(out);
                     }
                     if title.ends_with(':') {
-                        let _ = writeln!(out, "{title}");
+                        let _ = writeln!(out, "{indent}{title}");
                     } else {
-                        let _ = writeln!(out, "{title}:");
+                        let _ = writeln!(out, "{indent}{title}:");
                     }
                     let _ = writeln!(out);
                     previous = Kind::Title;
@@ -135,9 +176,9 @@ impl Columns {
                 Row::Pair(label, value) => {
                     let padding = longest + 2 - label.chars().count();
                     if label.is_empty() {
-                        let _ = writeln!(out, "{} {value}", " ".repeat(padding + 1));
+                        let _ = writeln!(out, "{indent}{} {value}", " ".repeat(padding + 1));
                     } else {
-                        let _ = writeln!(out, "{}{label}: {value}", " ".repeat(padding));
+                        let _ = writeln!(out, "{indent}{}{label}: {value}", " ".repeat(padding));
                     }
                     previous = Kind::Pair;
                     previous_empty = false;
@@ -146,8 +187,8 @@ impl Columns {
                     if previous == Kind::Title && parts.is_empty() {
                         continue;
                     }
-                    // Go's Println puts a space between the (empty) indent and each part.
-                    let mut text = String::new();
+                    // Go's Println puts a space between the indent and each part.
+                    let mut text = indent.clone();
                     for part in parts {
                         text.push(' ');
                         text.push_str(part);
@@ -177,6 +218,25 @@ mod tests {
         assert_eq!(
             text,
             "Heading\n\n         Subjects: a.>\n\nOptions:\n\n        Retention: Limits\n  Acknowledgments: true\n"
+        );
+    }
+
+    #[test]
+    fn indents_titles_rows_and_lines() {
+        let mut columns = Columns::new("");
+        columns.row("Client ID", 5);
+        columns.section("Permissions");
+        columns.indent(2);
+        columns.line(&["Publish:"]);
+        columns.strings_as_value("Allow", &["b".to_string(), "a".to_string()]);
+        columns.line(&[]);
+        columns.indent(0);
+        columns.indent(2);
+        columns.section("Tier: Default");
+        columns.indent(0);
+        assert_eq!(
+            columns.render(),
+            "  Client ID: 5\n\nPermissions:\n\n   Publish:\n        Allow: a\n               b\n  \n  Tier: Default:\n\n"
         );
     }
 }
