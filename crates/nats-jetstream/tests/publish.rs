@@ -403,3 +403,23 @@ async fn counter_streams_add_increments() {
         r#"{"error":{"code":400,"err_code":10168,"description":"message counters is disabled"},"stream":"PLAIN","seq":0}"#
     );
 }
+
+#[tokio::test]
+async fn a_ttl_below_the_marker_ttl_is_stored_raised() {
+    let server = TestServer::jetstream();
+    let client = connect(&server).await;
+    create(
+        &client,
+        json!({"name": "T", "subjects": ["t.>"], "allow_msg_ttl": true,
+               "subject_delete_marker_ttl": 5_000_000_000u64}),
+    )
+    .await;
+    assert_eq!(
+        publish_raw(&client, "t.a", &[("Nats-TTL", "2s"), ("X", "1")], "x").await,
+        r#"{"stream":"T","seq":1}"#
+    );
+    assert_eq!(
+        common::stored_headers(&client, "T", 1).await,
+        common::pairs(&[("Nats-TTL", "5"), ("X", "1")])
+    );
+}

@@ -153,21 +153,30 @@ impl Ingest {
         {
             return self.skip_without_interest(store, msg_id, rollup, subject);
         }
+        // A TTL raised to the subject delete marker TTL is stored as raised (nats-server
+        // rewrites the header, at the end of the block).
+        let mut raised_block: Option<Vec<u8>> = None;
         let ttl = match publish_headers.ttl.map(headers::parse_ttl) {
             None | Some(Ok(MessageTtl::None)) => None,
             Some(Ok(MessageTtl::Never)) => Some(TTL_NEVER),
             Some(Ok(MessageTtl::Seconds(seconds))) => {
                 let minimum = (self.config.subject_delete_marker_ttl.0 / 1_000_000_000) as u64;
-                let seconds = if minimum > 0 && self.config.max_msgs_per_subject != 1 {
-                    seconds.max(minimum)
+                if minimum > seconds && self.config.max_msgs_per_subject != 1 {
+                    let without = headers::remove_headers(header_block, |name| name == b"Nats-TTL");
+                    raised_block = Some(headers::append_header(
+                        &without,
+                        "Nats-TTL",
+                        &minimum.to_string(),
+                    ));
+                    Some(Duration::from_secs(minimum))
                 } else {
-                    seconds
-                };
-                Some(Duration::from_secs(seconds))
+                    Some(Duration::from_secs(seconds))
+                }
             }
             Some(Err(())) if sourced => None,
             Some(Err(())) => return Outcome::Refused(errors::MESSAGE_TTL_INVALID.to_error()),
         };
+        let header_block = raised_block.as_deref().unwrap_or(header_block);
         let stored = match store.store_msg(subject, header_block, payload, ttl) {
             // A rollup may pass a discard-new-per-subject limit: it is about to purge the very
             // messages that hold the subject at its limit (nats-server lets it through).
