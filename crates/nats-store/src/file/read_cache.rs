@@ -4,12 +4,13 @@
 //! from there and serves the next reads from it; scattered reads (a KV get) keep one `pread` each.
 //!
 //! Memory stays bounded: one chunk of at most [`CHUNK_BYTES`] per store, at most [`TOTAL_BYTES`]
-//! over all stores of the process (past that, reads go to the file), dropped at a flush when no
-//! read used it since the previous flush. Messages are copied out of the chunk, so no message
+//! over all stores of the process (past that, reads go to the file), dropped at a flush once no
+//! read used it for [`IDLE`]. Messages are copied out of the chunk, so no message
 //! keeps a chunk alive. Bytes in a chunk are immutable on disk except through erase, compaction and
 //! block removal, which clear the cache (`file/mod.rs`, `compaction.rs`).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 /// Bytes read ahead at once (less at the end of a block's written data).
 pub(crate) const CHUNK_BYTES: usize = 128 * 1024;
@@ -19,6 +20,10 @@ const TOTAL_BYTES: usize = 64 * 1024 * 1024;
 /// chunk costs about what 20-40 single reads cost (copying 128 KiB against a syscall each), so
 /// reads further apart than this would not use enough of one.
 const SEQUENTIAL_GAP: u64 = 2 * 1024;
+
+/// A chunk no read used for this long is dropped (checked per flush: a stream flushing every
+/// millisecond must not drop the chunk of a consumer that reads every few milliseconds).
+const IDLE: Duration = Duration::from_secs(1);
 
 static CACHED_BYTES: AtomicUsize = AtomicUsize::new(0);
 
@@ -41,7 +46,9 @@ pub(crate) struct ReadCache {
     chunk: Option<Chunk>,
     /// Block and offset where the previous read from a file ended.
     previous_end: Option<(u64, u64)>,
-    used_since_flush: bool,
+    /// A read used the chunk since `checked_at`.
+    used_since_check: bool,
+    checked_at: Option<Instant>,
 }
 
 impl std::fmt::Debug for ReadCache {
@@ -65,7 +72,7 @@ impl ReadCache {
         }
         let from = usize::try_from(location - chunk.start).ok()?;
         let bytes = chunk.data.get(from..from.checked_add(len)?)?;
-        self.used_since_flush = true;
+        self.used_since_check = true;
         self.previous_end = Some((block_id, location + len as u64));
         Some(bytes)
     }
@@ -97,7 +104,7 @@ impl ReadCache {
     /// Keep `data`, read from `start` of block `block_id` (a length `read_len` granted).
     pub fn fill(&mut self, block_id: u64, start: u64, data: Vec<u8>) {
         CACHED_BYTES.fetch_add(data.len(), Ordering::Relaxed);
-        self.used_since_flush = true;
+        self.used_since_check = true;
         self.chunk = Some(Chunk {
             block_id,
             start,
@@ -111,12 +118,24 @@ impl ReadCache {
         self.previous_end = None;
     }
 
-    /// Called per flush: a chunk no read used since the previous flush is dropped.
+    /// Called per flush: a chunk no read used for [`IDLE`] is dropped.
     pub fn release_if_idle(&mut self) {
-        if !self.used_since_flush {
+        if self.chunk.is_none() {
+            return;
+        }
+        self.release_if_idle_at(Instant::now());
+    }
+
+    fn release_if_idle_at(&mut self, now: Instant) {
+        let checked_at = *self.checked_at.get_or_insert(now);
+        if now.saturating_duration_since(checked_at) < IDLE {
+            return;
+        }
+        if !self.used_since_check {
             self.chunk = None;
         }
-        self.used_since_flush = false;
+        self.used_since_check = false;
+        self.checked_at = Some(now);
     }
 }
 
@@ -144,15 +163,21 @@ mod tests {
     }
 
     #[test]
-    fn an_unused_chunk_is_released_at_the_second_flush() {
+    fn a_chunk_unused_for_the_idle_time_is_released() {
         let mut cache = ReadCache::default();
         cache.read_len(1, 32, 10, 100);
         let granted = cache.read_len(1, 42, 10, 100);
         cache.fill(1, 42, vec![0u8; granted]);
-        cache.release_if_idle();
+        let start = Instant::now();
+        cache.release_if_idle_at(start);
+        // Flushes within the idle time keep it, used or not.
+        cache.release_if_idle_at(start + IDLE / 2);
         assert!(cache.get(1, 42, 10).is_some());
-        cache.release_if_idle();
-        cache.release_if_idle();
-        assert!(cache.get(1, 42, 10).is_none());
+        // Used in the last period: kept.
+        cache.release_if_idle_at(start + IDLE);
+        assert!(cache.chunk.is_some());
+        // Unused for a whole period: dropped.
+        cache.release_if_idle_at(start + IDLE * 2);
+        assert!(cache.chunk.is_none());
     }
 }
