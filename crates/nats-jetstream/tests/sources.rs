@@ -515,3 +515,29 @@ async fn sourced_ttl_is_stored_without_allow_msg_ttl() {
     let info = api(&client, "$JS.API.STREAM.INFO.PLAIN", "").await;
     assert_eq!(info["state"]["messages"], 1, "{info}");
 }
+
+#[tokio::test]
+async fn a_sourced_rollup_purges_only_where_rollups_are_allowed() {
+    let server = TestServer::jetstream();
+    let client = connect(&server).await;
+    create(
+        &client,
+        "ROLL",
+        r#"{"name":"ROLL","subjects":["roll.>"],"allow_rollup_hdrs":true}"#,
+    )
+    .await;
+    create(
+        &client,
+        "KEEP",
+        r#"{"name":"KEEP","sources":[{"name":"ROLL"}]}"#,
+    )
+    .await;
+    publish_raw(&client, "roll.a", &[], "1").await;
+    publish_raw(&client, "roll.a", &[], "2").await;
+    wait_messages(&client, "KEEP", 2).await;
+    // The rollup empties the subject in its origin; the aggregate keeps the rollup header but,
+    // without allow_rollup_hdrs, purges nothing.
+    publish_raw(&client, "roll.a", &[("Nats-Rollup", "sub")], "3").await;
+    let info = wait_messages(&client, "KEEP", 3).await;
+    assert_eq!(info["state"]["messages"], 3, "{info}");
+}

@@ -325,6 +325,11 @@ impl Ingest {
         rollup: &str,
         keep: u64,
     ) {
+        // A sourced message's rollup is kept as a header but purges only where rollups are
+        // allowed (client rollups were refused earlier otherwise).
+        if !self.config.allow_rollup || self.config.deny_purge {
+            return;
+        }
         let filter = match rollup {
             "sub" => subject,
             "all" => "",
