@@ -11,7 +11,8 @@
 //! "checked" and "stored" as in nats-server's replicated path.
 
 use super::super::headers::{self, PublishHeaders};
-use super::batch::{Expiring, OpenBatches, StagedDiff};
+use super::batch::{Expiring, OpenBatches};
+use super::staged_checks::StagedDiff;
 use super::Ingest;
 use crate::transport::Message;
 use bytes::Bytes;

@@ -15,7 +15,8 @@
 //! Files: `mod.rs` the task, batching and commit; `publish.rs` one publish and its checks;
 //! `commands.rs` expiry and the other stream commands (purge, delete, mirror, update, stop);
 //! `batch.rs` atomic batch publish (staged, checked and stored as one at the commit);
-//! `fast_batch.rs` fast batch publish (flow-controlled, stored as it arrives); `schedules.rs`
+//! `fast_batch.rs` fast batch publish (flow-controlled, stored as it arrives);
+//! `staged_checks.rs` the checks both kinds of batch run; `schedules.rs`
 //! message schedules (header checks, the table of live schedules, firing).
 
 use super::dedupe::DuplicateWindow;
@@ -35,6 +36,7 @@ mod commands;
 mod fast_batch;
 mod publish;
 mod schedules;
+mod staged_checks;
 
 /// Upper bound of commands handled under one store lock / one flush.
 const MAX_BATCH: usize = 4096;
