@@ -11,7 +11,8 @@
 //! deleted, mostly-empty ones rewritten, during `flush` (`compaction.rs`). With
 //! `SyncPolicy::Always`, `flush_then` leaves the active block's fsync to the sync pipeline
 //! (`durability.rs`) and reports durability through a callback; `flush` syncs inline.
-//! Stream `compression: s2` compresses record bodies (`record.rs`).
+//! Stream `compression: s2` compresses record bodies (`record.rs`). Reads: `read_path.rs`, with
+//! read-ahead for sequential readers (`read_cache.rs`).
 //!
 //! Crash safety: every record and delete entry has a CRC; recovery (`recovery.rs`) keeps the intact
 //! prefix of a damaged block, truncates a torn tail, and trusts a block index only when it describes
@@ -25,6 +26,7 @@ mod durability;
 mod index_writer;
 mod lock;
 mod read_cache;
+mod read_path;
 mod record;
 mod recovery;
 
@@ -33,8 +35,6 @@ use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
-
-use bytes::Bytes;
 
 use crate::config::{Compression, FileStoreOptions, StreamStoreConfig, SyncPolicy};
 use crate::engine::{Backend, MessageRecord, Store, TtlIndex};
@@ -49,8 +49,8 @@ use index_writer::{IndexJob, SealedIndex};
 use lock::DirectoryLock;
 use read_cache::ReadCache;
 use record::{
-    decode_record, encode_block_header, encode_record, encode_record_body, erase_record_in_place,
-    Compressor, DeleteEntry, RecordKind, BLOCK_HEADER_LEN, FLAG_COMPRESSED,
+    encode_block_header, encode_record, encode_record_body, erase_record_in_place, Compressor,
+    DeleteEntry, RecordKind, BLOCK_HEADER_LEN, FLAG_COMPRESSED,
 };
 
 pub use consumer::{ConsumerRecoveryReport, FileConsumerStore};
@@ -532,64 +532,7 @@ impl Backend for FileBackend {
     }
 
     fn read(&mut self, seq: u64, slot: &Slot, subject: &str) -> Result<StoredMessage, StoreError> {
-        let position = self.block_position(seq).ok_or(StoreError::NotFound)?;
-        let is_active = position + 1 == self.blocks.len();
-        let block = &self.blocks[position];
-        let location = u64::from(slot.location);
-        let len = slot.record_len as usize;
-        let bytes = if is_active && location >= block.written_len {
-            let start = (location - block.written_len) as usize;
-            let buffered = self
-                .write_buffer
-                .get(start..start + len)
-                .ok_or_else(|| StoreError::Corrupt(format!("record {seq} outside buffer")))?;
-            Bytes::copy_from_slice(buffered)
-        } else if let Some(cached) = self.read_cache.get(block.id, location, len) {
-            Bytes::copy_from_slice(cached)
-        } else {
-            let available = block.written_len.saturating_sub(location);
-            let read_len = self.read_cache.read_len(block.id, location, len, available);
-            let mut buffer = vec![0u8; read_len];
-            block.read_at(&self.dir, location, &mut buffer)?;
-            if read_len > len {
-                let record = Bytes::copy_from_slice(&buffer[..len]);
-                self.read_cache.fill(block.id, location, buffer);
-                record
-            } else {
-                Bytes::from(buffer)
-            }
-        };
-        let record = decode_record(&bytes).map_err(|damage| {
-            StoreError::Corrupt(format!("record {seq} in block {}: {damage:?}", block.id))
-        })?;
-        if record.seq != seq || record.kind != RecordKind::Message {
-            return Err(StoreError::Corrupt(format!(
-                "block {} holds sequence {} where {seq} was indexed",
-                block.id, record.seq
-            )));
-        }
-        // Headers and payload share the one buffer the record was read into (or decompressed to).
-        let damaged = |damage| StoreError::Corrupt(format!("record {seq}: {damage:?}"));
-        let (headers, payload) = match record.decompress().map_err(damaged)? {
-            Some(body) => {
-                let body = Bytes::from(body);
-                (
-                    body.slice(..record.headers_len),
-                    body.slice(record.headers_len..),
-                )
-            }
-            None => (
-                bytes.slice_ref(record.headers),
-                bytes.slice_ref(record.payload),
-            ),
-        };
-        Ok(StoredMessage {
-            subject: subject.to_string(),
-            headers,
-            payload,
-            seq,
-            timestamp: record.timestamp,
-        })
+        self.read_message(seq, slot, subject)
     }
 
     fn removed(&mut self, seq: u64, slot: &Slot, erase: bool) -> Result<(), StoreError> {
