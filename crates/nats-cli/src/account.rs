@@ -1,6 +1,7 @@
 //! `nats account info`, laid out as natscli's: the user and account (from
 //! `$SYS.REQ.USER.INFO`, asked of servers from 2.10 on), the connection, its permissions,
-//! then JetStream usage and limits per tier (`$JS.API.INFO`). Called from `main`.
+//! then JetStream usage and limits per tier (`$JS.API.INFO`); the TLS rows come from
+//! `tls_probe.rs`. Called from `main`.
 
 use std::time::{Duration, Instant};
 
@@ -12,6 +13,7 @@ use crate::error::CliError;
 use crate::options::GlobalOptions;
 use crate::output::columns::Columns;
 use crate::output::format::{comma, humanize_duration, ibytes};
+use crate::tls_probe;
 use jetstream_api::account::AccountTier;
 
 #[derive(Args, Debug)]
@@ -124,7 +126,22 @@ pub async fn account_info(args: &AccountArgs, options: &GlobalOptions) -> Result
         &info.server_name,
         info.server_name != info.server_id,
     );
-    columns.row("TLS Connection", "no");
+    if tls_probe::in_use(&effective, info.tls_required) {
+        match tls_probe::probe(&effective).await {
+            Ok(session) => {
+                columns.row(
+                    "TLS Version",
+                    format!("{} using {}", session.version, session.cipher_suite),
+                );
+                columns.row("TLS Server Name", &session.server_name);
+                columns.row("TLS Verified", format!("issuer {}", session.issuer));
+            }
+            // The connection is encrypted even if a second handshake could not say how.
+            Err(_) => columns.row("TLS Connection", "yes"),
+        }
+    } else {
+        columns.row("TLS Connection", "no");
+    }
 
     if let Some(permissions) = user.as_ref().and_then(|user| user.permissions.as_ref()) {
         columns.section("Connection Permissions");

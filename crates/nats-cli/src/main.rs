@@ -21,6 +21,7 @@ mod prompt;
 mod server;
 mod stream;
 mod template;
+mod tls_probe;
 
 use clap::{Parser, Subcommand};
 

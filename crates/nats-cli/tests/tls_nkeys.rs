@@ -394,3 +394,52 @@ fn nkey_over_tls() {
         &["--tlsca", &ca, "--nkey", &seed.display().to_string()],
     );
 }
+
+/// natscli's TLS rows in `account info`: version and cipher suite, the name the client
+/// asked for (none for an IP address) and the issuer of the server's certificate.
+#[test]
+fn account_info_describes_the_tls_session() {
+    let certificates = certificates();
+    let server = server_with(certificates.block("  verify: true"), false);
+    let home = tempfile::tempdir().expect("tempdir");
+    let home = home.path();
+    let flags = [
+        "--tlsca",
+        &certificates.path("ca.pem"),
+        "--tlscert",
+        &certificates.path("client-cert.pem"),
+        "--tlskey",
+        &certificates.path("client-key.pem"),
+    ]
+    .map(String::from);
+    let arguments = |extra: &[&str]| -> Vec<String> {
+        flags
+            .iter()
+            .cloned()
+            .chain(extra.iter().map(|s| s.to_string()))
+            .collect()
+    };
+    let by_name = format!("tls://localhost:{}", server.port);
+    let account_info = |url: &str| {
+        let arguments = arguments(&["account", "info"]);
+        let arguments: Vec<&str> = arguments.iter().map(String::as_str).collect();
+        nats_at(url, home, &arguments)
+    };
+    let run = account_info(&by_name);
+    let text = &run.ok().stdout;
+    let version = common::field(text, "TLS Version").expect("TLS Version row");
+    assert!(
+        version.starts_with("1.3 using TLS_") || version.starts_with("1.2 using TLS_"),
+        "{text}"
+    );
+    assert_eq!(common::field(text, "TLS Server Name"), Some("localhost"));
+    assert_eq!(
+        common::field(text, "TLS Verified"),
+        Some("issuer CN=rnats cli test CA")
+    );
+    assert_eq!(common::field(text, "TLS Connection"), None, "{text}");
+
+    let by_address = account_info(&server.url());
+    let text = &by_address.ok().stdout;
+    assert_eq!(common::field(text, "TLS Server Name"), Some(""), "{text}");
+}
