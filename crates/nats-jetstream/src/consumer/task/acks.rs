@@ -15,11 +15,22 @@ use tokio::time::Instant;
 
 impl Task {
     pub(super) fn process_ack(&mut self, subject: &[u8], reply: Option<Bytes>, payload: &[u8]) {
-        let Ok(subject) = std::str::from_utf8(subject) else {
-            return;
-        };
-        let Ok(ack) = AckSubject::parse(subject) else {
-            return;
+        let prefix = self.ack_prefix.as_str().as_bytes();
+        let ack = match super::ack_subject::parse_own_v1(subject, prefix) {
+            Some(numbers) => numbers,
+            None => {
+                let Some(ack) = std::str::from_utf8(subject)
+                    .ok()
+                    .and_then(|subject| AckSubject::parse(subject).ok())
+                else {
+                    return;
+                };
+                super::ack_subject::AckNumbers {
+                    delivered: ack.delivered,
+                    stream_sequence: ack.stream_sequence,
+                    consumer_sequence: ack.consumer_sequence,
+                }
+            }
         };
         let seq = ack.stream_sequence;
         let reply = reply.filter(|reply| !reply.is_empty());
@@ -79,7 +90,9 @@ impl Task {
 
     /// An ack of stream sequence `seq`: floors move as nats-server moves them.
     pub(super) fn acknowledge(&mut self, seq: u64, consumer_seq: u64) {
-        let mut acked: Vec<u64> = Vec::new();
+        // `ack all` may cover many; an explicit ack covers one and allocates nothing.
+        let mut acked_many: Vec<u64> = Vec::new();
+        let mut acked_one = None;
         let mut sample = None;
         {
             let mut guard = self.consumer.state.lock();
@@ -97,7 +110,7 @@ impl Task {
                         state.redelivered.remove(covered_seq);
                     }
                     shared.changed.extend_from_slice(&covered);
-                    acked = covered;
+                    acked_many = covered;
                     if state.pending.is_empty() {
                         state.ack_floor = state.delivered;
                     } else {
@@ -124,16 +137,16 @@ impl Task {
                         }
                     }
                     shared.changed.push(seq);
-                    acked.push(seq);
+                    acked_one = Some(seq);
                 }
             }
-            shared.last_ack_active = Some(crate::time_format::now_nanos());
+            shared.last_ack_active = Some(self.events_at.1);
         }
         self.dirty = true;
         if let Some((pending, deliveries)) = sample {
             self.sample_ack(seq, consumer_seq, pending, deliveries);
         }
-        for seq in acked {
+        for seq in acked_one.into_iter().chain(acked_many) {
             self.clear_deadline(seq);
             self.redeliver.remove(&seq);
             apply_retention(&self.stream, seq, None);
@@ -199,6 +212,9 @@ impl Task {
         pending: PendingDelivery,
         deliveries: u64,
     ) {
+        if self.config.sample_frequency.is_empty() {
+            return;
+        }
         let percent = self
             .config
             .sample_frequency

@@ -43,6 +43,8 @@ impl Task {
                 while let Some(front) = self.waiting.requests.front() {
                     let reply = std::str::from_utf8(&front.reply).unwrap_or("");
                     if self.transport.has_interest(reply) {
+                        // Checked once per batch, not again for each message it takes.
+                        self.interest_checked = Some(front.reply.clone());
                         break;
                     }
                     self.waiting.requests.pop_front();
@@ -56,6 +58,9 @@ impl Task {
             let limit = if paced { 1 } else { limit };
             let (candidates, end_of_stream) = self.load(limit);
             let loaded = candidates.len();
+            // One clock reading per batch: the delivery time of every message in it.
+            let sent_at = Instant::now();
+            let sent_at_nanos = crate::time_format::now_nanos();
             let mut unsent = candidates.into_iter();
             while let Some(candidate) = unsent.next() {
                 if let Some(due) = self.replay_due(&candidate, now) {
@@ -63,7 +68,8 @@ impl Task {
                     self.put_back(std::iter::once(candidate).chain(unsent));
                     return;
                 }
-                if !self.send(&candidate, push) {
+                let pace = paced.then(|| Pace::of(&candidate));
+                if let Some(candidate) = self.send(candidate, push, sent_at, sent_at_nanos) {
                     // No waiting request can take it now (none left, or the ones left are
                     // for another pin or below their overflow thresholds).
                     self.put_back(std::iter::once(candidate).chain(unsent));
@@ -72,7 +78,9 @@ impl Task {
                     }
                     return;
                 }
-                self.pace_after(&candidate, now);
+                if let Some(pace) = pace {
+                    self.pace_after(pace, now);
+                }
             }
             if !push {
                 self.consumer.state.lock().num_waiting = self.waiting.len() as u64;
@@ -108,15 +116,12 @@ impl Task {
     }
 
     /// Bookkeeping after a paced delivery: replay position and the rate limit's next slot.
-    pub(super) fn pace_after(&mut self, candidate: &Candidate, now: Instant) {
-        if self.config.replay_policy == ReplayPolicy::Original && candidate.delivery_count == 1 {
-            self.replay_last = Some((candidate.message.timestamp, now));
+    fn pace_after(&mut self, pace: Pace, now: Instant) {
+        if self.config.replay_policy == ReplayPolicy::Original && pace.first_delivery {
+            self.replay_last = Some((pace.timestamp, now));
         }
         if self.config.rate_limit > 0 {
-            let message = &candidate.message;
-            let bits =
-                8 * (message.subject.len() + message.headers.len() + message.payload.len()) as u64;
-            let wait = Duration::from_secs_f64(bits as f64 / self.config.rate_limit as f64);
+            let wait = Duration::from_secs_f64(pace.bits as f64 / self.config.rate_limit as f64);
             self.send_not_before = Some(now + wait);
         }
     }
@@ -253,12 +258,20 @@ impl Task {
         (out, end_of_stream && self.redeliver.is_empty())
     }
 
-    /// Deliver one message; false when no request can take it (the caller puts it back).
-    pub(super) fn send(&mut self, candidate: &Candidate, push: bool) -> bool {
+    /// Deliver one message at `now` (`now_nanos` on the wall clock). None when sent; when no
+    /// request can take it, it comes back for the caller to put back.
+    fn send(
+        &mut self,
+        candidate: Candidate,
+        push: bool,
+        now: Instant,
+        now_nanos: i64,
+    ) -> Option<Candidate> {
         let message = &candidate.message;
         let (mut headers, payload) = self.render(message);
         let consumer_seq = self.consumer.state.lock().state.delivered.consumer_seq + 1;
-        let reply = self.ack_prefix.reply(
+        let reply = super::ack_subject::write_reply(
+            self.ack_prefix.as_str().as_bytes(),
             candidate.delivery_count,
             message.seq,
             consumer_seq,
@@ -271,17 +284,16 @@ impl Task {
             + headers.as_ref().map_or(0, |h| h.len())
             + payload.len()) as i64;
         let target = if push {
-            Bytes::from(self.config.deliver_subject.clone())
+            self.deliver_subject.clone()
         } else {
-            match self.next_waiting(size, candidate.pending_after) {
+            match self.next_waiting(size, candidate.pending_after, now) {
                 Some(target) => target,
-                None => return false,
+                None => return Some(candidate),
             }
         };
         if !push && self.config.priority_policy == PriorityPolicy::PinnedClient {
             headers = Some(with_pin_header(headers, &self.pin_id()));
         }
-        let now_nanos = crate::time_format::now_nanos();
         {
             let mut guard = self.consumer.state.lock();
             let shared = &mut *guard;
@@ -311,27 +323,27 @@ impl Task {
         }
         self.dirty = true;
         if needs_ack(&self.config) {
-            let at = Instant::now() + self.ack_wait_for(candidate.delivery_count);
+            let at = now + self.ack_wait_for(candidate.delivery_count);
             self.set_deadline(message.seq, at);
+        } else {
+            // Ack none: delivered is acknowledged, retention applies now.
+            apply_retention(&self.stream, message.seq, Some(&message.subject));
         }
+        let message = candidate.message;
         self.transport.deliver(
             &target,
             Message {
-                subject: Bytes::from(message.subject.clone()),
-                reply: Some(Bytes::from(reply)),
+                subject: Bytes::from(message.subject),
+                reply: Some(reply),
                 headers,
                 payload,
             },
         );
-        self.last_delivery = Instant::now();
-        if !needs_ack(&self.config) {
-            // Ack none: delivered is acknowledged, retention applies now.
-            apply_retention(&self.stream, message.seq, Some(&message.subject));
-        }
+        self.last_delivery = now;
         if push {
             self.after_push_delivery(size as u64);
         }
-        true
+        None
     }
 
     /// Push flow control: after enough unconfirmed bytes, ask the client to confirm.
@@ -371,6 +383,26 @@ impl Task {
         }
         block.put_slice(format!("Nats-Msg-Size: {}\r\n\r\n", message.payload.len()).as_bytes());
         (Some(block.freeze()), Bytes::new())
+    }
+}
+
+/// What pacing needs of a delivered message (taken before the message moves into the send).
+struct Pace {
+    first_delivery: bool,
+    timestamp: i64,
+    /// Subject, headers and payload, in bits (the rate limit's unit).
+    bits: u64,
+}
+
+impl Pace {
+    fn of(candidate: &Candidate) -> Pace {
+        let message = &candidate.message;
+        Pace {
+            first_delivery: candidate.delivery_count == 1,
+            timestamp: message.timestamp,
+            bits: 8
+                * (message.subject.len() + message.headers.len() + message.payload.len()) as u64,
+        }
     }
 }
 

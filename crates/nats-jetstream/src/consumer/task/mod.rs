@@ -5,6 +5,7 @@
 //! Delivery reads from the stream's store under its lock in batches (redeliveries first, then
 //! new messages from the consumer's cursor), then publishes outside the lock.
 
+mod ack_subject;
 mod acks;
 mod delivery;
 mod priority;
@@ -48,6 +49,8 @@ pub(super) fn spawn(
     let now = Instant::now();
     let mut task = Task {
         ack_prefix: AckSubjectPrefix::v1(&stream.name, &consumer.name),
+        deliver_subject: Bytes::from(config.deliver_subject.clone()),
+        interest_checked: None,
         filters: filters_of(&config),
         config,
         consumer,
@@ -69,6 +72,7 @@ pub(super) fn spawn(
         flow_control_counter: 0,
         deleting: false,
         stream_gone: false,
+        events_at: (now, crate::time_format::now_nanos()),
         send_not_before: None,
         replay_last: None,
         interest_watch: None,
@@ -98,6 +102,11 @@ struct Task {
     config: ConsumerConfig,
     filters: Vec<String>,
     ack_prefix: AckSubjectPrefix,
+    /// `config.deliver_subject`, ready to route each push delivery by.
+    deliver_subject: Bytes,
+    /// The reply subject of the pull request whose requester `deliver` found still there for
+    /// the current batch (compared by address: the same request, not an equal inbox).
+    interest_checked: Option<Bytes>,
     subscriptions: Vec<u64>,
     waiting: WaitQueue,
     /// Stream sequences due for redelivery now, oldest first.
@@ -117,6 +126,9 @@ struct Task {
     flow_control_counter: u64,
     deleting: bool,
     stream_gone: bool,
+    /// When the current run of queued events was taken up (monotonic, unix nanos): the
+    /// activity time of every ack in it, one clock reading for up to EVENT_BATCH acks.
+    events_at: (Instant, i64),
     /// Pacing (replay original, rate limit): nothing is sent before this.
     send_not_before: Option<Instant>,
     /// Replay original: (store timestamp, send time) of the last new message sent.
@@ -148,6 +160,7 @@ impl Task {
             tokio::select! {
                 event = receiver.recv() => {
                     let Some(event) = event else { break };
+                    self.events_at = (Instant::now(), crate::time_format::now_nanos());
                     if self.handle(event) {
                         return;
                     }
@@ -363,7 +376,7 @@ impl Task {
                 reply,
                 payload,
             } => {
-                self.last_activity = Instant::now();
+                self.last_activity = self.events_at.0;
                 self.process_ack(&subject, reply, &payload);
             }
             Event::Next {
@@ -392,6 +405,7 @@ impl Task {
             Event::ConfigUpdated => {
                 self.config = self.consumer.config();
                 self.filters = filters_of(&self.config);
+                self.deliver_subject = Bytes::from(self.config.deliver_subject.clone());
                 self.watch_deliver_subject();
                 super::save_config(&mut *self.store, &self.config, self.consumer.created)
                     .unwrap_or_else(|error| {

@@ -112,20 +112,29 @@ impl Task {
     /// message of `size` bytes (with `pending_after` undelivered messages behind it), answering
     /// and dropping the requests it passes that can no longer be served. `None`: no request can
     /// take it now.
-    pub(super) fn next_waiting(&mut self, size: i64, pending_after: u64) -> Option<Bytes> {
+    pub(super) fn next_waiting(
+        &mut self,
+        size: i64,
+        pending_after: u64,
+        now: Instant,
+    ) -> Option<Bytes> {
         let policy = self.config.priority_policy;
         let mut cycled = 0;
         loop {
-            let now = Instant::now();
             let front = self.waiting.requests.front()?;
             if front.expires.is_some_and(|expires| expires <= now) {
                 let body = status::request_timeout(front.remaining, front.remaining_bytes);
                 self.drop_front(body);
                 continue;
             }
-            // Requests whose requester went away are dropped silently, as nats-server does.
+            // Requests whose requester went away are dropped silently, as nats-server does
+            // (the request `deliver` checked for this batch is not asked again).
+            let checked = self
+                .interest_checked
+                .as_ref()
+                .is_some_and(|checked| checked.as_ptr() == front.reply.as_ptr());
             let reply = std::str::from_utf8(&front.reply).unwrap_or("");
-            if !self.transport.has_interest(reply) {
+            if !checked && !self.transport.has_interest(reply) {
                 self.waiting.requests.pop_front();
                 continue;
             }
