@@ -25,6 +25,15 @@ async fn batch(
     publish_raw(client, subject, &headers, body).await
 }
 
+/// Stream `A` on `a.>` with atomic batches allowed.
+async fn atomic_stream(client: &async_nats::Client) {
+    create(
+        client,
+        json!({"name": "A", "subjects": ["a.>"], "allow_atomic": true}),
+    )
+    .await;
+}
+
 const COMMIT: (&str, &str) = ("Nats-Batch-Commit", "1");
 
 async fn state(client: &async_nats::Client, stream: &str) -> Value {
@@ -41,11 +50,7 @@ fn error(code: u16, err_code: u32, description: &str, stream: &str) -> String {
 async fn a_committed_batch_is_stored_whole_with_one_ack() {
     let server = TestServer::jetstream();
     let client = connect(&server).await;
-    create(
-        &client,
-        json!({"name": "A", "subjects": ["a.>"], "allow_atomic": true}),
-    )
-    .await;
+    atomic_stream(&client).await;
     assert_eq!(batch(&client, "a.1", "b1", 1, &[], "x").await, "");
     assert_eq!(batch(&client, "a.2", "b1", 2, &[], "y").await, "");
     // Nothing is visible before the commit.
@@ -91,11 +96,7 @@ async fn malformed_batches_are_refused() {
     let server = TestServer::jetstream();
     let client = connect(&server).await;
     create(&client, json!({"name": "N", "subjects": ["n.>"]})).await;
-    create(
-        &client,
-        json!({"name": "A", "subjects": ["a.>"], "allow_atomic": true}),
-    )
-    .await;
+    atomic_stream(&client).await;
     assert_eq!(
         batch(&client, "n.1", "b", 1, &[], "x").await,
         error(400, 10174, "atomic publish is disabled", "N")
@@ -366,11 +367,7 @@ async fn config_rules_for_batches() {
 async fn a_mirror_drops_the_headers_meant_for_the_origin() {
     let server = TestServer::jetstream();
     let client = connect(&server).await;
-    create(
-        &client,
-        json!({"name": "A", "subjects": ["a.>"], "allow_atomic": true}),
-    )
-    .await;
+    atomic_stream(&client).await;
     assert_eq!(batch(&client, "a.1", "b", 1, &[], "x").await, "");
     assert_eq!(
         batch(&client, "a.2", "b", 2, &[("X-Kept", "1"), COMMIT], "y").await,
@@ -390,11 +387,7 @@ async fn a_mirror_drops_the_headers_meant_for_the_origin() {
 async fn an_abandoned_batch_is_advised() {
     let server = TestServer::jetstream();
     let client = connect(&server).await;
-    create(
-        &client,
-        json!({"name": "A", "subjects": ["a.>"], "allow_atomic": true}),
-    )
-    .await;
+    atomic_stream(&client).await;
     let mut advisories = client
         .subscribe("$JS.EVENT.ADVISORY.STREAM.BATCH_ABANDONED.A")
         .await
@@ -415,4 +408,41 @@ async fn an_abandoned_batch_is_advised() {
         (&advisory["stream"], &advisory["batch"], &advisory["reason"]),
         (&json!("A"), &json!("g"), &json!("incomplete"))
     );
+}
+
+/// nats-server tells an empty `Nats-Batch-Commit:` from an absent one: present but neither `1`
+/// nor `eob`, it is an invalid commit, and the batch it belongs to is gone.
+#[tokio::test]
+async fn an_empty_batch_commit_is_invalid() {
+    let server = TestServer::jetstream();
+    let client = connect(&server).await;
+    atomic_stream(&client).await;
+    let invalid = error(400, 10200, "atomic publish batch commit is invalid", "A");
+    assert_eq!(
+        batch(
+            &client,
+            "a.1",
+            "first",
+            1,
+            &[("Nats-Batch-Commit", "")],
+            "x"
+        )
+        .await,
+        invalid
+    );
+    assert_eq!(batch(&client, "a.1", "open", 1, &[], "x").await, "");
+    assert_eq!(
+        batch(&client, "a.2", "open", 2, &[("Nats-Batch-Commit", "")], "y").await,
+        invalid
+    );
+    assert_eq!(
+        batch(&client, "a.3", "open", 3, &[COMMIT], "z").await,
+        error(400, 10176, "atomic publish batch is incomplete", "A")
+    );
+    // Outside a batch the header means nothing.
+    assert_eq!(
+        publish_raw(&client, "a.4", &[("Nats-Batch-Commit", "")], "w").await,
+        r#"{"stream":"A","seq":1}"#
+    );
+    assert_eq!(state(&client, "A").await["messages"], 1);
 }

@@ -322,3 +322,48 @@ async fn schedules_survive_a_restart() {
     let sequences = fired(&client, "s.done", 1).await;
     assert_eq!(sequences, vec![2]);
 }
+
+/// A publish: subject, headers, the expected reply.
+type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, String);
+
+/// nats-server tells an empty `Nats-Schedule-Time-Zone:` from an absent one (Go would read an
+/// empty zone name as UTC): present and empty, it is an invalid time zone on any publish, with or
+/// without a schedule, and schedules are disabled on a stream that does not allow them.
+#[tokio::test]
+async fn an_empty_time_zone_is_invalid() {
+    let server = TestServer::jetstream();
+    let client = connect(&server).await;
+    schedule_stream(&client).await;
+    create_stream(&client, json!({"name": "N", "subjects": ["n.>"]})).await;
+    let time_zone_invalid = refusal(10223, "message schedules time zone is invalid");
+    let cases: Vec<Case> = vec![
+        (
+            "s.x",
+            vec![
+                ("Nats-Schedule", "@hourly"),
+                ("Nats-Schedule-Target", "s.t"),
+                ("Nats-Schedule-Time-Zone", ""),
+            ],
+            time_zone_invalid.clone(),
+        ),
+        (
+            "s.x",
+            vec![("Nats-Schedule-Time-Zone", "")],
+            time_zone_invalid,
+        ),
+        (
+            "n.x",
+            vec![("Nats-Schedule-Time-Zone", "")],
+            r#"{"error":{"code":400,"err_code":10188,"description":"message schedules is disabled"},"stream":"N","seq":0}"#.to_string(),
+        ),
+    ];
+    for (subject, headers, expected) in cases {
+        assert_eq!(
+            publish_raw(&client, subject, &headers, "x").await,
+            expected,
+            "{headers:?}"
+        );
+    }
+    let info = api(&client, "$JS.API.STREAM.INFO.S", "").await;
+    assert_eq!(info["state"]["messages"], 0, "{info}");
+}

@@ -49,7 +49,12 @@ impl<'a> PublishHeaders<'a> {
                 continue;
             };
             let value = value.trim_matches([' ', '\t']);
-            if value.is_empty() {
+            // An empty value counts as absent, except where nats-server refuses a present but
+            // empty header (an empty zone name would otherwise read as UTC in Go).
+            if value.is_empty()
+                && name != b"Nats-Batch-Commit"
+                && name != b"Nats-Schedule-Time-Zone"
+            {
                 continue;
             }
             let slot = match name {
@@ -271,6 +276,12 @@ mod tests {
         assert_eq!(headers.msg_id, Some("abc"));
         assert_eq!(headers.expected_last_sequence, Some("5"));
         assert_eq!(headers.rollup, None);
+        let block =
+            b"NATS/1.0\r\nNats-Msg-Id:\r\nNats-Batch-Commit: \r\nNats-Schedule-Time-Zone:\r\n\r\n";
+        let headers = PublishHeaders::parse(block);
+        assert_eq!(headers.msg_id, None);
+        assert_eq!(headers.batch_commit, Some(""));
+        assert_eq!(headers.schedule_time_zone, Some(""));
     }
 
     #[test]
