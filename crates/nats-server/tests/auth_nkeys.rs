@@ -238,3 +238,37 @@ fn bad_nkey_entries_stop_the_server() {
     assert!(refused("authorization { users: [ { password: a } ] }\n")
         .contains("User entry requires a user"));
 }
+
+/// rnats has one account: users declared inside `accounts { }` still have to authenticate
+/// (the server must not be left open), with their permissions.
+#[test]
+fn users_inside_accounts_still_authenticate() {
+    let user = nkeys::KeyPair::new_user();
+    let server = with_config(&format!(
+        r#"
+accounts {{
+  A {{ users: [ {{ user: a, password: apw, permissions: {{ publish: "a.>" }} }} ] }}
+  B {{ users: [ {{ nkey: {} }} ] }}
+}}
+"#,
+        user.public_key()
+    ));
+    let mut client = RawClient::connect(&server);
+    client.send("CONNECT {\"verbose\":false}\r\nPING\r\n");
+    assert_eq!(client.read_to_close().as_deref(), Some(VIOLATION));
+    let mut client = RawClient::connect(&server);
+    client.send("CONNECT {\"verbose\":false,\"user\":\"a\",\"pass\":\"apw\"}\r\nPING\r\n");
+    client.expect_line("PONG");
+    client.send("PUB b.x 0\r\n\r\n");
+    assert_eq!(
+        client.ping_collect(),
+        vec![
+            "-ERR 'Permissions Violation for Publish to \"b.x\"'".to_string(),
+            "PONG".to_string()
+        ]
+    );
+    let mut client = RawClient::connect(&server);
+    let nonce = nonce_of(&client);
+    client.send(&connect_line(&user.public_key(), &sign(&user, &nonce)));
+    client.expect_line("PONG");
+}

@@ -231,7 +231,6 @@ const IGNORED_KEYS: &[&str] = &[
     "leaf",
     "mqtt",
     "websocket",
-    "accounts",
     "system_account",
     "operator",
     "resolver",
@@ -313,6 +312,7 @@ fn apply_top_level(options: &mut Options, key: &str, entry: &Entry) -> Result<()
         "ports_file_dir" => options.ports_file_dir = Some(PathBuf::from(string(entry)?)),
         "jetstream" => apply_jetstream(options, entry)?,
         "tls" => super::tls::apply_tls(options, entry)?,
+        "accounts" => apply_accounts(options, entry)?,
         "allow_non_tls" => options.allow_non_tls = boolean(entry)?,
         other if IGNORED_KEYS.contains(&other) => options.warnings.push(format!(
             "{}: \"{key}\" is not supported by rnats and is ignored",
@@ -368,6 +368,33 @@ fn apply_authorization(options: &mut Options, entry: &Entry) -> Result<(), Confi
             _ => return Err(item.error(format!("unknown field \"{key}\""))),
         }
     }
+    Ok(())
+}
+
+/// `accounts { A { users: [...] } }`: rnats has one account, so the users of every account
+/// are taken as users of it (their credentials and permissions hold; a config with account
+/// users would otherwise leave the server open). Everything else in an account is ignored.
+fn apply_accounts(options: &mut Options, entry: &Entry) -> Result<(), ConfigError> {
+    for (_, account) in map(entry)? {
+        let Value::Map(items) = &account.value else {
+            continue;
+        };
+        for (key, item) in items {
+            if key.eq_ignore_ascii_case("users") {
+                let Value::Array(users) = &item.value else {
+                    return Err(item.error("users must be an array"));
+                };
+                for user in users {
+                    options.users.push(parse_user(user)?);
+                }
+            }
+        }
+    }
+    options.warnings.push(format!(
+        "{}: \"accounts\": rnats has a single account; the accounts' users are honoured in it, \
+         their isolation, imports, exports and limits are not",
+        position(entry)
+    ));
     Ok(())
 }
 
