@@ -232,7 +232,6 @@ const IGNORED_KEYS: &[&str] = &[
     "mqtt",
     "websocket",
     "system_account",
-    "operator",
     "resolver",
     "syslog",
     "remote_syslog",
@@ -313,6 +312,13 @@ fn apply_top_level(options: &mut Options, key: &str, entry: &Entry) -> Result<()
         "jetstream" => apply_jetstream(options, entry)?,
         "tls" => super::tls::apply_tls(options, entry)?,
         "accounts" => apply_accounts(options, entry)?,
+        // Ignoring it would leave open a server meant to admit only JWT-holding users.
+        "operator" | "operators" | "root" | "roots" | "root_operator" | "root_operators"
+        | "trusted" | "trusted_keys" => {
+            return Err(entry.error(format!(
+                "\"{key}\": operator mode (JWT authentication) is not supported by rnats"
+            )))
+        }
         "allow_non_tls" => options.allow_non_tls = boolean(entry)?,
         other if IGNORED_KEYS.contains(&other) => options.warnings.push(format!(
             "{}: \"{key}\" is not supported by rnats and is ignored",

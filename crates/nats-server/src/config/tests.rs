@@ -254,3 +254,40 @@ fn allow_responses_forms() {
         })
     );
 }
+
+#[test]
+fn operator_mode_is_refused_rather_than_left_open() {
+    let error = options_from("operator: /tmp/op.jwt\n").unwrap_err();
+    assert!(
+        error.contains("operator mode (JWT authentication) is not supported by rnats"),
+        "{error}"
+    );
+    assert!(options_from("trusted_keys: [\"O...\"]\n").is_err());
+}
+
+#[test]
+fn tls_block_errors_and_accepted_keys() {
+    let error = options_from("tls { cert_file: \"a.pem\" }\n").unwrap_err();
+    assert!(
+        error.ends_with("missing 'key_file' in TLS configuration"),
+        "{error}"
+    );
+    let error = options_from("tls { pinned_certs: [] }\n").unwrap_err();
+    assert!(error.contains("not supported by rnats"), "{error}");
+    let error = options_from("tls { handshake_first: \"soon\" }\n").unwrap_err();
+    assert!(
+        error.contains("field \"handshake_first\"'s value \"soon\" is invalid"),
+        "{error}"
+    );
+}
+
+#[test]
+fn account_users_join_the_single_account() {
+    let options = options_from(
+        "accounts { A { users: [ { user: a, password: b } ], jetstream: enabled } }\n",
+    )
+    .unwrap();
+    assert_eq!(options.users.len(), 1);
+    assert!(options.auth_required());
+    assert_eq!(options.warnings.len(), 1);
+}
