@@ -18,6 +18,7 @@ use crate::output::columns::Columns;
 use crate::output::format::{
     age_limit, comma, humanize_duration, ibytes, ibytes_i64, local_time, parse_duration, parse_time,
 };
+use crate::output::progress::{transfer_bar, Counted};
 use crate::output::table::Table;
 use crate::prompt;
 
@@ -51,7 +52,7 @@ pub enum ObjectCommand {
         /// Act without confirmation
         #[arg(long, short = 'f')]
         force: bool,
-        /// Disable progress bars (none are drawn; accepted for natscli compatibility)
+        /// Disable progress bars
         #[arg(long)]
         no_progress: bool,
     },
@@ -74,7 +75,7 @@ pub enum ObjectCommand {
         /// Act without confirmation
         #[arg(long, short = 'f')]
         force: bool,
-        /// Disable progress bars (none are drawn; accepted for natscli compatibility)
+        /// Disable progress bars
         #[arg(long)]
         no_progress: bool,
     },
@@ -130,7 +131,7 @@ pub async fn run(args: &ObjectArgs, options: &GlobalOptions) -> Result<(), CliEr
     let (client, effective) = options.connect().await?;
     let js = JetStream::new(client.clone(), &effective);
     let context = async_nats::jetstream::new(client.clone());
-    let result = run_command(&args.command, &js, &context).await;
+    let result = run_command(&args.command, &js, &context, effective.trace).await;
     let _ = client.flush().await;
     result
 }
@@ -175,10 +176,12 @@ fn confirm(text: &str) -> Result<bool, CliError> {
     prompt::confirm(text, false)
 }
 
+/// `trace` turns progress bars off, as in natscli.
 async fn run_command(
     command: &ObjectCommand,
     js: &JetStream,
     context: &async_nats::jetstream::Context,
+    trace: bool,
 ) -> Result<(), CliError> {
     match command {
         ObjectCommand::Add(args) => {
@@ -207,26 +210,29 @@ async fn run_command(
             description,
             headers,
             force,
-            no_progress: _,
+            no_progress,
         } => {
-            put(
-                context,
+            let request = PutRequest {
                 bucket,
-                file.as_deref(),
-                name.as_deref(),
+                file: file.as_deref(),
+                name: name.as_deref(),
                 description,
                 headers,
-                *force,
-            )
-            .await
+                force: *force,
+                no_progress: *no_progress || trace,
+            };
+            put(context, request).await
         }
         ObjectCommand::Get {
             bucket,
             file,
             output,
             force,
-            no_progress: _,
-        } => get(context, bucket, file, output.as_deref(), *force).await,
+            no_progress,
+        } => {
+            let quiet = *no_progress || trace;
+            get(context, bucket, file, output.as_deref(), *force, quiet).await
+        }
         ObjectCommand::Del {
             bucket,
             file,
@@ -328,17 +334,24 @@ async fn run_command(
     }
 }
 
+/// What `object put` was asked to store.
+struct PutRequest<'a> {
+    bucket: &'a str,
+    file: Option<&'a Path>,
+    name: Option<&'a str>,
+    description: &'a Option<String>,
+    headers: &'a [String],
+    force: bool,
+    no_progress: bool,
+}
+
 async fn put(
     context: &async_nats::jetstream::Context,
-    bucket: &str,
-    file: Option<&Path>,
-    name: Option<&str>,
-    description: &Option<String>,
-    headers: &[String],
-    force: bool,
+    request: PutRequest<'_>,
 ) -> Result<(), CliError> {
+    let (bucket, headers) = (request.bucket, request.headers);
     let store = load(context, bucket).await?;
-    let name = match (name, file) {
+    let name = match (request.name, request.file) {
         (Some(name), _) => name.to_string(),
         (None, Some(file)) => clean_path(&file.to_string_lossy()),
         (None, None) => {
@@ -348,7 +361,7 @@ async fn put(
         }
     };
     if let Ok(existing) = store.info(&name).await {
-        if !existing.deleted && !force {
+        if !existing.deleted && !request.force {
             show_object_info(&existing);
             println!();
             if !confirm(&format!("Replace existing file {bucket} > {name}"))? {
@@ -360,16 +373,20 @@ async fn put(
     let header_map = crate::messaging::parse_headers(headers, 0)?;
     let metadata = async_nats::jetstream::object_store::ObjectMetadata {
         name: name.clone(),
-        description: description.clone().filter(|d| !d.is_empty()),
+        description: request.description.clone().filter(|d| !d.is_empty()),
         headers: (!headers.is_empty()).then_some(header_map),
         ..Default::default()
     };
-    let info = match file {
+    let info = match request.file {
         Some(path) => {
-            let mut reader = tokio::fs::File::open(path)
+            let file = tokio::fs::File::open(path)
                 .await
                 .context(&format!("could not open {}", path.display()))?;
-            store.put(metadata, &mut reader).await
+            let size = file.metadata().await?.len();
+            let mut reader = Counted::new(file, transfer_bar(size, request.no_progress));
+            let stored = store.put(metadata, &mut reader).await;
+            reader.finish();
+            stored
         }
         None => {
             let mut reader = tokio::io::stdin();
@@ -413,10 +430,11 @@ async fn get(
     file: &str,
     output: Option<&Path>,
     force: bool,
+    no_progress: bool,
 ) -> Result<(), CliError> {
     let store = load(context, bucket).await?;
     let info = object_info(&store, file).await?;
-    let mut object = store
+    let object = store
         .get(file)
         .await
         .map_err(|e| CliError::message(e.to_string()))?;
@@ -443,7 +461,14 @@ async fn get(
     let mut out = tokio::fs::File::create(&target)
         .await
         .context(&format!("could not create {}", target.display()))?;
-    let copied = match tokio::io::copy(&mut object, &mut out).await {
+    let bar = transfer_bar(info.size as u64, no_progress);
+    if bar.is_some() {
+        println!();
+    }
+    let mut object = Counted::new(object, bar);
+    let copied = tokio::io::copy(&mut object, &mut out).await;
+    object.finish();
+    let copied = match copied {
         Ok(copied) => copied,
         Err(error) => {
             drop(out);

@@ -7,6 +7,7 @@
 
 pub mod columns;
 pub mod format;
+pub mod progress;
 pub mod table;
 
 use std::io::IsTerminal;
