@@ -57,6 +57,10 @@ pub async fn connect_with(
         CliError::Connect(match error.kind() {
             ConnectErrorKind::AuthorizationViolation => "nats: Authorization Violation".to_string(),
             ConnectErrorKind::Io => match tls_failure(&error) {
+                // A server without TLS answers the ClientHello in plain text.
+                Some(cause) if cause.contains("InvalidContentType") => {
+                    "nats: secure connection not available".to_string()
+                }
                 Some(cause) => format!("nats: tls: {cause}"),
                 None => "nats: no servers available for connection".to_string(),
             },
