@@ -24,15 +24,15 @@ mod headers;
 mod ingest;
 mod mirror;
 mod schedule;
+mod source_header;
 mod sources;
 mod time_zone;
 
 pub(crate) use config::{check_and_fill, check_update, with_static_metadata};
 pub(crate) use ingest::{store_config as ingest_store_config, IngestContext};
 pub(crate) use mirror::spawn as spawn_mirror;
-pub(crate) use sources::{
-    index_name as source_index_name, info as sources_info, sync as sync_sources,
-};
+pub(crate) use source_header::index_name as source_index_name;
+pub(crate) use sources::{info as sources_info, sync as sync_sources};
 
 use crate::transport::{Message, Transport};
 use jetstream_api::{ApiError, StreamConfig};

@@ -4,7 +4,8 @@
 //! Each configured source has its own task that reads the origin's store from its position on
 //! (the origin's new-message watch wakes it), applies the source's filter and subject
 //! transforms, and hands the messages to the aggregate's ingest task as publishes carrying a
-//! `Nats-Stream-Source: <origin> <origin seq> <filter> <destination> <original subject>` header.
+//! `Nats-Stream-Source: <origin> <origin seq> <filter> <destination> <original subject> <origin
+//! identity>` header (`source_header.rs`).
 //! Through that path sourced messages get everything a publish gets (the stream's own subject
 //! transform, Nats-Msg-Id dedupe across sources, limits, discard policy, interest). Each batch
 //! waits for the ingest task's answers (PubAcks routed back to an internal inbox): that is the
@@ -13,16 +14,21 @@
 //!
 //! The header doubles as the persisted position: at start (and for sources added by an update)
 //! the aggregate is scanned backwards for each source's newest header, so a restart neither
-//! loses nor repeats messages. A missing origin is waited for (`error` 10059 in the info).
+//! loses nor repeats messages. The header's origin identity (a hash of the origin's creation
+//! time) tells when the origin was deleted and created again: the source then starts over on the
+//! new one. A missing origin is waited for (`error` 10059 in the info).
 //!
 //! Who calls it: the engine when a stream starts or its config changes ([`sync`]) and
 //! `STREAM.INFO` ([`info`]). It must not know about connections; it talks to the ingest task only
 //! through [`StreamCommand::Publish`].
 
+use super::source_header::{
+    header_value, sourced_header, stream_identity, IndexName, SourcedFrom, STREAM_SOURCE_HEADER,
+};
 use super::{Stream, StreamCommand};
 use crate::registry::Registry;
 use crate::transport::{Message, Transport};
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use jetstream_api::{errors, ApiError, Nanos, StreamSource, StreamSourceInfo};
 use parking_lot::Mutex;
 use std::collections::BTreeSet;
@@ -44,8 +50,6 @@ const IDLE_WAIT: Duration = Duration::from_secs(1);
 const ANSWER_WAIT: Duration = Duration::from_secs(10);
 /// Pause before trying again after a refused message.
 const RETRY_WAIT: Duration = Duration::from_millis(500);
-/// The header nats-server puts on every sourced message.
-pub(crate) const STREAM_SOURCE_HEADER: &str = "Nats-Stream-Source";
 
 /// One configured source and how far it got.
 pub(crate) struct SourceProgress {
@@ -58,6 +62,9 @@ pub(crate) struct SourceProgress {
     pub stored: AtomicU64,
     /// When the origin was last heard from (unix nanos), 0 before the first contact.
     pub contact: AtomicI64,
+    /// The identity of the origin `position` counts in (from the newest header here at start,
+    /// then from each contact); None before either.
+    origin_identity: Mutex<Option<String>>,
     pub error: Mutex<Option<ApiError>>,
     /// Set when an update removes the source; its task ends.
     removed: AtomicBool,
@@ -78,74 +85,6 @@ impl Sources {
     }
 }
 
-/// The three parts of nats-server's source index name (`composeIName`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct IndexName {
-    origin: String,
-    filter: String,
-    destination: String,
-}
-
-impl IndexName {
-    fn of(source: &StreamSource) -> IndexName {
-        let mut origin = source.name.clone();
-        if let Some(external) = &source.external {
-            origin.push(':');
-            origin.push_str(&external.api_prefix);
-        }
-        let or_all = |value: &str| {
-            if value.is_empty() {
-                ">".to_string()
-            } else {
-                value.to_string()
-            }
-        };
-        let (filter, destination) = if source.subject_transforms.is_empty() {
-            (or_all(&source.filter_subject), ">".to_string())
-        } else {
-            let sources: Vec<String> = source
-                .subject_transforms
-                .iter()
-                .map(|transform| or_all(&transform.source))
-                .collect();
-            let destinations: Vec<String> = source
-                .subject_transforms
-                .iter()
-                .map(|transform| or_all(&transform.destination))
-                .collect();
-            (sources.join("\u{c}"), destinations.join("\u{c}"))
-        };
-        IndexName {
-            origin,
-            filter,
-            destination,
-        }
-    }
-
-    /// The index name a stored `Nats-Stream-Source` value belongs to, and its origin sequence.
-    fn from_header(value: &str) -> Option<(IndexName, u64)> {
-        let fields: Vec<&str> = value.split(' ').collect();
-        if fields.len() < 4 {
-            return None;
-        }
-        let seq = fields[1].parse().ok()?;
-        Some((
-            IndexName {
-                origin: fields[0].to_string(),
-                filter: fields[2].to_string(),
-                destination: fields[3].to_string(),
-            },
-            seq,
-        ))
-    }
-}
-
-/// The source's unique identity within a stream (duplicate sources are refused by it).
-pub(crate) fn index_name(source: &StreamSource) -> String {
-    let key = IndexName::of(source);
-    format!("{} {} {}", key.origin, key.filter, key.destination)
-}
-
 impl SourceProgress {
     fn new(source: StreamSource) -> SourceProgress {
         SourceProgress {
@@ -154,6 +93,7 @@ impl SourceProgress {
             position: AtomicU64::new(0),
             stored: AtomicU64::new(0),
             contact: AtomicI64::new(0),
+            origin_identity: Mutex::new(None),
             error: Mutex::new(None),
             removed: AtomicBool::new(false),
         }
@@ -165,13 +105,6 @@ impl SourceProgress {
 
     fn destination_subject(&self, subject: &str) -> String {
         destination_subject(&self.source, subject)
-    }
-
-    fn header_value(&self, origin_seq: u64, original_subject: &str) -> String {
-        format!(
-            "{} {origin_seq} {} {} {original_subject}",
-            self.key.origin, self.key.filter, self.key.destination
-        )
     }
 }
 
@@ -245,7 +178,7 @@ pub(crate) fn sync(stream: &Arc<Stream>, registry: Weak<Registry>, transport: Ar
     let stream = Arc::downgrade(stream);
     tokio::spawn(async move {
         match stream.upgrade() {
-            Some(aggregate) => recover_positions(&aggregate, &started),
+            Some(aggregate) => recover_positions(&aggregate.store, &started),
             None => return,
         }
         for progress in started {
@@ -267,15 +200,15 @@ pub(crate) fn sync(stream: &Arc<Stream>, registry: Weak<Registry>, transport: Ar
 
 /// nats-server's `startingSequenceForSources`: walk the stream backwards and take each
 /// source's newest `Nats-Stream-Source` header as its position.
-fn recover_positions(stream: &Stream, sources: &[Arc<SourceProgress>]) {
+fn recover_positions(store: &super::SharedStore, sources: &[Arc<SourceProgress>]) {
     let mut missing: Vec<&Arc<SourceProgress>> = sources.iter().collect();
     let (first, mut seq) = {
-        let state = stream.store.lock().state();
+        let state = store.lock().state();
         (state.first_seq.max(1), state.last_seq)
     };
     while seq >= first && !missing.is_empty() {
         // Short lock holds: the ingest task shares this store.
-        let mut store = stream.store.lock();
+        let mut store = store.lock();
         for _ in 0..1024 {
             let message = match store.load_prev(">", seq) {
                 Ok(Some(message)) => message,
@@ -285,70 +218,30 @@ fn recover_positions(stream: &Stream, sources: &[Arc<SourceProgress>]) {
                 }
             };
             seq = message.seq.saturating_sub(1);
-            let Some((key, origin_seq)) = header_value(&message.headers, STREAM_SOURCE_HEADER)
-                .and_then(IndexName::from_header)
+            let Some(sourced) =
+                header_value(&message.headers, STREAM_SOURCE_HEADER).and_then(SourcedFrom::parse)
             else {
                 if seq < first {
                     break;
                 }
                 continue;
             };
-            if let Some(index) = missing.iter().position(|progress| progress.key == key) {
-                missing[index].position.store(origin_seq, Ordering::Relaxed);
-                missing[index].stored.store(origin_seq, Ordering::Relaxed);
-                missing.swap_remove(index);
+            if let Some(index) = missing
+                .iter()
+                .position(|progress| progress.key == sourced.key)
+            {
+                let progress = missing.swap_remove(index);
+                progress
+                    .position
+                    .store(sourced.origin_seq, Ordering::Relaxed);
+                progress.stored.store(sourced.origin_seq, Ordering::Relaxed);
+                *progress.origin_identity.lock() = sourced.identity;
             }
             if missing.is_empty() || seq < first {
                 break;
             }
         }
     }
-}
-
-/// The value of the first header called `name` in a raw header block.
-pub(crate) fn header_value<'a>(block: &'a [u8], name: &str) -> Option<&'a str> {
-    let text = std::str::from_utf8(block).ok()?;
-    text.split("\r\n").skip(1).find_map(|line| {
-        let (key, value) = line.split_once(':')?;
-        (key == name).then(|| value.trim())
-    })
-}
-
-/// The origin's header block minus what must not travel (an older source header, the
-/// `Nats-Expected-*` checks meant for the origin, batch headers), plus this source's header.
-fn sourced_header(origin_headers: &[u8], value: &str) -> Bytes {
-    let mut block = BytesMut::with_capacity(origin_headers.len() + value.len() + 40);
-    let mut lines = origin_headers.split(|&byte| byte == b'\n');
-    match lines.next() {
-        Some(status) if !origin_headers.is_empty() => {
-            block.put_slice(status);
-            block.put_u8(b'\n');
-        }
-        _ => block.put_slice(b"NATS/1.0\r\n"),
-    }
-    for line in lines {
-        let trimmed = line.strip_suffix(b"\r").unwrap_or(line);
-        if trimmed.is_empty() {
-            continue;
-        }
-        let name = trimmed
-            .iter()
-            .position(|&byte| byte == b':')
-            .map_or(trimmed, |colon| &trimmed[..colon]);
-        if name == STREAM_SOURCE_HEADER.as_bytes()
-            || name.starts_with(b"Nats-Expected-")
-            || name.starts_with(b"Nats-Batch-")
-        {
-            continue;
-        }
-        block.put_slice(trimmed);
-        block.put_slice(b"\r\n");
-    }
-    block.put_slice(STREAM_SOURCE_HEADER.as_bytes());
-    block.put_slice(b": ");
-    block.put_slice(value.as_bytes());
-    block.put_slice(b"\r\n\r\n");
-    block.freeze()
 }
 
 /// Unsubscribes the source's answer inbox when its task ends.
@@ -428,10 +321,15 @@ async fn follow(
             continue;
         };
         progress.error.lock().take();
+        let identity = stream_identity(origin.created);
         let origin_last = origin.store.lock().state().last_seq;
-        if origin_last < progress.position.load(Ordering::Relaxed) {
-            // The origin ends before our position: it was deleted and created again. Start
-            // over on the new one (nats-server detects this by the origin's identity).
+        let known_identity = progress.origin_identity.lock().replace(identity.clone());
+        let recreated = known_identity.is_some_and(|known| known != identity)
+            // Headers without an identity (written before it existed): the origin ending
+            // before our position is the sign.
+            || origin_last < progress.position.load(Ordering::Relaxed);
+        if recreated {
+            // The origin was deleted and created again: start over on the new one.
             progress.position.store(0, Ordering::Relaxed);
             progress.stored.store(0, Ordering::Relaxed);
             stored_ahead.clear();
@@ -462,6 +360,7 @@ async fn follow(
         let complete = hand_over(
             &aggregate,
             &progress,
+            &identity,
             batch,
             &inbox,
             &mut answers,
@@ -526,6 +425,7 @@ fn read_batch(
 async fn hand_over(
     aggregate: &Stream,
     progress: &SourceProgress,
+    origin_identity: &str,
     batch: Vec<nats_store::StoredMessage>,
     inbox: &str,
     answers: &mut Answers,
@@ -537,7 +437,9 @@ async fn hand_over(
     for message in batch {
         let header = sourced_header(
             &message.headers,
-            &progress.header_value(message.seq, &message.subject),
+            &progress
+                .key
+                .header_value(message.seq, &message.subject, origin_identity),
         );
         let size = header.len() + message.payload.len();
         while !aggregate.backlog.admit(size) {
@@ -648,70 +550,41 @@ pub(crate) fn info(stream: &Stream, registry: &Registry) -> Vec<StreamSourceInfo
 
 #[cfg(test)]
 mod tests {
+    use super::super::source_header::tests::source;
     use super::*;
-    use jetstream_api::SubjectTransform;
 
-    fn source(name: &str, filter: &str, transforms: &[(&str, &str)]) -> StreamSource {
-        StreamSource {
-            name: name.into(),
-            filter_subject: filter.into(),
-            subject_transforms: transforms
-                .iter()
-                .map(|(source, destination)| SubjectTransform {
-                    source: source.to_string(),
-                    destination: destination.to_string(),
-                })
-                .collect(),
-            ..Default::default()
+    #[test]
+    fn positions_recover_from_headers_with_and_without_identity() {
+        let store: super::super::SharedStore = Arc::new(Mutex::new(Box::new(
+            nats_store::MemStore::new(nats_store::StreamStoreConfig::default()),
+        )));
+        {
+            let mut store = store.lock();
+            let mut put = |headers: &[u8]| {
+                store.store_msg("s", headers, b"", None).expect("stored");
+            };
+            // Written before the identity existed, then with it, then by another source.
+            put(b"NATS/1.0\r\nNats-Stream-Source: A 4 > > a.x\r\n\r\n");
+            put(b"NATS/1.0\r\nNats-Stream-Source: B 7 b.> > b.y\r\n\r\n");
+            put(b"NATS/1.0\r\nNats-Stream-Source: A 5 > > a.y PpRdi5Th\r\n\r\n");
+            put(b"NATS/1.0\r\nX: 1\r\n\r\n");
         }
-    }
-
-    #[test]
-    fn index_names_as_nats_server_composes_them() {
-        assert_eq!(index_name(&source("O", "", &[])), "O > >");
-        assert_eq!(index_name(&source("O", "o.a", &[])), "O o.a >");
-        assert_eq!(
-            index_name(&source(
-                "O",
-                "",
-                &[("o.*", "t.{{wildcard(1)}}"), ("p.>", "")]
-            )),
-            "O o.*\u{c}p.> t.{{wildcard(1)}}\u{c}>"
-        );
-    }
-
-    #[test]
-    fn header_round_trip() {
-        let progress = SourceProgress::new(source("O1", "", &[("o1.*", "t.{{wildcard(1)}}")]));
-        let value = progress.header_value(7, "o1.a");
-        assert_eq!(value, "O1 7 o1.* t.{{wildcard(1)}} o1.a");
-        let (key, seq) = IndexName::from_header(&value).expect("parses");
-        assert_eq!(key, progress.key);
-        assert_eq!(seq, 7);
-        assert_eq!(progress.destination_subject("o1.a"), "t.a");
-        assert_eq!(progress.destination_subject("x.y"), "x.y");
-        // nats-server's form with the origin's identity appended still parses.
-        let (_, seq) = IndexName::from_header("O2 3 o2.> > o2.b ihpmiqR3").expect("parses");
-        assert_eq!(seq, 3);
-    }
-
-    #[test]
-    fn sourced_header_drops_what_must_not_travel() {
-        let origin = b"NATS/1.0\r\nNats-Msg-Id: a\r\nNats-Expected-Stream: X\r\nNats-Stream-Source: Z 1 > > z\r\nX-Keep: 1\r\n\r\n";
-        let block = sourced_header(origin, "O 5 > > o.a");
-        assert_eq!(
-            &block[..],
-            b"NATS/1.0\r\nNats-Msg-Id: a\r\nX-Keep: 1\r\nNats-Stream-Source: O 5 > > o.a\r\n\r\n"
-        );
-        let block = sourced_header(b"", "O 1 > > o.a");
-        assert_eq!(
-            &block[..],
-            b"NATS/1.0\r\nNats-Stream-Source: O 1 > > o.a\r\n\r\n"
-        );
-        assert_eq!(
-            header_value(&block, STREAM_SOURCE_HEADER),
-            Some("O 1 > > o.a")
-        );
+        let sources = [
+            Arc::new(SourceProgress::new(source("A", "", &[]))),
+            Arc::new(SourceProgress::new(source("B", "b.>", &[]))),
+            Arc::new(SourceProgress::new(source("C", "", &[]))),
+        ];
+        recover_positions(&store, &sources);
+        let recovered = |progress: &SourceProgress| {
+            (
+                progress.position.load(Ordering::Relaxed),
+                progress.stored.load(Ordering::Relaxed),
+                progress.origin_identity.lock().clone(),
+            )
+        };
+        assert_eq!(recovered(&sources[0]), (5, 5, Some("PpRdi5Th".to_string())));
+        assert_eq!(recovered(&sources[1]), (7, 7, None));
+        assert_eq!(recovered(&sources[2]), (0, 0, None));
     }
 
     #[test]
