@@ -79,7 +79,18 @@ pub(crate) fn spawn(
         schedules: Default::default(),
     };
     ingest.recover();
-    tokio::spawn(async move { ingest.run(receiver).await });
+    tokio::spawn(async move {
+        // Off the runtime's workers: reading back the duplicate window may take seconds.
+        let Ok(ingest) = tokio::task::spawn_blocking(move || {
+            ingest.load_duplicate_window();
+            ingest
+        })
+        .await
+        else {
+            return;
+        };
+        ingest.run(receiver).await
+    });
     Ok(())
 }
 
@@ -163,26 +174,50 @@ enum Outcome {
 }
 
 impl Ingest {
-    /// Rebuild the duplicate window and the last message id from the store (restart).
+    /// What a restart must rebuild before the server goes on: the account usage and the
+    /// schedules. The duplicate window follows in `load_duplicate_window`.
     fn recover(&mut self) {
         let store_handle = self.stream.store.clone();
         let mut store = store_handle.lock();
         self.update_usage(&**store);
         self.recover_schedules(&mut **store);
+    }
+
+    /// Rebuild the duplicate window and the last message id from the messages stored within
+    /// `duplicate_window`, before the task takes its first command (so before any publish).
+    /// Runs on a blocking thread once the stream is registered and takes the store lock one
+    /// message at a time: the server listens and the stream answers reads meanwhile. Done
+    /// under one lock before the listener started, it held a 5 GB stream restarted right
+    /// after its fill (every message within the window) for 5-20 s on this machine.
+    fn load_duplicate_window(&mut self) {
         let window = self.config.duplicate_window.0;
         if window <= 0 {
             return;
         }
-        let state = store.state();
-        if state.msgs == 0 {
-            return;
-        }
-        let now = crate::time_format::now_nanos();
-        let mut seq = store.seq_for_time(now - window);
-        while seq <= state.last_seq {
-            let Ok(Some(message)) = store.load_next(">", seq) else {
+        let store_handle = self.stream.store.clone();
+        let (mut seq, last_seq) = {
+            let store = store_handle.lock();
+            let state = store.state();
+            if state.msgs == 0 {
+                return;
+            }
+            let now = crate::time_format::now_nanos();
+            (store.seq_for_time(now - window), state.last_seq)
+        };
+        while seq <= last_seq {
+            if self
+                .stream
+                .stopped
+                .load(std::sync::atomic::Ordering::Relaxed)
+            {
+                return;
+            }
+            let Ok(Some(message)) = store_handle.lock().load_next(">", seq) else {
                 break;
             };
+            if message.seq > last_seq {
+                break;
+            }
             let mut msg_id = String::new();
             if !message.headers.is_empty() {
                 if let Some(id) = PublishHeaders::parse(&message.headers).msg_id {
@@ -190,7 +225,7 @@ impl Ingest {
                     msg_id = id.to_string();
                 }
             }
-            if message.seq == state.last_seq {
+            if message.seq == last_seq {
                 self.last_msg_id = msg_id;
             }
             seq = message.seq + 1;
