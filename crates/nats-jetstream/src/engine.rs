@@ -297,7 +297,7 @@ impl Engine {
                 self.transport.clone(),
             );
         }
-        crate::consumer::recover(stream, &self.transport);
+        crate::consumer::recover_in_domain(stream, &self.transport, self.config.domain.as_deref());
     }
 
     pub(crate) fn on_stream_stopping(&self, stream: &Arc<Stream>) {

@@ -549,12 +549,6 @@ fn save_config(
     store.set_config(&blob)
 }
 
-/// Re-open every consumer persisted with a stream (server start), outside any JetStream domain.
-/// The engine should call [`recover_in_domain`] with the configured domain instead.
-pub(crate) fn recover(stream: &Arc<Stream>, transport: &Arc<dyn Transport>) {
-    recover_in_domain(stream, transport, None);
-}
-
 /// Re-open every consumer persisted with a stream (server start).
 pub(crate) fn recover_in_domain(
     stream: &Arc<Stream>,
