@@ -21,6 +21,8 @@ pub struct Authenticator {
     /// nkey users by public key.
     nkeys: HashMap<String, Option<Arc<UserPermissions>>>,
     no_auth_user: Option<String>,
+    /// The configured account of each user (by name or nkey) that came from `accounts { }`.
+    accounts: HashMap<String, String>,
     required: bool,
     /// `verify_and_map`: users are named by their client certificate.
     map_certificates: bool,
@@ -53,7 +55,12 @@ impl Authenticator {
                 },
             );
         }
+        let mut accounts = HashMap::new();
         for user in &options.users {
+            if let Some(account) = &user.account {
+                let key = user.nkey.as_ref().unwrap_or(&user.user);
+                accounts.insert(key.clone(), account.clone());
+            }
             let permissions = match &user.permissions {
                 Some(permissions) => Some(Arc::new(UserPermissions::compile(permissions))),
                 None => default_permissions.clone(),
@@ -78,6 +85,7 @@ impl Authenticator {
             users,
             nkeys,
             no_auth_user: options.no_auth_user.clone(),
+            accounts,
             required: options.auth_required(),
             map_certificates: options.tls.as_ref().is_some_and(|tls| tls.map),
             hashed_secrets: options
@@ -87,6 +95,13 @@ impl Authenticator {
                 .chain(options.users.iter().map(|user| &user.password))
                 .any(|secret| is_bcrypt(secret)),
         }
+    }
+
+    /// The account name a user (name or nkey) belongs to: its `accounts { }` entry, else
+    /// nats-server's global account `$G`.
+    pub fn account_of(&self, user: Option<&str>) -> &str {
+        user.and_then(|user| self.accounts.get(user))
+            .map_or("$G", String::as_str)
     }
 
     pub fn required(&self) -> bool {

@@ -20,6 +20,7 @@ pub mod permissions;
 pub mod router;
 pub mod server;
 pub mod tls;
+pub mod user_info;
 
 pub use server::{run, Server, VERSION};
 

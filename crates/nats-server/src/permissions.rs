@@ -127,6 +127,8 @@ pub struct UserPermissions {
     publish: Option<Rules>,
     subscribe: Option<Rules>,
     pub responses: Option<crate::config::ResponsePermission>,
+    /// The rules as configured, reported by `$SYS.REQ.USER.INFO`.
+    pub source: Permissions,
 }
 
 impl UserPermissions {
@@ -135,6 +137,7 @@ impl UserPermissions {
             publish: permissions.publish.as_ref().map(Rules::compile),
             subscribe: permissions.subscribe.as_ref().map(Rules::compile),
             responses: permissions.responses,
+            source: permissions.clone(),
         }
     }
 

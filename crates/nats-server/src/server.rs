@@ -56,6 +56,8 @@ pub struct Server {
     /// Set when client connections use TLS (`tls { }` or `--tls*`).
     pub tls: Option<tokio_rustls::TlsAcceptor>,
     info_template: OnceLock<ServerInfo>,
+    /// The `seq` of the `server` object on `$SYS` replies.
+    pub system_sequence: AtomicU64,
 }
 
 impl Server {
@@ -83,6 +85,7 @@ impl Server {
             http_requests: Mutex::new(BTreeMap::new()),
             tls: tls.map(tokio_rustls::TlsAcceptor::from),
             info_template: OnceLock::new(),
+            system_sequence: AtomicU64::new(0),
         })
     }
 

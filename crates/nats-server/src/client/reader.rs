@@ -438,12 +438,37 @@ impl Session {
             .server
             .router
             .route(Some(&self.shared), &delivery, &mut self.pending);
+        if subject.as_ref() == crate::user_info::SUBJECT {
+            if let Some(reply) = &reply {
+                self.answer_user_info(reply);
+                return Next::Continue;
+            }
+        }
         if delivered == 0 && self.no_responders {
             if let Some(reply) = &reply {
                 self.no_responders_reply(&subject, reply);
             }
         }
         Next::Continue
+    }
+
+    /// nats-server's system account answers `$SYS.REQ.USER.INFO` in every account.
+    fn answer_user_info(&mut self, reply: &Bytes) {
+        let user = self.shared.meta.lock().user.clone();
+        let payload = Bytes::from(crate::user_info::reply(
+            &self.server,
+            user.as_deref(),
+            self.permissions
+                .as_ref()
+                .map(|permissions| &permissions.source),
+        ));
+        let delivery = Delivery {
+            subject: reply,
+            reply: None,
+            headers: None,
+            payload: &payload,
+        };
+        self.server.router.route(None, &delivery, &mut self.pending);
     }
 
     fn publish_permitted(&mut self, permissions: &UserPermissions, subject: &Bytes) -> bool {

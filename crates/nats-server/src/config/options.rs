@@ -56,6 +56,8 @@ pub struct User {
     /// An nkey user (public key `U...`): no user name or password.
     pub nkey: Option<String>,
     pub permissions: Option<Permissions>,
+    /// The `accounts { NAME { users } }` entry the user came from (`None`: the global account).
+    pub account: Option<String>,
 }
 
 /// Everything the server reads from flags and the config file.
@@ -381,7 +383,7 @@ fn apply_authorization(options: &mut Options, entry: &Entry) -> Result<(), Confi
 /// are taken as users of it (their credentials and permissions hold; a config with account
 /// users would otherwise leave the server open). Everything else in an account is ignored.
 fn apply_accounts(options: &mut Options, entry: &Entry) -> Result<(), ConfigError> {
-    for (_, account) in map(entry)? {
+    for (name, account) in map(entry)? {
         let Value::Map(items) = &account.value else {
             continue;
         };
@@ -391,7 +393,9 @@ fn apply_accounts(options: &mut Options, entry: &Entry) -> Result<(), ConfigErro
                     return Err(item.error("users must be an array"));
                 };
                 for user in users {
-                    options.users.push(parse_user(user)?);
+                    let mut user = parse_user(user)?;
+                    user.account = Some(name.clone());
+                    options.users.push(user);
                 }
             }
         }

@@ -1,0 +1,119 @@
+//! The `$SYS.REQ.USER.INFO` responder: nats-server answers it in every account with the
+//! requesting connection's user, account and permissions (natscli's `nats account info`
+//! asks for it). Called by the connection reader once the request passed the publish check;
+//! knows nothing about sockets.
+
+use crate::config::{Permissions, SubjectRules};
+use crate::server::{Server, VERSION};
+use serde::Serialize;
+use std::sync::atomic::Ordering;
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
+
+/// The subject nats-server serves in every account.
+pub const SUBJECT: &[u8] = b"$SYS.REQ.USER.INFO";
+
+/// The `server` object nats-server puts on its `$SYS` replies (its `ServerInfo`).
+#[derive(Serialize)]
+struct SystemServer<'a> {
+    name: &'a str,
+    host: &'a str,
+    id: &'a str,
+    ver: &'a str,
+    jetstream: bool,
+    flags: u64,
+    seq: u64,
+    time: String,
+}
+
+#[derive(Serialize)]
+struct Reply<'a> {
+    server: SystemServer<'a>,
+    data: UserInfo<'a>,
+}
+
+#[derive(Serialize)]
+struct UserInfo<'a> {
+    /// The user name, the nkey, or empty without authentication.
+    user: &'a str,
+    account: &'a str,
+    account_name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    permissions: Option<PermissionsJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct PermissionsJson<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    publish: Option<RulesJson<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    subscribe: Option<RulesJson<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    responses: Option<ResponsesJson>,
+}
+
+#[derive(Serialize)]
+struct RulesJson<'a> {
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    allow: &'a [String],
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    deny: &'a [String],
+}
+
+/// `allow_responses`: `ttl` in nanoseconds, as Go's duration.
+#[derive(Serialize)]
+struct ResponsesJson {
+    max: u64,
+    ttl: u128,
+}
+
+fn rules(rules: &Option<SubjectRules>) -> Option<RulesJson<'_>> {
+    rules.as_ref().map(|rules| RulesJson {
+        allow: &rules.allow,
+        deny: &rules.deny,
+    })
+}
+
+fn permissions(permissions: &Permissions) -> Option<PermissionsJson<'_>> {
+    let json = PermissionsJson {
+        publish: rules(&permissions.publish),
+        subscribe: rules(&permissions.subscribe),
+        responses: permissions.responses.map(|responses| ResponsesJson {
+            max: responses.max,
+            ttl: responses.expires.as_nanos(),
+        }),
+    };
+    let empty = json.publish.is_none() && json.subscribe.is_none() && json.responses.is_none();
+    (!empty).then_some(json)
+}
+
+/// The reply for a connection authenticated as `user` (`None`: no authentication or a token)
+/// with `user_permissions`.
+pub fn reply(
+    server: &Server,
+    user: Option<&str>,
+    user_permissions: Option<&Permissions>,
+) -> Vec<u8> {
+    let account = server.authenticator.account_of(user);
+    let reply = Reply {
+        server: SystemServer {
+            name: &server.server_name,
+            host: &server.options.host,
+            id: &server.server_id,
+            ver: VERSION,
+            jetstream: server.jetstream.get().is_some(),
+            flags: 0,
+            seq: server.system_sequence.fetch_add(1, Ordering::Relaxed) + 1,
+            time: OffsetDateTime::now_utc()
+                .format(&Rfc3339)
+                .unwrap_or_default(),
+        },
+        data: UserInfo {
+            user: user.unwrap_or_default(),
+            account,
+            account_name: account,
+            permissions: user_permissions.and_then(permissions),
+        },
+    };
+    serde_json::to_vec(&reply).unwrap_or_default()
+}
