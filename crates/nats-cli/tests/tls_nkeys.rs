@@ -1,8 +1,8 @@
 //! Connecting to servers that need TLS or nkeys, as natscli does: `--tlsca`, `--tlscert` and
 //! `--tlskey`, `--tlsfirst`, `tls://` URLs, `--nkey` seed files (bare and decorated), the
 //! same settings saved in a context, and the errors when they are missing or wrong.
-//! Certificates are made at run time with rcgen: a CA, a server certificate for
-//! 127.0.0.1/localhost and a client certificate from the CA. Passes against the real
+//! Certificates are made at run time by `test_harness::certificates`: a CA, a server
+//! certificate for 127.0.0.1/localhost and a client certificate from the CA. Passes against the real
 //! nats-server too (`NATS_SERVER_BIN`).
 
 mod common;
@@ -10,70 +10,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use test_harness::certificates::TestCertificates;
 use test_harness::{ServerOptions, TestServer};
-
-struct Certificates {
-    dir: tempfile::TempDir,
-}
-
-impl Certificates {
-    fn path(&self, name: &str) -> String {
-        self.dir.path().join(name).display().to_string()
-    }
-
-    /// A `tls { }` block with the server certificate, the CA and `extra` lines.
-    fn block(&self, extra: &str) -> String {
-        format!(
-            "tls {{\n  cert_file: \"{}\"\n  key_file: \"{}\"\n  ca_file: \"{}\"\n{extra}\n}}\n",
-            self.path("server-cert.pem"),
-            self.path("server-key.pem"),
-            self.path("ca.pem")
-        )
-    }
-}
-
-fn issue(
-    name: &str,
-    client: bool,
-    issuer: Option<(&rcgen::Certificate, &rcgen::KeyPair)>,
-) -> (rcgen::Certificate, rcgen::KeyPair) {
-    let names = if client {
-        Vec::new()
-    } else {
-        vec!["localhost".to_string(), "127.0.0.1".to_string()]
-    };
-    let mut params = rcgen::CertificateParams::new(names).expect("params");
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, name);
-    if client {
-        params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
-    }
-    let key = rcgen::KeyPair::generate().expect("key");
-    let certificate = match issuer {
-        Some((issuer, issuer_key)) => params.signed_by(&key, issuer, issuer_key),
-        None => {
-            params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-            params.self_signed(&key)
-        }
-    }
-    .expect("certificate");
-    (certificate, key)
-}
-
-fn certificates() -> Certificates {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let write = |name: &str, text: String| std::fs::write(dir.path().join(name), text).unwrap();
-    let (ca, ca_key) = issue("rnats cli test CA", false, None);
-    let (server, server_key) = issue("localhost", false, Some((&ca, &ca_key)));
-    let (client, client_key) = issue("client", true, Some((&ca, &ca_key)));
-    write("ca.pem", ca.pem());
-    write("server-cert.pem", server.pem());
-    write("server-key.pem", server_key.serialize_pem());
-    write("client-cert.pem", client.pem());
-    write("client-key.pem", client_key.serialize_pem());
-    Certificates { dir }
-}
 
 fn server_with(config: String, jetstream: bool) -> TestServer {
     TestServer::start(ServerOptions {
@@ -126,11 +64,11 @@ fn publish_and_receive(url: &str, home: &Path, flags: &[&str]) {
 
 #[test]
 fn tls_server_with_the_ca_flag() {
-    let certificates = certificates();
+    let certificates = TestCertificates::generate();
     let server = server_with(certificates.block(""), true);
     let home = tempfile::tempdir().expect("tempdir");
     let home = home.path();
-    let ca = certificates.path("ca.pem");
+    let ca = certificates.path_text("ca.pem");
     let plain_url = server.url();
     let tls_url = format!("tls://127.0.0.1:{}", server.port);
 
@@ -186,10 +124,10 @@ fn tls_server_with_the_ca_flag() {
 
 #[test]
 fn a_ca_makes_tls_required_as_in_nats_go() {
-    let certificates = certificates();
+    let certificates = TestCertificates::generate();
     let server = TestServer::core();
     let home = tempfile::tempdir().expect("tempdir");
-    let ca = certificates.path("ca.pem");
+    let ca = certificates.path_text("ca.pem");
     // nats.go's RootCAs sets Secure: a server without TLS is refused.
     let refused = nats_at(
         &server.url(),
@@ -205,14 +143,14 @@ fn a_ca_makes_tls_required_as_in_nats_go() {
 
 #[test]
 fn client_certificates_for_a_verifying_server() {
-    let certificates = certificates();
+    let certificates = TestCertificates::generate();
     let server = server_with(certificates.block("  verify: true"), false);
     let home = tempfile::tempdir().expect("tempdir");
     let home = home.path();
     let (ca, cert, key) = (
-        certificates.path("ca.pem"),
-        certificates.path("client-cert.pem"),
-        certificates.path("client-key.pem"),
+        certificates.path_text("ca.pem"),
+        certificates.path_text("client-cert.pem"),
+        certificates.path_text("client-key.pem"),
     );
     publish_and_receive(
         &server.url(),
@@ -257,12 +195,12 @@ fn client_certificates_for_a_verifying_server() {
 
 #[test]
 fn tls_first() {
-    let certificates = certificates();
+    let certificates = TestCertificates::generate();
     // A fallback delay keeps plain greetings (the harness's readiness probe) working.
     let server = server_with(certificates.block("  handshake_first: \"300ms\""), false);
     let home = tempfile::tempdir().expect("tempdir");
     let home = home.path();
-    let ca = certificates.path("ca.pem");
+    let ca = certificates.path_text("ca.pem");
     publish_and_receive(&server.url(), home, &["--tlsca", &ca, "--tlsfirst"]);
     nats_at(
         &server.url(),
@@ -373,7 +311,7 @@ fn nkey_seed_files() {
 
 #[test]
 fn nkey_over_tls() {
-    let certificates = certificates();
+    let certificates = TestCertificates::generate();
     let user = nkeys::KeyPair::new_user();
     let server = server_with(
         format!(
@@ -386,7 +324,7 @@ fn nkey_over_tls() {
     let home = tempfile::tempdir().expect("tempdir");
     let home = home.path();
     let seed = write_seed(home, "user.nk", &user.seed().expect("seed"));
-    let ca = certificates.path("ca.pem");
+    let ca = certificates.path_text("ca.pem");
     publish_and_receive(
         &server.url(),
         home,
@@ -398,17 +336,17 @@ fn nkey_over_tls() {
 /// asked for (none for an IP address) and the issuer of the server's certificate.
 #[test]
 fn account_info_describes_the_tls_session() {
-    let certificates = certificates();
+    let certificates = TestCertificates::generate();
     let server = server_with(certificates.block("  verify: true"), false);
     let home = tempfile::tempdir().expect("tempdir");
     let home = home.path();
     let flags = [
         "--tlsca",
-        &certificates.path("ca.pem"),
+        &certificates.path_text("ca.pem"),
         "--tlscert",
-        &certificates.path("client-cert.pem"),
+        &certificates.path_text("client-cert.pem"),
         "--tlskey",
-        &certificates.path("client-key.pem"),
+        &certificates.path_text("client-key.pem"),
     ]
     .map(String::from);
     let arguments = |extra: &[&str]| -> Vec<String> {
@@ -434,7 +372,7 @@ fn account_info_describes_the_tls_session() {
     assert_eq!(common::field(text, "TLS Server Name"), Some("localhost"));
     assert_eq!(
         common::field(text, "TLS Verified"),
-        Some("issuer CN=rnats cli test CA")
+        Some(format!("issuer CN={}", test_harness::certificates::CA_NAME).as_str())
     );
     assert_eq!(common::field(text, "TLS Connection"), None, "{text}");
 

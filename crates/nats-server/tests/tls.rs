@@ -1,87 +1,17 @@
 //! TLS for client connections: INFO fields, the upgrade after INFO, client certificates with
 //! `verify`, `handshake_first`, the `--tls*` flags, plain-text clients and config errors.
-//! Certificates are generated at run time with rcgen (a CA, a server certificate for
-//! 127.0.0.1/localhost, a client certificate from the CA and one from an unknown CA).
+//! Certificates are generated at run time by `test_harness::certificates` (a CA, a server
+//! certificate for 127.0.0.1/localhost, a client certificate from the CA and one from an
+//! unknown CA).
 //! Passes against the real nats-server too (`NATS_SERVER_BIN`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
+use test_harness::certificates::TestCertificates;
 use test_harness::{free_port, server_binary, RawClient, ServerOptions, TestServer};
 
 const WAIT: Duration = Duration::from_secs(10);
-
-struct Certificates {
-    dir: tempfile::TempDir,
-    ca: rcgen::Certificate,
-    ca_key: rcgen::KeyPair,
-}
-
-impl Certificates {
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    fn ca(&self) -> PathBuf {
-        self.path("ca.pem")
-    }
-
-    /// `tls { }` contents with the server certificate and `extra` lines.
-    fn block(&self, extra: &str) -> String {
-        format!(
-            "tls {{\n  cert_file: \"{}\"\n  key_file: \"{}\"\n  ca_file: \"{}\"\n{extra}\n}}\n",
-            self.path("server-cert.pem").display(),
-            self.path("server-key.pem").display(),
-            self.ca().display()
-        )
-    }
-}
-
-fn issue(
-    name: &str,
-    client: bool,
-    issuer: Option<(&rcgen::Certificate, &rcgen::KeyPair)>,
-) -> (rcgen::Certificate, rcgen::KeyPair) {
-    let names = if client {
-        Vec::new()
-    } else {
-        vec!["localhost".to_string(), "127.0.0.1".to_string()]
-    };
-    let mut params = rcgen::CertificateParams::new(names).unwrap();
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, name);
-    if client {
-        params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
-    }
-    let key = rcgen::KeyPair::generate().unwrap();
-    let certificate = match issuer {
-        Some((issuer, issuer_key)) => params.signed_by(&key, issuer, issuer_key).unwrap(),
-        None => {
-            params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-            params.self_signed(&key).unwrap()
-        }
-    };
-    (certificate, key)
-}
-
-fn certificates() -> Certificates {
-    let dir = tempfile::tempdir().unwrap();
-    let write = |name: &str, text: String| std::fs::write(dir.path().join(name), text).unwrap();
-    let (ca, ca_key) = issue("rnats test CA", false, None);
-    let (server, server_key) = issue("localhost", false, Some((&ca, &ca_key)));
-    let (client, client_key) = issue("client", true, Some((&ca, &ca_key)));
-    let (stranger_ca, stranger_ca_key) = issue("unknown CA", false, None);
-    let (stranger, stranger_key) = issue("stranger", true, Some((&stranger_ca, &stranger_ca_key)));
-    write("ca.pem", ca.pem());
-    write("server-cert.pem", server.pem());
-    write("server-key.pem", server_key.serialize_pem());
-    write("client-cert.pem", client.pem());
-    write("client-key.pem", client_key.serialize_pem());
-    write("stranger-cert.pem", stranger.pem());
-    write("stranger-key.pem", stranger_key.serialize_pem());
-    Certificates { dir, ca, ca_key }
-}
 
 fn start(config: String) -> TestServer {
     TestServer::start(ServerOptions {
@@ -96,7 +26,7 @@ fn info_of(server: &TestServer) -> serde_json::Value {
 
 async fn connect_tls(
     url: &str,
-    certificates: &Certificates,
+    certificates: &TestCertificates,
     client_certificate: Option<&str>,
 ) -> Result<async_nats::Client, String> {
     let mut options = async_nats::ConnectOptions::new()
@@ -141,7 +71,7 @@ async fn round_trip(publisher: &async_nats::Client, subscriber: &async_nats::Cli
 
 #[tokio::test]
 async fn info_requires_tls_and_clients_upgrade_after_it() {
-    let certificates = certificates();
+    let certificates = TestCertificates::generate();
     let server = start(certificates.block(""));
     let info = info_of(&server);
     assert_eq!(info["tls_required"], true);
@@ -158,7 +88,7 @@ async fn info_requires_tls_and_clients_upgrade_after_it() {
 
 #[tokio::test]
 async fn verify_requires_a_client_certificate_from_the_ca() {
-    let certificates = certificates();
+    let certificates = TestCertificates::generate();
     let server = start(certificates.block("  verify: true\n  timeout: 2"));
     let info = info_of(&server);
     assert_eq!(info["tls_required"], true);
@@ -180,7 +110,7 @@ async fn verify_requires_a_client_certificate_from_the_ca() {
 
 #[tokio::test]
 async fn tls_and_passwords_together() {
-    let certificates = certificates();
+    let certificates = TestCertificates::generate();
     let server = start(format!(
         "{}authorization {{ user: alice, password: wonderland }}\n",
         certificates.block("")
@@ -205,7 +135,7 @@ async fn tls_and_passwords_together() {
 /// connection ends without a word (Go's TLS sends no alert for it).
 #[test]
 fn plain_text_client_is_closed_without_a_reply() {
-    let certificates = certificates();
+    let certificates = TestCertificates::generate();
     let server = start(certificates.block(""));
     let mut client = RawClient::connect(&server);
     client.send("CONNECT {\"verbose\":false}\r\nPING\r\n");
@@ -215,7 +145,7 @@ fn plain_text_client_is_closed_without_a_reply() {
 /// A client that says nothing after INFO is closed once the TLS timeout passes.
 #[test]
 fn silent_client_is_closed_after_the_tls_timeout() {
-    let certificates = certificates();
+    let certificates = TestCertificates::generate();
     let server = start(certificates.block("  timeout: 0.5"));
     let mut client = RawClient::connect(&server);
     client.timeout = Duration::from_secs(5);
@@ -226,7 +156,7 @@ fn silent_client_is_closed_after_the_tls_timeout() {
 
 #[test]
 fn allow_non_tls_offers_tls_and_keeps_plain_clients() {
-    let certificates = certificates();
+    let certificates = TestCertificates::generate();
     let server = start(format!("{}allow_non_tls: true\n", certificates.block("")));
     let mut client = RawClient::connect(&server);
     let info: serde_json::Value = serde_json::from_str(&client.info).unwrap();
@@ -239,7 +169,7 @@ fn allow_non_tls_offers_tls_and_keeps_plain_clients() {
 /// `handshake_first`: no INFO in the clear; a `tls_first` client handshakes at once.
 #[tokio::test]
 async fn handshake_first_sends_info_only_after_the_handshake() {
-    let certificates = certificates();
+    let certificates = TestCertificates::generate();
     let port = free_port();
     let config = certificates.path("first.conf");
     std::fs::write(
@@ -293,7 +223,7 @@ async fn handshake_first_sends_info_only_after_the_handshake() {
 
 #[tokio::test]
 async fn command_line_flags_turn_tls_on() {
-    let certificates = certificates();
+    let certificates = TestCertificates::generate();
     let server = TestServer::start(ServerOptions {
         args: vec![
             "--tlscert".into(),
@@ -334,7 +264,7 @@ fn write_config(dir: &Path, text: &str) -> String {
 
 #[test]
 fn bad_tls_settings_stop_the_server_with_nats_server_messages() {
-    let certificates = certificates();
+    let certificates = TestCertificates::generate();
     let cert = certificates.path("server-cert.pem").display().to_string();
     let key = certificates.path("server-key.pem").display().to_string();
     assert!(refused(&["--tls"]).contains("TLS Server certificate must be present and valid"));
@@ -385,7 +315,7 @@ fn connz(server: &TestServer) -> serde_json::Value {
 /// show TLS.
 #[tokio::test]
 async fn handshake_first_with_fallback_serves_both_kinds_of_clients() {
-    let certificates = certificates();
+    let certificates = TestCertificates::generate();
     let server = TestServer::start(ServerOptions {
         config: Some(certificates.block("  handshake_first: \"300ms\"")),
         monitoring: true,
@@ -433,7 +363,7 @@ async fn handshake_first_with_fallback_serves_both_kinds_of_clients() {
 /// A client certificate from the test CA with the given subject (most general first) and
 /// subject alternative names; written as `<name>-cert.pem` / `<name>-key.pem`.
 fn client_certificate(
-    certificates: &Certificates,
+    certificates: &TestCertificates,
     name: &str,
     subject: &[(rcgen::DnType, &str)],
     alternative_names: Vec<rcgen::SanType>,
@@ -466,7 +396,7 @@ fn client_certificate(
 #[tokio::test]
 async fn verify_and_map_names_users_by_their_certificate() {
     use rcgen::{DnType, SanType};
-    let certificates = certificates();
+    let certificates = TestCertificates::generate();
     client_certificate(
         &certificates,
         "alice",

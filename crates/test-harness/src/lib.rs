@@ -1,9 +1,12 @@
 //! Dev-only helpers for black-box tests: start a server binary (ours, or the real nats-server
 //! when `NATS_SERVER_BIN` is set) on 127.0.0.1 with a free port, find our binaries, and talk
-//! the text protocol by hand ([`RawClient`]) for byte-exact wire tests.
+//! the text protocol by hand ([`RawClient`]) for byte-exact wire tests, and make TLS
+//! certificates ([`certificates`]).
 //!
 //! Everything here is synchronous std code so both plain `#[test]`s and `#[tokio::test]`s can
 //! use it. Every wait is bounded.
+
+pub mod certificates;
 
 use std::io::{BufRead, BufReader};
 use std::net::{TcpListener, TcpStream};
