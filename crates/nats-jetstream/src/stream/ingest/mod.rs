@@ -80,8 +80,10 @@ pub(crate) fn spawn(
     };
     ingest.recover();
     tokio::spawn(async move {
-        // Off the runtime's workers: reading back the duplicate window may take seconds.
+        // Off the runtime's workers: reading back the schedules and the duplicate window may
+        // take seconds.
         let Ok(ingest) = tokio::task::spawn_blocking(move || {
+            ingest.load_schedules();
             ingest.load_duplicate_window();
             ingest
         })
@@ -174,13 +176,12 @@ enum Outcome {
 }
 
 impl Ingest {
-    /// What a restart must rebuild before the server goes on: the account usage and the
-    /// schedules. The duplicate window follows in `load_duplicate_window`.
+    /// What a restart must rebuild before the server goes on: the account usage. The schedules
+    /// and the duplicate window follow in `load_schedules` and `load_duplicate_window`.
     fn recover(&mut self) {
         let store_handle = self.stream.store.clone();
-        let mut store = store_handle.lock();
+        let store = store_handle.lock();
         self.update_usage(&**store);
-        self.recover_schedules(&mut **store);
     }
 
     /// Rebuild the duplicate window and the last message id from the messages stored within

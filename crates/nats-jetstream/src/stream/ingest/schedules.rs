@@ -15,7 +15,7 @@ use super::{Ingest, Origin};
 use crate::transport::Message;
 use bytes::Bytes;
 use jetstream_api::{errors, ApiError};
-use nats_store::StreamStore;
+use nats_store::{StoredMessage, StreamStore};
 use std::collections::HashMap;
 
 /// `Nats-Schedule-Next` of a schedule that fires once: purge the schedule.
@@ -237,16 +237,52 @@ impl Ingest {
             let Ok(Some(message)) = store.load_next(">", seq) else {
                 break;
             };
-            if !message.headers.is_empty() {
-                let publish_headers = PublishHeaders::parse(&message.headers);
-                self.track_schedule(
-                    &message.subject,
-                    &publish_headers,
-                    message.seq,
-                    message.timestamp,
-                );
-            }
+            self.track_stored_schedule(&message);
             seq = message.seq + 1;
+        }
+    }
+
+    /// The schedule table at start: like `recover_schedules`, but on the ingest task's blocking
+    /// thread before it takes its first command, with the store lock taken per message, so a
+    /// long stream neither delays the listener nor blocks readers while it is scanned.
+    pub(super) fn load_schedules(&mut self) {
+        self.schedules.by_subject.clear();
+        if !self.config.allow_msg_schedules {
+            return;
+        }
+        let store_handle = self.stream.store.clone();
+        let (mut seq, last_seq) = {
+            let state = store_handle.lock().state();
+            (state.first_seq.max(1), state.last_seq)
+        };
+        while seq <= last_seq {
+            if self
+                .stream
+                .stopped
+                .load(std::sync::atomic::Ordering::Relaxed)
+            {
+                return;
+            }
+            let Ok(Some(message)) = store_handle.lock().load_next(">", seq) else {
+                break;
+            };
+            if message.seq > last_seq {
+                break;
+            }
+            self.track_stored_schedule(&message);
+            seq = message.seq + 1;
+        }
+    }
+
+    fn track_stored_schedule(&mut self, message: &StoredMessage) {
+        if !message.headers.is_empty() {
+            let publish_headers = PublishHeaders::parse(&message.headers);
+            self.track_schedule(
+                &message.subject,
+                &publish_headers,
+                message.seq,
+                message.timestamp,
+            );
         }
     }
 
