@@ -3,7 +3,7 @@
 //! nats-server too (`NATS_SERVER_BIN`).
 
 use std::time::Duration;
-use test_harness::{ServerOptions, TestServer};
+use test_harness::{RawClient, ServerOptions, TestServer};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -108,19 +108,18 @@ async fn an_nkey_user_is_named_by_its_public_key() {
     );
 }
 
-#[tokio::test]
-async fn the_request_needs_publish_permission() {
+#[test]
+fn the_request_needs_publish_permission() {
     let server = with_config(
         "authorization { users: [ { user: a, password: a, permissions: { publish: \"foo\" } } ] }\n",
     );
-    let client = async_nats::ConnectOptions::with_user_and_password("a".into(), "a".into())
-        .connect(server.url())
-        .await
-        .expect("connect");
-    let outcome = tokio::time::timeout(
-        Duration::from_secs(2),
-        client.request("$SYS.REQ.USER.INFO", "".into()),
-    )
-    .await;
-    assert!(!matches!(outcome, Ok(Ok(_))), "{outcome:?}");
+    let mut client = RawClient::connect_with(&server, r#"{"verbose":false,"user":"a","pass":"a"}"#);
+    client.send("SUB _INBOX.reply 1\r\nPUB $SYS.REQ.USER.INFO _INBOX.reply 0\r\n\r\n");
+    assert_eq!(
+        client.ping_collect(),
+        [
+            "-ERR 'Permissions Violation for Publish to \"$SYS.REQ.USER.INFO\"'",
+            "PONG"
+        ]
+    );
 }
