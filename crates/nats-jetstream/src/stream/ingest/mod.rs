@@ -26,7 +26,7 @@ use crate::resources::Usage;
 use crate::transport::{Message, Transport};
 use bytes::{BufMut, Bytes, BytesMut};
 use jetstream_api::{ApiError, StorageType, StreamConfig};
-use nats_store::{StreamStore, StreamStoreConfig};
+use nats_store::{StoredMessage, StreamStore, StreamStoreConfig};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedReceiver as Receiver;
@@ -94,6 +94,24 @@ pub(crate) fn spawn(
         ingest.run(receiver).await
     });
     Ok(())
+}
+
+/// Visit the stored messages from `seq` to `last_seq` (start-up read-backs), taking the store
+/// lock per message so readers are served in between; stops early when the stream stops.
+fn scan_stored(stream: &Stream, mut seq: u64, last_seq: u64, mut visit: impl FnMut(StoredMessage)) {
+    while seq <= last_seq {
+        if stream.stopped.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
+        let Ok(Some(message)) = stream.store.lock().load_next(">", seq) else {
+            return;
+        };
+        if message.seq > last_seq {
+            return;
+        }
+        seq = message.seq + 1;
+        visit(message);
+    }
 }
 
 /// `{"stream":"NAME",("domain":"D",)"seq":` as nats-server precomputes it.
@@ -196,7 +214,7 @@ impl Ingest {
             return;
         }
         let store_handle = self.stream.store.clone();
-        let (mut seq, last_seq) = {
+        let (seq, last_seq) = {
             let store = store_handle.lock();
             let state = store.state();
             if state.msgs == 0 {
@@ -205,20 +223,8 @@ impl Ingest {
             let now = crate::time_format::now_nanos();
             (store.seq_for_time(now - window), state.last_seq)
         };
-        while seq <= last_seq {
-            if self
-                .stream
-                .stopped
-                .load(std::sync::atomic::Ordering::Relaxed)
-            {
-                return;
-            }
-            let Ok(Some(message)) = store_handle.lock().load_next(">", seq) else {
-                break;
-            };
-            if message.seq > last_seq {
-                break;
-            }
+        let stream = self.stream.clone();
+        scan_stored(&stream, seq, last_seq, |message| {
             let mut msg_id = String::new();
             if !message.headers.is_empty() {
                 if let Some(id) = PublishHeaders::parse(&message.headers).msg_id {
@@ -229,8 +235,7 @@ impl Ingest {
             if message.seq == last_seq {
                 self.last_msg_id = msg_id;
             }
-            seq = message.seq + 1;
-        }
+        });
     }
 
     async fn run(mut self, mut receiver: Receiver<StreamCommand>) {

@@ -250,28 +250,14 @@ impl Ingest {
         if !self.config.allow_msg_schedules {
             return;
         }
-        let store_handle = self.stream.store.clone();
-        let (mut seq, last_seq) = {
-            let state = store_handle.lock().state();
+        let (seq, last_seq) = {
+            let state = self.stream.store.lock().state();
             (state.first_seq.max(1), state.last_seq)
         };
-        while seq <= last_seq {
-            if self
-                .stream
-                .stopped
-                .load(std::sync::atomic::Ordering::Relaxed)
-            {
-                return;
-            }
-            let Ok(Some(message)) = store_handle.lock().load_next(">", seq) else {
-                break;
-            };
-            if message.seq > last_seq {
-                break;
-            }
-            self.track_stored_schedule(&message);
-            seq = message.seq + 1;
-        }
+        let stream = self.stream.clone();
+        super::scan_stored(&stream, seq, last_seq, |message| {
+            self.track_stored_schedule(&message)
+        });
     }
 
     fn track_stored_schedule(&mut self, message: &StoredMessage) {
