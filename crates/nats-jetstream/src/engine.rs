@@ -203,10 +203,7 @@ impl JetStream {
         body.insert("server_id".into(), json!(engine.identity.server_id));
         body.insert("now".into(), json!(crate::time_format::now_rfc3339()));
         body.insert("config".into(), engine.config_json());
-        body.insert(
-            "limits".into(),
-            json!({"default_max_consumers": DEFAULT_MAX_CONSUMERS}),
-        );
+        body.insert("limits".into(), engine.limits_json());
         let totals = engine.totals();
         body.insert("streams".into(), json!(totals.streams));
         body.insert("consumers".into(), json!(totals.consumers));
@@ -222,7 +219,7 @@ impl JetStream {
         json!({
             "config": engine.config_json(),
             "stats": Value::Object(engine.stats_json()),
-            "limits": {"default_max_consumers": DEFAULT_MAX_CONSUMERS},
+            "limits": engine.limits_json(),
         })
     }
 
@@ -251,6 +248,32 @@ pub(crate) struct Totals {
 }
 
 impl Engine {
+    /// The `limits` of `/jsz` and `/varz`: nats-server's `JSLimitOpts`, where a batch limit
+    /// shows only when the config set it (non-zero, as Go's `omitempty`).
+    fn limits_json(&self) -> Value {
+        let batch = &self.config.batch_limits;
+        let mut limits = serde_json::Map::new();
+        let configured = [
+            (
+                "max_batch_inflight_per_stream",
+                batch.max_inflight_per_stream,
+            ),
+            ("max_batch_inflight_total", batch.max_inflight_total),
+            ("max_batch_size", batch.max_msgs),
+            (
+                "max_batch_timeout",
+                i64::try_from(batch.timeout.as_nanos()).unwrap_or(i64::MAX),
+            ),
+        ];
+        for (key, value) in configured {
+            if value != 0 {
+                limits.insert(key.into(), json!(value));
+            }
+        }
+        limits.insert("default_max_consumers".into(), json!(DEFAULT_MAX_CONSUMERS));
+        Value::Object(limits)
+    }
+
     pub(crate) fn strict(&self) -> bool {
         // nats-server 2.11+ is strict unless the config says `strict: false`; our config type
         // cannot tell "unset" from false, so `strict` in the config is read as "not relaxed".

@@ -98,6 +98,23 @@ pub struct JetStreamConfig {
     pub strict: bool,
     /// `max_buffered_msgs`, `max_buffered_size`, `unique_tag` and other keys JetStream may use.
     pub unique_tag: Option<String>,
+    /// `limits { batch { ... } }`.
+    pub batch_limits: BatchLimits,
+}
+
+/// nats-server's server-wide batch publish limits (`jetstream { limits { batch { ... } } }`).
+/// Zero (or negative) means "not set": nats-server's default, which differs between atomic
+/// and fast batches for the inflight bounds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BatchLimits {
+    /// `max_inflight_per_stream`: open batches on one stream (atomic 50, fast 1000).
+    pub max_inflight_per_stream: i64,
+    /// `max_inflight_total`: open batches on the server (atomic 1000, fast 50 000).
+    pub max_inflight_total: i64,
+    /// `max_msgs`: messages in one atomic batch (1000); fast batches have no bound.
+    pub max_msgs: i64,
+    /// `timeout`: inactivity after which an open batch is abandoned (10 s).
+    pub timeout: Duration,
 }
 
 /// Who this server is, for API responses, advisories and `/jsz`.

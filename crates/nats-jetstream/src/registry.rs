@@ -111,6 +111,7 @@ impl Engine {
             sync_always: self.config.sync_interval == crate::SyncPolicy::Always,
             domain: self.config.domain.clone(),
             usage: self.usage.clone(),
+            batch_limits: self.config.batch_limits,
         }
     }
 

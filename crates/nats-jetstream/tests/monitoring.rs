@@ -3,26 +3,8 @@
 
 mod common;
 
-use common::{api, connect, publish_raw};
-use serde_json::Value;
-use std::io::{Read, Write};
+use common::{api, connect, http_get_json, publish_raw};
 use test_harness::{ServerOptions, TestServer};
-
-fn http_get_json(server: &TestServer, path: &str) -> Value {
-    let address = server
-        .monitor_url("")
-        .trim_start_matches("http://")
-        .to_string();
-    let mut stream = std::net::TcpStream::connect(address).expect("connect monitor");
-    stream
-        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
-        .unwrap();
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).expect("read response");
-    let body = response.split("\r\n\r\n").nth(1).expect("http body");
-    serde_json::from_str(body).expect("json body")
-}
 
 #[tokio::test]
 async fn jsz_and_varz_report_usage_and_config() {

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use serde_json::Value;
+use std::io::{Read, Write};
 use std::time::Duration;
 use test_harness::TestServer;
 
@@ -142,4 +143,21 @@ pub async fn wait_for_messages(
         found.push((seq, String::from_utf8_lossy(&message.payload).to_string()));
     }
     found
+}
+
+/// GET a monitoring endpoint (`/jsz`, `/varz`, ...) of a server started with `monitoring`.
+pub fn http_get_json(server: &TestServer, path: &str) -> Value {
+    let address = server
+        .monitor_url("")
+        .trim_start_matches("http://")
+        .to_string();
+    let mut stream = std::net::TcpStream::connect(address).expect("connect monitor");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("read timeout");
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").expect("request");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read response");
+    let body = response.split("\r\n\r\n").nth(1).expect("http body");
+    serde_json::from_str(body).expect("json body")
 }

@@ -1,9 +1,11 @@
 //! Server configuration: the typed [`Options`] with nats-server's defaults, the config-file
-//! syntax ([`parser`]) and the mapping from the file's keys to options ([`options`]).
+//! syntax ([`parser`]) and the mapping from the file's keys to options ([`options`]; the
+//! `jetstream { ... }` block in `jetstream.rs`, `tls { ... }` in [`tls`]).
 //!
 //! Called by `main` (file first, then command-line flags override). Knows nothing about
 //! sockets or routing.
 
+mod jetstream;
 pub mod options;
 pub mod parser;
 pub mod tls;

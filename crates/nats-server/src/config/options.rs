@@ -1,7 +1,7 @@
 //! [`Options`] (nats-server's defaults) and the mapping of config-file keys onto them.
 
 use super::parser::{self, ConfigError, Entry, Value};
-use nats_jetstream::{JetStreamConfig, SyncPolicy};
+use nats_jetstream::JetStreamConfig;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -311,7 +311,7 @@ fn apply_top_level(options: &mut Options, key: &str, entry: &Entry) -> Result<()
         "logfile" | "log_file" => options.log_file = Some(PathBuf::from(string(entry)?)),
         "pidfile" | "pid_file" => options.pid_file = Some(PathBuf::from(string(entry)?)),
         "ports_file_dir" => options.ports_file_dir = Some(PathBuf::from(string(entry)?)),
-        "jetstream" => apply_jetstream(options, entry)?,
+        "jetstream" => super::jetstream::apply_jetstream(&mut options.jetstream, entry)?,
         "tls" => super::tls::apply_tls(options, entry)?,
         "accounts" => apply_accounts(options, entry)?,
         // Ignoring it would leave open a server meant to admit only JWT-holding users.
@@ -517,75 +517,14 @@ fn parse_rules(entry: &Entry) -> Result<SubjectRules, ConfigError> {
     }
 }
 
-fn apply_jetstream(options: &mut Options, entry: &Entry) -> Result<(), ConfigError> {
-    let config = &mut options.jetstream;
-    match &entry.value {
-        Value::Bool(enabled) => {
-            config.enabled = *enabled;
-            return Ok(());
-        }
-        Value::String(text) => {
-            config.enabled = matches!(
-                text.to_ascii_lowercase().as_str(),
-                "enabled" | "enable" | "true" | "yes" | "on"
-            );
-            return Ok(());
-        }
-        _ => {}
-    }
-    config.enabled = true;
-    for (key, item) in map(entry)? {
-        match key.to_ascii_lowercase().as_str() {
-            "store_dir" | "storedir" | "store" => {
-                config.store_dir = Some(PathBuf::from(string(item)?))
-            }
-            "max_memory_store" | "max_mem_store" | "max_mem" => {
-                config.max_memory = Some(size(item)?)
-            }
-            "max_file_store" | "max_file" => config.max_store = Some(size(item)?),
-            "sync_interval" | "sync" => {
-                config.sync_interval = match &item.value {
-                    Value::String(text) if text.eq_ignore_ascii_case("always") => {
-                        SyncPolicy::Always
-                    }
-                    Value::String(text) => SyncPolicy::Interval(
-                        parse_duration(text)
-                            .ok_or_else(|| item.error(format!("invalid duration {text:?}")))?,
-                    ),
-                    _ => return Err(item.error("sync_interval must be a duration or \"always\"")),
-                }
-            }
-            "domain" => config.domain = Some(string(item)?),
-            "strict" => config.strict = boolean(item)?,
-            "enabled" | "enable" => config.enabled = boolean(item)?,
-            "unique_tag" => config.unique_tag = Some(string(item)?),
-            "max_buffered_msgs"
-            | "max_buffered_size"
-            | "max_ha_assets"
-            | "request_queue_limit"
-            | "limits"
-            | "cipher"
-            | "key"
-            | "prev_key"
-            | "compress_ok"
-            | "max_outstanding_catchup"
-            | "extension_hint"
-            | "tpm" => {}
-            _ if item.used_as_variable => {}
-            _ => return Err(item.error(format!("unknown field \"{key}\""))),
-        }
-    }
-    Ok(())
-}
-
-fn map(entry: &Entry) -> Result<&Vec<(String, Entry)>, ConfigError> {
+pub(super) fn map(entry: &Entry) -> Result<&Vec<(String, Entry)>, ConfigError> {
     match &entry.value {
         Value::Map(items) => Ok(items),
         _ => Err(entry.error("expected a map")),
     }
 }
 
-fn string(entry: &Entry) -> Result<String, ConfigError> {
+pub(super) fn string(entry: &Entry) -> Result<String, ConfigError> {
     match &entry.value {
         Value::String(text) => Ok(text.clone()),
         Value::Integer(number) => Ok(number.to_string()),
@@ -602,7 +541,7 @@ fn string_list(entry: &Entry) -> Result<Vec<String>, ConfigError> {
     }
 }
 
-fn integer(entry: &Entry) -> Result<i64, ConfigError> {
+pub(super) fn integer(entry: &Entry) -> Result<i64, ConfigError> {
     match &entry.value {
         Value::Integer(number) => Ok(*number),
         Value::String(_) => {
@@ -617,7 +556,7 @@ fn integer(entry: &Entry) -> Result<i64, ConfigError> {
 }
 
 /// A byte size: an integer (suffixes already applied) or a string such as `"1G"`.
-fn size(entry: &Entry) -> Result<i64, ConfigError> {
+pub(super) fn size(entry: &Entry) -> Result<i64, ConfigError> {
     match &entry.value {
         Value::Integer(number) => Ok(*number),
         Value::String(text) => match parser::parse_str(&format!("v: {text}"), &entry.file) {
@@ -631,7 +570,7 @@ fn size(entry: &Entry) -> Result<i64, ConfigError> {
     }
 }
 
-fn boolean(entry: &Entry) -> Result<bool, ConfigError> {
+pub(super) fn boolean(entry: &Entry) -> Result<bool, ConfigError> {
     match &entry.value {
         Value::Bool(flag) => Ok(*flag),
         Value::String(text) => match text.to_ascii_lowercase().as_str() {

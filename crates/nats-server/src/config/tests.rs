@@ -291,3 +291,55 @@ fn account_users_join_the_single_account() {
     assert!(options.auth_required());
     assert_eq!(options.warnings.len(), 1);
 }
+
+#[test]
+fn jetstream_batch_limits() {
+    use nats_jetstream::BatchLimits;
+    let options = options_from(
+        "jetstream {\n  limits {\n    max_request_batch: 10\n    duplicate_window: \"1m\"\n    batch {\n      max_inflight_per_stream: 1\n      max_inflight_total: 5\n      max_msgs: 3\n      timeout: \"2s\"\n    }\n  }\n}\n",
+    )
+    .unwrap();
+    assert_eq!(
+        options.jetstream.batch_limits,
+        BatchLimits {
+            max_inflight_per_stream: 1,
+            max_inflight_total: 5,
+            max_msgs: 3,
+            timeout: Duration::from_secs(2),
+        }
+    );
+    let unset =
+        options_from("jetstream { limits { batch { max_msgs: -1, timeout: \"-1s\" } } }").unwrap();
+    assert_eq!(unset.jetstream.batch_limits.max_msgs, -1);
+    assert_eq!(unset.jetstream.batch_limits.timeout, Duration::ZERO);
+}
+
+#[test]
+fn jetstream_limits_errors_in_nats_server_words() {
+    let error = |body: &str| options_from(&format!("jetstream {{\n limits {{ {body} }}\n}}\n"));
+    assert_eq!(
+        error("max_batch_size: 3").unwrap_err(),
+        "test.conf:2:11: unknown field \"max_batch_size\""
+    );
+    assert_eq!(
+        error("batch { max_msgs: 3, bogus: 1 }").unwrap_err(),
+        "test.conf:2:32: unknown field \"bogus\""
+    );
+    assert_eq!(
+        error("batch: 3").unwrap_err(),
+        "test.conf:2:11: Expected a map to define batch limits, got int64"
+    );
+    assert_eq!(
+        options_from("jetstream { limits: 3 }").unwrap_err(),
+        "test.conf:1:13: Expected a map to define JetStreamLimits, got int64"
+    );
+    assert!(error("batch { timeout: \"x\" }")
+        .unwrap_err()
+        .ends_with("time: invalid duration \"x\""));
+    assert!(error("batch { timeout: 5 }")
+        .unwrap_err()
+        .ends_with("interface conversion: interface {} is int64, not string"));
+    assert!(error("batch { max_msgs: \"3\" }")
+        .unwrap_err()
+        .ends_with("interface conversion: interface {} is string, not int64"));
+}

@@ -213,7 +213,7 @@ fn minimum_version(entry: &Entry) -> Result<TlsMinimumVersion, ConfigError> {
     }
 }
 
-fn go_type_name(value: &Value) -> &'static str {
+pub(super) fn go_type_name(value: &Value) -> &'static str {
     match value {
         Value::Integer(_) => "int64",
         Value::Float(_) => "float64",

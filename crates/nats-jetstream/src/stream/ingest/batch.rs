@@ -8,13 +8,15 @@
 //! `count`. Any failure abandons the whole batch.
 //!
 //! Called by the ingest task (`mod.rs`) for client publishes with a batch id; it runs under the
-//! store lock like every publish. Limits are nats-server 2.15's defaults: 10 s of inactivity,
-//! 1000 messages per batch, 50 open batches per stream, 1000 on the server.
+//! store lock like every publish. Limits come from the server's `limits { batch { ... } }`,
+//! each unset one nats-server 2.15's default: 10 s of inactivity, 1000 messages per batch,
+//! 50 open batches per stream, 1000 on the server.
 
 use super::super::headers::{self, PublishHeaders};
 use super::staged_checks::StagedDiff;
 use super::Ingest;
 use crate::transport::Message;
+use crate::BatchLimits;
 use bytes::{BufMut, Bytes, BytesMut};
 use jetstream_api::advisory::{Advisory, AdvisoryBody};
 use jetstream_api::{errors, ApiError};
@@ -24,12 +26,48 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// A batch left alone this long is abandoned.
-pub(super) const BATCH_TIMEOUT: Duration = Duration::from_secs(10);
-const MAX_BATCH_SIZE: u64 = 1000;
+/// A batch (atomic or fast) left alone this long is abandoned, unless `timeout` says otherwise.
+const DEFAULT_BATCH_TIMEOUT: Duration = Duration::from_secs(10);
+const DEFAULT_MAX_BATCH_SIZE: u64 = 1000;
 const MAX_BATCH_ID_LENGTH: usize = 64;
-const MAX_INFLIGHT_PER_STREAM: usize = 50;
-const MAX_INFLIGHT_TOTAL: usize = 1000;
+const DEFAULT_MAX_INFLIGHT_PER_STREAM: usize = 50;
+const DEFAULT_MAX_INFLIGHT_TOTAL: usize = 1000;
+
+/// A configured bound, or `default` when the config leaves it unset (nats-server only honours
+/// values above zero).
+pub(super) fn configured_or(configured: i64, default: usize) -> usize {
+    if configured > 0 {
+        usize::try_from(configured).unwrap_or(usize::MAX)
+    } else {
+        default
+    }
+}
+
+impl BatchLimits {
+    /// The inactivity timeout of atomic and fast batches.
+    pub(super) fn inactivity_timeout(&self) -> Duration {
+        if self.timeout.is_zero() {
+            DEFAULT_BATCH_TIMEOUT
+        } else {
+            self.timeout
+        }
+    }
+
+    fn atomic_max_size(&self) -> u64 {
+        configured_or(self.max_msgs, DEFAULT_MAX_BATCH_SIZE as usize) as u64
+    }
+
+    fn atomic_max_inflight_per_stream(&self) -> usize {
+        configured_or(
+            self.max_inflight_per_stream,
+            DEFAULT_MAX_INFLIGHT_PER_STREAM,
+        )
+    }
+
+    fn atomic_max_inflight_total(&self) -> usize {
+        configured_or(self.max_inflight_total, DEFAULT_MAX_INFLIGHT_TOTAL)
+    }
+}
 
 /// Open atomic batches on every stream of this process (nats-server's global inflight bound).
 static INFLIGHT_TOTAL: AtomicUsize = AtomicUsize::new(0);
@@ -41,15 +79,15 @@ pub(super) struct StagedBatch {
 }
 
 impl StagedBatch {
-    fn open(now: Instant) -> Option<StagedBatch> {
+    fn open(deadline: Instant, max_inflight_total: usize) -> Option<StagedBatch> {
         let previous = INFLIGHT_TOTAL.fetch_add(1, Ordering::Relaxed);
-        if previous >= MAX_INFLIGHT_TOTAL {
+        if previous >= max_inflight_total {
             INFLIGHT_TOTAL.fetch_sub(1, Ordering::Relaxed);
             return None;
         }
         Some(StagedBatch {
             messages: Vec::new(),
-            deadline: now + BATCH_TIMEOUT,
+            deadline,
         })
     }
 }
@@ -189,9 +227,11 @@ impl Ingest {
         } else {
             sequence
         };
-        let too_large =
-            || errors::ATOMIC_PUBLISH_TOO_LARGE_BATCH.with(&[("size", &MAX_BATCH_SIZE)]);
+        let limits = self.context.batch_limits;
+        let max_size = limits.atomic_max_size();
+        let too_large = || errors::ATOMIC_PUBLISH_TOO_LARGE_BATCH.with(&[("size", &max_size)]);
         let now = Instant::now();
+        let deadline = now + limits.inactivity_timeout();
         if self
             .batches
             .open
@@ -203,15 +243,16 @@ impl Ingest {
         }
         if !self.batches.open.contains_key(batch_id) {
             if sequence != 1 {
-                if size > MAX_BATCH_SIZE {
+                if size > max_size {
                     return Err(too_large());
                 }
                 return Err(errors::ATOMIC_PUBLISH_INCOMPLETE_BATCH.to_error());
             }
-            if self.batches.open.len() >= MAX_INFLIGHT_PER_STREAM {
+            if self.batches.open.len() >= limits.atomic_max_inflight_per_stream() {
                 return Err(errors::ATOMIC_PUBLISH_TOO_MANY_INFLIGHT.to_error());
             }
-            let Some(batch) = StagedBatch::open(now) else {
+            let Some(batch) = StagedBatch::open(deadline, limits.atomic_max_inflight_total())
+            else {
                 return Err(errors::ATOMIC_PUBLISH_TOO_MANY_INFLIGHT.to_error());
             };
             self.batches.open.insert(batch_id.to_string(), batch);
@@ -244,13 +285,13 @@ impl Ingest {
         let Some(batch) = self.batches.open.get_mut(batch_id) else {
             return Err(errors::ATOMIC_PUBLISH_INCOMPLETE_BATCH.to_error());
         };
-        batch.deadline = now + BATCH_TIMEOUT;
+        batch.deadline = deadline;
         let expected = batch.messages.len() as u64 + 1;
         if sequence != expected || (sequence == 1 && commit == Commit::EndOfBatch) {
             let incomplete = errors::ATOMIC_PUBLISH_INCOMPLETE_BATCH.to_error();
             return abandon(self, incomplete, Some("incomplete"));
         }
-        if size > MAX_BATCH_SIZE {
+        if size > max_size {
             return abandon(self, too_large(), Some("large"));
         }
         message.reply = None;
@@ -418,13 +459,41 @@ mod tests {
     fn batches_time_out_after_inactivity() {
         let mut batches = AtomicBatches::default();
         let now = Instant::now();
-        let batch = StagedBatch::open(now).expect("below the global bound");
+        let timeout = BatchLimits::default().inactivity_timeout();
+        let batch = StagedBatch::open(now + timeout, usize::MAX).expect("below the global bound");
         batches.open.insert("b".to_string(), batch);
-        assert_eq!(batches.next_deadline(), Some(now + BATCH_TIMEOUT));
-        batches.expire(now + BATCH_TIMEOUT - Duration::from_millis(1));
+        assert_eq!(batches.next_deadline(), Some(now + timeout));
+        batches.expire(now + timeout - Duration::from_millis(1));
         assert_eq!(batches.open.len(), 1);
-        batches.expire(now + BATCH_TIMEOUT);
+        batches.expire(now + timeout);
         assert!(batches.open.is_empty());
         assert_eq!(batches.next_deadline(), None);
+    }
+
+    #[test]
+    fn unset_limits_are_nats_server_defaults() {
+        let unset = BatchLimits::default();
+        assert_eq!(unset.inactivity_timeout(), Duration::from_secs(10));
+        assert_eq!(unset.atomic_max_size(), 1000);
+        assert_eq!(unset.atomic_max_inflight_per_stream(), 50);
+        assert_eq!(unset.atomic_max_inflight_total(), 1000);
+        let negative = BatchLimits {
+            max_inflight_per_stream: -1,
+            max_inflight_total: 0,
+            max_msgs: -5,
+            timeout: Duration::ZERO,
+        };
+        assert_eq!(negative.atomic_max_size(), 1000);
+        assert_eq!(negative.atomic_max_inflight_per_stream(), 50);
+        let set = BatchLimits {
+            max_inflight_per_stream: 1,
+            max_inflight_total: 2,
+            max_msgs: 3,
+            timeout: Duration::from_millis(500),
+        };
+        assert_eq!(set.inactivity_timeout(), Duration::from_millis(500));
+        assert_eq!(set.atomic_max_size(), 3);
+        assert_eq!(set.atomic_max_inflight_per_stream(), 1);
+        assert_eq!(set.atomic_max_inflight_total(), 2);
     }
 }

@@ -11,7 +11,7 @@
 //! "checked" and "stored" as in nats-server's replicated path.
 
 use super::super::headers::{self, PublishHeaders};
-use super::batch::{Expiring, OpenBatches};
+use super::batch::{configured_or, Expiring, OpenBatches};
 use super::staged_checks::StagedDiff;
 use super::Ingest;
 use crate::transport::Message;
@@ -23,8 +23,10 @@ use tokio::time::Instant;
 
 const REPLY_SUFFIX: &[u8] = b".$FI";
 const MAX_BATCH_ID_LENGTH: usize = 64;
-const MAX_INFLIGHT_PER_STREAM: usize = 1000;
-const MAX_INFLIGHT_TOTAL: usize = 50_000;
+/// Defaults when `limits { batch { ... } }` leaves the inflight bounds unset (the same keys
+/// as for atomic batches, with larger defaults).
+const DEFAULT_MAX_INFLIGHT_PER_STREAM: usize = 1000;
+const DEFAULT_MAX_INFLIGHT_TOTAL: usize = 50_000;
 /// The most messages between two flow-control acks.
 const MAX_ACK_EVERY: u16 = 500;
 
@@ -184,10 +186,16 @@ impl Ingest {
             if operation.seq != 1 || operation.ping {
                 return Err(errors::BATCH_PUBLISH_UNKNOWN_BATCH_ID.to_error());
             }
-            if self.fast_batches.open.len() >= MAX_INFLIGHT_PER_STREAM
-                || INFLIGHT_TOTAL.fetch_add(1, Ordering::Relaxed) >= MAX_INFLIGHT_TOTAL
+            let limits = self.context.batch_limits;
+            let max_per_stream = configured_or(
+                limits.max_inflight_per_stream,
+                DEFAULT_MAX_INFLIGHT_PER_STREAM,
+            );
+            let max_total = configured_or(limits.max_inflight_total, DEFAULT_MAX_INFLIGHT_TOTAL);
+            if self.fast_batches.open.len() >= max_per_stream
+                || INFLIGHT_TOTAL.fetch_add(1, Ordering::Relaxed) >= max_total
             {
-                if self.fast_batches.open.len() < MAX_INFLIGHT_PER_STREAM {
+                if self.fast_batches.open.len() < max_per_stream {
                     INFLIGHT_TOTAL.fetch_sub(1, Ordering::Relaxed);
                 }
                 return Err(errors::BATCH_PUBLISH_TOO_MANY_INFLIGHT.to_error());
@@ -225,7 +233,7 @@ impl Ingest {
         let Some(batch) = self.fast_batches.open.get_mut(id) else {
             return Err(errors::BATCH_PUBLISH_UNKNOWN_BATCH_ID.to_error());
         };
-        batch.deadline = now + super::batch::BATCH_TIMEOUT;
+        batch.deadline = now + self.context.batch_limits.inactivity_timeout();
         if operation.ping {
             self.fast_ping(&operation, reply);
             return Ok(());

@@ -55,6 +55,8 @@ pub(crate) struct IngestContext {
     pub sync_always: bool,
     pub domain: Option<String>,
     pub usage: Arc<Usage>,
+    /// The server's `limits { batch { ... } }`, unresolved (zero: nats-server's default).
+    pub batch_limits: crate::BatchLimits,
 }
 
 pub(crate) fn spawn(

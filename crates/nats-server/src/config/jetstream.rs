@@ -1,0 +1,143 @@
+//! The `jetstream { ... }` block of the config file, onto [`JetStreamConfig`], including the
+//! server-wide `limits { ... }` (of which the `batch { ... }` publish limits are enforced).
+//!
+//! Called by `options.rs` for the top-level `jetstream` key. Errors follow nats-server's
+//! wording (`unknown field`, `Expected a map to define ...`, Go's interface conversion text).
+
+use super::options::{boolean, integer, map, parse_duration, size, string};
+use super::parser::{ConfigError, Entry, Value};
+use super::tls::go_type_name;
+use nats_jetstream::{BatchLimits, JetStreamConfig, SyncPolicy};
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub(super) fn apply_jetstream(
+    config: &mut JetStreamConfig,
+    entry: &Entry,
+) -> Result<(), ConfigError> {
+    match &entry.value {
+        Value::Bool(enabled) => {
+            config.enabled = *enabled;
+            return Ok(());
+        }
+        Value::String(text) => {
+            config.enabled = matches!(
+                text.to_ascii_lowercase().as_str(),
+                "enabled" | "enable" | "true" | "yes" | "on"
+            );
+            return Ok(());
+        }
+        _ => {}
+    }
+    config.enabled = true;
+    for (key, item) in map(entry)? {
+        match key.to_ascii_lowercase().as_str() {
+            "store_dir" | "storedir" | "store" => {
+                config.store_dir = Some(PathBuf::from(string(item)?))
+            }
+            "max_memory_store" | "max_mem_store" | "max_mem" => {
+                config.max_memory = Some(size(item)?)
+            }
+            "max_file_store" | "max_file" => config.max_store = Some(size(item)?),
+            "sync_interval" | "sync" => {
+                config.sync_interval = match &item.value {
+                    Value::String(text) if text.eq_ignore_ascii_case("always") => {
+                        SyncPolicy::Always
+                    }
+                    Value::String(text) => SyncPolicy::Interval(
+                        parse_duration(text)
+                            .ok_or_else(|| item.error(format!("invalid duration {text:?}")))?,
+                    ),
+                    _ => return Err(item.error("sync_interval must be a duration or \"always\"")),
+                }
+            }
+            "domain" => config.domain = Some(string(item)?),
+            "limits" => config.batch_limits = batch_limits(item)?,
+            "strict" => config.strict = boolean(item)?,
+            "enabled" | "enable" => config.enabled = boolean(item)?,
+            "unique_tag" => config.unique_tag = Some(string(item)?),
+            "max_buffered_msgs"
+            | "max_buffered_size"
+            | "max_ha_assets"
+            | "request_queue_limit"
+            | "cipher"
+            | "key"
+            | "prev_key"
+            | "compress_ok"
+            | "max_outstanding_catchup"
+            | "extension_hint"
+            | "tpm" => {}
+            _ if item.used_as_variable => {}
+            _ => return Err(item.error(format!("unknown field \"{key}\""))),
+        }
+    }
+    Ok(())
+}
+
+/// `limits { ... }` (nats-server's `parseJetStreamLimits`). Only the batch limits are used;
+/// the other keys are checked for their type as nats-server does and otherwise ignored.
+fn batch_limits(entry: &Entry) -> Result<BatchLimits, ConfigError> {
+    let items = go_map(entry, "JetStreamLimits")?;
+    let mut limits = BatchLimits::default();
+    for (key, item) in items {
+        match key.to_ascii_lowercase().as_str() {
+            "max_ack_pending" | "max_ha_assets" | "max_request_batch" => {
+                integer(item)?;
+            }
+            "duplicate_window" => {
+                go_duration(item)?;
+            }
+            "batch" => limits = batch_block(item)?,
+            _ if item.used_as_variable => {}
+            _ => return Err(item.error(format!("unknown field \"{key}\""))),
+        }
+    }
+    Ok(limits)
+}
+
+/// `limits { batch { ... } }` (nats-server's `parseJetStreamLimitsBatch`).
+fn batch_block(entry: &Entry) -> Result<BatchLimits, ConfigError> {
+    let mut limits = BatchLimits::default();
+    for (key, item) in go_map(entry, "batch limits")? {
+        match key.to_ascii_lowercase().as_str() {
+            "max_inflight_per_stream" => limits.max_inflight_per_stream = integer(item)?,
+            "max_inflight_total" => limits.max_inflight_total = integer(item)?,
+            "max_msgs" => limits.max_msgs = integer(item)?,
+            "timeout" => limits.timeout = go_duration(item)?,
+            _ if item.used_as_variable => {}
+            _ => return Err(item.error(format!("unknown field \"{key}\""))),
+        }
+    }
+    Ok(limits)
+}
+
+fn go_map<'entry>(
+    entry: &'entry Entry,
+    what: &str,
+) -> Result<&'entry Vec<(String, Entry)>, ConfigError> {
+    match &entry.value {
+        Value::Map(items) => Ok(items),
+        other => Err(entry.error(format!(
+            "Expected a map to define {what}, got {}",
+            go_type_name(other)
+        ))),
+    }
+}
+
+/// A duration written as a Go duration string (nats-server's `time.ParseDuration(v.(string))`).
+/// A negative one is accepted and, like nats-server, taken as unset.
+fn go_duration(entry: &Entry) -> Result<Duration, ConfigError> {
+    let Value::String(text) = &entry.value else {
+        return Err(entry.error(format!(
+            "interface conversion: interface {{}} is {}, not string",
+            go_type_name(&entry.value)
+        )));
+    };
+    let invalid = || entry.error(format!("time: invalid duration {text:?}"));
+    match text.strip_prefix('-') {
+        Some(magnitude) => parse_duration(magnitude)
+            .map(|_| Duration::ZERO)
+            .ok_or_else(invalid),
+        None => parse_duration(text).ok_or_else(invalid),
+    }
+}
