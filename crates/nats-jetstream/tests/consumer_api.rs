@@ -4,20 +4,9 @@
 
 mod common;
 
-use common::{api, connect};
+use common::{api, connect, create_stream};
 use serde_json::{json, Value};
 use test_harness::TestServer;
-
-async fn stream(client: &async_nats::Client, config: Value) {
-    let name = config["name"].as_str().unwrap().to_string();
-    let response = api(
-        client,
-        &format!("$JS.API.STREAM.CREATE.{name}"),
-        &config.to_string(),
-    )
-    .await;
-    assert!(response.get("error").is_none(), "{response}");
-}
 
 async fn create(client: &async_nats::Client, subject: &str, body: Value) -> Value {
     api(
@@ -36,7 +25,7 @@ fn err_code(response: &Value) -> u64 {
 async fn create_update_and_errors() {
     let server = TestServer::jetstream();
     let client = connect(&server).await;
-    stream(&client, json!({"name": "A", "subjects": ["a.>"]})).await;
+    create_stream(&client, json!({"name": "A", "subjects": ["a.>"]})).await;
 
     let created = create(
         &client,
@@ -199,7 +188,7 @@ async fn create_update_and_errors() {
 async fn names_list_delete_and_pause() {
     let server = TestServer::jetstream();
     let client = connect(&server).await;
-    stream(&client, json!({"name": "N", "subjects": ["n.>"]})).await;
+    create_stream(&client, json!({"name": "N", "subjects": ["n.>"]})).await;
     for name in ["c", "a", "b"] {
         let created = create(
             &client,
@@ -268,7 +257,7 @@ async fn names_list_delete_and_pause() {
 async fn work_queue_refuses_overlapping_consumers() {
     let server = TestServer::jetstream();
     let client = connect(&server).await;
-    stream(
+    create_stream(
         &client,
         json!({"name": "W", "subjects": ["w.>"], "retention": "workqueue"}),
     )

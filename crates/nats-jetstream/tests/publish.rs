@@ -4,26 +4,15 @@
 
 mod common;
 
-use common::{api, connect, publish_raw};
+use common::{api, connect, create_stream, publish_raw};
 use serde_json::json;
 use test_harness::TestServer;
-
-async fn create(client: &async_nats::Client, config: serde_json::Value) {
-    let name = config["name"].as_str().unwrap().to_string();
-    let response = api(
-        client,
-        &format!("$JS.API.STREAM.CREATE.{name}"),
-        &config.to_string(),
-    )
-    .await;
-    assert!(response.get("error").is_none(), "{response}");
-}
 
 #[tokio::test]
 async fn acks_dedupe_and_expectations() {
     let server = TestServer::jetstream();
     let client = connect(&server).await;
-    create(&client, json!({"name": "D", "subjects": ["d.>"]})).await;
+    create_stream(&client, json!({"name": "D", "subjects": ["d.>"]})).await;
     assert_eq!(
         publish_raw(&client, "d.a", &[("Nats-Msg-Id", "1")], "x").await,
         r#"{"stream":"D","seq":1}"#
@@ -113,7 +102,7 @@ async fn acks_dedupe_and_expectations() {
 async fn limits_and_discard_policies() {
     let server = TestServer::jetstream();
     let client = connect(&server).await;
-    create(
+    create_stream(
         &client,
         json!({"name": "NEW", "subjects": ["new.>"], "max_msgs": 2, "discard": "new"}),
     )
@@ -124,7 +113,7 @@ async fn limits_and_discard_policies() {
         publish_raw(&client, "new.a", &[], "3").await,
         r#"{"error":{"code":503,"err_code":10077,"description":"maximum messages exceeded"},"stream":"NEW","seq":0}"#
     );
-    create(
+    create_stream(
         &client,
         json!({"name": "OLD", "subjects": ["old.>"], "max_msgs_per_subject": 2}),
     )
@@ -136,7 +125,7 @@ async fn limits_and_discard_policies() {
     let info = api(&client, "$JS.API.STREAM.INFO.OLD", "").await;
     assert_eq!(info["state"]["messages"], 3);
     assert_eq!(info["state"]["last_seq"], 6);
-    create(
+    create_stream(
         &client,
         json!({"name": "SIZE", "subjects": ["size"], "max_msg_size": 4}),
     )
@@ -151,7 +140,7 @@ async fn limits_and_discard_policies() {
 async fn rollup_ttl_and_interest_retention() {
     let server = TestServer::jetstream();
     let client = connect(&server).await;
-    create(
+    create_stream(
         &client,
         json!({"name": "R", "subjects": ["r.>"], "allow_rollup_hdrs": true, "allow_msg_ttl": true}),
     )
@@ -184,7 +173,7 @@ async fn rollup_ttl_and_interest_retention() {
     let info = api(&client, "$JS.API.STREAM.INFO.R", "").await;
     assert_eq!(info["state"]["messages"], 1);
 
-    create(
+    create_stream(
         &client,
         json!({"name": "I", "subjects": ["i.>"], "retention": "interest"}),
     )
@@ -202,7 +191,7 @@ async fn rollup_ttl_and_interest_retention() {
 async fn sealed_streams_refuse_and_direct_get_answers() {
     let server = TestServer::jetstream();
     let client = connect(&server).await;
-    create(
+    create_stream(
         &client,
         json!({"name": "S", "subjects": ["s.>"], "allow_direct": true}),
     )
@@ -248,12 +237,12 @@ async fn sealed_streams_refuse_and_direct_get_answers() {
 async fn per_message_ttl_and_max_age_expire_messages() {
     let server = TestServer::jetstream();
     let client = connect(&server).await;
-    create(
+    create_stream(
         &client,
         json!({"name": "T", "subjects": ["t.>"], "allow_msg_ttl": true}),
     )
     .await;
-    create(
+    create_stream(
         &client,
         json!({"name": "AGE", "subjects": ["age"], "max_age": 1_000_000_000i64}),
     )
@@ -285,7 +274,7 @@ async fn per_message_ttl_and_max_age_expire_messages() {
 async fn subject_transform_and_delete_markers() {
     let server = TestServer::jetstream();
     let client = connect(&server).await;
-    create(
+    create_stream(
         &client,
         json!({"name": "TR", "subjects": ["in.>"], "subject_transform": {"src": "in.>", "dest": "out.>"}}),
     )
@@ -294,7 +283,7 @@ async fn subject_transform_and_delete_markers() {
     let got = api(&client, "$JS.API.STREAM.MSG.GET.TR", r#"{"seq":1}"#).await;
     assert_eq!(got["message"]["subject"], "out.a");
 
-    create(
+    create_stream(
         &client,
         json!({"name": "SDM", "subjects": ["m.>"], "max_age": 1_000_000_000i64,
                "subject_delete_marker_ttl": 1_000_000_000i64}),
@@ -327,7 +316,7 @@ async fn republish_sends_stored_messages_on() {
     use futures::StreamExt;
     let server = TestServer::jetstream();
     let client = connect(&server).await;
-    create(
+    create_stream(
         &client,
         json!({"name": "RP", "subjects": ["rp.>"], "republish": {"src": "rp.>", "dest": "out.>"}}),
     )
@@ -361,7 +350,7 @@ async fn republish_sends_stored_messages_on() {
 async fn counter_streams_add_increments() {
     let server = TestServer::jetstream();
     let client = connect(&server).await;
-    create(
+    create_stream(
         &client,
         json!({"name": "C", "subjects": ["c.>"], "allow_msg_counter": true}),
     )
@@ -397,7 +386,7 @@ async fn counter_streams_add_increments() {
     )
     .await;
     assert_eq!(got["message"]["data"], "eyJ2YWwiOiIzIn0=");
-    create(&client, json!({"name": "PLAIN", "subjects": ["plain"]})).await;
+    create_stream(&client, json!({"name": "PLAIN", "subjects": ["plain"]})).await;
     assert_eq!(
         publish_raw(&client, "plain", &[("Nats-Incr", "1")], "").await,
         r#"{"error":{"code":400,"err_code":10168,"description":"message counters is disabled"},"stream":"PLAIN","seq":0}"#
@@ -408,7 +397,7 @@ async fn counter_streams_add_increments() {
 async fn a_ttl_below_the_marker_ttl_is_stored_raised() {
     let server = TestServer::jetstream();
     let client = connect(&server).await;
-    create(
+    create_stream(
         &client,
         json!({"name": "T", "subjects": ["t.>"], "allow_msg_ttl": true,
                "subject_delete_marker_ttl": 5_000_000_000u64}),
