@@ -1,0 +1,1 @@
+//! Black-box tests: cli. Each module is one concern; helpers live in test-harness.
