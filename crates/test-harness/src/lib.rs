@@ -7,6 +7,7 @@
 //! use it. Every wait is bounded.
 
 pub mod certificates;
+pub mod cluster;
 
 use std::io::{BufRead, BufReader};
 use std::net::{TcpListener, TcpStream};
