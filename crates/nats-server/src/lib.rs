@@ -8,21 +8,17 @@
 
 #![recursion_limit = "256"]
 
-pub mod auth;
-pub mod certificate;
 pub mod cli;
-pub mod client;
+pub(crate) mod client;
 pub mod config;
-pub mod identity;
 pub mod logging;
-pub mod monitor;
-pub mod permissions;
-pub mod router;
-pub mod server;
-pub mod tls;
-pub mod user_info;
+pub(crate) mod monitor;
+pub(crate) mod router;
+pub(crate) mod security;
+pub(crate) mod server;
+pub(crate) mod transport;
 
-pub use server::{run, Server, VERSION};
+pub use server::{run, VERSION};
 
 /// Why the server could not start or run.
 #[derive(Debug, thiserror::Error)]

@@ -108,10 +108,6 @@ impl PendingFlush {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.clients.is_empty()
-    }
-
     fn add_stalled(&mut self, client: &Arc<ClientShared>) {
         if !self.stalled.iter().any(|stalled| stalled.id == client.id) {
             self.stalled.push(client.clone());
@@ -167,10 +163,6 @@ impl Router {
             watches: Mutex::new(InterestWatches::default()),
             watch_count: AtomicUsize::new(0),
         }
-    }
-
-    pub fn sublist(&self) -> &Sublist<Subscriber> {
-        &self.sublist
     }
 
     /// Add a subscription; subjects were validated by the caller, so an error here means an

@@ -2,19 +2,20 @@
 //! counters, JetStream), the accept loop, start-up (banner, listeners, pid and ports files)
 //! and graceful shutdown.
 
-use crate::auth::Authenticator;
 use crate::client::{self, ClientShared, CloseReason};
 use crate::config::Options;
-use crate::router::{Delivery, PendingFlush, Router};
+use crate::router::Router;
+use crate::security::auth::Authenticator;
+use crate::transport::ServerTransport;
 use crate::ServerError;
 use bytes::BytesMut;
-use nats_jetstream::{Handler, JetStream, Message, ServerIdentity, Transport};
+use nats_jetstream::{JetStream, ServerIdentity};
 use nats_proto::ServerInfo;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, OnceLock};
 use time::OffsetDateTime;
 use tokio::net::TcpListener;
 
@@ -61,9 +62,9 @@ pub struct Server {
 }
 
 impl Server {
-    /// `tls`: the rustls configuration built from `options.tls` (see [`crate::tls`]).
+    /// `tls`: the rustls configuration built from `options.tls` (see [`crate::security::tls`]).
     pub fn new(options: Options, tls: Option<Arc<rustls::ServerConfig>>) -> Arc<Server> {
-        let server_id = crate::identity::new_server_id();
+        let server_id = crate::security::identity::new_server_id();
         let server_name = options
             .server_name
             .clone()
@@ -215,80 +216,6 @@ impl Server {
     }
 }
 
-/// Core routing as JetStream sees it.
-pub struct ServerTransport {
-    server: Weak<Server>,
-}
-
-impl Transport for ServerTransport {
-    fn publish(&self, message: Message) {
-        let Some(server) = self.server.upgrade() else {
-            return;
-        };
-        let mut pending = PendingFlush::default();
-        let delivery = Delivery {
-            subject: &message.subject,
-            reply: message.reply.as_ref(),
-            headers: message.headers.as_ref(),
-            payload: &message.payload,
-        };
-        server.router.route(None, &delivery, &mut pending);
-        pending.flush();
-    }
-
-    fn deliver(&self, route_subject: &[u8], message: Message) {
-        let Some(server) = self.server.upgrade() else {
-            return;
-        };
-        let Ok(route_subject) = std::str::from_utf8(route_subject) else {
-            return;
-        };
-        let mut pending = PendingFlush::default();
-        let delivery = Delivery {
-            subject: &message.subject,
-            reply: message.reply.as_ref(),
-            headers: message.headers.as_ref(),
-            payload: &message.payload,
-        };
-        server
-            .router
-            .route_matching(route_subject, None, &delivery, &mut pending);
-        pending.flush();
-    }
-
-    fn subscribe(&self, subject: &str, queue: Option<&str>, handler: Handler) -> u64 {
-        match self.server.upgrade() {
-            Some(server) => server.router.subscribe_internal(subject, queue, handler),
-            None => 0,
-        }
-    }
-
-    fn unsubscribe(&self, id: u64) {
-        if let Some(server) = self.server.upgrade() {
-            server.router.unsubscribe_internal(id);
-        }
-    }
-
-    fn has_interest(&self, subject: &str) -> bool {
-        self.server
-            .upgrade()
-            .is_some_and(|server| server.router.has_interest(subject))
-    }
-
-    fn watch_interest(&self, subject: &str, callback: crate::router::InterestCallback) -> u64 {
-        match self.server.upgrade() {
-            Some(server) => server.router.watch_interest(subject, callback),
-            None => 0,
-        }
-    }
-
-    fn unwatch_interest(&self, id: u64) {
-        if let Some(server) = self.server.upgrade() {
-            server.router.unwatch_interest(id);
-        }
-    }
-}
-
 fn log_banner(server: &Server) {
     tracing::info!("Starting nats-server");
     tracing::info!("  Version:  {}", VERSION);
@@ -309,7 +236,7 @@ fn log_banner(server: &Server) {
 /// Run the server until SIGINT/SIGTERM.
 pub async fn run(options: Options) -> Result<(), ServerError> {
     let tls = match &options.tls {
-        Some(tls) => Some(crate::tls::server_config(tls).map_err(ServerError::Tls)?),
+        Some(tls) => Some(crate::security::tls::server_config(tls).map_err(ServerError::Tls)?),
         None => None,
     };
     let server = Server::new(options, tls);
@@ -318,9 +245,7 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
     if server.options.jetstream.enabled {
         tracing::info!("Starting JetStream");
         let started = std::time::Instant::now();
-        let transport = Arc::new(ServerTransport {
-            server: Arc::downgrade(&server),
-        });
+        let transport = Arc::new(ServerTransport::new(Arc::downgrade(&server)));
         let jetstream = JetStream::start(
             server.options.jetstream.clone(),
             server.identity(),

@@ -90,7 +90,7 @@ pub struct ClientSubscription {
     pub sid: Bytes,
     /// Set for a wildcard subscription overlapping the user's subscribe deny list: messages on
     /// denied subjects are skipped at delivery.
-    pub deny_filter: Option<Arc<crate::auth::UserPermissions>>,
+    pub deny_filter: Option<Arc<crate::security::auth::UserPermissions>>,
     /// 0 = unlimited (UNSUB with max sets it).
     pub max: AtomicU64,
     pub delivered: AtomicU64,
@@ -142,7 +142,7 @@ pub struct ClientShared {
     pub nonce: Option<String>,
     /// With `verify_and_map`: the verified client certificate's identity, set after the TLS
     /// handshake and read at CONNECT.
-    pub certificate: std::sync::OnceLock<crate::certificate::CertificateIdentity>,
+    pub certificate: std::sync::OnceLock<crate::security::certificate::CertificateIdentity>,
     server: std::sync::Weak<Server>,
 }
 
@@ -432,7 +432,7 @@ pub fn spawn_connection(server: &Arc<Server>, stream: TcpStream, address: Socket
         nonce: server
             .authenticator
             .nonce_required()
-            .then(crate::auth::new_nonce),
+            .then(crate::security::auth::new_nonce),
         certificate: std::sync::OnceLock::new(),
         server: Arc::downgrade(server),
     });

@@ -3,8 +3,8 @@
 //! no-responders, SUB/UNSUB, PING/PONG, verbose `+OK`, `-ERR` texts as nats-server sends them).
 
 use super::{ClientShared, ClientSubscription, CloseReason};
-use crate::auth::UserPermissions;
 use crate::router::{Delivery, PendingFlush, Subscriber};
+use crate::security::auth::UserPermissions;
 use crate::server::Server;
 use bytes::{BufMut, Bytes, BytesMut};
 use nats_proto::{ClientOp, ClientParser, ConnectOptions};
@@ -30,7 +30,9 @@ struct Session {
     no_responders: bool,
     permissions: Option<Arc<UserPermissions>>,
     /// The outcome of a CONNECT checked off this task (bcrypt), for `connect` to apply.
-    authenticated: Option<Result<crate::auth::Authenticated, crate::auth::AuthorizationViolation>>,
+    authenticated: Option<
+        Result<crate::security::auth::Authenticated, crate::security::auth::AuthorizationViolation>,
+    >,
     publish_allowed: HashMap<Bytes, bool>,
     pending: PendingFlush,
     /// Set when our own outbound buffer got a reply in this chunk.
@@ -438,7 +440,7 @@ impl Session {
             .server
             .router
             .route(Some(&self.shared), &delivery, &mut self.pending);
-        if subject.as_ref() == crate::user_info::SUBJECT {
+        if subject.as_ref() == crate::security::user_info::SUBJECT {
             if let Some(reply) = &reply {
                 self.answer_user_info(reply);
                 return Next::Continue;
@@ -455,7 +457,7 @@ impl Session {
     /// nats-server's system account answers `$SYS.REQ.USER.INFO` in every account.
     fn answer_user_info(&mut self, reply: &Bytes) {
         let user = self.shared.meta.lock().user.clone();
-        let payload = Bytes::from(crate::user_info::reply(
+        let payload = Bytes::from(crate::security::user_info::reply(
             &self.server,
             user.as_deref(),
             self.permissions
@@ -494,7 +496,7 @@ impl Session {
             subscriptions
                 .values()
                 .find(|subscription| {
-                    crate::auth::pattern_matches(&subscription.subject, reply_text)
+                    crate::security::auth::pattern_matches(&subscription.subject, reply_text)
                 })
                 .map(|subscription| subscription.sid.clone())
         };

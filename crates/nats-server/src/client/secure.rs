@@ -95,11 +95,11 @@ pub(super) async fn establish(
     let connection = secured.get_ref().1;
     let version = connection
         .protocol_version()
-        .map(crate::tls::version_text)
+        .map(crate::security::tls::version_text)
         .unwrap_or_default();
     let cipher = connection
         .negotiated_cipher_suite()
-        .map(crate::tls::cipher_text)
+        .map(crate::security::tls::cipher_text)
         .unwrap_or_default();
     debug(&shared, "TLS handshake complete");
     debug(
@@ -111,7 +111,7 @@ pub(super) async fn establish(
             .peer_certificates()
             .and_then(|chain| chain.first())
             .and_then(|certificate| {
-                crate::certificate::CertificateIdentity::from_der(certificate.as_ref())
+                crate::security::certificate::CertificateIdentity::from_der(certificate.as_ref())
             });
         if let Some(identity) = identity {
             let _ = shared.certificate.set(identity);

@@ -170,13 +170,13 @@ impl Options {
         let single = self
             .password
             .as_deref()
-            .is_some_and(|password| !crate::auth::is_bcrypt(password));
+            .is_some_and(|password| !crate::security::auth::is_bcrypt(password));
         single
             || self
                 .users
                 .iter()
                 .filter(|user| user.nkey.is_none())
-                .any(|user| !crate::auth::is_bcrypt(&user.password))
+                .any(|user| !crate::security::auth::is_bcrypt(&user.password))
     }
 
     /// True when clients must authenticate.

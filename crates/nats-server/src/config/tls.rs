@@ -1,6 +1,6 @@
 //! The client `tls { }` block and the `--tls*` flags, read into [`TlsOptions`]. Certificates
 //! are loaded here once to report a bad file with nats-server's wording and position; the
-//! server builds its own rustls configuration from the same options (`crate::tls`).
+//! server builds its own rustls configuration from the same options (`crate::security::tls`).
 
 use super::options::{parse_duration, Options};
 use super::parser::{ConfigError, Entry, Value};
@@ -122,7 +122,7 @@ pub fn apply_tls(options: &mut Options, entry: &Entry) -> Result<(), ConfigError
 
 /// The checks nats-server makes when it builds its TLS configuration, in its words.
 pub fn check_files(tls: &TlsOptions) -> Result<(), String> {
-    crate::tls::server_config(tls).map(|_| ())
+    crate::security::tls::server_config(tls).map(|_| ())
 }
 
 fn file_name(entry: &Entry, key: &str) -> Result<PathBuf, ConfigError> {

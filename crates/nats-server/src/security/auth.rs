@@ -2,9 +2,9 @@
 //! the INFO nonce), checked by the connection reader at CONNECT; it hands back the user's
 //! [`UserPermissions`] (`permissions.rs`). Knows nothing about sockets.
 
-use crate::certificate::CertificateIdentity;
 use crate::config::Options;
-pub use crate::permissions::{is_subset, pattern_matches, UserPermissions};
+use crate::security::certificate::CertificateIdentity;
+pub use crate::security::permissions::{pattern_matches, UserPermissions};
 use nats_proto::ConnectOptions;
 use std::collections::HashMap;
 use std::sync::Arc;
