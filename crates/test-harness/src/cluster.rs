@@ -7,7 +7,9 @@
 //!   on each node reaches a subscriber on every other node (routes carry one hop, so this proves
 //!   every direct route), and `/routez` names every peer where a node serves it.
 //! - Nodes can be killed (`kill -9`), restarted on the same ports and store, paused (SIGSTOP) and
-//!   resumed; their logs are kept and printed when a test panics with the cluster alive.
+//!   resumed; their logs are printed, and their files kept, when a test panics with the cluster
+//!   alive. Every process is killed when the cluster drops, and (PR_SET_PDEATHSIG) when the
+//!   thread that started it dies without unwinding.
 //! - [`Topology::Proxied`] puts a TCP proxy on every route link ([`link_proxy`]) so a test can
 //!   blackhole, reset or delay one link. Gossip would let nodes dial each other around the
 //!   proxies (an implicit route goes to the address a peer advertises), so in that topology
@@ -31,7 +33,7 @@ pub use node::{reference_binary, Node, ServerKind};
 pub use probe::{functional_mesh, http_get, routez_peers};
 
 /// How long a whole cluster gets to start and mesh.
-pub const MESH_TIMEOUT: Duration = Duration::from_secs(20);
+pub const MESH_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How the routes are configured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -182,7 +184,7 @@ impl Cluster {
         };
         let deadline = Instant::now() + crate::START_TIMEOUT;
         for node in cluster.nodes.iter_mut() {
-            node.wait_ready(deadline);
+            node.start_until_ready(deadline);
         }
         cluster
     }
@@ -276,8 +278,7 @@ impl Cluster {
     pub fn restart(&mut self, index: usize) {
         let node = &mut self.nodes[index];
         node.kill9();
-        node.spawn();
-        node.wait_ready(Instant::now() + crate::START_TIMEOUT);
+        node.start_until_ready(Instant::now() + crate::START_TIMEOUT);
     }
 
     /// SIGSTOP node `index`.
@@ -341,13 +342,18 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        if std::thread::panicking() {
+        let panicking = std::thread::panicking();
+        if panicking {
             eprintln!("cluster logs (the test panicked):\n{}", self.logs());
         }
         self.nodes.clear();
         self.proxies.clear();
         self.gossip_sink = None;
-        self.directory = None;
+        if let Some(directory) = self.directory.take() {
+            if panicking {
+                eprintln!("cluster files kept in {}", directory.keep().display());
+            }
+        }
     }
 }
 

@@ -13,6 +13,7 @@ use crate::support::{connect_all, request, request_until, responder, unique, Com
 per_composition!(
     reset_link_stays_cut_until_healed,
     blackholed_link_heals,
+    one_way_blackhole_drops_the_route_and_heals,
     every_route_goes_through_the_proxies
 );
 
@@ -141,6 +142,23 @@ async fn blackholed_link_heals(composition: Composition) {
     cluster
         .wait_for_mesh()
         .unwrap_or_else(|e| panic!("mesh after heal: {e}"));
+}
+
+/// Only the traffic from 0 to 1 is held: 1's pings still reach 0 but 0's answers do not, so
+/// the route dies on both sides all the same (each side misses its PONGs); healed, it returns.
+async fn one_way_blackhole_drops_the_route_and_heals(composition: Composition) {
+    let cluster = proxied(composition, Some(Duration::from_millis(300)));
+    let services = Services::start(&cluster).await;
+    services.all_answered(3, "before the blackhole").await;
+
+    cluster.set_direction(0, 1, LinkMode::Blackhole);
+    assert_eq!(cluster.link(0, 1).mode(1, 0), LinkMode::Pass);
+    services.refused(0, 1, "0->1 blackholed").await;
+    services.refused(1, 0, "0->1 blackholed").await;
+
+    cluster.set_direction(0, 1, LinkMode::Pass);
+    services.answered(0, 1, "healed").await;
+    services.answered(1, 0, "healed").await;
 }
 
 /// Every route goes through the proxies: with 100 ms each way on every link, a request between

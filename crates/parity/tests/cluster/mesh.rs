@@ -3,6 +3,8 @@
 
 use std::collections::BTreeSet;
 
+use std::time::Duration;
+
 use test_harness::cluster::{Cluster, Topology};
 
 use crate::per_composition;
@@ -12,7 +14,8 @@ per_composition!(
     mesh_from_one_seed_route,
     explicit_full_mesh,
     killed_node_interest_leaves_and_returns,
-    paused_node_keeps_its_routes
+    paused_node_keeps_its_routes,
+    paused_node_is_dropped_and_rejoins
 );
 
 /// Where a node serves `/routez`, it lists every other node, each by its server name.
@@ -113,4 +116,46 @@ async fn paused_node_keeps_its_routes(composition: Composition) {
         "answer after the resume",
     )
     .await;
+}
+
+/// With a short route ping, the peers of a paused node drop its routes and its interest (503);
+/// resumed, it reconnects and answers again.
+async fn paused_node_is_dropped_and_rejoins(composition: Composition) {
+    let mut options = composition.options(Topology::FullMesh);
+    options.route_ping_interval = Some(Duration::from_millis(300));
+    let mut cluster = Cluster::start(options);
+    let subject = unique("svc");
+    let service = connect(&cluster, 2).await;
+    let _responder = responder(&service, &subject, "from-2").await;
+    let requesters = [connect(&cluster, 0).await, connect(&cluster, 1).await];
+    for requester in &requesters {
+        request_until(
+            requester,
+            &subject,
+            |r| *r == Reply::Payload(b"from-2".to_vec()),
+            "answer before the pause",
+        )
+        .await;
+    }
+
+    cluster.pause(2);
+    for requester in &requesters {
+        request_until(
+            requester,
+            &subject,
+            |r| *r == Reply::NoResponders,
+            "routes of the paused node dropped",
+        )
+        .await;
+    }
+    cluster.resume(2);
+    for requester in &requesters {
+        request_until(
+            requester,
+            &subject,
+            |r| *r == Reply::Payload(b"from-2".to_vec()),
+            "answer after the resume",
+        )
+        .await;
+    }
 }

@@ -108,10 +108,12 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a test waits for interest to cross the cluster.
 pub const PROPAGATION_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A client connected to node `index`.
+/// A client connected to node `index`, and only ever to it: it ignores the cluster's other
+/// servers (`connect_urls`), so after a kill it reconnects to the same node, not elsewhere.
 pub async fn connect(cluster: &Cluster, index: usize) -> Client {
     async_nats::ConnectOptions::new()
         .request_timeout(Some(REQUEST_TIMEOUT))
+        .ignore_discovered_servers()
         .connect(cluster.url(index))
         .await
         .unwrap_or_else(|e| panic!("connect to node {index}: {e}"))

@@ -4,6 +4,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -97,7 +98,7 @@ impl Node {
         }
     }
 
-    /// Start the process (appending to its log). Does not wait; see [`Node::wait_ready`].
+    /// Start the process (appending to its log). Does not wait; see [`Node::start_until_ready`].
     pub fn spawn(&mut self) {
         assert!(self.child.is_none(), "node {} already running", self.name);
         let mut args: Vec<String> = vec![
@@ -119,7 +120,19 @@ impl Node {
             .open(&self.log_path)
             .expect("node log");
         let log_err = log.try_clone().expect("clone log");
-        let child = Command::new(&self.binary)
+        let mut command = Command::new(&self.binary);
+        // SAFETY: the closure runs in the forked child before exec and only calls prctl(2),
+        // which is async-signal-safe.
+        unsafe {
+            command.pre_exec(|| {
+                // If the test process dies without running its destructors (killed by a
+                // timeout, ^C), the server dies with it instead of holding its ports. Tied to
+                // the spawning thread: a cluster lives in the thread (test) that started it.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let child = command
             .args(&args)
             .stdin(Stdio::null())
             .stdout(log)
@@ -130,30 +143,54 @@ impl Node {
         self.paused = false;
     }
 
-    /// Wait (bounded) until the client port answers with INFO and the monitor port listens.
-    pub fn wait_ready(&mut self, deadline: Instant) {
+    /// Wait until the node is ready, starting it (again) when it is not running. A port can be
+    /// taken between being chosen and being bound (after a kill, too) as the local port of
+    /// some other program's outgoing connection (free ports and ephemeral ports share a range);
+    /// the bind then fails, so a start that exits is retried until `deadline`.
+    pub fn start_until_ready(&mut self, deadline: Instant) {
+        loop {
+            if self.child.is_none() {
+                self.spawn();
+            }
+            match self.try_wait_ready(deadline) {
+                Ok(()) => return,
+                Err(e)
+                    if Instant::now() >= deadline
+                        || !e.to_lowercase().contains("address already in use") =>
+                {
+                    panic!("{e}")
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(200)),
+            }
+        }
+    }
+
+    /// Wait (bounded) until the client port answers with INFO and the monitor port listens;
+    /// the log when the process exits first or the deadline passes.
+    fn try_wait_ready(&mut self, deadline: Instant) -> Result<(), String> {
         loop {
             if let Some(child) = self.child.as_mut() {
                 if let Ok(Some(status)) = child.try_wait() {
                     self.child = None;
-                    panic!(
+                    return Err(format!(
                         "node {} exited during start ({status}); log:\n{}",
                         self.name,
                         self.log()
-                    );
+                    ));
                 }
             }
             if answers_info(self.client_port)
                 && TcpStream::connect(("127.0.0.1", self.monitor_port)).is_ok()
             {
-                return;
+                return Ok(());
             }
-            assert!(
-                Instant::now() < deadline,
-                "node {} did not start in time; log:\n{}",
-                self.name,
-                self.log()
-            );
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "node {} did not start in time; log:\n{}",
+                    self.name,
+                    self.log()
+                ));
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
     }
