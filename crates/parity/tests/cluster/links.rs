@@ -161,8 +161,8 @@ async fn one_way_blackhole_drops_the_route_and_heals(composition: Composition) {
     services.answered(1, 0, "healed").await;
 }
 
-/// Every route goes through the proxies: with 100 ms each way on every link, a request between
-/// any two nodes takes at least 200 ms (a route formed around a proxy, e.g. by gossip to an
+/// Every route goes through the proxies: with 150 ms each way on every link, a request between
+/// any two nodes takes at least 300 ms (a route formed around a proxy, e.g. by gossip to an
 /// advertised address, would answer at once). Then only the link 0-2 is put back to pass: 0->2
 /// is fast again, 0->1 is still delayed.
 async fn every_route_goes_through_the_proxies(composition: Composition) {
@@ -170,7 +170,7 @@ async fn every_route_goes_through_the_proxies(composition: Composition) {
     let services = Services::start(&cluster).await;
     services.all_answered(3, "before the delay").await;
 
-    let delay = Duration::from_millis(100);
+    let delay = Duration::from_millis(150);
     for (a, b) in [(0, 1), (0, 2), (1, 2)] {
         cluster.set_link(a, b, LinkMode::Delay(delay));
     }
@@ -194,7 +194,11 @@ async fn every_route_goes_through_the_proxies(composition: Composition) {
     }
 
     cluster.set_link(0, 2, LinkMode::Pass);
-    let direct = timed(0, 2).await;
+    // The fastest of three, so that one scheduling hiccup on a busy machine does not count.
+    let mut direct = timed(0, 2).await;
+    for _ in 0..2 {
+        direct = direct.min(timed(0, 2).await);
+    }
     assert!(
         direct < delay,
         "0->2 took {direct:?} after its link passed again"
