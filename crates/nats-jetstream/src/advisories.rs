@@ -5,21 +5,8 @@
 use crate::engine::Engine;
 use crate::transport::Message;
 use bytes::Bytes;
-use jetstream_api::advisory::{self, ActionKind, Advisory, Nuid, StreamAction};
+use jetstream_api::advisory::{self, ActionKind, Advisory, StreamAction};
 use jetstream_api::Timestamp;
-use parking_lot::Mutex;
-
-static IDS: Mutex<Option<Nuid>> = Mutex::new(None);
-
-/// A NUID for advisory ids, as nats-server's.
-pub(crate) fn next_id() -> String {
-    let mut ids = IDS.lock();
-    let generator = ids.get_or_insert_with(|| {
-        let seed = crate::time_format::now_nanos() as u64 ^ u64::from(std::process::id()) << 32;
-        Nuid::new(seed)
-    });
-    generator.next_id()
-}
 
 impl Engine {
     pub(crate) fn advise_stream_action(&self, stream: &str, action: ActionKind) {
@@ -32,7 +19,7 @@ impl Engine {
             return;
         }
         let body = Advisory::new(
-            next_id(),
+            crate::nuid::next_id(),
             Timestamp::now(),
             StreamAction {
                 stream: stream.to_string(),

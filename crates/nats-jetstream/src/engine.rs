@@ -2,6 +2,7 @@
 //! counters, the stream registry) and the `$JS.API.>` subscription. Cheap to clone: every clone
 //! shares one `Arc`'d engine, so the server may keep one for monitoring and one for shutdown.
 
+use crate::level::API_LEVEL;
 use crate::error::JetStreamError;
 use crate::registry::Registry;
 use crate::resources::{self, Usage};
@@ -15,8 +16,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
-/// nats-server's JetStream API level (2.12+ reports 2; 2.15 reports 5).
-pub(crate) const API_LEVEL: u32 = 5;
 /// The `$JS.API` prefix every request subject starts with.
 pub(crate) const API_PREFIX: &str = "$JS.API.";
 /// What the API task listens on: all of `$JS.API.>` except `DIRECT.GET` (served by per-stream
@@ -307,20 +306,35 @@ impl Engine {
         totals
     }
 
+    /// The registry as mirrors and sources see it: a weak lookup of origins by name.
+    pub(crate) fn stream_lookup(&self) -> std::sync::Weak<dyn crate::stream::StreamLookup> {
+        let registry: Arc<dyn crate::stream::StreamLookup> = self.registry.clone();
+        Arc::downgrade(&registry)
+    }
+
     /// Hooks run when a stream starts (create or recovery) and before it stops.
-    pub(crate) fn on_stream_started(&self, stream: &Arc<Stream>) {
+    pub(crate) fn on_stream_started(
+        &self,
+        stream: &Arc<Stream>,
+        consumers: &Arc<crate::consumer::Consumers>,
+    ) {
         self.refresh_direct_get(stream);
         if stream.config.read().mirror.is_some() {
-            crate::stream::spawn_mirror(stream, Arc::downgrade(&self.registry));
+            crate::stream::spawn_mirror(stream, self.stream_lookup());
         }
         if !stream.config.read().sources.is_empty() {
             crate::stream::sync_sources(
                 stream,
-                Arc::downgrade(&self.registry),
+                self.stream_lookup(),
                 self.transport.clone(),
             );
         }
-        crate::consumer::recover_in_domain(stream, &self.transport, self.config.domain.as_deref());
+        crate::consumer::recover_in_domain(
+            stream,
+            consumers,
+            &self.transport,
+            self.config.domain.as_deref(),
+        );
     }
 
     pub(crate) fn on_stream_stopping(&self, stream: &Arc<Stream>) {

@@ -45,9 +45,11 @@
 
 mod advisories;
 mod api;
+mod level;
 mod consumer;
 mod engine;
 mod error;
+mod nuid;
 mod registry;
 mod resources;
 mod storage;

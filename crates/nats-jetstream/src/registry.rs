@@ -2,6 +2,7 @@
 //! account resources), update, delete, lookup, and recovery from disk at start-up.
 //! Called by the `$JS.API` handlers and [`crate::JetStream::start`].
 
+use crate::consumer::Consumers;
 use crate::engine::Engine;
 use crate::storage;
 use crate::stream::{self, IngestContext, Stream, StreamCommand};
@@ -11,27 +12,74 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use tokio::sync::oneshot;
 
+/// One stream and its consumers.
+struct Entry {
+    stream: Arc<Stream>,
+    consumers: Arc<Consumers>,
+}
+
 #[derive(Default)]
 pub(crate) struct Registry {
-    streams: parking_lot::RwLock<BTreeMap<String, Arc<Stream>>>,
+    streams: parking_lot::RwLock<BTreeMap<String, Entry>>,
 }
 
 impl Registry {
     pub(crate) fn get(&self, name: &str) -> Option<Arc<Stream>> {
-        self.streams.read().get(name).cloned()
+        self.streams
+            .read()
+            .get(name)
+            .map(|entry| entry.stream.clone())
     }
 
     /// Every stream, sorted by name.
     pub(crate) fn all(&self) -> Vec<Arc<Stream>> {
-        self.streams.read().values().cloned().collect()
+        self.streams
+            .read()
+            .values()
+            .map(|entry| entry.stream.clone())
+            .collect()
     }
 
-    fn insert(&self, stream: Arc<Stream>) {
-        self.streams.write().insert(stream.name.clone(), stream);
+    /// The consumers of `stream` (an empty set when that stream is no longer registered, so a
+    /// request racing a delete finds none).
+    pub(crate) fn consumers(&self, stream: &Stream) -> Arc<Consumers> {
+        match self.streams.read().get(&stream.name) {
+            Some(entry) if std::ptr::eq(&*entry.stream, stream) => entry.consumers.clone(),
+            _ => Arc::default(),
+        }
     }
 
-    fn remove(&self, name: &str) -> Option<Arc<Stream>> {
-        self.streams.write().remove(name)
+    fn insert(&self, stream: Arc<Stream>) -> Arc<Consumers> {
+        let consumers = Arc::<Consumers>::default();
+        self.streams.write().insert(
+            stream.name.clone(),
+            Entry {
+                stream,
+                consumers: consumers.clone(),
+            },
+        );
+        consumers
+    }
+
+    fn remove(&self, name: &str) -> Option<(Arc<Stream>, Arc<Consumers>)> {
+        self.streams
+            .write()
+            .remove(name)
+            .map(|entry| (entry.stream, entry.consumers))
+    }
+
+    fn entries(&self) -> Vec<(Arc<Stream>, Arc<Consumers>)> {
+        self.streams
+            .read()
+            .values()
+            .map(|entry| (entry.stream.clone(), entry.consumers.clone()))
+            .collect()
+    }
+}
+
+impl stream::StreamLookup for Registry {
+    fn stream(&self, name: &str) -> Option<Arc<Stream>> {
+        self.get(name)
     }
 }
 
@@ -187,8 +235,8 @@ impl Engine {
             .map_err(|error| errors::STREAM_CREATE.with_err(error))?;
         let stream = Stream::start(config, created, store, self.ingest_context())
             .map_err(|error| errors::STREAM_CREATE.with_err(error))?;
-        self.registry.insert(stream.clone());
-        self.on_stream_started(&stream);
+        let consumers = self.registry.insert(stream.clone());
+        self.on_stream_started(&stream, &consumers);
         Ok((stream, true))
     }
 
@@ -235,7 +283,7 @@ impl Engine {
         if sources_changed {
             stream::sync_sources(
                 &stream,
-                Arc::downgrade(&self.registry),
+                self.stream_lookup(),
                 self.transport.clone(),
             );
         }
@@ -250,12 +298,12 @@ impl Engine {
 
     pub(crate) async fn delete_stream(&self, name: &str) -> Result<(), ApiError> {
         let _guard = self.admin_lock.lock().await;
-        let stream = self
+        let (stream, consumers) = self
             .registry
             .remove(name)
             .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
         self.on_stream_stopping(&stream);
-        crate::consumer::stop_all(&stream, true).await;
+        crate::consumer::stop_all(&stream, &consumers, true).await;
         stream.stop(true).await;
         Ok(())
     }
@@ -274,8 +322,8 @@ impl Engine {
                     let created = metadata.created.unix_nanos();
                     match Stream::start(metadata.config, created, store, self.ingest_context()) {
                         Ok(stream) => {
-                            self.registry.insert(stream.clone());
-                            self.on_stream_started(&stream);
+                            let consumers = self.registry.insert(stream.clone());
+                            self.on_stream_started(&stream, &consumers);
                         }
                         Err(error) => {
                             tracing::error!(stream = %name, %error, "could not start recovered stream")
@@ -293,9 +341,9 @@ impl Engine {
     /// Stop every stream (graceful shutdown): queues drained, stores flushed and closed.
     pub(crate) async fn stop_all_streams(&self) {
         let _guard = self.admin_lock.lock().await;
-        for stream in self.registry.all() {
+        for (stream, consumers) in self.registry.entries() {
             self.on_stream_stopping(&stream);
-            crate::consumer::stop_all(&stream, false).await;
+            crate::consumer::stop_all(&stream, &consumers, false).await;
             stream.stop(false).await;
         }
     }

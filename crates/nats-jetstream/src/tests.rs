@@ -50,7 +50,7 @@ async fn fixture_with(dir: tempfile::TempDir, domain: Option<&str>) -> Fixture {
 
 impl Fixture {
     async fn raw_request(&self, subject: &str, headers: Option<&str>, body: &str) -> Message {
-        let inbox = format!("_INBOX.test.{}", crate::advisories::next_id());
+        let inbox = format!("_INBOX.test.{}", crate::nuid::next_id());
         let mut replies = self.router.channel(&inbox);
         self.router.publish(Message {
             subject: Bytes::from(subject.to_string()),

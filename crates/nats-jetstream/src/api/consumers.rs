@@ -58,8 +58,9 @@ impl Engine {
             .registry
             .get(stream_name)
             .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
-        let consumer = stream
-            .consumers
+        let consumer = self
+            .registry
+            .consumers(&stream)
             .get(name)
             .ok_or_else(|| errors::CONSUMER_NOT_FOUND.to_error())?;
         Ok((stream, consumer))
@@ -140,7 +141,7 @@ impl Engine {
             config.name.clone()
         };
         let existing = (!lookup_name.is_empty())
-            .then(|| stream.consumers.get(&lookup_name))
+            .then(|| self.registry.consumers(&stream).get(&lookup_name))
             .flatten();
         if let Some(existing) = &existing {
             config.pause_until = existing.config.read().pause_until;
@@ -157,7 +158,8 @@ impl Engine {
         }
         jetstream_api::consumer_defaults::apply_ephemeral_inactive_default(&mut config);
         let _guard = self.admin_lock.lock().await;
-        if let Some(existing) = stream.consumers.get(&config.name) {
+        let consumers = self.registry.consumers(&stream);
+        if let Some(existing) = consumers.get(&config.name) {
             let current = existing.config();
             if current == config {
                 return Ok(existing.info(&stream));
@@ -167,7 +169,7 @@ impl Engine {
             }
             consumer::check_update(&current, &config)?;
             if stream_config.retention == RetentionPolicy::WorkQueue {
-                check_work_queue_unique(&stream, &config)?;
+                check_work_queue_unique(&consumers, &config)?;
             }
             *existing.config.write() = config.clone();
             consumer::refresh_interest(&stream, &existing);
@@ -183,17 +185,18 @@ impl Engine {
         } else {
             crate::engine::DEFAULT_MAX_CONSUMERS
         };
-        if stream.consumers.len() as i64 >= max_consumers {
+        if consumers.len() as i64 >= max_consumers {
             return Err(errors::MAXIMUM_CONSUMERS_LIMIT.to_error());
         }
         if stream_config.retention == RetentionPolicy::WorkQueue {
-            check_work_queue_unique(&stream, &config)?;
+            check_work_queue_unique(&consumers, &config)?;
         }
         let created = crate::time_format::now_nanos();
         let store = consumer::open_store(&stream, &config, &config.name, created)
             .map_err(|error| errors::CONSUMER_STORE_FAILED.with_err(error))?;
         let new = consumer::start(
             &stream,
+            &consumers,
             &self.transport,
             config,
             created,
@@ -236,7 +239,7 @@ impl Engine {
                 .get(stream_name)
                 .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
             let _guard = self.admin_lock.lock().await;
-            if !consumer::stop_consumer(&stream, name, true).await {
+            if !consumer::stop_consumer(&stream, &self.registry.consumers(&stream), name, true).await {
                 return Err(errors::CONSUMER_NOT_FOUND.to_error());
             }
             Ok(())
@@ -265,7 +268,7 @@ impl Engine {
                 .registry
                 .get(stream_name)
                 .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
-            let names = stream.consumers.names();
+            let names = self.registry.consumers(&stream).names();
             let total = names.len();
             let page: Vec<String> = names.into_iter().skip(offset).take(NAMES_LIMIT).collect();
             Ok((page, total, offset))
@@ -295,7 +298,7 @@ impl Engine {
                 .registry
                 .get(stream_name)
                 .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
-            let all = stream.consumers.all();
+            let all = self.registry.consumers(&stream).all();
             let total = all.len();
             let page: Vec<ConsumerInfo> = all
                 .iter()
@@ -415,7 +418,7 @@ impl Engine {
         let Some(consumer) = self
             .registry
             .get(stream_name)
-            .and_then(|stream| stream.consumers.get(name))
+            .and_then(|stream| self.registry.consumers(&stream).get(name))
         else {
             return;
         };
@@ -457,7 +460,7 @@ impl Engine {
             return;
         }
         let body = Advisory::new(
-            crate::advisories::next_id(),
+            crate::nuid::next_id(),
             Timestamp::now(),
             ConsumerActionAdvisory {
                 stream: stream.to_string(),
@@ -475,7 +478,7 @@ impl Engine {
             return;
         }
         let body = Advisory::new(
-            crate::advisories::next_id(),
+            crate::nuid::next_id(),
             Timestamp::now(),
             ConsumerPause {
                 stream: consumer.stream_name.clone(),
@@ -527,11 +530,10 @@ fn decode_plain<T: serde::de::DeserializeOwned + Default>(payload: &[u8]) -> Res
 
 /// Work-queue streams: no two consumers may see the same message.
 fn check_work_queue_unique(
-    stream: &Stream,
+    consumers: &consumer::Consumers,
     config: &jetstream_api::ConsumerConfig,
 ) -> Result<(), ApiError> {
-    let others: Vec<Arc<Consumer>> = stream
-        .consumers
+    let others: Vec<Arc<Consumer>> = consumers
         .all()
         .into_iter()
         .filter(|other| other.name != config.name)

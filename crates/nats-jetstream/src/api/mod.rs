@@ -12,6 +12,7 @@ pub(crate) mod direct;
 mod messages;
 mod streams;
 
+use crate::level::required_level_met;
 use crate::engine::{Engine, API_PREFIX};
 use crate::transport::Message;
 use bytes::Bytes;
@@ -44,24 +45,6 @@ impl Request {
             Err(jetstream_api::errors::REQUIRED_API_LEVEL.to_error())
         }
     }
-}
-
-/// nats-server's `errorOnRequiredApiLevel`: a non-empty `Nats-Required-Api-Level` header that
-/// is not an integer (Go's `Atoi`: optional sign, digits) or asks for more than this server's
-/// level refuses the request; an empty one is ignored.
-pub(crate) fn required_level_met(headers: Option<&[u8]>) -> bool {
-    let Some(value) =
-        headers.and_then(|block| nats_proto::header_value(block, "Nats-Required-Api-Level"))
-    else {
-        return true;
-    };
-    if value.is_empty() {
-        return true;
-    }
-    std::str::from_utf8(value)
-        .ok()
-        .and_then(|text| text.parse::<i64>().ok())
-        .is_some_and(|level| level <= i64::from(crate::engine::API_LEVEL))
 }
 
 impl Engine {

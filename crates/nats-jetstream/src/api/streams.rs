@@ -113,7 +113,7 @@ impl Engine {
                 ..Default::default()
             }
         });
-        let sources = crate::stream::sources_info(stream, &self.registry);
+        let sources = crate::stream::sources_info(stream, &*self.registry);
         let info = StreamInfo {
             mirror,
             sources,

@@ -8,8 +8,9 @@
 //!
 //! Concurrency: each consumer is one tokio task ([`task`]) that owns the delivery logic (waiting
 //! requests, redelivery timers, flow control) and is fed by one channel. The ack bookkeeping lives
-//! in [`Consumer::state`] behind a mutex so INFO and interest retention (which must ask every
-//! consumer of a stream whether it still needs a message) can read it without a round trip.
+//! in [`Consumer::state`] behind a mutex so INFO and interest retention (the stream asks every
+//! consumer, through [`InterestHolder`], whether it still needs a message) can read it without
+//! a round trip. Acks reach the stream as `Stream::acked`; the stream decides what goes.
 //! Lock order: a consumer's `state` may be held while taking its stream's `store`, never the
 //! other way round, and never two consumers' states at once.
 //!
@@ -24,11 +25,11 @@ mod tests;
 
 pub(crate) use config::{check_config, check_update};
 
-use crate::stream::{Stream, StreamCommand};
+use crate::stream::{InterestHolder, Stream};
 use crate::transport::{Message, Transport};
 use jetstream_api::{
     AckPolicy, ConsumerConfig, ConsumerInfo, DeliverPolicy, Nanos, PriorityGroupState,
-    RetentionPolicy, SequenceInfo, Timestamp,
+    SequenceInfo, Timestamp,
 };
 use nats_store::{ConsumerState, ConsumerStore, MemConsumerStore, SequencePair};
 use parking_lot::{Mutex, RwLock};
@@ -146,6 +147,9 @@ impl Consumer {
         self.config.read().clone()
     }
 
+}
+
+impl InterestHolder for Consumer {
     /// Whether this consumer still needs stream message `seq` on `subject` (interest retention).
     fn needs(&self, seq: u64, subject: &str) -> bool {
         let config = self.config.read();
@@ -168,7 +172,9 @@ impl Consumer {
         }
         true
     }
+}
 
+impl Consumer {
     /// `CONSUMER.INFO` as nats-server builds it.
     pub(crate) fn info(&self, stream: &Stream) -> ConsumerInfo {
         let config = self.config();
@@ -325,7 +331,7 @@ impl Consumers {
 /// A random 8-character name for an ephemeral consumer (nats-server hashes a NUID to 8 chars).
 pub(crate) fn ephemeral_name() -> String {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-    let id = crate::advisories::next_id();
+    let id = crate::nuid::next_id();
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for byte in id.bytes() {
         hash ^= u64::from(byte);
@@ -378,6 +384,7 @@ fn starting_sequence(stream: &Stream, config: &ConsumerConfig) -> u64 {
 /// Start a consumer's task and subscriptions and add it to its stream.
 pub(crate) fn start(
     stream: &Arc<Stream>,
+    consumers: &Arc<Consumers>,
     transport: &Arc<dyn Transport>,
     config: ConsumerConfig,
     created: i64,
@@ -437,16 +444,14 @@ pub(crate) fn start(
     stream.interest.add(
         consumer.interest_id,
         config.filters().iter().map(|f| f.to_string()).collect(),
+        consumer.clone(),
     );
-    stream
-        .consumers
-        .map
-        .write()
-        .insert(name.clone(), consumer.clone());
+    consumers.map.write().insert(name.clone(), consumer.clone());
     let subscriptions = subscribe(&consumer, transport);
     task::spawn(
         consumer.clone(),
         stream.clone(),
+        Arc::downgrade(consumers),
         transport.clone(),
         store,
         receiver,
@@ -497,7 +502,7 @@ fn subscribe(consumer: &Arc<Consumer>, transport: &Arc<dyn Transport>) -> Vec<u6
                 let _ = sender.send(Event::Next {
                     reply,
                     payload: message.payload,
-                    level_met: crate::api::required_level_met(message.headers.as_deref()),
+                    level_met: crate::level::required_level_met(message.headers.as_deref()),
                 });
             }
         }),
@@ -552,6 +557,7 @@ fn save_config(
 /// Re-open every consumer persisted with a stream (server start).
 pub(crate) fn recover_in_domain(
     stream: &Arc<Stream>,
+    consumers: &Arc<Consumers>,
     transport: &Arc<dyn Transport>,
     domain: Option<&str>,
 ) {
@@ -579,6 +585,7 @@ pub(crate) fn recover_in_domain(
         };
         start(
             stream,
+            consumers,
             transport,
             persisted.config,
             persisted.created.unix_nanos(),
@@ -590,7 +597,7 @@ pub(crate) fn recover_in_domain(
 }
 
 /// After a config update: the stream's interest follows the new filters.
-pub(crate) fn refresh_interest(stream: &Stream, consumer: &Consumer) {
+pub(crate) fn refresh_interest(stream: &Stream, consumer: &Arc<Consumer>) {
     stream.interest.remove(consumer.interest_id);
     let filters = consumer
         .config
@@ -599,12 +606,19 @@ pub(crate) fn refresh_interest(stream: &Stream, consumer: &Consumer) {
         .iter()
         .map(|filter| filter.to_string())
         .collect();
-    stream.interest.add(consumer.interest_id, filters);
+    stream
+        .interest
+        .add(consumer.interest_id, filters, consumer.clone());
 }
 
 /// Stop (and with `delete`, remove) one consumer.
-pub(crate) async fn stop_consumer(stream: &Stream, name: &str, delete: bool) -> bool {
-    let Some(consumer) = stream.consumers.remove(name) else {
+pub(crate) async fn stop_consumer(
+    stream: &Stream,
+    consumers: &Consumers,
+    name: &str,
+    delete: bool,
+) -> bool {
+    let Some(consumer) = consumers.remove(name) else {
         return false;
     };
     stream.interest.remove(consumer.interest_id);
@@ -613,77 +627,15 @@ pub(crate) async fn stop_consumer(stream: &Stream, name: &str, delete: bool) -> 
         let _ = finished.await;
     }
     if delete {
-        release_interest_messages(stream);
+        stream.release_interest();
     }
     true
 }
 
 /// Stop every consumer of a stream (the stream is stopping or being deleted).
-pub(crate) async fn stop_all(stream: &Stream, delete: bool) {
-    for name in stream.consumers.names() {
-        stop_consumer(stream, &name, delete).await;
-    }
-}
-
-/// After an ack on an interest or work-queue stream: remove the message when nobody needs it.
-pub(crate) fn apply_retention(stream: &Stream, seq: u64, subject: Option<&str>) {
-    let retention = stream.config.read().retention;
-    match retention {
-        RetentionPolicy::Limits => {}
-        RetentionPolicy::WorkQueue => {
-            stream.send(StreamCommand::Remove { seq });
-        }
-        RetentionPolicy::Interest => {
-            let owned;
-            let subject = match subject {
-                Some(subject) => subject,
-                None => match stream.store.lock().load(seq) {
-                    Ok(message) => {
-                        owned = message.subject;
-                        owned.as_str()
-                    }
-                    Err(_) => return,
-                },
-            };
-            if stream
-                .consumers
-                .all()
-                .iter()
-                .all(|consumer| !consumer.needs(seq, subject))
-            {
-                stream.send(StreamCommand::Remove { seq });
-            }
-        }
-    }
-}
-
-/// When a consumer of an interest stream goes away, messages only it needed go too.
-pub(crate) fn release_interest_messages(stream: &Stream) {
-    if stream.config.read().retention != RetentionPolicy::Interest {
-        return;
-    }
-    let consumers = stream.consumers.all();
-    let (first, last) = {
-        let store = stream.store.lock();
-        let state = store.state();
-        (state.first_seq, state.last_seq)
-    };
-    if last == 0 || last - first > 1_000_000 {
-        return;
-    }
-    let mut seq = first;
-    while seq <= last {
-        let message = match stream.store.lock().load_next(">", seq) {
-            Ok(Some(message)) => message,
-            _ => break,
-        };
-        seq = message.seq + 1;
-        if consumers
-            .iter()
-            .all(|consumer| !consumer.needs(message.seq, &message.subject))
-        {
-            stream.send(StreamCommand::Remove { seq: message.seq });
-        }
+pub(crate) async fn stop_all(stream: &Stream, consumers: &Consumers, delete: bool) {
+    for name in consumers.names() {
+        stop_consumer(stream, consumers, &name, delete).await;
     }
 }
 

@@ -17,7 +17,7 @@ struct Fixture {
 }
 
 async fn request(router: &TestRouter, subject: &str, body: &str) -> Message {
-    let inbox = format!("_INBOX.unit.{}", crate::advisories::next_id());
+    let inbox = format!("_INBOX.unit.{}", crate::nuid::next_id());
     let mut replies = router.channel(&inbox);
     router.publish(Message {
         subject: Bytes::from(subject.to_string()),
@@ -73,7 +73,7 @@ impl Fixture {
 
     /// A pull request whose replies arrive on the returned channel.
     fn pull(&self, body: &str) -> UnboundedReceiver<Message> {
-        let inbox = format!("_INBOX.pull.{}", crate::advisories::next_id());
+        let inbox = format!("_INBOX.pull.{}", crate::nuid::next_id());
         let replies = self.router.channel(&inbox);
         self.router.publish(Message {
             subject: Bytes::from_static(b"$JS.API.CONSUMER.MSG.NEXT.T.C"),

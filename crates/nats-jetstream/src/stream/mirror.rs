@@ -4,8 +4,7 @@
 //! The origin may not exist yet, or go away: the task waits for it. A filter or subject
 //! transforms of the mirror apply as for sources (`sources.rs`).
 
-use super::{Stream, StreamCommand};
-use crate::registry::Registry;
+use super::{Stream, StreamCommand, StreamLookup};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -16,7 +15,7 @@ const BATCH: usize = 1024;
 const ORIGIN_POLL: Duration = Duration::from_millis(250);
 
 /// Follow the origin named in the mirror's config until the mirror stops.
-pub(crate) fn spawn(mirror: &Arc<Stream>, registry: Weak<Registry>) {
+pub(crate) fn spawn(mirror: &Arc<Stream>, origins: Weak<dyn StreamLookup>) {
     let mirror = Arc::downgrade(mirror);
     tokio::spawn(async move {
         let mut cursor: Option<u64> = None;
@@ -35,9 +34,9 @@ pub(crate) fn spawn(mirror: &Arc<Stream>, registry: Weak<Registry>) {
                 // the mirror stays inactive, as nats-server's does when no one answers.
                 return;
             }
-            let origin = registry
+            let origin = origins
                 .upgrade()
-                .and_then(|registry| registry.get(&source.name));
+                .and_then(|origins| origins.stream(&source.name));
             stream
                 .mirror_origin_missing
                 .store(origin.is_none(), Ordering::Relaxed);

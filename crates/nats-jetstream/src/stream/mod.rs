@@ -13,15 +13,17 @@
 //! - New messages are announced on [`Stream::last_sequence`] (a `watch` channel carrying the last
 //!   stored sequence, sent after the batch is durable): consumers wait on it and then read from
 //!   the store.
-//! - Interest: consumers register their filter subjects in [`Stream::interest`]; interest
-//!   retention stores only messages some consumer wants, and acks come back as
-//!   [`StreamCommand::Remove`].
+//! - Interest: consumers register their filter subjects and an [`InterestHolder`] in
+//!   [`Stream::interest`]; interest retention stores only messages some consumer wants. Acks
+//!   come back as [`StreamCommand::Acked`] and the stream's task decides (work queue: remove;
+//!   interest: remove once no holder needs the message, asked with no store lock held).
 
 mod config;
 mod counter;
 mod dedupe;
 mod headers;
 mod ingest;
+mod interest;
 mod mirror;
 mod schedule;
 mod source_header;
@@ -30,6 +32,7 @@ mod time_zone;
 
 pub(crate) use config::{check_and_fill, check_update, with_static_metadata};
 pub(crate) use ingest::{store_config as ingest_store_config, IngestContext};
+pub(crate) use interest::{Interest, InterestHolder};
 pub(crate) use mirror::spawn as spawn_mirror;
 pub(crate) use source_header::index_name as source_index_name;
 pub(crate) use sources::{info as sources_info, sync as sync_sources};
@@ -41,6 +44,12 @@ use parking_lot::{Mutex, RwLock};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::{oneshot, watch};
+
+/// How mirrors and sources find their origin among this server's streams, by name. The
+/// registry implements it; the stream layer never sees the registry.
+pub(crate) trait StreamLookup: Send + Sync {
+    fn stream(&self, name: &str) -> Option<Arc<Stream>>;
+}
 
 pub(crate) type SharedStore = Arc<Mutex<Box<dyn StreamStore>>>;
 
@@ -62,11 +71,13 @@ pub(crate) enum StreamCommand {
         erase: bool,
         reply: oneshot::Sender<Result<bool, ApiError>>,
     },
-    /// Removal on behalf of consumers (interest / work-queue retention); no reply.
-    #[allow(dead_code)] // sent by consumers (the consumer issue)
-    Remove {
+    /// A consumer acknowledged `seq` (or delivered it, without acks): on a work-queue stream
+    /// the message goes; on an interest stream it goes once no registered consumer needs it.
+    Acked {
         seq: u64,
     },
+    /// A consumer went away or started over: messages only it held back may go now.
+    InterestReleased,
     UpdateConfig {
         config: Box<StreamConfig>,
         reply: oneshot::Sender<Result<(), ApiError>>,
@@ -78,38 +89,6 @@ pub(crate) enum StreamCommand {
         delete: bool,
         reply: oneshot::Sender<()>,
     },
-}
-
-/// Filter subjects of the consumers on a stream ("" = everything).
-#[derive(Default)]
-pub(crate) struct Interest {
-    filters: RwLock<Vec<(u64, Vec<String>)>>,
-}
-
-impl Interest {
-    /// Register a consumer's filters; returns a handle for [`Interest::remove`].
-    #[allow(dead_code)] // the consumer issue registers here
-    pub(crate) fn add(&self, id: u64, filters: Vec<String>) {
-        self.filters.write().push((id, filters));
-    }
-
-    #[allow(dead_code)]
-    pub(crate) fn remove(&self, id: u64) {
-        self.filters.write().retain(|(existing, _)| *existing != id);
-    }
-
-    pub(crate) fn count(&self) -> usize {
-        self.filters.read().len()
-    }
-
-    pub(crate) fn wants(&self, subject: &str) -> bool {
-        self.filters.read().iter().any(|(_, filters)| {
-            filters.is_empty()
-                || filters
-                    .iter()
-                    .any(|filter| filter.is_empty() || crate::subject::matches(filter, subject))
-        })
-    }
 }
 
 /// Publishes queued for the ingest task, bounded as nats-server bounds a stream's inbound
@@ -184,7 +163,6 @@ pub(crate) struct Stream {
     pub mirror_origin_missing: std::sync::atomic::AtomicBool,
     /// Sources: one entry per configured source with its position (`sources.rs`).
     pub sources: sources::Sources,
-    pub consumers: crate::consumer::Consumers,
     commands: tokio::sync::mpsc::UnboundedSender<StreamCommand>,
     subscriptions: Mutex<Vec<u64>>,
     transport: Arc<dyn Transport>,
@@ -214,7 +192,6 @@ impl Stream {
             mirror_contact: Default::default(),
             mirror_origin_missing: Default::default(),
             sources: Default::default(),
-            consumers: Default::default(),
             commands: sender,
             subscriptions: Mutex::new(Vec::new()),
             transport,
@@ -266,6 +243,20 @@ impl Stream {
         let ids: Vec<u64> = std::mem::take(&mut *self.subscriptions.lock());
         for id in ids {
             self.transport.unsubscribe(id);
+        }
+    }
+
+    /// A consumer acknowledged `seq`: retention decides, on the stream's task, whether it stays.
+    pub(crate) fn acked(&self, seq: u64) {
+        if self.config.read().retention != jetstream_api::RetentionPolicy::Limits {
+            self.send(StreamCommand::Acked { seq });
+        }
+    }
+
+    /// A consumer left (or reset): interest retention re-checks what it held back.
+    pub(crate) fn release_interest(&self) {
+        if self.config.read().retention == jetstream_api::RetentionPolicy::Interest {
+            self.send(StreamCommand::InterestReleased);
         }
     }
 

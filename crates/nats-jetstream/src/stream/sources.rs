@@ -25,8 +25,7 @@
 use super::source_header::{
     header_value, sourced_header, stream_identity, IndexName, SourcedFrom, STREAM_SOURCE_HEADER,
 };
-use super::{Stream, StreamCommand};
-use crate::registry::Registry;
+use super::{Stream, StreamCommand, StreamLookup};
 use crate::transport::{Message, Transport};
 use bytes::Bytes;
 use jetstream_api::{errors, ApiError, Nanos, StreamSource, StreamSourceInfo};
@@ -148,7 +147,7 @@ pub(crate) fn destination_subject(source: &StreamSource, subject: &str) -> Strin
 /// Bring the running source tasks in line with the stream's config: new sources start (from
 /// their newest `Nats-Stream-Source` header here, else their configured start), removed ones
 /// stop, unchanged ones carry on.
-pub(crate) fn sync(stream: &Arc<Stream>, registry: Weak<Registry>, transport: Arc<dyn Transport>) {
+pub(crate) fn sync(stream: &Arc<Stream>, origins: Weak<dyn StreamLookup>, transport: Arc<dyn Transport>) {
     let configured = stream.config.read().sources.clone();
     let mut started = Vec::new();
     {
@@ -191,7 +190,7 @@ pub(crate) fn sync(stream: &Arc<Stream>, registry: Weak<Registry>, transport: Ar
             tokio::spawn(follow(
                 stream.clone(),
                 progress,
-                registry.clone(),
+                origins.clone(),
                 transport.clone(),
             ));
         }
@@ -271,7 +270,7 @@ type Answers = mpsc::UnboundedReceiver<(u64, Bytes)>;
 async fn follow(
     stream: Weak<Stream>,
     progress: Arc<SourceProgress>,
-    registry: Weak<Registry>,
+    origins: Weak<dyn StreamLookup>,
     transport: Arc<dyn Transport>,
 ) {
     let inbox = format!("$JS.S.{}.", inbox_token());
@@ -311,9 +310,9 @@ async fn follow(
         if aggregate.stopped.load(Ordering::Relaxed) {
             return;
         }
-        let origin = registry
+        let origin = origins
             .upgrade()
-            .and_then(|registry| registry.get(&progress.source.name));
+            .and_then(|origins| origins.stream(&progress.source.name));
         let Some(origin) = origin else {
             *progress.error.lock() = Some(errors::STREAM_NOT_FOUND.to_error());
             drop(aggregate);
@@ -512,14 +511,14 @@ fn is_refusal(answer: &[u8]) -> bool {
 }
 
 /// `sources` of STREAM.INFO, in config order.
-pub(crate) fn info(stream: &Stream, registry: &Registry) -> Vec<StreamSourceInfo> {
+pub(crate) fn info(stream: &Stream, origins: &dyn StreamLookup) -> Vec<StreamSourceInfo> {
     let entries = stream.sources.entries.lock().clone();
     let now = crate::time_format::now_nanos();
     entries
         .iter()
         .map(|progress| {
             let position = progress.position.load(Ordering::Relaxed);
-            let lag = match registry.get(&progress.source.name) {
+            let lag = match origins.stream(&progress.source.name) {
                 Some(origin) if progress.source.external.is_none() => {
                     let filters = progress.filters();
                     origin

@@ -2,7 +2,6 @@
 //! them, ack sampling and the per-message advisories.
 
 use super::Task;
-use crate::consumer::apply_retention;
 use crate::transport::Message;
 use bytes::Bytes;
 use jetstream_api::advisory::{
@@ -149,7 +148,7 @@ impl Task {
         for seq in acked_one.into_iter().chain(acked_many) {
             self.clear_deadline(seq);
             self.redeliver.remove(&seq);
-            apply_retention(&self.stream, seq, None);
+            self.stream.acked(seq);
         }
     }
 
@@ -164,7 +163,7 @@ impl Task {
             return;
         }
         let body = Advisory::new(
-            crate::advisories::next_id(),
+            crate::nuid::next_id(),
             jetstream_api::Timestamp::now(),
             DeliveryExceeded {
                 stream: self.stream.name.clone(),
@@ -189,7 +188,7 @@ impl Task {
             return;
         }
         let body = Advisory::new(
-            crate::advisories::next_id(),
+            crate::nuid::next_id(),
             jetstream_api::Timestamp::now(),
             DeliveryTerminated {
                 stream: self.stream.name.clone(),
@@ -234,7 +233,7 @@ impl Task {
             return;
         }
         let body = Advisory::new(
-            crate::advisories::next_id(),
+            crate::nuid::next_id(),
             jetstream_api::Timestamp::now(),
             ConsumerAckMetric {
                 stream: self.stream.name.clone(),

@@ -3,7 +3,7 @@
 //! control.
 
 use super::{Candidate, Task, FLOW_CONTROL_BYTES, LOAD_BATCH};
-use crate::consumer::{apply_retention, needs_ack};
+use crate::consumer::needs_ack;
 use crate::transport::Message;
 use bytes::{BufMut, Bytes, BytesMut};
 use jetstream_api::{status, PriorityPolicy, ReplayPolicy};
@@ -327,7 +327,7 @@ impl Task {
             self.set_deadline(message.seq, at);
         } else {
             // Ack none: delivered is acknowledged, retention applies now.
-            apply_retention(&self.stream, message.seq, Some(&message.subject));
+            self.stream.acked(message.seq);
         }
         let message = candidate.message;
         self.transport.deliver(

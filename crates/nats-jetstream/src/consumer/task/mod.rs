@@ -40,6 +40,7 @@ const IDLE: Duration = Duration::from_secs(3600);
 pub(super) fn spawn(
     consumer: Arc<Consumer>,
     stream: Arc<Stream>,
+    siblings: std::sync::Weak<super::Consumers>,
     transport: Arc<dyn Transport>,
     store: Box<dyn ConsumerStore>,
     receiver: mpsc::UnboundedReceiver<Event>,
@@ -55,6 +56,7 @@ pub(super) fn spawn(
         config,
         consumer,
         stream,
+        siblings,
         transport,
         store,
         subscriptions,
@@ -97,6 +99,8 @@ fn filters_of(config: &ConsumerConfig) -> Vec<String> {
 struct Task {
     consumer: Arc<Consumer>,
     stream: Arc<Stream>,
+    /// The consumer set this consumer belongs to (it removes itself when inactive).
+    siblings: std::sync::Weak<super::Consumers>,
     transport: Arc<dyn Transport>,
     store: Box<dyn ConsumerStore>,
     config: ConsumerConfig,
@@ -586,9 +590,12 @@ impl Task {
             } else if now >= self.last_activity + threshold {
                 self.deleting = true;
                 let stream = self.stream.clone();
+                let siblings = self.siblings.clone();
                 let name = self.consumer.name.clone();
                 tokio::spawn(async move {
-                    super::stop_consumer(&stream, &name, true).await;
+                    if let Some(siblings) = siblings.upgrade() {
+                        super::stop_consumer(&stream, &siblings, &name, true).await;
+                    }
                 });
             }
         }

@@ -45,7 +45,7 @@ impl Task {
     }
 
     fn assign_pin(&mut self, group: &str) -> String {
-        let id = crate::advisories::next_id();
+        let id = crate::nuid::next_id();
         self.pin = Some(Pin {
             id: id.clone(),
             group: group.to_string(),
@@ -56,7 +56,7 @@ impl Task {
             jetstream_api::consumer_pinned_subject(&self.stream.name, &self.consumer.name);
         if self.transport.has_interest(&subject) {
             let body = Advisory::new(
-                crate::advisories::next_id(),
+                crate::nuid::next_id(),
                 jetstream_api::Timestamp::now(),
                 ConsumerGroupPinned {
                     account: ACCOUNT.to_string(),
@@ -83,7 +83,7 @@ impl Task {
             jetstream_api::consumer_unpinned_subject(&self.stream.name, &self.consumer.name);
         if self.transport.has_interest(&subject) {
             let body = Advisory::new(
-                crate::advisories::next_id(),
+                crate::nuid::next_id(),
                 jetstream_api::Timestamp::now(),
                 ConsumerGroupUnpinned {
                     account: ACCOUNT.to_string(),

@@ -65,7 +65,7 @@ impl Task {
         }
         self.dirty = false;
         // Messages only this consumer held back may have lost their last interest.
-        crate::consumer::release_interest_messages(&self.stream);
+        self.stream.release_interest();
         Ok((self.consumer.info(&self.stream), sequence))
     }
 }

@@ -271,7 +271,7 @@ impl Ingest {
         }
         let mut message = message.clone();
         if publish_headers.required_api_level.is_some() {
-            if !crate::api::required_level_met(Some(header_block)) {
+            if !crate::level::required_level_met(Some(header_block)) {
                 return abandon(
                     self,
                     errors::REQUIRED_API_LEVEL.to_error(),
@@ -337,7 +337,7 @@ impl Ingest {
             return;
         }
         let body = Advisory::new(
-            crate::advisories::next_id(),
+            crate::nuid::next_id(),
             jetstream_api::Timestamp::now(),
             BatchAbandoned {
                 stream: self.config.name.clone(),

@@ -134,10 +134,12 @@ impl Ingest {
                 self.store_mirrored(store, messages);
                 false
             }
-            StreamCommand::Remove { seq } => {
-                if let Err(error) = store.remove(seq) {
-                    tracing::debug!(stream = %self.config.name, seq, %error, "retention removal failed");
-                }
+            StreamCommand::Acked { seq } => {
+                self.acked(store, seq);
+                false
+            }
+            StreamCommand::InterestReleased => {
+                self.retention.interest_released = true;
                 false
             }
             StreamCommand::UpdateConfig { config, reply } => {

@@ -222,7 +222,7 @@ impl Ingest {
         let mut message = message.clone();
         if publish_headers.required_api_level.is_some() {
             let block = message.headers.as_deref().unwrap_or(&[]);
-            if !crate::api::required_level_met(Some(block)) {
+            if !crate::level::required_level_met(Some(block)) {
                 self.fast_batches.open.remove(id);
                 return Err(errors::REQUIRED_API_LEVEL.to_error());
             }

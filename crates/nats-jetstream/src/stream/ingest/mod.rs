@@ -17,7 +17,8 @@
 //! `batch.rs` atomic batch publish (staged, checked and stored as one at the commit);
 //! `fast_batch.rs` fast batch publish (flow-controlled, stored as it arrives);
 //! `staged_checks.rs` the checks both kinds of batch run; `schedules.rs`
-//! message schedules (header checks, the table of live schedules, firing).
+//! message schedules (header checks, the table of live schedules, firing); `retention.rs`
+//! work-queue and interest removal decided from the consumers' acks.
 
 use super::dedupe::DuplicateWindow;
 use super::headers::PublishHeaders;
@@ -35,6 +36,7 @@ mod batch;
 mod commands;
 mod fast_batch;
 mod publish;
+mod retention;
 mod schedules;
 mod staged_checks;
 
@@ -79,6 +81,7 @@ pub(crate) fn spawn(
         batches: Default::default(),
         fast_batches: Default::default(),
         schedules: Default::default(),
+        retention: Default::default(),
     };
     ingest.recover();
     tokio::spawn(async move {
@@ -172,6 +175,8 @@ struct Ingest {
     fast_batches: fast_batch::FastBatches,
     /// Live message schedules (`schedules.rs`).
     schedules: schedules::Schedules,
+    /// Acks waiting for the interest decision (`retention.rs`).
+    retention: retention::Pending,
 }
 
 /// Who handed a message to the ingest task.
@@ -261,6 +266,7 @@ impl Ingest {
             if self.process(&mut batch) {
                 return;
             }
+            self.settle_retention();
         }
         // Every sender is gone without a Stop: close the store so its tail is durable.
         let store_handle = self.stream.store.clone();
