@@ -2,8 +2,8 @@
 //! counters, the stream registry) and the `$JS.API.>` subscription. Cheap to clone: every clone
 //! shares one `Arc`'d engine, so the server may keep one for monitoring and one for shutdown.
 
-use crate::level::API_LEVEL;
 use crate::error::JetStreamError;
+use crate::level::API_LEVEL;
 use crate::registry::Registry;
 use crate::resources::{self, Usage};
 use crate::stream::Stream;
@@ -287,7 +287,7 @@ impl Engine {
         };
         for stream in self.registry.all() {
             let config = stream.config.read().clone();
-            let state = stream.store.lock().state();
+            let state = stream.store.state();
             totals.streams += 1;
             totals.consumers += stream.interest.count() as u64;
             totals.messages += state.msgs;
@@ -323,11 +323,7 @@ impl Engine {
             crate::stream::spawn_mirror(stream, self.stream_lookup());
         }
         if !stream.config.read().sources.is_empty() {
-            crate::stream::sync_sources(
-                stream,
-                self.stream_lookup(),
-                self.transport.clone(),
-            );
+            crate::stream::sync_sources(stream, self.stream_lookup(), self.transport.clone());
         }
         crate::consumer::recover_in_domain(
             stream,

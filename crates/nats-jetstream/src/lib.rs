@@ -1,58 +1,43 @@
-//! JetStream for rnats: streams, the `$JS.API` handlers and (later) consumers.
+//! JetStream for rnats: streams, consumers and the `$JS.API` handlers.
 //!
 //! JetStream is a *client of core routing*: it never touches sockets. The core server hands it a
 //! [`Transport`] (publish into routing, internal subscriptions, interest checks) and a typed
 //! [`JetStreamConfig`] parsed from `-js`/`-sd` and the `jetstream { ... }` config block, then calls
 //! [`JetStream::start`]. This crate must not know about connections, the parser or the sublist.
 //!
-//! # Shape
+//! # Shape: a one-way stack (each layer imports only those below it)
 //! - [`JetStream`] (`engine.rs`): the handle the server keeps (cheap `Clone`, an `Arc` inside):
 //!   `start`, `banner_lines`, `jsz`, `varz`, `shutdown`.
 //! - `api/`: one task serves `$JS.API.>` in arrival order (admin requests must not race);
-//!   `DIRECT.GET` is served by per-stream subscriptions and reader tasks.
-//! - `registry.rs`: streams by name; create/update/delete with the cross-stream checks (subject
-//!   overlap, `max_bytes` reservations); recovery at start.
-//! - `stream/`: a stream = config + store + an ingest task fed by a queue. Internal
-//!   subscription handlers (which run on the publisher's task) only enqueue. The task drains
-//!   its queue in batches: checks, `store_msg` per message, ONE `flush` (group commit), then the
-//!   PubAcks. With `sync_interval: always` the flush hands the fsync to the store's sync pool
-//!   (`flush_then`) and the PubAcks go out from its callback while the task stores the next batch.
-//!   The queue is bounded (100k messages / 128 MiB, then `429` as nats-server); counters
-//!   (`Nats-Incr`), rollups, TTLs, subject delete markers, republish and the input subject
-//!   transform all happen on that task.
-//! - `stream/mirror.rs` and `stream/sources.rs`: mirrors and sources of local streams follow the
-//!   origin's new-message watch; a mirror copies under the origin's sequences, a source hands
-//!   messages to ingest as publishes with a `Nats-Stream-Source` header (its position, recovered
-//!   from the store at start). External ones are accepted and stay inactive.
-//! - `storage.rs`: `<store_dir>/jetstream/$G/streams/<name>/` via nats-store's FileStore; the
-//!   stream config rides in the store's metadata blob.
-//!
-//! # Design for consumers (the consumer issue plugs in here)
-//! - Reading: `Stream::store` is `Arc<Mutex<Box<dyn StreamStore>>>`. The ingest task holds the
-//!   lock only while it stores and flushes one batch; a consumer takes it briefly to
-//!   `load_next(filter, seq)` / `num_pending`. Never hold it across an `.await`.
-//! - Waking: `Stream::last_sequence` is a `tokio::sync::watch` of the last stored sequence,
-//!   updated after each durable batch; consumers `subscribe()` and wait for changes.
-//! - Interest: consumers register their filter subjects in `Stream::interest` (id -> filters);
-//!   interest retention stores only what some registered consumer wants and counts the
-//!   consumers in `consumer_count`.
-//! - Acks and retention: interest/work-queue removal is a `StreamCommand::Remove { seq }` sent to
-//!   the stream's queue, so it is ordered with publishes and purges.
-//! - Consumer state: `StreamStore::consumer_store(name)` gives each consumer its persisted state.
+//!   `DIRECT.GET` is served by per-stream subscriptions.
+//! - `registry.rs`: streams by name with their consumer sets; create/update/delete with the
+//!   cross-stream checks (subject overlap, cycles, `max_bytes` reservations); recovery at start.
+//! - `consumer/`: one task per consumer; its delivery state changes only through
+//!   `consumer::apply` entries.
+//! - `stream/`: a stream = config + store (`stream/store.rs`, the one place its lock is
+//!   taken) + an ingest task fed by a bounded queue, the only writer, which changes the store
+//!   only through `stream::apply` entries (the seam a replication log plugs into). Mirrors and
+//!   sources find origins through `StreamLookup`; consumers are known to the stream only as
+//!   `InterestHolder`s. `stream/storage.rs`: the on-disk layout, the config in the store's
+//!   metadata blob.
+//! - Leaves: `level.rs`, `nuid.rs`, `subject.rs`, `time_format.rs`, `resources.rs`,
+//!   `transport.rs`.
 //!
 //! Internal subscription handlers run on the publisher's task: they only enqueue work for the
-//! task that owns the stream or consumer; they never block and never do I/O.
+//! task that owns the stream or consumer; they never block and never do I/O. ARCHITECTURE.md
+//! ("Inside nats-jetstream") has the lock table and where each step happens.
 
 mod advisories;
 mod api;
-mod level;
 mod consumer;
 mod engine;
 mod error;
+mod level;
 mod nuid;
 mod registry;
+#[cfg(test)]
+mod replica_tests;
 mod resources;
-mod storage;
 mod stream;
 mod subject;
 #[cfg(test)]

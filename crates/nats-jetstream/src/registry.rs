@@ -4,8 +4,7 @@
 
 use crate::consumer::Consumers;
 use crate::engine::Engine;
-use crate::storage;
-use crate::stream::{self, IngestContext, Stream, StreamCommand};
+use crate::stream::{self, storage, IngestContext, Stream, StreamCommand};
 use crate::subject;
 use jetstream_api::{errors, ApiError, StorageType, StreamConfig};
 use std::collections::BTreeMap;
@@ -270,22 +269,12 @@ impl Engine {
         });
         done.await
             .unwrap_or_else(|_| Err(errors::STREAM_UPDATE.with_err("stream stopped")))?;
-        {
-            let mut store = stream.store.lock();
-            if let Err(error) = storage::save_metadata(&mut **store, &config, stream.created) {
-                tracing::error!(stream = %config.name, %error, "saving stream config failed");
-            }
-        }
         let subjects_changed = config.subjects != old.subjects;
         let direct_changed = config.allow_direct != old.allow_direct;
         let sources_changed = config.sources != old.sources;
         *stream.config.write() = config;
         if sources_changed {
-            stream::sync_sources(
-                &stream,
-                self.stream_lookup(),
-                self.transport.clone(),
-            );
+            stream::sync_sources(&stream, self.stream_lookup(), self.transport.clone());
         }
         if subjects_changed {
             stream.subscribe_subjects();

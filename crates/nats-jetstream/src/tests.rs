@@ -8,13 +8,13 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
 
-struct Fixture {
-    router: Arc<TestRouter>,
-    jetstream: JetStream,
+pub(crate) struct Fixture {
+    pub(crate) router: Arc<TestRouter>,
+    pub(crate) jetstream: JetStream,
     _dir: tempfile::TempDir,
 }
 
-async fn fixture() -> Fixture {
+pub(crate) async fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     fixture_in(dir).await
 }
@@ -64,17 +64,17 @@ impl Fixture {
             .expect("reply")
     }
 
-    async fn request(&self, subject: &str, body: &str) -> Value {
+    pub(crate) async fn request(&self, subject: &str, body: &str) -> Value {
         let reply = self.raw_request(subject, None, body).await;
         serde_json::from_slice(&reply.payload).expect("json reply")
     }
 
-    async fn publish(&self, subject: &str, headers: Option<&str>, body: &str) -> String {
+    pub(crate) async fn publish(&self, subject: &str, headers: Option<&str>, body: &str) -> String {
         let reply = self.raw_request(subject, headers, body).await;
         String::from_utf8(reply.payload.to_vec()).unwrap()
     }
 
-    async fn create(&self, config: Value) -> Value {
+    pub(crate) async fn create(&self, config: Value) -> Value {
         let name = config["name"].as_str().unwrap().to_string();
         self.request(
             &format!("$JS.API.STREAM.CREATE.{name}"),

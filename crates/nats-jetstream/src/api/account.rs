@@ -1,8 +1,8 @@
 //! `$JS.API.INFO`: the account's usage and limits.
 
 use super::Request;
-use crate::level::API_LEVEL;
 use crate::engine::Engine;
+use crate::level::API_LEVEL;
 use jetstream_api::{AccountInfo, AccountInfoResponse, AccountTier, ApiStats};
 use std::sync::atomic::Ordering;
 

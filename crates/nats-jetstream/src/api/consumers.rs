@@ -194,16 +194,13 @@ impl Engine {
         let created = crate::time_format::now_nanos();
         let store = consumer::open_store(&stream, &config, &config.name, created)
             .map_err(|error| errors::CONSUMER_STORE_FAILED.with_err(error))?;
-        let new = consumer::start(
-            &stream,
-            &consumers,
-            &self.transport,
-            config,
-            created,
-            store,
-            false,
-            self.config.domain.as_deref(),
-        );
+        let home = consumer::Home {
+            stream: &stream,
+            consumers: &consumers,
+            transport: &self.transport,
+            domain: self.config.domain.as_deref(),
+        };
+        let new = consumer::start(&home, config, created, store, false);
         self.advise_consumer_action(&stream.name, &new.name, ActionKind::Create);
         Ok(new.info(&stream))
     }
@@ -239,7 +236,9 @@ impl Engine {
                 .get(stream_name)
                 .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
             let _guard = self.admin_lock.lock().await;
-            if !consumer::stop_consumer(&stream, &self.registry.consumers(&stream), name, true).await {
+            if !consumer::stop_consumer(&stream, &self.registry.consumers(&stream), name, true)
+                .await
+            {
                 return Err(errors::CONSUMER_NOT_FOUND.to_error());
             }
             Ok(())

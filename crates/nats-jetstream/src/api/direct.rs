@@ -84,7 +84,7 @@ fn serve_last_inline(stream: &Stream, transport: &dyn Transport, message: &Messa
         return false;
     };
     let found = {
-        let Some(mut store) = stream.store.try_lock() else {
+        let Some(mut store) = stream.store.try_read() else {
             return false;
         };
         store.load_last(key).ok().flatten()
@@ -182,8 +182,8 @@ fn serve(stream: &Stream, transport: &dyn Transport, message: Message) {
         return serve_batch(stream, &request, &respond);
     }
     let found = {
-        let mut store = stream.store.lock();
-        load_requested(&mut **store, &request)
+        let mut store = stream.store.read();
+        load_requested(&mut store, &request)
     };
     match found {
         Some(found) => {
@@ -205,7 +205,7 @@ fn serve_batch(stream: &Stream, request: &MsgGetRequest, respond: &dyn Fn(Bytes,
     } else {
         request.next_by_subject.as_str()
     };
-    let mut store = stream.store.lock();
+    let mut store = stream.store.read();
     let mut seq = match &request.start_time {
         Some(time) => store.seq_for_time(time.unix_nanos()),
         None => request.sequence,

@@ -8,12 +8,11 @@ use jetstream_api::{
     errors, ApiError, MsgDeleteRequest, MsgGetRequest, MsgGetResponse, StoredMessage,
     SuccessResponse, Timestamp, STREAM_MSG_DELETE_RESPONSE_TYPE,
 };
-use nats_store::StreamStore;
 use tokio::sync::oneshot;
 
 /// Which message a get request designates, shared by MSG.GET and DIRECT.GET.
 pub(crate) fn load_requested(
-    store: &mut dyn StreamStore,
+    store: &mut crate::stream::ReadGuard<'_>,
     request: &MsgGetRequest,
 ) -> Option<nats_store::StoredMessage> {
     let seq = match &request.start_time {
@@ -69,8 +68,8 @@ impl Engine {
             .get(name)
             .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
         let found = {
-            let mut store = stream.store.lock();
-            load_requested(&mut **store, &get)
+            let mut store = stream.store.read();
+            load_requested(&mut store, &get)
         };
         let message = found.ok_or_else(|| errors::NO_MESSAGE_FOUND.to_error())?;
         let headers: &[u8] = if get.no_headers {

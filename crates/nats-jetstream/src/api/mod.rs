@@ -12,8 +12,8 @@ pub(crate) mod direct;
 mod messages;
 mod streams;
 
-use crate::level::required_level_met;
 use crate::engine::{Engine, API_PREFIX};
+use crate::level::required_level_met;
 use crate::transport::Message;
 use bytes::Bytes;
 use serde::Serialize;

@@ -51,7 +51,7 @@ impl Engine {
         let with_cluster = view == InfoView::Info;
         let config = stream.config();
         let (state, subjects_total) = {
-            let store = stream.store.lock();
+            let store = stream.store.read();
             let raw = store.state();
             let mut state = StreamState {
                 messages: raw.msgs,
@@ -85,7 +85,7 @@ impl Engine {
             (state, subjects_total)
         };
         let mirror = config.mirror.as_ref().map(|source| {
-            let own_last = stream.store.lock().state().last_seq;
+            let own_last = stream.store.state().last_seq;
             let origin_last = self
                 .registry
                 .get(&source.name)

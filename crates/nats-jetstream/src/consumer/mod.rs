@@ -17,12 +17,14 @@
 //! What it must not know: sockets, the wire protocol, the sublist (it talks to routing only
 //! through [`crate::Transport`]).
 
+pub(crate) mod apply;
 mod config;
 mod pull;
 mod task;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use apply::{ConsumerApplied, ConsumerEntry, ConsumerReplica};
 pub(crate) use config::{check_config, check_update};
 
 use crate::stream::{InterestHolder, Stream};
@@ -31,7 +33,7 @@ use jetstream_api::{
     AckPolicy, ConsumerConfig, ConsumerInfo, DeliverPolicy, Nanos, PriorityGroupState,
     SequenceInfo, Timestamp,
 };
-use nats_store::{ConsumerState, ConsumerStore, MemConsumerStore, SequencePair};
+use nats_store::{ConsumerState, ConsumerStore, MemConsumerStore};
 use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -111,6 +113,9 @@ pub(crate) struct Shared {
     pub last_ack_active: Option<i64>,
     /// `pinned_client` consumers: the pin id and when it was handed out (unix nanos).
     pub pinned: Option<(String, i64)>,
+    /// Every entry applied, in order (tests compare replicas with it).
+    #[cfg(test)]
+    pub applied: Vec<ConsumerEntry>,
 }
 
 pub(crate) struct Consumer {
@@ -146,7 +151,6 @@ impl Consumer {
     pub(crate) fn config(&self) -> ConsumerConfig {
         self.config.read().clone()
     }
-
 }
 
 impl InterestHolder for Consumer {
@@ -178,7 +182,7 @@ impl Consumer {
     /// `CONSUMER.INFO` as nats-server builds it.
     pub(crate) fn info(&self, stream: &Stream) -> ConsumerInfo {
         let config = self.config();
-        let first_seq = stream.store.lock().state().first_seq;
+        let first_seq = stream.store.state().first_seq;
         let (
             delivered,
             ack_floor,
@@ -254,37 +258,34 @@ impl Consumer {
 }
 
 impl Shared {
+    /// Apply one entry to this consumer's state (the only way it changes; `apply.rs`).
+    pub(crate) fn apply(&mut self, entry: &ConsumerEntry) -> ConsumerApplied {
+        #[cfg(test)]
+        self.applied.push(entry.clone());
+        apply::apply(
+            ConsumerReplica {
+                state: &mut self.state,
+                changed: &mut self.changed,
+            },
+            entry,
+        )
+    }
+
     /// Messages below the stream's first sequence are gone (purge, limits): the consumer moves
     /// past them as nats-server's consumer purge does. True when something changed.
     pub(crate) fn skip_removed(&mut self, first_seq: u64) -> bool {
         let floor = first_seq.saturating_sub(1);
-        let state = &mut self.state;
-        if floor == 0 || state.ack_floor.stream_seq >= floor {
+        if floor == 0 || self.state.ack_floor.stream_seq >= floor {
             return false;
         }
-        state.delivered.stream_seq = state.delivered.stream_seq.max(floor);
-        state.ack_floor.stream_seq = floor;
-        let start = self.changed.len();
-        self.changed
-            .extend(state.pending.range(..=floor).map(|(seq, _)| *seq));
-        for seq in &self.changed[start..] {
-            if let Some(pending) = state.pending.remove(seq) {
-                state.ack_floor.consumer_seq =
-                    state.ack_floor.consumer_seq.max(pending.consumer_seq);
-            }
-            state.redelivered.remove(seq);
-        }
-        if state.pending.is_empty() {
-            state.ack_floor = state.delivered;
-        }
-        true
+        self.apply(&ConsumerEntry::FirstMoved { first_seq }) == ConsumerApplied::Moved(true)
     }
 }
 
 /// Messages at or after `start_seq` the consumer would still deliver, from the store's index.
 pub(crate) fn num_pending(stream: &Stream, config: &ConsumerConfig, start_seq: u64) -> u64 {
     let filters: Vec<String> = config.filters().iter().map(|f| f.to_string()).collect();
-    let store = stream.store.lock();
+    let store = stream.store.read();
     let last_per_subject = config.deliver_policy == DeliverPolicy::LastPerSubject;
     if filters.is_empty() {
         store.num_pending(">", start_seq, last_per_subject)
@@ -348,7 +349,7 @@ pub(crate) fn ephemeral_name() -> String {
 
 /// Where the consumer starts: the first stream sequence it considers.
 fn starting_sequence(stream: &Stream, config: &ConsumerConfig) -> u64 {
-    let mut store = stream.store.lock();
+    let mut store = stream.store.read();
     let state = store.state();
     let first = state.first_seq.max(1);
     let filters: Vec<String> = config.filters().iter().map(|f| f.to_string()).collect();
@@ -381,36 +382,51 @@ fn starting_sequence(stream: &Stream, config: &ConsumerConfig) -> u64 {
     }
 }
 
-/// Start a consumer's task and subscriptions and add it to its stream.
+/// Where a consumer lives: its stream, the stream's consumer set, routing, the domain.
+pub(crate) struct Home<'a> {
+    pub stream: &'a Arc<Stream>,
+    pub consumers: &'a Arc<Consumers>,
+    pub transport: &'a Arc<dyn Transport>,
+    pub domain: Option<&'a str>,
+}
+
+/// Start a consumer's task and subscriptions and add it to its stream's set.
 pub(crate) fn start(
-    stream: &Arc<Stream>,
-    consumers: &Arc<Consumers>,
-    transport: &Arc<dyn Transport>,
+    home: &Home<'_>,
     config: ConsumerConfig,
     created: i64,
     mut store: Box<dyn ConsumerStore>,
     recovered: bool,
-    domain: Option<&str>,
 ) -> Arc<Consumer> {
+    let Home {
+        stream,
+        consumers,
+        transport,
+        domain,
+    } = *home;
     let name = if config.name.is_empty() {
         config.durable_name.clone()
     } else {
         config.name.clone()
     };
     let mut state = store.state();
+    #[cfg(test)]
+    let mut applied = Vec::new();
     if !recovered {
         let start = starting_sequence(stream, &config);
-        state = ConsumerState {
-            delivered: SequencePair {
-                consumer_seq: 0,
-                stream_seq: start.saturating_sub(1),
-            },
-            ack_floor: SequencePair {
-                consumer_seq: 0,
-                stream_seq: start.saturating_sub(1),
-            },
-            ..Default::default()
+        state = ConsumerState::default();
+        let entry = ConsumerEntry::Reset {
+            stream_seq: start.saturating_sub(1),
         };
+        apply::apply(
+            ConsumerReplica {
+                state: &mut state,
+                changed: &mut Vec::new(),
+            },
+            &entry,
+        );
+        #[cfg(test)]
+        applied.push(entry);
         // A start past the beginning must survive a crash before the first periodic flush,
         // or a restarted `deliver_policy: new` consumer would replay the stream.
         if start > 1 {
@@ -437,6 +453,8 @@ pub(crate) fn start(
             last_delivered_active: None,
             last_ack_active: None,
             pinned: None,
+            #[cfg(test)]
+            applied,
         }),
         events: sender,
         interest_id: NEXT_INTEREST_ID.fetch_add(1, Ordering::Relaxed),
@@ -533,7 +551,7 @@ pub(crate) fn open_store(
     let durable = !config.durable_name.is_empty();
     let file_stream = stream.config.read().storage == jetstream_api::StorageType::File;
     let mut store: Box<dyn ConsumerStore> = if durable && file_stream && !config.memory_storage {
-        stream.store.lock().consumer_store(name)?
+        stream.store.read().consumer_store(name)?
     } else {
         Box::new(MemConsumerStore::new())
     };
@@ -561,7 +579,7 @@ pub(crate) fn recover_in_domain(
     transport: &Arc<dyn Transport>,
     domain: Option<&str>,
 ) {
-    let names = match stream.store.lock().consumer_names() {
+    let names = match stream.store.read().consumer_names() {
         Ok(names) => names,
         Err(error) => {
             tracing::warn!(stream = %stream.name, %error, "listing consumers failed");
@@ -569,7 +587,7 @@ pub(crate) fn recover_in_domain(
         }
     };
     for name in names {
-        let store = match stream.store.lock().consumer_store(&name) {
+        let store = match stream.store.read().consumer_store(&name) {
             Ok(store) => store,
             Err(error) => {
                 tracing::warn!(stream = %stream.name, consumer = %name, %error, "consumer store unreadable");
@@ -583,15 +601,18 @@ pub(crate) fn recover_in_domain(
                 continue;
             }
         };
-        start(
+        let home = Home {
             stream,
             consumers,
             transport,
+            domain,
+        };
+        start(
+            &home,
             persisted.config,
             persisted.created.unix_nanos(),
             store,
             true,
-            domain,
         );
     }
 }

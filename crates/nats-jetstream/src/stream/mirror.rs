@@ -47,7 +47,7 @@ pub(crate) fn spawn(mirror: &Arc<Stream>, origins: Weak<dyn StreamLookup>) {
             };
             let mut changes = origin.last_sequence.subscribe();
             let next = *cursor.get_or_insert_with(|| {
-                let last = stream.store.lock().state().last_seq;
+                let last = stream.store.state().last_seq;
                 if last == 0 && source.opt_start_seq > 0 {
                     source.opt_start_seq
                 } else {
@@ -57,7 +57,7 @@ pub(crate) fn spawn(mirror: &Arc<Stream>, origins: Weak<dyn StreamLookup>) {
             let filters = super::sources::filters(&source);
             let mut batch = Vec::new();
             {
-                let mut store = origin.store.lock();
+                let mut store = origin.store.read();
                 let mut seq = next;
                 while batch.len() < BATCH {
                     match store.load_next_matching(&filters, seq) {

@@ -18,6 +18,7 @@
 //!   come back as [`StreamCommand::Acked`] and the stream's task decides (work queue: remove;
 //!   interest: remove once no holder needs the message, asked with no store lock held).
 
+pub(crate) mod apply;
 mod config;
 mod counter;
 mod dedupe;
@@ -28,6 +29,8 @@ mod mirror;
 mod schedule;
 mod source_header;
 mod sources;
+pub(crate) mod storage;
+mod store;
 mod time_zone;
 
 pub(crate) use config::{check_and_fill, check_update, with_static_metadata};
@@ -36,6 +39,7 @@ pub(crate) use interest::{Interest, InterestHolder};
 pub(crate) use mirror::spawn as spawn_mirror;
 pub(crate) use source_header::index_name as source_index_name;
 pub(crate) use sources::{info as sources_info, sync as sync_sources};
+pub(crate) use store::{ReadGuard, StoreHandle};
 
 use crate::transport::{Message, Transport};
 use jetstream_api::{ApiError, StreamConfig};
@@ -50,8 +54,6 @@ use tokio::sync::{oneshot, watch};
 pub(crate) trait StreamLookup: Send + Sync {
     fn stream(&self, name: &str) -> Option<Arc<Stream>>;
 }
-
-pub(crate) type SharedStore = Arc<Mutex<Box<dyn StreamStore>>>;
 
 /// Work for the stream's ingest task, executed in arrival order.
 pub(crate) enum StreamCommand {
@@ -151,7 +153,7 @@ pub(crate) struct Stream {
     pub config: RwLock<StreamConfig>,
     /// Creation time, unix nanoseconds.
     pub created: i64,
-    pub store: SharedStore,
+    pub store: StoreHandle,
     pub last_sequence: watch::Sender<u64>,
     pub interest: Interest,
     pub backlog: Arc<Backlog>,
@@ -163,6 +165,9 @@ pub(crate) struct Stream {
     pub mirror_origin_missing: std::sync::atomic::AtomicBool,
     /// Sources: one entry per configured source with its position (`sources.rs`).
     pub sources: sources::Sources,
+    /// Every entry applied to the store, in order (tests compare replicas with it).
+    #[cfg(test)]
+    pub applied: Mutex<Vec<apply::StreamEntry<'static>>>,
     commands: tokio::sync::mpsc::UnboundedSender<StreamCommand>,
     subscriptions: Mutex<Vec<u64>>,
     transport: Arc<dyn Transport>,
@@ -184,7 +189,7 @@ impl Stream {
             name: config.name.clone(),
             config: RwLock::new(config),
             created,
-            store: Arc::new(Mutex::new(store)),
+            store: StoreHandle::new(store),
             last_sequence,
             interest: Interest::default(),
             backlog: Arc::default(),
@@ -192,6 +197,8 @@ impl Stream {
             mirror_contact: Default::default(),
             mirror_origin_missing: Default::default(),
             sources: Default::default(),
+            #[cfg(test)]
+            applied: Mutex::default(),
             commands: sender,
             subscriptions: Mutex::new(Vec::new()),
             transport,

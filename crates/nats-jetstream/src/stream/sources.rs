@@ -147,7 +147,11 @@ pub(crate) fn destination_subject(source: &StreamSource, subject: &str) -> Strin
 /// Bring the running source tasks in line with the stream's config: new sources start (from
 /// their newest `Nats-Stream-Source` header here, else their configured start), removed ones
 /// stop, unchanged ones carry on.
-pub(crate) fn sync(stream: &Arc<Stream>, origins: Weak<dyn StreamLookup>, transport: Arc<dyn Transport>) {
+pub(crate) fn sync(
+    stream: &Arc<Stream>,
+    origins: Weak<dyn StreamLookup>,
+    transport: Arc<dyn Transport>,
+) {
     let configured = stream.config.read().sources.clone();
     let mut started = Vec::new();
     {
@@ -199,15 +203,15 @@ pub(crate) fn sync(stream: &Arc<Stream>, origins: Weak<dyn StreamLookup>, transp
 
 /// nats-server's `startingSequenceForSources`: walk the stream backwards and take each
 /// source's newest `Nats-Stream-Source` header as its position.
-fn recover_positions(store: &super::SharedStore, sources: &[Arc<SourceProgress>]) {
+fn recover_positions(store: &super::StoreHandle, sources: &[Arc<SourceProgress>]) {
     let mut missing: Vec<&Arc<SourceProgress>> = sources.iter().collect();
     let (first, mut seq) = {
-        let state = store.lock().state();
+        let state = store.state();
         (state.first_seq.max(1), state.last_seq)
     };
     while seq >= first && !missing.is_empty() {
         // Short lock holds: the ingest task shares this store.
-        let mut store = store.lock();
+        let mut store = store.read();
         for _ in 0..1024 {
             let message = match store.load_prev(">", seq) {
                 Ok(Some(message)) => message,
@@ -321,7 +325,7 @@ async fn follow(
         };
         progress.error.lock().take();
         let identity = stream_identity(origin.created);
-        let origin_last = origin.store.lock().state().last_seq;
+        let origin_last = origin.store.read().state().last_seq;
         let known_identity = progress.origin_identity.lock().replace(identity.clone());
         let recreated = known_identity.is_some_and(|known| known != identity)
             // Headers without an identity (written before it existed): the origin ending
@@ -382,7 +386,7 @@ fn resolve_start(progress: &SourceProgress, origin: &Stream) {
     let start = if source.opt_start_seq > 0 {
         source.opt_start_seq
     } else if let Some(time) = &source.opt_start_time {
-        origin.store.lock().seq_for_time(time.unix_nanos())
+        origin.store.read().seq_for_time(time.unix_nanos())
     } else {
         return;
     };
@@ -403,7 +407,7 @@ fn read_batch(
     let mut bytes = 0;
     let mut seq = start;
     let mut examined = start.saturating_sub(1);
-    let mut store = origin.store.lock();
+    let mut store = origin.store.read();
     while batch.len() < BATCH_MESSAGES && bytes < BATCH_BYTES {
         let Ok(Some(message)) = store.load_next_matching(filters, seq) else {
             break;
@@ -523,7 +527,7 @@ pub(crate) fn info(stream: &Stream, origins: &dyn StreamLookup) -> Vec<StreamSou
                     let filters = progress.filters();
                     origin
                         .store
-                        .lock()
+                        .read()
                         .num_pending_matching(&filters, position + 1, false)
                 }
                 _ => 0,
@@ -554,11 +558,11 @@ mod tests {
 
     #[test]
     fn positions_recover_from_headers_with_and_without_identity() {
-        let store: super::super::SharedStore = Arc::new(Mutex::new(Box::new(
-            nats_store::MemStore::new(nats_store::StreamStoreConfig::default()),
+        let store = super::super::StoreHandle::new(Box::new(nats_store::MemStore::new(
+            nats_store::StreamStoreConfig::default(),
         )));
         {
-            let mut store = store.lock();
+            let mut store = store.write();
             let mut put = |headers: &[u8]| {
                 store.store_msg("s", headers, b"", None).expect("stored");
             };

@@ -2,6 +2,7 @@
 //! them, ack sampling and the per-message advisories.
 
 use super::Task;
+use crate::consumer::{ConsumerApplied, ConsumerEntry};
 use crate::transport::Message;
 use bytes::Bytes;
 use jetstream_api::advisory::{
@@ -87,65 +88,32 @@ impl Task {
         self.consumer.state.lock().state.pending.contains_key(&seq)
     }
 
-    /// An ack of stream sequence `seq`: floors move as nats-server moves them.
+    /// An ack of stream sequence `seq`: an [`ConsumerEntry::Acked`] applied to the state;
+    /// timers, the ack sample and the stream's retention follow from what it acknowledged.
     pub(super) fn acknowledge(&mut self, seq: u64, consumer_seq: u64) {
-        // `ack all` may cover many; an explicit ack covers one and allocates nothing.
-        let mut acked_many: Vec<u64> = Vec::new();
-        let mut acked_one = None;
-        let mut sample = None;
-        {
-            let mut guard = self.consumer.state.lock();
-            let shared = &mut *guard;
-            let state = &mut shared.state;
-            match self.config.ack_policy {
-                AckPolicy::None => return,
-                AckPolicy::All => {
-                    let covered: Vec<u64> = state.pending.range(..=seq).map(|(s, _)| *s).collect();
-                    if covered.is_empty() {
-                        return;
-                    }
-                    for covered_seq in &covered {
-                        state.pending.remove(covered_seq);
-                        state.redelivered.remove(covered_seq);
-                    }
-                    shared.changed.extend_from_slice(&covered);
-                    acked_many = covered;
-                    if state.pending.is_empty() {
-                        state.ack_floor = state.delivered;
-                    } else {
-                        state.ack_floor.consumer_seq = consumer_seq;
-                        state.ack_floor.stream_seq = seq;
-                    }
-                }
-                _ => {
-                    let Some(pending) = state.pending.remove(&seq) else {
-                        return;
-                    };
-                    let deliveries = state.redelivered.remove(&seq).unwrap_or(0) + 1;
-                    sample = Some((pending, deliveries));
-                    if state.pending.is_empty() {
-                        state.ack_floor = state.delivered;
-                    } else if pending.consumer_seq == state.ack_floor.consumer_seq + 1 {
-                        state.ack_floor.consumer_seq = pending.consumer_seq;
-                        state.ack_floor.stream_seq = seq;
-                        if let Some((next_seq, next)) = state.pending.range(seq + 1..).next() {
-                            if next.consumer_seq > 0 {
-                                state.ack_floor.consumer_seq = next.consumer_seq - 1;
-                                state.ack_floor.stream_seq = next_seq - 1;
-                            }
-                        }
-                    }
-                    shared.changed.push(seq);
-                    acked_one = Some(seq);
-                }
-            }
-            shared.last_ack_active = Some(self.events_at.1);
+        if self.config.ack_policy == AckPolicy::None {
+            return;
         }
+        let entry = ConsumerEntry::Acked {
+            stream_seq: seq,
+            consumer_seq,
+            all: self.config.ack_policy == AckPolicy::All,
+        };
+        let (sequences, sample) = {
+            let mut shared = self.consumer.state.lock();
+            match shared.apply(&entry) {
+                ConsumerApplied::Acked { sequences, sample } => {
+                    shared.last_ack_active = Some(self.events_at.1);
+                    (sequences, sample)
+                }
+                _ => return,
+            }
+        };
         self.dirty = true;
         if let Some((pending, deliveries)) = sample {
             self.sample_ack(seq, consumer_seq, pending, deliveries);
         }
-        for seq in acked_one.into_iter().chain(acked_many) {
+        for seq in sequences {
             self.clear_deadline(seq);
             self.redeliver.remove(&seq);
             self.stream.acked(seq);

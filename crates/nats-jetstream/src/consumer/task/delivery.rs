@@ -3,11 +3,11 @@
 //! control.
 
 use super::{Candidate, Task, FLOW_CONTROL_BYTES, LOAD_BATCH};
-use crate::consumer::needs_ack;
+use crate::consumer::{needs_ack, ConsumerEntry};
 use crate::transport::Message;
 use bytes::{BufMut, Bytes, BytesMut};
 use jetstream_api::{status, PriorityPolicy, ReplayPolicy};
-use nats_store::{PendingDelivery, StoredMessage};
+use nats_store::StoredMessage;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -146,7 +146,7 @@ impl Task {
     pub(super) fn load(&mut self, limit: usize) -> (Vec<Candidate>, bool) {
         let ack = needs_ack(&self.config);
         let max_deliver = self.config.max_deliver;
-        let first_seq = self.stream.store.lock().state().first_seq;
+        let first_seq = self.stream.store.state().first_seq;
         let mut shared = self.consumer.state.lock();
         if shared.skip_removed(first_seq) {
             self.dirty = true;
@@ -162,7 +162,7 @@ impl Task {
         let mut gone = Vec::new();
         let mut end_of_stream = false;
         let mut new_messages = 0usize;
-        let mut store = self.stream.store.lock();
+        let mut store = self.stream.store.read();
         while out.len() < limit {
             if let Some(seq) = self.redeliver.pop_first() {
                 let Some(pending) = shared.state.pending.get(&seq) else {
@@ -239,13 +239,10 @@ impl Task {
         // As nats-server: a message past max_deliver leaves pending but keeps its redelivery
         // count, and the ack floor does not move over it.
         for (seq, _) in &exceeded {
-            shared.state.pending.remove(seq);
-            shared.changed.push(*seq);
+            shared.apply(&ConsumerEntry::Exhausted { stream_seq: *seq });
         }
         for seq in &gone {
-            shared.state.pending.remove(seq);
-            shared.state.redelivered.remove(seq);
-            shared.changed.push(*seq);
+            shared.apply(&ConsumerEntry::Gone { stream_seq: *seq });
         }
         if !gone.is_empty() || !exceeded.is_empty() {
             self.dirty = true;
@@ -297,28 +294,13 @@ impl Task {
         {
             let mut guard = self.consumer.state.lock();
             let shared = &mut *guard;
-            let state = &mut shared.state;
-            state.delivered.consumer_seq = consumer_seq;
-            if candidate.delivery_count == 1 {
-                state.delivered.stream_seq = state.delivered.stream_seq.max(message.seq);
-            }
-            if needs_ack(&self.config) {
-                // A redelivery keeps the first delivery's consumer sequence (the ack floor is
-                // computed from it, as nats-server does) and takes the new delivery time.
-                let pending = state.pending.entry(message.seq).or_insert(PendingDelivery {
-                    consumer_seq,
-                    timestamp: now_nanos,
-                });
-                pending.timestamp = now_nanos;
-                if candidate.delivery_count > 1 {
-                    state
-                        .redelivered
-                        .insert(message.seq, candidate.delivery_count - 1);
-                }
-                shared.changed.push(message.seq);
-            } else {
-                state.ack_floor = state.delivered;
-            }
+            shared.apply(&ConsumerEntry::Delivered {
+                consumer_seq,
+                stream_seq: message.seq,
+                delivery_count: candidate.delivery_count,
+                timestamp: now_nanos,
+                ack: needs_ack(&self.config),
+            });
             shared.last_delivered_active = Some(now_nanos);
         }
         self.dirty = true;

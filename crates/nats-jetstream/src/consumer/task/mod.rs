@@ -342,7 +342,7 @@ impl Task {
         if delivered.consumer_seq > 0 {
             return;
         }
-        let store = self.stream.store.lock();
+        let store = self.stream.store.read();
         let filters: Vec<&str> = if self.filters.is_empty() {
             vec![">"]
         } else {
@@ -411,6 +411,11 @@ impl Task {
                 self.filters = filters_of(&self.config);
                 self.deliver_subject = Bytes::from(self.config.deliver_subject.clone());
                 self.watch_deliver_subject();
+                let entry = super::ConsumerEntry::Config {
+                    config: Box::new(self.config.clone()),
+                    created: self.consumer.created,
+                };
+                self.consumer.state.lock().apply(&entry);
                 super::save_config(&mut *self.store, &self.config, self.consumer.created)
                     .unwrap_or_else(|error| {
                         tracing::error!(consumer = %self.consumer.name, %error, "saving consumer config failed")

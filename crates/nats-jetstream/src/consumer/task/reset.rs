@@ -2,8 +2,8 @@
 //! has delivered and what is pending, as nats-server's `resetStartingSeq` does.
 
 use super::Task;
+use crate::consumer::ConsumerEntry;
 use jetstream_api::{errors, ApiError, ConsumerInfo, DeliverPolicy};
-use nats_store::{ConsumerState, SequencePair};
 
 impl Task {
     /// Reset to `requested` (0: just past the ack floor). Which targets a consumer accepts
@@ -29,7 +29,7 @@ impl Task {
                         .opt_start_time
                         .as_ref()
                         .map_or(0, |time| time.unix_nanos());
-                    if requested < self.stream.store.lock().seq_for_time(time) {
+                    if requested < self.stream.store.read().seq_for_time(time) {
                         return Err(invalid("below start time"));
                     }
                     requested
@@ -38,23 +38,16 @@ impl Task {
             }
         }
         .max(1);
-        let start = SequencePair {
-            consumer_seq: 0,
-            stream_seq: sequence - 1,
-        };
-        let state = ConsumerState {
-            delivered: start,
-            ack_floor: start,
-            ..Default::default()
-        };
-        {
+        let state = {
             let mut shared = self.consumer.state.lock();
-            shared.state = state.clone();
             // The whole state goes to the store below: nothing is left to pass on.
-            shared.changed.clear();
+            shared.apply(&ConsumerEntry::Reset {
+                stream_seq: sequence - 1,
+            });
             shared.last_delivered_active = None;
             shared.last_ack_active = None;
-        }
+            shared.state.clone()
+        };
         self.redeliver.clear();
         self.deadlines.clear();
         self.deadline_of.clear();

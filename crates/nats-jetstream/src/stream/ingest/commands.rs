@@ -2,16 +2,18 @@
 //! delete markers) and the stream commands (purge, message delete, mirror batches, config
 //! update, stop). Each command first commits what the batch stored before it.
 
+use super::super::apply::{next_position, Applied, StreamEntry};
 use super::super::StreamCommand;
-use super::{ack_prefix, store_config, Ingest};
+use super::{ack_prefix, Ingest};
 use jetstream_api::errors;
 use nats_store::StreamStore;
+use std::borrow::Cow;
 use std::time::Duration;
 
 impl Ingest {
     pub(super) fn expire_due(&mut self) {
         let store_handle = self.stream.store.clone();
-        let mut store = store_handle.lock();
+        let mut store = store_handle.write();
         let now = crate::time_format::now_nanos();
         self.expire(&mut **store, now);
         self.fire_schedules(&mut **store, now);
@@ -25,8 +27,9 @@ impl Ingest {
         if store.next_expiry().is_none_or(|due| due > now) {
             return;
         }
-        let removed = match store.expire(now) {
-            Ok(removed) => removed,
+        let removed = match self.apply(store, &StreamEntry::Expire { now }) {
+            Ok(Applied::Expired(removed)) => removed,
+            Ok(_) => Vec::new(),
             Err(error) => {
                 tracing::error!(stream = %self.config.name, %error, "expiring messages failed");
                 return;
@@ -51,8 +54,17 @@ impl Ingest {
                 go_duration_seconds(marker_seconds)
             );
             let ttl = Some(Duration::from_secs(marker_seconds as u64));
-            match store.store_msg(&message.subject, header.as_bytes(), &[], ttl) {
-                Ok((seq, _)) => {
+            let (seq, timestamp) = next_position(store, now);
+            let marker = StreamEntry::Message {
+                seq,
+                timestamp,
+                subject: Cow::Borrowed(&message.subject),
+                headers: Cow::Borrowed(header.as_bytes()),
+                payload: Cow::Borrowed(&[]),
+                ttl,
+            };
+            match self.apply(store, &marker) {
+                Ok(_) => {
                     self.markers.insert(seq);
                 }
                 Err(error) => {
@@ -76,20 +88,25 @@ impl Ingest {
                 continue;
             }
             if last > 0 && message.seq > last + 1 {
-                if let Err(error) = store.skip_msgs(last + 1, message.seq - last - 1) {
+                let gap = StreamEntry::Skip {
+                    seq: last + 1,
+                    count: message.seq - last - 1,
+                };
+                if let Err(error) = self.apply(store, &gap) {
                     tracing::error!(stream = %self.config.name, %error, "mirror gap failed");
                     return;
                 }
             }
             let headers = super::super::headers::without_origin_checks(&message.headers);
-            if let Err(error) = store.store_raw(
-                message.seq,
-                message.timestamp,
-                &message.subject,
-                headers.as_deref().unwrap_or(&message.headers),
-                &message.payload,
-                None,
-            ) {
+            let mirrored = StreamEntry::Message {
+                seq: message.seq,
+                timestamp: message.timestamp,
+                subject: Cow::Borrowed(&message.subject),
+                headers: Cow::Borrowed(headers.as_deref().unwrap_or(&message.headers)),
+                payload: Cow::Borrowed(&message.payload),
+                ttl: None,
+            };
+            if let Err(error) = self.apply(store, &mirrored) {
                 tracing::error!(stream = %self.config.name, %error, "mirroring a message failed");
                 return;
             }
@@ -111,21 +128,31 @@ impl Ingest {
                 keep,
                 reply,
             } => {
-                let result = store
-                    .purge_ex(&filter, up_to_seq, keep)
-                    .map_err(|error| errors::STREAM_GENERAL.with_err(error));
+                let purge = StreamEntry::Purge {
+                    filter: Cow::Owned(filter),
+                    up_to_seq,
+                    keep,
+                };
+                let result = match self.apply(store, &purge) {
+                    Ok(Applied::Purged(purged)) => Ok(purged),
+                    Ok(_) => Ok(0),
+                    Err(error) => Err(errors::STREAM_GENERAL.with_err(error)),
+                };
                 self.commit(store);
                 let _ = reply.send(result);
                 false
             }
             StreamCommand::DeleteMessage { seq, erase, reply } => {
-                let result = if erase {
-                    store.erase(seq)
+                let entry = if erase {
+                    StreamEntry::Erase { seq }
                 } else {
-                    store.remove(seq)
+                    StreamEntry::Remove { seq }
                 };
-                let result =
-                    result.map_err(|error| errors::STREAM_MSG_DELETE_FAILED.with_err(error));
+                let result = match self.apply(store, &entry) {
+                    Ok(Applied::Removed(existed)) => Ok(existed),
+                    Ok(_) => Ok(false),
+                    Err(error) => Err(errors::STREAM_MSG_DELETE_FAILED.with_err(error)),
+                };
                 self.commit(store);
                 let _ = reply.send(result);
                 false
@@ -143,8 +170,13 @@ impl Ingest {
                 false
             }
             StreamCommand::UpdateConfig { config, reply } => {
-                let result = store
-                    .update_config(store_config(&config))
+                let entry = StreamEntry::Config {
+                    config: config.clone(),
+                    created: self.stream.created,
+                };
+                let result = self
+                    .apply(store, &entry)
+                    .map(|_| ())
                     .map_err(|error| errors::STREAM_UPDATE.with_err(error));
                 if result.is_ok() {
                     let schedules_turned_on =

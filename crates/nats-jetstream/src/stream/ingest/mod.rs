@@ -108,7 +108,7 @@ fn scan_stored(stream: &Stream, mut seq: u64, last_seq: u64, mut visit: impl FnM
         if stream.stopped.load(std::sync::atomic::Ordering::Relaxed) {
             return;
         }
-        let Ok(Some(message)) = stream.store.lock().load_next(">", seq) else {
+        let Ok(Some(message)) = stream.store.read().load_next(">", seq) else {
             return;
         };
         if message.seq > last_seq {
@@ -205,7 +205,7 @@ impl Ingest {
     /// and the duplicate window follow in `load_schedules` and `load_duplicate_window`.
     fn recover(&mut self) {
         let store_handle = self.stream.store.clone();
-        let store = store_handle.lock();
+        let store = store_handle.write();
         self.update_usage(&**store);
     }
 
@@ -222,7 +222,7 @@ impl Ingest {
         }
         let store_handle = self.stream.store.clone();
         let (seq, last_seq) = {
-            let store = store_handle.lock();
+            let store = store_handle.write();
             let state = store.state();
             if state.msgs == 0 {
                 return;
@@ -270,7 +270,7 @@ impl Ingest {
         }
         // Every sender is gone without a Stop: close the store so its tail is durable.
         let store_handle = self.stream.store.clone();
-        let mut store = store_handle.lock();
+        let mut store = store_handle.write();
         if let Err(error) = store.close() {
             tracing::error!(stream = %self.config.name, %error, "closing stream store failed");
         }
@@ -278,7 +278,7 @@ impl Ingest {
 
     /// Until the next timed duty: message expiry, a schedule firing, an atomic batch timing out.
     fn time_to_next_expiry(&self) -> Duration {
-        let next = self.stream.store.lock().next_expiry();
+        let next = self.stream.store.write().next_expiry();
         let next = match (next, self.schedules.next_due()) {
             (Some(expiry), Some(schedule)) => Some(expiry.min(schedule)),
             (expiry, schedule) => expiry.or(schedule),
@@ -310,7 +310,7 @@ impl Ingest {
     /// Handle one batch; true when the task must end (Stop).
     fn process(&mut self, batch: &mut Vec<StreamCommand>) -> bool {
         let store_handle = self.stream.store.clone();
-        let mut store = store_handle.lock();
+        let mut store = store_handle.write();
         let now = crate::time_format::now_nanos();
         self.window.expire(now, self.config.duplicate_window.0);
         self.expire(&mut **store, now);
@@ -380,6 +380,19 @@ impl Ingest {
                 }
             }
         }
+    }
+
+    /// Apply one entry the task decided (the only way ingest changes the store; see
+    /// `stream/apply.rs`). Recorded in tests, where replicas are compared.
+    fn apply(
+        &mut self,
+        store: &mut dyn StreamStore,
+        entry: &super::apply::StreamEntry<'_>,
+    ) -> Result<super::apply::Applied, nats_store::StoreError> {
+        let applied = super::apply::apply(store, entry)?;
+        #[cfg(test)]
+        self.stream.applied.lock().push(entry.clone().into_owned());
+        Ok(applied)
     }
 
     /// One flush for everything stored since the last one. The batch's PubAcks and the

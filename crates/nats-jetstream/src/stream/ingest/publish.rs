@@ -2,6 +2,7 @@
 //! duplicate window, counters, sizes, resources, interest, TTL, rollup, then the store and the
 //! republish. Called by the batch loop in `mod.rs` with the store locked.
 
+use super::super::apply::{next_position, StreamEntry};
 use super::super::counter;
 use super::super::headers::{self, MessageTtl, PublishHeaders};
 use super::{Ingest, Origin, Outcome, MAX_HEADER_SIZE};
@@ -9,6 +10,7 @@ use crate::transport::Message;
 use bytes::{BufMut, Bytes, BytesMut};
 use jetstream_api::{errors, ApiError, RetentionPolicy};
 use nats_store::{StoreError, StreamStore, TTL_NEVER};
+use std::borrow::Cow;
 use std::time::Duration;
 
 impl Ingest {
@@ -177,21 +179,33 @@ impl Ingest {
             Some(Err(())) => return Outcome::Refused(errors::MESSAGE_TTL_INVALID.to_error()),
         };
         let header_block = raised_block.as_deref().unwrap_or(header_block);
-        let stored = match store.store_msg(subject, header_block, payload, ttl) {
+        let (seq, timestamp) = next_position(store, crate::time_format::now_nanos());
+        let entry = StreamEntry::Message {
+            seq,
+            timestamp,
+            subject: Cow::Borrowed(subject),
+            headers: Cow::Borrowed(header_block),
+            payload: Cow::Borrowed(payload),
+            ttl,
+        };
+        let stored = match self.apply(store, &entry) {
             // A rollup may pass a discard-new-per-subject limit: it is about to purge the very
             // messages that hold the subject at its limit (nats-server lets it through).
             Err(StoreError::MaxMessagesPerSubject) if rollup.is_some() => {
                 let filter = if rollup == Some("all") { "" } else { subject };
-                store
-                    .purge_ex(filter, 0, 0)
-                    .and_then(|_| store.store_msg(subject, header_block, payload, ttl))
+                let purge = StreamEntry::Purge {
+                    filter: Cow::Borrowed(filter),
+                    up_to_seq: 0,
+                    keep: 0,
+                };
+                self.apply(store, &purge)
+                    .and_then(|_| self.apply(store, &entry))
             }
             other => other,
         };
-        let (seq, timestamp) = match stored {
-            Ok(stored) => stored,
-            Err(error) => return self.store_failure(error),
-        };
+        if let Err(error) = stored {
+            return self.store_failure(error);
+        }
         self.dirty = true;
         self.last_msg_id = msg_id.unwrap_or_default().to_string();
         if let Some(id) = msg_id {
@@ -304,7 +318,7 @@ impl Ingest {
         subject: &str,
     ) -> Outcome {
         let seq = store.state().last_seq + 1;
-        if let Err(error) = store.skip_msgs(seq, 1) {
+        if let Err(error) = self.apply(store, &StreamEntry::Skip { seq, count: 1 }) {
             return self.store_failure(error);
         }
         self.dirty = true;
@@ -335,7 +349,12 @@ impl Ingest {
             "all" => "",
             _ => return,
         };
-        if let Err(error) = store.purge_ex(filter, 0, keep) {
+        let purge = StreamEntry::Purge {
+            filter: Cow::Borrowed(filter),
+            up_to_seq: 0,
+            keep,
+        };
+        if let Err(error) = self.apply(store, &purge) {
             tracing::error!(stream = %self.config.name, %error, "rollup purge failed");
         }
     }
@@ -354,7 +373,12 @@ impl Ingest {
             return;
         }
         if let Some(scheduler) = publish_headers.scheduler {
-            if let Err(error) = store.purge_ex(scheduler, 0, 0) {
+            let purge = StreamEntry::Purge {
+                filter: Cow::Borrowed(scheduler),
+                up_to_seq: 0,
+                keep: 0,
+            };
+            if let Err(error) = self.apply(store, &purge) {
                 tracing::error!(stream = %self.config.name, %error, "purging a fired schedule failed");
             }
         }

@@ -5,6 +5,7 @@
 //! after the batch with the store unlocked (a consumer's state lock is taken before a store
 //! lock, never after) and removes what nobody needs under the lock again.
 
+use super::super::apply::StreamEntry;
 use super::Ingest;
 use jetstream_api::RetentionPolicy;
 use nats_store::StreamStore;
@@ -37,7 +38,7 @@ impl Ingest {
 
     fn remove_for_retention(&mut self, store: &mut dyn StreamStore, seq: u64) {
         self.dirty = true;
-        if let Err(error) = store.remove(seq) {
+        if let Err(error) = self.apply(store, &StreamEntry::Remove { seq }) {
             tracing::debug!(stream = %self.config.name, seq, %error, "retention removal failed");
         }
     }
@@ -59,7 +60,7 @@ impl Ingest {
             .map(|(seq, _)| seq)
             .collect();
         if recheck_all {
-            let state = self.stream.store.lock().state();
+            let state = self.stream.store.state();
             if state.last_seq > 0 && state.last_seq - state.first_seq <= MAX_RECHECK {
                 super::scan_stored(&self.stream, state.first_seq, state.last_seq, |message| {
                     if !interest.needed(message.seq, &message.subject) {
@@ -72,7 +73,7 @@ impl Ingest {
             return;
         }
         let store_handle = self.stream.store.clone();
-        let mut store = store_handle.lock();
+        let mut store = store_handle.write();
         for seq in unneeded {
             self.remove_for_retention(&mut **store, seq);
         }

@@ -3,7 +3,7 @@
 //! config and creation time are persisted through the store's opaque metadata blob, so a restart
 //! recovers streams by scanning the streams directory.
 
-use crate::stream::ingest_store_config;
+use super::ingest_store_config;
 use crate::SyncPolicy;
 use jetstream_api::{StorageType, StreamConfig, Timestamp};
 use nats_store::{MemStore, StoreError, StreamStore};

@@ -1,0 +1,247 @@
+//! The stream's store and the one lock around it. This file is the only place that locks a
+//! stream store.
+//!
+//! - [`StoreHandle::write`] (visible inside `stream/` only) is for the stream's own task: the
+//!   ingest task holds it for one batch (checks, stores, one flush), never across a wait.
+//! - [`StoreHandle::read`] is for everyone else (API reads, direct gets, consumers, mirrors and
+//!   sources reading an origin): a [`ReadGuard`] offers the read calls and nothing that
+//!   changes the stream's messages. Hold it briefly, never across an `.await` (the guard is not
+//!   `Send`, so a spawned task cannot).
+//!
+//! Lock order, enforced here: a store lock is a leaf. Nothing takes another store lock while
+//! holding one (checked on every acquisition in debug builds), and nothing under a store lock
+//! takes a consumer's state (the stream asks its consumers about interest only with its store
+//! unlocked, `ingest/retention.rs`). A consumer may hold its own state while it reads the store.
+
+use nats_store::{
+    ConsumerStore, StoreError, StoredMessage, StreamState, StreamStore, SubjectState,
+};
+use parking_lot::{Mutex, MutexGuard};
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+thread_local! {
+    /// Whether this thread holds a stream store lock (the leaf check).
+    static HOLDING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks the thread as holding a store lock for as long as it lives.
+struct Held {
+    /// Whether the thread held one before (only a non-blocking `try_read` may nest).
+    previous: bool,
+}
+
+impl Held {
+    /// Before a blocking acquisition: the thread must hold no other store lock.
+    fn acquire() -> Held {
+        let held = Held::nested();
+        debug_assert!(
+            !held.previous,
+            "a stream store lock was taken while another is held: store locks are leaves"
+        );
+        held
+    }
+
+    /// Before a non-blocking acquisition, which cannot deadlock.
+    fn nested() -> Held {
+        Held {
+            previous: HOLDING.with(|holding| holding.replace(true)),
+        }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        HOLDING.with(|holding| holding.set(self.previous));
+    }
+}
+
+/// A stream's store. Cloning shares the same store (the stream's tasks keep a clone).
+#[derive(Clone)]
+pub(crate) struct StoreHandle {
+    store: Arc<Mutex<Box<dyn StreamStore>>>,
+}
+
+impl StoreHandle {
+    pub(in crate::stream) fn new(store: Box<dyn StreamStore>) -> StoreHandle {
+        StoreHandle {
+            store: Arc::new(Mutex::new(store)),
+        }
+    }
+
+    /// The writer's lock: the stream's own task only.
+    pub(in crate::stream) fn write(&self) -> WriteGuard<'_> {
+        let held = Held::acquire();
+        WriteGuard {
+            store: self.store.lock(),
+            _held: held,
+        }
+    }
+
+    /// A reader's lock: read calls only, held briefly.
+    pub(crate) fn read(&self) -> ReadGuard<'_> {
+        let held = Held::acquire();
+        ReadGuard {
+            store: self.store.lock(),
+            _held: held,
+        }
+    }
+
+    /// [`StoreHandle::read`] when the lock is free now (a reader that must not wait behind
+    /// the writer's batch, as the direct-get fast path).
+    pub(crate) fn try_read(&self) -> Option<ReadGuard<'_>> {
+        let held = Held::nested();
+        self.store
+            .try_lock()
+            .map(|store| ReadGuard { store, _held: held })
+    }
+
+    /// The counters right now (a read lock for one call).
+    pub(crate) fn state(&self) -> StreamState {
+        self.read().state()
+    }
+}
+
+/// The stream task's hold on its store, for one batch.
+pub(crate) struct WriteGuard<'a> {
+    store: MutexGuard<'a, Box<dyn StreamStore>>,
+    _held: Held,
+}
+
+impl std::ops::Deref for WriteGuard<'_> {
+    type Target = Box<dyn StreamStore>;
+    fn deref(&self) -> &Self::Target {
+        &self.store
+    }
+}
+
+impl std::ops::DerefMut for WriteGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.store
+    }
+}
+
+/// A reader's hold on a store: the read calls of [`StreamStore`].
+pub(crate) struct ReadGuard<'a> {
+    store: MutexGuard<'a, Box<dyn StreamStore>>,
+    _held: Held,
+}
+
+impl ReadGuard<'_> {
+    pub(crate) fn state(&self) -> StreamState {
+        self.store.state()
+    }
+
+    pub(crate) fn load(&mut self, seq: u64) -> Result<StoredMessage, StoreError> {
+        self.store.load(seq)
+    }
+
+    pub(crate) fn load_next(
+        &mut self,
+        filter: &str,
+        start_seq: u64,
+    ) -> Result<Option<StoredMessage>, StoreError> {
+        self.store.load_next(filter, start_seq)
+    }
+
+    pub(crate) fn load_next_matching(
+        &mut self,
+        filters: &[String],
+        start_seq: u64,
+    ) -> Result<Option<StoredMessage>, StoreError> {
+        self.store.load_next_matching(filters, start_seq)
+    }
+
+    pub(crate) fn load_last(&mut self, filter: &str) -> Result<Option<StoredMessage>, StoreError> {
+        self.store.load_last(filter)
+    }
+
+    pub(crate) fn load_prev(
+        &mut self,
+        filter: &str,
+        start_seq: u64,
+    ) -> Result<Option<StoredMessage>, StoreError> {
+        self.store.load_prev(filter, start_seq)
+    }
+
+    pub(crate) fn deleted_seqs(&self) -> Vec<u64> {
+        self.store.deleted_seqs()
+    }
+
+    pub(crate) fn subjects_state(&self, filter: &str) -> BTreeMap<String, SubjectState> {
+        self.store.subjects_state(filter)
+    }
+
+    pub(crate) fn num_pending(&self, filter: &str, start_seq: u64, last_per_subject: bool) -> u64 {
+        self.store.num_pending(filter, start_seq, last_per_subject)
+    }
+
+    pub(crate) fn num_pending_matching(
+        &self,
+        filters: &[String],
+        start_seq: u64,
+        last_per_subject: bool,
+    ) -> u64 {
+        self.store
+            .num_pending_matching(filters, start_seq, last_per_subject)
+    }
+
+    pub(crate) fn seq_for_time(&self, timestamp: i64) -> u64 {
+        self.store.seq_for_time(timestamp)
+    }
+
+    /// Open (or create) the persisted state of consumer `name`, beside the stream's files.
+    pub(crate) fn consumer_store(
+        &mut self,
+        name: &str,
+    ) -> Result<Box<dyn ConsumerStore>, StoreError> {
+        self.store.consumer_store(name)
+    }
+
+    pub(crate) fn consumer_names(&self) -> Result<Vec<String>, StoreError> {
+        self.store.consumer_names()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn handle() -> StoreHandle {
+        StoreHandle::new(Box::new(nats_store::MemStore::new(
+            nats_store::StreamStoreConfig::default(),
+        )))
+    }
+
+    #[test]
+    fn readers_see_what_the_writer_stored() {
+        let store = handle();
+        store
+            .write()
+            .store_msg("a", b"", b"one", None)
+            .expect("stored");
+        let mut reader = store.read();
+        assert_eq!(reader.state().msgs, 1);
+        assert_eq!(reader.load(1).expect("loaded").payload.as_ref(), b"one");
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "store locks are leaves")]
+    fn a_second_store_lock_on_one_thread_is_refused() {
+        let first = handle();
+        let second = handle();
+        let _held = first.read();
+        let _ = second.read();
+    }
+
+    #[test]
+    fn the_leaf_mark_is_cleared_when_the_guard_goes() {
+        let first = handle();
+        let second = handle();
+        drop(first.read());
+        assert_eq!(second.state().msgs, 0);
+        assert!(first.try_read().is_some());
+    }
+}
