@@ -5,6 +5,8 @@
 //! - [`ServerParser`] does the same for what a server sends ([`ServerOp`]): used by the test harness
 //!   and raw-wire tests.
 //! - `encode_*` functions append frames (MSG, HMSG, INFO, -ERR, and client frames for tests).
+//! - [`RouteParser`] does the same for a route (server-to-server) connection ([`RouteOp`]:
+//!   `RS+`/`RS-`, `RMSG`/`HMSG` with queue lists), with the route encoders and INFO/CONNECT bodies.
 //! - [`ConnectOptions`] and [`ServerInfo`] are the CONNECT and INFO JSON bodies.
 //! - [`HeaderMap`] and [`header_value`] read and build `NATS/1.0` header blocks.
 //! - [`err_text`] holds nats-server's exact `-ERR` texts.
@@ -20,6 +22,7 @@ mod error;
 mod framing;
 mod headers;
 mod info;
+mod route;
 mod server;
 
 pub use client::{ClientOp, ClientParser, DEFAULT_MAX_CONTROL_LINE, DEFAULT_MAX_PAYLOAD};
@@ -32,4 +35,8 @@ pub use encode::{
 pub use error::ProtocolError;
 pub use headers::{header_status, header_value, HeaderMap, HEADER_VERSION};
 pub use info::ServerInfo;
+pub use route::{
+    encode_route_subscribe, encode_route_unsubscribe, encode_routed_message_head, RouteConnect,
+    RouteInfo, RouteOp, RouteParser, RouteSubjectRules, RoutedMessage,
+};
 pub use server::{ServerOp, ServerParser};

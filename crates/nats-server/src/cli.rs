@@ -40,6 +40,15 @@ TLS Options:
         --tlsverify                  Enable TLS, verify client certificates
         --tlscacert <file>           Client certificate CA for verification
 
+Cluster Options:
+        --routes <rurl-1, rurl-2>    Routes to solicit and connect
+        --cluster <cluster-url>      Cluster URL for solicited routes
+        --cluster_listen <url>       Cluster URL from which members can solicit routes
+        --cluster_name <string>      Cluster Name, if not set one will be dynamically generated
+        --no_advertise <bool>        Do not advertise known cluster information to clients
+        --cluster_advertise <str>    Cluster URL to advertise to other servers
+        --connect_retries <number>   For implicit routes, number of connect retries
+
 Authorization Options:
         --user <user>                User required for connections
         --pass <password>            Password required for connections
@@ -78,6 +87,14 @@ pub struct Flags {
     pub tls_key: Option<PathBuf>,
     pub tls_ca_cert: Option<PathBuf>,
     pub tls_verify: Option<bool>,
+    /// `--cluster`/`--cluster_listen`: the route listener URL.
+    pub cluster_listen: Option<String>,
+    /// `--routes`: comma-separated route URLs.
+    pub routes: Option<String>,
+    pub cluster_name: Option<String>,
+    pub cluster_advertise: Option<String>,
+    pub no_advertise: Option<bool>,
+    pub connect_retries: Option<i64>,
 }
 
 /// A flag error, worded as Go's flag package words it.
@@ -100,15 +117,13 @@ fn kind_of(name: &str) -> Option<Kind> {
     Some(match name {
         "t" | "D" | "debug" | "V" | "trace" | "VV" | "DV" | "DVV" | "js" | "jetstream" | "h"
         | "help" | "v" | "version" | "T" | "logtime" | "logtime_utc" | "s" | "syslog" | "tls"
-        | "tlsverify" | "help_tls" => Kind::Bool,
+        | "tlsverify" | "help_tls" | "no_advertise" => Kind::Bool,
         "a" | "addr" | "net" | "p" | "port" | "n" | "name" | "server_name" | "P" | "pid" | "m"
         | "http_port" | "c" | "config" | "ports_file_dir" | "l" | "log" | "sd" | "store_dir"
         | "user" | "pass" | "auth" | "client_advertise" | "r" | "remote_syslog"
         | "log_size_limit" | "max_traced_msg_len" | "ms" | "https_port" | "sl" | "signal"
-        | "routes" | "cluster" | "cluster_name" | "no_advertise" | "cluster_advertise"
-        | "connect_retries" | "cluster_listen" | "profile" | "tlscert" | "tlskey" | "tlscacert" => {
-            Kind::Value
-        }
+        | "routes" | "cluster" | "cluster_name" | "cluster_advertise" | "connect_retries"
+        | "cluster_listen" | "profile" | "tlscert" | "tlskey" | "tlscacert" => Kind::Value,
         _ => return None,
     })
 }
@@ -186,6 +201,7 @@ impl Flags {
             "T" | "logtime" => self.logtime = Some(value),
             "tls" => self.tls = Some(value),
             "tlsverify" => self.tls_verify = Some(value),
+            "no_advertise" => self.no_advertise = Some(value),
             // Accepted for compatibility; not implemented (see docs/parity.md).
             _ => {}
         }
@@ -208,6 +224,11 @@ impl Flags {
             "tlscert" => self.tls_cert = Some(value.into()),
             "tlskey" => self.tls_key = Some(value.into()),
             "tlscacert" => self.tls_ca_cert = Some(value.into()),
+            "cluster" | "cluster_listen" => self.cluster_listen = Some(value),
+            "routes" => self.routes = Some(value),
+            "cluster_name" => self.cluster_name = Some(value),
+            "cluster_advertise" => self.cluster_advertise = Some(value),
+            "connect_retries" => self.connect_retries = Some(parse_int(name, &value)?),
             _ => {}
         }
         Ok(())
@@ -217,7 +238,52 @@ impl Flags {
     /// certificates with the flags' (as nats-server does); `--tls=false` turns TLS off.
     pub fn apply(&self, options: &mut Options) -> Result<(), String> {
         self.apply_plain(options);
+        self.apply_cluster(options)?;
         self.apply_tls(options)
+    }
+
+    /// The cluster flags override (or create) the `cluster { }` block.
+    fn apply_cluster(&self, options: &mut Options) -> Result<(), String> {
+        use crate::config::cluster;
+        if let Some(url) = &self.cluster_listen {
+            cluster::apply_cluster_flag(options, url)?;
+        }
+        let any = self.routes.is_some()
+            || self.cluster_name.is_some()
+            || self.cluster_advertise.is_some()
+            || self.no_advertise.is_some()
+            || self.connect_retries.is_some();
+        if !any {
+            return Ok(());
+        }
+        let block = options
+            .cluster
+            .get_or_insert_with(cluster::ClusterOptions::default);
+        if let Some(routes) = &self.routes {
+            let texts: Vec<String> = routes
+                .split(',')
+                .map(str::trim)
+                .filter(|text| !text.is_empty())
+                .map(str::to_string)
+                .collect();
+            block.routes = cluster::parse_route_list(&texts)?;
+        }
+        if let Some(name) = &self.cluster_name {
+            if name.contains(' ') {
+                return Err("cluster name cannot contain spaces".into());
+            }
+            block.name = Some(name.clone()).filter(|name| !name.is_empty());
+        }
+        if let Some(advertise) = &self.cluster_advertise {
+            block.advertise = Some(advertise.clone());
+        }
+        if let Some(no_advertise) = self.no_advertise {
+            block.no_advertise = no_advertise;
+        }
+        if let Some(retries) = self.connect_retries {
+            block.connect_retries = retries;
+        }
+        Ok(())
     }
 
     fn apply_tls(&self, options: &mut Options) -> Result<(), String> {

@@ -13,6 +13,7 @@ pub(crate) mod client;
 pub mod config;
 pub mod logging;
 pub(crate) mod monitor;
+pub(crate) mod route;
 pub(crate) mod router;
 pub(crate) mod security;
 pub(crate) mod server;

@@ -102,7 +102,7 @@ fn route(server: &Server, path: &str, query: &[(String, String)]) -> (&'static s
         "/connz" => ("200 OK", connz(server, query)),
         "/subsz" | "/subscriptionsz" => ("200 OK", subsz(server, query)),
         "/healthz" => ("200 OK", json!({"status": "ok"})),
-        "/routez" => ("200 OK", routez(server)),
+        "/routez" => ("200 OK", routez(server, query)),
         "/jsz" => ("200 OK", jsz(server)),
         _ => ("404 Not Found", json!({"error": "not found"})),
     }
@@ -216,7 +216,7 @@ fn varz(server: &Server) -> Value {
         "max_control_line": options.max_control_line,
         "max_payload": options.max_payload,
         "max_pending": options.max_pending,
-        "cluster": {},
+        "cluster": cluster_varz(server),
         "gateway": {},
         "leaf": {},
         "mqtt": {},
@@ -233,8 +233,8 @@ fn varz(server: &Server) -> Value {
         "cpu": 0,
         "connections": connections,
         "total_connections": server.stats.total_connections.load(Ordering::Relaxed),
-        "routes": 0,
-        "remotes": 0,
+        "routes": server.router.routes().map_or(0, |routes| routes.count()),
+        "remotes": server.router.routes().map_or(0, |routes| routes.count()),
         "leafnodes": 0,
         "in_msgs": in_msgs,
         "in_bytes": in_bytes,
@@ -453,13 +453,142 @@ fn subsz(server: &Server, query: &[(String, String)]) -> Value {
     Value::Object(body)
 }
 
-fn routez(server: &Server) -> Value {
+/// The `cluster` block of /varz (empty without a cluster).
+fn cluster_varz(server: &Server) -> Value {
+    let (Some(cluster), Some(routes)) = (&server.options.cluster, server.router.routes()) else {
+        return json!({});
+    };
+    let mut block = Map::new();
+    block.insert("name".into(), json!(routes.cluster_name()));
+    if let Some(address) = server.route_address.get() {
+        block.insert("addr".into(), json!(cluster.host));
+        block.insert("cluster_port".into(), json!(address.port()));
+    }
+    block.insert(
+        "auth_timeout".into(),
+        go_float(
+            cluster
+                .auth_timeout
+                .unwrap_or(crate::config::options::DEFAULT_AUTH_TIMEOUT)
+                .as_secs_f64(),
+        ),
+    );
+    if !cluster.routes.is_empty() {
+        let urls: Vec<String> = cluster.routes.iter().map(|url| url.address()).collect();
+        block.insert("urls".into(), json!(urls));
+    }
+    block.insert("tls_timeout".into(), go_float(2.0));
+    // One unpooled route per peer (see docs/parity.md).
+    block.insert("pool_size".into(), json!(-1));
+    Value::Object(block)
+}
+
+fn routez(server: &Server, query: &[(String, String)]) -> Value {
+    let subscriptions_mode = query_value(query, "subs").unwrap_or("");
+    let now = OffsetDateTime::now_utc();
+    let links = server
+        .router
+        .routes()
+        .map(|routes| routes.links())
+        .unwrap_or_default();
+    let configured: Vec<String> = server
+        .options
+        .cluster
+        .as_ref()
+        .map(|cluster| cluster.routes.iter().map(|url| url.address()).collect())
+        .unwrap_or_default();
+    let routes: Vec<Value> = links
+        .iter()
+        .map(|link| {
+            let connection = &link.connection;
+            let info = link.info.lock().clone();
+            let counters = &connection.counters;
+            let last_activity = *connection.last_activity.lock();
+            let mut route = Map::new();
+            route.insert("rid".into(), json!(link.rid()));
+            route.insert("remote_id".into(), json!(info.server_id));
+            route.insert("remote_name".into(), json!(info.server_name));
+            route.insert("did_solicit".into(), json!(link.solicited));
+            let address = format!("{}:{}", connection.address.ip(), connection.address.port());
+            route.insert(
+                "is_configured".into(),
+                json!(link.solicited && configured.contains(&address)),
+            );
+            route.insert("ip".into(), json!(connection.address.ip().to_string()));
+            route.insert("port".into(), json!(connection.address.port()));
+            route.insert("start".into(), json!(rfc3339(connection.start)));
+            route.insert("last_activity".into(), json!(rfc3339(last_activity)));
+            route.insert(
+                "rtt".into(),
+                json!(go_duration(connection.rtt.lock().unwrap_or_default())),
+            );
+            route.insert(
+                "uptime".into(),
+                json!(uptime_text((now - connection.start).unsigned_abs())),
+            );
+            route.insert(
+                "idle".into(),
+                json!(uptime_text((now - last_activity).unsigned_abs())),
+            );
+            route.insert("pending_size".into(), json!(connection.pending_bytes()));
+            route.insert(
+                "in_msgs".into(),
+                json!(counters.in_msgs.load(Ordering::Relaxed)),
+            );
+            route.insert(
+                "out_msgs".into(),
+                json!(counters.out_msgs.load(Ordering::Relaxed)),
+            );
+            route.insert(
+                "in_bytes".into(),
+                json!(counters.in_bytes.load(Ordering::Relaxed)),
+            );
+            route.insert(
+                "out_bytes".into(),
+                json!(counters.out_bytes.load(Ordering::Relaxed)),
+            );
+            let subscriptions: Vec<(String, Option<String>)> =
+                link.subscriptions.lock().keys().cloned().collect();
+            route.insert("subscriptions".into(), json!(subscriptions.len()));
+            match subscriptions_mode {
+                "1" | "true" => {
+                    let list: Vec<&String> =
+                        subscriptions.iter().map(|(subject, _)| subject).collect();
+                    route.insert("subscriptions_list".into(), json!(list));
+                }
+                "detail" => {
+                    let list: Vec<Value> = subscriptions
+                        .iter()
+                        .map(|(subject, queue)| {
+                            let mut entry = Map::new();
+                            entry.insert("subject".into(), json!(subject));
+                            if let Some(queue) = queue {
+                                entry.insert("qgroup".into(), json!(queue));
+                            }
+                            let sid = match queue {
+                                Some(queue) => format!("R $G {subject} {queue}"),
+                                None => format!("R $G {subject}"),
+                            };
+                            entry.insert("sid".into(), json!(sid));
+                            entry.insert("msgs".into(), json!(0));
+                            entry.insert("cid".into(), json!(link.rid()));
+                            Value::Object(entry)
+                        })
+                        .collect();
+                    route.insert("subscriptions_list_detail".into(), json!(list));
+                }
+                _ => {}
+            }
+            route.insert("compression".into(), json!("off"));
+            Value::Object(route)
+        })
+        .collect();
     json!({
         "server_id": server.server_id,
         "server_name": server.server_name,
-        "now": rfc3339(OffsetDateTime::now_utc()),
-        "num_routes": 0,
-        "routes": [],
+        "now": rfc3339(now),
+        "num_routes": routes.len(),
+        "routes": routes,
     })
 }
 

@@ -5,16 +5,20 @@
 //! their handler called, which only enqueues.
 //!
 //! Client and internal subscriptions live in one `Sublist<Subscriber>`, so a JetStream-enabled
-//! server pays nothing extra on the core path.
+//! server pays nothing extra on the core path. In a cluster the same table holds the interest
+//! peers announced on routes (`Subscriber::Route`): a message then crosses each route at most
+//! once, naming the queue groups whose member was picked on that peer; a message that came from
+//! a route goes to local subscribers only. Without a cluster, none of that code runs.
 
 use crate::client::{ClientShared, ClientSubscription};
+use crate::route::{RouteLink, RouteSubscription, Routes};
 use bytes::Bytes;
 use nats_jetstream::{Handler, Message};
 use nats_subject::Sublist;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// An internal (in-process) subscription, made through the JetStream transport.
 pub struct InternalSubscription {
@@ -29,6 +33,8 @@ pub struct InternalSubscription {
 pub enum Subscriber {
     Client(Arc<ClientSubscription>),
     Internal(Arc<InternalSubscription>),
+    /// Interest a peer server announced on a route.
+    Route(Arc<RouteSubscription>),
 }
 
 impl PartialEq for Subscriber {
@@ -36,6 +42,7 @@ impl PartialEq for Subscriber {
         match (self, other) {
             (Subscriber::Client(left), Subscriber::Client(right)) => Arc::ptr_eq(left, right),
             (Subscriber::Internal(left), Subscriber::Internal(right)) => Arc::ptr_eq(left, right),
+            (Subscriber::Route(left), Subscriber::Route(right)) => Arc::ptr_eq(left, right),
             _ => false,
         }
     }
@@ -48,6 +55,7 @@ impl std::hash::Hash for Subscriber {
         match self {
             Subscriber::Client(subscription) => (Arc::as_ptr(subscription) as usize).hash(state),
             Subscriber::Internal(subscription) => (Arc::as_ptr(subscription) as usize).hash(state),
+            Subscriber::Route(subscription) => (Arc::as_ptr(subscription) as usize).hash(state),
         }
     }
 }
@@ -63,6 +71,12 @@ impl std::fmt::Debug for Subscriber {
             Subscriber::Internal(subscription) => {
                 write!(formatter, "Internal({})", subscription.id)
             }
+            Subscriber::Route(subscription) => write!(
+                formatter,
+                "Route(rid {} {})",
+                subscription.link.rid(),
+                subscription.subject
+            ),
         }
     }
 }
@@ -145,6 +159,31 @@ pub struct Router {
     watches: Mutex<InterestWatches>,
     /// Number of watches, read without the lock so SUB/UNSUB pay nothing when there are none.
     watch_count: AtomicUsize,
+    /// Set when the server is part of a cluster.
+    routes: OnceLock<Arc<Routes>>,
+}
+
+/// Routes a message goes to, each with the queue groups it must pick a member of there.
+type RouteTargets = Vec<(Arc<RouteLink>, Vec<Arc<RouteSubscription>>)>;
+
+fn add_route_target(
+    targets: &mut RouteTargets,
+    subscription: &Arc<RouteSubscription>,
+    queue: bool,
+) {
+    let position = match targets
+        .iter()
+        .position(|(link, _)| Arc::ptr_eq(link, &subscription.link))
+    {
+        Some(position) => position,
+        None => {
+            targets.push((subscription.link.clone(), Vec::new()));
+            targets.len() - 1
+        }
+    };
+    if queue {
+        targets[position].1.push(subscription.clone());
+    }
 }
 
 impl Default for Router {
@@ -162,14 +201,43 @@ impl Router {
             random_state: AtomicU64::new(0x9E37_79B9_7F4A_7C15),
             watches: Mutex::new(InterestWatches::default()),
             watch_count: AtomicUsize::new(0),
+            routes: OnceLock::new(),
+        }
+    }
+
+    /// Make this router part of a cluster (once, at start-up).
+    pub fn set_routes(&self, routes: Arc<Routes>) {
+        let _ = self.routes.set(routes);
+    }
+
+    pub fn routes(&self) -> Option<&Arc<Routes>> {
+        self.routes.get()
+    }
+
+    /// Tell the peers about a local subscription that came or went.
+    fn local_interest(
+        &self,
+        subject: &str,
+        queue: Option<&str>,
+        subscriber: &Subscriber,
+        added: bool,
+    ) {
+        if let Some(routes) = self.routes.get() {
+            if !matches!(subscriber, Subscriber::Route(_)) {
+                routes.local_interest_changed(subject, queue, added);
+            }
         }
     }
 
     /// Add a subscription; subjects were validated by the caller, so an error here means an
     /// invalid subject slipped through and the subscription is simply not added.
     pub fn insert(&self, subject: &str, queue: Option<&str>, subscriber: Subscriber) -> bool {
+        let routed = self.routes.get().is_some().then(|| subscriber.clone());
         let inserted = self.sublist.insert(subject, queue, subscriber).is_ok();
         if inserted {
+            if let Some(subscriber) = routed {
+                self.local_interest(subject, queue, &subscriber, true);
+            }
             self.notify_interest(subject);
         }
         inserted
@@ -196,6 +264,7 @@ impl Router {
 
     pub fn remove(&self, subject: &str, queue: Option<&str>, subscriber: &Subscriber) {
         if self.sublist.remove(subject, queue, subscriber) {
+            self.local_interest(subject, queue, subscriber, false);
             self.notify_interest(subject);
         }
     }
@@ -321,6 +390,9 @@ impl Router {
         pending: &mut PendingFlush,
     ) -> usize {
         let result = self.sublist.matches(match_subject);
+        if self.routes.get().is_some() {
+            return self.route_clustered(&result, publisher, delivery, pending);
+        }
         let mut delivered = 0;
         for subscriber in result.plain.iter() {
             if self.deliver(publisher, subscriber, delivery, pending) {
@@ -337,6 +409,128 @@ impl Router {
             for offset in 0..group.len() {
                 let subscriber = &group[(start + offset) % group.len()];
                 if self.deliver(publisher, subscriber, delivery, pending) {
+                    delivered += 1;
+                    break;
+                }
+            }
+        }
+        delivered
+    }
+
+    /// `route_matching` in a cluster: local subscribers as usual, route subscribers collected
+    /// per route (a queue group's pick is weighted by the members each server announced), then
+    /// one RMSG per route.
+    fn route_clustered(
+        &self,
+        result: &nats_subject::MatchResult<Subscriber>,
+        publisher: Option<&Arc<ClientShared>>,
+        delivery: &Delivery<'_>,
+        pending: &mut PendingFlush,
+    ) -> usize {
+        let mut delivered = 0;
+        let mut targets: RouteTargets = Vec::new();
+        for subscriber in result.plain.iter() {
+            match subscriber {
+                Subscriber::Route(subscription) => {
+                    add_route_target(&mut targets, subscription, false)
+                }
+                _ => {
+                    if self.deliver(publisher, subscriber, delivery, pending) {
+                        delivered += 1;
+                    }
+                }
+            }
+        }
+        for (_, group) in result.queues.iter() {
+            if group.is_empty() {
+                continue;
+            }
+            let weight = |subscriber: &Subscriber| match subscriber {
+                Subscriber::Route(subscription) => u64::from(subscription.weight()),
+                _ => 1,
+            };
+            let total: u64 = group.iter().map(weight).sum();
+            let mut pick = self.next_random() % total.max(1);
+            let mut start = 0;
+            for (index, subscriber) in group.iter().enumerate() {
+                let member_weight = weight(subscriber);
+                if pick < member_weight {
+                    start = index;
+                    break;
+                }
+                pick -= member_weight;
+            }
+            for offset in 0..group.len() {
+                let subscriber = &group[(start + offset) % group.len()];
+                if let Subscriber::Route(subscription) = subscriber {
+                    if subscription.link.connection.closing().is_none() {
+                        add_route_target(&mut targets, subscription, true);
+                        break;
+                    }
+                    continue;
+                }
+                if self.deliver(publisher, subscriber, delivery, pending) {
+                    delivered += 1;
+                    break;
+                }
+            }
+        }
+        for (link, queues) in &targets {
+            let names: Vec<&[u8]> = queues
+                .iter()
+                .filter_map(|subscription| subscription.queue.as_deref().map(str::as_bytes))
+                .collect();
+            if link.send_message(delivery, &names) {
+                pending.add(&link.connection);
+                delivered += 1;
+            }
+        }
+        delivered
+    }
+
+    /// A message that came over a route: local subscribers only (one hop), and of the queue
+    /// groups only those the sender named, one local member each.
+    pub fn route_from_route(
+        &self,
+        delivery: &Delivery<'_>,
+        queues: &[Bytes],
+        pending: &mut PendingFlush,
+    ) -> usize {
+        let Ok(subject) = std::str::from_utf8(delivery.subject) else {
+            return 0;
+        };
+        let result = self.sublist.matches(subject);
+        let mut delivered = 0;
+        for subscriber in result.plain.iter() {
+            if matches!(subscriber, Subscriber::Route(_)) {
+                continue;
+            }
+            if self.deliver(None, subscriber, delivery, pending) {
+                delivered += 1;
+            }
+        }
+        if queues.is_empty() {
+            return delivered;
+        }
+        for (name, group) in result.queues.iter() {
+            if !queues.iter().any(|queue| queue.as_ref() == name.as_bytes()) {
+                continue;
+            }
+            let local: Vec<&Subscriber> = group
+                .iter()
+                .filter(|subscriber| !matches!(subscriber, Subscriber::Route(_)))
+                .collect();
+            if local.is_empty() {
+                continue;
+            }
+            let start = (self.next_random() % local.len() as u64) as usize;
+            for offset in 0..local.len() {
+                if self.deliver(
+                    None,
+                    local[(start + offset) % local.len()],
+                    delivery,
+                    pending,
+                ) {
                     delivered += 1;
                     break;
                 }
@@ -383,6 +577,8 @@ impl Router {
                 }
                 true
             }
+            // Route subscribers are handled by the caller (collected per route).
+            Subscriber::Route(_) => false,
             Subscriber::Internal(subscription) => {
                 (subscription.handler)(Message {
                     subject: delivery.subject.clone(),

@@ -52,6 +52,8 @@ pub struct Server {
     /// The address clients connect to (after a random port was picked).
     pub client_address: OnceLock<SocketAddr>,
     pub monitor_address: OnceLock<SocketAddr>,
+    /// The route listener's address (in a cluster with a route port).
+    pub route_address: OnceLock<SocketAddr>,
     pub jetstream: OnceLock<JetStream>,
     pub http_requests: Mutex<BTreeMap<String, u64>>,
     /// Set when client connections use TLS (`tls { }` or `--tls*`).
@@ -82,6 +84,7 @@ impl Server {
             next_client_id: AtomicU64::new(1),
             client_address: OnceLock::new(),
             monitor_address: OnceLock::new(),
+            route_address: OnceLock::new(),
             jetstream: OnceLock::new(),
             http_requests: Mutex::new(BTreeMap::new()),
             tls: tls.map(tokio_rustls::TlsAcceptor::from),
@@ -160,6 +163,10 @@ impl Server {
         }
         if let Some(nonce) = &client.nonce {
             info.nonce = nonce.clone();
+        }
+        if let Some(routes) = self.router.routes() {
+            info.cluster = routes.cluster_name();
+            info.connect_urls = crate::route::client_connect_urls(self);
         }
         nats_proto::encode_info(out, &info);
     }
@@ -241,6 +248,11 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
     };
     let server = Server::new(options, tls);
     log_banner(&server);
+    let routes = server.options.cluster.as_ref().map(|cluster| {
+        let routes = Arc::new(crate::route::Routes::new(cluster.name.clone()));
+        server.router.set_routes(routes.clone());
+        routes
+    });
 
     if server.options.jetstream.enabled {
         tracing::info!("Starting JetStream");
@@ -310,6 +322,10 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
                 "Clients that are not using \"TLS Handshake First\" option will fail to connect"
             );
         }
+    }
+
+    if let Some(routes) = routes {
+        crate::route::start(&server, routes).await?;
     }
 
     if let Some(path) = &server.options.pid_file {

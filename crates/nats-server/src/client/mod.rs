@@ -9,7 +9,7 @@
 mod outbound;
 mod reader;
 mod secure;
-mod writer;
+pub(crate) mod writer;
 
 pub use outbound::Outbound;
 
@@ -80,6 +80,8 @@ pub struct ClientMeta {
     pub tls: Option<(String, String)>,
     /// The handshake came before INFO.
     pub tls_first: bool,
+    /// The `protocol` of CONNECT (1 and up: the client takes async INFO).
+    pub protocol: i64,
 }
 
 /// A subscription of a client (an entry of the shared sublist).
@@ -121,7 +123,7 @@ pub struct ClientShared {
     pub start: OffsetDateTime,
     pub outbound: Mutex<Outbound>,
     writer_wake: Notify,
-    reader_stop: Notify,
+    pub(crate) reader_stop: Notify,
     /// Signalled by the writer after each write, for producers stalled on this client.
     drained: Notify,
     headers: AtomicBool,
@@ -409,8 +411,35 @@ impl ClientShared {
 pub fn spawn_connection(server: &Arc<Server>, stream: TcpStream, address: SocketAddr) {
     let _ = stream.set_nodelay(true);
     let id = server.next_client_id();
+    let shared = new_shared(server, id, address);
+    let over_limit = !server.register_client(&shared);
+    let mut info = BytesMut::new();
+    server.encode_info(&mut info, &shared, false);
+    if server.tls.is_some() {
+        tokio::spawn(secure::establish(
+            server.clone(),
+            shared,
+            stream,
+            info,
+            over_limit,
+        ));
+        return;
+    }
+    let (read_half, write_half) = stream.into_split();
+    if over_limit {
+        refuse_over_limit(server, shared, &info, write_half);
+        return;
+    }
+    shared.queue_bytes(&info);
+    tracing::debug!("{} - cid:{} - Client connection created", address, id);
+    start_tasks(server, shared, read_half, write_half);
+}
+
+/// The shared state of a new connection (a client's, or a route's: routes reuse the outbound
+/// queue and the writer).
+pub(crate) fn new_shared(server: &Arc<Server>, id: u64, address: SocketAddr) -> Arc<ClientShared> {
     let now = OffsetDateTime::now_utc();
-    let shared = Arc::new(ClientShared {
+    Arc::new(ClientShared {
         id,
         address,
         start: now,
@@ -435,28 +464,7 @@ pub fn spawn_connection(server: &Arc<Server>, stream: TcpStream, address: Socket
             .then(crate::security::auth::new_nonce),
         certificate: std::sync::OnceLock::new(),
         server: Arc::downgrade(server),
-    });
-    let over_limit = !server.register_client(&shared);
-    let mut info = BytesMut::new();
-    server.encode_info(&mut info, &shared, false);
-    if server.tls.is_some() {
-        tokio::spawn(secure::establish(
-            server.clone(),
-            shared,
-            stream,
-            info,
-            over_limit,
-        ));
-        return;
-    }
-    let (read_half, write_half) = stream.into_split();
-    if over_limit {
-        refuse_over_limit(server, shared, &info, write_half);
-        return;
-    }
-    shared.queue_bytes(&info);
-    tracing::debug!("{} - cid:{} - Client connection created", address, id);
-    start_tasks(server, shared, read_half, write_half);
+    })
 }
 
 /// nats-server sends INFO first, then the error, then closes.

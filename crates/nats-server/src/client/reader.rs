@@ -375,6 +375,7 @@ impl Session {
             meta.name = connect.name.clone();
             meta.lang = connect.lang.clone();
             meta.version = connect.version.clone();
+            meta.protocol = connect.protocol;
         }
         self.ok();
         Next::Continue

@@ -17,18 +17,46 @@ use tokio::time::{interval_at, Instant, MissedTickBehavior};
 /// Segments handed to one vectored write.
 const WRITE_SLICES: usize = 64;
 
-pub async fn run<W: AsyncWrite + Unpin>(
+/// The timers of one connection's writer (a client's come from the server options, a route's
+/// from the cluster block).
+#[derive(Clone, Copy, Debug)]
+pub struct WriterSettings {
+    pub ping_interval: std::time::Duration,
+    /// Delay of the first PING (routes ping once early to measure the round trip).
+    pub first_ping: std::time::Duration,
+    pub ping_max: u32,
+    pub write_deadline: std::time::Duration,
+}
+
+impl WriterSettings {
+    pub fn client(options: &crate::config::Options) -> WriterSettings {
+        let ping_interval = options
+            .ping_interval
+            .max(std::time::Duration::from_millis(10));
+        WriterSettings {
+            ping_interval,
+            first_ping: ping_interval,
+            ping_max: u32::try_from(options.ping_max.max(0)).unwrap_or(u32::MAX),
+            write_deadline: options.write_deadline,
+        }
+    }
+}
+
+pub async fn run<W: AsyncWrite + Unpin>(server: Arc<Server>, shared: Arc<ClientShared>, socket: W) {
+    let settings = WriterSettings::client(&server.options);
+    run_with(server, shared, socket, settings).await
+}
+
+pub async fn run_with<W: AsyncWrite + Unpin>(
     server: Arc<Server>,
     shared: Arc<ClientShared>,
     mut socket: W,
+    settings: WriterSettings,
 ) {
-    let ping_interval = server
-        .options
-        .ping_interval
-        .max(std::time::Duration::from_millis(10));
-    let ping_max = u32::try_from(server.options.ping_max.max(0)).unwrap_or(u32::MAX);
-    let write_deadline = server.options.write_deadline;
-    let mut pings = interval_at(Instant::now() + ping_interval, ping_interval);
+    let ping_interval = settings.ping_interval;
+    let ping_max = settings.ping_max;
+    let write_deadline = settings.write_deadline;
+    let mut pings = interval_at(Instant::now() + settings.first_ping, ping_interval);
     pings.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut segments: VecDeque<Bytes> = VecDeque::new();
     loop {

@@ -97,6 +97,8 @@ pub struct Options {
     pub pid_file: Option<PathBuf>,
     pub ports_file_dir: Option<PathBuf>,
     pub jetstream: JetStreamConfig,
+    /// `cluster { }` or `--cluster`: routes to other servers (see `config/cluster.rs`).
+    pub cluster: Option<super::cluster::ClusterOptions>,
     pub config_file: Option<PathBuf>,
     /// Messages to log once logging is set up (deprecated spellings and the like).
     pub warnings: Vec<String>,
@@ -134,6 +136,7 @@ impl Default for Options {
             pid_file: None,
             ports_file_dir: None,
             jetstream: JetStreamConfig::default(),
+            cluster: None,
             config_file: None,
             warnings: Vec::new(),
         }
@@ -152,7 +155,7 @@ impl Options {
         if self.max_payload > MAX_PAYLOAD_LIMIT {
             return Err("max_payload value is too big".into());
         }
-        Ok(())
+        super::cluster::validate(self)
     }
 
     /// How long a client has to send CONNECT once connected (and past TLS): as nats-server,
@@ -227,7 +230,6 @@ pub fn apply_items(options: &mut Options, items: &[(String, Entry)]) -> Result<(
 /// Keys nats-server knows but rnats does not implement: accepted with a warning rather than
 /// refusing a config written for nats-server.
 const IGNORED_KEYS: &[&str] = &[
-    "cluster",
     "gateway",
     "leafnodes",
     "leaf",
@@ -313,6 +315,7 @@ fn apply_top_level(options: &mut Options, key: &str, entry: &Entry) -> Result<()
         "ports_file_dir" => options.ports_file_dir = Some(PathBuf::from(string(entry)?)),
         "jetstream" => super::jetstream::apply_jetstream(&mut options.jetstream, entry)?,
         "tls" => super::tls::apply_tls(options, entry)?,
+        "cluster" => super::cluster::apply_cluster(options, entry)?,
         "accounts" => apply_accounts(options, entry)?,
         // Ignoring it would leave open a server meant to admit only JWT-holding users.
         "operator" | "operators" | "root" | "roots" | "root_operator" | "root_operators"
@@ -443,7 +446,7 @@ fn is_public_user_nkey(nkey: &str) -> bool {
     nkey.starts_with('U') && nkeys::KeyPair::from_public_key(nkey).is_ok()
 }
 
-fn parse_permissions(entry: &Entry) -> Result<Permissions, ConfigError> {
+pub(super) fn parse_permissions(entry: &Entry) -> Result<Permissions, ConfigError> {
     let mut permissions = Permissions::default();
     for (key, item) in map(entry)? {
         match key.to_ascii_lowercase().as_str() {
@@ -534,7 +537,7 @@ pub(super) fn string(entry: &Entry) -> Result<String, ConfigError> {
     }
 }
 
-fn string_list(entry: &Entry) -> Result<Vec<String>, ConfigError> {
+pub(super) fn string_list(entry: &Entry) -> Result<Vec<String>, ConfigError> {
     match &entry.value {
         Value::Array(items) => items.iter().map(string).collect(),
         _ => Ok(vec![string(entry)?]),
@@ -584,6 +587,14 @@ pub(super) fn boolean(entry: &Entry) -> Result<bool, ConfigError> {
 
 /// Durations: a Go-style string (`"2m"`, `"1m30s"`, `"500ms"`), or an integer taken as seconds
 /// with nats-server's warning.
+pub(super) fn duration_value(
+    options: &mut Options,
+    key: &str,
+    entry: &Entry,
+) -> Result<Duration, ConfigError> {
+    duration(options, key, entry)
+}
+
 fn duration(options: &mut Options, key: &str, entry: &Entry) -> Result<Duration, ConfigError> {
     match &entry.value {
         Value::String(text) => {

@@ -258,7 +258,7 @@ pub fn is_bcrypt(password: &str) -> bool {
 
 /// The configured secret against what the client sent: bcrypt hashes are verified, plain
 /// secrets compared in constant time.
-fn compare_passwords(configured: &str, given: &str) -> bool {
+pub(crate) fn compare_passwords(configured: &str, given: &str) -> bool {
     if is_bcrypt(configured) {
         return bcrypt::verify(given, configured).unwrap_or(false);
     }

@@ -1,0 +1,108 @@
+//! One established route ([`RouteLink`]) and the remote interest it announced
+//! ([`RouteSubscription`], an entry of the shared sublist): what the router needs to send a
+//! message across a route at most once.
+
+use crate::client::{ClientShared, CloseReason};
+use crate::router::Delivery;
+use bytes::Bytes;
+use nats_proto::RouteInfo;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+/// The only account rnats has; routes name it on every interest and message.
+pub const GLOBAL_ACCOUNT: &[u8] = b"$G";
+
+/// Upper bound of an RMSG/HMSG head beyond account, subject, reply and queue names.
+const ROUTED_HEAD_OVERHEAD: usize = 64;
+
+/// A remote subscription key: subject and queue group.
+pub type InterestKey = (String, Option<String>);
+
+/// Interest a peer announced with `RS+`: a plain subscription, or a queue group with the number
+/// of its members on that server (the weight of the group's random pick).
+pub struct RouteSubscription {
+    pub link: Arc<RouteLink>,
+    pub subject: String,
+    pub queue: Option<String>,
+    pub weight: AtomicU32,
+}
+
+impl RouteSubscription {
+    pub fn weight(&self) -> u32 {
+        self.weight.load(Ordering::Relaxed).max(1)
+    }
+}
+
+/// An established route to one peer server.
+pub struct RouteLink {
+    /// The connection: outbound queue, writer, counters (shared with client connections).
+    pub connection: Arc<ClientShared>,
+    pub solicited: bool,
+    /// The peer's INFO as last received.
+    pub info: Mutex<RouteInfo>,
+    /// The peer's interest, by subject and queue.
+    pub subscriptions: Mutex<HashMap<InterestKey, Arc<RouteSubscription>>>,
+}
+
+impl RouteLink {
+    pub fn rid(&self) -> u64 {
+        self.connection.id
+    }
+
+    pub fn remote_id(&self) -> String {
+        self.info.lock().server_id.clone()
+    }
+
+    /// Queue an RMSG/HMSG carrying `delivery`, naming the queue groups the peer must pick a
+    /// member of. False when the route is closing or just overflowed (then it is closed: a
+    /// route too slow to take its backlog is cut as nats-server cuts a slow consumer, so
+    /// publishers never wait on it).
+    pub fn send_message(&self, delivery: &Delivery<'_>, queues: &[&[u8]]) -> bool {
+        let connection = &self.connection;
+        let reply = delivery.reply.map(|reply| &reply[..]);
+        let headers = delivery.headers.filter(|headers| !headers.is_empty());
+        let head_capacity = delivery.subject.len()
+            + reply.map_or(0, <[u8]>::len)
+            + queues.iter().map(|queue| queue.len() + 1).sum::<usize>()
+            + ROUTED_HEAD_OVERHEAD;
+        let size = delivery.payload.len() + headers.map_or(0, Bytes::len);
+        let mut outbound = connection.outbound.lock();
+        if outbound.closing.is_some() {
+            return false;
+        }
+        outbound.push_frame(
+            head_capacity,
+            |out| {
+                nats_proto::encode_routed_message_head(
+                    out,
+                    GLOBAL_ACCOUNT,
+                    delivery.subject,
+                    reply,
+                    queues,
+                    headers.map(Bytes::len),
+                    delivery.payload.len(),
+                )
+            },
+            headers.map(|headers| &headers[..]),
+            delivery.payload,
+        );
+        let pending = outbound.queued() + outbound.in_flight;
+        if pending > connection.max_pending {
+            drop(outbound);
+            tracing::error!(
+                "{} - rid:{} - Slow Consumer Detected: MaxPending of {} Exceeded",
+                connection.address,
+                connection.id,
+                connection.max_pending
+            );
+            connection.close(CloseReason::SlowConsumerPendingBytes);
+            return false;
+        }
+        let counters = &connection.counters;
+        counters.out_msgs.fetch_add(1, Ordering::Relaxed);
+        counters.out_bytes.fetch_add(size as u64, Ordering::Relaxed);
+        true
+    }
+}

@@ -1,0 +1,156 @@
+//! Routes: the server-to-server links that make several servers one cluster, speaking
+//! nats-server's route protocol so rnats and nats-server nodes mesh together.
+//!
+//! - `registry.rs` [`Routes`]: established routes by peer id, and the local interest announced
+//!   on them (`RS+`/`RS-`); held by the [`crate::router::Router`], which calls it on every
+//!   local subscribe/unsubscribe and sends messages through [`RouteLink::send_message`].
+//! - `link.rs`: one established route and the remote subscriptions it announced.
+//! - `connection.rs`: the handshake and read loop of one route connection (either side).
+//! - `solicit.rs`: dialing explicit routes (forever, with backoff) and gossiped ones.
+//!
+//! Called by `server.rs` ([`start`]) when `cluster { }` or `--cluster` is set; a server without
+//! a cluster never creates [`Routes`] and its publish path pays nothing for them. This module
+//! knows nothing of JetStream; toward nats-server peers it presents itself as a server without
+//! route pooling or compression, so one route carries every account (we only have `$G`).
+
+mod connection;
+mod link;
+mod registry;
+mod solicit;
+
+pub use link::{RouteLink, RouteSubscription};
+pub use registry::Routes;
+
+use crate::server::Server;
+use crate::ServerError;
+use rand::Rng;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+
+/// A dynamic cluster name: 22 random alphanumerics, as nats-server's NUID-based names.
+pub fn dynamic_cluster_name() -> String {
+    const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let mut random = rand::thread_rng();
+    (0..22)
+        .map(|_| ALPHABET[random.gen_range(0..ALPHABET.len())] as char)
+        .collect()
+}
+
+/// Open the route listener (when a port is set) and start dialing the configured routes.
+pub async fn start(server: &Arc<Server>, routes: Arc<Routes>) -> Result<(), ServerError> {
+    let Some(cluster) = server.options.cluster.clone() else {
+        return Ok(());
+    };
+    tracing::info!("Cluster name is {}", routes.cluster_name());
+    if routes.dynamic_name {
+        tracing::warn!("Cluster name was dynamically generated, consider setting one");
+    }
+    if cluster.port != 0 {
+        let port = if cluster.port < 0 {
+            0
+        } else {
+            u16::try_from(cluster.port).unwrap_or(0)
+        };
+        let listener = TcpListener::bind((cluster.host.as_str(), port))
+            .await
+            .map_err(|source| ServerError::Listen {
+                address: format!("{}:{port}", cluster.host),
+                source,
+            })?;
+        let address = listener.local_addr().map_err(ServerError::Io)?;
+        let _ = server.route_address.set(address);
+        tracing::info!("Listening for route connections on {address}");
+        let accept_server = server.clone();
+        let accept_routes = routes.clone();
+        tokio::spawn(async move {
+            loop {
+                match listener.accept().await {
+                    Ok((stream, peer)) => {
+                        tokio::spawn(connection::run_accepted(
+                            accept_server.clone(),
+                            accept_routes.clone(),
+                            stream,
+                            peer,
+                        ));
+                    }
+                    Err(error) => {
+                        tracing::error!("Error accepting route connection: {error}");
+                        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    }
+                }
+            }
+        });
+    }
+    for url in cluster.routes {
+        solicit::spawn_explicit(server.clone(), routes.clone(), url);
+    }
+    Ok(())
+}
+
+/// This server's client URLs as peers and clients should use them: the client listener's
+/// address; an unspecified host (0.0.0.0) is replaced by the address of the interface that
+/// routes outward (nats-server lists every non-loopback address; we list that one).
+pub fn own_client_urls(server: &Server) -> Vec<String> {
+    let Some(address) = server.client_address.get() else {
+        return Vec::new();
+    };
+    let host = if address.ip().is_unspecified() {
+        outward_address().unwrap_or(address.ip())
+    } else {
+        address.ip()
+    };
+    vec![SocketAddr::new(host, address.port()).to_string()]
+}
+
+fn outward_address() -> Option<std::net::IpAddr> {
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    socket.connect("192.0.2.1:9").ok()?;
+    let ip = socket.local_addr().ok()?.ip();
+    (!ip.is_unspecified()).then_some(ip)
+}
+
+/// `connect_urls` for our clients' INFO: ours and every peer's, unless `no_advertise`.
+pub fn client_connect_urls(server: &Server) -> Vec<String> {
+    let Some(routes) = server.router.routes() else {
+        return Vec::new();
+    };
+    if server
+        .options
+        .cluster
+        .as_ref()
+        .is_some_and(|cluster| cluster.no_advertise)
+    {
+        return Vec::new();
+    }
+    let mut urls = own_client_urls(server);
+    for url in routes.peer_connect_urls() {
+        if !urls.contains(&url) {
+            urls.push(url);
+        }
+    }
+    urls
+}
+
+/// The cluster changed: send every client an async INFO with the new `connect_urls` (clients
+/// that negotiated protocol 1 or more, as nats-server does).
+pub fn clients_connect_urls_changed(server: &Arc<Server>) {
+    if server
+        .options
+        .cluster
+        .as_ref()
+        .is_some_and(|cluster| cluster.no_advertise)
+    {
+        return;
+    }
+    let clients: Vec<_> = server.clients.lock().values().cloned().collect();
+    for client in clients {
+        if client.meta.lock().protocol < 1 {
+            continue;
+        }
+        let mut frame = bytes::BytesMut::new();
+        server.encode_info(&mut frame, &client, false);
+        client.queue_bytes(&frame);
+        client.wake_writer();
+    }
+}

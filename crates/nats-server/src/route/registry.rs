@@ -1,0 +1,185 @@
+//! [`Routes`]: the registry of established routes (one per peer server) and the table of local
+//! interest that is announced on them. The router calls [`Routes::local_interest_changed`] on
+//! every local subscribe/unsubscribe; the count per subject (and per queue group, whose count is
+//! its weight) decides when an `RS+`/`RS-` goes out, once, on every route.
+
+use super::link::{InterestKey, RouteLink, GLOBAL_ACCOUNT};
+use crate::router::{Router, Subscriber};
+use bytes::BytesMut;
+use parking_lot::{Mutex, RwLock};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// A route to a server we already have a route to.
+#[derive(Debug)]
+pub struct DuplicateRoute;
+
+#[derive(Default)]
+pub struct Routes {
+    /// Established routes by the peer's server id.
+    links: RwLock<BTreeMap<String, Arc<RouteLink>>>,
+    /// Number of established routes, read without a lock on the publish path.
+    count: AtomicUsize,
+    /// Local subscriptions per (subject, queue): plain ones are announced on 0 -> 1 and
+    /// withdrawn on 1 -> 0; a queue group is re-announced with its new weight on each change.
+    local_interest: Mutex<HashMap<InterestKey, u32>>,
+    /// Addresses being dialed for implicit routes (so gossip does not dial twice).
+    pub(crate) dialing: Mutex<HashSet<String>>,
+    /// The cluster name in use: configured, or negotiated when dynamic.
+    pub(crate) cluster_name: RwLock<String>,
+    pub(crate) dynamic_name: bool,
+}
+
+impl Routes {
+    pub fn new(cluster_name: Option<String>) -> Routes {
+        let dynamic_name = cluster_name.is_none();
+        Routes {
+            cluster_name: RwLock::new(cluster_name.unwrap_or_else(super::dynamic_cluster_name)),
+            dynamic_name,
+            ..Routes::default()
+        }
+    }
+
+    pub fn count(&self) -> usize {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    pub fn links(&self) -> Vec<Arc<RouteLink>> {
+        self.links.read().values().cloned().collect()
+    }
+
+    pub fn is_connected(&self, server_id: &str) -> bool {
+        self.links.read().contains_key(server_id)
+    }
+
+    pub fn cluster_name(&self) -> String {
+        self.cluster_name.read().clone()
+    }
+
+    /// Register an established route and queue the dump of our interest on it. Both happen
+    /// under the interest lock, so no subscribe slips between the dump and the registration.
+    pub fn register(&self, link: &Arc<RouteLink>) -> Result<(), DuplicateRoute> {
+        let server_id = link.remote_id();
+        let interest = self.local_interest.lock();
+        {
+            let mut links = self.links.write();
+            if links.contains_key(&server_id) {
+                return Err(DuplicateRoute);
+            }
+            links.insert(server_id, link.clone());
+            self.count.store(links.len(), Ordering::Relaxed);
+        }
+        let mut frame = BytesMut::with_capacity(interest.len() * 32);
+        for ((subject, queue), count) in interest.iter() {
+            let queue = queue.as_deref().map(|queue| (queue.as_bytes(), *count));
+            nats_proto::encode_route_subscribe(
+                &mut frame,
+                GLOBAL_ACCOUNT,
+                subject.as_bytes(),
+                queue,
+            );
+        }
+        drop(interest);
+        if !frame.is_empty() {
+            link.connection.queue_bytes(&frame);
+        }
+        link.connection.wake_writer();
+        Ok(())
+    }
+
+    /// Forget a route and drop the interest it announced.
+    pub fn unregister(&self, link: &Arc<RouteLink>, router: &Router) {
+        let server_id = link.remote_id();
+        {
+            let mut links = self.links.write();
+            if links
+                .get(&server_id)
+                .is_some_and(|registered| Arc::ptr_eq(registered, link))
+            {
+                links.remove(&server_id);
+            }
+            self.count.store(links.len(), Ordering::Relaxed);
+        }
+        let subscriptions: Vec<_> = link.subscriptions.lock().drain().collect();
+        for ((subject, queue), subscription) in subscriptions {
+            router.remove(&subject, queue.as_deref(), &Subscriber::Route(subscription));
+        }
+    }
+
+    /// A local subscription on `subject` (in `queue`) came (`added`) or went.
+    pub fn local_interest_changed(&self, subject: &str, queue: Option<&str>, added: bool) {
+        let mut interest = self.local_interest.lock();
+        let key = (subject.to_string(), queue.map(str::to_string));
+        let count = interest.entry(key.clone()).or_insert(0);
+        let before = *count;
+        if added {
+            *count += 1;
+        } else {
+            *count = count.saturating_sub(1);
+        }
+        let after = *count;
+        if after == 0 {
+            interest.remove(&key);
+        }
+        if self.count() == 0 {
+            return;
+        }
+        let mut frame = BytesMut::with_capacity(subject.len() + 32);
+        match queue {
+            None if before == 0 && after == 1 => nats_proto::encode_route_subscribe(
+                &mut frame,
+                GLOBAL_ACCOUNT,
+                subject.as_bytes(),
+                None,
+            ),
+            None if before == 1 && after == 0 => nats_proto::encode_route_unsubscribe(
+                &mut frame,
+                GLOBAL_ACCOUNT,
+                subject.as_bytes(),
+                None,
+            ),
+            Some(queue) if after > 0 && after != before => nats_proto::encode_route_subscribe(
+                &mut frame,
+                GLOBAL_ACCOUNT,
+                subject.as_bytes(),
+                Some((queue.as_bytes(), after)),
+            ),
+            Some(queue) if after == 0 && before > 0 => nats_proto::encode_route_unsubscribe(
+                &mut frame,
+                GLOBAL_ACCOUNT,
+                subject.as_bytes(),
+                Some(queue.as_bytes()),
+            ),
+            _ => return,
+        }
+        for link in self.links.read().values() {
+            link.connection.queue_bytes(&frame);
+            link.connection.wake_writer();
+        }
+    }
+
+    /// Queue `frame` on every route but `except`.
+    pub fn broadcast(&self, frame: &[u8], except: Option<&str>) {
+        for (server_id, link) in self.links.read().iter() {
+            if Some(server_id.as_str()) == except {
+                continue;
+            }
+            link.connection.queue_bytes(frame);
+            link.connection.wake_writer();
+        }
+    }
+
+    /// The client URLs every peer announced (for `connect_urls`).
+    pub fn peer_connect_urls(&self) -> Vec<String> {
+        let mut urls = Vec::new();
+        for link in self.links.read().values() {
+            for url in &link.info.lock().connect_urls {
+                if !urls.contains(url) {
+                    urls.push(url.clone());
+                }
+            }
+        }
+        urls
+    }
+}
