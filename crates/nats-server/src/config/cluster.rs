@@ -174,6 +174,12 @@ pub fn apply_cluster(options: &mut Options, entry: &Entry) -> Result<(), ConfigE
                 let mut scratch = Options::default();
                 super::tls::apply_tls(&mut scratch, item)?;
                 cluster.tls = scratch.tls;
+                options.warnings.push(format!(
+                    "{}:{}:{}: \"cluster.tls\": route TLS is not supported by rnats yet; routes are plain TCP",
+                    item.file.display(),
+                    item.line,
+                    item.column
+                ));
             }
             "advertise" | "cluster_advertise" => cluster.advertise = Some(string(item)?),
             "no_advertise" => cluster.no_advertise = boolean(item)?,
@@ -182,6 +188,12 @@ pub fn apply_cluster(options: &mut Options, entry: &Entry) -> Result<(), ConfigE
             "permissions" => {
                 let permissions = parse_permissions(item)?;
                 cluster.permissions = Some(permissions);
+                options.warnings.push(format!(
+                    "{}:{}:{}: \"cluster.permissions\": route permissions are not enforced by rnats yet",
+                    item.file.display(),
+                    item.line,
+                    item.column
+                ));
             }
             "pool_size" => cluster.pool_size = integer(item)?,
             "accounts" => {

@@ -226,6 +226,7 @@ async fn run(
             }
         }
         session.pending.flush();
+        *shared.last_activity.lock() = time::OffsetDateTime::now_utc();
     };
     if let Some(reason) = reason {
         shared.close(reason);

@@ -42,6 +42,11 @@ pub async fn start(server: &Arc<Server>, routes: Arc<Routes>) -> Result<(), Serv
     let Some(cluster) = server.options.cluster.clone() else {
         return Ok(());
     };
+    {
+        let mut urls = client_connect_urls(server);
+        urls.sort();
+        *routes.announced_client_urls.lock() = urls;
+    }
     tracing::info!("Cluster name is {}", routes.cluster_name());
     if routes.dynamic_name {
         tracing::warn!("Cluster name was dynamically generated, consider setting one");
@@ -132,9 +137,12 @@ pub fn client_connect_urls(server: &Server) -> Vec<String> {
     urls
 }
 
-/// The cluster changed: send every client an async INFO with the new `connect_urls` (clients
-/// that negotiated protocol 1 or more, as nats-server does).
+/// The cluster changed: when the `connect_urls` clients know changed, send every client an
+/// async INFO with the new list (clients that negotiated protocol 1 or more, as nats-server).
 pub fn clients_connect_urls_changed(server: &Arc<Server>) {
+    let Some(routes) = server.router.routes() else {
+        return;
+    };
     if server
         .options
         .cluster
@@ -142,6 +150,15 @@ pub fn clients_connect_urls_changed(server: &Arc<Server>) {
         .is_some_and(|cluster| cluster.no_advertise)
     {
         return;
+    }
+    let mut urls = client_connect_urls(server);
+    urls.sort();
+    {
+        let mut announced = routes.announced_client_urls.lock();
+        if *announced == urls {
+            return;
+        }
+        *announced = urls;
     }
     let clients: Vec<_> = server.clients.lock().values().cloned().collect();
     for client in clients {

@@ -29,6 +29,8 @@ pub struct Routes {
     /// The cluster name in use: configured, or negotiated when dynamic.
     pub(crate) cluster_name: RwLock<String>,
     pub(crate) dynamic_name: bool,
+    /// The `connect_urls` clients were last told about.
+    pub(crate) announced_client_urls: Mutex<Vec<String>>,
 }
 
 impl Routes {

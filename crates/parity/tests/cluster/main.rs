@@ -14,9 +14,10 @@ mod links;
 mod mesh;
 mod messaging;
 mod route_port_input;
+mod route_wire;
 mod support;
 
 /// The switch for the compositions with our server in them. Flip to `true` when rnats routes
 /// land and these tests pass on main (`RNATS_CLUSTER_OURS=1 cargo test -p parity --test
 /// cluster` runs them before that).
-pub const OURS_ROUTES_READY: bool = false;
+pub const OURS_ROUTES_READY: bool = true;
