@@ -205,11 +205,8 @@ fn go_syntax_error(error: &serde_json::Error, body: &[u8]) -> String {
     if error.is_eof() {
         return "unexpected EOF".to_string();
     }
-    if let Some((context, offset, byte)) = crate::go_syntax::first_error(body) {
-        return format!(
-            "invalid character {} {context} at offset {offset}",
-            crate::go_syntax::quote_byte(byte)
-        );
+    if let Some(text) = go_compat::json_syntax::error_text(body) {
+        return text;
     }
     // The scanner found nothing serde_json objects to (e.g. invalid UTF-8): a generic text at
     // serde's position.
@@ -217,7 +214,7 @@ fn go_syntax_error(error: &serde_json::Error, body: &[u8]) -> String {
     let bad = body.get(offset.saturating_sub(1)).copied().unwrap_or(b'?');
     format!(
         "invalid character {} looking for beginning of value at offset {offset}",
-        crate::go_syntax::quote_byte(bad)
+        go_compat::json_syntax::quote_byte(bad)
     )
 }
 

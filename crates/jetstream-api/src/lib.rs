@@ -45,7 +45,6 @@ pub mod subjects;
 pub mod time_format;
 
 mod error;
-mod go_syntax;
 mod go_type_error;
 
 pub use account::{AccountInfo, AccountInfoResponse, AccountLimits, AccountTier, ApiStats};

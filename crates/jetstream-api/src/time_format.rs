@@ -3,8 +3,6 @@
 //! `0001-01-01T00:00:00Z` meaning "unset") and [`Nanos`] (Go `time.Duration`, a signed integer
 //! count of nanoseconds).
 
-use std::fmt::Write as _;
-
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use time::format_description::well_known::Rfc3339;
 use time::macros::datetime;
@@ -69,43 +67,7 @@ impl Timestamp {
     /// Go's `time.RFC3339Nano` layout: `2026-11-29T19:00:00.123456789Z`, fraction without
     /// trailing zeros (none at all when zero), `Z` or `+hh:mm`.
     pub fn to_rfc3339(&self) -> String {
-        let datetime = self.0;
-        let mut out = String::with_capacity(35);
-        let year = datetime.year();
-        if year < 0 {
-            out.push('-');
-        }
-        // Writing to a String cannot fail.
-        let _ = write!(
-            out,
-            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
-            year.unsigned_abs(),
-            u8::from(datetime.month()),
-            datetime.day(),
-            datetime.hour(),
-            datetime.minute(),
-            datetime.second()
-        );
-        let nanos = datetime.nanosecond();
-        if nanos != 0 {
-            let fraction = format!("{nanos:09}");
-            out.push('.');
-            out.push_str(fraction.trim_end_matches('0'));
-        }
-        let offset = datetime.offset();
-        if offset.is_utc() {
-            out.push('Z');
-        } else {
-            let (hours, minutes, _) = offset.as_hms();
-            let sign = if offset.is_negative() { '-' } else { '+' };
-            let _ = write!(
-                out,
-                "{sign}{:02}:{:02}",
-                hours.unsigned_abs(),
-                minutes.unsigned_abs()
-            );
-        }
-        out
+        go_compat::time_text::rfc3339_nano(self.0)
     }
 }
 
@@ -198,113 +160,14 @@ impl Nanos {
     /// Go's `time.Duration.String()`: `0s`, `1.5s`, `1m0s`, `2h0m0s`, `300ms`, `1.5µs`, `100ns`.
     /// nats-server puts it into some status texts (`409 Exceeded MaxRequestExpires of 10s`).
     pub fn to_go_string(self) -> String {
-        let negative = self.0 < 0;
-        let magnitude = self.0.unsigned_abs();
-        let mut out = String::new();
-        if magnitude < 1_000_000_000 {
-            // Sub-second: a single unit with a fraction.
-            let (unit, scale) = match magnitude {
-                0 => return "0s".to_string(),
-                1..=999 => ("ns", 1),
-                1_000..=999_999 => ("µs", 1_000),
-                _ => ("ms", 1_000_000),
-            };
-            out.push_str(&format_fraction(magnitude, scale));
-            out.push_str(unit);
-        } else {
-            let hours = magnitude / 3_600_000_000_000;
-            let minutes = (magnitude / 60_000_000_000) % 60;
-            let seconds_nanos = magnitude % 60_000_000_000;
-            if hours > 0 {
-                let _ = write!(out, "{hours}h");
-            }
-            if hours > 0 || minutes > 0 {
-                let _ = write!(out, "{minutes}m");
-            }
-            out.push_str(&format_fraction(seconds_nanos, 1_000_000_000));
-            out.push('s');
-        }
-        if negative {
-            out.insert(0, '-');
-        }
-        out
+        go_compat::duration::format(self.0)
     }
 
     /// Go's `time.ParseDuration` (`-NAK 1.5s`, `300ms`, `1h2m`, `-1s`; units ns, us, µs, μs,
     /// ms, s, m, h). `None` when the text is not a duration or overflows.
     pub fn parse_go(text: &str) -> Option<Nanos> {
-        let (negative, mut rest) = match text.as_bytes().first() {
-            Some(b'-') => (true, &text[1..]),
-            Some(b'+') => (false, &text[1..]),
-            _ => (false, text),
-        };
-        if rest == "0" {
-            return Some(Nanos::ZERO);
-        }
-        if rest.is_empty() {
-            return None;
-        }
-        let mut total: u128 = 0;
-        while !rest.is_empty() {
-            let integer_end = rest
-                .find(|c: char| !c.is_ascii_digit())
-                .unwrap_or(rest.len());
-            let integer = &rest[..integer_end];
-            rest = &rest[integer_end..];
-            let mut fraction = "";
-            if let Some(after_dot) = rest.strip_prefix('.') {
-                let fraction_end = after_dot
-                    .find(|c: char| !c.is_ascii_digit())
-                    .unwrap_or(after_dot.len());
-                fraction = &after_dot[..fraction_end];
-                rest = &after_dot[fraction_end..];
-            }
-            if integer.is_empty() && fraction.is_empty() {
-                return None;
-            }
-            let unit_end = rest
-                .find(|c: char| c == '.' || c.is_ascii_digit())
-                .unwrap_or(rest.len());
-            let scale: u128 = match &rest[..unit_end] {
-                "ns" => 1,
-                "us" | "\u{b5}s" | "\u{3bc}s" => 1_000,
-                "ms" => 1_000_000,
-                "s" => 1_000_000_000,
-                "m" => 60_000_000_000,
-                "h" => 3_600_000_000_000,
-                _ => return None,
-            };
-            rest = &rest[unit_end..];
-            let whole: u128 = if integer.is_empty() {
-                0
-            } else {
-                integer.parse().ok()?
-            };
-            total = total.checked_add(whole.checked_mul(scale)?)?;
-            let mut fraction_scale = scale;
-            for digit in fraction.bytes() {
-                fraction_scale /= 10;
-                if fraction_scale == 0 {
-                    break;
-                }
-                total += u128::from(digit - b'0') * fraction_scale;
-            }
-        }
-        let total = i64::try_from(total).ok()?;
-        Some(Nanos(if negative { -total } else { total }))
+        go_compat::duration::parse(text).ok().map(Nanos)
     }
-}
-
-/// `value / scale` with Go's trimmed decimal fraction.
-fn format_fraction(value: u64, scale: u64) -> String {
-    let whole = value / scale;
-    let remainder = value % scale;
-    if remainder == 0 {
-        return whole.to_string();
-    }
-    let width = scale.ilog10() as usize;
-    let digits = format!("{remainder:0width$}");
-    format!("{whole}.{}", digits.trim_end_matches('0'))
 }
 
 impl From<std::time::Duration> for Nanos {

@@ -7,7 +7,6 @@ use serde_json::{json, Map, Value};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -109,7 +108,7 @@ fn route(server: &Server, path: &str, query: &[(String, String)]) -> (&'static s
 }
 
 pub fn rfc3339(time: OffsetDateTime) -> String {
-    time.format(&Rfc3339).unwrap_or_default()
+    go_compat::time_text::rfc3339_nano(time)
 }
 
 /// nats-server's uptime text: `3s`, `1m3s`, `2h1m3s`, `1d2h1m3s`, `1y2d...`.
@@ -134,26 +133,6 @@ pub fn uptime_text(duration: Duration) -> String {
     } else {
         format!("{seconds}s")
     }
-}
-
-/// Go's `time.Duration.String()` for small durations (rtt): `234µs`, `1.5ms`, `2s`.
-fn go_duration(duration: Duration) -> String {
-    let nanos = duration.as_nanos();
-    if nanos == 0 {
-        "0s".into()
-    } else if nanos < 1_000 {
-        format!("{nanos}ns")
-    } else if nanos < 1_000_000 {
-        trim(format!("{:.3}", nanos as f64 / 1e3)) + "µs"
-    } else if nanos < 1_000_000_000 {
-        trim(format!("{:.6}", nanos as f64 / 1e6)) + "ms"
-    } else {
-        trim(format!("{:.9}", nanos as f64 / 1e9)) + "s"
-    }
-}
-
-fn trim(text: String) -> String {
-    text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// Go prints a whole float64 without a fraction (`2`, not `2.0`).
@@ -314,7 +293,9 @@ fn connz(server: &Server, query: &[(String, String)]) -> Value {
         entry.insert("last_activity".into(), json!(rfc3339(last_activity)));
         entry.insert(
             "rtt".into(),
-            json!(go_duration(client.rtt.lock().unwrap_or_default())),
+            json!(go_compat::duration::format_std(
+                client.rtt.lock().unwrap_or_default()
+            )),
         );
         entry.insert(
             "uptime".into(),
@@ -520,7 +501,9 @@ fn routez(server: &Server, query: &[(String, String)]) -> Value {
             route.insert("last_activity".into(), json!(rfc3339(last_activity)));
             route.insert(
                 "rtt".into(),
-                json!(go_duration(connection.rtt.lock().unwrap_or_default())),
+                json!(go_compat::duration::format_std(
+                    connection.rtt.lock().unwrap_or_default()
+                )),
             );
             route.insert(
                 "uptime".into(),
@@ -626,12 +609,5 @@ mod tests {
         assert_eq!(uptime_text(Duration::from_secs(63)), "1m3s");
         assert_eq!(uptime_text(Duration::from_secs(7263)), "2h1m3s");
         assert_eq!(uptime_text(Duration::from_secs(90063)), "1d1h1m3s");
-    }
-
-    #[test]
-    fn go_durations() {
-        assert_eq!(go_duration(Duration::from_micros(234)), "234µs");
-        assert_eq!(go_duration(Duration::from_micros(1500)), "1.5ms");
-        assert_eq!(go_duration(Duration::ZERO), "0s");
     }
 }

@@ -118,89 +118,57 @@ pub fn age_limit(nanos: Nanos) -> String {
 
 /// Go's `time.Duration.String()`: `0s`, `1.5µs`, `500ms`, `2m0s`, `1h30m0s`.
 pub fn go_duration(duration: Duration) -> String {
-    let nanos = duration.as_nanos();
-    if nanos == 0 {
-        return "0s".to_string();
-    }
-    if nanos < 1_000 {
-        return format!("{nanos}ns");
-    }
-    if nanos < 1_000_000 {
-        return format!("{}µs", trim_fraction(nanos, 1_000));
-    }
-    if nanos < 1_000_000_000 {
-        return format!("{}ms", trim_fraction(nanos, 1_000_000));
-    }
-    let total_seconds = duration.as_secs();
-    let hours = total_seconds / 3600;
-    let minutes = (total_seconds / 60) % 60;
-    let seconds_nanos = nanos % 60_000_000_000;
-    let seconds = trim_fraction(seconds_nanos, 1_000_000_000);
-    if hours > 0 {
-        format!("{hours}h{minutes}m{seconds}s")
-    } else if minutes > 0 {
-        format!("{minutes}m{seconds}s")
-    } else {
-        format!("{seconds}s")
-    }
+    go_compat::duration::format_std(duration)
 }
 
-fn trim_fraction(value: u128, unit: u128) -> String {
-    let whole = value / unit;
-    let fraction = value % unit;
-    if fraction == 0 {
-        return whole.to_string();
-    }
-    let width = unit.to_string().len() - 1;
-    let fraction_text = format!("{fraction:0width$}");
-    format!("{whole}.{}", fraction_text.trim_end_matches('0'))
-}
-
-/// Parse a duration like natscli's flags take: Go units plus `d`, `w`, `M` (30 days) and `y`.
-/// A bare number is seconds. `-1` and `0` mean zero (unlimited).
+/// Parse a duration like natscli's flags take: Go units plus `d`, `w`, `M` (30 days) and `y`/`Y`
+/// (365 days), each `<number><unit>` part on its own (natscli's `ParseDurationString`); the Go
+/// parts go through Go's parser. A bare number is seconds. `-1` and `0` mean zero (unlimited).
 pub fn parse_duration(text: &str) -> Result<Duration, CliError> {
     let trimmed = text.trim();
     if trimmed.is_empty() || trimmed == "-1" || trimmed == "0" {
         return Ok(Duration::ZERO);
     }
     if let Ok(seconds) = trimmed.parse::<f64>() {
-        if seconds >= 0.0 {
+        if seconds >= 0.0 && seconds.is_finite() {
             return Ok(Duration::from_secs_f64(seconds));
         }
     }
     let invalid = || CliError::Message(format!("invalid duration {trimmed:?}"));
-    let mut total_nanos: f64 = 0.0;
+    let mut total = Duration::ZERO;
     let mut rest = trimmed;
     while !rest.is_empty() {
         let number_end = rest
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
             .ok_or_else(invalid)?;
-        if number_end == 0 {
-            return Err(invalid());
-        }
-        let number: f64 = rest[..number_end].parse().map_err(|_| invalid())?;
-        rest = &rest[number_end..];
-        let unit_end = rest
+        let unit_end = rest[number_end..]
             .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let unit = &rest[..unit_end];
+            .map_or(rest.len(), |offset| number_end + offset);
+        let (part, unit) = (&rest[..unit_end], &rest[number_end..unit_end]);
         rest = &rest[unit_end..];
-        let unit_nanos: f64 = match unit {
-            "ns" => 1.0,
-            "us" | "µs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            "d" => 86400e9,
-            "w" => 7.0 * 86400e9,
-            "M" => 30.0 * 86400e9,
-            "y" | "Y" => 365.0 * 86400e9,
-            _ => return Err(invalid()),
+        let days = match unit {
+            "d" => 1.0,
+            "w" => 7.0,
+            "M" => 30.0,
+            "y" | "Y" => 365.0,
+            _ => {
+                let part = go_compat::duration::parse_std(part).map_err(|_| invalid())?;
+                total = total.checked_add(part).ok_or_else(invalid)?;
+                continue;
+            }
         };
-        total_nanos += number * unit_nanos;
+        let number: f64 = rest_number(part, unit).ok_or_else(invalid)?;
+        total = total
+            .checked_add(Duration::from_secs_f64(number * days * 86_400.0))
+            .ok_or_else(invalid)?;
     }
-    Ok(Duration::from_nanos(total_nanos as u64))
+    Ok(total)
+}
+
+/// The number in front of a natscli-only unit (`1.5d`).
+fn rest_number(part: &str, unit: &str) -> Option<f64> {
+    let number: f64 = part.strip_suffix(unit)?.parse().ok()?;
+    (0.0..1e6).contains(&number).then_some(number)
 }
 
 /// Parse a byte size: plain numbers, or with `K`/`KB`/`KiB`, `M..`, `G..`, `T..` (powers
@@ -367,6 +335,18 @@ mod tests {
         assert_eq!(parse_duration("1d").unwrap(), Duration::from_secs(86400));
         assert_eq!(parse_duration("-1").unwrap(), Duration::ZERO);
         assert!(parse_duration("abc").is_err());
+        assert_eq!(
+            parse_duration("1d12h").unwrap(),
+            Duration::from_secs(129_600)
+        );
+        assert_eq!(
+            parse_duration("2w").unwrap(),
+            Duration::from_secs(14 * 86_400)
+        );
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("250μs").unwrap(), Duration::from_micros(250));
+        assert!(parse_duration("1x").is_err());
+        assert!(parse_duration("d").is_err());
         assert_eq!(parse_bytes("1KB").unwrap(), 1024);
         assert_eq!(parse_bytes("256MB").unwrap(), 256 << 20);
         assert_eq!(parse_bytes("-1").unwrap(), -1);

@@ -36,9 +36,9 @@ pub(super) fn apply_jetstream(
                 config.store_dir = Some(PathBuf::from(string(item)?))
             }
             "max_memory_store" | "max_mem_store" | "max_mem" => {
-                config.max_memory = Some(size(item)?)
+                config.max_memory = Some(size(item, "max_mem_store")?)
             }
-            "max_file_store" | "max_file" => config.max_store = Some(size(item)?),
+            "max_file_store" | "max_file" => config.max_store = Some(size(item, "max_file_store")?),
             "sync_interval" | "sync" => {
                 config.sync_interval = match &item.value {
                     Value::String(text) if text.eq_ignore_ascii_case("always") => {
@@ -133,11 +133,8 @@ fn go_duration(entry: &Entry) -> Result<Duration, ConfigError> {
             go_type_name(&entry.value)
         )));
     };
-    let invalid = || entry.error(format!("time: invalid duration {text:?}"));
-    match text.strip_prefix('-') {
-        Some(magnitude) => parse_duration(magnitude)
-            .map(|_| Duration::ZERO)
-            .ok_or_else(invalid),
-        None => parse_duration(text).ok_or_else(invalid),
+    match go_compat::duration::parse(text) {
+        Ok(nanos) => Ok(Duration::from_nanos(u64::try_from(nanos).unwrap_or(0))),
+        Err(error) => Err(entry.error(error.to_string())),
     }
 }

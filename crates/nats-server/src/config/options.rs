@@ -188,28 +188,10 @@ impl Options {
     }
 }
 
-/// nats-server's duration text (`2m0s`, `10s`, `500ms`) for logs and errors.
+/// nats-server's duration text (Go's `Duration.String()`: `2m0s`, `10s`, `500ms`) for logs
+/// and errors.
 pub fn duration_text(duration: Duration) -> String {
-    let total = duration.as_secs_f64();
-    if duration.as_secs() >= 60 {
-        let minutes = duration.as_secs() / 60;
-        let seconds = duration.as_secs() % 60;
-        if minutes >= 60 {
-            format!("{}h{}m{}s", minutes / 60, minutes % 60, seconds)
-        } else {
-            format!("{minutes}m{seconds}s")
-        }
-    } else if duration.as_secs() >= 1 {
-        format!("{}s", trim_float(total))
-    } else {
-        format!("{}ms", trim_float(total * 1000.0))
-    }
-}
-
-fn trim_float(value: f64) -> String {
-    let text = format!("{value:.6}");
-    let text = text.trim_end_matches('0').trim_end_matches('.');
-    text.to_string()
+    go_compat::duration::format_std(duration)
 }
 
 /// Read `path` and apply its keys to `options`. Unknown keys are errors, as in nats-server.
@@ -558,18 +540,15 @@ pub(super) fn integer(entry: &Entry) -> Result<i64, ConfigError> {
     }
 }
 
-/// A byte size: an integer (suffixes already applied) or a string such as `"1G"`.
-pub(super) fn size(entry: &Entry) -> Result<i64, ConfigError> {
+/// A storage size (nats-server's `getStorageSize`): an integer (config suffixes already
+/// applied) or a string such as `"1G"` (`K`, `M`, `G`, `T`, powers of 1024). `key` names the
+/// option in the error, as nats-server does (`max_file_store sizes defined as strings ...`).
+pub(super) fn size(entry: &Entry, key: &str) -> Result<i64, ConfigError> {
     match &entry.value {
         Value::Integer(number) => Ok(*number),
-        Value::String(text) => match parser::parse_str(&format!("v: {text}"), &entry.file) {
-            Ok(items) => match items.first().map(|(_, item)| &item.value) {
-                Some(Value::Integer(number)) => Ok(*number),
-                _ => Err(entry.error(format!("invalid size {text:?}"))),
-            },
-            Err(_) => Err(entry.error(format!("invalid size {text:?}"))),
-        },
-        _ => Err(entry.error("expected a size")),
+        Value::String(text) => go_compat::size::storage_size(text)
+            .map_err(|error| entry.error(format!("{key} {error}"))),
+        _ => Err(entry.error(format!("{key} must be int64 or string"))),
     }
 }
 
@@ -611,41 +590,7 @@ fn duration(options: &mut Options, key: &str, entry: &Entry) -> Result<Duration,
     }
 }
 
-/// Go's `time.ParseDuration` subset: a sequence of `<number><unit>` with units
-/// ns, us/µs, ms, s, m, h. A bare `0` is zero.
+/// A non-negative Go duration (`time.ParseDuration`, surrounding blanks ignored).
 pub fn parse_duration(text: &str) -> Option<Duration> {
-    let text = text.trim();
-    if text == "0" {
-        return Some(Duration::ZERO);
-    }
-    let mut rest = text;
-    let mut total = 0f64;
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let number_end = rest
-            .find(|character: char| !(character.is_ascii_digit() || character == '.'))
-            .unwrap_or(rest.len());
-        if number_end == 0 {
-            return None;
-        }
-        let number: f64 = rest[..number_end].parse().ok()?;
-        rest = &rest[number_end..];
-        let unit_end = rest
-            .find(|character: char| character.is_ascii_digit() || character == '.')
-            .unwrap_or(rest.len());
-        let seconds_per_unit = match &rest[..unit_end] {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return None,
-        };
-        total += number * seconds_per_unit;
-        rest = &rest[unit_end..];
-    }
-    Some(Duration::from_secs_f64(total))
+    go_compat::duration::parse_std(text.trim()).ok()
 }

@@ -39,10 +39,20 @@ pub struct ConfigError {
     pub line: usize,
     pub column: usize,
     pub message: String,
+    /// A syntax error: shown as nats-server's parser shows it (`Parse error on line 2:
+    /// 'Expected value but found new line'`), without file and column.
+    pub syntax: bool,
 }
 
 impl std::fmt::Display for ConfigError {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.syntax {
+            return write!(
+                formatter,
+                "Parse error on line {}: '{}'",
+                self.line, self.message
+            );
+        }
         write!(
             formatter,
             "{}:{}:{}: {}",
@@ -63,6 +73,7 @@ impl Entry {
             line: self.line,
             column: self.column,
             message: message.into(),
+            syntax: false,
         }
     }
 }
@@ -74,6 +85,7 @@ pub fn parse_file(path: &Path) -> Result<Vec<(String, Entry)>, ConfigError> {
         line: 0,
         column: 0,
         message: format!("open {}: {error}", path.display()),
+        syntax: false,
     })?;
     let mut scopes = Vec::new();
     parse_into(&text, path, &mut scopes, 0)
@@ -157,6 +169,7 @@ impl Parser {
             line: self.line,
             column: self.column,
             message: message.into(),
+            syntax: true,
         }
     }
 
@@ -201,7 +214,7 @@ impl Parser {
         closing: Option<char>,
     ) -> Result<Vec<(String, Entry)>, ConfigError> {
         self.scopes.push(Vec::new());
-        let result = self.parse_map_items(closing);
+        let result = self.parse_map_items(closing, closing.is_none());
         let items = self.scopes.pop().unwrap_or_default();
         result.map(|()| items)
     }
@@ -214,14 +227,19 @@ impl Parser {
         &mut self.scopes[last]
     }
 
-    fn parse_map_items(&mut self, closing: Option<char>) -> Result<(), ConfigError> {
+    /// `top`: the file's top level, where nats-server also takes `{ ... }` around the items
+    /// (a JSON-style file); their items belong to the top-level map.
+    fn parse_map_items(&mut self, closing: Option<char>, top: bool) -> Result<(), ConfigError> {
         loop {
             self.skip_blank(true);
+            if top && self.peek() == Some('{') {
+                self.advance();
+                self.parse_map_items(Some('}'), true)?;
+                continue;
+            }
             match (self.peek(), closing) {
                 (None, None) => return Ok(()),
-                (None, Some(expected)) => {
-                    return Err(self.error(format!("unexpected end of file, expected '{expected}'")))
-                }
+                (None, Some(_)) => return Err(self.error("Unexpected EOF processing map.")),
                 (Some(character), Some(expected)) if character == expected => {
                     self.advance();
                     return Ok(());
@@ -238,7 +256,11 @@ impl Parser {
                     continue;
                 }
             }
-            self.skip_inline_space();
+            // Blank lines may separate a key from its separator or value (`websocket` then
+            // `{` on the next line), as in nats-server's lexer; not a separator from its value.
+            while self.peek().is_some_and(char::is_whitespace) {
+                self.advance();
+            }
             if matches!(self.peek(), Some(':' | '=')) {
                 self.advance();
             }
@@ -268,8 +290,11 @@ impl Parser {
             None | Some('\n' | ',' | ';') => Ok(()),
             Some(character) if Some(character) == closing => Ok(()),
             Some(_) if self.at_comment() => Ok(()),
+            Some(character) if closing.is_none() => Err(self.error(format!(
+                "Expected a top-level value to end with a new line, comment or EOF, but got '{character}' instead."
+            ))),
             Some(character) => Err(self.error(format!(
-                "expected a value to end with a new line, comment or EOF, but got '{character}' instead"
+                "Expected a map value terminator \",\" or a map terminator \"}}\", but got '{character}' instead."
             ))),
         }
     }
@@ -317,6 +342,7 @@ impl Parser {
             line,
             column,
             message: format!("error parsing include file '{name}', {error}"),
+            syntax: false,
         })?;
         // The included items land in the current map, with their own file positions.
         let mut scopes = std::mem::take(&mut self.scopes);
@@ -348,7 +374,11 @@ impl Parser {
                 self.advance();
                 Ok(Value::String(self.parse_quoted(quote)?))
             }
-            Some('\n') => Err(self.error("expected a value, found a new line")),
+            Some('\n') => {
+                // nats-server counts the new line it found (the error is on the next line).
+                self.advance();
+                Err(self.error("Expected value but found new line"))
+            }
             Some(_) => {
                 let (line, column) = (self.line, self.column);
                 let token = self.parse_bare();
@@ -388,7 +418,7 @@ impl Parser {
                 Some(_) if self.at_comment() => {}
                 Some(character) => {
                     return Err(self.error(format!(
-                        "expected an array value terminator ',' or an array terminator ']', but got '{character}' instead"
+                        "Expected an array value terminator \",\" or an array terminator \"]\", but got '{character}' instead."
                     )))
                 }
             }
@@ -460,6 +490,7 @@ impl Parser {
                 line,
                 column,
                 message,
+                syntax: false,
             });
         }
         Ok(Value::String(token.to_string()))
@@ -520,23 +551,8 @@ fn parse_number(token: &str) -> Option<Result<Value, String>> {
     if rest.contains(|character: char| !character.is_ascii_alphabetic()) {
         return None;
     }
-    let multiplier: i64 = match rest.to_ascii_lowercase().as_str() {
-        "" => 1,
-        "k" => 1000,
-        "kb" | "ki" | "kib" => 1024,
-        "m" => 1_000_000,
-        "mb" | "mi" | "mib" => 1024 * 1024,
-        "g" => 1_000_000_000,
-        "gb" | "gi" | "gib" => 1024 * 1024 * 1024,
-        "t" => 1_000_000_000_000,
-        "tb" | "ti" | "tib" => 1024_i64.pow(4),
-        "p" => 1_000_000_000_000_000,
-        "pb" | "pi" | "pib" => 1024_i64.pow(5),
-        "e" => 1_000_000_000_000_000_000,
-        "eb" | "ei" | "eib" => 1024_i64.pow(6),
-        // `10s`, `2m30s`... are durations written bare: keep them as strings.
-        _ => return None,
-    };
+    // `10s`, `2m30s`... are durations written bare: not a size suffix, so a string.
+    let multiplier = go_compat::size::suffix_multiplier(rest)?;
     let Ok(parsed) = number.parse::<i64>() else {
         return Some(Err(format!("invalid integer '{token}'")));
     };

@@ -139,12 +139,23 @@ fn unknown_fields_are_errors_with_position() {
 
 #[test]
 fn syntax_errors_have_positions() {
+    // Syntax errors in nats-server's words: `Parse error on line N: '<lexer message>'`.
     let error = options_from("port: 4333\nx = [1, 2\n").unwrap_err();
-    assert!(error.starts_with("test.conf:"), "{error}");
+    assert!(error.starts_with("Parse error on line "), "{error}");
     let error = options_from("server_name: my server\n").unwrap_err();
-    assert!(error.starts_with("test.conf:1:"), "{error}");
+    assert_eq!(error, "Parse error on line 1: 'Expected a top-level value to end with a new line, comment or EOF, but got 's' instead.'");
     let error = options_from("a {\n b: 1\n").unwrap_err();
-    assert!(error.contains("expected '}'"), "{error}");
+    assert_eq!(
+        error,
+        "Parse error on line 3: 'Unexpected EOF processing map.'"
+    );
+    let error = options_from("port = \n").unwrap_err();
+    assert_eq!(
+        error,
+        "Parse error on line 2: 'Expected value but found new line'"
+    );
+    let error = options_from("x = [1 2]\n").unwrap_err();
+    assert!(error.contains("Expected an array value terminator \",\" or an array terminator \"]\", but got '2' instead."), "{error}");
     let error = options_from("port: \"abc\"\n").unwrap_err();
     assert!(error.starts_with("test.conf:1:1:"), "{error}");
 }
@@ -180,6 +191,32 @@ fn go_durations() {
     assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
     assert_eq!(parse_duration("1h"), Some(Duration::from_secs(3600)));
     assert_eq!(parse_duration("abc"), None);
+    // Both micro signs, as Go's time.ParseDuration (U+00B5 and U+03BC).
+    assert_eq!(
+        parse_duration("250\u{b5}s"),
+        Some(Duration::from_micros(250))
+    );
+    assert_eq!(
+        parse_duration("250\u{3bc}s"),
+        Some(Duration::from_micros(250))
+    );
+    assert_eq!(parse_duration("-1s"), None);
+}
+
+#[test]
+fn storage_sizes_as_strings() {
+    // nats-server's getStorageSize: a string size is K/M/G/T in powers of 1024 (a bare 1G is
+    // the lexer's 10^9).
+    let options = options_from("jetstream {\n  max_mem: \"1G\"\n  max_file: 1G\n}\n").unwrap();
+    assert_eq!(options.jetstream.max_memory, Some(1 << 30));
+    assert_eq!(options.jetstream.max_store, Some(1_000_000_000));
+    let error = options_from("jetstream {\n  max_file: \"1GB\"\n}\n").unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("max_file_store strconv.ParseInt: parsing \"1G\": invalid syntax"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -213,7 +250,9 @@ fn jetstream_block() {
         options.jetstream.sync_interval,
         SyncPolicy::Interval(Duration::from_secs(30))
     );
-    assert_eq!(options.jetstream.max_memory, Some(512_000_000));
+    // A quoted size is getStorageSize's (powers of 1024): nats-server 2.15.1 reports
+    // max_memory 536870912 in /jsz for `max_mem: "512M"`.
+    assert_eq!(options.jetstream.max_memory, Some(512 << 20));
     assert!(
         options_from("jetstream: enabled\n")
             .unwrap()
@@ -342,4 +381,105 @@ fn jetstream_limits_errors_in_nats_server_words() {
     assert!(error("batch { max_msgs: \"3\" }")
         .unwrap_err()
         .ends_with("interface conversion: interface {} is string, not int64"));
+}
+
+// The forms of nats-server's config lexer (conf/lex.go and its tests) that clients' test
+// suites write: each parsed here as nats-server 2.15.1 parses it.
+
+#[test]
+fn block_opening_on_the_next_line() {
+    let text = "websocket\n{\n  port: 8080\n  no_tls: true\n}\nport: 4333\n";
+    let Value::Map(items) = value_of(text, "websocket") else {
+        panic!("websocket is a map");
+    };
+    assert_eq!(items[0].0, "port");
+    assert_eq!(items[0].1.value, Value::Integer(8080));
+    assert_eq!(value_of(text, "port"), Value::Integer(4333));
+    // Blank lines and a separator between a key and its block, and an array opening on the
+    // next line.
+    let text = "jetstream\n\n  = {\n max_mem: 1MB\n}\nlist\n[\n 1, 2\n]\n";
+    assert!(matches!(value_of(text, "jetstream"), Value::Map(_)));
+    assert!(matches!(value_of(text, "list"), Value::Array(ref items) if items.len() == 2));
+}
+
+#[test]
+fn json_style_files() {
+    // Prettified, as the client libraries write them.
+    let text = "\n{\n  \"port\": 4567,\n  \"http_port\": 8223,\n  \"jetstream\": {\n    \"max_mem\": 1048576\n  },\n  \"cluster\": {\n    \"port\": 6222,\n    \"routes\": [\n      \"nats://127.0.0.1:4222\",\n      \"nats://127.0.0.1:4223\"\n    ]\n  }\n}\n";
+    assert_eq!(value_of(text, "port"), Value::Integer(4567));
+    assert_eq!(value_of(text, "http_port"), Value::Integer(8223));
+    assert!(matches!(value_of(text, "jetstream"), Value::Map(_)));
+    let Value::Map(cluster) = value_of(text, "cluster") else {
+        panic!("cluster is a map");
+    };
+    assert!(matches!(&cluster[1].1.value, Value::Array(routes) if routes.len() == 2));
+    // Not prettified, with the final brace on the line of the last value or after it.
+    for text in [
+        "{\"http_port\": 8224,\"port\": 4224}\n",
+        "{\"http_port\": 8225,\"port\": 4225\n}\n",
+        "{\"port\": 4227,\"write_deadline\": \"1h\",\"cluster\": {\"port\": 6222,\"routes\": [\"nats://127.0.0.1:4222\",\"nats://127.0.0.1:4223\"]}}\n",
+    ] {
+        assert!(matches!(value_of(text, "port"), Value::Integer(4224 | 4225 | 4227)), "{text}");
+    }
+    let options =
+        options_from("{ \"port\": 4567, \"jetstream\": { \"max_mem\": 1048576 } }").unwrap();
+    assert_eq!(options.port, 4567);
+    assert!(options.jetstream.enabled);
+}
+
+#[test]
+fn separators_quoted_keys_and_comments() {
+    // `=`, `:`, space; spaces around them; semicolons and commas ending items.
+    let text = "foo = 123;\nbar = 'baz';\nbaz=boo\nmap {\n id:one\n id2 : onetwo ;\n}\nt true\ntstr \"true\"\nfkey = five # a comment\n";
+    assert_eq!(value_of(text, "foo"), Value::Integer(123));
+    assert_eq!(value_of(text, "bar"), Value::String("baz".into()));
+    assert_eq!(value_of(text, "baz"), Value::String("boo".into()));
+    assert_eq!(value_of(text, "t"), Value::Bool(true));
+    assert_eq!(value_of(text, "tstr"), Value::String("true".into()));
+    assert_eq!(value_of(text, "fkey"), Value::String("five".into()));
+    let Value::Map(map) = value_of(text, "map") else {
+        panic!("map is a map");
+    };
+    assert_eq!(map[1].1.value, Value::String("onetwo".into()));
+    // Quoted keys, with spaces and special characters.
+    let text = "\"foo bar\" = 1\n'baz' : 2\nm { \"a.b/c\": 3 }\n";
+    assert_eq!(value_of(text, "foo bar"), Value::Integer(1));
+    assert_eq!(value_of(text, "baz"), Value::Integer(2));
+    // Comments in odd places: after values, between array items, after an opening brace, at
+    // the end without a newline, `//` style.
+    let text = "# top\nfoo = [ // after the bracket\n 1 // one\n 2 # two\n 'bar'\n \"bar\"\n]\nm { # after the brace\n a: 1 // after a value\n}\nlast: 3 # no newline";
+    assert!(matches!(value_of(text, "foo"), Value::Array(ref items) if items.len() == 4));
+    assert!(matches!(value_of(text, "m"), Value::Map(ref items) if items.len() == 1));
+    assert_eq!(value_of(text, "last"), Value::Integer(3));
+    // Semicolon chaining on one line.
+    let text = "a = 1; b = 2; c = 3\n";
+    assert_eq!(value_of(text, "c"), Value::Integer(3));
+}
+
+#[test]
+fn variables_and_includes_in_json_style_and_next_line_blocks() {
+    let directory = tempfile::tempdir().unwrap();
+    std::fs::write(
+        directory.path().join("auth.conf"),
+        "authorization\n{\n  user: alice\n  password: $PASS\n}\n",
+    )
+    .unwrap();
+    let main = directory.path().join("main.conf");
+    std::fs::write(
+        &main,
+        "{\n  PASS: \"s3cret\"\n  include ./auth.conf\n  port: 4999\n}\n",
+    )
+    .unwrap();
+    let items = parse_file(&main).unwrap();
+    let authorization = items
+        .iter()
+        .find(|(key, _)| key == "authorization")
+        .unwrap();
+    let Value::Map(fields) = &authorization.1.value else {
+        panic!("authorization is a map");
+    };
+    assert_eq!(fields[1].1.value, Value::String("s3cret".into()));
+    assert!(items
+        .iter()
+        .any(|(key, entry)| key == "port" && entry.value == Value::Integer(4999)));
 }

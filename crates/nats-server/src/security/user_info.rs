@@ -7,7 +7,6 @@ use crate::config::{Permissions, SubjectRules};
 use crate::server::{Server, VERSION};
 use serde::Serialize;
 use std::sync::atomic::Ordering;
-use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
 /// The subject nats-server serves in every account.
@@ -104,9 +103,7 @@ pub fn reply(
             jetstream: server.jetstream.get().is_some(),
             flags: 0,
             seq: server.system_sequence.fetch_add(1, Ordering::Relaxed) + 1,
-            time: OffsetDateTime::now_utc()
-                .format(&Rfc3339)
-                .unwrap_or_default(),
+            time: go_compat::time_text::rfc3339_nano(OffsetDateTime::now_utc()),
         },
         data: UserInfo {
             user: user.unwrap_or_default(),

@@ -1,7 +1,7 @@
 //! A syntax-only JSON scanner that reports the first error the way Go's `encoding/json` scanner
 //! words it (`invalid character 'x' looking for beginning of value`), with Go's offset (bytes read
 //! including the bad one). serde_json decides *whether* a body is valid; this only runs on bodies
-//! it rejected, to produce nats-server's text. Values may follow each other (Go's streaming
+//! it rejected (a caller's JSON library decides validity), to produce Go's text. Values may follow each other (Go's streaming
 //! decoder), so a second top-level value is not an error.
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -35,7 +35,7 @@ enum Container {
 
 /// The first syntax error as `(Go's context text, offset of the byte after it, the byte)`, or
 /// `None` if the scanner finds none (then the caller falls back to a generic text).
-pub(crate) fn first_error(body: &[u8]) -> Option<(String, usize, u8)> {
+pub fn first_error(body: &[u8]) -> Option<(String, usize, u8)> {
     let mut state = State::BeginValue;
     let mut stack: Vec<Container> = Vec::new();
     for (index, &byte) in body.iter().enumerate() {
@@ -223,13 +223,24 @@ pub(crate) fn first_error(body: &[u8]) -> Option<(String, usize, u8)> {
 }
 
 /// Go's `quoteChar`: `'x'`, `'\''`, `'"'`, and `'\x01'` for control bytes.
-pub(crate) fn quote_byte(byte: u8) -> String {
+pub fn quote_byte(byte: u8) -> String {
     match byte {
         b'\'' => "'\\''".to_string(),
         b'"' => "'\"'".to_string(),
         0x20..=0x7e => format!("'{}'", char::from(byte)),
         _ => format!("'\\x{byte:02x}'"),
     }
+}
+
+/// Go's whole text for the first syntax error: `invalid character 'x' looking for beginning of
+/// value at offset N`, or `None` when the scanner finds none.
+pub fn error_text(body: &[u8]) -> Option<String> {
+    first_error(body).map(|(context, offset, byte)| {
+        format!(
+            "invalid character {} {context} at offset {offset}",
+            quote_byte(byte)
+        )
+    })
 }
 
 #[cfg(test)]
