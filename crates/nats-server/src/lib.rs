@@ -34,7 +34,7 @@ pub enum ServerError {
     },
     #[error("{0}")]
     Tls(String),
-    #[error("JetStream could not start: {0}")]
+    #[error("Can't start JetStream: {0}")]
     JetStream(String),
     #[error(transparent)]
     Io(#[from] std::io::Error),

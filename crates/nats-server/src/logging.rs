@@ -17,6 +17,9 @@ use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::Layer;
 
+/// The target of an error event that ends the process: written with nats-server's `[FTL]` tag.
+pub const FATAL: &str = "fatal";
+
 struct NatsFormat {
     pid: u32,
     logtime: bool,
@@ -50,6 +53,7 @@ where
             )?;
         }
         let tag = match *event.metadata().level() {
+            Level::ERROR if event.metadata().target() == FATAL => "[FTL]",
             Level::ERROR => "[ERR]",
             Level::WARN => "[WRN]",
             Level::INFO => "[INF]",
@@ -99,7 +103,10 @@ pub fn init(
         }
         None => Box::new(|| Box::new(std::io::stderr()) as Box<dyn Write>),
     };
+    // No colour codes: nats-server's lines are plain text, and fields (`stream=...`) would
+    // otherwise come out with ANSI escapes, also in a log file.
     let layer = tracing_subscriber::fmt::layer()
+        .with_ansi(false)
         .event_format(format)
         .with_writer(writer)
         .with_filter(filter);

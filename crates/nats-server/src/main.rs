@@ -91,7 +91,8 @@ fn main() -> ExitCode {
     match runtime.block_on(nats_server::run(options)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            tracing::error!("{error}");
+            // Logged as nats-server's `[FTL]` line (`logging.rs`).
+            tracing::error!(target: nats_server::logging::FATAL, "{error}");
             eprintln!("nats-server: {error}");
             ExitCode::from(1)
         }

@@ -257,6 +257,17 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
     if server.options.jetstream.enabled {
         tracing::info!("Starting JetStream");
         let started = std::time::Instant::now();
+        // nats-server's check: a store it cannot write stops the server here, rather than
+        // starting without the streams. `<store_dir>/jetstream` as JetStream::start uses it.
+        let store_root = server
+            .options
+            .jetstream
+            .store_dir
+            .clone()
+            .unwrap_or_else(|| std::env::temp_dir().join("nats"))
+            .join("jetstream");
+        nats_store::check_store_directory(&store_root)
+            .map_err(|error| ServerError::JetStream(error.to_string()))?;
         let transport = Arc::new(ServerTransport::new(Arc::downgrade(&server)));
         let jetstream = JetStream::start(
             server.options.jetstream.clone(),

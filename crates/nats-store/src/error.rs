@@ -44,6 +44,9 @@ pub enum StoreError {
     /// Persistent data could not be decoded (a damaged file that recovery could not skip).
     #[error("corrupt store data: {0}")]
     Corrupt(String),
+    /// The store directory cannot be used (nats-server's start-up wording).
+    #[error("{0}")]
+    Directory(String),
     /// An operating-system I/O failure, with the file it concerned.
     #[error("i/o error on {path}: {source}")]
     Io {

@@ -26,6 +26,7 @@
 
 mod config;
 mod consumer;
+mod directory;
 #[doc(hidden)]
 pub mod engine;
 mod error;
@@ -40,6 +41,7 @@ mod types;
 
 pub use config::{Compression, DiscardPolicy, FileStoreOptions, StreamStoreConfig, SyncPolicy};
 pub use consumer::{ConsumerState, MemConsumerStore, PendingDelivery, SequencePair};
+pub use directory::check_store_directory;
 pub use error::StoreError;
 pub use file::{ConsumerRecoveryReport, FileConsumerStore, FileStore, RecoveryReport};
 pub use filter::subject_matches_filter;

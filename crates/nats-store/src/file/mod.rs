@@ -23,6 +23,7 @@ mod block_index;
 mod compaction;
 mod consumer;
 mod durability;
+mod high_water;
 mod index_writer;
 mod lock;
 mod read_cache;
@@ -45,6 +46,7 @@ use crate::types::StoredMessage;
 
 use block::{block_path, delete_path, index_path, Block};
 use durability::Pipeline;
+use high_water::{HighWater, Marks};
 use index_writer::{IndexJob, SealedIndex};
 use lock::DirectoryLock;
 use read_cache::ReadCache;
@@ -90,6 +92,9 @@ pub struct FileBackend {
     /// Checksum flag of records appended to the active block (`record.rs`: CRC-32C only in
     /// blocks with the current header).
     checksum_flag: u8,
+    /// The first and last sequence handed out, kept apart from the blocks (`high_water.rs`);
+    /// boxed: a store value stays small.
+    high_water: Box<HighWater>,
 }
 
 impl Store<FileBackend> {
@@ -107,6 +112,7 @@ impl Store<FileBackend> {
         // Taken before recovery: recovery truncates and rewrites files another opener may be using.
         let lock = DirectoryLock::acquire(dir.as_ref())?;
         let recovered = recovery::recover(dir.as_ref(), &options)?;
+        let opened = HighWater::open(dir.as_ref())?;
         let backend = FileBackend {
             dir: dir.as_ref().to_path_buf(),
             options,
@@ -123,10 +129,21 @@ impl Store<FileBackend> {
             compressor: None,
             read_cache: Box::default(),
             checksum_flag: 0,
+            high_water: Box::new(opened.high_water),
         };
         let mut store = Store::from_parts(config.clone(), recovered.index, recovered.ttls, backend);
         store.backend.checksum_flag = store.backend.active_block_checksum_flag()?;
         store.backend.maintenance = store.backend.blocks.iter().map(|b| b.id).collect();
+        if opened.damaged {
+            store
+                .backend
+                .report
+                .problems
+                .push("sequence high-water mark damaged, blocks trusted alone".into());
+        }
+        if let Some(marks) = opened.recorded {
+            store.restore_high_water(marks)?;
+        }
         // Limits may have been tightened while the store was closed.
         store.update_config(config)?;
         Ok(store)
@@ -159,6 +176,42 @@ impl Store<FileBackend> {
     /// Number of block files (for tests and figures).
     pub fn block_count(&self) -> usize {
         self.backend.blocks.len()
+    }
+
+    /// After recovery: the blocks may end before the last sequence handed out, or hold messages
+    /// below the first (data lost or damaged from outside). The stream continues after the
+    /// recorded last sequence (a skip record makes that durable in the blocks too) and drops
+    /// what sits below the recorded first, so no acknowledged sequence is handed out twice and
+    /// no purged message comes back.
+    fn restore_high_water(&mut self, marks: Marks) -> Result<(), StoreError> {
+        let mut repaired = false;
+        let last = self.index.last_seq();
+        if marks.last_seq > last {
+            self.backend.report.problems.push(format!(
+                "blocks end at sequence {last} but sequence {} was handed out: {} lost, \
+                 the stream continues after {}",
+                marks.last_seq,
+                marks.last_seq - last,
+                marks.last_seq
+            ));
+            self.skip_msgs(last + 1, marks.last_seq - last)?;
+            let timestamp = self.index.last_timestamp().max(marks.last_timestamp);
+            self.index.set_last_timestamp(timestamp);
+            repaired = true;
+        }
+        let first = self.index.first_seq();
+        if marks.first_seq > first && self.index.msgs() > 0 {
+            self.backend.report.problems.push(format!(
+                "messages from sequence {first} found below the first sequence {}: dropped",
+                marks.first_seq
+            ));
+            self.compact(marks.first_seq)?;
+            repaired = true;
+        }
+        if repaired {
+            self.backend.flush(&mut self.index, &self.ttls, true)?;
+        }
+        Ok(())
     }
 }
 
@@ -221,6 +274,15 @@ pub(crate) fn create_block_file(dir: &Path, id: u64, first_seq: u64) -> Result<F
     std::io::Write::write_all(&mut file, &encode_block_header(first_seq))
         .map_err(StoreError::io(&path))?;
     Ok(file)
+}
+
+/// The high-water marks of the index as it is now.
+fn marks_of(index: &MessageIndex) -> Marks {
+    Marks {
+        first_seq: index.first_seq(),
+        last_seq: index.last_seq(),
+        last_timestamp: index.last_timestamp(),
+    }
 }
 
 /// The active (last) block.
@@ -425,6 +487,7 @@ impl FileBackend {
         mut pipelined: Option<&mut Vec<(Arc<File>, PathBuf)>>,
     ) -> Result<(), StoreError> {
         self.write_buffer_out()?;
+        self.high_water.record(marks_of(index))?;
         let dir = self.dir.clone();
         for block in &mut self.blocks {
             if block.write_deletes(&dir)? {
@@ -465,6 +528,10 @@ impl FileBackend {
                     block.deletes_need_sync = false;
                     block.deletes_in_pipeline = true;
                 }
+            }
+            match pipelined.as_deref_mut() {
+                Some(to_sync) => to_sync.extend(self.high_water.take_for_pipeline()),
+                None => self.high_water.sync()?,
             }
             if self.dir_needs_sync {
                 sync_dir(&dir)?;
@@ -589,6 +656,9 @@ impl Backend for FileBackend {
                 active.data_needs_sync = false;
             }
             sync_dir(&self.dir)?;
+            // Purged to empty: only the fresh block and this mark say where the stream goes on.
+            self.high_water.record(marks_of(index))?;
+            self.high_water.sync()?;
         }
         let position = 0;
         while position + 1 < self.blocks.len() {
@@ -654,6 +724,8 @@ impl Backend for FileBackend {
                 .and_then(|file| file.sync_all())
                 .map_err(StoreError::io(&path))?;
         }
+        self.high_water.record(marks_of(index))?;
+        self.high_water.sync()?;
         sync_dir(&self.dir)?;
         // Closed: the directory is consistent on disk and may be opened again.
         self.lock = None;
