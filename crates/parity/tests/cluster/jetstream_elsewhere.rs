@@ -1,6 +1,7 @@
 //! JetStream living on the real nats-server nodes, used through a node without JetStream (the
 //! last node: ours in a mixed cluster): stream add, publish with acks, message get, stream info,
-//! a consumer's fetch, all through that node's routes. Runs where two real nats-servers can form
+//! a consumer's fetch, all through that node's routes; and our `nats` tool's `stream add`, `pub`,
+//! `stream view`, `stream info` pointed at that node. Runs where two real nats-servers can form
 //! the JetStream quorum (three real ones, or two plus ours).
 
 use std::time::{Duration, Instant};
@@ -12,12 +13,15 @@ use test_harness::cluster::{Cluster, ServerKind, Topology};
 use crate::per_composition;
 use crate::support::{connect, unique, Composition};
 
-per_composition!(jetstream_on_go_nodes_through_another_node);
+per_composition!(
+    jetstream_on_go_nodes_through_another_node,
+    nats_cli_stream_commands_through_another_node
+);
 
-async fn jetstream_on_go_nodes_through_another_node(composition: Composition) {
+/// A full mesh with JetStream on nodes 0 and 1 when both are real nats-servers; node 2 (ours in
+/// a mixed cluster) has none. `None` (skipped, with the reason) otherwise.
+fn cluster_with_jetstream_on_go(composition: Composition) -> Option<Cluster> {
     let kinds = composition.kinds();
-    // JetStream on the real nats-servers among nodes 0 and 1; the client on node 2, which
-    // has none.
     let jetstream_nodes: Vec<usize> = (0..2)
         .filter(|&i| kinds[i] == ServerKind::Reference)
         .collect();
@@ -36,11 +40,17 @@ async fn jetstream_on_go_nodes_through_another_node(composition: Composition) {
         eprintln!(
             "skipped [{composition:?}]: fewer than two real nats-servers to hold a JetStream quorum"
         );
-        return;
+        return None;
     }
     let mut options = composition.options(Topology::FullMesh);
     options.jetstream = jetstream_nodes;
-    let cluster = Cluster::start(options);
+    Some(Cluster::start(options))
+}
+
+async fn jetstream_on_go_nodes_through_another_node(composition: Composition) {
+    let Some(cluster) = cluster_with_jetstream_on_go(composition) else {
+        return;
+    };
     let client = connect(&cluster, 2).await;
     let context = jetstream::new(client);
 
@@ -111,4 +121,94 @@ async fn jetstream_on_go_nodes_through_another_node(composition: Composition) {
     }
     let expected: Vec<String> = (1..=5).map(|n| format!("order-{n}")).collect();
     assert_eq!(payloads, expected);
+}
+
+/// The same through our `nats` tool pointed at node 2: `stream add`, `pub`, `stream view`,
+/// `stream info`.
+async fn nats_cli_stream_commands_through_another_node(composition: Composition) {
+    let Some(cluster) = cluster_with_jetstream_on_go(composition) else {
+        return;
+    };
+    let home = tempfile::tempdir().expect("tempdir");
+    let url = cluster.url(2);
+    let nats = |args: &[&str]| cli(&url, home.path(), args);
+
+    let name = unique("CLI").replace('.', "_");
+    let subject = format!("{name}.events");
+    // The meta group elects its leader after the mesh forms: bounded retries until then.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let add = nats(&[
+            "stream",
+            "add",
+            &name,
+            "--subjects",
+            &format!("{name}.>"),
+            "--defaults",
+        ]);
+        if add.0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "nats stream add through node 2 failed:\n{}\n{}",
+            add.1,
+            cluster.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    for body in ["first", "second", "third"] {
+        let published = nats(&["pub", &subject, body]);
+        assert!(published.0, "nats pub: {}", published.1);
+    }
+    let view = nats(&["stream", "view", &name]);
+    assert!(view.0, "nats stream view: {}", view.1);
+    for body in ["first", "second", "third"] {
+        assert!(
+            view.1.contains(body),
+            "stream view shows {body:?}:\n{}",
+            view.1
+        );
+    }
+    let info = nats(&["stream", "info", &name, "--json"]);
+    assert!(info.0, "nats stream info: {}", info.1);
+    let json: serde_json::Value = serde_json::from_str(&info.1)
+        .unwrap_or_else(|e| panic!("stream info --json: {e}\n{}", info.1));
+    assert_eq!(json["state"]["messages"], 3, "{json}");
+    assert_eq!(json["config"]["name"], name.as_str());
+}
+
+/// Run our `nats` with `-s <url>`, its own config dir and no inherited NATS_* settings, for at
+/// most 30 s: (success, stdout and stderr).
+fn cli(url: &str, home: &std::path::Path, args: &[&str]) -> (bool, String) {
+    use std::process::{Command, Stdio};
+    let mut command = Command::new(test_harness::cli_binary());
+    command
+        .arg("-s")
+        .arg(url)
+        .args(args)
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (variable, _) in std::env::vars().filter(|(k, _)| k.starts_with("NATS_")) {
+        command.env_remove(variable);
+    }
+    let mut child = command.spawn().expect("spawn nats");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().ok().flatten().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let output = child.wait_with_output().expect("nats output");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), text)
 }
