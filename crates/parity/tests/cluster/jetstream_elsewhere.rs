@@ -11,7 +11,7 @@ use futures::StreamExt;
 use test_harness::cluster::{Cluster, ServerKind, Topology};
 
 use crate::per_composition;
-use crate::support::{connect, unique, Composition};
+use crate::support::{connect, request_until, unique, Composition, Reply, PROPAGATION_TIMEOUT};
 
 per_composition!(
     jetstream_on_go_nodes_through_another_node,
@@ -29,12 +29,13 @@ fn cluster_with_jetstream_on_go(composition: Composition) -> Option<Cluster> {
     // a quorum of JetStream servers to elect a leader: one alone never does (checked with three
     // real nats-servers, JetStream on one: 10008 "temporarily unavailable" for 20 s), and one
     // without routes refuses to start a clustered JetStream.
+    //
     // nats-server answers `$JS.API` in the system account (the user account reaches it through
     // a service import); rnats routes only `$G` and has no `$SYS` service imports yet, so a
     // client on an rnats node cannot reach JetStream on Go nodes (docs/parity.md, routes).
     if kinds[2] == ServerKind::Ours {
         eprintln!("skipped [{composition:?}]: rnats does not bridge $JS.API to $SYS yet");
-        return;
+        return None;
     }
     if jetstream_nodes.len() < 2 {
         eprintln!(
@@ -80,13 +81,27 @@ async fn jetstream_on_go_nodes_through_another_node(composition: Composition) {
         }
     };
 
+    // The stream's subscription reaches node 2 over a route shortly after the create returns:
+    // until then a publish gets no responders (nothing stored), so the first is retried.
+    let deadline = Instant::now() + PROPAGATION_TIMEOUT;
     for n in 1..=5u64 {
-        let ack = context
-            .publish(subject.clone(), format!("order-{n}").into())
-            .await
-            .expect("publish")
-            .await
-            .expect("puback");
+        let ack = loop {
+            let result = context
+                .publish(subject.clone(), format!("order-{n}").into())
+                .await
+                .expect("publish")
+                .await;
+            match result {
+                Err(e)
+                    if n == 1
+                        && e.kind() == jetstream::context::PublishErrorKind::StreamNotFound
+                        && Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                other => break other.expect("puback"),
+            }
+        };
         assert_eq!(ack.stream, name);
         assert_eq!(ack.sequence, n);
     }
@@ -157,6 +172,15 @@ async fn nats_cli_stream_commands_through_another_node(composition: Composition)
         );
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
+    // `nats pub` is fire-and-forget: first wait until node 2 routes the stream's subjects (a
+    // request there is answered with a PubAck once it does; that probe is message 1).
+    request_until(
+        &connect(&cluster, 2).await,
+        &format!("{name}.probe"),
+        |reply| matches!(reply, Reply::Payload(_)),
+        "the stream's interest at node 2",
+    )
+    .await;
     for body in ["first", "second", "third"] {
         let published = nats(&["pub", &subject, body]);
         assert!(published.0, "nats pub: {}", published.1);
@@ -174,7 +198,7 @@ async fn nats_cli_stream_commands_through_another_node(composition: Composition)
     assert!(info.0, "nats stream info: {}", info.1);
     let json: serde_json::Value = serde_json::from_str(&info.1)
         .unwrap_or_else(|e| panic!("stream info --json: {e}\n{}", info.1));
-    assert_eq!(json["state"]["messages"], 3, "{json}");
+    assert_eq!(json["state"]["messages"], 4, "{json}");
     assert_eq!(json["config"]["name"], name.as_str());
 }
 

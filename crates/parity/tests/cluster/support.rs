@@ -43,8 +43,7 @@ impl Composition {
             if test_harness::is_reference() {
                 return Err("parity pass: only reference clusters run".into());
             }
-            let forced = std::env::var("RNATS_CLUSTER_OURS").is_ok_and(|v| v == "1");
-            if !(crate::OURS_ROUTES_READY || forced) {
+            if !(crate::OURS_ROUTES_READY || forced_ours()) {
                 return Err("rnats routes not enabled (OURS_ROUTES_READY)".into());
             }
         }
@@ -60,6 +59,11 @@ impl Composition {
     pub fn start(self, topology: Topology) -> Cluster {
         Cluster::start(self.options(topology))
     }
+}
+
+/// `RNATS_CLUSTER_OURS=1`: run the compositions with ours even while the switch is off.
+fn forced_ours() -> bool {
+    std::env::var("RNATS_CLUSTER_OURS").is_ok_and(|v| v == "1")
 }
 
 /// Run `test` under `composition`, or say why it is skipped.
