@@ -95,6 +95,8 @@ pub struct Flags {
     pub cluster_advertise: Option<String>,
     pub no_advertise: Option<bool>,
     pub connect_retries: Option<i64>,
+    /// `-sl`/`--signal <command>[=<pid>]`: signal a running server instead of starting one.
+    pub signal: Option<String>,
 }
 
 /// A flag error, worded as Go's flag package words it.
@@ -229,6 +231,7 @@ impl Flags {
             "cluster_name" => self.cluster_name = Some(value),
             "cluster_advertise" => self.cluster_advertise = Some(value),
             "connect_retries" => self.connect_retries = Some(parse_int(name, &value)?),
+            "sl" | "signal" => self.signal = Some(value),
             _ => {}
         }
         Ok(())

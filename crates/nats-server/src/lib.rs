@@ -2,7 +2,8 @@
 //! headers, auth and permissions, config file, monitoring) with JetStream wired in through
 //! `nats_jetstream::Transport`.
 //!
-//! `main.rs` is a thin shell over [`cli`], [`config`], [`logging`] and [`server::run`].
+//! `main.rs` is a thin shell over [`cli`], [`config`], [`logging`], [`signal_command`] and
+//! [`server::run`].
 //! Protocol framing lives in `nats-proto`, subject matching in `nats-subject`; this crate
 //! owns sockets, tasks and policy.
 
@@ -11,12 +12,14 @@
 pub mod cli;
 pub(crate) mod client;
 pub mod config;
+pub(crate) mod listener;
 pub mod logging;
 pub(crate) mod monitor;
 pub(crate) mod route;
 pub(crate) mod router;
 pub(crate) mod security;
 pub(crate) mod server;
+pub mod signal_command;
 pub(crate) mod transport;
 
 pub use server::{run, VERSION};
@@ -26,12 +29,9 @@ pub use server::{run, VERSION};
 pub enum ServerError {
     #[error("{0}")]
     Config(#[from] config::ConfigError),
-    #[error("could not listen on {address}: {source}")]
-    Listen {
-        address: String,
-        #[source]
-        source: std::io::Error,
-    },
+    /// nats-server's fatal line for a listener that cannot bind.
+    #[error("Error listening on port: {address}, \"{reason}\"")]
+    Listen { address: String, reason: String },
     #[error("{0}")]
     Tls(String),
     #[error("Can't start JetStream: {0}")]

@@ -46,6 +46,17 @@ fn main() -> ExitCode {
         println!("nats-server: v{}", nats_server::VERSION);
         return ExitCode::SUCCESS;
     }
+    // As nats-server: the signal is sent (or refused) before any config is read, and no
+    // server starts.
+    if let Some(signal) = &flags.signal {
+        return match nats_server::signal_command::process(signal) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("nats-server: {error}");
+                ExitCode::from(1)
+            }
+        };
+    }
     let mut options = Options::default();
     if let Some(path) = &flags.config {
         if let Err(error) = apply_config_file(&mut options, path) {

@@ -17,7 +17,6 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use time::OffsetDateTime;
-use tokio::net::TcpListener;
 
 /// The version we report in INFO, /varz and `-v`: the nats-server version whose behaviour we
 /// follow, so clients gate features correctly. It must equal the `_nats.ver` JetStream reports
@@ -294,13 +293,7 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
         } else {
             server.options.http_port as u16
         };
-        let listener = TcpListener::bind((host.as_str(), port))
-            .await
-            .map_err(|source| ServerError::Listen {
-                address: format!("{host}:{port}"),
-                source,
-            })?;
-        let address = listener.local_addr().map_err(ServerError::Io)?;
+        let (listener, address) = crate::listener::bind(&host, port).await?;
         let _ = server.monitor_address.set(address);
         tracing::info!("Starting http monitor on {}", address);
         tokio::spawn(crate::monitor::serve(server.clone(), listener));
@@ -312,13 +305,7 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
         server.options.port as u16
     };
     let host = server.options.host.clone();
-    let listener = TcpListener::bind((host.as_str(), port))
-        .await
-        .map_err(|source| ServerError::Listen {
-            address: format!("{host}:{port}"),
-            source,
-        })?;
-    let address = listener.local_addr().map_err(ServerError::Io)?;
+    let (listener, address) = crate::listener::bind(&host, port).await?;
     let _ = server.client_address.set(address);
     tracing::info!("Listening for client connections on {}", address);
     if let Some(tls) = &server.options.tls {

@@ -26,7 +26,6 @@ use crate::ServerError;
 use rand::Rng;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use tokio::net::TcpListener;
 
 /// A dynamic cluster name: 22 random alphanumerics, as nats-server's NUID-based names.
 pub fn dynamic_cluster_name() -> String {
@@ -57,13 +56,7 @@ pub async fn start(server: &Arc<Server>, routes: Arc<Routes>) -> Result<(), Serv
         } else {
             u16::try_from(cluster.port).unwrap_or(0)
         };
-        let listener = TcpListener::bind((cluster.host.as_str(), port))
-            .await
-            .map_err(|source| ServerError::Listen {
-                address: format!("{}:{port}", cluster.host),
-                source,
-            })?;
-        let address = listener.local_addr().map_err(ServerError::Io)?;
+        let (listener, address) = crate::listener::bind(&cluster.host, port).await?;
         let _ = server.route_address.set(address);
         tracing::info!("Listening for route connections on {address}");
         let accept_server = server.clone();

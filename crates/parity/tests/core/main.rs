@@ -1,1 +1,7 @@
 //! Black-box tests: core. Each module is one concern; helpers live in test-harness.
+
+mod config_syntax;
+mod ipv6;
+mod process;
+mod signal;
+mod startup_errors;
