@@ -73,13 +73,27 @@ fn main() -> ExitCode {
         return ExitCode::from(1);
     }
     if flags.test_config {
-        match &flags.config {
-            Some(path) => println!(
-                "nats-server: configuration file {} is valid",
-                path.display()
-            ),
-            None => println!("nats-server: no configuration file given"),
+        // nats-server's -t: any warning fails the check (printed as its config error, one per
+        // line, then a blank line); the verdict goes to stderr.
+        let Some(path) = &flags.config else {
+            eprintln!(
+                "nats-server: must specify [-c, --config] option to check configuration file syntax"
+            );
+            return ExitCode::from(1);
+        };
+        if !options.warnings.is_empty() {
+            let text: String = options
+                .warnings
+                .iter()
+                .map(|warning| format!("{warning}\n"))
+                .collect();
+            eprintln!("nats-server: {text}");
+            return ExitCode::from(1);
         }
+        eprintln!(
+            "nats-server: configuration file {} is valid",
+            path.display()
+        );
         return ExitCode::SUCCESS;
     }
     if let Err(error) = nats_server::logging::init(

@@ -198,6 +198,13 @@ pub fn duration_text(duration: Duration) -> String {
 pub fn apply_config_file(options: &mut Options, path: &Path) -> Result<(), ConfigError> {
     let items = parser::parse_file(path)?;
     options.config_file = Some(path.to_path_buf());
+    if items.is_empty() {
+        // nats-server's warning (fatal only under -t).
+        options.warnings.push(format!(
+            "{}: config has no values or is empty",
+            path.display()
+        ));
+    }
     apply_items(options, &items)
 }
 
