@@ -108,7 +108,7 @@ impl Store<FileBackend> {
         options.block_size = options
             .block_size
             .clamp(BLOCK_HEADER_LEN as u64 + 1, MAX_BLOCK_SIZE);
-        fs::create_dir_all(dir.as_ref()).map_err(StoreError::io(dir.as_ref()))?;
+        create_dir_durably(dir.as_ref())?;
         // Taken before recovery: recovery truncates and rewrites files another opener may be using.
         let lock = DirectoryLock::acquire(dir.as_ref())?;
         let recovered = recovery::recover(dir.as_ref(), &options)?;
@@ -243,6 +243,25 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8], sync: bool) -> Result<(), 
         if let Some(parent) = path.parent() {
             sync_dir(parent)?;
         }
+    }
+    Ok(())
+}
+
+/// Create `dir` (and missing parents) so that it survives a power loss: a new directory's name
+/// is durable only once its parent is synced, so every ancestor is synced, up to the root (the
+/// parents may themselves be new and unsynced: the server creates `jetstream/$G/streams` with
+/// plain `mkdir`). Once per stream.
+pub(crate) fn create_dir_durably(dir: &Path) -> Result<(), StoreError> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    fs::create_dir_all(dir).map_err(StoreError::io(dir))?;
+    let mut current = Some(dir);
+    while let Some(directory) = current {
+        sync_dir(directory)?;
+        current = directory
+            .parent()
+            .filter(|parent| !parent.as_os_str().is_empty());
     }
     Ok(())
 }

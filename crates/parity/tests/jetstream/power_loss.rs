@@ -1,0 +1,273 @@
+//! Power loss (issue 17): the server's store on `powerloss-fs`, load from a publisher and an
+//! acking consumer, then kill -9, unmount, drop everything not fsynced, mount and restart.
+//! With `sync_interval: always` every PubAck'd message and every confirmed ack (AckSync
+//! answered) is there after each cut. With the default interval sync the loss is measured
+//! (`#[ignore]`d figures test). Needs root and /dev/fuse; elsewhere it says so and passes.
+//!
+//! The disk model is strict POSIX for ours (a new name needs its directory's fsync) and
+//! journaling-like for nats-server (a file's fsync keeps its name, as on ext4): nats-server
+//! does not sync directories, and would otherwise lose whole block files under any policy.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_nats::jetstream::{self, consumer, stream};
+use futures::StreamExt;
+use powerloss_fs::{available, Disk, SyncModel};
+use test_harness::{is_reference, ServerOptions, TestServer};
+
+#[derive(Debug, Default)]
+struct Figures {
+    acknowledged: usize,
+    lost_messages: usize,
+    confirmed_acks: usize,
+    forgotten_acks: usize,
+}
+
+fn payload(cycle: usize, index: usize) -> String {
+    format!("cycle-{cycle}-message-{index}-{}", "p".repeat(100))
+}
+
+async fn context(server: &TestServer) -> jetstream::Context {
+    let client = async_nats::ConnectOptions::new()
+        .connection_timeout(Duration::from_secs(5))
+        .connect(server.url())
+        .await
+        .expect("connect");
+    jetstream::new(client)
+}
+
+/// One cycle of load; returns what was confirmed: (seq, payload) PubAcks and acked sequences.
+async fn load(
+    server: &TestServer,
+    cycle: usize,
+    duration: Duration,
+) -> (Vec<(u64, String)>, Vec<u64>) {
+    let context = context(server).await;
+    let published = Arc::new(Mutex::new(Vec::new()));
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let publisher = {
+        let context = context.clone();
+        let published = published.clone();
+        tokio::spawn(async move {
+            let mut index = 0;
+            loop {
+                let mut pending = Vec::new();
+                for _ in 0..20 {
+                    let text = payload(cycle, index);
+                    index += 1;
+                    let Ok(ack) = context.publish("power.a", text.clone().into()).await else {
+                        return;
+                    };
+                    pending.push((ack, text));
+                }
+                for (ack, text) in pending {
+                    let Ok(ack) = ack.await else { return };
+                    published
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push((ack.sequence, text));
+                }
+                // A bounded rate keeps the read-back after each cut short.
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+    };
+    let consumer_task = {
+        let context = context.clone();
+        let acked = acked.clone();
+        tokio::spawn(async move {
+            let Ok(stream) = context.get_stream("POWER").await else {
+                return;
+            };
+            let Ok(consumer) = stream.get_consumer::<consumer::pull::Config>("C").await else {
+                return;
+            };
+            loop {
+                let Ok(mut batch) = consumer
+                    .fetch()
+                    .max_messages(20)
+                    .expires(Duration::from_millis(200))
+                    .messages()
+                    .await
+                else {
+                    return;
+                };
+                while let Some(Ok(message)) = batch.next().await {
+                    let Ok(info) = message.info().map(|info| info.stream_sequence) else {
+                        return;
+                    };
+                    if message.double_ack().await.is_err() {
+                        return;
+                    }
+                    acked.lock().unwrap_or_else(|e| e.into_inner()).push(info);
+                }
+            }
+        })
+    };
+    tokio::time::sleep(duration).await;
+    // The cut comes under load: stop recording only after the process is gone.
+    let published_now = || published.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let acked_now = || acked.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let snapshot = (published_now(), acked_now());
+    publisher.abort();
+    consumer_task.abort();
+    snapshot
+}
+
+/// After a restart: which acknowledged messages are gone, which confirmed acks are forgotten
+/// (their messages delivered again). Acks every redelivered message so the next cycle starts
+/// from a settled consumer.
+async fn verify(
+    server: &TestServer,
+    published: &[(u64, String)],
+    acked: &BTreeSet<u64>,
+) -> (usize, usize) {
+    let context = context(server).await;
+    let Ok(stream) = context.get_stream("POWER").await else {
+        return (published.len(), acked.len());
+    };
+    let mut lost = 0;
+    for (seq, text) in published {
+        match stream.get_raw_message(*seq).await {
+            Ok(message) if message.payload == text.as_bytes() => {}
+            _ => lost += 1,
+        }
+    }
+    let Ok(consumer) = stream.get_consumer::<consumer::pull::Config>("C").await else {
+        return (lost, acked.len());
+    };
+    let mut forgotten = 0;
+    loop {
+        let mut batch = consumer
+            .fetch()
+            .max_messages(500)
+            .expires(Duration::from_millis(500))
+            .messages()
+            .await
+            .expect("fetch");
+        let mut got = 0;
+        while let Some(Ok(message)) = batch.next().await {
+            got += 1;
+            let seq = message.info().expect("info").stream_sequence;
+            if acked.contains(&seq) {
+                forgotten += 1;
+            }
+            message.double_ack().await.expect("ack");
+        }
+        if got == 0 {
+            break;
+        }
+    }
+    (lost, forgotten)
+}
+
+async fn cycles(sync_always: bool, count: usize, duration: Duration) -> Option<Figures> {
+    if !available() {
+        eprintln!("skipped: FUSE needs root and /dev/fuse");
+        return None;
+    }
+    let mountpoint = tempfile::tempdir().expect("tempdir");
+    let model = if is_reference() {
+        SyncModel::FileSyncKeepsName
+    } else {
+        SyncModel::Strict
+    };
+    let disk = Disk::new(4 << 30, model);
+    let mut mount = Some(disk.mount(mountpoint.path()).expect("mount"));
+    let sync = if sync_always {
+        "sync_interval: always"
+    } else {
+        ""
+    };
+    let mut server = TestServer::start(ServerOptions {
+        config: Some(format!(
+            "jetstream {{\n  store_dir: \"{}\"\n  {sync}\n}}\n",
+            mountpoint.path().display()
+        )),
+        ..Default::default()
+    });
+    {
+        let context = context(&server).await;
+        let stream = context
+            .create_stream(stream::Config {
+                name: "POWER".into(),
+                subjects: vec!["power.>".into()],
+                ..Default::default()
+            })
+            .await
+            .expect("create stream");
+        stream
+            .create_consumer(consumer::pull::Config {
+                durable_name: Some("C".into()),
+                ack_policy: consumer::AckPolicy::Explicit,
+                ..Default::default()
+            })
+            .await
+            .expect("create consumer");
+    }
+    let mut figures = Figures::default();
+    for cycle in 0..count {
+        let (published, acked) = load(&server, cycle, duration).await;
+        server.kill9();
+        if let Some(mounted) = mount.take() {
+            mounted.unmount().expect("unmount");
+        }
+        disk.cut_power();
+        mount = Some(disk.mount(mountpoint.path()).expect("mount again"));
+        server.restart();
+        let acked: BTreeSet<u64> = acked.into_iter().collect();
+        let (lost, forgotten) = verify(&server, &published, &acked).await;
+        eprintln!(
+            "cycle {cycle}: {} acknowledged, {lost} lost; {} acks confirmed, {forgotten} forgotten",
+            published.len(),
+            acked.len()
+        );
+        figures.acknowledged += published.len();
+        figures.lost_messages += lost;
+        figures.confirmed_acks += acked.len();
+        figures.forgotten_acks += forgotten;
+    }
+    server.kill9();
+    drop(mount);
+    Some(figures)
+}
+
+/// Confirmed acks are reported, not asserted, here: consumer state is still written once a
+/// second (issue 17 item 3, in nats-jetstream), so some are forgotten at a cut. The long
+/// `#[ignore]`d run below asserts both and is the check for that fix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sync_always_keeps_every_acknowledged_message_across_power_cuts() {
+    let Some(figures) = cycles(true, 3, Duration::from_secs(2)).await else {
+        return;
+    };
+    eprintln!("{figures:?}");
+    assert!(
+        figures.acknowledged > 0 && figures.confirmed_acks > 0,
+        "{figures:?}"
+    );
+    assert_eq!(figures.lost_messages, 0, "{figures:?}");
+}
+
+/// Figures for docs/parity.md: `cargo test -p parity --test jetstream power_loss_default
+/// -- --ignored --nocapture` (and with NATS_SERVER_BIN for nats-server).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn power_loss_default_sync_figures() {
+    let Some(figures) = cycles(false, 5, Duration::from_secs(3)).await else {
+        return;
+    };
+    eprintln!("default sync, 5 cycles of 3 s: {figures:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn power_loss_sync_always_long() {
+    let Some(figures) = cycles(true, 10, Duration::from_secs(5)).await else {
+        return;
+    };
+    eprintln!("sync always, 10 cycles of 5 s: {figures:?}");
+    assert_eq!(figures.lost_messages, 0, "{figures:?}");
+    assert_eq!(figures.forgotten_acks, 0, "{figures:?}");
+}
