@@ -4,8 +4,9 @@
 //! node back to its durable image and forgets whatever is no longer reachable from the root.
 //!
 //! The model is strict POSIX: a new file's name survives only when its directory was synced,
-//! a rename only when both directories were. [`SyncModel::FileSyncKeepsName`] relaxes that the
-//! way ext4 and XFS behave in practice (a file's fsync also commits the entry that names it).
+//! a rename only when both directories were. [`SyncModel::Journaled`] relaxes that the way a
+//! journaling file system (ext4 `data=ordered`) behaves in practice: any fsync commits the
+//! journal, and with it every directory change made so far.
 //!
 //! Faults: a capacity (writes that would pass it fail with ENOSPC) and failing fsyncs (EIO, and
 //! nothing becomes durable, as after a real failed fsync).
@@ -26,8 +27,8 @@ pub enum SyncModel {
     /// Only the bytes: names need their directory's fsync (POSIX's promise, no more).
     #[default]
     Strict,
-    /// Also the directory entry naming the file (what journaling file systems do).
-    FileSyncKeepsName,
+    /// Also every directory change made so far (a journal commit, as on ext4).
+    Journaled,
 }
 
 /// An error as an errno value.
@@ -58,7 +59,7 @@ pub(crate) struct Node {
     pub kind: Kind,
     pub mode: u32,
     pub modified: SystemTime,
-    /// Where the node was last named (for [`SyncModel::FileSyncKeepsName`]).
+    /// Where the node was last named (`..` in directory listings).
     pub parent: u64,
     pub name: OsString,
 }
@@ -349,11 +350,9 @@ impl DiskState {
         self.syncs += 1;
         let model = self.model;
         let node = self.nodes.get_mut(&inode).ok_or(libc::ENOENT)?;
-        let (parent, name) = (node.parent, node.name.clone());
         match &mut node.kind {
             Kind::Directory(directory) => {
                 directory.durable = directory.current.clone();
-                return Ok(());
             }
             Kind::File(file) => {
                 if let Some(from) = file.dirty_from.take() {
@@ -364,10 +363,11 @@ impl DiskState {
                 }
             }
         }
-        if model == SyncModel::FileSyncKeepsName && inode != ROOT {
-            let named = self.directory(parent)?.current.get(&name) == Some(&inode);
-            if named {
-                self.directory_mut(parent)?.durable.insert(name, inode);
+        if model == SyncModel::Journaled {
+            for node in self.nodes.values_mut() {
+                if let Kind::Directory(directory) = &mut node.kind {
+                    directory.durable = directory.current.clone();
+                }
             }
         }
         Ok(())
@@ -467,10 +467,9 @@ mod tests {
     }
 
     #[test]
-    fn the_journaling_model_keeps_the_name_of_a_synced_file() {
-        let mut disk = DiskState::new(1 << 20, SyncModel::FileSyncKeepsName);
+    fn the_journaling_model_commits_every_name_at_any_sync() {
+        let mut disk = DiskState::new(1 << 20, SyncModel::Journaled);
         let directory = disk.create(ROOT, OsStr::new("d"), true, 0o755).unwrap();
-        disk.sync(ROOT).unwrap();
         let file = disk
             .create(directory, OsStr::new("a"), false, 0o644)
             .unwrap();
