@@ -6,6 +6,8 @@
 //!   dropped by the inserts and removes that affect them.
 //! - [`LocalMatchCache`]: a lock-free per-task cache in front of a shared `Sublist`, checked
 //!   against the sublist's generation counter.
+//! - [`transform`]: subject transforms (`$n`, `{{partition(...)}}` and the other mapping
+//!   functions), used by JetStream's streams, sources and republish.
 //!
 //! Called by the server's router (every publish), its permission checks, and by JetStream and the
 //! store for stream/consumer subject filters. It knows nothing of connections, the wire protocol
@@ -16,6 +18,7 @@ mod grammar;
 mod hasher;
 mod local_cache;
 mod sublist;
+mod transform;
 
 pub use error::SubjectError;
 pub use grammar::{
@@ -25,3 +28,4 @@ pub use grammar::{
 };
 pub use local_cache::{LocalMatchCache, DEFAULT_LOCAL_CACHE_CAPACITY};
 pub use sublist::{MatchResult, Sublist, SublistStats, DEFAULT_CACHE_CAPACITY};
+pub use transform::{is_valid_transform, transform};
