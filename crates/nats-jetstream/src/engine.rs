@@ -16,8 +16,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
-/// The `$JS.API` prefix every request subject starts with.
-pub(crate) const API_PREFIX: &str = "$JS.API.";
 /// What the API task listens on: all of `$JS.API.>` except `DIRECT.GET` (served by per-stream
 /// subscriptions that exist only while a stream allows direct gets) and `CONSUMER.MSG.NEXT`
 /// (served by each pull consumer). nats-server's import leaves those two out as well, so a

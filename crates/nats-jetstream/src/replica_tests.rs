@@ -12,28 +12,30 @@ use nats_store::{StoredMessage, StreamState, StreamStore};
 use serde_json::json;
 use std::sync::Arc;
 
-/// Every live message and the counters, to compare stores by.
-fn contents_of(store: &mut dyn StreamStore) -> (StreamState, Vec<StoredMessage>) {
-    let state = store.state();
+/// Every live message and the counters, to compare stores by: `next(seq)` loads the first
+/// message at or after `seq`.
+fn collect(
+    state: StreamState,
+    mut next: impl FnMut(u64) -> Option<StoredMessage>,
+) -> (StreamState, Vec<StoredMessage>) {
     let mut messages = Vec::new();
     let mut seq = state.first_seq.max(1);
-    while let Ok(Some(message)) = store.load_next(">", seq) {
+    while let Some(message) = next(seq) {
         seq = message.seq + 1;
         messages.push(message);
     }
     (state, messages)
 }
 
+fn contents_of(store: &mut dyn StreamStore) -> (StreamState, Vec<StoredMessage>) {
+    let state = store.state();
+    collect(state, |seq| store.load_next(">", seq).ok().flatten())
+}
+
 fn contents_of_stream(stream: &Stream) -> (StreamState, Vec<StoredMessage>) {
     let mut store = stream.store.read();
     let state = store.state();
-    let mut messages = Vec::new();
-    let mut seq = state.first_seq.max(1);
-    while let Ok(Some(message)) = store.load_next(">", seq) {
-        seq = message.seq + 1;
-        messages.push(message);
-    }
-    (state, messages)
+    collect(state, |seq| store.load_next(">", seq).ok().flatten())
 }
 
 /// The recorded entries, through their serialized form (what a log would store).

@@ -17,7 +17,6 @@ use jetstream_api::{
     ConsumerResetResponse, ConsumerUnpinRequest, ConsumerUnpinResponse, ConsumersRequest,
     CreateConsumerRequest, Nanos, Paged, RetentionPolicy, SuccessResponse, Timestamp,
     CONSUMER_CREATE_RESPONSE_TYPE, CONSUMER_DELETE_RESPONSE_TYPE, CONSUMER_INFO_RESPONSE_TYPE,
-    CONSUMER_LEADER_STEPDOWN_RESPONSE_TYPE,
 };
 use std::sync::Arc;
 
@@ -558,43 +557,4 @@ fn check_work_queue_unique(
         }
     }
     Ok(())
-}
-
-impl Engine {
-    /// `CONSUMER.<...>` subjects (tokens after `CONSUMER`).
-    pub(crate) async fn dispatch_consumer(self: &Arc<Self>, request: &Request, tokens: &[&str]) {
-        match tokens {
-            ["CREATE", stream] => {
-                self.consumer_create(request, CreateKind::LegacyEphemeral, stream, "", "")
-                    .await
-            }
-            ["CREATE", stream, name, filter @ ..] => {
-                let filter = filter.join(".");
-                self.consumer_create(request, CreateKind::New, stream, name, &filter)
-                    .await
-            }
-            ["DURABLE", "CREATE", stream, name] => {
-                self.consumer_create(request, CreateKind::LegacyDurable, stream, name, "")
-                    .await
-            }
-            // A single server refuses before looking at the level, as nats-server does
-            // outside a cluster.
-            ["LEADER", "STEPDOWN", _, _] => self.respond(
-                request,
-                &SuccessResponse::error(
-                    CONSUMER_LEADER_STEPDOWN_RESPONSE_TYPE,
-                    errors::CLUSTER_REQUIRED.to_error(),
-                ),
-                true,
-            ),
-            ["INFO", stream, name] => self.consumer_info(request, stream, name).await,
-            ["DELETE", stream, name] => self.consumer_delete(request, stream, name).await,
-            ["NAMES", stream] => self.consumer_names(request, stream),
-            ["LIST", stream] => self.consumer_list(request, stream),
-            ["PAUSE", stream, name] => self.consumer_pause(request, stream, name).await,
-            ["UNPIN", stream, name] => self.consumer_unpin(request, stream, name).await,
-            ["RESET", stream, name] => self.consumer_reset(request, stream, name).await,
-            _ => {}
-        }
-    }
 }

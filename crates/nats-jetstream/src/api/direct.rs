@@ -14,6 +14,7 @@ use super::messages::load_requested;
 use crate::stream::Stream;
 use crate::transport::{Message, Transport};
 use bytes::{BufMut, Bytes, BytesMut};
+use jetstream_api::ApiSubject;
 use jetstream_api::MsgGetRequest;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -65,6 +66,20 @@ pub(crate) fn subscribe(stream: &Arc<Stream>, transport: &Arc<dyn Transport>) ->
     ids
 }
 
+/// The `<subject>` of `$JS.API.DIRECT.GET.<stream>.<subject>` (None for the form with a
+/// request body), read with the one `$JS.API` subject parser.
+fn last_by_subject(subject: &[u8]) -> Option<&str> {
+    match std::str::from_utf8(subject)
+        .ok()
+        .and_then(ApiSubject::parse)
+    {
+        Some(ApiSubject::DirectGet {
+            last_by_subject, ..
+        }) => last_by_subject,
+        _ => None,
+    }
+}
+
 /// The inline answer to `$JS.API.DIRECT.GET.<stream>.<subject>` with no body; false when the
 /// request is of another form or the store is busy (the caller queues it then).
 fn serve_last_inline(stream: &Stream, transport: &dyn Transport, message: &Message) -> bool {
@@ -74,13 +89,7 @@ fn serve_last_inline(stream: &Stream, transport: &dyn Transport, message: &Messa
     let Some(reply) = message.reply.as_ref().filter(|reply| !reply.is_empty()) else {
         return false;
     };
-    let prefix_len = "$JS.API.DIRECT.GET.".len() + stream.name.len() + 1;
-    let Some(key) = message
-        .subject
-        .get(prefix_len..)
-        .filter(|key| !key.is_empty())
-        .and_then(|key| std::str::from_utf8(key).ok())
-    else {
+    let Some(key) = last_by_subject(&message.subject) else {
         return false;
     };
     let found = {
@@ -121,12 +130,7 @@ fn serve(stream: &Stream, transport: &dyn Transport, message: Message) {
             payload,
         })
     };
-    let subject = String::from_utf8_lossy(&message.subject).to_string();
-    let prefix = format!("$JS.API.DIRECT.GET.{}", stream.name);
-    let key = subject
-        .strip_prefix(&prefix)
-        .and_then(|rest| rest.strip_prefix('.'))
-        .filter(|rest| !rest.is_empty());
+    let key = last_by_subject(&message.subject);
     let payload = &message.payload[..];
     let request = match key {
         Some(key) => {

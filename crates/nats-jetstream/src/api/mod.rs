@@ -1,5 +1,6 @@
-//! `$JS.API` request handling: the dispatcher (subject -> handler), the reply helpers and the
-//! API counters. One task serves requests in arrival order (admin operations must not race);
+//! `$JS.API` request handling: the dispatcher (the subject parsed once by
+//! `jetstream_api::ApiSubject`, then one `match` to the handler of its resource's file), the
+//! reply helpers and the API counters. One task serves requests in arrival order (admin operations must not race);
 //! handlers that read a stream take its store lock briefly.
 //!
 //! Subjects nats-server does not serve get no answer at all (the client times out), exactly as
@@ -12,10 +13,12 @@ pub(crate) mod direct;
 mod messages;
 mod streams;
 
-use crate::engine::{Engine, API_PREFIX};
+use crate::engine::Engine;
 use crate::level::required_level_met;
 use crate::transport::Message;
 use bytes::Bytes;
+use consumers::CreateKind;
+use jetstream_api::ApiSubject;
 use serde::Serialize;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -47,34 +50,60 @@ impl Request {
     }
 }
 
+/// The consumer requests, which check the API level themselves, each at nats-server's point.
+fn checks_level_itself(api: &ApiSubject<'_>) -> bool {
+    matches!(
+        api,
+        ApiSubject::ConsumerCreate { .. }
+            | ApiSubject::ConsumerDurableCreate { .. }
+            | ApiSubject::ConsumerNames { .. }
+            | ApiSubject::ConsumerList { .. }
+            | ApiSubject::ConsumerInfo { .. }
+            | ApiSubject::ConsumerDelete { .. }
+            | ApiSubject::ConsumerPause { .. }
+            | ApiSubject::ConsumerUnpin { .. }
+            | ApiSubject::ConsumerReset { .. }
+            | ApiSubject::ConsumerMsgNext { .. }
+            | ApiSubject::ConsumerLeaderStepdown { .. }
+    )
+}
+
 impl Engine {
     /// The `412 JetStream minimum api level required` answer, in the shape of each response.
-    fn required_level_error(&self, request: &Request, tokens: &[&str]) {
+    fn required_level_error(&self, request: &Request, api: &ApiSubject<'_>) {
         use jetstream_api::*;
         let error = errors::REQUIRED_API_LEVEL.to_error();
-        match tokens {
-            ["INFO"] => self.respond(request, &AccountInfoResponse::error(error), true),
-            ["STREAM", "CREATE", _] => {
+        match api {
+            ApiSubject::AccountInfo => {
+                self.respond(request, &AccountInfoResponse::error(error), true)
+            }
+            ApiSubject::StreamCreate { .. } => {
                 self.respond(request, &StreamCreateResponse::error(error), true)
             }
-            ["STREAM", "UPDATE", _] => {
+            ApiSubject::StreamUpdate { .. } => {
                 self.respond(request, &StreamUpdateResponse::error(error), true)
             }
-            ["STREAM", "INFO", _] => self.respond(request, &StreamInfoResponse::error(error), true),
-            ["STREAM", "DELETE", _] => self.respond(
+            ApiSubject::StreamInfo { .. } => {
+                self.respond(request, &StreamInfoResponse::error(error), true)
+            }
+            ApiSubject::StreamDelete { .. } => self.respond(
                 request,
                 &SuccessResponse::error(STREAM_DELETE_RESPONSE_TYPE, error),
                 true,
             ),
-            ["STREAM", "PURGE", _] => {
+            ApiSubject::StreamPurge { .. } => {
                 self.respond(request, &StreamPurgeResponse::error(error), true)
             }
-            ["STREAM", "NAMES"] => self.respond(request, &StreamNamesResponse::error(error), true),
-            ["STREAM", "LIST"] => self.respond(request, &StreamListResponse::error(error), true),
-            ["STREAM", "MSG", "GET", _] => {
+            ApiSubject::StreamNames => {
+                self.respond(request, &StreamNamesResponse::error(error), true)
+            }
+            ApiSubject::StreamList => {
+                self.respond(request, &StreamListResponse::error(error), true)
+            }
+            ApiSubject::StreamMsgGet { .. } => {
                 self.respond(request, &MsgGetResponse::error(error), true)
             }
-            ["STREAM", "MSG", "DELETE", _] => self.respond(
+            ApiSubject::StreamMsgDelete { .. } => self.respond(
                 request,
                 &SuccessResponse::error(STREAM_MSG_DELETE_RESPONSE_TYPE, error),
                 true,
@@ -83,11 +112,14 @@ impl Engine {
         }
     }
 
+    /// One `$JS.API` request: the subject parsed once ([`ApiSubject`]), then its handler.
+    /// Subjects nats-server has no handler for, and the cluster operations a single server
+    /// does not answer, get no answer at all.
     pub(crate) async fn handle_api_request(self: &Arc<Self>, message: Message) {
         let Ok(subject) = std::str::from_utf8(&message.subject) else {
             return;
         };
-        let Some(operation) = subject.strip_prefix(API_PREFIX) else {
+        let Some(api) = ApiSubject::parse(subject) else {
             return;
         };
         let Some(reply) = message.reply.clone().filter(|reply| !reply.is_empty()) else {
@@ -98,24 +130,69 @@ impl Engine {
             payload: message.payload.clone(),
             headers: message.headers.clone(),
         };
-        let tokens: Vec<&str> = operation.split('.').collect();
-        // Consumer handlers check the level themselves, each at nats-server's point.
-        if tokens.first() != Some(&"CONSUMER") && !required_level_met(message.headers.as_deref()) {
-            self.required_level_error(&request, &tokens);
+        if !checks_level_itself(&api) && !required_level_met(message.headers.as_deref()) {
+            self.required_level_error(&request, &api);
             return;
         }
-        match tokens.as_slice() {
-            ["INFO"] => self.account_info(&request),
-            ["STREAM", "CREATE", name] => self.stream_create(&request, name).await,
-            ["STREAM", "UPDATE", name] => self.stream_update(&request, name).await,
-            ["STREAM", "INFO", name] => self.stream_info(&request, name),
-            ["STREAM", "DELETE", name] => self.stream_delete(&request, name).await,
-            ["STREAM", "PURGE", name] => self.stream_purge(&request, name).await,
-            ["STREAM", "NAMES"] => self.stream_names(&request),
-            ["STREAM", "LIST"] => self.stream_list(&request),
-            ["STREAM", "MSG", "GET", name] => self.message_get(&request, name),
-            ["STREAM", "MSG", "DELETE", name] => self.message_delete(&request, name).await,
-            ["CONSUMER", ..] => self.dispatch_consumer(&request, &tokens[1..]).await,
+        match api {
+            ApiSubject::AccountInfo => self.account_info(&request),
+            ApiSubject::StreamCreate { stream } => self.stream_create(&request, stream).await,
+            ApiSubject::StreamUpdate { stream } => self.stream_update(&request, stream).await,
+            ApiSubject::StreamInfo { stream } => self.stream_info(&request, stream),
+            ApiSubject::StreamDelete { stream } => self.stream_delete(&request, stream).await,
+            ApiSubject::StreamPurge { stream } => self.stream_purge(&request, stream).await,
+            ApiSubject::StreamNames => self.stream_names(&request),
+            ApiSubject::StreamList => self.stream_list(&request),
+            ApiSubject::StreamMsgGet { stream } => self.message_get(&request, stream),
+            ApiSubject::StreamMsgDelete { stream } => self.message_delete(&request, stream).await,
+            ApiSubject::ConsumerCreate {
+                stream,
+                consumer: None,
+                ..
+            } => {
+                self.consumer_create(&request, CreateKind::LegacyEphemeral, stream, "", "")
+                    .await
+            }
+            ApiSubject::ConsumerCreate {
+                stream,
+                consumer: Some(name),
+                filter,
+            } => {
+                let filter = filter.unwrap_or_default();
+                self.consumer_create(&request, CreateKind::New, stream, name, filter)
+                    .await
+            }
+            ApiSubject::ConsumerDurableCreate { stream, consumer } => {
+                self.consumer_create(&request, CreateKind::LegacyDurable, stream, consumer, "")
+                    .await
+            }
+            // A single server refuses before looking at the level, as nats-server does
+            // outside a cluster.
+            ApiSubject::ConsumerLeaderStepdown { .. } => self.respond(
+                &request,
+                &jetstream_api::SuccessResponse::error(
+                    jetstream_api::CONSUMER_LEADER_STEPDOWN_RESPONSE_TYPE,
+                    jetstream_api::errors::CLUSTER_REQUIRED.to_error(),
+                ),
+                true,
+            ),
+            ApiSubject::ConsumerInfo { stream, consumer } => {
+                self.consumer_info(&request, stream, consumer).await
+            }
+            ApiSubject::ConsumerDelete { stream, consumer } => {
+                self.consumer_delete(&request, stream, consumer).await
+            }
+            ApiSubject::ConsumerNames { stream } => self.consumer_names(&request, stream),
+            ApiSubject::ConsumerList { stream } => self.consumer_list(&request, stream),
+            ApiSubject::ConsumerPause { stream, consumer } => {
+                self.consumer_pause(&request, stream, consumer).await
+            }
+            ApiSubject::ConsumerUnpin { stream, consumer } => {
+                self.consumer_unpin(&request, stream, consumer).await
+            }
+            ApiSubject::ConsumerReset { stream, consumer } => {
+                self.consumer_reset(&request, stream, consumer).await
+            }
             _ => {}
         }
     }
