@@ -207,7 +207,7 @@ pub(crate) fn parse_ttl(value: &str) -> Result<MessageTtl, ()> {
     if value.eq_ignore_ascii_case("never") {
         return Ok(MessageTtl::Never);
     }
-    if let Some(nanos) = parse_go_duration(value) {
+    if let Ok(nanos) = go_compat::duration::parse(value) {
         if nanos < 1_000_000_000 {
             return Err(());
         }
@@ -221,48 +221,6 @@ pub(crate) fn parse_ttl(value: &str) -> Result<MessageTtl, ()> {
         Ok(seconds) => Ok(MessageTtl::Seconds(seconds)),
         Err(_) => Err(()),
     }
-}
-
-/// Go's `time.ParseDuration` (units ns, us, µs, ms, s, m, h; decimals; sign), in nanoseconds.
-pub(crate) fn parse_go_duration(text: &str) -> Option<i128> {
-    let (negative, mut rest) = match text.as_bytes().first() {
-        Some(b'-') => (true, &text[1..]),
-        Some(b'+') => (false, &text[1..]),
-        _ => (false, text),
-    };
-    if rest == "0" {
-        return Some(0);
-    }
-    if rest.is_empty() {
-        return None;
-    }
-    let mut total: f64 = 0.0;
-    while !rest.is_empty() {
-        let number_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        if number_end == 0 {
-            return None;
-        }
-        let number: f64 = rest[..number_end].parse().ok()?;
-        rest = &rest[number_end..];
-        let unit_end = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let scale = match &rest[..unit_end] {
-            "ns" => 1.0,
-            "us" | "µs" | "μs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            _ => return None,
-        };
-        rest = &rest[unit_end..];
-        total += number * scale;
-    }
-    let nanos = total as i128;
-    Some(if negative { -nanos } else { nanos })
 }
 
 #[cfg(test)]

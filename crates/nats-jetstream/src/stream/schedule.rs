@@ -57,11 +57,10 @@ pub(crate) fn next_fire(
         if zoned {
             return Err(ScheduleError::Pattern);
         }
-        let interval = super::headers::parse_go_duration(interval).ok_or(ScheduleError::Pattern)?;
-        if interval < NANOS_PER_SECOND as i128 {
+        let interval = go_compat::duration::parse(interval).map_err(|_| ScheduleError::Pattern)?;
+        if interval < NANOS_PER_SECOND {
             return Err(ScheduleError::Pattern);
         }
-        let interval = interval.min(i64::MAX as i128) as i64;
         // After a pause (a restart) it fires once, not once per missed interval.
         let mut at = round_to_second(reference).saturating_add(interval);
         if at < now {

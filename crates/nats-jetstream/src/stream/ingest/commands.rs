@@ -51,7 +51,7 @@ impl Ingest {
             }
             let header = format!(
                 "NATS/1.0\r\nNats-Marker-Reason: MaxAge\r\nNats-TTL: {}\r\nNats-Rollup: sub\r\n\r\n",
-                go_duration_seconds(marker_seconds)
+                go_compat::duration::format(marker_seconds.saturating_mul(1_000_000_000))
             );
             let ttl = Some(Duration::from_secs(marker_seconds as u64));
             let (seq, timestamp) = next_position(store, now);
@@ -216,19 +216,5 @@ impl Ingest {
                 true
             }
         }
-    }
-}
-
-/// Go's `time.Duration.String()` for whole seconds: `5s`, `1m0s`, `1h0m0s`.
-fn go_duration_seconds(seconds: i64) -> String {
-    let hours = seconds / 3600;
-    let minutes = (seconds % 3600) / 60;
-    let rest = seconds % 60;
-    if hours > 0 {
-        format!("{hours}h{minutes}m{rest}s")
-    } else if minutes > 0 {
-        format!("{minutes}m{rest}s")
-    } else {
-        format!("{rest}s")
     }
 }
