@@ -249,12 +249,14 @@ impl FileConsumerStore {
         Ok(())
     }
 
-    /// Make the directory entry of a newly created consumer durable (sync always only).
+    /// Make the directory entry of a newly created consumer durable, whatever the sync policy:
+    /// like the stream's own metadata, a consumer the server confirmed must survive a power
+    /// loss (with interval sync a cut before the first interval took the consumer whole).
     fn sync_new_dir(&mut self) -> Result<(), StoreError> {
-        if self.sync && self.dir_entry_unsynced {
+        if self.dir_entry_unsynced {
             sync_dir(&self.consumers_dir)?;
         }
-        if self.sync && self.consumers_dir_entry_unsynced {
+        if self.consumers_dir_entry_unsynced {
             if let Some(stream_dir) = self.consumers_dir.parent() {
                 sync_dir(stream_dir)?;
             }
@@ -341,12 +343,11 @@ impl ConsumerStore for FileConsumerStore {
             // leaves a config the server cannot parse, for a creation it never confirmed.
             let mut file = File::create(&path).map_err(StoreError::io(&path))?;
             file.write_all(blob).map_err(StoreError::io(&path))?;
-            if self.sync {
-                file.sync_data().map_err(StoreError::io(&path))?;
-                sync_dir(&self.dir)?;
-            }
+            // Config changes are rare (create, update): always durable, as stream metadata is.
+            file.sync_data().map_err(StoreError::io(&path))?;
+            sync_dir(&self.dir)?;
         } else {
-            write_atomic(&path, blob, self.sync)?;
+            write_atomic(&path, blob, true)?;
         }
         self.sync_new_dir()?;
         self.config = blob.to_vec();
