@@ -247,11 +247,22 @@ impl<B: Backend> Store<B> {
             {
                 return Err(StoreError::MaxMessages);
             }
-            if self.config.max_bytes > 0
-                && self.index.bytes() + size > self.config.max_bytes as u64
-                && !at_subject_limit
+            if self.config.max_bytes > 0 && self.index.bytes() + size > self.config.max_bytes as u64
             {
-                return Err(StoreError::MaxBytes);
+                // At the subject maximum the message replaces the subject's oldest one, which
+                // makes room only when it is at least as large (as nats-server decides).
+                let replaced_size = if at_subject_limit {
+                    self.index
+                        .subjects
+                        .lookup(subject)
+                        .and_then(|id| self.index.get(self.index.subjects.entry(id).first))
+                        .map(|slot| u64::from(slot.size))
+                } else {
+                    None
+                };
+                if replaced_size.is_none_or(|replaced| replaced < size) {
+                    return Err(StoreError::MaxBytes);
+                }
             }
         }
         let ttl_nanos = if self.config.allow_msg_ttl {
