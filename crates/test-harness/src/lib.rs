@@ -31,23 +31,26 @@ pub fn target_profile_dir() -> PathBuf {
     }
 }
 
-static BUILD_LOCK: Mutex<()> = Mutex::new(());
+static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
-/// Path of one of our workspace binaries (`nats-server` or `nats`), building it with cargo if
-/// this test run did not (e.g. `cargo test -p nats-cli` builds only the CLI).
+/// Path of one of our workspace binaries (`nats-server` or `nats`), built with cargo once per
+/// test process: the black-box tests live in the `parity` crate, which cannot depend on another
+/// package's binary, so this is what keeps the binary in step with the sources (a no-op build
+/// when it already is).
 pub fn workspace_binary(package: &str, bin: &str) -> PathBuf {
     let dir = target_profile_dir();
     let path = dir.join(bin);
-    let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    if !path.exists() {
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if !built.iter().any(|name| name == bin) {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = Command::new(cargo);
-        cmd.args(["build", "-p", package, "--bin", bin]);
+        cmd.args(["build", "--quiet", "-p", package, "--bin", bin]);
         if dir.file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");
         }
         let status = cmd.status().expect("run cargo build");
         assert!(status.success(), "cargo build of {bin} failed");
+        built.push(bin.to_string());
     }
     path
 }

@@ -1,8 +1,19 @@
 //! Black-box tests: core. Each module is one concern; helpers live in test-harness.
 
+mod auth_bcrypt;
+mod auth_nkeys;
+mod auth_queue_permissions;
+mod auth_wire;
+mod binary_process;
+mod clients;
 mod config_check;
 mod config_syntax;
 mod ipv6;
+mod monitor;
 mod process;
 mod signal;
+mod slow_consumer;
 mod startup_errors;
+mod tls;
+mod user_info;
+mod wire;

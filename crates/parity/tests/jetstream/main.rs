@@ -1,5 +1,45 @@
 //! Black-box tests: jetstream. Each module is one concern; helpers live in test-harness.
 
+mod common;
+
+mod batch_limits;
+mod batch_publish;
+mod compression;
+mod consumer_ack_subjects;
+mod consumer_api;
+mod consumer_api_level;
+mod consumer_delivery;
+mod consumer_durability;
+mod consumer_info_exact;
+mod consumer_priority;
+mod consumer_pull;
+mod consumer_push;
+mod consumer_push_interest;
+mod consumer_reset;
+mod consumer_retention;
+mod consumer_scale;
+mod consumer_state_changes;
+mod corpus;
+mod counter_sources;
+mod direct_get;
+mod fast_batch_publish;
+mod key_value;
+mod key_value_figures;
+mod key_value_nats_py;
+mod message_schedules;
+mod mirror;
+mod mirror_restart;
+mod monitoring;
+mod object_store;
+mod persistence;
 mod power_loss;
+mod publish;
 mod read_only_store;
+mod resources;
+mod restart_dedupe;
 mod sequence_high_water;
+mod sources;
+mod startup;
+mod subject_transforms;
+mod sync_always;
+mod tutorial;

@@ -1,0 +1,116 @@
+//! Connection options against servers that require credentials: `--user/--password`,
+//! `--token`, their environment variables, and the error line for wrong credentials.
+
+use crate::common;
+
+use std::process::Command;
+
+use test_harness::{ServerOptions, TestServer};
+
+fn server_with(config: &str) -> TestServer {
+    TestServer::start(ServerOptions {
+        config: Some(config.to_string()),
+        ..Default::default()
+    })
+}
+
+fn nats_env(
+    server: &TestServer,
+    home: &std::path::Path,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> common::Run {
+    let mut command = Command::new(test_harness::cli_binary());
+    command.arg("-s").arg(server.url()).args(args);
+    common::isolate(&mut command, home);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    common::run(command)
+}
+
+#[test]
+fn user_and_password() {
+    let server = server_with("authorization { user: alice, password: s3cret }\n");
+    let home = tempfile::tempdir().expect("tempdir");
+    let home = home.path();
+    common::nats(
+        &server,
+        home,
+        &["--user", "alice", "--password", "s3cret", "pub", "a.b", "x"],
+    )
+    .ok();
+    nats_env(
+        &server,
+        home,
+        &[("NATS_USER", "alice"), ("NATS_PASSWORD", "s3cret")],
+        &["pub", "a.b", "x"],
+    )
+    .ok();
+
+    let wrong = common::nats(
+        &server,
+        home,
+        &["--user", "alice", "--password", "nope", "pub", "a.b", "x"],
+    );
+    assert_ne!(wrong.status, 0);
+    assert_eq!(
+        wrong.stderr.trim(),
+        "nats: error: nats: Authorization Violation"
+    );
+    let missing = common::nats(&server, home, &["pub", "a.b", "x"]);
+    assert_ne!(missing.status, 0);
+    assert!(
+        missing.stderr.starts_with("nats: error: "),
+        "{}",
+        missing.stderr
+    );
+}
+
+#[test]
+fn token() {
+    let server = server_with("authorization { token: t0ken }\n");
+    let home = tempfile::tempdir().expect("tempdir");
+    let home = home.path();
+    common::nats(&server, home, &["--token", "t0ken", "pub", "a.b", "x"]).ok();
+    // natscli: a --user without a password is a token.
+    common::nats(&server, home, &["--user", "t0ken", "pub", "a.b", "x"]).ok();
+    nats_env(
+        &server,
+        home,
+        &[("NATS_TOKEN", "t0ken")],
+        &["pub", "a.b", "x"],
+    )
+    .ok();
+    let wrong = common::nats(&server, home, &["--token", "other", "pub", "a.b", "x"]);
+    assert_ne!(wrong.status, 0);
+    assert!(
+        wrong.stderr.contains("Authorization Violation"),
+        "{}",
+        wrong.stderr
+    );
+}
+
+#[test]
+fn timeout_flag_bounds_a_request() {
+    let server = TestServer::core();
+    let home = tempfile::tempdir().expect("tempdir");
+    let home = home.path();
+    // A subscriber that never answers: the request must give up after --timeout.
+    let mut silent =
+        common::Background::spawn(common::command(&server, home, &["sub", "silent.service"]));
+    silent.wait_for_stderr("Subscribing on silent.service");
+    let started = std::time::Instant::now();
+    let run = common::nats(
+        &server,
+        home,
+        &["--timeout", "500ms", "request", "silent.service", "x"],
+    );
+    let elapsed = started.elapsed();
+    assert_ne!(run.status, 0);
+    assert!(run.stderr.contains("nats: error: "), "{}", run.stderr);
+    assert!(
+        elapsed < std::time::Duration::from_secs(4),
+        "took {elapsed:?}"
+    );
+}
