@@ -1,13 +1,19 @@
-//! Dev-only helpers for black-box tests: start a server binary (ours, or the real nats-server
-//! when `NATS_SERVER_BIN` is set) on 127.0.0.1 with a free port, find our binaries, and talk
-//! the text protocol by hand ([`RawClient`]) for byte-exact wire tests, and make TLS
-//! certificates ([`certificates`]).
+//! Dev-only, the one home of test helpers; its user is the black-box suite in `crates/parity`.
+//! Here: start a server binary (ours, or the real nats-server when `NATS_SERVER_BIN` is set)
+//! on 127.0.0.1 with a free port, build and find our binaries, and talk the text protocol by
+//! hand ([`RawClient`]) for byte-exact wire tests. Modules: TLS [`certificates`], clusters
+//! ([`cluster`]), async-nats helpers for JetStream ([`client`]), the monitoring endpoints
+//! ([`monitoring`]) and runs of our `nats` CLI ([`cli`]). It knows no product crate: it sees
+//! the server only over the wire.
 //!
-//! Everything here is synchronous std code so both plain `#[test]`s and `#[tokio::test]`s can
-//! use it. Every wait is bounded.
+//! Everything outside [`client`] is synchronous std code so both plain `#[test]`s and
+//! `#[tokio::test]`s can use it. Every wait is bounded.
 
 pub mod certificates;
+pub mod cli;
+pub mod client;
 pub mod cluster;
+pub mod monitoring;
 
 use std::io::{BufRead, BufReader};
 use std::net::{TcpListener, TcpStream};
@@ -31,28 +37,38 @@ pub fn target_profile_dir() -> PathBuf {
     }
 }
 
-static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
+/// Our binaries, as (package, binary).
+const OUR_BINARIES: [(&str, &str); 2] = [("nats-server", "nats-server"), ("nats-cli", "nats")];
 
-/// Path of one of our workspace binaries (`nats-server` or `nats`), built with cargo once per
-/// test process: the black-box tests live in the `parity` crate, which cannot depend on another
-/// package's binary, so this is what keeps the binary in step with the sources (a no-op build
-/// when it already is).
+static BUILT: Mutex<bool> = Mutex::new(false);
+
+/// Path of one of our binaries ([`OUR_BINARIES`]). The first call in a test process builds
+/// them all with one `cargo build` (a no-op when they are current): the black-box tests live in
+/// the `parity` crate, which cannot depend on another package's binary, so this is what keeps
+/// the binaries in step with the sources. One invocation for both keeps one feature set, so
+/// their dependencies are built once.
 pub fn workspace_binary(package: &str, bin: &str) -> PathBuf {
+    assert!(
+        OUR_BINARIES.contains(&(package, bin)),
+        "{package}/{bin} is not one of our binaries"
+    );
     let dir = target_profile_dir();
-    let path = dir.join(bin);
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    if !built.iter().any(|name| name == bin) {
+    if !*built {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = Command::new(cargo);
-        cmd.args(["build", "--quiet", "-p", package, "--bin", bin]);
+        cmd.args(["build", "--quiet"]);
+        for (package, bin) in OUR_BINARIES {
+            cmd.args(["-p", package, "--bin", bin]);
+        }
         if dir.file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");
         }
         let status = cmd.status().expect("run cargo build");
-        assert!(status.success(), "cargo build of {bin} failed");
-        built.push(bin.to_string());
+        assert!(status.success(), "cargo build of our binaries failed");
+        *built = true;
     }
-    path
+    dir.join(bin)
 }
 
 /// The server under test: `NATS_SERVER_BIN` (e.g. the real nats-server, for parity runs) or ours.
@@ -120,6 +136,14 @@ impl TestServer {
     pub fn start(options: ServerOptions) -> TestServer {
         let temp = tempfile::tempdir().expect("tempdir");
         Self::start_in(options, temp)
+    }
+
+    /// A server run with this config file and no other option.
+    pub fn with_config(config: &str) -> TestServer {
+        Self::start(ServerOptions {
+            config: Some(config.to_string()),
+            ..Default::default()
+        })
     }
 
     /// A plain server, no JetStream.

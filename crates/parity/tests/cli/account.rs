@@ -2,7 +2,7 @@
 //! `$SYS.REQ.USER.INFO` (when the server answers it), the connection rows, and the
 //! JetStream usage with its per-tier limits as the server's `$JS.API.INFO` reports them.
 
-use crate::common;
+use test_harness::cli;
 
 use test_harness::{ServerOptions, TestServer};
 
@@ -24,13 +24,13 @@ fn user_flags() -> [&'static str; 4] {
     ["--user", "a", "--password", "a"]
 }
 
-fn run_as_a(server: &TestServer, home: &std::path::Path, args: &[&str]) -> common::Run {
+fn run_as_a(server: &TestServer, home: &std::path::Path, args: &[&str]) -> cli::Run {
     let arguments: Vec<&str> = user_flags()
         .iter()
         .copied()
         .chain(args.iter().copied())
         .collect();
-    common::nats(server, home, &arguments)
+    cli::nats(server, home, &arguments)
 }
 
 #[test]
@@ -41,16 +41,16 @@ fn user_permissions_and_tier_limits() {
     let info = run_as_a(&server, home, &["account", "info"]);
     let text = &info.ok().stdout;
     assert!(text.starts_with("Account Information\n\n"), "{text}");
-    assert_eq!(common::field(text, "Headers Supported"), Some("true"));
-    assert_eq!(common::field(text, "TLS Connection"), Some("no"));
+    assert_eq!(cli::field(text, "Headers Supported"), Some("true"));
+    assert_eq!(cli::field(text, "TLS Connection"), Some("no"));
 
     // The user rows and permissions come from $SYS.REQ.USER.INFO when the server has it.
     let user_info = run_as_a(&server, home, &["req", "$SYS.REQ.USER.INFO", ""]);
     if user_info.status == 0 {
-        assert_eq!(common::field(text, "User"), Some("a"), "{text}");
-        assert_eq!(common::field(text, "Account"), Some("A (A)"), "{text}");
-        assert_eq!(common::field(text, "System Account"), Some("false"));
-        assert_eq!(common::field(text, "Expires"), Some("never"));
+        assert_eq!(cli::field(text, "User"), Some("a"), "{text}");
+        assert_eq!(cli::field(text, "Account"), Some("A (A)"), "{text}");
+        assert_eq!(cli::field(text, "System Account"), Some("false"));
+        assert_eq!(cli::field(text, "Expires"), Some("never"));
         let permissions = text
             .split("Connection Permissions:\n\n")
             .nth(1)
@@ -64,7 +64,7 @@ fn user_permissions_and_tier_limits() {
             "{permissions}"
         );
         assert!(
-            common::has_line_with(permissions, &["Deny: x.>"]),
+            cli::has_line_with(permissions, &["Deny: x.>"]),
             "{permissions}"
         );
         // Sorted, the label on the first value only.
@@ -77,7 +77,7 @@ fn user_permissions_and_tier_limits() {
             "{subscribe}"
         );
     } else {
-        assert_eq!(common::field(text, "User"), None, "{text}");
+        assert_eq!(cli::field(text, "User"), None, "{text}");
         assert!(!text.contains("Connection Permissions"), "{text}");
     }
 
@@ -108,23 +108,20 @@ fn user_permissions_and_tier_limits() {
         None => panic!("no max_consumers in {account}"),
     };
     let tier = text.split("Tier: Default:").nth(1).expect("tier");
+    assert_eq!(cli::field(tier, "Streams"), Some(expected_streams.as_str()));
     assert_eq!(
-        common::field(tier, "Streams"),
-        Some(expected_streams.as_str())
-    );
-    assert_eq!(
-        common::field(tier, "Consumers"),
+        cli::field(tier, "Consumers"),
         Some(expected_consumers.as_str())
     );
     assert_eq!(
-        common::field(tier, "Stream Requires Max Bytes Set"),
+        cli::field(tier, "Stream Requires Max Bytes Set"),
         Some(limits["max_bytes_required"].to_string().as_str())
     );
     assert_eq!(
-        common::field(tier, "Consumer Maximum Ack Pending"),
+        cli::field(tier, "Consumer Maximum Ack Pending"),
         Some("Unlimited")
     );
-    let memory = common::field(tier, "Memory").expect("memory row");
+    let memory = cli::field(tier, "Memory").expect("memory row");
     assert!(memory.starts_with("0 B of "), "{memory}");
 }
 
@@ -132,7 +129,7 @@ fn user_permissions_and_tier_limits() {
 fn without_jetstream() {
     let server = TestServer::core();
     let home = tempfile::tempdir().expect("tempdir");
-    let info = common::nats(&server, home.path(), &["account", "info"]);
+    let info = cli::nats(&server, home.path(), &["account", "info"]);
     let text = &info.ok().stdout;
     assert!(
         text.ends_with("\n    JetStream is not supported in this account\n"),

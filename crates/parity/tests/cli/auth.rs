@@ -1,40 +1,33 @@
 //! Connection options against servers that require credentials: `--user/--password`,
 //! `--token`, their environment variables, and the error line for wrong credentials.
 
-use crate::common;
+use test_harness::cli;
 
 use std::process::Command;
 
-use test_harness::{ServerOptions, TestServer};
-
-fn server_with(config: &str) -> TestServer {
-    TestServer::start(ServerOptions {
-        config: Some(config.to_string()),
-        ..Default::default()
-    })
-}
+use test_harness::TestServer;
 
 fn nats_env(
     server: &TestServer,
     home: &std::path::Path,
     env: &[(&str, &str)],
     args: &[&str],
-) -> common::Run {
+) -> cli::Run {
     let mut command = Command::new(test_harness::cli_binary());
     command.arg("-s").arg(server.url()).args(args);
-    common::isolate(&mut command, home);
+    cli::isolate(&mut command, home);
     for (key, value) in env {
         command.env(key, value);
     }
-    common::run(command)
+    cli::run(command)
 }
 
 #[test]
 fn user_and_password() {
-    let server = server_with("authorization { user: alice, password: s3cret }\n");
+    let server = TestServer::with_config("authorization { user: alice, password: s3cret }\n");
     let home = tempfile::tempdir().expect("tempdir");
     let home = home.path();
-    common::nats(
+    cli::nats(
         &server,
         home,
         &["--user", "alice", "--password", "s3cret", "pub", "a.b", "x"],
@@ -48,7 +41,7 @@ fn user_and_password() {
     )
     .ok();
 
-    let wrong = common::nats(
+    let wrong = cli::nats(
         &server,
         home,
         &["--user", "alice", "--password", "nope", "pub", "a.b", "x"],
@@ -58,7 +51,7 @@ fn user_and_password() {
         wrong.stderr.trim(),
         "nats: error: nats: Authorization Violation"
     );
-    let missing = common::nats(&server, home, &["pub", "a.b", "x"]);
+    let missing = cli::nats(&server, home, &["pub", "a.b", "x"]);
     assert_ne!(missing.status, 0);
     assert!(
         missing.stderr.starts_with("nats: error: "),
@@ -69,12 +62,12 @@ fn user_and_password() {
 
 #[test]
 fn token() {
-    let server = server_with("authorization { token: t0ken }\n");
+    let server = TestServer::with_config("authorization { token: t0ken }\n");
     let home = tempfile::tempdir().expect("tempdir");
     let home = home.path();
-    common::nats(&server, home, &["--token", "t0ken", "pub", "a.b", "x"]).ok();
+    cli::nats(&server, home, &["--token", "t0ken", "pub", "a.b", "x"]).ok();
     // natscli: a --user without a password is a token.
-    common::nats(&server, home, &["--user", "t0ken", "pub", "a.b", "x"]).ok();
+    cli::nats(&server, home, &["--user", "t0ken", "pub", "a.b", "x"]).ok();
     nats_env(
         &server,
         home,
@@ -82,7 +75,7 @@ fn token() {
         &["pub", "a.b", "x"],
     )
     .ok();
-    let wrong = common::nats(&server, home, &["--token", "other", "pub", "a.b", "x"]);
+    let wrong = cli::nats(&server, home, &["--token", "other", "pub", "a.b", "x"]);
     assert_ne!(wrong.status, 0);
     assert!(
         wrong.stderr.contains("Authorization Violation"),
@@ -98,10 +91,10 @@ fn timeout_flag_bounds_a_request() {
     let home = home.path();
     // A subscriber that never answers: the request must give up after --timeout.
     let mut silent =
-        common::Background::spawn(common::command(&server, home, &["sub", "silent.service"]));
+        cli::Background::spawn(cli::command(&server, home, &["sub", "silent.service"]));
     silent.wait_for_stderr("Subscribing on silent.service");
     let started = std::time::Instant::now();
-    let run = common::nats(
+    let run = cli::nats(
         &server,
         home,
         &["--timeout", "500ms", "request", "silent.service", "x"],

@@ -1,9 +1,9 @@
 //! `nats consumer ...` and the rest of `nats stream ...` on a stream with messages:
 //! consumer add/info/ls/next/report/rm, stream get/subjects/purge/copy/edit/rm/ls.
 
-use crate::common;
+use test_harness::cli;
 
-use crate::common::{field, has_line_with, nats};
+use test_harness::cli::{field, has_line_with, nats};
 use test_harness::TestServer;
 
 #[test]
@@ -11,7 +11,7 @@ fn consumer_lifecycle() {
     let server = TestServer::jetstream();
     let home = tempfile::tempdir().expect("tempdir");
     let home = home.path();
-    common::add_stream(&server, home, "ORDERS", "orders.>");
+    cli::add_stream(&server, home, "ORDERS", "orders.>");
     for body in ["one", "two"] {
         nats(&server, home, &["pub", "orders.new", body]).ok();
     }
@@ -150,7 +150,7 @@ fn stream_get_subjects_purge_copy_edit_and_remove() {
     let server = TestServer::jetstream();
     let home = tempfile::tempdir().expect("tempdir");
     let home = home.path();
-    common::add_stream(&server, home, "ORDERS", "orders.*");
+    cli::add_stream(&server, home, "ORDERS", "orders.*");
     nats(&server, home, &["pub", "orders.a", "first"]).ok();
     nats(
         &server,
@@ -285,7 +285,7 @@ fn consumer_edit_shows_differences() {
     let server = TestServer::jetstream();
     let home = tempfile::tempdir().expect("tempdir");
     let home = home.path();
-    common::add_stream(&server, home, "JOBS", "jobs.>");
+    cli::add_stream(&server, home, "JOBS", "jobs.>");
     nats(
         &server,
         home,

@@ -1,17 +1,17 @@
 //! Contexts stored where natscli keeps them (`$XDG_CONFIG_HOME/nats/context/*.json`,
 //! `context.txt`), and connection options: a selected context supplies the server.
 
-use crate::common;
+use test_harness::cli;
 
 use std::process::Command;
 
 use test_harness::TestServer;
 
-fn nats_without_server(home: &std::path::Path, args: &[&str]) -> common::Run {
+fn nats_without_server(home: &std::path::Path, args: &[&str]) -> cli::Run {
     let mut command = Command::new(test_harness::cli_binary());
     command.args(args);
-    common::isolate(&mut command, home);
-    common::run(command)
+    cli::isolate(&mut command, home);
+    cli::run(command)
 }
 
 #[test]
@@ -60,7 +60,7 @@ fn context_add_select_use_and_remove() {
     );
     let info = nats_without_server(home, &["context", "info"]);
     assert!(
-        common::field(&info.stdout, "Server URLs") == Some(server.url().as_str()),
+        cli::field(&info.stdout, "Server URLs") == Some(server.url().as_str()),
         "{}",
         info.stdout
     );
@@ -95,9 +95,9 @@ fn nats_url_environment_and_unknown_context() {
     let home = tempfile::tempdir().expect("tempdir");
     let mut command = Command::new(test_harness::cli_binary());
     command.args(["rtt", "1"]);
-    common::isolate(&mut command, home.path());
+    cli::isolate(&mut command, home.path());
     command.env("NATS_URL", server.url());
-    let run = common::run(command);
+    let run = cli::run(command);
     run.ok();
     assert!(
         run.stdout.starts_with(&format!("{}:", server.url())),

@@ -1,7 +1,7 @@
 //! `nats stream add` in a pseudo-terminal: the remaining questions are asked in natscli's
 //! order, and pressing Enter at each accepts natscli's defaults.
 
-use crate::common;
+use test_harness::cli;
 
 use test_harness::TestServer;
 
@@ -9,7 +9,7 @@ use test_harness::TestServer;
 fn stream_add_asks_in_natscli_order_and_enter_takes_defaults() {
     let server = TestServer::jetstream();
     let home = tempfile::tempdir().expect("tempdir");
-    let mut session = common::spawn_in_terminal(
+    let mut session = cli::spawn_in_terminal(
         &server,
         home.path(),
         &[
@@ -38,7 +38,7 @@ fn stream_add_asks_in_natscli_order_and_enter_takes_defaults() {
         "Allow purging subjects or the entire stream",
     ];
     let answers: Vec<(&str, &str)> = prompts.iter().map(|prompt| (*prompt, "")).collect();
-    common::answer_prompts(&mut session, &answers);
+    cli::answer_prompts(&mut session, &answers);
     session
         .exp_string("Stream ORDERS was created")
         .expect("stream created");
@@ -49,7 +49,7 @@ fn stream_add_asks_in_natscli_order_and_enter_takes_defaults() {
     assert!(rest.contains("Allows Rollups: false"), "{rest}");
     assert!(rest.contains("Maximum Messages: unlimited"), "{rest}");
 
-    let info = common::nats(
+    let info = cli::nats(
         &server,
         home.path(),
         &["stream", "info", "ORDERS", "--json"],
@@ -64,10 +64,9 @@ fn stream_add_asks_in_natscli_order_and_enter_takes_defaults() {
 fn consumer_add_asks_in_natscli_order() {
     let server = TestServer::jetstream();
     let home = tempfile::tempdir().expect("tempdir");
-    common::add_stream(&server, home.path(), "ORDERS", "orders.>");
-    let mut session =
-        common::spawn_in_terminal(&server, home.path(), &["consumer", "add", "ORDERS"]);
-    common::answer_prompts(
+    cli::add_stream(&server, home.path(), "ORDERS", "orders.>");
+    let mut session = cli::spawn_in_terminal(&server, home.path(), &["consumer", "add", "ORDERS"]);
+    cli::answer_prompts(
         &mut session,
         &[
             ("Consumer name", "PROC"),

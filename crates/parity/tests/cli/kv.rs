@@ -1,8 +1,8 @@
 //! `nats kv ...`: add, put, get, history, ls, del, purge, info.
 
-use crate::common;
+use test_harness::cli;
 
-use crate::common::{field, nats};
+use test_harness::cli::{field, nats};
 use test_harness::TestServer;
 
 #[test]
@@ -127,8 +127,8 @@ fn kv_create_and_update_check_revisions() {
     // (empty) argument.
     let input = home.join("value.txt");
     std::fs::write(&input, "from stdin").expect("write");
-    let piped = common::run_with_stdin(
-        common::command(&server, home, &["kv", "put", "CAS", "piped"]),
+    let piped = cli::run_with_stdin(
+        cli::command(&server, home, &["kv", "put", "CAS", "piped"]),
         std::fs::File::open(&input).expect("open"),
     );
     piped.ok();

@@ -1,7 +1,5 @@
 //! Black-box tests: cli. Each module is one concern; helpers live in test-harness.
 
-mod common;
-
 mod account;
 mod auth;
 mod consumer;

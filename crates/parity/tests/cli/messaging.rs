@@ -1,9 +1,9 @@
 //! `nats pub`, `sub`, `request` and `reply` against a plain server: templates, headers,
 //! counts, the JetStream PubAck, and their usual errors.
 
-use crate::common;
+use test_harness::cli;
 
-use crate::common::{command, nats, Background};
+use test_harness::cli::{command, nats, Background};
 use test_harness::TestServer;
 
 #[test]
@@ -135,7 +135,7 @@ fn request_without_responders_fails() {
 fn pub_jetstream_prints_the_puback() {
     let server = TestServer::jetstream();
     let home = tempfile::tempdir().expect("tempdir");
-    common::add_stream(&server, home.path(), "ORDERS", "orders.>");
+    cli::add_stream(&server, home.path(), "ORDERS", "orders.>");
     let run = nats(
         &server,
         home.path(),

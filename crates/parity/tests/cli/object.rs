@@ -1,8 +1,8 @@
 //! `nats object ...`: add, put (file and standard input), ls, info, get, del, seal, rm.
 
-use crate::common;
+use test_harness::cli;
 
-use crate::common::{command, field, nats};
+use test_harness::cli::{command, field, nats};
 use test_harness::TestServer;
 
 #[test]
@@ -43,7 +43,7 @@ fn object_bucket_lifecycle() {
         &["object", "put", "FILES", "big.bin", "-H", "X-Kind:data"],
     );
     put.current_dir(work);
-    let put = common::run(put);
+    let put = cli::run(put);
     put.ok();
     assert!(
         put.stdout
@@ -70,7 +70,7 @@ fn object_bucket_lifecycle() {
     );
     let input = work.join("input.txt");
     std::fs::write(&input, b"hello world\n").expect("write");
-    let piped = common::run_with_stdin(
+    let piped = cli::run_with_stdin(
         command(
             &server,
             home,
@@ -110,7 +110,7 @@ fn object_bucket_lifecycle() {
         &["object", "get", "FILES", "notes/hello.txt"],
     );
     get.current_dir(work);
-    let get = common::run(get);
+    let get = cli::run(get);
     get.ok();
     assert!(
         get.stdout.starts_with("Wrote: 12 B to ") && get.stdout.contains("hello.txt in "),

@@ -1,7 +1,7 @@
 //! `nats object put/get` draw natscli's progress bar on a terminal for objects over 20 KiB,
 //! and none with `--no-progress` or when the output is not a terminal.
 
-use crate::common;
+use test_harness::cli;
 
 use test_harness::TestServer;
 
@@ -11,14 +11,14 @@ fn progress_bars_on_a_terminal_only() {
     let home = tempfile::tempdir().expect("tempdir");
     let home = home.path();
     let work = tempfile::tempdir().expect("tempdir");
-    common::nats(&server, home, &["object", "add", "FILES"]).ok();
+    cli::nats(&server, home, &["object", "add", "FILES"]).ok();
     let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
     let source = work.path().join("big.bin");
     std::fs::write(&source, &data).expect("write");
     let source = source.display().to_string();
     let target = work.path().join("copy.bin").display().to_string();
 
-    let mut put = common::spawn_in_terminal(
+    let mut put = cli::spawn_in_terminal(
         &server,
         home,
         &["object", "put", "FILES", &source, "--name", "big.bin"],
@@ -31,7 +31,7 @@ fn progress_bars_on_a_terminal_only() {
         "{shown}"
     );
 
-    let mut get = common::spawn_in_terminal(
+    let mut get = cli::spawn_in_terminal(
         &server,
         home,
         &[
@@ -43,7 +43,7 @@ fn progress_bars_on_a_terminal_only() {
     assert!(shown.contains("Wrote: 195 KiB to "), "{shown}");
     assert_eq!(std::fs::read(&target).expect("copy"), data);
 
-    let mut quiet = common::spawn_in_terminal(
+    let mut quiet = cli::spawn_in_terminal(
         &server,
         home,
         &[
@@ -62,7 +62,7 @@ fn progress_bars_on_a_terminal_only() {
     assert!(shown.contains("Wrote: 195 KiB to "), "{shown}");
 
     // Not a terminal: no bar either.
-    let piped = common::nats(
+    let piped = cli::nats(
         &server,
         home,
         &[

@@ -2,11 +2,11 @@
 //! pseudo-terminal) and the Replication rows and Mirror/Source Information sections of
 //! `nats stream info`.
 
-use crate::common;
+use test_harness::cli;
 
 use std::time::{Duration, Instant};
 
-use crate::common::{add_stream, field, nats};
+use test_harness::cli::{add_stream, field, nats};
 use test_harness::TestServer;
 
 /// `stream info <stream> --json`, polled until `ready` holds (at most 10 s).
@@ -92,7 +92,7 @@ fn mirror_by_name_and_by_json_and_its_information() {
         report.stdout
     );
     assert!(
-        common::has_line_with(&report.stdout, &["│ BACKUP ", "│ Mirror ", "│ ORDERS "]),
+        cli::has_line_with(&report.stdout, &["│ BACKUP ", "│ Mirror ", "│ ORDERS "]),
         "{}",
         report.stdout
     );
@@ -151,7 +151,7 @@ fn mirror_questions_in_natscli_order() {
         )
         .ok();
     }
-    let mut session = common::spawn_in_terminal(
+    let mut session = cli::spawn_in_terminal(
         &server,
         home.path(),
         &[
@@ -177,7 +177,7 @@ fn mirror_questions_in_natscli_order() {
             "--no-deny-purge",
         ],
     );
-    common::answer_prompts(
+    cli::answer_prompts(
         &mut session,
         &[
             ("Configure a custom durable consumer", "n"),

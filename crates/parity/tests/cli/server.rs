@@ -1,8 +1,8 @@
 //! `nats server check connection`, `account info`, `rtt` and a short `bench pub`.
 
-use crate::common;
+use test_harness::cli;
 
-use crate::common::nats;
+use test_harness::cli::nats;
 use test_harness::TestServer;
 
 #[test]
@@ -24,11 +24,11 @@ fn server_check_connection_is_ok() {
 #[test]
 fn server_check_connection_critical_when_unreachable() {
     let home = tempfile::tempdir().expect("tempdir");
-    let command = common::unreachable_server_command(
+    let command = cli::unreachable_server_command(
         home.path(),
         &["--timeout", "1s", "server", "check", "connection"],
     );
-    let run = common::run(command);
+    let run = cli::run(command);
     assert_eq!(run.status, 2, "{}{}", run.stdout, run.stderr);
     assert!(
         run.stdout
@@ -49,10 +49,7 @@ fn account_info_and_rtt() {
         "{}",
         info.stdout
     );
-    assert_eq!(
-        common::field(&info.stdout, "Headers Supported"),
-        Some("true")
-    );
+    assert_eq!(cli::field(&info.stdout, "Headers Supported"), Some("true"));
     let rtt = nats(&server, home.path(), &["rtt", "2"]);
     rtt.ok();
     assert!(
@@ -134,7 +131,7 @@ fn server_check_stream_thresholds() {
     let server = TestServer::jetstream();
     let home = tempfile::tempdir().expect("tempdir");
     let home = home.path();
-    common::add_stream(&server, home, "ORDERS", "orders.>");
+    cli::add_stream(&server, home, "ORDERS", "orders.>");
     nats(&server, home, &["pub", "orders.new", "x", "--count", "3"]).ok();
     let ok = nats(
         &server,

@@ -1,6 +1,6 @@
 //! `nats stream find` and `nats stream seal`.
 
-use crate::common::{field, nats};
+use test_harness::cli::{field, nats};
 use test_harness::TestServer;
 
 #[test]

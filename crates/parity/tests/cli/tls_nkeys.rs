@@ -5,7 +5,7 @@
 //! certificate for 127.0.0.1/localhost and a client certificate from the CA. Passes against the real
 //! nats-server too (`NATS_SERVER_BIN`).
 
-use crate::common;
+use test_harness::cli;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -22,14 +22,14 @@ fn server_with(config: String, jetstream: bool) -> TestServer {
 }
 
 /// `nats -s <url> args...` with the test's private config directory.
-fn nats_at(url: &str, home: &Path, args: &[&str]) -> common::Run {
-    common::run(command_at(url, home, args))
+fn nats_at(url: &str, home: &Path, args: &[&str]) -> cli::Run {
+    cli::run(command_at(url, home, args))
 }
 
 fn command_at(url: &str, home: &Path, args: &[&str]) -> Command {
     let mut command = Command::new(test_harness::cli_binary());
     command.arg("-s").arg(url).args(args);
-    common::isolate(&mut command, home);
+    cli::isolate(&mut command, home);
     command
 }
 
@@ -37,8 +37,8 @@ fn command_at(url: &str, home: &Path, args: &[&str]) -> Command {
 fn publish_with_context(home: &Path, name: &str) {
     let mut command = Command::new(test_harness::cli_binary());
     command.args(["--context", name, "pub", "a", "b"]);
-    common::isolate(&mut command, home);
-    common::run(command).ok();
+    cli::isolate(&mut command, home);
+    cli::run(command).ok();
 }
 
 /// `sub <subject> --count 1` in the background, then `pub`, through the same extra flags;
@@ -49,7 +49,7 @@ fn publish_and_receive(url: &str, home: &Path, flags: &[&str]) {
         .copied()
         .chain(["sub", "secure.check", "--count", "1"])
         .collect();
-    let mut subscriber = common::Background::spawn(command_at(url, home, &subscribe));
+    let mut subscriber = cli::Background::spawn(command_at(url, home, &subscribe));
     subscriber.wait_for_stderr("Subscribing on secure.check");
     let publish: Vec<&str> = flags
         .iter()
@@ -91,7 +91,7 @@ fn tls_server_with_the_ca_flag() {
     .ok();
     let listing = nats_at(&tls_url, home, &["--tlsca", &ca, "stream", "ls", "--names"]);
     assert_eq!(listing.ok().stdout.trim(), "SECURE");
-    let environment = common::run({
+    let environment = cli::run({
         let mut command = command_at(&tls_url, home, &["stream", "ls", "--names"]);
         command.env("NATS_CA", &ca);
         command
@@ -187,7 +187,7 @@ fn client_certificates_for_a_verifying_server() {
     publish_with_context(home, "secure");
     let info = nats_at(&server.url(), home, &["context", "info", "secure"]);
     assert!(
-        common::has_line_with(&info.ok().stdout, &["Certificate:", &cert, "(OK)"]),
+        cli::has_line_with(&info.ok().stdout, &["Certificate:", &cert, "(OK)"]),
         "{}",
         info.stdout
     );
@@ -220,7 +220,7 @@ fn tls_first() {
     publish_with_context(home, "first");
     let info = nats_at(&server.url(), home, &["context", "info", "first"]);
     assert!(
-        common::has_line_with(&info.ok().stdout, &["TLS First:", "true"]),
+        cli::has_line_with(&info.ok().stdout, &["TLS First:", "true"]),
         "{}",
         info.stdout
     );
@@ -263,7 +263,7 @@ fn nkey_seed_files() {
         &["--nkey", &decorated.display().to_string(), "pub", "a", "b"],
     )
     .ok();
-    let environment = common::run({
+    let environment = cli::run({
         let mut command = command_at(&server.url(), home, &["pub", "a", "b"]);
         command.env("NATS_NKEY", &bare);
         command
@@ -364,19 +364,19 @@ fn account_info_describes_the_tls_session() {
     };
     let run = account_info(&by_name);
     let text = &run.ok().stdout;
-    let version = common::field(text, "TLS Version").expect("TLS Version row");
+    let version = cli::field(text, "TLS Version").expect("TLS Version row");
     assert!(
         version.starts_with("1.3 using TLS_") || version.starts_with("1.2 using TLS_"),
         "{text}"
     );
-    assert_eq!(common::field(text, "TLS Server Name"), Some("localhost"));
+    assert_eq!(cli::field(text, "TLS Server Name"), Some("localhost"));
     assert_eq!(
-        common::field(text, "TLS Verified"),
+        cli::field(text, "TLS Verified"),
         Some(format!("issuer CN={}", test_harness::certificates::CA_NAME).as_str())
     );
-    assert_eq!(common::field(text, "TLS Connection"), None, "{text}");
+    assert_eq!(cli::field(text, "TLS Connection"), None, "{text}");
 
     let by_address = account_info(&server.url());
     let text = &by_address.ok().stdout;
-    assert_eq!(common::field(text, "TLS Server Name"), Some(""), "{text}");
+    assert_eq!(cli::field(text, "TLS Server Name"), Some(""), "{text}");
 }

@@ -1,9 +1,9 @@
 //! The seed tutorial, command for command, against a JetStream server: stream add,
 //! pub, stream view, stream info, stream report; plus the usual errors of those commands.
 
-use crate::common;
+use test_harness::cli;
 
-use crate::common::{field, has_line_with, nats};
+use test_harness::cli::{field, has_line_with, nats};
 use test_harness::TestServer;
 
 #[test]
@@ -203,8 +203,8 @@ fn stream_report_without_streams() {
 fn unreachable_server_fails_fast_with_one_line() {
     let home = tempfile::tempdir().expect("tempdir");
     let command =
-        common::unreachable_server_command(home.path(), &["--timeout", "2s", "stream", "ls"]);
-    let run = common::run(command);
+        cli::unreachable_server_command(home.path(), &["--timeout", "2s", "stream", "ls"]);
+    let run = cli::run(command);
     assert_ne!(run.status, 0);
     assert!(run.stderr.starts_with("nats: error: "), "{}", run.stderr);
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);

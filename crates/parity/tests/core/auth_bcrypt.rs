@@ -2,16 +2,9 @@
 //! against the hash, for users lists, the single user and the token. Hashes are made at run
 //! time (cost 4, to keep the test fast). Passes against the real nats-server too.
 
-use test_harness::{RawClient, ServerOptions, TestServer};
+use test_harness::{RawClient, TestServer};
 
 const VIOLATION: &str = "-ERR 'Authorization Violation'\r\n";
-
-fn with_config(config: &str) -> TestServer {
-    TestServer::start(ServerOptions {
-        config: Some(config.to_string()),
-        ..Default::default()
-    })
-}
 
 fn hash(secret: &str) -> String {
     bcrypt::hash(secret, 4).unwrap()
@@ -28,7 +21,7 @@ fn outcome(server: &TestServer, credentials: &str) -> String {
 
 #[test]
 fn users_list_with_bcrypt_passwords() {
-    let server = with_config(&format!(
+    let server = TestServer::with_config(&format!(
         "authorization {{ users: [ {{ user: alice, password: \"{}\" }}, {{ user: bob, password: plain }} ] }}\n",
         hash("wonderland")
     ));
@@ -59,7 +52,7 @@ fn users_list_with_bcrypt_passwords() {
 
 #[test]
 fn single_user_with_a_bcrypt_password() {
-    let server = with_config(&format!(
+    let server = TestServer::with_config(&format!(
         "authorization {{ user: carol, password: \"{}\" }}\n",
         hash("s3cret")
     ));
@@ -74,7 +67,7 @@ fn single_user_with_a_bcrypt_password() {
 
 #[test]
 fn bcrypt_token() {
-    let server = with_config(&format!(
+    let server = TestServer::with_config(&format!(
         "authorization {{ token: \"{}\" }}\n",
         hash("let-me-in")
     ));
@@ -86,7 +79,7 @@ fn bcrypt_token() {
 
 #[tokio::test]
 async fn async_nats_with_a_bcrypt_user() {
-    let server = with_config(&format!(
+    let server = TestServer::with_config(&format!(
         "authorization {{ users: [ {{ user: dave, password: \"{}\" }} ] }}\n",
         hash("pw")
     ));

@@ -4,21 +4,14 @@
 
 use base64::Engine;
 use std::time::Duration;
-use test_harness::{RawClient, ServerOptions, TestServer};
+use test_harness::{RawClient, TestServer};
 
 const WAIT: Duration = Duration::from_secs(10);
-
-fn with_config(config: &str) -> TestServer {
-    TestServer::start(ServerOptions {
-        config: Some(config.to_string()),
-        ..Default::default()
-    })
-}
 
 /// A server with one nkey user allowed everything, one limited to `nkey.limited.>` for
 /// publishing, and a password user.
 fn nkey_server(full: &nkeys::KeyPair, limited: &nkeys::KeyPair) -> TestServer {
-    with_config(&format!(
+    TestServer::with_config(&format!(
         r#"
 authorization {{
   timeout: 1
@@ -244,7 +237,7 @@ fn bad_nkey_entries_stop_the_server() {
 #[test]
 fn users_inside_accounts_still_authenticate() {
     let user = nkeys::KeyPair::new_user();
-    let server = with_config(&format!(
+    let server = TestServer::with_config(&format!(
         r#"
 accounts {{
   A {{ users: [ {{ user: a, password: apw, permissions: {{ publish: "a.>" }} }} ] }}

@@ -3,13 +3,6 @@
 
 use test_harness::{RawClient, ServerOptions, TestServer};
 
-fn with_config(config: &str) -> TestServer {
-    TestServer::start(ServerOptions {
-        config: Some(config.to_string()),
-        ..Default::default()
-    })
-}
-
 const USERS: &str = r#"
 authorization {
   timeout: 1
@@ -29,7 +22,7 @@ authorization {
 
 #[test]
 fn info_announces_auth_required() {
-    let server = with_config(USERS);
+    let server = TestServer::with_config(USERS);
     let client = RawClient::connect(&server);
     let info: serde_json::Value = serde_json::from_str(&client.info).unwrap();
     assert_eq!(info["auth_required"], true);
@@ -37,7 +30,7 @@ fn info_announces_auth_required() {
 
 #[test]
 fn wrong_password_is_an_authorization_violation() {
-    let server = with_config(USERS);
+    let server = TestServer::with_config(USERS);
     let mut client = RawClient::connect(&server);
     client.send("CONNECT {\"verbose\":false,\"user\":\"admin\",\"pass\":\"nope\"}\r\nPING\r\n");
     assert_eq!(
@@ -48,7 +41,7 @@ fn wrong_password_is_an_authorization_violation() {
 
 #[test]
 fn missing_credentials_are_an_authorization_violation() {
-    let server = with_config(USERS);
+    let server = TestServer::with_config(USERS);
     let mut client = RawClient::connect(&server);
     client.send("CONNECT {\"verbose\":false}\r\nPING\r\n");
     assert_eq!(
@@ -59,7 +52,7 @@ fn missing_credentials_are_an_authorization_violation() {
 
 #[test]
 fn right_password_connects() {
-    let server = with_config(USERS);
+    let server = TestServer::with_config(USERS);
     let mut client = RawClient::connect_with(
         &server,
         r#"{"verbose":false,"user":"admin","pass":"adminpw"}"#,
@@ -70,7 +63,7 @@ fn right_password_connects() {
 
 #[test]
 fn no_connect_within_the_auth_timeout() {
-    let server = with_config(USERS);
+    let server = TestServer::with_config(USERS);
     let mut client = RawClient::connect(&server);
     let text = client.read_to_close().expect("closed by the server");
     assert_eq!(text, "-ERR 'Authentication Timeout'\r\n");
@@ -78,7 +71,7 @@ fn no_connect_within_the_auth_timeout() {
 
 #[test]
 fn publish_permissions() {
-    let server = with_config(USERS);
+    let server = TestServer::with_config(USERS);
     let mut client =
         RawClient::connect_with(&server, r#"{"verbose":true,"user":"limited","pass":"pw"}"#);
     client.send("PUB pub.ok 1\r\na\r\nPUB pub.secret 1\r\nb\r\nPUB other 1\r\nc\r\n");
@@ -95,7 +88,7 @@ fn publish_permissions() {
 
 #[test]
 fn subscribe_permissions() {
-    let server = with_config(USERS);
+    let server = TestServer::with_config(USERS);
     let mut client =
         RawClient::connect_with(&server, r#"{"verbose":false,"user":"limited","pass":"pw"}"#);
     // `sub.>` passes `allow: sub.*` in nats-server (wildcards are matched as tokens).
@@ -138,7 +131,7 @@ fn user_and_password_from_the_command_line() {
 
 #[test]
 fn wildcard_subscription_skips_denied_subjects() {
-    let server = with_config(
+    let server = TestServer::with_config(
         r#"
 authorization {
   users = [
@@ -163,7 +156,7 @@ authorization {
 
 #[test]
 fn allow_responses_lets_a_service_answer_once() {
-    let server = with_config(
+    let server = TestServer::with_config(
         r#"
 authorization {
   users = [
@@ -200,7 +193,7 @@ authorization {
 
 #[test]
 fn no_auth_user_applies_to_connections_without_credentials() {
-    let server = with_config(
+    let server = TestServer::with_config(
         r#"
 no_auth_user: guest
 authorization {

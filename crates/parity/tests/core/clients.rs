@@ -4,17 +4,11 @@
 
 use futures::StreamExt;
 use std::time::Duration;
+use test_harness::client::connect;
 use test_harness::{ServerOptions, TestServer};
 use tokio::time::timeout;
 
 const WAIT: Duration = Duration::from_secs(5);
-
-async fn connect(server: &TestServer) -> async_nats::Client {
-    timeout(WAIT, async_nats::connect(server.url()))
-        .await
-        .expect("connect in time")
-        .expect("connect")
-}
 
 /// A round trip through the server: everything this client sent before is processed
 /// (`flush` only writes the client's buffer out).
@@ -23,13 +17,6 @@ async fn barrier(client: &async_nats::Client) {
     let mut echo = client.subscribe(inbox.clone()).await.unwrap();
     client.publish(inbox, "".into()).await.unwrap();
     timeout(WAIT, echo.next()).await.unwrap().unwrap();
-}
-
-fn with_config(config: &str) -> TestServer {
-    TestServer::start(ServerOptions {
-        config: Some(config.to_string()),
-        ..Default::default()
-    })
 }
 
 #[tokio::test]
@@ -162,7 +149,7 @@ async fn headers_round_trip() {
 
 #[tokio::test]
 async fn user_and_password() {
-    let server = with_config("authorization {\n  user: alice\n  password: secret\n}\n");
+    let server = TestServer::with_config("authorization {\n  user: alice\n  password: secret\n}\n");
     let good = timeout(
         WAIT,
         async_nats::ConnectOptions::with_user_and_password("alice".into(), "secret".into())
@@ -212,7 +199,7 @@ async fn token_auth() {
 
 #[tokio::test]
 async fn publish_permission_violation_is_reported_and_connection_survives() {
-    let server = with_config(
+    let server = TestServer::with_config(
         r#"
 authorization {
   users = [

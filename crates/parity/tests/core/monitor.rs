@@ -1,31 +1,7 @@
 //! Monitoring endpoints (`-m PORT`): field names as nats-server. Passes against nats-server too.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::time::Duration;
+use test_harness::monitoring::get_json as get;
 use test_harness::{RawClient, ServerOptions, TestServer};
-
-fn get(server: &TestServer, path: &str) -> serde_json::Value {
-    let port = server.monitor_port.expect("monitoring on");
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).unwrap();
-    let text = String::from_utf8(response).unwrap();
-    let (head, body) = text.split_once("\r\n\r\n").expect("http response");
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    assert!(head
-        .to_ascii_lowercase()
-        .contains("content-type: application/json"));
-    serde_json::from_str(body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))
-}
 
 fn monitored() -> TestServer {
     TestServer::start(ServerOptions {

@@ -293,23 +293,6 @@ fn bad_tls_settings_stop_the_server_with_nats_server_messages() {
         .contains("error parsing tls config, expected 'verify' to be a boolean"));
 }
 
-/// `/connz` over plain HTTP, parsed.
-fn connz(server: &TestServer) -> serde_json::Value {
-    use std::io::{Read, Write};
-    let port = server.monitor_port.expect("monitoring on");
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream.set_read_timeout(Some(WAIT)).unwrap();
-    write!(
-        stream,
-        "GET /connz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let (_, body) = response.split_once("\r\n\r\n").expect("http response");
-    serde_json::from_str(body).unwrap()
-}
-
 /// `handshake_first` with a fallback delay: a client silent for that long gets INFO in the
 /// clear and upgrades as usual; a `tls_first` client handshakes at once. /connz and /varz
 /// show TLS.
@@ -337,7 +320,10 @@ async fn handshake_first_with_fallback_serves_both_kinds_of_clients() {
     .unwrap()
     .unwrap();
     round_trip(&usual, &first).await;
-    let connections = connz(&server)["connections"].as_array().unwrap().clone();
+    let connections = test_harness::monitoring::get_json(&server, "/connz")["connections"]
+        .as_array()
+        .unwrap()
+        .clone();
     assert_eq!(connections.len(), 2, "{connections:?}");
     for connection in &connections {
         assert!(

@@ -3,16 +3,9 @@
 //! nats-server too (`NATS_SERVER_BIN`).
 
 use std::time::Duration;
-use test_harness::{RawClient, ServerOptions, TestServer};
+use test_harness::{RawClient, TestServer};
 
 const WAIT: Duration = Duration::from_secs(10);
-
-fn with_config(config: &str) -> TestServer {
-    TestServer::start(ServerOptions {
-        config: Some(config.to_string()),
-        ..Default::default()
-    })
-}
 
 async fn user_info(options: async_nats::ConnectOptions, server: &TestServer) -> serde_json::Value {
     let client = tokio::time::timeout(WAIT, options.connect(server.url()))
@@ -52,7 +45,7 @@ async fn without_authentication_the_user_is_empty_in_the_global_account() {
 
 #[tokio::test]
 async fn a_user_with_permissions_sees_them() {
-    let server = with_config(
+    let server = TestServer::with_config(
         r#"
 accounts { A { users: [ { user: a, password: a, permissions: {
   publish: { allow: ["foo", "$SYS.REQ.USER.INFO"], deny: "x.>" },
@@ -96,7 +89,7 @@ authorization { users: [ { user: plain, password: plain } ] }
 #[tokio::test]
 async fn an_nkey_user_is_named_by_its_public_key() {
     let key = nkeys::KeyPair::new_user();
-    let server = with_config(&format!(
+    let server = TestServer::with_config(&format!(
         "authorization {{ users: [ {{ nkey: {} }} ] }}\n",
         key.public_key()
     ));
@@ -111,7 +104,7 @@ async fn an_nkey_user_is_named_by_its_public_key() {
 
 #[test]
 fn the_request_needs_publish_permission() {
-    let server = with_config(
+    let server = TestServer::with_config(
         "authorization { users: [ { user: a, password: a, permissions: { publish: \"foo\" } } ] }\n",
     );
     let mut client = RawClient::connect_with(&server, r#"{"verbose":false,"user":"a","pass":"a"}"#);

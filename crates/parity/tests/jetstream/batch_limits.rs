@@ -4,10 +4,11 @@
 //! after the configured timeout, and show in `/jsz` and `/varz`. Runs against ours or the real
 //! nats-server (`NATS_SERVER_BIN`).
 
-use crate::common::{connect, create_stream, http_get_json, publish_raw, TIMEOUT};
 use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::{json, Value};
+use test_harness::client::{connect, create_stream, publish_raw, TIMEOUT};
+use test_harness::monitoring::get_json;
 use test_harness::{ServerOptions, TestServer};
 
 /// At most 3 messages per atomic batch, one open batch per stream, idle batches dropped after
@@ -178,9 +179,6 @@ async fn jsz_and_varz_report_the_configured_limits() {
         "max_batch_timeout": 1_000_000_000i64,
         "default_max_consumers": 1000,
     });
-    assert_eq!(http_get_json(&server, "/jsz")["limits"], expected);
-    assert_eq!(
-        http_get_json(&server, "/varz")["jetstream"]["limits"],
-        expected
-    );
+    assert_eq!(get_json(&server, "/jsz")["limits"], expected);
+    assert_eq!(get_json(&server, "/varz")["jetstream"]["limits"], expected);
 }

@@ -3,11 +3,13 @@
 //! nats-server 2.15's errors and limits. Runs against ours or the real nats-server
 //! (`NATS_SERVER_BIN`).
 
-use crate::common;
+use test_harness::client;
 
-use crate::common::{api, connect, create_stream as create, pairs, publish_raw, stored_headers};
 use futures::StreamExt;
 use serde_json::{json, Value};
+use test_harness::client::{
+    api, connect, create_stream as create, pairs, publish_raw, stored_headers,
+};
 use test_harness::TestServer;
 
 /// One batch message: `Nats-Batch-Id`, `Nats-Batch-Sequence`, then `extra`; the raw reply.
@@ -374,7 +376,7 @@ async fn a_mirror_drops_the_headers_meant_for_the_origin() {
         r#"{"stream":"A","seq":2,"batch":"b","count":2}"#
     );
     create(&client, json!({"name": "M", "mirror": {"name": "A"}})).await;
-    let copies = common::wait_for_messages(&client, "M", ">", 2).await;
+    let copies = client::wait_for_messages(&client, "M", ">", 2).await;
     assert_eq!(copies.len(), 2);
     assert_eq!(stored_headers(&client, "M", 1).await, pairs(&[]));
     assert_eq!(
@@ -395,7 +397,7 @@ async fn an_abandoned_batch_is_advised() {
     client.flush().await.expect("flush");
     assert_eq!(batch(&client, "a.1", "g", 1, &[], "x").await, "");
     batch(&client, "a.1", "g", 3, &[], "x").await;
-    let advisory = tokio::time::timeout(common::TIMEOUT, advisories.next())
+    let advisory = tokio::time::timeout(client::TIMEOUT, advisories.next())
         .await
         .expect("advisory in time")
         .expect("subscription open");

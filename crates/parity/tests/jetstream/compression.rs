@@ -1,10 +1,10 @@
 //! Stream `compression: "s2"` is applied by the file store: messages take less disk, read back
 //! byte for byte (MSG.GET and consumers), across a graceful restart and a SIGKILL.
 
-use crate::common::connect;
 use async_nats::jetstream::{self, consumer, stream};
 use futures::StreamExt;
 use std::time::Duration;
+use test_harness::client::connect;
 use test_harness::TestServer;
 
 const MESSAGES: u64 = 200;

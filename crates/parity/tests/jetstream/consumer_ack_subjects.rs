@@ -4,10 +4,10 @@
 //! shapes, another domain or account hash, and any ack to an ack-none consumer reach nobody.
 //! Runs against ours or the real nats-server (`NATS_SERVER_BIN`).
 
-use crate::common;
+use test_harness::client;
 
-use crate::common::{api, connect, TIMEOUT};
 use serde_json::json;
+use test_harness::client::{api, connect, TIMEOUT};
 use test_harness::{ServerOptions, TestServer};
 
 /// nats-server's 8-character hash of the global account name `$G`.
@@ -15,7 +15,7 @@ const ACCOUNT_HASH: &str = "szMpdrwD";
 
 /// Stream `S` with `count` messages and consumers `C` (explicit ack) and `N` (ack none).
 async fn setup(client: &async_nats::Client, count: usize) {
-    common::stream_s(client, count).await;
+    client::stream_s(client, count).await;
     for (name, ack_policy) in [("C", "explicit"), ("N", "none")] {
         let created = api(
             client,

@@ -2,8 +2,8 @@
 //! nats-server's codes, NAMES/LIST paging, DELETE, PAUSE. Runs against ours or the real
 //! nats-server (`NATS_SERVER_BIN`).
 
-use crate::common::{api, connect, create_stream};
 use serde_json::{json, Value};
+use test_harness::client::{api, connect, create_stream};
 use test_harness::TestServer;
 
 async fn create(client: &async_nats::Client, subject: &str, body: Value) -> Value {

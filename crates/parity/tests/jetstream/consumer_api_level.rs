@@ -3,9 +3,9 @@
 //! RESET is answered only by an existing consumer, a pull request gets a `412` status), with
 //! its exact reply bytes. Runs against ours or the real nats-server (`NATS_SERVER_BIN`).
 
-use crate::common::{api, connect};
 use serde_json::json;
 use std::time::Duration;
+use test_harness::client::{api, connect};
 use test_harness::TestServer;
 
 const LEVEL_ERROR: &str =

@@ -2,11 +2,11 @@
 //! by_start_time, last_per_subject), filter_subject(s), headers_only, max_ack_pending stalls, and
 //! num_pending with filters. Runs against ours or the real nats-server (`NATS_SERVER_BIN`).
 
-use crate::common::{api, connect, TIMEOUT};
 use async_nats::jetstream;
 use futures::StreamExt;
 use serde_json::{json, Value};
 use std::time::Duration;
+use test_harness::client::{api, connect, TIMEOUT};
 use test_harness::TestServer;
 use tokio::time::timeout;
 

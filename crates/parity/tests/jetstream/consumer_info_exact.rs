@@ -4,11 +4,11 @@
 //! apart from API requests and answers such an INFO with the acks unapplied (seen in every run),
 //! so against it the test waits for the acks to land; against ours the first answer must be exact.
 
-use crate::common::{api, connect, TIMEOUT};
 use async_nats::jetstream::{self, consumer::pull};
 use futures::StreamExt;
 use serde_json::json;
 use serde_json::Value;
+use test_harness::client::{api, connect, TIMEOUT};
 use test_harness::TestServer;
 use tokio::time::timeout;
 

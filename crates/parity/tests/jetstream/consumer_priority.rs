@@ -4,11 +4,11 @@
 //! `prioritized` order, through raw wire requests and async-nats. Runs against ours or the real
 //! nats-server (`NATS_SERVER_BIN`).
 
-use crate::common::{api, connect, stream_s, TIMEOUT};
 use async_nats::jetstream::{self, consumer::pull, consumer::PriorityPolicy};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use std::time::Duration;
+use test_harness::client::{api, connect, stream_s, TIMEOUT};
 use test_harness::{RawClient, TestServer};
 use tokio::time::timeout;
 

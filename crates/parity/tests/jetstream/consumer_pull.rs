@@ -2,11 +2,11 @@
 //! ack_wait redelivery, max_deliver, max_ack_pending, and the exact status replies of MSG.NEXT.
 //! Runs against ours or the real nats-server (`NATS_SERVER_BIN`).
 
-use crate::common::{api, connect, TIMEOUT};
 use async_nats::jetstream::{self, consumer::pull};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use std::time::Duration;
+use test_harness::client::{api, connect, TIMEOUT};
 use test_harness::TestServer;
 use tokio::time::timeout;
 

@@ -2,11 +2,11 @@
 //! the ordered consumers of async-nats (push and pull flavours). Runs against ours or the real
 //! nats-server (`NATS_SERVER_BIN`).
 
-use crate::common::{api, connect, TIMEOUT};
 use async_nats::jetstream::{self, consumer::push};
 use futures::StreamExt;
 use serde_json::json;
 use std::time::Duration;
+use test_harness::client::{api, connect, TIMEOUT};
 use test_harness::TestServer;
 use tokio::time::timeout;
 

@@ -3,10 +3,10 @@
 //! ephemeral one with no subscriber is inactive and goes away after its inactive_threshold.
 //! Runs against ours or the real nats-server (`NATS_SERVER_BIN`).
 
-use crate::common::{api, connect, stream_s, TIMEOUT};
 use async_nats::jetstream;
 use futures::StreamExt;
 use std::time::{Duration, Instant};
+use test_harness::client::{api, connect, stream_s, TIMEOUT};
 use test_harness::TestServer;
 use tokio::time::timeout;
 

@@ -2,11 +2,11 @@
 //! deliver policy allows, its errors, silence for a missing consumer, and delivery restarting
 //! from the new position. Runs against ours or the real nats-server (`NATS_SERVER_BIN`).
 
-use crate::common::{api, connect, stream_s, TIMEOUT};
 use async_nats::jetstream;
 use futures::StreamExt;
 use serde_json::{json, Value};
 use std::time::Duration;
+use test_harness::client::{api, connect, stream_s, TIMEOUT};
 use test_harness::TestServer;
 use tokio::time::timeout;
 

@@ -2,11 +2,11 @@
 //! consumer acked it (and when the last interested consumer goes), work-queue streams drop it on
 //! ack, limits streams keep everything. Runs against ours or the real nats-server.
 
-use crate::common::{api, connect, TIMEOUT};
 use async_nats::jetstream::{self, consumer::pull};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use std::time::Duration;
+use test_harness::client::{api, connect, TIMEOUT};
 use test_harness::TestServer;
 use tokio::time::timeout;
 

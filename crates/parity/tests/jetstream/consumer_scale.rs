@@ -4,9 +4,9 @@
 //! measurement, ignored by default. Runs against ours or the real nats-server
 //! (`NATS_SERVER_BIN`).
 
-use crate::common::{api, connect, TIMEOUT};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
+use test_harness::client::{api, connect, TIMEOUT};
 use test_harness::TestServer;
 
 async fn create_stream(client: &async_nats::Client, storage: &str) {

@@ -3,10 +3,10 @@
 //! flush: after each graceful restart the consumer reports exactly what it reported before.
 //! Runs against ours or the real nats-server (`NATS_SERVER_BIN`).
 
-use crate::common::{api, connect, stream_s, TIMEOUT};
 use async_nats::jetstream;
 use futures::StreamExt;
 use serde_json::{json, Value};
+use test_harness::client::{api, connect, stream_s, TIMEOUT};
 use test_harness::TestServer;
 use tokio::time::timeout;
 

@@ -4,10 +4,10 @@
 //! stores sourced counter messages as they are. Runs against ours or the real nats-server
 //! (`NATS_SERVER_BIN`).
 
-use crate::common::{
+use serde_json::json;
+use test_harness::client::{
     connect, create_stream, publish_raw, stored_headers, wait_for_messages as stored,
 };
-use serde_json::json;
 use test_harness::TestServer;
 
 fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {

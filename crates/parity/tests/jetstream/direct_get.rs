@@ -2,7 +2,7 @@
 //! `DIRECT.GET` of a stream that does not exist or does not allow direct gets, and
 //! `CONSUMER.MSG.NEXT` of a consumer that does not exist. Runs against nats-server too.
 
-use crate::common::{api, connect, publish_raw, TIMEOUT};
+use test_harness::client::{api, connect, publish_raw, TIMEOUT};
 use test_harness::TestServer;
 
 async fn request_kind(

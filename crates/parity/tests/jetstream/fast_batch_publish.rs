@@ -4,10 +4,10 @@
 //! as nats-server 2.15.1 sends them. Runs against ours or the real nats-server
 //! (`NATS_SERVER_BIN`).
 
-use crate::common::{api, connect, create_stream, TIMEOUT};
 use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::json;
+use test_harness::client::{api, connect, create_stream, TIMEOUT};
 use test_harness::TestServer;
 
 /// A connection with a subscription on every fast batch reply it sends.

@@ -1,8 +1,8 @@
 //! The async-nats key-value API on top of streams: bucket create, put/get (direct get), revision
 //! checks (expected last subject sequence), delete and purge markers (rollups), history.
 
-use crate::common::connect;
 use async_nats::jetstream::{self, kv};
+use test_harness::client::connect;
 use test_harness::TestServer;
 
 #[tokio::test]

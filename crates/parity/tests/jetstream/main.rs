@@ -1,7 +1,5 @@
 //! Black-box tests: jetstream. Each module is one concern; helpers live in test-harness.
 
-mod common;
-
 mod batch_limits;
 mod batch_publish;
 mod compression;

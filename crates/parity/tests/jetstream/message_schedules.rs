@@ -4,11 +4,11 @@
 //! the stream). Uses short real schedules (1-2 s) and waits for the fired message with a pull
 //! consumer, bounded by a timeout. Runs against ours or the real nats-server (`NATS_SERVER_BIN`).
 
-use crate::common::{
-    api, connect, create_stream, pairs, publish_raw, stored_headers, wait_for_messages,
-};
 use async_nats::jetstream;
 use serde_json::json;
+use test_harness::client::{
+    api, connect, create_stream, pairs, publish_raw, stored_headers, wait_for_messages,
+};
 use test_harness::TestServer;
 
 /// `@at` a whole second at least `seconds` from now (RFC 3339 in UTC, as clients send it).

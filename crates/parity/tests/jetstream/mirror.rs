@@ -1,9 +1,9 @@
 //! Mirrors of a stream on the same server: same sequences, times and bytes as the origin,
 //! following it as it grows, `mirror_direct` inherited, mirror progress in STREAM.INFO.
 
-use crate::common::{api, connect, publish_raw};
 use serde_json::{json, Value};
 use std::time::Duration;
+use test_harness::client::{api, connect, publish_raw};
 use test_harness::TestServer;
 
 async fn wait_for_messages(client: &async_nats::Client, stream: &str, count: u64) -> Value {

@@ -2,9 +2,9 @@
 //! filters: same sequences as the origin, transformed subjects, nothing lost or repeated.
 //! Runs against nats-server too (`NATS_SERVER_BIN`).
 
-use crate::common::{api, connect, publish_raw, TIMEOUT};
 use serde_json::Value;
 use std::time::Duration;
+use test_harness::client::{api, connect, publish_raw, TIMEOUT};
 use test_harness::TestServer;
 
 async fn wait_last_seq(client: &async_nats::Client, stream: &str, last_seq: u64) -> Value {

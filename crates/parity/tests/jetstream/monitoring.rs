@@ -1,7 +1,8 @@
 //! `/jsz` and the `jetstream` section of `/varz`: nats-server's fields and figures after a few
 //! streams and messages.
 
-use crate::common::{api, connect, http_get_json, publish_raw};
+use test_harness::client::{api, connect, publish_raw};
+use test_harness::monitoring::get_json;
 use test_harness::{ServerOptions, TestServer};
 
 #[tokio::test]
@@ -27,7 +28,7 @@ async fn jsz_and_varz_report_usage_and_config() {
     publish_raw(&client, "A", &[], "hello").await;
     publish_raw(&client, "M", &[], "hi").await;
 
-    let jsz = http_get_json(&server, "/jsz");
+    let jsz = get_json(&server, "/jsz");
     assert_eq!(jsz["streams"], 2);
     assert_eq!(jsz["messages"], 2);
     assert_eq!(jsz["bytes"], 55);
@@ -46,7 +47,7 @@ async fn jsz_and_varz_report_usage_and_config() {
     assert!(jsz["config"]["max_memory"].as_i64().unwrap() > 0);
     assert_eq!(jsz["limits"]["default_max_consumers"], 1000);
 
-    let varz = http_get_json(&server, "/varz");
+    let varz = get_json(&server, "/varz");
     let section = &varz["jetstream"];
     assert_eq!(section["config"], jsz["config"]);
     assert_eq!(section["stats"]["storage"], 36);

@@ -2,9 +2,9 @@
 //! info (size, chunks, digest), list, overwrite, delete and the errors after it, and the bucket
 //! stream underneath (`OBJ_<bucket>`). Runs against nats-server too (`NATS_SERVER_BIN`).
 
-use crate::common::{api, connect, TIMEOUT};
 use async_nats::jetstream::object_store;
 use futures::StreamExt;
+use test_harness::client::{api, connect, TIMEOUT};
 use test_harness::TestServer;
 use tokio::io::AsyncReadExt;
 

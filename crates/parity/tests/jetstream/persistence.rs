@@ -2,9 +2,9 @@
 //! there afterwards with the same sequence and bytes, configs come back, and the duplicate window
 //! still rejects ids seen before the restart.
 
-use crate::common::{api, connect, publish_raw};
 use async_nats::jetstream::{self, stream};
 use serde_json::json;
+use test_harness::client::{api, connect, publish_raw};
 use test_harness::TestServer;
 
 const MESSAGES: usize = 300;

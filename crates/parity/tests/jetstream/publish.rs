@@ -2,10 +2,10 @@
 //! limits and discard policies, rollups, TTL, interest retention. Runs against ours or the real
 //! nats-server (`NATS_SERVER_BIN`).
 
-use crate::common;
+use test_harness::client;
 
-use crate::common::{api, connect, create_stream, publish_raw};
 use serde_json::json;
+use test_harness::client::{api, connect, create_stream, publish_raw};
 use test_harness::TestServer;
 
 #[tokio::test]
@@ -325,7 +325,7 @@ async fn republish_sends_stored_messages_on() {
     client.flush().await.unwrap();
     publish_raw(&client, "rp.a", &[("X-Mine", "1")], "first").await;
     publish_raw(&client, "rp.a", &[], "second").await;
-    let first = tokio::time::timeout(common::TIMEOUT, copies.next())
+    let first = tokio::time::timeout(client::TIMEOUT, copies.next())
         .await
         .unwrap()
         .unwrap();
@@ -337,7 +337,7 @@ async fn republish_sends_stored_messages_on() {
     assert_eq!(headers.get("Nats-Sequence").unwrap().as_str(), "1");
     assert_eq!(headers.get("Nats-Last-Sequence").unwrap().as_str(), "0");
     assert_eq!(headers.get("X-Mine").unwrap().as_str(), "1");
-    let second = tokio::time::timeout(common::TIMEOUT, copies.next())
+    let second = tokio::time::timeout(client::TIMEOUT, copies.next())
         .await
         .unwrap()
         .unwrap();
@@ -408,7 +408,7 @@ async fn a_ttl_below_the_marker_ttl_is_stored_raised() {
         r#"{"stream":"T","seq":1}"#
     );
     assert_eq!(
-        common::stored_headers(&client, "T", 1).await,
-        common::pairs(&[("Nats-TTL", "5"), ("X", "1")])
+        client::stored_headers(&client, "T", 1).await,
+        client::pairs(&[("Nats-TTL", "5"), ("X", "1")])
     );
 }

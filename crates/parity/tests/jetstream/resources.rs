@@ -1,7 +1,7 @@
 //! Account resource limits from the `jetstream { ... }` block: stream reservations and publishes
 //! refused with nats-server's insufficient-resources errors.
 
-use crate::common::{api, connect, publish_raw};
+use test_harness::client::{api, connect, publish_raw};
 use test_harness::{ServerOptions, TestServer};
 
 #[tokio::test]

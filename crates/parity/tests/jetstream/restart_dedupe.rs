@@ -2,7 +2,7 @@
 //! at start, or lazily on the first publish that needs them (nats-server's `rebuildDedupe`),
 //! including when publishes without an id came first. Graceful stop and SIGKILL.
 
-use crate::common::{api, connect, publish_raw};
+use test_harness::client::{api, connect, publish_raw};
 use test_harness::TestServer;
 
 fn stored(stream: &str, seq: u64) -> String {

@@ -4,9 +4,9 @@
 //! added and removed by updates, and convergence across restarts (neither lost nor repeated
 //! messages). Runs against nats-server too (`NATS_SERVER_BIN`).
 
-use crate::common::{api, connect, publish_raw, TIMEOUT};
 use serde_json::Value;
 use std::time::Duration;
+use test_harness::client::{api, connect, publish_raw, TIMEOUT};
 use test_harness::TestServer;
 
 /// STREAM.INFO until `done` says the stream converged; bounded by [`TIMEOUT`].

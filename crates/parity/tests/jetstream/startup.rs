@@ -1,11 +1,11 @@
 //! Start-up: the JetStream banner section and the default store location under the OS temp dir
 //! (honouring TMPDIR) when no store_dir is given.
 
-use crate::common;
+use test_harness::client;
 
-use crate::common::api;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use test_harness::client::api;
 use test_harness::{free_port, server_binary, TestServer};
 
 #[test]
@@ -66,7 +66,7 @@ async fn default_store_lives_under_tmpdir() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let client = tokio::time::timeout(
-        common::TIMEOUT,
+        client::TIMEOUT,
         async_nats::connect(format!("nats://127.0.0.1:{port}")),
     )
     .await

@@ -3,7 +3,7 @@
 //! is stored under, read back with `STREAM.MSG.GET`, and the destinations a stream config
 //! refuses. Runs against nats-server too (`NATS_SERVER_BIN`).
 
-use crate::common::{api, connect, publish_raw};
+use test_harness::client::{api, connect, publish_raw};
 use test_harness::TestServer;
 
 #[tokio::test]

@@ -3,11 +3,11 @@
 //! middle of a stream of async publishes, the server must come back with every acknowledged
 //! message, same sequence and bytes, and continue the sequence.
 
-use crate::common::connect;
 use async_nats::jetstream::{self, stream};
 use std::future::IntoFuture;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use test_harness::client::connect;
 use test_harness::{ServerOptions, TestServer};
 
 const WINDOW: usize = 64;

@@ -1,11 +1,11 @@
 //! The seed tutorial's server side and the stream API through async-nats, against ours or the
 //! real nats-server (`NATS_SERVER_BIN`).
 
-use crate::common;
+use test_harness::client;
 
-use crate::common::{api, connect, publish_raw};
 use async_nats::jetstream::{self, stream};
 use serde_json::json;
+use test_harness::client::{api, connect, publish_raw};
 use test_harness::TestServer;
 
 #[tokio::test]
@@ -221,7 +221,7 @@ async fn stream_advisories_for_create_update_delete() {
         ("$JS.EVENT.ADVISORY.STREAM.UPDATED.ADV", "modify"),
         ("$JS.EVENT.ADVISORY.STREAM.DELETED.ADV", "delete"),
     ] {
-        let message = tokio::time::timeout(common::TIMEOUT, advisories.next())
+        let message = tokio::time::timeout(client::TIMEOUT, advisories.next())
             .await
             .expect("advisory in time")
             .expect("advisory");

@@ -1,14 +1,14 @@
-//! Shared helpers for the CLI's end-to-end tests: run our `nats` binary against a test
-//! server with a private config directory and a bounded wait.
-
-#![allow(dead_code)]
+//! Run our `nats` CLI against a test server the way a user does: a private config directory
+//! (no developer's contexts or NATS_* settings leak in), a bounded wait, standard output and
+//! error captured; long-running commands read line by line; prompts answered in a
+//! pseudo-terminal.
 
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use test_harness::TestServer;
+use crate::TestServer;
 
 pub struct Run {
     pub status: i32,
@@ -30,7 +30,7 @@ impl Run {
 /// A `nats` command with `-s <server>`, no inherited NATS_* settings and its own config dir
 /// (so a developer's contexts never leak in).
 pub fn command(server: &TestServer, config_dir: &Path, args: &[&str]) -> Command {
-    let mut command = Command::new(test_harness::cli_binary());
+    let mut command = Command::new(crate::cli_binary());
     command.arg("-s").arg(server.url()).args(args);
     isolate(&mut command, config_dir);
     command
@@ -229,8 +229,8 @@ pub fn add_stream(server: &TestServer, config_dir: &Path, name: &str, subjects: 
 
 /// A `nats` command pointed at a free port where no server listens.
 pub fn unreachable_server_command(config_dir: &Path, args: &[&str]) -> Command {
-    let port = test_harness::free_port();
-    let mut command = Command::new(test_harness::cli_binary());
+    let port = crate::free_port();
+    let mut command = Command::new(crate::cli_binary());
     command
         .arg("-s")
         .arg(format!("nats://127.0.0.1:{port}"))
@@ -246,7 +246,7 @@ pub fn spawn_in_terminal(
     config_dir: &Path,
     args: &[&str],
 ) -> rexpect::session::PtySession {
-    let mut command = Command::new(test_harness::cli_binary());
+    let mut command = Command::new(crate::cli_binary());
     command.arg("-s").arg(server.url()).args(args);
     isolate(&mut command, config_dir);
     command.env("TERM", "xterm");

@@ -1,11 +1,10 @@
-//! Shared helpers for the JetStream black-box tests (each test file includes this module).
+//! Client-side helpers for the JetStream black-box tests, over async-nats: connect, raw
+//! `$JS.API` requests, publishes with headers, stream setup and reads of stored messages.
+//! Every wait is bounded by [`TIMEOUT`].
 
-#![allow(dead_code)]
-
+use crate::TestServer;
 use serde_json::Value;
-use std::io::{Read, Write};
 use std::time::Duration;
-use test_harness::TestServer;
 
 pub const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -143,21 +142,4 @@ pub async fn wait_for_messages(
         found.push((seq, String::from_utf8_lossy(&message.payload).to_string()));
     }
     found
-}
-
-/// GET a monitoring endpoint (`/jsz`, `/varz`, ...) of a server started with `monitoring`.
-pub fn http_get_json(server: &TestServer, path: &str) -> Value {
-    let address = server
-        .monitor_url("")
-        .trim_start_matches("http://")
-        .to_string();
-    let mut stream = std::net::TcpStream::connect(address).expect("connect monitor");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .expect("read timeout");
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").expect("request");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).expect("read response");
-    let body = response.split("\r\n\r\n").nth(1).expect("http body");
-    serde_json::from_str(body).expect("json body")
 }
