@@ -25,10 +25,38 @@ pub fn get_json(server: &TestServer, path: &str) -> Value {
     let text = String::from_utf8(response).expect("utf-8 response");
     let (head, body) = text.split_once("\r\n\r\n").expect("http response");
     assert!(head.starts_with("HTTP/1.1 200"), "{path}: {head}");
+    let head = head.to_ascii_lowercase();
     assert!(
-        head.to_ascii_lowercase()
-            .contains("content-type: application/json"),
+        head.contains("content-type: application/json"),
         "{path}: {head}"
     );
-    serde_json::from_str(body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))
+    // nats-server's Go HTTP server sends a large body (`/varz` with JetStream) in chunks.
+    let body = if head.contains("transfer-encoding: chunked") {
+        unchunk(body)
+    } else {
+        body.to_string()
+    };
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))
+}
+
+/// The body of a `Transfer-Encoding: chunked` response: each chunk is its size in hex, a line
+/// end, the bytes and a line end; a zero size ends it.
+fn unchunk(body: &str) -> String {
+    let mut rest = body.as_bytes();
+    let mut joined = Vec::new();
+    loop {
+        let line_end = rest
+            .windows(2)
+            .position(|pair| pair == b"\r\n")
+            .expect("chunk size line");
+        let size_line = String::from_utf8_lossy(&rest[..line_end]);
+        let size_text = size_line.split(';').next().unwrap_or_default().trim();
+        let size = usize::from_str_radix(size_text, 16).expect("hex chunk size");
+        if size == 0 {
+            return String::from_utf8(joined).expect("utf-8 body");
+        }
+        let chunk_start = line_end + 2;
+        joined.extend_from_slice(&rest[chunk_start..chunk_start + size]);
+        rest = &rest[chunk_start + size + 2..];
+    }
 }
