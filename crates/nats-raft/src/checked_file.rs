@@ -1,0 +1,61 @@
+//! Small whole files replaced atomically: `[4-byte magic][u32 crc32 of body][body]`, written to a
+//! temporary name, fsynced, renamed over the old file, and the directory fsynced. Used for a
+//! group's metadata (vote, commit, purge point) and its current snapshot.
+
+use std::fs::{self, File};
+use std::io::{self, Write};
+use std::path::Path;
+
+fn checksum(body: &[u8]) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(body);
+    hasher.finalize()
+}
+
+/// Replaces `path` with `body` durably.
+pub(crate) fn write(path: &Path, magic: &[u8; 4], body: &[u8]) -> io::Result<()> {
+    let temporary = path.with_extension("tmp");
+    let mut file = File::create(&temporary)?;
+    file.write_all(magic)?;
+    file.write_all(&checksum(body).to_le_bytes())?;
+    file.write_all(body)?;
+    file.sync_all()?;
+    fs::rename(&temporary, path)?;
+    if let Some(parent) = path.parent() {
+        File::open(parent)?.sync_all()?;
+    }
+    Ok(())
+}
+
+/// The body of `path`, `None` when there is no such file; an error when it is damaged.
+pub(crate) fn read(path: &Path, magic: &[u8; 4]) -> io::Result<Option<Vec<u8>>> {
+    let mut contents = match fs::read(path) {
+        Ok(contents) => contents,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(error),
+    };
+    let invalid = |what: &str| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{}: {what}", path.display()),
+        )
+    };
+    if contents.len() < 8 || &contents[0..4] != magic {
+        return Err(invalid("bad header"));
+    }
+    let mut stored = [0u8; 4];
+    stored.copy_from_slice(&contents[4..8]);
+    let body = contents.split_off(8);
+    if checksum(&body) != u32::from_le_bytes(stored) {
+        return Err(invalid("checksum mismatch"));
+    }
+    Ok(Some(body))
+}
+
+/// An `InvalidData` error for a body that does not decode.
+pub(crate) fn malformed(path: &Path, what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("{}: malformed {what}", path.display()),
+    )
+}

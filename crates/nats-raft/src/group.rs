@@ -1,0 +1,616 @@
+//! [`RaftGroup`]: one Raft group on this node (start/stop, propose, status, membership, leader
+//! transfer, inbound messages), its supervision and its commit-index protection.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use openraft::async_runtime::watch::WatchReceiver;
+use openraft::impls::EmptyNode;
+use openraft::{ChangeMembers, Config, Raft, ServerState, SnapshotPolicy};
+use tokio::sync::watch;
+
+use crate::codec::{Reader, Writer};
+use crate::log_file::TornTail;
+use crate::log_store::{LogStore, OpenReport, Shared};
+use crate::network::{encode_transfer_reply, kind, refused, Network, NetworkFactory, REPLY_OK};
+use crate::state_machine::{StateMachine, StateMachineAdapter, StoredSnapshot};
+use crate::types::{NodeId, Proposal, TypeConfig};
+
+/// How to start one group on this node.
+#[derive(Debug, Clone)]
+pub struct GroupConfig {
+    /// The group's name, the same on every node (the transport addresses groups by it).
+    pub group: String,
+    /// This node's id in the group.
+    pub node_id: NodeId,
+    /// The voters the group starts with. Used only when `bootstrap` is set and the directory holds
+    /// no log yet; every founding member may bootstrap with the same list.
+    pub members: Vec<NodeId>,
+    /// Found the group with `members` if the log is empty. Off for a node that joins an existing
+    /// group (it waits to be added by the leader).
+    pub bootstrap: bool,
+    /// Where the group's log, metadata and snapshot live (created if missing).
+    pub directory: PathBuf,
+    /// How often a leader sends heartbeats.
+    pub heartbeat_interval: Duration,
+    /// A follower that hears no leader for a random time in this range starts an election.
+    pub election_timeout: (Duration, Duration),
+    /// A snapshot is built after this many applied entries since the last one.
+    pub snapshot_after_entries: u64,
+    /// A follower further behind than this many entries gets the snapshot instead of entries.
+    pub snapshot_lag_threshold: u64,
+}
+
+impl GroupConfig {
+    /// NATS-like defaults: heartbeat 500 ms, election 2-4 s, a snapshot every 5,000 entries.
+    pub fn new(
+        group: impl Into<String>,
+        node_id: NodeId,
+        members: Vec<NodeId>,
+        directory: PathBuf,
+    ) -> Self {
+        GroupConfig {
+            group: group.into(),
+            node_id,
+            members,
+            bootstrap: true,
+            directory,
+            heartbeat_interval: Duration::from_millis(500),
+            election_timeout: (Duration::from_secs(2), Duration::from_secs(4)),
+            snapshot_after_entries: 5_000,
+            snapshot_lag_threshold: 5_000,
+        }
+    }
+
+    fn raft_config(&self) -> Result<Config, RaftGroupError> {
+        let config = Config {
+            cluster_name: self.group.clone(),
+            heartbeat_interval: self.heartbeat_interval.as_millis() as u64,
+            election_timeout_min: self.election_timeout.0.as_millis() as u64,
+            election_timeout_max: self.election_timeout.1.as_millis() as u64,
+            snapshot_policy: SnapshotPolicy::LogsSinceLast(self.snapshot_after_entries),
+            replication_lag_threshold: self.snapshot_lag_threshold,
+            max_in_snapshot_log_to_keep: 0,
+            // Lazily allocated, but a bound keeps a flooded group from taking all memory.
+            api_channel_size: Some(4_096),
+            notification_channel_size: Some(4_096),
+            install_snapshot_timeout: 30_000,
+            ..Config::default()
+        };
+        config
+            .validate()
+            .map_err(|error| RaftGroupError::Config(error.to_string()))
+    }
+}
+
+/// Errors of group operations.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RaftGroupError {
+    /// The configuration was refused.
+    #[error("invalid raft config: {0}")]
+    Config(String),
+    /// Opening or reading the group's files failed.
+    #[error("raft storage: {0}")]
+    Storage(String),
+    /// This node is not the leader; `leader` is the current one if known.
+    #[error("not the leader (leader: {leader:?})")]
+    NotLeader { leader: Option<NodeId> },
+    /// The group's core stopped (a storage error or a panic); restart it from its directory.
+    #[error("raft group offline: {0}")]
+    Offline(String),
+    /// A membership change was refused.
+    #[error("membership change refused: {0}")]
+    Membership(String),
+    /// A condition was not reached in time.
+    #[error("timed out waiting for the group")]
+    Timeout,
+}
+
+/// What a node is in its group right now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Leader,
+    Follower,
+    Candidate,
+    Learner,
+    /// The core stopped because of an error (see [`GroupStatus::error`]).
+    Offline,
+    /// Stopped on request.
+    Stopped,
+}
+
+/// A follower's replication progress as the leader sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FollowerProgress {
+    pub node: NodeId,
+    /// The last index known to be on that follower's disk.
+    pub matched: Option<u64>,
+    /// Entries the follower is behind the leader's last index.
+    pub lag: u64,
+}
+
+/// A snapshot of a group's state on this node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupStatus {
+    pub role: Role,
+    pub term: u64,
+    pub leader: Option<NodeId>,
+    pub voters: BTreeSet<NodeId>,
+    pub learners: BTreeSet<NodeId>,
+    pub last_log_index: Option<u64>,
+    pub committed: Option<u64>,
+    pub applied: Option<u64>,
+    /// Only on the leader: each other member's progress.
+    pub followers: Vec<FollowerProgress>,
+    /// Set while this node may not vote or lead: it must first catch up to this index.
+    pub protected_until: Option<u64>,
+    /// Why the group went offline.
+    pub error: Option<String>,
+}
+
+/// What the log looked like when the group started.
+#[derive(Debug, Clone)]
+pub struct RecoveryReport {
+    /// The first bad record, if the log had to be cut.
+    pub torn_tail: Option<TornTail>,
+    pub last_index: Option<u64>,
+    /// The commit index recorded before the restart.
+    pub recorded_commit: Option<u64>,
+}
+
+/// Log I/O counters (group commit shows as fewer fsyncs than appends).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogCounters {
+    pub append_calls: u64,
+    pub entries_appended: u64,
+    pub fsyncs: u64,
+}
+
+struct Supervision {
+    stopping: AtomicBool,
+    offline: watch::Sender<Option<String>>,
+    /// 0: not protected; otherwise the index to reach before voting or leading.
+    protected_until: AtomicU64,
+}
+
+/// One Raft group on this node.
+pub struct RaftGroup {
+    raft: Raft<TypeConfig, StateMachineAdapter>,
+    group: Arc<str>,
+    node_id: NodeId,
+    log: Arc<Shared>,
+    supervision: Arc<Supervision>,
+    membership_changes: tokio::sync::Mutex<()>,
+    recovery: RecoveryReport,
+}
+
+fn storage_error(error: impl std::fmt::Display) -> RaftGroupError {
+    RaftGroupError::Storage(error.to_string())
+}
+
+impl RaftGroup {
+    /// Opens the group's directory (recovering its log), restores the application from the last
+    /// snapshot and starts the Raft core. Must run inside a tokio runtime.
+    pub async fn start(
+        config: GroupConfig,
+        state_machine: Box<dyn StateMachine>,
+        network: Arc<dyn Network>,
+    ) -> Result<RaftGroup, RaftGroupError> {
+        let raft_config = Arc::new(config.raft_config()?);
+        let directory = config.directory.clone();
+        let opened = tokio::task::spawn_blocking(move || {
+            let (store, shared, report) = LogStore::open(&directory)?;
+            let adapter = StateMachineAdapter::open(&directory, state_machine)?;
+            Ok::<_, std::io::Error>((store, shared, report, adapter))
+        })
+        .await
+        .map_err(storage_error)?;
+        let (store, log, report, adapter) = opened.map_err(storage_error)?;
+        let OpenReport {
+            torn_tail,
+            last_index,
+            recorded_commit,
+        } = report;
+        if let Some(tail) = &torn_tail {
+            tracing::warn!(group = %config.group, ?tail, "raft log had a bad record; cut there");
+        }
+        // Commit-index protection: the log ends before what this node once knew was committed.
+        let protected_until = match (recorded_commit, last_index) {
+            (Some(commit), Some(last)) if commit > last => commit,
+            (Some(commit), None) => commit.max(1),
+            _ => 0,
+        };
+        let group: Arc<str> = Arc::from(config.group.as_str());
+        let factory = NetworkFactory {
+            group: group.clone(),
+            network,
+        };
+        let raft = Raft::build(config.node_id, raft_config, factory, store, adapter)
+            .await
+            .map_err(|fatal| RaftGroupError::Offline(fatal.to_string()))?;
+        let (offline, _) = watch::channel(None);
+        let supervision = Arc::new(Supervision {
+            stopping: AtomicBool::new(false),
+            offline,
+            protected_until: AtomicU64::new(protected_until),
+        });
+        if protected_until > 0 {
+            tracing::warn!(
+                group = %config.group,
+                recorded_commit = protected_until,
+                ?last_index,
+                "raft log ends before its recorded commit: not voting or leading until caught up"
+            );
+            raft.runtime_config().elect(false);
+        }
+        raft.run();
+        spawn_supervisor(raft.clone(), supervision.clone(), group.clone());
+        let this = RaftGroup {
+            raft,
+            group,
+            node_id: config.node_id,
+            log,
+            supervision,
+            membership_changes: tokio::sync::Mutex::new(()),
+            recovery: RecoveryReport {
+                torn_tail,
+                last_index,
+                recorded_commit,
+            },
+        };
+        if config.bootstrap && last_index.is_none() && protected_until == 0 {
+            let members: BTreeSet<NodeId> = config.members.iter().copied().collect();
+            // Refused when already initialised (e.g. a peer's log reached us first): not an error.
+            if let Err(error) = this.raft.initialize(members).await {
+                tracing::debug!(group = %this.group, %error, "raft initialize skipped");
+            }
+        }
+        Ok(this)
+    }
+
+    pub fn group(&self) -> &str {
+        &self.group
+    }
+
+    pub fn node_id(&self) -> NodeId {
+        self.node_id
+    }
+
+    /// What recovery found when the group started.
+    pub fn recovery(&self) -> &RecoveryReport {
+        &self.recovery
+    }
+
+    /// Appends `payload` to the log; resolves once it is committed (on a quorum's disks) and
+    /// applied here, with its log index. Concurrent proposals are batched into shared appends and
+    /// fsyncs. Only the leader accepts proposals.
+    pub async fn propose(&self, payload: Bytes) -> Result<u64, RaftGroupError> {
+        self.check_online()?;
+        match self.raft.client_write(Proposal(payload)).await {
+            Ok(response) => Ok(response.log_id().index),
+            Err(error) => Err(self.map_write_error(error)),
+        }
+    }
+
+    fn map_write_error(
+        &self,
+        error: openraft::errors::RaftError<
+            TypeConfig,
+            openraft::errors::ClientWriteError<TypeConfig>,
+        >,
+    ) -> RaftGroupError {
+        if let Some(forward) = error.forward_to_leader() {
+            return RaftGroupError::NotLeader {
+                leader: forward.leader_id,
+            };
+        }
+        match error {
+            openraft::errors::RaftError::Fatal(fatal) => self.offline_error(fatal.to_string()),
+            openraft::errors::RaftError::APIError(api) => {
+                RaftGroupError::Membership(api.to_string())
+            }
+        }
+    }
+
+    fn offline_error(&self, fallback: String) -> RaftGroupError {
+        RaftGroupError::Offline(
+            self.supervision
+                .offline
+                .borrow()
+                .clone()
+                .unwrap_or(fallback),
+        )
+    }
+
+    fn check_online(&self) -> Result<(), RaftGroupError> {
+        match self.supervision.offline.borrow().clone() {
+            Some(reason) => Err(RaftGroupError::Offline(reason)),
+            None => Ok(()),
+        }
+    }
+
+    /// The group's state on this node now.
+    pub fn status(&self) -> GroupStatus {
+        let metrics = self.raft.metrics().borrow_watched().clone();
+        let offline = self.supervision.offline.borrow().clone();
+        let role = if offline.is_some() {
+            Role::Offline
+        } else {
+            match metrics.state {
+                ServerState::Leader => Role::Leader,
+                ServerState::Follower => Role::Follower,
+                ServerState::Candidate => Role::Candidate,
+                ServerState::Learner => Role::Learner,
+                ServerState::Shutdown => Role::Stopped,
+            }
+        };
+        let last = metrics.last_log_index;
+        let followers = metrics
+            .replication
+            .as_ref()
+            .map(|replication| {
+                replication
+                    .iter()
+                    .filter(|(node, _)| **node != self.node_id)
+                    .map(|(node, matched)| {
+                        let matched = matched.as_ref().map(|log_id| log_id.index);
+                        FollowerProgress {
+                            node: *node,
+                            matched,
+                            lag: last.unwrap_or(0).saturating_sub(matched.unwrap_or(0)),
+                        }
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let membership = metrics.membership_config.membership();
+        let protected = self.supervision.protected_until.load(Ordering::Acquire);
+        GroupStatus {
+            role,
+            term: metrics.current_term,
+            leader: metrics.current_leader,
+            voters: membership.voter_ids().collect(),
+            learners: membership.learner_ids().collect(),
+            last_log_index: last,
+            committed: metrics.local_committed.as_ref().map(|log_id| log_id.index),
+            applied: metrics.last_applied.as_ref().map(|log_id| log_id.index),
+            followers,
+            protected_until: (protected > 0).then_some(protected),
+            error: offline,
+        }
+    }
+
+    /// Waits until `condition` holds for the group's status, at most `timeout`.
+    pub async fn wait_for(
+        &self,
+        timeout: Duration,
+        mut condition: impl FnMut(&GroupStatus) -> bool,
+    ) -> Result<GroupStatus, RaftGroupError> {
+        let mut metrics = self.raft.metrics();
+        let mut offline = self.supervision.offline.subscribe();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let status = self.status();
+            if condition(&status) {
+                return Ok(status);
+            }
+            tokio::select! {
+                _ = tokio::time::sleep_until(deadline) => return Err(RaftGroupError::Timeout),
+                changed = metrics.changed() => {
+                    if changed.is_err() {
+                        // The core is gone: give the supervisor a moment to record why.
+                        let _ = tokio::time::timeout(Duration::from_secs(1), offline.changed()).await;
+                        let status = self.status();
+                        return if condition(&status) { Ok(status) } else {
+                            Err(self.offline_error("raft core stopped".to_string()))
+                        };
+                    }
+                }
+                _ = offline.changed() => {}
+            }
+        }
+    }
+
+    /// Resolves with the reason when the group goes offline.
+    pub fn offline_watch(&self) -> watch::Receiver<Option<String>> {
+        self.supervision.offline.subscribe()
+    }
+
+    /// Asks the leader (this node) to hand leadership to `to`.
+    pub async fn transfer_leader(&self, to: NodeId) -> Result<(), RaftGroupError> {
+        self.check_online()?;
+        if self.status().role != Role::Leader {
+            return Err(RaftGroupError::NotLeader {
+                leader: self.status().leader,
+            });
+        }
+        self.raft
+            .trigger()
+            .transfer_leader(to)
+            .await
+            .map_err(|fatal| self.offline_error(fatal.to_string()))
+    }
+
+    /// Adds `node` as a voter: first as a learner that catches up, then promoted. Membership
+    /// changes of one group run one at a time.
+    pub async fn add_member(&self, node: NodeId) -> Result<(), RaftGroupError> {
+        self.check_online()?;
+        let _serialised = self.membership_changes.lock().await;
+        self.raft
+            .add_learner(node, EmptyNode {}, true)
+            .await
+            .map_err(|error| self.map_write_error(error))?;
+        self.raft
+            .change_membership(ChangeMembers::AddVoterIds(BTreeSet::from([node])), false)
+            .await
+            .map_err(|error| self.map_write_error(error))?;
+        Ok(())
+    }
+
+    /// Removes `node` from the group (voter or learner).
+    pub async fn remove_member(&self, node: NodeId) -> Result<(), RaftGroupError> {
+        self.check_online()?;
+        let _serialised = self.membership_changes.lock().await;
+        self.raft
+            .change_membership(ChangeMembers::RemoveVoters(BTreeSet::from([node])), false)
+            .await
+            .map_err(|error| self.map_write_error(error))?;
+        Ok(())
+    }
+
+    /// Builds a snapshot now (normally automatic after `snapshot_after_entries`).
+    pub async fn snapshot_now(&self) -> Result<(), RaftGroupError> {
+        self.raft
+            .trigger()
+            .snapshot()
+            .await
+            .map_err(|fatal| self.offline_error(fatal.to_string()))
+    }
+
+    /// Turns heartbeats and elections of this node's group on or off at runtime (quiescing an idle
+    /// group). While off, a leader failure goes unnoticed until they are turned back on.
+    pub fn set_active(&self, active: bool) {
+        let runtime = self.raft.runtime_config();
+        runtime.heartbeat(active);
+        runtime.elect(active && self.supervision.protected_until.load(Ordering::Acquire) == 0);
+    }
+
+    pub fn log_counters(&self) -> LogCounters {
+        let counters = &self.log.counters;
+        LogCounters {
+            append_calls: counters.append_calls.load(Ordering::Relaxed),
+            entries_appended: counters.entries_appended.load(Ordering::Relaxed),
+            fsyncs: counters.fsyncs.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Stops the group; its directory can be started again.
+    pub async fn shutdown(&self) {
+        self.supervision.stopping.store(true, Ordering::Release);
+        if let Err(error) = self.raft.shutdown().await {
+            tracing::debug!(group = %self.group, %error, "raft core ended with an error on shutdown");
+        }
+    }
+
+    /// Handles one message from a peer (what [`Network::send`] delivered) and returns the reply to
+    /// send back.
+    pub async fn handle_message(&self, message: Bytes) -> Bytes {
+        match self.dispatch(message).await {
+            Ok(reply) => reply,
+            Err(text) => refused(&text),
+        }
+    }
+
+    async fn dispatch(&self, message: Bytes) -> Result<Bytes, String> {
+        let Some((&kind, body)) = message.split_first() else {
+            return Err("empty raft message".to_string());
+        };
+        let protected = self.supervision.protected_until.load(Ordering::Acquire) > 0;
+        let decode = |error: crate::codec::DecodeError| error.to_string();
+        let mut reader = Reader::new(body);
+        let mut writer = Writer::new();
+        writer.u8(REPLY_OK);
+        match kind {
+            kind::APPEND => {
+                let request = reader.append_request().map_err(decode)?;
+                let response = self
+                    .raft
+                    .append_entries(request)
+                    .await
+                    .map_err(|error| error.to_string())?;
+                writer.append_response(&response);
+            }
+            kind::VOTE | kind::PRE_VOTE => {
+                if protected {
+                    return Err("catching up to its recorded commit: not voting".to_string());
+                }
+                let request = reader.vote_request().map_err(decode)?;
+                let response = if kind == kind::VOTE {
+                    self.raft.vote(request).await
+                } else {
+                    self.raft.pre_vote(request).await
+                };
+                writer.vote_response(&response.map_err(|error| error.to_string())?);
+            }
+            kind::SNAPSHOT => {
+                let vote = reader.vote().map_err(decode)?;
+                let meta = reader.snapshot_meta().map_err(decode)?;
+                let data = Bytes::copy_from_slice(reader.bytes().map_err(decode)?);
+                let snapshot = StoredSnapshot {
+                    meta,
+                    snapshot: data,
+                };
+                let response = self
+                    .raft
+                    .install_full_snapshot(vote, snapshot)
+                    .await
+                    .map_err(|error| error.to_string())?;
+                writer.vote(&response.vote);
+            }
+            kind::TRANSFER_LEADER => {
+                if protected {
+                    return Err("catching up to its recorded commit: not leading".to_string());
+                }
+                let from = reader.vote().map_err(decode)?;
+                let to = reader.u64().map_err(decode)?;
+                let last = reader.option_log_id().map_err(decode)?;
+                let request = openraft::raft::TransferLeaderRequest::new(from, to, last);
+                let response = self
+                    .raft
+                    .handle_transfer_leader(request)
+                    .await
+                    .map_err(|error| error.to_string())?;
+                encode_transfer_reply(&mut writer, &response);
+            }
+            _ => return Err(format!("unknown raft message kind {kind}")),
+        }
+        Ok(writer.finish())
+    }
+}
+
+/// Watches the core: when it exits without a shutdown request, the group is marked offline with
+/// the reason and the error is logged. Also lifts the commit-index protection once caught up.
+fn spawn_supervisor(
+    raft: Raft<TypeConfig, StateMachineAdapter>,
+    supervision: Arc<Supervision>,
+    group: Arc<str>,
+) {
+    tokio::spawn(async move {
+        let mut metrics = raft.metrics();
+        // Protection: wait until the commit index reaches the recorded one.
+        let target = supervision.protected_until.load(Ordering::Acquire);
+        if target > 0 {
+            loop {
+                let committed = metrics
+                    .borrow_watched()
+                    .local_committed
+                    .as_ref()
+                    .map(|log_id| log_id.index);
+                if committed.is_some_and(|index| index >= target) {
+                    supervision.protected_until.store(0, Ordering::Release);
+                    raft.runtime_config().elect(true);
+                    tracing::info!(%group, target, "raft log caught up past its recorded commit; voting again");
+                    break;
+                }
+                if metrics.changed().await.is_err() {
+                    break;
+                }
+            }
+        }
+        let mut server_metrics = raft.server_metrics();
+        while server_metrics.changed().await.is_ok() {}
+        if supervision.stopping.load(Ordering::Acquire) {
+            return;
+        }
+        let reason = match &metrics.borrow_watched().running_state {
+            Err(fatal) => format!("raft core stopped: {fatal}"),
+            Ok(()) => "raft core stopped unexpectedly".to_string(),
+        };
+        tracing::error!(%group, %reason, "raft group offline");
+        supervision.offline.send_replace(Some(reason));
+    });
+}

@@ -1,0 +1,35 @@
+//! nats-raft: the Raft engine adapter. One [`RaftGroup`] per replicated asset, on openraft
+//! (pinned exactly; no other workspace crate names an openraft type).
+//!
+//! What lives here: the group handle ([`RaftGroup`]: start/stop, `propose`, status and waits,
+//! leader transfer, serialised membership changes, supervision), the log on files (`log_file`:
+//! checksummed segments, metadata with vote and commit index; `log_store`: group commit, one fsync
+//! before the `IOFlushed` callbacks it covers), the binary codec for entries and RPCs (`codec`),
+//! the application seams [`StateMachine`] and [`Network`], and commit-index protection (a node
+//! whose log ends before its recorded commit neither votes nor campaigns until it has caught up).
+//!
+//! Who calls it: the server's clustering layer (meta group, stream groups), which implements
+//! [`Network`] over routes and [`StateMachine`] over the stream store; tests implement both in
+//! memory.
+//!
+//! What it must not know: NATS subjects, routes, JetStream, the stream store. Payloads and
+//! snapshots are opaque bytes.
+
+mod checked_file;
+mod codec;
+mod group;
+mod log_file;
+mod log_store;
+mod network;
+mod state_machine;
+mod types;
+
+pub use codec::DecodeError;
+pub use group::{
+    FollowerProgress, GroupConfig, GroupStatus, LogCounters, RaftGroup, RaftGroupError,
+    RecoveryReport, Role,
+};
+pub use log_file::TornTail;
+pub use network::{Network, NetworkError, ReplyFuture};
+pub use state_machine::StateMachine;
+pub use types::NodeId;

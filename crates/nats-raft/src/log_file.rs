@@ -1,0 +1,414 @@
+//! A group's log on disk: segment files of checksummed records, and the metadata file.
+//!
+//! Layout of a group directory:
+//! - `log-<first index, 20 digits>.seg`: records `[u32 length][u32 crc32][entry]`, the checksum
+//!   covering the length and the entry (CRC-32 IEEE through crc32fast). A new segment starts when
+//!   the active one passes [`SEGMENT_BYTES`].
+//! - `meta`: vote, committed log id and last purged log id, a `checked_file` (checksummed, replaced
+//!   by write-to-temporary + fsync + rename + fsync of the directory).
+//!
+//! Synchronous code with no tokio: the async store (`log_store.rs`) calls it under a mutex and runs
+//! fsyncs on the blocking pool.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::checked_file;
+use crate::codec::{Reader, Writer};
+use crate::types::{Entry, LogId, Vote};
+
+/// A segment is closed and a new one started once it holds this many bytes.
+pub(crate) const SEGMENT_BYTES: u64 = 64 << 20;
+const RECORD_HEADER: usize = 8;
+const META_MAGIC: &[u8; 4] = b"NRM1";
+
+/// What recovery found wrong at the end of the log, if anything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TornTail {
+    /// The segment file holding the first bad record.
+    pub segment: PathBuf,
+    /// Byte offset of the first bad record in that segment; the log was cut there.
+    pub offset: u64,
+    /// Bytes dropped from that point on, this segment and every later one together.
+    pub dropped_bytes: u64,
+    /// Why the record was refused.
+    pub reason: &'static str,
+}
+
+/// The durable small state beside the log.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Meta {
+    pub(crate) vote: Option<Vote>,
+    pub(crate) committed: Option<LogId>,
+    pub(crate) purged: Option<LogId>,
+}
+
+struct Segment {
+    first_index: u64,
+    path: PathBuf,
+    file: Arc<File>,
+    length: u64,
+}
+
+/// Where a record lives, for truncation.
+#[derive(Clone, Copy)]
+struct Location {
+    segment: usize,
+    offset: u64,
+}
+
+/// The open log of one group: every live entry in memory, and its files.
+pub(crate) struct LogFile {
+    directory: PathBuf,
+    segments: Vec<Segment>,
+    entries: BTreeMap<u64, Entry>,
+    locations: BTreeMap<u64, Location>,
+    pub(crate) meta: Meta,
+}
+
+fn checksum(parts: &[&[u8]]) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    for part in parts {
+        hasher.update(part);
+    }
+    hasher.finalize()
+}
+
+fn segment_path(directory: &Path, first_index: u64) -> PathBuf {
+    directory.join(format!("log-{first_index:020}.seg"))
+}
+
+fn sync_directory(directory: &Path) -> io::Result<()> {
+    File::open(directory)?.sync_all()
+}
+
+fn open_append(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .read(true)
+        .append(true)
+        .open(path)
+}
+
+impl LogFile {
+    /// Opens (or creates) the log in `directory`, reading every segment and cutting the log at the
+    /// first record that is short, fails its checksum, does not decode or breaks the index order.
+    pub(crate) fn open(directory: &Path) -> io::Result<(LogFile, Option<TornTail>)> {
+        fs::create_dir_all(directory)?;
+        let meta = read_meta(directory)?.unwrap_or_default();
+        let mut names: Vec<(u64, PathBuf)> = Vec::new();
+        for item in fs::read_dir(directory)? {
+            let path = item?.path();
+            let Some(name) = path.file_name().and_then(|name| name.to_str()) else {
+                continue;
+            };
+            let Some(number) = name
+                .strip_prefix("log-")
+                .and_then(|rest| rest.strip_suffix(".seg"))
+            else {
+                continue;
+            };
+            if let Ok(first_index) = number.parse::<u64>() {
+                names.push((first_index, path));
+            }
+        }
+        names.sort();
+        let purged_index = meta.purged.as_ref().map(|log_id| log_id.index);
+        let mut log = LogFile {
+            directory: directory.to_path_buf(),
+            segments: Vec::new(),
+            entries: BTreeMap::new(),
+            locations: BTreeMap::new(),
+            meta,
+        };
+        let mut torn: Option<TornTail> = None;
+        let mut expected_next: Option<u64> = None;
+        for (first_index, path) in names {
+            if let Some(tail) = torn.as_mut() {
+                tail.dropped_bytes += fs::metadata(&path)?.len();
+                fs::remove_file(&path)?;
+                continue;
+            }
+            let mut file = open_append(&path)?;
+            let mut contents = Vec::new();
+            file.seek(SeekFrom::Start(0))?;
+            file.read_to_end(&mut contents)?;
+            let segment_number = log.segments.len();
+            let mut offset = 0usize;
+            let mut failure: Option<&'static str> = None;
+            while offset < contents.len() {
+                match parse_record(&contents[offset..]) {
+                    Err(reason) => {
+                        failure = Some(reason);
+                        break;
+                    }
+                    Ok((entry, length)) => {
+                        let index = entry.log_id.index;
+                        if let Some(next) = expected_next {
+                            if index != next {
+                                failure = Some("index out of order");
+                                break;
+                            }
+                        }
+                        expected_next = Some(index + 1);
+                        if purged_index.is_none_or(|purged| index > purged) {
+                            log.locations.insert(
+                                index,
+                                Location {
+                                    segment: segment_number,
+                                    offset: offset as u64,
+                                },
+                            );
+                            log.entries.insert(index, entry);
+                        }
+                        offset += length;
+                    }
+                }
+            }
+            if let Some(reason) = failure {
+                let dropped = (contents.len() - offset) as u64;
+                file.set_len(offset as u64)?;
+                file.sync_all()?;
+                torn = Some(TornTail {
+                    segment: path.clone(),
+                    offset: offset as u64,
+                    dropped_bytes: dropped,
+                    reason,
+                });
+            }
+            log.segments.push(Segment {
+                first_index,
+                path,
+                file: Arc::new(file),
+                length: offset as u64,
+            });
+        }
+        if torn.is_some() {
+            sync_directory(directory)?;
+        }
+        if log.segments.is_empty() {
+            let first = purged_index.map_or(0, |index| index + 1);
+            log.start_segment(first)?;
+        }
+        Ok((log, torn))
+    }
+
+    fn start_segment(&mut self, first_index: u64) -> io::Result<()> {
+        let path = segment_path(&self.directory, first_index);
+        let file = open_append(&path)?;
+        file.set_len(0)?;
+        sync_directory(&self.directory)?;
+        self.segments.push(Segment {
+            first_index,
+            path,
+            file: Arc::new(file),
+            length: 0,
+        });
+        Ok(())
+    }
+
+    /// The file that an fsync must cover for every write so far (older segments were synced when
+    /// they were closed).
+    pub(crate) fn active_file(&self) -> Option<Arc<File>> {
+        self.segments.last().map(|segment| segment.file.clone())
+    }
+
+    pub(crate) fn last_log_id(&self) -> Option<LogId> {
+        self.entries
+            .last_key_value()
+            .map(|(_, entry)| entry.log_id)
+            .or(self.meta.purged)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn entry(&self, index: u64) -> Option<&Entry> {
+        self.entries.get(&index)
+    }
+
+    pub(crate) fn range(&self, range: impl std::ops::RangeBounds<u64>) -> Vec<Entry> {
+        self.entries
+            .range(range)
+            .map(|(_, entry)| entry.clone())
+            .collect()
+    }
+
+    /// Writes `entries` after the current end (no fsync: the caller's flusher does that).
+    pub(crate) fn append(&mut self, entries: impl IntoIterator<Item = Entry>) -> io::Result<()> {
+        let mut buffer = Vec::new();
+        let mut pending: Vec<(u64, u64, Entry)> = Vec::new();
+        for entry in entries {
+            let active_length =
+                self.segments.last().map_or(0, |segment| segment.length) + buffer.len() as u64;
+            if active_length >= SEGMENT_BYTES {
+                self.write_buffer(&mut buffer, &mut pending)?;
+                if let Some(segment) = self.segments.last() {
+                    segment.file.sync_data()?;
+                }
+                self.start_segment(entry.log_id.index)?;
+            }
+            let offset =
+                self.segments.last().map_or(0, |segment| segment.length) + buffer.len() as u64;
+            let mut writer = Writer::new();
+            writer.entry(&entry);
+            let body = writer.finish();
+            let length = (body.len() as u32).to_le_bytes();
+            let crc = checksum(&[&length, &body]);
+            buffer.extend_from_slice(&length);
+            buffer.extend_from_slice(&crc.to_le_bytes());
+            buffer.extend_from_slice(&body);
+            pending.push((entry.log_id.index, offset, entry));
+        }
+        self.write_buffer(&mut buffer, &mut pending)
+    }
+
+    fn write_buffer(
+        &mut self,
+        buffer: &mut Vec<u8>,
+        pending: &mut Vec<(u64, u64, Entry)>,
+    ) -> io::Result<()> {
+        if buffer.is_empty() {
+            return Ok(());
+        }
+        let segment_number = self.segments.len() - 1;
+        let segment = &mut self.segments[segment_number];
+        (&*segment.file).write_all(buffer)?;
+        segment.length += buffer.len() as u64;
+        buffer.clear();
+        for (index, offset, entry) in pending.drain(..) {
+            self.locations.insert(
+                index,
+                Location {
+                    segment: segment_number,
+                    offset,
+                },
+            );
+            self.entries.insert(index, entry);
+        }
+        Ok(())
+    }
+
+    /// Removes every entry after `last` (all of them when `None`) from memory and disk, durably.
+    pub(crate) fn truncate_after(&mut self, last: Option<&LogId>) -> io::Result<()> {
+        let first_removed = last.map_or(0, |log_id| log_id.index + 1);
+        let Some(location) = self.locations.get(&first_removed).copied() else {
+            // Nothing at or past that index on disk.
+            self.entries.split_off(&first_removed);
+            return Ok(());
+        };
+        for segment in self.segments.drain(location.segment + 1..) {
+            fs::remove_file(&segment.path)?;
+        }
+        let segment = &mut self.segments[location.segment];
+        segment.file.set_len(location.offset)?;
+        segment.file.sync_all()?;
+        segment.length = location.offset;
+        sync_directory(&self.directory)?;
+        self.entries.split_off(&first_removed);
+        self.locations.split_off(&first_removed);
+        Ok(())
+    }
+
+    /// Records `upto` as purged (durably, first), then drops entries up to it and deletes the
+    /// segments that hold nothing newer.
+    pub(crate) fn purge(&mut self, upto: &LogId) -> io::Result<()> {
+        self.meta.purged = Some(*upto);
+        write_meta(&self.directory, &self.meta)?;
+        let keep_from = upto.index + 1;
+        self.entries = self.entries.split_off(&keep_from);
+        self.locations = self.locations.split_off(&keep_from);
+        // A segment can go when the next one starts at or before `keep_from`.
+        let mut removable = 0;
+        while removable + 1 < self.segments.len()
+            && self.segments[removable + 1].first_index <= keep_from
+        {
+            removable += 1;
+        }
+        if removable > 0 {
+            for segment in self.segments.drain(..removable) {
+                fs::remove_file(&segment.path)?;
+            }
+            for location in self.locations.values_mut() {
+                location.segment -= removable;
+            }
+            sync_directory(&self.directory)?;
+        }
+        if self.entries.is_empty() && self.segments.len() == 1 && self.segments[0].length > 0 {
+            // Everything is purged: restart the file so it does not keep purged records forever.
+            let old = self.segments.remove(0);
+            self.start_segment(keep_from)?;
+            if old.path != self.segments[0].path {
+                fs::remove_file(&old.path)?;
+                sync_directory(&self.directory)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Saves the metadata durably.
+    pub(crate) fn save_meta(&self) -> io::Result<()> {
+        write_meta(&self.directory, &self.meta)
+    }
+}
+
+/// One record from the front of `input`: the entry and the record's length.
+fn parse_record(input: &[u8]) -> Result<(Entry, usize), &'static str> {
+    if input.len() < RECORD_HEADER {
+        return Err("short record header");
+    }
+    let length_bytes = &input[0..4];
+    let mut length_buffer = [0u8; 4];
+    length_buffer.copy_from_slice(length_bytes);
+    let length = u32::from_le_bytes(length_buffer) as usize;
+    let mut crc_buffer = [0u8; 4];
+    crc_buffer.copy_from_slice(&input[4..8]);
+    let stored_crc = u32::from_le_bytes(crc_buffer);
+    let Some(body) = input.get(RECORD_HEADER..RECORD_HEADER + length) else {
+        return Err("short record body");
+    };
+    if checksum(&[length_bytes, body]) != stored_crc {
+        return Err("checksum mismatch");
+    }
+    let mut reader = Reader::new(body);
+    let entry = reader.entry().map_err(|_| "record does not decode")?;
+    if !reader.is_empty() {
+        return Err("record has trailing bytes");
+    }
+    Ok((entry, RECORD_HEADER + length))
+}
+
+fn read_meta(directory: &Path) -> io::Result<Option<Meta>> {
+    let path = directory.join("meta");
+    let Some(body) = checked_file::read(&path, META_MAGIC)? else {
+        return Ok(None);
+    };
+    let malformed = |_| checked_file::malformed(&path, "metadata");
+    let mut reader = Reader::new(&body);
+    let vote = match reader.u8().map_err(malformed)? {
+        0 => None,
+        _ => Some(reader.vote().map_err(malformed)?),
+    };
+    let committed = reader.option_log_id().map_err(malformed)?;
+    let purged = reader.option_log_id().map_err(malformed)?;
+    Ok(Some(Meta {
+        vote,
+        committed,
+        purged,
+    }))
+}
+
+fn write_meta(directory: &Path, meta: &Meta) -> io::Result<()> {
+    let mut writer = Writer::new();
+    match &meta.vote {
+        None => writer.u8(0),
+        Some(vote) => {
+            writer.u8(1);
+            writer.vote(vote);
+        }
+    }
+    writer.option_log_id(meta.committed.as_ref());
+    writer.option_log_id(meta.purged.as_ref());
+    checked_file::write(&directory.join("meta"), META_MAGIC, &writer.finish())
+}

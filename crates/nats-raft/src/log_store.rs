@@ -1,0 +1,252 @@
+//! openraft's `RaftLogStorage` on [`LogFile`], with group commit.
+//!
+//! `append` writes the records at once and queues openraft's `IOFlushed` callback; one flusher task
+//! per group takes every queued callback, runs one `fdatasync` of the active segment on the
+//! blocking pool, then completes the callbacks in append order. Appends that arrive while an fsync
+//! runs wait for the next one, so concurrent appends share an fsync and no callback ever fires
+//! before the data it stands for is on disk.
+
+use std::fmt::Debug;
+use std::io;
+use std::ops::RangeBounds;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use openraft::storage::{IOFlushed, LogState, RaftLogStorage};
+use openraft::{OptionalSend, RaftLogReader};
+use tokio::sync::mpsc;
+
+use crate::log_file::{LogFile, TornTail};
+use crate::types::{Entry, LogId, TypeConfig, Vote};
+
+/// Counters of one group's log, for tests and metrics.
+#[derive(Debug, Default)]
+pub(crate) struct LogCounters {
+    pub(crate) append_calls: AtomicU64,
+    pub(crate) entries_appended: AtomicU64,
+    pub(crate) fsyncs: AtomicU64,
+}
+
+pub(crate) struct Shared {
+    log: Mutex<LogFile>,
+    pub(crate) counters: LogCounters,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, LogFile> {
+        // A panic while holding the lock leaves the in-memory log as it was at that point; the
+        // files stay consistent with it (every write is followed by its bookkeeping).
+        self.log
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// What opening the log found, for the group's commit-index protection.
+#[derive(Debug, Clone)]
+pub(crate) struct OpenReport {
+    pub(crate) torn_tail: Option<TornTail>,
+    pub(crate) last_index: Option<u64>,
+    pub(crate) recorded_commit: Option<u64>,
+}
+
+/// The log store handed to openraft (moved into its core).
+pub(crate) struct LogStore {
+    shared: Arc<Shared>,
+    flush_queue: mpsc::UnboundedSender<IOFlushed<TypeConfig>>,
+}
+
+/// A reader handed to openraft's replication tasks.
+#[derive(Clone)]
+pub(crate) struct LogStoreReader {
+    shared: Arc<Shared>,
+}
+
+fn copy_error(error: &io::Error) -> io::Error {
+    io::Error::new(error.kind(), error.to_string())
+}
+
+async fn run_blocking<T: Send + 'static>(
+    work: impl FnOnce() -> io::Result<T> + Send + 'static,
+) -> io::Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|join_error| Err(io::Error::other(join_error.to_string())))
+}
+
+impl LogStore {
+    /// Opens the log in `directory` and starts its flusher task.
+    pub(crate) fn open(directory: &Path) -> io::Result<(LogStore, Arc<Shared>, OpenReport)> {
+        let (log, torn_tail) = LogFile::open(directory)?;
+        let report = OpenReport {
+            torn_tail,
+            last_index: log.last_log_id().map(|log_id| log_id.index),
+            recorded_commit: log.meta.committed.as_ref().map(|log_id| log_id.index),
+        };
+        let shared = Arc::new(Shared {
+            log: Mutex::new(log),
+            counters: LogCounters::default(),
+        });
+        let (flush_queue, receiver) = mpsc::unbounded_channel();
+        tokio::spawn(flusher(shared.clone(), receiver));
+        Ok((
+            LogStore {
+                shared: shared.clone(),
+                flush_queue,
+            },
+            shared,
+            report,
+        ))
+    }
+}
+
+impl LogStore {
+    fn reader(&self) -> LogStoreReader {
+        LogStoreReader {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+async fn flusher(
+    shared: Arc<Shared>,
+    mut receiver: mpsc::UnboundedReceiver<IOFlushed<TypeConfig>>,
+) {
+    let mut batch = Vec::new();
+    while receiver.recv_many(&mut batch, 65_536).await > 0 {
+        let file = shared.lock().active_file();
+        let result = match file {
+            Some(file) => run_blocking(move || file.sync_data()).await,
+            None => Ok(()),
+        };
+        shared.counters.fsyncs.fetch_add(1, Ordering::Relaxed);
+        if let Err(error) = &result {
+            tracing::error!(%error, "raft log fsync failed");
+        }
+        for callback in batch.drain(..) {
+            callback.io_completed(result.as_ref().map(|_| ()).map_err(copy_error));
+        }
+    }
+}
+
+impl RaftLogReader<TypeConfig> for LogStoreReader {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry>, io::Error> {
+        Ok(self.shared.lock().range(range))
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote>, io::Error> {
+        Ok(self.shared.lock().meta.vote)
+    }
+}
+
+/// The store reads through a reader of its own log.
+impl RaftLogReader<TypeConfig> for LogStore {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry>, io::Error> {
+        self.reader().try_get_log_entries(range).await
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote>, io::Error> {
+        self.reader().read_vote().await
+    }
+}
+
+impl RaftLogStorage<TypeConfig> for LogStore {
+    type LogReader = LogStoreReader;
+
+    async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, io::Error> {
+        let log = self.shared.lock();
+        Ok(LogState {
+            last_purged_log_id: log.meta.purged,
+            last_log_id: log.last_log_id(),
+        })
+    }
+
+    async fn get_log_reader(&mut self) -> Self::LogReader {
+        self.reader()
+    }
+
+    async fn save_vote(&mut self, vote: &Vote) -> Result<(), io::Error> {
+        let shared = self.shared.clone();
+        let vote = *vote;
+        run_blocking(move || {
+            let mut log = shared.lock();
+            log.meta.vote = Some(vote);
+            log.save_meta()
+        })
+        .await
+    }
+
+    /// Never lowers the recorded commit index: a node that lost part of its log keeps the higher
+    /// mark until it has caught up past it (see the group's commit-index protection).
+    async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), io::Error> {
+        let shared = self.shared.clone();
+        run_blocking(move || {
+            let mut log = shared.lock();
+            let recorded = log.meta.committed.as_ref().map(|log_id| log_id.index);
+            let new = committed.as_ref().map(|log_id| log_id.index);
+            if new <= recorded {
+                return Ok(());
+            }
+            log.meta.committed = committed;
+            log.save_meta()
+        })
+        .await
+    }
+
+    /// The recorded commit, clipped to the last entry on disk: entries up to a recorded commit are
+    /// committed ones, so the clip is still true, and openraft can re-apply what the log has.
+    async fn read_committed(&mut self) -> Result<Option<LogId>, io::Error> {
+        let log = self.shared.lock();
+        let recorded = log.meta.committed;
+        let last = log.last_log_id();
+        Ok(match (recorded, last) {
+            (Some(recorded), Some(last)) if recorded.index > last.index => Some(last),
+            (Some(_), None) => None,
+            (recorded, _) => recorded,
+        })
+    }
+
+    async fn append<I>(
+        &mut self,
+        entries: I,
+        callback: IOFlushed<TypeConfig>,
+    ) -> Result<(), io::Error>
+    where
+        I: IntoIterator<Item = Entry> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let entries: Vec<Entry> = entries.into_iter().collect();
+        let count = entries.len() as u64;
+        self.shared.lock().append(entries)?;
+        let counters = &self.shared.counters;
+        counters.append_calls.fetch_add(1, Ordering::Relaxed);
+        counters
+            .entries_appended
+            .fetch_add(count, Ordering::Relaxed);
+        if let Err(mpsc::error::SendError(callback)) = self.flush_queue.send(callback) {
+            callback.io_completed(Err(io::Error::other("raft log flusher stopped")));
+        }
+        Ok(())
+    }
+
+    async fn truncate_after(&mut self, last_log_id: Option<LogId>) -> Result<(), io::Error> {
+        let shared = self.shared.clone();
+        run_blocking(move || shared.lock().truncate_after(last_log_id.as_ref())).await
+    }
+
+    async fn purge(&mut self, log_id: LogId) -> Result<(), io::Error> {
+        let shared = self.shared.clone();
+        run_blocking(move || shared.lock().purge(&log_id)).await
+    }
+}
+
+#[cfg(test)]
+#[path = "log_store_tests.rs"]
+mod tests;

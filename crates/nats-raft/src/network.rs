@@ -1,0 +1,266 @@
+//! The transport seam: the application's [`Network`] trait, and openraft's network traits on top of
+//! it.
+//!
+//! A message is opaque bytes addressed to (group, node); the receiving side hands it to that
+//! group's [`crate::RaftGroup::handle_message`] and sends the returned bytes back as the reply.
+//! openraft keeps one replication pipeline per follower and waits for each reply before the next
+//! request, so a transport that delivers one sender's messages in order keeps per-follower order.
+//! The nats-server crate is meant to implement [`Network`] over routes (request/reply on internal
+//! subjects); tests implement it over channels.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use openraft::errors::{
+    NetworkError as RaftNetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable,
+};
+use openraft::impls::EmptyNode;
+use openraft::network::{RPCOption, RaftNetworkFactory, RaftNetworkV2};
+use openraft::raft::TransferLeaderError;
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, TransferLeaderRequest,
+    TransferLeaderResponse, VoteRequest, VoteResponse,
+};
+
+use crate::codec::{DecodeError, Reader, Writer};
+use crate::state_machine::StoredSnapshot;
+use crate::types::{NodeId, TypeConfig, Vote};
+
+/// Why a message got no reply.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NetworkError {
+    /// The node cannot be reached now (no route, partitioned, connection closed).
+    #[error("node unreachable: {0}")]
+    Unreachable(String),
+    /// No reply within the time allowed.
+    #[error("request timed out")]
+    Timeout,
+}
+
+/// A reply on its way back.
+pub type ReplyFuture = Pin<Box<dyn Future<Output = Result<Bytes, NetworkError>> + Send>>;
+
+/// How a group's messages reach other nodes. One implementation serves every group of a node.
+pub trait Network: Send + Sync + 'static {
+    /// Sends `message` to group `group` on node `target`; resolves to the bytes that node's
+    /// [`crate::RaftGroup::handle_message`] returned. Messages from one sender to one (group,
+    /// target) must be delivered in the order they were sent.
+    fn send(&self, group: &str, target: NodeId, message: Bytes) -> ReplyFuture;
+}
+
+/// Message kinds, the first byte of every request.
+pub(crate) mod kind {
+    pub(crate) const APPEND: u8 = 1;
+    pub(crate) const VOTE: u8 = 2;
+    pub(crate) const PRE_VOTE: u8 = 3;
+    pub(crate) const SNAPSHOT: u8 = 4;
+    pub(crate) const TRANSFER_LEADER: u8 = 5;
+}
+
+/// Reply status, the first byte of every reply.
+pub(crate) const REPLY_OK: u8 = 0;
+pub(crate) const REPLY_REFUSED: u8 = 1;
+
+/// An error text in a refused reply, as an `std::error::Error` for openraft.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Refused(String);
+
+pub(crate) struct NetworkFactory {
+    pub(crate) group: Arc<str>,
+    pub(crate) network: Arc<dyn Network>,
+}
+
+impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
+    type Network = PeerClient;
+
+    async fn new_client(&mut self, target: NodeId, _node: &EmptyNode) -> PeerClient {
+        PeerClient {
+            group: self.group.clone(),
+            target,
+            network: self.network.clone(),
+        }
+    }
+}
+
+/// openraft's client for one peer of one group.
+pub(crate) struct PeerClient {
+    group: Arc<str>,
+    target: NodeId,
+    network: Arc<dyn Network>,
+}
+
+enum CallError {
+    Network(NetworkError),
+    Refused(String),
+    Decode(DecodeError),
+}
+
+impl From<CallError> for RPCError<TypeConfig> {
+    fn from(error: CallError) -> Self {
+        match error {
+            CallError::Network(error) => RPCError::Unreachable(Unreachable::new(&error)),
+            CallError::Refused(text) => RPCError::Unreachable(Unreachable::new(&Refused(text))),
+            CallError::Decode(error) => RPCError::Network(RaftNetworkError::new(&error)),
+        }
+    }
+}
+
+impl From<CallError> for StreamingError<TypeConfig> {
+    fn from(error: CallError) -> Self {
+        match error {
+            CallError::Network(error) => StreamingError::Unreachable(Unreachable::new(&error)),
+            CallError::Refused(text) => {
+                StreamingError::Unreachable(Unreachable::new(&Refused(text)))
+            }
+            CallError::Decode(error) => StreamingError::Network(RaftNetworkError::new(&error)),
+        }
+    }
+}
+
+impl PeerClient {
+    /// Sends one request and returns the reply body after the OK status byte.
+    async fn call(&self, message: Bytes, option: &RPCOption) -> Result<Bytes, CallError> {
+        let reply = self.network.send(&self.group, self.target, message);
+        let reply = match tokio::time::timeout(option.hard_ttl(), reply).await {
+            Ok(reply) => reply.map_err(CallError::Network)?,
+            Err(_) => return Err(CallError::Network(NetworkError::Timeout)),
+        };
+        match reply.first() {
+            Some(&REPLY_OK) => Ok(reply.slice(1..)),
+            Some(&REPLY_REFUSED) => Err(CallError::Refused(
+                String::from_utf8_lossy(&reply[1..]).into_owned(),
+            )),
+            _ => Err(CallError::Decode(DecodeError("bad reply status"))),
+        }
+    }
+}
+
+fn request(kind: u8, body: impl FnOnce(&mut Writer)) -> Bytes {
+    let mut writer = Writer::new();
+    writer.u8(kind);
+    body(&mut writer);
+    writer.finish()
+}
+
+impl RaftNetworkV2<TypeConfig> for PeerClient {
+    type SnapshotData = Bytes;
+
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<TypeConfig>, RPCError<TypeConfig>> {
+        let message = request(kind::APPEND, |writer| writer.append_request(&rpc));
+        let reply = self.call(message, &option).await?;
+        Reader::new(&reply)
+            .append_response()
+            .map_err(|error| CallError::Decode(error).into())
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
+        let message = request(kind::VOTE, |writer| writer.vote_request(&rpc));
+        let reply = self.call(message, &option).await?;
+        Reader::new(&reply)
+            .vote_response()
+            .map_err(|error| CallError::Decode(error).into())
+    }
+
+    async fn pre_vote(
+        &mut self,
+        rpc: VoteRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
+        let message = request(kind::PRE_VOTE, |writer| writer.vote_request(&rpc));
+        let reply = self.call(message, &option).await?;
+        Reader::new(&reply)
+            .vote_response()
+            .map_err(|error| CallError::Decode(error).into())
+    }
+
+    /// The snapshot goes as one message (meta and the application's bytes). A chunked pull for
+    /// large stream snapshots belongs to the application's snapshot format (a descriptor), later.
+    async fn full_snapshot(
+        &mut self,
+        vote: Vote,
+        snapshot: StoredSnapshot,
+        cancel: impl Future<Output = ReplicationClosed> + openraft::OptionalSend + 'static,
+        option: RPCOption,
+    ) -> Result<SnapshotResponse<TypeConfig>, StreamingError<TypeConfig>> {
+        let message = request(kind::SNAPSHOT, |writer| {
+            writer.vote(&vote);
+            writer.snapshot_meta(&snapshot.meta);
+            writer.bytes(&snapshot.snapshot);
+        });
+        let reply = tokio::select! {
+            closed = cancel => return Err(StreamingError::Closed(closed)),
+            reply = self.call(message, &option) => reply?,
+        };
+        let vote = Reader::new(&reply).vote().map_err(CallError::Decode)?;
+        Ok(SnapshotResponse::new(vote))
+    }
+
+    async fn transfer_leader(
+        &mut self,
+        request_to_send: TransferLeaderRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<TransferLeaderResponse<TypeConfig>, RPCError<TypeConfig>> {
+        let message = request(kind::TRANSFER_LEADER, |writer| {
+            writer.vote(request_to_send.from_leader());
+            writer.u64(*request_to_send.to_node_id());
+            writer.option_log_id(request_to_send.last_log_id());
+        });
+        let reply = self.call(message, &option).await?;
+        decode_transfer_reply(&reply).map_err(|error| CallError::Decode(error).into())
+    }
+}
+
+pub(crate) fn encode_transfer_reply(
+    writer: &mut Writer,
+    reply: &TransferLeaderResponse<TypeConfig>,
+) {
+    match reply {
+        Ok(()) => writer.u8(0),
+        Err(TransferLeaderError::VoteChanged { expected, actual }) => {
+            writer.u8(1);
+            writer.vote(expected);
+            writer.vote(actual);
+        }
+        Err(TransferLeaderError::LogNotFlushed { expected, actual }) => {
+            writer.u8(2);
+            writer.option_log_id(expected.as_ref());
+            writer.option_log_id(actual.as_ref());
+        }
+    }
+}
+
+fn decode_transfer_reply(reply: &[u8]) -> Result<TransferLeaderResponse<TypeConfig>, DecodeError> {
+    let mut reader = Reader::new(reply);
+    Ok(match reader.u8()? {
+        0 => Ok(()),
+        1 => Err(TransferLeaderError::VoteChanged {
+            expected: reader.vote()?,
+            actual: reader.vote()?,
+        }),
+        2 => Err(TransferLeaderError::LogNotFlushed {
+            expected: reader.option_log_id()?,
+            actual: reader.option_log_id()?,
+        }),
+        _ => return Err(DecodeError("bad transfer reply")),
+    })
+}
+
+/// A refused reply carrying `text`.
+pub(crate) fn refused(text: &str) -> Bytes {
+    let mut writer = Writer::new();
+    writer.u8(REPLY_REFUSED);
+    let mut bytes = writer.finish().to_vec();
+    bytes.extend_from_slice(text.as_bytes());
+    Bytes::from(bytes)
+}

@@ -1,0 +1,431 @@
+//! Groups of 3 to 5 nodes in one runtime (paused tokio time, real files in a tempdir): election,
+//! replication, failover, restart and catch-up, wiped nodes, torn and truncated logs, snapshots,
+//! supervision.
+
+mod common;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::{fast, payloads, propose_many, Cluster, GROUP};
+use nats_raft::{RaftGroupError, Role};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+#[tokio::test(start_paused = true)]
+async fn three_nodes_elect_one_leader_and_replicate_10k_proposals_in_order() {
+    let cluster = Cluster::start(&[1, 2, 3], fast).await;
+    let leader = cluster.leader(WAIT).await;
+    let status = cluster.node(leader).status();
+    assert_eq!(status.voters, [1, 2, 3].into_iter().collect());
+    assert!(status.term >= 1);
+
+    let group = cluster.node(leader);
+    let before = group.log_counters();
+    let mut indexes = Vec::new();
+    for round in 0..10 {
+        indexes.extend(propose_many(&group, &format!("r{round}"), 1_000).await);
+    }
+    assert_eq!(indexes.len(), 10_000);
+    let mut sorted = indexes.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), 10_000, "every proposal got its own index");
+    let counters = group.log_counters();
+    let appended = counters.entries_appended - before.entries_appended;
+    let fsyncs = counters.fsyncs - before.fsyncs;
+    assert!(appended >= 10_000);
+    assert!(
+        fsyncs * 10 < appended,
+        "group commit: {fsyncs} fsyncs for {appended} entries"
+    );
+
+    let last = *indexes.iter().max().expect("indexes");
+    for node in [1, 2, 3] {
+        cluster.wait_applied(node, last, WAIT).await;
+    }
+    let reference = cluster.applied_entries(leader);
+    assert_eq!(reference.len(), 10_000);
+    for node in [1, 2, 3] {
+        assert_eq!(
+            cluster.applied_entries(node),
+            reference,
+            "node {node} applied the same log"
+        );
+    }
+    let leader_status = cluster
+        .node(leader)
+        .wait_for(WAIT, |status| {
+            status.followers.len() == 2 && status.followers.iter().all(|follower| follower.lag == 0)
+        })
+        .await
+        .expect("followers caught up");
+    assert!(leader_status
+        .followers
+        .iter()
+        .all(|follower| follower.matched == leader_status.last_log_index));
+    cluster.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_follower_refuses_proposals_and_names_the_leader() {
+    let cluster = Cluster::start(&[1, 2, 3], fast).await;
+    let leader = cluster.leader(WAIT).await;
+    let follower = [1, 2, 3]
+        .into_iter()
+        .find(|node| *node != leader)
+        .expect("a follower");
+    let refused = cluster
+        .node(follower)
+        .propose(Bytes::from_static(b"x"))
+        .await;
+    assert_eq!(
+        refused,
+        Err(RaftGroupError::NotLeader {
+            leader: Some(leader)
+        })
+    );
+    cluster.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn killing_the_leader_elects_another_and_loses_no_committed_entry() {
+    let cluster = Cluster::start(&[1, 2, 3, 4, 5], fast).await;
+    let first = cluster.leader(WAIT).await;
+    propose_many(&cluster.node(first), "before", 500).await;
+    cluster.stop_node(first).await;
+
+    let second = cluster.leader(WAIT).await;
+    assert_ne!(second, first);
+    let indexes = propose_many(&cluster.node(second), "after", 500).await;
+    let last = *indexes.iter().max().expect("indexes");
+    for node in cluster.running() {
+        cluster.wait_applied(node, last, WAIT).await;
+    }
+    let entries = payloads(&cluster.applied_entries(second));
+    for number in 0..500 {
+        assert!(
+            entries.contains(&Bytes::from(format!("before-{number}"))),
+            "before-{number} kept"
+        );
+        assert!(
+            entries.contains(&Bytes::from(format!("after-{number}"))),
+            "after-{number} kept"
+        );
+    }
+    for node in cluster.running() {
+        assert_eq!(
+            cluster.applied_entries(node),
+            cluster.applied_entries(second)
+        );
+    }
+    cluster.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_isolated_leader_is_replaced_and_its_uncommitted_proposal_fails() {
+    let cluster = Cluster::start(&[1, 2, 3], fast).await;
+    let first = cluster.leader(WAIT).await;
+    propose_many(&cluster.node(first), "before", 10).await;
+    cluster.isolate(first);
+    let stale = cluster.node(first);
+    let pending = tokio::spawn(async move { stale.propose(Bytes::from_static(b"lost")).await });
+    let second = cluster.leader(WAIT).await;
+    assert_ne!(second, first);
+    propose_many(&cluster.node(second), "after", 10).await;
+    cluster.heal(first);
+    let outcome = tokio::time::timeout(WAIT, pending)
+        .await
+        .expect("the stale proposal ends")
+        .expect("task");
+    assert!(
+        outcome.is_err(),
+        "the isolated leader's proposal was not committed: {outcome:?}"
+    );
+    let last = cluster.node(second).status().last_log_index.expect("log");
+    cluster.wait_applied(first, last, WAIT).await;
+    let entries = payloads(&cluster.applied_entries(first));
+    assert!(!entries.contains(&Bytes::from_static(b"lost")));
+    assert_eq!(
+        cluster.applied_entries(first),
+        cluster.applied_entries(second)
+    );
+    cluster.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_restarted_follower_recovers_from_disk_and_catches_up() {
+    let mut cluster = Cluster::start(&[1, 2, 3], fast).await;
+    let leader = cluster.leader(WAIT).await;
+    propose_many(&cluster.node(leader), "a", 200).await;
+    let follower = [1, 2, 3]
+        .into_iter()
+        .find(|node| *node != leader)
+        .expect("a follower");
+    let applied_before = cluster.node(leader).status().applied.expect("applied");
+    cluster.wait_applied(follower, applied_before, WAIT).await;
+    cluster.stop_node(follower).await;
+    let indexes = propose_many(&cluster.node(leader), "b", 200).await;
+
+    let restarted = cluster.start_node(follower, true, None).await;
+    assert!(restarted.recovery().torn_tail.is_none());
+    assert!(restarted.recovery().last_index >= Some(applied_before));
+    let last = *indexes.iter().max().expect("indexes");
+    cluster.wait_applied(follower, last, WAIT).await;
+    assert_eq!(
+        cluster.applied_entries(follower),
+        cluster.applied_entries(leader)
+    );
+    cluster.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_wiped_follower_rejoins_under_a_new_id() {
+    let mut cluster = Cluster::start(&[1, 2, 3], fast).await;
+    let leader = cluster.leader(WAIT).await;
+    propose_many(&cluster.node(leader), "a", 300).await;
+    let wiped = [1, 2, 3]
+        .into_iter()
+        .find(|node| *node != leader)
+        .expect("a follower");
+    cluster.stop_node(wiped).await;
+    std::fs::remove_dir_all(cluster.directory(wiped)).expect("wipe");
+    cluster
+        .node(leader)
+        .remove_member(wiped)
+        .await
+        .expect("remove the wiped id");
+
+    cluster.start_node(4, false, None).await;
+    cluster
+        .node(leader)
+        .add_member(4)
+        .await
+        .expect("add the new id");
+    let status = cluster.node(leader).status();
+    assert_eq!(
+        status.voters,
+        [1, 2, 3, 4]
+            .into_iter()
+            .filter(|node| *node != wiped)
+            .collect()
+    );
+    let indexes = propose_many(&cluster.node(leader), "b", 100).await;
+    let last = *indexes.iter().max().expect("indexes");
+    cluster.wait_applied(4, last, WAIT).await;
+    assert_eq!(cluster.applied_entries(4), cluster.applied_entries(leader));
+    cluster.shutdown().await;
+}
+
+fn segment_of(cluster: &Cluster, node: u64) -> std::path::PathBuf {
+    let mut segments: Vec<_> = std::fs::read_dir(cluster.directory(node))
+        .expect("node directory")
+        .map(|item| item.expect("entry").path())
+        .filter(|path| path.extension().is_some_and(|extension| extension == "seg"))
+        .collect();
+    segments.sort();
+    segments.pop().expect("a segment")
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_torn_log_tail_is_cut_reported_and_refilled_from_the_leader() {
+    let mut cluster = Cluster::start(&[1, 2, 3], fast).await;
+    let leader = cluster.leader(WAIT).await;
+    let indexes = propose_many(&cluster.node(leader), "a", 100).await;
+    let follower = [1, 2, 3]
+        .into_iter()
+        .find(|node| *node != leader)
+        .expect("a follower");
+    let last = *indexes.iter().max().expect("indexes");
+    cluster.wait_applied(follower, last, WAIT).await;
+    cluster.stop_node(follower).await;
+    // A torn write at the end: a record header promising more bytes than there are.
+    let segment = segment_of(&cluster, follower);
+    let mut contents = std::fs::read(&segment).expect("read");
+    contents.extend_from_slice(&[200, 0, 0, 0, 9, 9, 9, 9, 1, 2, 3]);
+    std::fs::write(&segment, &contents).expect("write");
+
+    let restarted = cluster.start_node(follower, true, None).await;
+    let torn = restarted
+        .recovery()
+        .torn_tail
+        .clone()
+        .expect("torn tail reported");
+    assert_eq!(torn.dropped_bytes, 11);
+    assert_eq!(
+        restarted.status().protected_until,
+        None,
+        "nothing committed was lost"
+    );
+    let more = propose_many(&cluster.node(leader), "b", 50).await;
+    cluster
+        .wait_applied(follower, *more.iter().max().expect("indexes"), WAIT)
+        .await;
+    assert_eq!(
+        cluster.applied_entries(follower),
+        cluster.applied_entries(leader)
+    );
+    cluster.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_node_whose_log_lost_committed_entries_neither_votes_nor_leads_until_caught_up() {
+    let mut cluster = Cluster::start(&[1, 2, 3], fast).await;
+    let leader = cluster.leader(WAIT).await;
+    let indexes = propose_many(&cluster.node(leader), "a", 100).await;
+    let last = *indexes.iter().max().expect("indexes");
+    let damaged = [1, 2, 3]
+        .into_iter()
+        .find(|node| *node != leader)
+        .expect("a follower");
+    let other = [1, 2, 3]
+        .into_iter()
+        .find(|node| *node != leader && *node != damaged)
+        .expect("the other follower");
+    cluster.wait_applied(damaged, last, WAIT).await;
+    // Let the follower learn and record the commit of everything.
+    cluster
+        .node(damaged)
+        .wait_for(WAIT, |status| status.committed == Some(last))
+        .await
+        .expect("commit recorded");
+    cluster.stop_node(damaged).await;
+    // Lose the second half of its log (power loss, or a bad block cut by recovery).
+    let segment = segment_of(&cluster, damaged);
+    let length = std::fs::metadata(&segment).expect("metadata").len();
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&segment)
+        .expect("open");
+    file.set_len(length / 2).expect("truncate");
+    drop(file);
+    // The leader goes away too: only the damaged node and one healthy follower remain.
+    cluster.stop_node(leader).await;
+
+    let restarted = cluster.start_node(damaged, true, None).await;
+    let protected = restarted.status().protected_until.expect("protected");
+    assert!(protected >= last, "protected until {protected}");
+    assert!(restarted.recovery().last_index < Some(last));
+    // Three election timeouts: the healthy follower cannot win without the damaged node's vote,
+    // and the damaged node does not campaign.
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    for node in [damaged, other] {
+        assert_ne!(
+            cluster.node(node).status().role,
+            Role::Leader,
+            "node {node} must not lead"
+        );
+    }
+    // The old leader returns: a leader is elected, the damaged node catches up and votes again.
+    cluster.start_node(leader, true, None).await;
+    let new_leader = cluster.leader(WAIT).await;
+    assert_ne!(new_leader, damaged);
+    cluster
+        .node(damaged)
+        .wait_for(WAIT, |status| status.protected_until.is_none())
+        .await
+        .expect("protection lifted after catching up");
+    cluster.wait_applied(damaged, last, WAIT).await;
+    cluster
+        .node(new_leader)
+        .transfer_leader(damaged)
+        .await
+        .expect("transfer");
+    cluster
+        .node(damaged)
+        .wait_for(WAIT, |status| status.role == Role::Leader)
+        .await
+        .expect("the repaired node can lead");
+    let entries = payloads(&cluster.applied_entries(damaged));
+    for number in 0..100 {
+        assert!(entries.contains(&Bytes::from(format!("a-{number}"))));
+    }
+    cluster.shutdown().await;
+}
+
+fn snapshot_often(config: &mut nats_raft::GroupConfig) {
+    fast(config);
+    config.snapshot_after_entries = 100;
+    config.snapshot_lag_threshold = 100;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_far_behind_follower_is_sent_a_snapshot() {
+    let mut cluster = Cluster::start(&[1, 2, 3], snapshot_often).await;
+    let leader = cluster.leader(WAIT).await;
+    let behind = [1, 2, 3]
+        .into_iter()
+        .find(|node| *node != leader)
+        .expect("a follower");
+    cluster.stop_node(behind).await;
+    std::fs::remove_dir_all(cluster.directory(behind)).expect("wipe");
+    let indexes = propose_many(&cluster.node(leader), "a", 1_000).await;
+    let last = *indexes.iter().max().expect("indexes");
+    // The leader snapshots and purges its log: the start of it is gone.
+    cluster.node(leader).snapshot_now().await.expect("snapshot");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    // Rejoining empty under a new id: the log the leader still has does not reach back far
+    // enough, so node 4 gets the snapshot and then the tail.
+    cluster
+        .node(leader)
+        .remove_member(behind)
+        .await
+        .expect("remove");
+    cluster.start_node(4, false, None).await;
+    cluster.node(leader).add_member(4).await.expect("add");
+    cluster.wait_applied(4, last, WAIT).await;
+    let applied = common::lock(&cluster.applied[&4]).restores;
+    assert!(applied >= 1, "node 4 restored from a snapshot");
+    assert_eq!(cluster.applied_entries(4), cluster.applied_entries(leader));
+    cluster.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_group_whose_state_machine_fails_goes_offline_and_restarts_from_its_directory() {
+    let mut cluster = Cluster::start(&[1], fast).await;
+    cluster.stop_node(1).await;
+    let poison = Bytes::from_static(b"poison");
+    let group = cluster.start_node(1, true, Some(poison.clone())).await;
+    cluster.leader(WAIT).await;
+    propose_many(&group, "ok", 10).await;
+    let mut offline = group.offline_watch();
+    let failed = group.propose(poison.clone()).await;
+    assert!(
+        failed.is_err(),
+        "the poisoned proposal does not succeed: {failed:?}"
+    );
+    tokio::time::timeout(WAIT, offline.wait_for(|reason| reason.is_some()))
+        .await
+        .expect("offline reported in time")
+        .expect("watch");
+    let status = group.status();
+    assert_eq!(status.role, Role::Offline);
+    assert!(
+        status
+            .error
+            .as_deref()
+            .is_some_and(|error| error.contains("poisoned")),
+        "{status:?}"
+    );
+    assert!(matches!(
+        group.propose(Bytes::from_static(b"x")).await,
+        Err(RaftGroupError::Offline(_))
+    ));
+
+    // Restarted from the same directory without the fault, it re-applies and carries on.
+    cluster.stop_node(1).await;
+    drop(group);
+    let group = cluster.start_node(1, true, None).await;
+    cluster.leader(WAIT).await;
+    let index = group
+        .propose(Bytes::from_static(b"after"))
+        .await
+        .expect("proposal");
+    cluster.wait_applied(1, index, WAIT).await;
+    let entries = payloads(&cluster.applied_entries(1));
+    assert!(entries.contains(&poison));
+    assert_eq!(entries.last(), Some(&Bytes::from_static(b"after")));
+    assert_eq!(GROUP, group.group());
+    cluster.shutdown().await;
+}

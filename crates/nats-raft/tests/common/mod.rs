@@ -1,0 +1,298 @@
+//! An in-process cluster for the group tests: a [`Network`] over direct calls between groups in
+//! one runtime, with nodes that can be cut off, stopped, restarted and wiped, and a recording
+//! state machine.
+
+#![allow(dead_code)]
+
+use std::collections::{BTreeSet, HashMap};
+use std::io;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use nats_raft::{
+    GroupConfig, GroupStatus, Network, NetworkError, NodeId, RaftGroup, ReplyFuture, Role,
+    StateMachine,
+};
+
+pub const GROUP: &str = "S-orders";
+
+/// What a node's state machine has applied, shared with the test.
+#[derive(Default)]
+pub struct Applied {
+    pub entries: Vec<(u64, Bytes)>,
+    pub restores: usize,
+}
+
+pub type AppliedHandle = Arc<Mutex<Applied>>;
+
+/// Records every applied proposal; a snapshot is the whole list. Fails on a payload equal to
+/// `poison`, to exercise supervision.
+pub struct Recorder {
+    pub applied: AppliedHandle,
+    pub poison: Option<Bytes>,
+}
+
+impl StateMachine for Recorder {
+    fn apply(&mut self, index: u64, payload: Bytes) -> io::Result<()> {
+        if self.poison.as_ref() == Some(&payload) {
+            return Err(io::Error::other("poisoned entry"));
+        }
+        lock(&self.applied).entries.push((index, payload));
+        Ok(())
+    }
+
+    fn snapshot(&mut self) -> io::Result<Bytes> {
+        let applied = lock(&self.applied);
+        let mut buffer = BytesMut::new();
+        for (index, payload) in &applied.entries {
+            buffer.put_u64(*index);
+            buffer.put_u32(payload.len() as u32);
+            buffer.put_slice(payload);
+        }
+        Ok(buffer.freeze())
+    }
+
+    fn restore(&mut self, mut snapshot: Bytes) -> io::Result<()> {
+        let mut entries = Vec::new();
+        while snapshot.has_remaining() {
+            if snapshot.remaining() < 12 {
+                return Err(io::Error::other("bad snapshot"));
+            }
+            let index = snapshot.get_u64();
+            let length = snapshot.get_u32() as usize;
+            if snapshot.remaining() < length {
+                return Err(io::Error::other("bad snapshot"));
+            }
+            entries.push((index, snapshot.split_to(length)));
+        }
+        let mut applied = lock(&self.applied);
+        applied.entries = entries;
+        applied.restores += 1;
+        Ok(())
+    }
+}
+
+pub fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[derive(Default)]
+struct RouterState {
+    groups: HashMap<(String, NodeId), Arc<RaftGroup>>,
+    isolated: BTreeSet<NodeId>,
+}
+
+/// Delivers messages between the groups registered in it.
+#[derive(Default)]
+pub struct Router {
+    state: Mutex<RouterState>,
+}
+
+impl Router {
+    fn connected(&self, from: NodeId, to: NodeId) -> bool {
+        let state = lock(&self.state);
+        !state.isolated.contains(&from) && !state.isolated.contains(&to)
+    }
+
+    fn group(&self, group: &str, node: NodeId) -> Option<Arc<RaftGroup>> {
+        lock(&self.state)
+            .groups
+            .get(&(group.to_string(), node))
+            .cloned()
+    }
+}
+
+struct NodeNetwork {
+    from: NodeId,
+    router: Arc<Router>,
+}
+
+impl Network for NodeNetwork {
+    fn send(&self, group: &str, target: NodeId, message: Bytes) -> ReplyFuture {
+        let router = self.router.clone();
+        let from = self.from;
+        let group = group.to_string();
+        Box::pin(async move {
+            let unreachable = || NetworkError::Unreachable(format!("node {target}"));
+            if !router.connected(from, target) {
+                return Err(unreachable());
+            }
+            let destination = router.group(&group, target).ok_or_else(unreachable)?;
+            let reply = destination.handle_message(message).await;
+            if !router.connected(from, target) {
+                return Err(unreachable());
+            }
+            Ok(reply)
+        })
+    }
+}
+
+/// A test cluster of one group over several nodes, each with its directory.
+pub struct Cluster {
+    pub router: Arc<Router>,
+    pub root: tempfile::TempDir,
+    pub members: Vec<NodeId>,
+    pub applied: HashMap<NodeId, AppliedHandle>,
+    pub tune: fn(&mut GroupConfig),
+}
+
+pub fn fast(config: &mut GroupConfig) {
+    config.heartbeat_interval = Duration::from_millis(500);
+    config.election_timeout = (Duration::from_secs(2), Duration::from_secs(4));
+}
+
+impl Cluster {
+    pub async fn start(members: &[NodeId], tune: fn(&mut GroupConfig)) -> Cluster {
+        let mut cluster = Cluster {
+            router: Arc::new(Router::default()),
+            root: tempfile::tempdir().expect("tempdir"),
+            members: members.to_vec(),
+            applied: HashMap::new(),
+            tune,
+        };
+        for node in members {
+            cluster.start_node(*node, true, None).await;
+        }
+        cluster
+    }
+
+    pub fn directory(&self, node: NodeId) -> PathBuf {
+        self.root.path().join(format!("node-{node}"))
+    }
+
+    pub async fn start_node(
+        &mut self,
+        node: NodeId,
+        bootstrap: bool,
+        poison: Option<Bytes>,
+    ) -> Arc<RaftGroup> {
+        let mut config = GroupConfig::new(GROUP, node, self.members.clone(), self.directory(node));
+        config.bootstrap = bootstrap;
+        (self.tune)(&mut config);
+        let applied = AppliedHandle::default();
+        self.applied.insert(node, applied.clone());
+        let network = Arc::new(NodeNetwork {
+            from: node,
+            router: self.router.clone(),
+        });
+        let group = RaftGroup::start(config, Box::new(Recorder { applied, poison }), network)
+            .await
+            .expect("group starts");
+        let group = Arc::new(group);
+        lock(&self.router.state)
+            .groups
+            .insert((GROUP.to_string(), node), group.clone());
+        group
+    }
+
+    pub fn node(&self, node: NodeId) -> Arc<RaftGroup> {
+        self.router.group(GROUP, node).expect("node is running")
+    }
+
+    pub fn running(&self) -> Vec<NodeId> {
+        let mut nodes: Vec<NodeId> = lock(&self.router.state)
+            .groups
+            .keys()
+            .map(|(_, node)| *node)
+            .collect();
+        nodes.sort();
+        nodes
+    }
+
+    /// Stops a node (as a kill: no goodbye to the others) and unregisters it.
+    pub async fn stop_node(&self, node: NodeId) {
+        let group = lock(&self.router.state)
+            .groups
+            .remove(&(GROUP.to_string(), node));
+        if let Some(group) = group {
+            group.shutdown().await;
+        }
+    }
+
+    pub fn isolate(&self, node: NodeId) {
+        lock(&self.router.state).isolated.insert(node);
+    }
+
+    pub fn heal(&self, node: NodeId) {
+        lock(&self.router.state).isolated.remove(&node);
+    }
+
+    /// Waits until one running, connected node is leader and every other running node agrees.
+    pub async fn leader(&self, timeout: Duration) -> NodeId {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let running = self.running();
+            let statuses: Vec<(NodeId, GroupStatus)> = running
+                .iter()
+                .map(|node| (*node, self.node(*node).status()))
+                .collect();
+            let leaders: Vec<NodeId> = statuses
+                .iter()
+                .filter(|(node, status)| {
+                    status.role == Role::Leader && !lock(&self.router.state).isolated.contains(node)
+                })
+                .map(|(node, _)| *node)
+                .collect();
+            if let [leader] = leaders.as_slice() {
+                let agreed = statuses.iter().all(|(node, status)| {
+                    lock(&self.router.state).isolated.contains(node)
+                        || status.leader == Some(*leader)
+                });
+                if agreed {
+                    return *leader;
+                }
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no agreed leader within {timeout:?}: {statuses:#?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub fn applied_entries(&self, node: NodeId) -> Vec<(u64, Bytes)> {
+        lock(&self.applied[&node]).entries.clone()
+    }
+
+    /// Waits until `node` has applied through `index`.
+    pub async fn wait_applied(&self, node: NodeId, index: u64, timeout: Duration) -> GroupStatus {
+        self.node(node)
+            .wait_for(timeout, |status| {
+                status.applied.is_some_and(|applied| applied >= index)
+            })
+            .await
+            .unwrap_or_else(|error| {
+                panic!(
+                    "node {node} did not apply {index}: {error}: {:#?}",
+                    self.node(node).status()
+                )
+            })
+    }
+
+    pub async fn shutdown(&self) {
+        for node in self.running() {
+            self.stop_node(node).await;
+        }
+    }
+}
+
+/// Proposes `count` payloads `prefix-N` concurrently on `leader`, returns their indexes in order.
+pub async fn propose_many(group: &RaftGroup, prefix: &str, count: usize) -> Vec<u64> {
+    let proposals = (0..count).map(|number| {
+        let payload = Bytes::from(format!("{prefix}-{number}"));
+        group.propose(payload)
+    });
+    futures::future::join_all(proposals)
+        .await
+        .into_iter()
+        .map(|result| result.expect("proposal committed"))
+        .collect()
+}
+
+pub fn payloads(entries: &[(u64, Bytes)]) -> Vec<Bytes> {
+    entries.iter().map(|(_, payload)| payload.clone()).collect()
+}
