@@ -471,10 +471,11 @@ impl RaftGroup {
             .map_err(|fatal| self.offline_error(fatal.to_string()))
     }
 
-    /// Turns heartbeats and elections of this node's group on or off at runtime (quiescing an idle
-    /// group). While off, a leader failure goes unnoticed until they are turned back on.
+    /// Turns the group's timers (ticks, heartbeats, elections) on or off at runtime, to quiesce an
+    /// idle group. While off, a leader failure goes unnoticed until they are turned back on.
     pub fn set_active(&self, active: bool) {
         let runtime = self.raft.runtime_config();
+        runtime.tick(active);
         runtime.heartbeat(active);
         runtime.elect(active && self.supervision.protected_until.load(Ordering::Acquire) == 0);
     }
