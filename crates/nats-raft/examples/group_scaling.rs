@@ -463,7 +463,7 @@ async fn node(arguments: &[String]) -> io::Result<()> {
         .write_all(format!("ready leaders={leaders} groups={}\n", all.len()).as_bytes())
         .await?;
     stdout.flush().await?;
-    // Commands from the coordinator; run until it kills us.
+    // Commands from the coordinator, until it kills us or exits.
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         if line == "quiesce" {
@@ -474,6 +474,6 @@ async fn node(arguments: &[String]) -> io::Result<()> {
             stdout.flush().await?;
         }
     }
-    std::future::pending::<()>().await;
+    // The coordinator is gone (its end of stdin closed): stop rather than linger.
     Ok(())
 }
