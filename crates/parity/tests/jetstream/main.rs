@@ -3,6 +3,7 @@
 mod batch_limits;
 mod batch_publish;
 mod compression;
+mod confirmed_acks;
 mod consumer_ack_subjects;
 mod consumer_api;
 mod consumer_api_level;

@@ -75,6 +75,25 @@ impl Task {
             AckKind::Unknown => {}
         }
         if let Some(reply) = reply {
+            // Answered once what the ack changed is written: see `confirm_acks`.
+            self.ack_replies.push(reply);
+        }
+    }
+
+    /// Answer the acks queued since the last call (AckSync, double ack): one write of the
+    /// state covering all of them first (fsynced with `sync_interval: always`), then every
+    /// reply, so an ack the client saw confirmed survives a kill -9. Acks without a reply
+    /// cost nothing here; they reach the store with the next periodic flush. A failed write
+    /// confirms nothing: the client's ack request times out and it can ack again.
+    pub(super) fn confirm_acks(&mut self) {
+        if self.ack_replies.is_empty() {
+            return;
+        }
+        if self.dirty && !self.flush() {
+            self.ack_replies.clear();
+            return;
+        }
+        for reply in self.ack_replies.drain(..) {
             self.transport.publish(Message {
                 subject: reply,
                 reply: None,

@@ -28,8 +28,10 @@ use tokio::time::Instant;
 const LOAD_BATCH: usize = 256;
 /// Most events handled before delivering again.
 const EVENT_BATCH: usize = 4096;
-/// How often dirty consumer state is written.
-const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
+/// How often dirty consumer state is written (acks without a reply included): nats-server's
+/// consumer store writes at most about ten times a second per consumer under load, so we do
+/// too. Acks with a reply are written before their answer instead (`confirm_acks`).
+const FLUSH_INTERVAL: Duration = Duration::from_millis(100);
 /// Push flow control: ask for a reply after this many unconfirmed bytes, stall at twice it.
 const FLOW_CONTROL_BYTES: u64 = 512 * 1024;
 /// The change list keeps its allocation across flushes up to this many entries.
@@ -66,6 +68,7 @@ pub(super) fn spawn(
         deadline_of: HashMap::new(),
         last_per_subject: VecDeque::new(),
         dirty: false,
+        ack_replies: Vec::new(),
         next_flush: now + FLUSH_INTERVAL,
         last_activity: now,
         last_delivery: now,
@@ -121,6 +124,9 @@ struct Task {
     /// `last_per_subject`: the sequences still to deliver before the cursor resumes.
     last_per_subject: VecDeque<u64>,
     dirty: bool,
+    /// Reply subjects of acks handled in the current run of events, answered after the
+    /// state they changed is written.
+    ack_replies: Vec<Bytes>,
     next_flush: Instant,
     last_activity: Instant,
     last_delivery: Instant,
@@ -178,6 +184,7 @@ impl Task {
                             Err(_) => break,
                         }
                     }
+                    self.confirm_acks();
                 }
                 // Only a consumer that could deliver listens for new messages: 10k idle pull
                 // consumers must not all wake on every publish.
@@ -458,11 +465,13 @@ impl Task {
         } else {
             self.flush();
         }
+        self.confirm_acks();
     }
 
     /// Hand the store what changed since the last flush (O(changes), under the state lock so
-    /// no change slips between the copy and the clear), then let it write.
-    fn flush(&mut self) {
+    /// no change slips between the copy and the clear), then let it write; false when the
+    /// write failed (logged).
+    fn flush(&mut self) -> bool {
         let staged = {
             let mut shared = self.consumer.state.lock();
             let staged = self.store.update_state(&shared.state, &shared.changed);
@@ -474,11 +483,12 @@ impl Task {
             staged
         };
         let result = staged.and_then(|_| self.store.flush());
-        if let Err(error) = result {
+        if let Err(error) = &result {
             tracing::error!(consumer = %self.consumer.name, %error, "writing consumer state failed");
         }
         self.dirty = false;
         self.next_flush = Instant::now() + FLUSH_INTERVAL;
+        result.is_ok()
     }
 
     fn send_status(&self, subject: Bytes, headers: Vec<u8>) {
