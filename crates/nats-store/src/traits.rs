@@ -217,6 +217,19 @@ pub trait ConsumerStore: Send {
     /// process kill, and with `SyncPolicy::Always` a power cut.
     fn flush(&mut self) -> Result<(), StoreError>;
 
+    /// [`ConsumerStore::flush`] without waiting for the fsync: the changes are written when it
+    /// returns (they survive a process kill), and `on_durable` runs once they, and everything
+    /// flushed before them, are as durable as the policy promises. With `SyncPolicy::Always`
+    /// the FileConsumerStore's fsync runs on the store's sync threads, so the caller (the
+    /// consumer's task) never waits on the disk. Called with nothing changed, `on_durable`
+    /// still waits for the syncs already in flight. When this returns `Err`, `on_durable` is
+    /// dropped without running.
+    fn flush_then(&mut self, on_durable: DurableCallback) -> Result<(), StoreError> {
+        self.flush()?;
+        on_durable(Ok(()));
+        Ok(())
+    }
+
     /// Remove the consumer's persisted state.
     fn delete(&mut self) -> Result<(), StoreError>;
 }

@@ -14,6 +14,12 @@
 //! trusted for pending messages: the state falls back to "everything above the ack floor is
 //! delivered again" (at-least-once), never to "acked".
 //!
+//! With `SyncPolicy::Always`, `flush_then` writes the frame and leaves its fdatasync to the
+//! store's sync threads (`durability.rs`, this consumer's own pipeline over its log file): the
+//! consumer's task goes on while the disk works, and the callback (the confirmed acks' replies)
+//! runs once the frame is durable. Snapshots and a new log's first frame (rare: compactions) are
+//! still synced inline, with their directory.
+//!
 //! Called by the stream's `FileStore::consumer_store`; the JetStream consumer task drives it.
 
 mod log;
@@ -23,11 +29,13 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::consumer::{ConsumerState, SequencePair};
 use crate::error::StoreError;
-use crate::traits::ConsumerStore;
+use crate::traits::{ConsumerStore, DurableCallback};
 
+use super::durability::Pipeline;
 use super::{sync_dir, write_atomic};
 
 const STATE_FILE: &str = "state.bin";
@@ -74,6 +82,12 @@ pub struct FileConsumerStore {
     consumers_dir_entry_unsynced: bool,
     deleted: bool,
     report: ConsumerRecoveryReport,
+    /// The log, open for appending (dropped when a compaction removes it).
+    log_file: Option<Arc<File>>,
+    /// `SyncPolicy::Always` with `flush_then`: the log's fsyncs, run on the sync threads.
+    pipeline: Arc<Pipeline>,
+    /// A frame was handed to the pipeline and no inline sync has covered it yet.
+    log_unsynced: bool,
 }
 
 fn valid_name(name: &str) -> bool {
@@ -148,6 +162,9 @@ impl FileConsumerStore {
             consumers_dir_entry_unsynced: consumers_dir_created,
             deleted: false,
             report: ConsumerRecoveryReport::default(),
+            log_file: None,
+            pipeline: Pipeline::new(),
+            log_unsynced: false,
         };
         if !created {
             store.recover()?;
@@ -282,7 +299,25 @@ impl FileConsumerStore {
         }
     }
 
-    fn append_frame(&mut self) -> Result<(), StoreError> {
+    /// Write what changed: a log frame, or a snapshot once the log outgrew the state. With
+    /// `SyncPolicy::Always` the write is fsynced before it returns, except a frame appended to
+    /// an existing log when `defer_sync`: that log file is returned, for the caller to sync.
+    fn write_changes(&mut self, defer_sync: bool) -> Result<Option<Arc<File>>, StoreError> {
+        self.sync_new_dir()?;
+        let threshold = self.snapshot_estimate().max(MIN_COMPACTION_BYTES);
+        let unsynced = if self.rewrite || self.log_len > threshold {
+            self.compact()?;
+            None
+        } else {
+            self.append_frame(defer_sync)?
+        };
+        self.changed.clear();
+        self.floors_changed = false;
+        self.rewrite = false;
+        Ok(unsynced)
+    }
+
+    fn append_frame(&mut self, defer_sync: bool) -> Result<Option<Arc<File>>, StoreError> {
         self.changed.sort_unstable();
         self.changed.dedup();
         self.frame.clear();
@@ -293,25 +328,36 @@ impl FileConsumerStore {
         }
         log::encode_frame(&self.state, &self.changed, &mut self.frame);
         let path = self.dir.join(LOG_FILE);
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(starts_log)
-            .open(&path)
-            .map_err(StoreError::io(&path))?;
+        let file = match &self.log_file {
+            Some(file) if !starts_log => file.clone(),
+            _ => Arc::new(
+                OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(starts_log)
+                    .open(&path)
+                    .map_err(StoreError::io(&path))?,
+            ),
+        };
+        self.log_file = Some(file.clone());
         if let Err(error) = file.write_all_at(&self.frame, self.log_len) {
             // A partial frame would hide every later one from replay: cut it.
             let _ = file.set_len(self.log_len);
             return Err(StoreError::io(&path)(error));
         }
-        if self.sync {
-            file.sync_data().map_err(StoreError::io(&path))?;
-            if starts_log {
-                sync_dir(&self.dir)?;
-            }
-        }
         self.log_len += self.frame.len() as u64;
-        Ok(())
+        if !self.sync {
+            return Ok(None);
+        }
+        if defer_sync && !starts_log {
+            return Ok(Some(file));
+        }
+        // A new log's name is durable only with its directory: both synced here (rare).
+        file.sync_data().map_err(StoreError::io(&path))?;
+        if starts_log {
+            sync_dir(&self.dir)?;
+        }
+        Ok(None)
     }
 
     /// Write the whole state as the next generation's snapshot and restart the log.
@@ -325,6 +371,7 @@ impl FileConsumerStore {
         self.generation = next;
         // The old log now names an older generation and is ignored; the next frame restarts it.
         self.log_len = 0;
+        self.log_file = None;
         let path = self.dir.join(LOG_FILE);
         match fs::remove_file(&path) {
             Ok(()) => {}
@@ -412,25 +459,60 @@ impl ConsumerStore for FileConsumerStore {
     }
 
     fn flush(&mut self) -> Result<(), StoreError> {
-        if self.deleted || !self.has_changes() {
+        if self.deleted {
             return Ok(());
         }
-        self.sync_new_dir()?;
-        let threshold = self.snapshot_estimate().max(MIN_COMPACTION_BYTES);
-        if self.rewrite || self.log_len > threshold {
-            self.compact()?;
+        if self.has_changes() {
+            self.write_changes(false)?;
+        } else if self.log_unsynced {
+            // Frames `flush_then` left to the sync threads: made durable here, now.
+            if let Some(file) = &self.log_file {
+                let path = self.dir.join(LOG_FILE);
+                file.sync_data().map_err(StoreError::io(&path))?;
+            }
         } else {
-            self.append_frame()?;
+            return Ok(());
         }
-        self.changed.clear();
-        self.floors_changed = false;
-        self.rewrite = false;
+        if self.sync {
+            // Synced inline, and the log's sync covers every frame before it.
+            self.log_unsynced = false;
+            self.pipeline.all_synced();
+        }
+        Ok(())
+    }
+
+    fn flush_then(&mut self, on_durable: DurableCallback) -> Result<(), StoreError> {
+        if !self.sync || self.deleted {
+            self.flush()?;
+            on_durable(Ok(()));
+            return Ok(());
+        }
+        if !self.has_changes() {
+            // Nothing new, but what an earlier flush wrote may still be syncing.
+            self.pipeline.after_pending(on_durable);
+            return Ok(());
+        }
+        match self.write_changes(true)? {
+            Some(file) => {
+                self.log_unsynced = true;
+                self.pipeline
+                    .submit(vec![(file, self.dir.join(LOG_FILE))], on_durable)
+            }
+            None => {
+                // A snapshot or a new log, synced inline: it holds everything before it.
+                self.log_unsynced = false;
+                self.pipeline.all_synced();
+                self.pipeline.after_pending(on_durable);
+            }
+        }
         Ok(())
     }
 
     fn delete(&mut self) -> Result<(), StoreError> {
         self.deleted = true;
         self.changed.clear();
+        self.log_file = None;
+        self.pipeline.fail(&StoreError::Closed, self.dir.clone());
         match fs::remove_dir_all(&self.dir) {
             Ok(()) => Ok(()),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),

@@ -2,7 +2,9 @@
 //! consumer with explicit acks, every message acked with a double ack (AckSync: the server's
 //! answer awaited), then the server is killed at once and restarted on the same store. The
 //! consumer must still have every ack: ack floor at the last message, nothing pending, nothing
-//! redelivered. Passes on nats-server 2.15.1 too.
+//! redelivered. nats-server 2.15.1 keeps the consumer but forgets some acks it confirmed
+//! (issue 17 item 3 counted 12,810 over eight kill -9 cycles): there only the parts it passes
+//! are asserted, and what it forgot is printed (docs/parity.md: we promise more).
 
 use std::time::Duration;
 
@@ -34,8 +36,20 @@ async fn consumer(context: &jetstream::Context) -> jetstream::consumer::PullCons
 
 #[tokio::test]
 async fn acks_confirmed_before_kill9_are_not_forgotten() {
+    confirmed_acks_survive_kill9(None).await;
+}
+
+/// The same with `sync_interval: always`, where the consumer's write is fsynced on the store's
+/// sync threads before the reply goes out.
+#[tokio::test]
+async fn acks_confirmed_with_sync_always_are_not_forgotten() {
+    confirmed_acks_survive_kill9(Some("jetstream { sync_interval: always }\n".into())).await;
+}
+
+async fn confirmed_acks_survive_kill9(config: Option<String>) {
     let mut server = TestServer::start(ServerOptions {
         jetstream: true,
+        config,
         ..Default::default()
     });
     {
@@ -93,6 +107,17 @@ async fn acks_confirmed_before_kill9_are_not_forgotten() {
     let context = context(&server).await;
     let mut consumer = consumer(&context).await;
     let info = consumer.info().await.expect("consumer info").clone();
+    assert!(
+        info.ack_floor.stream_sequence <= MESSAGES && info.delivered.stream_sequence <= MESSAGES,
+        "{info:?}"
+    );
+    if test_harness::is_reference() {
+        println!(
+            "reference: ack floor {} of {MESSAGES} after kill -9, {} pending",
+            info.ack_floor.stream_sequence, info.num_ack_pending
+        );
+        return;
+    }
     assert_eq!(
         (info.ack_floor.stream_sequence, info.num_ack_pending),
         (MESSAGES, 0),

@@ -81,26 +81,17 @@ impl Task {
     }
 
     /// Answer the acks queued since the last call (AckSync, double ack): one write of the
-    /// state covering all of them first (fsynced with `sync_interval: always`), then every
-    /// reply, so an ack the client saw confirmed survives a kill -9. Acks without a reply
-    /// cost nothing here; they reach the store with the next periodic flush. A failed write
-    /// confirms nothing: the client's ack request times out and it can ack again.
+    /// state covering all of them first (fsynced with `sync_interval: always`, on the store's
+    /// sync threads), then every reply, so an ack the client saw confirmed survives a kill -9.
+    /// Acks without a reply cost nothing here; they reach the store with the next periodic
+    /// flush. A failed write confirms nothing: the client's ack request times out and it can
+    /// ack again.
     pub(super) fn confirm_acks(&mut self) {
         if self.ack_replies.is_empty() {
             return;
         }
-        if self.dirty && !self.flush() {
-            self.ack_replies.clear();
-            return;
-        }
-        for reply in self.ack_replies.drain(..) {
-            self.transport.publish(Message {
-                subject: reply,
-                reply: None,
-                headers: None,
-                payload: Bytes::new(),
-            });
-        }
+        let replies = std::mem::take(&mut self.ack_replies);
+        self.write_state(replies);
     }
 
     pub(super) fn is_pending(&self, seq: u64) -> bool {

@@ -464,15 +464,27 @@ impl Task {
             }
         } else {
             self.flush();
+            // Frames left to the sync threads are synced before the task ends.
+            if let Err(error) = self.store.flush() {
+                tracing::error!(consumer = %self.consumer.name, %error, "syncing consumer state failed");
+            }
         }
         self.confirm_acks();
     }
 
+    /// Hand the store what changed since the last flush; see [`Task::write_state`].
+    fn flush(&mut self) {
+        self.write_state(Vec::new());
+    }
+
     /// Hand the store what changed since the last flush (O(changes), under the state lock so
-    /// no change slips between the copy and the clear), then let it write; false when the
-    /// write failed (logged).
-    fn flush(&mut self) -> bool {
-        let staged = {
+    /// no change slips between the copy and the clear), let it write, and publish `replies`
+    /// (empty answers to confirmed acks) once that write, and every earlier one, is as durable
+    /// as the stream's sync policy promises: at once after the write, or with
+    /// `sync_interval: always` from the store's sync thread after the fsync, so this task
+    /// never waits on the disk. A failed write or sync sends no reply (logged).
+    fn write_state(&mut self, replies: Vec<Bytes>) {
+        let staged = if self.dirty {
             let mut shared = self.consumer.state.lock();
             let staged = self.store.update_state(&shared.state, &shared.changed);
             if shared.changed.capacity() > CHANGED_KEEP_CAPACITY {
@@ -481,14 +493,32 @@ impl Task {
                 shared.changed.clear();
             }
             staged
+        } else {
+            Ok(())
         };
-        let result = staged.and_then(|_| self.store.flush());
+        let transport = self.transport.clone();
+        let name = self.consumer.name.clone();
+        let on_durable: nats_store::DurableCallback = Box::new(move |durable| match durable {
+            Ok(()) => {
+                for reply in replies {
+                    transport.publish(Message {
+                        subject: reply,
+                        reply: None,
+                        headers: None,
+                        payload: Bytes::new(),
+                    });
+                }
+            }
+            Err(error) => {
+                tracing::error!(consumer = %name, %error, "syncing consumer state failed");
+            }
+        });
+        let result = staged.and_then(|_| self.store.flush_then(on_durable));
         if let Err(error) = &result {
             tracing::error!(consumer = %self.consumer.name, %error, "writing consumer state failed");
         }
         self.dirty = false;
         self.next_flush = Instant::now() + FLUSH_INTERVAL;
-        result.is_ok()
     }
 
     fn send_status(&self, subject: Bytes, headers: Vec<u8>) {
