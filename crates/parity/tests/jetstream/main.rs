@@ -9,6 +9,7 @@ mod consumer_api;
 mod consumer_api_level;
 mod consumer_delivery;
 mod consumer_durability;
+mod consumer_durable_over_ephemeral;
 mod consumer_info_exact;
 mod consumer_priority;
 mod consumer_pull;

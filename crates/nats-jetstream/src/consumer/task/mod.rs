@@ -414,7 +414,11 @@ impl Task {
                 }
             }
             Event::ConfigUpdated => {
+                let was_durable = !self.config.durable_name.is_empty();
                 self.config = self.consumer.config();
+                if !was_durable && !self.config.durable_name.is_empty() {
+                    self.persist();
+                }
                 self.filters = filters_of(&self.config);
                 self.deliver_subject = Bytes::from(self.config.deliver_subject.clone());
                 self.watch_deliver_subject();
@@ -470,6 +474,30 @@ impl Task {
             }
         }
         self.confirm_acks();
+    }
+
+    /// An ephemeral consumer made durable (a durable create of its name): its state moves
+    /// from memory to the stream's consumer store, as a new durable's would be, so it survives
+    /// a restart with its position and acks. The config is saved by the caller.
+    fn persist(&mut self) {
+        let opened = super::open_store(
+            &self.stream,
+            &self.config,
+            &self.consumer.name,
+            self.consumer.created,
+        )
+        .and_then(|mut store| {
+            let state = self.consumer.state.lock().state.clone();
+            store.set_state(state)?;
+            store.flush()?;
+            Ok(store)
+        });
+        match opened {
+            Ok(store) => self.store = store,
+            Err(error) => {
+                tracing::error!(consumer = %self.consumer.name, %error, "persisting consumer failed")
+            }
+        }
     }
 
     /// Hand the store what changed since the last flush; see [`Task::write_state`].
