@@ -111,6 +111,7 @@ impl Engine {
                 if consumer_name != config.durable_name {
                     return Err(errors::CONSUMER_DURABLE_NAME_NOT_MATCH_SUBJECT.to_error());
                 }
+                config.name = consumer_name.to_string();
             }
             CreateKind::New => {
                 if !config.durable_name.is_empty() && consumer_name != config.durable_name {
@@ -123,6 +124,11 @@ impl Engine {
                     return Err(errors::CONSUMER_EPHEMERAL_WITH_DURABLE_NAME.to_error());
                 }
             }
+        }
+        // The name the consumer will have, whichever path set it (a legacy ephemeral's comes
+        // from the body alone): a path separator is refused before any other name check.
+        if config.name.contains(['/', '\\']) {
+            return Err(errors::CONSUMER_NAME_CONTAINS_PATH_SEPARATORS.to_error());
         }
         if !filter.is_empty() && !config.filter_subjects.is_empty() {
             return Err(errors::CONSUMER_MULTIPLE_FILTERS_NOT_ALLOWED.to_error());

@@ -16,11 +16,15 @@ fn has_wildcard(subject: &str) -> bool {
     subject.split('.').any(|token| token == "*" || token == ">")
 }
 
+/// nats-server's `isValidAssetName` (plus NUL, which no file name may hold).
 fn invalid_name(name: &str) -> bool {
     name.is_empty()
-        || name
-            .chars()
-            .any(|c| matches!(c, '.' | '*' | '>' | ' ' | '\t' | '\r' | '\n' | '\0'))
+        || name.chars().any(|c| {
+            matches!(
+                c,
+                '.' | '*' | '>' | '\\' | '/' | ' ' | '\t' | '\r' | '\n' | '\x0c' | '\0'
+            )
+        })
 }
 
 /// Defaults filled and the config checked against the stream; `Ok` is the config to store.
@@ -36,6 +40,14 @@ pub(crate) fn check_config(
         &ConsumerDefaultLimits::default(),
         pedantic,
     )?;
+    if !config.name.is_empty() && invalid_name(&config.name) {
+        return Err(errors::STREAM_INVALID_CONFIG
+            .with_err("consumer name can not contain '.', '*', '>', '\\', '/'"));
+    }
+    if !config.durable_name.is_empty() && invalid_name(&config.durable_name) {
+        return Err(errors::STREAM_INVALID_CONFIG
+            .with_err("consumer durable name can not contain '.', '*', '>', '\\', '/'"));
+    }
     if config.replicas > 1 && config.replicas > stream.replicas.max(1) {
         return Err(errors::CONSUMER_REPLICAS_EXCEEDS_STREAM.to_error());
     }
@@ -52,12 +64,6 @@ pub(crate) fn check_config(
         .sum();
     if metadata_length > MAX_METADATA_LENGTH {
         return Err(errors::CONSUMER_METADATA_LENGTH.with(&[("limit", &MAX_METADATA_LENGTH)]));
-    }
-    if !config.durable_name.is_empty() && invalid_name(&config.durable_name) {
-        return Err(errors::CONSUMER_BAD_DURABLE_NAME.to_error());
-    }
-    if !config.name.is_empty() && invalid_name(&config.name) {
-        return Err(errors::CONSUMER_BAD_DURABLE_NAME.to_error());
     }
     let name = if config.name.is_empty() {
         &config.durable_name
