@@ -254,19 +254,15 @@ impl WaitQueue {
             .min()
     }
 
-    /// At the end of the available messages, no_wait requests are answered and dropped:
-    /// `408 Request Timeout` when they got something, `404 No Messages` when not.
+    /// At the end of the available messages, no_wait requests are answered `404 No Messages`
+    /// and dropped, as nats-server does, except one with `expires` that got nothing yet: that
+    /// one waits (for a message, or until it expires with `408 Request Timeout`).
     pub fn end_no_wait(&mut self, out: &mut Vec<(Bytes, Vec<u8>)>) {
         self.requests.retain(|request| {
-            if !request.no_wait {
+            if !request.no_wait || (request.expires.is_some() && request.delivered == 0) {
                 return true;
             }
-            let body = if request.delivered > 0 {
-                status::request_timeout(request.remaining, request.remaining_bytes)
-            } else {
-                status::NO_MESSAGES.to_vec()
-            };
-            out.push((request.reply.clone(), body));
+            out.push((request.reply.clone(), status::NO_MESSAGES.to_vec()));
             false
         });
     }

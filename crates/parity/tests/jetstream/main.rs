@@ -35,6 +35,7 @@ mod object_store;
 mod persistence;
 mod power_loss;
 mod publish;
+mod pull_no_wait_expires;
 mod read_only_store;
 mod resources;
 mod restart_dedupe;
