@@ -118,22 +118,32 @@ impl Engine {
             let removed = done.await.unwrap_or_else(|_| {
                 Err(errors::STREAM_MSG_DELETE_FAILED.with_err("stream stopped"))
             })?;
-            Ok(removed)
+            if removed {
+                return Ok(None);
+            }
+            // Nothing removed: as nats-server, a sequence inside the stream's range that is
+            // already gone is "sequence N not found"; outside it, its store's error.
+            let seq = delete.sequence;
+            let state = stream.store.state();
+            Ok(Some(if seq == 0 || seq < state.first_seq {
+                errors::STREAM_MSG_DELETE_FAILED.with_err("no message found")
+            } else if seq > state.last_seq {
+                errors::STREAM_MSG_DELETE_FAILED.with_err("stream store EOF")
+            } else {
+                errors::SEQUENCE_NOT_FOUND.with(&[("seq", &seq)])
+            }))
         }
         .await;
         match result {
-            Ok(true) => self.respond(
+            Ok(None) => self.respond(
                 request,
                 &SuccessResponse::ok(STREAM_MSG_DELETE_RESPONSE_TYPE),
                 false,
             ),
             // nats-server answers a missing sequence on its success path (not an API error).
-            Ok(false) => self.respond(
+            Ok(Some(missing)) => self.respond(
                 request,
-                &SuccessResponse::error(
-                    STREAM_MSG_DELETE_RESPONSE_TYPE,
-                    errors::STREAM_MSG_DELETE_FAILED.with_err("no message found"),
-                ),
+                &SuccessResponse::error(STREAM_MSG_DELETE_RESPONSE_TYPE, missing),
                 false,
             ),
             Err(error) => self.respond(

@@ -27,6 +27,7 @@ mod fast_batch_publish;
 mod key_value;
 mod key_value_figures;
 mod key_value_nats_py;
+mod message_delete_missing;
 mod message_schedules;
 mod mirror;
 mod mirror_restart;
