@@ -22,6 +22,42 @@ pub(crate) struct Registry {
     streams: parking_lot::RwLock<BTreeMap<String, Entry>>,
 }
 
+/// nats-server's check when a stream's `consumer_limits` change: a limit newly set (or
+/// changed) that an existing consumer's own setting exceeds refuses the update, naming every
+/// such consumer (sorted here; nats-server lists them in map order).
+fn check_consumer_limits(
+    old: &StreamConfig,
+    new: &StreamConfig,
+    consumers: &Consumers,
+) -> Result<(), ApiError> {
+    let inactive_threshold = new.consumer_limits.inactive_threshold.0;
+    let max_ack_pending = new.consumer_limits.max_ack_pending;
+    let changed = (inactive_threshold > 0
+        && inactive_threshold != old.consumer_limits.inactive_threshold.0)
+        || (max_ack_pending > 0 && max_ack_pending != old.consumer_limits.max_ack_pending);
+    if !changed {
+        return Ok(());
+    }
+    let mut violating: Vec<String> = consumers
+        .all()
+        .iter()
+        .filter(|consumer| {
+            let config = consumer.config.read();
+            (inactive_threshold > 0 && config.inactive_threshold.0 > inactive_threshold)
+                || (max_ack_pending > 0 && config.max_ack_pending > max_ack_pending)
+        })
+        .map(|consumer| consumer.name.clone())
+        .collect();
+    if violating.is_empty() {
+        return Ok(());
+    }
+    violating.sort_unstable();
+    Err(errors::STREAM_UPDATE.with_err(format!(
+        "change to limits violates consumers: {}",
+        violating.join(", ")
+    )))
+}
+
 impl Registry {
     pub(crate) fn get(&self, name: &str) -> Option<Arc<Stream>> {
         self.streams
@@ -262,6 +298,7 @@ impl Engine {
         if config.max_bytes != old.max_bytes {
             self.check_reservation(&config)?;
         }
+        check_consumer_limits(&old, &config, &self.registry.consumers(&stream))?;
         let (reply, done) = oneshot::channel();
         stream.send(StreamCommand::UpdateConfig {
             config: Box::new(config.clone()),

@@ -11,6 +11,7 @@ mod consumer_delivery;
 mod consumer_durability;
 mod consumer_durable_over_ephemeral;
 mod consumer_info_exact;
+mod consumer_limits_update;
 mod consumer_name_separators;
 mod consumer_priority;
 mod consumer_pull;
