@@ -9,6 +9,7 @@
 
 #![recursion_limit = "256"]
 
+pub(crate) mod accounts;
 pub mod cli;
 pub(crate) mod client;
 pub mod config;
@@ -20,6 +21,7 @@ pub(crate) mod router;
 pub(crate) mod security;
 pub(crate) mod server;
 pub mod signal_command;
+pub(crate) mod system;
 pub(crate) mod transport;
 
 pub use server::{run, VERSION};

@@ -144,7 +144,7 @@ fn go_float(value: f64) -> Value {
     }
 }
 
-fn resident_memory() -> u64 {
+pub(crate) fn resident_memory() -> u64 {
     let Ok(statm) = std::fs::read_to_string("/proc/self/statm") else {
         return 0;
     };
@@ -156,7 +156,7 @@ fn resident_memory() -> u64 {
     pages * 4096
 }
 
-fn varz(server: &Server) -> Value {
+pub(crate) fn varz(server: &Server) -> Value {
     let options = &server.options;
     let now = OffsetDateTime::now_utc();
     let (in_msgs, in_bytes, out_msgs, out_bytes) = server.message_totals();
@@ -212,8 +212,8 @@ fn varz(server: &Server) -> Value {
         "cpu": 0,
         "connections": connections,
         "total_connections": server.stats.total_connections.load(Ordering::Relaxed),
-        "routes": server.router.routes().map_or(0, |routes| routes.count()),
-        "remotes": server.router.routes().map_or(0, |routes| routes.count()),
+        "routes": server.routes().map_or(0, |routes| routes.count()),
+        "remotes": server.routes().map_or(0, |routes| routes.count()),
         "leafnodes": 0,
         "in_msgs": in_msgs,
         "in_bytes": in_bytes,
@@ -226,11 +226,11 @@ fn varz(server: &Server) -> Value {
         "slow_consumers": server.stats.slow_consumers.load(Ordering::Relaxed),
         "stale_connections": server.stats.stale_connections.load(Ordering::Relaxed),
         "stalled_clients": 0,
-        "subscriptions": server.router.subscription_count(),
+        "subscriptions": server.accounts.subscription_count(),
         "http_req_stats": http_requests,
         "config_load_time": rfc3339(server.start_time),
         "config_digest": "",
-        "system_account": "$SYS",
+        "system_account": &*server.accounts.system().name,
         "slow_consumer_stats": {
             "clients": server.stats.slow_consumers.load(Ordering::Relaxed),
             "routes": 0, "gateways": 0, "leafs": 0
@@ -263,7 +263,7 @@ fn paging(query: &[(String, String)]) -> (usize, usize) {
     (offset, limit)
 }
 
-fn connz(server: &Server, query: &[(String, String)]) -> Value {
+pub(crate) fn connz(server: &Server, query: &[(String, String)]) -> Value {
     let now = OffsetDateTime::now_utc();
     let subscriptions_mode = query_value(query, "subs").unwrap_or("");
     let detail = subscriptions_mode == "detail";
@@ -374,8 +374,12 @@ fn connz(server: &Server, query: &[(String, String)]) -> Value {
 fn subscription_detail(subscription: &crate::client::ClientSubscription, account: bool) -> Value {
     let mut entry = Map::new();
     if account {
-        entry.insert("account".into(), json!("$G"));
-        entry.insert("account_tag".into(), json!("$G"));
+        let name = subscription
+            .client
+            .account()
+            .map_or(crate::accounts::GLOBAL_ACCOUNT, |account| &account.name);
+        entry.insert("account".into(), json!(name));
+        entry.insert("account_tag".into(), json!(name));
     }
     entry.insert("subject".into(), json!(subscription.subject));
     if let Some(queue) = &subscription.queue {
@@ -397,7 +401,7 @@ fn subscription_detail(subscription: &crate::client::ClientSubscription, account
     Value::Object(entry)
 }
 
-fn subsz(server: &Server, query: &[(String, String)]) -> Value {
+pub(crate) fn subsz(server: &Server, query: &[(String, String)]) -> Value {
     let now = OffsetDateTime::now_utc();
     let (offset, limit) = paging(query);
     let list = matches!(
@@ -407,7 +411,7 @@ fn subsz(server: &Server, query: &[(String, String)]) -> Value {
     let mut body = Map::new();
     body.insert("server_id".into(), json!(server.server_id));
     body.insert("now".into(), json!(rfc3339(now)));
-    for (key, value) in server.router.statistics() {
+    for (key, value) in server.accounts.statistics() {
         let value = match value.as_f64() {
             Some(float) if value.is_f64() => go_float(float),
             _ => value,
@@ -436,7 +440,7 @@ fn subsz(server: &Server, query: &[(String, String)]) -> Value {
 
 /// The `cluster` block of /varz (empty without a cluster).
 fn cluster_varz(server: &Server) -> Value {
-    let (Some(cluster), Some(routes)) = (&server.options.cluster, server.router.routes()) else {
+    let (Some(cluster), Some(routes)) = (&server.options.cluster, server.routes()) else {
         return json!({});
     };
     let mut block = Map::new();
@@ -464,11 +468,10 @@ fn cluster_varz(server: &Server) -> Value {
     Value::Object(block)
 }
 
-fn routez(server: &Server, query: &[(String, String)]) -> Value {
+pub(crate) fn routez(server: &Server, query: &[(String, String)]) -> Value {
     let subscriptions_mode = query_value(query, "subs").unwrap_or("");
     let now = OffsetDateTime::now_utc();
     let links = server
-        .router
         .routes()
         .map(|routes| routes.links())
         .unwrap_or_default();
@@ -530,27 +533,29 @@ fn routez(server: &Server, query: &[(String, String)]) -> Value {
                 "out_bytes".into(),
                 json!(counters.out_bytes.load(Ordering::Relaxed)),
             );
-            let subscriptions: Vec<(String, Option<String>)> =
+            let subscriptions: Vec<crate::route::InterestKey> =
                 link.subscriptions.lock().keys().cloned().collect();
             route.insert("subscriptions".into(), json!(subscriptions.len()));
             match subscriptions_mode {
                 "1" | "true" => {
-                    let list: Vec<&String> =
-                        subscriptions.iter().map(|(subject, _)| subject).collect();
+                    let list: Vec<&String> = subscriptions
+                        .iter()
+                        .map(|(_, subject, _)| subject)
+                        .collect();
                     route.insert("subscriptions_list".into(), json!(list));
                 }
                 "detail" => {
                     let list: Vec<Value> = subscriptions
                         .iter()
-                        .map(|(subject, queue)| {
+                        .map(|(account, subject, queue)| {
                             let mut entry = Map::new();
                             entry.insert("subject".into(), json!(subject));
                             if let Some(queue) = queue {
                                 entry.insert("qgroup".into(), json!(queue));
                             }
                             let sid = match queue {
-                                Some(queue) => format!("R $G {subject} {queue}"),
-                                None => format!("R $G {subject}"),
+                                Some(queue) => format!("R {account} {subject} {queue}"),
+                                None => format!("R {account} {subject}"),
                             };
                             entry.insert("sid".into(), json!(sid));
                             entry.insert("msgs".into(), json!(0));
@@ -575,7 +580,7 @@ fn routez(server: &Server, query: &[(String, String)]) -> Value {
     })
 }
 
-fn jsz(server: &Server) -> Value {
+pub(crate) fn jsz(server: &Server) -> Value {
     match server.jetstream.get() {
         Some(jetstream) => jetstream.jsz(),
         None => json!({

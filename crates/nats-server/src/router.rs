@@ -150,8 +150,10 @@ struct InterestWatches {
     subject_of: HashMap<u64, String>,
 }
 
-/// The subject table and the routing counters.
+/// The subject table of one account and the routing counters.
 pub struct Router {
+    /// The account this table belongs to (named on every `RS+`/`RMSG` it sends).
+    account: Arc<str>,
     sublist: Sublist<Subscriber>,
     internal: Mutex<HashMap<u64, Arc<InternalSubscription>>>,
     next_internal_id: AtomicU64,
@@ -186,15 +188,10 @@ fn add_route_target(
     }
 }
 
-impl Default for Router {
-    fn default() -> Self {
-        Router::new()
-    }
-}
-
 impl Router {
-    pub fn new() -> Router {
+    pub fn new(account: Arc<str>) -> Router {
         Router {
+            account,
             sublist: Sublist::new(),
             internal: Mutex::new(HashMap::new()),
             next_internal_id: AtomicU64::new(1),
@@ -210,10 +207,6 @@ impl Router {
         let _ = self.routes.set(routes);
     }
 
-    pub fn routes(&self) -> Option<&Arc<Routes>> {
-        self.routes.get()
-    }
-
     /// Tell the peers about a local subscription that came or went.
     fn local_interest(
         &self,
@@ -224,7 +217,7 @@ impl Router {
     ) {
         if let Some(routes) = self.routes.get() {
             if !matches!(subscriber, Subscriber::Route(_)) {
-                routes.local_interest_changed(subject, queue, added);
+                routes.local_interest_changed(&self.account, subject, queue, added);
             }
         }
     }
@@ -247,19 +240,9 @@ impl Router {
         self.sublist.count()
     }
 
-    /// /subsz counters.
-    pub fn statistics(&self) -> Vec<(String, serde_json::Value)> {
-        let stats = self.sublist.stats();
-        vec![
-            ("num_subscriptions".into(), stats.num_subscriptions.into()),
-            ("num_cache".into(), stats.num_cache.into()),
-            ("num_inserts".into(), stats.num_inserts.into()),
-            ("num_removes".into(), stats.num_removes.into()),
-            ("num_matches".into(), stats.num_matches.into()),
-            ("cache_hit_rate".into(), stats.cache_hit_rate.into()),
-            ("max_fanout".into(), stats.max_fanout.into()),
-            ("avg_fanout".into(), stats.avg_fanout.into()),
-        ]
+    /// The sublist counters (/subsz sums them over the accounts).
+    pub fn statistics(&self) -> nats_subject::SublistStats {
+        self.sublist.stats()
     }
 
     pub fn remove(&self, subject: &str, queue: Option<&str>, subscriber: &Subscriber) {
@@ -480,7 +463,7 @@ impl Router {
                 .iter()
                 .filter_map(|subscription| subscription.queue.as_deref().map(str::as_bytes))
                 .collect();
-            if link.send_message(delivery, &names) {
+            if link.send_message(self.account.as_bytes(), delivery, &names) {
                 pending.add(&link.connection);
                 delivered += 1;
             }

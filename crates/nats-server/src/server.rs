@@ -2,9 +2,9 @@
 //! counters, JetStream), the accept loop, start-up (banner, listeners, pid and ports files)
 //! and graceful shutdown.
 
+use crate::accounts::Accounts;
 use crate::client::{self, ClientShared, CloseReason};
 use crate::config::Options;
-use crate::router::Router;
 use crate::security::auth::Authenticator;
 use crate::transport::ServerTransport;
 use crate::ServerError;
@@ -43,7 +43,10 @@ pub struct Server {
     pub server_id: String,
     pub server_name: String,
     pub start_time: OffsetDateTime,
-    pub router: Router,
+    /// Every account, each with its own subject table.
+    pub accounts: Accounts,
+    /// Set when the server is part of a cluster.
+    routes: OnceLock<Arc<crate::route::Routes>>,
     pub authenticator: Authenticator,
     pub stats: ServerStats,
     pub clients: Mutex<BTreeMap<u64, Arc<ClientShared>>>,
@@ -54,6 +57,8 @@ pub struct Server {
     /// The route listener's address (in a cluster with a route port).
     pub route_address: OnceLock<SocketAddr>,
     pub jetstream: OnceLock<JetStream>,
+    /// The account JetStream serves (held here: the transport holds it weakly).
+    pub jetstream_account: OnceLock<Arc<crate::accounts::Account>>,
     pub http_requests: Mutex<BTreeMap<String, u64>>,
     /// Set when client connections use TLS (`tls { }` or `--tls*`).
     pub tls: Option<tokio_rustls::TlsAcceptor>,
@@ -71,12 +76,14 @@ impl Server {
             .clone()
             .unwrap_or_else(|| server_id.clone());
         let authenticator = Authenticator::new(&options);
+        let accounts = Accounts::new(&options);
         Arc::new(Server {
             options,
             server_id,
             server_name,
             start_time: OffsetDateTime::now_utc(),
-            router: Router::new(),
+            accounts,
+            routes: OnceLock::new(),
             authenticator,
             stats: ServerStats::default(),
             clients: Mutex::new(BTreeMap::new()),
@@ -85,6 +92,7 @@ impl Server {
             monitor_address: OnceLock::new(),
             route_address: OnceLock::new(),
             jetstream: OnceLock::new(),
+            jetstream_account: OnceLock::new(),
             http_requests: Mutex::new(BTreeMap::new()),
             tls: tls.map(tokio_rustls::TlsAcceptor::from),
             info_template: OnceLock::new(),
@@ -116,8 +124,9 @@ impl Server {
             .drain()
             .map(|(_, s)| s)
             .collect();
+        let account = client.account().unwrap_or(self.accounts.global());
         for subscription in subscriptions {
-            self.router.remove(
+            account.router.remove(
                 &subscription.subject,
                 subscription.queue.as_deref(),
                 &crate::router::Subscriber::Client(subscription.clone()),
@@ -141,6 +150,9 @@ impl Server {
             );
         }
         let reason = client.closing().unwrap_or(CloseReason::ClientClosed);
+        if client.account().is_some() {
+            crate::system::client_disconnected(self, client, reason);
+        }
         tracing::debug!(
             "{} - cid:{} - Client connection closed: {}",
             client.address,
@@ -163,7 +175,7 @@ impl Server {
         if let Some(nonce) = &client.nonce {
             info.nonce = nonce.clone();
         }
-        if let Some(routes) = self.router.routes() {
+        if let Some(routes) = self.routes() {
             info.cluster = routes.cluster_name();
             info.connect_urls = crate::route::client_connect_urls(self);
         }
@@ -213,6 +225,19 @@ impl Server {
         totals
     }
 
+    /// The cluster's routes (`None` without a cluster).
+    pub fn routes(&self) -> Option<&Arc<crate::route::Routes>> {
+        self.routes.get()
+    }
+
+    /// Join a cluster (once, at start-up): every account's table announces its interest.
+    fn set_routes(&self, routes: Arc<crate::route::Routes>) {
+        for account in self.accounts.iter() {
+            account.router.set_routes(routes.clone());
+        }
+        let _ = self.routes.set(routes);
+    }
+
     pub fn identity(&self) -> ServerIdentity {
         ServerIdentity {
             server_id: self.server_id.clone(),
@@ -249,7 +274,7 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
     log_banner(&server);
     let routes = server.options.cluster.as_ref().map(|cluster| {
         let routes = Arc::new(crate::route::Routes::new(cluster.name.clone()));
-        server.router.set_routes(routes.clone());
+        server.set_routes(routes.clone());
         routes
     });
 
@@ -267,7 +292,15 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
             .join("jetstream");
         nats_store::check_store_directory(&store_root)
             .map_err(|error| ServerError::JetStream(error.to_string()))?;
-        let transport = Arc::new(ServerTransport::new(Arc::downgrade(&server)));
+        // An account configuration that enables JetStream in no account leaves it running
+        // (as nats-server) but reachable from none: it gets a table of its own.
+        let account = server
+            .accounts
+            .jetstream()
+            .cloned()
+            .unwrap_or_else(crate::accounts::Account::unreachable);
+        let transport = Arc::new(ServerTransport::new(Arc::downgrade(&account)));
+        let _ = server.jetstream_account.set(account);
         let jetstream = JetStream::start(
             server.options.jetstream.clone(),
             server.identity(),
@@ -281,6 +314,8 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
         tracing::info!("Took {:?} to start JetStream", started.elapsed());
         let _ = server.jetstream.set(jetstream);
     }
+
+    crate::system::start(&server);
 
     if server.options.http_port != 0 {
         let host = server
@@ -348,6 +383,7 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
     wait_for_signal().await;
     tracing::info!("Initiating Shutdown...");
     accept.abort();
+    crate::system::shutdown(&server);
     if let Some(jetstream) = server.jetstream.get() {
         tracing::info!("Initiating JetStream Shutdown...");
         jetstream.shutdown().await;

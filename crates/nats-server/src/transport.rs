@@ -1,27 +1,28 @@
 //! The core-routing side of `nats_jetstream::Transport`: JetStream publishes, delivers to a
 //! stream's own subscribers, subscribes internally and watches interest through the
-//! [`Router`](crate::router::Router). Built once by `server::run` when JetStream is enabled;
-//! holds the server weakly so a stopped server is simply gone. Knows nothing about streams.
+//! [`Router`](crate::router::Router) of the account it serves. Built once by `server::run`
+//! when JetStream is enabled; holds the account weakly so a stopped server is simply gone.
+//! Knows nothing about streams.
 
+use crate::accounts::Account;
 use crate::router::{Delivery, InterestCallback, PendingFlush};
-use crate::server::Server;
 use nats_jetstream::{Handler, Message, Transport};
 use std::sync::Weak;
 
-/// Core routing as JetStream sees it.
+/// Core routing as JetStream sees it: one account's subject table.
 pub(crate) struct ServerTransport {
-    server: Weak<Server>,
+    account: Weak<Account>,
 }
 
 impl ServerTransport {
-    pub(crate) fn new(server: Weak<Server>) -> Self {
-        Self { server }
+    pub(crate) fn new(account: Weak<Account>) -> Self {
+        Self { account }
     }
 }
 
 impl Transport for ServerTransport {
     fn publish(&self, message: Message) {
-        let Some(server) = self.server.upgrade() else {
+        let Some(account) = self.account.upgrade() else {
             return;
         };
         let mut pending = PendingFlush::default();
@@ -31,12 +32,12 @@ impl Transport for ServerTransport {
             headers: message.headers.as_ref(),
             payload: &message.payload,
         };
-        server.router.route(None, &delivery, &mut pending);
+        account.router.route(None, &delivery, &mut pending);
         pending.flush();
     }
 
     fn deliver(&self, route_subject: &[u8], message: Message) {
-        let Some(server) = self.server.upgrade() else {
+        let Some(account) = self.account.upgrade() else {
             return;
         };
         let Ok(route_subject) = std::str::from_utf8(route_subject) else {
@@ -49,41 +50,41 @@ impl Transport for ServerTransport {
             headers: message.headers.as_ref(),
             payload: &message.payload,
         };
-        server
+        account
             .router
             .route_matching(route_subject, None, &delivery, &mut pending);
         pending.flush();
     }
 
     fn subscribe(&self, subject: &str, queue: Option<&str>, handler: Handler) -> u64 {
-        match self.server.upgrade() {
-            Some(server) => server.router.subscribe_internal(subject, queue, handler),
+        match self.account.upgrade() {
+            Some(account) => account.router.subscribe_internal(subject, queue, handler),
             None => 0,
         }
     }
 
     fn unsubscribe(&self, id: u64) {
-        if let Some(server) = self.server.upgrade() {
-            server.router.unsubscribe_internal(id);
+        if let Some(account) = self.account.upgrade() {
+            account.router.unsubscribe_internal(id);
         }
     }
 
     fn has_interest(&self, subject: &str) -> bool {
-        self.server
+        self.account
             .upgrade()
-            .is_some_and(|server| server.router.has_interest(subject))
+            .is_some_and(|account| account.router.has_interest(subject))
     }
 
     fn watch_interest(&self, subject: &str, callback: InterestCallback) -> u64 {
-        match self.server.upgrade() {
-            Some(server) => server.router.watch_interest(subject, callback),
+        match self.account.upgrade() {
+            Some(account) => account.router.watch_interest(subject, callback),
             None => 0,
         }
     }
 
     fn unwatch_interest(&self, id: u64) {
-        if let Some(server) = self.server.upgrade() {
-            server.router.unwatch_interest(id);
+        if let Some(account) = self.account.upgrade() {
+            account.router.unwatch_interest(id);
         }
     }
 }

@@ -145,7 +145,20 @@ pub struct ClientShared {
     /// With `verify_and_map`: the verified client certificate's identity, set after the TLS
     /// handshake and read at CONNECT.
     pub certificate: std::sync::OnceLock<crate::security::certificate::CertificateIdentity>,
+    /// The account the connection authenticated into, set once at CONNECT (unset: `$G`).
+    account: std::sync::OnceLock<Arc<crate::accounts::Account>>,
     server: std::sync::Weak<Server>,
+}
+
+impl ClientShared {
+    /// The account set at CONNECT (`None` before it: the global account).
+    pub fn account(&self) -> Option<&Arc<crate::accounts::Account>> {
+        self.account.get()
+    }
+
+    pub(crate) fn set_account(&self, account: Arc<crate::accounts::Account>) {
+        let _ = self.account.set(account);
+    }
 }
 
 /// Reply subjects a responder may publish to despite its publish rules.
@@ -463,6 +476,7 @@ pub(crate) fn new_shared(server: &Arc<Server>, id: u64, address: SocketAddr) -> 
             .nonce_required()
             .then(crate::security::auth::new_nonce),
         certificate: std::sync::OnceLock::new(),
+        account: std::sync::OnceLock::new(),
         server: Arc::downgrade(server),
     })
 }

@@ -3,6 +3,7 @@
 //! no-responders, SUB/UNSUB, PING/PONG, verbose `+OK`, `-ERR` texts as nats-server sends them).
 
 use super::{ClientShared, ClientSubscription, CloseReason};
+use crate::accounts::Account;
 use crate::router::{Delivery, PendingFlush, Subscriber};
 use crate::security::auth::UserPermissions;
 use crate::server::Server;
@@ -29,6 +30,8 @@ struct Session {
     headers: bool,
     no_responders: bool,
     permissions: Option<Arc<UserPermissions>>,
+    /// The connection's account (its subject table): `$G` until CONNECT says otherwise.
+    account: Arc<Account>,
     /// The outcome of a CONNECT checked off this task (bcrypt), for `connect` to apply.
     authenticated: Option<
         Result<crate::security::auth::Authenticated, crate::security::auth::AuthorizationViolation>,
@@ -67,6 +70,7 @@ pub async fn run<R: AsyncRead + Unpin>(
         headers: false,
         no_responders: false,
         permissions: None,
+        account: server.accounts.global().clone(),
         authenticated: None,
         publish_allowed: HashMap::new(),
         pending: PendingFlush::default(),
@@ -343,6 +347,10 @@ impl Session {
                         });
                     }
                     self.permissions = permissions;
+                    let account_name = self.server.authenticator.account_of(user.as_deref());
+                    if let Some(account) = self.server.accounts.lookup(account_name) {
+                        self.account = account.clone();
+                    }
                     self.shared.meta.lock().user = user;
                 }
                 Err(_) => {
@@ -359,6 +367,10 @@ impl Session {
         if connect.no_responders && !connect.headers {
             self.send_err(ERR_NO_RESPONDERS_HEADERS);
             return Next::Close(CloseReason::ProtocolViolation);
+        }
+        let first = !self.connected;
+        if first {
+            self.shared.set_account(self.account.clone());
         }
         self.connected = true;
         self.verbose = connect.verbose;
@@ -378,6 +390,9 @@ impl Session {
             meta.protocol = connect.protocol;
         }
         self.ok();
+        if first {
+            crate::system::client_connected(&self.server, &self.shared);
+        }
         Next::Continue
     }
 
@@ -438,7 +453,7 @@ impl Session {
             payload: &payload,
         };
         let delivered = self
-            .server
+            .account
             .router
             .route(Some(&self.shared), &delivery, &mut self.pending);
         if subject.as_ref() == crate::security::user_info::SUBJECT {
@@ -471,7 +486,9 @@ impl Session {
             headers: None,
             payload: &payload,
         };
-        self.server.router.route(None, &delivery, &mut self.pending);
+        self.account
+            .router
+            .route(None, &delivery, &mut self.pending);
     }
 
     fn publish_permitted(&mut self, permissions: &UserPermissions, subject: &Bytes) -> bool {
@@ -582,7 +599,7 @@ impl Session {
             subscriptions.insert(sid, subscription.clone());
             subscription
         };
-        self.server
+        self.account
             .router
             .insert(subject_text, queue_text, Subscriber::Client(subscription));
         self.ok();
@@ -598,10 +615,15 @@ impl Session {
                     // the limit or is counted in `delivered` here (a double remove is harmless).
                     subscription.max.store(max, Ordering::SeqCst);
                     if subscription.delivered.load(Ordering::SeqCst) >= max {
-                        self.server.router.remove_client_subscription(&subscription);
+                        self.account
+                            .router
+                            .remove_client_subscription(&subscription);
                     }
                 }
-                None => self.server.router.remove_client_subscription(&subscription),
+                None => self
+                    .account
+                    .router
+                    .remove_client_subscription(&subscription),
             }
         }
         self.ok();

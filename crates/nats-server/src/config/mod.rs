@@ -1,17 +1,19 @@
 //! Server configuration: the typed [`Options`] with nats-server's defaults, the config-file
 //! syntax ([`parser`]) and the mapping from the file's keys to options ([`options`]; the
 //! `jetstream { ... }` block in `jetstream.rs`, `tls { ... }` in [`tls`], `cluster { ... }` in
-//! [`cluster`]).
+//! [`cluster`], `accounts { ... }` in `accounts.rs`).
 //!
 //! Called by `main` (file first, then command-line flags override). Knows nothing about
 //! sockets or routing.
 
+mod accounts;
 pub mod cluster;
 mod jetstream;
 pub mod options;
 pub mod parser;
 pub mod tls;
 
+pub use accounts::AccountOptions;
 pub use cluster::{ClusterOptions, RouteUrl};
 pub use options::{
     apply_config_file, duration_text, Options, Permissions, ResponsePermission, SubjectRules, User,

@@ -82,6 +82,10 @@ pub struct Options {
     pub users: Vec<User>,
     pub default_permissions: Option<Permissions>,
     pub no_auth_user: Option<String>,
+    /// `accounts { }`: the configured accounts (users name theirs in [`User::account`]).
+    pub accounts: Vec<super::accounts::AccountOptions>,
+    /// `system_account` (`None`: nats-server's `$SYS`).
+    pub system_account: Option<String>,
     /// `None`: nats-server's default, which depends on TLS (see [`Options::auth_timeout`]).
     pub auth_timeout: Option<Duration>,
     /// TLS for client connections.
@@ -124,6 +128,8 @@ impl Default for Options {
             users: Vec::new(),
             default_permissions: None,
             no_auth_user: None,
+            accounts: Vec::new(),
+            system_account: None,
             auth_timeout: None,
             tls: None,
             allow_non_tls: false,
@@ -224,7 +230,6 @@ const IGNORED_KEYS: &[&str] = &[
     "leaf",
     "mqtt",
     "websocket",
-    "system_account",
     "resolver",
     "syslog",
     "remote_syslog",
@@ -305,7 +310,8 @@ fn apply_top_level(options: &mut Options, key: &str, entry: &Entry) -> Result<()
         "jetstream" => super::jetstream::apply_jetstream(&mut options.jetstream, entry)?,
         "tls" => super::tls::apply_tls(options, entry)?,
         "cluster" => super::cluster::apply_cluster(options, entry)?,
-        "accounts" => apply_accounts(options, entry)?,
+        "accounts" => super::accounts::apply_accounts(options, entry)?,
+        "system_account" => options.system_account = Some(string(entry)?),
         // Ignoring it would leave open a server meant to admit only JWT-holding users.
         "operator" | "operators" | "root" | "roots" | "root_operator" | "root_operators"
         | "trusted" | "trusted_keys" => {
@@ -324,7 +330,7 @@ fn apply_top_level(options: &mut Options, key: &str, entry: &Entry) -> Result<()
     Ok(())
 }
 
-fn position(entry: &Entry) -> String {
+pub(super) fn position(entry: &Entry) -> String {
     format!("{}:{}:{}", entry.file.display(), entry.line, entry.column)
 }
 
@@ -371,36 +377,7 @@ fn apply_authorization(options: &mut Options, entry: &Entry) -> Result<(), Confi
     Ok(())
 }
 
-/// `accounts { A { users: [...] } }`: rnats has one account, so the users of every account
-/// are taken as users of it (their credentials and permissions hold; a config with account
-/// users would otherwise leave the server open). Everything else in an account is ignored.
-fn apply_accounts(options: &mut Options, entry: &Entry) -> Result<(), ConfigError> {
-    for (name, account) in map(entry)? {
-        let Value::Map(items) = &account.value else {
-            continue;
-        };
-        for (key, item) in items {
-            if key.eq_ignore_ascii_case("users") {
-                let Value::Array(users) = &item.value else {
-                    return Err(item.error("users must be an array"));
-                };
-                for user in users {
-                    let mut user = parse_user(user)?;
-                    user.account = Some(name.clone());
-                    options.users.push(user);
-                }
-            }
-        }
-    }
-    options.warnings.push(format!(
-        "{}: \"accounts\": rnats has a single account; the accounts' users are honoured in it, \
-         their isolation, imports, exports and limits are not",
-        position(entry)
-    ));
-    Ok(())
-}
-
-fn parse_user(entry: &Entry) -> Result<User, ConfigError> {
+pub(super) fn parse_user(entry: &Entry) -> Result<User, ConfigError> {
     let mut user = User::default();
     let mut named = false;
     for (key, item) in map(entry)? {

@@ -321,14 +321,31 @@ fn tls_block_errors_and_accepted_keys() {
 }
 
 #[test]
-fn account_users_join_the_single_account() {
+fn accounts_and_their_users() {
     let options = options_from(
-        "accounts { A { users: [ { user: a, password: b } ], jetstream: enabled } }\n",
+        "system_account: SYS\naccounts { A { users: [ { user: a, password: b } ], jetstream: enabled }, B { jetstream: { max_mem: 1G } }, C { users: [ { user: c, password: d } ], imports: [] }, SYS {} }\n",
     )
     .unwrap();
-    assert_eq!(options.users.len(), 1);
+    assert_eq!(options.users.len(), 2);
+    assert_eq!(options.users[0].account.as_deref(), Some("A"));
     assert!(options.auth_required());
-    assert_eq!(options.warnings.len(), 1);
+    let enabled: Vec<(&str, bool)> = options
+        .accounts
+        .iter()
+        .map(|account| (account.name.as_str(), account.jetstream))
+        .collect();
+    assert_eq!(
+        enabled,
+        [("A", true), ("B", true), ("C", false), ("SYS", false)]
+    );
+    assert_eq!(options.system_account.as_deref(), Some("SYS"));
+    // Imports are not built: said so once.
+    assert_eq!(options.warnings.len(), 1, "{:?}", options.warnings);
+    let error = options_from("accounts { A { jetstream: sometimes } }\n").unwrap_err();
+    assert!(
+        error.contains("Expected 'enabled' or 'disabled'"),
+        "{error}"
+    );
 }
 
 #[test]

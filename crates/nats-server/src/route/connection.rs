@@ -3,8 +3,9 @@
 //! (`RS+`/`RS-`), routed messages (`RMSG`/`HMSG`, to local subscribers only), gossip (an INFO
 //! about another server: dial it) and keepalives. The writer is the client connection's.
 
-use super::link::{RouteLink, RouteSubscription, GLOBAL_ACCOUNT};
+use super::link::{RouteLink, RouteSubscription};
 use super::registry::Routes;
+use crate::accounts::Account;
 use crate::client::writer::{self, WriterSettings};
 use crate::client::{ClientShared, CloseReason};
 use crate::config::RouteUrl;
@@ -241,7 +242,7 @@ async fn run(
     let end = if session.to_self {
         RouteEnd::ToSelf
     } else if let Some(link) = session.link.take() {
-        session.routes.unregister(&link, &server.router);
+        session.routes.unregister(&link);
         super::clients_connect_urls_changed(&server);
         RouteEnd::Registered(link.remote_id())
     } else {
@@ -325,9 +326,7 @@ impl Session {
                 queue,
                 weight,
             } => {
-                if account.as_ref() == GLOBAL_ACCOUNT {
-                    self.remote_subscribe(&subject, queue.as_deref(), weight);
-                }
+                self.remote_subscribe(&account, &subject, queue.as_deref(), weight);
                 Next::Continue
             }
             RouteOp::Unsubscribe {
@@ -335,9 +334,7 @@ impl Session {
                 subject,
                 queue,
             } => {
-                if account.as_ref() == GLOBAL_ACCOUNT {
-                    self.remote_unsubscribe(&subject, queue.as_deref());
-                }
+                self.remote_unsubscribe(&account, &subject, queue.as_deref());
                 Next::Continue
             }
             RouteOp::Message(message) => {
@@ -503,6 +500,7 @@ impl Session {
         encode_info(&mut frame, &gossip);
         self.routes.broadcast(&frame, Some(&gossip.server_id));
         super::clients_connect_urls_changed(&self.server);
+        crate::system::route_registered(&self.server);
         Next::Continue
     }
 
@@ -537,8 +535,33 @@ impl Session {
         self.send(&frame);
     }
 
-    fn remote_subscribe(&mut self, subject: &[u8], queue: Option<&[u8]>, weight: u32) {
+    /// The account a route line names; an account we do not have is ignored, as nats-server
+    /// ignores it (its interest and messages have nowhere to go here).
+    fn account(&self, name: &[u8]) -> Option<Arc<Account>> {
+        let name = std::str::from_utf8(name).ok()?;
+        let account = self.server.accounts.lookup(name).cloned();
+        if account.is_none() {
+            tracing::debug!(
+                "{} - rid:{} - Unknown account {:?}",
+                self.shared.address,
+                self.shared.id,
+                name
+            );
+        }
+        account
+    }
+
+    fn remote_subscribe(
+        &mut self,
+        account: &[u8],
+        subject: &[u8],
+        queue: Option<&[u8]>,
+        weight: u32,
+    ) {
         let Some(link) = &self.link else {
+            return;
+        };
+        let Some(account) = self.account(account) else {
             return;
         };
         let (Ok(subject), Ok(queue)) = (
@@ -550,7 +573,11 @@ impl Session {
         if !nats_subject::is_valid_subject(subject) {
             return;
         }
-        let key = (subject.to_string(), queue.map(str::to_string));
+        let key = (
+            account.name.clone(),
+            subject.to_string(),
+            queue.map(str::to_string),
+        );
         let mut subscriptions = link.subscriptions.lock();
         if let Some(existing) = subscriptions.get(&key) {
             existing.weight.store(weight, Ordering::Relaxed);
@@ -558,30 +585,35 @@ impl Session {
         }
         let subscription = Arc::new(RouteSubscription {
             link: link.clone(),
-            subject: key.0.clone(),
-            queue: key.1.clone(),
+            account: account.clone(),
+            subject: key.1.clone(),
+            queue: key.2.clone(),
             weight: AtomicU32::new(weight),
         });
         subscriptions.insert(key, subscription.clone());
         drop(subscriptions);
-        self.server
+        account
             .router
             .insert(subject, queue, Subscriber::Route(subscription));
     }
 
-    fn remote_unsubscribe(&mut self, subject: &[u8], queue: Option<&[u8]>) {
+    fn remote_unsubscribe(&mut self, account: &[u8], subject: &[u8], queue: Option<&[u8]>) {
         let Some(link) = &self.link else {
             return;
         };
+        let Some(account) = self.account(account) else {
+            return;
+        };
         let key = (
+            account.name.clone(),
             String::from_utf8_lossy(subject).into_owned(),
             queue.map(|queue| String::from_utf8_lossy(queue).into_owned()),
         );
         let removed = link.subscriptions.lock().remove(&key);
         if let Some(subscription) = removed {
-            self.server
+            account
                 .router
-                .remove(&key.0, key.1.as_deref(), &Subscriber::Route(subscription));
+                .remove(&key.1, key.2.as_deref(), &Subscriber::Route(subscription));
         }
     }
 
@@ -590,16 +622,19 @@ impl Session {
         let counters = &self.shared.counters;
         counters.in_msgs.fetch_add(1, Ordering::Relaxed);
         counters.in_bytes.fetch_add(size as u64, Ordering::Relaxed);
-        if message.account.as_ref() != GLOBAL_ACCOUNT || self.link.is_none() {
+        if self.link.is_none() {
             return;
         }
+        let Some(account) = self.account(&message.account) else {
+            return;
+        };
         let delivery = Delivery {
             subject: &message.subject,
             reply: message.reply.as_ref(),
             headers: message.headers.as_ref(),
             payload: &message.payload,
         };
-        self.server
+        account
             .router
             .route_from_route(&delivery, &message.queues, &mut self.pending);
     }

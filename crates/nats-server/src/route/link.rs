@@ -11,19 +11,18 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-/// The only account rnats has; routes name it on every interest and message.
-pub const GLOBAL_ACCOUNT: &[u8] = b"$G";
-
 /// Upper bound of an RMSG/HMSG head beyond account, subject, reply and queue names.
 const ROUTED_HEAD_OVERHEAD: usize = 64;
 
-/// A remote subscription key: subject and queue group.
-pub type InterestKey = (String, Option<String>);
+/// A remote (or local) interest key: account, subject and queue group.
+pub type InterestKey = (Arc<str>, String, Option<String>);
 
 /// Interest a peer announced with `RS+`: a plain subscription, or a queue group with the number
 /// of its members on that server (the weight of the group's random pick).
 pub struct RouteSubscription {
     pub link: Arc<RouteLink>,
+    /// The account whose table holds this entry.
+    pub account: Arc<crate::accounts::Account>,
     pub subject: String,
     pub queue: Option<String>,
     pub weight: AtomicU32,
@@ -42,7 +41,7 @@ pub struct RouteLink {
     pub solicited: bool,
     /// The peer's INFO as last received.
     pub info: Mutex<RouteInfo>,
-    /// The peer's interest, by subject and queue.
+    /// The peer's interest, by account, subject and queue.
     pub subscriptions: Mutex<HashMap<InterestKey, Arc<RouteSubscription>>>,
 }
 
@@ -55,15 +54,16 @@ impl RouteLink {
         self.info.lock().server_id.clone()
     }
 
-    /// Queue an RMSG/HMSG carrying `delivery`, naming the queue groups the peer must pick a
+    /// Queue an RMSG/HMSG of `account` carrying `delivery`, naming the queue groups the peer must pick a
     /// member of. False when the route is closing or just overflowed (then it is closed: a
     /// route too slow to take its backlog is cut as nats-server cuts a slow consumer, so
     /// publishers never wait on it).
-    pub fn send_message(&self, delivery: &Delivery<'_>, queues: &[&[u8]]) -> bool {
+    pub fn send_message(&self, account: &[u8], delivery: &Delivery<'_>, queues: &[&[u8]]) -> bool {
         let connection = &self.connection;
         let reply = delivery.reply.map(|reply| &reply[..]);
         let headers = delivery.headers.filter(|headers| !headers.is_empty());
-        let head_capacity = delivery.subject.len()
+        let head_capacity = account.len()
+            + delivery.subject.len()
             + reply.map_or(0, <[u8]>::len)
             + queues.iter().map(|queue| queue.len() + 1).sum::<usize>()
             + ROUTED_HEAD_OVERHEAD;
@@ -77,7 +77,7 @@ impl RouteLink {
             |out| {
                 nats_proto::encode_routed_message_head(
                     out,
-                    GLOBAL_ACCOUNT,
+                    account,
                     delivery.subject,
                     reply,
                     queues,

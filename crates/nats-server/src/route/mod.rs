@@ -2,7 +2,7 @@
 //! nats-server's route protocol so rnats and nats-server nodes mesh together.
 //!
 //! - `registry.rs` [`Routes`]: established routes by peer id, and the local interest announced
-//!   on them (`RS+`/`RS-`); held by the [`crate::router::Router`], which calls it on every
+//!   on them (`RS+`/`RS-`); held by every account's [`crate::router::Router`], which calls it on every
 //!   local subscribe/unsubscribe and sends messages through [`RouteLink::send_message`].
 //! - `link.rs`: one established route and the remote subscriptions it announced.
 //! - `connection.rs`: the handshake and read loop of one route connection (either side).
@@ -11,29 +11,25 @@
 //! Called by `server.rs` ([`start`]) when `cluster { }` or `--cluster` is set; a server without
 //! a cluster never creates [`Routes`] and its publish path pays nothing for them. This module
 //! knows nothing of JetStream; toward nats-server peers it presents itself as a server without
-//! route pooling or compression, so one route carries every account (we only have `$G`).
+//! route pooling or compression, so one route carries every account, each named on every
+//! `RS+`/`RS-`/`RMSG` line; lines naming an account we do not have are ignored.
 
 mod connection;
 mod link;
 mod registry;
 mod solicit;
 
-pub use link::{RouteLink, RouteSubscription};
+pub use link::{InterestKey, RouteLink, RouteSubscription};
 pub use registry::Routes;
 
 use crate::server::Server;
 use crate::ServerError;
-use rand::Rng;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 /// A dynamic cluster name: 22 random alphanumerics, as nats-server's NUID-based names.
 pub fn dynamic_cluster_name() -> String {
-    const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-    let mut random = rand::thread_rng();
-    (0..22)
-        .map(|_| ALPHABET[random.gen_range(0..ALPHABET.len())] as char)
-        .collect()
+    crate::security::identity::new_nuid()
 }
 
 /// Open the route listener (when a port is set) and start dialing the configured routes.
@@ -110,7 +106,7 @@ fn outward_address() -> Option<std::net::IpAddr> {
 
 /// `connect_urls` for our clients' INFO: ours and every peer's, unless `no_advertise`.
 pub fn client_connect_urls(server: &Server) -> Vec<String> {
-    let Some(routes) = server.router.routes() else {
+    let Some(routes) = server.routes() else {
         return Vec::new();
     };
     if server
@@ -133,7 +129,7 @@ pub fn client_connect_urls(server: &Server) -> Vec<String> {
 /// The cluster changed: when the `connect_urls` clients know changed, send every client an
 /// async INFO with the new list (clients that negotiated protocol 1 or more, as nats-server).
 pub fn clients_connect_urls_changed(server: &Arc<Server>) {
-    let Some(routes) = server.router.routes() else {
+    let Some(routes) = server.routes() else {
         return;
     };
     if server

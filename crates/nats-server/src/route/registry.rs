@@ -3,8 +3,8 @@
 //! every local subscribe/unsubscribe; the count per subject (and per queue group, whose count is
 //! its weight) decides when an `RS+`/`RS-` goes out, once, on every route.
 
-use super::link::{InterestKey, RouteLink, GLOBAL_ACCOUNT};
-use crate::router::{Router, Subscriber};
+use super::link::{InterestKey, RouteLink};
+use crate::router::Subscriber;
 use bytes::BytesMut;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -21,7 +21,7 @@ pub struct Routes {
     links: RwLock<BTreeMap<String, Arc<RouteLink>>>,
     /// Number of established routes, read without a lock on the publish path.
     count: AtomicUsize,
-    /// Local subscriptions per (subject, queue): plain ones are announced on 0 -> 1 and
+    /// Local subscriptions per (account, subject, queue): plain ones are announced on 0 -> 1 and
     /// withdrawn on 1 -> 0; a queue group is re-announced with its new weight on each change.
     local_interest: Mutex<HashMap<InterestKey, u32>>,
     /// Addresses being dialed for implicit routes (so gossip does not dial twice).
@@ -73,11 +73,11 @@ impl Routes {
             self.count.store(links.len(), Ordering::Relaxed);
         }
         let mut frame = BytesMut::with_capacity(interest.len() * 32);
-        for ((subject, queue), count) in interest.iter() {
+        for ((account, subject, queue), count) in interest.iter() {
             let queue = queue.as_deref().map(|queue| (queue.as_bytes(), *count));
             nats_proto::encode_route_subscribe(
                 &mut frame,
-                GLOBAL_ACCOUNT,
+                account.as_bytes(),
                 subject.as_bytes(),
                 queue,
             );
@@ -91,7 +91,7 @@ impl Routes {
     }
 
     /// Forget a route and drop the interest it announced.
-    pub fn unregister(&self, link: &Arc<RouteLink>, router: &Router) {
+    pub fn unregister(&self, link: &Arc<RouteLink>) {
         let server_id = link.remote_id();
         {
             let mut links = self.links.write();
@@ -104,15 +104,28 @@ impl Routes {
             self.count.store(links.len(), Ordering::Relaxed);
         }
         let subscriptions: Vec<_> = link.subscriptions.lock().drain().collect();
-        for ((subject, queue), subscription) in subscriptions {
-            router.remove(&subject, queue.as_deref(), &Subscriber::Route(subscription));
+        for ((_, subject, queue), subscription) in subscriptions {
+            let account = subscription.account.clone();
+            account
+                .router
+                .remove(&subject, queue.as_deref(), &Subscriber::Route(subscription));
         }
     }
 
-    /// A local subscription on `subject` (in `queue`) came (`added`) or went.
-    pub fn local_interest_changed(&self, subject: &str, queue: Option<&str>, added: bool) {
+    /// A local subscription of `account` on `subject` (in `queue`) came (`added`) or went.
+    pub fn local_interest_changed(
+        &self,
+        account: &Arc<str>,
+        subject: &str,
+        queue: Option<&str>,
+        added: bool,
+    ) {
         let mut interest = self.local_interest.lock();
-        let key = (subject.to_string(), queue.map(str::to_string));
+        let key = (
+            account.clone(),
+            subject.to_string(),
+            queue.map(str::to_string),
+        );
         let count = interest.entry(key.clone()).or_insert(0);
         let before = *count;
         if added {
@@ -131,25 +144,25 @@ impl Routes {
         match queue {
             None if before == 0 && after == 1 => nats_proto::encode_route_subscribe(
                 &mut frame,
-                GLOBAL_ACCOUNT,
+                account.as_bytes(),
                 subject.as_bytes(),
                 None,
             ),
             None if before == 1 && after == 0 => nats_proto::encode_route_unsubscribe(
                 &mut frame,
-                GLOBAL_ACCOUNT,
+                account.as_bytes(),
                 subject.as_bytes(),
                 None,
             ),
             Some(queue) if after > 0 && after != before => nats_proto::encode_route_subscribe(
                 &mut frame,
-                GLOBAL_ACCOUNT,
+                account.as_bytes(),
                 subject.as_bytes(),
                 Some((queue.as_bytes(), after)),
             ),
             Some(queue) if after == 0 && before > 0 => nats_proto::encode_route_unsubscribe(
                 &mut frame,
-                GLOBAL_ACCOUNT,
+                account.as_bytes(),
                 subject.as_bytes(),
                 Some(queue.as_bytes()),
             ),

@@ -1,4 +1,6 @@
-//! Server identity: a 56-character nkey-style server id (`N` + base32), as nats-server shows.
+//! Server identity: a 56-character nkey-style server id (`N` + base32), as nats-server shows;
+//! and the 22-character random names nats-server makes with its NUIDs (event ids, dynamic
+//! cluster names).
 
 use rand::Rng;
 
@@ -13,6 +15,15 @@ pub fn new_server_id() -> String {
         id.push(BASE32_ALPHABET[random.gen_range(0..32)] as char);
     }
     id
+}
+
+/// 22 random alphanumerics, shaped as nats-server's NUIDs.
+pub fn new_nuid() -> String {
+    const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let mut random = rand::thread_rng();
+    (0..22)
+        .map(|_| ALPHABET[random.gen_range(0..ALPHABET.len())] as char)
+        .collect()
 }
 
 #[cfg(test)]

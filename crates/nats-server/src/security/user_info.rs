@@ -4,30 +4,16 @@
 //! knows nothing about sockets.
 
 use crate::config::{Permissions, SubjectRules};
-use crate::server::{Server, VERSION};
+use crate::server::Server;
 use serde::Serialize;
-use std::sync::atomic::Ordering;
-use time::OffsetDateTime;
 
 /// The subject nats-server serves in every account.
 pub const SUBJECT: &[u8] = b"$SYS.REQ.USER.INFO";
 
-/// The `server` object nats-server puts on its `$SYS` replies (its `ServerInfo`).
-#[derive(Serialize)]
-struct SystemServer<'a> {
-    name: &'a str,
-    host: &'a str,
-    id: &'a str,
-    ver: &'a str,
-    jetstream: bool,
-    flags: u64,
-    seq: u64,
-    time: String,
-}
-
 #[derive(Serialize)]
 struct Reply<'a> {
-    server: SystemServer<'a>,
+    /// The `server` object of every `$SYS` reply (`crate::system::server_object`).
+    server: serde_json::Value,
     data: UserInfo<'a>,
 }
 
@@ -95,16 +81,7 @@ pub fn reply(
 ) -> Vec<u8> {
     let account = server.authenticator.account_of(user);
     let reply = Reply {
-        server: SystemServer {
-            name: &server.server_name,
-            host: &server.options.host,
-            id: &server.server_id,
-            ver: VERSION,
-            jetstream: server.jetstream.get().is_some(),
-            flags: 0,
-            seq: server.system_sequence.fetch_add(1, Ordering::Relaxed) + 1,
-            time: go_compat::time_text::rfc3339_nano(OffsetDateTime::now_utc()),
-        },
+        server: crate::system::server_object(server),
         data: UserInfo {
             user: user.unwrap_or_default(),
             account,

@@ -9,6 +9,7 @@
 //! true (or `RNATS_CLUSTER_OURS=1` is set) and the run is not the parity pass
 //! (`NATS_SERVER_BIN` set): until rnats speaks the route protocol its nodes do not mesh.
 
+mod accounts;
 mod jetstream_elsewhere;
 mod links;
 mod mesh;

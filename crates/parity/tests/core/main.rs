@@ -1,5 +1,6 @@
 //! Black-box tests: core. Each module is one concern; helpers live in test-harness.
 
+mod accounts;
 mod auth_bcrypt;
 mod auth_nkeys;
 mod auth_queue_permissions;
@@ -14,6 +15,7 @@ mod process;
 mod signal;
 mod slow_consumer;
 mod startup_errors;
+mod system_account;
 mod tls;
 mod user_info;
 mod wire;

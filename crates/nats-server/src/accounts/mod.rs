@@ -1,0 +1,167 @@
+//! Accounts: each one its own subject space (an [`Account`] owns a [`Router`], so the same
+//! subject in two accounts never meets). Built once at start from the options: the global
+//! account `$G` (users outside any `accounts { }` entry), every configured account, and the
+//! system account (`$SYS` unless `system_account` names another), which exists even when not
+//! configured, as in nats-server.
+//!
+//! A connection resolves its account once at CONNECT and keeps an `Arc<Account>`, so routing
+//! never looks an account up by name; only route traffic (which names the account on every
+//! `RS+`/`RMSG`) does. Knows nothing about sockets or the route protocol.
+
+use crate::config::Options;
+use crate::router::Router;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// nats-server's global account: users outside any configured account.
+pub const GLOBAL_ACCOUNT: &str = "$G";
+/// nats-server's default system account.
+pub const DEFAULT_SYSTEM_ACCOUNT: &str = "$SYS";
+
+/// One account: a name and its own subject table.
+pub struct Account {
+    pub name: Arc<str>,
+    pub router: Router,
+}
+
+impl Account {
+    /// An account no connection or route can reach (JetStream enabled in no account).
+    pub fn unreachable() -> Arc<Account> {
+        Account::new("$JS.unreachable")
+    }
+
+    fn new(name: &str) -> Arc<Account> {
+        let name: Arc<str> = Arc::from(name);
+        Arc::new(Account {
+            router: Router::new(name.clone()),
+            name,
+        })
+    }
+}
+
+/// Every account of the server, fixed at start.
+pub struct Accounts {
+    global: Arc<Account>,
+    system: Arc<Account>,
+    by_name: HashMap<String, Arc<Account>>,
+    /// The account JetStream serves, if any.
+    jetstream: Option<Arc<Account>>,
+}
+
+impl Accounts {
+    /// JetStream is served where nats-server serves it: in `$G` when no account is configured,
+    /// else in the (first, by name) account with `jetstream: enabled`; see docs/parity.md for
+    /// configs that enable it in several accounts.
+    pub fn new(options: &Options) -> Accounts {
+        let configured = options
+            .accounts
+            .iter()
+            .filter(|account| account.name != GLOBAL_ACCOUNT)
+            .count();
+        let jetstream_enabled = options.jetstream.enabled;
+        let global_jetstream = jetstream_enabled
+            && (configured == 0
+                || options
+                    .accounts
+                    .iter()
+                    .any(|account| account.name == GLOBAL_ACCOUNT && account.jetstream));
+        let mut by_name = HashMap::new();
+        let global = Account::new(GLOBAL_ACCOUNT);
+        by_name.insert(GLOBAL_ACCOUNT.to_string(), global.clone());
+        let mut jetstream = global_jetstream.then(|| global.clone());
+        let mut sorted: Vec<_> = options.accounts.iter().collect();
+        sorted.sort_by(|left, right| left.name.cmp(&right.name));
+        for config in sorted {
+            if config.name == GLOBAL_ACCOUNT {
+                continue;
+            }
+            let serves = jetstream_enabled && config.jetstream && jetstream.is_none();
+            let account = Account::new(&config.name);
+            if serves {
+                jetstream = Some(account.clone());
+            }
+            by_name.insert(config.name.clone(), account);
+        }
+        let system_name = options
+            .system_account
+            .as_deref()
+            .unwrap_or(DEFAULT_SYSTEM_ACCOUNT);
+        let system = by_name
+            .entry(system_name.to_string())
+            .or_insert_with(|| Account::new(system_name))
+            .clone();
+        Accounts {
+            global,
+            system,
+            by_name,
+            jetstream,
+        }
+    }
+
+    pub fn global(&self) -> &Arc<Account> {
+        &self.global
+    }
+
+    /// The system account (`$SYS` unless `system_account` names another).
+    pub fn system(&self) -> &Arc<Account> {
+        &self.system
+    }
+
+    /// The account JetStream serves (`None`: JetStream is off, or on for no account).
+    pub fn jetstream(&self) -> Option<&Arc<Account>> {
+        self.jetstream.as_ref()
+    }
+
+    /// An account by name (route traffic, CONNECT).
+    pub fn lookup(&self, name: &str) -> Option<&Arc<Account>> {
+        self.by_name.get(name)
+    }
+
+    /// Every account, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<Account>> {
+        self.by_name.values()
+    }
+
+    /// Subscriptions of every account together (/varz, /subsz).
+    pub fn subscription_count(&self) -> usize {
+        self.iter()
+            .map(|account| account.router.subscription_count())
+            .sum()
+    }
+}
+
+impl Accounts {
+    /// /subsz counters over every account's table, as nats-server sums them: counts added,
+    /// the hit rate and average fan-out weighted, the largest fan-out kept.
+    pub fn statistics(&self) -> Vec<(String, serde_json::Value)> {
+        let mut total = nats_subject::SublistStats::default();
+        let (mut hits, mut fanout) = (0.0, 0.0);
+        for account in self.iter() {
+            let stats = account.router.statistics();
+            total.num_subscriptions += stats.num_subscriptions;
+            total.num_cache += stats.num_cache;
+            total.num_inserts += stats.num_inserts;
+            total.num_removes += stats.num_removes;
+            total.num_matches += stats.num_matches;
+            total.max_fanout = total.max_fanout.max(stats.max_fanout);
+            hits += stats.cache_hit_rate * stats.num_matches as f64;
+            fanout += stats.avg_fanout * stats.num_cache as f64;
+        }
+        if total.num_matches > 0 {
+            total.cache_hit_rate = hits / total.num_matches as f64;
+        }
+        if total.num_cache > 0 {
+            total.avg_fanout = fanout / total.num_cache as f64;
+        }
+        vec![
+            ("num_subscriptions".into(), total.num_subscriptions.into()),
+            ("num_cache".into(), total.num_cache.into()),
+            ("num_inserts".into(), total.num_inserts.into()),
+            ("num_removes".into(), total.num_removes.into()),
+            ("num_matches".into(), total.num_matches.into()),
+            ("cache_hit_rate".into(), total.cache_hit_rate.into()),
+            ("max_fanout".into(), total.max_fanout.into()),
+            ("avg_fanout".into(), total.avg_fanout.into()),
+        ]
+    }
+}

@@ -1,0 +1,65 @@
+//! The `accounts { NAME { users, jetstream } }` block and `system_account`: which accounts
+//! exist, whose users live in them, and which of them JetStream serves. Imports, exports and
+//! mappings are accepted with a warning (not built yet, see docs/parity.md).
+
+use super::options::{map, parse_user, position, Options};
+use super::parser::{ConfigError, Entry, Value};
+
+/// One configured account.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AccountOptions {
+    pub name: String,
+    /// `jetstream: enabled` (or a limits block) inside the account.
+    pub jetstream: bool,
+}
+
+pub(super) fn apply_accounts(options: &mut Options, entry: &Entry) -> Result<(), ConfigError> {
+    for (name, account) in map(entry)? {
+        let mut config = AccountOptions {
+            name: name.clone(),
+            jetstream: false,
+        };
+        if let Value::Map(items) = &account.value {
+            for (key, item) in items {
+                match key.to_ascii_lowercase().as_str() {
+                    "users" => {
+                        let Value::Array(users) = &item.value else {
+                            return Err(item.error("users must be an array"));
+                        };
+                        for user in users {
+                            let mut user = parse_user(user)?;
+                            user.account = Some(name.clone());
+                            options.users.push(user);
+                        }
+                    }
+                    "jetstream" => config.jetstream = jetstream_enabled(item)?,
+                    "imports" | "exports" | "mappings" | "maps" => options.warnings.push(format!(
+                        "{}: account {name:?}: \"{key}\" is not supported by rnats and is \
+                             ignored",
+                        position(item)
+                    )),
+                    _ => {}
+                }
+            }
+        }
+        options.accounts.retain(|existing| existing.name != *name);
+        options.accounts.push(config);
+    }
+    Ok(())
+}
+
+/// `jetstream` inside an account: `enabled`/`disabled`, a boolean, or a limits block (enabled).
+fn jetstream_enabled(entry: &Entry) -> Result<bool, ConfigError> {
+    match &entry.value {
+        Value::Bool(enabled) => Ok(*enabled),
+        Value::String(text) => match text.to_ascii_lowercase().as_str() {
+            "enabled" | "enable" | "true" | "yes" | "on" => Ok(true),
+            "disabled" | "disable" | "false" | "no" | "off" => Ok(false),
+            _ => Err(entry.error(format!(
+                "Expected 'enabled' or 'disabled' for string value, got '{text}'"
+            ))),
+        },
+        Value::Map(_) => Ok(true),
+        _ => Err(entry.error("jetstream must be a boolean, 'enabled'/'disabled' or a map")),
+    }
+}

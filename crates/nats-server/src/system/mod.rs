@@ -1,0 +1,270 @@
+//! The system account's internal client: the `$SYS` requests and events nats-server serves and
+//! a cluster of nats-servers relies on.
+//!
+//! - Requests (internal subscriptions in the system account): `$SYS.REQ.SERVER.PING` (a STATSZ
+//!   answer), `$SYS.REQ.SERVER.PING.<X>` and `$SYS.REQ.SERVER.<our id>.<X>` for X in VARZ,
+//!   CONNZ, ROUTEZ, SUBSZ, JSZ, HEALTHZ, STATSZ, IDZ. Replies wrap the monitoring endpoints'
+//!   JSON (`monitor.rs` producers) as nats-server does: `{"server": {...}, "data": {...}}`.
+//! - Events: `$SYS.SERVER.<id>.STATSZ` every [`STATSZ_INTERVAL`] (and at start), and
+//!   `$SYS.SERVER.<id>.SHUTDOWN` when the server stops; `$SYS.ACCOUNT.<acc>.CONNECT` and
+//!   `DISCONNECT` advisories (`events.rs`).
+//!
+//! The subscription handlers only enqueue; one task answers. Everything goes through the system
+//! account's router, so requests and replies cross routes like any other `$SYS` traffic.
+//! Started by `server::run`; knows nothing of sockets or the route protocol.
+
+mod events;
+mod statsz;
+
+pub(crate) use events::{client_connected, client_disconnected};
+
+use crate::router::{Delivery, PendingFlush};
+use crate::server::{Server, VERSION};
+use bytes::Bytes;
+use nats_jetstream::Message;
+use serde_json::{json, Map, Value};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+use time::OffsetDateTime;
+
+/// How often `$SYS.SERVER.<id>.STATSZ` goes out (nats-server's default).
+pub const STATSZ_INTERVAL: Duration = Duration::from_secs(10);
+/// Requests waiting for the answering task; more are dropped (the requester times out).
+const REQUEST_QUEUE: usize = 1024;
+
+/// What a `$SYS.REQ.SERVER...` request asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Endpoint {
+    Varz,
+    Connz,
+    Routez,
+    Subsz,
+    Jsz,
+    Healthz,
+    Statsz,
+    Idz,
+}
+
+impl Endpoint {
+    fn parse(name: &str) -> Option<Endpoint> {
+        Some(match name {
+            "VARZ" => Endpoint::Varz,
+            "CONNZ" => Endpoint::Connz,
+            "ROUTEZ" => Endpoint::Routez,
+            "SUBSZ" => Endpoint::Subsz,
+            "JSZ" => Endpoint::Jsz,
+            "HEALTHZ" => Endpoint::Healthz,
+            "STATSZ" => Endpoint::Statsz,
+            "IDZ" => Endpoint::Idz,
+            _ => return None,
+        })
+    }
+}
+
+/// Subscribe the system account's request subjects and start the answering and STATSZ tasks.
+pub(crate) fn start(server: &Arc<Server>) {
+    let (sender, mut receiver) = tokio::sync::mpsc::channel::<Message>(REQUEST_QUEUE);
+    let router = &server.accounts.system().router;
+    let own = format!("$SYS.REQ.SERVER.{}.*", server.server_id);
+    for subject in [
+        "$SYS.REQ.SERVER.PING",
+        "$SYS.REQ.SERVER.PING.*",
+        own.as_str(),
+    ] {
+        let sender = sender.clone();
+        router.subscribe_internal(
+            subject,
+            None,
+            Arc::new(move |message: Message| {
+                let _ = sender.try_send(message);
+            }),
+        );
+    }
+    let weak = Arc::downgrade(server);
+    tokio::spawn(async move {
+        while let Some(message) = receiver.recv().await {
+            let Some(server) = weak.upgrade() else {
+                return;
+            };
+            answer(&server, &message);
+        }
+    });
+    let weak: Weak<Server> = Arc::downgrade(server);
+    tokio::spawn(async move {
+        let mut ticker = tokio::time::interval(STATSZ_INTERVAL);
+        loop {
+            ticker.tick().await;
+            let Some(server) = weak.upgrade() else {
+                return;
+            };
+            publish_statsz(&server);
+        }
+    });
+}
+
+/// A route came up: tell the cluster about us soon (once the peer's interest arrived), so
+/// nats-server peers count this server among their `active_servers` without waiting for the
+/// next periodic STATSZ.
+pub(crate) fn route_registered(server: &Arc<Server>) {
+    let weak = Arc::downgrade(server);
+    tokio::spawn(async move {
+        for delay in [Duration::from_millis(250), Duration::from_secs(2)] {
+            tokio::time::sleep(delay).await;
+            let Some(server) = weak.upgrade() else {
+                return;
+            };
+            publish_statsz(&server);
+        }
+    });
+}
+
+fn publish_statsz(server: &Server) {
+    let subject = format!("$SYS.SERVER.{}.STATSZ", server.server_id);
+    publish(server, &subject, statsz::message(server));
+}
+
+/// Announce the shutdown to the cluster (`$SYS.SERVER.<id>.SHUTDOWN`, the `server` object).
+pub(crate) fn shutdown(server: &Server) {
+    let subject = format!("$SYS.SERVER.{}.SHUTDOWN", server.server_id);
+    let payload = json!({"server": server_object(server)});
+    publish(server, &subject, payload);
+}
+
+/// Publish `payload` in the system account (no reply subject).
+pub(crate) fn publish(server: &Server, subject: &str, payload: Value) {
+    publish_bytes(server, &Bytes::copy_from_slice(subject.as_bytes()), payload);
+}
+
+fn publish_bytes(server: &Server, subject: &Bytes, payload: Value) {
+    let payload = Bytes::from(serde_json::to_vec(&payload).unwrap_or_default());
+    let delivery = Delivery {
+        subject,
+        reply: None,
+        headers: None,
+        payload: &payload,
+    };
+    let mut pending = PendingFlush::default();
+    server
+        .accounts
+        .system()
+        .router
+        .route(None, &delivery, &mut pending);
+    pending.flush();
+}
+
+/// The `server` object on every `$SYS` reply and event (nats-server's `ServerInfo`), with the
+/// next sequence number.
+pub(crate) fn server_object(server: &Server) -> Value {
+    let mut object = Map::new();
+    object.insert("name".into(), json!(server.server_name));
+    object.insert("host".into(), json!(server.options.host));
+    object.insert("id".into(), json!(server.server_id));
+    if let Some(routes) = server.routes() {
+        object.insert("cluster".into(), json!(routes.cluster_name()));
+    }
+    object.insert("ver".into(), json!(VERSION));
+    object.insert("jetstream".into(), json!(server.jetstream.get().is_some()));
+    object.insert("flags".into(), json!(0));
+    object.insert(
+        "seq".into(),
+        json!(server.system_sequence.fetch_add(1, Ordering::Relaxed) + 1),
+    );
+    object.insert(
+        "time".into(),
+        json!(go_compat::time_text::rfc3339_nano(OffsetDateTime::now_utc())),
+    );
+    Value::Object(object)
+}
+
+/// Answer one request, if it is for us (the PING filters) and names an endpoint we serve.
+fn answer(server: &Server, message: &Message) {
+    let Some(reply) = &message.reply else {
+        return;
+    };
+    let Ok(subject) = std::str::from_utf8(&message.subject) else {
+        return;
+    };
+    let endpoint = if subject == "$SYS.REQ.SERVER.PING" {
+        Endpoint::Statsz
+    } else {
+        let Some(name) = subject.rsplit('.').next().and_then(Endpoint::parse) else {
+            return;
+        };
+        name
+    };
+    let options: Map<String, Value> = serde_json::from_slice(&message.payload)
+        .ok()
+        .and_then(|value: Value| value.as_object().cloned())
+        .unwrap_or_default();
+    if !filters_match(server, &options) {
+        return;
+    }
+    let query: Vec<(String, String)> = options
+        .iter()
+        .map(|(key, value)| {
+            let text = match value {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            (key.clone(), text)
+        })
+        .collect();
+    let payload = match endpoint {
+        Endpoint::Statsz => statsz::message(server),
+        Endpoint::Idz => json!({
+            "name": server.server_name,
+            "host": server.options.host,
+            "id": server.server_id,
+        }),
+        _ => {
+            let data = match endpoint {
+                Endpoint::Varz => crate::monitor::varz(server),
+                Endpoint::Connz => crate::monitor::connz(server, &query),
+                Endpoint::Routez => crate::monitor::routez(server, &query),
+                Endpoint::Subsz => crate::monitor::subsz(server, &query),
+                Endpoint::Jsz => crate::monitor::jsz(server),
+                _ => json!({"status": "ok", "status_code": 200}),
+            };
+            json!({"server": server_object(server), "data": data})
+        }
+    };
+    publish_bytes(server, reply, payload);
+}
+
+/// nats-server's event filter (`server_name`, `cluster`, `host`: substring matches; `domain`
+/// and `tags` we have none of, so asking for them matches nothing).
+fn filters_match(server: &Server, options: &Map<String, Value>) -> bool {
+    let text = |key: &str| {
+        options
+            .get(key)
+            .and_then(Value::as_str)
+            .filter(|text| !text.is_empty())
+    };
+    if let Some(name) = text("server_name") {
+        if !server.server_name.contains(name) {
+            return false;
+        }
+    }
+    if let Some(cluster) = text("cluster") {
+        let ours = server
+            .routes()
+            .map(|routes| routes.cluster_name())
+            .unwrap_or_default();
+        if !ours.contains(cluster) {
+            return false;
+        }
+    }
+    if let Some(host) = text("host") {
+        if !server.options.host.contains(host) {
+            return false;
+        }
+    }
+    if text("domain").is_some() {
+        return false;
+    }
+    options
+        .get("tags")
+        .and_then(Value::as_array)
+        .is_none_or(|tags| tags.is_empty())
+}
