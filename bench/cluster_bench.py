@@ -1,9 +1,20 @@
 #!/usr/bin/env python3
 """Cross-node figures for a 3-node cluster on loopback: pub on node 0 -> sub on node 1 (msgs/s),
 fan-out (pub on node 0, one sub on each of nodes 1 and 2), request/reply (requester on node 0,
-responder on node 2, p50/p99). Raw NATS protocol over sockets; the same script drives either
-server binary. Usage: cluster_bench.py SERVER_BINARY [--msgs N] [--size B] [--requests R]"""
+responder on node 2, p50/p99), and the CPU time the three server processes spent per message
+(user + system from /proc: a figure a loaded machine distorts far less than the rates). Raw NATS
+protocol over sockets; the same script drives either server binary.
+Usage: cluster_bench.py SERVER_BINARY [--msgs N] [--size B] [--requests R]"""
 import os, socket, subprocess, sys, tempfile, threading, time
+
+def cpu_seconds(procs):
+    """User + system CPU seconds the server processes used so far (from /proc)."""
+    total = 0
+    for p in procs:
+        with open(f"/proc/{p.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 def free_port():
     s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
@@ -132,12 +143,17 @@ def main():
         procs, ports = start_cluster(binary, work)
         try:
             time.sleep(1.5)
+            before = cpu_seconds(procs)
             rate = pubsub(ports, msgs, size, False)
+            cpu_pubsub = (cpu_seconds(procs) - before) / msgs * 1e6
+            before = cpu_seconds(procs)
             fan = pubsub(ports, msgs, size, True)
+            cpu_fan = (cpu_seconds(procs) - before) / (2 * msgs) * 1e6
             p50, p99 = request_reply(ports, requests)
             print(f"{binary}: "
                   f"cross-node pub->sub {rate:,.0f} msgs/s; fan-out to 2 nodes {fan:,.0f} msgs/s; "
-                  f"request/reply p50 {p50:.0f} us p99 {p99:.0f} us")
+                  f"request/reply p50 {p50:.0f} us p99 {p99:.0f} us; "
+                  f"server CPU per message: pub->sub {cpu_pubsub:.2f} us, fan-out {cpu_fan:.2f} us per delivery")
         finally:
             for p in procs: p.terminate()
             for p in procs: p.wait(5)

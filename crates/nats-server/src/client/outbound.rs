@@ -30,6 +30,11 @@ fn account(bytes: usize) {
     BACKLOG_TOTAL.fetch_add(bytes, Ordering::Relaxed);
 }
 
+/// Bytes a connection queues before it adds them to the process-wide total: one shared atomic
+/// per frame had publishers and writers on different cores contend for its cache line (7 % of a
+/// cluster node's CPU at 300k msgs/s). The total lags by at most this per connection.
+const ACCOUNT_BATCH: usize = 64 * 1024;
+
 /// Largest block publishers fill before it is sealed.
 const BLOCK: usize = 64 * 1024;
 /// Smallest block: an idle connection keeps no more than this.
@@ -49,6 +54,8 @@ pub struct Outbound {
     recent: usize,
     /// Bytes the writer took and is still writing (counted against max_pending).
     pub in_flight: usize,
+    /// Bytes of `queued` not yet added to the process-wide total (see [`ACCOUNT_BATCH`]).
+    unaccounted: usize,
     pub closing: Option<CloseReason>,
 }
 
@@ -66,6 +73,7 @@ impl Outbound {
             queued: 0,
             recent: 0,
             in_flight: 0,
+            unaccounted: 0,
             closing: None,
         }
     }
@@ -90,6 +98,15 @@ impl Outbound {
         self.filling = BytesMut::with_capacity(wanted.max(needed));
     }
 
+    /// Count `bytes` more queued, adding to the process-wide total in batches.
+    fn account_queued(&mut self, bytes: usize) {
+        self.queued += bytes;
+        self.unaccounted += bytes;
+        if self.unaccounted >= ACCOUNT_BATCH {
+            account(std::mem::take(&mut self.unaccounted));
+        }
+    }
+
     fn seal(&mut self) {
         if !self.filling.is_empty() {
             self.sealed.push_back(self.filling.split().freeze());
@@ -99,8 +116,7 @@ impl Outbound {
     pub fn push_slice(&mut self, bytes: &[u8]) {
         self.room(bytes.len());
         self.filling.put_slice(bytes);
-        self.queued += bytes.len();
-        account(bytes.len());
+        self.account_queued(bytes.len());
     }
 
     /// Append one frame: `head` (written by the closure into the block), `body` (the header
@@ -121,8 +137,7 @@ impl Outbound {
                 self.filling.put_slice(headers);
             }
             let head_len = self.filling.len() - before;
-            self.queued += head_len + payload.len();
-            account(head_len + payload.len());
+            self.account_queued(head_len + payload.len());
             self.seal();
             self.sealed.push_back(payload.clone());
             self.push_slice(b"\r\n");
@@ -137,8 +152,7 @@ impl Outbound {
         self.filling.put_slice(payload);
         self.filling.put_slice(b"\r\n");
         let frame_len = self.filling.len() - before;
-        self.queued += frame_len;
-        account(frame_len);
+        self.account_queued(frame_len);
     }
 
     /// Move everything queued to the end of `into` (the writer's list); returns the bytes moved.
@@ -154,12 +168,14 @@ impl Outbound {
         }
         self.seal();
         into.extend(self.sealed.drain(..));
+        // The writer releases all it took once written: the total must hold all of it.
+        account(std::mem::take(&mut self.unaccounted));
         std::mem::take(&mut self.queued)
     }
 
     /// Drop everything queued (a slow consumer's backlog).
     pub fn clear(&mut self) {
-        release(self.queued);
+        release(self.queued - std::mem::take(&mut self.unaccounted));
         self.sealed.clear();
         self.filling = BytesMut::new();
         self.queued = 0;

@@ -100,9 +100,18 @@ impl RouteLink {
             connection.close(CloseReason::SlowConsumerPendingBytes);
             return false;
         }
+        // Every writer of these counters holds the outbound lock (as for client deliveries):
+        // plain stores, no read-modify-write on the publish path.
         let counters = &connection.counters;
-        counters.out_msgs.fetch_add(1, Ordering::Relaxed);
-        counters.out_bytes.fetch_add(size as u64, Ordering::Relaxed);
+        counters.out_msgs.store(
+            counters.out_msgs.load(Ordering::Relaxed) + 1,
+            Ordering::Relaxed,
+        );
+        counters.out_bytes.store(
+            counters.out_bytes.load(Ordering::Relaxed) + size as u64,
+            Ordering::Relaxed,
+        );
+        drop(outbound);
         true
     }
 }
