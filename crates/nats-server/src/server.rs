@@ -273,7 +273,7 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
     let server = Server::new(options, tls);
     log_banner(&server);
     let routes = server.options.cluster.as_ref().map(|cluster| {
-        let routes = Arc::new(crate::route::Routes::new(cluster.name.clone()));
+        let routes = Arc::new(crate::route::Routes::new(cluster));
         server.set_routes(routes.clone());
         routes
     });

@@ -65,6 +65,8 @@ pub struct ClusterOptions {
     pub extra_routes: Vec<String>,
     /// Appended to every node's config.
     pub extra_config: String,
+    /// Appended inside every node's `cluster { }` block (route `tls { }`, `permissions { }`).
+    pub cluster_extra: String,
 }
 
 impl ClusterOptions {
@@ -78,6 +80,7 @@ impl ClusterOptions {
             route_ping_interval: None,
             extra_routes: Vec::new(),
             extra_config: String::new(),
+            cluster_extra: String::new(),
         }
     }
 }
@@ -396,6 +399,7 @@ fn node_config(
             "  authorization {{ user: \"{user}\", password: \"{password}\", timeout: 2 }}"
         );
     }
+    config.push_str(&options.cluster_extra);
     config.push_str("}\n");
     config.push_str(&options.extra_config);
     config

@@ -173,13 +173,15 @@ pub fn apply_cluster(options: &mut Options, entry: &Entry) -> Result<(), ConfigE
             "tls" => {
                 let mut scratch = Options::default();
                 super::tls::apply_tls(&mut scratch, item)?;
+                // Both sides of every route: the certificate and key, and the CA that
+                // verifies peers (nats-server forces verification on routes).
+                if let Some(tls) = &scratch.tls {
+                    crate::security::tls::route_client_config(tls)
+                        .and_then(|_| crate::security::tls::route_server_config(tls))
+                        .map_err(|message| item.error(message))?;
+                }
+                options.warnings.extend(scratch.warnings);
                 cluster.tls = scratch.tls;
-                options.warnings.push(format!(
-                    "{}:{}:{}: \"cluster.tls\": route TLS is not supported by rnats yet; routes are plain TCP",
-                    item.file.display(),
-                    item.line,
-                    item.column
-                ));
             }
             "advertise" | "cluster_advertise" => cluster.advertise = Some(string(item)?),
             "no_advertise" => cluster.no_advertise = boolean(item)?,
@@ -187,13 +189,10 @@ pub fn apply_cluster(options: &mut Options, entry: &Entry) -> Result<(), ConfigE
             "connect_backoff" => cluster.connect_backoff = boolean(item)?,
             "permissions" => {
                 let permissions = parse_permissions(item)?;
+                if permissions.responses.is_some() {
+                    return Err(item.error("Cluster permissions do not support dynamic responses"));
+                }
                 cluster.permissions = Some(permissions);
-                options.warnings.push(format!(
-                    "{}:{}:{}: \"cluster.permissions\": route permissions are not enforced by rnats yet",
-                    item.file.display(),
-                    item.line,
-                    item.column
-                ));
             }
             "pool_size" => cluster.pool_size = integer(item)?,
             "accounts" => {
@@ -379,5 +378,9 @@ mod tests {
                 .ends_with("Cluster authorization does not allow multiple users")
         );
         assert!(error("cluster: 5").ends_with("Expected map to define cluster, got int64"));
+        assert!(
+            error("cluster { permissions { import: \"a.>\", allow_responses: true } }")
+                .ends_with("Cluster permissions do not support dynamic responses")
+        );
     }
 }

@@ -12,12 +12,14 @@ use crate::config::RouteUrl;
 use crate::router::{Delivery, PendingFlush, Subscriber};
 use crate::server::Server;
 use bytes::{BufMut, BytesMut};
-use nats_proto::{ProtocolError, RouteConnect, RouteInfo, RouteOp, RouteParser, RoutedMessage};
+use nats_proto::{
+    ProtocolError, RouteConnect, RouteInfo, RouteOp, RouteParser, RouteSubjectRules, RoutedMessage,
+};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::TcpStream;
 
 const READ_CHUNK: usize = 64 * 1024;
@@ -51,6 +53,13 @@ struct Session {
     to_self: bool,
     pending: PendingFlush,
     trace: bool,
+    /// When our last timing PING went out; its PONG gives the route's round trip (/routez
+    /// `rtt`), as nats-server times its route pings.
+    rtt_ping: Option<std::time::Instant>,
+    /// When the round trip was last measured.
+    rtt_measured: Option<std::time::Instant>,
+    /// How often the round trip is measured again (the route ping interval).
+    rtt_interval: std::time::Duration,
 }
 
 enum Next {
@@ -79,12 +88,19 @@ pub fn our_info(server: &Server, routes: &Routes) -> RouteInfo {
         port,
         headers: true,
         auth_required: cluster.auth_required(),
-        tls_required: false,
+        tls_required: cluster.tls.is_some(),
+        tls_verify: cluster.tls.is_some(),
         max_payload: server.options.max_payload,
         jetstream: server.jetstream.get().is_some(),
         ip,
         cluster: routes.cluster_name(),
         cluster_dynamic: routes.dynamic_name,
+        import: permission_rules(cluster.permissions.as_ref(), |permissions| {
+            permissions.publish.as_ref()
+        }),
+        export: permission_rules(cluster.permissions.as_ref(), |permissions| {
+            permissions.subscribe.as_ref()
+        }),
         connect_urls: if cluster.no_advertise {
             Vec::new()
         } else {
@@ -92,6 +108,19 @@ pub fn our_info(server: &Server, routes: &Routes) -> RouteInfo {
         },
         ..RouteInfo::default()
     }
+}
+
+/// One direction of the cluster permissions as the route INFO carries it.
+fn permission_rules(
+    permissions: Option<&crate::config::Permissions>,
+    direction: impl Fn(&crate::config::Permissions) -> Option<&crate::config::SubjectRules>,
+) -> Option<RouteSubjectRules> {
+    permissions
+        .and_then(direction)
+        .map(|rules| RouteSubjectRules {
+            allow: rules.allow.clone(),
+            deny: rules.deny.clone(),
+        })
 }
 
 fn encode_info(out: &mut BytesMut, info: &RouteInfo) {
@@ -125,10 +154,41 @@ pub async fn run_accepted(
 ) {
     let shared = crate::client::new_shared(&server, server.next_client_id(), peer);
     tracing::info!("{} - rid:{} - Route connection created", peer, shared.id);
+    let _ = stream.set_nodelay(true);
+    let Some(tls) = routes.tls.get() else {
+        queue_info(&server, &routes, &shared);
+        let (read_half, write_half) = stream.into_split();
+        run(server, routes, shared, read_half, write_half, false, None).await;
+        return;
+    };
+    match tls.accept(stream).await {
+        Ok(stream) => {
+            queue_info(&server, &routes, &shared);
+            let (read_half, write_half) = tokio::io::split(stream);
+            run(server, routes, shared, read_half, write_half, false, None).await;
+        }
+        Err(error) => tls_failed(&shared, &error),
+    }
+}
+
+fn queue_info(server: &Server, routes: &Routes, shared: &ClientShared) {
     let mut info = BytesMut::new();
-    encode_info(&mut info, &our_info(&server, &routes));
+    encode_info(&mut info, &our_info(server, routes));
     shared.queue_bytes(&info);
-    run(server, routes, shared, stream, false, None).await;
+}
+
+fn tls_failed(shared: &ClientShared, error: &str) {
+    tracing::error!(
+        "{} - rid:{} - TLS route handshake error: {error}",
+        shared.address,
+        shared.id
+    );
+    tracing::info!(
+        "{} - rid:{} - Router connection closed: {}",
+        shared.address,
+        shared.id,
+        CloseReason::TlsHandshakeError.text()
+    );
 }
 
 /// Serve a connection we dialled to `url`, until it closes.
@@ -143,19 +203,55 @@ pub async fn run_solicited(
         .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], url.port)));
     let shared = crate::client::new_shared(&server, server.next_client_id(), peer);
     tracing::info!("{} - rid:{} - Route connection created", peer, shared.id);
-    run(server, routes, shared, stream, true, Some(url)).await
+    let _ = stream.set_nodelay(true);
+    let Some(tls) = routes.tls.get() else {
+        let (read_half, write_half) = stream.into_split();
+        return run(
+            server,
+            routes,
+            shared,
+            read_half,
+            write_half,
+            true,
+            Some(url),
+        )
+        .await;
+    };
+    match tls.connect(&url.host, stream).await {
+        Ok(stream) => {
+            let (read_half, write_half) = tokio::io::split(stream);
+            run(
+                server,
+                routes,
+                shared,
+                read_half,
+                write_half,
+                true,
+                Some(url),
+            )
+            .await
+        }
+        Err(error) => {
+            tls_failed(&shared, &error);
+            RouteEnd::NotRegistered(None)
+        }
+    }
 }
 
-async fn run(
+/// The handshake and read loop over either stream: plain TCP halves, or a TLS stream's.
+async fn run<R, W>(
     server: Arc<Server>,
     routes: Arc<Routes>,
     shared: Arc<ClientShared>,
-    stream: TcpStream,
+    mut read_half: R,
+    write_half: W,
     solicited: bool,
     url: Option<RouteUrl>,
-) -> RouteEnd {
-    let _ = stream.set_nodelay(true);
-    let (mut read_half, write_half) = stream.into_split();
+) -> RouteEnd
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let writer = tokio::spawn(writer::run_with(
         server.clone(),
         shared.clone(),
@@ -178,6 +274,9 @@ async fn run(
         remote_id: None,
         to_self: false,
         pending: PendingFlush::default(),
+        rtt_ping: None,
+        rtt_measured: None,
+        rtt_interval: writer_settings(&server).ping_interval,
     };
     let handshake_deadline =
         tokio::time::Instant::now() + auth_timeout.max(std::time::Duration::from_secs(2));
@@ -308,6 +407,7 @@ impl Session {
             }
             RouteOp::Pong => {
                 self.shared.pings_outstanding.store(0, Ordering::Relaxed);
+                self.pong();
                 Next::Continue
             }
             RouteOp::Ok => Next::Continue,
@@ -493,6 +593,7 @@ impl Session {
             info.server_id
         );
         self.link = Some(link);
+        self.send_rtt_ping();
         // Tell the other servers about this one, so they dial it (gossip).
         let mut gossip = info;
         gossip.gossip_mode = 0;
@@ -502,6 +603,27 @@ impl Session {
         super::clients_connect_urls_changed(&self.server);
         crate::system::route_registered(&self.server);
         Next::Continue
+    }
+
+    fn send_rtt_ping(&mut self) {
+        self.rtt_ping = Some(std::time::Instant::now());
+        self.send(b"PING\r\n");
+    }
+
+    /// A PONG: the answer to our timing PING sets the route's RTT; one to the writer's
+    /// keepalive PING starts a new measurement once the last is a ping interval old.
+    fn pong(&mut self) {
+        let now = std::time::Instant::now();
+        if let Some(sent) = self.rtt_ping.take() {
+            *self.shared.rtt.lock() = Some(now.saturating_duration_since(sent));
+            self.rtt_measured = Some(now);
+        } else if self.link.is_some()
+            && self
+                .rtt_measured
+                .is_none_or(|measured| now.saturating_duration_since(measured) >= self.rtt_interval)
+        {
+            self.send_rtt_ping();
+        }
     }
 
     /// The soliciting side answers the peer's INFO with CONNECT and our INFO.
@@ -520,7 +642,7 @@ impl Session {
                 .as_ref()
                 .and_then(|url| url.password.clone())
                 .or(cluster.password.clone()),
-            tls_required: false,
+            tls_required: cluster.tls.is_some(),
             headers: true,
             name: self.server.server_id.clone(),
             cluster: self.routes.cluster_name(),
@@ -571,6 +693,14 @@ impl Session {
             return;
         };
         if !nats_subject::is_valid_subject(subject) {
+            return;
+        }
+        if !self.routes.can_export(subject) {
+            tracing::debug!(
+                "{} - rid:{} - Can not export {subject:?}, ignoring remote subscription request",
+                self.shared.address,
+                self.shared.id
+            );
             return;
         }
         let key = (

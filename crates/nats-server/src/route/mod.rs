@@ -7,6 +7,7 @@
 //! - `link.rs`: one established route and the remote subscriptions it announced.
 //! - `connection.rs`: the handshake and read loop of one route connection (either side).
 //! - `solicit.rs`: dialing explicit routes (forever, with backoff) and gossiped ones.
+//! - `secure.rs`: route TLS (handshake first, mutual), when `cluster { tls }` is set.
 //!
 //! Called by `server.rs` ([`start`]) when `cluster { }` or `--cluster` is set; a server without
 //! a cluster never creates [`Routes`] and its publish path pays nothing for them. This module
@@ -17,6 +18,7 @@
 mod connection;
 mod link;
 mod registry;
+mod secure;
 mod solicit;
 
 pub use link::{InterestKey, RouteLink, RouteSubscription};
@@ -41,6 +43,10 @@ pub async fn start(server: &Arc<Server>, routes: Arc<Routes>) -> Result<(), Serv
         let mut urls = client_connect_urls(server);
         urls.sort();
         *routes.announced_client_urls.lock() = urls;
+    }
+    if let Some(tls) = &cluster.tls {
+        let route_tls = secure::RouteTls::new(tls).map_err(ServerError::Tls)?;
+        let _ = routes.tls.set(route_tls);
     }
     tracing::info!("Cluster name is {}", routes.cluster_name());
     if routes.dynamic_name {

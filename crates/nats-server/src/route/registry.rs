@@ -4,7 +4,9 @@
 //! its weight) decides when an `RS+`/`RS-` goes out, once, on every route.
 
 use super::link::{InterestKey, RouteLink};
+use crate::config::ClusterOptions;
 use crate::router::Subscriber;
+use crate::security::permissions::UserPermissions;
 use bytes::BytesMut;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -31,16 +33,42 @@ pub struct Routes {
     pub(crate) dynamic_name: bool,
     /// The `connect_urls` clients were last told about.
     pub(crate) announced_client_urls: Mutex<Vec<String>>,
+    /// `cluster { permissions }` as nats-server applies them: `import` (kept as publish rules)
+    /// decides which local interest we announce, so which messages peers send us; `export`
+    /// (kept as subscribe rules) which interest of a peer we accept, so which messages we send.
+    permissions: Option<UserPermissions>,
+    /// `cluster { tls }`, set at start.
+    pub(crate) tls: std::sync::OnceLock<super::secure::RouteTls>,
 }
 
 impl Routes {
-    pub fn new(cluster_name: Option<String>) -> Routes {
-        let dynamic_name = cluster_name.is_none();
+    pub fn new(cluster: &ClusterOptions) -> Routes {
+        let dynamic_name = cluster.name.is_none();
         Routes {
-            cluster_name: RwLock::new(cluster_name.unwrap_or_else(super::dynamic_cluster_name)),
+            cluster_name: RwLock::new(
+                cluster
+                    .name
+                    .clone()
+                    .unwrap_or_else(super::dynamic_cluster_name),
+            ),
             dynamic_name,
+            permissions: cluster.permissions.as_ref().map(UserPermissions::compile),
             ..Routes::default()
         }
+    }
+
+    /// Whether interest in `subject` is announced to peers (nats-server's `canImport`).
+    pub fn can_import(&self, subject: &str) -> bool {
+        self.permissions
+            .as_ref()
+            .is_none_or(|permissions| permissions.can_publish(subject))
+    }
+
+    /// Whether a peer's interest in `subject` is accepted (nats-server's `canExport`).
+    pub fn can_export(&self, subject: &str) -> bool {
+        self.permissions
+            .as_ref()
+            .is_none_or(|permissions| permissions.can_subscribe(subject, None))
     }
 
     pub fn count(&self) -> usize {
@@ -74,6 +102,9 @@ impl Routes {
         }
         let mut frame = BytesMut::with_capacity(interest.len() * 32);
         for ((account, subject, queue), count) in interest.iter() {
+            if !self.can_import(subject) {
+                continue;
+            }
             let queue = queue.as_deref().map(|queue| (queue.as_bytes(), *count));
             nats_proto::encode_route_subscribe(
                 &mut frame,
@@ -137,7 +168,7 @@ impl Routes {
         if after == 0 {
             interest.remove(&key);
         }
-        if self.count() == 0 {
+        if self.count() == 0 || !self.can_import(subject) {
             return;
         }
         let mut frame = BytesMut::with_capacity(subject.len() + 32);

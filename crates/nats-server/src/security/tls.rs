@@ -3,11 +3,13 @@
 //! client-certificate verifier anchored at `ca_file`. Errors are worded as nats-server's.
 //!
 //! Called by the config reader (to check files early) and by `server::run`; the connection
-//! upgrade itself lives in `client/secure.rs`.
+//! upgrade itself lives in `client/secure.rs`. Routes (`route/secure.rs`) use both sides:
+//! [`route_server_config`] and [`route_client_config`], mutual TLS anchored at the same
+//! `ca_file` as nats-server forces for `cluster { tls }`.
 
 use crate::config::{TlsMinimumVersion, TlsOptions};
 use rustls::server::WebPkiClientVerifier;
-use rustls::{RootCertStore, ServerConfig};
+use rustls::{ClientConfig, RootCertStore, ServerConfig};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use std::path::Path;
@@ -50,6 +52,41 @@ pub fn server_config(tls: &TlsOptions) -> Result<Arc<ServerConfig>, String> {
     };
     let config = builder
         .with_single_cert(certificates, key)
+        .map_err(|error| {
+            format!("error parsing X509 certificate/key pair: tls: private key does not match public key ({error})")
+        })?;
+    Ok(Arc::new(config))
+}
+
+/// The accepting side of a route: as [`server_config`], with the peer's certificate always
+/// required and verified (nats-server forces `verify` for `cluster { tls }`).
+pub fn route_server_config(tls: &TlsOptions) -> Result<Arc<ServerConfig>, String> {
+    let mut forced = tls.clone();
+    forced.verify = true;
+    server_config(&forced)
+}
+
+/// The dialing side of a route: trusts `ca_file` and presents the route certificate.
+pub fn route_client_config(tls: &TlsOptions) -> Result<Arc<ClientConfig>, String> {
+    let (certificates, key) = match (&tls.cert_file, &tls.key_file) {
+        (Some(cert), Some(key)) => load_pair(cert, key)?,
+        (Some(_), None) => return Err("missing 'key_file' in TLS configuration".into()),
+        _ => return Err("missing 'cert_file' in TLS configuration".into()),
+    };
+    let Some(ca_file) = &tls.ca_file else {
+        return Err("route tls needs 'ca_file' in rnats (the system roots are not used)".into());
+    };
+    let roots = load_roots(ca_file)?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let versions: &[&rustls::SupportedProtocolVersion] = match tls.minimum_version {
+        TlsMinimumVersion::Tls12 => &[&rustls::version::TLS13, &rustls::version::TLS12],
+        TlsMinimumVersion::Tls13 => &[&rustls::version::TLS13],
+    };
+    let config = ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions)
+        .map_err(|error| error.to_string())?
+        .with_root_certificates(roots)
+        .with_client_auth_cert(certificates, key)
         .map_err(|error| {
             format!("error parsing X509 certificate/key pair: tls: private key does not match public key ({error})")
         })?;

@@ -15,6 +15,7 @@ mod links;
 mod mesh;
 mod messaging;
 mod route_port_input;
+mod route_security;
 mod route_wire;
 mod support;
 

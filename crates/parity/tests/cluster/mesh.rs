@@ -44,6 +44,38 @@ async fn mesh_from_one_seed_route(composition: Composition) {
 async fn explicit_full_mesh(composition: Composition) {
     let cluster = composition.start(Topology::FullMesh);
     assert_routez_lists_all_peers(&cluster);
+    assert_routez_rtt_measured(&cluster);
+}
+
+/// Every route of every node's `/routez` gets a measured round trip (`rtt` other than `0s`)
+/// soon after it is up: nats-server times an early route PING, so do we.
+fn assert_routez_rtt_measured(cluster: &Cluster) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    for node in cluster.nodes() {
+        loop {
+            let body =
+                test_harness::cluster::http_get(node.monitor_port, "/routez").unwrap_or_default();
+            let json: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+            let rtts: Vec<String> = json["routes"]
+                .as_array()
+                .map(|routes| {
+                    routes
+                        .iter()
+                        .map(|route| route["rtt"].as_str().unwrap_or("").to_string())
+                        .collect()
+                })
+                .unwrap_or_default();
+            if rtts.len() >= 2 && rtts.iter().all(|rtt| !rtt.is_empty() && rtt != "0s") {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "/routez of {} shows rtt {rtts:?}",
+                node.name
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
 }
 
 /// A responder on node 2 answers requests from nodes 0 and 1; killed, its interest is gone from
