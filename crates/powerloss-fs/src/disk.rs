@@ -8,8 +8,8 @@
 //! journaling file system (ext4 `data=ordered`) behaves in practice: any fsync commits the
 //! journal, and with it every directory change made so far.
 //!
-//! Faults: a capacity (writes that would pass it fail with ENOSPC) and failing fsyncs (EIO, and
-//! nothing becomes durable, as after a real failed fsync).
+//! Faults: a capacity (writes that would pass it fail with ENOSPC), failing writes (EIO, nothing
+//! changes) and failing fsyncs (EIO, and nothing becomes durable, as after a real failed fsync).
 //!
 //! Who calls it: `filesystem.rs` (the FUSE operations) and the [`crate::Disk`] handle. Nothing
 //! here knows FUSE.
@@ -93,6 +93,7 @@ pub struct DiskState {
     next_inode: u64,
     pub(crate) capacity: u64,
     pub(crate) failing_syncs: bool,
+    pub(crate) failing_writes: bool,
     pub(crate) model: SyncModel,
     syncs: u64,
     cuts: u64,
@@ -116,6 +117,7 @@ impl DiskState {
             next_inode: ROOT + 1,
             capacity,
             failing_syncs: false,
+            failing_writes: false,
             model,
             syncs: 0,
             cuts: 0,
@@ -301,6 +303,9 @@ impl DiskState {
     }
 
     pub fn write(&mut self, inode: u64, offset: u64, data: &[u8]) -> Result<u32, Errno> {
+        if self.failing_writes {
+            return Err(libc::EIO);
+        }
         let old_len = self.node(inode)?.size();
         let end = offset.checked_add(data.len() as u64).ok_or(libc::EFBIG)?;
         if end > old_len && self.used() + (end - old_len) > self.capacity {
@@ -528,6 +533,9 @@ mod tests {
             1,
             "overwrites need no space"
         );
+        disk.failing_writes = true;
+        assert_eq!(disk.write(file, 0, b"y"), Err(libc::EIO));
+        disk.failing_writes = false;
         disk.failing_syncs = true;
         assert_eq!(disk.sync(file), Err(libc::EIO));
         disk.cut_power();

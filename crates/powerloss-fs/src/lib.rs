@@ -6,8 +6,8 @@
 //! the power, mounts again and starts it on what remains.
 //!
 //! Faults for full-disk tests: a capacity ([`Disk::set_capacity`]: writes past it fail with
-//! ENOSPC, `statfs` reports it) and failing fsyncs ([`Disk::set_failing_syncs`]: EIO, nothing
-//! made durable).
+//! ENOSPC, `statfs` reports it), failing writes ([`Disk::set_failing_writes`]: EIO) and failing
+//! fsyncs ([`Disk::set_failing_syncs`]: EIO, nothing made durable).
 //!
 //! Who calls it: the black-box power-loss tests. Mounting needs root (the `mount` syscall on
 //! /dev/fuse; no libfuse or fusermount needed). It knows nothing of NATS.
@@ -67,6 +67,11 @@ impl Disk {
     /// Writes that would grow the files past `bytes` in all fail with ENOSPC.
     pub fn set_capacity(&self, bytes: u64) {
         self.state.lock().capacity = bytes;
+    }
+
+    /// While set, every write fails with EIO and changes nothing.
+    pub fn set_failing_writes(&self, failing: bool) {
+        self.state.lock().failing_writes = failing;
     }
 
     /// While set, every fsync fails with EIO and makes nothing durable.

@@ -125,9 +125,15 @@ impl Block {
             self.delete_file = Some(Arc::new(file));
         }
         if let Some(file) = self.delete_file.as_mut() {
-            (&**file)
-                .write_all(&self.delete_buffer)
-                .map_err(StoreError::io(&path))?;
+            let before = file.metadata().map(|metadata| metadata.len());
+            if let Err(error) = (&**file).write_all(&self.delete_buffer) {
+                // A full disk: the entries stay buffered and are appended whole later; a partial
+                // entry must not stay in front of them (cutting back needs no space).
+                if let Ok(len) = before {
+                    let _ = file.set_len(len);
+                }
+                return Err(StoreError::io(&path)(error));
+            }
         }
         self.delete_buffer.clear();
         self.deletes_need_sync = true;
@@ -156,6 +162,14 @@ impl Block {
             self.deletes_in_pipeline = false;
         }
         Ok(())
+    }
+
+    /// Write the block's bytes again over themselves, after a failed fsync: the kernel may have
+    /// marked pages clean that never reached the disk, and only rewritten pages are synced again.
+    pub fn rewrite_written(&mut self, dir: &Path) -> Result<(), StoreError> {
+        let mut bytes = vec![0u8; self.written_len as usize];
+        self.read_at(dir, 0, &mut bytes)?;
+        self.write_at(dir, 0, &bytes)
     }
 
     // The path is formatted only on failure: these run per read and per flush.

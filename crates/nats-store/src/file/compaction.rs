@@ -1,7 +1,7 @@
 //! Block upkeep during `flush`: sealed blocks whose messages are all gone are deleted, sealed
 //! blocks mostly made of deleted records are rewritten with only their live records (a new file
 //! renamed over the old one, so a crash leaves either the old or the new block, never a mix).
-//! Called only from `FileBackend::flush_files`.
+//! Called only from `FileBackend::flush_all`.
 
 use std::fs::{self, File, OpenOptions};
 use std::sync::Arc;
@@ -91,10 +91,13 @@ impl FileBackend {
         }
         let path = block_path(&dir, id);
         let temporary = path.with_extension("blk.tmp");
-        fs::write(&temporary, &content).map_err(StoreError::io(&temporary))?;
-        File::open(&temporary)
-            .and_then(|file| file.sync_all())
-            .map_err(StoreError::io(&temporary))?;
+        let written = fs::write(&temporary, &content)
+            .and_then(|()| File::open(&temporary).and_then(|file| file.sync_all()));
+        if let Err(error) = written {
+            // A full disk: the old block stays as it is, and so does the space it holds.
+            let _ = fs::remove_file(&temporary);
+            return Err(StoreError::io(&temporary)(error));
+        }
         // The old index describes the old file: drop it before the rename makes it wrong.
         let _ = fs::remove_file(index_path(&dir, id));
         fs::rename(&temporary, &path).map_err(StoreError::io(&path))?;

@@ -15,7 +15,9 @@
 //!
 //! Who calls it: only `file/`. It knows files and generations, nothing of records.
 //! A failed fdatasync poisons the pipeline: after one, the kernel may have dropped the dirty
-//! pages, so a later "successful" sync proves nothing. Every pending and later callback fails.
+//! pages, so a later "successful" sync proves nothing. Every pending and later callback fails
+//! until the store has rewritten what was not known durable and synced it inline
+//! ([`Pipeline::recover`], from a forced flush).
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -66,7 +68,38 @@ struct PipelineState {
     claims: VecDeque<Claim>,
     waiters: VecDeque<(u64, DurableCallback)>,
     /// Set by the first failed sync, forever.
-    failure: Option<(std::io::ErrorKind, String, PathBuf)>,
+    failure: Option<Failure>,
+}
+
+/// The first failure: enough to rebuild the error for every callback (the OS error code kept,
+/// so callers can word it).
+#[derive(Clone)]
+struct Failure {
+    kind: std::io::ErrorKind,
+    code: Option<i32>,
+    text: String,
+    path: PathBuf,
+}
+
+impl Failure {
+    fn of(error: &std::io::Error, path: PathBuf) -> Failure {
+        Failure {
+            kind: error.kind(),
+            code: error.raw_os_error(),
+            text: error.to_string(),
+            path,
+        }
+    }
+
+    fn error(&self) -> StoreError {
+        StoreError::Io {
+            path: self.path.clone(),
+            source: match self.code {
+                Some(code) => std::io::Error::from_raw_os_error(code),
+                None => std::io::Error::new(self.kind, self.text.clone()),
+            },
+        }
+    }
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -174,10 +207,35 @@ impl Pipeline {
         {
             let mut state = self.state.lock();
             if state.failure.is_none() {
-                state.failure = Some((std::io::ErrorKind::Other, error.to_string(), path));
+                state.failure = Some(match error {
+                    StoreError::Io { source, .. } => Failure::of(source, path),
+                    other => Failure {
+                        kind: std::io::ErrorKind::Other,
+                        code: None,
+                        text: other.to_string(),
+                        path,
+                    },
+                });
             }
         }
         self.deliver_ready();
+    }
+
+    /// A sync failed since the pipeline was made or last recovered.
+    pub fn failed(&self) -> bool {
+        self.state.lock().failure.is_some()
+    }
+
+    /// Every file was rewritten and synced inline after a failure: generations from now on can
+    /// be made durable again. Callbacks registered before it have all run, failing.
+    pub fn recover(&self) {
+        self.deliver_ready();
+        let mut state = self.state.lock();
+        state.failure = None;
+        state.durable = state.durable.max(state.written);
+        state.claimed = state.claimed.max(state.written);
+        state.unclaimed.clear();
+        state.claims.clear();
     }
 
     /// Run the callbacks whose generation is durable (all of them, failing, once poisoned).
@@ -203,10 +261,7 @@ impl Pipeline {
             for callback in ready {
                 callback(match &failure {
                     None => Ok(()),
-                    Some((kind, text, path)) => Err(StoreError::Io {
-                        path: path.clone(),
-                        source: std::io::Error::new(*kind, text.clone()),
-                    }),
+                    Some(failure) => Err(failure.error()),
                 });
             }
         }
@@ -244,7 +299,7 @@ impl Pipeline {
                 Err((error, path)) => {
                     let path = path.clone();
                     if state.failure.is_none() {
-                        state.failure = Some((error.kind(), error.to_string(), path));
+                        state.failure = Some(Failure::of(&error, path));
                     }
                 }
             }
@@ -379,5 +434,31 @@ mod tests {
             Box::new(move |result| sender.send(result.is_err()).unwrap());
         pipeline.after_pending(callback);
         assert!(receiver.recv().unwrap());
+    }
+
+    #[test]
+    fn recover_lets_later_callbacks_succeed_again() {
+        let pipeline = Pipeline::new();
+        let (sender, receiver) = mpsc::channel();
+        pipeline.fail(
+            &StoreError::Corrupt("sync failed".into()),
+            PathBuf::from("x"),
+        );
+        assert!(pipeline.failed());
+        let failing = sender.clone();
+        pipeline.after_pending(Box::new(move |result| {
+            failing.send(result.is_ok()).unwrap()
+        }));
+        assert!(
+            !receiver.recv().unwrap(),
+            "registered before the recovery: fails"
+        );
+        pipeline.recover();
+        assert!(!pipeline.failed());
+        pipeline.after_pending(Box::new(move |result| sender.send(result.is_ok()).unwrap()));
+        assert!(
+            receiver.recv().unwrap(),
+            "registered after the recovery: succeeds"
+        );
     }
 }

@@ -231,12 +231,17 @@ impl Drop for FileBackend {
 /// Write `bytes` to `path` atomically: temporary file, optional fsync, rename, optional dir fsync.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8], sync: bool) -> Result<(), StoreError> {
     let temporary = path.with_extension("tmp");
-    {
-        let mut file = File::create(&temporary).map_err(StoreError::io(&temporary))?;
-        std::io::Write::write_all(&mut file, bytes).map_err(StoreError::io(&temporary))?;
+    let written = File::create(&temporary).and_then(|mut file| {
+        std::io::Write::write_all(&mut file, bytes)?;
         if sync {
-            file.sync_all().map_err(StoreError::io(&temporary))?;
+            file.sync_all()?;
         }
+        Ok(())
+    });
+    if let Err(error) = written {
+        // A full disk must not keep the partial copy: it holds space and nothing else.
+        let _ = fs::remove_file(&temporary);
+        return Err(StoreError::io(&temporary)(error));
     }
     fs::rename(&temporary, path).map_err(StoreError::io(path))?;
     if sync {
@@ -290,8 +295,12 @@ pub(crate) fn create_block_file(dir: &Path, id: u64, first_seq: u64) -> Result<F
         .write(true)
         .open(&path)
         .map_err(StoreError::io(&path))?;
-    std::io::Write::write_all(&mut file, &encode_block_header(first_seq))
-        .map_err(StoreError::io(&path))?;
+    if let Err(error) = std::io::Write::write_all(&mut file, &encode_block_header(first_seq)) {
+        // No empty or torn block file stays behind (a full disk): the store goes on without it.
+        drop(file);
+        let _ = fs::remove_file(&path);
+        return Err(StoreError::io(&path)(error));
+    }
     Ok(file)
 }
 
@@ -329,7 +338,13 @@ impl FileBackend {
         // Borrows only the blocks: the write buffer and directory are used alongside.
         let block = last_block(&mut self.blocks)?;
         let offset = block.written_len;
-        block.write_at(&self.dir, offset, &self.write_buffer)?;
+        if let Err(error) = block.write_at(&self.dir, offset, &self.write_buffer) {
+            // A full disk (or any failed write): the records stay buffered, to be written again
+            // from the same offset once there is room, and no partial record stays behind the
+            // written ones (cutting the file back needs no space).
+            let _ = block.file.set_len(offset);
+            return Err(error);
+        }
         block.written_len += self.write_buffer.len() as u64;
         self.write_buffer.clear();
         Ok(())
@@ -389,17 +404,18 @@ impl FileBackend {
     }
 
     /// Seal the active block and start a new one whose first sequence is `first_seq`.
+    /// Fails without a change when the new block cannot be written (a full disk).
     fn rotate(&mut self, first_seq: u64) -> Result<(), StoreError> {
         self.write_buffer_out()?;
+        let id = self.next_block_id;
+        let file = create_block_file(&self.dir, id, first_seq)?;
+        self.next_block_id += 1;
         if let Some(active) = self.blocks.last_mut() {
             active.needs_index = true;
             // Messages removed while it was active are only now eligible for cleanup.
             let sealed = active.id;
             self.maintenance.insert(sealed);
         }
-        let id = self.next_block_id;
-        self.next_block_id += 1;
-        let file = create_block_file(&self.dir, id, first_seq)?;
         let mut block = Block::new(id, first_seq, file, BLOCK_HEADER_LEN as u64);
         block.data_needs_sync = true;
         self.blocks.push(block);
@@ -427,7 +443,9 @@ impl FileBackend {
         let active = self.active()?;
         active.last_seq = active.last_seq.max(seq);
         if self.write_buffer.len() >= self.options.write_buffer_limit {
-            self.write_buffer_out()?;
+            // The record is appended either way: a failed write (a full disk) keeps it buffered
+            // and the next `flush` writes it again or reports the failure.
+            let _ = self.write_buffer_out();
         }
         Ok(())
     }
@@ -482,12 +500,34 @@ impl FileBackend {
         let pipelined =
             on_durable.is_some() && !force_sync && self.options.sync == SyncPolicy::Always;
         let mut to_sync = Vec::new();
-        let result = self.flush_files(index, ttls, force_sync, pipelined.then_some(&mut to_sync));
-        if let Err(error) = &result {
-            // Whatever was written may not reach the disk: nothing pending may be acknowledged.
-            self.pipeline.fail(error, self.dir.clone());
-            return result;
+        // A failed write (a full disk) leaves what failed buffered, to be written again: it
+        // fails this flush only. A failed sync poisons the pipeline (`durability.rs`).
+        self.write_files(index, ttls)?;
+        // After a failed sync only a forced flush makes the store durable again: the active
+        // block's bytes are written again and everything is synced inline.
+        let recovering = force_sync && self.pipeline.failed();
+        if recovering {
+            let dir = self.dir.clone();
+            let active = last_block(&mut self.blocks)?;
+            active.rewrite_written(&dir)?;
         }
+        if self.should_sync(force_sync) {
+            if let Err(error) = self.sync_files(pipelined.then_some(&mut to_sync)) {
+                // Whatever was written may not reach the disk: nothing pending may be acknowledged.
+                self.pipeline.fail(&error, self.dir.clone());
+                return Err(error);
+            }
+        }
+        if recovering {
+            self.pipeline.recover();
+        }
+        if !self.maintenance.is_empty() {
+            // Upkeep only, never the reason a flush fails: a block that could not be rewritten
+            // now (no room for its copy on a full disk) stays as it is, readable, and comes up
+            // again when it loses more messages.
+            let _ = self.maintain(index, ttls);
+        }
+        self.read_cache.release_if_idle();
         if let Some(on_durable) = on_durable {
             if to_sync.is_empty() {
                 self.pipeline.after_pending(on_durable);
@@ -498,13 +538,9 @@ impl FileBackend {
         Ok(())
     }
 
-    fn flush_files(
-        &mut self,
-        index: &mut MessageIndex,
-        ttls: &TtlIndex,
-        force_sync: bool,
-        mut pipelined: Option<&mut Vec<(Arc<File>, PathBuf)>>,
-    ) -> Result<(), StoreError> {
+    /// The write stage of a flush: buffered records, the high-water mark, delete logs, due block
+    /// indexes. A failure leaves what failed buffered (nothing durable is claimed).
+    fn write_files(&mut self, index: &mut MessageIndex, ttls: &TtlIndex) -> Result<(), StoreError> {
         self.write_buffer_out()?;
         self.high_water.record(marks_of(index))?;
         let dir = self.dir.clone();
@@ -523,48 +559,51 @@ impl FileBackend {
                 self.start_block_index(position, index, ttls);
             }
         }
-        let sync = self.should_sync(force_sync);
-        if sync {
-            let active_position = self.blocks.len().saturating_sub(1);
-            for (position, block) in self.blocks.iter_mut().enumerate() {
-                let Some(to_sync) = pipelined.as_deref_mut() else {
-                    block.sync(&dir)?;
-                    continue;
-                };
-                // The active block's data flag stays set: sealing and close sync it again
-                // inline, so they never depend on a pipeline sync still in flight.
-                if position == active_position {
-                    if block.data_needs_sync {
-                        to_sync.push((block.file.clone(), block_path(&dir, block.id)));
-                    }
-                } else if block.durability_pending() {
-                    block.sync(&dir)?;
+        Ok(())
+    }
+
+    /// The sync stage of a flush, per policy: inline, or (with `pipelined`) the active block's
+    /// fsync collected for the pipeline.
+    fn sync_files(
+        &mut self,
+        mut pipelined: Option<&mut Vec<(Arc<File>, PathBuf)>>,
+    ) -> Result<(), StoreError> {
+        let dir = self.dir.clone();
+        let active_position = self.blocks.len().saturating_sub(1);
+        for (position, block) in self.blocks.iter_mut().enumerate() {
+            let Some(to_sync) = pipelined.as_deref_mut() else {
+                block.sync(&dir)?;
+                continue;
+            };
+            // The active block's data flag stays set: sealing and close sync it again
+            // inline, so they never depend on a pipeline sync still in flight.
+            if position == active_position {
+                if block.data_needs_sync {
+                    to_sync.push((block.file.clone(), block_path(&dir, block.id)));
                 }
-                if block.deletes_need_sync {
-                    if let Some(file) = &block.delete_file {
-                        to_sync.push((file.clone(), delete_path(&dir, block.id)));
-                    }
-                    block.deletes_need_sync = false;
-                    block.deletes_in_pipeline = true;
+            } else if block.durability_pending() {
+                block.sync(&dir)?;
+            }
+            if block.deletes_need_sync {
+                if let Some(file) = &block.delete_file {
+                    to_sync.push((file.clone(), delete_path(&dir, block.id)));
                 }
-            }
-            match pipelined.as_deref_mut() {
-                Some(to_sync) => to_sync.extend(self.high_water.take_for_pipeline()),
-                None => self.high_water.sync()?,
-            }
-            if self.dir_needs_sync {
-                sync_dir(&dir)?;
-                self.dir_needs_sync = false;
-            }
-            self.last_sync = Instant::now();
-            if pipelined.is_none() {
-                self.pipeline.all_synced();
+                block.deletes_need_sync = false;
+                block.deletes_in_pipeline = true;
             }
         }
-        if !self.maintenance.is_empty() {
-            self.maintain(index, ttls)?;
+        match pipelined.as_deref_mut() {
+            Some(to_sync) => to_sync.extend(self.high_water.take_for_pipeline()),
+            None => self.high_water.sync()?,
         }
-        self.read_cache.release_if_idle();
+        if self.dir_needs_sync {
+            sync_dir(&dir)?;
+            self.dir_needs_sync = false;
+        }
+        self.last_sync = Instant::now();
+        if pipelined.is_none() {
+            self.pipeline.all_synced();
+        }
         Ok(())
     }
 }

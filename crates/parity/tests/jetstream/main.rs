@@ -25,6 +25,8 @@ mod corpus;
 mod counter_sources;
 mod direct_get;
 mod fast_batch_publish;
+mod full_disk;
+mod io_errors;
 mod key_value;
 mod key_value_figures;
 mod key_value_nats_py;

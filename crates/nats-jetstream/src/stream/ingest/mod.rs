@@ -34,6 +34,7 @@ use tokio::sync::mpsc::UnboundedReceiver as Receiver;
 
 mod batch;
 mod commands;
+mod failure;
 mod fast_batch;
 mod publish;
 mod retention;
@@ -82,6 +83,8 @@ pub(crate) fn spawn(
         fast_batches: Default::default(),
         schedules: Default::default(),
         retention: Default::default(),
+        write_failure: None,
+        failed_sync: Default::default(),
     };
     ingest.recover();
     tokio::spawn(async move {
@@ -177,6 +180,10 @@ struct Ingest {
     schedules: schedules::Schedules,
     /// Acks waiting for the interest decision (`retention.rs`).
     retention: retention::Pending,
+    /// Set while the store cannot write (`failure.rs`).
+    write_failure: Option<failure::WriteFailure>,
+    /// Set by a durability callback whose sync failed; taken into `write_failure` by the task.
+    failed_sync: failure::FailedSync,
 }
 
 /// Who handed a message to the ingest task.
@@ -301,8 +308,13 @@ impl Ingest {
             }
             None => IDLE_WAIT,
         };
-        match batch_wait {
+        let wait = match batch_wait {
             Some(batch_wait) => wait.min(batch_wait.max(MINIMUM_EXPIRY_WAIT)),
+            None => wait,
+        };
+        // A failed write is retried on a timer too (the timer's commit retries it).
+        match self.write_failure {
+            Some(_) => wait.min(failure::RETRY_INTERVAL),
             None => wait,
         }
     }
@@ -311,6 +323,7 @@ impl Ingest {
     fn process(&mut self, batch: &mut Vec<StreamCommand>) -> bool {
         let store_handle = self.stream.store.clone();
         let mut store = store_handle.write();
+        self.take_failed_sync();
         let now = crate::time_format::now_nanos();
         self.window.expire(now, self.config.duplicate_window.0);
         self.expire(&mut **store, now);
@@ -400,6 +413,16 @@ impl Ingest {
     /// durable as the policy promises (after the fsync with `sync_interval: always`), in batch
     /// order, while this task goes on with the next batch.
     fn commit(&mut self, store: &mut dyn StreamStore) {
+        self.take_failed_sync();
+        if self.write_failure.is_some() {
+            // Refusals (and duplicates) need nothing written: answered now. Then the failed
+            // write is tried again; its success sends the held PubAcks.
+            if !self.dirty {
+                send_acks(&*self.context.transport, self.pending_acks.drain(..));
+            }
+            self.retry_write(store);
+            return;
+        }
         if !self.dirty && self.pending_acks.is_empty() {
             return;
         }
@@ -407,8 +430,8 @@ impl Ingest {
         if !self.context.sync_always {
             // Durable as the interval policy promises once written: acknowledge right away.
             if let Err(error) = store.flush() {
-                tracing::error!(stream = %self.config.name, %error, "flushing stream store failed");
-                self.pending_acks.clear();
+                let acks = std::mem::take(&mut self.pending_acks);
+                self.write_failed(&error, acks);
                 return;
             }
             if dirty {
@@ -418,14 +441,22 @@ impl Ingest {
             send_acks(&*self.context.transport, self.pending_acks.drain(..));
             return;
         }
-        let acks = std::mem::take(&mut self.pending_acks);
+        // Shared with the callback: a flush that fails before handing it over gives them back.
+        let acks = Arc::new(parking_lot::Mutex::new(std::mem::take(
+            &mut self.pending_acks,
+        )));
         let stream = self.stream.clone();
         let transport = self.context.transport.clone();
         let last = store.state().last_seq;
+        let callback_acks = acks.clone();
+        let failed_sync = self.failed_sync.clone();
         let on_durable: nats_store::DurableCallback = Box::new(move |durable| {
+            let acks = std::mem::take(&mut *callback_acks.lock());
             if let Err(error) = durable {
-                // Not as durable as promised: no PubAck may claim otherwise.
-                tracing::error!(stream = %stream.name, %error, "stream store sync failed");
+                // Not as durable as promised: no PubAck may claim otherwise. The publishers
+                // hear why, and the stream refuses publishes until a sync succeeds again.
+                let refusal = failed_sync.fail(&stream.name, &error);
+                send_acks(&*transport, failure::refusals(&stream.name, acks, &refusal));
                 return;
             }
             if dirty {
@@ -434,7 +465,8 @@ impl Ingest {
             send_acks(&*transport, acks);
         });
         if let Err(error) = store.flush_then(on_durable) {
-            tracing::error!(stream = %self.config.name, %error, "flushing stream store failed");
+            let acks = std::mem::take(&mut *acks.lock());
+            self.write_failed(&error, acks);
             return;
         }
         if dirty {

@@ -148,6 +148,9 @@ impl Ingest {
         if self.context.usage.exceeded(self.config.storage) {
             return Outcome::Refused(errors::INSUFFICIENT_RESOURCES.to_error());
         }
+        if let Some(refusal) = self.refused_while_failing() {
+            return Outcome::Refused(refusal);
+        }
         let msg_id = publish_headers.msg_id;
         let rollup = publish_headers.rollup;
         if self.config.retention == RetentionPolicy::Interest
@@ -380,21 +383,6 @@ impl Ingest {
             };
             if let Err(error) = self.apply(store, &purge) {
                 tracing::error!(stream = %self.config.name, %error, "purging a fired schedule failed");
-            }
-        }
-    }
-
-    fn store_failure(&self, error: StoreError) -> Outcome {
-        match error {
-            StoreError::MaxMessages
-            | StoreError::MaxBytes
-            | StoreError::MaxMessagesPerSubject
-            | StoreError::MaxMessageSize => {
-                Outcome::Refused(errors::STREAM_STORE_FAILED.with_err(error))
-            }
-            other => {
-                tracing::error!(stream = %self.config.name, error = %other, "storing a message failed");
-                Outcome::Dropped
             }
         }
     }
