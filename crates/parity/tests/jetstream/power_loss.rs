@@ -1,4 +1,4 @@
-//! Power loss (issue 17): the server's store on `powerloss-fs`, load from a publisher and an
+//! Power loss (issue 17): the server's store on `powerloss-fs`, load from two publishers and an
 //! acking consumer, then kill -9, unmount, drop everything not fsynced, mount and restart.
 //! With `sync_interval: always` every PubAck'd message and every confirmed ack (AckSync
 //! answered) is there after each cut. With the default interval sync the loss is measured
@@ -48,33 +48,38 @@ async fn load(
     let context = context(server).await;
     let published = Arc::new(Mutex::new(Vec::new()));
     let acked = Arc::new(Mutex::new(Vec::new()));
-    let publisher = {
-        let context = context.clone();
-        let published = published.clone();
-        tokio::spawn(async move {
-            let mut index = 0;
-            loop {
-                let mut pending = Vec::new();
-                for _ in 0..20 {
-                    let text = payload(cycle, index);
-                    index += 1;
-                    let Ok(ack) = context.publish("power.a", text.clone().into()).await else {
-                        return;
-                    };
-                    pending.push((ack, text));
+    // Two publishers, each with its own subject and payloads.
+    let publishers: Vec<_> = ["a", "b"]
+        .into_iter()
+        .map(|name| {
+            let context = context.clone();
+            let published = published.clone();
+            tokio::spawn(async move {
+                let mut index = 0;
+                loop {
+                    let mut pending = Vec::new();
+                    for _ in 0..20 {
+                        let text = format!("{name}-{}", payload(cycle, index));
+                        index += 1;
+                        let subject = format!("power.{name}");
+                        let Ok(ack) = context.publish(subject, text.clone().into()).await else {
+                            return;
+                        };
+                        pending.push((ack, text));
+                    }
+                    for (ack, text) in pending {
+                        let Ok(ack) = ack.await else { return };
+                        published
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push((ack.sequence, text));
+                    }
+                    // A bounded rate keeps the read-back after each cut short.
+                    tokio::time::sleep(Duration::from_millis(10)).await;
                 }
-                for (ack, text) in pending {
-                    let Ok(ack) = ack.await else { return };
-                    published
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push((ack.sequence, text));
-                }
-                // A bounded rate keeps the read-back after each cut short.
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
+            })
         })
-    };
+        .collect();
     let consumer_task = {
         let context = context.clone();
         let acked = acked.clone();
@@ -112,7 +117,9 @@ async fn load(
     let published_now = || published.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let acked_now = || acked.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let snapshot = (published_now(), acked_now());
-    publisher.abort();
+    for publisher in publishers {
+        publisher.abort();
+    }
     consumer_task.abort();
     snapshot
 }
@@ -256,15 +263,38 @@ async fn sync_always_keeps_every_acknowledged_message_across_power_cuts() {
     assert_eq!(figures.lost_messages, 0, "{figures:?}");
 }
 
-/// Figures for docs/parity.md: `cargo test -p parity --test jetstream power_loss_default
-/// -- --ignored --nocapture` (and with NATS_SERVER_BIN for nats-server).
+/// Cycles of the figures tests: `POWER_LOSS_CYCLES`, 20 unless set.
+fn figure_cycles() -> usize {
+    std::env::var("POWER_LOSS_CYCLES")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(20)
+}
+
+/// Figures for docs/parity.md and bench/README.md, both servers on the journaled disk model:
+/// `cargo test -p parity --test jetstream power_loss_ -- --ignored --nocapture --test-threads 1`
+/// (and with NATS_SERVER_BIN for nats-server).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore]
 async fn power_loss_default_sync_figures() {
-    let Some(figures) = cycles(false, 5, Duration::from_secs(3), false).await else {
+    let count = figure_cycles();
+    let Some(figures) = cycles(false, count, Duration::from_secs(3), false).await else {
         return;
     };
-    eprintln!("default sync, 5 cycles of 3 s: {figures:?}");
+    eprintln!("default sync, {count} cycles of 3 s: {figures:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn power_loss_sync_always_figures() {
+    let count = figure_cycles();
+    let Some(figures) = cycles(true, count, Duration::from_secs(3), false).await else {
+        return;
+    };
+    eprintln!("sync always, {count} cycles of 3 s: {figures:?}");
+    if !is_reference() {
+        assert_eq!(figures.lost_messages, 0, "{figures:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
