@@ -210,6 +210,55 @@ impl JetStream {
         Value::Object(body)
     }
 
+    /// The names of the streams, sorted (for `/healthz`'s stream check).
+    pub fn stream_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .engine
+            .registry
+            .all()
+            .iter()
+            .map(|stream| stream.name.clone())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Every stream's info (as `STREAM.LIST` shows it) with its consumers' infos when asked,
+    /// sorted by stream name: the per-stream and per-consumer figures of `/jsz` and
+    /// `/metrics`.
+    pub fn stream_details(
+        &self,
+        with_consumers: bool,
+    ) -> Vec<(jetstream_api::StreamInfo, Vec<jetstream_api::ConsumerInfo>)> {
+        let engine = &self.engine;
+        let mut streams = engine.registry.all();
+        streams.sort_by(|first, second| first.name.cmp(&second.name));
+        streams
+            .iter()
+            .map(|stream| {
+                let (info, _) = engine.build_stream_info(
+                    stream,
+                    &crate::api::streams::InfoDetail::default(),
+                    crate::api::streams::InfoView::List,
+                );
+                let consumers = if with_consumers {
+                    let mut consumers: Vec<_> = engine
+                        .registry
+                        .consumers(stream)
+                        .all()
+                        .iter()
+                        .map(|consumer| consumer.info(stream))
+                        .collect();
+                    consumers.sort_by(|first, second| first.name.cmp(&second.name));
+                    consumers
+                } else {
+                    Vec::new()
+                };
+                (info, consumers)
+            })
+            .collect()
+    }
+
     /// The `jetstream` section of `/varz`.
     pub fn varz(&self) -> Value {
         let engine = &self.engine;

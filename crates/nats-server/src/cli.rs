@@ -18,6 +18,7 @@ Server Options:
         --server_name <server_name>  Server name (default: auto)
     -P, --pid <file>                 File to store PID
     -m, --http_port <port>           Use port for http monitoring
+    -ms,--https_port <port>          Use port for https monitoring
     -c, --config <file>              Configuration file
     -t                               Test configuration and exit
         --ports_file_dir <dir>       Creates a ports file in the specified directory (<executable_name>_<pid>.ports).
@@ -71,6 +72,7 @@ pub struct Flags {
     pub server_name: Option<String>,
     pub pid_file: Option<PathBuf>,
     pub http_port: Option<i64>,
+    pub https_port: Option<i64>,
     pub ports_file_dir: Option<PathBuf>,
     pub log_file: Option<PathBuf>,
     pub logtime: Option<bool>,
@@ -216,6 +218,7 @@ impl Flags {
             "n" | "name" | "server_name" => self.server_name = Some(value),
             "P" | "pid" => self.pid_file = Some(value.into()),
             "m" | "http_port" => self.http_port = Some(parse_int(name, &value)?),
+            "ms" | "https_port" => self.https_port = Some(parse_int(name, &value)?),
             "c" | "config" => self.config = Some(value.into()),
             "ports_file_dir" => self.ports_file_dir = Some(value.into()),
             "l" | "log" => self.log_file = Some(value.into()),
@@ -337,6 +340,9 @@ impl Flags {
         }
         if let Some(port) = self.http_port {
             options.http_port = port;
+        }
+        if let Some(port) = self.https_port {
+            options.https_port = port;
         }
         if let Some(path) = &self.ports_file_dir {
             options.ports_file_dir = Some(path.clone());

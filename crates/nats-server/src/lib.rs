@@ -15,7 +15,7 @@ pub(crate) mod client;
 pub mod config;
 pub(crate) mod listener;
 pub mod logging;
-pub(crate) mod monitor;
+pub mod monitor;
 pub(crate) mod route;
 pub(crate) mod router;
 pub(crate) mod security;
@@ -36,6 +36,8 @@ pub enum ServerError {
     Listen { address: String, reason: String },
     #[error("{0}")]
     Tls(String),
+    #[error("Can't start monitoring: {0}")]
+    Monitoring(String),
     #[error("Can't start JetStream: {0}")]
     JetStream(String),
     #[error(transparent)]

@@ -54,6 +54,8 @@ pub struct Server {
     /// The address clients connect to (after a random port was picked).
     pub client_address: OnceLock<SocketAddr>,
     pub monitor_address: OnceLock<SocketAddr>,
+    /// The monitoring port's address when it serves HTTPS (`https_port`).
+    pub monitor_tls_address: OnceLock<SocketAddr>,
     /// The route listener's address (in a cluster with a route port).
     pub route_address: OnceLock<SocketAddr>,
     pub jetstream: OnceLock<JetStream>,
@@ -90,6 +92,7 @@ impl Server {
             next_client_id: AtomicU64::new(1),
             client_address: OnceLock::new(),
             monitor_address: OnceLock::new(),
+            monitor_tls_address: OnceLock::new(),
             route_address: OnceLock::new(),
             jetstream: OnceLock::new(),
             jetstream_account: OnceLock::new(),
@@ -317,22 +320,7 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
 
     crate::system::start(&server);
 
-    if server.options.http_port != 0 {
-        let host = server
-            .options
-            .http_host
-            .clone()
-            .unwrap_or_else(|| server.options.host.clone());
-        let port = if server.options.http_port < 0 {
-            0
-        } else {
-            server.options.http_port as u16
-        };
-        let (listener, address) = crate::listener::bind(&host, port).await?;
-        let _ = server.monitor_address.set(address);
-        tracing::info!("Starting http monitor on {}", address);
-        tokio::spawn(crate::monitor::serve(server.clone(), listener));
-    }
+    start_monitoring(&server).await?;
 
     let port = if server.options.port < 0 {
         0
@@ -433,6 +421,12 @@ fn write_ports_file(server: &Server) -> Result<Option<std::path::PathBuf>, Serve
             serde_json::json!([format!("http://{address}")]),
         );
     }
+    if let Some(address) = server.monitor_tls_address.get() {
+        ports.insert(
+            "monitoring".into(),
+            serde_json::json!([format!("https://{address}")]),
+        );
+    }
     let text = serde_json::Value::Object(ports).to_string();
     std::fs::write(&path, text).map_err(ServerError::Io)?;
     Ok(Some(path))
@@ -472,6 +466,44 @@ async fn wait_for_signal() {
             }
         }
     }
+}
+
+/// Bind the monitoring port (`http_port` or `https_port`, not both, as nats-server) and serve it.
+async fn start_monitoring(server: &Arc<Server>) -> Result<(), ServerError> {
+    let options = &server.options;
+    if options.http_port != 0 && options.https_port != 0 {
+        return Err(ServerError::Monitoring(format!(
+            "can't specify both HTTP ({}) and HTTPs ({}) ports",
+            options.http_port, options.https_port
+        )));
+    }
+    let (configured, tls) = if options.https_port != 0 {
+        let Some(acceptor) = server.tls.clone() else {
+            return Err(ServerError::Monitoring(
+                "TLS cert and key required for HTTPS".into(),
+            ));
+        };
+        (options.https_port, Some(acceptor))
+    } else if options.http_port != 0 {
+        (options.http_port, None)
+    } else {
+        return Ok(());
+    };
+    let host = options
+        .http_host
+        .clone()
+        .unwrap_or_else(|| options.host.clone());
+    let port = u16::try_from(configured.max(0)).unwrap_or(0);
+    let (listener, address) = crate::listener::bind(&host, port).await?;
+    if tls.is_some() {
+        let _ = server.monitor_tls_address.set(address);
+        tracing::info!("Starting https monitor on {}", address);
+    } else {
+        let _ = server.monitor_address.set(address);
+        tracing::info!("Starting http monitor on {}", address);
+    }
+    tokio::spawn(crate::monitor::serve(server.clone(), listener, tls));
+    Ok(())
 }
 
 #[cfg(test)]

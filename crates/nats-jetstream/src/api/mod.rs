@@ -11,7 +11,7 @@ mod account;
 mod consumers;
 pub(crate) mod direct;
 mod messages;
-mod streams;
+pub(crate) mod streams;
 
 use crate::engine::Engine;
 use crate::level::required_level_met;

@@ -136,6 +136,10 @@ pub struct ClientShared {
     pub meta: Mutex<ClientMeta>,
     pub last_activity: Mutex<OffsetDateTime>,
     pub rtt: Mutex<Option<std::time::Duration>>,
+    /// When our last PING went out, until its PONG: the round trip `rtt` is measured from it.
+    rtt_start: Mutex<Option<std::time::Instant>>,
+    /// The client's first PING was answered (nats-server's `firstPongSent`): RTT pings may go.
+    pub first_pong_sent: AtomicBool,
     pub subscriptions: Mutex<HashMap<Bytes, Arc<ClientSubscription>>>,
     /// Set at CONNECT for a user with `allow_responses`: reply subjects of requests delivered
     /// to this client, each with its remaining publishes and expiry.
@@ -218,6 +222,41 @@ impl ClientShared {
     pub fn pending_bytes(&self) -> usize {
         let outbound = self.outbound.lock();
         outbound.queued() + outbound.in_flight
+    }
+
+    /// Queue a PING of ours and start timing its round trip; the caller wakes the writer.
+    pub fn send_ping(&self) {
+        self.pings_outstanding.fetch_add(1, Ordering::Relaxed);
+        *self.rtt_start.lock() = Some(std::time::Instant::now());
+        self.queue_bytes(b"PING\r\n");
+    }
+
+    /// A PONG came: nothing is outstanding, and the round trip of our last PING is known.
+    pub fn pong_received(&self) {
+        self.pings_outstanding.store(0, Ordering::Relaxed);
+        if let Some(start) = self.rtt_start.lock().take() {
+            *self.rtt.lock() = Some(start.elapsed());
+        }
+    }
+
+    /// CONNECT arrived: until a PING measures it, the round trip is estimated as the time
+    /// since the connection was accepted, as nats-server does.
+    pub fn estimate_rtt(&self) {
+        let mut rtt = self.rtt.lock();
+        if rtt.is_none() {
+            *rtt = Some((OffsetDateTime::now_utc() - self.start).unsigned_abs());
+        }
+    }
+
+    /// Measure the round trip now (`/connz` found none): nats-server's `sendRTTPing`, which
+    /// waits for the client's first PING or two seconds after the connection was accepted.
+    pub fn send_rtt_ping(&self) {
+        let settled = self.first_pong_sent.load(Ordering::Relaxed)
+            || OffsetDateTime::now_utc() - self.start > time::Duration::seconds(2);
+        if settled && self.closing().is_none() && self.rtt_start.lock().is_none() {
+            self.send_ping();
+            self.wake_writer();
+        }
     }
 
     /// Append protocol bytes of our own (PONG, +OK, -ERR, INFO); the caller wakes the writer.
@@ -469,6 +508,8 @@ pub(crate) fn new_shared(server: &Arc<Server>, id: u64, address: SocketAddr) -> 
         meta: Mutex::new(ClientMeta::default()),
         last_activity: Mutex::new(now),
         rtt: Mutex::new(None),
+        rtt_start: Mutex::new(None),
+        first_pong_sent: AtomicBool::new(false),
         subscriptions: Mutex::new(HashMap::new()),
         response_permits: std::sync::OnceLock::new(),
         nonce: server

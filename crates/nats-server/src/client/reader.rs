@@ -231,10 +231,11 @@ impl Session {
             ClientOp::Unsub { sid, max } => self.unsubscribe(sid, max),
             ClientOp::Ping => {
                 self.send(b"PONG\r\n");
+                self.shared.first_pong_sent.store(true, Ordering::Relaxed);
                 Next::Continue
             }
             ClientOp::Pong => {
-                self.shared.pings_outstanding.store(0, Ordering::Relaxed);
+                self.shared.pong_received();
                 Next::Continue
             }
             ClientOp::Ok => Next::Continue,
@@ -329,6 +330,7 @@ impl Session {
     }
 
     fn connect(&mut self, connect: ConnectOptions, parser: &mut ClientParser) -> Next {
+        self.shared.estimate_rtt();
         if self.server.authenticator.required() && !self.connected {
             let outcome = match self.authenticated.take() {
                 Some(outcome) => outcome,

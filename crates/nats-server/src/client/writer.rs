@@ -101,8 +101,7 @@ pub async fn run_with<W: AsyncWrite + Unpin>(
                     shared.queue_bytes(&error);
                     shared.close(CloseReason::StaleConnection);
                 } else {
-                    shared.pings_outstanding.fetch_add(1, Ordering::Relaxed);
-                    shared.queue_bytes(b"PING\r\n");
+                    shared.send_ping();
                 }
             }
         }

@@ -94,6 +94,10 @@ pub struct Options {
     pub allow_non_tls: bool,
     pub http_host: Option<String>,
     pub http_port: i64,
+    /// `https_port` / `--https_port`: monitoring over TLS with the client TLS settings.
+    pub https_port: i64,
+    /// `http_base_path`: the prefix of every monitoring path.
+    pub http_base_path: String,
     pub debug: bool,
     pub trace: bool,
     pub logtime: bool,
@@ -135,6 +139,8 @@ impl Default for Options {
             allow_non_tls: false,
             http_host: None,
             http_port: 0,
+            https_port: 0,
+            http_base_path: String::new(),
             debug: false,
             trace: false,
             logtime: true,
@@ -245,8 +251,6 @@ const IGNORED_KEYS: &[&str] = &[
     "no_header_support",
     "disable_sublist_cache",
     "server_tags",
-    "https_port",
-    "http_base_path",
     "prof_port",
     "max_closed_clients",
     "no_system_account",
@@ -292,6 +296,8 @@ fn apply_top_level(options: &mut Options, key: &str, entry: &Entry) -> Result<()
         "authorization" => apply_authorization(options, entry)?,
         "no_auth_user" => options.no_auth_user = Some(string(entry)?),
         "http_port" | "monitor_port" => options.http_port = integer(entry)?,
+        "https_port" => options.https_port = integer(entry)?,
+        "http_base_path" => options.http_base_path = string(entry)?,
         "http" => {
             let text = string(entry)?;
             let (host, port) = split_host_port(&text)

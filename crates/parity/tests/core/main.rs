@@ -11,6 +11,7 @@ mod config_check;
 mod config_syntax;
 mod ipv6;
 mod monitor;
+mod monitor_http;
 mod process;
 mod signal;
 mod slow_consumer;

@@ -1,0 +1,90 @@
+//! The monitoring port (`-m PORT` / `http_port`, `https_port`, `http_base_path`): nats-server's
+//! endpoints with its query options, JSON field names, statuses and error texts.
+//!
+//! `http.rs` is the only file that knows HTTP (hyper); every other file is one endpoint
+//! family's producer: a `*Options` type read from a query (`from_query`, nats-server's error
+//! for a bad value) and a function from the server and those options to the JSON body. The
+//! producers are called by `http.rs` and are meant for the `$SYS.REQ.SERVER.*` responders too;
+//! they read the server's shared state and know nothing of where their answer goes.
+
+pub mod accounts;
+pub mod connz;
+pub mod format;
+pub mod health;
+mod http;
+mod index;
+pub mod jsz;
+pub mod query;
+pub mod routez;
+pub mod runtime;
+pub mod subsz;
+pub mod topology;
+pub mod varz;
+
+pub use format::rfc3339;
+pub use http::serve;
+pub use varz::{resident_memory, varz};
+
+use serde_json::{json, Value};
+
+/// Options as key/value pairs (a `$SYS.REQ.SERVER.*` request's JSON, flattened) read as a query.
+fn pairs_query(pairs: &[(String, String)]) -> query::Query {
+    query::Query::from_pairs(pairs)
+}
+
+/// A refused request as nats-server's server API answers it.
+fn refusal_json(refusal: Refusal) -> Value {
+    json!({"error": {"code": refusal.status, "description": refusal.text}})
+}
+
+/// `/connz` for the `$SYS` responders, from the request's options.
+pub fn connz(server: &crate::server::Server, pairs: &[(String, String)]) -> Value {
+    match connz::ConnzOptions::from_query(&pairs_query(pairs)) {
+        Ok(options) => connz::connz(server, &options),
+        Err(refusal) => refusal_json(refusal),
+    }
+}
+
+/// `/routez` for the `$SYS` responders, from the request's options.
+pub fn routez(server: &crate::server::Server, pairs: &[(String, String)]) -> Value {
+    match routez::RoutezOptions::from_query(&pairs_query(pairs)) {
+        Ok(options) => routez::routez(server, &options),
+        Err(refusal) => refusal_json(refusal),
+    }
+}
+
+/// `/subsz` for the `$SYS` responders, from the request's options.
+pub fn subsz(server: &crate::server::Server, pairs: &[(String, String)]) -> Value {
+    match subsz::SubszOptions::from_query(&pairs_query(pairs)) {
+        Ok(options) => subsz::subsz(server, &options),
+        Err(refusal) => refusal_json(refusal),
+    }
+}
+
+/// `/jsz` for the `$SYS` responders.
+pub fn jsz(server: &crate::server::Server) -> Value {
+    jsz::jsz(server, &jsz::JszOptions::default())
+}
+
+/// Why a producer did not answer: nats-server's HTTP status and plain-text body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub status: u16,
+    pub text: String,
+}
+
+impl Refusal {
+    pub fn bad_request(text: impl Into<String>) -> Refusal {
+        Refusal {
+            status: 400,
+            text: text.into(),
+        }
+    }
+}
+
+/// A bad query value (its text from [`query::Query`]) is a 400.
+impl From<String> for Refusal {
+    fn from(text: String) -> Refusal {
+        Refusal::bad_request(text)
+    }
+}

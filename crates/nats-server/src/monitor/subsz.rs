@@ -1,0 +1,98 @@
+//! `/subsz` (also `/subscriptionsz`): the sublist's statistics and, with `subs=1`, the
+//! subscriptions (`offset`, `limit`, `test` a subject they must match).
+
+use super::connz::{subscription_detail, DEFAULT_LIMIT};
+use super::format::{go_float, rfc3339};
+use super::query::Query;
+use super::Refusal;
+use crate::server::Server;
+use serde_json::{json, Map, Value};
+use time::OffsetDateTime;
+
+/// The options of one `/subsz` read.
+#[derive(Clone, Debug, Default)]
+pub struct SubszOptions {
+    pub subscriptions: bool,
+    pub offset: usize,
+    pub limit: usize,
+    /// `test`: only subscriptions a publish on this subject would reach.
+    pub test: String,
+}
+
+impl SubszOptions {
+    /// The options of a request without a query.
+    pub fn default_page() -> SubszOptions {
+        SubszOptions {
+            limit: DEFAULT_LIMIT,
+            ..SubszOptions::default()
+        }
+    }
+
+    pub fn from_query(query: &Query) -> Result<SubszOptions, Refusal> {
+        let subscriptions = query.boolean("subs")?;
+        let offset = query.int("offset")?;
+        let limit = query.int("limit")?;
+        let test = query.text("test").to_string();
+        if !test.is_empty() && !nats_subject::is_valid_literal_subject(&test) {
+            return Err(Refusal::bad_request(format!("Bad test subject: {test}")));
+        }
+        Ok(SubszOptions {
+            subscriptions,
+            offset: usize::try_from(offset).unwrap_or(0),
+            limit: usize::try_from(limit)
+                .ok()
+                .filter(|limit| *limit > 0)
+                .unwrap_or(DEFAULT_LIMIT),
+            test,
+        })
+    }
+}
+
+pub fn subsz(server: &Server, options: &SubszOptions) -> Value {
+    let now = OffsetDateTime::now_utc();
+    let (offset, limit) = (options.offset, options.limit);
+    let list = options.subscriptions;
+    let mut body = Map::new();
+    body.insert("server_id".into(), json!(server.server_id));
+    body.insert("now".into(), json!(rfc3339(now)));
+    if let Value::Object(statistics) = sublist_stats(server) {
+        body.extend(statistics);
+    }
+    let clients: Vec<_> = server.clients.lock().values().cloned().collect();
+    let mut subscriptions = Vec::new();
+    for client in &clients {
+        subscriptions.extend(client.subscriptions.lock().values().cloned());
+    }
+    if !options.test.is_empty() {
+        subscriptions.retain(|subscription| {
+            nats_subject::subject_matches_filter(&options.test, &subscription.subject)
+        });
+    }
+    body.insert("total".into(), json!(subscriptions.len()));
+    body.insert("offset".into(), json!(offset));
+    body.insert("limit".into(), json!(limit));
+    if list {
+        let details: Vec<_> = subscriptions
+            .iter()
+            .skip(offset)
+            .take(limit)
+            .map(|subscription| subscription_detail(subscription, true))
+            .collect();
+        body.insert("subscriptions_list".into(), json!(details));
+    }
+    Value::Object(body)
+}
+
+/// The sublist's counters (`num_subscriptions`, `num_cache`, ..., `avg_fanout`), as `/subsz`
+/// and `/accountz`'s `sublist_stats` show them.
+pub fn sublist_stats(server: &Server) -> Value {
+    let mut statistics = Map::new();
+    for (key, value) in server.accounts.statistics() {
+        let value = match value.as_f64() {
+            Some(float) if value.is_f64() => go_float(float),
+            _ => value,
+        };
+        statistics.insert(key, value);
+    }
+    Value::Object(statistics)
+}
