@@ -2,6 +2,7 @@
 //! counters, the stream registry) and the `$JS.API.>` subscription. Cheap to clone: every clone
 //! shares one `Arc`'d engine, so the server may keep one for monitoring and one for shutdown.
 
+use crate::api::queue::{ApiQueues, REQUEST_QUEUE_LIMIT};
 use crate::error::JetStreamError;
 use crate::level::API_LEVEL;
 use crate::registry::Registry;
@@ -14,7 +15,6 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use tokio::sync::mpsc;
 
 /// What the API task listens on: all of `$JS.API.>` except `DIRECT.GET` (served by per-stream
 /// subscriptions that exist only while a stream allows direct gets) and `CONSUMER.MSG.NEXT`
@@ -77,7 +77,7 @@ pub(crate) struct Engine {
     subscriptions: Mutex<Vec<u64>>,
     /// Direct-get subscriptions per stream name.
     direct_subscriptions: Mutex<HashMap<String, Vec<u64>>>,
-    api_queue: Mutex<Option<mpsc::UnboundedSender<Message>>>,
+    api_queues: Mutex<Option<Arc<ApiQueues>>>,
 }
 
 impl JetStream {
@@ -121,35 +121,39 @@ impl JetStream {
             admin_lock: tokio::sync::Mutex::new(()),
             subscriptions: Mutex::new(Vec::new()),
             direct_subscriptions: Mutex::new(HashMap::new()),
-            api_queue: Mutex::new(None),
+            api_queues: Mutex::new(None),
         });
         engine.recover_streams()?;
         let jetstream = JetStream { engine };
-        jetstream.start_api();
+        jetstream.start_api()?;
         Ok(jetstream)
     }
 
-    fn start_api(&self) {
-        let (sender, mut receiver) = mpsc::unbounded_channel::<Message>();
-        *self.engine.api_queue.lock() = Some(sender.clone());
+    /// Subscribe `$JS.API`: the handlers only enqueue for the API threads (`api/queue.rs`).
+    fn start_api(&self) -> Result<(), JetStreamError> {
+        let queues = ApiQueues::start(
+            &self.engine,
+            tokio::runtime::Handle::current(),
+            REQUEST_QUEUE_LIMIT,
+        )
+        .map_err(JetStreamError::ApiThreads)?;
+        *self.engine.api_queues.lock() = Some(queues.clone());
         for subject in API_SUBSCRIPTIONS {
-            let handler_sender = sender.clone();
+            let queues = queues.clone();
+            let engine = Arc::downgrade(&self.engine);
             let id = self.engine.transport.subscribe(
                 subject,
                 None,
                 Arc::new(move |message: Message| {
-                    // The API task may already be gone during shutdown; dropping the request is right.
-                    let _ = handler_sender.send(message);
+                    // Gone during shutdown: dropping the request is right.
+                    if let Some(engine) = engine.upgrade() {
+                        queues.enqueue(&engine, message);
+                    }
                 }),
             );
             self.engine.subscriptions.lock().push(id);
         }
-        let engine = self.engine.clone();
-        tokio::spawn(async move {
-            while let Some(request) = receiver.recv().await {
-                engine.handle_api_request(request).await;
-            }
-        });
+        Ok(())
     }
 
     /// The `---- JETSTREAM ----` section nats-server logs at start-up, one log line per entry
@@ -275,7 +279,9 @@ impl JetStream {
         for id in ids {
             self.engine.transport.unsubscribe(id);
         }
-        self.engine.api_queue.lock().take();
+        if let Some(queues) = self.engine.api_queues.lock().take() {
+            queues.close();
+        }
         self.engine.stop_all_streams().await;
     }
 }

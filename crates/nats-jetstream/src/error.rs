@@ -19,4 +19,6 @@ pub enum JetStreamError {
     },
     #[error("stream {stream:?} could not be restored: {reason}")]
     StreamRecovery { stream: String, reason: String },
+    #[error("could not start the JetStream API threads: {0}")]
+    ApiThreads(#[source] std::io::Error),
 }

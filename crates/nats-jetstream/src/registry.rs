@@ -118,18 +118,19 @@ impl stream::StreamLookup for Registry {
     }
 }
 
-/// Whether `candidate`'s subjects overlap any other stream's.
+/// Whether `candidate`'s subjects overlap any other stream's: every other stream's subjects
+/// looked up in an index of the candidate's, so the cost grows with the number of subjects,
+/// not with their product.
 fn overlaps_other_stream(registry: &Registry, candidate: &StreamConfig) -> bool {
+    let index = nats_subject::OverlapIndex::new(candidate.subjects.iter().map(String::as_str));
     registry.all().iter().any(|existing| {
-        if existing.name == candidate.name {
-            return false;
-        }
-        let existing_subjects = existing.config.read().subjects.clone();
-        candidate.subjects.iter().any(|new_subject| {
-            existing_subjects
+        existing.name != candidate.name
+            && existing
+                .config
+                .read()
+                .subjects
                 .iter()
-                .any(|old_subject| subject::overlaps(new_subject, old_subject))
-        })
+                .any(|old_subject| index.overlaps_any(old_subject))
     })
 }
 

@@ -6,6 +6,8 @@
 //!   dropped by the inserts and removes that affect them.
 //! - [`LocalMatchCache`]: a lock-free per-task cache in front of a shared `Sublist`, checked
 //!   against the sublist's generation counter.
+//! - [`OverlapIndex`]: numbered filters in a token trie, for overlap checks over many filters
+//!   (a stream's subjects against each other and against other streams').
 //! - [`transform`]: subject transforms (`$n`, `{{partition(...)}}` and the other mapping
 //!   functions), used by JetStream's streams, sources and republish.
 //!
@@ -17,6 +19,7 @@ mod error;
 mod grammar;
 mod hasher;
 mod local_cache;
+mod overlap_index;
 mod sublist;
 mod transform;
 
@@ -27,5 +30,6 @@ pub use grammar::{
     SINGLE_WILDCARD, TOKEN_SEPARATOR,
 };
 pub use local_cache::{LocalMatchCache, DEFAULT_LOCAL_CACHE_CAPACITY};
+pub use overlap_index::OverlapIndex;
 pub use sublist::{MatchResult, Sublist, SublistStats, DEFAULT_CACHE_CAPACITY};
 pub use transform::{is_valid_transform, transform};

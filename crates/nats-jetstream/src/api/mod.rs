@@ -1,7 +1,8 @@
 //! `$JS.API` request handling: the dispatcher (the subject parsed once by
 //! `jetstream_api::ApiSubject`, then one `match` to the handler of its resource's file), the
-//! reply helpers and the API counters. One task serves requests in arrival order (admin operations must not race);
-//! handlers that read a stream take its store lock briefly.
+//! reply helpers and the API counters. Requests wait in two queues served by two dedicated
+//! threads ([`queue`]): admin requests one at a time in arrival order (they must not race),
+//! info requests beside them; handlers that read a stream take its store lock briefly.
 //!
 //! Subjects nats-server does not serve get no answer at all (the client times out), exactly as
 //! nats-server; `DIRECT.GET` is not served here but by per-stream subscriptions
@@ -11,6 +12,7 @@ mod account;
 mod consumers;
 pub(crate) mod direct;
 mod messages;
+pub(crate) mod queue;
 pub(crate) mod streams;
 
 use crate::engine::Engine;

@@ -363,11 +363,16 @@ fn check_subjects(config: &mut StreamConfig) -> Result<(), ApiError> {
     if config.mirror.is_some() {
         return Err(errors::MIRROR_WITH_SUBJECTS.to_error());
     }
+    // nats-server compares every pair; an index of the subjects finds the same first pair
+    // without that (a config may list 100k subjects).
+    let index_of_subjects =
+        nats_subject::OverlapIndex::new(config.subjects.iter().map(String::as_str));
+    let mut seen = std::collections::HashSet::with_capacity(config.subjects.len());
     for (index, stream_subject) in config.subjects.iter().enumerate() {
         if !subject::is_valid_filter(stream_subject) {
             return Err(invalid("invalid subject"));
         }
-        if config.subjects[..index].contains(stream_subject) {
+        if !seen.insert(stream_subject.as_str()) {
             return Err(invalid("duplicate subjects detected"));
         }
         if stream_subject == ">" {
@@ -396,12 +401,11 @@ fn check_subjects(config: &mut StreamConfig) -> Result<(), ApiError> {
                 ));
             }
         }
-        for other in &config.subjects[index + 1..] {
-            if subject::overlaps(other, stream_subject) {
-                return Err(invalid(format!(
-                    "subject {stream_subject:?} overlaps with {other:?}"
-                )));
-            }
+        if let Some(other) = index_of_subjects.first_overlap_after(stream_subject, index) {
+            let other = &config.subjects[other];
+            return Err(invalid(format!(
+                "subject {stream_subject:?} overlaps with {other:?}"
+            )));
         }
     }
     Ok(())

@@ -1,0 +1,230 @@
+//! Where `$JS.API` requests wait and run. The subscription handlers (on the publisher's task)
+//! only classify and enqueue; two dedicated threads serve the queues, so a request that takes
+//! seconds of CPU (a 100k-subject STREAM.CREATE) can delay other API requests of its queue but
+//! never the runtime's workers (routing, accepts, every connection).
+//!
+//! As nats-server: admin requests (creates, updates, deletes, purges, message get/delete) and
+//! info requests (ACCOUNT.INFO, STREAM.INFO/NAMES/LIST, CONSUMER.INFO/NAMES/LIST) have separate
+//! queues; admin requests run one at a time in arrival order (they must not race). A queue that
+//! reaches its limit (nats-server's `JSDefaultRequestQueueLimit`, 10,000) drops everything
+//! pending, logs a warning and publishes `$JS.EVENT.ADVISORY.API.LIMIT_REACHED`.
+
+use crate::engine::Engine;
+use crate::transport::Message;
+use bytes::Bytes;
+use jetstream_api::advisory::{self, Advisory, ApiLimitReached};
+use jetstream_api::{ApiSubject, Timestamp};
+use parking_lot::Mutex;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::sync::Notify;
+
+/// nats-server's `JSDefaultRequestQueueLimit` (its info queue defaults to the same).
+pub(crate) const REQUEST_QUEUE_LIMIT: usize = 10_000;
+
+/// One queue of pending requests and the wake-up of the thread serving it.
+struct Queue {
+    name: &'static str,
+    pending: Mutex<VecDeque<Message>>,
+    wake: Notify,
+}
+
+impl Queue {
+    fn new(name: &'static str) -> Self {
+        Queue {
+            name,
+            pending: Mutex::new(VecDeque::new()),
+            wake: Notify::new(),
+        }
+    }
+
+    /// Enqueue; at the limit everything pending is dropped and the number dropped returned.
+    fn push(&self, message: Message, limit: usize) -> Option<usize> {
+        let dropped = {
+            let mut pending = self.pending.lock();
+            pending.push_back(message);
+            if pending.len() >= limit {
+                let dropped = pending.len();
+                pending.clear();
+                Some(dropped)
+            } else {
+                None
+            }
+        };
+        if dropped.is_none() {
+            self.wake.notify_one();
+        }
+        dropped
+    }
+
+    fn pop(&self) -> Option<Message> {
+        self.pending.lock().pop_front()
+    }
+}
+
+/// The two queues, their limit and the threads' stop flag.
+pub(crate) struct ApiQueues {
+    admin: Queue,
+    info: Queue,
+    limit: usize,
+    closed: AtomicBool,
+    /// When the limit warning was last logged (seconds since the epoch): at most one a second.
+    last_warning: AtomicU64,
+}
+
+/// Whether nats-server serves this request from its info queue.
+fn is_info_request(subject: &[u8]) -> bool {
+    let Ok(subject) = std::str::from_utf8(subject) else {
+        return false;
+    };
+    matches!(
+        ApiSubject::parse(subject),
+        Some(
+            ApiSubject::AccountInfo
+                | ApiSubject::StreamNames
+                | ApiSubject::StreamList
+                | ApiSubject::StreamInfo { .. }
+                | ApiSubject::ConsumerNames { .. }
+                | ApiSubject::ConsumerList { .. }
+                | ApiSubject::ConsumerInfo { .. }
+        )
+    )
+}
+
+impl ApiQueues {
+    /// Start the two serving threads. They run the handlers with `runtime.block_on`, so the
+    /// handlers may await stream and consumer tasks, which stay on the runtime.
+    pub(crate) fn start(
+        engine: &Arc<Engine>,
+        runtime: tokio::runtime::Handle,
+        limit: usize,
+    ) -> std::io::Result<Arc<ApiQueues>> {
+        let queues = Arc::new(ApiQueues {
+            admin: Queue::new("JetStream API queue"),
+            info: Queue::new("JetStream API info queue"),
+            limit,
+            closed: AtomicBool::new(false),
+            last_warning: AtomicU64::new(0),
+        });
+        for (thread_name, info) in [("js-api", false), ("js-api-info", true)] {
+            let queues = queues.clone();
+            let engine = engine.clone();
+            let runtime = runtime.clone();
+            std::thread::Builder::new()
+                .name(thread_name.to_string())
+                .spawn(move || runtime.block_on(queues.serve(&engine, info)))?;
+        }
+        Ok(queues)
+    }
+
+    fn queue(&self, info: bool) -> &Queue {
+        if info {
+            &self.info
+        } else {
+            &self.admin
+        }
+    }
+
+    async fn serve(&self, engine: &Arc<Engine>, info: bool) {
+        let queue = self.queue(info);
+        loop {
+            while let Some(message) = queue.pop() {
+                if self.closed.load(Ordering::Acquire) {
+                    return;
+                }
+                engine.handle_api_request(message).await;
+            }
+            if self.closed.load(Ordering::Acquire) {
+                return;
+            }
+            queue.wake.notified().await;
+        }
+    }
+
+    /// Called by the `$JS.API` subscription handlers: classify and enqueue, never block.
+    pub(crate) fn enqueue(&self, engine: &Engine, message: Message) {
+        if self.closed.load(Ordering::Acquire) {
+            return;
+        }
+        let queue = self.queue(is_info_request(&message.subject));
+        if let Some(dropped) = queue.push(message, self.limit) {
+            self.limit_reached(engine, queue.name, dropped);
+        }
+    }
+
+    fn limit_reached(&self, engine: &Engine, queue_name: &str, dropped: usize) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_secs());
+        if self.last_warning.swap(now, Ordering::Relaxed) != now {
+            tracing::warn!("{queue_name} limit reached, dropping {dropped} requests");
+        }
+        let subject = advisory::API_LIMIT_REACHED_SUBJECT;
+        if !engine.transport.has_interest(subject) {
+            return;
+        }
+        let body = Advisory::new(
+            crate::nuid::next_id(),
+            Timestamp::now(),
+            ApiLimitReached {
+                server: engine.identity.server_name.clone(),
+                domain: engine.config.domain.clone().unwrap_or_default(),
+                dropped: i64::try_from(dropped).unwrap_or(i64::MAX),
+            },
+        );
+        engine.transport.publish(Message {
+            subject: Bytes::from_static(subject.as_bytes()),
+            reply: None,
+            headers: None,
+            payload: Bytes::from(jetstream_api::json::encode_response(&body)),
+        });
+    }
+
+    /// Stop both threads; requests still queued are dropped.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        for queue in [&self.admin, &self.info] {
+            queue.pending.lock().clear();
+            queue.wake.notify_one();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(subject: &'static str) -> Message {
+        Message {
+            subject: Bytes::from_static(subject.as_bytes()),
+            reply: None,
+            headers: None,
+            payload: Bytes::new(),
+        }
+    }
+
+    #[test]
+    fn info_requests_are_told_apart() {
+        assert!(is_info_request(b"$JS.API.INFO"));
+        assert!(is_info_request(b"$JS.API.STREAM.INFO.orders"));
+        assert!(is_info_request(b"$JS.API.STREAM.NAMES"));
+        assert!(is_info_request(b"$JS.API.CONSUMER.INFO.orders.worker"));
+        assert!(!is_info_request(b"$JS.API.STREAM.CREATE.orders"));
+        assert!(!is_info_request(b"$JS.API.STREAM.MSG.GET.orders"));
+        assert!(!is_info_request(
+            b"$JS.API.CONSUMER.DURABLE.CREATE.orders.worker"
+        ));
+    }
+
+    #[test]
+    fn a_full_queue_drops_everything_pending() {
+        let queue = Queue::new("test");
+        assert_eq!(queue.push(request("a"), 3), None);
+        assert_eq!(queue.push(request("b"), 3), None);
+        assert_eq!(queue.push(request("c"), 3), Some(3));
+        assert!(queue.pop().is_none());
+        assert_eq!(queue.push(request("d"), 3), None);
+        assert_eq!(queue.pop().map(|message| message.subject), Some("d".into()));
+    }
+}

@@ -1,0 +1,164 @@
+//! One expensive `$JS.API` request stalls only its sender: while a client sends stream creates
+//! listing 100k subjects each, other clients' pub/sub round trips, new connections' INFO and
+//! `$JS.API.INFO` keep answering. And the API queue limit: requests piling up past nats-server's
+//! 10,000 are dropped with the `api_limit_reached` advisory.
+
+use futures::StreamExt;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+use test_harness::client::connect;
+use test_harness::{ServerOptions, TestServer};
+use tokio::io::AsyncBufReadExt;
+
+/// Subjects per stream create: a 1.4 MB request.
+const SUBJECTS: usize = 100_000;
+/// Stream creates sent at once, without waiting. One: nats-server serves its API queues with
+/// GOMAXPROCS workers, so on 2 cores two such creates stall its `$JS.API.INFO` too.
+const CREATES: usize = 1;
+/// How long the other clients measure while the creates are served.
+const MEASURE: Duration = Duration::from_secs(4);
+/// Bound for any single operation (a stalled server misses it by minutes).
+const OPERATION_TIMEOUT: Duration = Duration::from_secs(5);
+/// The p99 each measured operation must meet. nats-server answers in ~1 ms on an idle machine;
+/// this bound is generous for a loaded 2-core test machine and a debug build.
+const P99_BOUND: Duration = Duration::from_millis(250);
+
+fn huge_create(index: usize) -> Vec<u8> {
+    let subjects: Vec<String> = (0..SUBJECTS)
+        .map(|subject| format!("huge{index}.s{subject}"))
+        .collect();
+    serde_json::to_vec(&json!({
+        "name": format!("HUGE{index}"),
+        "subjects": subjects,
+        "storage": "memory",
+    }))
+    .unwrap()
+}
+
+fn p99(samples: &mut [Duration]) -> Duration {
+    samples.sort();
+    samples[(samples.len() * 99 / 100).min(samples.len() - 1)]
+}
+
+async fn new_connection_info(address: &str) -> Duration {
+    let started = Instant::now();
+    let stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let mut reader = tokio::io::BufReader::new(stream);
+    let mut line = String::new();
+    reader.read_line(&mut line).await.unwrap();
+    assert!(line.starts_with("INFO "), "{line}");
+    started.elapsed()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn huge_stream_creates_stall_only_their_sender() {
+    let server = TestServer::start(ServerOptions {
+        jetstream: true,
+        config: Some("max_payload: 8MB\n".into()),
+        ..Default::default()
+    });
+    let sender = connect(&server).await;
+    let other = connect(&server).await;
+    let mut echo = other.subscribe("isolation.echo").await.unwrap();
+    other.flush().await.unwrap();
+    let bodies: Vec<Vec<u8>> = (0..CREATES).map(huge_create).collect();
+    let mut replies = sender.subscribe("isolation.created").await.unwrap();
+    for (index, body) in bodies.into_iter().enumerate() {
+        sender
+            .publish_with_reply(
+                format!("$JS.API.STREAM.CREATE.HUGE{index}"),
+                "isolation.created",
+                body.into(),
+            )
+            .await
+            .unwrap();
+    }
+    sender.flush().await.unwrap();
+
+    let (mut pub_sub, mut connects, mut account_infos) = (Vec::new(), Vec::new(), Vec::new());
+    let started = Instant::now();
+    while started.elapsed() < MEASURE {
+        let round_trip = Instant::now();
+        other
+            .publish("isolation.echo", "ping".into())
+            .await
+            .unwrap();
+        tokio::time::timeout(OPERATION_TIMEOUT, echo.next())
+            .await
+            .expect("pub/sub round trip stalled")
+            .unwrap();
+        pub_sub.push(round_trip.elapsed());
+
+        let connect_time =
+            tokio::time::timeout(OPERATION_TIMEOUT, new_connection_info(&server.addr()))
+                .await
+                .expect("a new connection got no INFO");
+        connects.push(connect_time);
+
+        let info = Instant::now();
+        let answer =
+            tokio::time::timeout(OPERATION_TIMEOUT, other.request("$JS.API.INFO", "".into()))
+                .await
+                .expect("$JS.API.INFO stalled")
+                .unwrap();
+        let answer: Value = serde_json::from_slice(&answer.payload).unwrap();
+        assert!(answer.get("error").is_none(), "{answer}");
+        account_infos.push(info.elapsed());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let figures = [
+        ("pub/sub round trip", p99(&mut pub_sub)),
+        ("new connection INFO", p99(&mut connects)),
+        ("$JS.API.INFO", p99(&mut account_infos)),
+    ];
+    eprintln!("p99 while {CREATES} creates of {SUBJECTS} subjects were served: {figures:?}");
+    for (what, figure) in figures {
+        assert!(
+            figure <= P99_BOUND,
+            "{what}: p99 {figure:?} > {P99_BOUND:?}"
+        );
+    }
+
+    // The creates themselves are served, and correctly. nats-server compares the subjects
+    // pairwise (5e9 comparisons per create), which takes many minutes: only ours is waited for.
+    if test_harness::is_reference() {
+        return;
+    }
+    for _ in 0..CREATES {
+        let reply = tokio::time::timeout(Duration::from_secs(300), replies.next())
+            .await
+            .expect("stream create answered")
+            .unwrap();
+        let reply: Value = serde_json::from_slice(&reply.payload).unwrap();
+        assert!(reply.get("error").is_none(), "{}", &reply["error"]);
+        assert_eq!(
+            reply["config"]["subjects"].as_array().unwrap().len(),
+            SUBJECTS
+        );
+    }
+}
+
+#[tokio::test]
+async fn overlapping_subjects_in_a_huge_list_are_found() {
+    let server = TestServer::jetstream();
+    let client = connect(&server).await;
+    let mut subjects: Vec<String> = (0..20_000).map(|index| format!("big.s{index}")).collect();
+    subjects.push("big.*".into());
+    subjects.push("other.>".into());
+    subjects.push("big.s7".into());
+    let reply = client
+        .request(
+            "$JS.API.STREAM.CREATE.BIG",
+            serde_json::to_vec(&json!({"name": "BIG", "subjects": subjects}))
+                .unwrap()
+                .into(),
+        )
+        .await
+        .unwrap();
+    let reply: Value = serde_json::from_slice(&reply.payload).unwrap();
+    assert_eq!(
+        reply["error"],
+        json!({"code": 500, "err_code": 10052,
+            "description": "subject \"big.s0\" overlaps with \"big.*\""})
+    );
+}
