@@ -8,7 +8,8 @@
 //! # Shape: a one-way stack (each layer imports only those below it)
 //! - [`JetStream`] (`engine.rs`): the handle the server keeps (cheap `Clone`, an `Arc` inside):
 //!   `start`, `banner_lines`, `jsz`, `varz`, `shutdown`.
-//! - `api/`: one task serves `$JS.API.>` in arrival order (admin requests must not race);
+//! - `api/`: `$JS.API.>` requests wait in two queues (admin, info) served by two dedicated
+//!   threads (`api/queue.rs`); admin requests run in arrival order (they must not race).
 //!   `DIRECT.GET` is served by per-stream subscriptions.
 //! - `registry.rs`: streams by name with their consumer sets; create/update/delete with the
 //!   cross-stream checks (subject overlap, cycles, `max_bytes` reservations); recovery at start.
