@@ -210,11 +210,13 @@ impl Engine {
     }
 
     /// Send a JSON response, counting it (and counting it as an error when `failed`).
+    /// Counted before the answer goes out: the info thread may answer the requester's next
+    /// `$JS.API.INFO` before this thread would get to count otherwise.
     pub(crate) fn respond<T: Serialize>(&self, request: &Request, body: &T, failed: bool) {
-        self.respond_uncounted(request, body);
         self.api.total.fetch_add(1, Ordering::Relaxed);
         if failed {
             self.api.errors.fetch_add(1, Ordering::Relaxed);
         }
+        self.respond_uncounted(request, body);
     }
 }

@@ -179,7 +179,18 @@ impl Engine {
             .create_stream(&config, config_request.pedantic)
             .await
             .map_err(wrap_create_error)?;
-        let (info, _) = self.build_stream_info(&stream, &InfoDetail::default(), InfoView::Create);
+        let (mut info, _) =
+            self.build_stream_info(&stream, &InfoDetail::default(), InfoView::Create);
+        if did_create {
+            // nats-server answers before its mirror or sources start: none has had contact.
+            // Ours start on the runtime while this thread builds the answer, so say the same.
+            if let Some(mirror) = info.mirror.as_mut() {
+                mirror.active = Nanos(-1);
+            }
+            for source in &mut info.sources {
+                source.active = Nanos(-1);
+            }
+        }
         Ok((info, did_create))
     }
 
