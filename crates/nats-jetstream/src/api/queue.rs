@@ -107,13 +107,20 @@ impl ApiQueues {
             closed: AtomicBool::new(false),
             last_warning: AtomicU64::new(0),
         });
+        // A current-thread runtime (unit tests with a paused clock, which would jump ahead
+        // while another thread works) serves the queues with tasks instead.
+        let own_threads = runtime.runtime_flavor() != tokio::runtime::RuntimeFlavor::CurrentThread;
         for (thread_name, info) in [("js-api", false), ("js-api-info", true)] {
             let queues = queues.clone();
             let engine = engine.clone();
-            let runtime = runtime.clone();
-            std::thread::Builder::new()
-                .name(thread_name.to_string())
-                .spawn(move || runtime.block_on(queues.serve(&engine, info)))?;
+            if own_threads {
+                let runtime = runtime.clone();
+                std::thread::Builder::new()
+                    .name(thread_name.to_string())
+                    .spawn(move || runtime.block_on(queues.serve(&engine, info)))?;
+            } else {
+                runtime.spawn(async move { queues.serve(&engine, info).await });
+            }
         }
         Ok(queues)
     }
