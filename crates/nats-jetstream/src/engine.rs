@@ -1,19 +1,18 @@
-//! [`JetStream`]: the handle the core server holds. Owns the account-wide state (limits, API
-//! counters, the stream registry) and the `$JS.API.>` subscription. Cheap to clone: every clone
+//! [`JetStream`]: the handle the core server holds. Builds the stream registry and the `$JS.API`
+//! handlers' context, owns the `$JS.API.>` subscriptions and the API threads, and answers the
+//! monitoring calls (`/jsz`, `/varz`, the banner). The only `impl Engine` is here. Cheap to clone: every clone
 //! shares one `Arc`'d engine, so the server may keep one for monitoring and one for shutdown.
 
 use crate::api::queue::{ApiQueues, REQUEST_QUEUE_LIMIT};
+use crate::api::{ApiCounters, Context};
 use crate::error::JetStreamError;
 use crate::level::API_LEVEL;
-use crate::registry::Registry;
-use crate::resources::{self, Usage};
-use crate::stream::Stream;
+use crate::registry::{Registry, ResourceLimits};
+use crate::resources;
 use crate::{JetStreamConfig, Message, ServerIdentity, SyncPolicy, Transport};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
-use std::collections::HashMap;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// What the API task listens on: all of `$JS.API.>` except `DIRECT.GET` (served by per-stream
@@ -50,33 +49,16 @@ pub struct JetStream {
     pub(crate) engine: Arc<Engine>,
 }
 
-/// Account resource limits in effect (bytes).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct ResourceLimits {
-    pub max_memory: i64,
-    pub max_store: i64,
-}
-
-pub(crate) struct ApiCounters {
-    pub total: AtomicU64,
-    pub errors: AtomicU64,
-}
-
+/// The engine: the server's JetStream config and identity, the registry, the `$JS.API`
+/// handlers' context, and the subscriptions and threads to stop at shutdown. Its methods (here
+/// only) serve the [`JetStream`] handle.
 pub(crate) struct Engine {
     pub config: JetStreamConfig,
     pub identity: ServerIdentity,
     pub transport: Arc<dyn Transport>,
-    /// `<store_dir>/jetstream`.
-    pub store_root: PathBuf,
-    pub limits: ResourceLimits,
-    pub usage: Arc<Usage>,
-    pub api: ApiCounters,
     pub registry: Arc<Registry>,
-    /// Serialises create/update/delete so overlap and reservation checks see a stable registry.
-    pub admin_lock: tokio::sync::Mutex<()>,
+    pub api: Arc<Context>,
     subscriptions: Mutex<Vec<u64>>,
-    /// Direct-get subscriptions per stream name.
-    direct_subscriptions: Mutex<HashMap<String, Vec<u64>>>,
     api_queues: Mutex<Option<Arc<ApiQueues>>>,
 }
 
@@ -106,24 +88,30 @@ impl JetStream {
                 .filter(|limit| *limit >= 0)
                 .unwrap_or_else(|| resources::default_max_store(&store_root)),
         };
+        let registry = Arc::new(Registry::new(
+            config.clone(),
+            transport.clone(),
+            store_root,
+            limits,
+            crate::api::direct::subscribe,
+        ));
+        let api = Arc::new(Context {
+            registry: registry.clone(),
+            transport: transport.clone(),
+            domain: config.domain.clone(),
+            server_name: identity.server_name.clone(),
+            counters: ApiCounters::default(),
+        });
         let engine = Arc::new(Engine {
             config,
             identity,
             transport,
-            store_root,
-            limits,
-            usage: Arc::new(Usage::new(limits.max_memory, limits.max_store)),
-            api: ApiCounters {
-                total: AtomicU64::new(0),
-                errors: AtomicU64::new(0),
-            },
-            registry: Arc::default(),
-            admin_lock: tokio::sync::Mutex::new(()),
+            registry,
+            api,
             subscriptions: Mutex::new(Vec::new()),
-            direct_subscriptions: Mutex::new(HashMap::new()),
             api_queues: Mutex::new(None),
         });
-        engine.recover_streams()?;
+        engine.registry.recover_streams()?;
         let jetstream = JetStream { engine };
         jetstream.start_api()?;
         Ok(jetstream)
@@ -132,7 +120,7 @@ impl JetStream {
     /// Subscribe `$JS.API`: the handlers only enqueue for the API threads (`api/queue.rs`).
     fn start_api(&self) -> Result<(), JetStreamError> {
         let queues = ApiQueues::start(
-            &self.engine,
+            &self.engine.api,
             tokio::runtime::Handle::current(),
             REQUEST_QUEUE_LIMIT,
         )
@@ -140,14 +128,14 @@ impl JetStream {
         *self.engine.api_queues.lock() = Some(queues.clone());
         for subject in API_SUBSCRIPTIONS {
             let queues = queues.clone();
-            let engine = Arc::downgrade(&self.engine);
+            let context = Arc::downgrade(&self.engine.api);
             let id = self.engine.transport.subscribe(
                 subject,
                 None,
                 Arc::new(move |message: Message| {
                     // Gone during shutdown: dropping the request is right.
-                    if let Some(engine) = engine.upgrade() {
-                        queues.enqueue(&engine, message);
+                    if let Some(context) = context.upgrade() {
+                        queues.enqueue(&context, message);
                     }
                 }),
             );
@@ -176,15 +164,15 @@ impl JetStream {
         lines.push(format!("  Strict:          {}", engine.strict()));
         lines.push(format!(
             "  Max Memory:      {}",
-            resources::friendly_bytes(engine.limits.max_memory)
+            resources::friendly_bytes(engine.registry.limits.max_memory)
         ));
         lines.push(format!(
             "  Max Storage:     {}",
-            resources::friendly_bytes(engine.limits.max_store)
+            resources::friendly_bytes(engine.registry.limits.max_store)
         ));
         lines.push(format!(
             "  Store Directory: \"{}\"",
-            engine.store_root.display()
+            engine.registry.store_root.display()
         ));
         if let Some(domain) = &engine.config.domain {
             lines.push(format!("  Domain:          {domain}"));
@@ -205,7 +193,7 @@ impl JetStream {
         body.insert("now".into(), json!(crate::time_format::now_rfc3339()));
         body.insert("config".into(), engine.config_json());
         body.insert("limits".into(), engine.limits_json());
-        let totals = engine.totals();
+        let totals = engine.registry.totals();
         body.insert("streams".into(), json!(totals.streams));
         body.insert("consumers".into(), json!(totals.consumers));
         body.insert("messages".into(), json!(totals.messages));
@@ -240,7 +228,8 @@ impl JetStream {
         streams
             .iter()
             .map(|stream| {
-                let (info, _) = engine.build_stream_info(
+                let (info, _) = crate::api::streams::build_stream_info(
+                    &engine.api,
                     stream,
                     &crate::api::streams::InfoDetail::default(),
                     crate::api::streams::InfoView::List,
@@ -282,21 +271,8 @@ impl JetStream {
         if let Some(queues) = self.engine.api_queues.lock().take() {
             queues.close();
         }
-        self.engine.stop_all_streams().await;
+        self.engine.registry.stop_all_streams().await;
     }
-}
-
-/// Account-wide usage, summed over streams.
-#[derive(Default)]
-pub(crate) struct Totals {
-    pub streams: u64,
-    pub consumers: u64,
-    pub messages: u64,
-    pub bytes: u64,
-    pub memory: u64,
-    pub storage: u64,
-    pub reserved_memory: u64,
-    pub reserved_storage: u64,
 }
 
 impl Engine {
@@ -332,93 +308,13 @@ impl Engine {
         true
     }
 
-    pub(crate) fn totals(&self) -> Totals {
-        let mut totals = Totals {
-            memory: self.usage.memory().max(0) as u64,
-            storage: self.usage.storage().max(0) as u64,
-            ..Default::default()
-        };
-        for stream in self.registry.all() {
-            let config = stream.config.read().clone();
-            let state = stream.store.state();
-            totals.streams += 1;
-            totals.consumers += stream.interest.count() as u64;
-            totals.messages += state.msgs;
-            totals.bytes += state.bytes;
-            if config.max_bytes > 0 {
-                match config.storage {
-                    jetstream_api::StorageType::Memory => {
-                        totals.reserved_memory += config.max_bytes as u64
-                    }
-                    jetstream_api::StorageType::File => {
-                        totals.reserved_storage += config.max_bytes as u64
-                    }
-                }
-            }
-        }
-        totals
-    }
-
-    /// The registry as mirrors and sources see it: a weak lookup of origins by name.
-    pub(crate) fn stream_lookup(&self) -> std::sync::Weak<dyn crate::stream::StreamLookup> {
-        let registry: Arc<dyn crate::stream::StreamLookup> = self.registry.clone();
-        Arc::downgrade(&registry)
-    }
-
-    /// Hooks run when a stream starts (create or recovery) and before it stops.
-    pub(crate) fn on_stream_started(
-        &self,
-        stream: &Arc<Stream>,
-        consumers: &Arc<crate::consumer::Consumers>,
-    ) {
-        self.refresh_direct_get(stream);
-        if stream.config.read().mirror.is_some() {
-            crate::stream::spawn_mirror(stream, self.stream_lookup());
-        }
-        if !stream.config.read().sources.is_empty() {
-            crate::stream::sync_sources(stream, self.stream_lookup(), self.transport.clone());
-        }
-        crate::consumer::recover_in_domain(
-            stream,
-            consumers,
-            &self.transport,
-            self.config.domain.as_deref(),
-        );
-    }
-
-    pub(crate) fn on_stream_stopping(&self, stream: &Arc<Stream>) {
-        if let Some(ids) = self.direct_subscriptions.lock().remove(&stream.name) {
-            for id in ids {
-                self.transport.unsubscribe(id);
-            }
-        }
-    }
-
-    /// Direct-get subscriptions exist exactly while the stream has `allow_direct`.
-    pub(crate) fn refresh_direct_get(&self, stream: &Arc<Stream>) {
-        let allow = stream.config.read().allow_direct;
-        let mut subscriptions = self.direct_subscriptions.lock();
-        match (allow, subscriptions.contains_key(&stream.name)) {
-            (true, false) => {
-                let ids = crate::api::direct::subscribe(stream, &self.transport);
-                subscriptions.insert(stream.name.clone(), ids);
-            }
-            (false, true) => {
-                for id in subscriptions.remove(&stream.name).unwrap_or_default() {
-                    self.transport.unsubscribe(id);
-                }
-            }
-            _ => {}
-        }
-    }
-
     pub(crate) fn config_json(&self) -> Value {
         let mut config = serde_json::Map::new();
-        config.insert("max_memory".into(), json!(self.limits.max_memory));
-        config.insert("max_storage".into(), json!(self.limits.max_store));
+        config.insert("max_memory".into(), json!(self.registry.limits.max_memory));
+        config.insert("max_storage".into(), json!(self.registry.limits.max_store));
         config.insert(
             "store_dir".into(),
-            json!(self.store_root.display().to_string()),
+            json!(self.registry.store_root.display().to_string()),
         );
         // With `always`, nats-server still reports the (default) interval next to `sync_always`.
         let sync_interval = match self.config.sync_interval {
@@ -437,7 +333,7 @@ impl Engine {
     }
 
     pub(crate) fn stats_json(&self) -> serde_json::Map<String, Value> {
-        let totals = self.totals();
+        let totals = self.registry.totals();
         let mut stats = serde_json::Map::new();
         stats.insert("memory".into(), json!(totals.memory));
         stats.insert("storage".into(), json!(totals.storage));
@@ -449,8 +345,8 @@ impl Engine {
             "api".into(),
             json!({
                 "level": API_LEVEL,
-                "total": self.api.total.load(Ordering::Relaxed),
-                "errors": self.api.errors.load(Ordering::Relaxed),
+                "total": self.api.counters.total.load(Ordering::Relaxed),
+                "errors": self.api.counters.errors.load(Ordering::Relaxed),
             }),
         );
         stats

@@ -9,10 +9,12 @@
 //! - [`JetStream`] (`engine.rs`): the handle the server keeps (cheap `Clone`, an `Arc` inside):
 //!   `start`, `banner_lines`, `jsz`, `varz`, `shutdown`.
 //! - `api/`: `$JS.API.>` requests wait in two queues (admin, info) served by two dedicated
-//!   threads (`api/queue.rs`); admin requests run in arrival order (they must not race).
-//!   `DIRECT.GET` is served by per-stream subscriptions.
+//!   threads (`api/queue.rs`); admin requests run in arrival order (they must not race). The
+//!   handlers are functions over `api::Context`, one file per resource. `DIRECT.GET` is served
+//!   by per-stream subscriptions.
 //! - `registry.rs`: streams by name with their consumer sets; create/update/delete with the
 //!   cross-stream checks (subject overlap, cycles, `max_bytes` reservations); recovery at start.
+//!   Callable without the API (it does not import it).
 //! - `consumer/`: one task per consumer; its delivery state changes only through
 //!   `consumer::apply` entries.
 //! - `stream/`: a stream = config + store (`stream/store.rs`, the one place its lock is
@@ -28,7 +30,6 @@
 //! task that owns the stream or consumer; they never block and never do I/O. ARCHITECTURE.md
 //! ("Inside nats-jetstream") has the lock table and where each step happens.
 
-mod advisories;
 mod api;
 mod consumer;
 mod engine;

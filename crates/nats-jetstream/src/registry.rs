@@ -1,13 +1,18 @@
 //! The account's streams by name: create (with the checks that involve other streams and
 //! account resources), update, delete, lookup, and recovery from disk at start-up.
-//! Called by the `$JS.API` handlers and [`crate::JetStream::start`].
+//! Called by the `$JS.API` handlers and [`crate::JetStream::start`]; callable from anything
+//! that changes streams (a replicated assignment as well as an API request). Knows nothing of
+//! the API: its direct-get responders are handed in as a function.
 
 use crate::consumer::Consumers;
-use crate::engine::Engine;
+use crate::resources::Usage;
 use crate::stream::{self, storage, IngestContext, Stream, StreamCommand};
 use crate::subject;
+use crate::{JetStreamConfig, Transport};
 use jetstream_api::{errors, ApiError, StorageType, StreamConfig};
-use std::collections::BTreeMap;
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::oneshot;
 
@@ -17,10 +22,36 @@ struct Entry {
     consumers: Arc<Consumers>,
 }
 
-#[derive(Default)]
+/// Account resource limits in effect (bytes).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ResourceLimits {
+    pub max_memory: i64,
+    pub max_store: i64,
+}
+
+/// The account's streams and what creating, recovering and stopping one needs: the store
+/// directory, the server's JetStream config, the account limits and usage, and core routing
+/// (for each stream's subscriptions and its direct-get responders).
 pub(crate) struct Registry {
     streams: parking_lot::RwLock<BTreeMap<String, Entry>>,
+    pub config: JetStreamConfig,
+    pub transport: Arc<dyn Transport>,
+    /// `<store_dir>/jetstream`.
+    pub store_root: PathBuf,
+    pub limits: ResourceLimits,
+    pub usage: Arc<Usage>,
+    /// Serialises create/update/delete of streams and consumers so overlap and reservation
+    /// checks see a stable registry.
+    pub admin_lock: tokio::sync::Mutex<()>,
+    /// Direct-get subscriptions per stream name.
+    direct_subscriptions: Mutex<HashMap<String, Vec<u64>>>,
+    /// Subscribes a stream's `DIRECT.GET` responders (the API layer's, handed down at start
+    /// so the registry does not import the API).
+    subscribe_direct_get: DirectGetSubscriber,
 }
+
+/// Subscribes one stream's direct-get responders; returns the subscription ids.
+pub(crate) type DirectGetSubscriber = fn(&Arc<Stream>, &Arc<dyn Transport>) -> Vec<u64>;
 
 /// nats-server's check when a stream's `consumer_limits` change: a limit newly set (or
 /// changed) that an existing consumer's own setting exceeds refuses the update, naming every
@@ -59,6 +90,26 @@ fn check_consumer_limits(
 }
 
 impl Registry {
+    pub(crate) fn new(
+        config: JetStreamConfig,
+        transport: Arc<dyn Transport>,
+        store_root: PathBuf,
+        limits: ResourceLimits,
+        subscribe_direct_get: DirectGetSubscriber,
+    ) -> Registry {
+        Registry {
+            streams: Default::default(),
+            config,
+            transport,
+            store_root,
+            limits,
+            usage: Arc::new(Usage::new(limits.max_memory, limits.max_store)),
+            admin_lock: tokio::sync::Mutex::new(()),
+            direct_subscriptions: Mutex::new(HashMap::new()),
+            subscribe_direct_get,
+        }
+    }
+
     pub(crate) fn get(&self, name: &str) -> Option<Arc<Stream>> {
         self.streams
             .read()
@@ -188,7 +239,92 @@ fn reserved(registry: &Registry, storage: StorageType, except: &str) -> i64 {
         .sum()
 }
 
-impl Engine {
+/// Account-wide usage, summed over streams.
+#[derive(Default)]
+pub(crate) struct Totals {
+    pub streams: u64,
+    pub consumers: u64,
+    pub messages: u64,
+    pub bytes: u64,
+    pub memory: u64,
+    pub storage: u64,
+    pub reserved_memory: u64,
+    pub reserved_storage: u64,
+}
+
+impl Registry {
+    pub(crate) fn totals(&self) -> Totals {
+        let mut totals = Totals {
+            memory: self.usage.memory().max(0) as u64,
+            storage: self.usage.storage().max(0) as u64,
+            ..Default::default()
+        };
+        for stream in self.all() {
+            let config = stream.config.read().clone();
+            let state = stream.store.state();
+            totals.streams += 1;
+            totals.consumers += stream.interest.count() as u64;
+            totals.messages += state.msgs;
+            totals.bytes += state.bytes;
+            if config.max_bytes > 0 {
+                match config.storage {
+                    StorageType::Memory => totals.reserved_memory += config.max_bytes as u64,
+                    StorageType::File => totals.reserved_storage += config.max_bytes as u64,
+                }
+            }
+        }
+        totals
+    }
+
+    /// The registry as mirrors and sources see it: a weak lookup of origins by name.
+    fn stream_lookup(self: &Arc<Self>) -> std::sync::Weak<dyn stream::StreamLookup> {
+        let registry: Arc<dyn stream::StreamLookup> = self.clone();
+        Arc::downgrade(&registry)
+    }
+
+    /// Hooks run when a stream starts (create or recovery) and before it stops.
+    fn on_stream_started(self: &Arc<Self>, stream: &Arc<Stream>, consumers: &Arc<Consumers>) {
+        self.refresh_direct_get(stream);
+        if stream.config.read().mirror.is_some() {
+            stream::spawn_mirror(stream, self.stream_lookup());
+        }
+        if !stream.config.read().sources.is_empty() {
+            stream::sync_sources(stream, self.stream_lookup(), self.transport.clone());
+        }
+        crate::consumer::recover_in_domain(
+            stream,
+            consumers,
+            &self.transport,
+            self.config.domain.as_deref(),
+        );
+    }
+
+    fn on_stream_stopping(&self, stream: &Arc<Stream>) {
+        if let Some(ids) = self.direct_subscriptions.lock().remove(&stream.name) {
+            for id in ids {
+                self.transport.unsubscribe(id);
+            }
+        }
+    }
+
+    /// Direct-get subscriptions exist exactly while the stream has `allow_direct`.
+    fn refresh_direct_get(&self, stream: &Arc<Stream>) {
+        let allow = stream.config.read().allow_direct;
+        let mut subscriptions = self.direct_subscriptions.lock();
+        match (allow, subscriptions.contains_key(&stream.name)) {
+            (true, false) => {
+                let ids = (self.subscribe_direct_get)(stream, &self.transport);
+                subscriptions.insert(stream.name.clone(), ids);
+            }
+            (false, true) => {
+                for id in subscriptions.remove(&stream.name).unwrap_or_default() {
+                    self.transport.unsubscribe(id);
+                }
+            }
+            _ => {}
+        }
+    }
+
     fn ingest_context(&self) -> IngestContext {
         IngestContext {
             transport: self.transport.clone(),
@@ -207,7 +343,7 @@ impl Engine {
         } else {
             config.max_bytes
         };
-        let reserved = reserved(&self.registry, config.storage, &config.name);
+        let reserved = reserved(self, config.storage, &config.name);
         match config.storage {
             StorageType::Memory => {
                 if reserved > self.limits.max_memory || add > self.limits.max_memory - reserved {
@@ -226,7 +362,7 @@ impl Engine {
     /// STREAM.CREATE after the request-level checks: returns the stream and whether it was
     /// created (false: an identical stream existed).
     pub(crate) async fn create_stream(
-        &self,
+        self: &Arc<Self>,
         requested: &StreamConfig,
         pedantic: bool,
     ) -> Result<(Arc<Stream>, bool), ApiError> {
@@ -238,23 +374,23 @@ impl Engine {
         if let Some(origin) = config
             .mirror
             .as_ref()
-            .and_then(|mirror| self.registry.get(&mirror.name))
+            .and_then(|mirror| self.get(&mirror.name))
         {
             // A mirror serves direct gets when its origin does (nats-server inherits it).
             config.mirror_direct = origin.config.read().allow_direct;
         }
         let _guard = self.admin_lock.lock().await;
-        if let Some(existing) = self.registry.get(&config.name) {
+        if let Some(existing) = self.get(&config.name) {
             let current = existing.config();
             if current == config {
                 return Ok((existing, false));
             }
             return Err(errors::STREAM_NAME_EXIST.to_error());
         }
-        if overlaps_other_stream(&self.registry, &config) {
+        if overlaps_other_stream(self, &config) {
             return Err(errors::STREAM_SUBJECT_OVERLAP.to_error());
         }
-        if forms_cycle(&self.registry, &config) {
+        if forms_cycle(self, &config) {
             return Err(errors::STREAM_INVALID_CONFIG.with_err("detected cycle"));
         }
         self.check_reservation(&config)?;
@@ -271,35 +407,34 @@ impl Engine {
             .map_err(|error| errors::STREAM_CREATE.with_err(error))?;
         let stream = Stream::start(config, created, store, self.ingest_context())
             .map_err(|error| errors::STREAM_CREATE.with_err(error))?;
-        let consumers = self.registry.insert(stream.clone());
+        let consumers = self.insert(stream.clone());
         self.on_stream_started(&stream, &consumers);
         Ok((stream, true))
     }
 
     pub(crate) async fn update_stream(
-        &self,
+        self: &Arc<Self>,
         requested: &StreamConfig,
         pedantic: bool,
     ) -> Result<Arc<Stream>, ApiError> {
         let _guard = self.admin_lock.lock().await;
         let stream = self
-            .registry
             .get(&requested.name)
             .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
         let old = stream.config();
         let mut requested = requested.clone();
         jetstream_api::metadata::set_static_stream_metadata(&mut requested);
         let config = stream::check_update(&old, &requested, pedantic)?;
-        if overlaps_other_stream(&self.registry, &config) {
+        if overlaps_other_stream(self, &config) {
             return Err(errors::STREAM_SUBJECT_OVERLAP.to_error());
         }
-        if config.sources != old.sources && forms_cycle(&self.registry, &config) {
+        if config.sources != old.sources && forms_cycle(self, &config) {
             return Err(errors::STREAM_INVALID_CONFIG.with_err("detected cycle"));
         }
         if config.max_bytes != old.max_bytes {
             self.check_reservation(&config)?;
         }
-        check_consumer_limits(&old, &config, &self.registry.consumers(&stream))?;
+        check_consumer_limits(&old, &config, &self.consumers(&stream))?;
         let (reply, done) = oneshot::channel();
         stream.send(StreamCommand::UpdateConfig {
             config: Box::new(config.clone()),
@@ -326,7 +461,6 @@ impl Engine {
     pub(crate) async fn delete_stream(&self, name: &str) -> Result<(), ApiError> {
         let _guard = self.admin_lock.lock().await;
         let (stream, consumers) = self
-            .registry
             .remove(name)
             .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
         self.on_stream_stopping(&stream);
@@ -336,7 +470,7 @@ impl Engine {
     }
 
     /// Re-open every stream found under the store directory.
-    pub(crate) fn recover_streams(&self) -> Result<(), crate::JetStreamError> {
+    pub(crate) fn recover_streams(self: &Arc<Self>) -> Result<(), crate::JetStreamError> {
         let names = storage::stored_stream_names(&self.store_root).map_err(|source| {
             crate::JetStreamError::StoreScan {
                 path: storage::streams_directory(&self.store_root),
@@ -349,7 +483,7 @@ impl Engine {
                     let created = metadata.created.unix_nanos();
                     match Stream::start(metadata.config, created, store, self.ingest_context()) {
                         Ok(stream) => {
-                            let consumers = self.registry.insert(stream.clone());
+                            let consumers = self.insert(stream.clone());
                             self.on_stream_started(&stream, &consumers);
                         }
                         Err(error) => {
@@ -368,7 +502,7 @@ impl Engine {
     /// Stop every stream (graceful shutdown): queues drained, stores flushed and closed.
     pub(crate) async fn stop_all_streams(&self) {
         let _guard = self.admin_lock.lock().await;
-        for (stream, consumers) in self.registry.entries() {
+        for (stream, consumers) in self.entries() {
             self.on_stream_stopping(&stream);
             crate::consumer::stop_all(&stream, &consumers, false).await;
             stream.stop(false).await;

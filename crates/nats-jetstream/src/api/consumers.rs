@@ -3,12 +3,10 @@
 //! checks, their order and its errors. `MSG.NEXT` is not served here: each consumer subscribes
 //! its own.
 
+use super::Context;
 use super::Request;
 use crate::consumer::{self, Consumer};
-use crate::engine::Engine;
 use crate::stream::Stream;
-use crate::transport::Message;
-use bytes::Bytes;
 use jetstream_api::advisory::{self, ActionKind, Advisory, ConsumerActionAdvisory, ConsumerPause};
 use jetstream_api::json::decode_request;
 use jetstream_api::{
@@ -46,465 +44,474 @@ fn is_empty_body(payload: &[u8]) -> bool {
     )
 }
 
-impl Engine {
-    /// The stream and one of its consumers, or the API error for whichever is missing.
-    fn stream_and_consumer(
-        &self,
-        stream_name: &str,
-        name: &str,
-    ) -> Result<(Arc<Stream>, Arc<Consumer>), ApiError> {
-        let stream = self
-            .registry
-            .get(stream_name)
-            .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
-        let consumer = self
-            .registry
-            .consumers(&stream)
-            .get(name)
-            .ok_or_else(|| errors::CONSUMER_NOT_FOUND.to_error())?;
-        Ok((stream, consumer))
-    }
+/// The stream and one of its consumers, or the API error for whichever is missing.
+fn stream_and_consumer(
+    context: &Context,
+    stream_name: &str,
+    name: &str,
+) -> Result<(Arc<Stream>, Arc<Consumer>), ApiError> {
+    let stream = context
+        .registry
+        .get(stream_name)
+        .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
+    let consumer = context
+        .registry
+        .consumers(&stream)
+        .get(name)
+        .ok_or_else(|| errors::CONSUMER_NOT_FOUND.to_error())?;
+    Ok((stream, consumer))
+}
 
-    pub(crate) async fn consumer_create(
-        self: &Arc<Self>,
-        request: &Request,
-        kind: CreateKind,
-        stream_name: &str,
-        consumer_name: &str,
-        filter: &str,
-    ) {
-        match self
-            .try_consumer_create(request, kind, stream_name, consumer_name, filter)
-            .await
-        {
-            Ok(info) => self.respond(request, &ConsumerInfoResponse::created(info), false),
-            Err(error) => self.respond(
-                request,
-                &ConsumerInfoResponse::error(CONSUMER_CREATE_RESPONSE_TYPE, error),
-                true,
-            ),
-        }
-    }
-
-    async fn try_consumer_create(
-        self: &Arc<Self>,
-        request: &Request,
-        kind: CreateKind,
-        stream_name: &str,
-        consumer_name: &str,
-        filter: &str,
-    ) -> Result<ConsumerInfo, ApiError> {
-        let create: CreateConsumerRequest = decode_request(&request.payload)?;
-        request.check_api_level()?;
-        let mut config = create.config;
-        if create.stream_name != stream_name {
-            return Err(errors::STREAM_MISMATCH.to_error());
-        }
-        if consumer_name.contains(['/', '\\']) {
-            return Err(errors::CONSUMER_NAME_CONTAINS_PATH_SEPARATORS.to_error());
-        }
-        match kind {
-            CreateKind::LegacyDurable => {
-                if config.durable_name.is_empty() {
-                    return Err(errors::CONSUMER_DURABLE_NAME_NOT_SET.to_error());
-                }
-                if consumer_name != config.durable_name {
-                    return Err(errors::CONSUMER_DURABLE_NAME_NOT_MATCH_SUBJECT.to_error());
-                }
-                config.name = consumer_name.to_string();
-            }
-            CreateKind::New => {
-                if !config.durable_name.is_empty() && consumer_name != config.durable_name {
-                    return Err(errors::CONSUMER_DURABLE_NAME_NOT_MATCH_SUBJECT.to_error());
-                }
-                config.name = consumer_name.to_string();
-            }
-            CreateKind::LegacyEphemeral => {
-                if !config.durable_name.is_empty() {
-                    return Err(errors::CONSUMER_EPHEMERAL_WITH_DURABLE_NAME.to_error());
-                }
-            }
-        }
-        // The name the consumer will have, whichever path set it (a legacy ephemeral's comes
-        // from the body alone): a path separator is refused before any other name check.
-        if config.name.contains(['/', '\\']) {
-            return Err(errors::CONSUMER_NAME_CONTAINS_PATH_SEPARATORS.to_error());
-        }
-        if !filter.is_empty() && !config.filter_subjects.is_empty() {
-            return Err(errors::CONSUMER_MULTIPLE_FILTERS_NOT_ALLOWED.to_error());
-        }
-        if !filter.is_empty() && config.filter_subject != filter {
-            return Err(errors::CONSUMER_CREATE_FILTER_SUBJECT_MISMATCH.to_error());
-        }
-        let stream = self
-            .registry
-            .get(stream_name)
-            .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
-        let lookup_name = if config.name.is_empty() {
-            config.durable_name.clone()
-        } else {
-            config.name.clone()
-        };
-        let existing = (!lookup_name.is_empty())
-            .then(|| self.registry.consumers(&stream).get(&lookup_name))
-            .flatten();
-        if let Some(existing) = &existing {
-            config.pause_until = existing.config.read().pause_until;
-        }
-        set_static_metadata(&mut config);
-        let stream_config = stream.config();
-        let mut config = consumer::check_config(&config, &stream_config, create.pedantic)?;
-        if config.name.is_empty() {
-            config.name = if config.durable_name.is_empty() {
-                consumer::ephemeral_name()
-            } else {
-                config.durable_name.clone()
-            };
-        }
-        jetstream_api::consumer_defaults::apply_ephemeral_inactive_default(&mut config);
-        let _guard = self.admin_lock.lock().await;
-        let consumers = self.registry.consumers(&stream);
-        if let Some(existing) = consumers.get(&config.name) {
-            let current = existing.config();
-            if current == config {
-                return Ok(existing.info(&stream));
-            }
-            if create.action == ConsumerAction::Create {
-                return Err(errors::CONSUMER_ALREADY_EXISTS.to_error());
-            }
-            consumer::check_update(&current, &config)?;
-            if stream_config.retention == RetentionPolicy::WorkQueue {
-                check_work_queue_unique(&consumers, &config)?;
-            }
-            *existing.config.write() = config.clone();
-            consumer::refresh_interest(&stream, &existing);
-            existing.send(consumer::Event::ConfigUpdated);
-            return Ok(existing.info(&stream));
-        }
-        if create.action == ConsumerAction::Update {
-            return Err(errors::CONSUMER_DOES_NOT_EXIST.to_error());
-        }
-        // Unlimited streams get the server's default limit, as in nats-server.
-        let max_consumers = if stream_config.max_consumers > 0 {
-            stream_config.max_consumers
-        } else {
-            crate::engine::DEFAULT_MAX_CONSUMERS
-        };
-        if consumers.len() as i64 >= max_consumers {
-            return Err(errors::MAXIMUM_CONSUMERS_LIMIT.to_error());
-        }
-        if stream_config.retention == RetentionPolicy::WorkQueue {
-            check_work_queue_unique(&consumers, &config)?;
-        }
-        let created = crate::time_format::now_nanos();
-        let store = consumer::open_store(&stream, &config, &config.name, created)
-            .map_err(|error| errors::CONSUMER_STORE_FAILED.with_err(error))?;
-        let home = consumer::Home {
-            stream: &stream,
-            consumers: &consumers,
-            transport: &self.transport,
-            domain: self.config.domain.as_deref(),
-        };
-        let new = consumer::start(&home, config, created, store, false);
-        self.advise_consumer_action(&stream.name, &new.name, ActionKind::Create);
-        Ok(new.info(&stream))
-    }
-
-    pub(crate) async fn consumer_info(&self, request: &Request, stream_name: &str, name: &str) {
-        let result = async {
-            if !is_empty_body(&request.payload) {
-                return Err(errors::NOT_EMPTY_REQUEST.to_error());
-            }
-            request.check_api_level()?;
-            let (stream, consumer) = self.stream_and_consumer(stream_name, name)?;
-            Ok(consumer.info_in_order(&stream).await)
-        }
-        .await;
-        match result {
-            Ok(info) => self.respond(request, &ConsumerInfoResponse::info(info), false),
-            Err(error) => self.respond(
-                request,
-                &ConsumerInfoResponse::error(CONSUMER_INFO_RESPONSE_TYPE, error),
-                true,
-            ),
-        }
-    }
-
-    pub(crate) async fn consumer_delete(&self, request: &Request, stream_name: &str, name: &str) {
-        let result = async {
-            request.check_api_level()?;
-            if !is_empty_body(&request.payload) {
-                return Err(errors::NOT_EMPTY_REQUEST.to_error());
-            }
-            let stream = self
-                .registry
-                .get(stream_name)
-                .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
-            let _guard = self.admin_lock.lock().await;
-            if !consumer::stop_consumer(&stream, &self.registry.consumers(&stream), name, true)
-                .await
-            {
-                return Err(errors::CONSUMER_NOT_FOUND.to_error());
-            }
-            Ok(())
-        }
-        .await;
-        match result {
-            Ok(()) => {
-                self.advise_consumer_action(stream_name, name, ActionKind::Delete);
-                let mut response = SuccessResponse::ok(CONSUMER_DELETE_RESPONSE_TYPE);
-                response.success = true;
-                self.respond(request, &response, false)
-            }
-            Err(error) => self.respond(
-                request,
-                &SuccessResponse::error(CONSUMER_DELETE_RESPONSE_TYPE, error),
-                true,
-            ),
-        }
-    }
-
-    pub(crate) fn consumer_names(&self, request: &Request, stream_name: &str) {
-        let result = (|| {
-            request.check_api_level()?;
-            let offset = self.consumer_paging(request)?;
-            let stream = self
-                .registry
-                .get(stream_name)
-                .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
-            let names = self.registry.consumers(&stream).names();
-            let total = names.len();
-            let page: Vec<String> = names.into_iter().skip(offset).take(NAMES_LIMIT).collect();
-            Ok((page, total, offset))
-        })();
-        match result {
-            Ok((names, total, offset)) => self.respond(
-                request,
-                &ConsumerNamesResponse::ok(
-                    names,
-                    Paged {
-                        total,
-                        offset,
-                        limit: NAMES_LIMIT,
-                    },
-                ),
-                false,
-            ),
-            Err(error) => self.respond(request, &ConsumerNamesResponse::error(error), true),
-        }
-    }
-
-    pub(crate) fn consumer_list(&self, request: &Request, stream_name: &str) {
-        let result = (|| {
-            request.check_api_level()?;
-            let offset = self.consumer_paging(request)?;
-            let stream = self
-                .registry
-                .get(stream_name)
-                .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
-            let all = self.registry.consumers(&stream).all();
-            let total = all.len();
-            let page: Vec<ConsumerInfo> = all
-                .iter()
-                .skip(offset)
-                .take(LIST_LIMIT)
-                .map(|consumer| consumer.info(&stream))
-                .collect();
-            Ok((page, total, offset))
-        })();
-        match result {
-            Ok((consumers, total, offset)) => self.respond(
-                request,
-                &ConsumerListResponse::ok(
-                    consumers,
-                    Paged {
-                        total,
-                        offset,
-                        limit: LIST_LIMIT,
-                    },
-                ),
-                false,
-            ),
-            Err(error) => self.respond(request, &ConsumerListResponse::error(error), true),
-        }
-    }
-
-    fn consumer_paging(&self, request: &Request) -> Result<usize, ApiError> {
-        let paging: ConsumersRequest = if request.has_json_body() {
-            decode_request(&request.payload)?
-        } else {
-            ConsumersRequest::default()
-        };
-        Ok(paging.offset)
-    }
-
-    pub(crate) async fn consumer_pause(&self, request: &Request, stream_name: &str, name: &str) {
-        let result = async {
-            let pause: ConsumerPauseRequest = if is_empty_body(&request.payload) {
-                ConsumerPauseRequest::default()
-            } else {
-                decode_request(&request.payload)?
-            };
-            request.check_api_level()?;
-            let (_, consumer) = self.stream_and_consumer(stream_name, name)?;
-            let now = crate::time_format::now_nanos();
-            let until = pause.pause_until.unix_nanos();
-            let paused = !pause.pause_until.is_zero() && until > now;
-            {
-                let mut config = consumer.config.write();
-                config.pause_until = paused.then_some(pause.pause_until);
-                set_static_metadata(&mut config);
-            }
-            consumer.send(consumer::Event::ConfigUpdated);
-            Ok::<_, ApiError>((
-                consumer,
-                paused,
-                pause.pause_until,
-                until.saturating_sub(now),
-            ))
-        }
-        .await;
-        match result {
-            Ok((consumer, paused, until, remaining)) => {
-                self.advise_consumer_pause(&consumer, paused, &until);
-                let response = ConsumerPauseResponse::ok(
-                    paused,
-                    if paused { until } else { Timestamp::default() },
-                    Nanos(if paused { remaining } else { 0 }),
-                );
-                self.respond(request, &response, false)
-            }
-            Err(error) => self.respond(request, &ConsumerPauseResponse::error(error), true),
-        }
-    }
-
-    /// `CONSUMER.UNPIN.<stream>.<consumer>` with `{"group":...}`: the pinned client of a
-    /// `pinned_client` consumer loses its pin (the next pull without a pin id takes it).
-    pub(crate) async fn consumer_unpin(&self, request: &Request, stream_name: &str, name: &str) {
-        let result = async {
-            request.check_api_level()?;
-            let unpin: ConsumerUnpinRequest = decode_plain(&request.payload)?;
-            if unpin.group.is_empty() {
-                return Err(errors::INVALID_JSON.with_err("consumer group not specified"));
-            }
-            if !jetstream_api::is_valid_priority_group_name(&unpin.group) {
-                return Err(errors::CONSUMER_INVALID_GROUP_NAME.to_error());
-            }
-            let (_, consumer) = self.stream_and_consumer(stream_name, name)?;
-            if !consumer
-                .config
-                .read()
-                .priority_groups
-                .contains(&unpin.group)
-            {
-                return Err(errors::CONSUMER_INVALID_PRIORITY_GROUP.to_error());
-            }
-            let (done, unpinned) = tokio::sync::oneshot::channel();
-            if consumer.send(consumer::Event::Unpin {
-                group: unpin.group,
-                done,
-            }) {
-                let _ = unpinned.await;
-            }
-            Ok(())
-        }
-        .await;
-        match result {
-            Ok(()) => self.respond(request, &ConsumerUnpinResponse::ok(), false),
-            Err(error) => self.respond(request, &ConsumerUnpinResponse::error(error), true),
-        }
-    }
-
-    /// `CONSUMER.RESET.<stream>.<consumer>` with an optional `{"seq":n}`. As in nats-server the
-    /// consumer itself answers, so a missing stream or consumer gets no answer at all, and the
-    /// API counters are not touched.
-    pub(crate) async fn consumer_reset(&self, request: &Request, stream_name: &str, name: &str) {
-        let Some(consumer) = self
-            .registry
-            .get(stream_name)
-            .and_then(|stream| self.registry.consumers(&stream).get(name))
-        else {
-            return;
-        };
-        if let Err(error) = request.check_api_level() {
-            return self.respond_uncounted(request, &ConsumerResetResponse::error(error));
-        }
-        let reset: ConsumerResetRequest = if request.payload.is_empty() {
-            ConsumerResetRequest::default()
-        } else {
-            match decode_plain(&request.payload) {
-                Ok(reset) => reset,
-                Err(error) => {
-                    return self.respond_uncounted(request, &ConsumerResetResponse::error(error))
-                }
-            }
-        };
-        let (done, answer) = tokio::sync::oneshot::channel();
-        if !consumer.send(consumer::Event::Reset {
-            sequence: reset.sequence,
-            done,
-        }) {
-            return;
-        }
-        match answer.await {
-            Ok(Ok((info, sequence))) => {
-                self.respond_uncounted(request, &ConsumerResetResponse::ok(info, sequence))
-            }
-            Ok(Err(error)) => self.respond_uncounted(request, &ConsumerResetResponse::error(error)),
-            Err(_) => {}
-        }
-    }
-
-    fn advise_consumer_action(&self, stream: &str, consumer: &str, action: ActionKind) {
-        let subject = match action {
-            ActionKind::Delete => advisory::consumer_deleted_subject(stream, consumer),
-            _ => advisory::consumer_created_subject(stream, consumer),
-        };
-        if !self.transport.has_interest(&subject) {
-            return;
-        }
-        let body = Advisory::new(
-            crate::nuid::next_id(),
-            Timestamp::now(),
-            ConsumerActionAdvisory {
-                stream: stream.to_string(),
-                consumer: consumer.to_string(),
-                action,
-                domain: self.config.domain.clone().unwrap_or_default(),
-            },
-        );
-        self.publish_json(subject, &body);
-    }
-
-    fn advise_consumer_pause(&self, consumer: &Consumer, paused: bool, until: &Timestamp) {
-        let subject = advisory::consumer_pause_subject(&consumer.stream_name, &consumer.name);
-        if !self.transport.has_interest(&subject) {
-            return;
-        }
-        let body = Advisory::new(
-            crate::nuid::next_id(),
-            Timestamp::now(),
-            ConsumerPause {
-                stream: consumer.stream_name.clone(),
-                consumer: consumer.name.clone(),
-                paused,
-                pause_until: if paused { *until } else { Timestamp::default() },
-                domain: self.config.domain.clone().unwrap_or_default(),
-            },
-        );
-        self.publish_json(subject, &body);
-    }
-
-    fn publish_json<T: serde::Serialize>(&self, subject: String, body: &T) {
-        self.transport.publish(Message {
-            subject: Bytes::from(subject),
-            reply: None,
-            headers: None,
-            payload: Bytes::from(jetstream_api::json::encode_response(body)),
-        });
+pub(crate) async fn consumer_create(
+    context: &Context,
+    request: &Request,
+    kind: CreateKind,
+    stream_name: &str,
+    consumer_name: &str,
+    filter: &str,
+) {
+    match try_consumer_create(context, request, kind, stream_name, consumer_name, filter).await {
+        Ok(info) => context.respond(request, &ConsumerInfoResponse::created(info), false),
+        Err(error) => context.respond(
+            request,
+            &ConsumerInfoResponse::error(CONSUMER_CREATE_RESPONSE_TYPE, error),
+            true,
+        ),
     }
 }
 
+async fn try_consumer_create(
+    context: &Context,
+    request: &Request,
+    kind: CreateKind,
+    stream_name: &str,
+    consumer_name: &str,
+    filter: &str,
+) -> Result<ConsumerInfo, ApiError> {
+    let create: CreateConsumerRequest = decode_request(&request.payload)?;
+    request.check_api_level()?;
+    let mut config = create.config;
+    if create.stream_name != stream_name {
+        return Err(errors::STREAM_MISMATCH.to_error());
+    }
+    if consumer_name.contains(['/', '\\']) {
+        return Err(errors::CONSUMER_NAME_CONTAINS_PATH_SEPARATORS.to_error());
+    }
+    match kind {
+        CreateKind::LegacyDurable => {
+            if config.durable_name.is_empty() {
+                return Err(errors::CONSUMER_DURABLE_NAME_NOT_SET.to_error());
+            }
+            if consumer_name != config.durable_name {
+                return Err(errors::CONSUMER_DURABLE_NAME_NOT_MATCH_SUBJECT.to_error());
+            }
+            config.name = consumer_name.to_string();
+        }
+        CreateKind::New => {
+            if !config.durable_name.is_empty() && consumer_name != config.durable_name {
+                return Err(errors::CONSUMER_DURABLE_NAME_NOT_MATCH_SUBJECT.to_error());
+            }
+            config.name = consumer_name.to_string();
+        }
+        CreateKind::LegacyEphemeral => {
+            if !config.durable_name.is_empty() {
+                return Err(errors::CONSUMER_EPHEMERAL_WITH_DURABLE_NAME.to_error());
+            }
+        }
+    }
+    // The name the consumer will have, whichever path set it (a legacy ephemeral's comes
+    // from the body alone): a path separator is refused before any other name check.
+    if config.name.contains(['/', '\\']) {
+        return Err(errors::CONSUMER_NAME_CONTAINS_PATH_SEPARATORS.to_error());
+    }
+    if !filter.is_empty() && !config.filter_subjects.is_empty() {
+        return Err(errors::CONSUMER_MULTIPLE_FILTERS_NOT_ALLOWED.to_error());
+    }
+    if !filter.is_empty() && config.filter_subject != filter {
+        return Err(errors::CONSUMER_CREATE_FILTER_SUBJECT_MISMATCH.to_error());
+    }
+    let stream = context
+        .registry
+        .get(stream_name)
+        .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
+    let lookup_name = if config.name.is_empty() {
+        config.durable_name.clone()
+    } else {
+        config.name.clone()
+    };
+    let existing = (!lookup_name.is_empty())
+        .then(|| context.registry.consumers(&stream).get(&lookup_name))
+        .flatten();
+    if let Some(existing) = &existing {
+        config.pause_until = existing.config.read().pause_until;
+    }
+    set_static_metadata(&mut config);
+    let stream_config = stream.config();
+    let mut config = consumer::check_config(&config, &stream_config, create.pedantic)?;
+    if config.name.is_empty() {
+        config.name = if config.durable_name.is_empty() {
+            consumer::ephemeral_name()
+        } else {
+            config.durable_name.clone()
+        };
+    }
+    jetstream_api::consumer_defaults::apply_ephemeral_inactive_default(&mut config);
+    let _guard = context.registry.admin_lock.lock().await;
+    let consumers = context.registry.consumers(&stream);
+    if let Some(existing) = consumers.get(&config.name) {
+        let current = existing.config();
+        if current == config {
+            return Ok(existing.info(&stream));
+        }
+        if create.action == ConsumerAction::Create {
+            return Err(errors::CONSUMER_ALREADY_EXISTS.to_error());
+        }
+        consumer::check_update(&current, &config)?;
+        if stream_config.retention == RetentionPolicy::WorkQueue {
+            check_work_queue_unique(&consumers, &config)?;
+        }
+        *existing.config.write() = config.clone();
+        consumer::refresh_interest(&stream, &existing);
+        existing.send(consumer::Event::ConfigUpdated);
+        return Ok(existing.info(&stream));
+    }
+    if create.action == ConsumerAction::Update {
+        return Err(errors::CONSUMER_DOES_NOT_EXIST.to_error());
+    }
+    // Unlimited streams get the server's default limit, as in nats-server.
+    let max_consumers = if stream_config.max_consumers > 0 {
+        stream_config.max_consumers
+    } else {
+        crate::engine::DEFAULT_MAX_CONSUMERS
+    };
+    if consumers.len() as i64 >= max_consumers {
+        return Err(errors::MAXIMUM_CONSUMERS_LIMIT.to_error());
+    }
+    if stream_config.retention == RetentionPolicy::WorkQueue {
+        check_work_queue_unique(&consumers, &config)?;
+    }
+    let created = crate::time_format::now_nanos();
+    let store = consumer::open_store(&stream, &config, &config.name, created)
+        .map_err(|error| errors::CONSUMER_STORE_FAILED.with_err(error))?;
+    let home = consumer::Home {
+        stream: &stream,
+        consumers: &consumers,
+        transport: &context.transport,
+        domain: context.domain.as_deref(),
+    };
+    let new = consumer::start(&home, config, created, store, false);
+    advise_consumer_action(context, &stream.name, &new.name, ActionKind::Create);
+    Ok(new.info(&stream))
+}
+
+pub(crate) async fn consumer_info(
+    context: &Context,
+    request: &Request,
+    stream_name: &str,
+    name: &str,
+) {
+    let result = async {
+        if !is_empty_body(&request.payload) {
+            return Err(errors::NOT_EMPTY_REQUEST.to_error());
+        }
+        request.check_api_level()?;
+        let (stream, consumer) = stream_and_consumer(context, stream_name, name)?;
+        Ok(consumer.info_in_order(&stream).await)
+    }
+    .await;
+    match result {
+        Ok(info) => context.respond(request, &ConsumerInfoResponse::info(info), false),
+        Err(error) => context.respond(
+            request,
+            &ConsumerInfoResponse::error(CONSUMER_INFO_RESPONSE_TYPE, error),
+            true,
+        ),
+    }
+}
+
+pub(crate) async fn consumer_delete(
+    context: &Context,
+    request: &Request,
+    stream_name: &str,
+    name: &str,
+) {
+    let result = async {
+        request.check_api_level()?;
+        if !is_empty_body(&request.payload) {
+            return Err(errors::NOT_EMPTY_REQUEST.to_error());
+        }
+        let stream = context
+            .registry
+            .get(stream_name)
+            .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
+        let _guard = context.registry.admin_lock.lock().await;
+        if !consumer::stop_consumer(&stream, &context.registry.consumers(&stream), name, true).await
+        {
+            return Err(errors::CONSUMER_NOT_FOUND.to_error());
+        }
+        Ok(())
+    }
+    .await;
+    match result {
+        Ok(()) => {
+            advise_consumer_action(context, stream_name, name, ActionKind::Delete);
+            let mut response = SuccessResponse::ok(CONSUMER_DELETE_RESPONSE_TYPE);
+            response.success = true;
+            context.respond(request, &response, false)
+        }
+        Err(error) => context.respond(
+            request,
+            &SuccessResponse::error(CONSUMER_DELETE_RESPONSE_TYPE, error),
+            true,
+        ),
+    }
+}
+
+pub(crate) fn consumer_names(context: &Context, request: &Request, stream_name: &str) {
+    let result = (|| {
+        request.check_api_level()?;
+        let offset = consumer_paging(request)?;
+        let stream = context
+            .registry
+            .get(stream_name)
+            .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
+        let names = context.registry.consumers(&stream).names();
+        let total = names.len();
+        let page: Vec<String> = names.into_iter().skip(offset).take(NAMES_LIMIT).collect();
+        Ok((page, total, offset))
+    })();
+    match result {
+        Ok((names, total, offset)) => context.respond(
+            request,
+            &ConsumerNamesResponse::ok(
+                names,
+                Paged {
+                    total,
+                    offset,
+                    limit: NAMES_LIMIT,
+                },
+            ),
+            false,
+        ),
+        Err(error) => context.respond(request, &ConsumerNamesResponse::error(error), true),
+    }
+}
+
+pub(crate) fn consumer_list(context: &Context, request: &Request, stream_name: &str) {
+    let result = (|| {
+        request.check_api_level()?;
+        let offset = consumer_paging(request)?;
+        let stream = context
+            .registry
+            .get(stream_name)
+            .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
+        let all = context.registry.consumers(&stream).all();
+        let total = all.len();
+        let page: Vec<ConsumerInfo> = all
+            .iter()
+            .skip(offset)
+            .take(LIST_LIMIT)
+            .map(|consumer| consumer.info(&stream))
+            .collect();
+        Ok((page, total, offset))
+    })();
+    match result {
+        Ok((consumers, total, offset)) => context.respond(
+            request,
+            &ConsumerListResponse::ok(
+                consumers,
+                Paged {
+                    total,
+                    offset,
+                    limit: LIST_LIMIT,
+                },
+            ),
+            false,
+        ),
+        Err(error) => context.respond(request, &ConsumerListResponse::error(error), true),
+    }
+}
+
+fn consumer_paging(request: &Request) -> Result<usize, ApiError> {
+    let paging: ConsumersRequest = if request.has_json_body() {
+        decode_request(&request.payload)?
+    } else {
+        ConsumersRequest::default()
+    };
+    Ok(paging.offset)
+}
+
+pub(crate) async fn consumer_pause(
+    context: &Context,
+    request: &Request,
+    stream_name: &str,
+    name: &str,
+) {
+    let result = async {
+        let pause: ConsumerPauseRequest = if is_empty_body(&request.payload) {
+            ConsumerPauseRequest::default()
+        } else {
+            decode_request(&request.payload)?
+        };
+        request.check_api_level()?;
+        let (_, consumer) = stream_and_consumer(context, stream_name, name)?;
+        let now = crate::time_format::now_nanos();
+        let until = pause.pause_until.unix_nanos();
+        let paused = !pause.pause_until.is_zero() && until > now;
+        {
+            let mut config = consumer.config.write();
+            config.pause_until = paused.then_some(pause.pause_until);
+            set_static_metadata(&mut config);
+        }
+        consumer.send(consumer::Event::ConfigUpdated);
+        Ok::<_, ApiError>((
+            consumer,
+            paused,
+            pause.pause_until,
+            until.saturating_sub(now),
+        ))
+    }
+    .await;
+    match result {
+        Ok((consumer, paused, until, remaining)) => {
+            advise_consumer_pause(context, &consumer, paused, &until);
+            let response = ConsumerPauseResponse::ok(
+                paused,
+                if paused { until } else { Timestamp::default() },
+                Nanos(if paused { remaining } else { 0 }),
+            );
+            context.respond(request, &response, false)
+        }
+        Err(error) => context.respond(request, &ConsumerPauseResponse::error(error), true),
+    }
+}
+
+/// `CONSUMER.UNPIN.<stream>.<consumer>` with `{"group":...}`: the pinned client of a
+/// `pinned_client` consumer loses its pin (the next pull without a pin id takes it).
+pub(crate) async fn consumer_unpin(
+    context: &Context,
+    request: &Request,
+    stream_name: &str,
+    name: &str,
+) {
+    let result = async {
+        request.check_api_level()?;
+        let unpin: ConsumerUnpinRequest = decode_plain(&request.payload)?;
+        if unpin.group.is_empty() {
+            return Err(errors::INVALID_JSON.with_err("consumer group not specified"));
+        }
+        if !jetstream_api::is_valid_priority_group_name(&unpin.group) {
+            return Err(errors::CONSUMER_INVALID_GROUP_NAME.to_error());
+        }
+        let (_, consumer) = stream_and_consumer(context, stream_name, name)?;
+        if !consumer
+            .config
+            .read()
+            .priority_groups
+            .contains(&unpin.group)
+        {
+            return Err(errors::CONSUMER_INVALID_PRIORITY_GROUP.to_error());
+        }
+        let (done, unpinned) = tokio::sync::oneshot::channel();
+        if consumer.send(consumer::Event::Unpin {
+            group: unpin.group,
+            done,
+        }) {
+            let _ = unpinned.await;
+        }
+        Ok(())
+    }
+    .await;
+    match result {
+        Ok(()) => context.respond(request, &ConsumerUnpinResponse::ok(), false),
+        Err(error) => context.respond(request, &ConsumerUnpinResponse::error(error), true),
+    }
+}
+
+/// `CONSUMER.RESET.<stream>.<consumer>` with an optional `{"seq":n}`. As in nats-server the
+/// consumer itself answers, so a missing stream or consumer gets no answer at all, and the
+/// API counters are not touched.
+pub(crate) async fn consumer_reset(
+    context: &Context,
+    request: &Request,
+    stream_name: &str,
+    name: &str,
+) {
+    let Some(consumer) = context
+        .registry
+        .get(stream_name)
+        .and_then(|stream| context.registry.consumers(&stream).get(name))
+    else {
+        return;
+    };
+    if let Err(error) = request.check_api_level() {
+        return context.respond_uncounted(request, &ConsumerResetResponse::error(error));
+    }
+    let reset: ConsumerResetRequest = if request.payload.is_empty() {
+        ConsumerResetRequest::default()
+    } else {
+        match decode_plain(&request.payload) {
+            Ok(reset) => reset,
+            Err(error) => {
+                return context.respond_uncounted(request, &ConsumerResetResponse::error(error))
+            }
+        }
+    };
+    let (done, answer) = tokio::sync::oneshot::channel();
+    if !consumer.send(consumer::Event::Reset {
+        sequence: reset.sequence,
+        done,
+    }) {
+        return;
+    }
+    match answer.await {
+        Ok(Ok((info, sequence))) => {
+            context.respond_uncounted(request, &ConsumerResetResponse::ok(info, sequence))
+        }
+        Ok(Err(error)) => context.respond_uncounted(request, &ConsumerResetResponse::error(error)),
+        Err(_) => {}
+    }
+}
+
+fn advise_consumer_action(context: &Context, stream: &str, consumer: &str, action: ActionKind) {
+    let subject = match action {
+        ActionKind::Delete => advisory::consumer_deleted_subject(stream, consumer),
+        _ => advisory::consumer_created_subject(stream, consumer),
+    };
+    if !context.transport.has_interest(&subject) {
+        return;
+    }
+    let body = Advisory::new(
+        crate::nuid::next_id(),
+        Timestamp::now(),
+        ConsumerActionAdvisory {
+            stream: stream.to_string(),
+            consumer: consumer.to_string(),
+            action,
+            domain: context.domain.clone().unwrap_or_default(),
+        },
+    );
+    context.publish_json(subject, &body);
+}
+
+fn advise_consumer_pause(context: &Context, consumer: &Consumer, paused: bool, until: &Timestamp) {
+    let subject = advisory::consumer_pause_subject(&consumer.stream_name, &consumer.name);
+    if !context.transport.has_interest(&subject) {
+        return;
+    }
+    let body = Advisory::new(
+        crate::nuid::next_id(),
+        Timestamp::now(),
+        ConsumerPause {
+            stream: consumer.stream_name.clone(),
+            consumer: consumer.name.clone(),
+            paused,
+            pause_until: if paused { *until } else { Timestamp::default() },
+            domain: context.domain.clone().unwrap_or_default(),
+        },
+    );
+    context.publish_json(subject, &body);
+}
 /// `_nats.req.level` as nats-server stores it with a consumer (1 when paused or using priority
 /// groups, features of API level 1).
 fn set_static_metadata(config: &mut jetstream_api::ConsumerConfig) {

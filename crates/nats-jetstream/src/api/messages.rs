@@ -1,7 +1,7 @@
 //! `STREAM.MSG.GET` and `STREAM.MSG.DELETE`.
 
+use super::Context;
 use super::Request;
-use crate::engine::Engine;
 use crate::stream::StreamCommand;
 use jetstream_api::json::decode_request;
 use jetstream_api::{
@@ -31,16 +31,66 @@ pub(crate) fn load_requested(
     }
 }
 
-impl Engine {
-    pub(crate) fn message_get(&self, request: &Request, name: &str) {
-        match self.try_message_get(request, name) {
-            // nats-server does not count successful gets in the API totals.
-            Ok(message) => self.respond_uncounted(request, &MsgGetResponse::ok(message)),
-            Err(error) => self.respond(request, &MsgGetResponse::error(error), true),
-        }
+pub(crate) fn message_get(context: &Context, request: &Request, name: &str) {
+    match try_message_get(context, request, name) {
+        // nats-server does not count successful gets in the API totals.
+        Ok(message) => context.respond_uncounted(request, &MsgGetResponse::ok(message)),
+        Err(error) => context.respond(request, &MsgGetResponse::error(error), true),
     }
+}
 
-    fn try_message_get(&self, request: &Request, name: &str) -> Result<StoredMessage, ApiError> {
+fn try_message_get(
+    context: &Context,
+    request: &Request,
+    name: &str,
+) -> Result<StoredMessage, ApiError> {
+    if request
+        .payload
+        .iter()
+        .all(|byte| byte.is_ascii_whitespace())
+    {
+        return Err(errors::BAD_REQUEST.to_error());
+    }
+    let get: MsgGetRequest = decode_request(&request.payload)?;
+    if get.batch > 0 || get.max_bytes > 0 {
+        return Err(errors::BAD_REQUEST.to_error());
+    }
+    let has_time = get.start_time.is_some();
+    let last = !get.last_by_subject.is_empty();
+    let next = !get.next_by_subject.is_empty();
+    if (get.sequence > 0 && last)
+        || (get.sequence == 0 && !last && !next && !has_time)
+        || (get.sequence > 0 && has_time)
+        || (has_time && last)
+        || (last && next)
+    {
+        return Err(errors::BAD_REQUEST.to_error());
+    }
+    let stream = context
+        .registry
+        .get(name)
+        .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
+    let found = {
+        let mut store = stream.store.read();
+        load_requested(&mut store, &get)
+    };
+    let message = found.ok_or_else(|| errors::NO_MESSAGE_FOUND.to_error())?;
+    let headers: &[u8] = if get.no_headers {
+        &[]
+    } else {
+        &message.headers
+    };
+    Ok(StoredMessage::new(
+        message.subject.clone(),
+        message.seq,
+        headers,
+        &message.payload,
+        Timestamp::from_unix_nanos(message.timestamp),
+    ))
+}
+
+pub(crate) async fn message_delete(context: &Context, request: &Request, name: &str) {
+    let result = async {
         if request
             .payload
             .iter()
@@ -48,109 +98,59 @@ impl Engine {
         {
             return Err(errors::BAD_REQUEST.to_error());
         }
-        let get: MsgGetRequest = decode_request(&request.payload)?;
-        if get.batch > 0 || get.max_bytes > 0 {
-            return Err(errors::BAD_REQUEST.to_error());
-        }
-        let has_time = get.start_time.is_some();
-        let last = !get.last_by_subject.is_empty();
-        let next = !get.next_by_subject.is_empty();
-        if (get.sequence > 0 && last)
-            || (get.sequence == 0 && !last && !next && !has_time)
-            || (get.sequence > 0 && has_time)
-            || (has_time && last)
-            || (last && next)
-        {
-            return Err(errors::BAD_REQUEST.to_error());
-        }
-        let stream = self
+        let delete: MsgDeleteRequest = decode_request(&request.payload)?;
+        let stream = context
             .registry
             .get(name)
             .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
-        let found = {
-            let mut store = stream.store.read();
-            load_requested(&mut store, &get)
-        };
-        let message = found.ok_or_else(|| errors::NO_MESSAGE_FOUND.to_error())?;
-        let headers: &[u8] = if get.no_headers {
-            &[]
+        let config = stream.config();
+        if config.sealed {
+            return Err(errors::STREAM_SEALED.to_error());
+        }
+        if config.deny_delete {
+            return Err(errors::STREAM_MSG_DELETE_FAILED.with_err("message delete not permitted"));
+        }
+        let (reply, done) = oneshot::channel();
+        stream.send(StreamCommand::DeleteMessage {
+            seq: delete.sequence,
+            erase: !delete.no_erase,
+            reply,
+        });
+        let removed = done
+            .await
+            .unwrap_or_else(|_| Err(errors::STREAM_MSG_DELETE_FAILED.with_err("stream stopped")))?;
+        if removed {
+            return Ok(None);
+        }
+        // Nothing removed: as nats-server, a sequence inside the stream's range that is
+        // already gone is "sequence N not found"; outside it, its store's error.
+        let seq = delete.sequence;
+        let state = stream.store.state();
+        Ok(Some(if seq == 0 || seq < state.first_seq {
+            errors::STREAM_MSG_DELETE_FAILED.with_err("no message found")
+        } else if seq > state.last_seq {
+            errors::STREAM_MSG_DELETE_FAILED.with_err("stream store EOF")
         } else {
-            &message.headers
-        };
-        Ok(StoredMessage::new(
-            message.subject.clone(),
-            message.seq,
-            headers,
-            &message.payload,
-            Timestamp::from_unix_nanos(message.timestamp),
-        ))
+            errors::SEQUENCE_NOT_FOUND.with(&[("seq", &seq)])
+        }))
     }
-
-    pub(crate) async fn message_delete(&self, request: &Request, name: &str) {
-        let result = async {
-            if request
-                .payload
-                .iter()
-                .all(|byte| byte.is_ascii_whitespace())
-            {
-                return Err(errors::BAD_REQUEST.to_error());
-            }
-            let delete: MsgDeleteRequest = decode_request(&request.payload)?;
-            let stream = self
-                .registry
-                .get(name)
-                .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
-            let config = stream.config();
-            if config.sealed {
-                return Err(errors::STREAM_SEALED.to_error());
-            }
-            if config.deny_delete {
-                return Err(
-                    errors::STREAM_MSG_DELETE_FAILED.with_err("message delete not permitted")
-                );
-            }
-            let (reply, done) = oneshot::channel();
-            stream.send(StreamCommand::DeleteMessage {
-                seq: delete.sequence,
-                erase: !delete.no_erase,
-                reply,
-            });
-            let removed = done.await.unwrap_or_else(|_| {
-                Err(errors::STREAM_MSG_DELETE_FAILED.with_err("stream stopped"))
-            })?;
-            if removed {
-                return Ok(None);
-            }
-            // Nothing removed: as nats-server, a sequence inside the stream's range that is
-            // already gone is "sequence N not found"; outside it, its store's error.
-            let seq = delete.sequence;
-            let state = stream.store.state();
-            Ok(Some(if seq == 0 || seq < state.first_seq {
-                errors::STREAM_MSG_DELETE_FAILED.with_err("no message found")
-            } else if seq > state.last_seq {
-                errors::STREAM_MSG_DELETE_FAILED.with_err("stream store EOF")
-            } else {
-                errors::SEQUENCE_NOT_FOUND.with(&[("seq", &seq)])
-            }))
-        }
-        .await;
-        match result {
-            Ok(None) => self.respond(
-                request,
-                &SuccessResponse::ok(STREAM_MSG_DELETE_RESPONSE_TYPE),
-                false,
-            ),
-            // nats-server answers a missing sequence on its success path (not an API error).
-            Ok(Some(missing)) => self.respond(
-                request,
-                &SuccessResponse::error(STREAM_MSG_DELETE_RESPONSE_TYPE, missing),
-                false,
-            ),
-            Err(error) => self.respond(
-                request,
-                &SuccessResponse::error(STREAM_MSG_DELETE_RESPONSE_TYPE, error),
-                true,
-            ),
-        }
+    .await;
+    match result {
+        Ok(None) => context.respond(
+            request,
+            &SuccessResponse::ok(STREAM_MSG_DELETE_RESPONSE_TYPE),
+            false,
+        ),
+        // nats-server answers a missing sequence on its success path (not an API error).
+        Ok(Some(missing)) => context.respond(
+            request,
+            &SuccessResponse::error(STREAM_MSG_DELETE_RESPONSE_TYPE, missing),
+            false,
+        ),
+        Err(error) => context.respond(
+            request,
+            &SuccessResponse::error(STREAM_MSG_DELETE_RESPONSE_TYPE, error),
+            true,
+        ),
     }
 }

@@ -1,6 +1,9 @@
 //! `$JS.API` request handling: the dispatcher (the subject parsed once by
-//! `jetstream_api::ApiSubject`, then one `match` to the handler of its resource's file), the
-//! reply helpers and the API counters. Requests wait in two queues served by two dedicated
+//! `jetstream_api::ApiSubject`, then one `match` to the handler of its resource's file). The
+//! handlers are functions over a [`Context`] (registry, transport, domain, server name, API
+//! counters and the reply helpers), one file per resource: `account.rs`, `streams.rs`,
+//! `messages.rs`, `consumers.rs`, `direct.rs`. Called by the queues' threads; nothing here
+//! knows the engine's subscriptions or shutdown. Requests wait in two queues served by two dedicated
 //! threads ([`queue`]): admin requests one at a time in arrival order (they must not race),
 //! info requests beside them; handlers that read a stream take its store lock briefly.
 //!
@@ -10,20 +13,19 @@
 
 mod account;
 mod consumers;
+mod context;
 pub(crate) mod direct;
 mod messages;
 pub(crate) mod queue;
 pub(crate) mod streams;
 
-use crate::engine::Engine;
+pub(crate) use context::{ApiCounters, Context};
+
 use crate::level::required_level_met;
 use crate::transport::Message;
 use bytes::Bytes;
 use consumers::CreateKind;
 use jetstream_api::ApiSubject;
-use serde::Serialize;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 /// A request as the handlers see it.
 pub(crate) struct Request {
@@ -70,153 +72,154 @@ fn checks_level_itself(api: &ApiSubject<'_>) -> bool {
     )
 }
 
-impl Engine {
-    /// The `412 JetStream minimum api level required` answer, in the shape of each response.
-    fn required_level_error(&self, request: &Request, api: &ApiSubject<'_>) {
-        use jetstream_api::*;
-        let error = errors::REQUIRED_API_LEVEL.to_error();
-        match api {
-            ApiSubject::AccountInfo => {
-                self.respond(request, &AccountInfoResponse::error(error), true)
-            }
-            ApiSubject::StreamCreate { .. } => {
-                self.respond(request, &StreamCreateResponse::error(error), true)
-            }
-            ApiSubject::StreamUpdate { .. } => {
-                self.respond(request, &StreamUpdateResponse::error(error), true)
-            }
-            ApiSubject::StreamInfo { .. } => {
-                self.respond(request, &StreamInfoResponse::error(error), true)
-            }
-            ApiSubject::StreamDelete { .. } => self.respond(
-                request,
-                &SuccessResponse::error(STREAM_DELETE_RESPONSE_TYPE, error),
-                true,
-            ),
-            ApiSubject::StreamPurge { .. } => {
-                self.respond(request, &StreamPurgeResponse::error(error), true)
-            }
-            ApiSubject::StreamNames => {
-                self.respond(request, &StreamNamesResponse::error(error), true)
-            }
-            ApiSubject::StreamList => {
-                self.respond(request, &StreamListResponse::error(error), true)
-            }
-            ApiSubject::StreamMsgGet { .. } => {
-                self.respond(request, &MsgGetResponse::error(error), true)
-            }
-            ApiSubject::StreamMsgDelete { .. } => self.respond(
-                request,
-                &SuccessResponse::error(STREAM_MSG_DELETE_RESPONSE_TYPE, error),
-                true,
-            ),
-            _ => {}
+/// The `412 JetStream minimum api level required` answer, in the shape of each response.
+fn required_level_error(context: &Context, request: &Request, api: &ApiSubject<'_>) {
+    use jetstream_api::*;
+    let error = errors::REQUIRED_API_LEVEL.to_error();
+    match api {
+        ApiSubject::AccountInfo => {
+            context.respond(request, &AccountInfoResponse::error(error), true)
         }
+        ApiSubject::StreamCreate { .. } => {
+            context.respond(request, &StreamCreateResponse::error(error), true)
+        }
+        ApiSubject::StreamUpdate { .. } => {
+            context.respond(request, &StreamUpdateResponse::error(error), true)
+        }
+        ApiSubject::StreamInfo { .. } => {
+            context.respond(request, &StreamInfoResponse::error(error), true)
+        }
+        ApiSubject::StreamDelete { .. } => context.respond(
+            request,
+            &SuccessResponse::error(STREAM_DELETE_RESPONSE_TYPE, error),
+            true,
+        ),
+        ApiSubject::StreamPurge { .. } => {
+            context.respond(request, &StreamPurgeResponse::error(error), true)
+        }
+        ApiSubject::StreamNames => {
+            context.respond(request, &StreamNamesResponse::error(error), true)
+        }
+        ApiSubject::StreamList => context.respond(request, &StreamListResponse::error(error), true),
+        ApiSubject::StreamMsgGet { .. } => {
+            context.respond(request, &MsgGetResponse::error(error), true)
+        }
+        ApiSubject::StreamMsgDelete { .. } => context.respond(
+            request,
+            &SuccessResponse::error(STREAM_MSG_DELETE_RESPONSE_TYPE, error),
+            true,
+        ),
+        _ => {}
     }
+}
 
-    /// One `$JS.API` request: the subject parsed once ([`ApiSubject`]), then its handler.
-    /// Subjects nats-server has no handler for, and the cluster operations a single server
-    /// does not answer, get no answer at all.
-    pub(crate) async fn handle_api_request(self: &Arc<Self>, message: Message) {
-        let Ok(subject) = std::str::from_utf8(&message.subject) else {
-            return;
-        };
-        let Some(api) = ApiSubject::parse(subject) else {
-            return;
-        };
-        let Some(reply) = message.reply.clone().filter(|reply| !reply.is_empty()) else {
-            return;
-        };
-        let request = Request {
-            reply,
-            payload: message.payload.clone(),
-            headers: message.headers.clone(),
-        };
-        if !checks_level_itself(&api) && !required_level_met(message.headers.as_deref()) {
-            self.required_level_error(&request, &api);
-            return;
+/// One `$JS.API` request: the subject parsed once ([`ApiSubject`]), then its handler.
+/// Subjects nats-server has no handler for, and the cluster operations a single server
+/// does not answer, get no answer at all.
+pub(crate) async fn handle_request(context: &Context, message: Message) {
+    let Ok(subject) = std::str::from_utf8(&message.subject) else {
+        return;
+    };
+    let Some(api) = ApiSubject::parse(subject) else {
+        return;
+    };
+    let Some(reply) = message.reply.clone().filter(|reply| !reply.is_empty()) else {
+        return;
+    };
+    let request = Request {
+        reply,
+        payload: message.payload.clone(),
+        headers: message.headers.clone(),
+    };
+    if !checks_level_itself(&api) && !required_level_met(message.headers.as_deref()) {
+        required_level_error(context, &request, &api);
+        return;
+    }
+    match api {
+        ApiSubject::AccountInfo => account::account_info(context, &request),
+        ApiSubject::StreamCreate { stream } => {
+            streams::stream_create(context, &request, stream).await
         }
-        match api {
-            ApiSubject::AccountInfo => self.account_info(&request),
-            ApiSubject::StreamCreate { stream } => self.stream_create(&request, stream).await,
-            ApiSubject::StreamUpdate { stream } => self.stream_update(&request, stream).await,
-            ApiSubject::StreamInfo { stream } => self.stream_info(&request, stream),
-            ApiSubject::StreamDelete { stream } => self.stream_delete(&request, stream).await,
-            ApiSubject::StreamPurge { stream } => self.stream_purge(&request, stream).await,
-            ApiSubject::StreamNames => self.stream_names(&request),
-            ApiSubject::StreamList => self.stream_list(&request),
-            ApiSubject::StreamMsgGet { stream } => self.message_get(&request, stream),
-            ApiSubject::StreamMsgDelete { stream } => self.message_delete(&request, stream).await,
-            ApiSubject::ConsumerCreate {
-                stream,
-                consumer: None,
-                ..
-            } => {
-                self.consumer_create(&request, CreateKind::LegacyEphemeral, stream, "", "")
-                    .await
-            }
-            ApiSubject::ConsumerCreate {
-                stream,
-                consumer: Some(name),
-                filter,
-            } => {
-                let filter = filter.unwrap_or_default();
-                self.consumer_create(&request, CreateKind::New, stream, name, filter)
-                    .await
-            }
-            ApiSubject::ConsumerDurableCreate { stream, consumer } => {
-                self.consumer_create(&request, CreateKind::LegacyDurable, stream, consumer, "")
-                    .await
-            }
-            // A single server refuses before looking at the level, as nats-server does
-            // outside a cluster.
-            ApiSubject::ConsumerLeaderStepdown { .. } => self.respond(
+        ApiSubject::StreamUpdate { stream } => {
+            streams::stream_update(context, &request, stream).await
+        }
+        ApiSubject::StreamInfo { stream } => streams::stream_info(context, &request, stream),
+        ApiSubject::StreamDelete { stream } => {
+            streams::stream_delete(context, &request, stream).await
+        }
+        ApiSubject::StreamPurge { stream } => {
+            streams::stream_purge(context, &request, stream).await
+        }
+        ApiSubject::StreamNames => streams::stream_names(context, &request),
+        ApiSubject::StreamList => streams::stream_list(context, &request),
+        ApiSubject::StreamMsgGet { stream } => messages::message_get(context, &request, stream),
+        ApiSubject::StreamMsgDelete { stream } => {
+            messages::message_delete(context, &request, stream).await
+        }
+        ApiSubject::ConsumerCreate {
+            stream,
+            consumer: None,
+            ..
+        } => {
+            consumers::consumer_create(
+                context,
                 &request,
-                &jetstream_api::SuccessResponse::error(
-                    jetstream_api::CONSUMER_LEADER_STEPDOWN_RESPONSE_TYPE,
-                    jetstream_api::errors::CLUSTER_REQUIRED.to_error(),
-                ),
-                true,
+                CreateKind::LegacyEphemeral,
+                stream,
+                "",
+                "",
+            )
+            .await
+        }
+        ApiSubject::ConsumerCreate {
+            stream,
+            consumer: Some(name),
+            filter,
+        } => {
+            let filter = filter.unwrap_or_default();
+            consumers::consumer_create(context, &request, CreateKind::New, stream, name, filter)
+                .await
+        }
+        ApiSubject::ConsumerDurableCreate { stream, consumer } => {
+            consumers::consumer_create(
+                context,
+                &request,
+                CreateKind::LegacyDurable,
+                stream,
+                consumer,
+                "",
+            )
+            .await
+        }
+        // A single server refuses before looking at the level, as nats-server does
+        // outside a cluster.
+        ApiSubject::ConsumerLeaderStepdown { .. } => context.respond(
+            &request,
+            &jetstream_api::SuccessResponse::error(
+                jetstream_api::CONSUMER_LEADER_STEPDOWN_RESPONSE_TYPE,
+                jetstream_api::errors::CLUSTER_REQUIRED.to_error(),
             ),
-            ApiSubject::ConsumerInfo { stream, consumer } => {
-                self.consumer_info(&request, stream, consumer).await
-            }
-            ApiSubject::ConsumerDelete { stream, consumer } => {
-                self.consumer_delete(&request, stream, consumer).await
-            }
-            ApiSubject::ConsumerNames { stream } => self.consumer_names(&request, stream),
-            ApiSubject::ConsumerList { stream } => self.consumer_list(&request, stream),
-            ApiSubject::ConsumerPause { stream, consumer } => {
-                self.consumer_pause(&request, stream, consumer).await
-            }
-            ApiSubject::ConsumerUnpin { stream, consumer } => {
-                self.consumer_unpin(&request, stream, consumer).await
-            }
-            ApiSubject::ConsumerReset { stream, consumer } => {
-                self.consumer_reset(&request, stream, consumer).await
-            }
-            _ => {}
+            true,
+        ),
+        ApiSubject::ConsumerInfo { stream, consumer } => {
+            consumers::consumer_info(context, &request, stream, consumer).await
         }
-    }
-
-    /// Send a JSON response without touching the API counters.
-    pub(crate) fn respond_uncounted<T: Serialize>(&self, request: &Request, body: &T) {
-        self.transport.publish(Message {
-            subject: request.reply.clone(),
-            reply: None,
-            headers: None,
-            payload: Bytes::from(jetstream_api::json::encode_response(body)),
-        });
-    }
-
-    /// Send a JSON response, counting it (and counting it as an error when `failed`).
-    /// Counted before the answer goes out: the info thread may answer the requester's next
-    /// `$JS.API.INFO` before this thread would get to count otherwise.
-    pub(crate) fn respond<T: Serialize>(&self, request: &Request, body: &T, failed: bool) {
-        self.api.total.fetch_add(1, Ordering::Relaxed);
-        if failed {
-            self.api.errors.fetch_add(1, Ordering::Relaxed);
+        ApiSubject::ConsumerDelete { stream, consumer } => {
+            consumers::consumer_delete(context, &request, stream, consumer).await
         }
-        self.respond_uncounted(request, body);
+        ApiSubject::ConsumerNames { stream } => {
+            consumers::consumer_names(context, &request, stream)
+        }
+        ApiSubject::ConsumerList { stream } => consumers::consumer_list(context, &request, stream),
+        ApiSubject::ConsumerPause { stream, consumer } => {
+            consumers::consumer_pause(context, &request, stream, consumer).await
+        }
+        ApiSubject::ConsumerUnpin { stream, consumer } => {
+            consumers::consumer_unpin(context, &request, stream, consumer).await
+        }
+        ApiSubject::ConsumerReset { stream, consumer } => {
+            consumers::consumer_reset(context, &request, stream, consumer).await
+        }
+        _ => {}
     }
 }

@@ -9,7 +9,7 @@
 //! reaches its limit (nats-server's `JSDefaultRequestQueueLimit`, 10,000) drops everything
 //! pending, logs a warning and publishes `$JS.EVENT.ADVISORY.API.LIMIT_REACHED`.
 
-use crate::engine::Engine;
+use super::Context;
 use crate::transport::Message;
 use bytes::Bytes;
 use jetstream_api::advisory::{self, Advisory, ApiLimitReached};
@@ -96,7 +96,7 @@ impl ApiQueues {
     /// Start the two serving threads. They run the handlers with `runtime.block_on`, so the
     /// handlers may await stream and consumer tasks, which stay on the runtime.
     pub(crate) fn start(
-        engine: &Arc<Engine>,
+        context: &Arc<Context>,
         runtime: tokio::runtime::Handle,
         limit: usize,
     ) -> std::io::Result<Arc<ApiQueues>> {
@@ -112,14 +112,14 @@ impl ApiQueues {
         let own_threads = runtime.runtime_flavor() != tokio::runtime::RuntimeFlavor::CurrentThread;
         for (thread_name, info) in [("js-api", false), ("js-api-info", true)] {
             let queues = queues.clone();
-            let engine = engine.clone();
+            let context = context.clone();
             if own_threads {
                 let runtime = runtime.clone();
                 std::thread::Builder::new()
                     .name(thread_name.to_string())
-                    .spawn(move || runtime.block_on(queues.serve(&engine, info)))?;
+                    .spawn(move || runtime.block_on(queues.serve(&context, info)))?;
             } else {
-                runtime.spawn(async move { queues.serve(&engine, info).await });
+                runtime.spawn(async move { queues.serve(&context, info).await });
             }
         }
         Ok(queues)
@@ -133,14 +133,14 @@ impl ApiQueues {
         }
     }
 
-    async fn serve(&self, engine: &Arc<Engine>, info: bool) {
+    async fn serve(&self, context: &Arc<Context>, info: bool) {
         let queue = self.queue(info);
         loop {
             while let Some(message) = queue.pop() {
                 if self.closed.load(Ordering::Acquire) {
                     return;
                 }
-                engine.handle_api_request(message).await;
+                super::handle_request(context, message).await;
             }
             if self.closed.load(Ordering::Acquire) {
                 return;
@@ -150,17 +150,17 @@ impl ApiQueues {
     }
 
     /// Called by the `$JS.API` subscription handlers: classify and enqueue, never block.
-    pub(crate) fn enqueue(&self, engine: &Engine, message: Message) {
+    pub(crate) fn enqueue(&self, context: &Context, message: Message) {
         if self.closed.load(Ordering::Acquire) {
             return;
         }
         let queue = self.queue(is_info_request(&message.subject));
         if let Some(dropped) = queue.push(message, self.limit) {
-            self.limit_reached(engine, queue.name, dropped);
+            self.limit_reached(context, queue.name, dropped);
         }
     }
 
-    fn limit_reached(&self, engine: &Engine, queue_name: &str, dropped: usize) {
+    fn limit_reached(&self, context: &Context, queue_name: &str, dropped: usize) {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |elapsed| elapsed.as_secs());
@@ -168,24 +168,19 @@ impl ApiQueues {
             tracing::warn!("{queue_name} limit reached, dropping {dropped} requests");
         }
         let subject = advisory::API_LIMIT_REACHED_SUBJECT;
-        if !engine.transport.has_interest(subject) {
+        if !context.transport.has_interest(subject) {
             return;
         }
         let body = Advisory::new(
             crate::nuid::next_id(),
             Timestamp::now(),
             ApiLimitReached {
-                server: engine.identity.server_name.clone(),
-                domain: engine.config.domain.clone().unwrap_or_default(),
+                server: context.server_name.clone(),
+                domain: context.domain.clone().unwrap_or_default(),
                 dropped: i64::try_from(dropped).unwrap_or(i64::MAX),
             },
         );
-        engine.transport.publish(Message {
-            subject: Bytes::from_static(subject.as_bytes()),
-            reply: None,
-            headers: None,
-            payload: Bytes::from(jetstream_api::json::encode_response(&body)),
-        });
+        context.publish_json(Bytes::from_static(subject.as_bytes()), &body);
     }
 
     /// Stop both threads; requests still queued are dropped.

@@ -1,7 +1,7 @@
 //! `STREAM.CREATE`, `UPDATE`, `INFO`, `DELETE`, `PURGE`, `NAMES` and `LIST`.
 
+use super::Context;
 use super::Request;
-use crate::engine::Engine;
 use crate::stream::{Stream, StreamCommand};
 use jetstream_api::advisory::ActionKind;
 use jetstream_api::json::decode_request;
@@ -38,371 +38,365 @@ pub(crate) struct InfoDetail<'a> {
     pub subjects_filter: Option<&'a str>,
 }
 
-impl Engine {
-    /// A stream's info as nats-server builds it. `view` decides the extras: INFO reports the
-    /// leader and the dynamic metadata, CREATE/UPDATE only the metadata, LIST neither; all but
-    /// CREATE carry the domain.
-    pub(crate) fn build_stream_info(
-        &self,
-        stream: &Stream,
-        detail: &InfoDetail<'_>,
-        view: InfoView,
-    ) -> (StreamInfo, usize) {
-        let with_cluster = view == InfoView::Info;
-        let config = stream.config();
-        let (state, subjects_total) = {
-            let store = stream.store.read();
-            let raw = store.state();
-            let mut state = StreamState {
-                messages: raw.msgs,
-                bytes: raw.bytes,
-                first_seq: if raw.last_seq == 0 && raw.first_seq <= 1 {
-                    0
-                } else {
-                    raw.first_seq
-                },
-                first_time: timestamp_or_zero(raw.first_timestamp, raw.msgs > 0),
-                last_seq: raw.last_seq,
-                last_time: timestamp_or_zero(raw.last_timestamp, raw.last_timestamp != 0),
-                num_subjects: raw.num_subjects,
-                num_deleted: raw.num_deleted,
-                consumer_count: stream.interest.count() as u64,
-                ..Default::default()
-            };
-            if detail.deleted_details {
-                state.deleted = store.deleted_seqs();
-            }
-            let mut subjects_total = 0;
-            if let Some(filter) = detail.subjects_filter.filter(|filter| !filter.is_empty()) {
-                let subjects: BTreeMap<String, u64> = store
-                    .subjects_state(filter)
-                    .into_iter()
-                    .map(|(subject, counts)| (subject, counts.msgs))
-                    .collect();
-                subjects_total = subjects.len();
-                state.subjects = subjects;
-            }
-            (state, subjects_total)
-        };
-        let mirror = config.mirror.as_ref().map(|source| {
-            let own_last = stream.store.state().last_seq;
-            let origin_last = self
-                .registry
-                .get(&source.name)
-                .filter(|_| source.external.is_none())
-                .map(|origin| *origin.last_sequence.borrow())
-                .unwrap_or(own_last);
-            let origin_missing = stream
-                .mirror_origin_missing
-                .load(std::sync::atomic::Ordering::Relaxed);
-            let contact = stream
-                .mirror_contact
-                .load(std::sync::atomic::Ordering::Relaxed);
-            StreamSourceInfo {
-                name: source.name.clone(),
-                external: source.external.clone(),
-                lag: origin_last.saturating_sub(own_last),
-                error: origin_missing.then(|| errors::STREAM_NOT_FOUND.to_error()),
-                active: if contact == 0 {
-                    Nanos(-1)
-                } else {
-                    Nanos((crate::time_format::now_nanos() - contact).max(0))
-                },
-                filter_subject: source.filter_subject.clone(),
-                subject_transforms: source.subject_transforms.clone(),
-                ..Default::default()
-            }
-        });
-        let sources = crate::stream::sources_info(stream, &*self.registry);
-        let info = StreamInfo {
-            mirror,
-            sources,
-            config: if view == InfoView::List {
-                config
+/// A stream's info as nats-server builds it. `view` decides the extras: INFO reports the
+/// leader and the dynamic metadata, CREATE/UPDATE only the metadata, LIST neither; all but
+/// CREATE carry the domain.
+pub(crate) fn build_stream_info(
+    context: &Context,
+    stream: &Stream,
+    detail: &InfoDetail<'_>,
+    view: InfoView,
+) -> (StreamInfo, usize) {
+    let with_cluster = view == InfoView::Info;
+    let config = stream.config();
+    let (state, subjects_total) = {
+        let store = stream.store.read();
+        let raw = store.state();
+        let mut state = StreamState {
+            messages: raw.msgs,
+            bytes: raw.bytes,
+            first_seq: if raw.last_seq == 0 && raw.first_seq <= 1 {
+                0
             } else {
-                metadata::stream_config_for_response(&config)
+                raw.first_seq
             },
-            created: Timestamp::from_unix_nanos(stream.created),
-            state,
-            // nats-server leaves the domain out of CREATE responses only.
-            domain: if view == InfoView::Create {
-                String::new()
-            } else {
-                self.config.domain.clone().unwrap_or_default()
-            },
-            cluster: with_cluster.then(|| ClusterInfo {
-                leader: self.identity.server_name.clone(),
-                ..Default::default()
-            }),
-            timestamp: Timestamp::now(),
+            first_time: timestamp_or_zero(raw.first_timestamp, raw.msgs > 0),
+            last_seq: raw.last_seq,
+            last_time: timestamp_or_zero(raw.last_timestamp, raw.last_timestamp != 0),
+            num_subjects: raw.num_subjects,
+            num_deleted: raw.num_deleted,
+            consumer_count: stream.interest.count() as u64,
             ..Default::default()
         };
-        (info, subjects_total)
-    }
+        if detail.deleted_details {
+            state.deleted = store.deleted_seqs();
+        }
+        let mut subjects_total = 0;
+        if let Some(filter) = detail.subjects_filter.filter(|filter| !filter.is_empty()) {
+            let subjects: BTreeMap<String, u64> = store
+                .subjects_state(filter)
+                .into_iter()
+                .map(|(subject, counts)| (subject, counts.msgs))
+                .collect();
+            subjects_total = subjects.len();
+            state.subjects = subjects;
+        }
+        (state, subjects_total)
+    };
+    let mirror = config.mirror.as_ref().map(|source| {
+        let own_last = stream.store.state().last_seq;
+        let origin_last = context
+            .registry
+            .get(&source.name)
+            .filter(|_| source.external.is_none())
+            .map(|origin| *origin.last_sequence.borrow())
+            .unwrap_or(own_last);
+        let origin_missing = stream
+            .mirror_origin_missing
+            .load(std::sync::atomic::Ordering::Relaxed);
+        let contact = stream
+            .mirror_contact
+            .load(std::sync::atomic::Ordering::Relaxed);
+        StreamSourceInfo {
+            name: source.name.clone(),
+            external: source.external.clone(),
+            lag: origin_last.saturating_sub(own_last),
+            error: origin_missing.then(|| errors::STREAM_NOT_FOUND.to_error()),
+            active: if contact == 0 {
+                Nanos(-1)
+            } else {
+                Nanos((crate::time_format::now_nanos() - contact).max(0))
+            },
+            filter_subject: source.filter_subject.clone(),
+            subject_transforms: source.subject_transforms.clone(),
+            ..Default::default()
+        }
+    });
+    let sources = crate::stream::sources_info(stream, &*context.registry);
+    let info = StreamInfo {
+        mirror,
+        sources,
+        config: if view == InfoView::List {
+            config
+        } else {
+            metadata::stream_config_for_response(&config)
+        },
+        created: Timestamp::from_unix_nanos(stream.created),
+        state,
+        // nats-server leaves the domain out of CREATE responses only.
+        domain: if view == InfoView::Create {
+            String::new()
+        } else {
+            context.domain.clone().unwrap_or_default()
+        },
+        cluster: with_cluster.then(|| ClusterInfo {
+            leader: context.server_name.clone(),
+            ..Default::default()
+        }),
+        timestamp: Timestamp::now(),
+        ..Default::default()
+    };
+    (info, subjects_total)
+}
 
-    pub(crate) async fn stream_create(self: &Arc<Self>, request: &Request, name: &str) {
-        let result = self.try_stream_create(request, name).await;
-        match result {
-            Ok((info, did_create)) => {
-                if did_create {
-                    self.advise_stream_action(name, ActionKind::Create);
-                }
-                // nats-server answers `did_create: true` for an identical existing stream too.
-                self.respond(request, &StreamCreateResponse::ok(info, true), false)
+pub(crate) async fn stream_create(context: &Context, request: &Request, name: &str) {
+    let result = try_stream_create(context, request, name).await;
+    match result {
+        Ok((info, did_create)) => {
+            if did_create {
+                context.advise_stream_action(name, ActionKind::Create);
             }
-            Err(error) => self.respond(request, &StreamCreateResponse::error(error), true),
+            // nats-server answers `did_create: true` for an identical existing stream too.
+            context.respond(request, &StreamCreateResponse::ok(info, true), false)
+        }
+        Err(error) => context.respond(request, &StreamCreateResponse::error(error), true),
+    }
+}
+
+async fn try_stream_create(
+    context: &Context,
+    request: &Request,
+    name: &str,
+) -> Result<(StreamInfo, bool), ApiError> {
+    let config_request: StreamConfigRequest = decode_request(&request.payload)?;
+    let config = config_request.config;
+    if config.name != name {
+        return Err(errors::STREAM_MISMATCH.to_error());
+    }
+    if name.contains(['/', '\\']) {
+        return Err(errors::STREAM_NAME_CONTAINS_PATH_SEPARATORS.to_error());
+    }
+    if config.sealed {
+        return Err(errors::STREAM_INVALID_CONFIG
+            .with_err("stream configuration for create can not be sealed"));
+    }
+    if config.mirror_direct && config.mirror.is_none() {
+        return Err(errors::STREAM_INVALID_CONFIG
+            .with_err("stream has no mirror but does have mirror direct"));
+    }
+    let (stream, did_create) = context
+        .registry
+        .create_stream(&config, config_request.pedantic)
+        .await
+        .map_err(wrap_create_error)?;
+    let (mut info, _) =
+        build_stream_info(context, &stream, &InfoDetail::default(), InfoView::Create);
+    if did_create {
+        // nats-server answers before its mirror or sources start: none has had contact.
+        // Ours start on the runtime while this thread builds the answer, so say the same.
+        if let Some(mirror) = info.mirror.as_mut() {
+            mirror.active = Nanos(-1);
+        }
+        for source in &mut info.sources {
+            source.active = Nanos(-1);
         }
     }
+    Ok((info, did_create))
+}
 
-    async fn try_stream_create(
-        &self,
-        request: &Request,
-        name: &str,
-    ) -> Result<(StreamInfo, bool), ApiError> {
+pub(crate) async fn stream_update(context: &Context, request: &Request, name: &str) {
+    let result = async {
         let config_request: StreamConfigRequest = decode_request(&request.payload)?;
         let config = config_request.config;
         if config.name != name {
             return Err(errors::STREAM_MISMATCH.to_error());
         }
-        if name.contains(['/', '\\']) {
-            return Err(errors::STREAM_NAME_CONTAINS_PATH_SEPARATORS.to_error());
-        }
-        if config.sealed {
-            return Err(errors::STREAM_INVALID_CONFIG
-                .with_err("stream configuration for create can not be sealed"));
-        }
-        if config.mirror_direct && config.mirror.is_none() {
-            return Err(errors::STREAM_INVALID_CONFIG
-                .with_err("stream has no mirror but does have mirror direct"));
-        }
-        let (stream, did_create) = self
-            .create_stream(&config, config_request.pedantic)
+        let stream = context
+            .registry
+            .update_stream(&config, config_request.pedantic)
             .await
-            .map_err(wrap_create_error)?;
-        let (mut info, _) =
-            self.build_stream_info(&stream, &InfoDetail::default(), InfoView::Create);
-        if did_create {
-            // nats-server answers before its mirror or sources start: none has had contact.
-            // Ours start on the runtime while this thread builds the answer, so say the same.
-            if let Some(mirror) = info.mirror.as_mut() {
-                mirror.active = Nanos(-1);
-            }
-            for source in &mut info.sources {
-                source.active = Nanos(-1);
-            }
-        }
-        Ok((info, did_create))
-    }
-
-    pub(crate) async fn stream_update(self: &Arc<Self>, request: &Request, name: &str) {
-        let result = async {
-            let config_request: StreamConfigRequest = decode_request(&request.payload)?;
-            let config = config_request.config;
-            if config.name != name {
-                return Err(errors::STREAM_MISMATCH.to_error());
-            }
-            let stream = self
-                .update_stream(&config, config_request.pedantic)
-                .await
-                .map_err(|error| {
-                    if error.err_code == 0 {
-                        errors::STREAM_UPDATE.with_err(error.description)
-                    } else {
-                        error
-                    }
-                })?;
-            let (info, _) =
-                self.build_stream_info(&stream, &InfoDetail::default(), InfoView::Update);
-            Ok::<_, ApiError>(info)
-        }
-        .await;
-        match result {
-            Ok(info) => {
-                self.advise_stream_action(name, ActionKind::Modify);
-                self.respond(request, &StreamUpdateResponse::ok(info), false)
-            }
-            Err(error) => self.respond(request, &StreamUpdateResponse::error(error), true),
-        }
-    }
-
-    pub(crate) fn stream_info(&self, request: &Request, name: &str) {
-        let info_request: StreamInfoRequest = if request.has_json_body() {
-            match decode_request(&request.payload) {
-                Ok(parsed) => parsed,
-                Err(error) => {
-                    return self.respond(request, &StreamInfoResponse::error(error), true)
+            .map_err(|error| {
+                if error.err_code == 0 {
+                    errors::STREAM_UPDATE.with_err(error.description)
+                } else {
+                    error
                 }
-            }
-        } else {
-            StreamInfoRequest::default()
-        };
-        let Some(stream) = self.registry.get(name) else {
-            return self.respond(
-                request,
-                &StreamInfoResponse::error(errors::STREAM_NOT_FOUND.to_error()),
-                true,
-            );
-        };
-        let detail = InfoDetail {
-            deleted_details: info_request.deleted_details,
-            subjects_filter: Some(info_request.subjects_filter.as_str()),
-        };
-        let (mut info, subjects_total) = self.build_stream_info(&stream, &detail, InfoView::Info);
-        let mut paged = Paged::default();
-        if subjects_total > 0 {
-            let offset = info_request.offset.min(subjects_total);
-            paged = Paged {
-                total: subjects_total,
-                offset,
-                limit: MAX_SUBJECT_DETAILS,
-            };
-            if offset > 0 || subjects_total > MAX_SUBJECT_DETAILS {
-                info.state.subjects = std::mem::take(&mut info.state.subjects)
-                    .into_iter()
-                    .skip(offset)
-                    .take(MAX_SUBJECT_DETAILS)
-                    .collect();
-            }
-        }
-        let _ = STREAM_INFO_RESPONSE_TYPE;
-        self.respond(request, &StreamInfoResponse::ok(info, paged), false);
+            })?;
+        let (info, _) =
+            build_stream_info(context, &stream, &InfoDetail::default(), InfoView::Update);
+        Ok::<_, ApiError>(info)
     }
-
-    pub(crate) async fn stream_delete(self: &Arc<Self>, request: &Request, name: &str) {
-        match self.delete_stream(name).await {
-            Ok(()) => {
-                self.advise_stream_action(name, ActionKind::Delete);
-                self.respond(
-                    request,
-                    &SuccessResponse::ok(STREAM_DELETE_RESPONSE_TYPE),
-                    false,
-                )
-            }
-            Err(error) => self.respond(
-                request,
-                &SuccessResponse::error(STREAM_DELETE_RESPONSE_TYPE, error),
-                true,
-            ),
+    .await;
+    match result {
+        Ok(info) => {
+            context.advise_stream_action(name, ActionKind::Modify);
+            context.respond(request, &StreamUpdateResponse::ok(info), false)
         }
+        Err(error) => context.respond(request, &StreamUpdateResponse::error(error), true),
     }
+}
 
-    pub(crate) async fn stream_purge(&self, request: &Request, name: &str) {
-        let result = async {
-            let purge: StreamPurgeRequest = if request.has_json_body() {
-                decode_request(&request.payload)?
-            } else {
-                StreamPurgeRequest::default()
-            };
-            if purge.sequence > 0 && purge.keep > 0 {
-                return Err(errors::BAD_REQUEST.to_error());
-            }
-            let stream = self
-                .registry
-                .get(name)
-                .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
-            let config = stream.config();
-            if config.sealed {
-                return Err(errors::STREAM_SEALED.to_error());
-            }
-            if config.deny_purge {
-                return Err(errors::STREAM_PURGE_FAILED.with_err("stream purge not permitted"));
-            }
-            let (reply, done) = oneshot::channel();
-            stream.send(StreamCommand::Purge {
-                filter: purge.filter,
-                up_to_seq: purge.sequence,
-                keep: purge.keep,
-                reply,
-            });
-            done.await
-                .unwrap_or_else(|_| Err(errors::STREAM_PURGE_FAILED.with_err("stream stopped")))
+pub(crate) fn stream_info(context: &Context, request: &Request, name: &str) {
+    let info_request: StreamInfoRequest = if request.has_json_body() {
+        match decode_request(&request.payload) {
+            Ok(parsed) => parsed,
+            Err(error) => return context.respond(request, &StreamInfoResponse::error(error), true),
         }
-        .await;
-        match result {
-            Ok(purged) => self.respond(request, &StreamPurgeResponse::ok(purged), false),
-            Err(error) => self.respond(request, &StreamPurgeResponse::error(error), true),
-        }
-    }
-
-    /// Streams (sorted by name) whose subjects overlap `filter` (all when empty).
-    fn filtered_streams(&self, filter: &str) -> Vec<Arc<Stream>> {
-        self.registry
-            .all()
-            .into_iter()
-            .filter(|stream| {
-                filter.is_empty()
-                    || stream
-                        .config
-                        .read()
-                        .subjects
-                        .iter()
-                        .any(|subject| crate::subject::overlaps(filter, subject))
-            })
-            .collect()
-    }
-
-    pub(crate) fn stream_names(&self, request: &Request) {
-        let names_request: StreamNamesRequest = if request.has_json_body() {
-            match decode_request(&request.payload) {
-                Ok(parsed) => parsed,
-                Err(error) => {
-                    return self.respond(request, &StreamNamesResponse::error(error), true)
-                }
-            }
-        } else {
-            StreamNamesRequest::default()
-        };
-        let streams = self.filtered_streams(&names_request.subject);
-        let total = streams.len();
-        let offset = names_request.offset.min(total);
-        let names: Vec<String> = streams
-            .iter()
-            .skip(offset)
-            .take(NAMES_LIMIT)
-            .map(|stream| stream.name.clone())
-            .collect();
-        // nats-server leaves the slice nil (JSON null) when nothing was appended.
-        let names = (!names.is_empty()).then_some(names);
-        let paged = Paged {
-            total,
+    } else {
+        StreamInfoRequest::default()
+    };
+    let Some(stream) = context.registry.get(name) else {
+        return context.respond(
+            request,
+            &StreamInfoResponse::error(errors::STREAM_NOT_FOUND.to_error()),
+            true,
+        );
+    };
+    let detail = InfoDetail {
+        deleted_details: info_request.deleted_details,
+        subjects_filter: Some(info_request.subjects_filter.as_str()),
+    };
+    let (mut info, subjects_total) = build_stream_info(context, &stream, &detail, InfoView::Info);
+    let mut paged = Paged::default();
+    if subjects_total > 0 {
+        let offset = info_request.offset.min(subjects_total);
+        paged = Paged {
+            total: subjects_total,
             offset,
-            limit: NAMES_LIMIT,
+            limit: MAX_SUBJECT_DETAILS,
         };
-        let _ = STREAM_NAMES_RESPONSE_TYPE;
-        self.respond(request, &StreamNamesResponse::ok(names, paged), false);
+        if offset > 0 || subjects_total > MAX_SUBJECT_DETAILS {
+            info.state.subjects = std::mem::take(&mut info.state.subjects)
+                .into_iter()
+                .skip(offset)
+                .take(MAX_SUBJECT_DETAILS)
+                .collect();
+        }
     }
+    let _ = STREAM_INFO_RESPONSE_TYPE;
+    context.respond(request, &StreamInfoResponse::ok(info, paged), false);
+}
 
-    pub(crate) fn stream_list(&self, request: &Request) {
-        let list_request: StreamNamesRequest = if request.has_json_body() {
-            match decode_request(&request.payload) {
-                Ok(parsed) => parsed,
-                Err(error) => {
-                    return self.respond(request, &StreamListResponse::error(error), true)
-                }
-            }
-        } else {
-            StreamNamesRequest::default()
-        };
-        let streams = self.filtered_streams(&list_request.subject);
-        let total = streams.len();
-        let offset = list_request.offset.min(total);
-        let infos = streams
-            .iter()
-            .skip(offset)
-            .take(LIST_LIMIT)
-            .map(|stream| {
-                self.build_stream_info(stream, &InfoDetail::default(), InfoView::List)
-                    .0
-            })
-            .collect();
-        let paged = Paged {
-            total,
-            offset,
-            limit: LIST_LIMIT,
-        };
-        let _ = STREAM_LIST_RESPONSE_TYPE;
-        self.respond(request, &StreamListResponse::ok(infos, paged), false);
+pub(crate) async fn stream_delete(context: &Context, request: &Request, name: &str) {
+    match context.registry.delete_stream(name).await {
+        Ok(()) => {
+            context.advise_stream_action(name, ActionKind::Delete);
+            context.respond(
+                request,
+                &SuccessResponse::ok(STREAM_DELETE_RESPONSE_TYPE),
+                false,
+            )
+        }
+        Err(error) => context.respond(
+            request,
+            &SuccessResponse::error(STREAM_DELETE_RESPONSE_TYPE, error),
+            true,
+        ),
     }
+}
+
+pub(crate) async fn stream_purge(context: &Context, request: &Request, name: &str) {
+    let result = async {
+        let purge: StreamPurgeRequest = if request.has_json_body() {
+            decode_request(&request.payload)?
+        } else {
+            StreamPurgeRequest::default()
+        };
+        if purge.sequence > 0 && purge.keep > 0 {
+            return Err(errors::BAD_REQUEST.to_error());
+        }
+        let stream = context
+            .registry
+            .get(name)
+            .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
+        let config = stream.config();
+        if config.sealed {
+            return Err(errors::STREAM_SEALED.to_error());
+        }
+        if config.deny_purge {
+            return Err(errors::STREAM_PURGE_FAILED.with_err("stream purge not permitted"));
+        }
+        let (reply, done) = oneshot::channel();
+        stream.send(StreamCommand::Purge {
+            filter: purge.filter,
+            up_to_seq: purge.sequence,
+            keep: purge.keep,
+            reply,
+        });
+        done.await
+            .unwrap_or_else(|_| Err(errors::STREAM_PURGE_FAILED.with_err("stream stopped")))
+    }
+    .await;
+    match result {
+        Ok(purged) => context.respond(request, &StreamPurgeResponse::ok(purged), false),
+        Err(error) => context.respond(request, &StreamPurgeResponse::error(error), true),
+    }
+}
+
+/// Streams (sorted by name) whose subjects overlap `filter` (all when empty).
+fn filtered_streams(context: &Context, filter: &str) -> Vec<Arc<Stream>> {
+    context
+        .registry
+        .all()
+        .into_iter()
+        .filter(|stream| {
+            filter.is_empty()
+                || stream
+                    .config
+                    .read()
+                    .subjects
+                    .iter()
+                    .any(|subject| crate::subject::overlaps(filter, subject))
+        })
+        .collect()
+}
+
+pub(crate) fn stream_names(context: &Context, request: &Request) {
+    let names_request: StreamNamesRequest = if request.has_json_body() {
+        match decode_request(&request.payload) {
+            Ok(parsed) => parsed,
+            Err(error) => {
+                return context.respond(request, &StreamNamesResponse::error(error), true)
+            }
+        }
+    } else {
+        StreamNamesRequest::default()
+    };
+    let streams = filtered_streams(context, &names_request.subject);
+    let total = streams.len();
+    let offset = names_request.offset.min(total);
+    let names: Vec<String> = streams
+        .iter()
+        .skip(offset)
+        .take(NAMES_LIMIT)
+        .map(|stream| stream.name.clone())
+        .collect();
+    // nats-server leaves the slice nil (JSON null) when nothing was appended.
+    let names = (!names.is_empty()).then_some(names);
+    let paged = Paged {
+        total,
+        offset,
+        limit: NAMES_LIMIT,
+    };
+    let _ = STREAM_NAMES_RESPONSE_TYPE;
+    context.respond(request, &StreamNamesResponse::ok(names, paged), false);
+}
+
+pub(crate) fn stream_list(context: &Context, request: &Request) {
+    let list_request: StreamNamesRequest = if request.has_json_body() {
+        match decode_request(&request.payload) {
+            Ok(parsed) => parsed,
+            Err(error) => return context.respond(request, &StreamListResponse::error(error), true),
+        }
+    } else {
+        StreamNamesRequest::default()
+    };
+    let streams = filtered_streams(context, &list_request.subject);
+    let total = streams.len();
+    let offset = list_request.offset.min(total);
+    let infos = streams
+        .iter()
+        .skip(offset)
+        .take(LIST_LIMIT)
+        .map(|stream| build_stream_info(context, stream, &InfoDetail::default(), InfoView::List).0)
+        .collect();
+    let paged = Paged {
+        total,
+        offset,
+        limit: LIST_LIMIT,
+    };
+    let _ = STREAM_LIST_RESPONSE_TYPE;
+    context.respond(request, &StreamListResponse::ok(infos, paged), false);
 }
 
 fn timestamp_or_zero(nanos: i64, present: bool) -> Timestamp {

@@ -1,0 +1,83 @@
+//! [`Context`]: everything a `$JS.API` handler may use — the registry (streams, consumers,
+//! account limits and usage), core routing, the domain and server name its answers carry, and
+//! the API counters. Built once by [`crate::JetStream::start`]; the handlers are functions over
+//! it, so they cannot reach the engine's subscriptions or shutdown.
+
+use super::Request;
+use crate::registry::Registry;
+use crate::transport::{Message, Transport};
+use bytes::Bytes;
+use jetstream_api::advisory::{self, ActionKind, Advisory, StreamAction};
+use jetstream_api::Timestamp;
+use serde::Serialize;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// `$JS.API` requests answered and how many of them were errors (`/jsz`, `$JS.API.INFO`).
+#[derive(Default)]
+pub(crate) struct ApiCounters {
+    pub total: AtomicU64,
+    pub errors: AtomicU64,
+}
+
+pub(crate) struct Context {
+    pub registry: Arc<Registry>,
+    pub transport: Arc<dyn Transport>,
+    /// The JetStream domain answers and advisories name.
+    pub domain: Option<String>,
+    /// The server name answers report as the leader.
+    pub server_name: String,
+    pub counters: ApiCounters,
+}
+
+impl Context {
+    /// Send a JSON response without touching the API counters.
+    pub(crate) fn respond_uncounted<T: Serialize>(&self, request: &Request, body: &T) {
+        self.publish_json(request.reply.clone(), body);
+    }
+
+    /// Send a JSON response, counting it (and counting it as an error when `failed`).
+    /// Counted before the answer goes out: the info thread may answer the requester's next
+    /// `$JS.API.INFO` before this thread would get to count otherwise.
+    pub(crate) fn respond<T: Serialize>(&self, request: &Request, body: &T, failed: bool) {
+        self.counters.total.fetch_add(1, Ordering::Relaxed);
+        if failed {
+            self.counters.errors.fetch_add(1, Ordering::Relaxed);
+        }
+        self.respond_uncounted(request, body);
+    }
+
+    /// Publish a JSON body (an answer or an advisory) through core routing.
+    pub(crate) fn publish_json<T: Serialize>(&self, subject: impl Into<Bytes>, body: &T) {
+        self.transport.publish(Message {
+            subject: subject.into(),
+            reply: None,
+            headers: None,
+            payload: Bytes::from(jetstream_api::json::encode_response(body)),
+        });
+    }
+
+    /// `$JS.EVENT.ADVISORY.STREAM.CREATED`, `.UPDATED` and `.DELETED.<stream>` with
+    /// nats-server's `stream_action` body; published only when someone listens, as
+    /// nats-server does.
+    pub(crate) fn advise_stream_action(&self, stream: &str, action: ActionKind) {
+        let subject = match action {
+            ActionKind::Create => advisory::stream_created_subject(stream),
+            ActionKind::Delete => advisory::stream_deleted_subject(stream),
+            ActionKind::Modify => advisory::stream_updated_subject(stream),
+        };
+        if !self.transport.has_interest(&subject) {
+            return;
+        }
+        let body = Advisory::new(
+            crate::nuid::next_id(),
+            Timestamp::now(),
+            StreamAction {
+                stream: stream.to_string(),
+                action,
+                domain: self.domain.clone().unwrap_or_default(),
+            },
+        );
+        self.publish_json(subject, &body);
+    }
+}
