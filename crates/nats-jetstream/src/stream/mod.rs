@@ -26,12 +26,10 @@ mod headers;
 mod ingest;
 mod interest;
 mod mirror;
-mod schedule;
 mod source_header;
 mod sources;
 pub(crate) mod storage;
 mod store;
-mod time_zone;
 
 pub(crate) use config::{check_and_fill, check_update, with_static_metadata};
 pub(crate) use ingest::{store_config as ingest_store_config, IngestContext};

@@ -10,11 +10,11 @@
 //! Fired messages skip the client checks, as nats-server passes them in as sourced messages.
 
 use super::super::headers::{self, PublishHeaders};
-use super::super::schedule::{self, ScheduleError};
 use super::{Ingest, Origin};
 use crate::transport::Message;
 use bytes::Bytes;
 use jetstream_api::{errors, ApiError};
+use nats_schedule::{self as schedule, ScheduleError};
 use nats_store::{StoredMessage, StreamStore};
 use std::collections::HashMap;
 
@@ -342,7 +342,7 @@ impl Ingest {
             block = headers::append_header(
                 &block,
                 "Nats-Schedule-Next",
-                &schedule::format_next(fire.at),
+                &crate::time_format::rfc3339_from_nanos(fire.at),
             );
             Some(fire.at)
         } else {

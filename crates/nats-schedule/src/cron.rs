@@ -1,8 +1,8 @@
 //! Message schedule patterns (ADR-51, the `Nats-Schedule` header) and when they fire next:
 //! `@at <RFC3339>` (once), `@every <Go duration>` (at least 1s), the cron shorthands (`@hourly`,
 //! `@daily`, ...) and six-field cron patterns with seconds, evaluated as nats-server's
-//! `parseMsgSchedule`/`parseCron` do. Pure functions of the pattern and two clocks; the ingest
-//! task (`ingest/schedules.rs`) owns the table of schedules and fires them.
+//! `parseMsgSchedule`/`parseCron` do. Pure functions of the pattern and two clocks; nats-jetstream's ingest
+//! task (`stream/ingest/schedules.rs`) owns the table of schedules and fires them.
 //!
 //! A `Nats-Schedule-Time-Zone` names an IANA zone (read from the system's zoneinfo files by
 //! `time_zone.rs`); cron fields are then read on that zone's wall clock.
@@ -14,14 +14,14 @@ const NANOS_PER_SECOND: i64 = 1_000_000_000;
 
 /// When a schedule fires next (unix nanoseconds) and whether it repeats afterwards.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct NextFire {
+pub struct NextFire {
     pub at: i64,
     pub repeats: bool,
 }
 
 /// Why a schedule header is refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ScheduleError {
+pub enum ScheduleError {
     Pattern,
     TimeZone,
 }
@@ -29,7 +29,7 @@ pub(crate) enum ScheduleError {
 /// `time_zone`: the `Nats-Schedule-Time-Zone` header as sent (None when absent).
 /// `reference`: the time the pattern counts from (the schedule message's time, or now).
 /// Ok(None): no pattern (an empty header).
-pub(crate) fn next_fire(
+pub fn next_fire(
     pattern: &str,
     time_zone: Option<&str>,
     reference: i64,
@@ -37,7 +37,7 @@ pub(crate) fn next_fire(
 ) -> Result<Option<NextFire>, ScheduleError> {
     let zone = match time_zone {
         None => None,
-        Some(name) => Some(super::time_zone::load(name).ok_or(ScheduleError::TimeZone)?),
+        Some(name) => Some(crate::time_zone::load(name).ok_or(ScheduleError::TimeZone)?),
     };
     let zoned = zone.is_some();
     if pattern.is_empty() {
@@ -163,7 +163,7 @@ impl Cron {
     }
 
     /// As [`Cron::next_after`] with the fields read on the zone's wall clock.
-    fn next_after_in(&self, zone: &super::time_zone::Zone, reference: i64) -> Option<i64> {
+    fn next_after_in(&self, zone: &crate::time_zone::Zone, reference: i64) -> Option<i64> {
         let offset_nanos = |utc: i64| {
             i64::from(zone.offset_at(utc.div_euclid(NANOS_PER_SECOND))) * NANOS_PER_SECOND
         };
@@ -320,13 +320,8 @@ fn number_or_name(text: &str, names: &[(&str, u32)]) -> Option<u32> {
     signed.parse::<u32>().ok()
 }
 
-/// `Nats-Schedule-Next` for a repeating schedule: Go's RFC3339Nano in UTC.
-pub(crate) fn format_next(at: i64) -> String {
-    crate::time_format::rfc3339_from_nanos(at)
-}
-
 /// `Nats-Schedule-Next` back to unix nanoseconds.
-pub(crate) fn parse_next(text: &str) -> Option<i64> {
+pub fn parse_next(text: &str) -> Option<i64> {
     OffsetDateTime::parse(text, &Rfc3339)
         .ok()
         .map(|time| time.unix_timestamp_nanos() as i64)

@@ -1,7 +1,7 @@
 //! Named time zones for cron schedules (`Nats-Schedule-Time-Zone`), read from the system's
 //! zoneinfo files (TZif, RFC 8536) as Go's `time.LoadLocation` does: the transitions in the
 //! file, then the POSIX TZ rule in its footer for times past the last one. Only the UTC offset
-//! at an instant is needed (`schedule.rs` evaluates cron fields on local wall-clock time).
+//! at an instant is needed (`cron.rs` evaluates cron fields on local wall-clock time).
 
 use time::{Date, Month};
 
@@ -15,7 +15,7 @@ const ZONEINFO_DIRECTORIES: &[&str] = &[
 
 /// A loaded zone: UTC offsets (seconds east) from each transition on.
 #[derive(Debug)]
-pub(crate) struct Zone {
+pub struct Zone {
     /// (transition time in unix seconds, offset after it), ascending.
     transitions: Vec<(i64, i32)>,
     /// The offset before the first transition.
@@ -25,7 +25,7 @@ pub(crate) struct Zone {
 }
 
 /// Load a zone by IANA name; None when the name is invalid or unknown.
-pub(crate) fn load(name: &str) -> Option<Zone> {
+pub fn load(name: &str) -> Option<Zone> {
     if name.is_empty()
         || name.contains("..")
         || name.starts_with('/')
@@ -67,7 +67,7 @@ impl Zone {
     }
 
     /// The UTC offset in seconds at `unix_seconds`.
-    pub(crate) fn offset_at(&self, unix_seconds: i64) -> i32 {
+    pub fn offset_at(&self, unix_seconds: i64) -> i32 {
         match self.transitions.last() {
             Some((last, _)) if unix_seconds >= *last => {
                 if let Some(rule) = &self.rule {
