@@ -37,6 +37,7 @@ mod mirror;
 mod mirror_restart;
 mod monitoring;
 mod object_store;
+mod ordered_restart;
 mod persistence;
 mod power_loss;
 mod publish;

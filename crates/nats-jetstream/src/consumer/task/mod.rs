@@ -467,6 +467,13 @@ impl Task {
                 tracing::error!(consumer = %self.consumer.name, %error, "deleting consumer state failed");
             }
         } else {
+            // The server is shutting down: nats-server tells each waiting pull request, with
+            // what was left of it, so a client knows to pull again once it has reconnected
+            // rather than wait for the request to expire.
+            for request in std::mem::take(&mut self.waiting.requests) {
+                let body = status::server_shutdown(request.remaining, request.remaining_bytes);
+                self.send_status(request.reply, body);
+            }
             self.flush();
             // Frames left to the sync threads are synced before the task ends.
             if let Err(error) = self.store.flush() {
