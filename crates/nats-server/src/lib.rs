@@ -40,6 +40,8 @@ pub enum ServerError {
     Monitoring(String),
     #[error("Can't start JetStream: {0}")]
     JetStream(String),
+    #[error("Could not write pidfile: {0}")]
+    PidFile(String),
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }

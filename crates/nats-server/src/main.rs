@@ -116,9 +116,9 @@ fn main() -> ExitCode {
     match runtime.block_on(nats_server::run(options)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            // Logged as nats-server's `[FTL]` line (`logging.rs`).
+            // Logged as nats-server's `[FTL]` line (`logging.rs`), and only there, as
+            // nats-server (with a log file, stderr stays empty).
             tracing::error!(target: nats_server::logging::FATAL, "{error}");
-            eprintln!("nats-server: {error}");
             ExitCode::from(1)
         }
     }

@@ -350,9 +350,15 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
     }
 
     if let Some(path) = &server.options.pid_file {
-        std::fs::write(path, std::process::id().to_string()).map_err(ServerError::Io)?;
+        std::fs::write(path, std::process::id().to_string()).map_err(|error| {
+            ServerError::PidFile(format!(
+                "open {}: {}",
+                path.display(),
+                go_compat::errno_text(&error)
+            ))
+        })?;
     }
-    let ports_file = write_ports_file(&server)?;
+    let ports_file = write_ports_file(&server);
     tracing::info!("Server is ready");
 
     let accept_server = server.clone();
@@ -396,10 +402,10 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
     Ok(())
 }
 
-fn write_ports_file(server: &Server) -> Result<Option<std::path::PathBuf>, ServerError> {
-    let Some(dir) = &server.options.ports_file_dir else {
-        return Ok(None);
-    };
+/// The ports file (`--ports_file_dir`); as nats-server, one that cannot be written is logged
+/// and the server runs on.
+fn write_ports_file(server: &Server) -> Option<std::path::PathBuf> {
+    let dir = server.options.ports_file_dir.as_ref()?;
     let executable = std::env::current_exe()
         .ok()
         .and_then(|path| {
@@ -428,8 +434,15 @@ fn write_ports_file(server: &Server) -> Result<Option<std::path::PathBuf>, Serve
         );
     }
     let text = serde_json::Value::Object(ports).to_string();
-    std::fs::write(&path, text).map_err(ServerError::Io)?;
-    Ok(Some(path))
+    if let Err(error) = std::fs::write(&path, text) {
+        let path = path.display();
+        tracing::error!(
+            "Error writing ports file ({path}): open {path}: {}",
+            go_compat::errno_text(&error)
+        );
+        return None;
+    }
+    Some(path)
 }
 
 async fn wait_for_signal() {
@@ -494,7 +507,17 @@ async fn start_monitoring(server: &Arc<Server>) -> Result<(), ServerError> {
         .clone()
         .unwrap_or_else(|| options.host.clone());
     let port = u16::try_from(configured.max(0)).unwrap_or(0);
-    let (listener, address) = crate::listener::bind(&host, port).await?;
+    // nats-server's wording: `Can't start monitoring: can't listen to the monitor port: listen
+    // tcp 0.0.0.0:8222: bind: address already in use`.
+    let (listener, address) =
+        crate::listener::bind(&host, port)
+            .await
+            .map_err(|error| match error {
+                ServerError::Listen { reason, .. } => {
+                    ServerError::Monitoring(format!("can't listen to the monitor port: {reason}"))
+                }
+                other => other,
+            })?;
     if tls.is_some() {
         let _ = server.monitor_tls_address.set(address);
         tracing::info!("Starting https monitor on {}", address);

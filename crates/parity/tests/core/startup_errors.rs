@@ -1,6 +1,8 @@
 //! Start-up failures in nats-server's words, as scripts and tools read them: a config that does
 //! not parse (`nats-server: Parse error on line N: '...'` on stderr), a port in use and a store
-//! directory that is a file (`[FTL]` log lines); each exits with status 1.
+//! directory that is a file, a monitoring port in use, a pid file that cannot be written (`[FTL]`
+//! log lines, written once); each exits with status 1. A ports file that cannot be written is
+//! only an error in the log: the server runs on.
 
 use crate::process::run;
 use std::net::TcpListener;
@@ -48,12 +50,63 @@ fn a_port_in_use() {
         run(&["-a", "127.0.0.1", "-p", &port], BOUND).expect("a taken port must not start");
     assert_eq!(finished.code, 1, "{}", finished.output());
     let expected = format!(
-        "[FTL] Error listening on port: 127.0.0.1:{port}, \"listen tcp 127.0.0.1:{port}: bind: address already in use\""
+        "Error listening on port: 127.0.0.1:{port}, \"listen tcp 127.0.0.1:{port}: bind: address already in use\""
+    );
+    assert_fatal_once(&finished, &expected);
+}
+
+/// The output holds `[FTL] <expected>` and the text nowhere else (no second copy on stderr).
+fn assert_fatal_once(finished: &crate::process::Finished, expected: &str) {
+    let output = finished.output();
+    assert!(
+        output.contains(&format!("[FTL] {expected}")),
+        "expected [FTL] {expected:?} in:\n{output}"
+    );
+    assert_eq!(output.matches(expected).count(), 1, "{output}");
+}
+
+#[test]
+fn a_monitoring_port_in_use() {
+    let taken = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let monitor = taken.local_addr().expect("address").port().to_string();
+    let port = free_port().to_string();
+    let finished = run(&["-a", "127.0.0.1", "-p", &port, "-m", &monitor], BOUND)
+        .expect("a taken monitoring port must not start");
+    assert_eq!(finished.code, 1, "{}", finished.output());
+    let expected = format!(
+        "Can't start monitoring: can't listen to the monitor port: listen tcp 127.0.0.1:{monitor}: bind: address already in use"
+    );
+    assert_fatal_once(&finished, &expected);
+}
+
+#[test]
+fn a_pid_file_that_cannot_be_written() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let pid_file = directory.path().join("missing").join("server.pid");
+    let pid_text = pid_file.display().to_string();
+    let port = free_port().to_string();
+    let finished = run(&["-a", "127.0.0.1", "-p", &port, "-P", &pid_text], BOUND)
+        .expect("an unwritable pid file must not start");
+    assert_eq!(finished.code, 1, "{}", finished.output());
+    let expected = format!("Could not write pidfile: open {pid_text}: no such file or directory");
+    assert_fatal_once(&finished, &expected);
+}
+
+#[test]
+fn a_ports_file_that_cannot_be_written_is_not_fatal() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let missing = directory.path().join("missing").display().to_string();
+    let port = free_port().to_string();
+    let finished = run(
+        &["-a", "127.0.0.1", "-p", &port, "--ports_file_dir", &missing],
+        Duration::from_secs(3),
     );
     assert!(
-        finished.output().contains(&expected),
-        "expected {expected:?} in:\n{}",
-        finished.output()
+        finished.is_none(),
+        "the server stopped: {}",
+        finished
+            .map(|finished| finished.output())
+            .unwrap_or_default()
     );
 }
 
