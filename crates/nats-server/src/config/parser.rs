@@ -53,6 +53,11 @@ impl std::fmt::Display for ConfigError {
                 self.line, self.message
             );
         }
+        if self.line == 0 {
+            // No position: the file itself could not be read (nats-server prints Go's
+            // `open <path>: no such file or directory` alone).
+            return formatter.write_str(&self.message);
+        }
         write!(
             formatter,
             "{}:{}:{}: {}",
@@ -84,7 +89,7 @@ pub fn parse_file(path: &Path) -> Result<Vec<(String, Entry)>, ConfigError> {
         file: path.to_path_buf(),
         line: 0,
         column: 0,
-        message: format!("open {}: {error}", path.display()),
+        message: format!("open {}: {}", path.display(), go_compat::errno_text(&error)),
         syntax: false,
     })?;
     let mut scopes = Vec::new();
@@ -324,7 +329,6 @@ impl Parser {
     }
 
     fn parse_include(&mut self) -> Result<(), ConfigError> {
-        let (line, column) = (self.line, self.column);
         let name = match self.peek() {
             Some(quote @ ('"' | '\'')) => {
                 self.advance();
@@ -337,11 +341,16 @@ impl Parser {
         }
         let base = self.file.parent().unwrap_or_else(|| Path::new("."));
         let path = base.join(&name);
+        // nats-server shows this one without a position.
         let text = std::fs::read_to_string(&path).map_err(|error| ConfigError {
             file: self.file.clone(),
-            line,
-            column,
-            message: format!("error parsing include file '{name}', {error}"),
+            line: 0,
+            column: 0,
+            message: format!(
+                "error parsing include file '{name}', open {}: {}",
+                path.display(),
+                go_compat::errno_text(&error)
+            ),
             syntax: false,
         })?;
         // The included items land in the current map, with their own file positions.

@@ -1,8 +1,9 @@
 //! Start-up failures in nats-server's words, as scripts and tools read them: a config that does
-//! not parse (`nats-server: Parse error on line N: '...'` on stderr), a port in use and a store
-//! directory that is a file, a monitoring port in use, a pid file that cannot be written (`[FTL]`
-//! log lines, written once); each exits with status 1. A ports file that cannot be written is
-//! only an error in the log: the server runs on.
+//! not parse (`nats-server: Parse error on line N: '...'` on stderr) or does not exist (Go's
+//! `open <path>: no such file or directory`), a port in use, a store directory that is a file, a
+//! monitoring port in use, a pid file that cannot be written (`[FTL]` log lines, written once);
+//! each exits with status 1. A ports file that cannot be written is only an error in the log:
+//! the server runs on.
 
 use crate::process::run;
 use std::net::TcpListener;
@@ -40,6 +41,29 @@ fn a_config_that_does_not_parse() {
         assert_eq!(finished.code, 1, "{text:?}: {}", finished.output());
         assert_eq!(finished.stderr, expected, "{text:?}");
     }
+}
+
+#[test]
+fn a_config_file_or_include_that_does_not_exist() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let missing = directory.path().join("missing.conf").display().to_string();
+    let finished = run(&["-c", &missing], BOUND).expect("a missing config must not start");
+    assert_eq!(finished.code, 1, "{}", finished.output());
+    assert_eq!(
+        finished.stderr,
+        format!("nats-server: open {missing}: no such file or directory\n")
+    );
+    let including = directory.path().join("including.conf");
+    std::fs::write(&including, "include \"missing.conf\"\n").expect("write config");
+    let including_text = including.display().to_string();
+    let finished = run(&["-c", &including_text], BOUND).expect("a missing include must not start");
+    assert_eq!(finished.code, 1, "{}", finished.output());
+    assert_eq!(
+        finished.stderr,
+        format!(
+            "nats-server: error parsing include file 'missing.conf', open {missing}: no such file or directory\n"
+        )
+    );
 }
 
 #[test]
