@@ -34,6 +34,9 @@ pub enum ServerError {
     /// nats-server's fatal line for a listener that cannot bind.
     #[error("Error listening on port: {address}, \"{reason}\"")]
     Listen { address: String, reason: String },
+    /// nats-server's fatal line for a cluster listener that cannot bind.
+    #[error("Error listening on router port: {port} - {reason}")]
+    RouteListen { port: u16, reason: String },
     #[error("{0}")]
     Tls(String),
     #[error("Can't start monitoring: {0}")]

@@ -58,7 +58,17 @@ pub async fn start(server: &Arc<Server>, routes: Arc<Routes>) -> Result<(), Serv
         } else {
             u16::try_from(cluster.port).unwrap_or(0)
         };
-        let (listener, address) = crate::listener::bind(&cluster.host, port).await?;
+        // nats-server's wording: `Error listening on router port: 6222 - listen tcp
+        // 0.0.0.0:6222: bind: address already in use`.
+        let (listener, address) =
+            crate::listener::bind(&cluster.host, port)
+                .await
+                .map_err(|error| match error {
+                    crate::ServerError::Listen { reason, .. } => {
+                        crate::ServerError::RouteListen { port, reason }
+                    }
+                    other => other,
+                })?;
         let _ = server.route_address.set(address);
         tracing::info!("Listening for route connections on {address}");
         let accept_server = server.clone();

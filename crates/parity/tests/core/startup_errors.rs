@@ -1,7 +1,7 @@
 //! Start-up failures in nats-server's words, as scripts and tools read them: a config that does
 //! not parse (`nats-server: Parse error on line N: '...'` on stderr) or does not exist (Go's
 //! `open <path>: no such file or directory`), a port in use, a store directory that is a file, a
-//! monitoring port in use, a pid file that cannot be written (`[FTL]` log lines, written once);
+//! monitoring or cluster port in use, a pid file that cannot be written (`[FTL]` log lines, written once);
 //! each exits with status 1. A ports file that cannot be written is only an error in the log:
 //! the server runs on.
 
@@ -99,6 +99,33 @@ fn a_monitoring_port_in_use() {
     assert_eq!(finished.code, 1, "{}", finished.output());
     let expected = format!(
         "Can't start monitoring: can't listen to the monitor port: listen tcp 127.0.0.1:{monitor}: bind: address already in use"
+    );
+    assert_fatal_once(&finished, &expected);
+}
+
+#[test]
+fn a_cluster_port_in_use() {
+    let taken = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let cluster = taken.local_addr().expect("address").port();
+    let port = free_port().to_string();
+    let url = format!("nats://127.0.0.1:{cluster}");
+    let finished = run(
+        &[
+            "-a",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "--cluster",
+            &url,
+            "--cluster_name",
+            "c",
+        ],
+        BOUND,
+    )
+    .expect("a taken cluster port must not start");
+    assert_eq!(finished.code, 1, "{}", finished.output());
+    let expected = format!(
+        "Error listening on router port: {cluster} - listen tcp 127.0.0.1:{cluster}: bind: address already in use"
     );
     assert_fatal_once(&finished, &expected);
 }
