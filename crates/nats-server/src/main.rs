@@ -103,7 +103,24 @@ fn main() -> ExitCode {
         options.log_file.as_deref(),
         offset,
     ) {
-        eprintln!("nats-server: cannot open log file: {error}");
+        // nats-server's words, from Go's standard logger (date and time, no tag):
+        // `2026/12/01 21:53:48 error opening file: open <path>: no such file or directory`.
+        let now = time::OffsetDateTime::now_utc().to_offset(offset);
+        eprintln!(
+            "{:04}/{:02}/{:02} {:02}:{:02}:{:02} error opening file: open {}: {}",
+            now.year(),
+            u8::from(now.month()),
+            now.day(),
+            now.hour(),
+            now.minute(),
+            now.second(),
+            options
+                .log_file
+                .as_deref()
+                .map(|path| path.display().to_string())
+                .unwrap_or_default(),
+            go_compat::errno_text(&error)
+        );
         return ExitCode::from(1);
     }
     let runtime = match runtime_builder().enable_all().build() {

@@ -1,9 +1,10 @@
 //! Start-up failures in nats-server's words, as scripts and tools read them: a config that does
 //! not parse (`nats-server: Parse error on line N: '...'` on stderr) or does not exist (Go's
 //! `open <path>: no such file or directory`), a port in use, a store directory that is a file, a
-//! monitoring or cluster port in use, a pid file that cannot be written (`[FTL]` log lines, written once);
-//! each exits with status 1. A ports file that cannot be written is only an error in the log:
-//! the server runs on.
+//! monitoring or cluster port in use, a pid file that cannot be written (`[FTL]` log lines,
+//! written once), a log file that cannot be opened (Go's standard logger); each exits with
+//! status 1. A ports file that cannot be written is only an error in the log: the server runs
+//! on.
 
 use crate::process::run;
 use std::net::TcpListener;
@@ -128,6 +129,24 @@ fn a_cluster_port_in_use() {
         "Error listening on router port: {cluster} - listen tcp 127.0.0.1:{cluster}: bind: address already in use"
     );
     assert_fatal_once(&finished, &expected);
+}
+
+#[test]
+fn a_log_file_that_cannot_be_opened() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let log_file = directory.path().join("missing").join("server.log");
+    let log_text = log_file.display().to_string();
+    let port = free_port().to_string();
+    let finished = run(&["-a", "127.0.0.1", "-p", &port, "-l", &log_text], BOUND)
+        .expect("an unopenable log file must not start");
+    assert_eq!(finished.code, 1, "{}", finished.output());
+    // Go's standard logger: `2026/12/01 21:53:48 error opening file: open <path>: ...`.
+    let pattern = regex::Regex::new(&format!(
+        r"^\d{{4}}/\d{{2}}/\d{{2}} \d{{2}}:\d{{2}}:\d{{2}} error opening file: open {}: no such file or directory\n$",
+        regex::escape(&log_text)
+    ))
+    .expect("pattern");
+    assert!(pattern.is_match(&finished.stderr), "{:?}", finished.stderr);
 }
 
 #[test]
