@@ -12,8 +12,9 @@
 //!   threads (`api/queue.rs`); admin requests run in arrival order (they must not race). The
 //!   handlers are functions over `api::Context`, one file per resource. `DIRECT.GET` is served
 //!   by per-stream subscriptions.
-//! - `registry.rs`: streams by name with their consumer sets; create/update/delete with the
-//!   cross-stream checks (subject overlap, cycles, `max_bytes` reservations); recovery at start.
+//! - `registry/`: streams by name with their consumer sets; create/update/delete with the
+//!   cross-stream checks (subject overlap through one index of all streams' subjects, cycles,
+//!   `max_bytes` reservations); recovery at start.
 //!   Callable without the API (it does not import it).
 //! - `consumer/`: one task per consumer; its delivery state changes only through
 //!   `consumer::apply` entries.

@@ -4,6 +4,8 @@
 //! that changes streams (a replicated assignment as well as an API request). Knows nothing of
 //! the API: its direct-get responders are handed in as a function.
 
+mod subject_index;
+
 use crate::consumer::Consumers;
 use crate::resources::Usage;
 use crate::stream::{self, storage, IngestContext, Stream, StreamCommand};
@@ -14,6 +16,7 @@ use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
+use subject_index::SubjectIndex;
 use tokio::sync::oneshot;
 
 /// One stream and its consumers.
@@ -34,6 +37,8 @@ pub(crate) struct ResourceLimits {
 /// (for each stream's subscriptions and its direct-get responders).
 pub(crate) struct Registry {
     streams: parking_lot::RwLock<BTreeMap<String, Entry>>,
+    /// Every registered stream's subjects, for the overlap check.
+    subjects: Mutex<SubjectIndex>,
     pub config: JetStreamConfig,
     pub transport: Arc<dyn Transport>,
     /// `<store_dir>/jetstream`.
@@ -99,6 +104,7 @@ impl Registry {
     ) -> Registry {
         Registry {
             streams: Default::default(),
+            subjects: Default::default(),
             config,
             transport,
             store_root,
@@ -136,6 +142,8 @@ impl Registry {
     }
 
     fn insert(&self, stream: Arc<Stream>) -> Arc<Consumers> {
+        let subjects = stream.config.read().subjects.clone();
+        self.subjects.lock().set(&stream.name, &subjects);
         let consumers = Arc::<Consumers>::default();
         self.streams.write().insert(
             stream.name.clone(),
@@ -148,6 +156,7 @@ impl Registry {
     }
 
     fn remove(&self, name: &str) -> Option<(Arc<Stream>, Arc<Consumers>)> {
+        self.subjects.lock().remove(name);
         self.streams
             .write()
             .remove(name)
@@ -169,20 +178,13 @@ impl stream::StreamLookup for Registry {
     }
 }
 
-/// Whether `candidate`'s subjects overlap any other stream's: every other stream's subjects
-/// looked up in an index of the candidate's, so the cost grows with the number of subjects,
-/// not with their product.
+/// Whether `candidate`'s subjects overlap any other stream's (looked up in the registry's
+/// index of every stream's subjects, so the cost grows with the candidate's subjects only).
 fn overlaps_other_stream(registry: &Registry, candidate: &StreamConfig) -> bool {
-    let index = nats_subject::OverlapIndex::new(candidate.subjects.iter().map(String::as_str));
-    registry.all().iter().any(|existing| {
-        existing.name != candidate.name
-            && existing
-                .config
-                .read()
-                .subjects
-                .iter()
-                .any(|old_subject| index.overlaps_any(old_subject))
-    })
+    registry
+        .subjects
+        .lock()
+        .overlaps_other(&candidate.name, &candidate.subjects)
 }
 
 /// nats-server's source cycle check: following sources and mirrors from `candidate` leads
@@ -233,9 +235,14 @@ fn reserved(registry: &Registry, storage: StorageType, except: &str) -> i64 {
         .all()
         .iter()
         .filter(|existing| existing.name != except)
-        .map(|existing| existing.config.read().clone())
-        .filter(|config| config.storage == storage && config.max_bytes > 0)
-        .map(|config| config.max_bytes)
+        .map(|existing| {
+            let config = existing.config.read();
+            if config.storage == storage && config.max_bytes > 0 {
+                config.max_bytes
+            } else {
+                0
+            }
+        })
         .sum()
 }
 
@@ -445,6 +452,9 @@ impl Registry {
         let subjects_changed = config.subjects != old.subjects;
         let direct_changed = config.allow_direct != old.allow_direct;
         let sources_changed = config.sources != old.sources;
+        if subjects_changed {
+            self.subjects.lock().set(&stream.name, &config.subjects);
+        }
         *stream.config.write() = config;
         if sources_changed {
             stream::sync_sources(&stream, self.stream_lookup(), self.transport.clone());
