@@ -60,7 +60,14 @@ fn main() -> ExitCode {
     let mut options = Options::default();
     if let Some(path) = &flags.config {
         if let Err(error) = apply_config_file(&mut options, path) {
-            eprintln!("nats-server: {error}");
+            // nats-server ends an error found while applying the options (one with a
+            // position) with a blank line, as its list of config errors.
+            let end = if error.line > 0 && !error.syntax {
+                "\n"
+            } else {
+                ""
+            };
+            eprintln!("nats-server: {error}{end}");
             return ExitCode::from(1);
         }
     }

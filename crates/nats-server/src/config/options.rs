@@ -337,7 +337,12 @@ fn apply_top_level(options: &mut Options, key: &str, entry: &Entry) -> Result<()
 }
 
 pub(super) fn position(entry: &Entry) -> String {
-    format!("{}:{}:{}", entry.file.display(), entry.line, entry.column)
+    format!(
+        "{}:{}:{}",
+        entry.file.display(),
+        entry.line,
+        super::parser::shown_column(entry.line, entry.column)
+    )
 }
 
 fn split_host_port(text: &str) -> Option<(String, Option<i64>)> {

@@ -63,13 +63,24 @@ impl std::fmt::Display for ConfigError {
             "{}:{}:{}: {}",
             self.file.display(),
             self.line,
-            self.column,
+            shown_column(self.line, self.column),
             self.message
         )
     }
 }
 
 impl std::error::Error for ConfigError {}
+
+/// A column as nats-server shows it in `file:line:column`: its lexer counts from 0 on the
+/// first line and from 1 on the others (its line start is the newline before the line); we
+/// count from 1 everywhere.
+pub(super) fn shown_column(line: usize, column: usize) -> usize {
+    if line == 1 {
+        column.saturating_sub(1)
+    } else {
+        column
+    }
+}
 
 impl Entry {
     pub fn error(&self, message: impl Into<String>) -> ConfigError {

@@ -157,7 +157,7 @@ fn syntax_errors_have_positions() {
     let error = options_from("x = [1 2]\n").unwrap_err();
     assert!(error.contains("Expected an array value terminator \",\" or an array terminator \"]\", but got '2' instead."), "{error}");
     let error = options_from("port: \"abc\"\n").unwrap_err();
-    assert!(error.starts_with("test.conf:1:1:"), "{error}");
+    assert!(error.starts_with("test.conf:1:0:"), "{error}");
 }
 
 #[test]
@@ -176,7 +176,7 @@ fn limits_and_durations() {
     assert_eq!(options.max_control_line, 1024);
     assert_eq!(
         options_from("max_payload: 5GB\n").unwrap_err(),
-        "test.conf:1:1: max_payload value is too big"
+        "test.conf:1:0: max_payload value is too big"
     );
     // An integer duration is seconds, with nats-server's warning.
     let options = options_from("ping_interval: 5\n").unwrap();
@@ -387,7 +387,7 @@ fn jetstream_limits_errors_in_nats_server_words() {
     );
     assert_eq!(
         options_from("jetstream { limits: 3 }").unwrap_err(),
-        "test.conf:1:13: Expected a map to define JetStreamLimits, got int64"
+        "test.conf:1:12: Expected a map to define JetStreamLimits, got int64"
     );
     assert!(error("batch { timeout: \"x\" }")
         .unwrap_err()

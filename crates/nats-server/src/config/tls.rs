@@ -102,10 +102,8 @@ pub fn apply_tls(options: &mut Options, entry: &Entry) -> Result<(), ConfigError
             "handshake_first" | "first" | "immediate" => handshake_first(&mut tls, key, item)?,
             "min_version" => tls.minimum_version = minimum_version(item)?,
             other if ACCEPTED_WITHOUT_EFFECT.contains(&other) => options.warnings.push(format!(
-                "{}:{}:{}: tls option \"{key}\" has no effect in rnats",
-                item.file.display(),
-                item.line,
-                item.column
+                "{}: tls option \"{key}\" has no effect in rnats",
+                super::options::position(item)
             )),
             other if REFUSED.contains(&other) => {
                 return Err(item.error(format!(

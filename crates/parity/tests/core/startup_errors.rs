@@ -1,6 +1,7 @@
 //! Start-up failures in nats-server's words, as scripts and tools read them: a config that does
 //! not parse (`nats-server: Parse error on line N: '...'` on stderr) or does not exist (Go's
-//! `open <path>: no such file or directory`), a port in use, a store directory that is a file, a
+//! `open <path>: no such file or directory`) or has an unknown field (with nats-server's
+//! positions), a port in use, a store directory that is a file, a
 //! monitoring or cluster port in use, a pid file that cannot be written (`[FTL]` log lines,
 //! written once), a log file that cannot be opened (Go's standard logger); each exits with
 //! status 1. A ports file that cannot be written is only an error in the log: the server runs
@@ -65,6 +66,29 @@ fn a_config_file_or_include_that_does_not_exist() {
             "nats-server: error parsing include file 'missing.conf', open {missing}: no such file or directory\n"
         )
     );
+}
+
+#[test]
+fn an_unknown_field_with_its_position() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    // nats-server counts columns from 0 on the first line and from 1 on the others.
+    let cases = [
+        ("bogus: 1\n", "1:0"),
+        ("port: -1, bogus: 2\n", "1:10"),
+        ("port: -1\n  bogus: 1\n", "2:3"),
+    ];
+    for (index, (text, position)) in cases.into_iter().enumerate() {
+        let path = directory.path().join(format!("unknown{index}.conf"));
+        std::fs::write(&path, text).expect("write config");
+        let path_text = path.display().to_string();
+        let finished = run(&["-c", &path_text], BOUND).expect("an unknown field must not start");
+        assert_eq!(finished.code, 1, "{text:?}: {}", finished.output());
+        assert_eq!(
+            finished.stderr,
+            format!("nats-server: {path_text}:{position}: unknown field \"bogus\"\n\n"),
+            "{text:?}"
+        );
+    }
 }
 
 #[test]
