@@ -5,6 +5,7 @@
 
 use super::format::{rfc3339, since};
 use super::query::Query;
+pub use super::query::{SubscriptionsShown, DEFAULT_LIMIT};
 use super::Refusal;
 use crate::client::{ClientShared, ClientSubscription};
 use crate::server::Server;
@@ -13,17 +14,6 @@ use std::cmp::Reverse;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use time::OffsetDateTime;
-
-pub const DEFAULT_LIMIT: usize = 1024;
-
-/// How to list subscriptions of each connection.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SubscriptionsShown {
-    #[default]
-    None,
-    Subjects,
-    Detail,
-}
 
 /// Which connections: nats-server's `state`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -124,15 +114,8 @@ impl ConnzOptions {
         let sort = SortKey::parse(sort_text)
             .ok_or_else(|| Refusal::bad_request(format!("invalid sorting option: {sort_text}")))?;
         let username = query.boolean("auth")?;
-        let subscriptions = if query.text("subs") == "detail" {
-            SubscriptionsShown::Detail
-        } else if query.boolean("subs")? {
-            SubscriptionsShown::Subjects
-        } else {
-            SubscriptionsShown::None
-        };
-        let offset = query.int("offset")?;
-        let limit = query.int("limit")?;
+        let subscriptions = query.subscriptions_shown()?;
+        let (offset, limit) = query.page()?;
         let cid = query.uint64("cid")?;
         let state_text = query.text("state");
         let state = match state_text.to_ascii_lowercase().as_str() {
@@ -155,11 +138,8 @@ impl ConnzOptions {
             sort,
             username,
             subscriptions,
-            offset: usize::try_from(offset).unwrap_or(0),
-            limit: usize::try_from(limit)
-                .ok()
-                .filter(|limit| *limit > 0)
-                .unwrap_or(DEFAULT_LIMIT),
+            offset,
+            limit,
             cid,
             state,
             user: query.text("user").to_string(),

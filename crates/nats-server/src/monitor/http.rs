@@ -4,7 +4,9 @@
 //! under `http_base_path`; answers carry nats-server's headers, statuses and error texts.
 
 use super::query::Query;
-use super::{accounts, connz, health, index, jsz, routez, runtime, subsz, topology, varz, Refusal};
+use super::{
+    accounts, connz, health, index, jsz, metrics, routez, runtime, subsz, topology, varz, Refusal,
+};
 use crate::server::Server;
 use bytes::Bytes;
 use http_body_util::Full;
@@ -46,6 +48,7 @@ const ENDPOINTS: &[&str] = &[
     "/raftz",
     "/stacksz",
     "/debug/vars",
+    "/metrics",
 ];
 
 /// Accept monitoring connections on `listener` until the process ends; with `tls`, each
@@ -126,6 +129,14 @@ fn respond(server: &Server, request: &Request<Incoming>) -> Response<Body> {
     }
     if !ENDPOINTS.contains(&endpoint) {
         return not_found();
+    }
+    if endpoint == "/metrics" {
+        // Ours alone: left out of `http_req_stats` so `/varz` reads as nats-server's.
+        return response(
+            StatusCode::OK,
+            metrics::CONTENT_TYPE,
+            metrics::render(server).into(),
+        );
     }
     // Counted before the answer is built, so `/varz` shows its own request as nats-server's does.
     count_request(server, endpoint);

@@ -14,6 +14,7 @@ pub mod health;
 mod http;
 mod index;
 pub mod jsz;
+pub mod metrics;
 pub mod query;
 pub mod routez;
 pub mod runtime;

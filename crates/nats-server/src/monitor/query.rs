@@ -3,6 +3,19 @@
 //! (`Error decoding boolean for 'subs': strconv.ParseBool: parsing "x": invalid syntax`).
 //! An empty or missing value means the option's default, as in nats-server.
 
+/// nats-server's default page size for `/connz` and `/subsz`.
+pub const DEFAULT_LIMIT: usize = 1024;
+
+/// How to list subscriptions (`subs`: `1`/`true` for the subjects, `detail` for each one), as
+/// `/connz` and `/routez` read it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SubscriptionsShown {
+    #[default]
+    None,
+    Subjects,
+    Detail,
+}
+
 /// The decoded `key=value` pairs of one request.
 #[derive(Clone, Debug, Default)]
 pub struct Query {
@@ -48,6 +61,31 @@ impl Query {
                 "Error decoding boolean for '{key}': strconv.ParseBool: parsing {value:?}: invalid syntax"
             )),
         }
+    }
+
+    /// `offset` and `limit` as nats-server reads them: a negative offset is 0, a limit that is
+    /// not positive is [`DEFAULT_LIMIT`].
+    pub fn page(&self) -> Result<(usize, usize), String> {
+        let offset = self.int("offset")?;
+        let limit = self.int("limit")?;
+        Ok((
+            usize::try_from(offset).unwrap_or(0),
+            usize::try_from(limit)
+                .ok()
+                .filter(|limit| *limit > 0)
+                .unwrap_or(DEFAULT_LIMIT),
+        ))
+    }
+
+    /// `subs`: `detail`, or a boolean for the subjects alone.
+    pub fn subscriptions_shown(&self) -> Result<SubscriptionsShown, String> {
+        Ok(if self.text("subs") == "detail" {
+            SubscriptionsShown::Detail
+        } else if self.boolean("subs")? {
+            SubscriptionsShown::Subjects
+        } else {
+            SubscriptionsShown::None
+        })
     }
 
     /// Go's `strconv.Atoi`; absent or empty is 0.
@@ -137,6 +175,30 @@ mod tests {
             .unwrap_err()
             .ends_with("value out of range"));
         assert_eq!(query.int("absent"), Ok(0));
+    }
+
+    #[test]
+    fn pages_and_subscriptions() {
+        assert_eq!(Query::parse("").page(), Ok((0, DEFAULT_LIMIT)));
+        assert_eq!(
+            Query::parse("offset=-3&limit=0").page(),
+            Ok((0, DEFAULT_LIMIT))
+        );
+        assert_eq!(Query::parse("offset=2&limit=5").page(), Ok((2, 5)));
+        assert!(Query::parse("offset=x").page().is_err());
+        assert_eq!(
+            Query::parse("subs=detail").subscriptions_shown(),
+            Ok(SubscriptionsShown::Detail)
+        );
+        assert_eq!(
+            Query::parse("subs=1").subscriptions_shown(),
+            Ok(SubscriptionsShown::Subjects)
+        );
+        assert_eq!(
+            Query::parse("").subscriptions_shown(),
+            Ok(SubscriptionsShown::None)
+        );
+        assert!(Query::parse("subs=x").subscriptions_shown().is_err());
     }
 
     #[test]

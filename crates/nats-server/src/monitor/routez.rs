@@ -1,9 +1,9 @@
 //! `/routez`: the routes of a cluster (`subs`: `1`/`true` for the subjects, `detail` for
 //! each subscription), with nats-server's field names. Empty without a cluster.
 
-use super::connz::SubscriptionsShown;
 use super::format::{rfc3339, uptime_text};
 use super::query::Query;
+use super::query::SubscriptionsShown;
 use super::Refusal;
 use crate::server::Server;
 use serde_json::{json, Map, Value};
@@ -18,14 +18,9 @@ pub struct RoutezOptions {
 
 impl RoutezOptions {
     pub fn from_query(query: &Query) -> Result<RoutezOptions, Refusal> {
-        let subscriptions = if query.text("subs") == "detail" {
-            SubscriptionsShown::Detail
-        } else if query.boolean("subs")? {
-            SubscriptionsShown::Subjects
-        } else {
-            SubscriptionsShown::None
-        };
-        Ok(RoutezOptions { subscriptions })
+        Ok(RoutezOptions {
+            subscriptions: query.subscriptions_shown()?,
+        })
     }
 }
 

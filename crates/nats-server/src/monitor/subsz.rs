@@ -1,9 +1,10 @@
 //! `/subsz` (also `/subscriptionsz`): the sublist's statistics and, with `subs=1`, the
 //! subscriptions (`offset`, `limit`, `test` a subject they must match).
 
-use super::connz::{subscription_detail, DEFAULT_LIMIT};
+use super::connz::subscription_detail;
 use super::format::{go_float, rfc3339};
 use super::query::Query;
+use super::query::DEFAULT_LIMIT;
 use super::Refusal;
 use crate::server::Server;
 use serde_json::{json, Map, Value};
@@ -30,19 +31,15 @@ impl SubszOptions {
 
     pub fn from_query(query: &Query) -> Result<SubszOptions, Refusal> {
         let subscriptions = query.boolean("subs")?;
-        let offset = query.int("offset")?;
-        let limit = query.int("limit")?;
+        let (offset, limit) = query.page()?;
         let test = query.text("test").to_string();
         if !test.is_empty() && !nats_subject::is_valid_literal_subject(&test) {
             return Err(Refusal::bad_request(format!("Bad test subject: {test}")));
         }
         Ok(SubszOptions {
             subscriptions,
-            offset: usize::try_from(offset).unwrap_or(0),
-            limit: usize::try_from(limit)
-                .ok()
-                .filter(|limit| *limit > 0)
-                .unwrap_or(DEFAULT_LIMIT),
+            offset,
+            limit,
             test,
         })
     }

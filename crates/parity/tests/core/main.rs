@@ -10,6 +10,7 @@ mod clients;
 mod config_check;
 mod config_syntax;
 mod ipv6;
+mod metrics;
 mod monitor;
 mod monitor_http;
 mod process;
