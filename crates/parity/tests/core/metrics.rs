@@ -2,6 +2,7 @@
 //! prometheus-nats-exporter's names and labels, and figures that move with the traffic. rnats
 //! only: nats-server has no `/metrics` (the exporter scrapes its JSON instead).
 
+use futures::StreamExt;
 use std::collections::BTreeMap;
 use test_harness::client::{api, connect, publish_raw};
 use test_harness::monitoring::get_response;
@@ -235,19 +236,28 @@ async fn jetstream_figures_per_stream_and_consumer() {
     assert_eq!(labels["account"], "$G");
 
     // A fetch of two moves them to ack pending.
-    let reply = client
-        .request(
+    let inbox = client.new_inbox();
+    let mut delivered = client.subscribe(inbox.clone()).await.expect("subscribe");
+    client
+        .publish_with_reply(
             "$JS.API.CONSUMER.MSG.NEXT.ORDERS.worker",
+            inbox,
             r#"{"batch":2,"expires":1000000000}"#.into(),
         )
         .await
-        .expect("next message");
-    assert!(!reply.payload.is_empty());
+        .expect("fetch request");
+    for _ in 0..2 {
+        let message = tokio::time::timeout(std::time::Duration::from_secs(5), delivered.next())
+            .await
+            .expect("a message in time")
+            .expect("a message");
+        assert_eq!(message.payload.as_ref(), b"order");
+    }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     loop {
         let samples = scrape(&server);
         let pending = value(&samples, "jetstream_consumer_num_ack_pending", consumer);
-        if pending >= 1.0 {
+        if pending == 2.0 {
             break;
         }
         assert!(
