@@ -16,6 +16,7 @@ pub mod config;
 pub(crate) mod listener;
 pub mod logging;
 pub mod monitor;
+pub(crate) mod reload;
 pub(crate) mod route;
 pub(crate) mod router;
 pub(crate) mod security;

@@ -3,11 +3,14 @@
 //!
 //! A `tracing` subscriber, so the JetStream crate's `tracing::info!` lines come out the same
 //! way. `-D` enables `[DBG]`, `-V` enables `[TRC]` (independently, as nats-server does).
+//! [`reconfigure`] changes the levels, the time stamps and the file of the installed logger
+//! (config reload); [`reopen`] reopens the file (SIGUSR1, for logrotate).
 
+use parking_lot::Mutex;
 use std::fmt;
 use std::io::Write;
-use std::path::Path;
-use std::sync::Mutex;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use time::{OffsetDateTime, UtcOffset};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::fmt::format::Writer;
@@ -22,9 +25,15 @@ pub const FATAL: &str = "fatal";
 
 struct NatsFormat {
     pid: u32,
-    logtime: bool,
     offset: UtcOffset,
 }
+
+static DEBUG: AtomicBool = AtomicBool::new(false);
+static TRACE: AtomicBool = AtomicBool::new(false);
+static LOGTIME: AtomicBool = AtomicBool::new(true);
+
+/// Where lines go: stderr, or a file opened for append (with its path, to reopen it).
+static DESTINATION: Mutex<Option<(PathBuf, std::fs::File)>> = Mutex::new(None);
 
 impl<S, N> FormatEvent<S, N> for NatsFormat
 where
@@ -38,7 +47,7 @@ where
         event: &Event<'_>,
     ) -> fmt::Result {
         write!(writer, "[{}] ", self.pid)?;
-        if self.logtime {
+        if LOGTIME.load(Ordering::Relaxed) {
             let now = OffsetDateTime::now_utc().to_offset(self.offset);
             write!(
                 writer,
@@ -74,6 +83,13 @@ pub fn local_offset() -> UtcOffset {
     UtcOffset::current_local_offset().unwrap_or(UtcOffset::UTC)
 }
 
+fn open(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+}
+
 /// Install the global logger. A log file is opened for append (created if missing).
 pub fn init(
     debug: bool,
@@ -82,55 +98,75 @@ pub fn init(
     log_file: Option<&Path>,
     offset: UtcOffset,
 ) -> std::io::Result<()> {
+    reconfigure(debug, trace, logtime, log_file)?;
     let format = NatsFormat {
         pid: std::process::id(),
-        logtime,
         offset,
     };
-    let filter = tracing_subscriber::filter::filter_fn(move |metadata| match *metadata.level() {
-        Level::TRACE => trace,
-        Level::DEBUG => debug,
+    let filter = tracing_subscriber::filter::filter_fn(|metadata| match *metadata.level() {
+        Level::TRACE => TRACE.load(Ordering::Relaxed),
+        Level::DEBUG => DEBUG.load(Ordering::Relaxed),
         _ => true,
     });
-    let writer: Box<dyn Fn() -> Box<dyn Write> + Send + Sync> = match log_file {
-        Some(path) => {
-            let file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)?;
-            let file = std::sync::Arc::new(Mutex::new(file));
-            Box::new(move || Box::new(SharedFile(file.clone())) as Box<dyn Write>)
-        }
-        None => Box::new(|| Box::new(std::io::stderr()) as Box<dyn Write>),
-    };
     // No colour codes: nats-server's lines are plain text, and fields (`stream=...`) would
     // otherwise come out with ANSI escapes, also in a log file.
     let layer = tracing_subscriber::fmt::layer()
         .with_ansi(false)
         .event_format(format)
-        .with_writer(writer)
+        .with_writer(|| Destination)
         .with_filter(filter);
     // A second init (tests) is harmless.
     let _ = tracing_subscriber::registry().with(layer).try_init();
     Ok(())
 }
 
-struct SharedFile(std::sync::Arc<Mutex<std::fs::File>>);
+/// Change the installed logger's levels, time stamps and file (a reload). The file is opened
+/// before anything changes: on error, logging goes on as before.
+pub fn reconfigure(
+    debug: bool,
+    trace: bool,
+    logtime: bool,
+    log_file: Option<&Path>,
+) -> std::io::Result<()> {
+    let file = match log_file {
+        Some(path) => Some((path.to_path_buf(), open(path)?)),
+        None => None,
+    };
+    *DESTINATION.lock() = file;
+    LOGTIME.store(logtime, Ordering::Relaxed);
+    let levels_changed = DEBUG.swap(debug, Ordering::Relaxed) != debug
+        || TRACE.swap(trace, Ordering::Relaxed) != trace;
+    if levels_changed {
+        // The filter's answers are cached per call site; ask again.
+        tracing::callsite::rebuild_interest_cache();
+    }
+    Ok(())
+}
 
-impl Write for SharedFile {
+/// Reopen the log file at its path (after logrotate moved it); nothing without a file.
+pub fn reopen() -> std::io::Result<()> {
+    let mut destination = DESTINATION.lock();
+    if let Some((path, file)) = destination.as_mut() {
+        *file = open(path)?;
+    }
+    Ok(())
+}
+
+/// The writer of one line: the current file, else stderr.
+struct Destination;
+
+impl Write for Destination {
     fn write(&mut self, buffer: &[u8]) -> std::io::Result<usize> {
-        let mut file = self
-            .0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        file.write(buffer)
+        match DESTINATION.lock().as_mut() {
+            Some((_, file)) => file.write(buffer),
+            None => std::io::stderr().write(buffer),
+        }
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        let mut file = self
-            .0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        file.flush()
+        match DESTINATION.lock().as_mut() {
+            Some((_, file)) => file.flush(),
+            None => std::io::stderr().flush(),
+        }
     }
 }

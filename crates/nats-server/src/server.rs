@@ -11,7 +11,7 @@ use crate::ServerError;
 use bytes::BytesMut;
 use nats_jetstream::{JetStream, ServerIdentity};
 use nats_proto::ServerInfo;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -39,7 +39,16 @@ pub struct ServerStats {
 }
 
 pub struct Server {
+    /// The options the server started with (the listeners, identity and JetStream follow
+    /// them); what a reload may change is read through [`Server::current_options`].
     pub options: Options,
+    /// The options as last loaded (start-up or the latest reload).
+    current_options: RwLock<Arc<Options>>,
+    /// When the configuration was last loaded (`/varz` `config_load_time`).
+    pub config_load_time: Mutex<OffsetDateTime>,
+    /// Moves at each reload that changes authorization: connections check their
+    /// credentials and permissions again.
+    pub authorization_epoch: tokio::sync::watch::Sender<u64>,
     pub server_id: String,
     pub server_name: String,
     pub start_time: OffsetDateTime,
@@ -47,7 +56,7 @@ pub struct Server {
     pub accounts: Accounts,
     /// Set when the server is part of a cluster.
     routes: OnceLock<Arc<crate::route::Routes>>,
-    pub authenticator: Authenticator,
+    authenticator: RwLock<Arc<Authenticator>>,
     pub stats: ServerStats,
     pub clients: Mutex<BTreeMap<u64, Arc<ClientShared>>>,
     next_client_id: AtomicU64,
@@ -64,7 +73,8 @@ pub struct Server {
     pub http_requests: Mutex<BTreeMap<String, u64>>,
     /// Set when client connections use TLS (`tls { }` or `--tls*`).
     pub tls: Option<tokio_rustls::TlsAcceptor>,
-    info_template: OnceLock<ServerInfo>,
+    /// INFO's fixed part, built on first use and again after a reload.
+    info_template: RwLock<Option<ServerInfo>>,
     /// The `seq` of the `server` object on `$SYS` replies.
     pub system_sequence: AtomicU64,
 }
@@ -79,14 +89,18 @@ impl Server {
             .unwrap_or_else(|| server_id.clone());
         let authenticator = Authenticator::new(&options);
         let accounts = Accounts::new(&options);
+        let start_time = OffsetDateTime::now_utc();
         Arc::new(Server {
+            current_options: RwLock::new(Arc::new(options.clone())),
+            config_load_time: Mutex::new(start_time),
+            authorization_epoch: tokio::sync::watch::Sender::new(0),
             options,
             server_id,
             server_name,
-            start_time: OffsetDateTime::now_utc(),
+            start_time,
             accounts,
             routes: OnceLock::new(),
-            authenticator,
+            authenticator: RwLock::new(Arc::new(authenticator)),
             stats: ServerStats::default(),
             clients: Mutex::new(BTreeMap::new()),
             next_client_id: AtomicU64::new(1),
@@ -98,9 +112,33 @@ impl Server {
             jetstream_account: OnceLock::new(),
             http_requests: Mutex::new(BTreeMap::new()),
             tls: tls.map(tokio_rustls::TlsAcceptor::from),
-            info_template: OnceLock::new(),
+            info_template: RwLock::new(None),
             system_sequence: AtomicU64::new(0),
         })
+    }
+
+    /// Who may connect, as last loaded.
+    pub fn authenticator(&self) -> Arc<Authenticator> {
+        self.authenticator.read().clone()
+    }
+
+    /// The options as last loaded (start-up or the latest reload).
+    pub fn current_options(&self) -> Arc<Options> {
+        self.current_options.read().clone()
+    }
+
+    /// Take reloaded options (already checked by `config::reload::diff`): new connections
+    /// use them; with `authorization`, existing ones are checked again.
+    pub fn replace_options(&self, options: Options, authorization: bool) {
+        if authorization {
+            *self.authenticator.write() = Arc::new(Authenticator::new(&options));
+        }
+        *self.current_options.write() = Arc::new(options);
+        *self.info_template.write() = None;
+        *self.config_load_time.lock() = OffsetDateTime::now_utc();
+        if authorization {
+            self.authorization_epoch.send_modify(|epoch| *epoch += 1);
+        }
     }
 
     pub fn next_client_id(&self) -> u64 {
@@ -110,7 +148,7 @@ impl Server {
     /// Add a connection; false when max_connections is reached.
     pub fn register_client(&self, client: &Arc<ClientShared>) -> bool {
         let mut clients = self.clients.lock();
-        let limit = self.options.max_connections;
+        let limit = self.current_options().max_connections;
         if limit >= 0 && clients.len() as i64 >= limit {
             return false;
         }
@@ -167,8 +205,15 @@ impl Server {
     /// The INFO sent to `client` (`after_tls_first`: sent over TLS once a handshake-first
     /// client finished its handshake, where TLS is required whatever `allow_non_tls` says).
     pub fn encode_info(&self, out: &mut BytesMut, client: &ClientShared, after_tls_first: bool) {
-        let template = self.info_template.get_or_init(|| self.info_base());
-        let mut info = template.clone();
+        let cached = self.info_template.read().clone();
+        let mut info = match cached {
+            Some(template) => template,
+            None => {
+                let template = self.info_base();
+                *self.info_template.write() = Some(template.clone());
+                template
+            }
+        };
         info.client_id = client.id;
         info.client_ip = client.address.ip().to_string();
         if after_tls_first {
@@ -199,11 +244,11 @@ impl Server {
             host: self.options.host.clone(),
             port,
             headers: true,
-            auth_required: self.authenticator.required(),
+            auth_required: self.authenticator().required(),
             tls_required: self.tls.is_some() && !self.options.allow_non_tls,
             tls_available: self.tls.is_some() && self.options.allow_non_tls,
             tls_verify: self.options.tls.as_ref().is_some_and(|tls| tls.verify),
-            max_payload: i32::try_from(self.options.max_payload).unwrap_or(i32::MAX),
+            max_payload: i32::try_from(self.current_options().max_payload).unwrap_or(i32::MAX),
             jetstream: self.jetstream.get().is_some(),
             ..ServerInfo::default()
         }
@@ -374,7 +419,7 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
         }
     });
 
-    wait_for_signal().await;
+    wait_for_signal(&server).await;
     tracing::info!("Initiating Shutdown...");
     accept.abort();
     crate::system::shutdown(&server);
@@ -445,7 +490,7 @@ fn write_ports_file(server: &Server) -> Option<std::path::PathBuf> {
     Some(path)
 }
 
-async fn wait_for_signal() {
+async fn wait_for_signal(server: &Arc<Server>) {
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut terminate), Ok(mut interrupt), Ok(mut hangup), Ok(mut user1)) = (
         signal(SignalKind::terminate()),
@@ -467,15 +512,13 @@ async fn wait_for_signal() {
                 tracing::info!("Trapped \"interrupt\" signal");
                 return;
             }
-            // nats-server reloads its config on SIGHUP and reopens its log on SIGUSR1; we do
-            // neither yet, but must not die of the default action either.
             _ = hangup.recv() => {
                 tracing::info!("Trapped \"hangup\" signal");
-                tracing::warn!("Configuration reload is not supported; keeping the running configuration");
+                crate::reload::reload_logged(server);
             }
             _ = user1.recv() => {
                 tracing::info!("Trapped \"user defined signal 1\" signal");
-                tracing::warn!("Log file reopening is not supported");
+                crate::reload::reopen_log_file(server);
             }
         }
     }

@@ -504,7 +504,7 @@ pub(crate) fn new_shared(server: &Arc<Server>, id: u64, address: SocketAddr) -> 
         pings_outstanding: AtomicU32::new(0),
         counters: ClientCounters::default(),
         max_pending: usize::try_from(server.options.max_pending.max(0)).unwrap_or(usize::MAX),
-        trace: server.options.trace,
+        trace: server.current_options().trace,
         meta: Mutex::new(ClientMeta::default()),
         last_activity: Mutex::new(now),
         rtt: Mutex::new(None),
@@ -513,7 +513,7 @@ pub(crate) fn new_shared(server: &Arc<Server>, id: u64, address: SocketAddr) -> 
         subscriptions: Mutex::new(HashMap::new()),
         response_permits: std::sync::OnceLock::new(),
         nonce: server
-            .authenticator
+            .authenticator()
             .nonce_required()
             .then(crate::security::auth::new_nonce),
         certificate: std::sync::OnceLock::new(),

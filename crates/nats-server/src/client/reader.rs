@@ -30,6 +30,8 @@ struct Session {
     headers: bool,
     no_responders: bool,
     permissions: Option<Arc<UserPermissions>>,
+    /// The accepted CONNECT, to check again when a reload changes authorization.
+    connect_options: Option<ConnectOptions>,
     /// The connection's account (its subject table): `$G` until CONNECT says otherwise.
     account: Arc<Account>,
     /// The outcome of a CONNECT checked off this task (bcrypt), for `connect` to apply.
@@ -54,7 +56,8 @@ pub async fn run<R: AsyncRead + Unpin>(
     shared: Arc<ClientShared>,
     mut socket: R,
 ) {
-    let options = &server.options;
+    let options = server.current_options();
+    let mut authorization = server.authorization_epoch.subscribe();
     let mut parser = ClientParser::new(
         usize::try_from(options.max_payload.max(0)).unwrap_or(usize::MAX),
         usize::try_from(options.max_control_line.max(0)).unwrap_or(usize::MAX),
@@ -70,6 +73,7 @@ pub async fn run<R: AsyncRead + Unpin>(
         headers: false,
         no_responders: false,
         permissions: None,
+        connect_options: None,
         account: server.accounts.global().clone(),
         authenticated: None,
         publish_allowed: HashMap::new(),
@@ -77,7 +81,7 @@ pub async fn run<R: AsyncRead + Unpin>(
         own_output: false,
     };
     let auth_deadline = server
-        .authenticator
+        .authenticator()
         .required()
         .then(|| tokio::time::Instant::now() + options.auth_timeout());
     let mut buffer = BytesMut::with_capacity(READ_CHUNK);
@@ -89,6 +93,14 @@ pub async fn run<R: AsyncRead + Unpin>(
         let read = tokio::select! {
             biased;
             _ = shared.reader_stop.notified() => break 'connection None,
+            Ok(()) = authorization.changed(), if session.connected => {
+                let next = session.authorize_again();
+                session.finish_chunk();
+                if let Next::Close(reason) = next {
+                    break 'connection Some(reason);
+                }
+                continue 'connection;
+            }
             _ = auth_sleep(auth_deadline, session.connected) => {
                 session.send_err("Authentication Timeout");
                 break 'connection Some(CloseReason::AuthenticationTimeout);
@@ -198,7 +210,7 @@ impl Session {
         if self.trace {
             self.trace_in(&operation);
         }
-        if !self.connected && self.server.authenticator.required() {
+        if !self.connected && self.server.authenticator().required() {
             if let ClientOp::Connect(_) = operation {
             } else {
                 self.send_err("Authorization Violation");
@@ -311,7 +323,7 @@ impl Session {
     /// CONNECT is checked on the blocking pool so the worker keeps serving other connections.
     /// [`Session::connect`] uses the outcome.
     async fn authenticate_off_thread(&mut self, connect: &ConnectOptions) {
-        let authenticator = &self.server.authenticator;
+        let authenticator = self.server.authenticator();
         if self.connected || !authenticator.required() || !authenticator.has_hashed_secrets() {
             return;
         }
@@ -319,7 +331,7 @@ impl Session {
         let shared = self.shared.clone();
         let connect = connect.clone();
         let outcome = tokio::task::spawn_blocking(move || {
-            server.authenticator.authenticate(
+            server.authenticator().authenticate(
                 &connect,
                 shared.nonce.as_deref(),
                 shared.certificate.get(),
@@ -331,10 +343,11 @@ impl Session {
 
     fn connect(&mut self, connect: ConnectOptions, parser: &mut ClientParser) -> Next {
         self.shared.estimate_rtt();
-        if self.server.authenticator.required() && !self.connected {
+        let authenticator = self.server.authenticator();
+        if authenticator.required() && !self.connected {
             let outcome = match self.authenticated.take() {
                 Some(outcome) => outcome,
-                None => self.server.authenticator.authenticate(
+                None => authenticator.authenticate(
                     &connect,
                     self.shared.nonce.as_deref(),
                     self.shared.certificate.get(),
@@ -349,7 +362,7 @@ impl Session {
                         });
                     }
                     self.permissions = permissions;
-                    let account_name = self.server.authenticator.account_of(user.as_deref());
+                    let account_name = authenticator.account_of(user.as_deref());
                     if let Some(account) = self.server.accounts.lookup(account_name) {
                         self.account = account.clone();
                     }
@@ -366,6 +379,7 @@ impl Session {
                 }
             }
         }
+        self.connect_options = Some(connect.clone());
         if connect.no_responders && !connect.headers {
             self.send_err(ERR_NO_RESPONDERS_HEADERS);
             return Next::Close(CloseReason::ProtocolViolation);
@@ -629,6 +643,65 @@ impl Session {
             }
         }
         self.ok();
+        Next::Continue
+    }
+}
+
+impl Session {
+    /// A reload changed authorization: check this connection's CONNECT against it as
+    /// nats-server's `reloadAuthorization` does. Credentials no longer accepted close it with
+    /// `Authorization Violation`; otherwise the new permissions apply from now on and each
+    /// subscription they no longer allow is removed with a `-ERR`.
+    fn authorize_again(&mut self) -> Next {
+        let authenticator = self.server.authenticator();
+        if !authenticator.required() {
+            self.permissions = None;
+            self.publish_allowed.clear();
+            return Next::Continue;
+        }
+        let connect = self.connect_options.clone().unwrap_or_default();
+        let outcome = authenticator.authenticate(
+            &connect,
+            self.shared.nonce.as_deref(),
+            self.shared.certificate.get(),
+        );
+        let Ok((permissions, user)) = outcome else {
+            let user = self.shared.meta.lock().user.clone().unwrap_or_default();
+            tracing::error!(
+                "{} - cid:{} - authentication error - User {user:?}",
+                self.shared.address,
+                self.shared.id
+            );
+            self.send_err("Authorization Violation");
+            return Next::Close(CloseReason::AuthenticationViolation);
+        };
+        self.shared.meta.lock().user = user;
+        self.publish_allowed.clear();
+        self.permissions = permissions;
+        let Some(permissions) = self.permissions.clone() else {
+            return Next::Continue;
+        };
+        let subscriptions: Vec<_> = self.shared.subscriptions.lock().values().cloned().collect();
+        for subscription in subscriptions {
+            let queue = subscription.queue.as_deref();
+            if permissions.can_subscribe(&subscription.subject, queue) {
+                continue;
+            }
+            self.account
+                .router
+                .remove_client_subscription(&subscription);
+            let sid = String::from_utf8_lossy(&subscription.sid).into_owned();
+            tracing::info!(
+                "Removed sub {:?} (sid {sid:?}) for User {:?} - not authorized",
+                subscription.subject,
+                self.shared.meta.lock().user.clone().unwrap_or_default()
+            );
+            let text = nats_proto::err_text::permissions_violation_subscription(
+                &subscription.subject,
+                queue,
+            );
+            self.send_err(&format!("{text} (sid \"{sid}\")"));
+        }
         Next::Continue
     }
 }

@@ -43,7 +43,7 @@ impl WriterSettings {
 }
 
 pub async fn run<W: AsyncWrite + Unpin>(server: Arc<Server>, shared: Arc<ClientShared>, socket: W) {
-    let settings = WriterSettings::client(&server.options);
+    let settings = WriterSettings::client(&server.current_options());
     run_with(server, shared, socket, settings).await
 }
 

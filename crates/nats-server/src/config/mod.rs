@@ -1,7 +1,7 @@
 //! Server configuration: the typed [`Options`] with nats-server's defaults, the config-file
 //! syntax ([`parser`]) and the mapping from the file's keys to options ([`options`]; the
 //! `jetstream { ... }` block in `jetstream.rs`, `tls { ... }` in [`tls`], `cluster { ... }` in
-//! [`cluster`], `accounts { ... }` in `accounts.rs`).
+//! [`cluster`], `accounts { ... }` in `accounts.rs`) and what a reload may change ([`reload`]).
 //!
 //! Called by `main` (file first, then command-line flags override). Knows nothing about
 //! sockets or routing.
@@ -11,6 +11,7 @@ pub mod cluster;
 mod jetstream;
 pub mod options;
 pub mod parser;
+pub mod reload;
 pub mod tls;
 
 pub use accounts::AccountOptions;

@@ -60,7 +60,7 @@ pub fn resident_memory() -> u64 {
 }
 
 pub fn varz(server: &Server) -> Value {
-    let options = &server.options;
+    let options = server.current_options();
     let now = OffsetDateTime::now_utc();
     let (in_msgs, in_bytes, out_msgs, out_bytes) = server.message_totals();
     let address = server.client_address.get();
@@ -130,7 +130,7 @@ pub fn varz(server: &Server) -> Value {
         "stalled_clients": 0,
         "subscriptions": server.accounts.subscription_count(),
         "http_req_stats": http_requests,
-        "config_load_time": rfc3339(server.start_time),
+        "config_load_time": rfc3339(*server.config_load_time.lock()),
         "config_digest": "",
         "system_account": &*server.accounts.system().name,
         "slow_consumer_stats": {
@@ -144,7 +144,7 @@ pub fn varz(server: &Server) -> Value {
     });
     // Omitted when false or zero, as nats-server's omitempty does.
     if let Some(fields) = varz.as_object_mut() {
-        if server.authenticator.required() {
+        if server.authenticator().required() {
             fields.insert("auth_required".into(), json!(true));
         }
         if options.max_subscriptions != 0 {

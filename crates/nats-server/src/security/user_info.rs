@@ -79,7 +79,8 @@ pub fn reply(
     user: Option<&str>,
     user_permissions: Option<&Permissions>,
 ) -> Vec<u8> {
-    let account = server.authenticator.account_of(user);
+    let authenticator = server.authenticator();
+    let account = authenticator.account_of(user);
     let reply = Reply {
         server: crate::system::server_object(server),
         data: UserInfo {

@@ -5,6 +5,7 @@
 //!   answer), `$SYS.REQ.SERVER.PING.<X>` and `$SYS.REQ.SERVER.<our id>.<X>` for X in VARZ,
 //!   CONNZ, ROUTEZ, SUBSZ, JSZ, HEALTHZ, STATSZ, IDZ. Replies wrap the monitoring endpoints'
 //!   JSON (`monitor.rs` producers) as nats-server does: `{"server": {...}, "data": {...}}`.
+//!   `$SYS.REQ.SERVER.<our id>.RELOAD` reloads the config file (`crate::reload`).
 //! - Events: `$SYS.SERVER.<id>.STATSZ` every [`STATSZ_INTERVAL`] (and at start), and
 //!   `$SYS.SERVER.<id>.SHUTDOWN` when the server stops; `$SYS.ACCOUNT.<acc>.CONNECT` and
 //!   `DISCONNECT` advisories (`events.rs`).
@@ -44,6 +45,8 @@ enum Endpoint {
     Healthz,
     Statsz,
     Idz,
+    /// `$SYS.REQ.SERVER.<id>.RELOAD` (not a PING): reload the config file.
+    Reload,
 }
 
 impl Endpoint {
@@ -57,6 +60,7 @@ impl Endpoint {
             "HEALTHZ" => Endpoint::Healthz,
             "STATSZ" => Endpoint::Statsz,
             "IDZ" => Endpoint::Idz,
+            "RELOAD" => Endpoint::Reload,
             _ => return None,
         })
     }
@@ -191,6 +195,9 @@ fn answer(server: &Server, message: &Message) {
         let Some(name) = subject.rsplit('.').next().and_then(Endpoint::parse) else {
             return;
         };
+        if name == Endpoint::Reload && subject.starts_with("$SYS.REQ.SERVER.PING.") {
+            return;
+        }
         name
     };
     let options: Map<String, Value> = serde_json::from_slice(&message.payload)
@@ -217,6 +224,13 @@ fn answer(server: &Server, message: &Message) {
             "host": server.options.host,
             "id": server.server_id,
         }),
+        Endpoint::Reload => match crate::reload::reload(server) {
+            Ok(()) => json!({"server": server_object(server)}),
+            Err(error) => json!({
+                "server": server_object(server),
+                "error": {"code": 500, "description": error},
+            }),
+        },
         _ => {
             let data = match endpoint {
                 Endpoint::Varz => crate::monitor::varz(server),

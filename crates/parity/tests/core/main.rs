@@ -14,6 +14,7 @@ mod metrics;
 mod monitor;
 mod monitor_http;
 mod process;
+mod reload;
 mod signal;
 mod slow_consumer;
 mod startup_errors;

@@ -1,0 +1,307 @@
+//! What a config reload may change: the running options compared with the file read again,
+//! as nats-server's `diffOptions` compares them. A change nats-server cannot apply refuses
+//! the whole reload with its text (`config reload not supported for Port: old=4222,
+//! new=4333`); the rest are named in its `Reloaded: ...` log lines.
+//!
+//! Called by the server's reload (`crate::reload`); knows nothing of connections or sockets.
+
+use super::options::{duration_text, Options};
+
+/// What a reload changes, once every change is known to be reloadable.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// nats-server's `Reloaded: ...` notices, in its order.
+    pub notices: Vec<String>,
+    /// Levels, time stamps or the log file.
+    pub logging: bool,
+    /// Users, passwords, tokens or permissions: connections are checked again.
+    pub authorization: bool,
+    /// Figures that only new connections read (INFO's `max_payload`, pings, limits).
+    pub limits: bool,
+}
+
+/// Go's `%v` of an optional text: empty when unset.
+fn text(value: &Option<String>) -> &str {
+    value.as_deref().unwrap_or("")
+}
+
+fn refused(field: &str, old: impl std::fmt::Display, new: impl std::fmt::Display) -> String {
+    format!("config reload not supported for {field}: old={old}, new={new}")
+}
+
+/// Compare the running options with the reloaded ones.
+pub fn diff(old: &Options, new: &Options) -> Result<Changes, String> {
+    refuse_fixed(old, new)?;
+    let mut changes = Changes::default();
+    let mut notice = |text: String| changes.notices.push(text);
+    if old.trace != new.trace {
+        notice(format!("Reloaded: trace = {}", new.trace));
+    }
+    if old.debug != new.debug {
+        notice(format!("Reloaded: debug = {}", new.debug));
+    }
+    if old.logtime != new.logtime {
+        notice(format!("Reloaded: logtime = {}", new.logtime));
+    }
+    if old.log_file != new.log_file {
+        let path = new
+            .log_file
+            .as_deref()
+            .map(|path| path.display().to_string());
+        notice(format!("Reloaded: log_file = {}", text(&path)));
+    }
+    if old.username != new.username {
+        notice("Reloaded: authorization username".into());
+    }
+    if old.password != new.password {
+        notice("Reloaded: authorization password".into());
+    }
+    if old.token != new.token {
+        notice("Reloaded: authorization token".into());
+    }
+    if old.auth_timeout != new.auth_timeout {
+        notice(format!(
+            "Reloaded: authorization timeout = {}",
+            new.auth_timeout().as_secs_f64()
+        ));
+    }
+    let users_changed =
+        old.users != new.users || old.default_permissions != new.default_permissions;
+    let plain = |options: &Options| {
+        options
+            .users
+            .iter()
+            .filter(|user| user.nkey.is_none())
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let keyed = |options: &Options| {
+        options
+            .users
+            .iter()
+            .filter(|user| user.nkey.is_some())
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    if users_changed
+        && (plain(old) != plain(new) || old.default_permissions != new.default_permissions)
+    {
+        notice("Reloaded: authorization users".into());
+    }
+    if users_changed && keyed(old) != keyed(new) {
+        notice("Reloaded: authorization nkey users".into());
+    }
+    if old.max_connections != new.max_connections {
+        notice(format!(
+            "Reloaded: max_connections = {}",
+            new.max_connections
+        ));
+    }
+    if old.pid_file != new.pid_file {
+        let path = new
+            .pid_file
+            .as_deref()
+            .map(|path| path.display().to_string());
+        notice(format!("Reloaded: pid_file = {}", text(&path)));
+    }
+    if old.ports_file_dir != new.ports_file_dir {
+        let path = new
+            .ports_file_dir
+            .as_deref()
+            .map(|path| path.display().to_string());
+        notice(format!("Reloaded: ports_file_dir = {}", text(&path)));
+    }
+    if old.max_control_line != new.max_control_line {
+        notice(format!(
+            "Reloaded: max_control_line = {}",
+            new.max_control_line
+        ));
+    }
+    if old.max_payload != new.max_payload {
+        notice(format!("Reloaded: max_payload = {}", new.max_payload));
+    }
+    if old.ping_interval != new.ping_interval {
+        notice(format!(
+            "Reloaded: ping_interval = {}",
+            duration_text(new.ping_interval)
+        ));
+    }
+    if old.ping_max != new.ping_max {
+        notice(format!("Reloaded: ping_max = {}", new.ping_max));
+    }
+    if old.write_deadline != new.write_deadline {
+        notice(format!(
+            "Reloaded: write_deadline = {}",
+            duration_text(new.write_deadline)
+        ));
+    }
+    changes.logging = old.trace != new.trace
+        || old.debug != new.debug
+        || old.logtime != new.logtime
+        || old.log_file != new.log_file;
+    changes.authorization = old.username != new.username
+        || old.password != new.password
+        || old.token != new.token
+        || users_changed
+        || old.no_auth_user != new.no_auth_user;
+    changes.limits = old.max_connections != new.max_connections
+        || old.max_control_line != new.max_control_line
+        || old.max_payload != new.max_payload
+        || old.ping_interval != new.ping_interval
+        || old.ping_max != new.ping_max
+        || old.write_deadline != new.write_deadline
+        || old.auth_timeout != new.auth_timeout;
+    Ok(changes)
+}
+
+/// The options nats-server refuses to reload, with its field names and values, in the order
+/// of its `Options` struct; and the ones rnats cannot reload yet (see docs/parity.md).
+fn refuse_fixed(old: &Options, new: &Options) -> Result<(), String> {
+    if old.server_name != new.server_name {
+        return Err(refused(
+            "ServerName",
+            text(&old.server_name),
+            text(&new.server_name),
+        ));
+    }
+    if old.host != new.host {
+        return Err(refused("Host", &old.host, &new.host));
+    }
+    // A random port (0 or -1) in the new file keeps the running one, as nats-server.
+    if old.port != new.port && new.port > 0 {
+        return Err(refused("Port", old.port, new.port));
+    }
+    if old.max_pending != new.max_pending {
+        return Err(refused("MaxPending", old.max_pending, new.max_pending));
+    }
+    if old.max_subscriptions != new.max_subscriptions {
+        return Err(refused(
+            "MaxSubs",
+            old.max_subscriptions,
+            new.max_subscriptions,
+        ));
+    }
+    if old.no_auth_user != new.no_auth_user {
+        // Dropping `no_auth_user` is allowed unless that user is still configured.
+        let dropped_user_gone = new.no_auth_user.is_none()
+            && !new
+                .users
+                .iter()
+                .any(|user| Some(&user.user) == old.no_auth_user.as_ref());
+        if !dropped_user_gone {
+            return Err(refused(
+                "NoAuthUser",
+                text(&old.no_auth_user),
+                text(&new.no_auth_user),
+            ));
+        }
+    }
+    if old.system_account != new.system_account {
+        return Err(refused(
+            "SystemAccount",
+            text(&old.system_account),
+            text(&new.system_account),
+        ));
+    }
+    if old.allow_non_tls != new.allow_non_tls {
+        return Err(refused("AllowNonTLS", old.allow_non_tls, new.allow_non_tls));
+    }
+    if old.http_host != new.http_host {
+        return Err(refused(
+            "HTTPHost",
+            text(&old.http_host),
+            text(&new.http_host),
+        ));
+    }
+    if old.http_port != new.http_port {
+        return Err(refused("HTTPPort", old.http_port, new.http_port));
+    }
+    if old.http_base_path != new.http_base_path {
+        return Err(refused(
+            "HTTPBasePath",
+            &old.http_base_path,
+            &new.http_base_path,
+        ));
+    }
+    if old.https_port != new.https_port {
+        return Err(refused("HTTPSPort", old.https_port, new.https_port));
+    }
+    let (old_js, new_js) = (&old.jetstream, &new.jetstream);
+    if old_js.enabled && old_js.store_dir != new_js.store_dir && new_js.store_dir.is_some() {
+        return Err("config reload not supported for jetstream storage directory".into());
+    }
+    if old_js.enabled
+        && (old_js.max_memory != new_js.max_memory || old_js.max_store != new_js.max_store)
+    {
+        return Err("config reload not supported for jetstream max memory and store".into());
+    }
+    // Not reloadable in rnats yet (nats-server applies these): refused the same way.
+    if old_js != new_js {
+        return Err(refused("JetStream", old_js.enabled, new_js.enabled));
+    }
+    if old.tls != new.tls {
+        return Err("config reload not supported for TLSConfig".into());
+    }
+    if old.cluster != new.cluster {
+        return Err("config reload not supported for Cluster".into());
+    }
+    if old.accounts != new.accounts {
+        return Err("config reload not supported for Accounts".into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_name_the_field_as_nats_server() {
+        let old = Options::default();
+        let new = Options {
+            server_name: Some("two".into()),
+            ..Options::default()
+        };
+        assert_eq!(
+            diff(&old, &new).unwrap_err(),
+            "config reload not supported for ServerName: old=, new=two"
+        );
+        let new = Options {
+            port: 4333,
+            ..Options::default()
+        };
+        assert_eq!(
+            diff(&old, &new).unwrap_err(),
+            "config reload not supported for Port: old=4222, new=4333"
+        );
+        let new = Options {
+            port: -1,
+            ..Options::default()
+        };
+        assert!(diff(&old, &new).is_ok());
+    }
+
+    #[test]
+    fn reloadable_changes_are_named() {
+        let old = Options::default();
+        let new = Options {
+            debug: true,
+            max_payload: 2048,
+            username: Some("a".into()),
+            password: Some("b".into()),
+            ..Options::default()
+        };
+        let changes = diff(&old, &new).expect("reloadable");
+        assert!(changes.logging && changes.authorization && changes.limits);
+        assert_eq!(
+            changes.notices,
+            [
+                "Reloaded: debug = true",
+                "Reloaded: authorization username",
+                "Reloaded: authorization password",
+                "Reloaded: max_payload = 2048",
+            ]
+        );
+        assert_eq!(diff(&old, &Options::default()), Ok(Changes::default()));
+    }
+}

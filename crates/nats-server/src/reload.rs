@@ -1,0 +1,68 @@
+//! Reloading the configuration file while running (SIGHUP, `--signal reload`), as
+//! nats-server's `Reload`: the file is read again with the command-line flags applied over it,
+//! compared with the running options (`config::reload::diff`), and either refused whole (the
+//! running configuration stays, the reason is logged) or applied: logging at once, new
+//! connections with the new limits, existing connections checked against the new
+//! authorization by their readers (`client/reader.rs`). SIGUSR1 reopens the log file.
+//!
+//! Called by the signal loop in `server.rs` and the `$SYS.REQ.SERVER.<id>.RELOAD` responder
+//! (`system/`); knows nothing of sockets.
+
+use crate::cli::Flags;
+use crate::config::{apply_config_file, Options};
+use crate::server::Server;
+
+/// Reload and log the outcome as nats-server does.
+pub fn reload_logged(server: &Server) {
+    if let Err(error) = reload(server) {
+        tracing::error!("Failed to reload server configuration: {error}");
+    }
+}
+
+/// Read the config file again and apply what changed; on error nothing changes.
+pub fn reload(server: &Server) -> Result<(), String> {
+    let Some(path) = server.options.config_file.clone() else {
+        return Err("can only reload config when a file is provided using -c or --config".into());
+    };
+    let mut options = Options::default();
+    apply_config_file(&mut options, &path).map_err(|error| error.to_string())?;
+    // The flags win over the file, as at start-up.
+    let flags = Flags::parse(std::env::args().skip(1)).map_err(|error| error.to_string())?;
+    flags.apply(&mut options)?;
+    options.validate()?;
+    let running = server.current_options();
+    let changes = crate::config::reload::diff(&running, &options)?;
+    if changes.logging {
+        crate::logging::reconfigure(
+            options.debug,
+            options.trace,
+            options.logtime,
+            options.log_file.as_deref(),
+        )
+        .map_err(|error| format!("cannot open log file: {error}"))?;
+    }
+    if running.pid_file != options.pid_file {
+        if let Some(pid_file) = &options.pid_file {
+            std::fs::write(pid_file, std::process::id().to_string())
+                .map_err(|error| format!("could not write pidfile: {error}"))?;
+        }
+    }
+    for notice in &changes.notices {
+        tracing::info!("{notice}");
+    }
+    server.replace_options(options, changes.authorization);
+    tracing::info!("Reloaded server configuration");
+    Ok(())
+}
+
+/// SIGUSR1: reopen the log file (logrotate moved it), with nats-server's notices.
+pub fn reopen_log_file(server: &Server) {
+    if server.current_options().log_file.is_none() {
+        tracing::info!("File log re-open ignored, not a file logger");
+        return;
+    }
+    match crate::logging::reopen() {
+        Ok(()) => tracing::info!("File log re-opened"),
+        Err(error) => tracing::error!("Error re-opening log file: {error}"),
+    }
+}
