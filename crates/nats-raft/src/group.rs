@@ -272,6 +272,17 @@ impl RaftGroup {
         Ok(this)
     }
 
+    /// Founds the group with `members` now, when it was started without `bootstrap` (the
+    /// application decided later who the founders are). Refused once the group has a log.
+    pub async fn initialize(&self, members: &[NodeId]) -> Result<(), RaftGroupError> {
+        self.check_online()?;
+        let members: BTreeSet<NodeId> = members.iter().copied().collect();
+        self.raft
+            .initialize(members)
+            .await
+            .map_err(|error| RaftGroupError::Membership(error.to_string()))
+    }
+
     pub fn group(&self) -> &str {
         &self.group
     }

@@ -30,6 +30,6 @@ pub use group::{
     RecoveryReport, Role,
 };
 pub use log_file::TornTail;
-pub use network::{Network, NetworkError, ReplyFuture};
+pub use network::{refused as refused_reply, Network, NetworkError, ReplyFuture};
 pub use state_machine::StateMachine;
 pub use types::NodeId;

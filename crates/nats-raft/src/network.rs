@@ -256,8 +256,10 @@ fn decode_transfer_reply(reply: &[u8]) -> Result<TransferLeaderResponse<TypeConf
     })
 }
 
-/// A refused reply carrying `text`.
-pub(crate) fn refused(text: &str) -> Bytes {
+/// A refused reply carrying `text`: what a transport sends back for a message it cannot hand to
+/// any group (e.g. a group this node does not run), so the sender fails fast instead of timing
+/// out.
+pub fn refused(text: &str) -> Bytes {
     let mut writer = Writer::new();
     writer.u8(REPLY_REFUSED);
     let mut bytes = writer.finish().to_vec();

@@ -12,6 +12,7 @@
 pub(crate) mod accounts;
 pub mod cli;
 pub(crate) mod client;
+pub(crate) mod cluster;
 pub mod config;
 pub(crate) mod listener;
 pub mod logging;

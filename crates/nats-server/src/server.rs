@@ -68,6 +68,8 @@ pub struct Server {
     /// The route listener's address (in a cluster with a route port).
     pub route_address: OnceLock<SocketAddr>,
     pub jetstream: OnceLock<JetStream>,
+    /// The JetStream meta group, when JetStream runs in a cluster.
+    pub meta: OnceLock<Arc<crate::cluster::Meta>>,
     /// The account JetStream serves (held here: the transport holds it weakly).
     pub jetstream_account: OnceLock<Arc<crate::accounts::Account>>,
     pub http_requests: Mutex<BTreeMap<String, u64>>,
@@ -109,6 +111,7 @@ impl Server {
             monitor_tls_address: OnceLock::new(),
             route_address: OnceLock::new(),
             jetstream: OnceLock::new(),
+            meta: OnceLock::new(),
             jetstream_account: OnceLock::new(),
             http_requests: Mutex::new(BTreeMap::new()),
             tls: tls.map(tokio_rustls::TlsAcceptor::from),
@@ -361,6 +364,12 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
         }
         tracing::info!("Took {:?} to start JetStream", started.elapsed());
         let _ = server.jetstream.set(jetstream);
+        if let Some(meta) = crate::cluster::start(&server, &store_root)
+            .await
+            .map_err(ServerError::JetStream)?
+        {
+            let _ = server.meta.set(meta);
+        }
     }
 
     crate::system::start(&server);
@@ -423,6 +432,9 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
     tracing::info!("Initiating Shutdown...");
     accept.abort();
     crate::system::shutdown(&server);
+    if let Some(meta) = server.meta.get() {
+        meta.shutdown().await;
+    }
     if let Some(jetstream) = server.jetstream.get() {
         tracing::info!("Initiating JetStream Shutdown...");
         jetstream.shutdown().await;

@@ -5,7 +5,8 @@
 
 use super::query::Query;
 use super::{
-    accounts, connz, health, index, jsz, metrics, routez, runtime, subsz, topology, varz, Refusal,
+    accounts, connz, health, index, jsz, metrics, raftz, routez, runtime, subsz, topology, varz,
+    Refusal,
 };
 use crate::server::Server;
 use bytes::Bytes;
@@ -177,7 +178,7 @@ fn respond(server: &Server, request: &Request<Incoming>) -> Response<Body> {
             Err(refusal) => Answer::Refused(refusal),
         },
         "/ipqueuesz" => runtime::ipqueuesz(&query).map(Answer::Json).into(),
-        "/raftz" => Answer::Refused(runtime::raftz()),
+        "/raftz" => raftz::raftz(server).map(Answer::Json).into(),
         "/stacksz" => Answer::Stacks(runtime::stacksz()),
         "/debug/vars" => Answer::Json(runtime::debug_vars()),
         _ => return not_found(),

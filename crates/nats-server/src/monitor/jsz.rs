@@ -42,7 +42,13 @@ impl JszOptions {
 
 pub fn jsz(server: &Server, _options: &JszOptions) -> Value {
     match server.jetstream.get() {
-        Some(jetstream) => jetstream.jsz(),
+        Some(jetstream) => {
+            let mut answer = jetstream.jsz();
+            if let (Some(meta), Some(object)) = (server.meta.get(), answer.as_object_mut()) {
+                object.insert("meta_cluster".into(), meta.cluster_info());
+            }
+            answer
+        }
         None => json!({
             "memory": 0,
             "storage": 0,

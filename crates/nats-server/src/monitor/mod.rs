@@ -16,6 +16,7 @@ mod index;
 pub mod jsz;
 pub mod metrics;
 pub mod query;
+pub mod raftz;
 pub mod routez;
 pub mod runtime;
 pub mod subsz;

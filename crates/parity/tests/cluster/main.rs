@@ -14,6 +14,7 @@ mod jetstream_elsewhere;
 mod links;
 mod mesh;
 mod messaging;
+mod meta;
 mod route_port_input;
 mod route_security;
 mod route_wire;

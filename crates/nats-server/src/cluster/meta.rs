@@ -1,0 +1,603 @@
+//! [`Meta`]: the JetStream meta group of this server: every JetStream-enabled rnats server of the
+//! cluster in one Raft group (`_meta_`), found through announcements on routes.
+//!
+//! - Discovery: each server announces `{name, peer, formed}` on `$RNATS.RAFT.HELLO` in the
+//!   system account every second until the group has formed, every five after.
+//! - Bootstrap: the group starts without a membership. It is founded once, by one server: the
+//!   lowest-named of the servers it knows, when it knows at least the expected size (its
+//!   configured routes that are not itself, plus itself, as nats-server sizes its meta group)
+//!   and none of them has formed a group yet. Every founder thus writes the same membership, and
+//!   no two groups form where every server sees every other. Servers that come later are added
+//!   by the leader (learner, caught up, then voter).
+//! - What it shows: `/jsz` `meta_cluster` ([`Meta::cluster_info`]), the
+//!   `$JS.EVENT.ADVISORY.DOMAIN.LEADER_ELECTED` advisory when this server becomes leader, and
+//!   `$JS.API.META.LEADER.STEPDOWN` (system account, answered by the leader only).
+//!
+//! The group's state machine holds nothing yet (stream assignments come next); the group
+//! exists for leadership and membership.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use nats_jetstream::Message;
+use nats_raft::{GroupConfig, GroupStatus, NodeId, RaftGroup, Role, StateMachine};
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+use time::OffsetDateTime;
+
+use super::network::{RouteNetwork, PREFIX};
+use super::peer;
+use crate::accounts::Account;
+use crate::router::{Delivery, PendingFlush};
+
+/// The meta group's name, as nats-server names it (also its directory).
+pub const META_GROUP: &str = "_meta_";
+/// The stepdown request subject.
+pub const STEPDOWN_SUBJECT: &str = "$JS.API.META.LEADER.STEPDOWN";
+const ADVISORY_SUBJECT: &str = "$JS.EVENT.ADVISORY.DOMAIN.LEADER_ELECTED";
+/// Announcements before the group formed / after.
+const HELLO_INTERVAL: Duration = Duration::from_secs(1);
+const HELLO_EVERY_FORMED: u32 = 5;
+/// A peer heard from within this long counts as current.
+const CURRENT_WINDOW: Duration = Duration::from_secs(12);
+
+/// What a server announced.
+#[derive(Clone, Debug)]
+struct Known {
+    name: String,
+    formed: bool,
+}
+
+/// The meta group on this server.
+pub struct Meta {
+    server_name: String,
+    own_peer: String,
+    cluster_name: String,
+    expected_size: usize,
+    group: Arc<RaftGroup>,
+    network: Arc<RouteNetwork>,
+    system: Arc<Account>,
+    /// Servers by peer id, this one included.
+    known: Mutex<BTreeMap<String, Known>>,
+}
+
+/// Nothing to apply yet: the entries the group commits are membership and leadership only.
+struct MetaState;
+
+impl StateMachine for MetaState {
+    fn apply(&mut self, _index: u64, _payload: Bytes) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn snapshot(&mut self) -> io::Result<Bytes> {
+        Ok(Bytes::new())
+    }
+
+    fn restore(&mut self, _snapshot: Bytes) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// How to start the meta group.
+pub struct MetaOptions {
+    pub server_name: String,
+    pub cluster_name: String,
+    /// Servers expected in the group at its first start, this one included.
+    pub expected_size: usize,
+    /// `<store>/jetstream/<system account>/_js_/_meta_`.
+    pub directory: PathBuf,
+}
+
+impl Meta {
+    /// Opens (or creates) the group's directory, starts the group and its tasks. Must run
+    /// inside the server's runtime.
+    pub async fn start(options: MetaOptions, system: Arc<Account>) -> Result<Arc<Meta>, String> {
+        let own_peer = peer::peer_id(&options.server_name);
+        let node_id = peer::node_id(&own_peer).ok_or("bad peer id")?;
+        let network = RouteNetwork::start(system.clone(), own_peer.clone());
+        let mut config = GroupConfig::new(META_GROUP, node_id, Vec::new(), options.directory);
+        config.bootstrap = false;
+        let group = RaftGroup::start(config, Box::new(MetaState), network.clone())
+            .await
+            .map_err(|error| error.to_string())?;
+        let group = Arc::new(group);
+        network.register(group.clone());
+        let mut known = BTreeMap::new();
+        known.insert(
+            own_peer.clone(),
+            Known {
+                name: options.server_name.clone(),
+                formed: false,
+            },
+        );
+        let meta = Arc::new(Meta {
+            server_name: options.server_name,
+            own_peer,
+            cluster_name: options.cluster_name,
+            expected_size: options.expected_size.max(1),
+            group,
+            network,
+            system,
+            known: Mutex::new(known),
+        });
+        meta.spawn_tasks();
+        Ok(meta)
+    }
+
+    fn spawn_tasks(self: &Arc<Self>) {
+        let (hello_sender, hellos) = tokio::sync::mpsc::channel::<Message>(256);
+        self.system.router.subscribe_internal(
+            &format!("{PREFIX}.HELLO"),
+            None,
+            Arc::new(move |message: Message| {
+                let _ = hello_sender.try_send(message);
+            }),
+        );
+        let (stepdown_sender, mut stepdowns) = tokio::sync::mpsc::channel::<Message>(64);
+        self.system.router.subscribe_internal(
+            STEPDOWN_SUBJECT,
+            None,
+            Arc::new(move |message: Message| {
+                let _ = stepdown_sender.try_send(message);
+            }),
+        );
+        tokio::spawn(discover(Arc::downgrade(self), hellos));
+        let weak = Arc::downgrade(self);
+        tokio::spawn(async move {
+            while let Some(message) = stepdowns.recv().await {
+                let Some(meta) = weak.upgrade() else {
+                    return;
+                };
+                meta.stepdown(message).await;
+            }
+        });
+        tokio::spawn(watch_leader(Arc::downgrade(self)));
+    }
+
+    pub fn group(&self) -> &Arc<RaftGroup> {
+        &self.group
+    }
+
+    /// The server name of a node, if it announced itself.
+    fn name_of(&self, node: NodeId) -> String {
+        let peer = peer::peer_of(node);
+        self.known
+            .lock()
+            .get(&peer)
+            .map(|known| known.name.clone())
+            .unwrap_or(peer)
+    }
+
+    fn node_of_name(&self, name: &str) -> Option<NodeId> {
+        self.known
+            .lock()
+            .iter()
+            .find(|(_, known)| known.name == name)
+            .and_then(|(peer, _)| peer::node_id(peer))
+    }
+
+    /// The name of the current leader, if there is one.
+    pub fn leader_name(&self) -> Option<String> {
+        self.group.status().leader.map(|node| self.name_of(node))
+    }
+
+    /// One replica entry as nats-server's `PeerInfo` (`name`, `current`, `active`, `lag`,
+    /// `peer`), seen from this server.
+    fn replica(&self, node: NodeId, status: &GroupStatus) -> Value {
+        let peer = peer::peer_of(node);
+        let own = node == self.group.node_id();
+        let seen = if own {
+            Some(Instant::now())
+        } else {
+            self.network.last_seen(&peer)
+        };
+        let recent = seen.is_some_and(|at| at.elapsed() < CURRENT_WINDOW);
+        let lag = status
+            .followers
+            .iter()
+            .find(|follower| follower.node == node)
+            .map(|follower| follower.lag);
+        let current = own
+            || match status.role {
+                Role::Leader => recent && lag == Some(0),
+                _ => recent,
+            };
+        let mut replica = serde_json::Map::new();
+        replica.insert("name".into(), json!(self.name_of(node)));
+        replica.insert("current".into(), json!(current));
+        let active = seen.map_or(0, |at| at.elapsed().as_nanos() as u64);
+        replica.insert("active".into(), json!(if own { 0 } else { active }));
+        if let Some(lag) = lag.filter(|lag| *lag > 0) {
+            replica.insert("lag".into(), json!(lag));
+        }
+        replica.insert("peer".into(), json!(peer));
+        Value::Object(replica)
+    }
+
+    /// `/jsz` `meta_cluster`, as nats-server shows it: the leader's name and peer id, every
+    /// other member as a replica, the size and quorum.
+    pub fn cluster_info(&self) -> Value {
+        let status = self.group.status();
+        let size = if status.voters.is_empty() {
+            self.expected_size
+        } else {
+            status.voters.len()
+        };
+        let mut info = serde_json::Map::new();
+        info.insert("name".into(), json!(self.cluster_name));
+        if let Some(leader) = status.leader {
+            info.insert("leader".into(), json!(self.name_of(leader)));
+            info.insert("peer".into(), json!(peer::peer_of(leader)));
+        }
+        let own = self.group.node_id();
+        let replicas: Vec<Value> = status
+            .voters
+            .iter()
+            .filter(|node| **node != own)
+            .map(|node| self.replica(*node, &status))
+            .collect();
+        if !replicas.is_empty() {
+            info.insert("replicas".into(), Value::Array(replicas));
+        }
+        info.insert("cluster_size".into(), json!(size));
+        info.insert("quorum_needed".into(), json!(size / 2 + 1));
+        info.insert("pending".into(), json!(0));
+        info.insert("pending_requests".into(), json!(0));
+        info.insert("pending_infos".into(), json!(0));
+        info.insert(
+            "snapshot".into(),
+            json!({"pending_entries": 0, "pending_size": 0, "last_time": "0001-01-01T00:00:00Z"}),
+        );
+        Value::Object(info)
+    }
+
+    /// `/raftz`'s entry for the meta group (nats-server's `RaftzGroup`, the fields we have).
+    pub fn raftz(&self) -> Value {
+        let status = self.group.status();
+        let state = match status.role {
+            Role::Leader => "LEADER",
+            Role::Follower | Role::Learner => "FOLLOWER",
+            Role::Candidate => "CANDIDATE",
+            Role::Offline | Role::Stopped => "CLOSED",
+        };
+        let size = status.voters.len();
+        let mut peers = serde_json::Map::new();
+        for node in status.voters.iter().chain(status.learners.iter()) {
+            if *node == self.group.node_id() {
+                continue;
+            }
+            let peer = peer::peer_of(*node);
+            let mut entry = serde_json::Map::new();
+            entry.insert("name".into(), json!(self.name_of(*node)));
+            entry.insert("known".into(), json!(status.voters.contains(node)));
+            if let Some(seen) = self.network.last_seen(&peer) {
+                entry.insert(
+                    "last_seen".into(),
+                    json!(go_compat::duration::format_std(seen.elapsed())),
+                );
+            }
+            peers.insert(peer, Value::Object(entry));
+        }
+        let mut group = serde_json::Map::new();
+        group.insert("id".into(), json!(self.own_peer));
+        group.insert("state".into(), json!(state));
+        group.insert("size".into(), json!(size));
+        group.insert("quorum_needed".into(), json!(size / 2 + 1));
+        group.insert("committed".into(), json!(status.committed.unwrap_or(0)));
+        group.insert("applied".into(), json!(status.applied.unwrap_or(0)));
+        if let Some(leader) = status.leader {
+            group.insert("leader".into(), json!(peer::peer_of(leader)));
+        }
+        group.insert("ever_had_leader".into(), json!(status.leader.is_some()));
+        group.insert("term".into(), json!(status.term));
+        group.insert("pindex".into(), json!(status.last_log_index.unwrap_or(0)));
+        group.insert("system_account".into(), json!(true));
+        group.insert("traffic_account".into(), json!(self.system.name.as_ref()));
+        group.insert("peers".into(), Value::Object(peers));
+        let mut groups = serde_json::Map::new();
+        groups.insert(META_GROUP.into(), Value::Object(group));
+        let mut accounts = serde_json::Map::new();
+        accounts.insert(self.system.name.to_string(), Value::Object(groups));
+        Value::Object(accounts)
+    }
+
+    fn publish(&self, subject: &str, reply: Option<&Bytes>, payload: Value) {
+        let subject = Bytes::copy_from_slice(subject.as_bytes());
+        let payload = Bytes::from(serde_json::to_vec(&payload).unwrap_or_default());
+        let delivery = Delivery {
+            subject: &subject,
+            reply,
+            headers: None,
+            payload: &payload,
+        };
+        let mut pending = PendingFlush::default();
+        self.system.router.route(None, &delivery, &mut pending);
+        pending.flush();
+    }
+
+    fn announce(&self) {
+        let formed = !self.group.status().voters.is_empty();
+        self.publish(
+            &format!("{PREFIX}.HELLO"),
+            None,
+            json!({"name": self.server_name, "peer": self.own_peer, "formed": formed}),
+        );
+    }
+
+    /// Records an announcement; true when it came from a server not known before.
+    fn record(&self, message: &Message) -> bool {
+        let Ok(hello) = serde_json::from_slice::<Value>(&message.payload) else {
+            return false;
+        };
+        let (Some(name), Some(peer_id), formed) = (
+            hello["name"].as_str(),
+            hello["peer"].as_str(),
+            hello["formed"].as_bool().unwrap_or(false),
+        ) else {
+            return false;
+        };
+        if peer_id == self.own_peer || peer::peer_id(name) != peer_id {
+            return false;
+        }
+        self.network.seen(peer_id);
+        let known = Known {
+            name: name.to_string(),
+            formed,
+        };
+        self.known
+            .lock()
+            .insert(peer_id.to_string(), known)
+            .is_none()
+    }
+
+    /// The founding membership, when this server is the one to found the group now.
+    fn founders(&self) -> Option<Vec<NodeId>> {
+        let known = self.known.lock();
+        let others: Vec<(&String, &Known)> = known
+            .iter()
+            .filter(|(peer, _)| **peer != self.own_peer)
+            .collect();
+        if known.len() < self.expected_size || others.iter().any(|(_, other)| other.formed) {
+            return None;
+        }
+        if others
+            .iter()
+            .any(|(_, other)| other.name < self.server_name)
+        {
+            return None;
+        }
+        known.keys().map(|peer| peer::node_id(peer)).collect()
+    }
+
+    /// Servers known but not in the group (for the leader to add).
+    fn newcomers(&self, status: &GroupStatus) -> Vec<NodeId> {
+        self.known
+            .lock()
+            .keys()
+            .filter_map(|peer| peer::node_id(peer))
+            .filter(|node| !status.voters.contains(node) && !status.learners.contains(node))
+            .collect()
+    }
+
+    async fn stepdown(&self, message: Message) {
+        let status = self.group.status();
+        if status.role != Role::Leader {
+            return;
+        }
+        let Some(reply) = message.reply.clone() else {
+            return;
+        };
+        let answer = match self.stepdown_target(&message.payload, &status) {
+            Ok(target) => match self.group.transfer_leader(target).await {
+                Ok(()) => json!({"type": STEPDOWN_TYPE, "success": true}),
+                Err(error) => stepdown_error(500, 10008, &error.to_string()),
+            },
+            Err(answer) => answer,
+        };
+        self.publish(&String::from_utf8_lossy(&reply), None, answer);
+    }
+
+    /// The node to hand leadership to: the preferred server, or the first current voter.
+    fn stepdown_target(&self, body: &[u8], status: &GroupStatus) -> Result<NodeId, Value> {
+        let preferred = if body.iter().all(u8::is_ascii_whitespace) {
+            None
+        } else {
+            let request: Value = serde_json::from_slice(body).map_err(|error| {
+                let text =
+                    go_compat::json_syntax::error_text(body).unwrap_or_else(|| error.to_string());
+                stepdown_error(400, 10025, &format!("invalid JSON: {text}"))
+            })?;
+            request["placement"]["preferred"]
+                .as_str()
+                .filter(|name| !name.is_empty())
+                .map(str::to_string)
+        };
+        let own = self.group.node_id();
+        if let Some(name) = preferred {
+            if name == self.server_name {
+                return Err(stepdown_error(
+                    400,
+                    10005,
+                    &format!("preferred server \"{name}\" is already leader"),
+                ));
+            }
+            return match self.node_of_name(&name) {
+                Some(node) if status.voters.contains(&node) => Ok(node),
+                _ => Err(stepdown_error(
+                    400,
+                    10005,
+                    &format!("preferred server \"{name}\" not known"),
+                )),
+            };
+        }
+        let caught_up: HashSet<NodeId> = status
+            .followers
+            .iter()
+            .filter(|follower| follower.lag == 0)
+            .map(|follower| follower.node)
+            .collect();
+        status
+            .voters
+            .iter()
+            .copied()
+            .filter(|node| *node != own)
+            .find(|node| caught_up.contains(node))
+            .ok_or_else(|| stepdown_error(400, 10005, "no replacement peer connected"))
+    }
+
+    /// Hands leadership to another voter (bounded) before a graceful shutdown, then stops the
+    /// group.
+    pub async fn shutdown(&self) {
+        let status = self.group.status();
+        if status.role == Role::Leader && status.voters.len() > 1 {
+            if let Ok(target) = self.stepdown_target(b"", &status) {
+                if self.group.transfer_leader(target).await.is_ok() {
+                    let own = self.group.node_id();
+                    let _ = self
+                        .group
+                        .wait_for(Duration::from_secs(2), |status| {
+                            status.leader.is_some_and(|leader| leader != own)
+                        })
+                        .await;
+                }
+            }
+        }
+        self.group.shutdown().await;
+    }
+
+    fn leader_elected_advisory(&self, status: &GroupStatus) -> Value {
+        let replicas: Vec<Value> = status
+            .voters
+            .iter()
+            .map(|node| self.replica(*node, status))
+            .collect();
+        json!({
+            "type": "io.nats.jetstream.advisory.v1.domain_leader_elected",
+            "id": crate::security::identity::new_nuid(),
+            "timestamp": go_compat::time_text::rfc3339_nano(OffsetDateTime::now_utc()),
+            "leader": self.own_peer,
+            "replicas": replicas,
+            "cluster": self.cluster_name,
+        })
+    }
+}
+
+const STEPDOWN_TYPE: &str = "io.nats.jetstream.api.v1.meta_leader_stepdown_response";
+
+fn stepdown_error(code: u16, err_code: u32, description: &str) -> Value {
+    json!({
+        "type": STEPDOWN_TYPE,
+        "error": {"code": code, "err_code": err_code, "description": description},
+    })
+}
+
+/// Announces this server, learns the others, founds the group when it is this server's turn,
+/// and (on the leader) adds the servers that are not members yet.
+async fn discover(meta: std::sync::Weak<Meta>, mut hellos: tokio::sync::mpsc::Receiver<Message>) {
+    let mut ticker = tokio::time::interval(HELLO_INTERVAL);
+    let mut ticks: u32 = 0;
+    let adding: Arc<Mutex<BTreeSet<NodeId>>> = Arc::default();
+    let mut founded = false;
+    loop {
+        let hello = tokio::select! {
+            _ = ticker.tick() => None,
+            hello = hellos.recv() => match hello {
+                Some(hello) => Some(hello),
+                None => return,
+            },
+        };
+        let Some(meta) = meta.upgrade() else {
+            return;
+        };
+        let status = meta.group.status();
+        let formed = !status.voters.is_empty();
+        match hello {
+            None => {
+                ticks = ticks.wrapping_add(1);
+                if !formed || ticks.is_multiple_of(HELLO_EVERY_FORMED) {
+                    meta.announce();
+                }
+            }
+            Some(hello) => {
+                if meta.record(&hello) {
+                    // A newcomer learns of us without waiting for our next tick.
+                    meta.announce();
+                }
+            }
+        }
+        if !formed && !founded {
+            if let Some(members) = meta.founders() {
+                founded = true;
+                let names: Vec<String> = members.iter().map(|node| meta.name_of(*node)).collect();
+                tracing::info!("JetStream cluster bootstrapping the meta group with {names:?}");
+                if let Err(error) = meta.group.initialize(&members).await {
+                    tracing::warn!("JetStream meta group bootstrap refused: {error}");
+                }
+            }
+        }
+        if status.role == Role::Leader {
+            for node in meta.newcomers(&status) {
+                if !adding.lock().insert(node) {
+                    continue;
+                }
+                let group = meta.group.clone();
+                let adding = adding.clone();
+                let name = meta.name_of(node);
+                tokio::spawn(async move {
+                    match group.add_member(node).await {
+                        Ok(()) => tracing::info!("JetStream meta group added {name}"),
+                        Err(error) => tracing::debug!("adding {name} to the meta group: {error}"),
+                    }
+                    adding.lock().remove(&node);
+                });
+            }
+        }
+    }
+}
+
+/// Logs leader changes and sends the leader-elected advisory when this server becomes leader.
+async fn watch_leader(meta: std::sync::Weak<Meta>) {
+    let mut last: Option<(u64, Option<NodeId>)> = None;
+    loop {
+        let Some(strong) = meta.upgrade() else {
+            return;
+        };
+        let group = strong.group.clone();
+        drop(strong);
+        let previous = last;
+        let status = match group
+            .wait_for(Duration::from_secs(60), |status| {
+                Some((status.term, status.leader)) != previous && status.leader.is_some()
+            })
+            .await
+        {
+            Ok(status) => status,
+            Err(nats_raft::RaftGroupError::Timeout) => continue,
+            Err(_) => return,
+        };
+        last = Some((status.term, status.leader));
+        let Some(meta) = meta.upgrade() else {
+            return;
+        };
+        if status.role == Role::Leader {
+            tracing::info!(
+                "JetStream cluster new metadata leader: {}",
+                meta.server_name
+            );
+            meta.publish(
+                ADVISORY_SUBJECT,
+                None,
+                meta.leader_elected_advisory(&status),
+            );
+        } else if let Some(leader) = status.leader {
+            tracing::info!(
+                "JetStream cluster new metadata leader: {}",
+                meta.name_of(leader)
+            );
+        }
+    }
+}

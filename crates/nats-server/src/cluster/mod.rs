@@ -1,0 +1,68 @@
+//! Clustered JetStream's control plane: the Raft transport over routes ([`network`]), peer ids
+//! from server names ([`peer`]) and the meta group of all JetStream-enabled rnats servers
+//! ([`meta`]).
+//!
+//! Called by `server::run` at start-up (after JetStream started, before the routes connect) and
+//! at shutdown; read by monitoring (`/jsz` `meta_cluster`, `/raftz`). Raft messages travel as
+//! internal request/reply traffic of the system account's router, so this module knows nothing
+//! of sockets or the route protocol; it knows no stream internals either (nats-jetstream's).
+
+pub mod meta;
+pub mod network;
+pub mod peer;
+
+pub use meta::Meta;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::server::Server;
+
+/// nats-server's start-up error for a clustered JetStream without routes.
+pub const NO_ROUTES: &str =
+    "JetStream cluster requires configured routes or solicited leafnode for the system account";
+
+/// Starts the meta group when this server runs JetStream in a cluster; `None` otherwise.
+/// `store_root` is `<store_dir>/jetstream`.
+pub async fn start(server: &Arc<Server>, store_root: &Path) -> Result<Option<Arc<Meta>>, String> {
+    let Some(cluster) = &server.options.cluster else {
+        return Ok(None);
+    };
+    if !server.options.jetstream.enabled {
+        return Ok(None);
+    }
+    // A configured route to our own cluster port is ourselves (configs often list every node).
+    let own_port = server
+        .route_address
+        .get()
+        .map(|address| address.port())
+        .or_else(|| u16::try_from(cluster.port).ok().filter(|port| *port > 0));
+    let others = cluster
+        .routes
+        .iter()
+        .filter(|route| {
+            let local = matches!(route.host.as_str(), "127.0.0.1" | "localhost" | "::1")
+                || route.host == cluster.host;
+            !(local && Some(route.port) == own_port)
+        })
+        .count();
+    if cluster.routes.is_empty() {
+        return Err(NO_ROUTES.to_string());
+    }
+    let system = server.accounts.system().clone();
+    let directory = store_root
+        .join(system.name.as_ref())
+        .join("_js_")
+        .join(meta::META_GROUP);
+    let cluster_name = server
+        .routes()
+        .map(|routes| routes.cluster_name())
+        .unwrap_or_default();
+    let options = meta::MetaOptions {
+        server_name: server.server_name.clone(),
+        cluster_name,
+        expected_size: others + 1,
+        directory,
+    };
+    Meta::start(options, system).await.map(Some)
+}

@@ -1,0 +1,223 @@
+//! [`RouteNetwork`]: `nats_raft::Network` over the routes, as request/reply on internal subjects
+//! of the system account.
+//!
+//! - A request to group G on the node with peer id P goes to `$RNATS.RAFT.M.<G>.<P>` with the
+//!   reply subject `$RNATS.RAFT.R.<our peer id>.<sequence>`. Each node subscribes its own
+//!   request subject and its own reply prefix only, so the messages cross exactly one route.
+//!   The prefix is ours, not nats-server's `$NRG`: Go nodes of a mixed cluster never subscribe
+//!   it and so never receive our Raft bytes (docs/parity.md).
+//! - Order: openraft sends one request at a time per (group, follower) and waits for its reply;
+//!   a request crosses the one route between the two servers, and the receiver hands the
+//!   requests of one (group, sender) to one task, in arrival order.
+//! - No interest in the target's request subject (no route to it) is `Unreachable` at once; a
+//!   reply that does not come is the caller's timeout (openraft's TTL), and the waiting entry is
+//!   dropped with the caller's future.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Instant;
+
+use bytes::Bytes;
+use nats_jetstream::Message;
+use nats_raft::{Network, NetworkError, NodeId, RaftGroup, ReplyFuture};
+use parking_lot::Mutex;
+use tokio::sync::{mpsc, oneshot};
+
+use super::peer;
+use crate::accounts::Account;
+use crate::router::{Delivery, PendingFlush};
+
+/// The subject prefix of every Raft message between rnats servers.
+pub const PREFIX: &str = "$RNATS.RAFT";
+/// Requests queued for one (group, sender) before more are dropped (the sender retries).
+const INBOUND_QUEUE: usize = 1024;
+
+type Waiting = Mutex<HashMap<u64, oneshot::Sender<Bytes>>>;
+
+/// The Raft transport of this server: one for every group it runs.
+pub struct RouteNetwork {
+    account: Arc<Account>,
+    own_peer: String,
+    next_sequence: AtomicU64,
+    waiting: Arc<Waiting>,
+    groups: Mutex<HashMap<String, Arc<RaftGroup>>>,
+    inbound: Mutex<HashMap<(String, String), mpsc::Sender<(Bytes, Bytes)>>>,
+    /// When each peer was last heard from (a request or a reply).
+    last_seen: Arc<Mutex<HashMap<String, Instant>>>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl RouteNetwork {
+    /// Subscribes this server's request subject and reply prefix in the system account. Must
+    /// run inside the server's runtime.
+    pub fn start(account: Arc<Account>, own_peer: String) -> Arc<RouteNetwork> {
+        let network = Arc::new(RouteNetwork {
+            account,
+            own_peer,
+            next_sequence: AtomicU64::new(1),
+            waiting: Arc::new(Mutex::new(HashMap::new())),
+            groups: Mutex::new(HashMap::new()),
+            inbound: Mutex::new(HashMap::new()),
+            last_seen: Arc::new(Mutex::new(HashMap::new())),
+            runtime: tokio::runtime::Handle::current(),
+        });
+        let router = &network.account.router;
+        let weak = Arc::downgrade(&network);
+        router.subscribe_internal(
+            &format!("{PREFIX}.M.*.{}", network.own_peer),
+            None,
+            Arc::new(move |message: Message| {
+                if let Some(network) = weak.upgrade() {
+                    network.request_arrived(message);
+                }
+            }),
+        );
+        let weak: Weak<RouteNetwork> = Arc::downgrade(&network);
+        router.subscribe_internal(
+            &format!("{PREFIX}.R.{}.*", network.own_peer),
+            None,
+            Arc::new(move |message: Message| {
+                if let Some(network) = weak.upgrade() {
+                    network.reply_arrived(message);
+                }
+            }),
+        );
+        network
+    }
+
+    /// Delivers inbound messages for `group` to it from now on.
+    pub fn register(&self, group: Arc<RaftGroup>) {
+        self.groups.lock().insert(group.group().to_string(), group);
+    }
+
+    /// When `peer` was last heard from.
+    pub fn last_seen(&self, peer: &str) -> Option<Instant> {
+        self.last_seen.lock().get(peer).copied()
+    }
+
+    /// Records traffic from `peer` (also used for announcements the meta layer receives).
+    pub fn seen(&self, peer: &str) {
+        self.last_seen
+            .lock()
+            .insert(peer.to_string(), Instant::now());
+    }
+
+    fn request_arrived(self: &Arc<Self>, message: Message) {
+        let Some(reply) = message.reply.clone() else {
+            return;
+        };
+        let (Ok(subject), Ok(reply_text)) = (
+            std::str::from_utf8(&message.subject),
+            std::str::from_utf8(&reply),
+        ) else {
+            return;
+        };
+        // $RNATS.RAFT.M.<group>.<target> and $RNATS.RAFT.R.<sender>.<sequence>
+        let (Some(group), Some(sender)) = (subject.split('.').nth(3), reply_text.split('.').nth(3))
+        else {
+            return;
+        };
+        self.seen(sender);
+        let key = (group.to_string(), sender.to_string());
+        let mut inbound = self.inbound.lock();
+        let queue = inbound.entry(key.clone()).or_insert_with(|| {
+            let (queue, receiver) = mpsc::channel(INBOUND_QUEUE);
+            self.runtime
+                .spawn(serve_inbound(Arc::downgrade(self), key.0.clone(), receiver));
+            queue
+        });
+        if queue.try_send((reply.clone(), message.payload)).is_err() {
+            tracing::debug!(group = %key.0, sender = %key.1, "raft inbound queue full: request dropped");
+        }
+    }
+
+    fn reply_arrived(&self, message: Message) {
+        let Some(sequence) = std::str::from_utf8(&message.subject)
+            .ok()
+            .and_then(|subject| subject.rsplit('.').next())
+            .and_then(|text| text.parse::<u64>().ok())
+        else {
+            return;
+        };
+        if let Some(waiter) = self.waiting.lock().remove(&sequence) {
+            let _ = waiter.send(message.payload);
+        }
+    }
+
+    fn publish(&self, subject: &[u8], reply: Option<&Bytes>, payload: &Bytes) {
+        let subject = Bytes::copy_from_slice(subject);
+        let delivery = Delivery {
+            subject: &subject,
+            reply,
+            headers: None,
+            payload,
+        };
+        let mut pending = PendingFlush::default();
+        self.account.router.route(None, &delivery, &mut pending);
+        pending.flush();
+    }
+}
+
+/// Answers the requests of one (group, sender), one at a time, in arrival order.
+async fn serve_inbound(
+    network: Weak<RouteNetwork>,
+    group: String,
+    mut requests: mpsc::Receiver<(Bytes, Bytes)>,
+) {
+    while let Some((reply, payload)) = requests.recv().await {
+        let Some(network) = network.upgrade() else {
+            return;
+        };
+        let target = network.groups.lock().get(&group).cloned();
+        let answer = match target {
+            Some(target) => target.handle_message(payload).await,
+            None => nats_raft::refused_reply(&format!("no raft group {group} on this server")),
+        };
+        network.publish(&reply, None, &answer);
+    }
+}
+
+/// Removes a request's waiting entry when its caller stops waiting (reply, timeout or drop).
+struct WaitingEntry {
+    waiting: Arc<Waiting>,
+    sequence: u64,
+}
+
+impl Drop for WaitingEntry {
+    fn drop(&mut self) {
+        self.waiting.lock().remove(&self.sequence);
+    }
+}
+
+impl Network for RouteNetwork {
+    fn send(&self, group: &str, target: NodeId, message: Bytes) -> ReplyFuture {
+        let target_peer = peer::peer_of(target);
+        let subject = format!("{PREFIX}.M.{group}.{target_peer}");
+        if !self.account.router.has_interest(&subject) {
+            return Box::pin(async move {
+                Err(NetworkError::Unreachable(format!(
+                    "no route to peer {target_peer}"
+                )))
+            });
+        }
+        let sequence = self.next_sequence.fetch_add(1, Ordering::Relaxed);
+        let (sender, receiver) = oneshot::channel();
+        self.waiting.lock().insert(sequence, sender);
+        let entry = WaitingEntry {
+            waiting: self.waiting.clone(),
+            sequence,
+        };
+        let reply = Bytes::from(format!("{PREFIX}.R.{}.{sequence}", self.own_peer));
+        self.publish(subject.as_bytes(), Some(&reply), &message);
+        let last_seen = self.last_seen.clone();
+        Box::pin(async move {
+            let _entry = entry;
+            let answer = receiver
+                .await
+                .map_err(|_| NetworkError::Unreachable(format!("peer {target_peer} went away")))?;
+            last_seen.lock().insert(target_peer, Instant::now());
+            Ok(answer)
+        })
+    }
+}
