@@ -34,6 +34,10 @@ pub const PREFIX: &str = "$RNATS.RAFT";
 const INBOUND_QUEUE: usize = 1024;
 
 type Waiting = Mutex<HashMap<u64, oneshot::Sender<Bytes>>>;
+/// A queued request: its reply subject and its body.
+type Request = (Bytes, Bytes);
+/// The request queue of each (group, sender peer).
+type Inbound = Mutex<HashMap<(String, String), mpsc::Sender<Request>>>;
 
 /// The Raft transport of this server: one for every group it runs.
 pub struct RouteNetwork {
@@ -42,7 +46,7 @@ pub struct RouteNetwork {
     next_sequence: AtomicU64,
     waiting: Arc<Waiting>,
     groups: Mutex<HashMap<String, Arc<RaftGroup>>>,
-    inbound: Mutex<HashMap<(String, String), mpsc::Sender<(Bytes, Bytes)>>>,
+    inbound: Inbound,
     /// When each peer was last heard from (a request or a reply).
     last_seen: Arc<Mutex<HashMap<String, Instant>>>,
     runtime: tokio::runtime::Handle,
@@ -163,7 +167,7 @@ impl RouteNetwork {
 async fn serve_inbound(
     network: Weak<RouteNetwork>,
     group: String,
-    mut requests: mpsc::Receiver<(Bytes, Bytes)>,
+    mut requests: mpsc::Receiver<Request>,
 ) {
     while let Some((reply, payload)) = requests.recv().await {
         let Some(network) = network.upgrade() else {
