@@ -10,6 +10,7 @@
 //! once, naming the queue groups whose member was picked on that peer; a message that came from
 //! a route goes to local subscribers only. Without a cluster, none of that code runs.
 
+use crate::accounts::imports::ImportTarget;
 use crate::client::{ClientShared, ClientSubscription};
 use crate::route::{RouteLink, RouteSubscription, Routes};
 use bytes::Bytes;
@@ -36,6 +37,16 @@ pub enum Subscriber {
     Internal(Arc<InternalSubscription>),
     /// Interest a peer server announced on a route.
     Route(Arc<RouteSubscription>),
+    /// An import between accounts (`accounts/imports.rs`): a stream import's shadow of a client
+    /// subscription, a service import, or an account's response table.
+    Import(Arc<ImportTarget>),
+}
+
+impl Subscriber {
+    /// A service import: acts for this server's clients only, never announced on routes.
+    fn is_service_import(&self) -> bool {
+        matches!(self, Subscriber::Import(target) if target.is_service())
+    }
 }
 
 impl PartialEq for Subscriber {
@@ -44,6 +55,7 @@ impl PartialEq for Subscriber {
             (Subscriber::Client(left), Subscriber::Client(right)) => Arc::ptr_eq(left, right),
             (Subscriber::Internal(left), Subscriber::Internal(right)) => Arc::ptr_eq(left, right),
             (Subscriber::Route(left), Subscriber::Route(right)) => Arc::ptr_eq(left, right),
+            (Subscriber::Import(left), Subscriber::Import(right)) => Arc::ptr_eq(left, right),
             _ => false,
         }
     }
@@ -57,6 +69,7 @@ impl std::hash::Hash for Subscriber {
             Subscriber::Client(subscription) => (Arc::as_ptr(subscription) as usize).hash(state),
             Subscriber::Internal(subscription) => (Arc::as_ptr(subscription) as usize).hash(state),
             Subscriber::Route(subscription) => (Arc::as_ptr(subscription) as usize).hash(state),
+            Subscriber::Import(target) => (Arc::as_ptr(target) as usize).hash(state),
         }
     }
 }
@@ -78,6 +91,9 @@ impl std::fmt::Debug for Subscriber {
                 subscription.link.rid(),
                 subscription.subject
             ),
+            Subscriber::Import(target) => {
+                write!(formatter, "Import({:p})", Arc::as_ptr(target))
+            }
         }
     }
 }
@@ -216,7 +232,7 @@ impl Router {
         added: bool,
     ) {
         if let Some(routes) = self.routes.get() {
-            if !matches!(subscriber, Subscriber::Route(_)) {
+            if !matches!(subscriber, Subscriber::Route(_)) && !subscriber.is_service_import() {
                 routes.local_interest_changed(&self.account, subject, queue, added);
             }
         }
@@ -479,7 +495,7 @@ impl Router {
         let result = self.sublist.matches(subject);
         let mut delivered = 0;
         for subscriber in result.plain.iter() {
-            if matches!(subscriber, Subscriber::Route(_)) {
+            if matches!(subscriber, Subscriber::Route(_)) || subscriber.is_service_import() {
                 continue;
             }
             if self.deliver(None, subscriber, delivery, pending) {
@@ -525,37 +541,11 @@ impl Router {
     ) -> bool {
         match subscriber {
             Subscriber::Client(subscription) => {
-                let client = &subscription.client;
-                if let Some(publisher) = publisher {
-                    if publisher.id == client.id && !client.echo() {
-                        return false;
-                    }
-                }
-                if let Some(filter) = &subscription.deny_filter {
-                    let subject = String::from_utf8_lossy(delivery.subject);
-                    if filter.denies_delivery(&subject) {
-                        return false;
-                    }
-                }
-                let max = subscription.max.load(Ordering::Relaxed);
-                let count = subscription.delivered.fetch_add(1, Ordering::Relaxed) + 1;
-                if max > 0 && count > max {
-                    return false;
-                }
-                let Some(stalled) = client.enqueue_message(subscription, delivery) else {
-                    return false;
-                };
-                pending.add(client);
-                if stalled {
-                    pending.add_stalled(client);
-                }
-                if max > 0 && count == max {
-                    self.remove_client_subscription(subscription);
-                }
-                true
+                self.deliver_client(publisher, subscription, delivery, pending)
             }
             // Route subscribers are handled by the caller (collected per route).
             Subscriber::Route(_) => false,
+            Subscriber::Import(target) => target.deliver(publisher, delivery, pending),
             Subscriber::Internal(subscription) => {
                 (subscription.handler)(Message {
                     subject: delivery.subject.clone(),
@@ -568,8 +558,50 @@ impl Router {
         }
     }
 
-    /// Drop a client subscription from the table and from its client's sid map.
+    /// Hand a message to a client subscription of this account (directly, or through a stream
+    /// import's shadow); the subscription leaves this table when its max is reached.
+    #[inline]
+    pub(crate) fn deliver_client(
+        &self,
+        publisher: Option<&Arc<ClientShared>>,
+        subscription: &Arc<ClientSubscription>,
+        delivery: &Delivery<'_>,
+        pending: &mut PendingFlush,
+    ) -> bool {
+        let client = &subscription.client;
+        if let Some(publisher) = publisher {
+            if publisher.id == client.id && !client.echo() {
+                return false;
+            }
+        }
+        if let Some(filter) = &subscription.deny_filter {
+            let subject = String::from_utf8_lossy(delivery.subject);
+            if filter.denies_delivery(&subject) {
+                return false;
+            }
+        }
+        let max = subscription.max.load(Ordering::Relaxed);
+        let count = subscription.delivered.fetch_add(1, Ordering::Relaxed) + 1;
+        if max > 0 && count > max {
+            return false;
+        }
+        let Some(stalled) = client.enqueue_message(subscription, delivery) else {
+            return false;
+        };
+        pending.add(client);
+        if stalled {
+            pending.add_stalled(client);
+        }
+        if max > 0 && count == max {
+            self.remove_client_subscription(subscription);
+        }
+        true
+    }
+
+    /// Drop a client subscription from the table, from its client's sid map and from the
+    /// accounts it imports streams from.
     pub fn remove_client_subscription(&self, subscription: &Arc<ClientSubscription>) {
+        crate::accounts::imports::remove_shadows(subscription);
         subscription
             .client
             .forget_subscription(&subscription.sid, subscription);

@@ -90,7 +90,7 @@ impl Server {
             .clone()
             .unwrap_or_else(|| server_id.clone());
         let authenticator = Authenticator::new(&options);
-        let accounts = Accounts::new(&options);
+        let accounts = Accounts::new(&options, &server_name);
         let start_time = OffsetDateTime::now_utc();
         Arc::new(Server {
             current_options: RwLock::new(Arc::new(options.clone())),
@@ -170,6 +170,7 @@ impl Server {
             .collect();
         let account = client.account().unwrap_or(self.accounts.global());
         for subscription in subscriptions {
+            crate::accounts::imports::remove_shadows(&subscription);
             account.router.remove(
                 &subscription.subject,
                 subscription.queue.as_deref(),

@@ -7,21 +7,38 @@
 //! A connection resolves its account once at CONNECT and keeps an `Arc<Account>`, so routing
 //! never looks an account up by name; only route traffic (which names the account on every
 //! `RS+`/`RMSG`) does. Knows nothing about sockets or the route protocol.
+//!
+//! Stream and service imports between accounts (`exports`/`imports` in the config) are built
+//! here once every account exists and run in `imports.rs` (shadow subscriptions, request
+//! forwarding) and `responses.rs` (answers mapped back to the requester).
 
-use crate::config::Options;
-use crate::router::Router;
+pub mod imports;
+mod responses;
+
+use crate::config::{ImportOptions, Options, ResponseType};
+use crate::router::{Router, Subscriber};
+use imports::{ImportTarget, Mapping, ServiceImport, StreamImport};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// nats-server's global account: users outside any configured account.
 pub const GLOBAL_ACCOUNT: &str = "$G";
 /// nats-server's default system account.
 pub const DEFAULT_SYSTEM_ACCOUNT: &str = "$SYS";
 
-/// One account: a name and its own subject table.
+/// One account: a name, its own subject table, what it imports and the answers it owes.
 pub struct Account {
     pub name: Arc<str>,
     pub router: Router,
+    /// Set once at start, after every account exists.
+    imports: OnceLock<Imports>,
+    responses: responses::Responses,
+}
+
+/// The imports of one account.
+#[derive(Default)]
+struct Imports {
+    streams: Vec<Arc<StreamImport>>,
 }
 
 impl Account {
@@ -35,7 +52,84 @@ impl Account {
         Arc::new(Account {
             router: Router::new(name.clone()),
             name,
+            imports: OnceLock::new(),
+            responses: responses::Responses::default(),
         })
+    }
+
+    /// Responses still mapped back to requesters of other accounts.
+    pub fn pending_responses(&self) -> usize {
+        self.responses.pending()
+    }
+
+    /// Build this account's imports from the checked config: stream imports kept for SUBs to
+    /// shadow, service imports entered in this account's table (never announced on routes).
+    fn build_imports(
+        self: &Arc<Self>,
+        imports: &[ImportOptions],
+        accounts: &Accounts,
+        options: &Options,
+        server_name: &str,
+    ) {
+        let mut built = Imports::default();
+        for import in imports {
+            let Some(exporter) = accounts.lookup(&import.account) else {
+                continue;
+            };
+            if !import.service {
+                built.streams.push(Arc::new(StreamImport {
+                    exporter: Arc::downgrade(exporter),
+                    from: import.subject.clone(),
+                    to: import.to.clone(),
+                    mapping: Mapping::new(&import.subject, &import.to),
+                }));
+                continue;
+            }
+            let export = options
+                .accounts
+                .iter()
+                .find(|account| account.name == import.account)
+                .and_then(|account| {
+                    let exports = || {
+                        account
+                            .exports
+                            .iter()
+                            .filter(|export| export.service.is_some())
+                    };
+                    exports()
+                        .find(|export| export.subject == import.subject)
+                        .or_else(|| {
+                            exports().find(|export| {
+                                nats_subject::is_subset_match(&import.subject, &export.subject)
+                            })
+                        })
+                });
+            let system = Arc::ptr_eq(exporter, accounts.system());
+            let service = ServiceImport {
+                importer: Arc::downgrade(self),
+                exporter: Arc::downgrade(exporter),
+                mapping: Mapping::new(&import.to, &import.subject),
+                response_type: export
+                    .and_then(|export| export.service)
+                    .unwrap_or(ResponseType::Singleton),
+                threshold: export.map_or(crate::config::DEFAULT_RESPONSE_THRESHOLD, |export| {
+                    export.threshold
+                }),
+                origin: system.then(|| {
+                    (
+                        server_name.to_string(),
+                        options
+                            .cluster
+                            .as_ref()
+                            .and_then(|cluster| cluster.name.clone()),
+                    )
+                }),
+            };
+            let target = Arc::new(ImportTarget::Service(Arc::new(service)));
+            self.router
+                .insert(&import.to, None, Subscriber::Import(target));
+        }
+        let _ = self.imports.set(built);
     }
 }
 
@@ -52,7 +146,7 @@ impl Accounts {
     /// JetStream is served where nats-server serves it: in `$G` when no account is configured,
     /// else in the (first, by name) account with `jetstream: enabled`; see docs/parity.md for
     /// configs that enable it in several accounts.
-    pub fn new(options: &Options) -> Accounts {
+    pub fn new(options: &Options, server_name: &str) -> Accounts {
         let configured = options
             .accounts
             .iter()
@@ -90,12 +184,18 @@ impl Accounts {
             .entry(system_name.to_string())
             .or_insert_with(|| Account::new(system_name))
             .clone();
-        Accounts {
+        let accounts = Accounts {
             global,
             system,
             by_name,
             jetstream,
+        };
+        for config in &options.accounts {
+            if let Some(account) = accounts.lookup(&config.name) {
+                account.build_imports(&config.imports, &accounts, options, server_name);
+            }
         }
+        accounts
     }
 
     pub fn global(&self) -> &Arc<Account> {

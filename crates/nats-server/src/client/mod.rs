@@ -96,6 +96,8 @@ pub struct ClientSubscription {
     /// 0 = unlimited (UNSUB with max sets it).
     pub max: AtomicU64,
     pub delivered: AtomicU64,
+    /// Its stand-ins in the tables of accounts its account imports streams from.
+    pub shadows: parking_lot::Mutex<Vec<Arc<crate::accounts::imports::ImportTarget>>>,
 }
 
 /// Upper bound of a MSG/HMSG head beyond subject, sid and reply: verb, spaces, two sizes, CRLF.

@@ -611,13 +611,17 @@ impl Session {
                 sid: sid.clone(),
                 max: AtomicU64::new(0),
                 delivered: AtomicU64::new(0),
+                shadows: Default::default(),
             });
             subscriptions.insert(sid, subscription.clone());
             subscription
         };
-        self.account
-            .router
-            .insert(subject_text, queue_text, Subscriber::Client(subscription));
+        self.account.router.insert(
+            subject_text,
+            queue_text,
+            Subscriber::Client(subscription.clone()),
+        );
+        crate::accounts::imports::add_shadows(&self.account, &subscription);
         self.ok();
         Next::Continue
     }

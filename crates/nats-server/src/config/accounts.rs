@@ -1,7 +1,10 @@
-//! The `accounts { NAME { users, jetstream } }` block and `system_account`: which accounts
-//! exist, whose users live in them, and which of them JetStream serves. Imports, exports and
-//! mappings are accepted with a warning (not built yet, see docs/parity.md).
+//! The `accounts { NAME { users, jetstream, exports, imports } }` block and `system_account`:
+//! which accounts exist, whose users live in them, which of them JetStream serves, and what
+//! they export and import (parsed and checked in `account_imports.rs`). Mappings are accepted
+//! with a warning (not built yet, see docs/parity.md).
 
+use super::account_imports::{check_imports, parse_exports, parse_imports};
+pub use super::account_imports::{ExportOptions, ImportOptions, ResponseType};
 use super::options::{map, parse_user, position, Options};
 use super::parser::{ConfigError, Entry, Value};
 
@@ -11,13 +14,15 @@ pub struct AccountOptions {
     pub name: String,
     /// `jetstream: enabled` (or a limits block) inside the account.
     pub jetstream: bool,
+    pub exports: Vec<ExportOptions>,
+    pub imports: Vec<ImportOptions>,
 }
 
 pub(super) fn apply_accounts(options: &mut Options, entry: &Entry) -> Result<(), ConfigError> {
     for (name, account) in map(entry)? {
         let mut config = AccountOptions {
             name: name.clone(),
-            jetstream: false,
+            ..AccountOptions::default()
         };
         if let Value::Map(items) = &account.value {
             for (key, item) in items {
@@ -33,7 +38,9 @@ pub(super) fn apply_accounts(options: &mut Options, entry: &Entry) -> Result<(),
                         }
                     }
                     "jetstream" => config.jetstream = jetstream_enabled(item)?,
-                    "imports" | "exports" | "mappings" | "maps" => options.warnings.push(format!(
+                    "exports" => config.exports = parse_exports(name, item, &mut options.warnings)?,
+                    "imports" => config.imports = parse_imports(item)?,
+                    "mappings" | "maps" => options.warnings.push(format!(
                         "{}: account {name:?}: \"{key}\" is not supported by rnats and is \
                              ignored",
                         position(item)
@@ -45,7 +52,7 @@ pub(super) fn apply_accounts(options: &mut Options, entry: &Entry) -> Result<(),
         options.accounts.retain(|existing| existing.name != *name);
         options.accounts.push(config);
     }
-    Ok(())
+    check_imports(&options.accounts, entry)
 }
 
 /// `jetstream` inside an account: `enabled`/`disabled`, a boolean, or a limits block (enabled).

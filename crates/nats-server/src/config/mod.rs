@@ -6,6 +6,7 @@
 //! Called by `main` (file first, then command-line flags override). Knows nothing about
 //! sockets or routing.
 
+mod account_imports;
 mod accounts;
 pub mod cluster;
 mod jetstream;
@@ -14,7 +15,8 @@ pub mod parser;
 pub mod reload;
 pub mod tls;
 
-pub use accounts::AccountOptions;
+pub use account_imports::{number_wildcards, DEFAULT_RESPONSE_THRESHOLD};
+pub use accounts::{AccountOptions, ExportOptions, ImportOptions, ResponseType};
 pub use cluster::{ClusterOptions, RouteUrl};
 pub use options::{
     apply_config_file, duration_text, Options, Permissions, ResponsePermission, SubjectRules, User,

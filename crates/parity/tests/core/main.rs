@@ -1,6 +1,7 @@
 //! Black-box tests: core. Each module is one concern; helpers live in test-harness.
 
 mod accounts;
+mod accounts_imports;
 mod auth_bcrypt;
 mod auth_nkeys;
 mod auth_queue_permissions;
