@@ -5,11 +5,48 @@
 //! (`Error listening on port: 0.0.0.0:4222, "listen tcp 0.0.0.0:4222: bind: address already
 //! in use"`).
 //!
+//! The accept queue is as deep as the kernel allows (`net.core.somaxconn`, as Go's listeners):
+//! tokio's default of 1024 let a storm of a few thousand clients connecting at once (every
+//! client after a server restart) overflow it, and each dropped SYN cost its client a one-second
+//! retransmit.
+//!
 //! Called by `server::run`; knows nothing about connections.
 
 use crate::ServerError;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
+
+/// Asked of `listen(2)`; the kernel cuts it to `net.core.somaxconn` (4096 by default since
+/// Linux 5.4), which is the depth Go's `net.Listen` asks for.
+const ACCEPT_BACKLOG: u32 = 65_535;
+
+/// Bind and listen on one address with SO_REUSEADDR (as tokio and Go do) and the deep backlog.
+fn listen_on(address: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = match address {
+        SocketAddr::V4(_) => TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => TcpSocket::new_v6()?,
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(address)?;
+    socket.listen(ACCEPT_BACKLOG)
+}
+
+/// A host name: the first of its addresses that binds.
+async fn listen_on_name(host: &str, port: u16) -> std::io::Result<TcpListener> {
+    let mut last_error = None;
+    for address in tokio::net::lookup_host((host, port)).await? {
+        match listen_on(address) {
+            Ok(listener) => return Ok(listener),
+            Err(error) => last_error = Some(error),
+        }
+    }
+    Err(last_error.unwrap_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::AddrNotAvailable,
+            "no address for the host",
+        )
+    }))
+}
 
 /// A listener on `host:port` and the address to report (the configured host with the bound
 /// port, so a wildcard listener still reports `0.0.0.0` as nats-server does).
@@ -27,14 +64,14 @@ pub(crate) async fn bind(host: &str, port: u16) -> Result<(TcpListener, SocketAd
         Some(ip) if ip.is_unspecified() => {
             // Dual-stack first (Linux's default for an IPv6 wildcard socket); a host without
             // IPv6 falls back to the IPv4 wildcard.
-            match TcpListener::bind((Ipv6Addr::UNSPECIFIED, port)).await {
+            match listen_on(SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), port)) {
                 Ok(listener) => Ok(listener),
                 Err(error) if error.kind() == std::io::ErrorKind::AddrInUse => Err(error),
-                Err(_) => TcpListener::bind((ip, port)).await,
+                Err(_) => listen_on(SocketAddr::new(ip, port)),
             }
         }
-        Some(ip) => TcpListener::bind((ip, port)).await,
-        None => TcpListener::bind((host, port)).await,
+        Some(ip) => listen_on(SocketAddr::new(ip, port)),
+        None => listen_on_name(host, port).await,
     };
     let shown = match configured {
         Some(ip) => SocketAddr::new(ip, port).to_string(),

@@ -15,7 +15,12 @@ use std::sync::Arc;
 use time::OffsetDateTime;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+/// The largest read buffer a connection grows to.
 const READ_CHUNK: usize = 64 * 1024;
+/// A new connection's first read buffer: most send a CONNECT, a PING and a few small frames,
+/// so each of thousands of connections arriving together starts small (as Go's 512 B) and the
+/// buffer doubles while reads fill it, up to [`READ_CHUNK`].
+const FIRST_READ: usize = 512;
 const PERMISSION_CACHE_LIMIT: usize = 1024;
 
 const ERR_NO_RESPONDERS_HEADERS: &str = "no responders requires headers support";
@@ -84,12 +89,14 @@ pub async fn run<R: AsyncRead + Unpin>(
         .authenticator()
         .required()
         .then(|| tokio::time::Instant::now() + options.auth_timeout());
-    let mut buffer = BytesMut::with_capacity(READ_CHUNK);
+    let mut read_size = FIRST_READ;
+    let mut buffer = BytesMut::with_capacity(read_size);
     let reason = 'connection: loop {
         let wanted = parser.pending_frame_len().saturating_sub(buffer.len());
-        if buffer.capacity() - buffer.len() < wanted.max(4096) {
-            buffer.reserve(wanted.max(READ_CHUNK));
+        if buffer.capacity() - buffer.len() < wanted.max(read_size.min(4096)) {
+            buffer.reserve(wanted.max(read_size));
         }
+        let room = buffer.capacity() - buffer.len();
         let read = tokio::select! {
             biased;
             _ = shared.reader_stop.notified() => break 'connection None,
@@ -109,7 +116,11 @@ pub async fn run<R: AsyncRead + Unpin>(
         };
         match read {
             Ok(0) => break Some(CloseReason::ClientClosed),
-            Ok(_) => {}
+            Ok(count) => {
+                if count >= room && read_size < READ_CHUNK {
+                    read_size *= 2;
+                }
+            }
             // A TLS peer that closes without close_notify: a client that went away, as Go's
             // TLS reports it at a record boundary.
             Err(error) if error.kind() == std::io::ErrorKind::UnexpectedEof => {

@@ -10,6 +10,7 @@ mod binary_process;
 mod clients;
 mod config_check;
 mod config_syntax;
+mod connection_storm;
 mod ipv6;
 mod metrics;
 mod monitor;
