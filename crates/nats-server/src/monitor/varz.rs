@@ -150,6 +150,11 @@ pub fn varz(server: &Server) -> Value {
         if options.max_subscriptions != 0 {
             fields.insert("max_subscriptions".into(), json!(options.max_subscriptions));
         }
+        // The URLs clients learn in INFO (ours and the peers', `[::1]:4222` for IPv6).
+        let connect_urls = crate::route::client_connect_urls(server);
+        if !connect_urls.is_empty() {
+            fields.insert("connect_urls".into(), json!(connect_urls));
+        }
     }
     if let (Some(tls), Some(fields)) = (&options.tls, varz.as_object_mut()) {
         if !options.allow_non_tls || tls.handshake_first {
