@@ -7,8 +7,8 @@ use bytes::{Buf, Bytes, BytesMut};
 use crate::connect::ConnectOptions;
 use crate::error::ProtocolError;
 use crate::framing::{
-    find_control_line, match_keyword, parse_size, partial_argument_len, split_arguments,
-    AfterKeyword, Keyword, KeywordMatch, PendingPayload, MAX_ARGUMENTS,
+    find_control_line, match_keyword, parse_size, partial_line_len, split_arguments, AfterKeyword,
+    Keyword, KeywordMatch, PendingPayload, MAX_ARGUMENTS,
 };
 
 /// nats-server's default max_payload (1 MB).
@@ -211,13 +211,7 @@ impl ClientParser {
                 self.check_partial_line(buf, keyword_len, after)?;
                 return Ok(None);
             };
-            // For PING/PONG/+OK nats-server has no bound; we measure the ignored rest of the line
-            // the same way whether it arrived whole or split, so the outcome never depends on
-            // how reads were split.
-            let length = match after {
-                AfterKeyword::IgnoredRest => line.line_len - 1 - keyword_len,
-                _ => line.arg.len(),
-            };
+            let length = line.measured_len(keyword_len, after);
             if length > self.max_control_line {
                 return Err(ProtocolError::MaxControlLineExceeded {
                     length,
@@ -271,11 +265,7 @@ impl ClientParser {
         keyword_len: usize,
         after: AfterKeyword,
     ) -> Result<(), ProtocolError> {
-        let length = match after {
-            // nats-server has no bound here; we keep one so junk after PING cannot fill memory.
-            AfterKeyword::IgnoredRest => buf.len().saturating_sub(keyword_len),
-            _ => partial_argument_len(buf, keyword_len),
-        };
+        let length = partial_line_len(buf, keyword_len, after);
         if length > self.max_control_line {
             return Err(ProtocolError::MaxControlLineExceeded {
                 length,

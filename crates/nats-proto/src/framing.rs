@@ -80,6 +80,28 @@ pub(crate) struct ControlLine {
     pub(crate) arg: Range<usize>,
 }
 
+impl ControlLine {
+    /// The length checked against max_control_line: the argument, or for a keyword whose rest
+    /// is ignored (PING, PONG, +OK) everything after it, measured as [`partial_line_len`]
+    /// measures a line still arriving, so the outcome never depends on how reads were split.
+    pub(crate) fn measured_len(&self, keyword_len: usize, after: AfterKeyword) -> usize {
+        match after {
+            AfterKeyword::IgnoredRest => self.line_len - 1 - keyword_len,
+            _ => self.arg.len(),
+        }
+    }
+}
+
+/// The length of a control line whose end has not arrived, for the max_control_line check
+/// (nats-server bounds a partial argument; for PING and its kind it has no bound, we keep one so
+/// junk after PING cannot fill memory).
+pub(crate) fn partial_line_len(buf: &[u8], keyword_len: usize, after: AfterKeyword) -> usize {
+    match after {
+        AfterKeyword::IgnoredRest => buf.len().saturating_sub(keyword_len),
+        _ => partial_argument_len(buf, keyword_len),
+    }
+}
+
 /// Where an argument starts: after the keyword and any blanks.
 pub(crate) fn argument_start(buf: &[u8], keyword_len: usize, limit: usize) -> usize {
     let mut position = keyword_len;
@@ -121,7 +143,7 @@ pub(crate) fn find_control_line(
 
 /// Length of the argument of a partial control line, as nats-server measures it for its
 /// max_control_line check on split reads.
-pub(crate) fn partial_argument_len(buf: &[u8], keyword_len: usize) -> usize {
+fn partial_argument_len(buf: &[u8], keyword_len: usize) -> usize {
     let start = argument_start(buf, keyword_len, buf.len());
     let mut end = buf.len();
     if end > start && buf[end - 1] == b'\r' {
@@ -142,22 +164,27 @@ pub(crate) fn split_arguments(
 ) -> Option<usize> {
     let mut count = 0;
     let mut position = arg.start;
-    loop {
-        while position < arg.end && is_blank(buf[position]) {
-            position += 1;
-        }
-        if position == arg.end {
-            return Some(count);
-        }
-        let token_end =
-            find_blank(&buf[position..arg.end]).map_or(arg.end, |offset| position + offset);
+    while let Some(argument) = next_argument(buf, &mut position, arg.end) {
         if count == MAX_ARGUMENTS {
             return None;
         }
-        out[count] = position..token_end;
+        out[count] = argument;
         count += 1;
-        position = token_end;
     }
+    Some(count)
+}
+
+/// The next blank-separated argument of `buf[*position..end]`, moving `position` past it.
+pub(crate) fn next_argument(buf: &[u8], position: &mut usize, end: usize) -> Option<Range<usize>> {
+    while *position < end && is_blank(buf[*position]) {
+        *position += 1;
+    }
+    if *position == end {
+        return None;
+    }
+    let start = *position;
+    *position = find_blank(&buf[start..end]).map_or(end, |offset| start + offset);
+    Some(start..*position)
 }
 
 fn is_blank(byte: u8) -> bool {
@@ -222,23 +249,38 @@ pub(crate) struct PendingPayload {
 impl PendingPayload {
     /// Bytes of the whole frame: control line, headers, payload and the closing CRLF.
     pub(crate) fn frame_len(&self) -> usize {
-        self.line_len + self.total_len + 2
+        frame_len(self.line_len, self.total_len)
     }
 
     /// Checks whatever of the closing CRLF has arrived. `Ok(true)` when the frame is complete.
     pub(crate) fn check_end(&self, buf: &[u8]) -> Result<bool, ProtocolError> {
-        let cr = self.line_len + self.total_len;
-        if let Some(&byte) = buf.get(cr) {
-            if byte != b'\r' {
-                return Err(ProtocolError::UnknownOperation);
-            }
-        }
-        if let Some(&byte) = buf.get(cr + 1) {
-            if byte != b'\n' {
-                return Err(ProtocolError::UnknownOperation);
-            }
-            return Ok(true);
-        }
-        Ok(false)
+        check_frame_end(buf, self.line_len, self.total_len)
     }
+}
+
+/// Bytes of a whole frame: control line, body (headers and payload) and the closing CRLF.
+pub(crate) fn frame_len(line_len: usize, total_len: usize) -> usize {
+    line_len + total_len + 2
+}
+
+/// Checks whatever of the CRLF closing a frame's body has arrived. `Ok(true)` when the frame
+/// is complete.
+pub(crate) fn check_frame_end(
+    buf: &[u8],
+    line_len: usize,
+    total_len: usize,
+) -> Result<bool, ProtocolError> {
+    let cr = line_len + total_len;
+    if let Some(&byte) = buf.get(cr) {
+        if byte != b'\r' {
+            return Err(ProtocolError::UnknownOperation);
+        }
+    }
+    if let Some(&byte) = buf.get(cr + 1) {
+        if byte != b'\n' {
+            return Err(ProtocolError::UnknownOperation);
+        }
+        return Ok(true);
+    }
+    Ok(false)
 }

@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use crate::encode::{write_decimal, CRLF};
 use crate::error::ProtocolError;
 use crate::framing::{
-    find_control_line, match_keyword, parse_size, partial_argument_len, AfterKeyword, Keyword,
-    KeywordMatch,
+    check_frame_end, find_control_line, frame_len, match_keyword, next_argument, parse_size,
+    partial_line_len, AfterKeyword, Keyword, KeywordMatch,
 };
 
 /// One operation received on a route. Byte fields are slices of the read buffer.
@@ -158,7 +158,7 @@ struct PendingMessage {
 
 impl PendingMessage {
     fn frame_len(&self) -> usize {
-        self.line_len + self.total_len + 2
+        frame_len(self.line_len, self.total_len)
     }
 }
 
@@ -209,10 +209,7 @@ impl RouteParser {
             } => (kind, keyword_len, after),
         };
         let Some(line) = find_control_line(buf, keyword_len, &mut self.scan_from) else {
-            let length = match after {
-                AfterKeyword::IgnoredRest => buf.len().saturating_sub(keyword_len),
-                _ => partial_argument_len(buf, keyword_len),
-            };
+            let length = partial_line_len(buf, keyword_len, after);
             // INFO and CONNECT carry JSON that may pass the client limit (long connect_urls).
             let limit = self.line_limit(kind);
             if length > limit {
@@ -220,10 +217,7 @@ impl RouteParser {
             }
             return Ok(None);
         };
-        let length = match after {
-            AfterKeyword::IgnoredRest => line.line_len - 1 - keyword_len,
-            _ => line.arg.len(),
-        };
+        let length = line.measured_len(keyword_len, after);
         let limit = self.line_limit(kind);
         if length > limit {
             return Err(ProtocolError::MaxControlLineExceeded { length, limit });
@@ -271,24 +265,14 @@ impl RouteParser {
     fn split(&mut self, buf: &[u8], arg: Range<usize>) -> Result<(), ProtocolError> {
         self.arguments.clear();
         let mut position = arg.start;
-        while position < arg.end {
-            while position < arg.end && matches!(buf[position], b' ' | b'\t' | b'\r' | b'\n') {
-                position += 1;
-            }
-            if position == arg.end {
-                break;
-            }
-            let start = position;
-            while position < arg.end && !matches!(buf[position], b' ' | b'\t' | b'\r' | b'\n') {
-                position += 1;
-            }
+        while let Some(argument) = next_argument(buf, &mut position, arg.end) {
             if self.arguments.len() == MAX_ROUTE_ARGUMENTS {
                 return Err(ProtocolError::InvalidArguments {
                     operation: "RMSG",
                     reason: "too many arguments",
                 });
             }
-            self.arguments.push(start..position);
+            self.arguments.push(argument);
         }
         Ok(())
     }
@@ -424,16 +408,8 @@ impl RouteParser {
         let Some(pending) = self.pending.as_ref() else {
             return Ok(None);
         };
-        let cr = pending.line_len + pending.total_len;
-        if let Some(&byte) = buf.get(cr) {
-            if byte != b'\r' {
-                return Err(ProtocolError::UnknownOperation);
-            }
-        }
-        match buf.get(cr + 1) {
-            None => return Ok(None),
-            Some(b'\n') => {}
-            Some(_) => return Err(ProtocolError::UnknownOperation),
+        if !check_frame_end(buf, pending.line_len, pending.total_len)? {
+            return Ok(None);
         }
         let Some(pending) = self.pending.take() else {
             return Ok(None);

@@ -118,6 +118,20 @@ pub struct ClientCounters {
     pub out_bytes: AtomicU64,
 }
 
+impl ClientCounters {
+    /// One message of `size` bytes queued out. Every caller holds the connection's outbound
+    /// lock (client deliveries and route messages alike), so these are plain stores: no
+    /// read-modify-write on the publish path.
+    pub(crate) fn count_out_locked(&self, size: usize) {
+        self.out_msgs
+            .store(self.out_msgs.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        self.out_bytes.store(
+            self.out_bytes.load(Ordering::Relaxed) + size as u64,
+            Ordering::Relaxed,
+        );
+    }
+}
+
 /// The part of a connection other tasks touch.
 pub struct ClientShared {
     pub id: u64,
@@ -337,16 +351,7 @@ impl ClientShared {
                 return None;
             }
             stalled = self.over_stall(pending);
-            // Every writer of these counters holds the outbound lock: plain stores, no RMW.
-            let counters = &self.counters;
-            counters.out_msgs.store(
-                counters.out_msgs.load(Ordering::Relaxed) + 1,
-                Ordering::Relaxed,
-            );
-            counters.out_bytes.store(
-                counters.out_bytes.load(Ordering::Relaxed) + size as u64,
-                Ordering::Relaxed,
-            );
+            self.counters.count_out_locked(size);
         }
         if let (Some(permits), Some(reply)) = (self.response_permits.get(), delivery.reply) {
             permits.grant(reply);

@@ -100,17 +100,7 @@ impl RouteLink {
             connection.close(CloseReason::SlowConsumerPendingBytes);
             return false;
         }
-        // Every writer of these counters holds the outbound lock (as for client deliveries):
-        // plain stores, no read-modify-write on the publish path.
-        let counters = &connection.counters;
-        counters.out_msgs.store(
-            counters.out_msgs.load(Ordering::Relaxed) + 1,
-            Ordering::Relaxed,
-        );
-        counters.out_bytes.store(
-            counters.out_bytes.load(Ordering::Relaxed) + size as u64,
-            Ordering::Relaxed,
-        );
+        connection.counters.count_out_locked(size);
         drop(outbound);
         true
     }

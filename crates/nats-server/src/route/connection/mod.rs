@@ -1,23 +1,25 @@
-//! One route connection from either side: the handshake (INFO/CONNECT, authorization, cluster
-//! name, route to self, duplicate route), then the read loop applying the peer's interest
-//! (`RS+`/`RS-`), routed messages (`RMSG`/`HMSG`, to local subscribers only), gossip (an INFO
-//! about another server: dial it) and keepalives. The writer is the client connection's.
+//! One route connection from either side: set-up (the TLS handshake first when the cluster has
+//! TLS, written once for both sides), the read loop and the dispatch of route operations. The
+//! handshake (INFO/CONNECT, gossip) is in `handshake.rs`, the peer's interest and routed
+//! messages in `interest.rs`; the writer is the client connection's.
+//!
+//! Called by `route/mod.rs` (accepted connections) and `solicit.rs` (dialled ones); knows
+//! nothing of how routes are dialled or retried.
 
-use super::link::{RouteLink, RouteSubscription};
+mod handshake;
+mod interest;
+
+use super::link::RouteLink;
 use super::registry::Routes;
-use crate::accounts::Account;
 use crate::client::writer::{self, WriterSettings};
 use crate::client::{ClientShared, CloseReason};
 use crate::config::RouteUrl;
-use crate::router::{Delivery, PendingFlush, Subscriber};
+use crate::router::PendingFlush;
 use crate::server::Server;
-use bytes::{BufMut, BytesMut};
-use nats_proto::{
-    ProtocolError, RouteConnect, RouteInfo, RouteOp, RouteParser, RouteSubjectRules, RoutedMessage,
-};
-use std::collections::HashMap;
+use bytes::BytesMut;
+use nats_proto::{ProtocolError, RouteOp, RouteParser};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::TcpStream;
@@ -67,68 +69,6 @@ enum Next {
     Close(CloseReason),
 }
 
-/// Our route INFO.
-pub fn our_info(server: &Server, routes: &Routes) -> RouteInfo {
-    let cluster = server.options.cluster.clone().unwrap_or_default();
-    let address = server.route_address.get().copied();
-    let port = address.map_or(0, |address| address.port());
-    let ip = match &cluster.advertise {
-        Some(advertise) => format!("nats-route://{}/", advertise.trim_end_matches('/')),
-        None => String::new(),
-    };
-    RouteInfo {
-        server_id: server.server_id.clone(),
-        server_name: server.server_name.clone(),
-        version: crate::server::VERSION.into(),
-        // An older route protocol and no pool or compression fields: nats-server 2.10+ then
-        // keeps one unpooled route with us, naming the account on every protocol line.
-        proto: 1,
-        go: crate::server::GO_FIELD.into(),
-        host: cluster.host.clone(),
-        port,
-        headers: true,
-        auth_required: cluster.auth_required(),
-        tls_required: cluster.tls.is_some(),
-        tls_verify: cluster.tls.is_some(),
-        max_payload: server.options.max_payload,
-        jetstream: server.jetstream.get().is_some(),
-        ip,
-        cluster: routes.cluster_name(),
-        cluster_dynamic: routes.dynamic_name,
-        import: permission_rules(cluster.permissions.as_ref(), |permissions| {
-            permissions.publish.as_ref()
-        }),
-        export: permission_rules(cluster.permissions.as_ref(), |permissions| {
-            permissions.subscribe.as_ref()
-        }),
-        connect_urls: if cluster.no_advertise {
-            Vec::new()
-        } else {
-            super::own_client_urls(server)
-        },
-        ..RouteInfo::default()
-    }
-}
-
-/// One direction of the cluster permissions as the route INFO carries it.
-fn permission_rules(
-    permissions: Option<&crate::config::Permissions>,
-    direction: impl Fn(&crate::config::Permissions) -> Option<&crate::config::SubjectRules>,
-) -> Option<RouteSubjectRules> {
-    permissions
-        .and_then(direction)
-        .map(|rules| RouteSubjectRules {
-            allow: rules.allow.clone(),
-            deny: rules.deny.clone(),
-        })
-}
-
-fn encode_info(out: &mut BytesMut, info: &RouteInfo) {
-    out.put_slice(b"INFO ");
-    out.put_slice(&serde_json::to_vec(info).unwrap_or_else(|_| b"{}".to_vec()));
-    out.put_slice(b"\r\n");
-}
-
 fn writer_settings(server: &Server) -> WriterSettings {
     let cluster = server.options.cluster.clone().unwrap_or_default();
     let ping_interval = cluster
@@ -145,6 +85,50 @@ fn writer_settings(server: &Server) -> WriterSettings {
     }
 }
 
+/// A route's stream once set up: plain TCP, or TLS after the handshake (either side's).
+enum Established {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::TlsStream<TcpStream>>),
+}
+
+/// The TLS handshake first when the cluster has TLS (accepting, or dialing `dial_host`); the
+/// error text for the log otherwise.
+async fn establish(
+    routes: &Routes,
+    stream: TcpStream,
+    dial_host: Option<&str>,
+) -> Result<Established, String> {
+    let Some(tls) = routes.tls.get() else {
+        return Ok(Established::Plain(stream));
+    };
+    let stream = match dial_host {
+        Some(host) => tls.connect(host, stream).await?.into(),
+        None => tls.accept(stream).await?.into(),
+    };
+    Ok(Established::Tls(Box::new(stream)))
+}
+
+/// Cut the stream into the reader's and writer's halves (plain TCP into owned halves, with no
+/// lock between them) and serve it.
+async fn serve(
+    server: Arc<Server>,
+    routes: Arc<Routes>,
+    shared: Arc<ClientShared>,
+    established: Established,
+    url: Option<RouteUrl>,
+) -> RouteEnd {
+    match established {
+        Established::Plain(stream) => {
+            let (read_half, write_half) = stream.into_split();
+            run(server, routes, shared, read_half, write_half, url).await
+        }
+        Established::Tls(stream) => {
+            let (read_half, write_half) = tokio::io::split(*stream);
+            run(server, routes, shared, read_half, write_half, url).await
+        }
+    }
+}
+
 /// Serve a connection accepted on the route port.
 pub async fn run_accepted(
     server: Arc<Server>,
@@ -155,40 +139,13 @@ pub async fn run_accepted(
     let shared = crate::client::new_shared(&server, server.next_client_id(), peer);
     tracing::info!("{} - rid:{} - Route connection created", peer, shared.id);
     let _ = stream.set_nodelay(true);
-    let Some(tls) = routes.tls.get() else {
-        queue_info(&server, &routes, &shared);
-        let (read_half, write_half) = stream.into_split();
-        run(server, routes, shared, read_half, write_half, false, None).await;
-        return;
-    };
-    match tls.accept(stream).await {
-        Ok(stream) => {
-            queue_info(&server, &routes, &shared);
-            let (read_half, write_half) = tokio::io::split(stream);
-            run(server, routes, shared, read_half, write_half, false, None).await;
+    match establish(&routes, stream, None).await {
+        Ok(established) => {
+            handshake::queue_info(&server, &routes, &shared);
+            serve(server, routes, shared, established, None).await;
         }
         Err(error) => tls_failed(&shared, &error),
     }
-}
-
-fn queue_info(server: &Server, routes: &Routes, shared: &ClientShared) {
-    let mut info = BytesMut::new();
-    encode_info(&mut info, &our_info(server, routes));
-    shared.queue_bytes(&info);
-}
-
-fn tls_failed(shared: &ClientShared, error: &str) {
-    tracing::error!(
-        "{} - rid:{} - TLS route handshake error: {error}",
-        shared.address,
-        shared.id
-    );
-    tracing::info!(
-        "{} - rid:{} - Router connection closed: {}",
-        shared.address,
-        shared.id,
-        CloseReason::TlsHandshakeError.text()
-    );
 }
 
 /// Serve a connection we dialled to `url`, until it closes.
@@ -204,33 +161,8 @@ pub async fn run_solicited(
     let shared = crate::client::new_shared(&server, server.next_client_id(), peer);
     tracing::info!("{} - rid:{} - Route connection created", peer, shared.id);
     let _ = stream.set_nodelay(true);
-    let Some(tls) = routes.tls.get() else {
-        let (read_half, write_half) = stream.into_split();
-        return run(
-            server,
-            routes,
-            shared,
-            read_half,
-            write_half,
-            true,
-            Some(url),
-        )
-        .await;
-    };
-    match tls.connect(&url.host, stream).await {
-        Ok(stream) => {
-            let (read_half, write_half) = tokio::io::split(stream);
-            run(
-                server,
-                routes,
-                shared,
-                read_half,
-                write_half,
-                true,
-                Some(url),
-            )
-            .await
-        }
+    match establish(&routes, stream, Some(&url.host)).await {
+        Ok(established) => serve(server, routes, shared, established, Some(url)).await,
         Err(error) => {
             tls_failed(&shared, &error);
             RouteEnd::NotRegistered(None)
@@ -238,6 +170,19 @@ pub async fn run_solicited(
     }
 }
 
+fn tls_failed(shared: &ClientShared, error: &str) {
+    tracing::error!(
+        "{} - rid:{} - TLS route handshake error: {error}",
+        shared.address,
+        shared.id
+    );
+    tracing::info!(
+        "{} - rid:{} - Router connection closed: {}",
+        shared.address,
+        shared.id,
+        CloseReason::TlsHandshakeError.text()
+    );
+}
 /// The handshake and read loop over either stream: plain TCP halves, or a TLS stream's.
 async fn run<R, W>(
     server: Arc<Server>,
@@ -245,7 +190,6 @@ async fn run<R, W>(
     shared: Arc<ClientShared>,
     mut read_half: R,
     write_half: W,
-    solicited: bool,
     url: Option<RouteUrl>,
 ) -> RouteEnd
 where
@@ -262,6 +206,8 @@ where
     let auth_timeout = cluster
         .auth_timeout
         .unwrap_or(crate::config::options::DEFAULT_AUTH_TIMEOUT);
+    // We dialled exactly when we know the URL.
+    let solicited = url.is_some();
     let mut session = Session {
         trace: server.options.trace,
         server: server.clone(),
@@ -442,331 +388,6 @@ impl Session {
                 Next::Continue
             }
         }
-    }
-
-    /// The accepting side: the peer's CONNECT.
-    fn connect(&mut self, json: &[u8]) -> Next {
-        if self.solicited || self.connected {
-            return Next::Continue;
-        }
-        let Ok(connect) = serde_json::from_slice::<RouteConnect>(json) else {
-            return Next::Close(CloseReason::ProtocolViolation);
-        };
-        if connect.lang.is_some() {
-            tracing::error!(
-                "{} - rid:{} - attempted to connect to route port",
-                self.shared.address,
-                self.shared.id
-            );
-            self.send_err("attempted to connect to route port");
-            return Next::Close(CloseReason::ProtocolViolation);
-        }
-        let cluster = self.server.options.cluster.clone().unwrap_or_default();
-        if let Some(user) = &cluster.username {
-            let password = cluster.password.clone().unwrap_or_default();
-            let matches = connect.user.as_deref() == Some(user.as_str())
-                && crate::security::auth::compare_passwords(
-                    &password,
-                    connect.pass.as_deref().unwrap_or(""),
-                );
-            if !matches {
-                tracing::error!(
-                    "{} - rid:{} - authentication error",
-                    self.shared.address,
-                    self.shared.id
-                );
-                self.send_err("Authorization Violation");
-                return Next::Close(CloseReason::AuthenticationViolation);
-            }
-        }
-        if let Some(text) = self.reconcile_cluster_name(&connect.cluster, connect.cluster_dynamic) {
-            tracing::error!("{} - rid:{} - {text}", self.shared.address, self.shared.id);
-            self.send_err(&text);
-            return Next::Close(CloseReason::ProtocolViolation);
-        }
-        self.connected = true;
-        self.remote_id = Some(connect.name.clone());
-        if connect.name == self.server.server_id {
-            self.to_self = true;
-            tracing::debug!(
-                "{} - rid:{} - Detected route to self, ignoring",
-                self.shared.address,
-                self.shared.id
-            );
-            return Next::Close(CloseReason::ClientClosed);
-        }
-        if self.routes.is_connected(&connect.name) {
-            tracing::debug!(
-                "{} - rid:{} - Detected duplicate remote route {:?}",
-                self.shared.address,
-                self.shared.id,
-                connect.name
-            );
-            return Next::Close(CloseReason::ClientClosed);
-        }
-        Next::Continue
-    }
-
-    /// Compare the peer's cluster name with ours: a dynamic name gives way to a configured one
-    /// (or to the larger of two dynamic names). `Some(error)` on a conflict.
-    fn reconcile_cluster_name(&self, theirs: &str, theirs_dynamic: bool) -> Option<String> {
-        let ours = self.routes.cluster_name();
-        if theirs.is_empty() || theirs == ours {
-            return None;
-        }
-        if self.routes.dynamic_name && (!theirs_dynamic || theirs > ours.as_str()) {
-            *self.routes.cluster_name.write() = theirs.to_string();
-            tracing::info!("Cluster name updated to {theirs}");
-            return None;
-        }
-        if theirs_dynamic {
-            return None;
-        }
-        Some(format!(
-            "Rejecting connection, cluster name {theirs:?} does not match {ours:?}"
-        ))
-    }
-
-    fn info(&mut self, json: &[u8]) -> Next {
-        let Ok(mut info) = serde_json::from_slice::<RouteInfo>(json) else {
-            return Next::Close(CloseReason::ProtocolViolation);
-        };
-        if let Some(link) = &self.link {
-            if info.server_id == link.remote_id() {
-                // The peer's own INFO again (connect_urls changed, lame duck...).
-                let changed = link.info.lock().connect_urls != info.connect_urls;
-                *link.info.lock() = info;
-                if changed {
-                    super::clients_connect_urls_changed(&self.server);
-                }
-            } else {
-                super::solicit::gossiped(&self.server, &self.routes, &info);
-            }
-            return Next::Continue;
-        }
-        if info.server_id == self.server.server_id {
-            self.to_self = true;
-            tracing::debug!(
-                "{} - rid:{} - Detected route to self, ignoring",
-                self.shared.address,
-                self.shared.id
-            );
-            return Next::Close(CloseReason::ClientClosed);
-        }
-        self.remote_id = Some(info.server_id.clone());
-        if self.solicited {
-            if let Some(text) = self.reconcile_cluster_name(&info.cluster, info.cluster_dynamic) {
-                tracing::error!("{} - rid:{} - {text}", self.shared.address, self.shared.id);
-                return Next::Close(CloseReason::ProtocolViolation);
-            }
-            if self.routes.is_connected(&info.server_id) {
-                return Next::Close(CloseReason::ClientClosed);
-            }
-            self.send_connect();
-        }
-        // Where other servers reach this peer: its advertised address, else the address it
-        // connected from with its route port.
-        if info.ip.is_empty() {
-            let host = self.shared.address.ip();
-            let address = SocketAddr::new(host, info.port);
-            info.ip = format!("nats-route://{address}/");
-        }
-        let link = Arc::new(RouteLink {
-            connection: self.shared.clone(),
-            solicited: self.solicited,
-            info: parking_lot::Mutex::new(info.clone()),
-            subscriptions: parking_lot::Mutex::new(HashMap::new()),
-        });
-        if self.routes.register(&link).is_err() {
-            tracing::debug!(
-                "{} - rid:{} - Detected duplicate remote route {:?}",
-                self.shared.address,
-                self.shared.id,
-                info.server_id
-            );
-            return Next::Close(CloseReason::ClientClosed);
-        }
-        tracing::debug!(
-            "{} - rid:{} - Registering remote route {:?}",
-            self.shared.address,
-            self.shared.id,
-            info.server_id
-        );
-        self.link = Some(link);
-        self.send_rtt_ping();
-        // Tell the other servers about this one, so they dial it (gossip).
-        let mut gossip = info;
-        gossip.gossip_mode = 0;
-        let mut frame = BytesMut::new();
-        encode_info(&mut frame, &gossip);
-        self.routes.broadcast(&frame, Some(&gossip.server_id));
-        super::clients_connect_urls_changed(&self.server);
-        crate::system::route_registered(&self.server);
-        Next::Continue
-    }
-
-    fn send_rtt_ping(&mut self) {
-        self.rtt_ping = Some(std::time::Instant::now());
-        self.send(b"PING\r\n");
-    }
-
-    /// A PONG: the answer to our timing PING sets the route's RTT; one to the writer's
-    /// keepalive PING starts a new measurement once the last is a ping interval old.
-    fn pong(&mut self) {
-        let now = std::time::Instant::now();
-        if let Some(sent) = self.rtt_ping.take() {
-            *self.shared.rtt.lock() = Some(now.saturating_duration_since(sent));
-            self.rtt_measured = Some(now);
-        } else if self.link.is_some()
-            && self
-                .rtt_measured
-                .is_none_or(|measured| now.saturating_duration_since(measured) >= self.rtt_interval)
-        {
-            self.send_rtt_ping();
-        }
-    }
-
-    /// The soliciting side answers the peer's INFO with CONNECT and our INFO.
-    fn send_connect(&self) {
-        let url = self.url.clone();
-        let cluster = self.server.options.cluster.clone().unwrap_or_default();
-        let connect = RouteConnect {
-            echo: false,
-            verbose: false,
-            pedantic: false,
-            user: url
-                .as_ref()
-                .and_then(|url| url.user.clone())
-                .or(cluster.username.clone()),
-            pass: url
-                .as_ref()
-                .and_then(|url| url.password.clone())
-                .or(cluster.password.clone()),
-            tls_required: cluster.tls.is_some(),
-            headers: true,
-            name: self.server.server_id.clone(),
-            cluster: self.routes.cluster_name(),
-            cluster_dynamic: self.routes.dynamic_name,
-            lang: None,
-        };
-        let mut frame = BytesMut::new();
-        frame.put_slice(b"CONNECT ");
-        frame.put_slice(&serde_json::to_vec(&connect).unwrap_or_else(|_| b"{}".to_vec()));
-        frame.put_slice(b"\r\n");
-        encode_info(&mut frame, &our_info(&self.server, &self.routes));
-        self.send(&frame);
-    }
-
-    /// The account a route line names; an account we do not have is ignored, as nats-server
-    /// ignores it (its interest and messages have nowhere to go here).
-    fn account(&self, name: &[u8]) -> Option<Arc<Account>> {
-        let name = std::str::from_utf8(name).ok()?;
-        let account = self.server.accounts.lookup(name).cloned();
-        if account.is_none() {
-            tracing::debug!(
-                "{} - rid:{} - Unknown account {:?}",
-                self.shared.address,
-                self.shared.id,
-                name
-            );
-        }
-        account
-    }
-
-    fn remote_subscribe(
-        &mut self,
-        account: &[u8],
-        subject: &[u8],
-        queue: Option<&[u8]>,
-        weight: u32,
-    ) {
-        let Some(link) = &self.link else {
-            return;
-        };
-        let Some(account) = self.account(account) else {
-            return;
-        };
-        let (Ok(subject), Ok(queue)) = (
-            std::str::from_utf8(subject),
-            queue.map(std::str::from_utf8).transpose(),
-        ) else {
-            return;
-        };
-        if !nats_subject::is_valid_subject(subject) {
-            return;
-        }
-        if !self.routes.can_export(subject) {
-            tracing::debug!(
-                "{} - rid:{} - Can not export {subject:?}, ignoring remote subscription request",
-                self.shared.address,
-                self.shared.id
-            );
-            return;
-        }
-        let key = (
-            account.name.clone(),
-            subject.to_string(),
-            queue.map(str::to_string),
-        );
-        let mut subscriptions = link.subscriptions.lock();
-        if let Some(existing) = subscriptions.get(&key) {
-            existing.weight.store(weight, Ordering::Relaxed);
-            return;
-        }
-        let subscription = Arc::new(RouteSubscription {
-            link: link.clone(),
-            account: account.clone(),
-            subject: key.1.clone(),
-            queue: key.2.clone(),
-            weight: AtomicU32::new(weight),
-        });
-        subscriptions.insert(key, subscription.clone());
-        drop(subscriptions);
-        account
-            .router
-            .insert(subject, queue, Subscriber::Route(subscription));
-    }
-
-    fn remote_unsubscribe(&mut self, account: &[u8], subject: &[u8], queue: Option<&[u8]>) {
-        let Some(link) = &self.link else {
-            return;
-        };
-        let Some(account) = self.account(account) else {
-            return;
-        };
-        let key = (
-            account.name.clone(),
-            String::from_utf8_lossy(subject).into_owned(),
-            queue.map(|queue| String::from_utf8_lossy(queue).into_owned()),
-        );
-        let removed = link.subscriptions.lock().remove(&key);
-        if let Some(subscription) = removed {
-            account
-                .router
-                .remove(&key.1, key.2.as_deref(), &Subscriber::Route(subscription));
-        }
-    }
-
-    fn routed_message(&mut self, message: RoutedMessage) {
-        let size = message.payload.len() + message.headers.as_ref().map_or(0, |h| h.len());
-        let counters = &self.shared.counters;
-        counters.in_msgs.fetch_add(1, Ordering::Relaxed);
-        counters.in_bytes.fetch_add(size as u64, Ordering::Relaxed);
-        if self.link.is_none() {
-            return;
-        }
-        let Some(account) = self.account(&message.account) else {
-            return;
-        };
-        let delivery = Delivery {
-            subject: &message.subject,
-            reply: message.reply.as_ref(),
-            headers: message.headers.as_ref(),
-            payload: &message.payload,
-        };
-        account
-            .router
-            .route_from_route(&delivery, &message.queues, &mut self.pending);
     }
 }
 
