@@ -134,9 +134,10 @@ pub fn reconfigure(
     };
     *DESTINATION.lock() = file;
     LOGTIME.store(logtime, Ordering::Relaxed);
-    let levels_changed = DEBUG.swap(debug, Ordering::Relaxed) != debug
-        || TRACE.swap(trace, Ordering::Relaxed) != trace;
-    if levels_changed {
+    // Both swaps run (no `||` short-circuit): a change of `debug` must not skip `trace`.
+    let debug_changed = DEBUG.swap(debug, Ordering::Relaxed) != debug;
+    let trace_changed = TRACE.swap(trace, Ordering::Relaxed) != trace;
+    if debug_changed || trace_changed {
         // The filter's answers are cached per call site; ask again.
         tracing::callsite::rebuild_interest_cache();
     }
