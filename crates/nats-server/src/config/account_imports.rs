@@ -333,18 +333,22 @@ pub(super) fn check_imports(accounts: &[AccountOptions], block: &Entry) -> Resul
                         import.subject, import.to
                     ));
                 }
-                let cycle = if service {
-                    service_cycle(&added, &account.name, &import.account, &import.to)
-                } else {
-                    stream_cycle(accounts, &added, &account.name, &import.account, &import.to)
-                        || stream_cycle(
-                            accounts,
-                            &added,
-                            &account.name,
-                            &import.account,
-                            &import.subject,
-                        )
-                };
+                let cycle = import_cycle(
+                    accounts,
+                    &added,
+                    service,
+                    &account.name,
+                    &import.account,
+                    &import.to,
+                ) || (!service
+                    && import_cycle(
+                        accounts,
+                        &added,
+                        false,
+                        &account.name,
+                        &import.account,
+                        &import.subject,
+                    ));
                 if cycle {
                     return error("import forms a cycle");
                 }
@@ -420,44 +424,14 @@ pub fn number_wildcards(destination: &str) -> String {
         .join(".")
 }
 
-/// nats-server's `checkServiceImportsForCycles`: follow the exporter's service imports whose
-/// exported subject collides with `subject`; reaching an account already visited is a cycle.
-fn service_cycle(
-    added: &[(&str, &ImportOptions)],
-    importer: &str,
-    exporter: &str,
-    subject: &str,
-) -> bool {
-    let mut visited = vec![importer.to_string()];
-    let mut stack = vec![(exporter.to_string(), subject.to_string())];
-    while let Some((account, subject)) = stack.pop() {
-        if visited.len() > 1024 {
-            return true;
-        }
-        for (owner, import) in added {
-            if !import.service || *owner != account || !subjects_overlap(&subject, &import.subject)
-            {
-                continue;
-            }
-            if visited.contains(&import.account) {
-                return true;
-            }
-            visited.push(account.clone());
-            let next = if is_subset_match(&import.to, &subject) {
-                import.to.clone()
-            } else {
-                subject.clone()
-            };
-            stack.push((import.account.clone(), next));
-        }
-    }
-    false
-}
-
-/// nats-server's `checkStreamImportsForCycles`: only through accounts exporting the subject.
-fn stream_cycle(
+/// nats-server's `checkServiceImportsForCycles` (`service`) and `checkStreamImportsForCycles`:
+/// follow the exporter's imports of the same kind whose subject collides with `subject` (a
+/// stream walk only through accounts exporting the subject); reaching an account already visited
+/// is a cycle.
+fn import_cycle(
     accounts: &[AccountOptions],
     added: &[(&str, &ImportOptions)],
+    service: bool,
     importer: &str,
     exporter: &str,
     subject: &str,
@@ -468,19 +442,24 @@ fn stream_cycle(
         if visited.len() > 1024 {
             return true;
         }
-        let exports_it = accounts
-            .iter()
-            .find(|options| options.name == account)
-            .is_some_and(|options| {
-                options.exports.iter().any(|export| {
-                    export.service.is_none() && is_subset_match(&subject, &export.subject)
-                })
-            });
+        let exports_it = service
+            || accounts
+                .iter()
+                .find(|options| options.name == account)
+                .is_some_and(|options| {
+                    options.exports.iter().any(|export| {
+                        export.service.is_none() && is_subset_match(&subject, &export.subject)
+                    })
+                });
         if !exports_it {
             continue;
         }
         for (owner, import) in added {
-            if import.service || *owner != account || !subjects_overlap(&subject, &import.to) {
+            let collides_with = if service { &import.subject } else { &import.to };
+            if import.service != service
+                || *owner != account
+                || !subjects_overlap(&subject, collides_with)
+            {
                 continue;
             }
             if visited.contains(&import.account) {
