@@ -52,6 +52,7 @@ mod transport;
 
 pub use engine::JetStream;
 pub use error::JetStreamError;
+pub use stream::replication::{ProposeFuture, ReplicaMachine, ReplicationError, Replicator};
 pub use transport::{Handler, Message, Transport};
 
 use std::path::PathBuf;

@@ -32,7 +32,7 @@ fn contents_of(store: &mut dyn StreamStore) -> (StreamState, Vec<StoredMessage>)
     collect(state, |seq| store.load_next(">", seq).ok().flatten())
 }
 
-fn contents_of_stream(stream: &Stream) -> (StreamState, Vec<StoredMessage>) {
+pub(crate) fn contents_of_stream(stream: &Stream) -> (StreamState, Vec<StoredMessage>) {
     let mut store = stream.store.read();
     let state = store.state();
     collect(state, |seq| store.load_next(">", seq).ok().flatten())

@@ -426,6 +426,45 @@ impl RaftGroup {
         }
     }
 
+    /// `Some(term)` while this node leads in `term` and has applied the first entry of that term,
+    /// so every entry committed by earlier leaders is applied here too: from then on the
+    /// application may decide on its applied state. `None` otherwise (and once the core stops).
+    /// The term changes with every election, so a watcher can tell a new leadership from the
+    /// one it knew.
+    pub fn leading(&self) -> watch::Receiver<Option<u64>> {
+        let mut metrics = self.raft.metrics();
+        let supervision = self.supervision.clone();
+        let ready = |metrics: &openraft::RaftMetrics<TypeConfig>| {
+            let term = metrics.current_term;
+            let applied_term = metrics
+                .last_applied
+                .as_ref()
+                .map(|log_id| log_id.leader_id.term);
+            (metrics.state == ServerState::Leader && applied_term == Some(term)).then_some(term)
+        };
+        let (sender, receiver) = watch::channel(ready(&metrics.borrow_watched()));
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    changed = metrics.changed() => if changed.is_err() { break },
+                    _ = sender.closed() => return,
+                }
+                let now = if supervision.offline.borrow().is_some() {
+                    None
+                } else {
+                    ready(&metrics.borrow_watched())
+                };
+                sender.send_if_modified(|current| {
+                    let changed = *current != now;
+                    *current = now;
+                    changed
+                });
+            }
+            sender.send_replace(None);
+        });
+        receiver
+    }
+
     /// Resolves with the reason when the group goes offline.
     pub fn offline_watch(&self) -> watch::Receiver<Option<String>> {
         self.supervision.offline.subscribe()

@@ -26,12 +26,14 @@ mod headers;
 mod ingest;
 mod interest;
 mod mirror;
+pub(crate) mod replication;
 mod source_header;
 mod sources;
 pub(crate) mod storage;
 mod store;
 
 pub(crate) use config::{check_and_fill, check_update, with_static_metadata};
+use ingest::announce;
 pub(crate) use ingest::{store_config as ingest_store_config, IngestContext};
 pub(crate) use interest::{Interest, InterestHolder};
 pub(crate) use mirror::spawn as spawn_mirror;
@@ -179,10 +181,54 @@ impl Stream {
         store: Box<dyn StreamStore>,
         context: IngestContext,
     ) -> Result<Arc<Stream>, std::io::Error> {
+        let (stream, receiver) = Stream::new(config, created, store, &context);
+        ingest::spawn(stream.clone(), receiver, context, None)?;
+        stream.subscribe_subjects();
+        Ok(stream)
+    }
+
+    /// Start a replicated stream: an empty store (the group's snapshot and committed log fill
+    /// it), an ingest task that decides only while `replicator` says this node leads, and the
+    /// apply entry point for the group. Called by the tests today; the registry calls it once
+    /// stream assignments start replicated streams (issue 15, wiring).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn start_replicated(
+        config: StreamConfig,
+        created: i64,
+        store_root: &std::path::Path,
+        sync: crate::SyncPolicy,
+        context: IngestContext,
+        replicator: Arc<dyn replication::Replicator>,
+    ) -> Result<(Arc<Stream>, replication::ReplicaMachine), std::io::Error> {
+        let store = storage::open_store(store_root, &config, sync)
+            .map_err(|error| std::io::Error::other(error.to_string()))?;
+        let (stream, receiver) = Stream::new(config, created, store, &context);
+        let shared = Arc::new(replication::ReplicaShared::default());
+        let machine = replication::ReplicaMachine::new(
+            stream.clone(),
+            shared.clone(),
+            store_root.to_path_buf(),
+            sync,
+        );
+        machine.reset()?;
+        let replica = replication::Replica { replicator, shared };
+        ingest::spawn(stream.clone(), receiver, context, Some(replica))?;
+        stream.subscribe_subjects();
+        Ok((stream, machine))
+    }
+
+    fn new(
+        config: StreamConfig,
+        created: i64,
+        store: Box<dyn StreamStore>,
+        context: &IngestContext,
+    ) -> (
+        Arc<Stream>,
+        tokio::sync::mpsc::UnboundedReceiver<StreamCommand>,
+    ) {
         let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
         let last = store.state().last_seq;
         let (last_sequence, _) = watch::channel(last);
-        let transport = context.transport.clone();
         let stream = Arc::new(Stream {
             name: config.name.clone(),
             config: RwLock::new(config),
@@ -199,11 +245,9 @@ impl Stream {
             applied: Mutex::default(),
             commands: sender,
             subscriptions: Mutex::new(Vec::new()),
-            transport,
+            transport: context.transport.clone(),
         });
-        ingest::spawn(stream.clone(), receiver, context)?;
-        stream.subscribe_subjects();
-        Ok(stream)
+        (stream, receiver)
     }
 
     pub(crate) fn config(&self) -> StreamConfig {

@@ -37,6 +37,7 @@ mod commands;
 mod failure;
 mod fast_batch;
 mod publish;
+mod replicated;
 mod retention;
 mod schedules;
 mod staged_checks;
@@ -66,6 +67,7 @@ pub(crate) fn spawn(
     stream: Arc<Stream>,
     receiver: Receiver<StreamCommand>,
     context: IngestContext,
+    replica: Option<super::replication::Replica>,
 ) -> Result<(), std::io::Error> {
     let config = stream.config();
     let mut ingest = Ingest {
@@ -85,6 +87,7 @@ pub(crate) fn spawn(
         retention: Default::default(),
         write_failure: None,
         failed_sync: Default::default(),
+        replica: replica.map(replicated::ReplicaState::new),
     };
     ingest.recover();
     tokio::spawn(async move {
@@ -184,6 +187,8 @@ struct Ingest {
     write_failure: Option<failure::WriteFailure>,
     /// Set by a durability callback whose sync failed; taken into `write_failure` by the task.
     failed_sync: failure::FailedSync,
+    /// Set when the stream is replicated (`replicated.rs`).
+    replica: Option<replicated::ReplicaState>,
 }
 
 /// Who handed a message to the ingest task.
@@ -260,7 +265,13 @@ impl Ingest {
                 Ok(Some(command)) => batch.push(command),
                 Ok(None) => break,
                 Err(_) => {
+                    match self.role() {
+                        replicated::Role::Follow => continue,
+                        replicated::Role::TookLeadership => self.take_leadership(),
+                        replicated::Role::Decide => {}
+                    }
                     self.expire_due();
+                    self.replicate().await;
                     continue;
                 }
             }
@@ -270,10 +281,21 @@ impl Ingest {
                     Err(_) => break,
                 }
             }
+            match self.role() {
+                replicated::Role::Follow => {
+                    if self.follow(&mut batch) {
+                        return;
+                    }
+                    continue;
+                }
+                replicated::Role::TookLeadership => self.take_leadership(),
+                replicated::Role::Decide => {}
+            }
             if self.process(&mut batch) {
                 return;
             }
             self.settle_retention();
+            self.replicate().await;
         }
         // Every sender is gone without a Stop: close the store so its tail is durable.
         let store_handle = self.stream.store.clone();
@@ -403,6 +425,9 @@ impl Ingest {
         entry: &super::apply::StreamEntry<'_>,
     ) -> Result<super::apply::Applied, nats_store::StoreError> {
         let applied = super::apply::apply(store, entry)?;
+        if let Some(replica) = self.replica.as_mut() {
+            replica.record(entry);
+        }
         #[cfg(test)]
         self.stream.applied.lock().push(entry.clone().into_owned());
         Ok(applied)
@@ -413,6 +438,9 @@ impl Ingest {
     /// durable as the policy promises (after the fsync with `sync_interval: always`), in batch
     /// order, while this task goes on with the next batch.
     fn commit(&mut self, store: &mut dyn StreamStore) {
+        if self.replica.is_some() {
+            return self.commit_replicated(store);
+        }
         self.take_failed_sync();
         if self.write_failure.is_some() {
             // Refusals (and duplicates) need nothing written: answered now. Then the failed
@@ -513,7 +541,7 @@ impl Ingest {
 }
 
 /// Wake the consumers: messages up to `last` are stored.
-fn announce(stream: &Stream, last: u64) {
+pub(in crate::stream) fn announce(stream: &Stream, last: u64) {
     stream.last_sequence.send_if_modified(|current| {
         let changed = *current != last;
         *current = last;

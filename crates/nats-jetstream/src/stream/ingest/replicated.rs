@@ -1,0 +1,184 @@
+//! The ingest task of a replicated stream: the leader decides and applies as an R1 stream does,
+//! records the entries of each batch (`Ingest::apply`), and at the end of the batch proposes them
+//! and waits for the commit before the PubAcks and the consumers' wake-up go out, and before the
+//! next batch is decided (one batch in flight: publishes that arrive meanwhile make the next
+//! batch larger, so the log's group commit covers them together). A follower takes no publishes
+//! and no commands; it neither expires nor fires schedules (the leader's entries do that).
+
+use super::super::replication::{codec, Replica};
+use super::{announce, send_acks, Ingest};
+use crate::stream::StreamCommand;
+use bytes::{Bytes, BytesMut};
+use nats_store::StreamStore;
+use tokio::sync::watch;
+
+/// The replicated part of the ingest task's state.
+pub(super) struct ReplicaState {
+    replica: Replica,
+    leadership: watch::Receiver<Option<u64>>,
+    /// The term this task last took leadership in (its in-memory state was rebuilt then).
+    leading_term: Option<u64>,
+    /// The entries applied since the last proposal, behind a batch header.
+    batch: Vec<u8>,
+    /// PubAcks waiting for the batch's commit.
+    acks: Vec<(Bytes, Bytes)>,
+    next_id: u64,
+}
+
+impl ReplicaState {
+    pub(super) fn new(replica: Replica) -> ReplicaState {
+        let leadership = replica.replicator.leadership();
+        let mut batch = Vec::with_capacity(64 * 1024);
+        codec::start_batch(&mut batch);
+        // Batch ids only need to differ from other leaders' while one is in flight: start
+        // from a mixed clock reading.
+        let next_id = (crate::time_format::now_nanos() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        ReplicaState {
+            replica,
+            leadership,
+            leading_term: None,
+            batch,
+            acks: Vec::new(),
+            next_id,
+        }
+    }
+
+    /// Records one applied entry for the next proposal.
+    pub(super) fn record(&mut self, entry: &crate::stream::apply::StreamEntry<'_>) {
+        codec::encode(entry, &mut self.batch);
+    }
+}
+
+/// What the task may do with its next batch.
+pub(super) enum Role {
+    /// Not replicated, or the leader as before.
+    Decide,
+    /// Leader in a new term: rebuild the in-memory state from the store first.
+    TookLeadership,
+    /// A follower (or a leader whose store went ahead of the log).
+    Follow,
+}
+
+impl Ingest {
+    pub(super) fn role(&mut self) -> Role {
+        let Some(state) = self.replica.as_mut() else {
+            return Role::Decide;
+        };
+        let term = *state.leadership.borrow_and_update();
+        match term {
+            Some(term) if !state.replica.shared.is_diverged() => {
+                if state.leading_term == Some(term) {
+                    Role::Decide
+                } else {
+                    state.leading_term = Some(term);
+                    Role::TookLeadership
+                }
+            }
+            _ => {
+                state.leading_term = None;
+                Role::Follow
+            }
+        }
+    }
+
+    /// A new leadership: what the task keeps in memory (account usage, the duplicate window and
+    /// the last message id) is read again from the store, which now holds every committed entry.
+    pub(super) fn take_leadership(&mut self) {
+        self.window = Default::default();
+        self.last_msg_id.clear();
+        self.recover();
+        self.load_duplicate_window();
+    }
+
+    /// A follower's answer to its queue: publishes are dropped unanswered (only the leader
+    /// answers, as on nats-server), commands refused as not the leader. True on Stop.
+    pub(super) fn follow(&mut self, batch: &mut Vec<StreamCommand>) -> bool {
+        let not_leader = || jetstream_api::errors::CLUSTER_NOT_LEADER.to_error();
+        for command in batch.drain(..) {
+            match command {
+                StreamCommand::Publish(message) | StreamCommand::Sourced(message) => {
+                    self.stream.backlog.release(
+                        message.payload.len() + message.headers.as_ref().map_or(0, |h| h.len()),
+                    );
+                }
+                StreamCommand::Purge { reply, .. } => {
+                    let _ = reply.send(Err(not_leader()));
+                }
+                StreamCommand::DeleteMessage { reply, .. } => {
+                    let _ = reply.send(Err(not_leader()));
+                }
+                StreamCommand::UpdateConfig { reply, .. } => {
+                    let _ = reply.send(Err(not_leader()));
+                }
+                StreamCommand::Acked { .. }
+                | StreamCommand::InterestReleased
+                | StreamCommand::Mirror(_) => {}
+                stop @ StreamCommand::Stop { .. } => {
+                    let store_handle = self.stream.store.clone();
+                    let mut store = store_handle.write();
+                    return self.execute(&mut **store, stop);
+                }
+            }
+        }
+        false
+    }
+
+    /// The replicated commit: the batch's writes reach the store's files (the log, not the
+    /// store, is what must be durable before a PubAck), the PubAcks wait for the proposal.
+    pub(super) fn commit_replicated(&mut self, store: &mut dyn StreamStore) {
+        let dirty = std::mem::replace(&mut self.dirty, false);
+        if dirty {
+            if let Err(error) = store.flush() {
+                // The entries are recorded but not all written: this replica is rebuilt from
+                // the log rather than retried.
+                tracing::error!(stream = %self.config.name, %error, "replicated stream write failed");
+                if let Some(state) = self.replica.as_mut() {
+                    state.replica.shared.mark_diverged();
+                    state.replica.replicator.rebuilt();
+                }
+                self.pending_acks.clear();
+                return;
+            }
+            self.update_usage(store);
+        }
+        if let Some(state) = self.replica.as_mut() {
+            state.acks.append(&mut self.pending_acks);
+        }
+    }
+
+    /// Proposes what the last batch applied and waits for its commit; then the PubAcks go out
+    /// and the consumers are woken. A failed proposal sends no PubAck (the publisher times out,
+    /// as when a nats-server leader fails) and has the replica rebuilt.
+    pub(super) async fn replicate(&mut self) {
+        let Some(state) = self.replica.as_mut() else {
+            return;
+        };
+        let transport = self.context.transport.clone();
+        if !codec::has_entries(&state.batch) {
+            // Nothing to log (duplicates, refusals): every earlier batch has committed.
+            send_acks(&*transport, state.acks.drain(..));
+            return;
+        }
+        state.next_id = state.next_id.wrapping_add(1);
+        let id = state.next_id;
+        let last = self.stream.store.state().last_seq;
+        codec::finish_batch(&mut state.batch, id, last);
+        let mut payload = BytesMut::with_capacity(state.batch.len());
+        payload.extend_from_slice(&state.batch);
+        codec::start_batch(&mut state.batch);
+        let acks = std::mem::take(&mut state.acks);
+        state.replica.shared.applied_locally(id);
+        let proposal = state.replica.replicator.propose(payload.freeze());
+        match proposal.await {
+            Ok(()) => {
+                announce(&self.stream, last);
+                send_acks(&*transport, acks);
+            }
+            Err(error) => {
+                tracing::warn!(stream = %self.config.name, %error, "replicated batch not committed; rebuilding the replica");
+                state.replica.shared.mark_diverged();
+                state.replica.replicator.rebuilt();
+            }
+        }
+    }
+}

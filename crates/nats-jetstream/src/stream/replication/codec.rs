@@ -1,0 +1,305 @@
+//! The log form of stream entries: a batch (what one proposal carries) is a header (the batch's
+//! id and the stream's last sequence after it) followed by [`StreamEntry`]s in a compact binary
+//! encoding. Decoding borrows from the proposal's bytes: a follower applies a message without
+//! copying its subject, headers or payload.
+//!
+//! Layout, integers little-endian: `version u8 = 1, batch id u64, last sequence u64`, then per
+//! entry a tag byte and its fields; strings and byte blocks as `u32 length + bytes`. The config
+//! entry carries the stream config as its JSON (the form nats-server's meta group stores too).
+
+use super::super::apply::StreamEntry;
+use jetstream_api::StreamConfig;
+use std::borrow::Cow;
+use std::time::Duration;
+
+const VERSION: u8 = 1;
+const HEADER_SIZE: usize = 1 + 8 + 8;
+
+const MESSAGE: u8 = 1;
+const SKIP: u8 = 2;
+const REMOVE: u8 = 3;
+const ERASE: u8 = 4;
+const PURGE: u8 = 5;
+const EXPIRE: u8 = 6;
+const CONFIG: u8 = 7;
+
+/// A proposal that cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[error("malformed stream batch: {0}")]
+pub(crate) struct DecodeError(&'static str);
+
+/// Starts a batch in `buffer` (cleared first); entries follow with [`encode`], the header is
+/// completed with [`finish_batch`].
+pub(crate) fn start_batch(buffer: &mut Vec<u8>) {
+    buffer.clear();
+    buffer.push(VERSION);
+    buffer.extend_from_slice(&[0; 16]);
+}
+
+/// Whether `buffer` holds entries after its header.
+pub(crate) fn has_entries(buffer: &[u8]) -> bool {
+    buffer.len() > HEADER_SIZE
+}
+
+/// Writes the batch id and the last sequence into the header written by [`start_batch`].
+pub(crate) fn finish_batch(buffer: &mut [u8], id: u64, last_seq: u64) {
+    buffer[1..9].copy_from_slice(&id.to_le_bytes());
+    buffer[9..17].copy_from_slice(&last_seq.to_le_bytes());
+}
+
+fn put_bytes(buffer: &mut Vec<u8>, bytes: &[u8]) {
+    buffer.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+    buffer.extend_from_slice(bytes);
+}
+
+/// Appends one entry.
+pub(crate) fn encode(entry: &StreamEntry<'_>, buffer: &mut Vec<u8>) {
+    match entry {
+        StreamEntry::Message {
+            seq,
+            timestamp,
+            subject,
+            headers,
+            payload,
+            ttl,
+        } => {
+            buffer.push(MESSAGE);
+            buffer.extend_from_slice(&seq.to_le_bytes());
+            buffer.extend_from_slice(&timestamp.to_le_bytes());
+            match ttl {
+                Some(ttl) => {
+                    buffer.push(1);
+                    buffer.extend_from_slice(&(ttl.as_nanos() as u64).to_le_bytes());
+                }
+                None => buffer.push(0),
+            }
+            put_bytes(buffer, subject.as_bytes());
+            put_bytes(buffer, headers);
+            put_bytes(buffer, payload);
+        }
+        StreamEntry::Skip { seq, count } => {
+            buffer.push(SKIP);
+            buffer.extend_from_slice(&seq.to_le_bytes());
+            buffer.extend_from_slice(&count.to_le_bytes());
+        }
+        StreamEntry::Remove { seq } => {
+            buffer.push(REMOVE);
+            buffer.extend_from_slice(&seq.to_le_bytes());
+        }
+        StreamEntry::Erase { seq } => {
+            buffer.push(ERASE);
+            buffer.extend_from_slice(&seq.to_le_bytes());
+        }
+        StreamEntry::Purge {
+            filter,
+            up_to_seq,
+            keep,
+        } => {
+            buffer.push(PURGE);
+            put_bytes(buffer, filter.as_bytes());
+            buffer.extend_from_slice(&up_to_seq.to_le_bytes());
+            buffer.extend_from_slice(&keep.to_le_bytes());
+        }
+        StreamEntry::Expire { now } => {
+            buffer.push(EXPIRE);
+            buffer.extend_from_slice(&now.to_le_bytes());
+        }
+        StreamEntry::Config { config, created } => {
+            buffer.push(CONFIG);
+            buffer.extend_from_slice(&created.to_le_bytes());
+            put_bytes(buffer, &jetstream_api::json::encode_response(&**config));
+        }
+    }
+}
+
+/// A decoded batch: its header and an iterator over its entries.
+pub(crate) struct Batch<'a> {
+    pub id: u64,
+    pub last_seq: u64,
+    rest: &'a [u8],
+}
+
+pub(crate) fn decode_batch(bytes: &[u8]) -> Result<Batch<'_>, DecodeError> {
+    if bytes.len() < HEADER_SIZE {
+        return Err(DecodeError("short header"));
+    }
+    if bytes[0] != VERSION {
+        return Err(DecodeError("unknown version"));
+    }
+    let mut reader = Reader(&bytes[1..]);
+    Ok(Batch {
+        id: reader.u64()?,
+        last_seq: reader.u64()?,
+        rest: reader.0,
+    })
+}
+
+impl<'a> Batch<'a> {
+    /// The next entry, `None` at the end.
+    pub(crate) fn next_entry(&mut self) -> Result<Option<StreamEntry<'a>>, DecodeError> {
+        if self.rest.is_empty() {
+            return Ok(None);
+        }
+        let mut reader = Reader(self.rest);
+        let entry = reader.entry()?;
+        self.rest = reader.0;
+        Ok(Some(entry))
+    }
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, count: usize) -> Result<&'a [u8], DecodeError> {
+        if self.0.len() < count {
+            return Err(DecodeError("truncated"));
+        }
+        let (head, tail) = self.0.split_at(count);
+        self.0 = tail;
+        Ok(head)
+    }
+
+    fn u8(&mut self) -> Result<u8, DecodeError> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn u64(&mut self) -> Result<u64, DecodeError> {
+        let mut bytes = [0; 8];
+        bytes.copy_from_slice(self.take(8)?);
+        Ok(u64::from_le_bytes(bytes))
+    }
+
+    fn i64(&mut self) -> Result<i64, DecodeError> {
+        Ok(self.u64()? as i64)
+    }
+
+    fn bytes(&mut self) -> Result<&'a [u8], DecodeError> {
+        let mut length = [0; 4];
+        length.copy_from_slice(self.take(4)?);
+        self.take(u32::from_le_bytes(length) as usize)
+    }
+
+    fn text(&mut self) -> Result<&'a str, DecodeError> {
+        std::str::from_utf8(self.bytes()?).map_err(|_| DecodeError("subject is not UTF-8"))
+    }
+
+    fn entry(&mut self) -> Result<StreamEntry<'a>, DecodeError> {
+        Ok(match self.u8()? {
+            MESSAGE => {
+                let seq = self.u64()?;
+                let timestamp = self.i64()?;
+                let ttl = match self.u8()? {
+                    0 => None,
+                    _ => Some(Duration::from_nanos(self.u64()?)),
+                };
+                StreamEntry::Message {
+                    seq,
+                    timestamp,
+                    subject: Cow::Borrowed(self.text()?),
+                    headers: Cow::Borrowed(self.bytes()?),
+                    payload: Cow::Borrowed(self.bytes()?),
+                    ttl,
+                }
+            }
+            SKIP => StreamEntry::Skip {
+                seq: self.u64()?,
+                count: self.u64()?,
+            },
+            REMOVE => StreamEntry::Remove { seq: self.u64()? },
+            ERASE => StreamEntry::Erase { seq: self.u64()? },
+            PURGE => StreamEntry::Purge {
+                filter: Cow::Borrowed(self.text()?),
+                up_to_seq: self.u64()?,
+                keep: self.u64()?,
+            },
+            EXPIRE => StreamEntry::Expire { now: self.i64()? },
+            CONFIG => {
+                let created = self.i64()?;
+                let config: StreamConfig = serde_json::from_slice(self.bytes()?)
+                    .map_err(|_| DecodeError("stream config"))?;
+                StreamEntry::Config {
+                    config: Box::new(config),
+                    created,
+                }
+            }
+            _ => return Err(DecodeError("unknown entry kind")),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_entry_kind_round_trips() {
+        let config: StreamConfig =
+            serde_json::from_value(serde_json::json!({"name": "S", "subjects": ["s.>"]}))
+                .expect("config");
+        let entries = vec![
+            StreamEntry::Message {
+                seq: 7,
+                timestamp: -3,
+                subject: Cow::Borrowed("s.a"),
+                headers: Cow::Borrowed(b"NATS/1.0\r\nA: b\r\n\r\n"),
+                payload: Cow::Borrowed(b"payload"),
+                ttl: Some(Duration::from_secs(9)),
+            },
+            StreamEntry::Message {
+                seq: 8,
+                timestamp: 4,
+                subject: Cow::Borrowed("s.b"),
+                headers: Cow::Borrowed(b""),
+                payload: Cow::Borrowed(b""),
+                ttl: None,
+            },
+            StreamEntry::Skip { seq: 9, count: 2 },
+            StreamEntry::Remove { seq: 3 },
+            StreamEntry::Erase { seq: 4 },
+            StreamEntry::Purge {
+                filter: Cow::Borrowed("s.a"),
+                up_to_seq: 8,
+                keep: 1,
+            },
+            StreamEntry::Expire { now: 99 },
+            StreamEntry::Config {
+                config: Box::new(config),
+                created: 5,
+            },
+        ];
+        let mut buffer = Vec::new();
+        start_batch(&mut buffer);
+        assert!(!has_entries(&buffer));
+        for entry in &entries {
+            encode(entry, &mut buffer);
+        }
+        finish_batch(&mut buffer, 42, 10);
+        let mut batch = decode_batch(&buffer).expect("header");
+        assert_eq!((batch.id, batch.last_seq), (42, 10));
+        let mut decoded = Vec::new();
+        while let Some(entry) = batch.next_entry().expect("entry") {
+            decoded.push(entry);
+        }
+        assert_eq!(decoded, entries);
+    }
+
+    #[test]
+    fn a_truncated_batch_is_an_error_not_a_panic() {
+        let mut buffer = Vec::new();
+        start_batch(&mut buffer);
+        encode(&StreamEntry::Skip { seq: 1, count: 1 }, &mut buffer);
+        finish_batch(&mut buffer, 1, 1);
+        for cut in 0..buffer.len() {
+            let Ok(mut batch) = decode_batch(&buffer[..cut]) else {
+                continue;
+            };
+            let mut result = Ok(Some(StreamEntry::Expire { now: 0 }));
+            while let Ok(Some(_)) = result {
+                result = batch.next_entry();
+            }
+            if cut > HEADER_SIZE {
+                assert!(result.is_err(), "cut at {cut}");
+            }
+        }
+    }
+}

@@ -1,0 +1,279 @@
+//! Replicated streams: the seam between a stream and the log that replicates it.
+//!
+//! What lives here: [`Replicator`], the narrow trait the ingest task uses when its stream is
+//! replicated (propose a batch, resolved once committed; whether this node leads; telling the
+//! owner that this replica must be rebuilt); [`ReplicaMachine`], the follower-apply entry point
+//! (apply a committed batch through `stream::apply::apply`, build and restore snapshots); the
+//! batch codec (`codec.rs`).
+//!
+//! How a replicated stream runs: the leader's ingest task decides and applies its entries exactly
+//! as an R1 stream does (the store is its working state), records them in a batch, proposes the
+//! batch and sends the PubAcks, and wakes the consumers, only once the batch is committed (on a
+//! quorum's disks). Its own batch comes back through [`ReplicaMachine::apply_committed`], which
+//! recognises it by its id and skips it; every other replica applies it. A proposal that fails
+//! leaves the leader's store ahead of the log, so the replica is rebuilt ([`Replicator::rebuilt`]
+//! asks the owner to restart the group over a fresh store: the snapshot and the committed log
+//! are the truth). Followers take no publishes.
+//!
+//! Snapshots ([`ReplicaMachine::snapshot`]) are the stream's config and its messages through the
+//! last committed sequence, as one batch of entries (gaps as skips), sent whole; restoring one
+//! replaces the store with a fresh one and applies that batch. Per-message TTLs are not carried
+//! by snapshots yet.
+//!
+//! Who calls it: the server's stream group (a Raft group per replicated stream) implements
+//! [`Replicator`] and feeds committed entries to [`ReplicaMachine`]; the ingest task calls the
+//! replicator. What it must not know: Raft, routes, the API.
+
+pub(crate) mod codec;
+
+use super::apply::{apply, StreamEntry};
+use super::{announce, storage, Stream};
+use crate::SyncPolicy;
+use bytes::Bytes;
+use parking_lot::Mutex;
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::future::Future;
+use std::io;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use tokio::sync::watch;
+
+/// Why a proposal did not commit.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplicationError {
+    /// This node no longer leads the stream's group.
+    #[error("not the stream leader")]
+    NotLeader,
+    /// The group failed (offline, storage error, no quorum in time).
+    #[error("replication failed: {0}")]
+    Failed(String),
+}
+
+/// A proposal on its way to commit.
+pub type ProposeFuture = Pin<Box<dyn Future<Output = Result<(), ReplicationError>> + Send>>;
+
+/// What a replicated stream's ingest task needs from its log.
+pub trait Replicator: Send + Sync + 'static {
+    /// Appends one encoded batch; resolves once it is committed (durable on a quorum) and applied
+    /// on this node. Proposals resolve in the order they were made.
+    fn propose(&self, batch: Bytes) -> ProposeFuture;
+
+    /// `Some(term)` while this node leads and has applied everything committed before its term
+    /// (it may decide from its store), `None` otherwise. A new term is a new leadership.
+    fn leadership(&self) -> watch::Receiver<Option<u64>>;
+
+    /// This node's store holds entries that may never commit (a proposal failed): rebuild the
+    /// replica ([`ReplicaMachine::reset`], then restart the group so the snapshot and the
+    /// committed log are applied again).
+    fn rebuilt(&self);
+}
+
+/// State shared by the leader's ingest task and the replica's apply entry point.
+#[derive(Default)]
+pub(crate) struct ReplicaShared {
+    inner: Mutex<SharedInner>,
+}
+
+#[derive(Default)]
+struct SharedInner {
+    /// Batches the ingest task applied itself before proposing them.
+    local: HashSet<u64>,
+    /// The stream's last sequence through the last committed batch.
+    committed_last_seq: u64,
+    /// The store went ahead of the log (a failed proposal): applies are refused until reset.
+    diverged: bool,
+}
+
+impl ReplicaShared {
+    /// The ingest task applied batch `id` itself: skip it when it comes back committed.
+    pub(crate) fn applied_locally(&self, id: u64) {
+        self.inner.lock().local.insert(id);
+    }
+
+    pub(crate) fn mark_diverged(&self) {
+        self.inner.lock().diverged = true;
+    }
+
+    pub(crate) fn is_diverged(&self) -> bool {
+        self.inner.lock().diverged
+    }
+}
+
+/// The ingest task's side of a replicated stream.
+pub(crate) struct Replica {
+    pub replicator: Arc<dyn Replicator>,
+    pub shared: Arc<ReplicaShared>,
+}
+
+/// A replicated stream's apply entry point: committed batches, snapshots, restores. Cloning
+/// shares the same replica.
+#[derive(Clone)]
+pub struct ReplicaMachine {
+    stream: Arc<Stream>,
+    shared: Arc<ReplicaShared>,
+    store_root: PathBuf,
+    sync: SyncPolicy,
+}
+
+fn invalid(error: impl std::fmt::Display) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, error.to_string())
+}
+
+fn store_error(error: nats_store::StoreError) -> io::Error {
+    io::Error::other(error.to_string())
+}
+
+impl ReplicaMachine {
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn new(
+        stream: Arc<Stream>,
+        shared: Arc<ReplicaShared>,
+        store_root: PathBuf,
+        sync: SyncPolicy,
+    ) -> ReplicaMachine {
+        ReplicaMachine {
+            stream,
+            shared,
+            store_root,
+            sync,
+        }
+    }
+
+    /// Applies one committed batch (the bytes a [`Replicator::propose`] carried), in log order.
+    /// The leader's own batches are already in its store and are skipped. An error means this
+    /// replica can no longer follow the log: its group must stop and the replica be rebuilt.
+    pub fn apply_committed(&self, batch: &[u8]) -> io::Result<()> {
+        let mut batch = codec::decode_batch(batch).map_err(invalid)?;
+        let last = {
+            let mut store = self.stream.store.write();
+            {
+                let mut shared = self.shared.inner.lock();
+                if shared.diverged {
+                    return Err(io::Error::other(
+                        "the replica went ahead of the log: rebuild it",
+                    ));
+                }
+                if shared.local.remove(&batch.id) {
+                    shared.committed_last_seq = batch.last_seq;
+                    return Ok(());
+                }
+            }
+            while let Some(entry) = batch.next_entry().map_err(invalid)? {
+                apply(&mut **store, &entry).map_err(store_error)?;
+            }
+            store.flush().map_err(store_error)?;
+            let last = store.state().last_seq;
+            self.shared.inner.lock().committed_last_seq = last;
+            last
+        };
+        announce(&self.stream, last);
+        Ok(())
+    }
+
+    /// The stream's state through the last committed batch, as one batch of entries: the config,
+    /// then every message in order with the gaps as skips.
+    pub fn snapshot(&self) -> io::Result<Bytes> {
+        let config = self.stream.config();
+        let mut buffer = Vec::new();
+        codec::start_batch(&mut buffer);
+        codec::encode(
+            &StreamEntry::Config {
+                config: Box::new(config),
+                created: self.stream.created,
+            },
+            &mut buffer,
+        );
+        let mut store = self.stream.store.write();
+        let committed = self.shared.inner.lock().committed_last_seq;
+        let mut next = 1;
+        while next <= committed {
+            let Some(message) = store.load_next(">", next).map_err(store_error)? else {
+                break;
+            };
+            if message.seq > committed {
+                break;
+            }
+            if message.seq > next {
+                let gap = StreamEntry::Skip {
+                    seq: next,
+                    count: message.seq - next,
+                };
+                codec::encode(&gap, &mut buffer);
+            }
+            let entry = StreamEntry::Message {
+                seq: message.seq,
+                timestamp: message.timestamp,
+                subject: Cow::Borrowed(&message.subject),
+                headers: Cow::Borrowed(&message.headers),
+                payload: Cow::Borrowed(&message.payload),
+                ttl: None,
+            };
+            codec::encode(&entry, &mut buffer);
+            next = message.seq + 1;
+        }
+        if next <= committed {
+            let tail = StreamEntry::Skip {
+                seq: next,
+                count: committed - next + 1,
+            };
+            codec::encode(&tail, &mut buffer);
+        }
+        codec::finish_batch(&mut buffer, 0, committed);
+        Ok(Bytes::from(buffer))
+    }
+
+    /// Replaces the stream's store with a fresh one holding what `snapshot` holds.
+    pub fn restore(&self, snapshot: &[u8]) -> io::Result<()> {
+        let mut batch = codec::decode_batch(snapshot).map_err(invalid)?;
+        let last = {
+            let mut store = self.stream.store.write();
+            self.replace_with_fresh_store(&mut store)?;
+            while let Some(entry) = batch.next_entry().map_err(invalid)? {
+                apply(&mut **store, &entry).map_err(store_error)?;
+            }
+            store.flush().map_err(store_error)?;
+            let last = store.state().last_seq;
+            let mut shared = self.shared.inner.lock();
+            shared.local.clear();
+            shared.committed_last_seq = last;
+            shared.diverged = false;
+            last
+        };
+        announce(&self.stream, last);
+        Ok(())
+    }
+
+    /// Empties the replica (a fresh store) before its group starts again and re-applies its
+    /// snapshot and committed log.
+    pub fn reset(&self) -> io::Result<()> {
+        let mut store = self.stream.store.write();
+        self.replace_with_fresh_store(&mut store)?;
+        let mut shared = self.shared.inner.lock();
+        shared.local.clear();
+        shared.committed_last_seq = 0;
+        shared.diverged = false;
+        Ok(())
+    }
+
+    /// Deletes the store in `slot` (its files and its directory lock go with it) and opens an
+    /// empty store of the same config in its place.
+    fn replace_with_fresh_store(
+        &self,
+        slot: &mut Box<dyn nats_store::StreamStore>,
+    ) -> io::Result<()> {
+        let config = self.stream.config();
+        let placeholder = Box::new(nats_store::MemStore::new(super::ingest_store_config(
+            &config,
+        )));
+        let mut current = std::mem::replace(slot, placeholder);
+        current.delete().map_err(store_error)?;
+        drop(current);
+        *slot = storage::open_store(&self.store_root, &config, self.sync).map_err(store_error)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;
