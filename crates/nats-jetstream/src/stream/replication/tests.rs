@@ -634,3 +634,85 @@ async fn a_wiped_follower_catches_up_from_a_snapshot() {
     cluster.assert_identical();
     cluster.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_leaders_unacked_messages_are_dropped_and_its_replica_rebuilt() {
+    let mut cluster = Cluster::start().await;
+    let old_leader = cluster.leader().await;
+    acked_sequences(&publish(&cluster.nodes[&old_leader], "a", 50, None, WAIT).await);
+    cluster.wait_all(50).await;
+
+    // Cut off, the old leader stores what it is sent but can commit none of it.
+    cluster.net.isolated.lock().insert(old_leader);
+    let cut_off = publish(
+        &cluster.nodes[&old_leader],
+        "lost",
+        20,
+        None,
+        Duration::from_millis(1500),
+    )
+    .await;
+    assert!(
+        cut_off.iter().all(Option::is_none),
+        "acked without a quorum: {cut_off:?}"
+    );
+
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let new_leader = loop {
+        let leading = cluster
+            .followers(old_leader)
+            .into_iter()
+            .find(|node| cluster.nodes[node].replicator.leadership.borrow().is_some());
+        if let Some(node) = leading {
+            break node;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no new leader");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let after = publish(&cluster.nodes[&new_leader], "b", 30, None, WAIT).await;
+    let mut sequences = acked_sequences(&after);
+    sequences.sort();
+    assert_eq!(sequences, (51..=80).collect::<Vec<u64>>());
+
+    // Healed, the old leader learns it was deposed, drops what never committed and follows.
+    cluster.net.isolated.lock().clear();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while cluster.nodes[&old_leader]
+        .replicator
+        .rebuilds
+        .load(Ordering::Relaxed)
+        == 0
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the old leader was not rebuilt"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    cluster.wait_all(80).await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let stores: Vec<u64> = cluster
+            .nodes
+            .values()
+            .map(|node| node.stream.store.state().msgs)
+            .collect();
+        if stores.iter().all(|msgs| *msgs == 80) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "replicas differ: {stores:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    cluster.assert_identical();
+    let (_, messages) = contents_of_stream(&cluster.nodes[&old_leader].stream);
+    assert!(
+        messages
+            .iter()
+            .all(|message| !message.payload.starts_with(b"lost")),
+        "an unacknowledged message of the deposed leader survived"
+    );
+    cluster.shutdown().await;
+}
