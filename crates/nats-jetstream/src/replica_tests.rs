@@ -261,3 +261,57 @@ async fn a_consumers_recorded_entries_rebuild_its_state() {
     assert_eq!(replica, live);
     fixture.jetstream.shutdown().await;
 }
+
+/// Figures, not a check: the R1 publish path in one process (file stream, default sync, the
+/// test router as core routing), to see that replication's hooks did not slow it. Run with
+/// `cargo test --release -p nats-jetstream --lib replica_tests::measure -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement"]
+async fn measure_r1_publish_throughput_and_latency() {
+    let fixture = fixture().await;
+    fixture
+        .create(json!({"name": "R1", "subjects": ["r1.>"], "storage": "file"}))
+        .await;
+    let payload = bytes::Bytes::from(vec![b'x'; 128]);
+    let (total, window) = (200_000, 1_000);
+    let mut replies = fixture.router.channel("_INBOX.r1.*");
+    let started = std::time::Instant::now();
+    for chunk in 0..total / window {
+        for index in 0..window {
+            fixture.router.publish(crate::Message {
+                subject: bytes::Bytes::from_static(b"r1.a"),
+                reply: Some(bytes::Bytes::from(format!(
+                    "_INBOX.r1.{}",
+                    chunk * window + index
+                ))),
+                headers: None,
+                payload: payload.clone(),
+            });
+        }
+        for _ in 0..window {
+            replies.recv().await.expect("ack");
+        }
+    }
+    let elapsed = started.elapsed();
+    let mut latencies = Vec::new();
+    let mut sync_replies = fixture.router.channel("_INBOX.r1sync");
+    for _ in 0..20_000 {
+        let sent = std::time::Instant::now();
+        fixture.router.publish(crate::Message {
+            subject: bytes::Bytes::from_static(b"r1.b"),
+            reply: Some(bytes::Bytes::from_static(b"_INBOX.r1sync")),
+            headers: None,
+            payload: payload.clone(),
+        });
+        sync_replies.recv().await.expect("ack");
+        latencies.push(sent.elapsed());
+    }
+    latencies.sort();
+    eprintln!(
+        "R1 file, 128 B: windows of {window}: {:.0} msgs/s; one at a time: p50 {:?} p99 {:?}",
+        total as f64 / elapsed.as_secs_f64(),
+        latencies[latencies.len() / 2],
+        latencies[latencies.len() * 99 / 100]
+    );
+    fixture.jetstream.shutdown().await;
+}

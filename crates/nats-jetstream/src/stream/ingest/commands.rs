@@ -139,7 +139,7 @@ impl Ingest {
                     Err(error) => Err(errors::STREAM_GENERAL.with_err(error)),
                 };
                 self.commit(store);
-                let _ = reply.send(result);
+                self.answer_command(reply, result);
                 false
             }
             StreamCommand::DeleteMessage { seq, erase, reply } => {
@@ -154,7 +154,7 @@ impl Ingest {
                     Err(error) => Err(errors::STREAM_MSG_DELETE_FAILED.with_err(error)),
                 };
                 self.commit(store);
-                let _ = reply.send(result);
+                self.answer_command(reply, result);
                 false
             }
             StreamCommand::Mirror(messages) => {
@@ -194,7 +194,7 @@ impl Ingest {
                     }
                 }
                 self.commit(store);
-                let _ = reply.send(result);
+                self.answer_command(reply, result);
                 false
             }
             StreamCommand::Stop { delete, reply } => {

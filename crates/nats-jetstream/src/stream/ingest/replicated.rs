@@ -1,7 +1,7 @@
 //! The ingest task of a replicated stream: the leader decides and applies as an R1 stream does,
 //! records the entries of each batch (`Ingest::apply`), and at the end of the batch proposes them
-//! and waits for the commit before the PubAcks and the consumers' wake-up go out, and before the
-//! next batch is decided (one batch in flight: publishes that arrive meanwhile make the next
+//! and waits for the commit before the PubAcks, the answers to commands (purge, delete, update)
+//! and the consumers' wake-up go out, and before the next batch is decided (one batch in flight: publishes that arrive meanwhile make the next
 //! batch larger, so the log's group commit covers them together). A follower takes no publishes
 //! and no commands; it neither expires nor fires schedules (the leader's entries do that).
 
@@ -22,6 +22,9 @@ pub(super) struct ReplicaState {
     batch: Vec<u8>,
     /// PubAcks waiting for the batch's commit.
     acks: Vec<(Bytes, Bytes)>,
+    /// Answers to commands (purge, delete, update) waiting for the batch's commit; called with
+    /// whether it committed.
+    answers: Vec<Box<dyn FnOnce(bool) + Send>>,
     next_id: u64,
 }
 
@@ -39,6 +42,7 @@ impl ReplicaState {
             leading_term: None,
             batch,
             acks: Vec::new(),
+            answers: Vec::new(),
             next_id,
         }
     }
@@ -60,6 +64,26 @@ pub(super) enum Role {
 }
 
 impl Ingest {
+    /// Answers a command: at once on an R1 stream, once the batch is committed on a replicated
+    /// one (never, when it does not commit: the requester hears nothing, as from a deposed
+    /// nats-server leader).
+    pub(super) fn answer_command<T: Send + 'static>(
+        &mut self,
+        reply: tokio::sync::oneshot::Sender<T>,
+        result: T,
+    ) {
+        match self.replica.as_mut() {
+            None => {
+                let _ = reply.send(result);
+            }
+            Some(state) => state.answers.push(Box::new(move |committed| {
+                if committed {
+                    let _ = reply.send(result);
+                }
+            })),
+        }
+    }
+
     pub(super) fn role(&mut self) -> Role {
         let Some(state) = self.replica.as_mut() else {
             return Role::Decide;
@@ -157,6 +181,9 @@ impl Ingest {
         if !codec::has_entries(&state.batch) {
             // Nothing to log (duplicates, refusals): every earlier batch has committed.
             send_acks(&*transport, state.acks.drain(..));
+            for answer in state.answers.drain(..) {
+                answer(true);
+            }
             return;
         }
         state.next_id = state.next_id.wrapping_add(1);
@@ -167,14 +194,21 @@ impl Ingest {
         payload.extend_from_slice(&state.batch);
         codec::start_batch(&mut state.batch);
         let acks = std::mem::take(&mut state.acks);
+        let answers = std::mem::take(&mut state.answers);
         state.replica.shared.applied_locally(id);
         let proposal = state.replica.replicator.propose(payload.freeze());
         match proposal.await {
             Ok(()) => {
                 announce(&self.stream, last);
                 send_acks(&*transport, acks);
+                for answer in answers {
+                    answer(true);
+                }
             }
             Err(error) => {
+                for answer in answers {
+                    answer(false);
+                }
                 tracing::warn!(stream = %self.config.name, %error, "replicated batch not committed; rebuilding the replica");
                 state.replica.shared.mark_diverged();
                 state.replica.replicator.rebuilt();

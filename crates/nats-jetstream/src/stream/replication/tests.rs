@@ -716,3 +716,71 @@ async fn a_partitioned_leaders_unacked_messages_are_dropped_and_its_replica_rebu
     );
     cluster.shutdown().await;
 }
+
+/// Figures, not a check: R3 on file stores in one process (three groups, in-memory network,
+/// the raft logs fdatasynced as always): pipelined publishes of 128 B in windows of 1,000, and
+/// one publish at a time (p50/p99 of the PubAck). Run with
+/// `cargo test --release -p nats-jetstream --lib replication::tests::measure -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement"]
+async fn measure_r3_publish_throughput_and_latency() {
+    let mut cluster = Cluster::start().await;
+    cluster.storage.insert(2, StorageType::File);
+    cluster.stop_node(2).await;
+    std::fs::remove_dir_all(cluster.directory(2)).expect("wipe");
+    cluster.start_node(2, true).await;
+    let leader = cluster.leader().await;
+    let node = &cluster.nodes[&leader];
+    let payload = Bytes::from(vec![b'x'; 128]);
+    let total = 50_000;
+    let window = 1_000;
+    let mut replies = node.router.channel("_INBOX.measure.*");
+    let started = std::time::Instant::now();
+    for chunk in 0..total / window {
+        for index in 0..window {
+            node.router.publish(Message {
+                subject: Bytes::from_static(b"orders.measure"),
+                reply: Some(Bytes::from(format!(
+                    "_INBOX.measure.{}",
+                    chunk * window + index
+                ))),
+                headers: None,
+                payload: payload.clone(),
+            });
+        }
+        for _ in 0..window {
+            tokio::time::timeout(WAIT, replies.recv())
+                .await
+                .expect("ack in time")
+                .expect("ack");
+        }
+    }
+    let elapsed = started.elapsed();
+    eprintln!(
+        "R3 file, 128 B, windows of {window}: {total} in {elapsed:?} = {:.0} msgs/s",
+        total as f64 / elapsed.as_secs_f64()
+    );
+    let mut latencies = Vec::new();
+    let mut sync_replies = node.router.channel("_INBOX.sync");
+    for _ in 0..2_000 {
+        let sent = std::time::Instant::now();
+        node.router.publish(Message {
+            subject: Bytes::from_static(b"orders.sync"),
+            reply: Some(Bytes::from_static(b"_INBOX.sync")),
+            headers: None,
+            payload: payload.clone(),
+        });
+        tokio::time::timeout(WAIT, sync_replies.recv())
+            .await
+            .expect("ack in time")
+            .expect("ack");
+        latencies.push(sent.elapsed());
+    }
+    latencies.sort();
+    eprintln!(
+        "R3 file, 128 B, one at a time: p50 {:?} p99 {:?}",
+        latencies[latencies.len() / 2],
+        latencies[latencies.len() * 99 / 100]
+    );
+    cluster.shutdown().await;
+}
