@@ -84,6 +84,9 @@ pub struct ServiceImport {
     /// The exporter is the system account: the request info names this server and its
     /// cluster.
     pub(super) origin: Option<(String, Option<String>)>,
+    /// The `$JS.API.>` import from the system account: direct gets and next-message requests
+    /// are left to the streams' and consumers' own subscriptions, as nats-server leaves them.
+    pub(super) jetstream: bool,
 }
 
 /// A client subscription's stand-in in an exporter's table.
@@ -200,6 +203,12 @@ fn forward_request(
     else {
         return false;
     };
+    if import.jetstream
+        && (delivery.subject.starts_with(b"$JS.API.DIRECT.GET.")
+            || delivery.subject.starts_with(b"$JS.API.CONSUMER.MSG.NEXT."))
+    {
+        return false;
+    }
     let Some(subject) = import.mapping.apply(delivery.subject) else {
         return false;
     };

@@ -26,6 +26,20 @@ pub const GLOBAL_ACCOUNT: &str = "$G";
 /// nats-server's default system account.
 pub const DEFAULT_SYSTEM_ACCOUNT: &str = "$SYS";
 
+/// Every JetStream API subject.
+const JETSTREAM_API: &str = "$JS.API.>";
+
+/// This server and its cluster, as an imported request's info names them.
+fn origin(options: &Options, server_name: &str) -> (String, Option<String>) {
+    (
+        server_name.to_string(),
+        options
+            .cluster
+            .as_ref()
+            .and_then(|cluster| cluster.name.clone()),
+    )
+}
+
 /// One account: a name, its own subject table, what it imports and the answers it owes.
 pub struct Account {
     pub name: Arc<str>,
@@ -55,6 +69,32 @@ impl Account {
             imports: OnceLock::new(),
             responses: responses::Responses::default(),
         })
+    }
+
+    /// Enter a service import in this account's table: requests on `local` (here) go to
+    /// `remote` in `exporter`.
+    #[allow(clippy::too_many_arguments)]
+    fn add_service_import(
+        self: &Arc<Self>,
+        exporter: &Arc<Account>,
+        local: &str,
+        remote: &str,
+        response_type: Option<ResponseType>,
+        threshold: Option<std::time::Duration>,
+        origin: Option<(String, Option<String>)>,
+        jetstream: bool,
+    ) {
+        let service = ServiceImport {
+            importer: Arc::downgrade(self),
+            exporter: Arc::downgrade(exporter),
+            mapping: Mapping::new(local, remote),
+            response_type: response_type.unwrap_or(ResponseType::Singleton),
+            threshold: threshold.unwrap_or(crate::config::DEFAULT_RESPONSE_THRESHOLD),
+            origin,
+            jetstream,
+        };
+        let target = Arc::new(ImportTarget::Service(Arc::new(service)));
+        self.router.insert(local, None, Subscriber::Import(target));
     }
 
     /// Responses still mapped back to requesters of other accounts.
@@ -105,29 +145,15 @@ impl Account {
                         })
                 });
             let system = Arc::ptr_eq(exporter, accounts.system());
-            let service = ServiceImport {
-                importer: Arc::downgrade(self),
-                exporter: Arc::downgrade(exporter),
-                mapping: Mapping::new(&import.to, &import.subject),
-                response_type: export
-                    .and_then(|export| export.service)
-                    .unwrap_or(ResponseType::Singleton),
-                threshold: export.map_or(crate::config::DEFAULT_RESPONSE_THRESHOLD, |export| {
-                    export.threshold
-                }),
-                origin: system.then(|| {
-                    (
-                        server_name.to_string(),
-                        options
-                            .cluster
-                            .as_ref()
-                            .and_then(|cluster| cluster.name.clone()),
-                    )
-                }),
-            };
-            let target = Arc::new(ImportTarget::Service(Arc::new(service)));
-            self.router
-                .insert(&import.to, None, Subscriber::Import(target));
+            self.add_service_import(
+                exporter,
+                &import.to,
+                &import.subject,
+                export.and_then(|export| export.service),
+                export.map(|export| export.threshold),
+                system.then(|| origin(options, server_name)),
+                false,
+            );
         }
         let _ = self.imports.set(built);
     }
@@ -193,6 +219,25 @@ impl Accounts {
         for config in &options.accounts {
             if let Some(account) = accounts.lookup(&config.name) {
                 account.build_imports(&config.imports, &accounts, options, server_name);
+            }
+        }
+        // nats-server in a cluster: every account reaches JetStream through a service import of
+        // `$JS.API.>` from the system account, so a server without JetStream forwards the
+        // request in the system account to the servers that have it.
+        if options.cluster.is_some() && !options.jetstream.enabled {
+            for account in accounts.iter() {
+                if Arc::ptr_eq(account, &accounts.system) {
+                    continue;
+                }
+                account.add_service_import(
+                    &accounts.system,
+                    JETSTREAM_API,
+                    JETSTREAM_API,
+                    None,
+                    None,
+                    Some(origin(options, server_name)),
+                    true,
+                );
             }
         }
         accounts

@@ -31,13 +31,8 @@ fn cluster_with_jetstream_on_go(composition: Composition) -> Option<Cluster> {
     // without routes refuses to start a clustered JetStream.
     //
     // nats-server answers `$JS.API` in the system account (the user account reaches it through
-    // a service import, whose interest it does not announce on routes); rnats routes every
-    // account now but has no service imports yet, so a client on an rnats node cannot reach
-    // JetStream on Go nodes (docs/parity.md, accounts).
-    if kinds[2] == ServerKind::Ours {
-        eprintln!("skipped [{composition:?}]: rnats has no $JS.API service import into $SYS yet");
-        return None;
-    }
+    // a service import, whose interest it does not announce on routes); node 2 reaches it the
+    // same way: its own service import forwards the request in the system account.
     if jetstream_nodes.len() < 2 {
         eprintln!(
             "skipped [{composition:?}]: fewer than two real nats-servers to hold a JetStream quorum"
