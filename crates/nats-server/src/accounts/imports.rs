@@ -209,9 +209,15 @@ fn forward_request(
     {
         return false;
     }
-    let Some(subject) = import.mapping.apply(delivery.subject) else {
+    let Some(mut subject) = import.mapping.apply(delivery.subject) else {
         return false;
     };
+    // nats-server applies the exporter's subject mappings to the forwarded request.
+    match exporter.map_subject(&subject) {
+        Some(super::mappings::Mapped::To(mapped)) => subject = mapped,
+        Some(super::mappings::Mapped::Dropped) => return false,
+        None => {}
+    }
     let Ok(subject_text) = std::str::from_utf8(&subject) else {
         return false;
     };

@@ -10,9 +10,11 @@
 //!
 //! Stream and service imports between accounts (`exports`/`imports` in the config) are built
 //! here once every account exists and run in `imports.rs` (shadow subscriptions, request
-//! forwarding) and `responses.rs` (answers mapped back to the requester).
+//! forwarding) and `responses.rs` (answers mapped back to the requester). Subject mappings
+//! (`mappings { }`) are built here too and applied by `mappings.rs`.
 
 pub mod imports;
+pub mod mappings;
 mod responses;
 
 use crate::config::{ImportOptions, Options, ResponseType};
@@ -46,6 +48,8 @@ pub struct Account {
     pub router: Router,
     /// Set once at start, after every account exists.
     imports: OnceLock<Imports>,
+    /// Set at start when the account has subject mappings.
+    mappings: OnceLock<mappings::Mappings>,
     responses: responses::Responses,
 }
 
@@ -67,6 +71,7 @@ impl Account {
             router: Router::new(name.clone()),
             name,
             imports: OnceLock::new(),
+            mappings: OnceLock::new(),
             responses: responses::Responses::default(),
         })
     }
@@ -95,6 +100,19 @@ impl Account {
         };
         let target = Arc::new(ImportTarget::Service(Arc::new(service)));
         self.router.insert(local, None, Subscriber::Import(target));
+    }
+
+    /// What this account's subject mappings make of a publish on `subject` (`None`: unmapped,
+    /// which is all an account without mappings ever answers, after one atomic load).
+    #[inline]
+    pub fn map_subject(&self, subject: &bytes::Bytes) -> Option<mappings::Mapped> {
+        self.mappings.get()?.select(subject)
+    }
+
+    fn set_mappings(&self, options: &[crate::config::MappingOptions], cluster: Option<String>) {
+        if let Some(built) = mappings::Mappings::new(options, cluster) {
+            let _ = self.mappings.set(built);
+        }
     }
 
     /// Responses still mapped back to requesters of other accounts.
@@ -216,9 +234,17 @@ impl Accounts {
             by_name,
             jetstream,
         };
+        let cluster_name = options
+            .cluster
+            .as_ref()
+            .and_then(|cluster| cluster.name.clone());
+        accounts
+            .global
+            .set_mappings(&options.mappings, cluster_name.clone());
         for config in &options.accounts {
             if let Some(account) = accounts.lookup(&config.name) {
                 account.build_imports(&config.imports, &accounts, options, server_name);
+                account.set_mappings(&config.mappings, cluster_name.clone());
             }
         }
         // nats-server in a cluster: every account reaches JetStream through a service import of

@@ -3,6 +3,7 @@
 //! no-responders, SUB/UNSUB, PING/PONG, verbose `+OK`, `-ERR` texts as nats-server sends them).
 
 use super::{ClientShared, ClientSubscription, CloseReason};
+use crate::accounts::mappings::Mapped;
 use crate::accounts::Account;
 use crate::router::{Delivery, PendingFlush, Subscriber};
 use crate::security::auth::UserPermissions;
@@ -447,6 +448,12 @@ impl Session {
             // nats-server reports it and still processes the message.
             self.send_err("Invalid Publish Subject");
         }
+        // Subject mappings come first: nats-server checks permissions on the mapped subject.
+        let (subject, dropped) = match self.account.map_subject(&subject) {
+            None => (subject, false),
+            Some(Mapped::To(mapped)) => (mapped, false),
+            Some(Mapped::Dropped) => (Bytes::new(), true),
+        };
         if let Some(permissions) = self.permissions.clone() {
             if permissions.restricts_publish()
                 && !self.publish_permitted(&permissions, &subject)
@@ -479,10 +486,13 @@ impl Session {
             headers: headers.as_ref(),
             payload: &payload,
         };
-        let delivered = self
-            .account
-            .router
-            .route(Some(&self.shared), &delivery, &mut self.pending);
+        let delivered = if dropped {
+            0
+        } else {
+            self.account
+                .router
+                .route(Some(&self.shared), &delivery, &mut self.pending)
+        };
         if subject.as_ref() == crate::security::user_info::SUBJECT {
             if let Some(reply) = &reply {
                 self.answer_user_info(reply);

@@ -1,11 +1,12 @@
 //! The `accounts { NAME { users, jetstream, exports, imports } }` block and `system_account`:
 //! which accounts exist, whose users live in them, which of them JetStream serves, and what
-//! they export and import (parsed and checked in `account_imports.rs`). Mappings are accepted
-//! with a warning (not built yet, see docs/parity.md).
+//! they export and import (parsed and checked in `account_imports.rs`) and their subject mappings
+//! (`mappings.rs`).
 
 use super::account_imports::{check_imports, parse_exports, parse_imports};
 pub use super::account_imports::{ExportOptions, ImportOptions, ResponseType};
-use super::options::{map, parse_user, position, Options};
+use super::mappings::{parse_mappings, MappingOptions};
+use super::options::{map, parse_user, Options};
 use super::parser::{ConfigError, Entry, Value};
 
 /// One configured account.
@@ -16,6 +17,8 @@ pub struct AccountOptions {
     pub jetstream: bool,
     pub exports: Vec<ExportOptions>,
     pub imports: Vec<ImportOptions>,
+    /// `mappings { }` inside the account.
+    pub mappings: Vec<MappingOptions>,
 }
 
 pub(super) fn apply_accounts(options: &mut Options, entry: &Entry) -> Result<(), ConfigError> {
@@ -40,11 +43,7 @@ pub(super) fn apply_accounts(options: &mut Options, entry: &Entry) -> Result<(),
                     "jetstream" => config.jetstream = jetstream_enabled(item)?,
                     "exports" => config.exports = parse_exports(name, item, &mut options.warnings)?,
                     "imports" => config.imports = parse_imports(item)?,
-                    "mappings" | "maps" => options.warnings.push(format!(
-                        "{}: account {name:?}: \"{key}\" is not supported by rnats and is \
-                             ignored",
-                        position(item)
-                    )),
+                    "mappings" | "maps" => config.mappings = parse_mappings(item)?,
                     _ => {}
                 }
             }

@@ -10,6 +10,7 @@ mod account_imports;
 mod accounts;
 pub mod cluster;
 mod jetstream;
+mod mappings;
 pub mod options;
 pub mod parser;
 pub mod reload;
@@ -18,6 +19,7 @@ pub mod tls;
 pub use account_imports::{number_wildcards, DEFAULT_RESPONSE_THRESHOLD};
 pub use accounts::{AccountOptions, ExportOptions, ImportOptions, ResponseType};
 pub use cluster::{ClusterOptions, RouteUrl};
+pub use mappings::{MapDestination, MappingOptions};
 pub use options::{
     apply_config_file, duration_text, Options, Permissions, ResponsePermission, SubjectRules, User,
 };

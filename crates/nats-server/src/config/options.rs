@@ -86,6 +86,8 @@ pub struct Options {
     pub accounts: Vec<super::accounts::AccountOptions>,
     /// `system_account` (`None`: nats-server's `$SYS`).
     pub system_account: Option<String>,
+    /// Top-level `mappings { }`: the global account's subject mappings.
+    pub mappings: Vec<super::mappings::MappingOptions>,
     /// `None`: nats-server's default, which depends on TLS (see [`Options::auth_timeout`]).
     pub auth_timeout: Option<Duration>,
     /// TLS for client connections.
@@ -134,6 +136,7 @@ impl Default for Options {
             no_auth_user: None,
             accounts: Vec::new(),
             system_account: None,
+            mappings: Vec::new(),
             auth_timeout: None,
             tls: None,
             allow_non_tls: false,
@@ -318,6 +321,7 @@ fn apply_top_level(options: &mut Options, key: &str, entry: &Entry) -> Result<()
         "cluster" => super::cluster::apply_cluster(options, entry)?,
         "accounts" => super::accounts::apply_accounts(options, entry)?,
         "system_account" => options.system_account = Some(string(entry)?),
+        "mappings" | "maps" => options.mappings = super::mappings::parse_mappings(entry)?,
         // Ignoring it would leave open a server meant to admit only JWT-holding users.
         "operator" | "operators" | "root" | "roots" | "root_operator" | "root_operators"
         | "trusted" | "trusted_keys" => {

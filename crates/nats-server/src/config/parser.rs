@@ -262,7 +262,11 @@ impl Parser {
                 }
                 _ => {}
             }
-            let (line, column) = (self.line, self.column);
+            let (line, mut column) = (self.line, self.column);
+            // nats-server places a quoted key after its opening quote.
+            if matches!(self.peek(), Some('"' | '\'')) {
+                column += 1;
+            }
             let key = self.parse_key()?;
             if key == "include" && matches!(self.peek(), Some(' ' | '\t')) {
                 self.skip_inline_space();

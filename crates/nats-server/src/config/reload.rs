@@ -245,7 +245,7 @@ fn refuse_fixed(old: &Options, new: &Options) -> Result<(), String> {
     if old.cluster != new.cluster {
         return Err("config reload not supported for Cluster".into());
     }
-    if old.accounts != new.accounts {
+    if old.accounts != new.accounts || old.mappings != new.mappings {
         return Err("config reload not supported for Accounts".into());
     }
     Ok(())

@@ -12,6 +12,7 @@ mod config_check;
 mod config_syntax;
 mod connection_storm;
 mod ipv6;
+mod mappings;
 mod metrics;
 mod monitor;
 mod monitor_http;
