@@ -57,6 +57,8 @@ pub struct Server {
     /// Set when the server is part of a cluster.
     routes: OnceLock<Arc<crate::route::Routes>>,
     authenticator: RwLock<Arc<Authenticator>>,
+    /// Operator mode: the trusted operators and account JWTs (kept across reloads).
+    pub jwt: Option<Arc<crate::security::jwt::resolver::Resolver>>,
     pub stats: ServerStats,
     pub clients: Mutex<BTreeMap<u64, Arc<ClientShared>>>,
     next_client_id: AtomicU64,
@@ -83,14 +85,21 @@ pub struct Server {
 
 impl Server {
     /// `tls`: the rustls configuration built from `options.tls` (see [`crate::security::tls`]).
-    pub fn new(options: Options, tls: Option<Arc<rustls::ServerConfig>>) -> Arc<Server> {
+    pub fn new(mut options: Options, tls: Option<Arc<rustls::ServerConfig>>) -> Arc<Server> {
+        if options.system_account.is_none() {
+            options.system_account = options.operator.system_account();
+        }
         let server_id = crate::security::identity::new_server_id();
         let server_name = options
             .server_name
             .clone()
             .unwrap_or_else(|| server_id.clone());
-        let authenticator = Authenticator::new(&options);
-        let accounts = Accounts::new(&options, &server_name);
+        let jwt = crate::security::jwt::resolver::from_options(&options).map(Arc::new);
+        let authenticator = Authenticator::new(&options, jwt.clone());
+        let accounts = match &jwt {
+            Some(resolver) => Accounts::new(&resolver.with_accounts(&options), &server_name),
+            None => Accounts::new(&options, &server_name),
+        };
         let start_time = OffsetDateTime::now_utc();
         Arc::new(Server {
             current_options: RwLock::new(Arc::new(options.clone())),
@@ -103,6 +112,7 @@ impl Server {
             accounts,
             routes: OnceLock::new(),
             authenticator: RwLock::new(Arc::new(authenticator)),
+            jwt,
             stats: ServerStats::default(),
             clients: Mutex::new(BTreeMap::new()),
             next_client_id: AtomicU64::new(1),
@@ -134,7 +144,7 @@ impl Server {
     /// use them; with `authorization`, existing ones are checked again.
     pub fn replace_options(&self, options: Options, authorization: bool) {
         if authorization {
-            *self.authenticator.write() = Arc::new(Authenticator::new(&options));
+            *self.authenticator.write() = Arc::new(Authenticator::new(&options, self.jwt.clone()));
         }
         *self.current_options.write() = Arc::new(options);
         *self.info_template.write() = None;

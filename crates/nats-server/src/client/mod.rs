@@ -40,6 +40,10 @@ pub enum CloseReason {
     MaxConnectionsExceeded,
     TlsHandshakeError,
     ServerShutdown,
+    /// A user JWT expired while connected.
+    AuthenticationExpired,
+    /// A user JWT revoked by an account update while connected.
+    Revocation,
 }
 
 impl CloseReason {
@@ -57,6 +61,8 @@ impl CloseReason {
             CloseReason::MaxConnectionsExceeded => "Maximum Connections Exceeded",
             CloseReason::TlsHandshakeError => "TLS Handshake Failure",
             CloseReason::ServerShutdown => "Server Shutdown",
+            CloseReason::AuthenticationExpired => "Authentication Expired",
+            CloseReason::Revocation => "Credentials Revoked",
         }
     }
 

@@ -7,6 +7,7 @@ use crate::accounts::mappings::Mapped;
 use crate::accounts::Account;
 use crate::router::{Delivery, PendingFlush, Subscriber};
 use crate::security::auth::UserPermissions;
+use crate::security::jwt::user::JwtUser;
 use crate::server::Server;
 use bytes::{BufMut, Bytes, BytesMut};
 use nats_proto::{ClientOp, ClientParser, ConnectOptions};
@@ -45,6 +46,8 @@ struct Session {
         Result<crate::security::auth::Authenticated, crate::security::auth::AuthorizationViolation>,
     >,
     publish_allowed: HashMap<Bytes, bool>,
+    /// Operator mode: what the user JWT granted (account, expiry, limits).
+    jwt_user: Option<Box<JwtUser>>,
     pending: PendingFlush,
     /// Set when our own outbound buffer got a reply in this chunk.
     own_output: bool,
@@ -83,6 +86,7 @@ pub async fn run<R: AsyncRead + Unpin>(
         account: server.accounts.global().clone(),
         authenticated: None,
         publish_allowed: HashMap::new(),
+        jwt_user: None,
         pending: PendingFlush::default(),
         own_output: false,
     };
@@ -90,6 +94,10 @@ pub async fn run<R: AsyncRead + Unpin>(
         .authenticator()
         .required()
         .then(|| tokio::time::Instant::now() + options.auth_timeout());
+    let mut jwt_revision = server
+        .jwt
+        .as_ref()
+        .map(|resolver| resolver.revision.subscribe());
     let mut read_size = FIRST_READ;
     let mut buffer = BytesMut::with_capacity(read_size);
     let reason = 'connection: loop {
@@ -112,6 +120,19 @@ pub async fn run<R: AsyncRead + Unpin>(
             _ = auth_sleep(auth_deadline, session.connected) => {
                 session.send_err("Authentication Timeout");
                 break 'connection Some(CloseReason::AuthenticationTimeout);
+            }
+            _ = expiry_sleep(session.jwt_user.as_ref().and_then(|user| user.expires)) => {
+                session.send_err("User Authentication Expired");
+                session.finish_chunk();
+                break 'connection Some(CloseReason::AuthenticationExpired);
+            }
+            Some(Ok(())) = revision_changed(&mut jwt_revision), if session.jwt_user.is_some() => {
+                if session.jwt_revoked() {
+                    session.send_err("User Authentication Revoked");
+                    session.finish_chunk();
+                    break 'connection Some(CloseReason::Revocation);
+                }
+                continue 'connection;
             }
             read = socket.read_buf(&mut buffer) => read,
         };
@@ -165,6 +186,27 @@ pub async fn run<R: AsyncRead + Unpin>(
         shared.close(reason);
     }
     server.unregister_client(&shared);
+}
+
+/// Until a user JWT's expiry (seconds since the epoch); forever without one.
+async fn expiry_sleep(expires: Option<i64>) {
+    match expires {
+        Some(expires) => {
+            let left = (expires - crate::security::jwt::now()).max(0) as u64;
+            tokio::time::sleep(std::time::Duration::from_secs(left)).await
+        }
+        None => std::future::pending().await,
+    }
+}
+
+/// The next update of operator mode's account JWTs (`None` outside operator mode).
+async fn revision_changed(
+    revision: &mut Option<tokio::sync::watch::Receiver<u64>>,
+) -> Option<Result<(), tokio::sync::watch::error::RecvError>> {
+    match revision {
+        Some(revision) => Some(revision.changed().await),
+        None => std::future::pending().await,
+    }
 }
 
 async fn auth_sleep(deadline: Option<tokio::time::Instant>, connected: bool) {
@@ -347,6 +389,7 @@ impl Session {
                 &connect,
                 shared.nonce.as_deref(),
                 shared.certificate.get(),
+                shared.address.ip(),
             )
         })
         .await;
@@ -363,10 +406,26 @@ impl Session {
                     &connect,
                     self.shared.nonce.as_deref(),
                     self.shared.certificate.get(),
+                    self.shared.address.ip(),
                 ),
             };
+            let outcome = outcome.and_then(|(permissions, user, jwt)| {
+                let account = match &jwt {
+                    Some(jwt) => self
+                        .server
+                        .accounts
+                        .lookup(&jwt.account)
+                        .ok_or(crate::security::auth::AuthorizationViolation)?,
+                    None => self
+                        .server
+                        .accounts
+                        .lookup(authenticator.account_of(user.as_deref()))
+                        .unwrap_or(&self.account),
+                };
+                Ok((permissions, user, jwt, account.clone()))
+            });
             match outcome {
-                Ok((permissions, user)) => {
+                Ok((permissions, user, jwt, account)) => {
                     if let Some(responses) = permissions.as_ref().and_then(|p| p.responses) {
                         let _ = self.shared.response_permits.set(super::ResponsePermits {
                             permission: responses,
@@ -374,10 +433,12 @@ impl Session {
                         });
                     }
                     self.permissions = permissions;
-                    let account_name = authenticator.account_of(user.as_deref());
-                    if let Some(account) = self.server.accounts.lookup(account_name) {
-                        self.account = account.clone();
+                    self.account = account;
+                    if let Some(payload) = jwt.as_ref().map(|jwt| jwt.payload).filter(|&p| p >= 0) {
+                        let payload = usize::try_from(payload).unwrap_or(usize::MAX);
+                        parser.set_max_payload(parser.max_payload().min(payload));
                     }
+                    self.jwt_user = jwt;
                     self.shared.meta.lock().user = user;
                 }
                 Err(_) => {
@@ -605,7 +666,13 @@ impl Session {
                 return Next::Continue;
             }
         }
-        let max_subscriptions = self.server.options.max_subscriptions;
+        let max_subscriptions = match self.jwt_user.as_ref().map(|user| user.subscriptions) {
+            Some(limit) if limit >= 0 => limit.min(match self.server.options.max_subscriptions {
+                0 => i64::MAX,
+                configured => configured,
+            }),
+            _ => self.server.options.max_subscriptions,
+        };
         let subscription = {
             let mut subscriptions = self.shared.subscriptions.lock();
             if subscriptions.contains_key(&sid) {
@@ -673,6 +740,17 @@ impl Session {
 }
 
 impl Session {
+    /// Operator mode: the account's JWT, as last updated, revokes this connection's user (or
+    /// the account is gone).
+    fn jwt_revoked(&self) -> bool {
+        let (Some(user), Some(resolver)) = (&self.jwt_user, &self.server.jwt) else {
+            return false;
+        };
+        resolver
+            .account(&user.account)
+            .is_none_or(|account| account.revoked(&user.user, user.issued_at))
+    }
+
     /// A reload changed authorization: check this connection's CONNECT against it as
     /// nats-server's `reloadAuthorization` does. Credentials no longer accepted close it with
     /// `Authorization Violation`; otherwise the new permissions apply from now on and each
@@ -689,8 +767,9 @@ impl Session {
             &connect,
             self.shared.nonce.as_deref(),
             self.shared.certificate.get(),
+            self.shared.address.ip(),
         );
-        let Ok((permissions, user)) = outcome else {
+        let Ok((permissions, user, _)) = outcome else {
             let user = self.shared.meta.lock().user.clone().unwrap_or_default();
             tracing::error!(
                 "{} - cid:{} - authentication error - User {user:?}",

@@ -11,6 +11,7 @@ mod accounts;
 pub mod cluster;
 mod jetstream;
 mod mappings;
+pub mod operator;
 pub mod options;
 pub mod parser;
 pub mod reload;

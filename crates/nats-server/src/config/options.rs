@@ -109,6 +109,8 @@ pub struct Options {
     pub jetstream: JetStreamConfig,
     /// `cluster { }` or `--cluster`: routes to other servers (see `config/cluster.rs`).
     pub cluster: Option<super::cluster::ClusterOptions>,
+    /// Operator (JWT) mode: `operator`, `resolver`, `resolver_preload`.
+    pub operator: super::operator::OperatorOptions,
     pub config_file: Option<PathBuf>,
     /// Messages to log once logging is set up (deprecated spellings and the like).
     pub warnings: Vec<String>,
@@ -152,6 +154,7 @@ impl Default for Options {
             ports_file_dir: None,
             jetstream: JetStreamConfig::default(),
             cluster: None,
+            operator: Default::default(),
             config_file: None,
             warnings: Vec::new(),
         }
@@ -170,6 +173,7 @@ impl Options {
         if self.max_payload > MAX_PAYLOAD_LIMIT {
             return Err("max_payload value is too big".into());
         }
+        super::operator::validate(self)?;
         super::cluster::validate(self)
     }
 
@@ -199,7 +203,10 @@ impl Options {
 
     /// True when clients must authenticate.
     pub fn auth_required(&self) -> bool {
-        self.username.is_some() || self.token.is_some() || !self.users.is_empty()
+        self.operator.enabled()
+            || self.username.is_some()
+            || self.token.is_some()
+            || !self.users.is_empty()
     }
 }
 
@@ -239,7 +246,6 @@ const IGNORED_KEYS: &[&str] = &[
     "leaf",
     "mqtt",
     "websocket",
-    "resolver",
     "syslog",
     "remote_syslog",
     "logfile_size_limit",
@@ -322,11 +328,17 @@ fn apply_top_level(options: &mut Options, key: &str, entry: &Entry) -> Result<()
         "accounts" => super::accounts::apply_accounts(options, entry)?,
         "system_account" => options.system_account = Some(string(entry)?),
         "mappings" | "maps" => options.mappings = super::mappings::parse_mappings(entry)?,
-        // Ignoring it would leave open a server meant to admit only JWT-holding users.
-        "operator" | "operators" | "root" | "roots" | "root_operator" | "root_operators"
-        | "trusted" | "trusted_keys" => {
+        "operator" | "operators" | "root" | "roots" | "root_operator" | "root_operators" => {
+            super::operator::apply_operator(options, entry)?
+        }
+        "resolver" | "account_resolver" | "accounts_resolver" => {
+            super::operator::apply_resolver(options, entry)?
+        }
+        "resolver_preload" => super::operator::apply_preload(options, entry)?,
+        // Ignoring it would leave open a server meant to admit only holders of those keys.
+        "trusted" | "trusted_keys" => {
             return Err(entry.error(format!(
-                "\"{key}\": operator mode (JWT authentication) is not supported by rnats"
+                "\"{key}\": trusted keys without an operator JWT are not supported by rnats"
             )))
         }
         "allow_non_tls" => options.allow_non_tls = boolean(entry)?,

@@ -295,12 +295,21 @@ fn allow_responses_forms() {
 }
 
 #[test]
-fn operator_mode_is_refused_rather_than_left_open() {
-    let error = options_from("operator: /tmp/op.jwt\n").unwrap_err();
+fn operator_jwt_errors_read_as_nats_servers() {
+    let error = options_from("operator: /nonexistent/op.jwt\n").unwrap_err();
     assert!(
-        error.contains("operator mode (JWT authentication) is not supported by rnats"),
+        error.contains(
+            "error parsing operator JWT: open /nonexistent/op.jwt: no such file or directory"
+        ),
         "{error}"
     );
+    let error = options_from("operator: eyJhbGciOi.bad\n").unwrap_err();
+    assert!(
+        error.contains("error parsing operator JWT: expected 3 chunks"),
+        "{error}"
+    );
+    let error = options_from("resolver: BOGUS\n").unwrap_err();
+    assert!(error.contains("error parsing account resolver"), "{error}");
     assert!(options_from("trusted_keys: [\"O...\"]\n").is_err());
 }
 

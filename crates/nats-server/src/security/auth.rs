@@ -1,9 +1,12 @@
 //! Authentication (token, single user/password, users list, bcrypt hashes, nkey users signing
-//! the INFO nonce), checked by the connection reader at CONNECT; it hands back the user's
-//! [`UserPermissions`] (`permissions.rs`). Knows nothing about sockets.
+//! the INFO nonce, and in operator mode only user JWTs, checked in `jwt/user.rs`), checked by
+//! the connection reader at CONNECT; it hands back the user's [`UserPermissions`]
+//! (`permissions.rs`). Knows nothing about sockets.
 
 use crate::config::Options;
 use crate::security::certificate::CertificateIdentity;
+use crate::security::jwt::resolver::Resolver;
+use crate::security::jwt::user::JwtUser;
 pub use crate::security::permissions::{pattern_matches, UserPermissions};
 use nats_proto::ConnectOptions;
 use std::collections::HashMap;
@@ -28,18 +31,25 @@ pub struct Authenticator {
     map_certificates: bool,
     /// Some configured password or token is a bcrypt hash (slow to check).
     hashed_secrets: bool,
+    /// Operator mode: only user JWTs of the resolver's accounts connect.
+    jwt: Option<Arc<Resolver>>,
 }
 
 /// Authentication failed: the connection gets `-ERR 'Authorization Violation'` and is closed.
 #[derive(Debug)]
 pub struct AuthorizationViolation;
 
-/// Who a CONNECT authenticated as: its permissions (none: everything allowed) and the name
-/// /connz shows (user name or nkey).
-pub type Authenticated = (Option<Arc<UserPermissions>>, Option<String>);
+/// Who a CONNECT authenticated as: its permissions (none: everything allowed), the name
+/// /connz shows (user name or nkey), and in operator mode what the user JWT granted.
+pub type Authenticated = (
+    Option<Arc<UserPermissions>>,
+    Option<String>,
+    Option<Box<JwtUser>>,
+);
 
 impl Authenticator {
-    pub fn new(options: &Options) -> Authenticator {
+    /// `jwt`: the resolver of operator mode (the server's, kept across reloads).
+    pub fn new(options: &Options, jwt: Option<Arc<Resolver>>) -> Authenticator {
         let default_permissions = options
             .default_permissions
             .as_ref()
@@ -94,6 +104,7 @@ impl Authenticator {
                 .chain(&options.password)
                 .chain(options.users.iter().map(|user| &user.password))
                 .any(|secret| is_bcrypt(secret)),
+            jwt,
         }
     }
 
@@ -115,7 +126,12 @@ impl Authenticator {
 
     /// INFO carries a nonce for the client to sign when nkey users exist.
     pub fn nonce_required(&self) -> bool {
-        !self.nkeys.is_empty()
+        !self.nkeys.is_empty() || self.jwt.is_some()
+    }
+
+    /// Operator mode's resolver.
+    pub fn resolver(&self) -> Option<&Arc<Resolver>> {
+        self.jwt.as_ref()
     }
 
     /// Check CONNECT credentials (`nonce`: the one this connection's INFO carried;
@@ -127,9 +143,29 @@ impl Authenticator {
         connect: &ConnectOptions,
         nonce: Option<&str>,
         certificate: Option<&CertificateIdentity>,
+        address: std::net::IpAddr,
     ) -> Result<Authenticated, AuthorizationViolation> {
         if !self.required {
-            return Ok((None, None));
+            return Ok((None, None, None));
+        }
+        if let Some(resolver) = &self.jwt {
+            let token = connect.jwt.as_deref().ok_or(AuthorizationViolation)?;
+            let user = crate::security::jwt::user::authenticate(
+                resolver,
+                token,
+                nonce,
+                connect.sig.as_deref(),
+                Some(address),
+            )
+            .map_err(|refusal| {
+                tracing::debug!("user JWT refused: {refusal:?}");
+                AuthorizationViolation
+            })?;
+            let permissions = user
+                .permissions
+                .as_ref()
+                .map(|permissions| Arc::new(UserPermissions::compile(permissions)));
+            return Ok((permissions, Some(user.user.clone()), Some(Box::new(user))));
         }
         let anonymous = connect.user.is_none()
             && connect.pass.is_none()
@@ -138,7 +174,7 @@ impl Authenticator {
         if !self.nkeys.is_empty() {
             if let Some(default_user) = self.no_auth_user.as_ref().filter(|_| anonymous) {
                 if let Some(permissions) = self.nkeys.get(default_user) {
-                    return Ok((permissions.clone(), Some(default_user.clone())));
+                    return Ok((permissions.clone(), Some(default_user.clone()), None));
                 }
             }
             if let Some(nkey) = &connect.nkey {
@@ -147,7 +183,7 @@ impl Authenticator {
                 if !signature_verifies(nkey, nonce.unwrap_or_default(), signature) {
                     return Err(AuthorizationViolation);
                 }
-                return Ok((permissions.clone(), Some(nkey.clone())));
+                return Ok((permissions.clone(), Some(nkey.clone()), None));
             }
         }
         if self.map_certificates && !self.users.is_empty() {
@@ -161,7 +197,7 @@ impl Authenticator {
                         connect.pass.as_deref().unwrap_or(""),
                     ) =>
                 {
-                    Ok((account.permissions.clone(), Some(user)))
+                    Ok((account.permissions.clone(), Some(user), None))
                 }
                 _ => Err(AuthorizationViolation),
             };
@@ -172,7 +208,7 @@ impl Authenticator {
                 .as_deref()
                 .is_some_and(|given| compare_passwords(token, given))
             {
-                return Ok((None, None));
+                return Ok((None, None, None));
             }
             if self.users.is_empty() {
                 return Err(AuthorizationViolation);
@@ -184,7 +220,11 @@ impl Authenticator {
                 if connect.auth_token.is_none() && connect.pass.is_none() =>
             {
                 return match self.users.get(default_user) {
-                    Some(account) => Ok((account.permissions.clone(), Some(default_user.clone()))),
+                    Some(account) => Ok((
+                        account.permissions.clone(),
+                        Some(default_user.clone()),
+                        None,
+                    )),
                     None => Err(AuthorizationViolation),
                 };
             }
@@ -194,7 +234,7 @@ impl Authenticator {
             Some(account)
                 if compare_passwords(&account.password, connect.pass.as_deref().unwrap_or("")) =>
             {
-                Ok((account.permissions.clone(), Some(user)))
+                Ok((account.permissions.clone(), Some(user), None))
             }
             _ => Err(AuthorizationViolation),
         }
@@ -232,7 +272,7 @@ pub fn new_nonce() -> String {
 
 /// The CONNECT `sig` (base64 URL without padding, or standard base64 as nats-server also
 /// takes) is `nkey`'s ed25519 signature of `nonce`.
-fn signature_verifies(nkey: &str, nonce: &str, signature: &str) -> bool {
+pub(crate) fn signature_verifies(nkey: &str, nonce: &str, signature: &str) -> bool {
     use base64::Engine;
     let decoded = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(signature)

@@ -11,6 +11,7 @@
 pub(crate) mod auth;
 pub(crate) mod certificate;
 pub(crate) mod identity;
+pub(crate) mod jwt;
 pub(crate) mod permissions;
 pub(crate) mod tls;
 pub(crate) mod user_info;

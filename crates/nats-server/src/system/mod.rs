@@ -9,11 +9,13 @@
 //! - Events: `$SYS.SERVER.<id>.STATSZ` every [`STATSZ_INTERVAL`] (and at start), and
 //!   `$SYS.SERVER.<id>.SHUTDOWN` when the server stops; `$SYS.ACCOUNT.<acc>.CONNECT` and
 //!   `DISCONNECT` advisories (`events.rs`).
+//! - Operator mode: account JWT updates over `$SYS.REQ.ACCOUNT.<key>.CLAIMS.UPDATE` (`claims.rs`).
 //!
 //! The subscription handlers only enqueue; one task answers. Everything goes through the system
 //! account's router, so requests and replies cross routes like any other `$SYS` traffic.
 //! Started by `server::run`; knows nothing of sockets or the route protocol.
 
+mod claims;
 mod events;
 mod statsz;
 
@@ -85,6 +87,7 @@ pub(crate) fn start(server: &Arc<Server>) {
             }),
         );
     }
+    claims::start(server);
     let weak = Arc::downgrade(server);
     tokio::spawn(async move {
         while let Some(message) = receiver.recv().await {
