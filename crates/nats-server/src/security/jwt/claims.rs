@@ -162,7 +162,7 @@ impl AccountLimits {
 #[serde(untagged)]
 pub enum SigningKey {
     Plain(String),
-    Scoped(ScopedKey),
+    Scoped(Box<ScopedKey>),
 }
 
 #[derive(Clone, Debug, Deserialize)]
