@@ -210,6 +210,7 @@ pub fn account_options(account: &VerifiedAccount, resolver: &Resolver) -> Accoun
         jetstream: fields.limits.jetstream_enabled(),
         exports,
         imports,
+        mappings: Vec::new(),
     }
 }
 
