@@ -25,6 +25,7 @@ pub(crate) mod server;
 pub mod signal_command;
 pub(crate) mod system;
 pub(crate) mod transport;
+pub(crate) mod websocket;
 
 pub use server::{run, VERSION};
 

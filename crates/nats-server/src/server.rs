@@ -69,6 +69,8 @@ pub struct Server {
     pub monitor_tls_address: OnceLock<SocketAddr>,
     /// The route listener's address (in a cluster with a route port).
     pub route_address: OnceLock<SocketAddr>,
+    /// The websocket listener (`websocket { }` with a port).
+    websocket: OnceLock<Arc<crate::websocket::Listener>>,
     pub jetstream: OnceLock<JetStream>,
     /// The JetStream meta group, when JetStream runs in a cluster.
     pub meta: OnceLock<Arc<crate::cluster::Meta>>,
@@ -120,6 +122,7 @@ impl Server {
             monitor_address: OnceLock::new(),
             monitor_tls_address: OnceLock::new(),
             route_address: OnceLock::new(),
+            websocket: OnceLock::new(),
             jetstream: OnceLock::new(),
             meta: OnceLock::new(),
             jetstream_account: OnceLock::new(),
@@ -237,11 +240,54 @@ impl Server {
         if let Some(nonce) = &client.nonce {
             info.nonce = nonce.clone();
         }
-        if let Some(routes) = self.routes() {
-            info.cluster = routes.cluster_name();
-            info.connect_urls = crate::route::client_connect_urls(self);
+        match (self.websocket.get(), client.websocket.get()) {
+            (Some(websocket), Some(_)) => {
+                // nats-server's INFO to a websocket client: the websocket listener's host,
+                // port and TLS, and its own authorization override.
+                info.host = websocket.options.listen_host().to_string();
+                info.port = websocket.address.port();
+                info.tls_required = websocket.tls();
+                info.tls_available = websocket.tls();
+                info.tls_verify = false;
+                if let Some(authenticator) = &websocket.authenticator {
+                    info.auth_required = authenticator.required();
+                }
+                if let Some(routes) = self.routes() {
+                    info.cluster = routes.cluster_name();
+                }
+            }
+            _ => {
+                if let Some(routes) = self.routes() {
+                    info.cluster = routes.cluster_name();
+                    info.connect_urls = crate::route::client_connect_urls(self);
+                }
+            }
         }
         nats_proto::encode_info(out, &info);
+    }
+
+    /// The websocket listener, once started.
+    pub fn websocket(&self) -> Option<&Arc<crate::websocket::Listener>> {
+        self.websocket.get()
+    }
+
+    pub(crate) fn set_websocket(&self, listener: Arc<crate::websocket::Listener>) {
+        let _ = self.websocket.set(listener);
+    }
+
+    /// Who may connect as `client`: the websocket block's override for its clients, else the
+    /// server's.
+    pub fn authenticator_for(&self, client: &ClientShared) -> Arc<Authenticator> {
+        if client.websocket.get().is_some() {
+            if let Some(authenticator) = self
+                .websocket
+                .get()
+                .and_then(|websocket| websocket.authenticator.clone())
+            {
+                return authenticator;
+            }
+        }
+        self.authenticator()
     }
 
     fn info_base(&self) -> ServerInfo {
@@ -412,6 +458,9 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
 
     if let Some(routes) = routes {
         crate::route::start(&server, routes).await?;
+    }
+    if let Some(websocket) = server.options.websocket.clone().filter(|ws| ws.port != 0) {
+        crate::websocket::start(&server, &websocket).await?;
     }
 
     if let Some(path) = &server.options.pid_file {

@@ -171,6 +171,8 @@ pub struct ClientShared {
     /// With `verify_and_map`: the verified client certificate's identity, set after the TLS
     /// handshake and read at CONNECT.
     pub certificate: std::sync::OnceLock<crate::security::certificate::CertificateIdentity>,
+    /// Set for a client that came through the websocket listener.
+    pub(crate) websocket: std::sync::OnceLock<crate::websocket::ClientSession>,
     /// The account the connection authenticated into, set once at CONNECT (unset: `$G`).
     account: std::sync::OnceLock<Arc<crate::accounts::Account>>,
     server: std::sync::Weak<Server>,
@@ -530,14 +532,19 @@ pub(crate) fn new_shared(server: &Arc<Server>, id: u64, address: SocketAddr) -> 
             .nonce_required()
             .then(crate::security::auth::new_nonce),
         certificate: std::sync::OnceLock::new(),
+        websocket: std::sync::OnceLock::new(),
         account: std::sync::OnceLock::new(),
         server: Arc::downgrade(server),
     })
 }
 
 /// nats-server sends INFO first, then the error, then closes.
-fn refuse_over_limit<W>(server: &Arc<Server>, shared: Arc<ClientShared>, info: &[u8], socket: W)
-where
+pub(crate) fn refuse_over_limit<W>(
+    server: &Arc<Server>,
+    shared: Arc<ClientShared>,
+    info: &[u8],
+    socket: W,
+) where
     W: tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     shared.queue_bytes(info);
@@ -550,8 +557,12 @@ where
 
 /// Spawn the reader and writer over the two halves of an established connection (plain TCP
 /// halves or a TLS stream's: each kind gets its own compiled copy, so plain text pays nothing).
-fn start_tasks<R, W>(server: &Arc<Server>, shared: Arc<ClientShared>, read_half: R, write_half: W)
-where
+pub(crate) fn start_tasks<R, W>(
+    server: &Arc<Server>,
+    shared: Arc<ClientShared>,
+    read_half: R,
+    write_half: W,
+) where
     R: tokio::io::AsyncRead + Unpin + Send + 'static,
     W: tokio::io::AsyncWrite + Unpin + Send + 'static,
 {

@@ -91,7 +91,7 @@ pub async fn run<R: AsyncRead + Unpin>(
         own_output: false,
     };
     let auth_deadline = server
-        .authenticator()
+        .authenticator_for(&shared)
         .required()
         .then(|| tokio::time::Instant::now() + options.auth_timeout());
     let mut jwt_revision = server
@@ -152,8 +152,11 @@ pub async fn run<R: AsyncRead + Unpin>(
         }
         loop {
             match parser.parse(&mut buffer) {
-                Ok(Some(operation)) => {
-                    if let ClientOp::Connect(connect) = &operation {
+                Ok(Some(mut operation)) => {
+                    if let ClientOp::Connect(connect) = &mut operation {
+                        if let Some(websocket) = shared.websocket.get() {
+                            websocket.fill_credentials(connect);
+                        }
                         session.authenticate_off_thread(connect).await;
                     }
                     if let Next::Close(reason) = session.dispatch(operation, &mut parser) {
@@ -264,7 +267,7 @@ impl Session {
         if self.trace {
             self.trace_in(&operation);
         }
-        if !self.connected && self.server.authenticator().required() {
+        if !self.connected && self.server.authenticator_for(&self.shared).required() {
             if let ClientOp::Connect(_) = operation {
             } else {
                 self.send_err("Authorization Violation");
@@ -377,7 +380,7 @@ impl Session {
     /// CONNECT is checked on the blocking pool so the worker keeps serving other connections.
     /// [`Session::connect`] uses the outcome.
     async fn authenticate_off_thread(&mut self, connect: &ConnectOptions) {
-        let authenticator = self.server.authenticator();
+        let authenticator = self.server.authenticator_for(&self.shared);
         if self.connected || !authenticator.required() || !authenticator.has_hashed_secrets() {
             return;
         }
@@ -385,7 +388,7 @@ impl Session {
         let shared = self.shared.clone();
         let connect = connect.clone();
         let outcome = tokio::task::spawn_blocking(move || {
-            server.authenticator().authenticate(
+            server.authenticator_for(&shared).authenticate(
                 &connect,
                 shared.nonce.as_deref(),
                 shared.certificate.get(),
@@ -398,7 +401,7 @@ impl Session {
 
     fn connect(&mut self, connect: ConnectOptions, parser: &mut ClientParser) -> Next {
         self.shared.estimate_rtt();
-        let authenticator = self.server.authenticator();
+        let authenticator = self.server.authenticator_for(&self.shared);
         if authenticator.required() && !self.connected {
             let outcome = match self.authenticated.take() {
                 Some(outcome) => outcome,
@@ -756,7 +759,7 @@ impl Session {
     /// `Authorization Violation`; otherwise the new permissions apply from now on and each
     /// subscription they no longer allow is removed with a `-ERR`.
     fn authorize_again(&mut self) -> Next {
-        let authenticator = self.server.authenticator();
+        let authenticator = self.server.authenticator_for(&self.shared);
         if !authenticator.required() {
             self.permissions = None;
             self.publish_allowed.clear();

@@ -90,7 +90,18 @@ pub async fn run_with<W: AsyncWrite + Unpin>(
             return;
         }
         tokio::select! {
-            _ = shared.writer_wake.notified() => {}
+            _ = shared.writer_wake.notified() => {
+                // A transport's own frames (a websocket PONG) go out even with nothing
+                // queued; for TCP and TLS this flush is ready at once.
+                let flushed = if write_deadline.is_zero() {
+                    Ok(socket.flush().await)
+                } else {
+                    tokio::time::timeout(write_deadline, socket.flush()).await
+                };
+                if !matches!(flushed, Ok(Ok(()))) {
+                    shared.close(CloseReason::WriteError);
+                }
+            }
             _ = pings.tick() => {
                 let outstanding = shared.pings_outstanding.load(Ordering::Relaxed);
                 if outstanding + 1 > ping_max {

@@ -1,7 +1,7 @@
 //! Server configuration: the typed [`Options`] with nats-server's defaults, the config-file
 //! syntax ([`parser`]) and the mapping from the file's keys to options ([`options`]; the
 //! `jetstream { ... }` block in `jetstream.rs`, `tls { ... }` in [`tls`], `cluster { ... }` in
-//! [`cluster`], `accounts { ... }` in `accounts.rs`) and what a reload may change ([`reload`]).
+//! [`cluster`], `websocket { ... }` in [`websocket`], `accounts { ... }` in `accounts.rs`) and what a reload may change ([`reload`]).
 //!
 //! Called by `main` (file first, then command-line flags override). Knows nothing about
 //! sockets or routing.
@@ -16,6 +16,7 @@ pub mod options;
 pub mod parser;
 pub mod reload;
 pub mod tls;
+pub mod websocket;
 
 pub use account_imports::{number_wildcards, DEFAULT_RESPONSE_THRESHOLD};
 pub use accounts::{AccountOptions, ExportOptions, ImportOptions, ResponseType};
@@ -26,6 +27,7 @@ pub use options::{
 };
 pub use parser::{ConfigError, Entry, Value};
 pub use tls::{TlsMinimumVersion, TlsOptions};
+pub use websocket::WebsocketOptions;
 
 #[cfg(test)]
 mod tests;

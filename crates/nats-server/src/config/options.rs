@@ -111,6 +111,8 @@ pub struct Options {
     pub cluster: Option<super::cluster::ClusterOptions>,
     /// Operator (JWT) mode: `operator`, `resolver`, `resolver_preload`.
     pub operator: super::operator::OperatorOptions,
+    /// `websocket { }`: WebSocket clients (see `config/websocket.rs`).
+    pub websocket: Option<super::websocket::WebsocketOptions>,
     pub config_file: Option<PathBuf>,
     /// Messages to log once logging is set up (deprecated spellings and the like).
     pub warnings: Vec<String>,
@@ -155,6 +157,7 @@ impl Default for Options {
             jetstream: JetStreamConfig::default(),
             cluster: None,
             operator: Default::default(),
+            websocket: None,
             config_file: None,
             warnings: Vec::new(),
         }
@@ -174,7 +177,8 @@ impl Options {
             return Err("max_payload value is too big".into());
         }
         super::operator::validate(self)?;
-        super::cluster::validate(self)
+        super::cluster::validate(self)?;
+        super::websocket::validate(self)
     }
 
     /// How long a client has to send CONNECT once connected (and past TLS): as nats-server,
@@ -245,7 +249,6 @@ const IGNORED_KEYS: &[&str] = &[
     "leafnodes",
     "leaf",
     "mqtt",
-    "websocket",
     "syslog",
     "remote_syslog",
     "logfile_size_limit",
@@ -325,6 +328,7 @@ fn apply_top_level(options: &mut Options, key: &str, entry: &Entry) -> Result<()
         "jetstream" => super::jetstream::apply_jetstream(&mut options.jetstream, entry)?,
         "tls" => super::tls::apply_tls(options, entry)?,
         "cluster" => super::cluster::apply_cluster(options, entry)?,
+        "websocket" => super::websocket::apply_websocket(options, entry)?,
         "accounts" => super::accounts::apply_accounts(options, entry)?,
         "system_account" => options.system_account = Some(string(entry)?),
         "mappings" | "maps" => options.mappings = super::mappings::parse_mappings(entry)?,

@@ -245,6 +245,10 @@ fn refuse_fixed(old: &Options, new: &Options) -> Result<(), String> {
     if old.cluster != new.cluster {
         return Err("config reload not supported for Cluster".into());
     }
+    // nats-server refuses every websocket change but its TLS (which rnats does not reload).
+    if old.websocket != new.websocket {
+        return Err("config reload not supported for Websocket".into());
+    }
     if old.accounts != new.accounts || old.mappings != new.mappings {
         return Err("config reload not supported for Accounts".into());
     }

@@ -101,7 +101,7 @@ pub fn varz(server: &Server) -> Value {
         "gateway": {},
         "leaf": {},
         "mqtt": {},
-        "websocket": {},
+        "websocket": websocket_varz(server),
         "jetstream": jetstream,
         "tls_timeout": go_float(options.tls.as_ref().map_or(2.0, |tls| tls.timeout.as_secs_f64())),
         "write_deadline": options.write_deadline.as_nanos() as u64,
@@ -168,6 +168,51 @@ pub fn varz(server: &Server) -> Value {
 }
 
 /// The `cluster` block of /varz (empty without a cluster).
+/// nats-server's `WebsocketOptsVarz`: every field omitted when empty.
+fn websocket_varz(server: &Server) -> Value {
+    let Some(listener) = server.websocket() else {
+        return json!({});
+    };
+    let options = &listener.options;
+    let mut block = Map::new();
+    block.insert("host".into(), json!(options.listen_host()));
+    block.insert("port".into(), json!(listener.address.port()));
+    if let Some(advertise) = &options.advertise {
+        block.insert("advertise".into(), json!(advertise));
+    }
+    if let Some(user) = &options.no_auth_user {
+        block.insert("no_auth_user".into(), json!(user));
+    }
+    if let Some(cookie) = &options.jwt_cookie {
+        block.insert("jwt_cookie".into(), json!(cookie));
+    }
+    if !options.handshake_timeout.is_zero() {
+        block.insert(
+            "handshake_timeout".into(),
+            json!(options.handshake_timeout.as_nanos() as u64),
+        );
+    }
+    if let Some(timeout) = options.auth_timeout.filter(|timeout| !timeout.is_zero()) {
+        block.insert("auth_timeout".into(), go_float(timeout.as_secs_f64()));
+    }
+    if options.no_tls {
+        block.insert("no_tls".into(), json!(true));
+    }
+    if options.tls.as_ref().is_some_and(|tls| tls.map) {
+        block.insert("tls_map".into(), json!(true));
+    }
+    if options.same_origin {
+        block.insert("same_origin".into(), json!(true));
+    }
+    if !options.allowed_origins.is_empty() {
+        block.insert("allowed_origins".into(), json!(options.allowed_origins));
+    }
+    if options.compression {
+        block.insert("compression".into(), json!(true));
+    }
+    Value::Object(block)
+}
+
 fn cluster_varz(server: &Server) -> Value {
     let (Some(cluster), Some(routes)) = (&server.options.cluster, server.routes()) else {
         return json!({});

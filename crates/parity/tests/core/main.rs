@@ -26,4 +26,5 @@ mod startup_errors;
 mod system_account;
 mod tls;
 mod user_info;
+mod websocket;
 mod wire;
