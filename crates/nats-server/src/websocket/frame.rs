@@ -85,7 +85,9 @@ pub(crate) fn close_status(reason: CloseReason) -> u16 {
         | CloseReason::AuthenticationViolation
         | CloseReason::SlowConsumerPendingBytes
         | CloseReason::SlowConsumerWriteDeadline
-        | CloseReason::MaxConnectionsExceeded => STATUS_POLICY_VIOLATION,
+        | CloseReason::MaxConnectionsExceeded
+        | CloseReason::AuthenticationExpired
+        | CloseReason::Revocation => STATUS_POLICY_VIOLATION,
         CloseReason::TlsHandshakeError => STATUS_TLS_HANDSHAKE,
         CloseReason::ProtocolViolation => STATUS_PROTOCOL_ERROR,
         CloseReason::WriteError

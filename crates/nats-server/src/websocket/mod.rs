@@ -84,7 +84,10 @@ pub(crate) async fn start(
         overridden.password = options.password.clone();
         overridden.token = options.token.clone();
         overridden.no_auth_user = options.no_auth_user.clone();
-        Arc::new(crate::security::auth::Authenticator::new(&overridden))
+        Arc::new(crate::security::auth::Authenticator::new(
+            &overridden,
+            server.jwt.clone(),
+        ))
     });
     let listener = Arc::new(Listener {
         origins: Origins::new(options),
