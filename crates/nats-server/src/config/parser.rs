@@ -1,10 +1,12 @@
 //! The nats-server configuration syntax, turned into a tree of [`Entry`] values.
 //!
 //! Accepted: `key: value`, `key = value`, `key value`; `{}` maps; `[]` arrays; `#` and `//`
-//! comments; `;`/`,` separators; quoted and bare strings; integers with size suffixes
+//! comments; `;`/`,` separators; quoted strings (across lines too, `\xHH` escapes), bare
+//! strings and `(` ... `)` blocks (a `)` alone on its line ends them); integers with size suffixes
 //! (`512M` = 512000000, `1GB` = 1073741824, as nats-server reads them); floats; booleans
 //! (`true/false/yes/no/on/off`); `$NAME` references to an earlier key in an enclosing scope or
 //! to an environment variable; `include <path>` relative to the including file.
+//! Syntax errors carry the wording of nats-server's lexer (`conf/lex.go`).
 //! This module knows nothing about what the keys mean (that is `options.rs`).
 
 use std::path::{Path, PathBuf};
@@ -114,6 +116,55 @@ pub fn parse_str(text: &str, file: &Path) -> Result<Vec<(String, Entry)>, Config
 }
 
 const MAX_INCLUDE_DEPTH: usize = 16;
+
+/// Where a value is read: nats-server's lexer differs per place (a new line before a value
+/// is an error at the top level, skipped in a map; what may follow a value).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Top,
+    Map,
+    Array,
+}
+
+/// A rune as nats-server's lexer prints it in an error: a new line escaped, end of input as
+/// the NUL rune Go's lexer uses for it.
+fn shown(character: Option<char>) -> String {
+    match character {
+        None => "\0".to_string(),
+        Some('\n') => "\\n".to_string(),
+        Some(character) => character.to_string(),
+    }
+}
+
+/// Go's `filepath.Join`: the joined path cleaned lexically (`.` dropped, `..` folded), as
+/// nats-server names an include file in its errors.
+fn join_clean(base: &Path, name: &str) -> PathBuf {
+    let joined = if name.starts_with('/') {
+        name.to_string()
+    } else if base.as_os_str().is_empty() {
+        name.to_string()
+    } else {
+        format!("{}/{name}", base.display())
+    };
+    let rooted = joined.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for part in joined.split('/') {
+        match part {
+            "" | "." => {}
+            ".." if parts.last().is_some_and(|last| *last != "..") => {
+                parts.pop();
+            }
+            ".." if rooted => {}
+            part => parts.push(part),
+        }
+    }
+    let body = parts.join("/");
+    match (rooted, body.is_empty()) {
+        (true, _) => PathBuf::from(format!("/{body}")),
+        (false, true) => PathBuf::from("."),
+        (false, false) => PathBuf::from(body),
+    }
+}
 
 fn parse_into(
     text: &str,
@@ -246,8 +297,11 @@ impl Parser {
     /// `top`: the file's top level, where nats-server also takes `{ ... }` around the items
     /// (a JSON-style file); their items belong to the top-level map.
     fn parse_map_items(&mut self, closing: Option<char>, top: bool) -> Result<(), ConfigError> {
+        let place = if top { Place::Top } else { Place::Map };
         loop {
-            self.skip_blank(true);
+            // Separators are skipped here only at the top level: in a map nats-server takes
+            // one after each value (a second one starts a key).
+            self.skip_blank(top);
             if top && self.peek() == Some('{') {
                 self.advance();
                 self.parse_map_items(Some('}'), true)?;
@@ -260,6 +314,12 @@ impl Parser {
                     self.advance();
                     return Ok(());
                 }
+                // A stray `}` at the top level ends nothing and is skipped, as nats-server's
+                // lexer takes it as a top-level value terminator.
+                (Some('}'), None) => {
+                    self.advance();
+                    continue;
+                }
                 _ => {}
             }
             let (line, mut column) = (self.line, self.column);
@@ -267,25 +327,49 @@ impl Parser {
             if matches!(self.peek(), Some('"' | '\'')) {
                 column += 1;
             }
-            let key = self.parse_key()?;
-            if key == "include" && matches!(self.peek(), Some(' ' | '\t')) {
+            let key = self.parse_key(place)?;
+            if key.eq_ignore_ascii_case("include")
+                && matches!(self.peek(), Some(' ' | '\t' | '\n' | '\r'))
+            {
                 self.skip_inline_space();
                 if !matches!(self.peek(), Some(':' | '=')) {
                     self.parse_include()?;
-                    self.expect_item_end(closing)?;
+                    self.expect_item_end(closing, place)?;
                     continue;
                 }
             }
             // Blank lines may separate a key from its separator or value (`websocket` then
-            // `{` on the next line), as in nats-server's lexer; not a separator from its value.
+            // `{` on the next line), as in nats-server's lexer; not a separator from its value
+            // at the top level (in a map they may).
             while self.peek().is_some_and(char::is_whitespace) {
                 self.advance();
+            }
+            if self.peek().is_none() && place == Place::Top {
+                // nats-server's wording for a key without a value at the end of the file.
+                return Err(ConfigError {
+                    file: self.file.clone(),
+                    line: 0,
+                    column: 0,
+                    message: format!(
+                        "config is invalid ({}:{}:{})",
+                        self.file.display(),
+                        self.line,
+                        shown_column(self.line, self.column)
+                    ),
+                    syntax: false,
+                });
             }
             if matches!(self.peek(), Some(':' | '=')) {
                 self.advance();
             }
-            self.skip_inline_space();
-            let value = self.parse_value(closing)?;
+            if place == Place::Map {
+                while self.peek().is_some_and(char::is_whitespace) {
+                    self.advance();
+                }
+            } else {
+                self.skip_inline_space();
+            }
+            let value = self.parse_value(place)?;
             let entry = Entry {
                 value,
                 file: self.file.clone(),
@@ -299,31 +383,55 @@ impl Parser {
             } else {
                 scope.push((key, entry));
             }
-            self.expect_item_end(closing)?;
+            self.expect_item_end(closing, place)?;
         }
     }
 
-    /// After a value: spaces, then a newline, separator, comment, the closing brace or EOF.
-    fn expect_item_end(&mut self, closing: Option<char>) -> Result<(), ConfigError> {
+    /// After a value: spaces, then a new line, separator, comment, the closing brace or EOF.
+    /// In a map the separator is taken here (nats-server's `lexMapValueEnd`).
+    fn expect_item_end(&mut self, closing: Option<char>, place: Place) -> Result<(), ConfigError> {
         self.skip_inline_space();
         match self.peek() {
-            None | Some('\n' | ',' | ';') => Ok(()),
+            Some(',' | ';') if place == Place::Map => {
+                self.advance();
+                Ok(())
+            }
+            Some('\n' | ',' | ';') => Ok(()),
+            None if place == Place::Top => Ok(()),
             Some(character) if Some(character) == closing => Ok(()),
+            Some('}') if place == Place::Top => Ok(()),
             Some(_) if self.at_comment() => Ok(()),
-            Some(character) if closing.is_none() => Err(self.error(format!(
-                "Expected a top-level value to end with a new line, comment or EOF, but got '{character}' instead."
+            found if place == Place::Top => Err(self.error(format!(
+                "Expected a top-level value to end with a new line, comment or EOF, but got '{}' instead.",
+                shown(found)
             ))),
-            Some(character) => Err(self.error(format!(
-                "Expected a map value terminator \",\" or a map terminator \"}}\", but got '{character}' instead."
+            None => Err(self.error("Unexpected EOF processing map.")),
+            found => Err(self.error(format!(
+                "Expected a map value terminator \",\" or a map terminator \"}}\", but got '{}' instead.",
+                shown(found)
             ))),
         }
     }
 
-    fn parse_key(&mut self) -> Result<String, ConfigError> {
+    fn parse_key(&mut self, place: Place) -> Result<String, ConfigError> {
         match self.peek() {
             Some(quote @ ('"' | '\'')) => {
                 self.advance();
-                self.parse_quoted(quote)
+                self.parse_quoted_key(quote)
+            }
+            Some(separator @ (':' | '=')) => Err(self.error(if place == Place::Top {
+                format!("Unexpected key separator '{separator}'")
+            } else {
+                format!("Unexpected key separator '{separator}'.")
+            })),
+            Some(']') if place == Place::Map => {
+                Err(self.error("Unexpected array end ']' processing map."))
+            }
+            // A lone `/` where a key starts: nats-server's lexer reads it as a cut-off
+            // comment.
+            Some('/') if place == Place::Top => {
+                self.advance();
+                Err(self.error("Unexpected EOF."))
             }
             _ => {
                 let mut key = String::new();
@@ -343,11 +451,36 @@ impl Parser {
         }
     }
 
+    /// A quoted key: its text as written (nats-server reads no escapes in keys).
+    fn parse_quoted_key(&mut self, quote: char) -> Result<String, ConfigError> {
+        let mut key = String::new();
+        loop {
+            match self.advance() {
+                None => return Err(self.error("Unexpected EOF.")),
+                Some(character) if character == quote => return Ok(key),
+                Some(character) => key.push(character),
+            }
+        }
+    }
+
     fn parse_include(&mut self) -> Result<(), ConfigError> {
+        let refused = match self.peek() {
+            Some('[') => Some("start of an array"),
+            Some('{') => Some("start of a map"),
+            Some('(') => Some("start of a block"),
+            Some('0'..='9' | '-') => Some("start of a number"),
+            Some('\\') => Some("escape sequence"),
+            Some('\n' | '\r') => Some("new line"),
+            _ => None,
+        };
+        if let Some(found) = refused {
+            self.advance();
+            return Err(self.error(format!("Expected include value but found {found}")));
+        }
         let name = match self.peek() {
             Some(quote @ ('"' | '\'')) => {
                 self.advance();
-                self.parse_quoted(quote)?
+                self.parse_quoted_key(quote)?
             }
             _ => self.parse_bare(),
         };
@@ -355,7 +488,7 @@ impl Parser {
             return Err(self.error("includes nested too deeply"));
         }
         let base = self.file.parent().unwrap_or_else(|| Path::new("."));
-        let path = base.join(&name);
+        let path = join_clean(base, &name);
         // nats-server shows this one without a position.
         let text = std::fs::read_to_string(&path).map_err(|error| ConfigError {
             file: self.file.clone(),
@@ -383,9 +516,8 @@ impl Parser {
         Ok(())
     }
 
-    fn parse_value(&mut self, _closing: Option<char>) -> Result<Value, ConfigError> {
+    fn parse_value(&mut self, place: Place) -> Result<Value, ConfigError> {
         match self.peek() {
-            None => Err(self.error("expected a value, found end of file")),
             Some('{') => {
                 self.advance();
                 Ok(Value::Map(self.parse_map_body(Some('}'))?))
@@ -394,23 +526,93 @@ impl Parser {
                 self.advance();
                 self.parse_array()
             }
+            Some('(') => {
+                self.advance();
+                self.parse_block()
+            }
             Some(quote @ ('"' | '\'')) => {
                 self.advance();
                 Ok(Value::String(self.parse_quoted(quote)?))
             }
-            Some('\n') => {
+            Some('\n' | '\r') if place != Place::Map => {
                 // nats-server counts the new line it found (the error is on the next line).
                 self.advance();
                 Err(self.error("Expected value but found new line"))
             }
-            Some(_) => {
-                let (line, column) = (self.line, self.column);
+            Some(',') if place == Place::Map => {
+                self.advance();
+                Err(self.error("Unexpected map value terminator \",\"."))
+            }
+            Some('.') => {
+                self.advance();
+                Err(self.error("Floats must start with a digit"))
+            }
+            _ => {
+                let line = self.line;
+                self.check_number_start()?;
+                // An empty value (the end of input or a terminator right away) is an empty
+                // string to nats-server; what follows is then checked as the value's end.
                 let token = self.parse_bare();
-                if token.is_empty() {
-                    let found = self.peek().map(String::from).unwrap_or_default();
-                    return Err(self.error(format!("expected a value, found '{found}'")));
+                self.classify_bare(&token, line)
+            }
+        }
+    }
+
+    /// nats-server's lexer errors for a malformed number: a `-` without a digit, a `.`
+    /// without a digit after it (an IP address has one).
+    fn check_number_start(&mut self) -> Result<(), ConfigError> {
+        let mut offset = 0;
+        if self.peek() == Some('-') {
+            offset = 1;
+            match self.peek_at(1) {
+                Some('0'..='9') => {}
+                Some('.') => {
+                    self.advance();
+                    self.advance();
+                    return Err(self.error("Floats must start with a digit, not '.'."));
                 }
-                self.classify_bare(&token, line, column)
+                found => {
+                    self.advance();
+                    if found.is_some() {
+                        self.advance();
+                    }
+                    return Err(self.error(format!("Expected a digit but got '{}'.", shown(found))));
+                }
+            }
+        }
+        if !self.peek_at(offset).is_some_and(|c| c.is_ascii_digit()) {
+            return Ok(());
+        }
+        while self.peek_at(offset).is_some_and(|c| c.is_ascii_digit()) {
+            offset += 1;
+        }
+        if self.peek_at(offset) == Some('.')
+            && !self.peek_at(offset + 1).is_some_and(|c| c.is_ascii_digit())
+        {
+            let found = self.peek_at(offset + 1);
+            for _ in 0..offset + 2 {
+                self.advance();
+            }
+            return Err(self.error(format!(
+                "Floats must have a digit after the '.', but got '{}' instead.",
+                shown(found)
+            )));
+        }
+        Ok(())
+    }
+
+    /// A `(` ... `)` block: the text up to a `)` alone on its line (nats-server's
+    /// `lexBlock`), without the new line before it.
+    fn parse_block(&mut self) -> Result<Value, ConfigError> {
+        let mut text = String::new();
+        loop {
+            match self.advance() {
+                None => return Err(self.error("Unexpected EOF.")),
+                Some(')') if text.ends_with('\n') && matches!(self.peek(), None | Some('\n')) => {
+                    text.pop();
+                    return Ok(Value::String(text));
+                }
+                Some(character) => text.push(character),
             }
         }
     }
@@ -418,17 +620,20 @@ impl Parser {
     fn parse_array(&mut self) -> Result<Value, ConfigError> {
         let mut items = Vec::new();
         loop {
-            self.skip_blank(true);
+            self.skip_blank(false);
             match self.peek() {
-                None => return Err(self.error("unexpected end of file, expected ']'")),
                 Some(']') => {
                     self.advance();
                     return Ok(Value::Array(items));
                 }
+                Some(',') => {
+                    self.advance();
+                    return Err(self.error("Unexpected array value terminator ','."));
+                }
                 _ => {}
             }
             let (line, column) = (self.line, self.column);
-            let value = self.parse_value(Some(']'))?;
+            let value = self.parse_value(Place::Array)?;
             items.push(Entry {
                 value,
                 file: self.file.clone(),
@@ -438,46 +643,77 @@ impl Parser {
             });
             self.skip_inline_space();
             match self.peek() {
-                Some(',' | ';' | '\n' | ']') | None => {}
+                Some(',' | '\n') => {
+                    self.advance();
+                }
+                Some(']') => {}
                 Some(_) if self.at_comment() => {}
-                Some(character) => {
+                found => {
+                    if found.is_some() {
+                        self.advance();
+                    }
                     return Err(self.error(format!(
-                        "Expected an array value terminator \",\" or an array terminator \"]\", but got '{character}' instead."
-                    )))
+                        "Expected an array value terminator \",\" or an array terminator \"]\", but got '{}' instead.",
+                        shown(found)
+                    )));
                 }
             }
         }
     }
 
+    /// A quoted value: single quotes take the text as written, double quotes read nats-server's
+    /// escapes (`\t \n \r \" \\ \xHH`). Both may span lines.
     fn parse_quoted(&mut self, quote: char) -> Result<String, ConfigError> {
-        let mut text = String::new();
+        let mut bytes = Vec::new();
         loop {
             match self.advance() {
-                None => return Err(self.error("unterminated quoted string")),
-                Some('\n') => return Err(self.error("strings cannot contain new lines")),
-                Some(character) if character == quote => return Ok(text),
+                None => return Err(self.error("Unexpected EOF.")),
+                Some(character) if character == quote => {
+                    return Ok(String::from_utf8_lossy(&bytes).into_owned())
+                }
                 Some('\\') if quote == '"' => match self.advance() {
-                    Some('n') => text.push('\n'),
-                    Some('t') => text.push('\t'),
-                    Some('r') => text.push('\r'),
-                    Some('\\') => text.push('\\'),
-                    Some('"') => text.push('"'),
-                    Some('u') => {
-                        let hex: String = (0..4).filter_map(|_| self.advance()).collect();
-                        let decoded = u32::from_str_radix(&hex, 16)
-                            .ok()
-                            .and_then(char::from_u32)
-                            .ok_or_else(|| self.error(format!("invalid escape '\\u{hex}'")))?;
-                        text.push(decoded);
+                    Some('n') => bytes.push(b'\n'),
+                    Some('t') => bytes.push(b'\t'),
+                    Some('r') => bytes.push(b'\r'),
+                    Some('\\') => bytes.push(b'\\'),
+                    Some('"') => bytes.push(b'"'),
+                    Some('x') => bytes.push(self.hex_byte()?),
+                    other => {
+                        return Err(self.error(format!(
+                            "Invalid escape character '{}'. Only the following escape characters are allowed: \\xXX, \\t, \\n, \\r, \\\", \\\\.",
+                            shown(other)
+                        )))
                     }
-                    Some(other) => {
-                        return Err(self.error(format!("invalid escape character '{other}'")))
-                    }
-                    None => return Err(self.error("unterminated quoted string")),
                 },
-                Some(character) => text.push(character),
+                Some(character) => {
+                    let mut buffer = [0; 4];
+                    bytes.extend_from_slice(character.encode_utf8(&mut buffer).as_bytes());
+                }
             }
         }
+    }
+
+    /// The two hexadecimal digits after `\x`.
+    fn hex_byte(&mut self) -> Result<u8, ConfigError> {
+        let mut digits = String::new();
+        for _ in 0..2 {
+            match self.advance() {
+                Some('\n' | '\r') => {
+                    return Err(self
+                        .error("Expected two hexadecimal digits after '\\x', but hit end of line"))
+                }
+                Some(character) => digits.push(character),
+                None => {}
+            }
+        }
+        u8::from_str_radix(&digits, 16)
+            .ok()
+            .filter(|_| digits.len() == 2 && digits.chars().all(|c| c.is_ascii_hexdigit()))
+            .ok_or_else(|| {
+                self.error(format!(
+                    "Expected two hexadecimal digits after '\\x', but got '{digits}'"
+                ))
+            })
     }
 
     fn parse_bare(&mut self) -> String {
@@ -494,12 +730,7 @@ impl Parser {
         token
     }
 
-    fn classify_bare(
-        &mut self,
-        token: &str,
-        line: usize,
-        column: usize,
-    ) -> Result<Value, ConfigError> {
+    fn classify_bare(&mut self, token: &str, line: usize) -> Result<Value, ConfigError> {
         if let Some(name) = token.strip_prefix('$') {
             return self.resolve_variable(name, line);
         }
@@ -509,10 +740,11 @@ impl Parser {
             _ => {}
         }
         if let Some(number) = parse_number(token) {
+            // nats-server shows a number out of range without a position.
             return number.map_err(|message| ConfigError {
                 file: self.file.clone(),
-                line,
-                column,
+                line: 0,
+                column: 0,
                 message,
                 syntax: false,
             });
@@ -538,7 +770,7 @@ impl Parser {
                 scopes: Vec::new(),
                 depth: self.depth,
             };
-            if let Ok(value) = inner.parse_value(None) {
+            if let Ok(value) = inner.parse_value(Place::Top) {
                 inner.skip_blank(true);
                 if inner.peek().is_none() {
                     return Ok(value);
@@ -546,9 +778,14 @@ impl Parser {
             }
             return Ok(Value::String(text));
         }
-        Err(self.error(format!(
-            "variable reference for '{name}' on line {line} can not be found"
-        )))
+        // nats-server reports this one from its parser: no position, no "Parse error".
+        Err(ConfigError {
+            file: self.file.clone(),
+            line: 0,
+            column: 0,
+            message: format!("variable reference for '{name}' on line {line} can not be found"),
+            syntax: false,
+        })
     }
 }
 
@@ -577,13 +814,14 @@ fn parse_number(token: &str) -> Option<Result<Value, String>> {
     }
     // `10s`, `2m30s`... are durations written bare: not a size suffix, so a string.
     let multiplier = go_compat::size::suffix_multiplier(rest)?;
+    let out_of_range = || format!("integer '{token}' is out of the range");
     let Ok(parsed) = number.parse::<i64>() else {
-        return Some(Err(format!("invalid integer '{token}'")));
+        return Some(Err(out_of_range()));
     };
     Some(
         parsed
             .checked_mul(multiplier)
             .map(Value::Integer)
-            .ok_or_else(|| format!("integer '{token}' is out of range")),
+            .ok_or_else(out_of_range),
     )
 }

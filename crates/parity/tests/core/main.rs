@@ -9,6 +9,7 @@ mod auth_wire;
 mod binary_process;
 mod clients;
 mod config_check;
+mod config_lexer;
 mod config_syntax;
 mod connection_storm;
 mod ipv6;
