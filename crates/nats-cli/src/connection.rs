@@ -16,7 +16,8 @@ pub async fn connect_with(
     effective: &Effective,
     name: Option<String>,
 ) -> Result<async_nats::Client, CliError> {
-    let mut options = authentication(effective).await?;
+    let servers = server_addresses(&effective.url)?;
+    let mut options = authentication(effective, url_credentials(&servers)).await?;
     options = tls(options, effective);
     if !effective.inbox_prefix.is_empty() {
         options = options.custom_inbox_prefix(effective.inbox_prefix.clone());
@@ -41,16 +42,6 @@ pub async fn connect_with(
                 }
             }
         });
-    let servers: Vec<async_nats::ServerAddr> = effective
-        .url
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| {
-            s.parse::<async_nats::ServerAddr>()
-                .map_err(|e| CliError::Connect(format!("invalid server url {s:?}: {e}")))
-        })
-        .collect::<Result<_, _>>()?;
     options.connect(servers).await.map_err(|error| {
         use async_nats::ConnectErrorKind;
         // nats.go's wording, which natscli prints and scripts match on.
@@ -72,6 +63,60 @@ pub async fn connect_with(
     })
 }
 
+fn server_addresses(urls: &str) -> Result<Vec<async_nats::ServerAddr>, CliError> {
+    urls.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<async_nats::ServerAddr>()
+                .map_err(|e| CliError::Connect(format!("invalid server url {s:?}: {e}")))
+        })
+        .collect()
+}
+
+/// Credentials written in a server URL (`nats://user:pass@host`, `nats://token@host`).
+#[derive(Debug, PartialEq)]
+enum UrlCredentials {
+    UserPassword(String, String),
+    Token(String),
+}
+
+/// nats.go reads the user information of the URL it connects to: a user with a password
+/// is a user and password, a user alone is a token; either replaces `--user`/`--password`
+/// and `--token`. async-nats ignores it, so it is taken here (from the first URL that has
+/// one, percent-decoded).
+fn url_credentials(servers: &[async_nats::ServerAddr]) -> Option<UrlCredentials> {
+    let server = servers.iter().find(|server| server.has_user_pass())?;
+    let user = percent_decode(server.username()?);
+    Some(match server.password() {
+        Some(password) => UrlCredentials::UserPassword(user, percent_decode(password)),
+        None => UrlCredentials::Token(user),
+    })
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        let hex = bytes
+            .get(index + 1..index + 3)
+            .and_then(|pair| std::str::from_utf8(pair).ok())
+            .and_then(|pair| u8::from_str_radix(pair, 16).ok());
+        match (bytes[index], hex) {
+            (b'%', Some(byte)) => {
+                decoded.push(byte);
+                index += 3;
+            }
+            (byte, _) => {
+                decoded.push(byte);
+                index += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&decoded).into_owned()
+}
+
 /// The reason a TLS handshake failed (rustls reports it as invalid data), so an unknown
 /// issuer or a refused client certificate is named instead of "no servers available".
 fn tls_failure(error: &async_nats::ConnectError) -> Option<String> {
@@ -82,9 +127,19 @@ fn tls_failure(error: &async_nats::ConnectError) -> Option<String> {
 
 /// jsm.go's order: a user wins over credentials, credentials over an nkey, an nkey over a
 /// JWT; a token is sent whatever else is set.
-async fn authentication(effective: &Effective) -> Result<async_nats::ConnectOptions, CliError> {
+async fn authentication(
+    effective: &Effective,
+    from_url: Option<UrlCredentials>,
+) -> Result<async_nats::ConnectOptions, CliError> {
     let mut options = async_nats::ConnectOptions::new();
-    if !effective.user.is_empty() {
+    let url_token = match from_url {
+        Some(UrlCredentials::UserPassword(user, password)) => {
+            return Ok(options.user_and_password(user, password));
+        }
+        Some(UrlCredentials::Token(token)) => Some(token),
+        None => None,
+    };
+    if url_token.is_none() && !effective.user.is_empty() {
         let password = resolve_literal(&effective.password, "password")?;
         options = options.user_and_password(effective.user.clone(), password);
     } else if !effective.creds.is_empty() {
@@ -114,7 +169,9 @@ async fn authentication(effective: &Effective) -> Result<async_nats::ConnectOpti
             });
         }
     }
-    if !effective.token.is_empty() {
+    if let Some(token) = url_token {
+        options = options.token(token);
+    } else if !effective.token.is_empty() {
         options = options.token(resolve_literal(&effective.token, "token")?);
     }
     Ok(options)
@@ -331,6 +388,21 @@ mod tests {
             "secret"
         );
         assert!(resolve_literal("op://vault/item", "password").is_err());
+    }
+
+    #[test]
+    fn credentials_in_urls() {
+        let servers = server_addresses("nats://a:4222, nats://us%40r:p%3Ass@b:4222").unwrap();
+        assert_eq!(
+            url_credentials(&servers),
+            Some(UrlCredentials::UserPassword("us@r".into(), "p:ss".into()))
+        );
+        let servers = server_addresses("nats://s3cret@a:4222").unwrap();
+        assert_eq!(
+            url_credentials(&servers),
+            Some(UrlCredentials::Token("s3cret".into()))
+        );
+        assert_eq!(url_credentials(&server_addresses("a:4222").unwrap()), None);
     }
 
     #[test]

@@ -84,6 +84,55 @@ fn token() {
     );
 }
 
+/// `nats -s <url> args` with the URL as given (credentials written in it).
+fn nats_url(url: &str, home: &std::path::Path, args: &[&str]) -> cli::Run {
+    let mut command = Command::new(test_harness::cli_binary());
+    command.arg("-s").arg(url).args(args);
+    cli::isolate(&mut command, home);
+    cli::run(command)
+}
+
+#[test]
+fn credentials_in_the_server_url() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let home = home.path();
+    let server = TestServer::with_config("authorization { user: alice, password: \"s3c@ret\" }\n");
+    let address = server.addr();
+    nats_url(
+        &format!("nats://alice:s3c%40ret@{address}"),
+        home,
+        &["pub", "a.b", "x"],
+    )
+    .ok();
+    // The URL's user information wins over --user/--password, as in nats.go.
+    nats_url(
+        &format!("nats://alice:s3c%40ret@{address}"),
+        home,
+        &["--user", "alice", "--password", "nope", "pub", "a.b", "x"],
+    )
+    .ok();
+    let wrong = nats_url(
+        &format!("nats://alice:nope@{address}"),
+        home,
+        &["pub", "a.b", "x"],
+    );
+    assert_ne!(wrong.status, 0);
+    assert_eq!(
+        wrong.stderr.trim(),
+        "nats: error: nats: Authorization Violation"
+    );
+
+    let server = TestServer::with_config("authorization { token: t0ken }\n");
+    let address = server.addr();
+    // A user without a password is a token.
+    nats_url(
+        &format!("nats://t0ken@{address}"),
+        home,
+        &["pub", "a.b", "x"],
+    )
+    .ok();
+}
+
 #[test]
 fn timeout_flag_bounds_a_request() {
     let server = TestServer::core();
