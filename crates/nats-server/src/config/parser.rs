@@ -139,9 +139,7 @@ fn shown(character: Option<char>) -> String {
 /// Go's `filepath.Join`: the joined path cleaned lexically (`.` dropped, `..` folded), as
 /// nats-server names an include file in its errors.
 fn join_clean(base: &Path, name: &str) -> PathBuf {
-    let joined = if name.starts_with('/') {
-        name.to_string()
-    } else if base.as_os_str().is_empty() {
+    let joined = if name.starts_with('/') || base.as_os_str().is_empty() {
         name.to_string()
     } else {
         format!("{}/{name}", base.display())
