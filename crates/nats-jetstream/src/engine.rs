@@ -101,6 +101,7 @@ impl JetStream {
             domain: config.domain.clone(),
             server_name: identity.server_name.clone(),
             counters: ApiCounters::default(),
+            cluster: std::sync::OnceLock::new(),
         });
         let engine = Arc::new(Engine {
             config,
@@ -142,6 +143,29 @@ impl JetStream {
             self.engine.subscriptions.lock().push(id);
         }
         Ok(())
+    }
+
+    /// Installs the meta group: from now on `$JS.API` is answered as nats-server answers it in
+    /// a cluster (one server per request). Set once, right after the meta group started.
+    pub fn set_cluster(&self, cluster: Arc<dyn crate::Cluster>) {
+        let _ = self.engine.api.cluster.set(cluster);
+    }
+
+    /// Applies a stream assignment the meta group placed on this server: creates or updates
+    /// the stream and answers the request it carries.
+    pub async fn apply_stream_assignment(&self, assignment: crate::StreamAssignment) {
+        crate::api::clustered::apply_stream_assignment(&self.engine.api, assignment).await
+    }
+
+    /// Removes a stream whose assignment the meta group removed (the incarnation created at
+    /// `created`: a newer stream of that name stays), answering `reply`.
+    pub async fn apply_stream_removal(
+        &self,
+        name: &str,
+        created: i64,
+        reply: Option<bytes::Bytes>,
+    ) {
+        crate::api::clustered::apply_stream_removal(&self.engine.api, name, created, reply).await
     }
 
     /// The `---- JETSTREAM ----` section nats-server logs at start-up, one log line per entry

@@ -24,6 +24,8 @@
 //!   sources find origins through `StreamLookup`; consumers are known to the stream only as
 //!   `InterestHolder`s. `stream/storage.rs`: the on-disk layout, the config in the store's
 //!   metadata blob.
+//! - `cluster.rs`: the seam to clustered JetStream ([`Cluster`], implemented by the server's
+//!   meta group); with one installed, `api/clustered.rs` answers each request on one server.
 //! - Leaves: `level.rs`, `nuid.rs`, `subject.rs`, `time_format.rs`, `resources.rs`,
 //!   `transport.rs`.
 //!
@@ -32,6 +34,7 @@
 //! ("Inside nats-jetstream") has the lock table and where each step happens.
 
 mod api;
+pub mod cluster;
 mod consumer;
 mod engine;
 mod error;
@@ -50,6 +53,9 @@ mod tests;
 mod time_format;
 mod transport;
 
+pub use cluster::{
+    AssignedStream, Cluster, ProposalFuture, StreamAssignment, StreamChange, StreamProposal,
+};
 pub use engine::JetStream;
 pub use error::JetStreamError;
 pub use stream::replication::{ProposeFuture, ReplicaMachine, ReplicationError, Replicator};

@@ -7,7 +7,12 @@ use jetstream_api::{AccountInfo, AccountInfoResponse, AccountTier, ApiStats};
 use std::sync::atomic::Ordering;
 
 pub(crate) fn account_info(context: &Context, request: &Request) {
-    let totals = context.registry.totals();
+    let mut totals = context.registry.totals();
+    // In a cluster the meta leader answers: the stream count is the cluster's (usage figures
+    // are still this server's own; docs/parity.md).
+    if let Some(cluster) = context.cluster.get() {
+        totals.streams = cluster.streams().len() as _;
+    }
     let info = AccountInfo {
         totals: AccountTier {
             memory: totals.memory,

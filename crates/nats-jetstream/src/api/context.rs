@@ -1,6 +1,6 @@
 //! [`Context`]: everything a `$JS.API` handler may use — the registry (streams, consumers,
 //! account limits and usage), core routing, the domain and server name its answers carry, and
-//! the API counters. Built once by [`crate::JetStream::start`]; the handlers are functions over
+//! the API counters, and the meta group when clustered. Built once by [`crate::JetStream::start`]; the handlers are functions over
 //! it, so they cannot reach the engine's subscriptions or shutdown.
 
 use super::Request;
@@ -28,6 +28,9 @@ pub(crate) struct Context {
     /// The server name answers report as the leader.
     pub server_name: String,
     pub counters: ApiCounters,
+    /// The meta group, once the server installed it ([`crate::JetStream::set_cluster`]):
+    /// requests are then answered as nats-server answers them in a cluster.
+    pub cluster: std::sync::OnceLock<Arc<dyn crate::cluster::Cluster>>,
 }
 
 impl Context {

@@ -9,9 +9,11 @@
 //!
 //! Subjects nats-server does not serve get no answer at all (the client times out), exactly as
 //! nats-server; `DIRECT.GET` is not served here but by per-stream subscriptions
-//! ([`direct`]), which exist only when the stream allows direct gets.
+//! ([`direct`]), which exist only when the stream allows direct gets. In a cluster
+//! ([`clustered`]) one server answers each request: the meta leader or the stream's holder.
 
 mod account;
+pub(crate) mod clustered;
 mod consumers;
 mod context;
 pub(crate) mod direct;
@@ -131,9 +133,20 @@ pub(crate) async fn handle_request(context: &Context, message: Message) {
         payload: message.payload.clone(),
         headers: message.headers.clone(),
     };
+    let cluster = context.cluster.get().cloned();
+    if let Some(cluster) = &cluster {
+        if !clustered::answers_here(context, &**cluster, &api) {
+            return;
+        }
+    }
     if !checks_level_itself(&api) && !required_level_met(message.headers.as_deref()) {
         required_level_error(context, &request, &api);
         return;
+    }
+    if let Some(cluster) = &cluster {
+        if clustered::handle(context, &**cluster, &request, &api).await {
+            return;
+        }
     }
     match api {
         ApiSubject::AccountInfo => account::account_info(context, &request),

@@ -6,7 +6,7 @@ use crate::stream::{Stream, StreamCommand};
 use jetstream_api::advisory::ActionKind;
 use jetstream_api::json::decode_request;
 use jetstream_api::{
-    errors, metadata, ApiError, ClusterInfo, Nanos, Paged, StreamConfigRequest,
+    errors, metadata, ApiError, ClusterInfo, Nanos, Paged, StreamConfig, StreamConfigRequest,
     StreamCreateResponse, StreamInfo, StreamInfoRequest, StreamInfoResponse, StreamListResponse,
     StreamNamesRequest, StreamNamesResponse, StreamPurgeRequest, StreamPurgeResponse,
     StreamSourceInfo, StreamState, StreamUpdateResponse, SuccessResponse, Timestamp,
@@ -47,7 +47,9 @@ pub(crate) fn build_stream_info(
     detail: &InfoDetail<'_>,
     view: InfoView,
 ) -> (StreamInfo, usize) {
-    let with_cluster = view == InfoView::Info;
+    // A clustered server shows the cluster in every view, as nats-server does.
+    let cluster_name = context.cluster.get().map(|cluster| cluster.name());
+    let with_cluster = view == InfoView::Info || cluster_name.is_some();
     let config = stream.config();
     let (state, subjects_total) = {
         let store = stream.store.read();
@@ -130,6 +132,7 @@ pub(crate) fn build_stream_info(
             context.domain.clone().unwrap_or_default()
         },
         cluster: with_cluster.then(|| ClusterInfo {
+            name: cluster_name.unwrap_or_default(),
             leader: context.server_name.clone(),
             ..Default::default()
         }),
@@ -153,13 +156,9 @@ pub(crate) async fn stream_create(context: &Context, request: &Request, name: &s
     }
 }
 
-async fn try_stream_create(
-    context: &Context,
-    request: &Request,
-    name: &str,
-) -> Result<(StreamInfo, bool), ApiError> {
-    let config_request: StreamConfigRequest = decode_request(&request.payload)?;
-    let config = config_request.config;
+/// STREAM.CREATE's checks of the request itself, before any look at other streams (the
+/// single server's and the meta leader's).
+pub(crate) fn check_create_request(config: &StreamConfig, name: &str) -> Result<(), ApiError> {
     if config.name != name {
         return Err(errors::STREAM_MISMATCH.to_error());
     }
@@ -174,6 +173,17 @@ async fn try_stream_create(
         return Err(errors::STREAM_INVALID_CONFIG
             .with_err("stream has no mirror but does have mirror direct"));
     }
+    Ok(())
+}
+
+async fn try_stream_create(
+    context: &Context,
+    request: &Request,
+    name: &str,
+) -> Result<(StreamInfo, bool), ApiError> {
+    let config_request: StreamConfigRequest = decode_request(&request.payload)?;
+    let config = config_request.config;
+    check_create_request(&config, name)?;
     let (stream, did_create) = context
         .registry
         .create_stream(&config, config_request.pedantic)

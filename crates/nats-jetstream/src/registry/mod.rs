@@ -373,6 +373,17 @@ impl Registry {
         requested: &StreamConfig,
         pedantic: bool,
     ) -> Result<(Arc<Stream>, bool), ApiError> {
+        self.create_stream_at(requested, pedantic, None).await
+    }
+
+    /// [`Registry::create_stream`] with the creation time given (a clustered stream keeps the
+    /// time its assignment was made); `None`: now.
+    pub(crate) async fn create_stream_at(
+        self: &Arc<Self>,
+        requested: &StreamConfig,
+        pedantic: bool,
+        created: Option<i64>,
+    ) -> Result<(Arc<Stream>, bool), ApiError> {
         let config = stream::check_and_fill(requested, pedantic)?;
         if config.replicas > 1 {
             return Err(errors::STREAM_REPLICAS_NOT_SUPPORTED.to_error());
@@ -401,7 +412,7 @@ impl Registry {
             return Err(errors::STREAM_INVALID_CONFIG.with_err("detected cycle"));
         }
         self.check_reservation(&config)?;
-        let created = crate::time_format::now_nanos();
+        let created = created.unwrap_or_else(crate::time_format::now_nanos);
         let mut store = storage::open_store(&self.store_root, &config, self.config.sync_interval)
             .map_err(|error| errors::STREAM_CREATE.with_err(error))?;
         if config.first_seq > 1 {

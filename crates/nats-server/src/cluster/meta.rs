@@ -13,8 +13,9 @@
 //!   `$JS.EVENT.ADVISORY.DOMAIN.LEADER_ELECTED` advisory when this server becomes leader, and
 //!   `$JS.API.META.LEADER.STEPDOWN` (system account, answered by the leader only).
 //!
-//! The group's state machine holds nothing yet (stream assignments come next); the group
-//! exists for leadership and membership.
+//! - What it holds: the stream assignments ([`super::assignments`]). Every member applies
+//!   them; the member a stream is placed on creates, updates or removes it through JetStream
+//!   (one task, in log order). The `$JS.API` side is [`super::placement`] (`impl Cluster`).
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::io;
@@ -23,12 +24,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use nats_jetstream::Message;
+use nats_jetstream::{JetStream, Message};
 use nats_raft::{GroupConfig, GroupStatus, NodeId, RaftGroup, Role, StateMachine};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 use time::OffsetDateTime;
 
+use super::assignments::{Assignments, Effect};
 use super::network::{RouteNetwork, PREFIX};
 use super::peer;
 use crate::accounts::Account;
@@ -54,31 +56,69 @@ struct Known {
 
 /// The meta group on this server.
 pub struct Meta {
-    server_name: String,
-    own_peer: String,
-    cluster_name: String,
+    pub(super) server_name: String,
+    pub(super) own_peer: String,
+    pub(super) cluster_name: String,
+    /// The account JetStream serves (the assignments' account).
+    pub(super) account: String,
     expected_size: usize,
-    group: Arc<RaftGroup>,
-    network: Arc<RouteNetwork>,
+    pub(super) group: Arc<RaftGroup>,
+    pub(super) network: Arc<RouteNetwork>,
     system: Arc<Account>,
     /// Servers by peer id, this one included.
     known: Mutex<BTreeMap<String, Known>>,
+    /// The applied assignments (shared with the state machine).
+    pub(super) assignments: Arc<Mutex<Assignments>>,
 }
 
-/// Nothing to apply yet: the entries the group commits are membership and leadership only.
-struct MetaState;
+/// The state machine: applies entries to the shared assignments and hands this server's part
+/// to the effects task.
+struct MetaState {
+    assignments: Arc<Mutex<Assignments>>,
+    own_peer: String,
+    effects: tokio::sync::mpsc::UnboundedSender<Effect>,
+}
 
 impl StateMachine for MetaState {
-    fn apply(&mut self, _index: u64, _payload: Bytes) -> io::Result<()> {
+    fn apply(&mut self, _index: u64, payload: Bytes) -> io::Result<()> {
+        let now = OffsetDateTime::now_utc().unix_timestamp_nanos() as i64;
+        let effect = self
+            .assignments
+            .lock()
+            .apply(&payload, &self.own_peer, now)?;
+        if let Some(effect) = effect {
+            let _ = self.effects.send(effect);
+        }
         Ok(())
     }
 
     fn snapshot(&mut self) -> io::Result<Bytes> {
-        Ok(Bytes::new())
+        self.assignments.lock().snapshot()
     }
 
-    fn restore(&mut self, _snapshot: Bytes) -> io::Result<()> {
+    fn restore(&mut self, snapshot: Bytes) -> io::Result<()> {
+        let effects = self.assignments.lock().restore(&snapshot, &self.own_peer)?;
+        for effect in effects {
+            let _ = self.effects.send(effect);
+        }
         Ok(())
+    }
+}
+
+/// Carries out this server's part of applied entries, in log order.
+async fn carry_out(
+    jetstream: JetStream,
+    mut effects: tokio::sync::mpsc::UnboundedReceiver<Effect>,
+) {
+    while let Some(effect) = effects.recv().await {
+        match effect {
+            Effect::Assigned(assignment) => jetstream.apply_stream_assignment(assignment).await,
+            Effect::Removed {
+                name,
+                created,
+                reply,
+            } => jetstream.apply_stream_removal(&name, created, reply).await,
+        }
     }
 }
 
@@ -90,18 +130,32 @@ pub struct MetaOptions {
     pub expected_size: usize,
     /// `<store>/jetstream/<system account>/_js_/_meta_`.
     pub directory: PathBuf,
+    /// The account JetStream serves.
+    pub account: String,
 }
 
 impl Meta {
     /// Opens (or creates) the group's directory, starts the group and its tasks. Must run
     /// inside the server's runtime.
-    pub async fn start(options: MetaOptions, system: Arc<Account>) -> Result<Arc<Meta>, String> {
+    pub async fn start(
+        options: MetaOptions,
+        system: Arc<Account>,
+        jetstream: JetStream,
+    ) -> Result<Arc<Meta>, String> {
         let own_peer = peer::peer_id(&options.server_name);
         let node_id = peer::node_id(&own_peer).ok_or("bad peer id")?;
         let network = RouteNetwork::start(system.clone(), own_peer.clone());
         let mut config = GroupConfig::new(META_GROUP, node_id, Vec::new(), options.directory);
         config.bootstrap = false;
-        let group = RaftGroup::start(config, Box::new(MetaState), network.clone())
+        let assignments = Arc::new(Mutex::new(Assignments::default()));
+        let (effects, pending) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(carry_out(jetstream, pending));
+        let state = MetaState {
+            assignments: assignments.clone(),
+            own_peer: own_peer.clone(),
+            effects,
+        };
+        let group = RaftGroup::start(config, Box::new(state), network.clone())
             .await
             .map_err(|error| error.to_string())?;
         let group = Arc::new(group);
@@ -118,11 +172,13 @@ impl Meta {
             server_name: options.server_name,
             own_peer,
             cluster_name: options.cluster_name,
+            account: options.account,
             expected_size: options.expected_size.max(1),
             group,
             network,
             system,
             known: Mutex::new(known),
+            assignments,
         });
         meta.spawn_tasks();
         Ok(meta)
@@ -163,7 +219,7 @@ impl Meta {
     }
 
     /// The server name of a node, if it announced itself.
-    fn name_of(&self, node: NodeId) -> String {
+    pub(super) fn name_of(&self, node: NodeId) -> String {
         let peer = peer::peer_of(node);
         self.known
             .lock()

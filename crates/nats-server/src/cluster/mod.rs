@@ -1,15 +1,18 @@
 //! Clustered JetStream's control plane: the Raft transport over routes ([`network`]), peer ids
 //! from server names ([`peer`]) and the meta group of all JetStream-enabled rnats servers
-//! ([`meta`]).
+//! ([`meta`]) with its stream assignments ([`assignments`]) and the `$JS.API` seam it serves
+//! JetStream through ([`placement`]: which server leads, where streams are, placing new ones).
 //!
 //! Called by `server::run` at start-up (after JetStream started, before the routes connect) and
 //! at shutdown; read by monitoring (`/jsz` `meta_cluster`, `/raftz`). Raft messages travel as
 //! internal request/reply traffic of the system account's router, so this module knows nothing
 //! of sockets or the route protocol; it knows no stream internals either (nats-jetstream's).
 
+pub mod assignments;
 pub mod meta;
 pub mod network;
 pub mod peer;
+mod placement;
 
 pub use meta::Meta;
 
@@ -58,11 +61,22 @@ pub async fn start(server: &Arc<Server>, store_root: &Path) -> Result<Option<Arc
         .routes()
         .map(|routes| routes.cluster_name())
         .unwrap_or_default();
+    let Some(jetstream) = server.jetstream.get().cloned() else {
+        return Ok(None);
+    };
+    let account = server
+        .jetstream_account
+        .get()
+        .map(|account| account.name.to_string())
+        .unwrap_or_default();
     let options = meta::MetaOptions {
         server_name: server.server_name.clone(),
         cluster_name,
         expected_size: others + 1,
         directory,
+        account,
     };
-    Meta::start(options, system).await.map(Some)
+    let meta = Meta::start(options, system, jetstream.clone()).await?;
+    jetstream.set_cluster(meta.clone());
+    Ok(Some(meta))
 }

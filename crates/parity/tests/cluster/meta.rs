@@ -21,9 +21,9 @@ const SYSTEM_ACCOUNT: &str = "accounts {\n  SYS: { users: [{user: sys, password:
     system_account: SYS\nno_auth_user: app\n";
 /// First election after start, or a new one after a kill: nats-server's election timeout is
 /// 4-9 s, ours 2-4 s, and a loaded test machine adds to both.
-const ELECTION_BOUND: Duration = Duration::from_secs(30);
+pub(crate) const ELECTION_BOUND: Duration = Duration::from_secs(30);
 
-fn kind() -> ServerKind {
+pub(crate) fn kind() -> ServerKind {
     if test_harness::is_reference() {
         ServerKind::Reference
     } else {
@@ -31,7 +31,7 @@ fn kind() -> ServerKind {
     }
 }
 
-fn start(size: usize) -> Cluster {
+pub(crate) fn start(size: usize) -> Cluster {
     let mut options = ClusterOptions::new(&vec![kind(); size], Topology::FullMesh);
     options.name = "meta".into();
     options.jetstream = (0..size).collect();
@@ -44,13 +44,13 @@ fn jsz(cluster: &Cluster, index: usize) -> Option<Value> {
     serde_json::from_str(&body).ok()
 }
 
-fn meta_cluster(cluster: &Cluster, index: usize) -> Option<Value> {
+pub(crate) fn meta_cluster(cluster: &Cluster, index: usize) -> Option<Value> {
     jsz(cluster, index)?.get("meta_cluster").cloned()
 }
 
 /// Waits until every node of `nodes` names the same leader, one of `nodes` and not `previous`,
 /// with `size` members; returns its name.
-fn agreed_leader(
+pub(crate) fn agreed_leader(
     cluster: &Cluster,
     nodes: &[usize],
     size: u64,
@@ -86,13 +86,13 @@ fn agreed_leader(
     }
 }
 
-fn index_of(cluster: &Cluster, name: &str) -> usize {
+pub(crate) fn index_of(cluster: &Cluster, name: &str) -> usize {
     (0..cluster.len())
         .find(|&i| cluster.node(i).name == name)
         .unwrap_or_else(|| panic!("no node named {name}"))
 }
 
-async fn system_client(cluster: &Cluster, index: usize) -> async_nats::Client {
+pub(crate) async fn system_client(cluster: &Cluster, index: usize) -> async_nats::Client {
     async_nats::ConnectOptions::with_user_and_password("sys".into(), "sys".into())
         .connect(cluster.url(index))
         .await

@@ -1,0 +1,467 @@
+//! `$JS.API` in a cluster, as nats-server answers it: every JetStream server receives every
+//! request, and exactly one answers.
+//!
+//! - STREAM.CREATE / UPDATE / DELETE: the meta leader checks the request (the single server's
+//!   checks, against the assigned streams of the whole cluster), places the stream and
+//!   proposes the change; the server holding the stream applies it and answers
+//!   ([`apply_stream_assignment`], [`apply_stream_removal`]). Errors found by the leader are
+//!   answered by the leader.
+//! - STREAM.NAMES / LIST and ACCOUNT.INFO: the meta leader (LIST gathers the infos of streams
+//!   held elsewhere with STREAM.INFO requests).
+//! - Requests about one stream (INFO, message get/delete, purge, consumers): the server that
+//!   holds it; the meta leader answers "stream not found" when no stream is assigned.
+//!
+//! Called by the dispatcher (`api/mod.rs`) when a [`Cluster`] is installed, and by the engine
+//! for applied assignments. Knows the meta group only through [`Cluster`].
+
+use super::streams::{build_stream_info, check_create_request, InfoDetail, InfoView};
+use super::{Context, Request};
+use crate::cluster::{Cluster, StreamAssignment, StreamChange, StreamProposal};
+use crate::transport::Message;
+use bytes::Bytes;
+use jetstream_api::advisory::ActionKind;
+use jetstream_api::json::decode_request;
+use jetstream_api::{
+    errors, ApiError, ApiSubject, Paged, StreamConfig, StreamConfigRequest, StreamCreateResponse,
+    StreamInfo, StreamInfoResponse, StreamListResponse, StreamNamesRequest, StreamNamesResponse,
+    StreamUpdateResponse, SuccessResponse, STREAM_DELETE_RESPONSE_TYPE,
+};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// nats-server's `JSApiNamesLimit` and `JSApiListLimit`.
+const NAMES_LIMIT: usize = 1024;
+const LIST_LIMIT: usize = 256;
+/// How long the leader waits for the infos of streams held elsewhere (STREAM.LIST).
+const GATHER_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The stream a request is about, for the requests its holder answers.
+fn stream_of<'a>(api: &ApiSubject<'a>) -> Option<&'a str> {
+    match api {
+        ApiSubject::StreamInfo { stream }
+        | ApiSubject::StreamPurge { stream }
+        | ApiSubject::StreamMsgGet { stream }
+        | ApiSubject::StreamMsgDelete { stream }
+        | ApiSubject::ConsumerCreate { stream, .. }
+        | ApiSubject::ConsumerDurableCreate { stream, .. }
+        | ApiSubject::ConsumerInfo { stream, .. }
+        | ApiSubject::ConsumerDelete { stream, .. }
+        | ApiSubject::ConsumerNames { stream }
+        | ApiSubject::ConsumerList { stream }
+        | ApiSubject::ConsumerPause { stream, .. }
+        | ApiSubject::ConsumerUnpin { stream, .. }
+        | ApiSubject::ConsumerReset { stream, .. }
+        | ApiSubject::ConsumerLeaderStepdown { stream, .. } => Some(stream),
+        _ => None,
+    }
+}
+
+/// Whether this server answers the request at all (the others stay silent).
+pub(crate) fn answers_here(context: &Context, cluster: &dyn Cluster, api: &ApiSubject<'_>) -> bool {
+    match api {
+        ApiSubject::StreamCreate { .. }
+        | ApiSubject::StreamUpdate { .. }
+        | ApiSubject::StreamDelete { .. }
+        | ApiSubject::StreamNames
+        | ApiSubject::StreamList
+        | ApiSubject::AccountInfo => cluster.is_meta_leader(),
+        _ => match stream_of(api) {
+            Some(stream) => {
+                context.registry.get(stream).is_some()
+                    || (cluster.is_meta_leader() && cluster.stream(stream).is_none())
+            }
+            None => true,
+        },
+    }
+}
+
+/// Answers the requests the meta leader handles differently in a cluster; false when the
+/// single server's handler applies.
+pub(crate) async fn handle(
+    context: &Context,
+    cluster: &dyn Cluster,
+    request: &Request,
+    api: &ApiSubject<'_>,
+) -> bool {
+    match api {
+        ApiSubject::StreamCreate { stream } => {
+            stream_create(context, cluster, request, stream).await
+        }
+        ApiSubject::StreamUpdate { stream } => {
+            stream_update(context, cluster, request, stream).await
+        }
+        ApiSubject::StreamDelete { stream } => {
+            stream_delete(context, cluster, request, stream).await
+        }
+        ApiSubject::StreamNames => stream_names(context, cluster, request),
+        ApiSubject::StreamList => stream_list(context, cluster, request).await,
+        _ => return false,
+    }
+    true
+}
+
+/// Whether two streams' subjects overlap (a stream without subjects listens on its name).
+fn overlaps_assigned(cluster: &dyn Cluster, config: &StreamConfig) -> bool {
+    cluster
+        .streams()
+        .iter()
+        .filter(|other| other.config.name != config.name)
+        .any(|other| {
+            other.config.subjects.iter().any(|theirs| {
+                config
+                    .subjects
+                    .iter()
+                    .any(|ours| crate::subject::overlaps(ours, theirs))
+            })
+        })
+}
+
+async fn stream_create(context: &Context, cluster: &dyn Cluster, request: &Request, name: &str) {
+    let proposal = (|| {
+        let config_request: StreamConfigRequest = decode_request(&request.payload)?;
+        check_create_request(&config_request.config, name)?;
+        let config =
+            crate::stream::check_and_fill(&config_request.config, config_request.pedantic)?;
+        let mut config = crate::stream::with_static_metadata(config);
+        if let Some(origin) = config
+            .mirror
+            .as_ref()
+            .and_then(|mirror| cluster.stream(&mirror.name))
+        {
+            config.mirror_direct = origin.config.allow_direct;
+        }
+        if let Some(existing) = cluster.stream(name) {
+            if existing.config != config {
+                return Err(errors::STREAM_NAME_EXIST.to_error());
+            }
+            // The same stream again: its holder answers with its info, as for a new one.
+            return Ok(StreamProposal {
+                config,
+                change: StreamChange::Create,
+                servers: existing.servers,
+                reply: request.reply.clone(),
+            });
+        }
+        if overlaps_assigned(cluster, &config) {
+            return Err(errors::STREAM_SUBJECT_OVERLAP.to_error());
+        }
+        let servers = cluster.place(&config)?;
+        if config.replicas > 1 {
+            return Err(errors::STREAM_REPLICAS_NOT_SUPPORTED.to_error());
+        }
+        Ok(StreamProposal {
+            config,
+            change: StreamChange::Create,
+            servers,
+            reply: request.reply.clone(),
+        })
+    })();
+    let result = match proposal {
+        Ok(proposal) => cluster.propose_stream(proposal).await,
+        Err(error) => Err(error),
+    };
+    if let Err(error) = result {
+        context.respond(request, &StreamCreateResponse::error(error), true);
+    }
+}
+
+async fn stream_update(context: &Context, cluster: &dyn Cluster, request: &Request, name: &str) {
+    let proposal = (|| {
+        let config_request: StreamConfigRequest = decode_request(&request.payload)?;
+        let mut requested = config_request.config;
+        if requested.name != name {
+            return Err(errors::STREAM_MISMATCH.to_error());
+        }
+        let existing = cluster
+            .stream(name)
+            .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
+        jetstream_api::metadata::set_static_stream_metadata(&mut requested);
+        let config =
+            crate::stream::check_update(&existing.config, &requested, config_request.pedantic)
+                .map_err(|error| {
+                    if error.err_code == 0 {
+                        errors::STREAM_UPDATE.with_err(error.description)
+                    } else {
+                        error
+                    }
+                })?;
+        if overlaps_assigned(cluster, &config) {
+            return Err(errors::STREAM_SUBJECT_OVERLAP.to_error());
+        }
+        Ok(StreamProposal {
+            config,
+            change: StreamChange::Update,
+            servers: existing.servers,
+            reply: request.reply.clone(),
+        })
+    })();
+    let result = match proposal {
+        Ok(proposal) => cluster.propose_stream(proposal).await,
+        Err(error) => Err(error),
+    };
+    if let Err(error) = result {
+        context.respond(request, &StreamUpdateResponse::error(error), true);
+    }
+}
+
+async fn stream_delete(context: &Context, cluster: &dyn Cluster, request: &Request, name: &str) {
+    let result = match cluster.stream(name) {
+        None => Err(errors::STREAM_NOT_FOUND.to_error()),
+        Some(_) => {
+            cluster
+                .propose_stream_removal(name, request.reply.clone())
+                .await
+        }
+    };
+    if let Err(error) = result {
+        context.respond(
+            request,
+            &SuccessResponse::error(STREAM_DELETE_RESPONSE_TYPE, error),
+            true,
+        );
+    }
+}
+
+/// The names/list request (the same body for both), or the error to answer.
+fn names_request(request: &Request) -> Result<StreamNamesRequest, ApiError> {
+    if request.has_json_body() {
+        decode_request(&request.payload)
+    } else {
+        Ok(StreamNamesRequest::default())
+    }
+}
+
+/// The assigned streams whose subjects overlap `filter` (all when empty), sorted by name.
+fn filtered(cluster: &dyn Cluster, filter: &str) -> Vec<StreamConfig> {
+    cluster
+        .streams()
+        .into_iter()
+        .map(|assigned| assigned.config)
+        .filter(|config| {
+            filter.is_empty()
+                || config
+                    .subjects
+                    .iter()
+                    .any(|subject| crate::subject::overlaps(filter, subject))
+        })
+        .collect()
+}
+
+fn stream_names(context: &Context, cluster: &dyn Cluster, request: &Request) {
+    let names_request = match names_request(request) {
+        Ok(parsed) => parsed,
+        Err(error) => return context.respond(request, &StreamNamesResponse::error(error), true),
+    };
+    let streams = filtered(cluster, &names_request.subject);
+    let total = streams.len();
+    let offset = names_request.offset.min(total);
+    let names: Vec<String> = streams
+        .into_iter()
+        .skip(offset)
+        .take(NAMES_LIMIT)
+        .map(|config| config.name)
+        .collect();
+    let names = (!names.is_empty()).then_some(names);
+    let paged = Paged {
+        total,
+        offset,
+        limit: NAMES_LIMIT,
+    };
+    context.respond(request, &StreamNamesResponse::ok(names, paged), false);
+}
+
+async fn stream_list(context: &Context, cluster: &dyn Cluster, request: &Request) {
+    let list_request = match names_request(request) {
+        Ok(parsed) => parsed,
+        Err(error) => return context.respond(request, &StreamListResponse::error(error), true),
+    };
+    let streams = filtered(cluster, &list_request.subject);
+    let total = streams.len();
+    let offset = list_request.offset.min(total);
+    let page: Vec<String> = streams
+        .into_iter()
+        .skip(offset)
+        .take(LIST_LIMIT)
+        .map(|config| config.name)
+        .collect();
+    let mut infos: BTreeMap<String, StreamInfo> = BTreeMap::new();
+    let mut remote = Vec::new();
+    for name in &page {
+        match context.registry.get(name) {
+            Some(stream) => {
+                let detail = InfoDetail::default();
+                let (info, _) = build_stream_info(context, &stream, &detail, InfoView::List);
+                infos.insert(name.clone(), info);
+            }
+            None => remote.push(name.clone()),
+        }
+    }
+    infos.extend(gather_infos(context, &remote).await);
+    let paged = Paged {
+        total,
+        offset,
+        limit: LIST_LIMIT,
+    };
+    let infos: Vec<StreamInfo> = page.iter().filter_map(|name| infos.remove(name)).collect();
+    context.respond(request, &StreamListResponse::ok(infos, paged), false);
+}
+
+/// Asks the servers holding `names` for their infos (STREAM.INFO through routing, each
+/// answered by its holder); the answers that arrive within [`GATHER_TIMEOUT`], by name.
+async fn gather_infos(context: &Context, names: &[String]) -> BTreeMap<String, StreamInfo> {
+    let mut infos = BTreeMap::new();
+    if names.is_empty() {
+        return infos;
+    }
+    let inbox = format!("_INBOX.{}", crate::nuid::next_id());
+    let (sender, mut answers) = tokio::sync::mpsc::unbounded_channel::<Message>();
+    let id = context.transport.subscribe(
+        &format!("{inbox}.*"),
+        None,
+        std::sync::Arc::new(move |message: Message| {
+            let _ = sender.send(message);
+        }),
+    );
+    for (index, name) in names.iter().enumerate() {
+        context.transport.publish(Message {
+            subject: Bytes::from(format!("$JS.API.STREAM.INFO.{name}")),
+            reply: Some(Bytes::from(format!("{inbox}.{index}"))),
+            headers: None,
+            payload: Bytes::new(),
+        });
+    }
+    let deadline = tokio::time::Instant::now() + GATHER_TIMEOUT;
+    while infos.len() < names.len() {
+        let Ok(Some(answer)) = tokio::time::timeout_at(deadline, answers.recv()).await else {
+            break;
+        };
+        let Ok(response) = serde_json::from_slice::<StreamInfoResponse>(&answer.payload) else {
+            continue;
+        };
+        if let Some(info) = response.info {
+            infos.insert(info.config.name.clone(), info);
+        }
+    }
+    context.transport.unsubscribe(id);
+    infos
+}
+
+/// Applies a stream assignment on the server that holds the stream: creates or updates it, and
+/// answers the request when the assignment carries its reply.
+pub(crate) async fn apply_stream_assignment(context: &Context, assignment: StreamAssignment) {
+    let name = assignment.config.name.clone();
+    let registry = &context.registry;
+    match assignment.change {
+        StreamChange::Create => {
+            // A stream of that name from an earlier assignment (its removal fell into a
+            // snapshot this server restored) gives way to this one.
+            if let Some(stale) = registry
+                .get(&name)
+                .filter(|stream| stream.created != assignment.created)
+            {
+                tracing::info!("JetStream replacing stream {name} (an earlier assignment)");
+                let _ = registry.delete_stream(&stale.name).await;
+            }
+            let result = registry
+                .create_stream_at(&assignment.config, false, Some(assignment.created))
+                .await;
+            if let Ok((_, true)) = &result {
+                context.advise_stream_action(&name, ActionKind::Create);
+            }
+            let Some(reply) = assignment.reply else {
+                if let Err(error) = result {
+                    tracing::warn!("JetStream assigned stream {name} not created: {error:?}");
+                }
+                return;
+            };
+            let request = reply_only(reply);
+            match result {
+                Ok((stream, did_create)) => {
+                    let (info, _) = build_stream_info(
+                        context,
+                        &stream,
+                        &InfoDetail::default(),
+                        InfoView::Create,
+                    );
+                    let response = StreamCreateResponse::ok(info, did_create);
+                    context.respond(&request, &response, false)
+                }
+                Err(error) => context.respond(&request, &StreamCreateResponse::error(error), true),
+            }
+        }
+        StreamChange::Update => {
+            let unchanged = registry
+                .get(&name)
+                .is_some_and(|stream| stream.config() == assignment.config);
+            let result = match registry.get(&name) {
+                Some(stream) if unchanged => Ok(stream),
+                Some(_) => registry.update_stream(&assignment.config, false).await,
+                None => registry
+                    .create_stream_at(&assignment.config, false, Some(assignment.created))
+                    .await
+                    .map(|(stream, _)| stream),
+            };
+            if result.is_ok() && !unchanged {
+                context.advise_stream_action(&name, ActionKind::Modify);
+            }
+            let Some(reply) = assignment.reply else {
+                return;
+            };
+            let request = reply_only(reply);
+            match result {
+                Ok(stream) => {
+                    let (info, _) = build_stream_info(
+                        context,
+                        &stream,
+                        &InfoDetail::default(),
+                        InfoView::Update,
+                    );
+                    context.respond(&request, &StreamUpdateResponse::ok(info), false)
+                }
+                Err(error) => context.respond(&request, &StreamUpdateResponse::error(error), true),
+            }
+        }
+    }
+}
+
+/// Removes a stream this server holds (its assignment was removed), answering `reply`. Only
+/// the incarnation the assignment made (same `created`) is removed: a replayed removal must
+/// not take a later stream of the same name.
+pub(crate) async fn apply_stream_removal(
+    context: &Context,
+    name: &str,
+    created: i64,
+    reply: Option<Bytes>,
+) {
+    let result = match context.registry.get(name) {
+        Some(stream) if stream.created != created => Ok(()),
+        _ => context.registry.delete_stream(name).await,
+    };
+    if result.is_ok() {
+        context.advise_stream_action(name, ActionKind::Delete);
+    }
+    let Some(reply) = reply else {
+        return;
+    };
+    let request = reply_only(reply);
+    match result {
+        Ok(()) => context.respond(
+            &request,
+            &SuccessResponse::ok(STREAM_DELETE_RESPONSE_TYPE),
+            false,
+        ),
+        Err(error) => context.respond(
+            &request,
+            &SuccessResponse::error(STREAM_DELETE_RESPONSE_TYPE, error),
+            true,
+        ),
+    }
+}
+
+fn reply_only(reply: Bytes) -> Request {
+    Request {
+        reply,
+        payload: Bytes::new(),
+        headers: None,
+    }
+}

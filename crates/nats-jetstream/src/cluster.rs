@@ -1,0 +1,74 @@
+//! The seam to clustered JetStream: [`Cluster`], the one interface through which the `$JS.API`
+//! handlers reach the meta group (is this server its leader, which streams are assigned where,
+//! choose peers, propose a change), and [`StreamAssignment`], what the meta group hands back
+//! to [`crate::JetStream::apply_stream_assignment`] once a change is applied.
+//!
+//! Implemented by nats-server's clustering layer (`cluster/meta.rs`) and installed with
+//! [`crate::JetStream::set_cluster`]; without one, JetStream answers as a single server. This
+//! file knows nothing of Raft, routes or peers' addresses: only server names and configs.
+
+use bytes::Bytes;
+use jetstream_api::{ApiError, StreamConfig};
+use std::future::Future;
+use std::pin::Pin;
+
+/// A proposal's outcome, resolved once the meta group applied it on this server (the leader).
+pub type ProposalFuture = Pin<Box<dyn Future<Output = Result<(), ApiError>> + Send>>;
+
+/// What the meta group holds about one stream, as the API handlers need it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AssignedStream {
+    /// The config as checked and filled by the meta leader.
+    pub config: StreamConfig,
+    /// The names of the servers the stream is placed on; the first serves it (R1: the only).
+    pub servers: Vec<String>,
+    /// When the stream was created, Unix nanoseconds.
+    pub created: i64,
+}
+
+/// Which request a stream assignment answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StreamChange {
+    Create,
+    Update,
+}
+
+/// A change to propose for one stream: its (checked) config, the peers chosen by
+/// [`Cluster::place`] (kept on update), and where the answer goes.
+#[derive(Clone, Debug)]
+pub struct StreamProposal {
+    pub config: StreamConfig,
+    pub change: StreamChange,
+    pub servers: Vec<String>,
+    pub reply: Bytes,
+}
+
+/// An applied stream assignment for a stream this server holds: create or update it, and
+/// answer `reply` (set only while the request is fresh, not when the log is replayed).
+#[derive(Clone, Debug)]
+pub struct StreamAssignment {
+    pub config: StreamConfig,
+    pub change: StreamChange,
+    pub created: i64,
+    pub reply: Option<Bytes>,
+}
+
+/// The meta group as the `$JS.API` handlers see it.
+pub trait Cluster: Send + Sync + 'static {
+    /// The cluster's name (`cluster { name }` in STREAM.INFO).
+    fn name(&self) -> String;
+    /// Whether this server leads the meta group now.
+    fn is_meta_leader(&self) -> bool;
+    /// The stream's assignment, if the meta group has one.
+    fn stream(&self, name: &str) -> Option<AssignedStream>;
+    /// Every assigned stream of the JetStream account, sorted by name.
+    fn streams(&self) -> Vec<AssignedStream>;
+    /// Chooses the servers for a new stream (placement, storage, the least-loaded servers), or
+    /// nats-server's placement error. Leader only.
+    fn place(&self, config: &StreamConfig) -> Result<Vec<String>, ApiError>;
+    /// Proposes a stream assignment; resolves once applied here. Leader only.
+    fn propose_stream(&self, proposal: StreamProposal) -> ProposalFuture;
+    /// Proposes the stream's removal; the server holding it answers `reply`. Leader only.
+    fn propose_stream_removal(&self, name: &str, reply: Bytes) -> ProposalFuture;
+}

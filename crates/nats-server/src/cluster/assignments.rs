@@ -1,0 +1,383 @@
+//! The meta group's state: which streams exist in the cluster, with their config and the peers
+//! they are placed on ([`Assignments`]), changed only by applying committed [`Entry`]s, in log
+//! order, identically on every member; snapshotted and restored as versioned JSON.
+//!
+//! Applying an entry also says what this server must do about it ([`Effect`]): create, update
+//! or remove a stream it holds. The meta group's state machine (`meta.rs`) hands those effects
+//! to a task that calls JetStream; this file knows no Raft, no routes and no stream internals.
+
+use std::collections::BTreeMap;
+use std::io;
+
+use bytes::Bytes;
+use jetstream_api::{StorageType, StreamConfig};
+use nats_jetstream::{StreamAssignment, StreamChange};
+use serde::{Deserialize, Serialize};
+
+/// The version of entries and snapshots written now.
+pub const VERSION: u32 = 1;
+/// A request whose entry is applied later than this after it was proposed gets no answer (the
+/// entry is being replayed at start-up, or the client gave up long ago).
+const REPLY_WINDOW_NANOS: i64 = 30_000_000_000;
+
+/// The Raft group of a stream: its name, its peers (ids; the first serves an R1 stream) and
+/// storage.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Group {
+    pub name: String,
+    pub peers: Vec<String>,
+    pub storage: StorageType,
+}
+
+/// Who asked for the stream (nats-server's `client` of an assignment, the part we know).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientInfo {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub account: String,
+    /// The server that received the request (the meta leader).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub server: String,
+}
+
+/// One stream's assignment.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamRecord {
+    pub account: String,
+    pub config: StreamConfig,
+    pub group: Group,
+    /// Unix nanoseconds; also the stream's `created` on the server holding it, which tells one
+    /// incarnation of a name from the next.
+    pub created: i64,
+    #[serde(default)]
+    pub client: ClientInfo,
+}
+
+/// A change to the state, as proposed by the meta leader.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Operation {
+    /// Create or update a stream (the record replaces any previous one of that name).
+    AssignStream {
+        stream: StreamRecord,
+        change: StreamChange,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reply: Option<String>,
+        /// When the leader proposed it, Unix nanoseconds.
+        proposed: i64,
+    },
+    RemoveStream {
+        account: String,
+        name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reply: Option<String>,
+        proposed: i64,
+    },
+}
+
+/// A log entry of the meta group.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    pub version: u32,
+    #[serde(flatten)]
+    pub operation: Operation,
+}
+
+impl Entry {
+    pub fn new(operation: Operation) -> Entry {
+        Entry {
+            version: VERSION,
+            operation,
+        }
+    }
+
+    pub fn encode(&self) -> Bytes {
+        Bytes::from(serde_json::to_vec(self).unwrap_or_default())
+    }
+}
+
+/// What applying an entry asks of this server.
+#[derive(Debug)]
+pub enum Effect {
+    /// A stream placed here was created or updated.
+    Assigned(StreamAssignment),
+    /// A stream placed here was removed; `created` names the incarnation.
+    Removed {
+        name: String,
+        created: i64,
+        reply: Option<Bytes>,
+    },
+}
+
+/// The snapshot's shape.
+#[derive(Serialize, Deserialize)]
+struct Snapshot {
+    version: u32,
+    streams: BTreeMap<String, BTreeMap<String, StreamRecord>>,
+}
+
+/// Every stream assignment of the cluster, by account then stream name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Assignments {
+    streams: BTreeMap<String, BTreeMap<String, StreamRecord>>,
+}
+
+fn invalid(error: impl std::fmt::Display) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, error.to_string())
+}
+
+impl Assignments {
+    pub fn stream(&self, account: &str, name: &str) -> Option<&StreamRecord> {
+        self.streams.get(account)?.get(name)
+    }
+
+    /// The account's streams, sorted by name.
+    pub fn streams(&self, account: &str) -> Vec<&StreamRecord> {
+        self.streams
+            .get(account)
+            .map(|streams| streams.values().collect())
+            .unwrap_or_default()
+    }
+
+    /// How many streams each peer holds (placement's load figure).
+    pub fn load(&self) -> BTreeMap<String, usize> {
+        let mut load = BTreeMap::new();
+        for record in self.streams.values().flat_map(BTreeMap::values) {
+            for peer in &record.group.peers {
+                *load.entry(peer.clone()).or_insert(0) += 1;
+            }
+        }
+        load
+    }
+
+    /// Applies one committed entry; returns what `own_peer` must do about it. `now` (Unix
+    /// nanoseconds) decides whether the request is still answered. An entry that cannot be
+    /// decoded is an error: a member cannot skip a committed entry.
+    pub fn apply(
+        &mut self,
+        payload: &[u8],
+        own_peer: &str,
+        now: i64,
+    ) -> io::Result<Option<Effect>> {
+        let entry: Entry = serde_json::from_slice(payload).map_err(invalid)?;
+        if entry.version > VERSION {
+            return Err(invalid(format!(
+                "meta entry version {} is newer than {VERSION}",
+                entry.version
+            )));
+        }
+        let fresh = |proposed: i64, reply: Option<String>| {
+            reply
+                .filter(|_| now.saturating_sub(proposed) < REPLY_WINDOW_NANOS)
+                .map(Bytes::from)
+        };
+        match entry.operation {
+            Operation::AssignStream {
+                stream,
+                change,
+                reply,
+                proposed,
+            } => {
+                let ours = stream.group.peers.iter().any(|peer| peer == own_peer);
+                let effect = ours.then(|| {
+                    Effect::Assigned(StreamAssignment {
+                        config: stream.config.clone(),
+                        change,
+                        created: stream.created,
+                        reply: fresh(proposed, reply),
+                    })
+                });
+                self.streams
+                    .entry(stream.account.clone())
+                    .or_default()
+                    .insert(stream.config.name.clone(), stream);
+                Ok(effect)
+            }
+            Operation::RemoveStream {
+                account,
+                name,
+                reply,
+                proposed,
+            } => {
+                let Some(streams) = self.streams.get_mut(&account) else {
+                    return Ok(None);
+                };
+                let Some(record) = streams.remove(&name) else {
+                    return Ok(None);
+                };
+                if streams.is_empty() {
+                    self.streams.remove(&account);
+                }
+                let ours = record.group.peers.iter().any(|peer| peer == own_peer);
+                Ok(ours.then(|| Effect::Removed {
+                    name,
+                    created: record.created,
+                    reply: fresh(proposed, reply),
+                }))
+            }
+        }
+    }
+
+    pub fn snapshot(&self) -> io::Result<Bytes> {
+        let snapshot = Snapshot {
+            version: VERSION,
+            streams: self.streams.clone(),
+        };
+        serde_json::to_vec(&snapshot)
+            .map(Bytes::from)
+            .map_err(invalid)
+    }
+
+    /// Replaces the state with a snapshot; returns the streams placed on `own_peer` (for the
+    /// server to make sure they exist).
+    pub fn restore(&mut self, snapshot: &[u8], own_peer: &str) -> io::Result<Vec<Effect>> {
+        if snapshot.is_empty() {
+            self.streams.clear();
+            return Ok(Vec::new());
+        }
+        let snapshot: Snapshot = serde_json::from_slice(snapshot).map_err(invalid)?;
+        if snapshot.version > VERSION {
+            return Err(invalid(format!(
+                "meta snapshot version {} is newer than {VERSION}",
+                snapshot.version
+            )));
+        }
+        self.streams = snapshot.streams;
+        Ok(self
+            .streams
+            .values()
+            .flat_map(BTreeMap::values)
+            .filter(|record| record.group.peers.iter().any(|peer| peer == own_peer))
+            .map(|record| {
+                Effect::Assigned(StreamAssignment {
+                    config: record.config.clone(),
+                    change: StreamChange::Create,
+                    created: record.created,
+                    reply: None,
+                })
+            })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(name: &str, peer: &str, created: i64) -> StreamRecord {
+        StreamRecord {
+            account: "APP".into(),
+            config: StreamConfig {
+                name: name.into(),
+                subjects: vec![format!("{name}.>")],
+                ..Default::default()
+            },
+            group: Group {
+                name: format!("S-R1F-{name}"),
+                peers: vec![peer.into()],
+                storage: StorageType::File,
+            },
+            created,
+            client: ClientInfo::default(),
+        }
+    }
+
+    fn assign(name: &str, peer: &str, proposed: i64) -> Bytes {
+        Entry::new(Operation::AssignStream {
+            stream: record(name, peer, proposed),
+            change: StreamChange::Create,
+            reply: Some("_INBOX.x".into()),
+            proposed,
+        })
+        .encode()
+    }
+
+    fn remove(name: &str, proposed: i64) -> Bytes {
+        Entry::new(Operation::RemoveStream {
+            account: "APP".into(),
+            name: name.into(),
+            reply: Some("_INBOX.y".into()),
+            proposed,
+        })
+        .encode()
+    }
+
+    #[test]
+    fn every_member_applying_the_same_entries_holds_the_same_state() {
+        let entries = [
+            assign("A", "p1", 1),
+            assign("B", "p2", 2),
+            remove("A", 3),
+            assign("C", "p1", 4),
+        ];
+        let mut first = Assignments::default();
+        let mut second = Assignments::default();
+        for entry in &entries {
+            first.apply(entry, "p1", 5).expect("apply");
+            second.apply(entry, "p2", 5).expect("apply");
+        }
+        assert_eq!(first, second);
+        let names: Vec<&str> = first
+            .streams("APP")
+            .iter()
+            .map(|record| record.config.name.as_str())
+            .collect();
+        assert_eq!(names, ["B", "C"]);
+        assert_eq!(first.load().get("p1"), Some(&1));
+    }
+
+    #[test]
+    fn effects_go_to_the_holder_and_answer_only_fresh_requests() {
+        let mut state = Assignments::default();
+        assert!(state
+            .apply(&assign("A", "p1", 10), "p2", 10)
+            .expect("apply")
+            .is_none());
+        let mut state = Assignments::default();
+        match state
+            .apply(&assign("A", "p1", 10), "p1", 10)
+            .expect("apply")
+        {
+            Some(Effect::Assigned(assignment)) => {
+                assert_eq!(assignment.reply.as_deref(), Some(&b"_INBOX.x"[..]));
+                assert_eq!(assignment.created, 10);
+            }
+            other => panic!("expected an assignment, got {other:?}"),
+        }
+        // Replayed long after the proposal: applied, but no answer.
+        let late = 10 + REPLY_WINDOW_NANOS;
+        match state.apply(&remove("A", 10), "p1", late).expect("apply") {
+            Some(Effect::Removed { name, reply, .. }) => {
+                assert_eq!(name, "A");
+                assert!(reply.is_none());
+            }
+            other => panic!("expected a removal, got {other:?}"),
+        }
+        assert!(state.stream("APP", "A").is_none());
+    }
+
+    #[test]
+    fn a_snapshot_restores_the_same_state_and_lists_own_streams() {
+        let mut state = Assignments::default();
+        state.apply(&assign("A", "p1", 1), "p1", 1).expect("apply");
+        state.apply(&assign("B", "p2", 2), "p1", 2).expect("apply");
+        let snapshot = state.snapshot().expect("snapshot");
+        let mut restored = Assignments::default();
+        let own = restored.restore(&snapshot, "p2").expect("restore");
+        assert_eq!(restored, state);
+        assert_eq!(own.len(), 1);
+        assert!(
+            matches!(&own[0], Effect::Assigned(a) if a.config.name == "B" && a.reply.is_none())
+        );
+    }
+
+    #[test]
+    fn garbage_and_newer_versions_are_refused() {
+        let mut state = Assignments::default();
+        assert!(state.apply(b"{not json", "p1", 0).is_err());
+        let newer = br#"{"version":99,"op":"remove_stream","account":"A","name":"B","proposed":0}"#;
+        assert!(state.apply(newer, "p1", 0).is_err());
+        assert!(state
+            .restore(br#"{"version":99,"streams":{}}"#, "p1")
+            .is_err());
+    }
+}

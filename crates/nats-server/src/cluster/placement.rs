@@ -1,0 +1,190 @@
+//! The meta group as JetStream's `$JS.API` handlers see it: `impl Cluster for Meta`. Whether
+//! this server leads, the assigned streams (server names, not peer ids), placement of a new
+//! stream (`placement { cluster, tags }`, then the least-loaded JetStream servers that are
+//! online), and proposals of assignment changes.
+//!
+//! Called by nats-jetstream's `api/clustered.rs` through the [`Cluster`] trait; it knows
+//! nothing of how JetStream checks a config or builds an answer.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use jetstream_api::{errors, ApiError, StreamConfig};
+use nats_jetstream::{AssignedStream, Cluster, ProposalFuture, StreamProposal};
+use nats_raft::{RaftGroup, RaftGroupError, Role};
+use time::OffsetDateTime;
+
+use super::assignments::{ClientInfo, Entry, Group, Operation, StreamRecord};
+use super::meta::Meta;
+use super::peer;
+
+const NO_SUITABLE_PEERS: &str = "no suitable peers for placement";
+/// A member counts as online for placement when the leader heard from it this recently (its
+/// heartbeat replies come every 500 ms).
+const PLACEMENT_WINDOW: std::time::Duration = std::time::Duration::from_secs(4);
+
+fn now_nanos() -> i64 {
+    OffsetDateTime::now_utc().unix_timestamp_nanos() as i64
+}
+
+impl Meta {
+    fn assigned(&self, record: &StreamRecord) -> AssignedStream {
+        AssignedStream {
+            config: record.config.clone(),
+            servers: record
+                .group
+                .peers
+                .iter()
+                .map(|peer| match peer::node_id(peer) {
+                    Some(node) => self.name_of(node),
+                    None => peer.clone(),
+                })
+                .collect(),
+            created: record.created,
+        }
+    }
+
+    /// The members that can take a stream now: this server and the voters heard from lately.
+    fn online_peers(&self) -> Vec<String> {
+        let status = self.group.status();
+        status
+            .voters
+            .iter()
+            .map(|node| peer::peer_of(*node))
+            .filter(|peer| {
+                *peer == self.own_peer
+                    || self
+                        .network
+                        .last_seen(peer)
+                        .is_some_and(|seen| seen.elapsed() < PLACEMENT_WINDOW)
+            })
+            .collect()
+    }
+}
+
+/// Proposes `entry`; resolves once it is applied here, or with nats-server's error for a
+/// meta group that cannot take it.
+fn propose(group: Arc<RaftGroup>, entry: Entry) -> ProposalFuture {
+    Box::pin(async move {
+        match group.propose(entry.encode()).await {
+            Ok(_) => Ok(()),
+            Err(RaftGroupError::NotLeader { .. }) => Err(errors::CLUSTER_NOT_LEADER.to_error()),
+            Err(error) => {
+                tracing::warn!("JetStream meta proposal failed: {error}");
+                Err(errors::CLUSTER_NOT_AVAIL.to_error())
+            }
+        }
+    })
+}
+
+impl Cluster for Meta {
+    fn name(&self) -> String {
+        self.cluster_name.clone()
+    }
+
+    fn is_meta_leader(&self) -> bool {
+        self.group.status().role == Role::Leader
+    }
+
+    fn stream(&self, name: &str) -> Option<AssignedStream> {
+        let assignments = self.assignments.lock();
+        let record = assignments.stream(&self.account, name)?;
+        Some(self.assigned(record))
+    }
+
+    fn streams(&self) -> Vec<AssignedStream> {
+        let assignments = self.assignments.lock();
+        assignments
+            .streams(&self.account)
+            .into_iter()
+            .map(|record| self.assigned(record))
+            .collect()
+    }
+
+    fn place(&self, config: &StreamConfig) -> Result<Vec<String>, ApiError> {
+        let placement = config.placement.clone().unwrap_or_default();
+        if !placement.cluster.is_empty() && placement.cluster != self.cluster_name {
+            return Err(errors::CLUSTER_NO_PEERS.with_err(NO_SUITABLE_PEERS));
+        }
+        // No server of ours carries tags (`server_tags` is not read yet), so none matches.
+        if !placement.tags.is_empty() {
+            let tags: Vec<String> = placement
+                .tags
+                .iter()
+                .map(|tag| format!("'{tag}'"))
+                .collect();
+            return Err(errors::CLUSTER_NO_PEERS.with_err(format!(
+                "{NO_SUITABLE_PEERS}, tags not matched [{}]",
+                tags.join(", ")
+            )));
+        }
+        let replicas = usize::try_from(config.replicas.max(1)).unwrap_or(1);
+        let mut candidates = self.online_peers();
+        if candidates.len() < replicas {
+            return Err(errors::CLUSTER_NO_PEERS.with_err(NO_SUITABLE_PEERS));
+        }
+        let load = self.assignments.lock().load();
+        candidates.sort_by_key(|peer| (load.get(peer).copied().unwrap_or(0), peer.clone()));
+        Ok(candidates
+            .into_iter()
+            .take(replicas)
+            .map(|peer| match peer::node_id(&peer) {
+                Some(node) => self.name_of(node),
+                None => peer,
+            })
+            .collect())
+    }
+
+    fn propose_stream(&self, proposal: StreamProposal) -> ProposalFuture {
+        let now = now_nanos();
+        let existing = self
+            .assignments
+            .lock()
+            .stream(&self.account, &proposal.config.name)
+            .cloned();
+        let (group, created) = match existing {
+            Some(record) => (record.group, record.created),
+            None => {
+                let replicas = proposal.config.replicas.max(1);
+                let id = crate::security::identity::new_nuid();
+                let suffix = id.get(id.len().saturating_sub(8)..).unwrap_or_default();
+                let group = Group {
+                    name: format!("S-R{replicas}F-{suffix}"),
+                    peers: proposal
+                        .servers
+                        .iter()
+                        .map(|name| peer::peer_id(name))
+                        .collect(),
+                    storage: proposal.config.storage,
+                };
+                (group, now)
+            }
+        };
+        let entry = Entry::new(Operation::AssignStream {
+            stream: StreamRecord {
+                account: self.account.clone(),
+                config: proposal.config,
+                group,
+                created,
+                client: ClientInfo {
+                    account: self.account.clone(),
+                    server: self.server_name.clone(),
+                },
+            },
+            change: proposal.change,
+            reply: Some(String::from_utf8_lossy(&proposal.reply).into_owned()),
+            proposed: now,
+        });
+        propose(self.group.clone(), entry)
+    }
+
+    fn propose_stream_removal(&self, name: &str, reply: Bytes) -> ProposalFuture {
+        let entry = Entry::new(Operation::RemoveStream {
+            account: self.account.clone(),
+            name: name.to_string(),
+            reply: Some(String::from_utf8_lossy(&reply).into_owned()),
+            proposed: now_nanos(),
+        });
+        propose(self.group.clone(), entry)
+    }
+}
