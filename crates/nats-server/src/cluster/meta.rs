@@ -105,7 +105,7 @@ impl StateMachine for MetaState {
     }
 }
 
-/// Carries out this server's part of applied entries, in log order.
+/// Carries out this server's part of applied entries, in log order; ends when the group stops.
 async fn carry_out(
     jetstream: JetStream,
     mut effects: tokio::sync::mpsc::UnboundedReceiver<Effect>,
@@ -149,7 +149,13 @@ impl Meta {
         config.bootstrap = false;
         let assignments = Arc::new(Mutex::new(Assignments::default()));
         let (effects, pending) = tokio::sync::mpsc::unbounded_channel();
-        tokio::spawn(carry_out(jetstream, pending));
+        // A thread of its own, as JetStream's API threads: stream creation is not a task the
+        // runtime's workers should run (nor one whose future must be `Send`).
+        let runtime = tokio::runtime::Handle::current();
+        std::thread::Builder::new()
+            .name("js-meta-apply".into())
+            .spawn(move || runtime.block_on(carry_out(jetstream, pending)))
+            .map_err(|error| error.to_string())?;
         let state = MetaState {
             assignments: assignments.clone(),
             own_peer: own_peer.clone(),
