@@ -58,7 +58,7 @@ pub struct StreamRecord {
 pub enum Operation {
     /// Create or update a stream (the record replaces any previous one of that name).
     AssignStream {
-        stream: StreamRecord,
+        stream: Box<StreamRecord>,
         change: StreamChange,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reply: Option<String>,
@@ -99,7 +99,7 @@ impl Entry {
 #[derive(Debug)]
 pub enum Effect {
     /// A stream placed here was created or updated.
-    Assigned(StreamAssignment),
+    Assigned(Box<StreamAssignment>),
     /// A stream placed here was removed; `created` names the incarnation.
     Removed {
         name: String,
@@ -179,17 +179,17 @@ impl Assignments {
             } => {
                 let ours = stream.group.peers.iter().any(|peer| peer == own_peer);
                 let effect = ours.then(|| {
-                    Effect::Assigned(StreamAssignment {
+                    Effect::Assigned(Box::new(StreamAssignment {
                         config: stream.config.clone(),
                         change,
                         created: stream.created,
                         reply: fresh(proposed, reply),
-                    })
+                    }))
                 });
                 self.streams
                     .entry(stream.account.clone())
                     .or_default()
-                    .insert(stream.config.name.clone(), stream);
+                    .insert(stream.config.name.clone(), *stream);
                 Ok(effect)
             }
             Operation::RemoveStream {
@@ -248,12 +248,12 @@ impl Assignments {
             .flat_map(BTreeMap::values)
             .filter(|record| record.group.peers.iter().any(|peer| peer == own_peer))
             .map(|record| {
-                Effect::Assigned(StreamAssignment {
+                Effect::Assigned(Box::new(StreamAssignment {
                     config: record.config.clone(),
                     change: StreamChange::Create,
                     created: record.created,
                     reply: None,
-                })
+                }))
             })
             .collect())
     }
@@ -283,7 +283,7 @@ mod tests {
 
     fn assign(name: &str, peer: &str, proposed: i64) -> Bytes {
         Entry::new(Operation::AssignStream {
-            stream: record(name, peer, proposed),
+            stream: Box::new(record(name, peer, proposed)),
             change: StreamChange::Create,
             reply: Some("_INBOX.x".into()),
             proposed,

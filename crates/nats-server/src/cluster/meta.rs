@@ -112,7 +112,7 @@ async fn carry_out(
 ) {
     while let Some(effect) = effects.recv().await {
         match effect {
-            Effect::Assigned(assignment) => jetstream.apply_stream_assignment(assignment).await,
+            Effect::Assigned(assignment) => jetstream.apply_stream_assignment(*assignment).await,
             Effect::Removed {
                 name,
                 created,

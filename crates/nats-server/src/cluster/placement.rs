@@ -161,7 +161,7 @@ impl Cluster for Meta {
             }
         };
         let entry = Entry::new(Operation::AssignStream {
-            stream: StreamRecord {
+            stream: Box::new(StreamRecord {
                 account: self.account.clone(),
                 config: proposal.config,
                 group,
@@ -170,7 +170,7 @@ impl Cluster for Meta {
                     account: self.account.clone(),
                     server: self.server_name.clone(),
                 },
-            },
+            }),
             change: proposal.change,
             reply: Some(String::from_utf8_lossy(&proposal.reply).into_owned()),
             proposed: now,
