@@ -51,6 +51,39 @@ pub(crate) fn build_stream_info(
     let cluster_name = context.cluster.get().map(|cluster| cluster.name());
     let with_cluster = view == InfoView::Info || cluster_name.is_some();
     let config = stream.config();
+    // Sources and mirror first, the message counts after: a source position reported here has
+    // its message in the counts below (a message stored in between only makes the lag look
+    // higher for one answer).
+    let mirror = config.mirror.as_ref().map(|source| {
+        let own_last = stream.store.state().last_seq;
+        let origin_last = context
+            .registry
+            .get(&source.name)
+            .filter(|_| source.external.is_none())
+            .map(|origin| *origin.last_sequence.borrow())
+            .unwrap_or(own_last);
+        let origin_missing = stream
+            .mirror_origin_missing
+            .load(std::sync::atomic::Ordering::Relaxed);
+        let contact = stream
+            .mirror_contact
+            .load(std::sync::atomic::Ordering::Relaxed);
+        StreamSourceInfo {
+            name: source.name.clone(),
+            external: source.external.clone(),
+            lag: origin_last.saturating_sub(own_last),
+            error: origin_missing.then(|| errors::STREAM_NOT_FOUND.to_error()),
+            active: if contact == 0 {
+                Nanos(-1)
+            } else {
+                Nanos((crate::time_format::now_nanos() - contact).max(0))
+            },
+            filter_subject: source.filter_subject.clone(),
+            subject_transforms: source.subject_transforms.clone(),
+            ..Default::default()
+        }
+    });
+    let sources = crate::stream::sources_info(stream, &*context.registry);
     let (state, subjects_total) = {
         let store = stream.store.read();
         let raw = store.state();
@@ -85,36 +118,6 @@ pub(crate) fn build_stream_info(
         }
         (state, subjects_total)
     };
-    let mirror = config.mirror.as_ref().map(|source| {
-        let own_last = stream.store.state().last_seq;
-        let origin_last = context
-            .registry
-            .get(&source.name)
-            .filter(|_| source.external.is_none())
-            .map(|origin| *origin.last_sequence.borrow())
-            .unwrap_or(own_last);
-        let origin_missing = stream
-            .mirror_origin_missing
-            .load(std::sync::atomic::Ordering::Relaxed);
-        let contact = stream
-            .mirror_contact
-            .load(std::sync::atomic::Ordering::Relaxed);
-        StreamSourceInfo {
-            name: source.name.clone(),
-            external: source.external.clone(),
-            lag: origin_last.saturating_sub(own_last),
-            error: origin_missing.then(|| errors::STREAM_NOT_FOUND.to_error()),
-            active: if contact == 0 {
-                Nanos(-1)
-            } else {
-                Nanos((crate::time_format::now_nanos() - contact).max(0))
-            },
-            filter_subject: source.filter_subject.clone(),
-            subject_transforms: source.subject_transforms.clone(),
-            ..Default::default()
-        }
-    });
-    let sources = crate::stream::sources_info(stream, &*context.registry);
     let info = StreamInfo {
         mirror,
         sources,
