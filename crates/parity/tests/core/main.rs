@@ -7,6 +7,8 @@ mod auth_nkeys;
 mod auth_queue_permissions;
 mod auth_wire;
 mod binary_process;
+mod client_library;
+mod client_service;
 mod clients;
 mod config_check;
 mod config_lexer;

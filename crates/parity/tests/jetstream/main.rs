@@ -3,6 +3,10 @@
 mod api_isolation;
 mod batch_limits;
 mod batch_publish;
+mod client_consumers;
+mod client_context;
+mod client_key_value;
+mod client_object_store;
 mod compression;
 mod confirmed_acks;
 mod consumer_ack_subjects;
