@@ -254,6 +254,7 @@ impl Server {
                 }
                 if let Some(routes) = self.routes() {
                     info.cluster = routes.cluster_name();
+                    info.connect_urls = crate::route::websocket_connect_urls(self);
                 }
             }
             _ => {
@@ -456,11 +457,12 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
         }
     }
 
-    if let Some(routes) = routes {
-        crate::route::start(&server, routes).await?;
-    }
+    // The websocket listener first: the route INFO carries its URLs (`ws_connect_urls`).
     if let Some(websocket) = server.options.websocket.clone().filter(|ws| ws.port != 0) {
         crate::websocket::start(&server, &websocket).await?;
+    }
+    if let Some(routes) = routes {
+        crate::route::start(&server, routes).await?;
     }
 
     if let Some(path) = &server.options.pid_file {

@@ -90,10 +90,14 @@ pub async fn run<R: AsyncRead + Unpin>(
         pending: PendingFlush::default(),
         own_output: false,
     };
-    let auth_deadline = server
-        .authenticator_for(&shared)
-        .required()
-        .then(|| tokio::time::Instant::now() + options.auth_timeout());
+    let auth_deadline = server.authenticator_for(&shared).required().then(|| {
+        let websocket_timeout = shared
+            .websocket
+            .get()
+            .and(options.websocket.as_ref())
+            .and_then(|websocket| websocket.auth_timeout_override());
+        tokio::time::Instant::now() + websocket_timeout.unwrap_or_else(|| options.auth_timeout())
+    });
     let mut jwt_revision = server
         .jwt
         .as_ref()

@@ -43,7 +43,18 @@ impl WriterSettings {
 }
 
 pub async fn run<W: AsyncWrite + Unpin>(server: Arc<Server>, shared: Arc<ClientShared>, socket: W) {
-    let settings = WriterSettings::client(&server.current_options());
+    let options = server.current_options();
+    let mut settings = WriterSettings::client(&options);
+    if shared.websocket.get().is_some() {
+        if let Some(interval) = options
+            .websocket
+            .as_ref()
+            .and_then(|websocket| websocket.ping_interval_override())
+        {
+            settings.ping_interval = interval.max(std::time::Duration::from_millis(10));
+            settings.first_ping = settings.ping_interval;
+        }
+    }
     run_with(server, shared, socket, settings).await
 }
 

@@ -56,6 +56,19 @@ impl WebsocketOptions {
     pub fn auth_override(&self) -> bool {
         self.username.is_some() || self.token.is_some() || self.no_auth_user.is_some()
     }
+
+    /// `ping_interval` when set and not zero: it replaces the server's for websocket clients
+    /// (nats-server's `setPingTimer`).
+    pub fn ping_interval_override(&self) -> Option<Duration> {
+        self.ping_interval.filter(|interval| !interval.is_zero())
+    }
+
+    /// `authorization { timeout }` when set and not zero: it replaces the server's
+    /// authentication timeout for websocket clients, whoever authenticates them
+    /// (nats-server's `createWSClient`).
+    pub fn auth_timeout_override(&self) -> Option<Duration> {
+        self.auth_timeout.filter(|timeout| !timeout.is_zero())
+    }
 }
 
 /// Apply the `websocket` key of a config file.
@@ -222,7 +235,12 @@ pub fn validate(options: &Options) -> Result<(), String> {
             );
         }
     }
-    if let Some(cookie) = &websocket.jwt_cookie {
+    // A JWT from a cookie needs trusted operators (rnats has no bare `trusted_keys`).
+    if let Some(cookie) = websocket
+        .jwt_cookie
+        .as_ref()
+        .filter(|_| !options.operator.enabled())
+    {
         return Err(format!(
             "trusted operators or trusted keys configuration is required for JWT authentication via cookie {cookie:?}"
         ));

@@ -105,12 +105,17 @@ pub fn own_client_urls(server: &Server) -> Vec<String> {
     let Some(address) = server.client_address.get() else {
         return Vec::new();
     };
-    let host = if address.ip().is_unspecified() {
-        outward_address().unwrap_or(address.ip())
+    vec![reachable_address(*address).to_string()]
+}
+
+/// `address` as other hosts reach it: an unspecified host (0.0.0.0) is replaced by the address
+/// of the interface that routes outward.
+pub(crate) fn reachable_address(address: SocketAddr) -> SocketAddr {
+    if address.ip().is_unspecified() {
+        SocketAddr::new(outward_address().unwrap_or(address.ip()), address.port())
     } else {
-        address.ip()
-    };
-    vec![SocketAddr::new(host, address.port()).to_string()]
+        address
+    }
 }
 
 fn outward_address() -> Option<std::net::IpAddr> {
@@ -142,8 +147,36 @@ pub fn client_connect_urls(server: &Server) -> Vec<String> {
     urls
 }
 
+/// `connect_urls` for our websocket clients' INFO (nats-server's `ws_connect_urls`): once a
+/// peer announced websocket URLs, ours and every peer's; nothing alone or with `no_advertise`.
+pub fn websocket_connect_urls(server: &Server) -> Vec<String> {
+    let Some(routes) = server.routes() else {
+        return Vec::new();
+    };
+    if server
+        .options
+        .cluster
+        .as_ref()
+        .is_some_and(|cluster| cluster.no_advertise)
+    {
+        return Vec::new();
+    }
+    let peers = routes.peer_websocket_urls();
+    if peers.is_empty() {
+        return Vec::new();
+    }
+    let mut urls = crate::websocket::own_urls(server);
+    for url in peers {
+        if !urls.contains(&url) {
+            urls.push(url);
+        }
+    }
+    urls
+}
+
 /// The cluster changed: when the `connect_urls` clients know changed, send every client an
-/// async INFO with the new list (clients that negotiated protocol 1 or more, as nats-server).
+/// async INFO with the new list (clients that negotiated protocol 1 or more, as nats-server);
+/// websocket clients have their own list (`ws_connect_urls`) and get an INFO when it changed.
 pub fn clients_connect_urls_changed(server: &Arc<Server>) {
     let Some(routes) = server.routes() else {
         return;
@@ -156,18 +189,29 @@ pub fn clients_connect_urls_changed(server: &Arc<Server>) {
     {
         return;
     }
-    let mut urls = client_connect_urls(server);
-    urls.sort();
-    {
-        let mut announced = routes.announced_client_urls.lock();
-        if *announced == urls {
-            return;
-        }
+    let changed = |urls: Vec<String>, announced: &parking_lot::Mutex<Vec<String>>| {
+        let mut urls = urls;
+        urls.sort();
+        let mut announced = announced.lock();
+        let changed = *announced != urls;
         *announced = urls;
+        changed
+    };
+    let clients_changed = changed(client_connect_urls(server), &routes.announced_client_urls);
+    let websocket_changed = changed(
+        websocket_connect_urls(server),
+        &routes.announced_websocket_urls,
+    );
+    if !clients_changed && !websocket_changed {
+        return;
     }
     let clients: Vec<_> = server.clients.lock().values().cloned().collect();
     for client in clients {
-        if client.meta.lock().protocol < 1 {
+        let websocket = client.websocket.get().is_some();
+        if client.meta.lock().protocol < 1
+            || (websocket && !websocket_changed)
+            || (!websocket && !clients_changed)
+        {
             continue;
         }
         let mut frame = bytes::BytesMut::new();

@@ -33,6 +33,8 @@ pub struct Routes {
     pub(crate) dynamic_name: bool,
     /// The `connect_urls` clients were last told about.
     pub(crate) announced_client_urls: Mutex<Vec<String>>,
+    /// The `connect_urls` websocket clients were last told about.
+    pub(crate) announced_websocket_urls: Mutex<Vec<String>>,
     /// `cluster { permissions }` as nats-server applies them: `import` (kept as publish rules)
     /// decides which local interest we announce, so which messages peers send us; `export`
     /// (kept as subscribe rules) which interest of a peer we accept, so which messages we send.
@@ -218,9 +220,18 @@ impl Routes {
 
     /// The client URLs every peer announced (for `connect_urls`).
     pub fn peer_connect_urls(&self) -> Vec<String> {
+        self.peer_urls(|info| &info.connect_urls)
+    }
+
+    /// The websocket URLs every peer announced (for websocket clients' `connect_urls`).
+    pub fn peer_websocket_urls(&self) -> Vec<String> {
+        self.peer_urls(|info| &info.ws_connect_urls)
+    }
+
+    fn peer_urls(&self, pick: impl Fn(&nats_proto::RouteInfo) -> &Vec<String>) -> Vec<String> {
         let mut urls = Vec::new();
         for link in self.links.read().values() {
-            for url in &link.info.lock().connect_urls {
+            for url in pick(&link.info.lock()) {
                 if !urls.contains(url) {
                     urls.push(url.clone());
                 }

@@ -19,6 +19,8 @@ const ACCEPT_GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 /// Credentials a browser may send as cookies (names configured in `websocket { }`).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Cookies {
+    /// The user JWT (`jwt_cookie`, operator mode only).
+    pub jwt: Option<String>,
     pub user: Option<String>,
     pub password: Option<String>,
     pub token: Option<String>,
@@ -237,7 +239,9 @@ fn read_cookies(request: &Request, listener: &Listener) -> Cookies {
         .filter_map(|pair| pair.trim().split_once('='));
     for (name, value) in pairs {
         let value = value.trim_matches('"').to_string();
-        if options.user_cookie.as_deref() == Some(name) {
+        if options.jwt_cookie.as_deref() == Some(name) {
+            cookies.jwt = Some(value);
+        } else if options.user_cookie.as_deref() == Some(name) {
             cookies.user = Some(value);
         } else if options.pass_cookie.as_deref() == Some(name) {
             cookies.password = Some(value);

@@ -119,6 +119,19 @@ pub(crate) async fn start(
     Ok(())
 }
 
+/// Where websocket clients reach this server, announced to cluster peers as
+/// `ws_connect_urls`: the `advertise` address, else the listener's (an unspecified host
+/// replaced as for client URLs). Empty without a websocket listener.
+pub(crate) fn own_urls(server: &Server) -> Vec<String> {
+    let Some(listener) = server.websocket() else {
+        return Vec::new();
+    };
+    match &listener.options.advertise {
+        Some(advertise) => vec![advertise.clone()],
+        None => vec![crate::route::reachable_address(listener.address).to_string()],
+    }
+}
+
 /// One accepted socket: TLS (when configured), the upgrade, then a client connection.
 async fn connect(
     server: Arc<Server>,
@@ -357,6 +370,9 @@ impl ClientSession {
     /// configured cookies.
     pub(crate) fn fill_credentials(&self, connect: &mut nats_proto::ConnectOptions) {
         let cookies = &self.cookies;
+        if connect.jwt.as_deref().unwrap_or_default().is_empty() && cookies.jwt.is_some() {
+            connect.jwt = cookies.jwt.clone();
+        }
         if connect.user.as_deref().unwrap_or_default().is_empty() && cookies.user.is_some() {
             connect.user = cookies.user.clone();
         }

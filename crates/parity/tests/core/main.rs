@@ -30,4 +30,6 @@ mod system_account;
 mod tls;
 mod user_info;
 mod websocket;
+mod websocket_nats_py;
+mod websocket_options;
 mod wire;

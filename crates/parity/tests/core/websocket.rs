@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use test_harness::{free_port, ServerOptions, TestServer};
 use tokio::time::timeout;
 
-const WAIT: Duration = Duration::from_secs(10);
+pub(super) const WAIT: Duration = Duration::from_secs(10);
 
 /// A server with a plain-text websocket listener on its own port (`extra` goes in the block).
 fn websocket_server(extra: &str, jetstream: bool) -> (TestServer, u16) {
@@ -31,7 +31,7 @@ fn websocket_server(extra: &str, jetstream: bool) -> (TestServer, u16) {
     (server, port)
 }
 
-fn wait_for_port(port: u16) {
+pub(super) fn wait_for_port(port: u16) {
     let deadline = Instant::now() + WAIT;
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(
@@ -48,7 +48,7 @@ fn new_key() -> String {
 }
 
 /// A well-formed upgrade request with `extra` header lines.
-fn upgrade_request(extra: &str) -> String {
+pub(super) fn upgrade_request(extra: &str) -> String {
     format!(
         "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {}\r\nSec-WebSocket-Version: 13\r\n{extra}\r\n",
         new_key()
@@ -56,7 +56,7 @@ fn upgrade_request(extra: &str) -> String {
 }
 
 /// Send `request` and read the response head (up to the blank line).
-fn send_request(port: u16, request: &str) -> (TcpStream, String) {
+pub(super) fn send_request(port: u16, request: &str) -> (TcpStream, String) {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect websocket port");
     stream
         .set_read_timeout(Some(WAIT))
@@ -74,7 +74,7 @@ fn send_request(port: u16, request: &str) -> (TcpStream, String) {
 }
 
 /// An upgraded raw connection, with the INFO frame read.
-fn raw_client(port: u16, extra: &str) -> (TcpStream, String) {
+pub(super) fn raw_client(port: u16, extra: &str) -> (TcpStream, String) {
     let (mut stream, head) = send_request(port, &upgrade_request(extra));
     assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
     let (first, info) = read_frame(&mut stream).expect("INFO frame");
@@ -83,7 +83,7 @@ fn raw_client(port: u16, extra: &str) -> (TcpStream, String) {
 }
 
 /// A client frame: FIN, `opcode`, masked unless `masked` is false.
-fn frame(opcode: u8, payload: &[u8], masked: bool) -> Vec<u8> {
+pub(super) fn frame(opcode: u8, payload: &[u8], masked: bool) -> Vec<u8> {
     let mut out = vec![0x80 | opcode];
     let mask_bit = if masked { 0x80 } else { 0 };
     if payload.len() <= 125 {
@@ -111,7 +111,7 @@ fn frame(opcode: u8, payload: &[u8], masked: bool) -> Vec<u8> {
 }
 
 /// One server frame: (first byte, payload). Server frames are never masked.
-fn read_frame(stream: &mut TcpStream) -> Option<(u8, Vec<u8>)> {
+pub(super) fn read_frame(stream: &mut TcpStream) -> Option<(u8, Vec<u8>)> {
     let mut head = [0u8; 2];
     stream.read_exact(&mut head).ok()?;
     assert_eq!(head[1] & 0x80, 0, "server frames are not masked");
@@ -134,7 +134,7 @@ fn read_frame(stream: &mut TcpStream) -> Option<(u8, Vec<u8>)> {
 }
 
 /// Frames until the CLOSE: (data received, the CLOSE's status and body).
-fn read_until_close(stream: &mut TcpStream) -> (String, Option<(u16, String)>) {
+pub(super) fn read_until_close(stream: &mut TcpStream) -> (String, Option<(u16, String)>) {
     let mut data = String::new();
     while let Some((first, payload)) = read_frame(stream) {
         match first & 0x0F {

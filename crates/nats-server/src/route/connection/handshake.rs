@@ -52,6 +52,11 @@ pub(super) fn our_info(server: &Server, routes: &Routes) -> RouteInfo {
         } else {
             crate::route::own_client_urls(server)
         },
+        ws_connect_urls: if cluster.no_advertise {
+            Vec::new()
+        } else {
+            crate::websocket::own_urls(server)
+        },
         ..RouteInfo::default()
     }
 }
@@ -172,7 +177,11 @@ impl Session {
         if let Some(link) = &self.link {
             if info.server_id == link.remote_id() {
                 // The peer's own INFO again (connect_urls changed, lame duck...).
-                let changed = link.info.lock().connect_urls != info.connect_urls;
+                let changed = {
+                    let known = link.info.lock();
+                    known.connect_urls != info.connect_urls
+                        || known.ws_connect_urls != info.ws_connect_urls
+                };
                 *link.info.lock() = info;
                 if changed {
                     crate::route::clients_connect_urls_changed(&self.server);
