@@ -1,15 +1,17 @@
-//! [`JetStream`]: the handle the core server holds. Builds the stream registry and the `$JS.API`
-//! handlers' context, owns the `$JS.API.>` subscriptions and the API threads, and answers the
-//! monitoring calls (`/jsz`, `/varz`, the banner). The only `impl Engine` is here. Cheap to clone: every clone
-//! shares one `Arc`'d engine, so the server may keep one for monitoring and one for shutdown.
+//! [`JetStream`]: the handle the core server holds. Builds, for each account JetStream serves,
+//! a stream registry and a `$JS.API` handlers' context (accounts without JetStream get a
+//! context that answers 10039), owns the `$JS.API.>` subscriptions of every account and the
+//! API threads they share, and answers the monitoring calls (`/jsz`, `/varz`, the banner). The
+//! only `impl Engine` is here. Cheap to clone: every clone shares one `Arc`'d engine, so the
+//! server may keep one for monitoring and one for shutdown.
 
 use crate::api::queue::{ApiQueues, REQUEST_QUEUE_LIMIT};
 use crate::api::{ApiCounters, Context};
 use crate::error::JetStreamError;
 use crate::level::API_LEVEL;
 use crate::registry::{Registry, ResourceLimits};
-use crate::resources;
-use crate::{JetStreamConfig, Message, ServerIdentity, SyncPolicy, Transport};
+use crate::resources::{self, ServerResources};
+use crate::{AccountSetup, JetStreamConfig, Message, ServerIdentity, SyncPolicy, Transport};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 use std::sync::atomic::Ordering;
@@ -40,6 +42,8 @@ const API_SUBSCRIPTIONS: &[&str] = &[
 ];
 /// nats-server's default `sync_interval` (2 minutes), in nanoseconds.
 const DEFAULT_SYNC_INTERVAL_NANOS: u64 = 120_000_000_000;
+/// The global account's name (JetStream's account when the server configures none).
+const GLOBAL_ACCOUNT: &str = "$G";
 /// nats-server's default `max_consumers` per stream for an account without explicit limits.
 pub(crate) const DEFAULT_MAX_CONSUMERS: i64 = 1000;
 
@@ -49,25 +53,48 @@ pub struct JetStream {
     pub(crate) engine: Arc<Engine>,
 }
 
-/// The engine: the server's JetStream config and identity, the registry, the `$JS.API`
-/// handlers' context, and the subscriptions and threads to stop at shutdown. Its methods (here
-/// only) serve the [`JetStream`] handle.
+/// The engine: the server's JetStream config, identity and resources, each account's `$JS.API`
+/// context (its registry inside), and the subscriptions and threads to stop at shutdown. Its
+/// methods (here only) serve the [`JetStream`] handle.
 pub(crate) struct Engine {
     pub config: JetStreamConfig,
     pub identity: ServerIdentity,
-    pub transport: Arc<dyn Transport>,
-    pub registry: Arc<Registry>,
-    pub api: Arc<Context>,
-    subscriptions: Mutex<Vec<u64>>,
+    /// `<store_dir>/jetstream`.
+    store_root: std::path::PathBuf,
+    resources: ServerResources,
+    /// The accounts JetStream serves, sorted by name.
+    pub(crate) accounts: Vec<Arc<Context>>,
+    /// Contexts of the accounts it refuses (10039).
+    refused: Vec<Arc<Context>>,
+    /// Each subscription with the transport (account) it was made in.
+    subscriptions: Mutex<Vec<(Arc<dyn Transport>, u64)>>,
     api_queues: Mutex<Option<Arc<ApiQueues>>>,
 }
 
 impl JetStream {
-    /// Create the store directory, compute limits, subscribe `$JS.API.>` and restore streams.
+    /// JetStream for the global account alone (no account limits): create the store directory,
+    /// compute limits, subscribe `$JS.API.>` and restore streams.
     pub async fn start(
         config: JetStreamConfig,
         identity: ServerIdentity,
         transport: Arc<dyn Transport>,
+    ) -> Result<JetStream, JetStreamError> {
+        let global = AccountSetup {
+            name: GLOBAL_ACCOUNT.to_string(),
+            transport,
+            limits: jetstream_api::AccountLimits::default(),
+        };
+        JetStream::start_accounts(config, identity, vec![global], Vec::new()).await
+    }
+
+    /// JetStream for several accounts, each with its own streams under
+    /// `<store_dir>/jetstream/<account>`, its limits and its `$JS.API`; the `refused`
+    /// transports (accounts without JetStream) answer every `$JS.API` request with 10039.
+    pub async fn start_accounts(
+        config: JetStreamConfig,
+        identity: ServerIdentity,
+        accounts: Vec<AccountSetup>,
+        refused: Vec<Arc<dyn Transport>>,
     ) -> Result<JetStream, JetStreamError> {
         let parent = match &config.store_dir {
             Some(dir) => dir.clone(),
@@ -88,73 +115,109 @@ impl JetStream {
                 .filter(|limit| *limit >= 0)
                 .unwrap_or_else(|| resources::default_max_store(&store_root)),
         };
-        let registry = Arc::new(Registry::new(
-            config.clone(),
-            transport.clone(),
-            store_root,
-            limits,
-            crate::api::direct::subscribe,
-        ));
-        let api = Arc::new(Context {
-            registry: registry.clone(),
-            transport: transport.clone(),
-            domain: config.domain.clone(),
-            server_name: identity.server_name.clone(),
-            counters: ApiCounters::default(),
-            cluster: std::sync::OnceLock::new(),
+        let resources = ServerResources::new(limits);
+        let context = |account: AccountSetup, enabled: bool| {
+            let transport = account.transport.clone();
+            let registry = Arc::new(Registry::new(
+                config.clone(),
+                account,
+                store_root.clone(),
+                &resources,
+                crate::api::direct::subscribe,
+            ));
+            Arc::new(Context {
+                enabled,
+                registry,
+                transport,
+                domain: config.domain.clone(),
+                server_name: identity.server_name.clone(),
+                counters: ApiCounters::default(),
+                cluster: std::sync::OnceLock::new(),
+            })
+        };
+        let mut enabled: Vec<Arc<Context>> = accounts
+            .into_iter()
+            .map(|account| context(account, true))
+            .collect();
+        enabled.sort_by(|first, second| {
+            first
+                .registry
+                .account_name
+                .cmp(&second.registry.account_name)
         });
+        let refused = refused
+            .into_iter()
+            .map(|transport| {
+                let account = AccountSetup {
+                    name: String::new(),
+                    transport,
+                    limits: jetstream_api::AccountLimits::default(),
+                };
+                context(account, false)
+            })
+            .collect();
         let engine = Arc::new(Engine {
             config,
             identity,
-            transport,
-            registry,
-            api,
+            store_root,
+            resources,
+            accounts: enabled,
+            refused,
             subscriptions: Mutex::new(Vec::new()),
             api_queues: Mutex::new(None),
         });
-        engine.registry.recover_streams()?;
+        for account in &engine.accounts {
+            account.registry.recover_streams()?;
+        }
         let jetstream = JetStream { engine };
         jetstream.start_api()?;
         Ok(jetstream)
     }
 
-    /// Subscribe `$JS.API`: the handlers only enqueue for the API threads (`api/queue.rs`).
+    /// Subscribe `$JS.API` in every account: the handlers only enqueue, with their account's
+    /// context, for the API threads (`api/queue.rs`) every account shares.
     fn start_api(&self) -> Result<(), JetStreamError> {
-        let queues = ApiQueues::start(
-            &self.engine.api,
-            tokio::runtime::Handle::current(),
-            REQUEST_QUEUE_LIMIT,
-        )
-        .map_err(JetStreamError::ApiThreads)?;
+        let queues = ApiQueues::start(tokio::runtime::Handle::current(), REQUEST_QUEUE_LIMIT)
+            .map_err(JetStreamError::ApiThreads)?;
         *self.engine.api_queues.lock() = Some(queues.clone());
-        for subject in API_SUBSCRIPTIONS {
-            let queues = queues.clone();
-            let context = Arc::downgrade(&self.engine.api);
-            let id = self.engine.transport.subscribe(
-                subject,
-                None,
-                Arc::new(move |message: Message| {
-                    // Gone during shutdown: dropping the request is right.
-                    if let Some(context) = context.upgrade() {
-                        queues.enqueue(&context, message);
-                    }
-                }),
-            );
-            self.engine.subscriptions.lock().push(id);
+        for account in self.engine.accounts.iter().chain(&self.engine.refused) {
+            for subject in API_SUBSCRIPTIONS {
+                let queues = queues.clone();
+                let context = Arc::downgrade(account);
+                let id = account.transport.subscribe(
+                    subject,
+                    None,
+                    Arc::new(move |message: Message| {
+                        // Gone during shutdown: dropping the request is right.
+                        if let Some(context) = context.upgrade() {
+                            queues.enqueue(&context, message);
+                        }
+                    }),
+                );
+                self.engine
+                    .subscriptions
+                    .lock()
+                    .push((account.transport.clone(), id));
+            }
         }
         Ok(())
     }
 
     /// Installs the meta group: from now on `$JS.API` is answered as nats-server answers it in
     /// a cluster (one server per request). Set once, right after the meta group started.
+    /// Clustered JetStream serves the first account JetStream serves (see docs/parity.md).
     pub fn set_cluster(&self, cluster: Arc<dyn crate::Cluster>) {
-        let _ = self.engine.api.cluster.set(cluster);
+        if let Some(primary) = self.engine.primary() {
+            let _ = primary.cluster.set(cluster);
+        }
     }
 
     /// Applies a stream assignment the meta group placed on this server: creates or updates
     /// the stream and answers the request it carries.
     pub async fn apply_stream_assignment(&self, assignment: crate::StreamAssignment) {
-        crate::api::clustered::apply_stream_assignment(&self.engine.api, assignment).await
+        if let Some(primary) = self.engine.primary() {
+            crate::api::clustered::apply_stream_assignment(primary, assignment).await
+        }
     }
 
     /// Removes a stream whose assignment the meta group removed (the incarnation created at
@@ -165,7 +228,9 @@ impl JetStream {
         created: i64,
         reply: Option<bytes::Bytes>,
     ) {
-        crate::api::clustered::apply_stream_removal(&self.engine.api, name, created, reply).await
+        if let Some(primary) = self.engine.primary() {
+            crate::api::clustered::apply_stream_removal(primary, name, created, reply).await
+        }
     }
 
     /// The `---- JETSTREAM ----` section nats-server logs at start-up, one log line per entry
@@ -188,15 +253,15 @@ impl JetStream {
         lines.push(format!("  Strict:          {}", engine.strict()));
         lines.push(format!(
             "  Max Memory:      {}",
-            resources::friendly_bytes(engine.registry.limits.max_memory)
+            resources::friendly_bytes(engine.resources.limits.max_memory)
         ));
         lines.push(format!(
             "  Max Storage:     {}",
-            resources::friendly_bytes(engine.registry.limits.max_store)
+            resources::friendly_bytes(engine.resources.limits.max_store)
         ));
         lines.push(format!(
             "  Store Directory: \"{}\"",
-            engine.registry.store_root.display()
+            engine.store_root.display()
         ));
         if let Some(domain) = &engine.config.domain {
             lines.push(format!("  Domain:          {domain}"));
@@ -217,7 +282,7 @@ impl JetStream {
         body.insert("now".into(), json!(crate::time_format::now_rfc3339()));
         body.insert("config".into(), engine.config_json());
         body.insert("limits".into(), engine.limits_json());
-        let totals = engine.registry.totals();
+        let totals = engine.totals();
         body.insert("streams".into(), json!(totals.streams));
         body.insert("consumers".into(), json!(totals.consumers));
         body.insert("messages".into(), json!(totals.messages));
@@ -226,40 +291,59 @@ impl JetStream {
         Value::Object(body)
     }
 
-    /// The names of the streams, sorted (for `/healthz`'s stream check).
+    /// The names of the streams of every account, sorted (for `/healthz`'s stream check).
     pub fn stream_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self
             .engine
-            .registry
-            .all()
+            .accounts
             .iter()
+            .flat_map(|account| account.registry.all())
             .map(|stream| stream.name.clone())
             .collect();
         names.sort();
         names
     }
 
+    /// The names of the accounts JetStream serves, sorted.
+    pub fn account_names(&self) -> Vec<String> {
+        self.engine
+            .accounts
+            .iter()
+            .map(|account| account.registry.account_name.clone())
+            .collect()
+    }
+
     /// Every stream's info (as `STREAM.LIST` shows it) with its consumers' infos when asked,
-    /// sorted by stream name: the per-stream and per-consumer figures of `/jsz` and
-    /// `/metrics`.
+    /// by account, then sorted by stream name: the per-stream and per-consumer figures of
+    /// `/jsz` and `/metrics`.
     pub fn stream_details(
         &self,
         with_consumers: bool,
     ) -> Vec<(jetstream_api::StreamInfo, Vec<jetstream_api::ConsumerInfo>)> {
-        let engine = &self.engine;
-        let mut streams = engine.registry.all();
+        self.engine
+            .accounts
+            .iter()
+            .flat_map(|account| Self::account_stream_details(account, with_consumers))
+            .collect()
+    }
+
+    fn account_stream_details(
+        account: &Context,
+        with_consumers: bool,
+    ) -> Vec<(jetstream_api::StreamInfo, Vec<jetstream_api::ConsumerInfo>)> {
+        let mut streams = account.registry.all();
         streams.sort_by(|first, second| first.name.cmp(&second.name));
         streams
             .iter()
             .map(|stream| {
                 let (info, _) = crate::api::streams::build_stream_info(
-                    &engine.api,
+                    account,
                     stream,
                     &crate::api::streams::InfoDetail::default(),
                     crate::api::streams::InfoView::List,
                 );
                 let consumers = if with_consumers {
-                    let mut consumers: Vec<_> = engine
+                    let mut consumers: Vec<_> = account
                         .registry
                         .consumers(stream)
                         .all()
@@ -288,18 +372,25 @@ impl JetStream {
 
     /// Stop taking requests and publishes, flush and close every store. Idempotent.
     pub async fn shutdown(&self) {
-        let ids: Vec<u64> = std::mem::take(&mut *self.engine.subscriptions.lock());
-        for id in ids {
-            self.engine.transport.unsubscribe(id);
+        let subscriptions = std::mem::take(&mut *self.engine.subscriptions.lock());
+        for (transport, id) in subscriptions {
+            transport.unsubscribe(id);
         }
         if let Some(queues) = self.engine.api_queues.lock().take() {
             queues.close();
         }
-        self.engine.registry.stop_all_streams().await;
+        for account in &self.engine.accounts {
+            account.registry.stop_all_streams().await;
+        }
     }
 }
 
 impl Engine {
+    /// The first account JetStream serves (by name): the one a cluster's meta group serves.
+    fn primary(&self) -> Option<&Arc<Context>> {
+        self.accounts.first()
+    }
+
     /// The `limits` of `/jsz` and `/varz`: nats-server's `JSLimitOpts`, where a batch limit
     /// shows only when the config set it (non-zero, as Go's `omitempty`).
     fn limits_json(&self) -> Value {
@@ -334,11 +425,11 @@ impl Engine {
 
     pub(crate) fn config_json(&self) -> Value {
         let mut config = serde_json::Map::new();
-        config.insert("max_memory".into(), json!(self.registry.limits.max_memory));
-        config.insert("max_storage".into(), json!(self.registry.limits.max_store));
+        config.insert("max_memory".into(), json!(self.resources.limits.max_memory));
+        config.insert("max_storage".into(), json!(self.resources.limits.max_store));
         config.insert(
             "store_dir".into(),
-            json!(self.registry.store_root.display().to_string()),
+            json!(self.store_root.display().to_string()),
         );
         // With `always`, nats-server still reports the (default) interval next to `sync_always`.
         let sync_interval = match self.config.sync_interval {
@@ -356,21 +447,43 @@ impl Engine {
         Value::Object(config)
     }
 
+    /// Usage summed over every account.
+    fn totals(&self) -> crate::registry::Totals {
+        let mut sum = crate::registry::Totals::default();
+        for account in &self.accounts {
+            let totals = account.registry.totals();
+            sum.streams += totals.streams;
+            sum.consumers += totals.consumers;
+            sum.messages += totals.messages;
+            sum.bytes += totals.bytes;
+            sum.memory += totals.memory;
+            sum.storage += totals.storage;
+            sum.reserved_memory += totals.reserved_memory;
+            sum.reserved_storage += totals.reserved_storage;
+        }
+        sum
+    }
+
     pub(crate) fn stats_json(&self) -> serde_json::Map<String, Value> {
-        let totals = self.registry.totals();
+        let totals = self.totals();
+        let (mut total, mut errors) = (0, 0);
+        for account in &self.accounts {
+            total += account.counters.total.load(Ordering::Relaxed);
+            errors += account.counters.errors.load(Ordering::Relaxed);
+        }
         let mut stats = serde_json::Map::new();
         stats.insert("memory".into(), json!(totals.memory));
         stats.insert("storage".into(), json!(totals.storage));
         stats.insert("reserved_memory".into(), json!(totals.reserved_memory));
         stats.insert("reserved_storage".into(), json!(totals.reserved_storage));
-        stats.insert("accounts".into(), json!(1));
+        stats.insert("accounts".into(), json!(self.accounts.len()));
         stats.insert("ha_assets".into(), json!(0));
         stats.insert(
             "api".into(),
             json!({
                 "level": API_LEVEL,
-                "total": self.api.counters.total.load(Ordering::Relaxed),
-                "errors": self.api.counters.errors.load(Ordering::Relaxed),
+                "total": total,
+                "errors": errors,
             }),
         );
         stats

@@ -12,9 +12,10 @@
 //!   threads (`api/queue.rs`); admin requests run in arrival order (they must not race). The
 //!   handlers are functions over `api::Context`, one file per resource. `DIRECT.GET` is served
 //!   by per-stream subscriptions.
-//! - `registry/`: streams by name with their consumer sets; create/update/delete with the
-//!   cross-stream checks (subject overlap through one index of all streams' subjects, cycles,
-//!   `max_bytes` reservations); recovery at start.
+//! - `registry/`: one per account: streams by name with their consumer sets;
+//!   create/update/delete with the cross-stream checks (subject overlap through one index of
+//!   all streams' subjects, cycles) and the account's limits and `max_bytes` reservations
+//!   (`registry/limits.rs`); recovery at start.
 //!   Callable without the API (it does not import it).
 //! - `consumer/`: one task per consumer; its delivery state changes only through
 //!   `consumer::apply` entries.
@@ -58,6 +59,7 @@ pub use cluster::{
 };
 pub use engine::JetStream;
 pub use error::JetStreamError;
+pub use jetstream_api::AccountLimits;
 pub use stream::replication::{ProposeFuture, ReplicaMachine, ReplicationError, Replicator};
 pub use transport::{Handler, Message, Transport};
 
@@ -112,6 +114,14 @@ pub struct BatchLimits {
     pub max_msgs: i64,
     /// `timeout`: inactivity after which an open batch is abandoned (10 s).
     pub timeout: Duration,
+}
+
+/// One account JetStream serves: its name (its directory under `<store_dir>/jetstream`), core
+/// routing in that account, and its JetStream limits (`-1`: none, the server's apply).
+pub struct AccountSetup {
+    pub name: String,
+    pub transport: std::sync::Arc<dyn Transport>,
+    pub limits: AccountLimits,
 }
 
 /// Who this server is, for API responses, advisories and `/jsz`.

@@ -115,9 +115,7 @@ async fn recorded_entries_rebuild_the_stream_on_fresh_memory_and_file_stores() {
             .await;
     }
 
-    let stream = fixture
-        .jetstream
-        .engine
+    let stream = fixture.jetstream.engine.accounts[0]
         .registry
         .get("REPLICA")
         .expect("stream");
@@ -227,12 +225,9 @@ async fn a_consumers_recorded_entries_rebuild_its_state() {
     assert_eq!(info["num_ack_pending"], 1, "{info}");
 
     let engine = &fixture.jetstream.engine;
-    let stream = engine.registry.get("WORK").expect("stream");
-    let consumer = engine
-        .registry
-        .consumers(&stream)
-        .get("PULLER")
-        .expect("consumer");
+    let registry = &engine.accounts[0].registry;
+    let stream = registry.get("WORK").expect("stream");
+    let consumer = registry.consumers(&stream).get("PULLER").expect("consumer");
     let (live, entries) = {
         let shared = consumer.state.lock();
         (shared.state.clone(), shared.applied.clone())

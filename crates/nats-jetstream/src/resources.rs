@@ -1,18 +1,48 @@
-//! Account resource limits: nats-server's defaults when the config sets none (75% of physical
-//! memory, 75% of the free space on the store's file system), and human-readable sizes for the
-//! banner. Called once by [`crate::JetStream::start`].
+//! Resource accounting: nats-server's server-wide defaults when the config sets none (75% of
+//! physical memory, 75% of the free space on the store's file system), the bytes each account
+//! (and the server as a whole) stores and reserves, and human-readable sizes for the banner.
+//! Built by [`crate::JetStream::start`]; read by the registry (reservations) and the ingest
+//! tasks (stored bytes).
 
 use jetstream_api::StorageType;
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
 
-/// Server-wide JetStream usage against the configured maxima, shared by every stream's ingest
-/// thread (bytes stored) and the API (bytes reserved by `max_bytes`).
+/// Server resource limits in effect (bytes).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ResourceLimits {
+    pub max_memory: i64,
+    pub max_store: i64,
+}
+
+/// The server's maxima, its usage (every account's bytes) and its reservations: what each
+/// account's registry is built with.
+pub(crate) struct ServerResources {
+    pub limits: ResourceLimits,
+    pub usage: Arc<Usage>,
+    pub reservations: Arc<Reservations>,
+}
+
+impl ServerResources {
+    pub(crate) fn new(limits: ResourceLimits) -> ServerResources {
+        ServerResources {
+            limits,
+            usage: Arc::new(Usage::new(limits.max_memory, limits.max_store)),
+            reservations: Arc::default(),
+        }
+    }
+}
+
+/// Bytes stored against a maximum: one per account (its limits, or the server's when it has
+/// none), each adding into the server's own (`server`), shared by every stream's ingest task.
 pub(crate) struct Usage {
     pub max_memory: i64,
     pub max_store: i64,
     memory_used: AtomicI64,
     store_used: AtomicI64,
+    /// The server-wide usage this account's bytes also count in (`None`: this is it).
+    server: Option<Arc<Usage>>,
 }
 
 impl Usage {
@@ -22,7 +52,26 @@ impl Usage {
             max_store,
             memory_used: AtomicI64::new(0),
             store_used: AtomicI64::new(0),
+            server: None,
         }
+    }
+
+    /// An account's usage: its own maxima (negative: the server's), counted in `server` too.
+    pub(crate) fn within(server: &Arc<Usage>, max_memory: i64, max_store: i64) -> Usage {
+        let mut usage = Usage::new(
+            if max_memory >= 0 {
+                max_memory
+            } else {
+                server.max_memory
+            },
+            if max_store >= 0 {
+                max_store
+            } else {
+                server.max_store
+            },
+        );
+        usage.server = Some(server.clone());
+        usage
     }
 
     pub(crate) fn add(&self, storage: StorageType, delta: i64) {
@@ -30,6 +79,21 @@ impl Usage {
             StorageType::Memory => self.memory_used.fetch_add(delta, Ordering::Relaxed),
             StorageType::File => self.store_used.fetch_add(delta, Ordering::Relaxed),
         };
+        if let Some(server) = &self.server {
+            server.add(storage, delta);
+        }
+    }
+
+    /// Whether this account, or the server, stores more than it may.
+    pub(crate) fn exceeded(&self, storage: StorageType) -> bool {
+        let own = match storage {
+            StorageType::Memory => self.memory() > self.max_memory,
+            StorageType::File => self.storage() > self.max_store,
+        };
+        own || self
+            .server
+            .as_ref()
+            .is_some_and(|server| server.exceeded(storage))
     }
 
     pub(crate) fn memory(&self) -> i64 {
@@ -38,6 +102,32 @@ impl Usage {
 
     pub(crate) fn storage(&self) -> i64 {
         self.store_used.load(Ordering::Relaxed)
+    }
+}
+
+/// Bytes reserved by streams' `max_bytes` over every account of the server (nats-server's
+/// `js.memReserved` / `js.storeReserved`), moved by the registries as streams come and go.
+#[derive(Default)]
+pub(crate) struct Reservations {
+    memory: AtomicI64,
+    storage: AtomicI64,
+}
+
+impl Reservations {
+    fn counter(&self, storage: StorageType) -> &AtomicI64 {
+        match storage {
+            StorageType::Memory => &self.memory,
+            StorageType::File => &self.storage,
+        }
+    }
+
+    /// Add (or with a negative `delta`, release) reserved bytes.
+    pub(crate) fn add(&self, storage: StorageType, delta: i64) {
+        self.counter(storage).fetch_add(delta, Ordering::Relaxed);
+    }
+
+    pub(crate) fn get(&self, storage: StorageType) -> i64 {
+        self.counter(storage).load(Ordering::Relaxed)
     }
 }
 

@@ -401,19 +401,42 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
             .join("jetstream");
         nats_store::check_store_directory(&store_root)
             .map_err(|error| ServerError::JetStream(error.to_string()))?;
-        // An account configuration that enables JetStream in no account leaves it running
-        // (as nats-server) but reachable from none: it gets a table of its own.
-        let account = server
+        // Each account with JetStream gets its streams and limits; every other account but
+        // the system account answers `$JS.API` with 10039, as nats-server. A configuration
+        // that enables JetStream in no account leaves it running (as nats-server) for none.
+        let served = server.accounts.jetstream();
+        let accounts = served
+            .iter()
+            .map(|(account, limits)| nats_jetstream::AccountSetup {
+                name: account.name.to_string(),
+                transport: Arc::new(ServerTransport::new(Arc::downgrade(account))),
+                limits: limits.clone(),
+            })
+            .collect();
+        let refused = server
             .accounts
-            .jetstream()
-            .cloned()
+            .iter()
+            .filter(|account| {
+                !Arc::ptr_eq(account, server.accounts.system())
+                    && !served
+                        .iter()
+                        .any(|(served, _)| Arc::ptr_eq(account, served))
+            })
+            .map(|account| {
+                Arc::new(ServerTransport::new(Arc::downgrade(account)))
+                    as Arc<dyn nats_jetstream::Transport>
+            })
+            .collect();
+        let first = served
+            .first()
+            .map(|(account, _)| account.clone())
             .unwrap_or_else(crate::accounts::Account::unreachable);
-        let transport = Arc::new(ServerTransport::new(Arc::downgrade(&account)));
-        let _ = server.jetstream_account.set(account);
-        let jetstream = JetStream::start(
+        let _ = server.jetstream_account.set(first);
+        let jetstream = JetStream::start_accounts(
             server.options.jetstream.clone(),
             server.identity(),
-            transport,
+            accounts,
+            refused,
         )
         .await
         .map_err(|error| ServerError::JetStream(error.to_string()))?;

@@ -21,7 +21,7 @@ pub(crate) fn account_info(context: &Context, request: &Request) {
             reserved_storage: totals.reserved_storage,
             streams: totals.streams,
             consumers: totals.consumers,
-            limits: Default::default(),
+            limits: context.registry.account_limits.clone(),
         },
         domain: context.domain.clone().unwrap_or_default(),
         // nats-server counts a request after answering it, so INFO does not see itself.

@@ -147,7 +147,12 @@ async fn try_consumer_create(
     }
     set_static_metadata(&mut config);
     let stream_config = stream.config();
-    let mut config = consumer::check_config(&config, &stream_config, create.pedantic)?;
+    let mut config = consumer::check_config(
+        &config,
+        &stream_config,
+        context.registry.account_limits.max_ack_pending,
+        create.pedantic,
+    )?;
     if config.name.is_empty() {
         config.name = if config.durable_name.is_empty() {
             consumer::ephemeral_name()
@@ -178,11 +183,14 @@ async fn try_consumer_create(
     if create.action == ConsumerAction::Update {
         return Err(errors::CONSUMER_DOES_NOT_EXIST.to_error());
     }
-    // Unlimited streams get the server's default limit, as in nats-server.
-    let max_consumers = if stream_config.max_consumers > 0 {
-        stream_config.max_consumers
-    } else {
-        crate::engine::DEFAULT_MAX_CONSUMERS
+    // Unlimited streams get the account's limit, else the server's default, as in
+    // nats-server; a stream's own limit applies below the account's.
+    let account_max = context.registry.account_limits.max_consumers;
+    let max_consumers = match (stream_config.max_consumers > 0, account_max > 0) {
+        (true, true) => stream_config.max_consumers.min(account_max),
+        (true, false) => stream_config.max_consumers,
+        (false, true) => account_max,
+        (false, false) => crate::engine::DEFAULT_MAX_CONSUMERS,
     };
     if consumers.len() as i64 >= max_consumers {
         return Err(errors::MAXIMUM_CONSUMERS_LIMIT.to_error());

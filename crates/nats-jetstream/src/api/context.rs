@@ -1,7 +1,8 @@
-//! [`Context`]: everything a `$JS.API` handler may use — the registry (streams, consumers,
-//! account limits and usage), core routing, the domain and server name its answers carry, and
-//! the API counters, and the meta group when clustered. Built once by [`crate::JetStream::start`]; the handlers are functions over
-//! it, so they cannot reach the engine's subscriptions or shutdown.
+//! [`Context`]: everything a `$JS.API` handler may use — one account's registry (streams,
+//! consumers, account limits and usage), core routing in that account, the domain and server
+//! name its answers carry, the account's API counters, and the meta group when clustered. Built
+//! per account by [`crate::JetStream::start_accounts`]; the handlers are functions over it, so
+//! they cannot reach the engine's subscriptions or shutdown.
 
 use super::Request;
 use crate::registry::Registry;
@@ -21,6 +22,8 @@ pub(crate) struct ApiCounters {
 }
 
 pub(crate) struct Context {
+    /// `false` for an account without JetStream: every request is answered with 10039.
+    pub enabled: bool,
     pub registry: Arc<Registry>,
     pub transport: Arc<dyn Transport>,
     /// The JetStream domain answers and advisories name.

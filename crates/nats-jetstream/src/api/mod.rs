@@ -74,10 +74,16 @@ fn checks_level_itself(api: &ApiSubject<'_>) -> bool {
     )
 }
 
-/// The `412 JetStream minimum api level required` answer, in the shape of each response.
-fn required_level_error(context: &Context, request: &Request, api: &ApiSubject<'_>) {
+/// An error answer in the shape of each response: the `412 JetStream minimum api level
+/// required` refusal, and `10039 JetStream not enabled for account` for every request of an
+/// account without JetStream.
+fn respond_error(
+    context: &Context,
+    request: &Request,
+    api: &ApiSubject<'_>,
+    error: jetstream_api::ApiError,
+) {
     use jetstream_api::*;
-    let error = errors::REQUIRED_API_LEVEL.to_error();
     match api {
         ApiSubject::AccountInfo => {
             context.respond(request, &AccountInfoResponse::error(error), true)
@@ -111,6 +117,37 @@ fn required_level_error(context: &Context, request: &Request, api: &ApiSubject<'
             &SuccessResponse::error(STREAM_MSG_DELETE_RESPONSE_TYPE, error),
             true,
         ),
+        ApiSubject::ConsumerCreate { .. } | ApiSubject::ConsumerDurableCreate { .. } => context
+            .respond(
+                request,
+                &ConsumerInfoResponse::error(CONSUMER_CREATE_RESPONSE_TYPE, error),
+                true,
+            ),
+        ApiSubject::ConsumerInfo { .. } => context.respond(
+            request,
+            &ConsumerInfoResponse::error(CONSUMER_INFO_RESPONSE_TYPE, error),
+            true,
+        ),
+        ApiSubject::ConsumerDelete { .. } => context.respond(
+            request,
+            &SuccessResponse::error(CONSUMER_DELETE_RESPONSE_TYPE, error),
+            true,
+        ),
+        ApiSubject::ConsumerNames { .. } => {
+            context.respond(request, &ConsumerNamesResponse::error(error), true)
+        }
+        ApiSubject::ConsumerList { .. } => {
+            context.respond(request, &ConsumerListResponse::error(error), true)
+        }
+        ApiSubject::ConsumerPause { .. } => {
+            context.respond(request, &ConsumerPauseResponse::error(error), true)
+        }
+        ApiSubject::ConsumerUnpin { .. } => {
+            context.respond(request, &ConsumerUnpinResponse::error(error), true)
+        }
+        ApiSubject::ConsumerReset { .. } => {
+            context.respond(request, &ConsumerResetResponse::error(error), true)
+        }
         _ => {}
     }
 }
@@ -133,6 +170,11 @@ pub(crate) async fn handle_request(context: &Context, message: Message) {
         payload: message.payload.clone(),
         headers: message.headers.clone(),
     };
+    if !context.enabled {
+        let error = jetstream_api::errors::NOT_ENABLED_FOR_ACCOUNT.to_error();
+        respond_error(context, &request, &api, error);
+        return;
+    }
     let cluster = context.cluster.get().cloned();
     if let Some(cluster) = &cluster {
         if !clustered::answers_here(context, &**cluster, &api) {
@@ -140,7 +182,8 @@ pub(crate) async fn handle_request(context: &Context, message: Message) {
         }
     }
     if !checks_level_itself(&api) && !required_level_met(message.headers.as_deref()) {
-        required_level_error(context, &request, &api);
+        let error = jetstream_api::errors::REQUIRED_API_LEVEL.to_error();
+        respond_error(context, &request, &api, error);
         return;
     }
     if let Some(cluster) = &cluster {

@@ -23,14 +23,17 @@ use tokio::sync::Notify;
 /// nats-server's `JSDefaultRequestQueueLimit` (its info queue defaults to the same).
 pub(crate) const REQUEST_QUEUE_LIMIT: usize = 10_000;
 
+/// A request waiting with the context of the account it came from.
+type Pending = (Arc<Context>, Message);
+
 /// One queue of pending requests and the wake-up of the thread serving it.
-struct Queue {
+struct Queue<T = Pending> {
     name: &'static str,
-    pending: Mutex<VecDeque<Message>>,
+    pending: Mutex<VecDeque<T>>,
     wake: Notify,
 }
 
-impl Queue {
+impl<T> Queue<T> {
     fn new(name: &'static str) -> Self {
         Queue {
             name,
@@ -40,10 +43,10 @@ impl Queue {
     }
 
     /// Enqueue; at the limit everything pending is dropped and the number dropped returned.
-    fn push(&self, message: Message, limit: usize) -> Option<usize> {
+    fn push(&self, request: T, limit: usize) -> Option<usize> {
         let dropped = {
             let mut pending = self.pending.lock();
-            pending.push_back(message);
+            pending.push_back(request);
             if pending.len() >= limit {
                 let dropped = pending.len();
                 pending.clear();
@@ -58,7 +61,7 @@ impl Queue {
         dropped
     }
 
-    fn pop(&self) -> Option<Message> {
+    fn pop(&self) -> Option<T> {
         self.pending.lock().pop_front()
     }
 }
@@ -96,7 +99,6 @@ impl ApiQueues {
     /// Start the two serving threads. They run the handlers with `runtime.block_on`, so the
     /// handlers may await stream and consumer tasks, which stay on the runtime.
     pub(crate) fn start(
-        context: &Arc<Context>,
         runtime: tokio::runtime::Handle,
         limit: usize,
     ) -> std::io::Result<Arc<ApiQueues>> {
@@ -112,14 +114,13 @@ impl ApiQueues {
         let own_threads = runtime.runtime_flavor() != tokio::runtime::RuntimeFlavor::CurrentThread;
         for (thread_name, info) in [("js-api", false), ("js-api-info", true)] {
             let queues = queues.clone();
-            let context = context.clone();
             if own_threads {
                 let runtime = runtime.clone();
                 std::thread::Builder::new()
                     .name(thread_name.to_string())
-                    .spawn(move || runtime.block_on(queues.serve(&context, info)))?;
+                    .spawn(move || runtime.block_on(queues.serve(info)))?;
             } else {
-                runtime.spawn(async move { queues.serve(&context, info).await });
+                runtime.spawn(async move { queues.serve(info).await });
             }
         }
         Ok(queues)
@@ -133,14 +134,14 @@ impl ApiQueues {
         }
     }
 
-    async fn serve(&self, context: &Arc<Context>, info: bool) {
+    async fn serve(&self, info: bool) {
         let queue = self.queue(info);
         loop {
-            while let Some(message) = queue.pop() {
+            while let Some((context, message)) = queue.pop() {
                 if self.closed.load(Ordering::Acquire) {
                     return;
                 }
-                super::handle_request(context, message).await;
+                super::handle_request(&context, message).await;
             }
             if self.closed.load(Ordering::Acquire) {
                 return;
@@ -150,12 +151,12 @@ impl ApiQueues {
     }
 
     /// Called by the `$JS.API` subscription handlers: classify and enqueue, never block.
-    pub(crate) fn enqueue(&self, context: &Context, message: Message) {
+    pub(crate) fn enqueue(&self, context: &Arc<Context>, message: Message) {
         if self.closed.load(Ordering::Acquire) {
             return;
         }
         let queue = self.queue(is_info_request(&message.subject));
-        if let Some(dropped) = queue.push(message, self.limit) {
+        if let Some(dropped) = queue.push((context.clone(), message), self.limit) {
             self.limit_reached(context, queue.name, dropped);
         }
     }
@@ -221,7 +222,7 @@ mod tests {
 
     #[test]
     fn a_full_queue_drops_everything_pending() {
-        let queue = Queue::new("test");
+        let queue = Queue::<Message>::new("test");
         assert_eq!(queue.push(request("a"), 3), None);
         assert_eq!(queue.push(request("b"), 3), None);
         assert_eq!(queue.push(request("c"), 3), Some(3));

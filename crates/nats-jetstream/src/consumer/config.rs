@@ -27,19 +27,20 @@ fn invalid_name(name: &str) -> bool {
         })
 }
 
-/// Defaults filled and the config checked against the stream; `Ok` is the config to store.
+/// Defaults filled and the config checked against the stream and the account's
+/// `max_ack_pending` (0 or negative: none); `Ok` is the config to store.
 pub(crate) fn check_config(
     requested: &ConsumerConfig,
     stream: &StreamConfig,
+    account_max_ack_pending: i64,
     pedantic: bool,
 ) -> Result<ConsumerConfig, ApiError> {
     let mut config = requested.clone();
-    apply_consumer_defaults(
-        &mut config,
-        stream,
-        &ConsumerDefaultLimits::default(),
-        pedantic,
-    )?;
+    let limits = ConsumerDefaultLimits {
+        account_max_ack_pending: account_max_ack_pending.max(0),
+        ..ConsumerDefaultLimits::default()
+    };
+    apply_consumer_defaults(&mut config, stream, &limits, pedantic)?;
     if !config.name.is_empty() && invalid_name(&config.name) {
         return Err(errors::STREAM_INVALID_CONFIG
             .with_err("consumer name can not contain '.', '*', '>', '\\', '/'"));
@@ -108,6 +109,11 @@ pub(crate) fn check_config(
     if stream_max_ack_pending > 0 && config.max_ack_pending > stream_max_ack_pending {
         return Err(
             errors::CONSUMER_MAX_PENDING_ACK_EXCESS.with(&[("limit", &stream_max_ack_pending)])
+        );
+    }
+    if account_max_ack_pending > 0 && config.max_ack_pending > account_max_ack_pending {
+        return Err(
+            errors::CONSUMER_MAX_PENDING_ACK_EXCESS.with(&[("limit", &account_max_ack_pending)])
         );
     }
     let stream_inactive = stream.consumer_limits.inactive_threshold;

@@ -1,13 +1,15 @@
-//! The account's streams by name: create (with the checks that involve other streams and
-//! account resources), update, delete, lookup, and recovery from disk at start-up.
+//! One account's streams by name: create (with the checks that involve other streams and
+//! the account's limits and resources, `limits.rs`), update, delete, lookup, and recovery
+//! from disk at start-up.
 //! Called by the `$JS.API` handlers and [`crate::JetStream::start`]; callable from anything
 //! that changes streams (a replicated assignment as well as an API request). Knows nothing of
 //! the API: its direct-get responders are handed in as a function.
 
+mod limits;
 mod subject_index;
 
 use crate::consumer::Consumers;
-use crate::resources::Usage;
+use crate::resources::{Reservations, Usage};
 use crate::stream::{self, storage, IngestContext, Stream, StreamCommand};
 use crate::subject;
 use crate::{JetStreamConfig, Transport};
@@ -25,12 +27,7 @@ struct Entry {
     consumers: Arc<Consumers>,
 }
 
-/// Account resource limits in effect (bytes).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct ResourceLimits {
-    pub max_memory: i64,
-    pub max_store: i64,
-}
+pub(crate) use crate::resources::ResourceLimits;
 
 /// The account's streams and what creating, recovering and stopping one needs: the store
 /// directory, the server's JetStream config, the account limits and usage, and core routing
@@ -41,10 +38,18 @@ pub(crate) struct Registry {
     subjects: Mutex<SubjectIndex>,
     pub config: JetStreamConfig,
     pub transport: Arc<dyn Transport>,
-    /// `<store_dir>/jetstream`.
-    pub store_root: PathBuf,
+    /// The account whose streams these are.
+    pub account_name: String,
+    /// `<store_dir>/jetstream/<account>`: where this account's streams live.
+    account_directory: PathBuf,
+    /// The server's limits.
     pub limits: ResourceLimits,
+    /// The account's own JetStream limits (`-1`: none; the server's apply).
+    pub account_limits: jetstream_api::AccountLimits,
+    /// Bytes the account stores (counted in the server's usage too).
     pub usage: Arc<Usage>,
+    /// Bytes reserved by `max_bytes` over every account of the server.
+    reservations: Arc<Reservations>,
     /// Serialises create/update/delete of streams and consumers so overlap and reservation
     /// checks see a stable registry.
     pub admin_lock: tokio::sync::Mutex<()>,
@@ -97,19 +102,28 @@ fn check_consumer_limits(
 impl Registry {
     pub(crate) fn new(
         config: JetStreamConfig,
-        transport: Arc<dyn Transport>,
+        account: crate::AccountSetup,
         store_root: PathBuf,
-        limits: ResourceLimits,
+        server: &crate::resources::ServerResources,
         subscribe_direct_get: DirectGetSubscriber,
     ) -> Registry {
+        let account_limits = account.limits;
+        let usage = Arc::new(Usage::within(
+            &server.usage,
+            account_limits.max_memory,
+            account_limits.max_storage,
+        ));
         Registry {
             streams: Default::default(),
             subjects: Default::default(),
             config,
-            transport,
-            store_root,
-            limits,
-            usage: Arc::new(Usage::new(limits.max_memory, limits.max_store)),
+            transport: account.transport,
+            account_directory: store_root.join(&account.name),
+            account_name: account.name,
+            limits: server.limits,
+            account_limits,
+            usage,
+            reservations: server.reservations.clone(),
             admin_lock: tokio::sync::Mutex::new(()),
             direct_subscriptions: Mutex::new(HashMap::new()),
             subscribe_direct_get,
@@ -342,30 +356,6 @@ impl Registry {
         }
     }
 
-    /// The server-side resource check of nats-server's `checkBytesLimits` for a stream's
-    /// `max_bytes` reservation.
-    fn check_reservation(&self, config: &StreamConfig) -> Result<(), ApiError> {
-        let add = if config.max_bytes < 0 {
-            1
-        } else {
-            config.max_bytes
-        };
-        let reserved = reserved(self, config.storage, &config.name);
-        match config.storage {
-            StorageType::Memory => {
-                if reserved > self.limits.max_memory || add > self.limits.max_memory - reserved {
-                    return Err(errors::MEMORY_RESOURCES_EXCEEDED.to_error());
-                }
-            }
-            StorageType::File => {
-                if reserved > self.limits.max_store || add > self.limits.max_store - reserved {
-                    return Err(errors::STORAGE_RESOURCES_EXCEEDED.to_error());
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// STREAM.CREATE after the request-level checks: returns the stream and whether it was
     /// created (false: an identical stream existed).
     pub(crate) async fn create_stream(
@@ -411,10 +401,11 @@ impl Registry {
         if forms_cycle(self, &config) {
             return Err(errors::STREAM_INVALID_CONFIG.with_err("detected cycle"));
         }
-        self.check_reservation(&config)?;
+        self.check_account_limits(&config, None)?;
         let created = created.unwrap_or_else(crate::time_format::now_nanos);
-        let mut store = storage::open_store(&self.store_root, &config, self.config.sync_interval)
-            .map_err(|error| errors::STREAM_CREATE.with_err(error))?;
+        let mut store =
+            storage::open_store(&self.account_directory, &config, self.config.sync_interval)
+                .map_err(|error| errors::STREAM_CREATE.with_err(error))?;
         if config.first_seq > 1 {
             store
                 .compact(config.first_seq)
@@ -425,6 +416,7 @@ impl Registry {
             .map_err(|error| errors::STREAM_CREATE.with_err(error))?;
         let stream = Stream::start(config, created, store, self.ingest_context())
             .map_err(|error| errors::STREAM_CREATE.with_err(error))?;
+        self.reserve(&stream.config(), 1);
         let consumers = self.insert(stream.clone());
         self.on_stream_started(&stream, &consumers);
         Ok((stream, true))
@@ -449,9 +441,7 @@ impl Registry {
         if config.sources != old.sources && forms_cycle(self, &config) {
             return Err(errors::STREAM_INVALID_CONFIG.with_err("detected cycle"));
         }
-        if config.max_bytes != old.max_bytes {
-            self.check_reservation(&config)?;
-        }
+        self.check_account_limits(&config, Some(&old))?;
         check_consumer_limits(&old, &config, &self.consumers(&stream))?;
         let (reply, done) = oneshot::channel();
         stream.send(StreamCommand::UpdateConfig {
@@ -460,6 +450,8 @@ impl Registry {
         });
         done.await
             .unwrap_or_else(|_| Err(errors::STREAM_UPDATE.with_err("stream stopped")))?;
+        self.reserve(&old, -1);
+        self.reserve(&config, 1);
         let subjects_changed = config.subjects != old.subjects;
         let direct_changed = config.allow_direct != old.allow_direct;
         let sources_changed = config.sources != old.sources;
@@ -484,6 +476,7 @@ impl Registry {
         let (stream, consumers) = self
             .remove(name)
             .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
+        self.reserve(&stream.config(), -1);
         self.on_stream_stopping(&stream);
         crate::consumer::stop_all(&stream, &consumers, true).await;
         stream.stop(true).await;
@@ -492,18 +485,20 @@ impl Registry {
 
     /// Re-open every stream found under the store directory.
     pub(crate) fn recover_streams(self: &Arc<Self>) -> Result<(), crate::JetStreamError> {
-        let names = storage::stored_stream_names(&self.store_root).map_err(|source| {
+        let names = storage::stored_stream_names(&self.account_directory).map_err(|source| {
             crate::JetStreamError::StoreScan {
-                path: storage::streams_directory(&self.store_root),
+                path: storage::streams_directory(&self.account_directory),
                 source,
             }
         })?;
         for name in names {
-            match storage::recover_stream(&self.store_root, &name, self.config.sync_interval) {
+            match storage::recover_stream(&self.account_directory, &name, self.config.sync_interval)
+            {
                 Ok((store, metadata)) => {
                     let created = metadata.created.unix_nanos();
                     match Stream::start(metadata.config, created, store, self.ingest_context()) {
                         Ok(stream) => {
+                            self.reserve(&stream.config(), 1);
                             let consumers = self.insert(stream.clone());
                             self.on_stream_started(&stream, &consumers);
                         }

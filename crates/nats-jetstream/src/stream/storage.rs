@@ -1,5 +1,6 @@
-//! Where stream stores live and how they are opened: `<store_dir>/jetstream/$G/streams/<name>/`
-//! (nats-server's layout, `$G` being the global account), memory streams in memory. The stream
+//! Where stream stores live and how they are opened: `<store_dir>/jetstream/<account>/streams/<name>/`
+//! (nats-server's layout; the functions here take the account's directory,
+//! `<store_dir>/jetstream/<account>`), memory streams in memory. The stream
 //! config and creation time are persisted through the store's opaque metadata blob, so a restart
 //! recovers streams by scanning the streams directory.
 
@@ -10,9 +11,6 @@ use nats_store::{MemStore, StoreError, StreamStore};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-/// The global account's directory name, as nats-server names it.
-pub(crate) const GLOBAL_ACCOUNT: &str = "$G";
-
 /// What we persist next to a stream's messages.
 #[derive(Serialize, Deserialize)]
 pub(crate) struct StreamMetadata {
@@ -20,17 +18,17 @@ pub(crate) struct StreamMetadata {
     pub created: Timestamp,
 }
 
-pub(crate) fn streams_directory(store_root: &Path) -> PathBuf {
-    store_root.join(GLOBAL_ACCOUNT).join("streams")
+pub(crate) fn streams_directory(account_directory: &Path) -> PathBuf {
+    account_directory.join("streams")
 }
 
-pub(crate) fn stream_directory(store_root: &Path, name: &str) -> PathBuf {
-    streams_directory(store_root).join(name)
+pub(crate) fn stream_directory(account_directory: &Path, name: &str) -> PathBuf {
+    streams_directory(account_directory).join(name)
 }
 
 /// Open (creating when new) the store of a stream.
 pub(crate) fn open_store(
-    store_root: &Path,
+    account_directory: &Path,
     config: &StreamConfig,
     sync: SyncPolicy,
 ) -> Result<Box<dyn StreamStore>, StoreError> {
@@ -38,7 +36,7 @@ pub(crate) fn open_store(
     match config.storage {
         StorageType::Memory => Ok(Box::new(MemStore::new(limits))),
         StorageType::File => {
-            let directory = stream_directory(store_root, &config.name);
+            let directory = stream_directory(account_directory, &config.name);
             let options = nats_store::FileStoreOptions {
                 sync: match sync {
                     SyncPolicy::Always => nats_store::SyncPolicy::Always,
@@ -78,8 +76,8 @@ pub(crate) fn save_metadata(
 }
 
 /// Names of the file streams found on disk.
-pub(crate) fn stored_stream_names(store_root: &Path) -> std::io::Result<Vec<String>> {
-    let directory = streams_directory(store_root);
+pub(crate) fn stored_stream_names(account_directory: &Path) -> std::io::Result<Vec<String>> {
+    let directory = streams_directory(account_directory);
     if !directory.is_dir() {
         return Ok(Vec::new());
     }
@@ -98,7 +96,7 @@ pub(crate) fn stored_stream_names(store_root: &Path) -> std::io::Result<Vec<Stri
 
 /// Open a stream found on disk and read back its config.
 pub(crate) fn recover_stream(
-    store_root: &Path,
+    account_directory: &Path,
     name: &str,
     sync: SyncPolicy,
 ) -> Result<(Box<dyn StreamStore>, StreamMetadata), String> {
@@ -111,7 +109,7 @@ pub(crate) fn recover_stream(
         max_msg_size: -1,
         ..Default::default()
     };
-    let mut store = open_store(store_root, &placeholder, sync).map_err(|e| e.to_string())?;
+    let mut store = open_store(account_directory, &placeholder, sync).map_err(|e| e.to_string())?;
     let metadata: StreamMetadata = serde_json::from_slice(store.metadata())
         .map_err(|error| format!("stream metadata unreadable: {error}"))?;
     store

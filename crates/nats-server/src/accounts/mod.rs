@@ -182,14 +182,14 @@ pub struct Accounts {
     global: Arc<Account>,
     system: Arc<Account>,
     by_name: HashMap<String, Arc<Account>>,
-    /// The account JetStream serves, if any.
-    jetstream: Option<Arc<Account>>,
+    /// The accounts JetStream serves, with their limits, sorted by name.
+    jetstream: Vec<(Arc<Account>, nats_jetstream::AccountLimits)>,
 }
 
 impl Accounts {
     /// JetStream is served where nats-server serves it: in `$G` when no account is configured,
-    /// else in the (first, by name) account with `jetstream: enabled`; see docs/parity.md for
-    /// configs that enable it in several accounts.
+    /// else in every account with `jetstream: enabled` (or a limits block), each with its
+    /// limits.
     pub fn new(options: &Options, server_name: &str) -> Accounts {
         let configured = options
             .accounts
@@ -197,29 +197,33 @@ impl Accounts {
             .filter(|account| account.name != GLOBAL_ACCOUNT)
             .count();
         let jetstream_enabled = options.jetstream.enabled;
-        let global_jetstream = jetstream_enabled
-            && (configured == 0
-                || options
-                    .accounts
-                    .iter()
-                    .any(|account| account.name == GLOBAL_ACCOUNT && account.jetstream));
+        let global_config = options
+            .accounts
+            .iter()
+            .find(|account| account.name == GLOBAL_ACCOUNT && account.jetstream);
         let mut by_name = HashMap::new();
         let global = Account::new(GLOBAL_ACCOUNT);
         by_name.insert(GLOBAL_ACCOUNT.to_string(), global.clone());
-        let mut jetstream = global_jetstream.then(|| global.clone());
+        let mut jetstream = Vec::new();
+        if jetstream_enabled && (configured == 0 || global_config.is_some()) {
+            let limits = global_config
+                .map(|config| config.jetstream_limits.clone())
+                .unwrap_or_default();
+            jetstream.push((global.clone(), limits));
+        }
         let mut sorted: Vec<_> = options.accounts.iter().collect();
         sorted.sort_by(|left, right| left.name.cmp(&right.name));
         for config in sorted {
             if config.name == GLOBAL_ACCOUNT {
                 continue;
             }
-            let serves = jetstream_enabled && config.jetstream && jetstream.is_none();
             let account = Account::new(&config.name);
-            if serves {
-                jetstream = Some(account.clone());
+            if jetstream_enabled && config.jetstream {
+                jetstream.push((account.clone(), config.jetstream_limits.clone()));
             }
             by_name.insert(config.name.clone(), account);
         }
+        jetstream.sort_by(|left, right| left.0.name.cmp(&right.0.name));
         let system_name = options
             .system_account
             .as_deref()
@@ -278,9 +282,10 @@ impl Accounts {
         &self.system
     }
 
-    /// The account JetStream serves (`None`: JetStream is off, or on for no account).
-    pub fn jetstream(&self) -> Option<&Arc<Account>> {
-        self.jetstream.as_ref()
+    /// The accounts JetStream serves with their limits, sorted by name (empty: JetStream is
+    /// off, or on for no account).
+    pub fn jetstream(&self) -> &[(Arc<Account>, nats_jetstream::AccountLimits)] {
+        &self.jetstream
     }
 
     /// An account by name (route traffic, CONNECT).

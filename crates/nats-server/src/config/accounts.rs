@@ -5,6 +5,7 @@
 
 use super::account_imports::{check_imports, parse_exports, parse_imports};
 pub use super::account_imports::{ExportOptions, ImportOptions, ResponseType};
+use super::accounts_jetstream::parse_account_jetstream;
 use super::mappings::{parse_mappings, MappingOptions};
 use super::options::{map, parse_user, Options};
 use super::parser::{ConfigError, Entry, Value};
@@ -15,6 +16,8 @@ pub struct AccountOptions {
     pub name: String,
     /// `jetstream: enabled` (or a limits block) inside the account.
     pub jetstream: bool,
+    /// The limits of that block (all `-1`, nats-server's dynamic limits, for `enabled`).
+    pub jetstream_limits: nats_jetstream::AccountLimits,
     pub exports: Vec<ExportOptions>,
     pub imports: Vec<ImportOptions>,
     /// `mappings { }` inside the account.
@@ -40,7 +43,11 @@ pub(super) fn apply_accounts(options: &mut Options, entry: &Entry) -> Result<(),
                             options.users.push(user);
                         }
                     }
-                    "jetstream" => config.jetstream = jetstream_enabled(item)?,
+                    "jetstream" => {
+                        let limits = parse_account_jetstream(item)?;
+                        config.jetstream = limits.is_some();
+                        config.jetstream_limits = limits.unwrap_or_default();
+                    }
                     "exports" => config.exports = parse_exports(name, item, &mut options.warnings)?,
                     "imports" => config.imports = parse_imports(item)?,
                     "mappings" | "maps" => config.mappings = parse_mappings(item)?,
@@ -52,20 +59,4 @@ pub(super) fn apply_accounts(options: &mut Options, entry: &Entry) -> Result<(),
         options.accounts.push(config);
     }
     check_imports(&options.accounts, entry)
-}
-
-/// `jetstream` inside an account: `enabled`/`disabled`, a boolean, or a limits block (enabled).
-fn jetstream_enabled(entry: &Entry) -> Result<bool, ConfigError> {
-    match &entry.value {
-        Value::Bool(enabled) => Ok(*enabled),
-        Value::String(text) => match text.to_ascii_lowercase().as_str() {
-            "enabled" | "enable" | "true" | "yes" | "on" => Ok(true),
-            "disabled" | "disable" | "false" | "no" | "off" => Ok(false),
-            _ => Err(entry.error(format!(
-                "Expected 'enabled' or 'disabled' for string value, got '{text}'"
-            ))),
-        },
-        Value::Map(_) => Ok(true),
-        _ => Err(entry.error("jetstream must be a boolean, 'enabled'/'disabled' or a map")),
-    }
 }

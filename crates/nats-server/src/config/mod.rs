@@ -8,6 +8,7 @@
 
 mod account_imports;
 mod accounts;
+mod accounts_jetstream;
 pub mod cluster;
 mod jetstream;
 mod mappings;

@@ -1,5 +1,6 @@
 //! Black-box tests: core. Each module is one concern; helpers live in test-harness.
 
+mod account_jetstream_config;
 mod accounts;
 mod accounts_imports;
 mod auth_bcrypt;
@@ -20,6 +21,7 @@ mod mappings;
 mod metrics;
 mod monitor;
 mod monitor_http;
+mod operator_jetstream;
 mod operator_jwt;
 mod process;
 mod reload;

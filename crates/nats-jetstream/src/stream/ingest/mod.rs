@@ -26,7 +26,7 @@ use super::{Stream, StreamCommand};
 use crate::resources::Usage;
 use crate::transport::{Message, Transport};
 use bytes::{BufMut, Bytes, BytesMut};
-use jetstream_api::{ApiError, StorageType, StreamConfig};
+use jetstream_api::{ApiError, StreamConfig};
 use nats_store::{StoredMessage, StreamStore, StreamStoreConfig};
 use std::sync::Arc;
 use std::time::Duration;
@@ -557,14 +557,5 @@ fn send_acks(transport: &dyn Transport, acks: impl IntoIterator<Item = (Bytes, B
             headers: None,
             payload,
         });
-    }
-}
-
-impl Usage {
-    pub(crate) fn exceeded(&self, storage: StorageType) -> bool {
-        match storage {
-            StorageType::Memory => self.memory() > self.max_memory,
-            StorageType::File => self.storage() > self.max_store,
-        }
     }
 }

@@ -125,6 +125,22 @@ pub struct AccountLimits {
     pub mem_max_stream_bytes: i64,
     pub disk_max_stream_bytes: i64,
     pub max_bytes_required: bool,
+    /// JetStream limits per replica tier (`R1`, `R3`), used instead of the flat ones.
+    pub tiered_limits: HashMap<String, JetStreamTier>,
+}
+
+/// One tier of an account JWT's `tiered_limits`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct JetStreamTier {
+    pub mem_storage: i64,
+    pub disk_storage: i64,
+    pub streams: i64,
+    pub consumer: i64,
+    pub max_ack_pending: i64,
+    pub mem_max_stream_bytes: i64,
+    pub disk_max_stream_bytes: i64,
+    pub max_bytes_required: bool,
 }
 
 impl Default for AccountLimits {
@@ -146,12 +162,53 @@ impl Default for AccountLimits {
             mem_max_stream_bytes: 0,
             disk_max_stream_bytes: 0,
             max_bytes_required: false,
+            tiered_limits: HashMap::new(),
         }
     }
 }
 
 impl AccountLimits {
     pub fn jetstream_enabled(&self) -> bool {
+        self.jetstream_limits().is_some()
+    }
+
+    /// The account's JetStream limits as nats-server reads the JWT: the flat limits when a
+    /// storage limit is set, else the `R1` tier of `tiered_limits` (this server runs R1
+    /// streams only); `None` when neither enables JetStream.
+    pub fn jetstream_limits(&self) -> Option<nats_jetstream::AccountLimits> {
+        let flat = JetStreamTier {
+            mem_storage: self.mem_storage,
+            disk_storage: self.disk_storage,
+            streams: self.streams,
+            consumer: self.consumer,
+            max_ack_pending: self.max_ack_pending,
+            mem_max_stream_bytes: self.mem_max_stream_bytes,
+            disk_max_stream_bytes: self.disk_max_stream_bytes,
+            max_bytes_required: self.max_bytes_required,
+        };
+        let tier = if flat.enables() {
+            flat
+        } else {
+            self.tiered_limits
+                .get("R1")
+                .filter(|tier| tier.enables())?
+                .clone()
+        };
+        Some(nats_jetstream::AccountLimits {
+            max_memory: tier.mem_storage,
+            max_storage: tier.disk_storage,
+            max_streams: tier.streams,
+            max_consumers: tier.consumer,
+            max_ack_pending: tier.max_ack_pending,
+            memory_max_stream_bytes: tier.mem_max_stream_bytes,
+            storage_max_stream_bytes: tier.disk_max_stream_bytes,
+            max_bytes_required: tier.max_bytes_required,
+        })
+    }
+}
+
+impl JetStreamTier {
+    fn enables(&self) -> bool {
         self.mem_storage != 0 || self.disk_storage != 0
     }
 }

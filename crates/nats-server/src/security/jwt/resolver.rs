@@ -158,7 +158,7 @@ pub fn operator_claims(jwt: &str) -> Result<OperatorClaims, String> {
 
 /// The account options a verified account JWT stands for: named by its public key, its
 /// exports and imports (imports of private exports, which need activation tokens, are left
-/// out), JetStream when a storage limit is set.
+/// out), JetStream with the claim's limits when a storage limit is set.
 pub fn account_options(account: &VerifiedAccount, resolver: &Resolver) -> AccountOptions {
     let fields = account.fields();
     let exports = fields
@@ -208,6 +208,7 @@ pub fn account_options(account: &VerifiedAccount, resolver: &Resolver) -> Accoun
     AccountOptions {
         name: account.key().to_string(),
         jetstream: fields.limits.jetstream_enabled(),
+        jetstream_limits: fields.limits.jetstream_limits().unwrap_or_default(),
         exports,
         imports,
         mappings: Vec::new(),

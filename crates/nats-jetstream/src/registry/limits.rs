@@ -1,0 +1,100 @@
+//! An account's JetStream limits at stream create and update, as nats-server checks them
+//! (`jsa.checkLimits`, `checkBytesLimits`): `max_bytes` required, the per-stream byte
+//! ceilings, the number of streams, the streams' consumer limit, and the bytes reserved by
+//! `max_bytes` against the account's and the server's maxima. Also keeps the server-wide
+//! reservations current as streams come and go. Called by the registry only.
+
+use super::{reserved, Registry};
+use jetstream_api::{errors, ApiError, StorageType, StreamConfig};
+
+/// The bytes a stream's `max_bytes` reserves (nothing when unlimited).
+fn reservation(config: &StreamConfig) -> i64 {
+    config.max_bytes.max(0)
+}
+
+impl Registry {
+    /// Check `config` (a new stream, or `old` updated) against the account's limits and the
+    /// server's reservations, in nats-server's order.
+    pub(super) fn check_account_limits(
+        &self,
+        config: &StreamConfig,
+        old: Option<&StreamConfig>,
+    ) -> Result<(), ApiError> {
+        let limits = &self.account_limits;
+        if limits.max_bytes_required && config.max_bytes <= 0 {
+            return Err(errors::STREAM_MAX_BYTES_REQUIRED.to_error());
+        }
+        let max_stream_bytes = match config.storage {
+            StorageType::Memory => limits.memory_max_stream_bytes,
+            StorageType::File => limits.storage_max_stream_bytes,
+        };
+        if max_stream_bytes > 0 && config.max_bytes > max_stream_bytes {
+            return Err(errors::STREAM_MAX_STREAM_BYTES_EXCEEDED.to_error());
+        }
+        if old.is_none() && limits.max_streams > 0 {
+            let streams = self.streams.read().len();
+            if i64::try_from(streams).unwrap_or(i64::MAX) >= limits.max_streams {
+                return Err(errors::MAXIMUM_STREAMS_LIMIT.to_error());
+            }
+        }
+        if config.max_consumers > 0
+            && limits.max_consumers > 0
+            && config.max_consumers > limits.max_consumers
+        {
+            return Err(errors::MAXIMUM_CONSUMERS_LIMIT.to_error());
+        }
+        // An update is checked only when its reservation changes, as nats-server.
+        if old.is_some_and(|old| old.max_bytes == config.max_bytes && old.storage == config.storage)
+        {
+            return Ok(());
+        }
+        self.check_bytes(config, old)
+    }
+
+    /// nats-server's `checkBytesLimits`: the account's reservations plus this stream's against
+    /// the account's maximum (when it has one), the server's against the server's.
+    fn check_bytes(
+        &self,
+        config: &StreamConfig,
+        old: Option<&StreamConfig>,
+    ) -> Result<(), ApiError> {
+        let add = if config.max_bytes < 0 {
+            1
+        } else {
+            config.max_bytes
+        };
+        let storage = config.storage;
+        let account_reserved = reserved(self, storage, &config.name);
+        let own = old
+            .filter(|old| old.storage == storage)
+            .map_or(0, reservation);
+        let server_reserved = self.reservations.get(storage) - own;
+        let (account_max, server_max, refusal) = match storage {
+            StorageType::Memory => (
+                self.account_limits.max_memory,
+                self.limits.max_memory,
+                errors::MEMORY_RESOURCES_EXCEEDED,
+            ),
+            StorageType::File => (
+                self.account_limits.max_storage,
+                self.limits.max_store,
+                errors::STORAGE_RESOURCES_EXCEEDED,
+            ),
+        };
+        if account_max >= 0 && account_reserved.saturating_add(add) > account_max {
+            return Err(refusal.to_error());
+        }
+        if server_reserved.saturating_add(add) > server_max {
+            return Err(refusal.to_error());
+        }
+        Ok(())
+    }
+
+    /// Count (`sign` 1) or release (`sign` -1) a stream's reservation in the server's total.
+    pub(super) fn reserve(&self, config: &StreamConfig, sign: i64) {
+        let bytes = reservation(config);
+        if bytes > 0 {
+            self.reservations.add(config.storage, sign * bytes);
+        }
+    }
+}
