@@ -154,12 +154,16 @@ pub(super) fn read_until_close(stream: &mut TcpStream) -> (String, Option<(u16, 
 }
 
 /// A connection closed for a broken frame or a NATS protocol error. nats-server closes it as a
-/// read error without flushing what it queued; rnats sends the replies queued before the
-/// error, then a CLOSE with status 1002 and the reason (docs/parity.md).
+/// read error and its CLOSE frame races the socket's close (CI saw both: no CLOSE, and CLOSE
+/// 1002 with the reason); rnats always sends the replies queued before the error, then a
+/// CLOSE with status 1002 and the reason (docs/parity.md).
 fn expect_protocol_close(stream: &mut TcpStream, data: &str, reason: &str) {
     let (received, status) = read_until_close(stream);
     if test_harness::is_reference() {
-        assert_eq!(status, None, "nats-server drops the connection");
+        assert!(
+            status.is_none() || status == Some((1002, reason.to_string())),
+            "nats-server drops the connection, at most after a CLOSE 1002 {reason:?}: {status:?}"
+        );
     } else {
         assert_eq!(received, data);
         assert_eq!(status, Some((1002, reason.to_string())));
