@@ -8,6 +8,29 @@ use std::time::Duration;
 
 pub const TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Wait until the server processed everything `client` sent so far (async-nats' `flush` only
+/// writes): a message to the client's own inbox comes back after it.
+pub async fn barrier(client: &async_nats::Client) {
+    use futures::StreamExt;
+    let inbox = client.new_inbox();
+    let mut echo = client.subscribe(inbox.clone()).await.expect("subscribe");
+    client.publish(inbox, "".into()).await.expect("publish");
+    tokio::time::timeout(TIMEOUT, echo.next())
+        .await
+        .expect("barrier in time")
+        .expect("barrier echo");
+}
+
+/// Wait until the server processed everything `client` sent so far: a request the server
+/// answers itself (`$SYS.REQ.USER.INFO`), on the same connection, comes back after it. Unlike
+/// [`barrier`] it needs no subscribe permission on an inbox.
+pub async fn settle(client: &async_nats::Client) {
+    tokio::time::timeout(TIMEOUT, client.request("$SYS.REQ.USER.INFO", "".into()))
+        .await
+        .expect("settle in time")
+        .expect("USER.INFO answered");
+}
+
 pub async fn connect(server: &TestServer) -> async_nats::Client {
     tokio::time::timeout(TIMEOUT, async_nats::connect(server.url()))
         .await

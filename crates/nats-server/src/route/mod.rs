@@ -125,19 +125,21 @@ fn outward_address() -> Option<std::net::IpAddr> {
     (!ip.is_unspecified()).then_some(ip)
 }
 
-/// `connect_urls` for our clients' INFO: ours and every peer's, unless `no_advertise`.
-pub fn client_connect_urls(server: &Server) -> Vec<String> {
-    let Some(routes) = server.routes() else {
-        return Vec::new();
-    };
-    if server
+/// The routes whose peers' URLs our clients are told about: none alone or with `no_advertise`.
+fn advertised_routes(server: &Server) -> Option<&Arc<Routes>> {
+    let no_advertise = server
         .options
         .cluster
         .as_ref()
-        .is_some_and(|cluster| cluster.no_advertise)
-    {
+        .is_some_and(|cluster| cluster.no_advertise);
+    server.routes().filter(|_| !no_advertise)
+}
+
+/// `connect_urls` for our clients' INFO: ours and every peer's, unless `no_advertise`.
+pub fn client_connect_urls(server: &Server) -> Vec<String> {
+    let Some(routes) = advertised_routes(server) else {
         return Vec::new();
-    }
+    };
     let mut urls = own_client_urls(server);
     for url in routes.peer_connect_urls() {
         if !urls.contains(&url) {
@@ -150,17 +152,9 @@ pub fn client_connect_urls(server: &Server) -> Vec<String> {
 /// `connect_urls` for our websocket clients' INFO (nats-server's `ws_connect_urls`): once a
 /// peer announced websocket URLs, ours and every peer's; nothing alone or with `no_advertise`.
 pub fn websocket_connect_urls(server: &Server) -> Vec<String> {
-    let Some(routes) = server.routes() else {
+    let Some(routes) = advertised_routes(server) else {
         return Vec::new();
     };
-    if server
-        .options
-        .cluster
-        .as_ref()
-        .is_some_and(|cluster| cluster.no_advertise)
-    {
-        return Vec::new();
-    }
     let peers = routes.peer_websocket_urls();
     if peers.is_empty() {
         return Vec::new();

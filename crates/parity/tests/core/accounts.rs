@@ -5,6 +5,7 @@
 
 use futures::StreamExt;
 use std::time::Duration;
+use test_harness::client::settle;
 use test_harness::TestServer;
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -29,15 +30,6 @@ async fn connect(server: &TestServer, user: Option<&str>) -> async_nats::Client 
         .await
         .expect("connect in time")
         .expect("connect")
-}
-
-/// Wait until the server processed everything `client` sent so far (async-nats' `flush` only
-/// writes): a request the server answers itself, on the same connection, comes back after it.
-async fn settle(client: &async_nats::Client) {
-    tokio::time::timeout(WAIT, client.request("$SYS.REQ.USER.INFO", "".into()))
-        .await
-        .expect("settle in time")
-        .expect("USER.INFO answered");
 }
 
 async fn next_payload(subscriber: &mut async_nats::Subscriber) -> String {

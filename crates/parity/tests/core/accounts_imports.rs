@@ -7,6 +7,7 @@
 use crate::process::run;
 use futures::StreamExt;
 use std::time::Duration;
+use test_harness::client::settle;
 use test_harness::TestServer;
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -46,14 +47,6 @@ async fn connect(server: &TestServer, user: &str) -> async_nats::Client {
         .await
         .expect("connect in time")
         .expect("connect")
-}
-
-/// Wait until the server processed everything `client` sent so far.
-async fn settle(client: &async_nats::Client) {
-    tokio::time::timeout(WAIT, client.request("$SYS.REQ.USER.INFO", "".into()))
-        .await
-        .expect("settle in time")
-        .expect("USER.INFO answered");
 }
 
 async fn next(subscriber: &mut async_nats::Subscriber) -> async_nats::Message {

@@ -11,19 +11,12 @@ use std::time::{Duration, Instant};
 
 use async_nats::{ConnectOptions, Event, HeaderMap, Subscriber};
 use futures::StreamExt;
+use test_harness::client::barrier;
 use test_harness::monitoring::get_json;
 use test_harness::{free_port, ServerOptions, TestServer};
 use tokio::time::timeout;
 
 const WAIT: Duration = Duration::from_secs(5);
-
-/// A round trip through the server: everything this client sent before is processed.
-async fn barrier(client: &async_nats::Client) {
-    let inbox = client.new_inbox();
-    let mut echo = client.subscribe(inbox.clone()).await.unwrap();
-    client.publish(inbox, "".into()).await.unwrap();
-    timeout(WAIT, echo.next()).await.unwrap().unwrap();
-}
 
 async fn next_payload(subscriber: &mut Subscriber) -> String {
     let message = timeout(WAIT, subscriber.next())

@@ -4,20 +4,12 @@
 
 use futures::StreamExt;
 use std::time::Duration;
+use test_harness::client::barrier;
 use test_harness::client::connect;
 use test_harness::{ServerOptions, TestServer};
 use tokio::time::timeout;
 
 const WAIT: Duration = Duration::from_secs(5);
-
-/// A round trip through the server: everything this client sent before is processed
-/// (`flush` only writes the client's buffer out).
-async fn barrier(client: &async_nats::Client) {
-    let inbox = client.new_inbox();
-    let mut echo = client.subscribe(inbox.clone()).await.unwrap();
-    client.publish(inbox, "".into()).await.unwrap();
-    timeout(WAIT, echo.next()).await.unwrap().unwrap();
-}
 
 #[tokio::test]
 async fn publish_and_subscribe() {

@@ -10,6 +10,7 @@ use crate::process::run;
 use futures::StreamExt;
 use std::collections::HashMap;
 use std::time::Duration;
+use test_harness::client::settle;
 use test_harness::TestServer;
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -25,15 +26,6 @@ async fn connect(server: &TestServer, user: Option<&str>) -> async_nats::Client 
         .await
         .expect("connect in time")
         .expect("connect")
-}
-
-/// Wait until the server processed everything `client` sent so far: a request the server
-/// answers itself, on the same connection, comes back after it.
-async fn settle(client: &async_nats::Client) {
-    tokio::time::timeout(WAIT, client.request("$SYS.REQ.USER.INFO", "".into()))
-        .await
-        .expect("settle in time")
-        .expect("USER.INFO answered");
 }
 
 /// The server's own requests and replies (the `settle` round trips) that a `>` subscriber sees.
