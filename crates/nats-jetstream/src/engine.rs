@@ -291,6 +291,34 @@ impl JetStream {
         Value::Object(body)
     }
 
+    /// One account's usage as nats-server's `$SYS.REQ.ACCOUNT.<name>.JSZ` shows it (its
+    /// `AccountDetail` without stream details); `None` when JetStream does not serve it.
+    pub fn account_detail(&self, name: &str) -> Option<Value> {
+        let account = self
+            .engine
+            .accounts
+            .iter()
+            .find(|account| account.registry.account_name == name)?;
+        let totals = account.registry.totals();
+        let limits = &account.registry.account_limits;
+        // nats-server reports the account's limits as reserved, `-1` (unlimited) as a u64.
+        Some(json!({
+            "name": name,
+            "id": name,
+            "memory": totals.memory,
+            "storage": totals.storage,
+            "reserved_memory": limits.max_memory as u64,
+            "reserved_storage": limits.max_storage as u64,
+            "accounts": 0,
+            "ha_assets": 0,
+            "api": {
+                "level": 0,
+                "total": account.counters.total.load(Ordering::Relaxed),
+                "errors": account.counters.errors.load(Ordering::Relaxed),
+            },
+        }))
+    }
+
     /// The names of the streams of every account, sorted (for `/healthz`'s stream check).
     pub fn stream_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self

@@ -31,6 +31,14 @@ pub const DEFAULT_SYSTEM_ACCOUNT: &str = "$SYS";
 /// Every JetStream API subject.
 const JETSTREAM_API: &str = "$JS.API.>";
 
+/// nats-server's service imports from the system account in every other account: the
+/// subject there and the kind of `$SYS.REQ.ACCOUNT.<this account>.<kind>` it asks for.
+pub const SYSTEM_IMPORTS: [(&str, &str); 3] = [
+    ("$SYS.REQ.ACCOUNT.PING.CONNZ", "CONNZ"),
+    ("$SYS.REQ.SERVER.PING.CONNZ", "CONNZ"),
+    ("$SYS.REQ.ACCOUNT.PING.STATZ", "STATZ"),
+];
+
 /// This server and its cluster, as an imported request's info names them.
 fn origin(options: &Options, server_name: &str) -> (String, Option<String>) {
     (
@@ -251,6 +259,22 @@ impl Accounts {
                 account.set_mappings(&config.mappings, cluster_name.clone());
             }
         }
+        for account in accounts.iter() {
+            if Arc::ptr_eq(account, &accounts.system) {
+                continue;
+            }
+            for (local, kind) in SYSTEM_IMPORTS {
+                account.add_service_import(
+                    &accounts.system,
+                    local,
+                    &format!("$SYS.REQ.ACCOUNT.{}.{kind}", account.name),
+                    Some(ResponseType::Stream),
+                    None,
+                    Some(origin(options, server_name)),
+                    false,
+                );
+            }
+        }
         // nats-server in a cluster: every account reaches JetStream through a service import of
         // `$JS.API.>` from the system account, so a server without JetStream forwards the
         // request in the system account to the servers that have it.
@@ -307,37 +331,44 @@ impl Accounts {
 }
 
 impl Accounts {
-    /// /subsz counters over every account's table, as nats-server sums them: counts added,
-    /// the hit rate and average fan-out weighted, the largest fan-out kept.
+    /// /subsz counters over every account's table.
     pub fn statistics(&self) -> Vec<(String, serde_json::Value)> {
-        let mut total = nats_subject::SublistStats::default();
-        let (mut hits, mut fanout) = (0.0, 0.0);
-        for account in self.iter() {
-            let stats = account.router.statistics();
-            total.num_subscriptions += stats.num_subscriptions;
-            total.num_cache += stats.num_cache;
-            total.num_inserts += stats.num_inserts;
-            total.num_removes += stats.num_removes;
-            total.num_matches += stats.num_matches;
-            total.max_fanout = total.max_fanout.max(stats.max_fanout);
-            hits += stats.cache_hit_rate * stats.num_matches as f64;
-            fanout += stats.avg_fanout * stats.num_cache as f64;
-        }
-        if total.num_matches > 0 {
-            total.cache_hit_rate = hits / total.num_matches as f64;
-        }
-        if total.num_cache > 0 {
-            total.avg_fanout = fanout / total.num_cache as f64;
-        }
-        vec![
-            ("num_subscriptions".into(), total.num_subscriptions.into()),
-            ("num_cache".into(), total.num_cache.into()),
-            ("num_inserts".into(), total.num_inserts.into()),
-            ("num_removes".into(), total.num_removes.into()),
-            ("num_matches".into(), total.num_matches.into()),
-            ("cache_hit_rate".into(), total.cache_hit_rate.into()),
-            ("max_fanout".into(), total.max_fanout.into()),
-            ("avg_fanout".into(), total.avg_fanout.into()),
-        ]
+        sublist_statistics(self.iter())
     }
+}
+
+/// /subsz counters over these accounts' tables, as nats-server sums them: counts added, the
+/// hit rate and average fan-out weighted, the largest fan-out kept.
+pub fn sublist_statistics<'a>(
+    accounts: impl Iterator<Item = &'a Arc<Account>>,
+) -> Vec<(String, serde_json::Value)> {
+    let mut total = nats_subject::SublistStats::default();
+    let (mut hits, mut fanout) = (0.0, 0.0);
+    for account in accounts {
+        let stats = account.router.statistics();
+        total.num_subscriptions += stats.num_subscriptions;
+        total.num_cache += stats.num_cache;
+        total.num_inserts += stats.num_inserts;
+        total.num_removes += stats.num_removes;
+        total.num_matches += stats.num_matches;
+        total.max_fanout = total.max_fanout.max(stats.max_fanout);
+        hits += stats.cache_hit_rate * stats.num_matches as f64;
+        fanout += stats.avg_fanout * stats.num_cache as f64;
+    }
+    if total.num_matches > 0 {
+        total.cache_hit_rate = hits / total.num_matches as f64;
+    }
+    if total.num_cache > 0 {
+        total.avg_fanout = fanout / total.num_cache as f64;
+    }
+    vec![
+        ("num_subscriptions".into(), total.num_subscriptions.into()),
+        ("num_cache".into(), total.num_cache.into()),
+        ("num_inserts".into(), total.num_inserts.into()),
+        ("num_removes".into(), total.num_removes.into()),
+        ("num_matches".into(), total.num_matches.into()),
+        ("cache_hit_rate".into(), total.cache_hit_rate.into()),
+        ("max_fanout".into(), total.max_fanout.into()),
+        ("avg_fanout".into(), total.avg_fanout.into()),
+    ]
 }

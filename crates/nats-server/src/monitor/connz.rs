@@ -194,6 +194,19 @@ impl Snapshot {
 
 pub fn connz(server: &Server, options: &ConnzOptions) -> Value {
     let now = OffsetDateTime::now_utc();
+    // nats-server answers a filter on an account it does not know with an empty page and
+    // neither its id nor a connection list.
+    if !options.account.is_empty() && server.accounts.lookup(&options.account).is_none() {
+        return json!({
+            "server_id": "",
+            "now": rfc3339(now),
+            "num_connections": 0,
+            "total": 0,
+            "offset": options.offset,
+            "limit": options.limit,
+            "connections": null,
+        });
+    }
     let mut snapshots: Vec<Snapshot> = if options.state == ConnectionState::Closed {
         Vec::new()
     } else {
@@ -205,7 +218,10 @@ pub fn connz(server: &Server, options: &ConnzOptions) -> Value {
             .filter(|snapshot| {
                 options.user.is_empty() || snapshot.meta.user.as_deref() == Some(&options.user)
             })
-            .filter(|_| options.account.is_empty() || options.account == "$G")
+            .filter(|snapshot| {
+                options.account.is_empty()
+                    || super::accounts::account_name(&snapshot.client) == options.account
+            })
             .filter(|snapshot| {
                 options.filter_subject.is_empty()
                     || snapshot.subscriptions.iter().any(|subscription| {
@@ -303,7 +319,10 @@ fn connection_info(snapshot: &Snapshot, options: &ConnzOptions, now: OffsetDateT
         if let Some(user) = &meta.user {
             entry.insert("authorized_user".into(), json!(user));
         }
-        entry.insert("name_tag".into(), json!("$G"));
+        entry.insert(
+            "name_tag".into(),
+            json!(super::accounts::account_name(client)),
+        );
     }
     let subscriptions = &snapshot.subscriptions;
     match options.subscriptions {

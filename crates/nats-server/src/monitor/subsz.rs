@@ -18,6 +18,8 @@ pub struct SubszOptions {
     pub limit: usize,
     /// `test`: only subscriptions a publish on this subject would reach.
     pub test: String,
+    /// `acc`: only this account's table and subscriptions.
+    pub account: String,
 }
 
 impl SubszOptions {
@@ -41,6 +43,7 @@ impl SubszOptions {
             offset,
             limit,
             test,
+            account: query.text("acc").to_string(),
         })
     }
 }
@@ -52,10 +55,23 @@ pub fn subsz(server: &Server, options: &SubszOptions) -> Value {
     let mut body = Map::new();
     body.insert("server_id".into(), json!(server.server_id));
     body.insert("now".into(), json!(rfc3339(now)));
-    if let Value::Object(statistics) = sublist_stats(server) {
+    let statistics = if options.account.is_empty() {
+        server.accounts.statistics()
+    } else {
+        crate::accounts::sublist_statistics(server.accounts.lookup(&options.account).into_iter())
+    };
+    if let Value::Object(statistics) = go_statistics(statistics) {
         body.extend(statistics);
     }
-    let clients: Vec<_> = server.clients.lock().values().cloned().collect();
+    let clients: Vec<_> = server
+        .clients
+        .lock()
+        .values()
+        .filter(|client| {
+            options.account.is_empty() || super::accounts::account_name(client) == options.account
+        })
+        .cloned()
+        .collect();
     let mut subscriptions = Vec::new();
     for client in &clients {
         subscriptions.extend(client.subscriptions.lock().values().cloned());
@@ -68,7 +84,8 @@ pub fn subsz(server: &Server, options: &SubszOptions) -> Value {
     body.insert("total".into(), json!(subscriptions.len()));
     body.insert("offset".into(), json!(offset));
     body.insert("limit".into(), json!(limit));
-    if list {
+    // nats-server leaves an empty list out.
+    if list && subscriptions.len() > offset {
         let details: Vec<_> = subscriptions
             .iter()
             .skip(offset)
@@ -83,8 +100,13 @@ pub fn subsz(server: &Server, options: &SubszOptions) -> Value {
 /// The sublist's counters (`num_subscriptions`, `num_cache`, ..., `avg_fanout`), as `/subsz`
 /// and `/accountz`'s `sublist_stats` show them.
 pub fn sublist_stats(server: &Server) -> Value {
+    go_statistics(server.accounts.statistics())
+}
+
+/// Sublist counters as JSON, the floats printed as Go prints them.
+pub fn go_statistics(counters: Vec<(String, Value)>) -> Value {
     let mut statistics = Map::new();
-    for (key, value) in server.accounts.statistics() {
+    for (key, value) in counters {
         let value = match value.as_f64() {
             Some(float) if value.is_f64() => go_float(float),
             _ => value,

@@ -9,12 +9,15 @@
 //! - Events: `$SYS.SERVER.<id>.STATSZ` every [`STATSZ_INTERVAL`] (and at start), and
 //!   `$SYS.SERVER.<id>.SHUTDOWN` when the server stops; `$SYS.ACCOUNT.<acc>.CONNECT` and
 //!   `DISCONNECT` advisories (`events.rs`).
+//! - Account requests: `$SYS.REQ.ACCOUNT.<acc>.<kind>` for CONNZ, SUBSZ, JSZ, INFO, STATZ,
+//!   LEAFZ, CONNS and `$SYS.REQ.ACCOUNT.PING.STATZ` (`account_requests.rs`).
 //! - Operator mode: account JWT updates over `$SYS.REQ.ACCOUNT.<key>.CLAIMS.UPDATE` (`claims.rs`).
 //!
 //! The subscription handlers only enqueue; one task answers. Everything goes through the system
 //! account's router, so requests and replies cross routes like any other `$SYS` traffic.
 //! Started by `server::run`; knows nothing of sockets or the route protocol.
 
+mod account_requests;
 mod claims;
 mod events;
 mod statsz;
@@ -68,33 +71,53 @@ impl Endpoint {
     }
 }
 
+/// A request waiting for the answering task, with the subscription it came in on (`None`:
+/// a `$SYS.REQ.SERVER` one).
+type Queued = (Message, Option<account_requests::Source>);
+
 /// Subscribe the system account's request subjects and start the answering and STATSZ tasks.
 pub(crate) fn start(server: &Arc<Server>) {
-    let (sender, mut receiver) = tokio::sync::mpsc::channel::<Message>(REQUEST_QUEUE);
+    let (sender, mut receiver) = tokio::sync::mpsc::channel::<Queued>(REQUEST_QUEUE);
     let router = &server.accounts.system().router;
     let own = format!("$SYS.REQ.SERVER.{}.*", server.server_id);
-    for subject in [
-        "$SYS.REQ.SERVER.PING",
-        "$SYS.REQ.SERVER.PING.*",
-        own.as_str(),
-    ] {
+    let account_subjects = account_requests::KINDS.iter().map(|kind| {
+        (
+            format!("$SYS.REQ.ACCOUNT.*.{kind}"),
+            Some(account_requests::Source::Account),
+        )
+    });
+    let subjects = [
+        ("$SYS.REQ.SERVER.PING".to_string(), None),
+        ("$SYS.REQ.SERVER.PING.*".to_string(), None),
+        (own, None),
+        (
+            account_requests::PING_STATZ.to_string(),
+            Some(account_requests::Source::PingStatz),
+        ),
+    ]
+    .into_iter()
+    .chain(account_subjects);
+    for (subject, source) in subjects {
         let sender = sender.clone();
         router.subscribe_internal(
-            subject,
+            &subject,
             None,
             Arc::new(move |message: Message| {
-                let _ = sender.try_send(message);
+                let _ = sender.try_send((message, source));
             }),
         );
     }
     claims::start(server);
     let weak = Arc::downgrade(server);
     tokio::spawn(async move {
-        while let Some(message) = receiver.recv().await {
+        while let Some((message, source)) = receiver.recv().await {
             let Some(server) = weak.upgrade() else {
                 return;
             };
-            answer(&server, &message);
+            match source {
+                Some(source) => account_requests::answer(&server, &message, source),
+                None => answer(&server, &message),
+            }
         }
     });
     let weak: Weak<Server> = Arc::downgrade(server);
@@ -210,16 +233,6 @@ fn answer(server: &Server, message: &Message) {
     if !filters_match(server, &options) {
         return;
     }
-    let query: Vec<(String, String)> = options
-        .iter()
-        .map(|(key, value)| {
-            let text = match value {
-                Value::String(text) => text.clone(),
-                other => other.to_string(),
-            };
-            (key.clone(), text)
-        })
-        .collect();
     let payload = match endpoint {
         Endpoint::Statsz => statsz::message(server),
         Endpoint::Idz => json!({
@@ -237,9 +250,13 @@ fn answer(server: &Server, message: &Message) {
         _ => {
             let data = match endpoint {
                 Endpoint::Varz => crate::monitor::varz(server),
-                Endpoint::Connz => crate::monitor::connz(server, &query),
-                Endpoint::Routez => crate::monitor::routez(server, &query),
-                Endpoint::Subsz => crate::monitor::subsz(server, &query),
+                Endpoint::Connz => {
+                    crate::monitor::connz(server, &account_requests::connz_pairs(&options))
+                }
+                Endpoint::Routez => crate::monitor::routez(server, &query_pairs(&options)),
+                Endpoint::Subsz => {
+                    crate::monitor::subsz(server, &account_requests::subsz_pairs(&options))
+                }
                 Endpoint::Jsz => crate::monitor::jsz(server),
                 _ => json!({"status": "ok", "status_code": 200}),
             };
@@ -247,6 +264,20 @@ fn answer(server: &Server, message: &Message) {
         }
     };
     publish_bytes(server, reply, payload);
+}
+
+/// A request's JSON options as query pairs, as they are.
+fn query_pairs(options: &Map<String, Value>) -> Vec<(String, String)> {
+    options
+        .iter()
+        .map(|(key, value)| {
+            let text = match value {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            (key.clone(), text)
+        })
+        .collect()
 }
 
 /// nats-server's event filter (`server_name`, `cluster`, `host`: substring matches; `domain`

@@ -29,6 +29,7 @@ mod signal;
 mod slow_consumer;
 mod startup_errors;
 mod system_account;
+mod system_account_requests;
 mod tls;
 mod user_info;
 mod websocket;

@@ -19,7 +19,7 @@ accounts {
 system_account: SYS
 "#;
 
-async fn connect(server: &TestServer, user: &str) -> async_nats::Client {
+pub(crate) async fn connect(server: &TestServer, user: &str) -> async_nats::Client {
     tokio::time::timeout(
         WAIT,
         async_nats::ConnectOptions::with_user_and_password(user.into(), user.into())
@@ -31,7 +31,7 @@ async fn connect(server: &TestServer, user: &str) -> async_nats::Client {
     .expect("connect")
 }
 
-async fn request_json(client: &async_nats::Client, subject: &str, body: &str) -> Value {
+pub(crate) async fn request_json(client: &async_nats::Client, subject: &str, body: &str) -> Value {
     let reply = tokio::time::timeout(
         WAIT,
         client.request(subject.to_string(), body.to_string().into()),

@@ -1,0 +1,309 @@
+//! `$SYS.REQ.ACCOUNT.<account>.<kind>` (CONNZ, SUBSZ, JSZ, INFO, STATZ, LEAFZ, CONNS) in the
+//! system account, `$SYS.REQ.ACCOUNT.PING.STATZ`, and the system imports through which every
+//! other account asks for its own CONNZ and STATZ: the `{"server", "data"}` envelope, the
+//! fields, nats-server's errors and its silences. Passes against the real nats-server too
+//! (`NATS_SERVER_BIN`).
+
+use super::system_account::{connect, request_json};
+use serde_json::Value;
+use std::time::Duration;
+use test_harness::{ServerOptions, TestServer};
+
+const WAIT: Duration = Duration::from_secs(10);
+/// How long a request that nats-server leaves unanswered is given.
+const SILENCE: Duration = Duration::from_millis(750);
+
+const CONFIG: &str = r#"
+server_name: account-requests
+accounts {
+  SYS { users: [ { user: sys, password: sys } ] }
+  A { users: [ { user: a, password: a } ], jetstream: enabled }
+  B { users: [ { user: b, password: b } ] }
+}
+system_account: SYS
+"#;
+
+fn server() -> TestServer {
+    TestServer::start(ServerOptions {
+        jetstream: true,
+        config: Some(CONFIG.to_string()),
+        ..Default::default()
+    })
+}
+
+/// A request nobody answers although the subject has a responder (the request times out).
+async fn assert_silent(client: &async_nats::Client, subject: &str, body: &str) {
+    let answer = tokio::time::timeout(
+        SILENCE,
+        client.request(subject.to_string(), body.to_string().into()),
+    )
+    .await;
+    match answer {
+        Err(_) => {}
+        Ok(Err(error)) => assert_eq!(
+            error.kind(),
+            async_nats::client::RequestErrorKind::TimedOut,
+            "{subject}: {error}"
+        ),
+        Ok(Ok(message)) => panic!(
+            "{subject} answered: {}",
+            String::from_utf8_lossy(&message.payload)
+        ),
+    }
+}
+
+async fn assert_no_responders(client: &async_nats::Client, subject: &str) {
+    let error = tokio::time::timeout(WAIT, client.request(subject.to_string(), "".into()))
+        .await
+        .expect("answer in time")
+        .expect_err("no responder");
+    assert_eq!(
+        error.kind(),
+        async_nats::client::RequestErrorKind::NoResponders,
+        "{subject}: {error}"
+    );
+}
+
+fn assert_envelope(reply: &Value) {
+    let server = &reply["server"];
+    assert_eq!(server["name"], "account-requests", "{reply}");
+    assert!(
+        server["id"].as_str().is_some_and(|id| id.len() == 56),
+        "{reply}"
+    );
+    assert!(server["seq"].as_u64().is_some_and(|seq| seq > 0), "{reply}");
+    assert!(server["time"].is_string(), "{reply}");
+}
+
+/// User `a` connected with a subscription on `foo.>` and one JetStream API request made.
+async fn account_a_in_use(server: &TestServer) -> (async_nats::Client, async_nats::Subscriber) {
+    let user = connect(server, "a").await;
+    let subscription = user.subscribe("foo.>").await.unwrap();
+    let info = request_json(&user, "$JS.API.INFO", "").await;
+    assert!(info["api"].is_object(), "{info}");
+    (user, subscription)
+}
+
+#[tokio::test]
+async fn connz_subsz_and_leafz_show_only_the_account() {
+    let server = server();
+    let (_a, _subscription) = account_a_in_use(&server).await;
+    let _b = connect(&server, "b").await;
+    let system = connect(&server, "sys").await;
+
+    let connz = request_json(&system, "$SYS.REQ.ACCOUNT.A.CONNZ", "").await;
+    assert_envelope(&connz);
+    let data = &connz["data"];
+    assert_eq!(data["num_connections"], 1, "{connz}");
+    assert_eq!(data["total"], 1, "{connz}");
+    assert_eq!(data["connections"][0]["name"], "a-probe", "{connz}");
+    assert_eq!(data["server_id"], connz["server"]["id"], "{connz}");
+
+    // The options of /connz in the body; an `acc` there cannot widen the view.
+    let connz = request_json(
+        &system,
+        "$SYS.REQ.ACCOUNT.A.CONNZ",
+        r#"{"subscriptions": true, "acc": "B"}"#,
+    )
+    .await;
+    let connection = &connz["data"]["connections"][0];
+    assert_eq!(connection["name"], "a-probe", "{connz}");
+    let subjects = connection["subscriptions_list"].as_array().expect("list");
+    assert!(subjects.iter().any(|subject| subject == "foo.>"), "{connz}");
+
+    // An account the server does not know: an empty page without a server id.
+    let connz = request_json(&system, "$SYS.REQ.ACCOUNT.NOPE.CONNZ", "").await;
+    assert_eq!(connz["data"]["server_id"], "", "{connz}");
+    assert_eq!(connz["data"]["total"], 0, "{connz}");
+    assert!(connz["data"]["connections"].is_null(), "{connz}");
+
+    // SUBSZ always lists, and only the account's subscriptions.
+    let subsz = request_json(&system, "$SYS.REQ.ACCOUNT.A.SUBSZ", "").await;
+    assert_envelope(&subsz);
+    let list = subsz["data"]["subscriptions_list"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no list: {subsz}"));
+    assert!(
+        list.iter()
+            .any(|entry| entry["subject"] == "foo.>" && entry["account"] == "A"),
+        "{subsz}"
+    );
+    assert!(list.iter().all(|entry| entry["account"] == "A"), "{subsz}");
+    assert!(subsz["data"]["num_subscriptions"].is_u64(), "{subsz}");
+    let subsz = request_json(&system, "$SYS.REQ.ACCOUNT.A.SUBSZ", r#"{"test": "foo.x"}"#).await;
+    assert_eq!(subsz["data"]["total"], 1, "{subsz}");
+    assert_eq!(
+        subsz["data"]["subscriptions_list"][0]["subject"], "foo.>",
+        "{subsz}"
+    );
+
+    let leafz = request_json(&system, "$SYS.REQ.ACCOUNT.A.LEAFZ", "").await;
+    assert_envelope(&leafz);
+    assert_eq!(leafz["data"]["leafnodes"], 0, "{leafz}");
+    assert_eq!(leafz["data"]["leafs"], serde_json::json!([]), "{leafz}");
+
+    // A body that is not JSON: nats-server's 400, no data.
+    let bad = request_json(&system, "$SYS.REQ.ACCOUNT.A.CONNZ", "{bad").await;
+    assert_envelope(&bad);
+    assert_eq!(bad["error"]["code"], 400, "{bad}");
+    assert!(bad.get("data").is_none(), "{bad}");
+
+    // A kind nobody serves has no responder at all.
+    assert_no_responders(&system, "$SYS.REQ.ACCOUNT.A.FOO").await;
+}
+
+#[tokio::test]
+async fn jsz_and_info_answer_or_name_the_error() {
+    let server = server();
+    let (_a, _subscription) = account_a_in_use(&server).await;
+    let system = connect(&server, "sys").await;
+
+    let jsz = request_json(&system, "$SYS.REQ.ACCOUNT.A.JSZ", "").await;
+    assert_envelope(&jsz);
+    let data = &jsz["data"];
+    assert_eq!(data["name"], "A", "{jsz}");
+    assert_eq!(data["id"], "A", "{jsz}");
+    assert_eq!(data["memory"], 0, "{jsz}");
+    assert_eq!(data["storage"], 0, "{jsz}");
+    // Unlimited (-1) as Go prints it unsigned.
+    assert_eq!(data["reserved_memory"], u64::MAX, "{jsz}");
+    assert_eq!(data["reserved_storage"], u64::MAX, "{jsz}");
+    assert!(data["api"]["total"].is_u64(), "{jsz}");
+    assert_eq!(data["api"]["errors"], 0, "{jsz}");
+
+    for (subject, description) in [
+        (
+            "$SYS.REQ.ACCOUNT.B.JSZ",
+            r#"account "B" not jetstream enabled"#,
+        ),
+        ("$SYS.REQ.ACCOUNT.NOPE.JSZ", r#"account "NOPE" not found"#),
+        ("$SYS.REQ.ACCOUNT.NOPE.INFO", "Account NOPE does not exist"),
+    ] {
+        let reply = request_json(&system, subject, "").await;
+        assert_envelope(&reply);
+        assert_eq!(reply["error"]["code"], 500, "{reply}");
+        assert_eq!(reply["error"]["description"], description, "{reply}");
+        assert!(reply["data"].is_null(), "{reply}");
+    }
+
+    let info = request_json(&system, "$SYS.REQ.ACCOUNT.A.INFO", "").await;
+    assert_envelope(&info);
+    let data = &info["data"];
+    assert_eq!(data["account_name"], "A", "{info}");
+    assert_eq!(data["name_tag"], "A", "{info}");
+    assert_eq!(data["jetstream_enabled"], true, "{info}");
+    assert_eq!(data["client_connections"], 1, "{info}");
+    assert_eq!(data["leafnode_connections"], 0, "{info}");
+    assert_eq!(data["expired"], false, "{info}");
+    assert!(data.get("is_system").is_none(), "{info}");
+    assert!(
+        data["subscriptions"]
+            .as_u64()
+            .is_some_and(|count| count >= 1),
+        "{info}"
+    );
+    assert!(
+        data["sublist_stats"]["num_subscriptions"].is_u64(),
+        "{info}"
+    );
+    let imports = data["imports"].as_array().expect("imports");
+    assert!(
+        imports
+            .iter()
+            .any(|import| import["subject"] == "$SYS.REQ.ACCOUNT.A.CONNZ"
+                && import["local_subject"] == "$SYS.REQ.ACCOUNT.PING.CONNZ"
+                && import["account"] == "SYS"
+                && import["type"] == "service"),
+        "{info}"
+    );
+
+    let info = request_json(&system, "$SYS.REQ.ACCOUNT.SYS.INFO", "").await;
+    assert_eq!(info["data"]["is_system"], true, "{info}");
+    assert_eq!(info["data"]["jetstream_enabled"], false, "{info}");
+}
+
+#[tokio::test]
+async fn statz_and_conns_answer_only_for_accounts_in_use() {
+    let server = server();
+    let (_a, _subscription) = account_a_in_use(&server).await;
+    let system = connect(&server, "sys").await;
+
+    let statz = request_json(&system, "$SYS.REQ.ACCOUNT.A.STATZ", "").await;
+    assert_envelope(&statz);
+    let stats = statz["data"]["account_statz"].as_array().expect("list");
+    assert_eq!(stats.len(), 1, "{statz}");
+    assert_eq!(stats[0]["acc"], "A", "{statz}");
+    assert_eq!(stats[0]["conns"], 1, "{statz}");
+    assert_eq!(stats[0]["total_conns"], 1, "{statz}");
+    assert!(
+        stats[0]["received"]["msgs"]
+            .as_u64()
+            .is_some_and(|msgs| msgs >= 1),
+        "{statz}"
+    );
+    assert!(stats[0]["sent"]["routes"].is_object(), "{statz}");
+
+    // B has no connection: silence, unless unused accounts are asked for.
+    assert_silent(&system, "$SYS.REQ.ACCOUNT.B.STATZ", "").await;
+    assert_silent(&system, "$SYS.REQ.ACCOUNT.NOPE.STATZ", "").await;
+    let statz = request_json(
+        &system,
+        "$SYS.REQ.ACCOUNT.B.STATZ",
+        r#"{"include_unused": true}"#,
+    )
+    .await;
+    assert_eq!(statz["data"]["account_statz"][0]["acc"], "B", "{statz}");
+    assert_eq!(statz["data"]["account_statz"][0]["conns"], 0, "{statz}");
+
+    // PING: every account in use (here SYS and A).
+    let statz = request_json(&system, "$SYS.REQ.ACCOUNT.PING.STATZ", "").await;
+    let names: Vec<&str> = statz["data"]["account_statz"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter_map(|stat| stat["acc"].as_str())
+        .collect();
+    assert!(names.contains(&"A") && names.contains(&"SYS"), "{statz}");
+    assert!(!names.contains(&"B"), "{statz}");
+
+    let conns = request_json(&system, "$SYS.REQ.ACCOUNT.A.CONNS", "").await;
+    assert_eq!(
+        conns["type"], "io.nats.server.advisory.v1.account_connections",
+        "{conns}"
+    );
+    assert_envelope(&conns);
+    assert!(
+        conns["id"].is_string() && conns["timestamp"].is_string(),
+        "{conns}"
+    );
+    assert_eq!(conns["acc"], "A", "{conns}");
+    assert_eq!(conns["conns"], 1, "{conns}");
+    assert!(conns["sent"]["msgs"].is_u64(), "{conns}");
+    assert_silent(&system, "$SYS.REQ.ACCOUNT.B.CONNS", "").await;
+}
+
+#[tokio::test]
+async fn other_accounts_reach_their_own_connz_and_statz() {
+    let server = server();
+    let (user, _subscription) = account_a_in_use(&server).await;
+    let _b = connect(&server, "b").await;
+    let _system = connect(&server, "sys").await;
+
+    for subject in ["$SYS.REQ.ACCOUNT.PING.CONNZ", "$SYS.REQ.SERVER.PING.CONNZ"] {
+        let connz = request_json(&user, subject, "").await;
+        assert_envelope(&connz);
+        assert_eq!(connz["data"]["total"], 1, "{subject}: {connz}");
+        assert_eq!(
+            connz["data"]["connections"][0]["name"], "a-probe",
+            "{subject}: {connz}"
+        );
+    }
+    let statz = request_json(&user, "$SYS.REQ.ACCOUNT.PING.STATZ", "").await;
+    assert_envelope(&statz);
+    let stats = statz["data"]["account_statz"].as_array().expect("list");
+    assert_eq!(stats.len(), 1, "{statz}");
+    assert_eq!(stats[0]["acc"], "A", "{statz}");
+
+    // The rest of the system account stays out of reach.
+    assert_no_responders(&user, "$SYS.REQ.ACCOUNT.A.INFO").await;
+}
