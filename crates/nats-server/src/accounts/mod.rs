@@ -250,13 +250,45 @@ impl Accounts {
             .cluster
             .as_ref()
             .and_then(|cluster| cluster.name.clone());
-        accounts
-            .global
-            .set_mappings(&options.mappings, cluster_name.clone());
+        // nats-server with a JetStream domain: every JetStream account maps `$JS.<domain>.API.>`
+        // onto `$JS.API.>`, so a client's domain context reaches this server's JetStream.
+        let domain_mapping = options
+            .jetstream
+            .domain
+            .as_ref()
+            .filter(|_| jetstream_enabled)
+            .map(|domain| crate::config::MappingOptions {
+                source: format!("$JS.{domain}.API.>"),
+                destinations: vec![crate::config::MapDestination {
+                    subject: JETSTREAM_API.to_string(),
+                    weight: 100,
+                    cluster: None,
+                }],
+            });
+        let with_domain = |account: &Arc<Account>, configured: &[crate::config::MappingOptions]| {
+            let mut mappings = configured.to_vec();
+            if let Some(domain) = &domain_mapping {
+                if accounts
+                    .jetstream
+                    .iter()
+                    .any(|(jetstream, _)| Arc::ptr_eq(jetstream, account))
+                {
+                    mappings.push(domain.clone());
+                }
+            }
+            mappings
+        };
+        accounts.global.set_mappings(
+            &with_domain(&accounts.global, &options.mappings),
+            cluster_name.clone(),
+        );
         for config in &options.accounts {
             if let Some(account) = accounts.lookup(&config.name) {
                 account.build_imports(&config.imports, &accounts, options, server_name);
-                account.set_mappings(&config.mappings, cluster_name.clone());
+                account.set_mappings(
+                    &with_domain(account, &config.mappings),
+                    cluster_name.clone(),
+                );
             }
         }
         for account in accounts.iter() {

@@ -1,7 +1,7 @@
 //! async-nats's JetStream context as its documentation shows it (issue 19's client-library
 //! sweep): publish options (message id, expected stream / last sequence / last message id / last
 //! subject sequence) and the error kinds the client makes of the server's answers, a context
-//! with a JetStream domain (ignored on rnats, which does not answer `$JS.<domain>.API` yet),
+//! with a JetStream domain,
 //! account info, stream reads (raw and direct gets by sequence and by
 //! subject, first / next / last), deletes and filtered purges, stream lookups by subject and
 //! listings. Passes against the real nats-server too
@@ -110,7 +110,6 @@ async fn publish_options_and_their_error_kinds() {
 }
 
 #[tokio::test]
-#[ignore = "rnats does not serve $JS.<domain>.API.> yet: a domain context gets no responders (issue 19 sweep)"]
 async fn domain_context_and_account_info() {
     let temp = tempfile::tempdir().unwrap();
     let server = TestServer::start(ServerOptions {
