@@ -44,6 +44,10 @@ pub enum CloseReason {
     AuthenticationExpired,
     /// A user JWT revoked by an account update while connected.
     Revocation,
+    /// A PUB/HPUB announced more than `max_payload`.
+    MaxPayloadExceeded,
+    /// A protocol line longer than `max_control_line`.
+    MaxControlLineExceeded,
 }
 
 impl CloseReason {
@@ -63,6 +67,8 @@ impl CloseReason {
             CloseReason::ServerShutdown => "Server Shutdown",
             CloseReason::AuthenticationExpired => "Authentication Expired",
             CloseReason::Revocation => "Credentials Revoked",
+            CloseReason::MaxPayloadExceeded => "Maximum Message Payload Exceeded",
+            CloseReason::MaxControlLineExceeded => "Maximum Control Line Exceeded",
         }
     }
 

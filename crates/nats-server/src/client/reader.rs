@@ -179,7 +179,7 @@ pub async fn run<R: AsyncRead + Unpin>(
                         session.send_err(text);
                     }
                     session.finish_chunk();
-                    break 'connection Some(CloseReason::ProtocolViolation);
+                    break 'connection Some(parse_close_reason(&error));
                 }
             }
         }
@@ -193,6 +193,18 @@ pub async fn run<R: AsyncRead + Unpin>(
         shared.close(reason);
     }
     server.unregister_client(&shared);
+}
+
+/// Why nats-server closes a client after this parser error (its /connz `reason`, and for a
+/// websocket client the CLOSE status: 1009, 1008, else 1002).
+fn parse_close_reason(error: &nats_proto::ProtocolError) -> CloseReason {
+    match error {
+        nats_proto::ProtocolError::MaxPayloadViolation { .. } => CloseReason::MaxPayloadExceeded,
+        nats_proto::ProtocolError::MaxControlLineExceeded { .. } => {
+            CloseReason::MaxControlLineExceeded
+        }
+        _ => CloseReason::ProtocolViolation,
+    }
 }
 
 /// Until a user JWT's expiry (seconds since the epoch); forever without one.

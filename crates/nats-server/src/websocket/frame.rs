@@ -87,7 +87,9 @@ pub(crate) fn close_status(reason: CloseReason) -> u16 {
         | CloseReason::SlowConsumerWriteDeadline
         | CloseReason::MaxConnectionsExceeded
         | CloseReason::AuthenticationExpired
+        | CloseReason::MaxControlLineExceeded
         | CloseReason::Revocation => STATUS_POLICY_VIOLATION,
+        CloseReason::MaxPayloadExceeded => STATUS_MESSAGE_TOO_BIG,
         CloseReason::TlsHandshakeError => STATUS_TLS_HANDSHAKE,
         CloseReason::ProtocolViolation => STATUS_PROTOCOL_ERROR,
         CloseReason::WriteError

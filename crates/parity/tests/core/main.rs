@@ -33,6 +33,7 @@ mod system_account_requests;
 mod tls;
 mod user_info;
 mod websocket;
+mod websocket_close;
 mod websocket_nats_py;
 mod websocket_options;
 mod wire;
