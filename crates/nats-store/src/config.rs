@@ -92,6 +92,13 @@ pub struct FileStoreOptions {
     pub block_size: u64,
     /// Buffered (not yet written) record bytes that trigger a write even without `flush`.
     pub write_buffer_limit: usize,
+    /// A new store (and a new consumer store under it) writes its files without fsyncing them:
+    /// the owner runs the pending sync ([`crate::StreamStore::pending_creation`],
+    /// [`crate::ConsumerStore::pending_creation`]) before it confirms the creation, off its
+    /// serialising lock, so concurrent creations share their fsyncs; the store runs it itself
+    /// before the first acknowledgement that relies on it. Off: every creation fsyncs inline
+    /// before `open` / `set_config` returns.
+    pub defer_creation_sync: bool,
 }
 
 impl Default for FileStoreOptions {
@@ -100,6 +107,7 @@ impl Default for FileStoreOptions {
             sync: SyncPolicy::default(),
             block_size: 8 * 1024 * 1024,
             write_buffer_limit: 1024 * 1024,
+            defer_creation_sync: false,
         }
     }
 }

@@ -75,6 +75,10 @@ pub trait Backend: Send {
     fn set_metadata(&mut self, blob: &[u8]) -> Result<(), StoreError>;
     /// The owner's blob.
     fn metadata(&self) -> &[u8];
+    /// A deferred creation not yet durable (see [`crate::StreamStore::pending_creation`]).
+    fn pending_creation(&self) -> Option<std::sync::Arc<crate::CreationSync>> {
+        None
+    }
     /// Create or open a consumer store.
     fn consumer_store(&mut self, name: &str) -> Result<Box<dyn ConsumerStore>, StoreError>;
     /// Existing consumer stores.
@@ -719,6 +723,10 @@ impl<B: Backend> StreamStore for Store<B> {
 
     fn metadata(&self) -> &[u8] {
         self.backend.metadata()
+    }
+
+    fn pending_creation(&self) -> Option<std::sync::Arc<crate::CreationSync>> {
+        self.backend.pending_creation()
     }
 
     fn consumer_store(&mut self, name: &str) -> Result<Box<dyn ConsumerStore>, StoreError> {

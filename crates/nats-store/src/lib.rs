@@ -43,7 +43,10 @@ pub use config::{Compression, DiscardPolicy, FileStoreOptions, StreamStoreConfig
 pub use consumer::{ConsumerState, MemConsumerStore, PendingDelivery, SequencePair};
 pub use directory::check_store_directory;
 pub use error::StoreError;
-pub use file::{ConsumerRecoveryReport, FileConsumerStore, FileStore, RecoveryReport};
+pub use file::{
+    is_trash, remove_leftover, ConsumerRecoveryReport, CreationSync, FileConsumerStore, FileStore,
+    RecoveryReport,
+};
 pub use filter::subject_matches_filter;
 pub use memory::MemStore;
 pub use traits::{ConsumerStore, DurableCallback, StreamStore};

@@ -155,6 +155,14 @@ pub trait StreamStore: Send {
     /// The blob last given to [`StreamStore::set_metadata`].
     fn metadata(&self) -> &[u8];
 
+    /// A store opened with `defer_creation_sync` that was created (not recovered) and is not
+    /// yet durable: the owner runs it ([`crate::CreationSync::run`]) before it confirms the
+    /// creation. The store runs it itself before the first acknowledgement relying on it.
+    /// None otherwise and once it has run.
+    fn pending_creation(&self) -> Option<std::sync::Arc<crate::CreationSync>> {
+        None
+    }
+
     /// Create (or open, when it exists) the store of consumer `name`.
     fn consumer_store(&mut self, name: &str) -> Result<Box<dyn ConsumerStore>, StoreError>;
 
@@ -172,6 +180,14 @@ pub trait StreamStore: Send {
 pub trait ConsumerStore: Send {
     /// Persist the consumer's configuration (opaque, usually its JSON).
     fn set_config(&mut self, blob: &[u8]) -> Result<(), StoreError>;
+
+    /// A new consumer store under a stream store with `defer_creation_sync`, after its first
+    /// [`ConsumerStore::set_config`], not yet durable (its stream's creation included, when that
+    /// is still pending): the owner runs it before it confirms the creation; the store runs it
+    /// before the first durable write of its state. None otherwise and once it has run.
+    fn pending_creation(&self) -> Option<std::sync::Arc<crate::CreationSync>> {
+        None
+    }
 
     /// The configuration blob last set (empty when none).
     fn config(&self) -> Vec<u8>;

@@ -20,6 +20,7 @@ fn options() -> FileStoreOptions {
         sync: SyncPolicy::Always,
         block_size: 16 * 1024,
         write_buffer_limit: 64 * 1024,
+        defer_creation_sync: false,
     }
 }
 

@@ -22,6 +22,7 @@ fn options() -> FileStoreOptions {
         sync: SyncPolicy::Interval(Duration::from_secs(60)),
         block_size: BLOCK_HEADER + PER_BLOCK * RECORD_LEN,
         write_buffer_limit: 4096,
+        defer_creation_sync: false,
     }
 }
 

@@ -15,6 +15,7 @@ fn options(block_size: u64) -> FileStoreOptions {
         sync: SyncPolicy::Interval(Duration::from_secs(60)),
         block_size,
         write_buffer_limit: 4096,
+        defer_creation_sync: false,
     }
 }
 

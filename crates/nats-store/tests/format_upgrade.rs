@@ -15,6 +15,7 @@ fn open(dir: &Path) -> FileStore {
         sync: SyncPolicy::Interval(Duration::from_secs(120)),
         block_size: 4096,
         write_buffer_limit: 4096,
+        defer_creation_sync: false,
     };
     FileStore::open(dir, StreamStoreConfig::default(), options).unwrap()
 }

@@ -89,15 +89,15 @@ fn payload(seq: u64, len: usize) -> Vec<u8> {
 
 /// The store under test; kept typed so a FileStore can be abandoned like a crashed process.
 enum Held {
-    Mem(MemStore),
-    File(FileStore),
+    Mem(Box<MemStore>),
+    File(Box<FileStore>),
 }
 
 impl Held {
     fn as_mut(&mut self) -> &mut dyn StreamStore {
         match self {
-            Held::Mem(store) => store,
-            Held::File(store) => store,
+            Held::Mem(store) => store.as_mut(),
+            Held::File(store) => store.as_mut(),
         }
     }
 }
@@ -113,6 +113,7 @@ fn options() -> FileStoreOptions {
         sync: SyncPolicy::Interval(Duration::from_secs(60)),
         block_size: 700,
         write_buffer_limit: 1024,
+        defer_creation_sync: false,
     }
 }
 
@@ -121,7 +122,7 @@ impl Subject {
         let Some(dir) = &self.dir else { return };
         let Held::File(mut store) = std::mem::replace(
             &mut self.store,
-            Held::Mem(MemStore::new(StreamStoreConfig::default())),
+            Held::Mem(Box::new(MemStore::new(StreamStoreConfig::default()))),
         ) else {
             return;
         };
@@ -139,7 +140,7 @@ impl Subject {
             "{:?}",
             reopened.recovery_report()
         );
-        self.store = Held::File(reopened);
+        self.store = Held::File(Box::new(reopened));
     }
 }
 
@@ -319,7 +320,7 @@ fn file_subject(config: StreamStoreConfig) -> Subject {
     let dir = tempfile::tempdir().unwrap();
     let store = FileStore::open(dir.path().join("s"), config.clone(), options()).unwrap();
     Subject {
-        store: Held::File(store),
+        store: Held::File(Box::new(store)),
         dir: Some(dir),
         config,
     }
@@ -346,7 +347,7 @@ proptest! {
     #[test]
     fn mem_store_matches_model(ops in proptest::collection::vec(op(), 1..60)) {
         run(|| Subject {
-            store: Held::Mem(MemStore::new(StreamStoreConfig::default())),
+            store: Held::Mem(Box::new(MemStore::new(StreamStoreConfig::default()))),
             dir: None,
             config: StreamStoreConfig::default(),
         }, &ops);
@@ -368,7 +369,7 @@ proptest! {
 
     #[test]
     fn limited_stores_match_model(ops in proptest::collection::vec(op(), 1..60)) {
-        run(|| Subject { store: Held::Mem(MemStore::new(limits())), dir: None, config: limits() }, &ops);
+        run(|| Subject { store: Held::Mem(Box::new(MemStore::new(limits()))), dir: None, config: limits() }, &ops);
         run(|| file_subject(limits()), &ops);
     }
 }

@@ -13,6 +13,7 @@ fn open(dir: &Path, config: StreamStoreConfig, sync: SyncPolicy) -> FileStore {
         sync,
         block_size: 64 * 1024,
         write_buffer_limit: 4096,
+        defer_creation_sync: false,
     };
     FileStore::open(dir, config, options).unwrap()
 }

@@ -16,6 +16,7 @@ fn options() -> FileStoreOptions {
         sync: SyncPolicy::Interval(Duration::from_secs(60)),
         block_size: 16 * 1024,
         write_buffer_limit: 4096,
+        defer_creation_sync: false,
     }
 }
 

@@ -191,6 +191,7 @@ fn open(dir: &Path) -> FileStore {
         sync: SyncPolicy::Interval(Duration::from_secs(60)),
         block_size: 2048,
         write_buffer_limit: 4096,
+        defer_creation_sync: false,
     };
     FileStore::open(dir, StreamStoreConfig::default(), options).unwrap()
 }

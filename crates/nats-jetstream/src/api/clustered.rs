@@ -362,9 +362,18 @@ pub(crate) async fn apply_stream_assignment(context: &Context, assignment: Strea
                 tracing::info!("JetStream replacing stream {name} (an earlier assignment)");
                 let _ = registry.delete_stream(&stale.name).await;
             }
-            let result = registry
+            let result = match registry
                 .create_stream_at(&assignment.config, false, Some(assignment.created))
-                .await;
+                .await
+            {
+                // Its files durable before the creation is advised or answered (an answer
+                // is a promise), as the single server's STREAM.CREATE.
+                Ok((stream, did_create, pending)) => crate::stream::storage::sync_created(pending)
+                    .await
+                    .map(|()| (stream, did_create))
+                    .map_err(|error| errors::STREAM_CREATE.with_err(error)),
+                Err(error) => Err(error),
+            };
             if let Ok((_, true)) = &result {
                 context.advise_stream_action(&name, ActionKind::Create);
             }
@@ -396,10 +405,16 @@ pub(crate) async fn apply_stream_assignment(context: &Context, assignment: Strea
             let result = match registry.get(&name) {
                 Some(stream) if unchanged => Ok(stream),
                 Some(_) => registry.update_stream(&assignment.config, false).await,
-                None => registry
+                None => match registry
                     .create_stream_at(&assignment.config, false, Some(assignment.created))
                     .await
-                    .map(|(stream, _)| stream),
+                {
+                    Ok((stream, _, pending)) => crate::stream::storage::sync_created(pending)
+                        .await
+                        .map(|()| stream)
+                        .map_err(|error| errors::STREAM_CREATE.with_err(error)),
+                    Err(error) => Err(error),
+                },
             };
             if result.is_ok() && !unchanged {
                 context.advise_stream_action(&name, ActionKind::Modify);

@@ -63,7 +63,7 @@ fn stream_and_consumer(
 }
 
 pub(crate) async fn consumer_create(
-    context: &Context,
+    context: &Arc<Context>,
     request: &Request,
     kind: CreateKind,
     stream_name: &str,
@@ -71,7 +71,30 @@ pub(crate) async fn consumer_create(
     filter: &str,
 ) {
     match try_consumer_create(context, request, kind, stream_name, consumer_name, filter).await {
-        Ok(info) => context.respond(request, &ConsumerInfoResponse::created(info), false),
+        Ok((info, created, pending)) => {
+            let request = request.clone();
+            context.answer_when_durable(pending, move |context, synced| match synced {
+                Ok(()) => {
+                    if created {
+                        advise_consumer_action(
+                            context,
+                            &info.stream_name,
+                            &info.name,
+                            ActionKind::Create,
+                        );
+                    }
+                    context.respond(&request, &ConsumerInfoResponse::created(info), false)
+                }
+                Err(error) => context.respond(
+                    &request,
+                    &ConsumerInfoResponse::error(
+                        CONSUMER_CREATE_RESPONSE_TYPE,
+                        errors::CONSUMER_STORE_FAILED.with_err(error),
+                    ),
+                    true,
+                ),
+            });
+        }
         Err(error) => context.respond(
             request,
             &ConsumerInfoResponse::error(CONSUMER_CREATE_RESPONSE_TYPE, error),
@@ -80,6 +103,7 @@ pub(crate) async fn consumer_create(
     }
 }
 
+/// The consumer's info, whether it is new (advised) and its creation sync while pending.
 async fn try_consumer_create(
     context: &Context,
     request: &Request,
@@ -87,7 +111,7 @@ async fn try_consumer_create(
     stream_name: &str,
     consumer_name: &str,
     filter: &str,
-) -> Result<ConsumerInfo, ApiError> {
+) -> Result<(ConsumerInfo, bool, Option<Arc<nats_store::CreationSync>>), ApiError> {
     let create: CreateConsumerRequest = decode_request(&request.payload)?;
     request.check_api_level()?;
     let mut config = create.config;
@@ -166,7 +190,8 @@ async fn try_consumer_create(
     if let Some(existing) = consumers.get(&config.name) {
         let current = existing.config();
         if current == config {
-            return Ok(existing.info(&stream));
+            // An identical consumer created moments ago: answered once it is durable too.
+            return Ok((existing.info(&stream), false, existing.creation.clone()));
         }
         if create.action == ConsumerAction::Create {
             return Err(errors::CONSUMER_ALREADY_EXISTS.to_error());
@@ -178,7 +203,7 @@ async fn try_consumer_create(
         *existing.config.write() = config.clone();
         consumer::refresh_interest(&stream, &existing);
         existing.send(consumer::Event::ConfigUpdated);
-        return Ok(existing.info(&stream));
+        return Ok((existing.info(&stream), false, None));
     }
     if create.action == ConsumerAction::Update {
         return Err(errors::CONSUMER_DOES_NOT_EXIST.to_error());
@@ -208,8 +233,9 @@ async fn try_consumer_create(
         domain: context.domain.as_deref(),
     };
     let new = consumer::start(&home, config, created, store, false);
-    advise_consumer_action(context, &stream.name, &new.name, ActionKind::Create);
-    Ok(new.info(&stream))
+    // Answered and advised once its files are durable (`consumer_create`).
+    let pending = new.creation.clone();
+    Ok((new.info(&stream), true, pending))
 }
 
 pub(crate) async fn consumer_info(

@@ -37,6 +37,25 @@ pub(crate) struct Context {
 }
 
 impl Context {
+    /// Answer a creation once what it left pending (`storage::sync_created`) is durable:
+    /// at once when nothing is; otherwise from a runtime task, so the admin queue goes on with
+    /// the next request while the fsyncs run and those of concurrent creations overlap (a
+    /// journaling file system commits them together) instead of queueing one after another.
+    pub(crate) fn answer_when_durable(
+        self: &Arc<Self>,
+        pending: Option<Arc<nats_store::CreationSync>>,
+        answer: impl FnOnce(&Context, Result<(), nats_store::StoreError>) + Send + 'static,
+    ) {
+        let Some(pending) = pending.filter(|creation| !creation.is_done()) else {
+            return answer(self, Ok(()));
+        };
+        let context = self.clone();
+        tokio::spawn(async move {
+            let synced = crate::stream::storage::sync_created(Some(pending)).await;
+            answer(&context, synced);
+        });
+    }
+
     /// Send a JSON response without touching the API counters.
     pub(crate) fn respond_uncounted<T: Serialize>(&self, request: &Request, body: &T) {
         self.publish_json(request.reply.clone(), body);

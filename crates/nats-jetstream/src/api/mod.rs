@@ -28,8 +28,10 @@ use crate::transport::Message;
 use bytes::Bytes;
 use consumers::CreateKind;
 use jetstream_api::ApiSubject;
+use std::sync::Arc;
 
 /// A request as the handlers see it.
+#[derive(Clone)]
 pub(crate) struct Request {
     pub reply: Bytes,
     pub payload: Bytes,
@@ -155,7 +157,7 @@ fn respond_error(
 /// One `$JS.API` request: the subject parsed once ([`ApiSubject`]), then its handler.
 /// Subjects nats-server has no handler for, and the cluster operations a single server
 /// does not answer, get no answer at all.
-pub(crate) async fn handle_request(context: &Context, message: Message) {
+pub(crate) async fn handle_request(context: &Arc<Context>, message: Message) {
     let Ok(subject) = std::str::from_utf8(&message.subject) else {
         return;
     };

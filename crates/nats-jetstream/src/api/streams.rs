@@ -145,15 +145,25 @@ pub(crate) fn build_stream_info(
     (info, subjects_total)
 }
 
-pub(crate) async fn stream_create(context: &Context, request: &Request, name: &str) {
+pub(crate) async fn stream_create(context: &Arc<Context>, request: &Request, name: &str) {
     let result = try_stream_create(context, request, name).await;
     match result {
-        Ok((info, did_create)) => {
-            if did_create {
-                context.advise_stream_action(name, ActionKind::Create);
-            }
-            // nats-server answers `did_create: true` for an identical existing stream too.
-            context.respond(request, &StreamCreateResponse::ok(info, true), false)
+        Ok((info, did_create, pending)) => {
+            let (request, name) = (request.clone(), name.to_string());
+            context.answer_when_durable(pending, move |context, synced| match synced {
+                Ok(()) => {
+                    if did_create {
+                        context.advise_stream_action(&name, ActionKind::Create);
+                    }
+                    // nats-server answers `did_create: true` for an identical existing stream too.
+                    context.respond(&request, &StreamCreateResponse::ok(info, true), false)
+                }
+                Err(error) => context.respond(
+                    &request,
+                    &StreamCreateResponse::error(errors::STREAM_CREATE.with_err(error)),
+                    true,
+                ),
+            });
         }
         Err(error) => context.respond(request, &StreamCreateResponse::error(error), true),
     }
@@ -183,11 +193,11 @@ async fn try_stream_create(
     context: &Context,
     request: &Request,
     name: &str,
-) -> Result<(StreamInfo, bool), ApiError> {
+) -> Result<(StreamInfo, bool, Option<Arc<nats_store::CreationSync>>), ApiError> {
     let config_request: StreamConfigRequest = decode_request(&request.payload)?;
     let config = config_request.config;
     check_create_request(&config, name)?;
-    let (stream, did_create) = context
+    let (stream, did_create, pending) = context
         .registry
         .create_stream(&config, config_request.pedantic)
         .await
@@ -204,7 +214,7 @@ async fn try_stream_create(
             source.active = Nanos(-1);
         }
     }
-    Ok((info, did_create))
+    Ok((info, did_create, pending))
 }
 
 pub(crate) async fn stream_update(context: &Context, request: &Request, name: &str) {
@@ -365,15 +375,23 @@ pub(crate) fn stream_names(context: &Context, request: &Request) {
     } else {
         StreamNamesRequest::default()
     };
-    let streams = filtered_streams(context, &names_request.subject);
-    let total = streams.len();
-    let offset = names_request.offset.min(total);
-    let names: Vec<String> = streams
-        .iter()
-        .skip(offset)
-        .take(NAMES_LIMIT)
-        .map(|stream| stream.name.clone())
-        .collect();
+    let (total, offset, names) = if names_request.subject.is_empty() {
+        let (total, names) = context
+            .registry
+            .names_page(names_request.offset, NAMES_LIMIT);
+        (total, names_request.offset.min(total), names)
+    } else {
+        let streams = filtered_streams(context, &names_request.subject);
+        let total = streams.len();
+        let offset = names_request.offset.min(total);
+        let names = streams
+            .iter()
+            .skip(offset)
+            .take(NAMES_LIMIT)
+            .map(|stream| stream.name.clone())
+            .collect();
+        (total, offset, names)
+    };
     // nats-server leaves the slice nil (JSON null) when nothing was appended.
     let names = (!names.is_empty()).then_some(names);
     let paged = Paged {

@@ -127,6 +127,9 @@ pub(crate) struct Consumer {
     pub created: i64,
     pub config: RwLock<ConsumerConfig>,
     pub state: Mutex<Shared>,
+    /// A new file consumer's creation sync, pending until its files are durable: CONSUMER.CREATE
+    /// answers (this one's, or an identical one's racing it) wait for it.
+    pub creation: Option<Arc<nats_store::CreationSync>>,
     events: mpsc::UnboundedSender<Event>,
     interest_id: u64,
 }
@@ -456,6 +459,7 @@ pub(crate) fn start(
             #[cfg(test)]
             applied,
         }),
+        creation: store.pending_creation(),
         events: sender,
         interest_id: NEXT_INTEREST_ID.fetch_add(1, Ordering::Relaxed),
     });

@@ -146,6 +146,14 @@ impl Registry {
             .collect()
     }
 
+    /// STREAM.NAMES without a subject filter: how many streams there are and the names of the
+    /// page from `offset` (sorted), read under the map's lock without collecting every stream.
+    pub(crate) fn names_page(&self, offset: usize, limit: usize) -> (usize, Vec<String>) {
+        let streams = self.streams.read();
+        let names = streams.keys().skip(offset).take(limit).cloned().collect();
+        (streams.len(), names)
+    }
+
     /// The consumers of `stream` (an empty set when that stream is no longer registered, so a
     /// request racing a delete finds none).
     pub(crate) fn consumers(&self, stream: &Stream) -> Arc<Consumers> {
@@ -356,13 +364,15 @@ impl Registry {
         }
     }
 
-    /// STREAM.CREATE after the request-level checks: returns the stream and whether it was
-    /// created (false: an identical stream existed).
+    /// STREAM.CREATE after the request-level checks: returns the stream, whether it was
+    /// created (false: an identical stream existed) and its creation's sync when still pending
+    /// (a new file stream, or an identical one created moments ago): the caller runs it
+    /// (`storage::sync_created`) before it confirms.
     pub(crate) async fn create_stream(
         self: &Arc<Self>,
         requested: &StreamConfig,
         pedantic: bool,
-    ) -> Result<(Arc<Stream>, bool), ApiError> {
+    ) -> Result<(Arc<Stream>, bool, Option<Arc<nats_store::CreationSync>>), ApiError> {
         self.create_stream_at(requested, pedantic, None).await
     }
 
@@ -373,7 +383,7 @@ impl Registry {
         requested: &StreamConfig,
         pedantic: bool,
         created: Option<i64>,
-    ) -> Result<(Arc<Stream>, bool), ApiError> {
+    ) -> Result<(Arc<Stream>, bool, Option<Arc<nats_store::CreationSync>>), ApiError> {
         let config = stream::check_and_fill(requested, pedantic)?;
         if config.replicas > 1 {
             return Err(errors::STREAM_REPLICAS_NOT_SUPPORTED.to_error());
@@ -391,7 +401,8 @@ impl Registry {
         if let Some(existing) = self.get(&config.name) {
             let current = existing.config();
             if current == config {
-                return Ok((existing, false));
+                let pending = existing.store.read().pending_creation();
+                return Ok((existing, false, pending));
             }
             return Err(errors::STREAM_NAME_EXIST.to_error());
         }
@@ -414,12 +425,13 @@ impl Registry {
         storage::save_metadata(&mut *store, &config, created)
             .and_then(|_| store.flush().map(|_| ()))
             .map_err(|error| errors::STREAM_CREATE.with_err(error))?;
+        let pending = store.pending_creation();
         let stream = Stream::start(config, created, store, self.ingest_context())
             .map_err(|error| errors::STREAM_CREATE.with_err(error))?;
         self.reserve(&stream.config(), 1);
         let consumers = self.insert(stream.clone());
         self.on_stream_started(&stream, &consumers);
-        Ok((stream, true))
+        Ok((stream, true, pending))
     }
 
     pub(crate) async fn update_stream(

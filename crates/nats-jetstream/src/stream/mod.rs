@@ -202,6 +202,12 @@ impl Stream {
     ) -> Result<(Arc<Stream>, replication::ReplicaMachine), std::io::Error> {
         let store = storage::open_store(store_root, &config, sync)
             .map_err(|error| std::io::Error::other(error.to_string()))?;
+        // A new replica's files synced here, inline (no API answer waits on them).
+        if let Some(creation) = store.pending_creation() {
+            creation
+                .run()
+                .map_err(|error| std::io::Error::other(error.to_string()))?;
+        }
         let (stream, receiver) = Stream::new(config, created, store, &context);
         let shared = Arc::new(replication::ReplicaShared::default());
         let machine = replication::ReplicaMachine::new(

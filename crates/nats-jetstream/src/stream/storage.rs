@@ -7,9 +7,10 @@
 use super::ingest_store_config;
 use crate::SyncPolicy;
 use jetstream_api::{StorageType, StreamConfig, Timestamp};
-use nats_store::{MemStore, StoreError, StreamStore};
+use nats_store::{CreationSync, MemStore, StoreError, StreamStore};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// What we persist next to a stream's messages.
 #[derive(Serialize, Deserialize)]
@@ -42,6 +43,9 @@ pub(crate) fn open_store(
                     SyncPolicy::Always => nats_store::SyncPolicy::Always,
                     SyncPolicy::Interval(interval) => nats_store::SyncPolicy::Interval(interval),
                 },
+                // The registry syncs a new stream's (and consumer's) files after its admin lock
+                // and before the creation is answered (`sync_created`).
+                defer_creation_sync: true,
                 ..Default::default()
             };
             file_store(&directory, limits, options)
@@ -86,7 +90,12 @@ pub(crate) fn stored_stream_names(account_directory: &Path) -> std::io::Result<V
         let entry = entry?;
         if entry.file_type()?.is_dir() {
             if let Some(name) = entry.file_name().to_str() {
-                names.push(name.to_string());
+                if nats_store::is_trash(name) {
+                    // A deleted stream a crash left behind: removed now, never recovered.
+                    nats_store::remove_leftover(entry.path());
+                } else {
+                    names.push(name.to_string());
+                }
             }
         }
     }
@@ -116,4 +125,22 @@ pub(crate) fn recover_stream(
         .update_config(ingest_store_config(&metadata.config))
         .map_err(|error| error.to_string())?;
     Ok((store, metadata))
+}
+
+/// Make a creation durable before it is confirmed: run what the store left pending
+/// (`pending_creation`), on a blocking thread and outside the admin lock, so the fsyncs of
+/// concurrent creations overlap (a journaling file system commits them together) instead of
+/// queueing behind one lock. Nothing pending (memory storage, done already): no thread.
+pub(crate) async fn sync_created(creation: Option<Arc<CreationSync>>) -> Result<(), StoreError> {
+    let Some(creation) = creation.filter(|creation| !creation.is_done()) else {
+        return Ok(());
+    };
+    tokio::task::spawn_blocking(move || creation.run())
+        .await
+        .unwrap_or_else(|error| {
+            Err(StoreError::Io {
+                path: PathBuf::new(),
+                source: std::io::Error::other(error),
+            })
+        })
 }

@@ -191,6 +191,11 @@ impl ReadGuard<'_> {
         self.store.seq_for_time(timestamp)
     }
 
+    /// The store's creation sync while it is pending (a file stream created moments ago).
+    pub(crate) fn pending_creation(&self) -> Option<std::sync::Arc<nats_store::CreationSync>> {
+        self.store.pending_creation()
+    }
+
     /// Open (or create) the persisted state of consumer `name`, beside the stream's files.
     pub(crate) fn consumer_store(
         &mut self,

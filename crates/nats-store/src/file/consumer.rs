@@ -35,6 +35,7 @@ use crate::consumer::{ConsumerState, SequencePair};
 use crate::error::StoreError;
 use crate::traits::{ConsumerStore, DurableCallback};
 
+use super::creation::{self, CreationSync};
 use super::durability::Pipeline;
 use super::{sync_dir, write_atomic};
 
@@ -88,6 +89,13 @@ pub struct FileConsumerStore {
     pipeline: Arc<Pipeline>,
     /// A frame was handed to the pipeline and no inline sync has covered it yet.
     log_unsynced: bool,
+    /// The stream store's `defer_creation_sync`: a new consumer's first config is written
+    /// without fsync and what must be synced waits in `creation` (`creation.rs`).
+    pub(super) defer_creation_sync: bool,
+    /// The stream's own creation, when it was not yet durable as this store opened: a
+    /// prerequisite of this consumer's.
+    pub(super) stream_creation: Option<Arc<CreationSync>>,
+    creation: Option<Arc<CreationSync>>,
 }
 
 fn valid_name(name: &str) -> bool {
@@ -110,7 +118,12 @@ pub(crate) fn list_consumers(consumers_dir: &Path) -> Result<Vec<String>, StoreE
         let entry = entry.map_err(StoreError::io(consumers_dir))?;
         if entry.path().is_dir() {
             if let Some(name) = entry.file_name().to_str() {
-                names.push(name.to_string());
+                if super::removal::is_trash(name) {
+                    // A deleted consumer a crash left behind: removed now, never listed.
+                    super::removal::remove_leftover(entry.path());
+                } else {
+                    names.push(name.to_string());
+                }
             }
         }
     }
@@ -165,6 +178,9 @@ impl FileConsumerStore {
             log_file: None,
             pipeline: Pipeline::new(),
             log_unsynced: false,
+            defer_creation_sync: false,
+            stream_creation: None,
+            creation: None,
         };
         if !created {
             store.recover()?;
@@ -269,6 +285,15 @@ impl FileConsumerStore {
     /// Make the directory entry of a newly created consumer durable, whatever the sync policy:
     /// like the stream's own metadata, a consumer the server confirmed must survive a power
     /// loss (with interval sync a cut before the first interval took the consumer whole).
+    /// `SyncPolicy::Always`: state written durably relies on the consumer's (and its stream's)
+    /// files and names; a creation still pending is synced first, here, once.
+    fn sync_pending_creation(&self) -> Result<(), StoreError> {
+        match self.pending_creation().filter(|_| self.sync) {
+            Some(creation) => creation.run(),
+            None => Ok(()),
+        }
+    }
+
     fn sync_new_dir(&mut self) -> Result<(), StoreError> {
         if self.dir_entry_unsynced {
             sync_dir(&self.consumers_dir)?;
@@ -390,6 +415,21 @@ impl ConsumerStore for FileConsumerStore {
             // leaves a config the server cannot parse, for a creation it never confirmed.
             let mut file = File::create(&path).map_err(StoreError::io(&path))?;
             file.write_all(blob).map_err(StoreError::io(&path))?;
+            if self.defer_creation_sync {
+                // The same files and directories, synced later (`creation.rs`), after the
+                // stream's own creation when that is still pending.
+                let mut paths = vec![path, self.dir.clone(), self.consumers_dir.clone()];
+                if self.consumers_dir_entry_unsynced {
+                    if let Some(stream_dir) = self.consumers_dir.parent() {
+                        paths.push(stream_dir.to_path_buf());
+                    }
+                }
+                self.creation = Some(CreationSync::new(paths, self.stream_creation.take()));
+                self.dir_entry_unsynced = false;
+                self.consumers_dir_entry_unsynced = false;
+                self.config = blob.to_vec();
+                return Ok(());
+            }
             // Config changes are rare (create, update): always durable, as stream metadata is.
             file.sync_data().map_err(StoreError::io(&path))?;
             sync_dir(&self.dir)?;
@@ -399,6 +439,10 @@ impl ConsumerStore for FileConsumerStore {
         self.sync_new_dir()?;
         self.config = blob.to_vec();
         Ok(())
+    }
+
+    fn pending_creation(&self) -> Option<Arc<CreationSync>> {
+        creation::pending(&self.creation).or_else(|| creation::pending(&self.stream_creation))
     }
 
     fn config(&self) -> Vec<u8> {
@@ -462,6 +506,7 @@ impl ConsumerStore for FileConsumerStore {
         if self.deleted {
             return Ok(());
         }
+        self.sync_pending_creation()?;
         if self.has_changes() {
             self.write_changes(false)?;
         } else if self.log_unsynced {
@@ -487,6 +532,7 @@ impl ConsumerStore for FileConsumerStore {
             on_durable(Ok(()));
             return Ok(());
         }
+        self.sync_pending_creation()?;
         if !self.has_changes() {
             // Nothing new, but what an earlier flush wrote may still be syncing.
             self.pipeline.after_pending(on_durable);
@@ -513,10 +559,7 @@ impl ConsumerStore for FileConsumerStore {
         self.changed.clear();
         self.log_file = None;
         self.pipeline.fail(&StoreError::Closed, self.dir.clone());
-        match fs::remove_dir_all(&self.dir) {
-            Ok(()) => Ok(()),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(error) => Err(StoreError::io(&self.dir)(error)),
-        }
+        // Renamed away now, its files unlinked in the background (`removal.rs`).
+        super::removal::remove_dir_soon(&self.dir)
     }
 }

@@ -103,8 +103,9 @@ pub(crate) struct Opened {
 }
 
 impl HighWater {
-    /// Open (creating when missing) the mark file of the stream directory `dir`.
-    pub fn open(dir: &Path) -> Result<Opened, StoreError> {
+    /// Open (creating when missing) the mark file of the stream directory `dir`; a new file's
+    /// name is synced with `dir` when `sync_new` (the owner of a deferred creation syncs it).
+    pub fn open(dir: &Path, sync_new: bool) -> Result<Opened, StoreError> {
         let path = dir.join(FILE_NAME);
         let existed = path.exists();
         let file = OpenOptions::new()
@@ -114,7 +115,7 @@ impl HighWater {
             .write(true)
             .open(&path)
             .map_err(StoreError::io(&path))?;
-        if !existed {
+        if !existed && sync_new {
             // The new name must survive a power loss before anything relies on it.
             super::sync_dir(dir)?;
         }
@@ -147,6 +148,11 @@ impl HighWater {
             recorded,
             damaged: recorded.is_none() && len > 0,
         })
+    }
+
+    /// The mark file.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     /// Write `marks` when they moved (page cache only: [`HighWater::sync`] makes them durable).
@@ -216,7 +222,7 @@ mod tests {
     #[test]
     fn the_largest_valid_slot_wins_and_a_torn_slot_is_ignored() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut opened = HighWater::open(dir.path()).expect("open");
+        let mut opened = HighWater::open(dir.path(), true).expect("open");
         assert_eq!(opened.recorded, None);
         assert!(!opened.damaged);
         opened.high_water.record(marks(1, 10)).expect("record");
@@ -224,7 +230,7 @@ mod tests {
         opened.high_water.sync().expect("sync");
         drop(opened);
         assert_eq!(
-            HighWater::open(dir.path()).expect("open").recorded,
+            HighWater::open(dir.path(), true).expect("open").recorded,
             Some(marks(4, 20))
         );
         // Tear the newer slot (the second): the older one still bounds the sequence.
@@ -233,13 +239,13 @@ mod tests {
         bytes[SLOT_LEN + 13] ^= 0xff;
         std::fs::write(&path, &bytes).expect("write");
         assert_eq!(
-            HighWater::open(dir.path()).expect("open").recorded,
+            HighWater::open(dir.path(), true).expect("open").recorded,
             Some(marks(1, 10))
         );
         // Both torn: reported as damaged, nothing recorded.
         bytes[13] ^= 0xff;
         std::fs::write(&path, &bytes).expect("write");
-        let opened = HighWater::open(dir.path()).expect("open");
+        let opened = HighWater::open(dir.path(), true).expect("open");
         assert_eq!(opened.recorded, None);
         assert!(opened.damaged);
     }
@@ -247,12 +253,12 @@ mod tests {
     #[test]
     fn marks_never_move_backwards() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut opened = HighWater::open(dir.path()).expect("open");
+        let mut opened = HighWater::open(dir.path(), true).expect("open");
         opened.high_water.record(marks(5, 50)).expect("record");
         opened.high_water.record(marks(1, 3)).expect("record");
         drop(opened);
         assert_eq!(
-            HighWater::open(dir.path()).expect("open").recorded,
+            HighWater::open(dir.path(), true).expect("open").recorded,
             Some(marks(5, 50))
         );
     }

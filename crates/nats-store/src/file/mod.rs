@@ -22,6 +22,7 @@ mod block;
 mod block_index;
 mod compaction;
 mod consumer;
+mod creation;
 mod durability;
 mod high_water;
 mod index_writer;
@@ -30,6 +31,7 @@ mod read_cache;
 mod read_path;
 mod record;
 mod recovery;
+mod removal;
 
 use std::collections::BTreeSet;
 use std::fs::{self, File, OpenOptions};
@@ -45,6 +47,7 @@ use crate::traits::{ConsumerStore, DurableCallback, StreamStore};
 use crate::types::StoredMessage;
 
 use block::{block_path, delete_path, index_path, Block};
+use creation::create_dir_unsynced;
 use durability::Pipeline;
 use high_water::{HighWater, Marks};
 use index_writer::{IndexJob, SealedIndex};
@@ -56,7 +59,10 @@ use record::{
 };
 
 pub use consumer::{ConsumerRecoveryReport, FileConsumerStore};
+use creation::sync_paths;
+pub use creation::CreationSync;
 pub use recovery::RecoveryReport;
+pub use removal::{is_trash, remove_leftover};
 
 const META_FILE: &str = "meta.bin";
 const CONSUMERS_DIR: &str = "consumers";
@@ -95,6 +101,9 @@ pub struct FileBackend {
     /// The first and last sequence handed out, kept apart from the blocks (`high_water.rs`);
     /// boxed: a store value stays small.
     high_water: Box<HighWater>,
+    /// A store created with `defer_creation_sync`: what must be fsynced before its creation is
+    /// confirmed or the first acknowledgement relying on it (`creation.rs`).
+    creation: Option<Arc<CreationSync>>,
 }
 
 impl Store<FileBackend> {
@@ -108,11 +117,28 @@ impl Store<FileBackend> {
         options.block_size = options
             .block_size
             .clamp(BLOCK_HEADER_LEN as u64 + 1, MAX_BLOCK_SIZE);
-        create_dir_durably(dir.as_ref())?;
+        let created_dirs = if options.defer_creation_sync {
+            create_dir_unsynced(dir.as_ref())?
+        } else {
+            create_dir_durably(dir.as_ref())?;
+            Vec::new()
+        };
+        let creating = !created_dirs.is_empty();
         // Taken before recovery: recovery truncates and rewrites files another opener may be using.
         let lock = DirectoryLock::acquire(dir.as_ref())?;
-        let recovered = recovery::recover(dir.as_ref(), &options)?;
-        let opened = HighWater::open(dir.as_ref())?;
+        let recovered = recovery::recover(dir.as_ref(), &options, !creating)?;
+        let opened = HighWater::open(dir.as_ref(), !creating)?;
+        // The files first, then each directory from the new one up to the root.
+        let creation = creating.then(|| {
+            let mut paths: Vec<PathBuf> = recovered
+                .blocks
+                .iter()
+                .map(|block| block_path(dir.as_ref(), block.id))
+                .collect();
+            paths.push(opened.high_water.path().to_path_buf());
+            paths.extend(created_dirs);
+            CreationSync::new(paths, None)
+        });
         let backend = FileBackend {
             dir: dir.as_ref().to_path_buf(),
             options,
@@ -130,6 +156,7 @@ impl Store<FileBackend> {
             read_cache: Box::default(),
             checksum_flag: 0,
             high_water: Box::new(opened.high_water),
+            creation,
         };
         let mut store = Store::from_parts(config.clone(), recovered.index, recovered.ttls, backend);
         store.backend.checksum_flag = store.backend.active_block_checksum_flag()?;
@@ -512,7 +539,15 @@ impl FileBackend {
             active.rewrite_written(&dir)?;
         }
         if self.should_sync(force_sync) {
-            if let Err(error) = self.sync_files(pipelined.then_some(&mut to_sync)) {
+            // An acknowledgement (or a forced sync) relies on the store's files and names being
+            // durable: a creation still unsynced (its owner's sync not yet run) is synced first,
+            // here, once. The owner's own flush right after creating does not wait for it.
+            let relied_on = on_durable.is_some() || force_sync;
+            let creation = creation::pending(&self.creation).filter(|_| relied_on);
+            let synced = creation.map_or(Ok(()), |creation| creation.run());
+            if let Err(error) =
+                synced.and_then(|()| self.sync_files(pipelined.then_some(&mut to_sync)))
+            {
                 // Whatever was written may not reach the disk: nothing pending may be acknowledged.
                 self.pipeline.fail(&error, self.dir.clone());
                 return Err(error);
@@ -791,7 +826,19 @@ impl Backend for FileBackend {
     }
 
     fn set_metadata(&mut self, blob: &[u8]) -> Result<(), StoreError> {
-        recovery::write_metadata(&self.dir, blob)?;
+        // A creation not yet durable: the metadata joins what its sync covers.
+        match creation::pending(&self.creation) {
+            Some(creation) => {
+                let path = recovery::write_metadata(&self.dir, blob, false)?;
+                if !creation.defer(path.clone()) {
+                    // Made durable meanwhile: this file on its own.
+                    sync_paths(&[path, self.dir.clone()])?;
+                }
+            }
+            None => {
+                recovery::write_metadata(&self.dir, blob, true)?;
+            }
+        }
         self.metadata = blob.to_vec();
         Ok(())
     }
@@ -800,12 +847,19 @@ impl Backend for FileBackend {
         &self.metadata
     }
 
+    fn pending_creation(&self) -> Option<Arc<CreationSync>> {
+        creation::pending(&self.creation)
+    }
+
     fn consumer_store(&mut self, name: &str) -> Result<Box<dyn ConsumerStore>, StoreError> {
-        let store = FileConsumerStore::open(
+        let mut store = FileConsumerStore::open(
             &self.dir.join(CONSUMERS_DIR),
             name,
             self.options.sync == SyncPolicy::Always,
         )?;
+        store.defer_creation_sync = self.options.defer_creation_sync;
+        // A consumer's creation is durable only with its stream's.
+        store.stream_creation = creation::pending(&self.creation);
         Ok(Box::new(store))
     }
 
@@ -823,10 +877,7 @@ impl Backend for FileBackend {
         self.blocks.clear();
         self.write_buffer.clear();
         self.lock = None;
-        match fs::remove_dir_all(&self.dir) {
-            Ok(()) => Ok(()),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(error) => Err(StoreError::io(&self.dir)(error)),
-        }
+        // Renamed away now, its files unlinked in the background (`removal.rs`).
+        removal::remove_dir_soon(&self.dir)
     }
 }

@@ -3,7 +3,7 @@
 //! Damage is repaired or skipped and written into a [`RecoveryReport`]; it never panics.
 
 use std::fs::{self, OpenOptions};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::config::FileStoreOptions;
 use crate::engine::TtlIndex;
@@ -59,13 +59,16 @@ pub(crate) struct Recovered {
     pub report: RecoveryReport,
 }
 
-pub(crate) fn write_metadata(dir: &Path, blob: &[u8]) -> Result<(), StoreError> {
+/// Write the metadata file (fsynced with its directory when `sync`); returns its path.
+pub(crate) fn write_metadata(dir: &Path, blob: &[u8], sync: bool) -> Result<PathBuf, StoreError> {
     let mut bytes = Vec::with_capacity(blob.len() + 16);
     bytes.extend_from_slice(META_MAGIC);
     bytes.extend_from_slice(blob);
     let crc = crc32fast::hash(&bytes);
     bytes.extend_from_slice(&crc.to_le_bytes());
-    write_atomic(&dir.join(META_FILE), &bytes, true)
+    let path = dir.join(META_FILE);
+    write_atomic(&path, &bytes, sync)?;
+    Ok(path)
 }
 
 pub(crate) fn read_metadata(dir: &Path) -> Result<Option<Vec<u8>>, StoreError> {
@@ -277,7 +280,13 @@ fn apply_deletes(
     Ok(())
 }
 
-pub(crate) fn recover(dir: &Path, _options: &FileStoreOptions) -> Result<Recovered, StoreError> {
+/// `sync_new_block`: a first block created here is fsynced with its directory (off for a store
+/// created with `defer_creation_sync`, whose owner syncs it).
+pub(crate) fn recover(
+    dir: &Path,
+    _options: &FileStoreOptions,
+    sync_new_block: bool,
+) -> Result<Recovered, StoreError> {
     fs::create_dir_all(dir).map_err(StoreError::io(dir))?;
     let metadata = match read_metadata(dir) {
         Ok(blob) => blob.unwrap_or_default(),
@@ -397,8 +406,10 @@ pub(crate) fn recover(dir: &Path, _options: &FileStoreOptions) -> Result<Recover
     if blocks.is_empty() {
         let first_seq = index.last_seq() + 1;
         let file = create_block_file(dir, next_block_id, first_seq)?;
-        file.sync_all().map_err(StoreError::io(dir))?;
-        super::sync_dir(dir)?;
+        if sync_new_block {
+            file.sync_all().map_err(StoreError::io(dir))?;
+            super::sync_dir(dir)?;
+        }
         blocks.push(Block::new(
             next_block_id,
             first_seq,

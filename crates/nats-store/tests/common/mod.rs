@@ -31,6 +31,7 @@ pub fn small_blocks() -> FileStoreOptions {
         sync: SyncPolicy::Interval(Duration::from_secs(120)),
         block_size: 512,
         write_buffer_limit: 64 * 1024,
+        defer_creation_sync: false,
     }
 }
 

@@ -494,6 +494,10 @@ impl Task {
             self.consumer.created,
         )
         .and_then(|mut store| {
+            // Rare (an ephemeral made durable): its new files are synced here, inline.
+            if let Some(creation) = store.pending_creation() {
+                creation.run()?;
+            }
             let state = self.consumer.state.lock().state.clone();
             store.set_state(state)?;
             store.flush()?;

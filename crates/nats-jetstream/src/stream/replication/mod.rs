@@ -270,7 +270,13 @@ impl ReplicaMachine {
         let mut current = std::mem::replace(slot, placeholder);
         current.delete().map_err(store_error)?;
         drop(current);
-        *slot = storage::open_store(&self.store_root, &config, self.sync).map_err(store_error)?;
+        let fresh =
+            storage::open_store(&self.store_root, &config, self.sync).map_err(store_error)?;
+        // Its new files synced here, as the store did inline before `defer_creation_sync`.
+        if let Some(creation) = fresh.pending_creation() {
+            creation.run().map_err(store_error)?;
+        }
+        *slot = fresh;
         Ok(())
     }
 }
