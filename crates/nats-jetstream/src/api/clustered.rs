@@ -346,6 +346,23 @@ async fn gather_infos(context: &Context, names: &[String]) -> BTreeMap<String, S
     infos
 }
 
+/// Creates the assigned stream and returns once its files are durable (a new file stream's
+/// creation sync, `storage::sync_created`), so it is advised and answered, as the single
+/// server's STREAM.CREATE, only when a power cut can no longer take it.
+async fn create_durably(
+    context: &Context,
+    assignment: &StreamAssignment,
+) -> Result<(std::sync::Arc<crate::stream::Stream>, bool), ApiError> {
+    let (stream, did_create, pending) = context
+        .registry
+        .create_stream_at(&assignment.config, false, Some(assignment.created))
+        .await?;
+    crate::stream::storage::sync_created(pending)
+        .await
+        .map_err(|error| errors::STREAM_CREATE.with_err(error))?;
+    Ok((stream, did_create))
+}
+
 /// Applies a stream assignment on the server that holds the stream: creates or updates it, and
 /// answers the request when the assignment carries its reply.
 pub(crate) async fn apply_stream_assignment(context: &Context, assignment: StreamAssignment) {
@@ -362,18 +379,7 @@ pub(crate) async fn apply_stream_assignment(context: &Context, assignment: Strea
                 tracing::info!("JetStream replacing stream {name} (an earlier assignment)");
                 let _ = registry.delete_stream(&stale.name).await;
             }
-            let result = match registry
-                .create_stream_at(&assignment.config, false, Some(assignment.created))
-                .await
-            {
-                // Its files durable before the creation is advised or answered (an answer
-                // is a promise), as the single server's STREAM.CREATE.
-                Ok((stream, did_create, pending)) => crate::stream::storage::sync_created(pending)
-                    .await
-                    .map(|()| (stream, did_create))
-                    .map_err(|error| errors::STREAM_CREATE.with_err(error)),
-                Err(error) => Err(error),
-            };
+            let result = create_durably(context, &assignment).await;
             if let Ok((_, true)) = &result {
                 context.advise_stream_action(&name, ActionKind::Create);
             }
@@ -405,16 +411,9 @@ pub(crate) async fn apply_stream_assignment(context: &Context, assignment: Strea
             let result = match registry.get(&name) {
                 Some(stream) if unchanged => Ok(stream),
                 Some(_) => registry.update_stream(&assignment.config, false).await,
-                None => match registry
-                    .create_stream_at(&assignment.config, false, Some(assignment.created))
+                None => create_durably(context, &assignment)
                     .await
-                {
-                    Ok((stream, _, pending)) => crate::stream::storage::sync_created(pending)
-                        .await
-                        .map(|()| stream)
-                        .map_err(|error| errors::STREAM_CREATE.with_err(error)),
-                    Err(error) => Err(error),
-                },
+                    .map(|(stream, _)| stream),
             };
             if result.is_ok() && !unchanged {
                 context.advise_stream_action(&name, ActionKind::Modify);
