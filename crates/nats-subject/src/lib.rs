@@ -32,4 +32,4 @@ pub use grammar::{
 pub use local_cache::{LocalMatchCache, DEFAULT_LOCAL_CACHE_CAPACITY};
 pub use overlap_index::OverlapIndex;
 pub use sublist::{MatchResult, Sublist, SublistStats, DEFAULT_CACHE_CAPACITY};
-pub use transform::{is_valid_transform, transform};
+pub use transform::{is_valid_transform, transform, SubjectTransform};

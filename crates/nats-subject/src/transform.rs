@@ -189,14 +189,27 @@ fn is_valid_destination(destination: &str) -> bool {
 }
 
 /// A destination token resolved against the source's wildcards.
-enum Part<'a> {
-    Literal(&'a str),
+#[derive(Debug, Clone)]
+enum Part {
+    Literal(Box<str>),
+    /// `$n` / `{{wildcard(n)}}`: the subject's token at this position.
+    Token(usize),
+    /// A trailing `>`: what the source's `>` matched.
     Tail,
     Mapped(Function),
 }
 
+/// The subject token position wildcard `n` (1-based, as written) captures; nats-server maps
+/// numbers below 1 to position 0.
+fn wildcard_position(wildcard_positions: &[usize], wildcard: i64) -> Option<usize> {
+    match usize::try_from(wildcard) {
+        Ok(wildcard) if wildcard >= 1 => wildcard_positions.get(wildcard - 1).copied(),
+        _ => Some(0),
+    }
+}
+
 /// nats-server's `ValidateMapping` + `NewSubjectTransform`: `None` when refused.
-fn compile<'a>(source: &str, destination: &'a str) -> Option<Vec<Part<'a>>> {
+fn compile(source: &str, destination: &str) -> Option<Vec<Part>> {
     if !is_valid_filter(source) || !is_valid_destination(destination) {
         return None;
     }
@@ -206,11 +219,12 @@ fn compile<'a>(source: &str, destination: &'a str) -> Option<Vec<Part<'a>>> {
     if destination.split('.').any(|token| token == "*") || source_tail != destination_tail {
         return None;
     }
+    let wildcard_positions = wildcard_positions(source);
     destination
         .split('.')
         .map(|token| match placeholder(token).ok()? {
             None if token == ">" => Some(Part::Tail),
-            None => Some(Part::Literal(token)),
+            None => Some(Part::Literal(token.into())),
             Some(function) => {
                 // Functions may name only wildcards the source has.
                 let wildcards = function.wildcards();
@@ -218,9 +232,27 @@ fn compile<'a>(source: &str, destination: &'a str) -> Option<Vec<Part<'a>>> {
                     && wildcards
                         .iter()
                         .all(|wildcard| *wildcard <= source_wildcards);
-                in_range.then_some(Part::Mapped(function))
+                if !in_range {
+                    return None;
+                }
+                Some(match function {
+                    Function::Wildcard(wildcard) => {
+                        Part::Token(wildcard_position(&wildcard_positions, wildcard)?)
+                    }
+                    function => Part::Mapped(function),
+                })
             }
         })
+        .collect()
+}
+
+/// The positions of the source's `*` tokens, in order.
+fn wildcard_positions(source: &str) -> Vec<usize> {
+    source
+        .split('.')
+        .enumerate()
+        .filter(|(_, token)| *token == "*")
+        .map(|(position, _)| position)
         .collect()
 }
 
@@ -377,44 +409,102 @@ fn apply(
     })
 }
 
+/// A subject transform compiled once (nats-server's `NewSubjectTransform`): the destination's
+/// tokens resolved against the source's wildcards, so applying it to a subject parses neither
+/// side again and copies the captured tokens straight into the result.
+#[derive(Debug, Clone)]
+pub struct SubjectTransform {
+    source: String,
+    /// Tokens in the source.
+    source_length: usize,
+    /// Wildcard n (1-based) → the subject token position it captures.
+    wildcard_positions: Vec<usize>,
+    parts: Vec<Part>,
+    /// Bytes of the literal tokens and separators (the result's size less the captures).
+    fixed_length: usize,
+}
+
+impl SubjectTransform {
+    /// `None` when nats-server refuses the transform (or the destination is empty).
+    pub fn new(source: &str, destination: &str) -> Option<SubjectTransform> {
+        if destination.is_empty() {
+            return None;
+        }
+        let source = if source.is_empty() { ">" } else { source };
+        let parts = compile(source, destination)?;
+        let fixed_length = parts
+            .iter()
+            .map(|part| match part {
+                Part::Literal(token) => token.len() + 1,
+                _ => 1,
+            })
+            .sum();
+        Some(SubjectTransform {
+            source: source.to_string(),
+            source_length: source.split('.').count(),
+            wildcard_positions: wildcard_positions(source),
+            parts,
+            fixed_length,
+        })
+    }
+
+    /// The source filter the transform applies to.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// Map `subject` onto the destination; `None` when it does not match the source.
+    pub fn apply(&self, subject: &str) -> Option<String> {
+        if !matches(&self.source, subject) {
+            return None;
+        }
+        self.apply_matched(subject)
+    }
+
+    /// [`SubjectTransform::apply`] for a subject the caller already matched against the
+    /// source. `None` when a function cannot be applied to it.
+    pub fn apply_matched(&self, subject: &str) -> Option<String> {
+        let mut output = String::with_capacity(self.fixed_length + subject.len());
+        for (index, part) in self.parts.iter().enumerate() {
+            if index > 0 {
+                output.push('.');
+            }
+            match part {
+                Part::Literal(token) => output.push_str(token),
+                Part::Token(position) => output.push_str(subject.split('.').nth(*position)?),
+                Part::Tail => output.push_str(tail(subject, self.source_length - 1)?),
+                Part::Mapped(function) => {
+                    let captured = |wildcard: i64| {
+                        let position = wildcard_position(&self.wildcard_positions, wildcard)?;
+                        subject.split('.').nth(position).map(str::to_string)
+                    };
+                    output.push_str(&apply(function, subject, captured)?);
+                }
+            }
+        }
+        Some(output)
+    }
+}
+
+/// `subject` from its token `skip` on (`None` when it has fewer tokens).
+fn tail(subject: &str, skip: usize) -> Option<&str> {
+    if skip == 0 {
+        return Some(subject);
+    }
+    let (at, _) = subject
+        .char_indices()
+        .filter(|(_, character)| *character == '.')
+        .nth(skip - 1)?;
+    subject.get(at + 1..)
+}
+
 /// Map `subject` (matched by `source`) onto `destination`: `$n` / `{{wildcard(n)}}` take the
 /// n-th token matched by a `*` of the source, the other functions reshape such a token, a
 /// trailing `>` takes what the source's `>` matched. `None` when the subject does not match
-/// or the transform is not valid.
+/// or the transform is not valid. Compiles the transform on each call: a caller applying one
+/// transform to many subjects keeps a [`SubjectTransform`].
 pub fn transform(source: &str, destination: &str, subject: &str) -> Option<String> {
-    if destination.is_empty() {
-        return None;
-    }
-    let source = if source.is_empty() { ">" } else { source };
-    if !matches(source, subject) {
-        return None;
-    }
-    let parts = compile(source, destination)?;
-    let subject_tokens: Vec<&str> = subject.split('.').collect();
-    // Wildcard n (1-based) → subject token position; nats-server maps n < 1 to position 0.
-    let wildcard_positions: Vec<usize> = source
-        .split('.')
-        .enumerate()
-        .filter(|(_, token)| *token == "*")
-        .map(|(position, _)| position)
-        .collect();
-    let captured = |wildcard: i64| -> Option<String> {
-        let position = match usize::try_from(wildcard) {
-            Ok(wildcard) if wildcard >= 1 => *wildcard_positions.get(wildcard - 1)?,
-            _ => 0,
-        };
-        subject_tokens.get(position).map(|token| token.to_string())
-    };
-    let source_length = source.split('.').count();
-    let mut output: Vec<String> = Vec::new();
-    for part in &parts {
-        match part {
-            Part::Literal(token) => output.push((*token).to_string()),
-            Part::Tail => output.push(subject_tokens.get(source_length - 1..)?.join(".")),
-            Part::Mapped(function) => output.push(apply(function, subject, captured)?),
-        }
-    }
-    Some(output.join("."))
+    SubjectTransform::new(source, destination)?.apply(subject)
 }
 
 #[cfg(test)]

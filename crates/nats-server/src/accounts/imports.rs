@@ -28,8 +28,9 @@ pub(super) enum Mapping {
     Literal(Bytes),
     /// Same pattern on both sides: the subject as published.
     Same,
-    /// A wildcard source mapped elsewhere: nats-server's subject transform.
-    Transform { source: String, destination: String },
+    /// A wildcard source mapped elsewhere: nats-server's subject transform, compiled once
+    /// (`None`: a transform it refuses, which maps nothing).
+    Transform(Option<nats_subject::SubjectTransform>),
 }
 
 impl Mapping {
@@ -40,10 +41,10 @@ impl Mapping {
         } else if nats_subject::is_literal(source) {
             Mapping::Literal(Bytes::copy_from_slice(destination.as_bytes()))
         } else {
-            Mapping::Transform {
-                source: source.to_string(),
-                destination: crate::config::number_wildcards(destination),
-            }
+            Mapping::Transform(nats_subject::SubjectTransform::new(
+                source,
+                &crate::config::number_wildcards(destination),
+            ))
         }
     }
 
@@ -51,12 +52,9 @@ impl Mapping {
         match self {
             Mapping::Same => Some(subject.clone()),
             Mapping::Literal(literal) => Some(literal.clone()),
-            Mapping::Transform {
-                source,
-                destination,
-            } => {
+            Mapping::Transform(transform) => {
                 let text = std::str::from_utf8(subject).ok()?;
-                nats_subject::transform(source, destination, text).map(Bytes::from)
+                transform.as_ref()?.apply(text).map(Bytes::from)
             }
         }
     }

@@ -21,8 +21,12 @@ enum Target {
     Source,
     /// Always this subject (a destination without wildcard references).
     Literal(Bytes),
-    /// nats-server's subject transform of the source onto this destination.
-    Transform(String),
+    /// nats-server's subject transform of the source onto this destination, compiled when
+    /// the account is built.
+    Transform(nats_subject::SubjectTransform),
+    /// A destination nats-server's transform refuses (the config check lets none through):
+    /// matching subjects go nowhere.
+    Refused,
 }
 
 struct Destination {
@@ -124,10 +128,11 @@ impl Mappings {
         Some(match &destination.target {
             Target::Source => Mapped::To(subject.clone()),
             Target::Literal(literal) => Mapped::To(literal.clone()),
-            Target::Transform(to) => match nats_subject::transform(&rule.source, to, text) {
+            Target::Transform(transform) => match transform.apply_matched(text) {
                 Some(mapped) => Mapped::To(Bytes::from(mapped)),
                 None => Mapped::Dropped,
             },
+            Target::Refused => Mapped::Dropped,
         })
     }
 }
@@ -174,7 +179,10 @@ fn target(source: &str, destination: &str) -> Target {
             })
     });
     if references {
-        Target::Transform(destination.to_string())
+        match nats_subject::SubjectTransform::new(source, destination) {
+            Some(transform) => Target::Transform(transform),
+            None => Target::Refused,
+        }
     } else {
         Target::Literal(Bytes::copy_from_slice(destination.as_bytes()))
     }
