@@ -6,14 +6,23 @@
 //! Implemented by nats-server's clustering layer (`cluster/meta.rs`) and installed with
 //! [`crate::JetStream::set_cluster`]; without one, JetStream answers as a single server. This
 //! file knows nothing of Raft, routes or peers' addresses: only server names and configs.
+//!
+//! [`StreamGroup`] is a replicated stream's Raft group on this server as the registry (which
+//! starts the stream over it) and the handlers (who leads, the `cluster` block) see it.
 
+use crate::{ReplicaMachine, Replicator};
 use bytes::Bytes;
-use jetstream_api::{ApiError, StreamConfig};
+use jetstream_api::{ApiError, ClusterInfo, StreamConfig};
 use std::future::Future;
+use std::path::PathBuf;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// A proposal's outcome, resolved once the meta group applied it on this server (the leader).
 pub type ProposalFuture = Pin<Box<dyn Future<Output = Result<(), ApiError>> + Send>>;
+/// What a [`StreamGroup`] operation resolves to.
+pub type GroupFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 /// What the meta group holds about one stream, as the API handlers need it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,4 +80,27 @@ pub trait Cluster: Send + Sync + 'static {
     fn propose_stream(&self, proposal: StreamProposal) -> ProposalFuture;
     /// Proposes the stream's removal; the server holding it answers `reply`. Leader only.
     fn propose_stream_removal(&self, name: &str, reply: Bytes) -> ProposalFuture;
+    /// The Raft group of a replicated stream assigned to this server: the one it runs, or with
+    /// `open` a new one (not started) for an assignment just applied. `None` for a stream of
+    /// one replica or not assigned here.
+    fn stream_group(&self, name: &str, open: bool) -> Option<Arc<dyn StreamGroup>>;
+}
+
+/// A replicated stream's Raft group on this server, as the stream and the API handlers see it.
+/// Implemented by nats-server's `cluster/stream_group.rs`.
+pub trait StreamGroup: Send + Sync + 'static {
+    /// What the stream's ingest task proposes through and learns its leadership from.
+    fn replicator(self: Arc<Self>) -> Arc<dyn Replicator>;
+    /// Where the replica's store lives (emptied and rebuilt from the group at every start).
+    fn store_root(&self) -> PathBuf;
+    /// Starts the group over the replica's apply entry point.
+    fn start(self: Arc<Self>, machine: ReplicaMachine) -> GroupFuture<Result<(), String>>;
+    /// Whether this server leads the stream now (and has applied everything committed before).
+    fn is_leader(&self) -> bool;
+    /// Waits at most `timeout` for the group to have a leader: whether it is this server,
+    /// `None` when none was elected in time.
+    fn wait_for_leader(self: Arc<Self>, timeout: Duration) -> GroupFuture<Option<bool>>;
+    /// STREAM.INFO's `cluster` block, as nats-server fills it; `None` while the group is not
+    /// running.
+    fn cluster_info(&self) -> Option<ClusterInfo>;
 }

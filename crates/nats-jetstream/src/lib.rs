@@ -55,7 +55,8 @@ mod time_format;
 mod transport;
 
 pub use cluster::{
-    AssignedStream, Cluster, ProposalFuture, StreamAssignment, StreamChange, StreamProposal,
+    AssignedStream, Cluster, GroupFuture, ProposalFuture, StreamAssignment, StreamChange,
+    StreamGroup, StreamProposal,
 };
 pub use engine::JetStream;
 pub use error::JetStreamError;

@@ -66,10 +66,13 @@ pub(crate) fn answers_here(context: &Context, cluster: &dyn Cluster, api: &ApiSu
         | ApiSubject::StreamList
         | ApiSubject::AccountInfo => cluster.is_meta_leader(),
         _ => match stream_of(api) {
-            Some(stream) => {
-                context.registry.get(stream).is_some()
-                    || (cluster.is_meta_leader() && cluster.stream(stream).is_none())
-            }
+            // A replicated stream is answered by its leader only.
+            Some(stream) => match context.registry.get(stream) {
+                Some(_) => cluster
+                    .stream_group(stream, false)
+                    .is_none_or(|group| group.is_leader()),
+                None => cluster.is_meta_leader() && cluster.stream(stream).is_none(),
+            },
             None => true,
         },
     }
@@ -146,9 +149,6 @@ async fn stream_create(context: &Context, cluster: &dyn Cluster, request: &Reque
             return Err(errors::STREAM_SUBJECT_OVERLAP.to_error());
         }
         let servers = cluster.place(&config)?;
-        if config.replicas > 1 {
-            return Err(errors::STREAM_REPLICAS_NOT_SUPPORTED.to_error());
-        }
         Ok(StreamProposal {
             config,
             change: StreamChange::Create,
@@ -366,6 +366,9 @@ async fn create_durably(
 /// Applies a stream assignment on the server that holds the stream: creates or updates it, and
 /// answers the request when the assignment carries its reply.
 pub(crate) async fn apply_stream_assignment(context: &Context, assignment: StreamAssignment) {
+    if assignment.config.replicas > 1 {
+        return apply_replicated_assignment(context, assignment).await;
+    }
     let name = assignment.config.name.clone();
     let registry = &context.registry;
     match assignment.change {
@@ -438,6 +441,84 @@ pub(crate) async fn apply_stream_assignment(context: &Context, assignment: Strea
     }
 }
 
+/// How long the servers of a new replicated stream wait for its first leader, who answers.
+const LEADER_WAIT: Duration = Duration::from_secs(10);
+
+/// Applies the assignment of a replicated stream on one of its peers: creates the replica over
+/// its Raft group (every peer), or updates the config (the leader, through the group's log).
+/// Only the stream's leader answers and advises, as on nats-server, once it is elected.
+async fn apply_replicated_assignment(context: &Context, assignment: StreamAssignment) {
+    let name = assignment.config.name.clone();
+    let Some(cluster) = context.cluster.get().cloned() else {
+        return;
+    };
+    let Some(group) = cluster.stream_group(&name, true) else {
+        tracing::warn!("JetStream replicated stream {name} has no group on this server");
+        return;
+    };
+    let registry = &context.registry;
+    let result = match assignment.change {
+        StreamChange::Create => {
+            if let Some(stale) = registry
+                .get(&name)
+                .filter(|stream| stream.created != assignment.created)
+            {
+                tracing::info!("JetStream replacing stream {name} (an earlier assignment)");
+                let _ = registry.delete_stream(&stale.name).await;
+            }
+            registry
+                .create_replicated_stream(&assignment.config, assignment.created, &group)
+                .await
+        }
+        StreamChange::Update => {
+            if !group.is_leader() {
+                return;
+            }
+            let unchanged = registry
+                .get(&name)
+                .is_some_and(|stream| stream.config() == assignment.config);
+            match registry.get(&name) {
+                Some(stream) if unchanged => Ok((stream, false)),
+                _ => registry
+                    .update_stream(&assignment.config, false)
+                    .await
+                    .map(|stream| (stream, true)),
+            }
+        }
+    };
+    let leads = match &result {
+        Ok(_) => group.clone().wait_for_leader(LEADER_WAIT).await == Some(true),
+        Err(error) => {
+            tracing::warn!("JetStream replicated stream {name} not applied: {error:?}");
+            false
+        }
+    };
+    if !leads {
+        return;
+    }
+    let Ok((stream, changed)) = result else {
+        return;
+    };
+    let (kind, view) = match assignment.change {
+        StreamChange::Create => (ActionKind::Create, InfoView::Create),
+        StreamChange::Update => (ActionKind::Modify, InfoView::Update),
+    };
+    if changed {
+        context.advise_stream_action(&name, kind);
+    }
+    let Some(reply) = assignment.reply else {
+        return;
+    };
+    let request = reply_only(reply);
+    let (info, _) = build_stream_info(context, &stream, &InfoDetail::default(), view);
+    match assignment.change {
+        StreamChange::Create => {
+            context.respond(&request, &StreamCreateResponse::ok(info, changed), false)
+        }
+        StreamChange::Update => context.respond(&request, &StreamUpdateResponse::ok(info), false),
+    }
+}
+
 /// Removes a stream this server holds (its assignment was removed), answering `reply`. Only
 /// the incarnation the assignment made (same `created`) is removed: a replayed removal must
 /// not take a later stream of the same name.
@@ -447,6 +528,15 @@ pub(crate) async fn apply_stream_removal(
     created: i64,
     reply: Option<Bytes>,
 ) {
+    // Of a replicated stream's servers, its leader answers.
+    let reply = match context
+        .cluster
+        .get()
+        .and_then(|cluster| cluster.stream_group(name, false))
+    {
+        Some(group) if !group.is_leader() => None,
+        _ => reply,
+    };
     let result = match context.registry.get(name) {
         Some(stream) if stream.created != created => Ok(()),
         _ => context.registry.delete_stream(name).await,

@@ -134,10 +134,18 @@ pub(crate) fn build_stream_info(
         } else {
             context.domain.clone().unwrap_or_default()
         },
-        cluster: with_cluster.then(|| ClusterInfo {
-            name: cluster_name.unwrap_or_default(),
-            leader: context.server_name.clone(),
-            ..Default::default()
+        cluster: with_cluster.then(|| {
+            // A replicated stream's block comes from its group (leader, replicas).
+            context
+                .cluster
+                .get()
+                .and_then(|cluster| cluster.stream_group(&stream.name, false))
+                .and_then(|group| group.cluster_info())
+                .unwrap_or_else(|| ClusterInfo {
+                    name: cluster_name.unwrap_or_default(),
+                    leader: context.server_name.clone(),
+                    ..Default::default()
+                })
         }),
         timestamp: Timestamp::now(),
         ..Default::default()

@@ -6,6 +6,7 @@
 //! the API: its direct-get responders are handed in as a function.
 
 mod limits;
+mod replicated;
 mod subject_index;
 
 use crate::consumer::Consumers;

@@ -33,6 +33,7 @@ use time::OffsetDateTime;
 use super::assignments::{Assignments, Effect};
 use super::network::{RouteNetwork, PREFIX};
 use super::peer;
+use super::stream_group::StreamGroups;
 use crate::accounts::Account;
 use crate::router::{Delivery, PendingFlush};
 
@@ -69,6 +70,8 @@ pub struct Meta {
     known: Mutex<BTreeMap<String, Known>>,
     /// The applied assignments (shared with the state machine).
     pub(super) assignments: Arc<Mutex<Assignments>>,
+    /// The Raft groups of the replicated streams placed here.
+    pub(super) stream_groups: Arc<StreamGroups>,
 }
 
 /// The state machine: applies entries to the shared assignments and hands this server's part
@@ -105,11 +108,17 @@ impl StateMachine for MetaState {
     }
 }
 
-/// Carries out this server's part of applied entries, in log order; ends when the group stops.
+/// Carries out this server's part of applied entries, in log order, once the meta group is
+/// installed in JetStream (`ready`); ends when the group stops.
 async fn carry_out(
     jetstream: JetStream,
+    stream_groups: Arc<StreamGroups>,
+    ready: tokio::sync::oneshot::Receiver<()>,
     mut effects: tokio::sync::mpsc::UnboundedReceiver<Effect>,
 ) {
+    if ready.await.is_err() {
+        return;
+    }
     while let Some(effect) = effects.recv().await {
         match effect {
             Effect::Assigned(assignment) => jetstream.apply_stream_assignment(*assignment).await,
@@ -117,7 +126,10 @@ async fn carry_out(
                 name,
                 created,
                 reply,
-            } => jetstream.apply_stream_removal(&name, created, reply).await,
+            } => {
+                jetstream.apply_stream_removal(&name, created, reply).await;
+                stream_groups.close(&name).await;
+            }
         }
     }
 }
@@ -145,6 +157,12 @@ impl Meta {
         let own_peer = peer::peer_id(&options.server_name);
         let node_id = peer::node_id(&own_peer).ok_or("bad peer id")?;
         let network = RouteNetwork::start(system.clone(), own_peer.clone());
+        let groups_root = options
+            .directory
+            .parent()
+            .map(PathBuf::from)
+            .unwrap_or_default();
+        let stream_groups = StreamGroups::new(groups_root, network.clone(), node_id);
         let mut config = GroupConfig::new(META_GROUP, node_id, Vec::new(), options.directory);
         config.bootstrap = false;
         let assignments = Arc::new(Mutex::new(Assignments::default()));
@@ -152,9 +170,11 @@ impl Meta {
         // A thread of its own, as JetStream's API threads: stream creation is not a task the
         // runtime's workers should run (nor one whose future must be `Send`).
         let runtime = tokio::runtime::Handle::current();
+        let (ready_sender, ready) = tokio::sync::oneshot::channel();
+        let carried = (jetstream.clone(), stream_groups.clone());
         std::thread::Builder::new()
             .name("js-meta-apply".into())
-            .spawn(move || runtime.block_on(carry_out(jetstream, pending)))
+            .spawn(move || runtime.block_on(carry_out(carried.0, carried.1, ready, pending)))
             .map_err(|error| error.to_string())?;
         let state = MetaState {
             assignments: assignments.clone(),
@@ -185,7 +205,12 @@ impl Meta {
             system,
             known: Mutex::new(known),
             assignments,
+            stream_groups,
         });
+        meta.stream_groups.set_meta(Arc::downgrade(&meta));
+        jetstream.set_cluster(meta.clone());
+        // Entries replayed while the group started wait for this: they need the cluster.
+        let _ = ready_sender.send(());
         meta.spawn_tasks();
         Ok(meta)
     }
@@ -240,6 +265,11 @@ impl Meta {
             .iter()
             .find(|(_, known)| known.name == name)
             .and_then(|(peer, _)| peer::node_id(peer))
+    }
+
+    /// The system account's name (the Raft traffic's account).
+    pub(super) fn system_account_name(&self) -> String {
+        self.system.name.to_string()
     }
 
     /// The name of the current leader, if there is one.
@@ -528,6 +558,7 @@ impl Meta {
                 }
             }
         }
+        self.stream_groups.shutdown().await;
         self.group.shutdown().await;
     }
 

@@ -1,7 +1,8 @@
 //! Clustered JetStream's control plane: the Raft transport over routes ([`network`]), peer ids
 //! from server names ([`peer`]) and the meta group of all JetStream-enabled rnats servers
 //! ([`meta`]) with its stream assignments ([`assignments`]) and the `$JS.API` seam it serves
-//! JetStream through ([`placement`]: which server leads, where streams are, placing new ones).
+//! JetStream through ([`placement`]: which server leads, where streams are, placing new ones),
+//! and the Raft groups of replicated streams ([`stream_group`]).
 //!
 //! Called by `server::run` at start-up (after JetStream started, before the routes connect) and
 //! at shutdown; read by monitoring (`/jsz` `meta_cluster`, `/raftz`). Raft messages travel as
@@ -13,6 +14,7 @@ pub mod meta;
 pub mod network;
 pub mod peer;
 mod placement;
+pub mod stream_group;
 
 pub use meta::Meta;
 
@@ -76,7 +78,6 @@ pub async fn start(server: &Arc<Server>, store_root: &Path) -> Result<Option<Arc
         directory,
         account,
     };
-    let meta = Meta::start(options, system, jetstream.clone()).await?;
-    jetstream.set_cluster(meta.clone());
+    let meta = Meta::start(options, system, jetstream).await?;
     Ok(Some(meta))
 }

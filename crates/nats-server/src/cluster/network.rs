@@ -95,6 +95,11 @@ impl RouteNetwork {
         self.groups.lock().insert(group.group().to_string(), group);
     }
 
+    /// Stops delivering to `group` (it stopped; requests for it are refused from now on).
+    pub fn unregister(&self, group: &str) {
+        self.groups.lock().remove(group);
+    }
+
     /// When `peer` was last heard from.
     pub fn last_seen(&self, peer: &str) -> Option<Instant> {
         self.last_seen.lock().get(peer).copied()

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use jetstream_api::{errors, ApiError, StreamConfig};
-use nats_jetstream::{AssignedStream, Cluster, ProposalFuture, StreamProposal};
+use nats_jetstream::{AssignedStream, Cluster, ProposalFuture, StreamGroup, StreamProposal};
 use nats_raft::{RaftGroup, RaftGroupError, Role};
 use time::OffsetDateTime;
 
@@ -186,5 +186,28 @@ impl Cluster for Meta {
             proposed: now_nanos(),
         });
         propose(self.group.clone(), entry)
+    }
+
+    fn stream_group(&self, name: &str, open: bool) -> Option<Arc<dyn StreamGroup>> {
+        if let Some(running) = self.stream_groups.get(name) {
+            let running: Arc<dyn StreamGroup> = running;
+            return Some(running);
+        }
+        if !open {
+            return None;
+        }
+        let record = self
+            .assignments
+            .lock()
+            .stream(&self.account, name)
+            .cloned()?;
+        let ours = record.group.peers.iter().any(|peer| *peer == self.own_peer);
+        if record.config.replicas <= 1 || !ours {
+            return None;
+        }
+        let group: Arc<dyn StreamGroup> =
+            self.stream_groups
+                .open(name, &record.group.name, &record.group.peers);
+        Some(group)
     }
 }

@@ -1,0 +1,371 @@
+//! Replicated streams' Raft groups on this server ([`StreamGroups`], [`ReplicatedStream`]): one
+//! nats-raft group per stream of more than one replica assigned here, on the assignment's peers,
+//! over the routes' Raft transport ([`RouteNetwork`], shared with the meta group).
+//!
+//! - Files: `<jetstream>/<system account>/_js_/<group>/raft` holds the group's log (each entry
+//!   fdatasynced before this node acknowledges it to the leader), `.../store` the replica's
+//!   stream store, which is rebuilt from the group's snapshot and log at every start.
+//! - Leadership: the group's leader is the stream's leader. It alone takes publishes and
+//!   answers the stream's requests; [`ReplicatedStream`] tells the stream (its `Replicator`)
+//!   and the API (`StreamGroup::is_leader`) when this server leads.
+//! - What clients see: STREAM.INFO's `cluster` block ([`ReplicatedStream::cluster_info`]), as
+//!   nats-server fills it.
+//!
+//! Called by JetStream through `Cluster::stream_group` when an assignment is applied, and by the
+//! meta layer (`meta.rs`) when an assignment is removed. Knows no stream internals: the stream
+//! hands its `ReplicaMachine` in and proposes through the `Replicator` it gets.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::io;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use jetstream_api::{ClusterInfo, Nanos, PeerInfo, Timestamp};
+use nats_jetstream::{ProposeFuture, ReplicaMachine, ReplicationError, Replicator, StreamGroup};
+use nats_raft::{GroupConfig, NodeId, RaftGroup, RaftGroupError, Role};
+use parking_lot::Mutex;
+use tokio::sync::watch;
+
+use super::meta::Meta;
+use super::network::RouteNetwork;
+use super::peer;
+
+/// A peer heard from within this long counts as current (nats-server: the leader's heartbeat
+/// interval several times over).
+const CURRENT_WINDOW: Duration = Duration::from_secs(10);
+
+/// The replicated streams' groups of this server, by stream name.
+pub struct StreamGroups {
+    /// `<jetstream>/<system account>/_js_`.
+    root: PathBuf,
+    network: Arc<RouteNetwork>,
+    own_node: NodeId,
+    /// The meta group, for server names (set once it started).
+    meta: OnceLock<Weak<Meta>>,
+    groups: Mutex<HashMap<String, Arc<ReplicatedStream>>>,
+}
+
+impl StreamGroups {
+    pub fn new(root: PathBuf, network: Arc<RouteNetwork>, own_node: NodeId) -> Arc<StreamGroups> {
+        Arc::new(StreamGroups {
+            root,
+            network,
+            own_node,
+            meta: OnceLock::new(),
+            groups: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub(super) fn set_meta(&self, meta: Weak<Meta>) {
+        let _ = self.meta.set(meta);
+    }
+
+    /// The running (or starting) group of `stream`.
+    pub fn get(&self, stream: &str) -> Option<Arc<ReplicatedStream>> {
+        self.groups.lock().get(stream).cloned()
+    }
+
+    /// The group of `stream` on `peers` named `group`: the one this server runs, or a new one
+    /// (not started: the stream starts it with its replica).
+    pub fn open(&self, stream: &str, group: &str, peers: &[String]) -> Arc<ReplicatedStream> {
+        let mut groups = self.groups.lock();
+        if let Some(existing) = groups.get(stream).filter(|existing| existing.name == group) {
+            return existing.clone();
+        }
+        let (leadership, _) = watch::channel(None);
+        let opened = Arc::new(ReplicatedStream {
+            name: group.to_string(),
+            node: self.own_node,
+            members: peers
+                .iter()
+                .filter_map(|peer| peer::node_id(peer))
+                .collect(),
+            directory: self.root.join(group),
+            network: self.network.clone(),
+            meta: self.meta.get().cloned().unwrap_or_default(),
+            group: Mutex::new(None),
+            machine: Mutex::new(None),
+            leadership,
+            leader_since: Mutex::new(None),
+        });
+        groups.insert(stream.to_string(), opened.clone());
+        opened
+    }
+
+    /// Stops the group of `stream` (its assignment was removed) and deletes its files.
+    pub async fn close(&self, stream: &str) {
+        let Some(closed) = self.groups.lock().remove(stream) else {
+            return;
+        };
+        closed.stop().await;
+        if let Err(error) = std::fs::remove_dir_all(&closed.directory) {
+            if error.kind() != io::ErrorKind::NotFound {
+                tracing::warn!(group = %closed.name, %error, "removing a stream group's files");
+            }
+        }
+    }
+
+    /// Stops every group (server shutdown); their files stay.
+    pub async fn shutdown(&self) {
+        let groups: Vec<Arc<ReplicatedStream>> = self.groups.lock().values().cloned().collect();
+        for group in groups {
+            group.stop().await;
+        }
+    }
+}
+
+/// One replicated stream's Raft group on this server.
+pub struct ReplicatedStream {
+    /// The group's name (`S-R3F-…`), the same on every peer.
+    name: String,
+    node: NodeId,
+    members: Vec<NodeId>,
+    directory: PathBuf,
+    network: Arc<RouteNetwork>,
+    meta: Weak<Meta>,
+    group: Mutex<Option<Arc<RaftGroup>>>,
+    machine: Mutex<Option<ReplicaMachine>>,
+    /// `Some(term)` while this server leads and has applied everything before its term.
+    leadership: watch::Sender<Option<u64>>,
+    /// When this server's current leadership began.
+    leader_since: Mutex<Option<(u64, Timestamp)>>,
+}
+
+/// nats-raft's view of the replica.
+struct Apply(ReplicaMachine);
+
+impl nats_raft::StateMachine for Apply {
+    fn apply(&mut self, _index: u64, payload: Bytes) -> io::Result<()> {
+        self.0.apply_committed(&payload)
+    }
+
+    fn snapshot(&mut self) -> io::Result<Bytes> {
+        self.0.snapshot()
+    }
+
+    fn restore(&mut self, snapshot: Bytes) -> io::Result<()> {
+        self.0.restore(&snapshot)
+    }
+}
+
+impl ReplicatedStream {
+    fn raft(&self) -> Option<Arc<RaftGroup>> {
+        self.group.lock().clone()
+    }
+
+    fn name_of(&self, node: NodeId) -> String {
+        match self.meta.upgrade() {
+            Some(meta) => meta.name_of(node),
+            None => peer::peer_of(node),
+        }
+    }
+
+    /// Starts (or restarts) the group over `machine` and follows its leadership.
+    async fn start_group(self: &Arc<Self>, machine: ReplicaMachine) -> Result<(), String> {
+        let config = GroupConfig::new(
+            self.name.clone(),
+            self.node,
+            self.members.clone(),
+            self.directory.join("raft"),
+        );
+        let state = Box::new(Apply(machine.clone()));
+        let group = RaftGroup::start(config, state, self.network.clone())
+            .await
+            .map_err(|error| error.to_string())?;
+        let group = Arc::new(group);
+        self.network.register(group.clone());
+        *self.machine.lock() = Some(machine);
+        *self.group.lock() = Some(group.clone());
+        let mut leading = group.leading();
+        let this = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                let value = *leading.borrow_and_update();
+                let Some(stream) = this.upgrade() else {
+                    return;
+                };
+                stream.leadership_changed(value);
+                drop(stream);
+                if leading.changed().await.is_err() {
+                    if let Some(stream) = this.upgrade() {
+                        stream.leadership_changed(None);
+                    }
+                    return;
+                }
+            }
+        });
+        Ok(())
+    }
+
+    fn leadership_changed(&self, term: Option<u64>) {
+        {
+            let mut since = self.leader_since.lock();
+            match term {
+                Some(term) if since.is_none_or(|(known, _)| known != term) => {
+                    *since = Some((term, Timestamp::now()));
+                }
+                Some(_) => {}
+                None => *since = None,
+            }
+        }
+        if term.is_some() {
+            tracing::info!(group = %self.name, "JetStream cluster new stream leader");
+        }
+        self.leadership.send_replace(term);
+    }
+
+    async fn stop(&self) {
+        let group = self.group.lock().take();
+        if let Some(group) = group {
+            self.network.unregister(group.group());
+            group.shutdown().await;
+        }
+        self.leadership.send_replace(None);
+    }
+
+    /// The replica went ahead of the log: restart the group over an emptied store.
+    async fn rebuild(self: Arc<Self>) {
+        let Some(machine) = self.machine.lock().clone() else {
+            return;
+        };
+        self.stop().await;
+        if let Err(error) = machine.reset() {
+            tracing::error!(group = %self.name, %error, "stream replica not reset");
+            return;
+        }
+        if let Err(error) = self.start_group(machine).await {
+            tracing::error!(group = %self.name, %error, "stream group not restarted");
+        }
+    }
+
+    /// One replica entry (`PeerInfo`) as the leader sees it.
+    fn replica(&self, node: NodeId, lag: Option<u64>) -> PeerInfo {
+        let peer = peer::peer_of(node);
+        let seen = self.network.last_seen(&peer);
+        let recent = seen.is_some_and(|at| at.elapsed() < CURRENT_WINDOW);
+        PeerInfo {
+            name: self.name_of(node),
+            current: recent && lag == Some(0),
+            offline: seen.is_none_or(|at| at.elapsed() >= CURRENT_WINDOW),
+            active: Nanos(seen.map_or(0, |at| {
+                i64::try_from(Instant::now().duration_since(at).as_nanos()).unwrap_or(i64::MAX)
+            })),
+            lag: lag.unwrap_or(0),
+            peer,
+            pending: false,
+        }
+    }
+}
+
+/// The stream's side: proposals and leadership.
+struct GroupReplicator(Arc<ReplicatedStream>);
+
+impl Replicator for GroupReplicator {
+    fn propose(&self, batch: Bytes) -> ProposeFuture {
+        let group = self.0.raft();
+        Box::pin(async move {
+            let Some(group) = group else {
+                return Err(ReplicationError::NotLeader);
+            };
+            match group.propose(batch).await {
+                Ok(_) => Ok(()),
+                Err(RaftGroupError::NotLeader { .. }) => Err(ReplicationError::NotLeader),
+                Err(error) => Err(ReplicationError::Failed(error.to_string())),
+            }
+        })
+    }
+
+    fn leadership(&self) -> watch::Receiver<Option<u64>> {
+        self.0.leadership.subscribe()
+    }
+
+    fn rebuilt(&self) {
+        tokio::spawn(self.0.clone().rebuild());
+    }
+}
+
+impl StreamGroup for ReplicatedStream {
+    fn replicator(self: Arc<Self>) -> Arc<dyn Replicator> {
+        Arc::new(GroupReplicator(self))
+    }
+
+    fn store_root(&self) -> PathBuf {
+        self.directory.join("store")
+    }
+
+    fn start(
+        self: Arc<Self>,
+        machine: ReplicaMachine,
+    ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>> {
+        Box::pin(async move { self.start_group(machine).await })
+    }
+
+    fn is_leader(&self) -> bool {
+        self.leadership.borrow().is_some()
+    }
+
+    fn wait_for_leader(
+        self: Arc<Self>,
+        timeout: Duration,
+    ) -> Pin<Box<dyn Future<Output = Option<bool>> + Send>> {
+        Box::pin(async move {
+            let deadline = tokio::time::Instant::now() + timeout;
+            let mut leadership = self.leadership.subscribe();
+            loop {
+                if leadership.borrow_and_update().is_some() {
+                    return Some(true);
+                }
+                let status = self.raft().map(|group| group.status());
+                if let Some(leader) = status.and_then(|status| status.leader) {
+                    if leader != self.node {
+                        return Some(false);
+                    }
+                }
+                let wake = tokio::time::Instant::now() + Duration::from_millis(50);
+                if wake > deadline {
+                    return None;
+                }
+                let _ = tokio::time::timeout_at(wake, leadership.changed()).await;
+            }
+        })
+    }
+
+    fn cluster_info(&self) -> Option<ClusterInfo> {
+        let group = self.raft()?;
+        let status = group.status();
+        let meta = self.meta.upgrade()?;
+        let mut info = ClusterInfo {
+            name: meta.cluster_name.clone(),
+            raft_group: self.name.clone(),
+            system_account: true,
+            traffic_account: meta.system_account_name(),
+            ..Default::default()
+        };
+        if let Some(leader) = status.leader {
+            info.leader = self.name_of(leader);
+        }
+        if status.role == Role::Leader {
+            info.leader_since = self.leader_since.lock().map(|(_, since)| since);
+            let mut replicas: Vec<PeerInfo> = status
+                .voters
+                .iter()
+                .filter(|node| **node != self.node)
+                .map(|node| {
+                    let lag = status
+                        .followers
+                        .iter()
+                        .find(|follower| follower.node == *node)
+                        .map(|follower| follower.lag);
+                    self.replica(*node, lag)
+                })
+                .collect();
+            replicas.sort_by(|a, b| a.name.cmp(&b.name));
+            info.replicas = replicas;
+        }
+        Some(info)
+    }
+}
