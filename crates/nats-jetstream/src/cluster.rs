@@ -80,10 +80,21 @@ pub trait Cluster: Send + Sync + 'static {
     fn propose_stream(&self, proposal: StreamProposal) -> ProposalFuture;
     /// Proposes the stream's removal; the server holding it answers `reply`. Leader only.
     fn propose_stream_removal(&self, name: &str, reply: Bytes) -> ProposalFuture;
-    /// The Raft group of a replicated stream assigned to this server: the one it runs, or with
-    /// `open` a new one (not started) for an assignment just applied. `None` for a stream of
-    /// one replica or not assigned here.
-    fn stream_group(&self, name: &str, open: bool) -> Option<Arc<dyn StreamGroup>>;
+    /// The running Raft group of a replicated stream on this server; `None` for a stream of one
+    /// replica or not assigned here.
+    fn stream_group(&self, name: &str) -> Option<Arc<dyn StreamGroup>>;
+    /// The group of the incarnation `created` of a replicated stream assigned here: the one
+    /// running, or a new one (not started; the registry starts it with its replica) after
+    /// stopping a group of an earlier incarnation. `None` when the meta group no longer assigns
+    /// that incarnation here.
+    fn open_stream_group(
+        &self,
+        name: &str,
+        created: i64,
+    ) -> GroupFuture<Option<Arc<dyn StreamGroup>>>;
+    /// Stops the group of incarnation `created` of `name` and deletes its files (its stream was
+    /// removed or replaced); a later incarnation's group stays.
+    fn close_stream_group(&self, name: &str, created: i64) -> GroupFuture<()>;
 }
 
 /// A replicated stream's Raft group on this server, as the stream and the API handlers see it.
@@ -103,4 +114,7 @@ pub trait StreamGroup: Send + Sync + 'static {
     /// STREAM.INFO's `cluster` block, as nats-server fills it; `None` while the group is not
     /// running.
     fn cluster_info(&self) -> Option<ClusterInfo>;
+    /// Hands leadership to another member (`preferred`, a server name, when given): resolves
+    /// once the request is made, or with why it cannot be (not the leader, no such member).
+    fn step_down(self: Arc<Self>, preferred: Option<String>) -> GroupFuture<Result<(), ApiError>>;
 }

@@ -98,7 +98,11 @@ impl std::fmt::Debug for Subscriber {
     }
 }
 
+/// Replies of JetStream deliveries (acks), which may carry `@<inbox>` between servers.
+const JETSTREAM_ACK_PREFIX: &[u8] = b"$JS.ACK.";
+
 /// One message being routed. `headers` is the raw header block of an HPUB.
+#[derive(Clone, Copy)]
 pub struct Delivery<'a> {
     pub subject: &'a Bytes,
     pub reply: Option<&'a Bytes>,
@@ -390,7 +394,7 @@ impl Router {
     ) -> usize {
         let result = self.sublist.matches(match_subject);
         if self.routes.get().is_some() {
-            return self.route_clustered(&result, publisher, delivery, pending);
+            return self.route_clustered(match_subject, &result, publisher, delivery, pending);
         }
         let mut delivered = 0;
         for subscriber in result.plain.iter() {
@@ -421,6 +425,7 @@ impl Router {
     /// one RMSG per route.
     fn route_clustered(
         &self,
+        match_subject: &str,
         result: &nats_subject::MatchResult<Subscriber>,
         publisher: Option<&Arc<ClientShared>>,
         delivery: &Delivery<'_>,
@@ -472,8 +477,38 @@ impl Router {
                 }
             }
         }
+        if targets.is_empty() {
+            return delivered;
+        }
+        // A JetStream delivery shown under another subject than it is routed by: the peer
+        // learns the routing subject from the reply, `<$JS.ACK reply>@<inbox>` (nats-server's
+        // encoding); without an ack reply it gets the routing subject.
+        let (subject, reply);
+        let routed = if delivery.subject.as_ref() == match_subject.as_bytes() {
+            *delivery
+        } else {
+            match delivery
+                .reply
+                .filter(|reply| reply.starts_with(JETSTREAM_ACK_PREFIX))
+            {
+                Some(ack) => {
+                    reply = Bytes::from([ack.as_ref(), b"@", match_subject.as_bytes()].concat());
+                    Delivery {
+                        reply: Some(&reply),
+                        ..*delivery
+                    }
+                }
+                None => {
+                    subject = Bytes::copy_from_slice(match_subject.as_bytes());
+                    Delivery {
+                        subject: &subject,
+                        ..*delivery
+                    }
+                }
+            }
+        };
         for (link, queues) in &targets {
-            if link.send_message(self.account.as_bytes(), delivery, queues) {
+            if link.send_message(self.account.as_bytes(), &routed, queues) {
                 pending.add(&link.connection);
                 delivered += 1;
             }
@@ -489,7 +524,20 @@ impl Router {
         queues: &[Bytes],
         pending: &mut PendingFlush,
     ) -> usize {
-        let Ok(subject) = std::str::from_utf8(delivery.subject) else {
+        // A JetStream delivery routed by the inbox its reply names (see `route_clustered`).
+        let (routed_by, reply) = match delivery
+            .reply
+            .filter(|reply| reply.starts_with(JETSTREAM_ACK_PREFIX))
+            .and_then(|reply| Some((reply, reply.iter().position(|byte| *byte == b'@')?)))
+        {
+            Some((reply, at)) => (reply.slice(at + 1..), Some(reply.slice(..at))),
+            None => (delivery.subject.clone(), delivery.reply.cloned()),
+        };
+        let delivery = &Delivery {
+            reply: reply.as_ref(),
+            ..*delivery
+        };
+        let Ok(subject) = std::str::from_utf8(&routed_by) else {
             return 0;
         };
         let result = self.sublist.matches(subject);

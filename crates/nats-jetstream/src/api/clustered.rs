@@ -25,8 +25,10 @@ use jetstream_api::{
     errors, ApiError, ApiSubject, Paged, StreamConfig, StreamConfigRequest, StreamCreateResponse,
     StreamInfo, StreamInfoResponse, StreamListResponse, StreamNamesRequest, StreamNamesResponse,
     StreamUpdateResponse, SuccessResponse, STREAM_DELETE_RESPONSE_TYPE,
+    STREAM_LEADER_STEPDOWN_RESPONSE_TYPE,
 };
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// nats-server's `JSApiNamesLimit` and `JSApiListLimit`.
@@ -51,7 +53,8 @@ fn stream_of<'a>(api: &ApiSubject<'a>) -> Option<&'a str> {
         | ApiSubject::ConsumerPause { stream, .. }
         | ApiSubject::ConsumerUnpin { stream, .. }
         | ApiSubject::ConsumerReset { stream, .. }
-        | ApiSubject::ConsumerLeaderStepdown { stream, .. } => Some(stream),
+        | ApiSubject::ConsumerLeaderStepdown { stream, .. }
+        | ApiSubject::StreamLeaderStepdown { stream } => Some(stream),
         _ => None,
     }
 }
@@ -69,7 +72,7 @@ pub(crate) fn answers_here(context: &Context, cluster: &dyn Cluster, api: &ApiSu
             // A replicated stream is answered by its leader only.
             Some(stream) => match context.registry.get(stream) {
                 Some(_) => cluster
-                    .stream_group(stream, false)
+                    .stream_group(stream)
                     .is_none_or(|group| group.is_leader()),
                 None => cluster.is_meta_leader() && cluster.stream(stream).is_none(),
             },
@@ -98,6 +101,9 @@ pub(crate) async fn handle(
         }
         ApiSubject::StreamNames => stream_names(context, cluster, request),
         ApiSubject::StreamList => stream_list(context, cluster, request).await,
+        ApiSubject::StreamLeaderStepdown { stream } => {
+            stream_leader_stepdown(context, cluster, request, stream).await
+        }
         _ => return false,
     }
     true
@@ -220,6 +226,48 @@ async fn stream_delete(context: &Context, cluster: &dyn Cluster, request: &Reque
             true,
         );
     }
+}
+
+/// The body of a leader stepdown request (nats-server's `JSApiLeaderStepdownRequest`).
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct StepdownRequest {
+    placement: Option<jetstream_api::Placement>,
+}
+
+/// `$JS.API.STREAM.LEADER.STEPDOWN.<stream>`, answered by the stream's leader (an R1 stream's
+/// server answers success and stays leader, as nats-server does): leadership goes to the
+/// `placement.preferred` server when the body names one, else to a caught-up replica.
+async fn stream_leader_stepdown(
+    context: &Context,
+    cluster: &dyn Cluster,
+    request: &Request,
+    name: &str,
+) {
+    let result = async {
+        if context.registry.get(name).is_none() {
+            return Err(errors::STREAM_NOT_FOUND.to_error());
+        }
+        let preferred = if request.has_json_body() {
+            let body: StepdownRequest = decode_request(&request.payload)?;
+            body.placement
+                .map(|placement| placement.preferred)
+                .filter(|preferred| !preferred.is_empty())
+        } else {
+            None
+        };
+        match cluster.stream_group(name) {
+            Some(group) => group.step_down(preferred).await,
+            None => Ok(()),
+        }
+    }
+    .await;
+    let response = match result {
+        Ok(()) => SuccessResponse::ok(STREAM_LEADER_STEPDOWN_RESPONSE_TYPE),
+        Err(error) => SuccessResponse::error(STREAM_LEADER_STEPDOWN_RESPONSE_TYPE, error),
+    };
+    let failed = response.error.is_some();
+    context.respond(request, &response, failed);
 }
 
 /// The names/list request (the same body for both), or the error to answer.
@@ -365,7 +413,7 @@ async fn create_durably(
 
 /// Applies a stream assignment on the server that holds the stream: creates or updates it, and
 /// answers the request when the assignment carries its reply.
-pub(crate) async fn apply_stream_assignment(context: &Context, assignment: StreamAssignment) {
+pub(crate) async fn apply_stream_assignment(context: &Arc<Context>, assignment: StreamAssignment) {
     if assignment.config.replicas > 1 {
         return apply_replicated_assignment(context, assignment).await;
     }
@@ -444,78 +492,86 @@ pub(crate) async fn apply_stream_assignment(context: &Context, assignment: Strea
 /// How long the servers of a new replicated stream wait for its first leader, who answers.
 const LEADER_WAIT: Duration = Duration::from_secs(10);
 
-/// Applies the assignment of a replicated stream on one of its peers: creates the replica over
-/// its Raft group (every peer), or updates the config (the leader, through the group's log).
-/// Only the stream's leader answers and advises, as on nats-server, once it is elected.
-async fn apply_replicated_assignment(context: &Context, assignment: StreamAssignment) {
+/// Applies the assignment of a replicated stream on one of its peers: creates the replica and
+/// starts its Raft group, or updates the config (the leader through the group's log, a follower
+/// in memory: the log brings it the store's part). An earlier incarnation of the name is
+/// stopped first. Only the stream's leader answers and advises, as on nats-server, once it is
+/// elected: that wait is a task of its own, so the meta group's apply thread goes on.
+async fn apply_replicated_assignment(context: &Arc<Context>, assignment: StreamAssignment) {
     let name = assignment.config.name.clone();
     let Some(cluster) = context.cluster.get().cloned() else {
         return;
     };
-    let Some(group) = cluster.stream_group(&name, true) else {
-        tracing::warn!("JetStream replicated stream {name} has no group on this server");
-        return;
-    };
     let registry = &context.registry;
-    let result = match assignment.change {
-        StreamChange::Create => {
-            if let Some(stale) = registry
-                .get(&name)
-                .filter(|stream| stream.created != assignment.created)
-            {
-                tracing::info!("JetStream replacing stream {name} (an earlier assignment)");
-                let _ = registry.delete_stream(&stale.name).await;
-            }
-            registry
-                .create_replicated_stream(&assignment.config, assignment.created, &group)
-                .await
-        }
-        StreamChange::Update => {
-            if !group.is_leader() {
-                return;
-            }
-            let unchanged = registry
-                .get(&name)
-                .is_some_and(|stream| stream.config() == assignment.config);
-            match registry.get(&name) {
-                Some(stream) if unchanged => Ok((stream, false)),
-                _ => registry
-                    .update_stream(&assignment.config, false)
-                    .await
-                    .map(|stream| (stream, true)),
-            }
-        }
-    };
-    let leads = match &result {
-        Ok(_) => group.clone().wait_for_leader(LEADER_WAIT).await == Some(true),
-        Err(error) => {
-            tracing::warn!("JetStream replicated stream {name} not applied: {error:?}");
-            false
-        }
-    };
-    if !leads {
-        return;
+    if let Some(stale) = registry
+        .get(&name)
+        .filter(|stream| stream.created != assignment.created)
+    {
+        tracing::info!("JetStream replacing stream {name} (an earlier assignment)");
+        cluster.close_stream_group(&name, stale.created).await;
+        let _ = registry.delete_stream(&name).await;
     }
-    let Ok((stream, changed)) = result else {
+    let Some(group) = cluster.open_stream_group(&name, assignment.created).await else {
+        tracing::debug!("JetStream replicated stream {name} is no longer assigned here");
         return;
     };
+    let create =
+        || registry.create_replicated_stream(&assignment.config, assignment.created, &group);
+    let result = match (assignment.change, registry.get(&name)) {
+        (StreamChange::Update, Some(stream)) if stream.config() == assignment.config => {
+            Ok((stream, false))
+        }
+        (StreamChange::Update, Some(_)) => registry
+            .update_stream(&assignment.config, false)
+            .await
+            .map(|stream| (stream, true)),
+        (StreamChange::Create, _) | (StreamChange::Update, None) => create().await,
+    };
+    if let Err(error) = &result {
+        tracing::warn!("JetStream replicated stream {name} not applied: {error:?}");
+    }
+    let context = context.clone();
+    tokio::spawn(async move {
+        if group.wait_for_leader(LEADER_WAIT).await != Some(true) {
+            return;
+        }
+        answer_replicated_assignment(&context, assignment, result);
+    });
+}
+
+/// The stream leader's answer to an applied assignment (and its advisory).
+fn answer_replicated_assignment(
+    context: &Context,
+    assignment: StreamAssignment,
+    result: Result<(Arc<crate::stream::Stream>, bool), ApiError>,
+) {
+    let name = &assignment.config.name;
     let (kind, view) = match assignment.change {
         StreamChange::Create => (ActionKind::Create, InfoView::Create),
         StreamChange::Update => (ActionKind::Modify, InfoView::Update),
     };
-    if changed {
-        context.advise_stream_action(&name, kind);
+    if let Ok((_, true)) = &result {
+        context.advise_stream_action(name, kind);
     }
     let Some(reply) = assignment.reply else {
         return;
     };
     let request = reply_only(reply);
-    let (info, _) = build_stream_info(context, &stream, &InfoDetail::default(), view);
-    match assignment.change {
-        StreamChange::Create => {
+    match (assignment.change, result) {
+        (StreamChange::Create, Ok((stream, changed))) => {
+            let (info, _) = build_stream_info(context, &stream, &InfoDetail::default(), view);
             context.respond(&request, &StreamCreateResponse::ok(info, changed), false)
         }
-        StreamChange::Update => context.respond(&request, &StreamUpdateResponse::ok(info), false),
+        (StreamChange::Update, Ok((stream, _))) => {
+            let (info, _) = build_stream_info(context, &stream, &InfoDetail::default(), view);
+            context.respond(&request, &StreamUpdateResponse::ok(info), false)
+        }
+        (StreamChange::Create, Err(error)) => {
+            context.respond(&request, &StreamCreateResponse::error(error), true)
+        }
+        (StreamChange::Update, Err(error)) => {
+            context.respond(&request, &StreamUpdateResponse::error(error), true)
+        }
     }
 }
 
@@ -532,7 +588,7 @@ pub(crate) async fn apply_stream_removal(
     let reply = match context
         .cluster
         .get()
-        .and_then(|cluster| cluster.stream_group(name, false))
+        .and_then(|cluster| cluster.stream_group(name))
     {
         Some(group) if !group.is_leader() => None,
         _ => reply,

@@ -139,7 +139,7 @@ pub(crate) fn build_stream_info(
             context
                 .cluster
                 .get()
-                .and_then(|cluster| cluster.stream_group(&stream.name, false))
+                .and_then(|cluster| cluster.stream_group(&stream.name))
                 .and_then(|group| group.cluster_info())
                 .unwrap_or_else(|| ClusterInfo {
                     name: cluster_name.unwrap_or_default(),

@@ -26,7 +26,10 @@ impl Registry {
             }
             return Err(errors::STREAM_NAME_EXIST.to_error());
         }
-        self.check_reservation(config)?;
+        if super::overlaps_other_stream(self, config) {
+            return Err(errors::STREAM_SUBJECT_OVERLAP.to_error());
+        }
+        self.check_account_limits(config, None)?;
         let (stream, machine) = Stream::start_replicated(
             config.clone(),
             created,
@@ -40,6 +43,7 @@ impl Registry {
             stream.stop(false).await;
             return Err(errors::STREAM_CREATE.with_err(error));
         }
+        self.reserve(&stream.config(), 1);
         let consumers = self.insert(stream.clone());
         self.on_stream_started(&stream, &consumers);
         Ok((stream, true))

@@ -189,9 +189,8 @@ impl Stream {
 
     /// Start a replicated stream: an empty store (the group's snapshot and committed log fill
     /// it), an ingest task that decides only while `replicator` says this node leads, and the
-    /// apply entry point for the group. Called by the tests today; the registry calls it once
-    /// stream assignments start replicated streams (issue 15, wiring).
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// apply entry point for the group. Called by the registry for an assignment of more than
+    /// one replica (`registry/replicated.rs`) and by the replication tests.
     pub(crate) fn start_replicated(
         config: StreamConfig,
         created: i64,

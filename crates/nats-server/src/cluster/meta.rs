@@ -128,7 +128,7 @@ async fn carry_out(
                 reply,
             } => {
                 jetstream.apply_stream_removal(&name, created, reply).await;
-                stream_groups.close(&name).await;
+                stream_groups.close(&name, created).await;
             }
         }
     }
@@ -259,7 +259,7 @@ impl Meta {
             .unwrap_or(peer)
     }
 
-    fn node_of_name(&self, name: &str) -> Option<NodeId> {
+    pub(super) fn node_of_name(&self, name: &str) -> Option<NodeId> {
         self.known
             .lock()
             .iter()

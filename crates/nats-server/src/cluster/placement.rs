@@ -10,7 +10,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use jetstream_api::{errors, ApiError, StreamConfig};
-use nats_jetstream::{AssignedStream, Cluster, ProposalFuture, StreamGroup, StreamProposal};
+use nats_jetstream::{
+    AssignedStream, Cluster, GroupFuture, ProposalFuture, StreamGroup, StreamProposal,
+};
 use nats_raft::{RaftGroup, RaftGroupError, Role};
 use time::OffsetDateTime;
 
@@ -188,26 +190,40 @@ impl Cluster for Meta {
         propose(self.group.clone(), entry)
     }
 
-    fn stream_group(&self, name: &str, open: bool) -> Option<Arc<dyn StreamGroup>> {
-        if let Some(running) = self.stream_groups.get(name) {
-            let running: Arc<dyn StreamGroup> = running;
-            return Some(running);
-        }
-        if !open {
-            return None;
-        }
+    fn stream_group(&self, name: &str) -> Option<Arc<dyn StreamGroup>> {
+        let running: Arc<dyn StreamGroup> = self.stream_groups.get(name)?;
+        Some(running)
+    }
+
+    fn open_stream_group(
+        &self,
+        name: &str,
+        created: i64,
+    ) -> GroupFuture<Option<Arc<dyn StreamGroup>>> {
         let record = self
             .assignments
             .lock()
             .stream(&self.account, name)
-            .cloned()?;
-        let ours = record.group.peers.iter().any(|peer| *peer == self.own_peer);
-        if record.config.replicas <= 1 || !ours {
-            return None;
-        }
-        let group: Arc<dyn StreamGroup> =
-            self.stream_groups
-                .open(name, &record.group.name, &record.group.peers);
-        Some(group)
+            .cloned()
+            .filter(|record| {
+                record.created == created
+                    && record.config.replicas > 1
+                    && record.group.peers.contains(&self.own_peer)
+            });
+        let groups = self.stream_groups.clone();
+        let name = name.to_string();
+        Box::pin(async move {
+            let record = record?;
+            let group: Arc<dyn StreamGroup> = groups
+                .open(&name, created, &record.group.name, &record.group.peers)
+                .await;
+            Some(group)
+        })
+    }
+
+    fn close_stream_group(&self, name: &str, created: i64) -> GroupFuture<()> {
+        let groups = self.stream_groups.clone();
+        let name = name.to_string();
+        Box::pin(async move { groups.close(&name, created).await })
     }
 }

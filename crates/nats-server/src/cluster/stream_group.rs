@@ -16,17 +16,17 @@
 //! hands its `ReplicaMachine` in and proposes through the `Replicator` it gets.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::io;
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use jetstream_api::{ClusterInfo, Nanos, PeerInfo, Timestamp};
-use nats_jetstream::{ProposeFuture, ReplicaMachine, ReplicationError, Replicator, StreamGroup};
-use nats_raft::{GroupConfig, NodeId, RaftGroup, RaftGroupError, Role};
+use jetstream_api::{errors, ApiError, ClusterInfo, Nanos, PeerInfo, Timestamp};
+use nats_jetstream::{
+    GroupFuture, ProposeFuture, ReplicaMachine, ReplicationError, Replicator, StreamGroup,
+};
+use nats_raft::{GroupConfig, GroupStatus, NodeId, RaftGroup, RaftGroupError, Role};
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
@@ -69,16 +69,33 @@ impl StreamGroups {
         self.groups.lock().get(stream).cloned()
     }
 
-    /// The group of `stream` on `peers` named `group`: the one this server runs, or a new one
-    /// (not started: the stream starts it with its replica).
-    pub fn open(&self, stream: &str, group: &str, peers: &[String]) -> Arc<ReplicatedStream> {
-        let mut groups = self.groups.lock();
-        if let Some(existing) = groups.get(stream).filter(|existing| existing.name == group) {
-            return existing.clone();
+    /// The group of incarnation `created` of `stream`, on `peers`, named `group`: the one this
+    /// server runs, or a new one (not started: the stream starts it with its replica). A group
+    /// of an earlier incarnation is stopped and its files deleted first.
+    pub async fn open(
+        &self,
+        stream: &str,
+        created: i64,
+        group: &str,
+        peers: &[String],
+    ) -> Arc<ReplicatedStream> {
+        let stale = {
+            let groups = self.groups.lock();
+            match groups.get(stream) {
+                Some(existing) if existing.name == group && existing.created == created => {
+                    return existing.clone();
+                }
+                Some(existing) => Some(existing.created),
+                None => None,
+            }
+        };
+        if let Some(stale) = stale {
+            self.close(stream, stale).await;
         }
         let (leadership, _) = watch::channel(None);
         let opened = Arc::new(ReplicatedStream {
             name: group.to_string(),
+            created,
             node: self.own_node,
             members: peers
                 .iter()
@@ -92,13 +109,23 @@ impl StreamGroups {
             leadership,
             leader_since: Mutex::new(None),
         });
-        groups.insert(stream.to_string(), opened.clone());
+        self.groups
+            .lock()
+            .insert(stream.to_string(), opened.clone());
         opened
     }
 
-    /// Stops the group of `stream` (its assignment was removed) and deletes its files.
-    pub async fn close(&self, stream: &str) {
-        let Some(closed) = self.groups.lock().remove(stream) else {
+    /// Stops the group of incarnation `created` of `stream` (its assignment was removed or
+    /// replaced) and deletes its files.
+    pub async fn close(&self, stream: &str, created: i64) {
+        let closed = {
+            let mut groups = self.groups.lock();
+            match groups.get(stream) {
+                Some(existing) if existing.created == created => groups.remove(stream),
+                _ => None,
+            }
+        };
+        let Some(closed) = closed else {
             return;
         };
         closed.stop().await;
@@ -122,6 +149,8 @@ impl StreamGroups {
 pub struct ReplicatedStream {
     /// The group's name (`S-R3F-…`), the same on every peer.
     name: String,
+    /// The stream incarnation the group replicates (its `created`).
+    created: i64,
     node: NodeId,
     members: Vec<NodeId>,
     directory: PathBuf,
@@ -297,10 +326,7 @@ impl StreamGroup for ReplicatedStream {
         self.directory.join("store")
     }
 
-    fn start(
-        self: Arc<Self>,
-        machine: ReplicaMachine,
-    ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>> {
+    fn start(self: Arc<Self>, machine: ReplicaMachine) -> GroupFuture<Result<(), String>> {
         Box::pin(async move { self.start_group(machine).await })
     }
 
@@ -308,10 +334,7 @@ impl StreamGroup for ReplicatedStream {
         self.leadership.borrow().is_some()
     }
 
-    fn wait_for_leader(
-        self: Arc<Self>,
-        timeout: Duration,
-    ) -> Pin<Box<dyn Future<Output = Option<bool>> + Send>> {
+    fn wait_for_leader(self: Arc<Self>, timeout: Duration) -> GroupFuture<Option<bool>> {
         Box::pin(async move {
             let deadline = tokio::time::Instant::now() + timeout;
             let mut leadership = self.leadership.subscribe();
@@ -367,5 +390,52 @@ impl StreamGroup for ReplicatedStream {
             info.replicas = replicas;
         }
         Some(info)
+    }
+
+    fn step_down(self: Arc<Self>, preferred: Option<String>) -> GroupFuture<Result<(), ApiError>> {
+        Box::pin(async move {
+            let group = self
+                .raft()
+                .ok_or_else(|| errors::CLUSTER_NOT_LEADER.to_error())?;
+            let status = group.status();
+            if status.role != Role::Leader {
+                return Err(errors::CLUSTER_NOT_LEADER.to_error());
+            }
+            let target = self.step_down_target(preferred, &status)?;
+            group
+                .transfer_leader(target)
+                .await
+                .map_err(|error| errors::RAFT_GENERAL.with_err(error))
+        })
+    }
+}
+
+impl ReplicatedStream {
+    /// The member to hand leadership to: the preferred server, or the first caught-up voter.
+    fn step_down_target(
+        &self,
+        preferred: Option<String>,
+        status: &GroupStatus,
+    ) -> Result<NodeId, ApiError> {
+        if let Some(name) = preferred {
+            let node = self
+                .meta
+                .upgrade()
+                .and_then(|meta| meta.node_of_name(&name));
+            return match node {
+                Some(node) if node == self.node => Err(errors::CLUSTER_NO_PEERS
+                    .with_err(format!("preferred server \"{name}\" is already leader"))),
+                Some(node) if status.voters.contains(&node) => Ok(node),
+                _ => Err(errors::CLUSTER_NO_PEERS
+                    .with_err(format!("preferred server \"{name}\" not known"))),
+            };
+        }
+        status
+            .followers
+            .iter()
+            .filter(|follower| follower.lag == 0 && status.voters.contains(&follower.node))
+            .map(|follower| follower.node)
+            .find(|node| *node != self.node)
+            .ok_or_else(|| errors::CLUSTER_NO_PEERS.with_err("no replacement peer connected"))
     }
 }

@@ -22,7 +22,7 @@ const QUIET: Duration = Duration::from_millis(700);
 /// The first answer must come within this (a create is proposed, applied and carried out).
 const FIRST_ANSWER: Duration = Duration::from_secs(10);
 
-async fn connect(cluster: &test_harness::cluster::Cluster, index: usize) -> Client {
+pub(crate) async fn connect(cluster: &test_harness::cluster::Cluster, index: usize) -> Client {
     async_nats::connect(cluster.url(index))
         .await
         .unwrap_or_else(|error| panic!("connect to node {index}: {error}"))
@@ -30,7 +30,7 @@ async fn connect(cluster: &test_harness::cluster::Cluster, index: usize) -> Clie
 
 /// Sends `body` to `subject` and returns every answer that arrived: the first within
 /// [`FIRST_ANSWER`], the others within [`QUIET`] after it.
-async fn answers(client: &Client, subject: &str, body: Value) -> Vec<Value> {
+pub(crate) async fn answers(client: &Client, subject: &str, body: Value) -> Vec<Value> {
     let inbox = client.new_inbox();
     let mut subscription = client.subscribe(inbox.clone()).await.expect("subscribe");
     let payload = if body.is_null() {
@@ -53,18 +53,18 @@ async fn answers(client: &Client, subject: &str, body: Value) -> Vec<Value> {
 }
 
 /// The single answer to a request; fails on none or more than one.
-async fn one_answer(client: &Client, subject: &str, body: Value) -> Value {
+pub(crate) async fn one_answer(client: &Client, subject: &str, body: Value) -> Value {
     let mut got = answers(client, subject, body).await;
     assert_eq!(got.len(), 1, "{subject}: expected one answer, got {got:?}");
     got.remove(0)
 }
 
-fn error_code(answer: &Value) -> u64 {
+pub(crate) fn error_code(answer: &Value) -> u64 {
     answer["error"]["err_code"].as_u64().unwrap_or(0)
 }
 
 /// Waits for one meta leader that every live node names.
-fn leader_of(cluster: &test_harness::cluster::Cluster, nodes: &[usize]) -> String {
+pub(crate) fn leader_of(cluster: &test_harness::cluster::Cluster, nodes: &[usize]) -> String {
     agreed_leader(cluster, nodes, 3, None)
         .unwrap_or_else(|error| panic!("{error}\n{}", cluster.logs()))
 }

@@ -3,7 +3,8 @@
 //! and waits for the commit before the PubAcks, the answers to commands (purge, delete, update)
 //! and the consumers' wake-up go out, and before the next batch is decided (one batch in flight: publishes that arrive meanwhile make the next
 //! batch larger, so the log's group commit covers them together). A follower takes no publishes
-//! and no commands; it neither expires nor fires schedules (the leader's entries do that).
+//! and no commands but config updates (kept for when it leads); it neither expires nor fires
+//! schedules (the leader's entries do that).
 
 use super::super::replication::{codec, Replica};
 use super::{announce, send_acks, Ingest};
@@ -131,8 +132,13 @@ impl Ingest {
                 StreamCommand::DeleteMessage { reply, .. } => {
                     let _ = reply.send(Err(not_leader()));
                 }
-                StreamCommand::UpdateConfig { reply, .. } => {
-                    let _ = reply.send(Err(not_leader()));
+                // The meta group's update reaches every replica: a follower keeps the config
+                // (for when it leads); its store takes it from the leader's log entry.
+                StreamCommand::UpdateConfig { config, reply } => {
+                    self.config = *config;
+                    self.ack_prefix =
+                        super::ack_prefix(&self.config.name, self.context.domain.as_deref());
+                    let _ = reply.send(Ok(()));
                 }
                 StreamCommand::Acked { .. }
                 | StreamCommand::InterestReleased

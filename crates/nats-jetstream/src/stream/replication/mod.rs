@@ -126,7 +126,6 @@ fn store_error(error: nats_store::StoreError) -> io::Error {
 }
 
 impl ReplicaMachine {
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn new(
         stream: Arc<Stream>,
         shared: Arc<ReplicaShared>,
