@@ -480,31 +480,30 @@ impl Router {
         if targets.is_empty() {
             return delivered;
         }
-        // A JetStream delivery shown under another subject than it is routed by: the peer
-        // learns the routing subject from the reply, `<$JS.ACK reply>@<inbox>` (nats-server's
-        // encoding); without an ack reply it gets the routing subject.
+        // A JetStream delivery shown under another subject than it is routed by crosses the
+        // route under its routing subject; the subject to show rides in the reply,
+        // `<$JS.ACK reply>@<subject>` (nats-server's encoding).
         let (subject, reply);
         let routed = if delivery.subject.as_ref() == match_subject.as_bytes() {
             *delivery
         } else {
+            subject = Bytes::copy_from_slice(match_subject.as_bytes());
             match delivery
                 .reply
                 .filter(|reply| reply.starts_with(JETSTREAM_ACK_PREFIX))
             {
                 Some(ack) => {
-                    reply = Bytes::from([ack.as_ref(), b"@", match_subject.as_bytes()].concat());
+                    reply = Bytes::from([ack.as_ref(), b"@", delivery.subject.as_ref()].concat());
                     Delivery {
+                        subject: &subject,
                         reply: Some(&reply),
                         ..*delivery
                     }
                 }
-                None => {
-                    subject = Bytes::copy_from_slice(match_subject.as_bytes());
-                    Delivery {
-                        subject: &subject,
-                        ..*delivery
-                    }
-                }
+                None => Delivery {
+                    subject: &subject,
+                    ..*delivery
+                },
             }
         };
         for (link, queues) in &targets {
@@ -524,21 +523,23 @@ impl Router {
         queues: &[Bytes],
         pending: &mut PendingFlush,
     ) -> usize {
-        // A JetStream delivery routed by the inbox its reply names (see `route_clustered`).
-        let (routed_by, reply) = match delivery
+        let Ok(subject) = std::str::from_utf8(delivery.subject) else {
+            return 0;
+        };
+        // A JetStream delivery: routed by its subject, shown under the one its reply carries
+        // after the last `@` (see `route_clustered`).
+        let (shown, reply) = match delivery
             .reply
             .filter(|reply| reply.starts_with(JETSTREAM_ACK_PREFIX))
-            .and_then(|reply| Some((reply, reply.iter().position(|byte| *byte == b'@')?)))
+            .and_then(|reply| Some((reply, reply.iter().rposition(|byte| *byte == b'@')?)))
         {
             Some((reply, at)) => (reply.slice(at + 1..), Some(reply.slice(..at))),
             None => (delivery.subject.clone(), delivery.reply.cloned()),
         };
         let delivery = &Delivery {
+            subject: &shown,
             reply: reply.as_ref(),
             ..*delivery
-        };
-        let Ok(subject) = std::str::from_utf8(&routed_by) else {
-            return 0;
         };
         let result = self.sublist.matches(subject);
         let mut delivered = 0;
