@@ -139,3 +139,62 @@ async fn invalid_mapping_functions_are_refused() {
         assert!(created.get("error").is_some(), "{destination}: {created}");
     }
 }
+
+/// An updated `subject_transform` (and `republish`) applies to the next publish: the stream
+/// compiles its transforms per config, so an update must replace them.
+#[tokio::test]
+async fn updated_transforms_apply_to_the_next_publish() {
+    let server = TestServer::jetstream();
+    let client = connect(&server).await;
+    let config = |destination: &str, republish: &str| {
+        serde_json::json!({
+            "name": "UPD",
+            "subjects": ["upd.*"],
+            "subject_transform": {"src": "upd.*", "dest": destination},
+            "republish": {"src": ">", "dest": republish},
+        })
+        .to_string()
+    };
+    let created = api(
+        &client,
+        "$JS.API.STREAM.CREATE.UPD",
+        &config("first.{{wildcard(1)}}", "rp1.>"),
+    )
+    .await;
+    assert!(created.get("error").is_none(), "{created}");
+    let mut first = client.subscribe("rp1.>").await.unwrap();
+    let mut second = client.subscribe("rp2.>").await.unwrap();
+    test_harness::client::barrier(&client).await;
+    let ack = publish_raw(&client, "upd.a", &[], "one").await;
+    assert!(ack.contains("\"seq\":1"), "{ack}");
+    let updated = api(
+        &client,
+        "$JS.API.STREAM.UPDATE.UPD",
+        &config("second.{{wildcard(1)}}", "rp2.>"),
+    )
+    .await;
+    assert!(updated.get("error").is_none(), "{updated}");
+    let ack = publish_raw(&client, "upd.b", &[], "two").await;
+    assert!(ack.contains("\"seq\":2"), "{ack}");
+    for (seq, expected) in [(1, "first.a"), (2, "second.b")] {
+        let stored = api(
+            &client,
+            "$JS.API.STREAM.MSG.GET.UPD",
+            &format!(r#"{{"seq":{seq}}}"#),
+        )
+        .await;
+        assert_eq!(stored["message"]["subject"], expected, "{stored}");
+    }
+    use futures::StreamExt;
+    let wait = std::time::Duration::from_secs(5);
+    let republished = tokio::time::timeout(wait, first.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(republished.subject.as_str(), "rp1.first.a");
+    let republished = tokio::time::timeout(wait, second.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(republished.subject.as_str(), "rp2.second.b");
+}

@@ -4,7 +4,7 @@
 
 use super::super::apply::{next_position, Applied, StreamEntry};
 use super::super::StreamCommand;
-use super::{ack_prefix, Ingest};
+use super::Ingest;
 use jetstream_api::errors;
 use nats_store::StreamStore;
 use std::borrow::Cow;
@@ -181,8 +181,7 @@ impl Ingest {
                 if result.is_ok() {
                     let schedules_turned_on =
                         config.allow_msg_schedules && !self.config.allow_msg_schedules;
-                    self.config = *config;
-                    self.ack_prefix = ack_prefix(&self.config.name, self.context.domain.as_deref());
+                    self.set_config(*config);
                     if !self.config.allow_atomic_publish {
                         self.batches.clear();
                     }

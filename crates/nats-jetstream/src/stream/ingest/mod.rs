@@ -72,6 +72,7 @@ pub(crate) fn spawn(
     let config = stream.config();
     let mut ingest = Ingest {
         ack_prefix: ack_prefix(&config.name, context.domain.as_deref()),
+        transforms: Transforms::compile(&config),
         config,
         stream,
         context,
@@ -164,6 +165,8 @@ struct Ingest {
     stream: Arc<Stream>,
     context: IngestContext,
     config: StreamConfig,
+    /// The config's subject transforms, compiled once per config (`Ingest::set_config`).
+    transforms: Transforms,
     window: DuplicateWindow,
     last_msg_id: String,
     ack_prefix: Vec<u8>,
@@ -189,6 +192,37 @@ struct Ingest {
     failed_sync: failure::FailedSync,
     /// Set when the stream is replicated (`replicated.rs`).
     replica: Option<replicated::ReplicaState>,
+}
+
+/// A stream config's subject transforms, compiled when the config is set rather than on
+/// every publish.
+struct Transforms {
+    /// `subject_transform`: applies to a publish's subject before anything else looks at it.
+    input: Option<nats_subject::SubjectTransform>,
+    /// `republish`: the stored subject onto the republish destination.
+    republish: Option<nats_subject::SubjectTransform>,
+}
+
+impl Transforms {
+    fn compile(config: &StreamConfig) -> Transforms {
+        Transforms {
+            input: config.subject_transform.as_ref().and_then(|transform| {
+                nats_subject::SubjectTransform::new(&transform.source, &transform.destination)
+            }),
+            republish: config.republish.as_ref().and_then(|republish| {
+                nats_subject::SubjectTransform::new(&republish.source, &republish.destination)
+            }),
+        }
+    }
+}
+
+impl Ingest {
+    /// Take a new config (an update): the ack prefix and the compiled transforms follow it.
+    fn set_config(&mut self, config: StreamConfig) {
+        self.transforms = Transforms::compile(&config);
+        self.config = config;
+        self.ack_prefix = ack_prefix(&self.config.name, self.context.domain.as_deref());
+    }
 }
 
 /// Who handed a message to the ingest task.

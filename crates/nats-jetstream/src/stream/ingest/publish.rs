@@ -108,12 +108,10 @@ impl Ingest {
 
     /// The stream's input transform, which applies before anything else looks at the subject.
     pub(super) fn transform_subject(&self, subject: &str) -> Option<String> {
-        self.config
-            .subject_transform
+        self.transforms
+            .input
             .as_ref()
-            .and_then(|transform| {
-                crate::subject::transform(&transform.source, &transform.destination, subject)
-            })
+            .and_then(|transform| transform.apply(subject))
     }
 
     /// `max_msg_size` and the 64 KiB header bound.
@@ -401,11 +399,11 @@ impl Ingest {
         let Some(republish) = &self.config.republish else {
             return;
         };
-        if !crate::subject::matches(&republish.source, subject) {
-            return;
-        }
-        let Some(destination) =
-            crate::subject::transform(&republish.source, &republish.destination, subject)
+        let Some(destination) = self
+            .transforms
+            .republish
+            .as_ref()
+            .and_then(|transform| transform.apply(subject))
         else {
             return;
         };

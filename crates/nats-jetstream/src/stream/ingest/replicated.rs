@@ -135,9 +135,7 @@ impl Ingest {
                 // The meta group's update reaches every replica: a follower keeps the config
                 // (for when it leads); its store takes it from the leader's log entry.
                 StreamCommand::UpdateConfig { config, reply } => {
-                    self.config = *config;
-                    self.ack_prefix =
-                        super::ack_prefix(&self.config.name, self.context.domain.as_deref());
+                    self.set_config(*config);
                     let _ = reply.send(Ok(()));
                 }
                 StreamCommand::Acked { .. }
