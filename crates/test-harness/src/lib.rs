@@ -58,6 +58,15 @@ pub fn workspace_binary(package: &str, bin: &str) -> PathBuf {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = Command::new(cargo);
         cmd.args(["build", "--quiet"]);
+        // `cargo test` gives this process the test crate's build variables (CARGO_PKG_NAME,
+        // CARGO_MANIFEST_DIR, OUT_DIR...). Build scripts such as ring's rerun when those change
+        // (`rerun-if-env-changed`), so passing them on made every test run rebuild ring,
+        // rustls and all above them, and the next `cargo test` rebuild them back.
+        for (name, _) in std::env::vars_os() {
+            if is_cargo_build_variable(&name.to_string_lossy()) {
+                cmd.env_remove(&name);
+            }
+        }
         for (package, bin) in OUR_BINARIES {
             cmd.args(["-p", package, "--bin", bin]);
         }
@@ -69,6 +78,22 @@ pub fn workspace_binary(package: &str, bin: &str) -> PathBuf {
         *built = true;
     }
     dir.join(bin)
+}
+
+/// The variables cargo sets for a crate's build scripts, binaries and tests (not its
+/// configuration variables such as CARGO_HOME or CARGO_TARGET_DIR, which must stay).
+fn is_cargo_build_variable(name: &str) -> bool {
+    name == "OUT_DIR"
+        || name.starts_with("CARGO_PKG_")
+        || name.starts_with("CARGO_MANIFEST_")
+        || name.starts_with("CARGO_BIN_")
+        || matches!(
+            name,
+            "CARGO_CRATE_NAME"
+                | "CARGO_PRIMARY_PACKAGE"
+                | "CARGO_TARGET_TMPDIR"
+                | "CARGO_RUSTC_CURRENT_DIR"
+        )
 }
 
 /// The server under test: `NATS_SERVER_BIN` (e.g. the real nats-server, for parity runs) or ours.
