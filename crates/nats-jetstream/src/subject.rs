@@ -1,6 +1,6 @@
 //! The bits of the NATS subject grammar JetStream needs, as thin names over `nats-subject`
 //! (one grammar for routing and streams): matching, overlap, subset, validation, and the
-//! subject transforms (`nats_subject::transform`).
+//! subject-transform validation (compiled transforms are `nats_subject::SubjectTransform`).
 
 /// Whether `subject` (a literal, or itself a filter) is matched by `filter`.
 pub(crate) fn matches(filter: &str, subject: &str) -> bool {
@@ -22,7 +22,7 @@ pub(crate) fn is_valid_filter(subject: &str) -> bool {
     nats_subject::is_valid_subject(subject)
 }
 
-pub(crate) use nats_subject::{is_valid_transform, transform};
+pub(crate) use nats_subject::is_valid_transform;
 
 #[cfg(test)]
 mod tests {

@@ -55,6 +55,7 @@ pub(crate) fn spawn(mirror: &Arc<Stream>, origins: Weak<dyn StreamLookup>) {
                 }
             });
             let filters = super::sources::filters(&source);
+            let transforms = super::sources::SourceTransforms::compile(&source);
             let mut batch = Vec::new();
             {
                 let mut store = origin.store.read();
@@ -63,9 +64,8 @@ pub(crate) fn spawn(mirror: &Arc<Stream>, origins: Weak<dyn StreamLookup>) {
                     match store.load_next_matching(&filters, seq) {
                         Ok(Some(mut message)) => {
                             seq = message.seq + 1;
-                            if !source.subject_transforms.is_empty() {
-                                message.subject =
-                                    super::sources::destination_subject(&source, &message.subject);
+                            if !transforms.is_empty() {
+                                message.subject = transforms.destination_subject(&message.subject);
                             }
                             batch.push(message);
                         }

@@ -64,6 +64,8 @@ pub(crate) struct SourceProgress {
     /// The identity of the origin `position` counts in (from the newest header here at start,
     /// then from each contact); None before either.
     origin_identity: Mutex<Option<String>>,
+    /// The source's subject transforms, compiled with the config.
+    transforms: SourceTransforms,
     pub error: Mutex<Option<ApiError>>,
     /// Set when an update removes the source; its task ends.
     removed: AtomicBool,
@@ -88,6 +90,7 @@ impl SourceProgress {
     fn new(source: StreamSource) -> SourceProgress {
         SourceProgress {
             key: IndexName::of(&source),
+            transforms: SourceTransforms::compile(&source),
             source,
             position: AtomicU64::new(0),
             stored: AtomicU64::new(0),
@@ -103,7 +106,7 @@ impl SourceProgress {
     }
 
     fn destination_subject(&self, subject: &str) -> String {
-        destination_subject(&self.source, subject)
+        self.transforms.destination_subject(subject)
     }
 }
 
@@ -127,21 +130,48 @@ pub(crate) fn filters(source: &StreamSource) -> Vec<String> {
     filters
 }
 
-/// The subject an origin message is stored under: the first transform whose source matches.
-pub(crate) fn destination_subject(source: &StreamSource, subject: &str) -> String {
-    for transform in &source.subject_transforms {
-        let from = if transform.source.is_empty() {
-            ">"
-        } else {
-            &transform.source
-        };
-        if !crate::subject::matches(from, subject) {
-            continue;
-        }
-        return crate::subject::transform(from, &transform.destination, subject)
-            .unwrap_or_else(|| subject.to_string());
+/// A source's (or mirror's) subject transforms, compiled once per config rather than per message.
+pub(crate) struct SourceTransforms {
+    /// Each transform's source filter (`>` when empty) and its compiled form (None when
+    /// nats-server would not transform: the subject is then stored unchanged).
+    entries: Vec<(String, Option<nats_subject::SubjectTransform>)>,
+}
+
+impl SourceTransforms {
+    pub(crate) fn compile(source: &StreamSource) -> SourceTransforms {
+        let entries = source
+            .subject_transforms
+            .iter()
+            .map(|transform| {
+                let from = if transform.source.is_empty() {
+                    ">".to_string()
+                } else {
+                    transform.source.clone()
+                };
+                let compiled = nats_subject::SubjectTransform::new(&from, &transform.destination);
+                (from, compiled)
+            })
+            .collect();
+        SourceTransforms { entries }
     }
-    subject.to_string()
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The subject an origin message is stored under: the first transform whose source matches.
+    pub(crate) fn destination_subject(&self, subject: &str) -> String {
+        for (from, compiled) in &self.entries {
+            if !crate::subject::matches(from, subject) {
+                continue;
+            }
+            return compiled
+                .as_ref()
+                .and_then(|transform| transform.apply_matched(subject))
+                .unwrap_or_else(|| subject.to_string());
+        }
+        subject.to_string()
+    }
 }
 
 /// Bring the running source tasks in line with the stream's config: new sources start (from
