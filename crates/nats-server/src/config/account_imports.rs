@@ -8,7 +8,7 @@
 
 use super::accounts::AccountOptions;
 use super::options::{position, string};
-use super::parser::{ConfigError, Entry, Value};
+use super::value::{ConfigError, Entry, Value};
 use nats_subject::{is_subset_match, is_valid_subject, subjects_overlap};
 use std::time::Duration;
 
@@ -60,7 +60,7 @@ pub(super) fn parse_exports(
     let Value::Array(items) = &entry.value else {
         return Err(entry.error(format!(
             "Exports should be an array, got {}",
-            go_type(&entry.value)
+            entry.value.go_type_name()
         )));
     };
     let mut exports = Vec::new();
@@ -68,7 +68,7 @@ pub(super) fn parse_exports(
         let Value::Map(keys) = &item.value else {
             return Err(item.error(format!(
                 "Export Items should be a map with type entry, got {}",
-                go_type(&item.value)
+                item.value.go_type_name()
             )));
         };
         let mut export = ExportOptions {
@@ -150,7 +150,7 @@ pub(super) fn parse_imports(entry: &Entry) -> Result<Vec<ImportOptions>, ConfigE
     let Value::Array(items) = &entry.value else {
         return Err(entry.error(format!(
             "Imports should be an array, got {}",
-            go_type(&entry.value)
+            entry.value.go_type_name()
         )));
     };
     let mut imports: Vec<ImportOptions> = Vec::new();
@@ -158,7 +158,7 @@ pub(super) fn parse_imports(entry: &Entry) -> Result<Vec<ImportOptions>, ConfigE
         let Value::Map(keys) = &item.value else {
             return Err(item.error(format!(
                 "Import Items should be a map with type entry, got {}",
-                go_type(&item.value)
+                item.value.go_type_name()
             )));
         };
         let (mut source, mut service) = (None, false);
@@ -238,7 +238,7 @@ fn parse_source(entry: &Entry, kind: &str) -> Result<(String, String), ConfigErr
         };
         return Err(entry.error(format!(
             "{what} entry should be an account map, got {}",
-            go_type(&entry.value)
+            entry.value.go_type_name()
         )));
     };
     let (mut account, mut subject) = (String::new(), String::new());
@@ -261,20 +261,8 @@ fn expect_string(entry: &Entry, what: &str) -> Result<String, ConfigError> {
         Value::String(text) => Ok(text.clone()),
         other => Err(entry.error(format!(
             "Expected {what} to be string, got {}",
-            go_type(other)
+            other.go_type_name()
         ))),
-    }
-}
-
-/// The Go type name nats-server prints for a value of the wrong kind.
-fn go_type(value: &Value) -> &'static str {
-    match value {
-        Value::String(_) => "string",
-        Value::Integer(_) => "int64",
-        Value::Float(_) => "float64",
-        Value::Bool(_) => "bool",
-        Value::Array(_) => "[]interface {}",
-        Value::Map(_) => "map[string]interface {}",
     }
 }
 

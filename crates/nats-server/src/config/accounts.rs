@@ -8,7 +8,7 @@ pub use super::account_imports::{ExportOptions, ImportOptions, ResponseType};
 use super::accounts_jetstream::parse_account_jetstream;
 use super::mappings::{parse_mappings, MappingOptions};
 use super::options::{map, parse_user, Options};
-use super::parser::{ConfigError, Entry, Value};
+use super::value::{ConfigError, Entry, Value};
 
 /// One configured account.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -4,8 +4,7 @@
 //! `parseJetStreamForAccount` reads it, with its error texts. Called by `accounts.rs`; knows
 //! nothing of the running JetStream.
 
-use super::parser::{ConfigError, Entry, Value};
-use super::tls::go_type_name;
+use super::value::{ConfigError, Entry, Value};
 use nats_jetstream::AccountLimits;
 
 /// The account's JetStream: `None` when disabled, else its limits (all `-1`, nats-server's
@@ -32,7 +31,7 @@ pub(super) fn parse_account_jetstream(entry: &Entry) -> Result<Option<AccountLim
             entry,
             format!(
                 "Expected map, bool or string to define JetStream, got {}",
-                go_type_name(other)
+                other.go_type_name()
             ),
         )),
     }
@@ -51,7 +50,7 @@ fn apply_limit(limits: &mut AccountLimits, key: &str, item: &Entry) -> Result<()
         Value::Integer(number) => Ok(*number),
         other => Err(item.error(format!(
             "Expected a parseable size for {key:?}, got {}",
-            go_value(other)
+            other.go_text()
         ))),
     };
     match key.to_ascii_lowercase().as_str() {
@@ -71,24 +70,13 @@ fn apply_limit(limits: &mut AccountLimits, key: &str, item: &Entry) -> Result<()
             other => {
                 return Err(item.error(format!(
                     "Expected a parseable bool for {key:?}, got {}",
-                    go_value(other)
+                    other.go_text()
                 )))
             }
         },
         _ => return Err(item.error(format!("unknown field {key:?}"))),
     }
     Ok(())
-}
-
-/// A value as Go's `%v` prints it (the scalars a config can hold).
-fn go_value(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        Value::Integer(number) => number.to_string(),
-        Value::Float(number) => number.to_string(),
-        Value::Bool(flag) => flag.to_string(),
-        Value::Array(_) | Value::Map(_) => go_type_name(value).to_string(),
-    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! are nats-server's for the same bad values.
 
 use super::options::{boolean, duration_value, integer, map, parse_permissions, string, Options};
-use super::parser::{ConfigError, Entry, Value};
+use super::value::{ConfigError, Entry, Value};
 use super::Permissions;
 use std::time::Duration;
 
@@ -139,7 +139,7 @@ pub fn apply_cluster(options: &mut Options, entry: &Entry) -> Result<(), ConfigE
     let Value::Map(items) = &entry.value else {
         return Err(entry.error(format!(
             "Expected map to define cluster, got {}",
-            go_type_name(&entry.value)
+            entry.value.go_type_name()
         )));
     };
     let mut cluster = options.cluster.take().unwrap_or_default();
@@ -265,17 +265,6 @@ pub fn parse_route_list(texts: &[String]) -> Result<Vec<RouteUrl>, String> {
             RouteUrl::parse(text).ok_or_else(|| format!("error parsing route url [{text:?}]"))
         })
         .collect()
-}
-
-fn go_type_name(value: &Value) -> &'static str {
-    match value {
-        Value::String(_) => "string",
-        Value::Integer(_) => "int64",
-        Value::Float(_) => "float64",
-        Value::Bool(_) => "bool",
-        Value::Array(_) => "[]interface {}",
-        Value::Map(_) => "map[string]interface {}",
-    }
 }
 
 /// `--cluster nats://host:port`: the route listener (and `--cluster_listen`, its alias).

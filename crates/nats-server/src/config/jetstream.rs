@@ -5,8 +5,7 @@
 //! wording (`unknown field`, `Expected a map to define ...`, Go's interface conversion text).
 
 use super::options::{boolean, integer, map, parse_duration, size, string};
-use super::parser::{ConfigError, Entry, Value};
-use super::tls::go_type_name;
+use super::value::{ConfigError, Entry, Value};
 use nats_jetstream::{BatchLimits, JetStreamConfig, SyncPolicy};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -119,7 +118,7 @@ fn go_map<'entry>(
         Value::Map(items) => Ok(items),
         other => Err(entry.error(format!(
             "Expected a map to define {what}, got {}",
-            go_type_name(other)
+            other.go_type_name()
         ))),
     }
 }
@@ -130,7 +129,7 @@ fn go_duration(entry: &Entry) -> Result<Duration, ConfigError> {
     let Value::String(text) = &entry.value else {
         return Err(entry.error(format!(
             "interface conversion: interface {{}} is {}, not string",
-            go_type_name(&entry.value)
+            entry.value.go_type_name()
         )));
     };
     match go_compat::duration::parse(text) {

@@ -4,8 +4,7 @@
 //! nats-server's `parseAccountMappings` and `AddWeightedMappings` check them, with its error
 //! wording. Parsed here; applied at run time by `accounts/mappings.rs`. Knows nothing of routing.
 
-use super::parser::{ConfigError, Entry, Value};
-use super::tls::go_type_name as go_type;
+use super::value::{ConfigError, Entry, Value};
 
 /// One `source: destination(s)` entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,7 +28,7 @@ pub(super) fn parse_mappings(entry: &Entry) -> Result<Vec<MappingOptions>, Confi
     let Value::Map(items) = &entry.value else {
         return Err(entry.error(format!(
             "interface conversion: interface {{}} is {}, not map[string]interface {{}}",
-            go_type(&entry.value)
+            entry.value.go_type_name()
         )));
     };
     let mut mappings: Vec<MappingOptions> = Vec::new();
@@ -101,7 +100,7 @@ fn parse_destination(entry: &Entry) -> Result<MapDestination, ConfigError> {
                     other => {
                         return Err(field.error(format!(
                             "Unknown entry type for weight of {}\n",
-                            go_value(other)
+                            other.go_text()
                         )))
                     }
                 };
@@ -131,20 +130,8 @@ fn text(entry: &Entry) -> Result<String, ConfigError> {
         Value::String(text) => Ok(text.clone()),
         other => Err(entry.error(format!(
             "interface conversion: interface {{}} is {}, not string",
-            go_type(other)
+            other.go_type_name()
         ))),
-    }
-}
-
-/// How Go's `%v` prints a config value (for the weight's type error).
-fn go_value(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        Value::Integer(number) => number.to_string(),
-        Value::Float(number) => number.to_string(),
-        Value::Bool(flag) => flag.to_string(),
-        Value::Array(_) => "[...]".into(),
-        Value::Map(_) => "map[...]".into(),
     }
 }
 

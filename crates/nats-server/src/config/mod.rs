@@ -1,5 +1,5 @@
 //! Server configuration: the typed [`Options`] with nats-server's defaults, the config-file
-//! syntax ([`parser`]) and the mapping from the file's keys to options ([`options`]; the
+//! syntax ([`parser`], into the tree of `value.rs`) and the mapping from the file's keys to options ([`options`]; the
 //! `jetstream { ... }` block in `jetstream.rs`, `tls { ... }` in [`tls`], `cluster { ... }` in
 //! [`cluster`], `websocket { ... }` in [`websocket`], `accounts { ... }` in `accounts.rs`) and what a reload may change ([`reload`]).
 //!
@@ -17,6 +17,7 @@ pub mod options;
 pub mod parser;
 pub mod reload;
 pub mod tls;
+mod value;
 pub mod websocket;
 
 pub use account_imports::{number_wildcards, DEFAULT_RESPONSE_THRESHOLD};
@@ -26,8 +27,8 @@ pub use mappings::{MapDestination, MappingOptions};
 pub use options::{
     apply_config_file, duration_text, Options, Permissions, ResponsePermission, SubjectRules, User,
 };
-pub use parser::{ConfigError, Entry, Value};
 pub use tls::{TlsMinimumVersion, TlsOptions};
+pub use value::{ConfigError, Entry, Value};
 pub use websocket::WebsocketOptions;
 
 #[cfg(test)]

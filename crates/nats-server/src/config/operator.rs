@@ -6,7 +6,7 @@
 //! Called by `options.rs`; the runtime side is `security/jwt/`.
 
 use super::options::{boolean, map, string, string_list, Options};
-use super::parser::{ConfigError, Entry, Value};
+use super::value::{ConfigError, Entry, Value};
 use crate::security::jwt;
 use std::path::PathBuf;
 use std::time::Duration;

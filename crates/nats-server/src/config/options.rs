@@ -1,6 +1,7 @@
 //! [`Options`] (nats-server's defaults) and the mapping of config-file keys onto them.
 
-use super::parser::{self, ConfigError, Entry, Value};
+use super::parser;
+use super::value::{ConfigError, Entry, Value};
 use nats_jetstream::JetStreamConfig;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -361,7 +362,7 @@ pub(super) fn position(entry: &Entry) -> String {
         "{}:{}:{}",
         entry.file.display(),
         entry.line,
-        super::parser::shown_column(entry.line, entry.column)
+        super::value::shown_column(entry.line, entry.column)
     )
 }
 

@@ -1,7 +1,8 @@
 //! Config syntax and option-mapping tests, including `file:line:col` errors.
 
 use super::options::{apply_items, parse_duration};
-use super::parser::{parse_file, parse_str, Value};
+use super::parser::{parse_file, parse_str};
+use super::value::Value;
 use super::Options;
 use std::path::Path;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! server builds its own rustls configuration from the same options (`crate::security::tls`).
 
 use super::options::{parse_duration, Options};
-use super::parser::{ConfigError, Entry, Value};
+use super::value::{ConfigError, Entry, Value};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -185,7 +185,7 @@ fn handshake_first(tls: &mut TlsOptions, key: &str, entry: &Entry) -> Result<(),
         _ => {
             return Err(entry.error(format!(
                 "field {key:?} should be a boolean or a string, got {}",
-                go_type_name(&entry.value)
+                entry.value.go_type_name()
             )))
         }
     }
@@ -208,16 +208,5 @@ fn minimum_version(entry: &Entry) -> Result<TlsMinimumVersion, ConfigError> {
             "error parsing tls config: unsupported minimum TLS version: TLS {text}"
         ))),
         _ => Err(entry.error(format!("error parsing tls config: unknown version: {text}"))),
-    }
-}
-
-pub(super) fn go_type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Integer(_) => "int64",
-        Value::Float(_) => "float64",
-        Value::String(_) => "string",
-        Value::Bool(_) => "bool",
-        Value::Array(_) => "[]interface {}",
-        Value::Map(_) => "map[string]interface {}",
     }
 }

@@ -4,8 +4,7 @@
 //! refusals are nats-server's (`parseWebsocket`, `validateWebsocketOptions`).
 
 use super::options::{boolean, integer, map, string, string_list, Options};
-use super::parser::{ConfigError, Entry, Value};
-use super::tls::go_type_name;
+use super::value::{ConfigError, Entry, Value};
 use super::TlsOptions;
 use std::time::Duration;
 
@@ -76,7 +75,7 @@ pub fn apply_websocket(options: &mut Options, entry: &Entry) -> Result<(), Confi
     let Value::Map(items) = &entry.value else {
         return Err(entry.error(format!(
             "Expected websocket to be a map, got {}",
-            go_type_name(&entry.value)
+            entry.value.go_type_name()
         )));
     };
     let mut websocket = options.websocket.take().unwrap_or_default();
@@ -115,7 +114,7 @@ pub fn apply_websocket(options: &mut Options, entry: &Entry) -> Result<(), Confi
                 let Value::Map(headers) = &item.value else {
                     return Err(item.error(format!(
                         "error parsing headers: unsupported type {}",
-                        go_type_name(&item.value)
+                        item.value.go_type_name()
                     )));
                 };
                 websocket.headers.clear();
@@ -123,7 +122,7 @@ pub fn apply_websocket(options: &mut Options, entry: &Entry) -> Result<(), Confi
                     let Value::String(text) = &value.value else {
                         return Err(value.error(format!(
                             "error parsing header key {name}: unsupported type {}",
-                            go_type_name(&value.value)
+                            value.value.go_type_name()
                         )));
                     };
                     websocket.headers.push((name.clone(), text.clone()));
@@ -155,7 +154,7 @@ fn handshake_timeout(entry: &Entry) -> Result<Duration, ConfigError> {
             .map_err(|_| entry.error(format!("time: invalid duration {text:?}"))),
         other => Err(entry.error(format!(
             "error parsing handshake timeout: unsupported type {}",
-            go_type_name(other)
+            other.go_type_name()
         ))),
     }
 }
