@@ -61,6 +61,8 @@ pub struct Server {
     pub jwt: Option<Arc<crate::security::jwt::resolver::Resolver>>,
     pub stats: ServerStats,
     pub clients: Mutex<BTreeMap<u64, Arc<ClientShared>>>,
+    /// The last `max_closed_clients` closed connections, for `/connz?state=closed`.
+    pub closed_connections: crate::monitor::closed::ClosedConnections,
     next_client_id: AtomicU64,
     /// The address clients connect to (after a random port was picked).
     pub client_address: OnceLock<SocketAddr>,
@@ -103,6 +105,8 @@ impl Server {
             None => Accounts::new(&options, &server_name),
         };
         let start_time = OffsetDateTime::now_utc();
+        let closed_connections =
+            crate::monitor::closed::ClosedConnections::new(options.max_closed_clients);
         Arc::new(Server {
             current_options: RwLock::new(Arc::new(options.clone())),
             config_load_time: Mutex::new(start_time),
@@ -117,6 +121,7 @@ impl Server {
             jwt,
             stats: ServerStats::default(),
             clients: Mutex::new(BTreeMap::new()),
+            closed_connections,
             next_client_id: AtomicU64::new(1),
             client_address: OnceLock::new(),
             monitor_address: OnceLock::new(),
@@ -182,15 +187,18 @@ impl Server {
             .map(|(_, s)| s)
             .collect();
         let account = client.account().unwrap_or(self.accounts.global());
-        for subscription in subscriptions {
-            crate::accounts::imports::remove_shadows(&subscription);
+        for subscription in &subscriptions {
+            crate::accounts::imports::remove_shadows(subscription);
             account.router.remove(
                 &subscription.subject,
                 subscription.queue.as_deref(),
                 &crate::router::Subscriber::Client(subscription.clone()),
             );
         }
+        let reason = client.closing().unwrap_or(CloseReason::ClientClosed);
         if self.clients.lock().remove(&client.id).is_some() {
+            self.closed_connections
+                .record(client, &subscriptions, reason);
             let counters = &client.counters;
             let stats = &self.stats;
             stats
@@ -207,7 +215,6 @@ impl Server {
                 Ordering::Relaxed,
             );
         }
-        let reason = client.closing().unwrap_or(CloseReason::ClientClosed);
         if client.account().is_some() {
             crate::system::client_disconnected(self, client, reason);
         }

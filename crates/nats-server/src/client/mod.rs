@@ -558,6 +558,9 @@ pub(crate) fn refuse_over_limit<W>(
     nats_proto::encode_err(&mut error, "maximum connections exceeded");
     shared.queue_bytes(&error);
     shared.close(CloseReason::MaxConnectionsExceeded);
+    server
+        .closed_connections
+        .record(&shared, &[], CloseReason::MaxConnectionsExceeded);
     tokio::spawn(writer::run(server.clone(), shared, socket));
 }
 

@@ -74,6 +74,8 @@ pub struct Options {
     pub max_connections: i64,
     /// 0 = unlimited.
     pub max_subscriptions: i64,
+    /// Closed connections kept for `/connz?state=closed` (0 in a file means the default).
+    pub max_closed_clients: i64,
     pub ping_interval: Duration,
     pub ping_max: i64,
     pub write_deadline: Duration,
@@ -130,6 +132,7 @@ impl Default for Options {
             max_pending: DEFAULT_MAX_PENDING,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_subscriptions: 0,
+            max_closed_clients: crate::monitor::closed::DEFAULT_MAX_CLOSED_CLIENTS,
             ping_interval: DEFAULT_PING_INTERVAL,
             ping_max: DEFAULT_PING_MAX,
             write_deadline: DEFAULT_WRITE_DEADLINE,
@@ -303,6 +306,12 @@ fn apply_top_level(options: &mut Options, key: &str, entry: &Entry) -> Result<()
         "max_pending" => options.max_pending = integer(entry)?,
         "max_connections" | "max_conn" => options.max_connections = integer(entry)?,
         "max_subscriptions" | "max_subs" => options.max_subscriptions = integer(entry)?,
+        "max_closed_clients" => {
+            options.max_closed_clients = match integer(entry)? {
+                0 => crate::monitor::closed::DEFAULT_MAX_CLOSED_CLIENTS,
+                value => value,
+            }
+        }
         "ping_interval" => options.ping_interval = duration(options, key, entry)?,
         "ping_max" => options.ping_max = integer(entry)?,
         "write_deadline" => options.write_deadline = duration(options, key, entry)?,

@@ -181,6 +181,13 @@ fn refuse_fixed(old: &Options, new: &Options) -> Result<(), String> {
             new.max_subscriptions,
         ));
     }
+    if old.max_closed_clients != new.max_closed_clients {
+        return Err(refused(
+            "MaxClosedClients",
+            old.max_closed_clients,
+            new.max_closed_clients,
+        ));
+    }
     if old.no_auth_user != new.no_auth_user {
         // Dropping `no_auth_user` is allowed unless that user is still configured.
         let dropped_user_gone = new.no_auth_user.is_none()
@@ -283,6 +290,14 @@ mod tests {
             ..Options::default()
         };
         assert!(diff(&old, &new).is_ok());
+        let new = Options {
+            max_closed_clients: 7,
+            ..Options::default()
+        };
+        assert_eq!(
+            diff(&old, &new).unwrap_err(),
+            "config reload not supported for MaxClosedClients: old=10000, new=7"
+        );
     }
 
     #[test]

@@ -175,6 +175,20 @@ fn limits_and_durations() {
     assert_eq!(options.ping_max, 3);
     assert_eq!(options.write_deadline, Duration::from_secs(2));
     assert_eq!(options.max_control_line, 1024);
+    assert_eq!(options.max_closed_clients, 10_000);
+    assert_eq!(
+        options_from("max_closed_clients: 5\n")
+            .unwrap()
+            .max_closed_clients,
+        5
+    );
+    // 0 is nats-server's default.
+    assert_eq!(
+        options_from("max_closed_clients: 0\n")
+            .unwrap()
+            .max_closed_clients,
+        10_000
+    );
     assert_eq!(
         options_from("max_payload: 5GB\n").unwrap_err(),
         "test.conf:1:0: max_payload value is too big"

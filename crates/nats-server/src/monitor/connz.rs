@@ -1,17 +1,16 @@
 //! `/connz`: the client connections, with nats-server's options (`sort`, `auth`, `subs`
 //! (`detail`), `offset`, `limit`, `cid`, `state`, `user`, `acc`, `filter_subject`) and field
-//! names. A connection without a measured round trip is sent an RTT ping, as nats-server does,
-//! so the next read shows it. Closed connections are not kept (`state=closed` lists none).
+//! names. Open connections are read at the request (`record.rs`), closed ones come from the
+//! ring `closed.rs` keeps; `state` picks either or both.
 
 use super::format::{rfc3339, since};
 use super::query::Query;
 pub use super::query::{SubscriptionsShown, DEFAULT_LIMIT};
+use super::record::{ConnectionRecord, SubscriptionRecord};
 use super::Refusal;
-use crate::client::{ClientShared, ClientSubscription};
 use crate::server::Server;
 use serde_json::{json, Map, Value};
 use std::cmp::Reverse;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use time::OffsetDateTime;
 
@@ -115,8 +114,12 @@ impl ConnzOptions {
             .ok_or_else(|| Refusal::bad_request(format!("invalid sorting option: {sort_text}")))?;
         let username = query.boolean("auth")?;
         let subscriptions = query.subscriptions_shown()?;
-        let (offset, limit) = query.page()?;
+        let (offset, mut limit) = query.page()?;
         let cid = query.uint64("cid")?;
+        // One connection at most (nats-server's answer says `limit: 1`).
+        if cid > 0 {
+            limit = 1;
+        }
         let state_text = query.text("state");
         let state = match state_text.to_ascii_lowercase().as_str() {
             "" | "open" => ConnectionState::Open,
@@ -149,49 +152,6 @@ impl ConnzOptions {
     }
 }
 
-/// What one connection shows, read once so sorting compares the same figures it prints.
-struct Snapshot {
-    client: Arc<ClientShared>,
-    meta: crate::client::ClientMeta,
-    last_activity: OffsetDateTime,
-    subscriptions: Vec<Arc<ClientSubscription>>,
-    pending: usize,
-    round_trip: std::time::Duration,
-    in_msgs: u64,
-    in_bytes: u64,
-    out_msgs: u64,
-    out_bytes: u64,
-}
-
-impl Snapshot {
-    fn take(client: Arc<ClientShared>) -> Snapshot {
-        let meta = client.meta.lock().clone();
-        let last_activity = *client.last_activity.lock();
-        let subscriptions = client.subscriptions.lock().values().cloned().collect();
-        let pending = client.pending_bytes();
-        let round_trip = match *client.rtt.lock() {
-            Some(round_trip) => round_trip,
-            None => {
-                client.send_rtt_ping();
-                std::time::Duration::ZERO
-            }
-        };
-        let counters = &client.counters;
-        Snapshot {
-            in_msgs: counters.in_msgs.load(Ordering::Relaxed),
-            in_bytes: counters.in_bytes.load(Ordering::Relaxed),
-            out_msgs: counters.out_msgs.load(Ordering::Relaxed),
-            out_bytes: counters.out_bytes.load(Ordering::Relaxed),
-            client,
-            meta,
-            last_activity,
-            subscriptions,
-            pending,
-            round_trip,
-        }
-    }
-}
-
 pub fn connz(server: &Server, options: &ConnzOptions) -> Value {
     let now = OffsetDateTime::now_utc();
     // nats-server answers a filter on an account it does not know with an empty page and
@@ -207,39 +167,70 @@ pub fn connz(server: &Server, options: &ConnzOptions) -> Value {
             "connections": null,
         });
     }
-    let mut snapshots: Vec<Snapshot> = if options.state == ConnectionState::Closed {
-        Vec::new()
-    } else {
-        let clients: Vec<_> = server.clients.lock().values().cloned().collect();
-        clients
-            .into_iter()
-            .filter(|client| options.cid == 0 || client.id == options.cid)
-            .map(Snapshot::take)
-            .filter(|snapshot| {
-                options.user.is_empty() || snapshot.meta.user.as_deref() == Some(&options.user)
-            })
-            .filter(|snapshot| {
+    // nats-server's `total` counts the connections of the state and account asked for, before
+    // the other filters.
+    let mut total = 0;
+    let mut records: Vec<Arc<ConnectionRecord>> = Vec::new();
+    if options.state != ConnectionState::Closed {
+        let with_subscriptions =
+            options.subscriptions != SubscriptionsShown::None || !options.filter_subject.is_empty();
+        let clients: Vec<_> = server
+            .clients
+            .lock()
+            .values()
+            .filter(|client| {
                 options.account.is_empty()
-                    || super::accounts::account_name(&snapshot.client) == options.account
+                    || super::accounts::account_name(client) == options.account
             })
-            .filter(|snapshot| {
-                options.filter_subject.is_empty()
-                    || snapshot.subscriptions.iter().any(|subscription| {
-                        nats_subject::subject_matches_filter(
-                            &subscription.subject,
-                            &options.filter_subject,
-                        )
-                    })
+            .cloned()
+            .collect();
+        total += clients.len();
+        records.extend(
+            clients
+                .iter()
+                .filter(|client| options.cid == 0 || client.id == options.cid)
+                .map(|client| ConnectionRecord::open(client, with_subscriptions))
+                .filter(|record| {
+                    options.filter_subject.is_empty()
+                        || record.subscriptions.iter().any(|subscription| {
+                            nats_subject::subject_matches_filter(
+                                &subscription.subject,
+                                &options.filter_subject,
+                            )
+                        })
+                })
+                .map(Arc::new),
+        );
+    }
+    if options.state != ConnectionState::Open {
+        // nats-server keeps no account name for a closed connection of `$G`, so `acc=$G`
+        // finds none of them.
+        let closed: Vec<_> = server
+            .closed_connections
+            .list()
+            .into_iter()
+            .filter(|record| {
+                options.account.is_empty()
+                    || (record.account != crate::accounts::GLOBAL_ACCOUNT
+                        && record.account == options.account)
             })
-            .collect()
-    };
-    sort(&mut snapshots, options.sort, now);
-    let total = snapshots.len();
-    let connections: Vec<Value> = snapshots
+            .collect();
+        total += closed.len();
+        records.extend(
+            closed
+                .into_iter()
+                .filter(|record| options.cid == 0 || record.cid == options.cid),
+        );
+    }
+    records.retain(|record| {
+        options.user.is_empty() || record.meta.user.as_deref() == Some(&options.user)
+    });
+    sort(&mut records, options.sort, now);
+    let connections: Vec<Value> = records
         .iter()
         .skip(options.offset)
         .take(options.limit)
-        .map(|snapshot| connection_info(snapshot, options, now))
+        .map(|record| connection_info(record, options, now))
         .collect();
     json!({
         "server_id": server.server_id,
@@ -252,53 +243,65 @@ pub fn connz(server: &Server, options: &ConnzOptions) -> Value {
     })
 }
 
-fn sort(snapshots: &mut [Snapshot], key: SortKey, now: OffsetDateTime) {
+fn sort(records: &mut [Arc<ConnectionRecord>], key: SortKey, now: OffsetDateTime) {
+    let stop = |record: &ConnectionRecord| record.closure.map(|closure| closure.stop);
+    let reason = |record: &ConnectionRecord| record.closure.map(|closure| closure.reason.text());
     match key {
-        SortKey::Cid | SortKey::Stop | SortKey::Reason => {
-            snapshots.sort_by_key(|snapshot| snapshot.client.id)
+        SortKey::Cid => records.sort_by_key(|record| record.cid),
+        SortKey::Start => records.sort_by_key(|record| record.start),
+        SortKey::Subscriptions => records.sort_by_key(|record| Reverse(record.subscription_count)),
+        SortKey::Pending => records.sort_by_key(|record| Reverse(record.pending)),
+        SortKey::MessagesTo => records.sort_by_key(|record| Reverse(record.out_msgs)),
+        SortKey::MessagesFrom => records.sort_by_key(|record| Reverse(record.in_msgs)),
+        SortKey::BytesTo => records.sort_by_key(|record| Reverse(record.out_bytes)),
+        SortKey::BytesFrom => records.sort_by_key(|record| Reverse(record.in_bytes)),
+        SortKey::LastActivity => records.sort_by_key(|record| Reverse(record.last_activity)),
+        SortKey::Idle => {
+            records.sort_by_key(|record| Reverse(record.end(now) - record.last_activity))
         }
-        SortKey::Start => snapshots.sort_by_key(|snapshot| snapshot.client.start),
-        SortKey::Subscriptions => {
-            snapshots.sort_by_key(|snapshot| Reverse(snapshot.subscriptions.len()))
-        }
-        SortKey::Pending => snapshots.sort_by_key(|snapshot| Reverse(snapshot.pending)),
-        SortKey::MessagesTo => snapshots.sort_by_key(|snapshot| Reverse(snapshot.out_msgs)),
-        SortKey::MessagesFrom => snapshots.sort_by_key(|snapshot| Reverse(snapshot.in_msgs)),
-        SortKey::BytesTo => snapshots.sort_by_key(|snapshot| Reverse(snapshot.out_bytes)),
-        SortKey::BytesFrom => snapshots.sort_by_key(|snapshot| Reverse(snapshot.in_bytes)),
-        SortKey::LastActivity => snapshots.sort_by_key(|snapshot| Reverse(snapshot.last_activity)),
-        SortKey::Idle => snapshots.sort_by_key(|snapshot| Reverse(now - snapshot.last_activity)),
-        SortKey::Uptime => snapshots.sort_by_key(|snapshot| Reverse(now - snapshot.client.start)),
-        SortKey::RoundTrip => snapshots.sort_by_key(|snapshot| Reverse(snapshot.round_trip)),
+        SortKey::Uptime => records.sort_by_key(|record| Reverse(record.end(now) - record.start)),
+        SortKey::RoundTrip => records.sort_by_key(|record| Reverse(record.round_trip)),
+        SortKey::Stop => records.sort_by_key(|record| Reverse(stop(record))),
+        SortKey::Reason => records.sort_by_key(|record| reason(record)),
     }
 }
 
-fn connection_info(snapshot: &Snapshot, options: &ConnzOptions, now: OffsetDateTime) -> Value {
-    let client = &snapshot.client;
-    let meta = &snapshot.meta;
+fn connection_info(
+    record: &ConnectionRecord,
+    options: &ConnzOptions,
+    now: OffsetDateTime,
+) -> Value {
+    let meta = &record.meta;
+    let end = record.end(now);
     let mut entry = Map::new();
-    entry.insert("cid".into(), json!(client.id));
+    entry.insert("cid".into(), json!(record.cid));
     entry.insert("kind".into(), json!("Client"));
-    entry.insert("type".into(), json!("nats"));
-    entry.insert("ip".into(), json!(client.address.ip().to_string()));
-    entry.insert("port".into(), json!(client.address.port()));
-    entry.insert("start".into(), json!(rfc3339(client.start)));
-    entry.insert(
-        "last_activity".into(),
-        json!(rfc3339(snapshot.last_activity)),
-    );
+    let kind = if record.websocket {
+        "websocket"
+    } else {
+        "nats"
+    };
+    entry.insert("type".into(), json!(kind));
+    entry.insert("ip".into(), json!(record.address.ip().to_string()));
+    entry.insert("port".into(), json!(record.address.port()));
+    entry.insert("start".into(), json!(rfc3339(record.start)));
+    entry.insert("last_activity".into(), json!(rfc3339(record.last_activity)));
+    if let Some(closure) = record.closure {
+        entry.insert("stop".into(), json!(rfc3339(closure.stop)));
+        entry.insert("reason".into(), json!(closure.reason.text()));
+    }
     entry.insert(
         "rtt".into(),
-        json!(go_compat::duration::format_std(snapshot.round_trip)),
+        json!(go_compat::duration::format_std(record.round_trip)),
     );
-    entry.insert("uptime".into(), json!(since(now, client.start)));
-    entry.insert("idle".into(), json!(since(now, snapshot.last_activity)));
-    entry.insert("pending_bytes".into(), json!(snapshot.pending));
-    entry.insert("in_msgs".into(), json!(snapshot.in_msgs));
-    entry.insert("out_msgs".into(), json!(snapshot.out_msgs));
-    entry.insert("in_bytes".into(), json!(snapshot.in_bytes));
-    entry.insert("out_bytes".into(), json!(snapshot.out_bytes));
-    entry.insert("subscriptions".into(), json!(snapshot.subscriptions.len()));
+    entry.insert("uptime".into(), json!(since(end, record.start)));
+    entry.insert("idle".into(), json!(since(end, record.last_activity)));
+    entry.insert("pending_bytes".into(), json!(record.pending));
+    entry.insert("in_msgs".into(), json!(record.in_msgs));
+    entry.insert("out_msgs".into(), json!(record.out_msgs));
+    entry.insert("in_bytes".into(), json!(record.in_bytes));
+    entry.insert("out_bytes".into(), json!(record.out_bytes));
+    entry.insert("subscriptions".into(), json!(record.subscription_count));
     if let Some(name) = meta.name.as_ref().filter(|name| !name.is_empty()) {
         entry.insert("name".into(), json!(name));
     }
@@ -316,15 +319,21 @@ fn connection_info(snapshot: &Snapshot, options: &ConnzOptions, now: OffsetDateT
         }
     }
     if options.username {
-        if let Some(user) = &meta.user {
+        if let Some(user) = meta.user.as_ref().filter(|user| !user.is_empty()) {
             entry.insert("authorized_user".into(), json!(user));
         }
-        entry.insert(
-            "name_tag".into(),
-            json!(super::accounts::account_name(client)),
-        );
+        let global = record.account == crate::accounts::GLOBAL_ACCOUNT;
+        if !global {
+            entry.insert("account".into(), json!(record.account));
+        }
+        // nats-server shows a closed connection's name tag only outside `$G`.
+        if !global || record.closure.is_none() {
+            entry.insert("name_tag".into(), json!(record.account));
+        }
     }
-    let subscriptions = &snapshot.subscriptions;
+    // A closed connection's details carry the account, as nats-server saves them.
+    let closed = record.closure.is_some();
+    let subscriptions = &record.subscriptions;
     match options.subscriptions {
         SubscriptionsShown::Subjects if !subscriptions.is_empty() => {
             let mut subjects: Vec<_> = subscriptions
@@ -337,7 +346,7 @@ fn connection_info(snapshot: &Snapshot, options: &ConnzOptions, now: OffsetDateT
         SubscriptionsShown::Detail if !subscriptions.is_empty() => {
             let details: Vec<_> = subscriptions
                 .iter()
-                .map(|subscription| subscription_detail(subscription, false))
+                .map(|subscription| subscription_detail(subscription, closed))
                 .collect();
             entry.insert("subscriptions_list_detail".into(), json!(details));
         }
@@ -348,32 +357,21 @@ fn connection_info(snapshot: &Snapshot, options: &ConnzOptions, now: OffsetDateT
 
 /// One subscription as `/connz?subs=detail` and `/subsz?subs=1` show it (`account`: with the
 /// account names, as `/subsz` has them).
-pub fn subscription_detail(subscription: &ClientSubscription, account: bool) -> Value {
+pub fn subscription_detail(subscription: &SubscriptionRecord, account: bool) -> Value {
     let mut entry = Map::new();
     if account {
-        let name = subscription
-            .client
-            .account()
-            .map_or(crate::accounts::GLOBAL_ACCOUNT, |account| &account.name);
-        entry.insert("account".into(), json!(name));
-        entry.insert("account_tag".into(), json!(name));
+        entry.insert("account".into(), json!(subscription.account));
+        entry.insert("account_tag".into(), json!(subscription.account));
     }
     entry.insert("subject".into(), json!(subscription.subject));
     if let Some(queue) = &subscription.queue {
         entry.insert("qgroup".into(), json!(queue));
     }
-    entry.insert(
-        "sid".into(),
-        json!(String::from_utf8_lossy(&subscription.sid)),
-    );
-    entry.insert(
-        "msgs".into(),
-        json!(subscription.delivered.load(Ordering::Relaxed)),
-    );
-    let max = subscription.max.load(Ordering::Relaxed);
-    if max > 0 {
-        entry.insert("max".into(), json!(max));
+    entry.insert("sid".into(), json!(subscription.sid));
+    entry.insert("msgs".into(), json!(subscription.delivered));
+    if subscription.max > 0 {
+        entry.insert("max".into(), json!(subscription.max));
     }
-    entry.insert("cid".into(), json!(subscription.client.id));
+    entry.insert("cid".into(), json!(subscription.cid));
     Value::Object(entry)
 }

@@ -8,6 +8,7 @@
 //! they read the server's shared state and know nothing of where their answer goes.
 
 pub mod accounts;
+pub mod closed;
 pub mod connz;
 pub mod format;
 pub mod health;
@@ -17,6 +18,7 @@ pub mod jsz;
 pub mod metrics;
 pub mod query;
 pub mod raftz;
+pub mod record;
 pub mod routez;
 pub mod runtime;
 pub mod subsz;

@@ -5,6 +5,7 @@ use super::connz::subscription_detail;
 use super::format::{go_float, rfc3339};
 use super::query::Query;
 use super::query::DEFAULT_LIMIT;
+use super::record::SubscriptionRecord;
 use super::Refusal;
 use crate::server::Server;
 use serde_json::{json, Map, Value};
@@ -90,7 +91,7 @@ pub fn subsz(server: &Server, options: &SubszOptions) -> Value {
             .iter()
             .skip(offset)
             .take(limit)
-            .map(|subscription| subscription_detail(subscription, true))
+            .map(|subscription| subscription_detail(&SubscriptionRecord::of(subscription), true))
             .collect();
         body.insert("subscriptions_list".into(), json!(details));
     }

@@ -87,6 +87,18 @@ pub(super) fn connz_pairs(options: &Map<String, Value>) -> Vec<(String, String)>
         .and_then(Value::as_bool)
         .unwrap_or(false);
     pairs.retain(|(name, _)| name != "subscriptions_detail");
+    // `state` is nats-server's `ConnState` number: 0 open, 1 closed, 2 all.
+    for (name, value) in pairs.iter_mut() {
+        if name == "state" {
+            let text = match value.as_str() {
+                "0" => "open",
+                "1" => "closed",
+                "2" => "all",
+                _ => continue,
+            };
+            *value = text.to_string();
+        }
+    }
     if detail {
         pairs.retain(|(name, _)| name != "subs");
         pairs.push(("subs".into(), "detail".into()));

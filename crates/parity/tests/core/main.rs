@@ -15,6 +15,7 @@ mod config_check;
 mod config_lexer;
 mod config_syntax;
 mod connection_storm;
+mod connz_closed;
 mod ipv6;
 mod jwt_builder;
 mod mappings;
