@@ -20,6 +20,11 @@ use crate::network::{encode_transfer_reply, kind, refused, Network, NetworkFacto
 use crate::state_machine::{StateMachine, StateMachineAdapter, StoredSnapshot};
 use crate::types::{NodeId, Proposal, TypeConfig};
 
+/// How far apart the voters left campaign after their leader became unreachable, in node-id order.
+const CAMPAIGN_STAGGER: Duration = Duration::from_millis(200);
+/// How many times each of them campaigns before leaving it to the election timers.
+const CAMPAIGN_ROUNDS: u32 = 8;
+
 /// How to start one group on this node.
 #[derive(Debug, Clone)]
 pub struct GroupConfig {
@@ -182,6 +187,7 @@ pub struct RaftGroup {
     raft: Raft<TypeConfig, StateMachineAdapter>,
     group: Arc<str>,
     node_id: NodeId,
+    network: Arc<dyn Network>,
     log: Arc<Shared>,
     supervision: Arc<Supervision>,
     membership_changes: tokio::sync::Mutex<()>,
@@ -227,7 +233,7 @@ impl RaftGroup {
         let group: Arc<str> = Arc::from(config.group.as_str());
         let factory = NetworkFactory {
             group: group.clone(),
-            network,
+            network: network.clone(),
         };
         let raft = Raft::build(config.node_id, raft_config, factory, store, adapter)
             .await
@@ -253,6 +259,7 @@ impl RaftGroup {
             raft,
             group,
             node_id: config.node_id,
+            network,
             log,
             supervision,
             membership_changes: tokio::sync::Mutex::new(()),
@@ -530,6 +537,64 @@ impl RaftGroup {
         runtime.elect(active && self.supervision.protected_until.load(Ordering::Acquire) == 0);
     }
 
+    /// Whether this node follows a leader the network says it cannot reach.
+    fn leader_lost(&self) -> bool {
+        let leader = self.raft.metrics().borrow_watched().current_leader;
+        leader.is_some_and(|leader| leader != self.node_id && !self.network.reachable(leader))
+    }
+
+    /// The transport lost every connection to `lost` (its process died or it is cut off). If
+    /// `lost` led this group, the voters left campaign now instead of waiting out its lease and an
+    /// election timeout (seconds): one after another in node-id order, [`CAMPAIGN_STAGGER`]
+    /// apart, until a leader is known, at most [`CAMPAIGN_ROUNDS`] rounds (then the ordinary
+    /// timers go on). A voter that lost the leader too grants such a vote within the lease (see
+    /// `dispatch`); one that still hears the leader refuses it, so a node cut off alone cannot
+    /// take leadership (it only raises its term).
+    pub fn leader_unreachable(self: &Arc<Self>, lost: NodeId) {
+        let metrics = self.raft.metrics().borrow_watched().clone();
+        let protected = self.supervision.protected_until.load(Ordering::Acquire) > 0;
+        if metrics.current_leader != Some(lost) || lost == self.node_id || protected {
+            return;
+        }
+        let campaigners: Vec<NodeId> = metrics
+            .membership_config
+            .membership()
+            .voter_ids()
+            .filter(|voter| *voter != lost)
+            .collect();
+        let Some(rank) = campaigners.iter().position(|voter| *voter == self.node_id) else {
+            return;
+        };
+        let group = Arc::downgrade(self);
+        let count = campaigners.len() as u32;
+        tokio::spawn(async move {
+            tokio::time::sleep(CAMPAIGN_STAGGER * rank as u32).await;
+            for _ in 0..CAMPAIGN_ROUNDS {
+                let Some(group) = group.upgrade() else {
+                    return;
+                };
+                let metrics = group.raft.metrics().borrow_watched().clone();
+                let settled = match metrics.current_leader {
+                    Some(leader) => leader != lost,
+                    None => metrics.state == ServerState::Shutdown,
+                };
+                if settled || group.supervision.offline.borrow().is_some() {
+                    return;
+                }
+                // Voted for another campaigner since: give it this round.
+                let voted = metrics.vote.leader_id().node_id;
+                if voted == group.node_id || voted == lost {
+                    tracing::info!(group = %group.group, lost, "leader unreachable: campaigning now");
+                    if group.raft.trigger().elect(false).await.is_err() {
+                        return;
+                    }
+                }
+                drop(group);
+                tokio::time::sleep(CAMPAIGN_STAGGER * count).await;
+            }
+        });
+    }
+
     pub fn log_counters(&self) -> LogCounters {
         let counters = &self.log.counters;
         LogCounters {
@@ -579,7 +644,11 @@ impl RaftGroup {
                 if protected {
                     return Err("catching up to its recorded commit: not voting".to_string());
                 }
-                let request = reader.vote_request().map_err(decode)?;
+                let mut request = reader.vote_request().map_err(decode)?;
+                if kind == kind::VOTE && self.leader_lost() {
+                    // Our leader is unreachable from here too: its lease protects nothing.
+                    request.leadership_transfer = true;
+                }
                 let response = if kind == kind::VOTE {
                     self.raft.vote(request).await
                 } else {

@@ -48,6 +48,13 @@ pub trait Network: Send + Sync + 'static {
     /// [`crate::RaftGroup::handle_message`] returned. Messages from one sender to one (group,
     /// target) must be delivered in the order they were sent.
     fn send(&self, group: &str, target: NodeId, message: Bytes) -> ReplyFuture;
+
+    /// Whether `target` can be reached at all now (false: its connection is gone, so a leader
+    /// there is lost to this node). A voter that lost its leader grants votes within the leader's
+    /// lease (see [`crate::RaftGroup::leader_unreachable`]). True unless the transport knows.
+    fn reachable(&self, _target: NodeId) -> bool {
+        true
+    }
 }
 
 /// Message kinds, the first byte of every request.

@@ -30,6 +30,10 @@ use crate::router::{Delivery, PendingFlush};
 
 /// The subject prefix of every Raft message between rnats servers.
 pub const PREFIX: &str = "$RNATS.RAFT";
+/// How often the peers' routes are checked for a lost Raft leader.
+const PEER_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
+/// A group name for probing a peer's request subject (`$RNATS.RAFT.M.*.<peer>`).
+const PROBE_GROUP: &str = "_probe_";
 /// Requests queued for one (group, sender) before more are dropped (the sender retries).
 const INBOUND_QUEUE: usize = 1024;
 
@@ -87,7 +91,15 @@ impl RouteNetwork {
                 }
             }),
         );
+        network.runtime.spawn(watch_peers(Arc::downgrade(&network)));
         network
+    }
+
+    /// Whether `peer` has a route to us (its request subject has interest here).
+    fn peer_reachable(&self, peer: &str) -> bool {
+        self.account
+            .router
+            .has_interest(&format!("{PREFIX}.M.{PROBE_GROUP}.{peer}"))
     }
 
     /// Delivers inbound messages for `group` to it from now on.
@@ -168,6 +180,36 @@ impl RouteNetwork {
     }
 }
 
+/// Watches the peers heard from: when one's route goes (its interest is withdrawn as the route
+/// closes: a killed server's at once), every group it led here is told, so the voters left
+/// campaign without waiting out the lease and an election timeout.
+async fn watch_peers(network: Weak<RouteNetwork>) {
+    let mut reachable: HashMap<String, bool> = HashMap::new();
+    let mut ticks = tokio::time::interval(PEER_CHECK);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let Some(network) = network.upgrade() else {
+            return;
+        };
+        let peers: Vec<String> = network.last_seen.lock().keys().cloned().collect();
+        for peer in peers {
+            let now = network.peer_reachable(&peer);
+            let before = reachable.insert(peer.clone(), now).unwrap_or(true);
+            if before && !now {
+                let Some(node) = peer::node_id(&peer) else {
+                    continue;
+                };
+                let groups: Vec<Arc<RaftGroup>> = network.groups.lock().values().cloned().collect();
+                tracing::debug!(%peer, groups = groups.len(), "raft peer unreachable");
+                for group in groups {
+                    group.leader_unreachable(node);
+                }
+            }
+        }
+    }
+}
+
 /// Answers the requests of one (group, sender), one at a time, in arrival order.
 async fn serve_inbound(
     network: Weak<RouteNetwork>,
@@ -200,6 +242,10 @@ impl Drop for WaitingEntry {
 }
 
 impl Network for RouteNetwork {
+    fn reachable(&self, target: NodeId) -> bool {
+        self.peer_reachable(&peer::peer_of(target))
+    }
+
     fn send(&self, group: &str, target: NodeId, message: Bytes) -> ReplyFuture {
         let target_peer = peer::peer_of(target);
         let subject = format!("{PREFIX}.M.{group}.{target_peer}");

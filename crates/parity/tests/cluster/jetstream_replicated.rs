@@ -27,12 +27,12 @@ const ACK_WAIT: Duration = Duration::from_secs(2);
 /// Replicas catch up (or a restarted one rejoins) within this.
 const CATCH_UP: Duration = Duration::from_secs(30);
 
-fn r3_config(name: &str, subjects: &str) -> Value {
+pub(crate) fn r3_config(name: &str, subjects: &str) -> Value {
     json!({"name": name, "subjects": [subjects], "num_replicas": 3, "storage": "file"})
 }
 
 /// Creates an R3 stream through `client`; returns the answer and how long it took.
-async fn create_r3(client: &Client, name: &str, subjects: &str) -> (Value, Duration) {
+pub(crate) async fn create_r3(client: &Client, name: &str, subjects: &str) -> (Value, Duration) {
     let started = Instant::now();
     let created = one_answer(
         client,
@@ -45,7 +45,12 @@ async fn create_r3(client: &Client, name: &str, subjects: &str) -> (Value, Durat
 
 /// Waits until STREAM.INFO, asked through `client`, is answered by a leader among `names` with
 /// `messages` messages and both other replicas current; returns that answer.
-async fn settled_info(client: &Client, stream: &str, names: &[String], messages: u64) -> Value {
+pub(crate) async fn settled_info(
+    client: &Client,
+    stream: &str,
+    names: &[String],
+    messages: u64,
+) -> Value {
     let deadline = Instant::now() + CATCH_UP;
     let subject = format!("$JS.API.STREAM.INFO.{stream}");
     loop {
@@ -72,7 +77,7 @@ async fn settled_info(client: &Client, stream: &str, names: &[String], messages:
 }
 
 /// Publishes `payload` (also its message id) until it is acknowledged; returns the ack.
-async fn publish_until_acked(
+pub(crate) async fn publish_until_acked(
     jetstream: &async_nats::jetstream::Context,
     subject: &str,
     payload: &str,
@@ -124,21 +129,21 @@ fn base64_decode(text: &str) -> Vec<u8> {
 }
 
 /// The lock, even when a panicking holder poisoned it.
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-fn names_of(cluster: &Cluster) -> Vec<String> {
+pub(crate) fn names_of(cluster: &Cluster) -> Vec<String> {
     (0..cluster.len())
         .map(|i| cluster.node(i).name.clone())
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_r3_stream_keeps_every_acked_message_across_a_leader_kill() {
-    let mut cluster = start(3);
+/// A 3-node cluster with a meta leader, its node names and a client of each node.
+pub(crate) async fn three_nodes() -> (Cluster, Vec<String>, [Client; 3]) {
+    let cluster = start(3);
     leader_of(&cluster, &[0, 1, 2]);
     let names = names_of(&cluster);
     let clients = [
@@ -146,6 +151,12 @@ async fn an_r3_stream_keeps_every_acked_message_across_a_leader_kill() {
         connect(&cluster, 1).await,
         connect(&cluster, 2).await,
     ];
+    (cluster, names, clients)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_r3_stream_keeps_every_acked_message_across_a_leader_kill() {
+    let (mut cluster, names, clients) = three_nodes().await;
 
     // Created through node B, answered once, by the stream's leader.
     let (created, took) = create_r3(&clients[1], "ORDERS", "orders.>").await;

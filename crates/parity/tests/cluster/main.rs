@@ -12,6 +12,7 @@
 mod accounts;
 mod jetstream_assignments;
 mod jetstream_elsewhere;
+mod jetstream_failover;
 mod jetstream_replicated;
 mod links;
 mod mesh;
