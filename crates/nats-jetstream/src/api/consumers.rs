@@ -224,18 +224,39 @@ async fn try_consumer_create(
         check_work_queue_unique(&consumers, &config)?;
     }
     let created = crate::time_format::now_nanos();
-    let store = consumer::open_store(&stream, &config, &config.name, created)
-        .map_err(|error| errors::CONSUMER_STORE_FAILED.with_err(error))?;
     let home = consumer::Home {
         stream: &stream,
         consumers: &consumers,
         transport: &context.transport,
         domain: context.domain.as_deref(),
     };
+    if let Some(replicas) = consumers
+        .replicated()
+        .filter(|_| !config.durable_name.is_empty())
+    {
+        // A durable consumer of a replicated stream: committed in the stream's log first.
+        let new = consumer::replicated::create(&home, replicas, config, created).await?;
+        let mut info = new.info(&stream);
+        info.cluster = replicated_cluster_info(context, &new);
+        return Ok((info, true, None));
+    }
+    let store = consumer::open_store(&stream, &config, &config.name, created)
+        .map_err(|error| errors::CONSUMER_STORE_FAILED.with_err(error))?;
     let new = consumer::start(&home, config, created, store, false);
     // Answered and advised once its files are durable (`consumer_create`).
     let pending = new.creation.clone();
     Ok((new.info(&stream), true, pending))
+}
+
+/// A replicated consumer's `cluster` block: its stream group's (the consumer's leader is the
+/// stream's leader, its replicas the stream's); `None` for other consumers.
+fn replicated_cluster_info(
+    context: &Context,
+    consumer: &Consumer,
+) -> Option<jetstream_api::ClusterInfo> {
+    consumer.replication.as_ref()?;
+    let group = context.cluster.get()?.stream_group(&consumer.stream_name)?;
+    group.cluster_info()
 }
 
 pub(crate) async fn consumer_info(
@@ -250,7 +271,9 @@ pub(crate) async fn consumer_info(
         }
         request.check_api_level()?;
         let (stream, consumer) = stream_and_consumer(context, stream_name, name)?;
-        Ok(consumer.info_in_order(&stream).await)
+        let mut info = consumer.info_in_order(&stream).await;
+        info.cluster = replicated_cluster_info(context, &consumer);
+        Ok(info)
     }
     .await;
     match result {
@@ -279,8 +302,17 @@ pub(crate) async fn consumer_delete(
             .get(stream_name)
             .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
         let _guard = context.registry.admin_lock.lock().await;
-        if !consumer::stop_consumer(&stream, &context.registry.consumers(&stream), name, true).await
+        let consumers = context.registry.consumers(&stream);
+        let deleted = match consumers
+            .replicated()
+            .filter(|replicas| replicas.contains(name))
         {
+            Some(replicas) => {
+                consumer::replicated::delete(&stream, &consumers, replicas, name).await?
+            }
+            None => consumer::stop_consumer(&stream, &consumers, name, true).await,
+        };
+        if !deleted {
             return Err(errors::CONSUMER_NOT_FOUND.to_error());
         }
         Ok(())

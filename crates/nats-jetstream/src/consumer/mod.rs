@@ -20,6 +20,7 @@
 pub(crate) mod apply;
 mod config;
 mod pull;
+pub(crate) mod replicated;
 mod task;
 #[cfg(test)]
 mod tests;
@@ -96,6 +97,11 @@ pub(crate) enum Event {
         delete: bool,
         done: oneshot::Sender<()>,
     },
+    /// The stream's leadership went elsewhere (a replicated consumer): waiting pull requests
+    /// hear `409 Leadership Change` and the task ends; the committed state stays.
+    LeadershipLost {
+        done: oneshot::Sender<()>,
+    },
 }
 
 /// Shared bookkeeping of a consumer (see the module doc for who reads it).
@@ -113,6 +119,9 @@ pub(crate) struct Shared {
     pub last_ack_active: Option<i64>,
     /// `pinned_client` consumers: the pin id and when it was handed out (unix nanos).
     pub pinned: Option<(String, i64)>,
+    /// A replicated consumer's entries applied since its last flush, for its next proposal
+    /// (`None`: not replicated).
+    pub log: Option<Vec<ConsumerEntry>>,
     /// Every entry applied, in order (tests compare replicas with it).
     #[cfg(test)]
     pub applied: Vec<ConsumerEntry>,
@@ -130,6 +139,9 @@ pub(crate) struct Consumer {
     /// A new file consumer's creation sync, pending until its files are durable: CONSUMER.CREATE
     /// answers (this one's, or an identical one's racing it) wait for it.
     pub creation: Option<Arc<nats_store::CreationSync>>,
+    /// A durable consumer of a replicated stream: where its entries are proposed
+    /// (`replicated.rs`).
+    pub replication: Option<replicated::Proposals>,
     events: mpsc::UnboundedSender<Event>,
     interest_id: u64,
 }
@@ -265,6 +277,9 @@ impl Shared {
     pub(crate) fn apply(&mut self, entry: &ConsumerEntry) -> ConsumerApplied {
         #[cfg(test)]
         self.applied.push(entry.clone());
+        if let Some(log) = &mut self.log {
+            log.push(entry.clone());
+        }
         apply::apply(
             ConsumerReplica {
                 state: &mut self.state,
@@ -308,9 +323,24 @@ pub(crate) fn config_for_response(config: &ConsumerConfig) -> ConsumerConfig {
 #[derive(Default)]
 pub(crate) struct Consumers {
     map: RwLock<BTreeMap<String, Arc<Consumer>>>,
+    /// The committed states of a replicated stream's durable consumers (set once, before any
+    /// consumer starts, for a stream of more than one replica).
+    replicated: std::sync::OnceLock<Arc<replicated::ReplicatedConsumers>>,
 }
 
 impl Consumers {
+    /// The consumer set of a replicated stream.
+    pub(crate) fn replicated_by(replicas: Arc<replicated::ReplicatedConsumers>) -> Consumers {
+        let consumers = Consumers::default();
+        let _ = consumers.replicated.set(replicas);
+        consumers
+    }
+
+    /// A replicated stream's committed consumers (`None` for an R1 stream).
+    pub(crate) fn replicated(&self) -> Option<&Arc<replicated::ReplicatedConsumers>> {
+        self.replicated.get()
+    }
+
     pub(crate) fn get(&self, name: &str) -> Option<Arc<Consumer>> {
         self.map.read().get(name).cloned()
     }
@@ -351,7 +381,7 @@ pub(crate) fn ephemeral_name() -> String {
 }
 
 /// Where the consumer starts: the first stream sequence it considers.
-fn starting_sequence(stream: &Stream, config: &ConsumerConfig) -> u64 {
+pub(crate) fn starting_sequence(stream: &Stream, config: &ConsumerConfig) -> u64 {
     let mut store = stream.store.read();
     let state = store.state();
     let first = state.first_seq.max(1);
@@ -440,6 +470,14 @@ pub(crate) fn start(
         }
     }
     let (sender, receiver) = mpsc::unbounded_channel();
+    // Durable consumers of a replicated stream propose what they apply; ephemerals stay R1
+    // on the stream's leader, as on nats-server.
+    let replication = consumers
+        .replicated()
+        .filter(|_| !config.durable_name.is_empty())
+        .map(|replicas| {
+            replicated::Proposals::spawn(replicas.clone(), name.clone(), transport.clone())
+        });
     let consumer = Arc::new(Consumer {
         name: name.clone(),
         stream_name: stream.name.clone(),
@@ -456,10 +494,12 @@ pub(crate) fn start(
             last_delivered_active: None,
             last_ack_active: None,
             pinned: None,
+            log: replication.as_ref().map(|_| Vec::new()),
             #[cfg(test)]
             applied,
         }),
         creation: store.pending_creation(),
+        replication,
         events: sender,
         interest_id: NEXT_INTEREST_ID.fetch_add(1, Ordering::Relaxed),
     });
@@ -657,10 +697,36 @@ pub(crate) async fn stop_consumer(
     true
 }
 
+/// Stop a replicated consumer on a server that no longer leads its stream (see
+/// [`Event::LeadershipLost`]).
+pub(crate) async fn leadership_lost(stream: &Stream, consumers: &Consumers, name: &str) {
+    let Some(consumer) = consumers.remove(name) else {
+        return;
+    };
+    stream.interest.remove(consumer.interest_id);
+    let (done, finished) = oneshot::channel();
+    if consumer.send(Event::LeadershipLost { done }) {
+        let _ = finished.await;
+    }
+}
+
 /// Stop every consumer of a stream (the stream is stopping or being deleted).
 pub(crate) async fn stop_all(stream: &Stream, consumers: &Consumers, delete: bool) {
     for name in consumers.names() {
         stop_consumer(stream, consumers, &name, delete).await;
+    }
+}
+
+/// Answers acks with a reply (AckSync, double ack) once what they changed is durable: an
+/// empty message to each reply subject.
+pub(crate) fn confirm(transport: &dyn Transport, replies: Vec<bytes::Bytes>) {
+    for reply in replies {
+        transport.publish(Message {
+            subject: reply,
+            reply: None,
+            headers: None,
+            payload: bytes::Bytes::new(),
+        });
     }
 }
 

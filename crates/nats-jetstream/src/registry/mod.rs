@@ -165,9 +165,14 @@ impl Registry {
     }
 
     fn insert(&self, stream: Arc<Stream>) -> Arc<Consumers> {
+        self.insert_with(stream, Consumers::default())
+    }
+
+    /// Registers `stream` with its (empty) consumer set.
+    fn insert_with(&self, stream: Arc<Stream>, consumers: Consumers) -> Arc<Consumers> {
         let subjects = stream.config.read().subjects.clone();
         self.subjects.lock().set(&stream.name, &subjects);
-        let consumers = Arc::<Consumers>::default();
+        let consumers = Arc::new(consumers);
         self.streams.write().insert(
             stream.name.clone(),
             Entry {

@@ -1,13 +1,19 @@
 //! Replicated streams in the registry: start one over the Raft group the cluster layer hands in
 //! (its store where the group says, emptied and refilled from the group's snapshot and log) and
-//! register it as any stream. Called by `api/clustered.rs` when an assignment of more than one
-//! replica is applied on this server; knows the group only through [`StreamGroup`].
+//! register it as any stream, with its durable consumers replicated through the same group
+//! (`consumer/replicated.rs`): their committed states are applied on every replica, and this
+//! server runs their tasks only while it leads the stream. Called by `api/clustered.rs` when an
+//! assignment of more than one replica is applied on this server; knows the group only through
+//! [`StreamGroup`].
 
 use super::Registry;
 use crate::cluster::StreamGroup;
+use crate::consumer::replicated::{self as replicated_consumers, ReplicatedConsumers};
+use crate::consumer::{Consumers, Home};
 use crate::stream::Stream;
 use jetstream_api::{errors, ApiError, StreamConfig};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
 
 impl Registry {
     /// Creates the replica of an assigned stream (`config` as the meta leader checked it) and
@@ -30,7 +36,7 @@ impl Registry {
             return Err(errors::STREAM_SUBJECT_OVERLAP.to_error());
         }
         self.check_account_limits(config, None)?;
-        let (stream, machine) = Stream::start_replicated(
+        let (stream, mut machine) = Stream::start_replicated(
             config.clone(),
             created,
             &group.store_root(),
@@ -39,13 +45,72 @@ impl Registry {
             group.clone().replicator(),
         )
         .map_err(|error| errors::STREAM_CREATE.with_err(error))?;
+        let replicas = ReplicatedConsumers::new(group.clone().replicator());
+        machine.set_consumers(replicas.clone());
         if let Err(error) = group.clone().start(machine).await {
             stream.stop(false).await;
             return Err(errors::STREAM_CREATE.with_err(error));
         }
         self.reserve(&stream.config(), 1);
-        let consumers = self.insert(stream.clone());
+        let consumers =
+            self.insert_with(stream.clone(), Consumers::replicated_by(replicas.clone()));
         self.on_stream_started(&stream, &consumers);
+        self.follow_leadership(&stream, &consumers, &replicas, group);
         Ok((stream, true))
+    }
+
+    /// Runs the stream's replicated consumers here while this server leads the stream: started
+    /// from their committed states when it takes the leadership (it has applied everything
+    /// committed before its term then), stopped when it loses it or a new term begins. Ends
+    /// with the stream.
+    fn follow_leadership(
+        self: &Arc<Self>,
+        stream: &Arc<Stream>,
+        consumers: &Arc<Consumers>,
+        replicas: &Arc<ReplicatedConsumers>,
+        group: &Arc<dyn StreamGroup>,
+    ) {
+        let mut leadership = group.clone().replicator().leadership();
+        let registry = Arc::downgrade(self);
+        let stream = Arc::downgrade(stream);
+        let consumers = Arc::downgrade(consumers);
+        let replicas: Weak<ReplicatedConsumers> = Arc::downgrade(replicas);
+        tokio::spawn(async move {
+            let mut leading = None;
+            loop {
+                let term = *leadership.borrow_and_update();
+                let (Some(registry), Some(stream), Some(consumers), Some(replicas)) = (
+                    registry.upgrade(),
+                    stream.upgrade(),
+                    consumers.upgrade(),
+                    replicas.upgrade(),
+                ) else {
+                    return;
+                };
+                if stream.stopped.load(Ordering::Relaxed) {
+                    return;
+                }
+                if term != leading {
+                    let _guard = registry.admin_lock.lock().await;
+                    if leading.is_some() {
+                        replicated_consumers::deactivate(&stream, &consumers).await;
+                    }
+                    if term.is_some() && !stream.stopped.load(Ordering::Relaxed) {
+                        let home = Home {
+                            stream: &stream,
+                            consumers: &consumers,
+                            transport: &registry.transport,
+                            domain: registry.config.domain.as_deref(),
+                        };
+                        replicated_consumers::activate(&home, &replicas);
+                    }
+                    leading = term;
+                }
+                drop((registry, stream, consumers, replicas));
+                if leadership.changed().await.is_err() {
+                    return;
+                }
+            }
+        });
     }
 }

@@ -11,6 +11,7 @@
 
 mod accounts;
 mod jetstream_assignments;
+mod jetstream_consumers_replicated;
 mod jetstream_elsewhere;
 mod jetstream_failover;
 mod jetstream_replicated;

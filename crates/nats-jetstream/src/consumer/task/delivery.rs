@@ -157,6 +157,14 @@ impl Task {
             usize::MAX
         };
         let mut cursor = shared.state.delivered.stream_seq + 1;
+        // A replicated consumer delivers only committed messages (the leader's store may hold
+        // a batch still being proposed): a delivery recorded past the log would make the next
+        // leader skip the messages it stores under those sequences.
+        let committed_last = self
+            .consumer
+            .replication
+            .as_ref()
+            .map(|_| *self.stream.last_sequence.borrow());
         let mut out = Vec::new();
         let mut exceeded = Vec::new();
         let mut gone = Vec::new();
@@ -196,7 +204,9 @@ impl Task {
                 }
             } else {
                 match store.load_next_matching(&self.filters, cursor) {
-                    Ok(Some(message)) => Some(message),
+                    Ok(Some(message)) if committed_last.is_none_or(|last| message.seq <= last) => {
+                        Some(message)
+                    }
                     _ => None,
                 }
             };

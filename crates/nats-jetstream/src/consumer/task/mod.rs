@@ -448,6 +448,11 @@ impl Task {
                 let _ = done.send(());
                 return true;
             }
+            Event::LeadershipLost { done } => {
+                self.lose_leadership();
+                let _ = done.send(());
+                return true;
+            }
         }
         false
     }
@@ -481,6 +486,23 @@ impl Task {
             }
         }
         self.confirm_acks();
+    }
+
+    /// The stream's leadership went elsewhere: no more subscriptions here, and every waiting
+    /// pull request hears `409 Leadership Change` (nats-server's `checkPendingRequests`), so
+    /// its client asks again and reaches the new leader. Nothing is written: the state the next
+    /// leader starts from is the committed one.
+    fn lose_leadership(&mut self) {
+        for id in std::mem::take(&mut self.subscriptions) {
+            self.transport.unsubscribe(id);
+        }
+        if let Some((id, _)) = self.interest_watch.take() {
+            self.transport.unwatch_interest(id);
+        }
+        for request in std::mem::take(&mut self.waiting.requests) {
+            self.send_status(request.reply, status::LEADERSHIP_CHANGE.to_vec());
+        }
+        self.ack_replies.clear();
     }
 
     /// An ephemeral consumer made durable (a durable create of its name): its state moves
@@ -523,31 +545,43 @@ impl Task {
     /// `sync_interval: always` from the store's sync thread after the fsync, so this task
     /// never waits on the disk. A failed write or sync sends no reply (logged).
     fn write_state(&mut self, replies: Vec<Bytes>) {
-        let staged = if self.dirty {
+        let mut entries = Vec::new();
+        let staged = if self.dirty || self.consumer.replication.is_some() {
             let mut shared = self.consumer.state.lock();
-            let staged = self.store.update_state(&shared.state, &shared.changed);
+            let staged = if self.dirty {
+                self.store.update_state(&shared.state, &shared.changed)
+            } else {
+                Ok(())
+            };
             if shared.changed.capacity() > CHANGED_KEEP_CAPACITY {
                 shared.changed = Vec::new();
             } else {
                 shared.changed.clear();
             }
+            if let Some(log) = &mut shared.log {
+                entries = std::mem::take(log);
+            }
             staged
         } else {
             Ok(())
         };
+        if let Some(proposals) = &self.consumer.replication {
+            // Replicated: the stream's log, not this store, makes the state durable; the
+            // replies go once the proposal carrying what they confirm has committed.
+            if !entries.is_empty() || !replies.is_empty() {
+                proposals.send(entries, replies);
+            }
+            if let Err(error) = staged.and_then(|_| self.store.flush()) {
+                tracing::error!(consumer = %self.consumer.name, %error, "writing consumer state failed");
+            }
+            self.dirty = false;
+            self.next_flush = Instant::now() + FLUSH_INTERVAL;
+            return;
+        }
         let transport = self.transport.clone();
         let name = self.consumer.name.clone();
         let on_durable: nats_store::DurableCallback = Box::new(move |durable| match durable {
-            Ok(()) => {
-                for reply in replies {
-                    transport.publish(Message {
-                        subject: reply,
-                        reply: None,
-                        headers: None,
-                        payload: Bytes::new(),
-                    });
-                }
-            }
+            Ok(()) => super::confirm(&*transport, replies),
             Err(error) => {
                 tracing::error!(consumer = %name, %error, "syncing consumer state failed");
             }

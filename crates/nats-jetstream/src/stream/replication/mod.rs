@@ -16,15 +16,26 @@
 //! are the truth). Followers take no publishes.
 //!
 //! Snapshots ([`ReplicaMachine::snapshot`]) are the stream's config and its messages through the
-//! last committed sequence, as one batch of entries (gaps as skips), sent whole; restoring one
-//! replaces the store with a fresh one and applies that batch. Per-message TTLs are not carried
-//! by snapshots yet.
+//! last committed sequence, as one batch of entries (gaps as skips), sent whole, followed by the
+//! committed states of the stream's replicated consumers; restoring one replaces the store with
+//! a fresh one and applies that batch. Per-message TTLs are not carried by snapshots yet.
+//!
+//! Consumers of a replicated stream ride the same log: their records (create, state changes,
+//! delete) are proposals of their own, marked by their first byte ([`CONSUMER_BATCH`]), which
+//! every replica, the leader included, hands to the [`ConsumerReplicas`] the registry installed
+//! (`consumer/replicated.rs`): this layer only routes them, it does not know consumers.
 //!
 //! Who calls it: the server's stream group (a Raft group per replicated stream) implements
 //! [`Replicator`] and feeds committed entries to [`ReplicaMachine`]; the ingest task calls the
 //! replicator. What it must not know: Raft, routes, the API.
 
 pub(crate) mod codec;
+
+/// The first byte of a proposal carrying consumer records (a stream batch starts with its
+/// codec version, 1).
+pub(crate) const CONSUMER_BATCH: u8 = 0xC1;
+/// The first byte of a snapshot that carries consumer states after its stream batch.
+const SNAPSHOT_WITH_CONSUMERS: u8 = 0xC2;
 
 use super::apply::{apply, StreamEntry};
 use super::{announce, storage, Stream};
@@ -68,6 +79,17 @@ pub trait Replicator: Send + Sync + 'static {
     /// replica ([`ReplicaMachine::reset`], then restart the group so the snapshot and the
     /// committed log are applied again).
     fn rebuilt(&self);
+}
+
+/// The committed states of a replicated stream's consumers, kept on every replica (installed by
+/// the registry, implemented in `consumer/replicated.rs`). Called in log order.
+pub(crate) trait ConsumerReplicas: Send + Sync + 'static {
+    /// Applies one committed proposal of consumer records (the bytes after [`CONSUMER_BATCH`]).
+    fn apply(&self, records: &[u8]) -> io::Result<()>;
+    /// Every consumer's committed state, for a snapshot.
+    fn snapshot(&self) -> Vec<u8>;
+    /// Replaces every consumer's committed state with a snapshot's (empty: none).
+    fn restore(&self, snapshot: &[u8]) -> io::Result<()>;
 }
 
 /// State shared by the leader's ingest task and the replica's apply entry point.
@@ -115,6 +137,7 @@ pub struct ReplicaMachine {
     shared: Arc<ReplicaShared>,
     store_root: PathBuf,
     sync: SyncPolicy,
+    consumers: Option<Arc<dyn ConsumerReplicas>>,
 }
 
 fn invalid(error: impl std::fmt::Display) -> io::Error {
@@ -137,13 +160,25 @@ impl ReplicaMachine {
             shared,
             store_root,
             sync,
+            consumers: None,
         }
+    }
+
+    /// Where committed consumer records go (before the group starts).
+    pub(crate) fn set_consumers(&mut self, consumers: Arc<dyn ConsumerReplicas>) {
+        self.consumers = Some(consumers);
     }
 
     /// Applies one committed batch (the bytes a [`Replicator::propose`] carried), in log order.
     /// The leader's own batches are already in its store and are skipped. An error means this
     /// replica can no longer follow the log: its group must stop and the replica be rebuilt.
     pub fn apply_committed(&self, batch: &[u8]) -> io::Result<()> {
+        if let Some((&CONSUMER_BATCH, records)) = batch.split_first() {
+            return match &self.consumers {
+                Some(consumers) => consumers.apply(records),
+                None => Ok(()),
+            };
+        }
         let mut batch = codec::decode_batch(batch).map_err(invalid)?;
         let last = {
             let mut store = self.stream.store.write();
@@ -220,11 +255,37 @@ impl ReplicaMachine {
             codec::encode(&tail, &mut buffer);
         }
         codec::finish_batch(&mut buffer, 0, committed);
-        Ok(Bytes::from(buffer))
+        drop(store);
+        let Some(consumers) = &self.consumers else {
+            return Ok(Bytes::from(buffer));
+        };
+        let consumers = consumers.snapshot();
+        let mut snapshot = Vec::with_capacity(9 + buffer.len() + consumers.len());
+        snapshot.push(SNAPSHOT_WITH_CONSUMERS);
+        snapshot.extend_from_slice(&(buffer.len() as u64).to_le_bytes());
+        snapshot.extend_from_slice(&buffer);
+        snapshot.extend_from_slice(&consumers);
+        Ok(Bytes::from(snapshot))
+    }
+
+    /// A snapshot's stream batch and its consumer states (empty in a snapshot without them).
+    fn split_snapshot(snapshot: &[u8]) -> io::Result<(&[u8], &[u8])> {
+        let Some((&SNAPSHOT_WITH_CONSUMERS, rest)) = snapshot.split_first() else {
+            return Ok((snapshot, &[]));
+        };
+        let (length, rest) = rest
+            .split_first_chunk::<8>()
+            .ok_or_else(|| invalid("short snapshot"))?;
+        let length = usize::try_from(u64::from_le_bytes(*length))
+            .ok()
+            .filter(|length| *length <= rest.len())
+            .ok_or_else(|| invalid("truncated snapshot"))?;
+        Ok(rest.split_at(length))
     }
 
     /// Replaces the stream's store with a fresh one holding what `snapshot` holds.
     pub fn restore(&self, snapshot: &[u8]) -> io::Result<()> {
+        let (snapshot, consumer_states) = Self::split_snapshot(snapshot)?;
         let mut batch = codec::decode_batch(snapshot).map_err(invalid)?;
         let last = {
             let mut store = self.stream.store.write();
@@ -240,6 +301,9 @@ impl ReplicaMachine {
             shared.diverged = false;
             last
         };
+        if let Some(consumers) = &self.consumers {
+            consumers.restore(consumer_states)?;
+        }
         announce(&self.stream, last);
         Ok(())
     }
@@ -253,6 +317,11 @@ impl ReplicaMachine {
         shared.local.clear();
         shared.committed_last_seq = 0;
         shared.diverged = false;
+        drop(shared);
+        drop(store);
+        if let Some(consumers) = &self.consumers {
+            consumers.restore(&[])?;
+        }
         Ok(())
     }
 

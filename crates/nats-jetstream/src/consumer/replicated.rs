@@ -1,0 +1,481 @@
+//! Durable consumers of a replicated stream, replicated through the stream's own group (no
+//! group per consumer, unlike nats-server; the consumer's leader is always the stream's).
+//!
+//! - Records ([`Record`]): a consumer's creation (config, creation time, starting sequence),
+//!   the [`ConsumerEntry`]s its task applied since the last flush, its deletion. They are
+//!   proposals of their own in the stream's log (`stream::replication::CONSUMER_BATCH`), made
+//!   by the API (create, delete) and by each consumer's [`Proposals`] task (entries, at the
+//!   consumer's 100 ms flush or before an AckSync is answered).
+//! - Every replica, the leader included, applies committed records to [`ReplicatedConsumers`]:
+//!   the committed state of every durable consumer (`consumer::apply`, as the task applies
+//!   them), carried by the stream group's snapshots. Followers run no consumer task.
+//! - The leader runs the consumers' tasks from that state (`activate`, when it takes the
+//!   stream's leadership) and stops them when it loses it (`deactivate`: waiting pull
+//!   requests get `409 Leadership Change`). An ack with a reply is answered only once the
+//!   proposal holding it committed: a confirmed ack is never forgotten by the next leader.
+//!
+//! Who calls it: the registry (`registry/replicated.rs`: installs it on the stream's
+//! `ReplicaMachine`, follows the stream's leadership), the API (create, delete), the consumer
+//! task (`write_state`). What it must not know: Raft, routes.
+
+use super::apply::{self, ConsumerEntry, ConsumerReplica};
+use super::{Consumer, Consumers, Home};
+use crate::stream::replication::{ConsumerReplicas, ReplicationError, Replicator, CONSUMER_BATCH};
+use crate::stream::Stream;
+use crate::transport::Transport;
+use bytes::Bytes;
+use jetstream_api::{errors, ApiError, ConsumerConfig};
+use nats_store::{ConsumerState, ConsumerStore, MemConsumerStore, PendingDelivery, SequencePair};
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// One change of the stream's replicated consumers, as the log carries it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) enum Record {
+    /// A new durable consumer: everything before `start_seq` counts as delivered and acked.
+    Create {
+        name: String,
+        config: Box<ConsumerConfig>,
+        created: i64,
+        start_seq: u64,
+    },
+    /// Entries the consumer's task applied, in order.
+    Entries {
+        name: String,
+        entries: Vec<ConsumerEntry>,
+    },
+    /// The consumer was deleted.
+    Delete { name: String },
+}
+
+/// A consumer's committed config and state.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Committed {
+    pub config: ConsumerConfig,
+    pub created: i64,
+    pub state: ConsumerState,
+}
+
+/// A consumer in a snapshot.
+#[derive(Serialize, Deserialize)]
+struct SnapshotConsumer {
+    name: String,
+    config: ConsumerConfig,
+    created: i64,
+    /// (consumer, stream) sequences.
+    delivered: (u64, u64),
+    ack_floor: (u64, u64),
+    /// (stream sequence, consumer sequence, delivery time)
+    pending: Vec<(u64, u64, i64)>,
+    /// (stream sequence, redeliveries)
+    redelivered: Vec<(u64, u64)>,
+}
+
+fn invalid(error: impl std::fmt::Display) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, error.to_string())
+}
+
+/// The committed states of a replicated stream's durable consumers, and the way to propose.
+pub(crate) struct ReplicatedConsumers {
+    committed: Mutex<BTreeMap<String, Committed>>,
+    replicator: Arc<dyn Replicator>,
+}
+
+impl ReplicatedConsumers {
+    pub(crate) fn new(replicator: Arc<dyn Replicator>) -> Arc<ReplicatedConsumers> {
+        Arc::new(ReplicatedConsumers {
+            committed: Mutex::new(BTreeMap::new()),
+            replicator,
+        })
+    }
+
+    /// Proposes `records`; resolves once they are committed (and applied here).
+    pub(crate) async fn propose(&self, records: &[Record]) -> Result<(), ReplicationError> {
+        let mut batch = vec![CONSUMER_BATCH];
+        serde_json::to_writer(&mut batch, records)
+            .map_err(|error| ReplicationError::Failed(error.to_string()))?;
+        self.replicator.propose(Bytes::from(batch)).await
+    }
+
+    /// Every committed consumer, by name.
+    pub(crate) fn committed(&self) -> BTreeMap<String, Committed> {
+        self.committed.lock().clone()
+    }
+
+    /// Whether `name` is a committed consumer.
+    pub(crate) fn contains(&self, name: &str) -> bool {
+        self.committed.lock().contains_key(name)
+    }
+
+    fn apply_record(committed: &mut BTreeMap<String, Committed>, record: Record) {
+        match record {
+            Record::Create {
+                name,
+                config,
+                created,
+                start_seq,
+            } => {
+                if let Some(existing) = committed.get_mut(&name) {
+                    if existing.created == created {
+                        existing.config = *config;
+                        return;
+                    }
+                }
+                let mut state = ConsumerState::default();
+                apply::apply(
+                    ConsumerReplica {
+                        state: &mut state,
+                        changed: &mut Vec::new(),
+                    },
+                    &ConsumerEntry::Reset {
+                        stream_seq: start_seq.saturating_sub(1),
+                    },
+                );
+                committed.insert(
+                    name,
+                    Committed {
+                        config: *config,
+                        created,
+                        state,
+                    },
+                );
+            }
+            Record::Entries { name, entries } => {
+                // Entries of a consumer deleted meanwhile are dropped.
+                let Some(consumer) = committed.get_mut(&name) else {
+                    return;
+                };
+                let mut changed = Vec::new();
+                for entry in &entries {
+                    if let ConsumerEntry::Config { config, .. } = entry {
+                        consumer.config = (**config).clone();
+                    }
+                    apply::apply(
+                        ConsumerReplica {
+                            state: &mut consumer.state,
+                            changed: &mut changed,
+                        },
+                        entry,
+                    );
+                    changed.clear();
+                }
+            }
+            Record::Delete { name } => {
+                committed.remove(&name);
+            }
+        }
+    }
+}
+
+impl ConsumerReplicas for ReplicatedConsumers {
+    fn apply(&self, records: &[u8]) -> io::Result<()> {
+        let records: Vec<Record> = serde_json::from_slice(records).map_err(invalid)?;
+        let mut committed = self.committed.lock();
+        for record in records {
+            Self::apply_record(&mut committed, record);
+        }
+        Ok(())
+    }
+
+    fn snapshot(&self) -> Vec<u8> {
+        let consumers: Vec<SnapshotConsumer> = self
+            .committed
+            .lock()
+            .iter()
+            .map(|(name, consumer)| {
+                let state = &consumer.state;
+                SnapshotConsumer {
+                    name: name.clone(),
+                    config: consumer.config.clone(),
+                    created: consumer.created,
+                    delivered: (state.delivered.consumer_seq, state.delivered.stream_seq),
+                    ack_floor: (state.ack_floor.consumer_seq, state.ack_floor.stream_seq),
+                    pending: state
+                        .pending
+                        .iter()
+                        .map(|(seq, pending)| (*seq, pending.consumer_seq, pending.timestamp))
+                        .collect(),
+                    redelivered: state
+                        .redelivered
+                        .iter()
+                        .map(|(seq, count)| (*seq, *count))
+                        .collect(),
+                }
+            })
+            .collect();
+        serde_json::to_vec(&consumers).unwrap_or_default()
+    }
+
+    fn restore(&self, snapshot: &[u8]) -> io::Result<()> {
+        let consumers: Vec<SnapshotConsumer> = if snapshot.is_empty() {
+            Vec::new()
+        } else {
+            serde_json::from_slice(snapshot).map_err(invalid)?
+        };
+        let pair = |(consumer_seq, stream_seq)| SequencePair {
+            consumer_seq,
+            stream_seq,
+        };
+        let restored = consumers
+            .into_iter()
+            .map(|consumer| {
+                let state = ConsumerState {
+                    delivered: pair(consumer.delivered),
+                    ack_floor: pair(consumer.ack_floor),
+                    pending: consumer
+                        .pending
+                        .into_iter()
+                        .map(|(seq, consumer_seq, timestamp)| {
+                            (
+                                seq,
+                                PendingDelivery {
+                                    consumer_seq,
+                                    timestamp,
+                                },
+                            )
+                        })
+                        .collect(),
+                    redelivered: consumer.redelivered.into_iter().collect(),
+                };
+                (
+                    consumer.name,
+                    Committed {
+                        config: consumer.config,
+                        created: consumer.created,
+                        state,
+                    },
+                )
+            })
+            .collect();
+        *self.committed.lock() = restored;
+        Ok(())
+    }
+}
+
+/// What one consumer's task hands its proposer: the entries applied since the last flush and
+/// the replies (AckSync) to send once they are committed.
+type Proposal = (Vec<ConsumerEntry>, Vec<Bytes>);
+
+/// A live replicated consumer's way into the log: a task per consumer that proposes its
+/// entries one proposal at a time (in order; what queues meanwhile goes in the next one) and
+/// answers the acks they carry once committed. A proposal that fails answers nothing (the
+/// stream lost its leadership; the next leader has the committed state).
+pub(crate) struct Proposals {
+    sender: mpsc::UnboundedSender<Proposal>,
+}
+
+impl Proposals {
+    pub(crate) fn spawn(
+        replicas: Arc<ReplicatedConsumers>,
+        name: String,
+        transport: Arc<dyn Transport>,
+    ) -> Proposals {
+        let (sender, mut receiver) = mpsc::unbounded_channel::<Proposal>();
+        tokio::spawn(async move {
+            while let Some((mut entries, mut replies)) = receiver.recv().await {
+                while let Ok((more, more_replies)) = receiver.try_recv() {
+                    entries.extend(more);
+                    replies.extend(more_replies);
+                }
+                if !entries.is_empty() {
+                    let record = Record::Entries {
+                        name: name.clone(),
+                        entries,
+                    };
+                    if let Err(error) = replicas.propose(&[record]).await {
+                        tracing::warn!(consumer = %name, %error, "consumer state not replicated");
+                        continue;
+                    }
+                }
+                super::confirm(&*transport, replies);
+            }
+        });
+        Proposals { sender }
+    }
+
+    /// Queues what the task applied since its last flush, with the replies it confirms.
+    pub(crate) fn send(&self, entries: Vec<ConsumerEntry>, replies: Vec<Bytes>) {
+        let _ = self.sender.send((entries, replies));
+    }
+}
+
+/// A failed proposal as the API answers it.
+pub(crate) fn api_error(error: ReplicationError) -> ApiError {
+    match error {
+        ReplicationError::NotLeader => errors::CLUSTER_NOT_LEADER.to_error(),
+        ReplicationError::Failed(error) => errors::RAFT_GENERAL.with_err(error),
+    }
+}
+
+/// Creates a durable consumer of a replicated stream on its leader: the creation is committed
+/// in the stream's log first, then the consumer starts here from the state every replica
+/// holds. Called under the registry's admin lock.
+pub(crate) async fn create(
+    home: &Home<'_>,
+    replicas: &ReplicatedConsumers,
+    config: ConsumerConfig,
+    created: i64,
+) -> Result<Arc<Consumer>, ApiError> {
+    let name = config.name.clone();
+    let start_seq = super::starting_sequence(home.stream, &config);
+    let record = Record::Create {
+        name: name.clone(),
+        config: Box::new(config),
+        created,
+        start_seq,
+    };
+    replicas.propose(&[record]).await.map_err(api_error)?;
+    let committed = replicas
+        .committed
+        .lock()
+        .get(&name)
+        .cloned()
+        .ok_or_else(|| errors::CONSUMER_CREATE.with_err("consumer deleted while created"))?;
+    start_committed(home, &name, committed)
+        .map_err(|error| errors::CONSUMER_STORE_FAILED.with_err(error))
+}
+
+/// Starts consumer `name` here from its committed state.
+fn start_committed(
+    home: &Home<'_>,
+    name: &str,
+    committed: Committed,
+) -> Result<Arc<Consumer>, nats_store::StoreError> {
+    let mut store = MemConsumerStore::new();
+    super::save_config(&mut store, &committed.config, committed.created)?;
+    store.set_state(committed.state)?;
+    tracing::debug!(consumer = %name, "replicated consumer started from its committed state");
+    Ok(super::start(
+        home,
+        committed.config,
+        committed.created,
+        Box::new(store),
+        true,
+    ))
+}
+
+/// The stream's leader starts every committed consumer not running here, from its committed
+/// state (pending deliveries are redelivered once their ack wait, counted from their delivery
+/// time, runs out).
+pub(crate) fn activate(home: &Home<'_>, replicas: &ReplicatedConsumers) {
+    for (name, committed) in replicas.committed() {
+        if home.consumers.get(&name).is_some() {
+            continue;
+        }
+        if let Err(error) = start_committed(home, &name, committed) {
+            tracing::error!(consumer = %name, %error, "replicated consumer not started");
+        }
+    }
+}
+
+/// Deletes a replicated consumer: the deletion is committed in the stream's log before the
+/// consumer stops here. False when there is no such consumer.
+pub(crate) async fn delete(
+    stream: &Stream,
+    consumers: &Consumers,
+    replicas: &ReplicatedConsumers,
+    name: &str,
+) -> Result<bool, ApiError> {
+    if consumers.get(name).is_none() {
+        return Ok(false);
+    }
+    let record = Record::Delete {
+        name: name.to_string(),
+    };
+    replicas.propose(&[record]).await.map_err(api_error)?;
+    Ok(super::stop_consumer(stream, consumers, name, true).await)
+}
+
+/// The stream's leadership went elsewhere: its replicated consumers stop here (waiting pull
+/// requests hear `409 Leadership Change`); their committed state stays.
+pub(crate) async fn deactivate(stream: &Stream, consumers: &Consumers) {
+    for consumer in consumers.all() {
+        if consumer.replication.is_some() {
+            super::leadership_lost(stream, consumers, &consumer.name).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct NoLog;
+
+    impl Replicator for NoLog {
+        fn propose(&self, _batch: Bytes) -> crate::ProposeFuture {
+            Box::pin(async { Err(ReplicationError::NotLeader) })
+        }
+        fn leadership(&self) -> tokio::sync::watch::Receiver<Option<u64>> {
+            tokio::sync::watch::channel(None).1
+        }
+        fn rebuilt(&self) {}
+    }
+
+    fn config() -> ConsumerConfig {
+        serde_json::from_value(serde_json::json!({"durable_name": "C", "ack_policy": "explicit"}))
+            .expect("config")
+    }
+
+    fn encoded(records: &[Record]) -> Vec<u8> {
+        serde_json::to_vec(records).expect("records")
+    }
+
+    #[test]
+    fn records_build_the_committed_state_and_a_snapshot_carries_it() {
+        let replicas = ReplicatedConsumers::new(Arc::new(NoLog));
+        let delivered = |consumer_seq, stream_seq| ConsumerEntry::Delivered {
+            consumer_seq,
+            stream_seq,
+            delivery_count: 1,
+            timestamp: 7,
+            ack: true,
+        };
+        let create = Record::Create {
+            name: "C".into(),
+            config: Box::new(config()),
+            created: 5,
+            start_seq: 3,
+        };
+        let entries = Record::Entries {
+            name: "C".into(),
+            entries: vec![
+                delivered(1, 3),
+                delivered(2, 4),
+                ConsumerEntry::Acked {
+                    stream_seq: 3,
+                    consumer_seq: 1,
+                    all: false,
+                },
+            ],
+        };
+        replicas.apply(&encoded(&[create, entries])).expect("apply");
+        let committed = replicas.committed();
+        let state = &committed["C"].state;
+        assert_eq!(state.ack_floor.stream_seq, 3);
+        assert_eq!(state.delivered.stream_seq, 4);
+        assert_eq!(state.pending.keys().copied().collect::<Vec<_>>(), [4]);
+
+        let copy = ReplicatedConsumers::new(Arc::new(NoLog));
+        copy.restore(&replicas.snapshot()).expect("restore");
+        assert_eq!(copy.committed(), committed);
+
+        // Entries after a delete are dropped; an empty restore forgets everything.
+        let gone = [
+            Record::Delete { name: "C".into() },
+            Record::Entries {
+                name: "C".into(),
+                entries: vec![delivered(3, 5)],
+            },
+        ];
+        replicas.apply(&encoded(&gone)).expect("apply");
+        assert!(replicas.committed().is_empty());
+        copy.restore(&[]).expect("restore");
+        assert!(!copy.contains("C"));
+        assert!(replicas.apply(b"not json").is_err());
+    }
+}
