@@ -8,7 +8,7 @@
 
 mod outbound;
 mod reader;
-mod secure;
+pub(crate) mod secure;
 pub(crate) mod writer;
 
 pub use outbound::Outbound;
@@ -92,6 +92,8 @@ pub struct ClientMeta {
     pub tls: Option<(String, String)>,
     /// The handshake came before INFO.
     pub tls_first: bool,
+    /// The certificates the client presented in the TLS handshake.
+    pub tls_peer_certificates: Vec<crate::security::certificate::PeerCertificate>,
     /// The `protocol` of CONNECT (1 and up: the client takes async INFO).
     pub protocol: i64,
 }

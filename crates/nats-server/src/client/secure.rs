@@ -41,6 +41,9 @@ pub(super) async fn establish(
             refusal.extend_from_slice(&info);
         }
         nats_proto::encode_err(&mut refusal, "maximum connections exceeded");
+        server
+            .closed_connections
+            .record(&shared, &[], CloseReason::MaxConnectionsExceeded);
         let _ = timeout(write_deadline, stream.write_all(&refusal)).await;
         let _ = stream.shutdown().await;
         return;
@@ -93,18 +96,14 @@ pub(super) async fn establish(
         }
     };
     let connection = secured.get_ref().1;
-    let version = connection
-        .protocol_version()
-        .map(crate::security::tls::version_text)
-        .unwrap_or_default();
-    let cipher = connection
-        .negotiated_cipher_suite()
-        .map(crate::security::tls::cipher_text)
-        .unwrap_or_default();
+    let session = SessionDetails::of(connection);
     debug(&shared, "TLS handshake complete");
     debug(
         &shared,
-        &format!("TLS version {version}, cipher suite {cipher}"),
+        &format!(
+            "TLS version {}, cipher suite {}",
+            session.version, session.cipher
+        ),
     );
     if tls.map {
         let identity = connection
@@ -117,11 +116,8 @@ pub(super) async fn establish(
             let _ = shared.certificate.set(identity);
         }
     }
-    {
-        let mut meta = shared.meta.lock();
-        meta.tls = Some((version, cipher));
-        meta.tls_first = info_pending;
-    }
+    session.apply(&shared);
+    shared.meta.lock().tls_first = info_pending;
     if info_pending {
         let mut info = BytesMut::new();
         server.encode_info(&mut info, &shared, true);
@@ -129,6 +125,43 @@ pub(super) async fn establish(
     }
     let (read_half, write_half) = tokio::io::split(secured);
     start_tasks(&server, shared, read_half, write_half);
+}
+
+/// What `/connz` shows of an established TLS session (client or websocket connection).
+pub(crate) struct SessionDetails {
+    version: String,
+    cipher: String,
+    /// The certificates the client presented (nats-server's `tls_peer_certs`, with `auth=1`).
+    peer_certificates: Vec<crate::security::certificate::PeerCertificate>,
+}
+
+impl SessionDetails {
+    pub(crate) fn of(connection: &rustls::ServerConnection) -> SessionDetails {
+        SessionDetails {
+            version: connection
+                .protocol_version()
+                .map(crate::security::tls::version_text)
+                .unwrap_or_default(),
+            cipher: connection
+                .negotiated_cipher_suite()
+                .map(crate::security::tls::cipher_text)
+                .unwrap_or_default(),
+            peer_certificates: connection
+                .peer_certificates()
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|certificate| {
+                    crate::security::certificate::PeerCertificate::from_der(certificate.as_ref())
+                })
+                .collect(),
+        }
+    }
+
+    pub(crate) fn apply(self, shared: &ClientShared) {
+        let mut meta = shared.meta.lock();
+        meta.tls = Some((self.version, self.cipher));
+        meta.tls_peer_certificates = self.peer_certificates;
+    }
 }
 
 /// Wait (until `deadline`) for the client's first byte and judge it.

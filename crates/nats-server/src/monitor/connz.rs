@@ -318,6 +318,15 @@ fn connection_info(
             entry.insert("tls_first".into(), json!(true));
         }
     }
+    // nats-server saves closed connections without them.
+    if options.username && record.closure.is_none() && !meta.tls_peer_certificates.is_empty() {
+        let certificates: Vec<Value> = meta
+            .tls_peer_certificates
+            .iter()
+            .map(peer_certificate)
+            .collect();
+        entry.insert("tls_peer_certs".into(), json!(certificates));
+    }
     if options.username {
         if let Some(user) = meta.user.as_ref().filter(|user| !user.is_empty()) {
             entry.insert("authorized_user".into(), json!(user));
@@ -351,6 +360,21 @@ fn connection_info(
             entry.insert("subscriptions_list_detail".into(), json!(details));
         }
         _ => {}
+    }
+    Value::Object(entry)
+}
+
+/// One `tls_peer_certs` entry (each field left out when empty, as nats-server does).
+fn peer_certificate(certificate: &crate::security::certificate::PeerCertificate) -> Value {
+    let mut entry = Map::new();
+    for (key, value) in [
+        ("subject", &certificate.subject),
+        ("spki_sha256", &certificate.spki_sha256),
+        ("cert_sha256", &certificate.cert_sha256),
+    ] {
+        if !value.is_empty() {
+            entry.insert(key.into(), json!(value));
+        }
     }
     Value::Object(entry)
 }

@@ -145,6 +145,11 @@ fn value_of(tag: u8, content: &[u8]) -> Value {
 impl CertificateIdentity {
     /// Read the identity of a DER certificate; `None` when it cannot be read.
     pub fn from_der(der: &[u8]) -> Option<CertificateIdentity> {
+        Some(Self::parse(der)?.0)
+    }
+
+    /// The identity and the whole SubjectPublicKeyInfo element.
+    fn parse(der: &[u8]) -> Option<(CertificateIdentity, &[u8])> {
         let certificate = Reader::new(der).expect(TAG_SEQUENCE)?;
         let mut tbs = Reader::new(Reader::new(certificate).expect(TAG_SEQUENCE)?);
         if tbs.peek_tag() == Some(0xA0) {
@@ -158,14 +163,17 @@ impl CertificateIdentity {
             subject: read_name(tbs.expect(TAG_SEQUENCE)?)?,
             ..CertificateIdentity::default()
         };
-        tbs.expect(TAG_SEQUENCE)?; // subject public key
+        let public_key = match tbs.next()? {
+            (TAG_SEQUENCE, _, whole) => whole,
+            _ => return None,
+        };
         while !tbs.is_empty() {
             let (tag, content, _) = tbs.next()?;
             if tag == TAG_EXTENSIONS {
                 identity.read_extensions(Reader::new(content).expect(TAG_SEQUENCE)?)?;
             }
         }
-        Some(identity)
+        Some((identity, public_key))
     }
 
     fn read_extensions(&mut self, extensions: &[u8]) -> Option<()> {
@@ -210,6 +218,56 @@ impl CertificateIdentity {
             .join(",")
     }
 
+    /// The subject as Go's `pkix.Name.String()` prints it (what nats-server shows in `/connz`
+    /// `tls_peer_certs`): attributes of other types first in certificate order, then C, ST, L,
+    /// STREET, POSTALCODE, O and OU (each type's values as one relative name), the last CN and
+    /// SERIALNUMBER; printed most specific first.
+    pub fn name_text(&self) -> String {
+        const ORDER: [&str; 7] = [
+            "2.5.4.6", "2.5.4.8", "2.5.4.7", "2.5.4.9", "2.5.4.17", "2.5.4.10", "2.5.4.11",
+        ];
+        const SINGLE: [&str; 2] = ["2.5.4.3", "2.5.4.5"];
+        let attributes: Vec<&Attribute> = self.subject.iter().flatten().collect();
+        let standard =
+            |attribute: &&Attribute| GO_NAMES.iter().any(|(oid, _)| *oid == attribute.oid);
+        let mut rdns: Vec<Vec<&Attribute>> = attributes
+            .iter()
+            .copied()
+            .filter(|attribute| !standard(attribute))
+            .map(|attribute| vec![attribute])
+            .collect();
+        // Go keeps string values only for the types it names.
+        let texts = |oid: &str| -> Vec<&Attribute> {
+            attributes
+                .iter()
+                .copied()
+                .filter(|attribute| attribute.oid == oid)
+                .filter(|attribute| matches!(attribute.value, Value::Text(_)))
+                .collect()
+        };
+        for oid in ORDER {
+            let values = texts(oid);
+            if !values.is_empty() {
+                rdns.push(values);
+            }
+        }
+        for oid in SINGLE {
+            if let Some(last) = texts(oid).pop() {
+                rdns.push(vec![last]);
+            }
+        }
+        rdns.iter()
+            .rev()
+            .map(|rdn| {
+                rdn.iter()
+                    .map(|attribute| go_attribute_text(attribute))
+                    .collect::<Vec<_>>()
+                    .join("+")
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
     /// Whether `text`, read as a distinguished name (`CN=x,O=y`, types by name or dotted OID),
     /// names this subject: the same relative names in the same order, or reordered.
     pub fn subject_matches(&self, text: &str) -> bool {
@@ -232,6 +290,37 @@ impl CertificateIdentity {
                 .iter()
                 .all(|rdn| ordered.iter().any(|other| same_rdn(rdn, other)))
     }
+}
+
+/// A client's certificate as `/connz?auth=1` shows it in `tls_peer_certs`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PeerCertificate {
+    /// As Go's `pkix.Name.String()` prints it.
+    pub subject: String,
+    /// SHA-256 of the DER SubjectPublicKeyInfo, in hex.
+    pub spki_sha256: String,
+    /// SHA-256 of the whole DER certificate, in hex.
+    pub cert_sha256: String,
+}
+
+impl PeerCertificate {
+    /// `None` when the certificate cannot be read.
+    pub fn from_der(der: &[u8]) -> Option<PeerCertificate> {
+        let (identity, public_key) = CertificateIdentity::parse(der)?;
+        Some(PeerCertificate {
+            subject: identity.name_text(),
+            spki_sha256: sha256_hex(public_key),
+            cert_sha256: sha256_hex(der),
+        })
+    }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }
 
 fn read_name(name: &[u8]) -> Option<Vec<Vec<Attribute>>> {
@@ -380,6 +469,32 @@ mod tests {
         assert_eq!(identity.dns_names, ["client.example"]);
         assert_eq!(identity.uris, ["spiffe://example/alice"]);
         assert_eq!(identity.subject_text(), "CN=alice,OU=dev,O=Acme\\, Inc");
+    }
+
+    #[test]
+    fn peer_certificate_as_nats_server_shows_it() {
+        let mut params = rcgen::CertificateParams::default();
+        params.distinguished_name = rcgen::DistinguishedName::new();
+        for (kind, value) in [
+            (rcgen::DnType::CommonName, "bob"),
+            (rcgen::DnType::OrganizationalUnitName, "dev"),
+            (rcgen::DnType::CountryName, "DE"),
+            (rcgen::DnType::OrganizationName, "Acme"),
+            (rcgen::DnType::LocalityName, "Berlin"),
+        ] {
+            params.distinguished_name.push(kind, value);
+        }
+        let key = rcgen::KeyPair::generate().unwrap();
+        let der = params.self_signed(&key).unwrap().der().to_vec();
+        let peer = PeerCertificate::from_der(&der).unwrap();
+        // Go's canonical order, whatever the certificate's.
+        assert_eq!(peer.subject, "CN=bob,OU=dev,O=Acme,L=Berlin,C=DE");
+        assert_eq!(peer.cert_sha256, sha256_hex(&der));
+        assert_eq!(peer.spki_sha256, sha256_hex(&key.public_key_der()));
+        assert_eq!(
+            sha256_hex(b""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
     }
 
     #[test]

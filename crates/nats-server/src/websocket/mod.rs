@@ -156,7 +156,7 @@ async fn connect(
             .await;
             if let Ok(Some(upgrade)) = upgrade {
                 let (read_half, write_half) = stream.into_split();
-                start_client(&server, peer, upgrade, read_half, write_half);
+                start_client(&server, peer, upgrade, None, read_half, write_half);
             }
         }
         Some(acceptor) => {
@@ -175,19 +175,22 @@ async fn connect(
             )
             .await;
             if let Ok(Some(upgrade)) = upgrade {
+                let session = client::secure::SessionDetails::of(secured.get_ref().1);
                 let (read_half, write_half) = tokio::io::split(secured);
-                start_client(&server, peer, upgrade, read_half, write_half);
+                start_client(&server, peer, upgrade, Some(session), read_half, write_half);
             }
         }
     }
 }
 
 /// The upgraded connection becomes a client: INFO (framed like everything after it), then the
-/// usual reader and writer tasks over the framing layer.
+/// usual reader and writer tasks over the framing layer. `session`: the TLS session of a `wss`
+/// connection, shown in `/connz` as for a TLS client.
 fn start_client<R, W>(
     server: &Arc<Server>,
     peer: SocketAddr,
     upgrade: handshake::Upgrade,
+    session: Option<client::secure::SessionDetails>,
     read_half: R,
     write_half: W,
 ) where
@@ -199,6 +202,9 @@ fn start_client<R, W>(
     let _ = shared.websocket.set(ClientSession {
         cookies: upgrade.cookies.clone(),
     });
+    if let Some(session) = session {
+        session.apply(&shared);
+    }
     let over_limit = !server.register_client(&shared);
     let mut info = BytesMut::new();
     server.encode_info(&mut info, &shared, false);

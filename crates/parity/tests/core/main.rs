@@ -16,6 +16,7 @@ mod config_lexer;
 mod config_syntax;
 mod connection_storm;
 mod connz_closed;
+mod connz_tls;
 mod ipv6;
 mod jwt_builder;
 mod mappings;

@@ -24,7 +24,7 @@ fn info_of(server: &TestServer) -> serde_json::Value {
     serde_json::from_str(&RawClient::connect(server).info).unwrap()
 }
 
-async fn connect_tls(
+pub(super) async fn connect_tls(
     url: &str,
     certificates: &TestCertificates,
     client_certificate: Option<&str>,
@@ -348,12 +348,13 @@ async fn handshake_first_with_fallback_serves_both_kinds_of_clients() {
 
 /// A client certificate from the test CA with the given subject (most general first) and
 /// subject alternative names; written as `<name>-cert.pem` / `<name>-key.pem`.
-fn client_certificate(
+/// A client certificate `<name>-cert.pem`/`<name>-key.pem` from the test CA, returned too.
+pub(super) fn client_certificate(
     certificates: &TestCertificates,
     name: &str,
     subject: &[(rcgen::DnType, &str)],
     alternative_names: Vec<rcgen::SanType>,
-) {
+) -> (rcgen::Certificate, rcgen::KeyPair) {
     let mut params = rcgen::CertificateParams::default();
     params.distinguished_name = rcgen::DistinguishedName::new();
     for (kind, value) in subject {
@@ -375,6 +376,7 @@ fn client_certificate(
         key.serialize_pem(),
     )
     .unwrap();
+    (certificate, key)
 }
 
 /// `verify_and_map`: the client certificate names the user (e-mail, DNS name, or subject DN);
