@@ -181,6 +181,10 @@ async fn stream_update(context: &Context, cluster: &dyn Cluster, request: &Reque
         let existing = cluster
             .stream(name)
             .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
+        // Scaling (R1 <-> R3) is not built: the replica count stays as created.
+        if requested.replicas.max(1) != existing.config.replicas.max(1) {
+            return Err(errors::STREAM_REPLICAS_NOT_UPDATABLE.to_error());
+        }
         jetstream_api::metadata::set_static_stream_metadata(&mut requested);
         let config =
             crate::stream::check_update(&existing.config, &requested, config_request.pedantic)

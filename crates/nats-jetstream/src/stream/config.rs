@@ -422,7 +422,9 @@ pub(crate) fn check_update(
     if config.name != old.name {
         return Err(invalid("stream configuration name must match original"));
     }
-    if config.replicas > 1 {
+    // Only a clustered stream has more than one replica; updating one keeps its count (the
+    // clustered update refuses a change of count first).
+    if config.replicas > 1 && old.replicas <= 1 {
         return Err(errors::STREAM_REPLICAS_NOT_SUPPORTED.to_error());
     }
     if config.storage != old.storage {
