@@ -24,8 +24,8 @@ use jetstream_api::json::decode_request;
 use jetstream_api::{
     errors, ApiError, ApiSubject, Paged, StreamConfig, StreamConfigRequest, StreamCreateResponse,
     StreamInfo, StreamInfoResponse, StreamListResponse, StreamNamesRequest, StreamNamesResponse,
-    StreamUpdateResponse, SuccessResponse, STREAM_DELETE_RESPONSE_TYPE,
-    STREAM_LEADER_STEPDOWN_RESPONSE_TYPE,
+    StreamUpdateResponse, SuccessResponse, CONSUMER_LEADER_STEPDOWN_RESPONSE_TYPE,
+    STREAM_DELETE_RESPONSE_TYPE, STREAM_LEADER_STEPDOWN_RESPONSE_TYPE,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -102,7 +102,10 @@ pub(crate) async fn handle(
         ApiSubject::StreamNames => stream_names(context, cluster, request),
         ApiSubject::StreamList => stream_list(context, cluster, request).await,
         ApiSubject::StreamLeaderStepdown { stream } => {
-            stream_leader_stepdown(context, cluster, request, stream).await
+            leader_stepdown(context, cluster, request, stream, None).await
+        }
+        ApiSubject::ConsumerLeaderStepdown { stream, consumer } => {
+            leader_stepdown(context, cluster, request, stream, Some(consumer)).await
         }
         _ => return false,
     }
@@ -239,18 +242,35 @@ struct StepdownRequest {
     placement: Option<jetstream_api::Placement>,
 }
 
-/// `$JS.API.STREAM.LEADER.STEPDOWN.<stream>`, answered by the stream's leader (an R1 stream's
-/// server answers success and stays leader, as nats-server does): leadership goes to the
-/// `placement.preferred` server when the body names one, else to a caught-up replica.
-async fn stream_leader_stepdown(
+/// `$JS.API.STREAM.LEADER.STEPDOWN.<stream>` and `$JS.API.CONSUMER.LEADER.STEPDOWN.<stream>.
+/// <consumer>`, answered by the stream's leader (an R1 stream's server, or an R1 consumer's,
+/// answers success and stays leader, as nats-server does): leadership goes to the
+/// `placement.preferred` server when the body names one, else to a caught-up replica. A
+/// replicated consumer's leader is its stream's, so its stepdown steps the stream down.
+async fn leader_stepdown(
     context: &Context,
     cluster: &dyn Cluster,
     request: &Request,
     name: &str,
+    consumer: Option<&str>,
 ) {
+    let response_type = match consumer {
+        Some(_) => CONSUMER_LEADER_STEPDOWN_RESPONSE_TYPE,
+        None => STREAM_LEADER_STEPDOWN_RESPONSE_TYPE,
+    };
     let result = async {
-        if context.registry.get(name).is_none() {
+        let Some(stream) = context.registry.get(name) else {
             return Err(errors::STREAM_NOT_FOUND.to_error());
+        };
+        if let Some(consumer) = consumer {
+            request.check_api_level()?;
+            let consumers = context.registry.consumers(&stream);
+            let found = consumers
+                .get(consumer)
+                .ok_or_else(|| errors::CONSUMER_NOT_FOUND.to_error())?;
+            if found.replication.is_none() {
+                return Ok(());
+            }
         }
         let preferred = if request.has_json_body() {
             let body: StepdownRequest = decode_request(&request.payload)?;
@@ -267,8 +287,8 @@ async fn stream_leader_stepdown(
     }
     .await;
     let response = match result {
-        Ok(()) => SuccessResponse::ok(STREAM_LEADER_STEPDOWN_RESPONSE_TYPE),
-        Err(error) => SuccessResponse::error(STREAM_LEADER_STEPDOWN_RESPONSE_TYPE, error),
+        Ok(()) => SuccessResponse::ok(response_type),
+        Err(error) => SuccessResponse::error(response_type, error),
     };
     let failed = response.error.is_some();
     context.respond(request, &response, failed);

@@ -192,3 +192,150 @@ async fn acks_confirmed_before_the_leader_is_killed_are_kept_by_the_next_one() {
     assert_eq!(after["ack_floor"]["stream_seq"], PUBLISHED, "{after}");
     assert_eq!(after["num_ack_pending"], 0, "{after}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_leader_stepdown_keeps_its_acks_and_tells_waiting_pulls() {
+    let cluster = start(3);
+    leader_of(&cluster, &[0, 1, 2]);
+    let names = names_of(&cluster);
+    let clients = connect_all(&cluster).await;
+    let client = &clients[0];
+    let created = one_answer(
+        client,
+        "$JS.API.STREAM.CREATE.STEP",
+        json!({"name": "STEP", "subjects": ["step.>"], "num_replicas": 3}),
+    )
+    .await;
+    assert_eq!(created["did_create"], true, "{created}");
+    let consumer = one_answer(
+        client,
+        "$JS.API.CONSUMER.DURABLE.CREATE.STEP.PULLER",
+        json!({"stream_name": "STEP", "config": {"durable_name": "PULLER", "ack_policy": "explicit"}}),
+    )
+    .await;
+    assert_eq!(error_code(&consumer), 0, "{consumer}");
+    let before = settled_consumer(client, "STEP", "PULLER", &names).await;
+    let old_leader = before["cluster"]["leader"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+
+    // Two messages fetched and confirmed, then a pull request left waiting.
+    let jetstream = async_nats::jetstream::new(client.clone());
+    for n in 1..=2 {
+        jetstream
+            .publish("step.item", format!("item-{n}").into())
+            .await
+            .expect("publish")
+            .await
+            .expect("puback");
+    }
+    let stream = jetstream.get_stream("STEP").await.expect("stream");
+    let puller: PullConsumer = stream.get_consumer("PULLER").await.expect("consumer");
+    let mut confirmed = 0;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while confirmed < 2 {
+        assert!(Instant::now() < deadline, "confirmed only {confirmed}");
+        let mut batch = puller
+            .fetch()
+            .max_messages(2 - confirmed)
+            .expires(Duration::from_secs(1))
+            .messages()
+            .await
+            .expect("fetch");
+        while let Some(message) = batch.next().await {
+            message.expect("message").double_ack().await.expect("ack");
+            confirmed += 1;
+        }
+    }
+    let inbox = client.new_inbox();
+    let mut waiting = client.subscribe(inbox.clone()).await.expect("subscribe");
+    let pull = json!({"batch": 1, "expires": Duration::from_secs(30).as_nanos() as u64});
+    client
+        .publish_with_reply(
+            "$JS.API.CONSUMER.MSG.NEXT.STEP.PULLER",
+            inbox,
+            pull.to_string().into(),
+        )
+        .await
+        .expect("pull");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let info = one_answer(client, "$JS.API.CONSUMER.INFO.STEP.PULLER", Value::Null).await;
+        if info["num_waiting"] == 1 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "pull request not waiting: {info}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    let stepped = one_answer(
+        client,
+        "$JS.API.CONSUMER.LEADER.STEPDOWN.STEP.PULLER",
+        Value::Null,
+    )
+    .await;
+    assert_eq!(stepped["success"], true, "{stepped}");
+    assert_eq!(
+        stepped["type"], "io.nats.jetstream.api.v1.consumer_leader_stepdown_response",
+        "{stepped}"
+    );
+    let status = tokio::time::timeout(Duration::from_secs(15), waiting.next())
+        .await
+        .expect("the waiting pull request heard nothing")
+        .expect("subscription");
+    let headers = status
+        .headers
+        .as_ref()
+        .map(|headers| format!("{headers:?}"));
+    assert_eq!(
+        status.status.map(|code| code.as_u16()),
+        Some(409),
+        "{headers:?}"
+    );
+    assert_eq!(
+        status.description.as_deref(),
+        Some("Leadership Change"),
+        "{headers:?}"
+    );
+
+    // Another leader, the confirmed acks kept; the consumer delivers what comes next.
+    let deadline = Instant::now() + ELECTION_BOUND;
+    let after = loop {
+        let info = settled_consumer(client, "STEP", "PULLER", &names).await;
+        if info["cluster"]["leader"] != old_leader.as_str() {
+            break info;
+        }
+        assert!(Instant::now() < deadline, "leader unchanged: {info}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    assert_eq!(after["ack_floor"]["stream_seq"], 2, "{after}");
+    assert_eq!(after["num_ack_pending"], 0, "{after}");
+    jetstream
+        .publish("step.item", "item-3".into())
+        .await
+        .expect("publish")
+        .await
+        .expect("puback");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        assert!(Instant::now() < deadline, "item-3 never delivered");
+        let Ok(mut batch) = puller
+            .fetch()
+            .max_messages(1)
+            .expires(Duration::from_secs(1))
+            .messages()
+            .await
+        else {
+            continue;
+        };
+        if let Some(Ok(message)) = batch.next().await {
+            assert_eq!(stream_sequence(&message), 3);
+            message.double_ack().await.expect("ack");
+            break;
+        }
+    }
+}
