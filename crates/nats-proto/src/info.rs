@@ -60,6 +60,15 @@ pub struct ServerInfo {
     /// Lame duck mode.
     #[serde(default, skip_serializing_if = "is_false")]
     pub ldm: bool,
+    /// Set on the INFO answering a client's first PING after CONNECT.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub connect_info: bool,
+    /// With `connect_info`: the account the client is bound to.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub remote_account: String,
+    /// With `connect_info`: that account is the system account.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub acc_is_sys: bool,
     /// JetStream API level; nats-server 2.15 sends 5 even without JetStream.
     #[serde(default, skip_serializing_if = "is_zero_i32")]
     pub api_lvl: i32,

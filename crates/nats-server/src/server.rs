@@ -229,6 +229,31 @@ impl Server {
     /// The INFO sent to `client` (`after_tls_first`: sent over TLS once a handshake-first
     /// client finished its handshake, where TLS is required whatever `allow_non_tls` says).
     pub fn encode_info(&self, out: &mut BytesMut, client: &ClientShared, after_tls_first: bool) {
+        let info = self.client_info(client, after_tls_first);
+        nats_proto::encode_info(out, &info);
+    }
+
+    /// The INFO nats-server sends after the PONG to the first PING of a client that sent
+    /// CONNECT with `protocol` 1 or more: the server's INFO (no nonce) with `connect_info`, the
+    /// client's account and whether it is the system account; `max_payload` as the client's
+    /// connection allows it.
+    pub fn encode_connect_info(
+        &self,
+        out: &mut BytesMut,
+        client: &ClientShared,
+        max_payload: usize,
+    ) {
+        let mut info = self.client_info(client, false);
+        info.nonce.clear();
+        info.max_payload = i32::try_from(max_payload).unwrap_or(i32::MAX);
+        info.connect_info = true;
+        let account = client.account().unwrap_or(self.accounts.global());
+        info.remote_account = account.name.to_string();
+        info.acc_is_sys = Arc::ptr_eq(account, self.accounts.system());
+        nats_proto::encode_info(out, &info);
+    }
+
+    fn client_info(&self, client: &ClientShared, after_tls_first: bool) -> ServerInfo {
         let cached = self.info_template.read().clone();
         let mut info = match cached {
             Some(template) => template,
@@ -271,7 +296,7 @@ impl Server {
                 }
             }
         }
-        nats_proto::encode_info(out, &info);
+        info
     }
 
     /// The websocket listener, once started.

@@ -72,6 +72,19 @@ impl CloseReason {
         }
     }
 
+    /// Whether nats-server still writes to a connection it closes for this reason (its
+    /// `skipFlushOnClose` is set for the others): a websocket client gets no CLOSE frame then.
+    pub(crate) fn flushes(self) -> bool {
+        !matches!(
+            self,
+            CloseReason::ReadError
+                | CloseReason::WriteError
+                | CloseReason::SlowConsumerPendingBytes
+                | CloseReason::SlowConsumerWriteDeadline
+                | CloseReason::TlsHandshakeError
+        )
+    }
+
     /// Slow consumers are dropped at once: flushing their backlog is what they cannot take.
     fn discards_backlog(self) -> bool {
         matches!(

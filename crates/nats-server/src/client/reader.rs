@@ -316,7 +316,20 @@ impl Session {
             ClientOp::Unsub { sid, max } => self.unsubscribe(sid, max),
             ClientOp::Ping => {
                 self.send(b"PONG\r\n");
-                self.shared.first_pong_sent.store(true, Ordering::Relaxed);
+                let first = !self.shared.first_pong_sent.swap(true, Ordering::Relaxed);
+                // nats-server's answer to CONNECT: an INFO after the first PONG, for a client
+                // that takes async INFO.
+                if first
+                    && self
+                        .connect_options
+                        .as_ref()
+                        .is_some_and(|connect| connect.protocol >= 1)
+                {
+                    let mut info = bytes::BytesMut::new();
+                    self.server
+                        .encode_connect_info(&mut info, &self.shared, parser.max_payload());
+                    self.send(&info);
+                }
                 Next::Continue
             }
             ClientOp::Pong => {

@@ -16,6 +16,8 @@ use tokio::time::{interval_at, Instant, MissedTickBehavior};
 
 /// Segments handed to one vectored write.
 const WRITE_SLICES: usize = 64;
+/// How long the final shutdown may take without a `write_deadline` (nats-server's default).
+const SHUTDOWN_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The timers of one connection's writer (a client's come from the server options, a route's
 /// from the cluster block).
@@ -97,7 +99,14 @@ pub async fn run_with<W: AsyncWrite + Unpin>(
             continue;
         }
         if closing.is_some() {
-            let _ = socket.shutdown().await;
+            // A TLS close_notify or a websocket CLOSE may find a peer that reads nothing:
+            // bounded, so the socket is released whatever the peer does.
+            let limit = if write_deadline.is_zero() {
+                SHUTDOWN_LIMIT
+            } else {
+                write_deadline
+            };
+            let _ = tokio::time::timeout(limit, socket.shutdown()).await;
             return;
         }
         tokio::select! {

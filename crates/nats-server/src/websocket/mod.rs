@@ -280,13 +280,19 @@ impl Control {
         true
     }
 
-    /// The CLOSE frame: the one decided, else the status for `reason` with its text.
+    /// The CLOSE frame: the one decided, else the status for `reason` with its text; none for
+    /// the reasons nats-server closes without flushing (read and write errors, slow consumers,
+    /// a failed TLS handshake): the peer sees the connection drop (its 1006).
     fn close_frame(&self, reason: Option<CloseReason>, out: &mut Vec<u8>) {
         let decided = self.state.lock().close.take();
-        let payload = decided.unwrap_or_else(|| {
-            let reason = reason.unwrap_or(CloseReason::ServerShutdown);
-            frame::close_payload(frame::close_status(reason), reason.text())
-        });
+        let payload = match (decided, reason) {
+            (Some(payload), _) => payload,
+            (None, Some(reason)) if !reason.flushes() => return,
+            (None, reason) => {
+                let reason = reason.unwrap_or(CloseReason::ServerShutdown);
+                frame::close_payload(frame::close_status(reason), reason.text())
+            }
+        };
         out.extend_from_slice(&frame::control_frame(frame::OPCODE_CLOSE, &payload));
     }
 }

@@ -3,7 +3,8 @@
 //! caller's own buffers: no copy), or, with compression negotiated and more than 64 bytes,
 //! one compressed message. Control frames queued by the reader (PONGs) go out between frames;
 //! the CLOSE goes last, at shutdown: the peer's echo, a protocol error's status, or the status
-//! of the reason the connection closed (nats-server's mapping). Browsers get frames of at most
+//! of the reason the connection closed (nats-server's mapping; none after read or write errors,
+//! for slow consumers and failed TLS handshakes, which nats-server does not flush). Browsers get frames of at most
 //! 4 KiB, as nats-server sends them.
 
 use super::compression::Deflater;

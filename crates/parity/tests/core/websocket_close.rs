@@ -13,16 +13,38 @@ const CONNECT: &[u8] = b"CONNECT {\"verbose\":false,\"protocol\":1}\r\n";
 
 /// A server with limits low enough to cross and a plain-text websocket listener.
 fn limited_server(extra: &str) -> (TestServer, u16) {
+    limited_server_with(extra, "max_payload: 1024\n")
+}
+
+/// [`limited_server`] with its own `max_payload` line.
+fn limited_server_with(extra: &str, payload: &str) -> (TestServer, u16) {
     let port = free_port();
     let server = TestServer::start(ServerOptions {
         config: Some(format!(
-            "max_payload: 1024\nmax_control_line: 256\nmax_subscriptions: 2\n{extra}\n\
+            "{payload}max_control_line: 256\nmax_subscriptions: 2\n{extra}\n\
              websocket {{\n  listen: \"127.0.0.1:{port}\"\n  no_tls: true\n}}\n"
         )),
         ..Default::default()
     });
     wait_for_port(port);
     (server, port)
+}
+
+/// A websocket client that sent CONNECT, `then` and a PING, and read up to the PONG.
+fn connected(port: u16, then: &[u8]) -> std::net::TcpStream {
+    let (mut stream, _) = raw_client(port, "");
+    let mut payload = CONNECT.to_vec();
+    payload.extend_from_slice(then);
+    payload.extend_from_slice(b"PING\r\n");
+    stream
+        .write_all(&frame(2, &payload, true))
+        .expect("send frame");
+    let mut data = String::new();
+    while !data.contains("PONG\r\n") {
+        let (_, payload) = read_frame(&mut stream).expect("PONG");
+        data.push_str(&String::from_utf8_lossy(&payload));
+    }
+    stream
 }
 
 /// Send one frame holding `bytes` after CONNECT; what came back before the CLOSE, and the
@@ -104,18 +126,45 @@ fn too_many_subscriptions_is_an_error_not_a_close() {
 #[test]
 fn server_shutdown_closes_with_1001() {
     let (mut server, port) = limited_server("");
-    let (mut stream, _) = raw_client(port, "");
-    let mut payload = CONNECT.to_vec();
-    payload.extend_from_slice(b"PING\r\n");
-    stream
-        .write_all(&frame(2, &payload, true))
-        .expect("send frame");
-    let mut data = String::new();
-    while !data.contains("PONG\r\n") {
-        let (_, payload) = read_frame(&mut stream).expect("PONG");
-        data.push_str(&String::from_utf8_lossy(&payload));
-    }
+    let mut stream = connected(port, b"");
     server.stop();
     let (_, status) = read_until_close(&mut stream);
     assert_eq!(status, Some((1001, "Server Shutdown".to_string())));
+}
+
+/// A slow consumer is dropped without a CLOSE frame (nats-server does not flush a connection
+/// it closes for that; the peer sees the connection end, its 1006), and it is dropped even
+/// though it reads nothing: the socket ends within the write deadline.
+#[test]
+fn a_slow_consumer_is_dropped_without_a_close_frame() {
+    use std::io::Read;
+    use std::time::{Duration, Instant};
+    let (server, port) = limited_server_with(
+        "write_deadline: \"500ms\"\nmax_pending: 1MB\n",
+        "max_payload: 1MB\n",
+    );
+    let mut stream = connected(port, b"SUB big 1\r\n");
+    // Far more than the socket buffers and max_pending hold, while the client reads nothing.
+    let mut publisher = test_harness::RawClient::connect_with(&server, r#"{"verbose":false}"#);
+    let message = format!("PUB big 65536\r\n{}\r\n", "x".repeat(65536));
+    for _ in 0..300 {
+        publisher.send(&message);
+    }
+    publisher.ping_collect();
+    let started = Instant::now();
+    let mut close = None;
+    while let Some((first, payload)) = read_frame(&mut stream) {
+        if first & 0x0F == 8 {
+            close = Some(String::from_utf8_lossy(&payload).into_owned());
+        }
+    }
+    // The last frame may be cut short; then the socket is at its end.
+    let mut rest = Vec::new();
+    let ended = stream.read_to_end(&mut rest).is_ok();
+    assert!(
+        ended && started.elapsed() < Duration::from_secs(9),
+        "still open after {:?}",
+        started.elapsed()
+    );
+    assert_eq!(close, None, "no CLOSE frame");
 }
