@@ -200,6 +200,13 @@ async fn try_consumer_create(
         if stream_config.retention == RetentionPolicy::WorkQueue {
             check_work_queue_unique(&consumers, &config)?;
         }
+        if let Some(replicas) = consumers
+            .replicated()
+            .filter(|_| existing.replication.is_some())
+        {
+            // Committed in the stream's log before it applies here.
+            consumer::replicated::update(replicas, &existing, &config).await?;
+        }
         *existing.config.write() = config.clone();
         consumer::refresh_interest(&stream, &existing);
         existing.send(consumer::Event::ConfigUpdated);

@@ -48,7 +48,7 @@ use tokio::sync::{mpsc, oneshot};
 const GLOBAL_ACCOUNT_HASH: &str = "szMpdrwD";
 
 /// Ids for [`crate::stream::Interest`] registrations.
-static NEXT_INTEREST_ID: AtomicU64 = AtomicU64::new(1);
+pub(crate) static NEXT_INTEREST_ID: AtomicU64 = AtomicU64::new(1);
 
 /// What a consumer persists as its config blob.
 #[derive(Serialize, Deserialize)]
@@ -171,26 +171,31 @@ impl Consumer {
 impl InterestHolder for Consumer {
     /// Whether this consumer still needs stream message `seq` on `subject` (interest retention).
     fn needs(&self, seq: u64, subject: &str) -> bool {
-        let config = self.config.read();
-        let filters = config.filters();
-        if !filters.is_empty()
-            && !filters
-                .iter()
-                .any(|filter| crate::subject::matches(filter, subject))
-        {
+        if !takes_subject(&self.config.read(), subject) {
             return false;
         }
-        drop(config);
-        let shared = self.state.lock();
-        let state = &shared.state;
-        if seq <= state.ack_floor.stream_seq {
-            return false;
-        }
-        if seq <= state.delivered.stream_seq {
-            return state.pending.contains_key(&seq);
-        }
-        true
+        still_needs(&self.state.lock().state, seq)
     }
+}
+
+/// Whether a consumer of `config` takes messages stored on `subject`.
+pub(crate) fn takes_subject(config: &ConsumerConfig, subject: &str) -> bool {
+    let filters = config.filters();
+    filters.is_empty()
+        || filters
+            .iter()
+            .any(|filter| crate::subject::matches(filter, subject))
+}
+
+/// Whether a consumer in `state` still needs stream message `seq` (not acknowledged yet).
+pub(crate) fn still_needs(state: &ConsumerState, seq: u64) -> bool {
+    if seq <= state.ack_floor.stream_seq {
+        return false;
+    }
+    if seq <= state.delivered.stream_seq {
+        return state.pending.contains_key(&seq);
+    }
+    true
 }
 
 impl Consumer {

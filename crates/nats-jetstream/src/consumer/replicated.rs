@@ -11,7 +11,9 @@
 //!   them), carried by the stream group's snapshots. Followers run no consumer task.
 //! - The leader runs the consumers' tasks from that state (`activate`, when it takes the
 //!   stream's leadership) and stops them when it loses it (`deactivate`: waiting pull
-//!   requests get `409 Leadership Change`). An ack with a reply is answered only once the
+//!   requests get `409 Leadership Change`). Where a consumer does not run, its committed state
+//!   holds the stream's interest for it ([`Dormant`]), so a new leader's first publishes on an
+//!   interest stream are kept for consumers it has not started yet. An ack with a reply is answered only once the
 //!   proposal holding it committed: a confirmed ack is never forgotten by the next leader.
 //!
 //! Who calls it: the registry (`registry/replicated.rs`: installs it on the stream's
@@ -21,22 +23,25 @@
 use super::apply::{self, ConsumerEntry, ConsumerReplica};
 use super::{Consumer, Consumers, Home};
 use crate::stream::replication::{ConsumerReplicas, ReplicationError, Replicator, CONSUMER_BATCH};
-use crate::stream::Stream;
+use crate::stream::{InterestHolder, Stream};
 use crate::transport::Transport;
 use bytes::Bytes;
 use jetstream_api::{errors, ApiError, ConsumerConfig};
 use nats_store::{ConsumerState, ConsumerStore, MemConsumerStore, PendingDelivery, SequencePair};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::sync::Weak;
 use tokio::sync::mpsc;
 
 /// One change of the stream's replicated consumers, as the log carries it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) enum Record {
     /// A new durable consumer: everything before `start_seq` counts as delivered and acked.
+    /// Of an incarnation (`created`) already there: its new config, the state kept.
     Create {
         name: String,
         config: Box<ConsumerConfig>,
@@ -83,14 +88,100 @@ fn invalid(error: impl std::fmt::Display) -> io::Error {
 pub(crate) struct ReplicatedConsumers {
     committed: Mutex<BTreeMap<String, Committed>>,
     replicator: Arc<dyn Replicator>,
+    /// The stream whose interest the consumers not running here hold.
+    stream: Weak<Stream>,
+    /// The interest registrations of the committed consumers not running here, by name.
+    dormant: Mutex<HashMap<String, u64>>,
+    /// The consumers whose task runs here (this server leads the stream).
+    running: Mutex<HashSet<String>>,
+    this: Weak<ReplicatedConsumers>,
+}
+
+/// A committed consumer not running here, as the stream's interest retention sees it: it
+/// needs what its committed state has not acknowledged.
+struct Dormant {
+    replicas: Weak<ReplicatedConsumers>,
+    name: String,
+}
+
+impl InterestHolder for Dormant {
+    fn needs(&self, seq: u64, subject: &str) -> bool {
+        let Some(replicas) = self.replicas.upgrade() else {
+            return false;
+        };
+        let committed = replicas.committed.lock();
+        committed.get(&self.name).is_some_and(|consumer| {
+            super::takes_subject(&consumer.config, subject)
+                && super::still_needs(&consumer.state, seq)
+        })
+    }
 }
 
 impl ReplicatedConsumers {
-    pub(crate) fn new(replicator: Arc<dyn Replicator>) -> Arc<ReplicatedConsumers> {
-        Arc::new(ReplicatedConsumers {
+    pub(crate) fn new(
+        replicator: Arc<dyn Replicator>,
+        stream: Weak<Stream>,
+    ) -> Arc<ReplicatedConsumers> {
+        Arc::new_cyclic(|this| ReplicatedConsumers {
             committed: Mutex::new(BTreeMap::new()),
             replicator,
+            stream,
+            dormant: Mutex::new(HashMap::new()),
+            running: Mutex::new(HashSet::new()),
+            this: this.clone(),
         })
+    }
+
+    /// Consumer `name` runs here now: its own registration holds the stream's interest.
+    fn started(&self, name: &str) {
+        self.running.lock().insert(name.to_string());
+        self.release_interest(name);
+    }
+
+    /// Consumer `name` stopped running here; while it is committed, its committed state holds
+    /// the stream's interest for it.
+    fn stopped(&self, name: &str) {
+        self.running.lock().remove(name);
+        self.hold_interest(name);
+    }
+
+    /// Consumer `name` does not run here (any more): its committed state holds the stream's
+    /// interest for it. Idempotent; nothing for a consumer no longer committed.
+    fn hold_interest(&self, name: &str) {
+        let Some(stream) = self.stream.upgrade() else {
+            return;
+        };
+        let Some(filters) = self.committed.lock().get(name).map(|consumer| {
+            consumer
+                .config
+                .filters()
+                .iter()
+                .map(|filter| filter.to_string())
+                .collect()
+        }) else {
+            return;
+        };
+        let mut dormant = self.dormant.lock();
+        if dormant.contains_key(name) {
+            return;
+        }
+        let id = super::NEXT_INTEREST_ID.fetch_add(1, Ordering::Relaxed);
+        let holder = Arc::new(Dormant {
+            replicas: self.this.clone(),
+            name: name.to_string(),
+        });
+        stream.interest.add(id, filters, holder);
+        dormant.insert(name.to_string(), id);
+    }
+
+    /// Consumer `name` runs here (its own registration holds the interest) or is gone.
+    fn release_interest(&self, name: &str) {
+        let Some(id) = self.dormant.lock().remove(name) else {
+            return;
+        };
+        if let Some(stream) = self.stream.upgrade() {
+            stream.interest.remove(id);
+        }
     }
 
     /// Proposes `records`; resolves once they are committed (and applied here).
@@ -174,9 +265,36 @@ impl ReplicatedConsumers {
 impl ConsumerReplicas for ReplicatedConsumers {
     fn apply(&self, records: &[u8]) -> io::Result<()> {
         let records: Vec<Record> = serde_json::from_slice(records).map_err(invalid)?;
-        let mut committed = self.committed.lock();
-        for record in records {
-            Self::apply_record(&mut committed, record);
+        // (name, whether a new consumer): registrations to change once the state is applied.
+        let mut created = Vec::new();
+        let mut deleted = Vec::new();
+        {
+            let mut committed = self.committed.lock();
+            for record in records {
+                match &record {
+                    Record::Create {
+                        name, created: at, ..
+                    } => {
+                        let new = committed.get(name).is_none_or(|known| known.created != *at);
+                        created.push((name.clone(), new));
+                    }
+                    Record::Delete { name } => deleted.push(name.clone()),
+                    Record::Entries { .. } => {}
+                }
+                Self::apply_record(&mut committed, record);
+            }
+        }
+        // A new consumer holds interest until it runs (its creator starts it on the leader);
+        // an updated one not running here re-registers with its new filters.
+        for (name, new) in created {
+            let dormant = self.dormant.lock().contains_key(&name);
+            if new || dormant {
+                self.release_interest(&name);
+                self.hold_interest(&name);
+            }
+        }
+        for name in deleted {
+            self.release_interest(&name);
         }
         Ok(())
     }
@@ -251,7 +369,19 @@ impl ConsumerReplicas for ReplicatedConsumers {
                 )
             })
             .collect();
+        let names: Vec<String> = self.dormant.lock().keys().cloned().collect();
+        for name in names {
+            self.release_interest(&name);
+        }
         *self.committed.lock() = restored;
+        // Consumers running here keep their own registrations; a restore happens before this
+        // server leads again (a new group start), whose leadership change restarts them.
+        let running = self.running.lock().clone();
+        for name in self.committed.lock().keys().cloned().collect::<Vec<_>>() {
+            if !running.contains(&name) {
+                self.hold_interest(&name);
+            }
+        }
         Ok(())
     }
 }
@@ -335,8 +465,26 @@ pub(crate) async fn create(
         .get(&name)
         .cloned()
         .ok_or_else(|| errors::CONSUMER_CREATE.with_err("consumer deleted while created"))?;
-    start_committed(home, &name, committed)
-        .map_err(|error| errors::CONSUMER_STORE_FAILED.with_err(error))
+    let consumer = start_committed(home, &name, committed)
+        .map_err(|error| errors::CONSUMER_STORE_FAILED.with_err(error))?;
+    replicas.started(&name);
+    Ok(consumer)
+}
+
+/// Commits a replicated consumer's new config (a creation record of the same incarnation
+/// replaces the config and keeps the state) before it applies on the leader.
+pub(crate) async fn update(
+    replicas: &ReplicatedConsumers,
+    consumer: &Consumer,
+    config: &ConsumerConfig,
+) -> Result<(), ApiError> {
+    let record = Record::Create {
+        name: consumer.name.clone(),
+        config: Box::new(config.clone()),
+        created: consumer.created,
+        start_seq: 0,
+    };
+    replicas.propose(&[record]).await.map_err(api_error)
 }
 
 /// Starts consumer `name` here from its committed state.
@@ -366,8 +514,11 @@ pub(crate) fn activate(home: &Home<'_>, replicas: &ReplicatedConsumers) {
         if home.consumers.get(&name).is_some() {
             continue;
         }
-        if let Err(error) = start_committed(home, &name, committed) {
-            tracing::error!(consumer = %name, %error, "replicated consumer not started");
+        match start_committed(home, &name, committed) {
+            Ok(_) => replicas.started(&name),
+            Err(error) => {
+                tracing::error!(consumer = %name, %error, "replicated consumer not started")
+            }
         }
     }
 }
@@ -387,15 +538,21 @@ pub(crate) async fn delete(
         name: name.to_string(),
     };
     replicas.propose(&[record]).await.map_err(api_error)?;
+    replicas.running.lock().remove(name);
     Ok(super::stop_consumer(stream, consumers, name, true).await)
 }
 
 /// The stream's leadership went elsewhere: its replicated consumers stop here (waiting pull
 /// requests hear `409 Leadership Change`); their committed state stays.
-pub(crate) async fn deactivate(stream: &Stream, consumers: &Consumers) {
+pub(crate) async fn deactivate(
+    stream: &Stream,
+    consumers: &Consumers,
+    replicas: &ReplicatedConsumers,
+) {
     for consumer in consumers.all() {
         if consumer.replication.is_some() {
             super::leadership_lost(stream, consumers, &consumer.name).await;
+            replicas.stopped(&consumer.name);
         }
     }
 }
@@ -427,7 +584,7 @@ mod tests {
 
     #[test]
     fn records_build_the_committed_state_and_a_snapshot_carries_it() {
-        let replicas = ReplicatedConsumers::new(Arc::new(NoLog));
+        let replicas = ReplicatedConsumers::new(Arc::new(NoLog), Weak::new());
         let delivered = |consumer_seq, stream_seq| ConsumerEntry::Delivered {
             consumer_seq,
             stream_seq,
@@ -460,7 +617,7 @@ mod tests {
         assert_eq!(state.delivered.stream_seq, 4);
         assert_eq!(state.pending.keys().copied().collect::<Vec<_>>(), [4]);
 
-        let copy = ReplicatedConsumers::new(Arc::new(NoLog));
+        let copy = ReplicatedConsumers::new(Arc::new(NoLog), Weak::new());
         copy.restore(&replicas.snapshot()).expect("restore");
         assert_eq!(copy.committed(), committed);
 

@@ -45,7 +45,8 @@ impl Registry {
             group.clone().replicator(),
         )
         .map_err(|error| errors::STREAM_CREATE.with_err(error))?;
-        let replicas = ReplicatedConsumers::new(group.clone().replicator());
+        let replicas =
+            ReplicatedConsumers::new(group.clone().replicator(), Arc::downgrade(&stream));
         machine.set_consumers(replicas.clone());
         if let Err(error) = group.clone().start(machine).await {
             stream.stop(false).await;
@@ -93,7 +94,7 @@ impl Registry {
                 if term != leading {
                     let _guard = registry.admin_lock.lock().await;
                     if leading.is_some() {
-                        replicated_consumers::deactivate(&stream, &consumers).await;
+                        replicated_consumers::deactivate(&stream, &consumers, &replicas).await;
                     }
                     if term.is_some() && !stream.stopped.load(Ordering::Relaxed) {
                         let home = Home {

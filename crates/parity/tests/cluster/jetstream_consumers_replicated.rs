@@ -13,13 +13,14 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use crate::jetstream_assignments::{error_code, leader_of, one_answer};
-use crate::jetstream_replicated::names_of;
+use crate::jetstream_replicated::{names_of, publish_until_acked};
 use crate::meta::{index_of, start, ELECTION_BOUND};
 use crate::support::connect_all;
 use async_nats::jetstream::consumer::PullConsumer;
 use async_nats::Client;
 use futures::StreamExt;
 use serde_json::{json, Value};
+use test_harness::cluster::Cluster;
 
 /// Messages published, fetched before the kill, and confirmed (AckSync) of those.
 const PUBLISHED: u64 = 20;
@@ -51,6 +52,53 @@ async fn settled_consumer(client: &Client, stream: &str, name: &str, names: &[St
     }
 }
 
+/// One fetch of at most `max` messages, waiting up to a second: what arrived before the end
+/// or an error (no responders, a leadership change, a timeout); nothing when the request
+/// failed (after a pause, so a retrying caller does not spin).
+async fn fetch_some(consumer: &PullConsumer, max: usize) -> Vec<async_nats::jetstream::Message> {
+    let batch = consumer
+        .fetch()
+        .max_messages(max)
+        .expires(Duration::from_secs(1))
+        .messages()
+        .await;
+    let Ok(mut batch) = batch else {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        return Vec::new();
+    };
+    let mut got = Vec::new();
+    while let Some(Ok(message)) = batch.next().await {
+        got.push(message);
+    }
+    got
+}
+
+/// A 3-node cluster with an R3 stream (`stream`) and a durable consumer of it (`consumer`, its
+/// config), created through node 0: the cluster, the servers' names, a client per node.
+async fn with_durable(stream: Value, consumer: Value) -> (Cluster, Vec<String>, Vec<Client>) {
+    let cluster = start(3);
+    leader_of(&cluster, &[0, 1, 2]);
+    let names = names_of(&cluster);
+    let clients = connect_all(&cluster).await;
+    let stream_name = stream["name"].as_str().unwrap_or("").to_string();
+    let durable = consumer["durable_name"].as_str().unwrap_or("").to_string();
+    let created = one_answer(
+        &clients[0],
+        &format!("$JS.API.STREAM.CREATE.{stream_name}"),
+        stream,
+    )
+    .await;
+    assert_eq!(created["did_create"], true, "{created}");
+    let created = one_answer(
+        &clients[0],
+        &format!("$JS.API.CONSUMER.DURABLE.CREATE.{stream_name}.{durable}"),
+        json!({"stream_name": stream_name, "config": consumer}),
+    )
+    .await;
+    assert_eq!(error_code(&created), 0, "{created}");
+    (cluster, names, clients)
+}
+
 /// The stream sequence of a delivered message, from its ack subject.
 fn stream_sequence(message: &async_nats::jetstream::Message) -> u64 {
     message.info().map(|info| info.stream_sequence).unwrap_or(0)
@@ -58,28 +106,15 @@ fn stream_sequence(message: &async_nats::jetstream::Message) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acks_confirmed_before_the_leader_is_killed_are_kept_by_the_next_one() {
-    let mut cluster = start(3);
-    leader_of(&cluster, &[0, 1, 2]);
-    let names = names_of(&cluster);
-    let clients = connect_all(&cluster).await;
-    let created = one_answer(
-        &clients[0],
-        "$JS.API.STREAM.CREATE.ACKS",
+    let (mut cluster, names, clients) = with_durable(
         json!({"name": "ACKS", "subjects": ["acks.>"], "num_replicas": 3, "storage": "file"}),
-    )
-    .await;
-    assert_eq!(created["did_create"], true, "{created}");
-    let consumer = one_answer(
-        &clients[0],
-        "$JS.API.CONSUMER.DURABLE.CREATE.ACKS.WORKER",
-        json!({"stream_name": "ACKS", "config": {
+        json!({
             "durable_name": "WORKER",
             "ack_policy": "explicit",
             "ack_wait": ACK_WAIT.as_nanos() as u64,
-        }}),
+        }),
     )
     .await;
-    assert_eq!(error_code(&consumer), 0, "{consumer}");
     let info = settled_consumer(&clients[0], "ACKS", "WORKER", &names).await;
     let leader = info["cluster"]["leader"].as_str().unwrap_or("").to_string();
     let doomed = index_of(&cluster, &leader);
@@ -102,16 +137,7 @@ async fn acks_confirmed_before_the_leader_is_killed_are_kept_by_the_next_one() {
     let deadline = Instant::now() + Duration::from_secs(20);
     while (fetched.len() as u64) < FETCHED {
         assert!(Instant::now() < deadline, "fetched only {}", fetched.len());
-        let mut batch = consumer
-            .fetch()
-            .max_messages(FETCHED as usize - fetched.len())
-            .expires(Duration::from_secs(1))
-            .messages()
-            .await
-            .expect("fetch");
-        while let Some(message) = batch.next().await {
-            fetched.push(message.expect("message"));
-        }
+        fetched.extend(fetch_some(&consumer, FETCHED as usize - fetched.len()).await);
     }
     let mut confirmed = BTreeSet::new();
     for message in fetched.iter().take(CONFIRMED as usize) {
@@ -143,19 +169,7 @@ async fn acks_confirmed_before_the_leader_is_killed_are_kept_by_the_next_one() {
             killed_at.elapsed(),
             cluster.logs()
         );
-        let batch = consumer
-            .fetch()
-            .max_messages(PUBLISHED as usize)
-            .expires(Duration::from_secs(1))
-            .messages()
-            .await;
-        let Ok(mut batch) = batch else {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            continue;
-        };
-        while let Some(message) = batch.next().await {
-            // No responders, a leadership change, a timeout: ask again.
-            let Ok(message) = message else { break };
+        for message in fetch_some(&consumer, PUBLISHED as usize).await {
             let seq = stream_sequence(&message);
             first_after.get_or_insert_with(|| killed_at.elapsed());
             seen_again.push(seq);
@@ -195,25 +209,12 @@ async fn acks_confirmed_before_the_leader_is_killed_are_kept_by_the_next_one() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_consumer_leader_stepdown_keeps_its_acks_and_tells_waiting_pulls() {
-    let cluster = start(3);
-    leader_of(&cluster, &[0, 1, 2]);
-    let names = names_of(&cluster);
-    let clients = connect_all(&cluster).await;
-    let client = &clients[0];
-    let created = one_answer(
-        client,
-        "$JS.API.STREAM.CREATE.STEP",
+    let (_cluster, names, clients) = with_durable(
         json!({"name": "STEP", "subjects": ["step.>"], "num_replicas": 3}),
+        json!({"durable_name": "PULLER", "ack_policy": "explicit"}),
     )
     .await;
-    assert_eq!(created["did_create"], true, "{created}");
-    let consumer = one_answer(
-        client,
-        "$JS.API.CONSUMER.DURABLE.CREATE.STEP.PULLER",
-        json!({"stream_name": "STEP", "config": {"durable_name": "PULLER", "ack_policy": "explicit"}}),
-    )
-    .await;
-    assert_eq!(error_code(&consumer), 0, "{consumer}");
+    let client = &clients[0];
     let before = settled_consumer(client, "STEP", "PULLER", &names).await;
     let old_leader = before["cluster"]["leader"]
         .as_str()
@@ -236,15 +237,8 @@ async fn a_consumer_leader_stepdown_keeps_its_acks_and_tells_waiting_pulls() {
     let deadline = Instant::now() + Duration::from_secs(20);
     while confirmed < 2 {
         assert!(Instant::now() < deadline, "confirmed only {confirmed}");
-        let mut batch = puller
-            .fetch()
-            .max_messages(2 - confirmed)
-            .expires(Duration::from_secs(1))
-            .messages()
-            .await
-            .expect("fetch");
-        while let Some(message) = batch.next().await {
-            message.expect("message").double_ack().await.expect("ack");
+        for message in fetch_some(&puller, 2 - confirmed).await {
+            message.double_ack().await.expect("ack");
             confirmed += 1;
         }
     }
@@ -323,19 +317,64 @@ async fn a_consumer_leader_stepdown_keeps_its_acks_and_tells_waiting_pulls() {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         assert!(Instant::now() < deadline, "item-3 never delivered");
-        let Ok(mut batch) = puller
-            .fetch()
-            .max_messages(1)
-            .expires(Duration::from_secs(1))
-            .messages()
-            .await
-        else {
-            continue;
-        };
-        if let Some(Ok(message)) = batch.next().await {
+        if let Some(message) = fetch_some(&puller, 1).await.pop() {
             assert_eq!(stream_sequence(&message), 3);
             message.double_ack().await.expect("ack");
             break;
         }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interest_stream_keeps_messages_for_its_consumer_across_a_leader_kill() {
+    let (mut cluster, names, clients) = with_durable(
+        json!({"name": "INTEREST", "subjects": ["interest.>"], "num_replicas": 3,
+               "retention": "interest"}),
+        json!({"durable_name": "READER", "ack_policy": "explicit"}),
+    )
+    .await;
+    let info = settled_consumer(&clients[0], "INTEREST", "READER", &names).await;
+    let leader = info["cluster"]["leader"].as_str().unwrap_or("").to_string();
+    let doomed = index_of(&cluster, &leader);
+    let survivor = (0..3).find(|&i| i != doomed).unwrap_or(0);
+    let client = clients[survivor].clone();
+    cluster.kill9(doomed);
+
+    // Published as soon as a new leader takes them: kept for the consumer, delivered, then
+    // removed once acknowledged.
+    let jetstream = async_nats::jetstream::ContextBuilder::new()
+        .timeout(Duration::from_secs(2))
+        .build(client.clone());
+    let deadline = Instant::now() + ELECTION_BOUND;
+    for n in 1..=5 {
+        publish_until_acked(&jetstream, "interest.item", &format!("after-{n}"), deadline).await;
+    }
+    let stream = jetstream.get_stream("INTEREST").await.expect("stream");
+    // nats-server's consumer may still be electing its own leader: asked again until then.
+    let reader: PullConsumer = loop {
+        match stream.get_consumer("READER").await {
+            Ok(reader) => break reader,
+            Err(error) => assert!(Instant::now() < deadline, "consumer: {error}"),
+        }
+    };
+    let mut wanted: BTreeSet<String> = (1..=5).map(|n| format!("after-{n}")).collect();
+    let deadline = Instant::now() + ELECTION_BOUND;
+    while !wanted.is_empty() {
+        assert!(Instant::now() < deadline, "never delivered: {wanted:?}");
+        for message in fetch_some(&reader, 5).await {
+            let payload = String::from_utf8_lossy(&message.payload).into_owned();
+            if message.double_ack().await.is_ok() {
+                wanted.remove(&payload);
+            }
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let info = one_answer(&client, "$JS.API.STREAM.INFO.INTEREST", Value::Null).await;
+        if info["state"]["messages"] == 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "acked messages kept: {info}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
