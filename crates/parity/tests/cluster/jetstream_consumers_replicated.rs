@@ -2,7 +2,11 @@
 //! consumer used through a node that does not lead it, messages fetched and AckSync'ed, the
 //! consumer's leader killed; then, through a survivor, the consumer's ack floor is never below
 //! what was confirmed, no confirmed-acked message comes again, every unacked one does (at least
-//! once), and fetching resumes within a bound.
+//! once), and fetching resumes within a bound; the killed server, restarted, leads the consumer
+//! again with every ack. Also: a push consumer's unacked messages come again from the next
+//! leader and its confirmed ones do not; a consumer leader stepdown keeps the acks and tells a
+//! waiting pull request `409 Leadership Change`; an interest stream keeps what its consumer has
+//! not acknowledged across a leader kill.
 //!
 //! On rnats the consumer's leader is its stream's leader (one group per stream); on nats-server
 //! each consumer has its own group, so the test kills whichever server CONSUMER.INFO names as
@@ -205,6 +209,35 @@ async fn acks_confirmed_before_the_leader_is_killed_are_kept_by_the_next_one() {
     );
     assert_eq!(after["ack_floor"]["stream_seq"], PUBLISHED, "{after}");
     assert_eq!(after["num_ack_pending"], 0, "{after}");
+
+    // The killed server comes back with the consumer's state from the log (or a snapshot) and
+    // leads it with every ack.
+    cluster.restart(doomed);
+    cluster
+        .wait_for_mesh()
+        .unwrap_or_else(|error| panic!("{error}\n{}", cluster.logs()));
+    let deadline = Instant::now() + ELECTION_BOUND;
+    let back = loop {
+        settled_consumer(&client, "ACKS", "WORKER", &names).await;
+        let stepdown = json!({"placement": {"preferred": leader}});
+        one_answer(
+            &client,
+            "$JS.API.CONSUMER.LEADER.STEPDOWN.ACKS.WORKER",
+            stepdown,
+        )
+        .await;
+        let info = one_answer(&client, "$JS.API.CONSUMER.INFO.ACKS.WORKER", Value::Null).await;
+        if info["cluster"]["leader"] == leader.as_str() {
+            break info;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{leader} never led again: {info}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    assert_eq!(back["ack_floor"]["stream_seq"], PUBLISHED, "{back}");
+    assert_eq!(back["num_ack_pending"], 0, "{back}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -377,4 +410,94 @@ async fn an_interest_stream_keeps_messages_for_its_consumer_across_a_leader_kill
         assert!(Instant::now() < deadline, "acked messages kept: {info}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// The stream sequence in a delivery's ack subject
+/// (`$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>...`).
+fn acked_sequence(reply: &str) -> u64 {
+    reply
+        .split('.')
+        .nth(5)
+        .and_then(|seq| seq.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_consumer_resumes_on_the_next_leader_without_confirmed_acks() {
+    let (mut cluster, names, clients) = with_durable(
+        json!({"name": "PUSH", "subjects": ["push.in.>"], "num_replicas": 3}),
+        json!({
+            "durable_name": "PUSHER",
+            "ack_policy": "explicit",
+            "deliver_subject": "push.out",
+            "ack_wait": ACK_WAIT.as_nanos() as u64,
+        }),
+    )
+    .await;
+    let info = settled_consumer(&clients[0], "PUSH", "PUSHER", &names).await;
+    let leader = info["cluster"]["leader"].as_str().unwrap_or("").to_string();
+    let doomed = index_of(&cluster, &leader);
+    let survivor = (0..3).find(|&i| i != doomed).unwrap_or(0);
+    let client = clients[survivor].clone();
+    let mut deliveries = client.subscribe("push.out").await.expect("subscribe");
+    client.flush().await.expect("flush");
+    let jetstream = async_nats::jetstream::new(client.clone());
+    for n in 1..=10 {
+        jetstream
+            .publish("push.in.item", format!("item-{n}").into())
+            .await
+            .expect("publish")
+            .await
+            .expect("puback");
+    }
+    let mut delivered = Vec::new();
+    while delivered.len() < 10 {
+        let message = tokio::time::timeout(Duration::from_secs(10), deliveries.next())
+            .await
+            .unwrap_or_else(|_| panic!("only {delivered:?} delivered"))
+            .expect("subscription");
+        let reply = message
+            .reply
+            .map(|reply| reply.to_string())
+            .unwrap_or_default();
+        delivered.push((acked_sequence(&reply), reply));
+    }
+    let mut confirmed = BTreeSet::new();
+    for (seq, reply) in delivered.iter().take(5) {
+        client
+            .request(reply.clone(), "".into())
+            .await
+            .expect("AckSync confirmed");
+        confirmed.insert(*seq);
+    }
+    let mut wanted: BTreeSet<u64> = delivered.iter().skip(5).map(|(seq, _)| *seq).collect();
+
+    cluster.kill9(doomed);
+    let killed_at = Instant::now();
+    let deadline = killed_at + ELECTION_BOUND + ACK_WAIT;
+    while !wanted.is_empty() {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        let message = tokio::time::timeout(wait, deliveries.next())
+            .await
+            .unwrap_or_else(|_| panic!("never redelivered: {wanted:?}\n{}", cluster.logs()))
+            .expect("subscription");
+        let Some(reply) = message.reply.map(|reply| reply.to_string()) else {
+            continue; // a status message (heartbeat, flow control): none configured
+        };
+        let seq = acked_sequence(&reply);
+        assert!(
+            !confirmed.contains(&seq),
+            "confirmed ack of {seq} forgotten"
+        );
+        if client.request(reply, "".into()).await.is_ok() {
+            wanted.remove(&seq);
+        }
+    }
+    println!(
+        "push consumer: every unacked message redelivered {:?} after the leader's kill -9",
+        killed_at.elapsed()
+    );
+    let after = one_answer(&client, "$JS.API.CONSUMER.INFO.PUSH.PUSHER", Value::Null).await;
+    assert_eq!(after["ack_floor"]["stream_seq"], 10, "{after}");
+    assert_eq!(after["num_ack_pending"], 0, "{after}");
 }
