@@ -170,6 +170,10 @@ pub(crate) struct Stream {
     pub applied: Mutex<Vec<apply::StreamEntry<'static>>>,
     commands: tokio::sync::mpsc::UnboundedSender<StreamCommand>,
     subscriptions: Mutex<Vec<u64>>,
+    /// Whether this server takes the stream's publishes: always for R1, while it leads for a
+    /// replicated stream (as nats-server, whose followers do not subscribe: a publish while no
+    /// replica leads gets "no responders" at once).
+    takes_publishes: std::sync::atomic::AtomicBool,
     transport: Arc<dyn Transport>,
 }
 
@@ -217,8 +221,13 @@ impl Stream {
         );
         machine.reset()?;
         let replica = replication::Replica { replicator, shared };
+        let leadership = replica.replicator.leadership();
         ingest::spawn(stream.clone(), receiver, context, Some(replica))?;
-        stream.subscribe_subjects();
+        stream.takes_publishes.store(false, Ordering::Release);
+        tokio::spawn(replication::subscribe_while_leading(
+            Arc::downgrade(&stream),
+            leadership,
+        ));
         Ok((stream, machine))
     }
 
@@ -250,6 +259,7 @@ impl Stream {
             applied: Mutex::default(),
             commands: sender,
             subscriptions: Mutex::new(Vec::new()),
+            takes_publishes: std::sync::atomic::AtomicBool::new(true),
             transport: context.transport.clone(),
         });
         (stream, receiver)
@@ -264,11 +274,18 @@ impl Stream {
         self.commands.send(command).is_ok()
     }
 
-    /// (Re)create the internal subscriptions for the configured subjects.
+    /// (Re)create the internal subscriptions for the configured subjects, while this server
+    /// takes the stream's publishes and the stream runs (checked under the subscriptions' lock,
+    /// which `stop` takes after marking the stream stopped).
     pub(crate) fn subscribe_subjects(&self) {
-        self.unsubscribe_subjects();
+        let mut ids = self.subscriptions.lock();
+        for id in ids.drain(..) {
+            self.transport.unsubscribe(id);
+        }
+        if !self.takes_publishes.load(Ordering::Acquire) || self.stopped.load(Ordering::Acquire) {
+            return;
+        }
         let subjects = self.config.read().subjects.clone();
-        let mut ids = Vec::with_capacity(subjects.len());
         for stream_subject in subjects {
             let sender = self.commands.clone();
             let backlog = self.backlog.clone();
@@ -290,13 +307,22 @@ impl Stream {
             );
             ids.push(id);
         }
-        *self.subscriptions.lock() = ids;
     }
 
     pub(crate) fn unsubscribe_subjects(&self) {
-        let ids: Vec<u64> = std::mem::take(&mut *self.subscriptions.lock());
-        for id in ids {
+        let mut ids = self.subscriptions.lock();
+        for id in ids.drain(..) {
             self.transport.unsubscribe(id);
+        }
+    }
+
+    /// A replicated stream's leadership came (`true`) or went here.
+    pub(crate) fn set_takes_publishes(&self, takes: bool) {
+        self.takes_publishes.store(takes, Ordering::Release);
+        if takes {
+            self.subscribe_subjects();
+        } else {
+            self.unsubscribe_subjects();
         }
     }
 

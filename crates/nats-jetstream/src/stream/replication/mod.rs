@@ -349,5 +349,29 @@ impl ReplicaMachine {
     }
 }
 
+/// Keeps the stream's subject subscriptions exactly while this node leads (nats-server's
+/// followers do not subscribe either): publishes reach the leader only, and while no replica
+/// leads a publisher hears "no responders" at once. Ends with the stream or the leadership watch.
+pub(crate) async fn subscribe_while_leading(
+    stream: std::sync::Weak<Stream>,
+    mut leadership: watch::Receiver<Option<u64>>,
+) {
+    loop {
+        let leads = leadership.borrow_and_update().is_some();
+        match stream.upgrade() {
+            Some(stream) if !stream.stopped.load(std::sync::atomic::Ordering::Acquire) => {
+                stream.set_takes_publishes(leads);
+            }
+            _ => return,
+        }
+        if leadership.changed().await.is_err() {
+            if let Some(stream) = stream.upgrade() {
+                stream.set_takes_publishes(false);
+            }
+            return;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;
