@@ -62,12 +62,18 @@ fn main() -> ExitCode {
         if let Err(error) = apply_config_file(&mut options, path) {
             // nats-server ends an error found while applying the options (one with a
             // position) with a blank line, as its list of config errors.
-            let end = if error.line > 0 && !error.syntax {
-                "\n"
+            // Its warnings (e.g. an integer duration) come first in that list.
+            let (end, warnings) = if error.line > 0 && !error.syntax {
+                let warnings: String = options
+                    .warnings
+                    .iter()
+                    .map(|warning| format!("{warning}\n"))
+                    .collect();
+                ("\n", warnings)
             } else {
-                ""
+                ("", String::new())
             };
-            eprintln!("nats-server: {error}{end}");
+            eprintln!("nats-server: {warnings}{error}{end}");
             return ExitCode::from(1);
         }
     }

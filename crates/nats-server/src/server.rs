@@ -403,6 +403,11 @@ fn log_banner(server: &Server) {
     if server.options.has_plaintext_passwords() {
         tracing::warn!("Plaintext passwords detected, use nkeys or bcrypt");
     }
+    if server.options.max_payload > crate::config::options::MAX_PAYLOAD_DISCOURAGED {
+        tracing::warn!(
+            "Maximum payloads over 8.00 MB are generally discouraged and could lead to poor performance"
+        );
+    }
 }
 
 /// Run the server until SIGINT/SIGTERM.

@@ -7,7 +7,7 @@ use super::account_imports::{check_imports, parse_exports, parse_imports};
 pub use super::account_imports::{ExportOptions, ImportOptions, ResponseType};
 use super::accounts_jetstream::parse_account_jetstream;
 use super::mappings::{parse_mappings, MappingOptions};
-use super::options::{map, parse_user, Options};
+use super::options::{map, parse_user, push_user, Options};
 use super::value::{ConfigError, Entry, Value};
 
 /// One configured account.
@@ -40,7 +40,7 @@ pub(super) fn apply_accounts(options: &mut Options, entry: &Entry) -> Result<(),
                         for user in users {
                             let mut user = parse_user(user)?;
                             user.account = Some(name.clone());
-                            options.users.push(user);
+                            push_user(options, user, item)?;
                         }
                     }
                     "jetstream" => {

@@ -2,7 +2,9 @@
 //! to solicit, route authorization, TLS and permissions, and the route-level timers. Errors
 //! are nats-server's for the same bad values.
 
-use super::options::{boolean, duration_value, integer, map, parse_permissions, string, Options};
+use super::options::{
+    auth_timeout, boolean, duration_value, integer, map, not_a, parse_permissions, string, Options,
+};
 use super::value::{ConfigError, Entry, Value};
 use super::Permissions;
 use std::time::Duration;
@@ -153,8 +155,18 @@ pub fn apply_cluster(options: &mut Options, entry: &Entry) -> Result<(), ConfigE
                 cluster.name = Some(name).filter(|name| !name.is_empty());
             }
             "listen" => {
-                let text = string(item)?;
-                let (host, port) = split_listen(&text).map_err(|message| entry.error(message))?;
+                let (host, port) = match &item.value {
+                    Value::Integer(port) => (String::new(), *port),
+                    Value::String(text) => {
+                        split_listen(text).map_err(|message| entry.error(message))?
+                    }
+                    _ => {
+                        return Err(item.error(format!(
+                            "expected port or host:port, got {}",
+                            item.value.go_type_name()
+                        )))
+                    }
+                };
                 if !host.is_empty() {
                     cluster.host = host;
                 }
@@ -163,9 +175,9 @@ pub fn apply_cluster(options: &mut Options, entry: &Entry) -> Result<(), ConfigE
             "host" | "net" => cluster.host = string(item)?,
             "port" => cluster.port = integer(item)?,
             "routes" => {
-                let texts = match &item.value {
+                let texts: Vec<String> = match &item.value {
                     Value::Array(items) => items.iter().map(string).collect::<Result<_, _>>()?,
-                    _ => vec![string(item)?],
+                    _ => return Err(not_a(item, "[]interface {}")),
                 };
                 cluster.routes = parse_route_list(&texts).map_err(|message| item.error(message))?;
             }
@@ -198,13 +210,28 @@ pub fn apply_cluster(options: &mut Options, entry: &Entry) -> Result<(), ConfigE
             "accounts" => {
                 cluster.accounts = match &item.value {
                     Value::Array(items) => items.iter().map(string).collect::<Result<_, _>>()?,
-                    _ => vec![string(item)?],
+                    Value::String(name) => vec![name.clone()],
+                    other => {
+                        return Err(item.error(format!(
+                            "error parsing accounts: unsupported type {}",
+                            other.go_type_name()
+                        )))
+                    }
                 }
             }
             "compression" => {
                 cluster.compression = Some(match &item.value {
                     Value::Map(_) => "map".into(),
-                    _ => string(item)?,
+                    Value::String(mode) => mode.clone(),
+                    // nats-server: `true` accepts what the peer asks for, `false` is off.
+                    Value::Bool(true) => "accept".into(),
+                    Value::Bool(false) => "off".into(),
+                    other => {
+                        return Err(item.error(format!(
+                            "field \"compression\" should be a boolean or a structure, got {}",
+                            other.go_type_name()
+                        )))
+                    }
                 })
             }
             "ping_interval" => {
@@ -227,15 +254,7 @@ fn apply_authorization(cluster: &mut ClusterOptions, entry: &Entry) -> Result<()
         match key.to_ascii_lowercase().as_str() {
             "user" | "username" => cluster.username = Some(string(item)?),
             "pass" | "password" => cluster.password = Some(string(item)?),
-            "timeout" => {
-                cluster.auth_timeout = Some(match &item.value {
-                    Value::Integer(seconds) => Duration::from_secs((*seconds).max(0) as u64),
-                    Value::Float(seconds) => Duration::from_secs_f64(seconds.max(0.0)),
-                    Value::String(text) => super::options::parse_duration(text)
-                        .ok_or_else(|| item.error(format!("invalid duration {text:?}")))?,
-                    _ => return Err(item.error("timeout must be a number of seconds")),
-                })
-            }
+            "timeout" => cluster.auth_timeout = Some(auth_timeout(item)?),
             "users" => {
                 return Err(entry.error("Cluster authorization does not allow multiple users"))
             }

@@ -29,6 +29,22 @@ pub(super) fn apply_jetstream(
         _ => {}
     }
     config.enabled = true;
+    apply_block(config, entry).map_err(|error| {
+        // nats-server recovers a failed type assertion inside the block at the block's own
+        // position.
+        if error.message.starts_with("interface conversion") {
+            ConfigError {
+                line: entry.line,
+                column: entry.column,
+                ..error
+            }
+        } else {
+            error
+        }
+    })
+}
+
+fn apply_block(config: &mut JetStreamConfig, entry: &Entry) -> Result<(), ConfigError> {
     for (key, item) in map(entry)? {
         match key.to_ascii_lowercase().as_str() {
             "store_dir" | "storedir" | "store" => {
@@ -52,7 +68,23 @@ pub(super) fn apply_jetstream(
             }
             "domain" => config.domain = Some(string(item)?),
             "limits" => config.batch_limits = batch_limits(item)?,
-            "strict" => config.strict = boolean(item)?,
+            "strict" => {
+                config.strict = match &item.value {
+                    Value::Bool(flag) => *flag,
+                    Value::String(text) => {
+                        return Err(item.error(format!(
+                            "Expected 'true' or 'false' for bool value, got '{text}'"
+                        )))
+                    }
+                    other => {
+                        return Err(item.error(format!(
+                            "Expected 'true' or 'false' for bool value, got '%!s({}={})'",
+                            other.go_type_name(),
+                            other.go_text()
+                        )))
+                    }
+                }
+            }
             "enabled" | "enable" => config.enabled = boolean(item)?,
             "unique_tag" => config.unique_tag = Some(string(item)?),
             "max_buffered_msgs"

@@ -15,8 +15,10 @@ pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(120);
 pub const DEFAULT_PING_MAX: i64 = 2;
 pub const DEFAULT_WRITE_DEADLINE: Duration = Duration::from_secs(10);
 pub const DEFAULT_AUTH_TIMEOUT: Duration = Duration::from_secs(2);
-/// nats-server refuses a max_payload above this.
-pub const MAX_PAYLOAD_LIMIT: i64 = 64 * 1024 * 1024;
+/// nats-server refuses a configured max_payload above this (Go's MaxInt32).
+pub const MAX_PAYLOAD_LIMIT: i64 = i32::MAX as i64;
+/// Above this max_payload nats-server warns at start-up.
+pub const MAX_PAYLOAD_DISCOURAGED: i64 = 8 * 1024 * 1024;
 
 /// Allow/deny subject lists for one direction.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -89,6 +91,8 @@ pub struct Options {
     pub accounts: Vec<super::accounts::AccountOptions>,
     /// `system_account` (`None`: nats-server's `$SYS`).
     pub system_account: Option<String>,
+    /// `server_tags`: lower-cased as nats-server keeps them (shown in /varz `tags`).
+    pub server_tags: Vec<String>,
     /// Top-level `mappings { }`: the global account's subject mappings.
     pub mappings: Vec<super::mappings::MappingOptions>,
     /// `None`: nats-server's default, which depends on TLS (see [`Options::auth_timeout`]).
@@ -144,6 +148,7 @@ impl Default for Options {
             no_auth_user: None,
             accounts: Vec::new(),
             system_account: None,
+            server_tags: Vec::new(),
             mappings: Vec::new(),
             auth_timeout: None,
             tls: None,
@@ -266,7 +271,6 @@ const IGNORED_KEYS: &[&str] = &[
     "reconnect_error_reports",
     "no_header_support",
     "disable_sublist_cache",
-    "server_tags",
     "prof_port",
     "max_closed_clients",
     "no_system_account",
@@ -276,9 +280,7 @@ const IGNORED_KEYS: &[&str] = &[
 fn apply_top_level(options: &mut Options, key: &str, entry: &Entry) -> Result<(), ConfigError> {
     match key.to_ascii_lowercase().as_str() {
         "listen" => {
-            let text = string(entry)?;
-            let (host, port) = split_host_port(&text)
-                .ok_or_else(|| entry.error(format!("could not parse listen address {text:?}")))?;
+            let (host, port) = listen_address(entry)?;
             if !host.is_empty() {
                 options.host = host;
             }
@@ -321,12 +323,17 @@ fn apply_top_level(options: &mut Options, key: &str, entry: &Entry) -> Result<()
         "https_port" => options.https_port = integer(entry)?,
         "http_base_path" => options.http_base_path = string(entry)?,
         "http" => {
-            let text = string(entry)?;
-            let (host, port) = split_host_port(&text)
-                .ok_or_else(|| entry.error(format!("could not parse http address {text:?}")))?;
+            let (host, port) = listen_address(entry)?;
             options.http_host = Some(host).filter(|host| !host.is_empty());
             if let Some(port) = port {
                 options.http_port = port;
+            }
+        }
+        "https" => {
+            let (host, port) = listen_address(entry)?;
+            options.http_host = Some(host).filter(|host| !host.is_empty());
+            if let Some(port) = port {
+                options.https_port = port;
             }
         }
         "debug" => options.debug = boolean(entry)?,
@@ -340,7 +347,10 @@ fn apply_top_level(options: &mut Options, key: &str, entry: &Entry) -> Result<()
         "cluster" => super::cluster::apply_cluster(options, entry)?,
         "websocket" => super::websocket::apply_websocket(options, entry)?,
         "accounts" => super::accounts::apply_accounts(options, entry)?,
-        "system_account" => options.system_account = Some(string(entry)?),
+        "system_account" => match &entry.value {
+            Value::String(name) => options.system_account = Some(name.clone()),
+            _ => return Err(entry.error("system account name must be a string")),
+        },
         "mappings" | "maps" => options.mappings = super::mappings::parse_mappings(entry)?,
         "operator" | "operators" | "root" | "roots" | "root_operator" | "root_operators" => {
             super::operator::apply_operator(options, entry)?
@@ -356,6 +366,7 @@ fn apply_top_level(options: &mut Options, key: &str, entry: &Entry) -> Result<()
             )))
         }
         "allow_non_tls" => options.allow_non_tls = boolean(entry)?,
+        "server_tags" => options.server_tags = server_tags(entry)?,
         other if IGNORED_KEYS.contains(&other) => options.warnings.push(format!(
             "{}: \"{key}\" is not supported by rnats and is ignored",
             position(entry)
@@ -364,6 +375,24 @@ fn apply_top_level(options: &mut Options, key: &str, entry: &Entry) -> Result<()
         _ => return Err(entry.error(format!("unknown field \"{key}\""))),
     }
     Ok(())
+}
+
+/// `server_tags`: one string or an array of strings, lower-cased.
+fn server_tags(entry: &Entry) -> Result<Vec<String>, ConfigError> {
+    let unsupported =
+        |what: &str| entry.error(format!("error parsing tags: unsupported type {what}"));
+    match &entry.value {
+        Value::String(tag) => Ok(vec![tag.to_lowercase()]),
+        Value::Array(items) => items
+            .iter()
+            .map(|item| match &item.value {
+                Value::String(tag) => Ok(tag.to_lowercase()),
+                // Go names its token type for an element that is not a string.
+                _ => Err(unsupported("*conf.token where string is expected")),
+            })
+            .collect(),
+        other => Err(unsupported(other.go_type_name())),
+    }
 }
 
 pub(super) fn position(entry: &Entry) -> String {
@@ -391,21 +420,13 @@ fn apply_authorization(options: &mut Options, entry: &Entry) -> Result<(), Confi
             "user" | "username" => options.username = Some(string(item)?),
             "pass" | "password" => options.password = Some(string(item)?),
             "token" => options.token = Some(string(item)?),
-            "timeout" => {
-                options.auth_timeout = Some(match &item.value {
-                    Value::Integer(seconds) => Duration::from_secs((*seconds).max(0) as u64),
-                    Value::Float(seconds) => Duration::from_secs_f64(seconds.max(0.0)),
-                    Value::String(text) => parse_duration(text)
-                        .ok_or_else(|| item.error(format!("invalid duration {text:?}")))?,
-                    _ => return Err(item.error("timeout must be a number of seconds")),
-                })
-            }
+            "timeout" => options.auth_timeout = Some(auth_timeout(item)?),
             "users" => {
                 let Value::Array(users) = &item.value else {
                     return Err(item.error("users must be an array"));
                 };
                 for user in users {
-                    options.users.push(parse_user(user)?);
+                    push_user(options, parse_user(user)?, entry)?;
                 }
             }
             "default_permissions" | "permissions" => {
@@ -415,6 +436,43 @@ fn apply_authorization(options: &mut Options, entry: &Entry) -> Result<(), Confi
             _ => return Err(item.error(format!("unknown field \"{key}\""))),
         }
     }
+    Ok(())
+}
+
+/// `authorization { timeout }` (clients' and routes'): seconds, fractional or whole, or a Go
+/// duration text.
+pub(super) fn auth_timeout(item: &Entry) -> Result<Duration, ConfigError> {
+    match &item.value {
+        Value::Integer(seconds) => Ok(Duration::from_secs((*seconds).max(0) as u64)),
+        Value::Float(seconds) => Ok(Duration::from_secs_f64(seconds.max(0.0))),
+        Value::String(text) => go_compat::duration::parse_std(text.trim()).map_err(|error| {
+            item.error(format!(
+                "error parsing authorization config, 'timeout' {error}"
+            ))
+        }),
+        _ => Err(item.error("error parsing authorization config, 'timeout' wrong type")),
+    }
+}
+
+/// Adds a user, refusing a name or nkey already configured (in `authorization` or any
+/// account) as nats-server does, at the position of `at`.
+pub(super) fn push_user(options: &mut Options, user: User, at: &Entry) -> Result<(), ConfigError> {
+    let duplicate = options
+        .users
+        .iter()
+        .find_map(|existing| match (&user.nkey, &existing.nkey) {
+            (Some(nkey), Some(other)) if nkey == other => {
+                Some(format!("Duplicate nkey {nkey:?} detected"))
+            }
+            (None, None) if !user.user.is_empty() && user.user == existing.user => {
+                Some(format!("Duplicate user {:?} detected", user.user))
+            }
+            _ => None,
+        });
+    if let Some(message) = duplicate {
+        return Err(at.error(message));
+    }
+    options.users.push(user);
     Ok(())
 }
 
@@ -534,13 +592,32 @@ pub(super) fn map(entry: &Entry) -> Result<&Vec<(String, Entry)>, ConfigError> {
     }
 }
 
+/// Go's failed type assertion, as nats-server reports a value of the wrong kind.
+pub(super) fn not_a(entry: &Entry, go_type: &str) -> ConfigError {
+    entry.error(format!(
+        "interface conversion: interface {{}} is {}, not {go_type}",
+        entry.value.go_type_name()
+    ))
+}
+
 pub(super) fn string(entry: &Entry) -> Result<String, ConfigError> {
     match &entry.value {
         Value::String(text) => Ok(text.clone()),
-        Value::Integer(number) => Ok(number.to_string()),
-        Value::Float(number) => Ok(number.to_string()),
-        Value::Bool(flag) => Ok(flag.to_string()),
-        _ => Err(entry.error("expected a string")),
+        _ => Err(not_a(entry, "string")),
+    }
+}
+
+/// A listen address as nats-server's `parseListen` reads it: a port number alone, or
+/// `host:port` text; the host is empty when only a port is given.
+pub(super) fn listen_address(entry: &Entry) -> Result<(String, Option<i64>), ConfigError> {
+    match &entry.value {
+        Value::Integer(port) => Ok((String::new(), Some(*port))),
+        Value::String(text) => split_host_port(text)
+            .ok_or_else(|| entry.error(format!("could not parse address string {text:?}"))),
+        _ => Err(entry.error(format!(
+            "expected port or host:port, got {}",
+            entry.value.go_type_name()
+        ))),
     }
 }
 
@@ -554,14 +631,7 @@ pub(super) fn string_list(entry: &Entry) -> Result<Vec<String>, ConfigError> {
 pub(super) fn integer(entry: &Entry) -> Result<i64, ConfigError> {
     match &entry.value {
         Value::Integer(number) => Ok(*number),
-        Value::String(_) => {
-            Err(entry.error("interface conversion: interface {} is string, not int64"))
-        }
-        Value::Float(_) => {
-            Err(entry.error("interface conversion: interface {} is float64, not int64"))
-        }
-        Value::Bool(_) => Err(entry.error("interface conversion: interface {} is bool, not int64")),
-        _ => Err(entry.error("expected an integer")),
+        _ => Err(not_a(entry, "int64")),
     }
 }
 
@@ -577,15 +647,12 @@ pub(super) fn size(entry: &Entry, key: &str) -> Result<i64, ConfigError> {
     }
 }
 
+/// A boolean: the lexer reads `true`/`yes`/`on` (and their negations) unquoted; a quoted
+/// `"true"` is a string, refused as nats-server refuses it.
 pub(super) fn boolean(entry: &Entry) -> Result<bool, ConfigError> {
     match &entry.value {
         Value::Bool(flag) => Ok(*flag),
-        Value::String(text) => match text.to_ascii_lowercase().as_str() {
-            "true" | "yes" | "on" => Ok(true),
-            "false" | "no" | "off" => Ok(false),
-            _ => Err(entry.error(format!("expected a boolean, got {text:?}"))),
-        },
-        _ => Err(entry.error("expected a boolean")),
+        _ => Err(not_a(entry, "bool")),
     }
 }
 
@@ -600,19 +667,17 @@ pub(super) fn duration_value(
 }
 
 fn duration(options: &mut Options, key: &str, entry: &Entry) -> Result<Duration, ConfigError> {
-    match &entry.value {
-        Value::String(text) => {
-            parse_duration(text).ok_or_else(|| entry.error(format!("invalid duration {text:?}")))
-        }
-        Value::Integer(seconds) => {
-            options.warnings.push(format!(
-                "{}: invalid use of field \"{key}\": {key} should be converted to a duration",
-                position(entry)
-            ));
-            Ok(Duration::from_secs((*seconds).max(0) as u64))
-        }
-        _ => Err(entry.error(format!("{key} should be a duration"))),
+    if let Value::String(text) = &entry.value {
+        return go_compat::duration::parse_std(text.trim())
+            .map_err(|error| entry.error(format!("error parsing {key}: {error}")));
     }
+    // Anything else is read as a number of seconds, with nats-server's warning first.
+    options.warnings.push(format!(
+        "{}: invalid use of field \"{key}\": {key} should be converted to a duration",
+        position(entry)
+    ));
+    let seconds = integer(entry)?;
+    Ok(Duration::from_secs(seconds.max(0) as u64))
 }
 
 /// A non-negative Go duration (`time.ParseDuration`, surrounding blanks ignored).

@@ -213,9 +213,9 @@ impl Parser {
     fn parse_map_items(&mut self, closing: Option<char>, top: bool) -> Result<(), ConfigError> {
         let place = if top { Place::Top } else { Place::Map };
         loop {
-            // Separators are skipped here only at the top level: in a map nats-server takes
-            // one after each value (a second one starts a key).
-            self.skip_blank(top);
+            // nats-server takes one separator after each value (`expect_item_end`); a second
+            // one starts a key (`;port` is an unknown field `;port`).
+            self.skip_blank(false);
             if top && self.peek() == Some('{') {
                 self.advance();
                 self.parse_map_items(Some('}'), true)?;
@@ -223,6 +223,9 @@ impl Parser {
             }
             match (self.peek(), closing) {
                 (None, None) => return Ok(()),
+                // A JSON-style file's `{` may be left open at the end, as nats-server's lexer
+                // allows after a new line or separator.
+                (None, Some(_)) if top => return Ok(()),
                 (None, Some(_)) => return Err(self.error("Unexpected EOF processing map.")),
                 (Some(character), Some(expected)) if character == expected => {
                     self.advance();
@@ -303,23 +306,35 @@ impl Parser {
 
     /// After a value: spaces, then a new line, separator, comment, the closing brace or EOF.
     /// In a map the separator is taken here (nats-server's `lexMapValueEnd`).
+    ///
+    /// A `/` that does not start a `//` comment is taken as a terminator, as nats-server's
+    /// lexer does: in a map the next key follows; at the top level what follows it must end
+    /// the value (its error names the character after the `/`).
     fn expect_item_end(&mut self, closing: Option<char>, place: Place) -> Result<(), ConfigError> {
         self.skip_inline_space();
+        // Inside a JSON-style file's `{ ... }`, nats-server's "block-level" wording.
+        let level = if closing.is_some() { "block" } else { "top" };
         match self.peek() {
-            Some(',' | ';') if place == Place::Map => {
+            Some(',' | ';') => {
                 self.advance();
                 Ok(())
             }
-            Some('\n' | ',' | ';') => Ok(()),
-            None if place == Place::Top => Ok(()),
+            Some('\n') => Ok(()),
+            None if place == Place::Top && closing.is_none() => Ok(()),
             Some(character) if Some(character) == closing => Ok(()),
             Some('}') if place == Place::Top => Ok(()),
             Some(_) if self.at_comment() => Ok(()),
+            Some('/') => {
+                self.advance();
+                match place {
+                    Place::Top => self.expect_item_end(closing, place),
+                    _ => Ok(()),
+                }
+            }
             found if place == Place::Top => Err(self.error(format!(
-                "Expected a top-level value to end with a new line, comment or EOF, but got '{}' instead.",
+                "Expected a {level}-level value to end with a new line, comment or EOF, but got '{}' instead.",
                 shown(found)
             ))),
-            None => Err(self.error("Unexpected EOF processing map.")),
             found => Err(self.error(format!(
                 "Expected a map value terminator \",\" or a map terminator \"}}\", but got '{}' instead.",
                 shown(found)
@@ -349,6 +364,11 @@ impl Parser {
             }
             _ => {
                 let mut key = String::new();
+                // A separator where a key starts belongs to the key in nats-server's lexer.
+                if let Some(separator @ (';' | ',')) = self.peek() {
+                    key.push(separator);
+                    self.advance();
+                }
                 while let Some(character) = self.peek() {
                     if is_key_terminator(character) {
                         break;
@@ -557,7 +577,11 @@ impl Parser {
             });
             self.skip_inline_space();
             match self.peek() {
+                // A `/` that starts no comment ends the element (nats-server's lexer).
                 Some(',' | '\n') => {
+                    self.advance();
+                }
+                Some('/') if !self.at_comment() => {
                     self.advance();
                 }
                 Some(']') => {}

@@ -82,10 +82,21 @@ pub fn apply_websocket(options: &mut Options, entry: &Entry) -> Result<(), Confi
     for (key, item) in items {
         match key.to_ascii_lowercase().as_str() {
             "listen" => {
-                let text = string(item)?;
-                let (host, port) = split_listen(&text).ok_or_else(|| {
-                    item.error(format!("could not parse address string {text:?}"))
-                })?;
+                let (host, port) = match &item.value {
+                    // A port alone keeps the default host.
+                    Value::Integer(port) => (websocket.host.clone(), *port),
+                    _ => {
+                        let text = string(item).map_err(|_| {
+                            item.error(format!(
+                                "expected port or host:port, got {}",
+                                item.value.go_type_name()
+                            ))
+                        })?;
+                        split_listen(&text).ok_or_else(|| {
+                            item.error(format!("could not parse address string {text:?}"))
+                        })?
+                    }
+                };
                 websocket.host = host;
                 websocket.port = port;
             }

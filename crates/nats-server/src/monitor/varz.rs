@@ -155,6 +155,9 @@ pub fn varz(server: &Server) -> Value {
         if !connect_urls.is_empty() {
             fields.insert("connect_urls".into(), json!(connect_urls));
         }
+        if !options.server_tags.is_empty() {
+            fields.insert("tags".into(), json!(options.server_tags));
+        }
     }
     if let (Some(tls), Some(fields)) = (&options.tls, varz.as_object_mut()) {
         if !options.allow_non_tls || tls.handshake_first {

@@ -27,13 +27,13 @@ fn check(text: &str, extra: &[(&str, &str)]) -> (i32, String) {
     (finished.code, shown)
 }
 
-fn assert_refused(text: &str, expected: &str) {
+pub(crate) fn assert_refused(text: &str, expected: &str) {
     let (code, stderr) = check(text, &[]);
     assert_eq!(code, 1, "{text:?}: {stderr}");
     assert_eq!(stderr, format!("nats-server: {expected}\n"), "{text:?}");
 }
 
-fn assert_valid(text: &str, extra: &[(&str, &str)]) {
+pub(crate) fn assert_valid(text: &str, extra: &[(&str, &str)]) {
     let (code, stderr) = check(text, extra);
     assert_eq!(code, 0, "{text:?}: {stderr}");
     assert!(

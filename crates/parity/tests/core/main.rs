@@ -14,6 +14,7 @@ mod clients;
 mod config_check;
 mod config_lexer;
 mod config_syntax;
+mod config_values;
 mod connect_info;
 mod connection_storm;
 mod connz_closed;
