@@ -144,6 +144,10 @@ pub(crate) struct Consumer {
     pub replication: Option<replicated::Proposals>,
     events: mpsc::UnboundedSender<Event>,
     interest_id: u64,
+    /// The internal subscriptions (acks, pull requests, flow control), dropped by
+    /// [`stop_consumer`] itself so a request sent after its answer finds no responder.
+    subscriptions: Mutex<Vec<u64>>,
+    transport: Arc<dyn Transport>,
 }
 
 impl Consumer {
@@ -507,6 +511,8 @@ pub(crate) fn start(
         replication,
         events: sender,
         interest_id: NEXT_INTEREST_ID.fetch_add(1, Ordering::Relaxed),
+        subscriptions: Mutex::new(Vec::new()),
+        transport: transport.clone(),
     });
     stream.interest.add(
         consumer.interest_id,
@@ -514,7 +520,7 @@ pub(crate) fn start(
         consumer.clone(),
     );
     consumers.map.write().insert(name.clone(), consumer.clone());
-    let subscriptions = subscribe(&consumer, transport);
+    *consumer.subscriptions.lock() = subscribe(&consumer, transport);
     task::spawn(
         consumer.clone(),
         stream.clone(),
@@ -522,7 +528,6 @@ pub(crate) fn start(
         transport.clone(),
         store,
         receiver,
-        subscriptions,
     );
     consumer
 }
@@ -589,6 +594,14 @@ fn subscribe(consumer: &Arc<Consumer>, transport: &Arc<dyn Transport>) -> Vec<u6
     ids
 }
 
+/// Whether a consumer's state lives in files: durables on file streams, unless `mem_storage`
+/// (an ephemeral made durable moves to files then).
+fn keeps_files(stream: &Stream, config: &ConsumerConfig) -> bool {
+    !config.durable_name.is_empty()
+        && stream.config.read().storage == jetstream_api::StorageType::File
+        && !config.memory_storage
+}
+
 /// Open the store a new consumer persists to: file-backed for durables on file streams (unless
 /// `mem_storage`), memory otherwise.
 pub(crate) fn open_store(
@@ -597,9 +610,7 @@ pub(crate) fn open_store(
     name: &str,
     created: i64,
 ) -> Result<Box<dyn ConsumerStore>, nats_store::StoreError> {
-    let durable = !config.durable_name.is_empty();
-    let file_stream = stream.config.read().storage == jetstream_api::StorageType::File;
-    let mut store: Box<dyn ConsumerStore> = if durable && file_stream && !config.memory_storage {
+    let mut store: Box<dyn ConsumerStore> = if keeps_files(stream, config) {
         stream.store.read().consumer_store(name)?
     } else {
         Box::new(MemConsumerStore::new())
@@ -681,7 +692,11 @@ pub(crate) fn refresh_interest(stream: &Stream, consumer: &Arc<Consumer>) {
         .add(consumer.interest_id, filters, consumer.clone());
 }
 
-/// Stop (and with `delete`, remove) one consumer.
+/// Stop (and with `delete`, remove) one consumer. It leaves the stream's set, its interest and
+/// its subscriptions at once. A stop waits for the task to write its state; a delete waits
+/// only for a replicated consumer or when the store keeps files (the task moves them away
+/// before a re-create of the name may open new ones); otherwise the task finishes on its own (answers its waiting pull
+/// requests, drops its state) while the caller goes on.
 pub(crate) async fn stop_consumer(
     stream: &Stream,
     consumers: &Consumers,
@@ -692,8 +707,13 @@ pub(crate) async fn stop_consumer(
         return false;
     };
     stream.interest.remove(consumer.interest_id);
+    for id in std::mem::take(&mut *consumer.subscriptions.lock()) {
+        consumer.transport.unsubscribe(id);
+    }
     let (done, finished) = oneshot::channel();
-    if consumer.send(Event::Stop { delete, done }) {
+    let wait =
+        !delete || consumer.replication.is_some() || keeps_files(stream, &consumer.config.read());
+    if consumer.send(Event::Stop { delete, done }) && wait {
         let _ = finished.await;
     }
     if delete {

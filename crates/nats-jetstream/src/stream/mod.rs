@@ -175,6 +175,10 @@ pub(crate) struct Stream {
     /// replica leads gets "no responders" at once).
     takes_publishes: std::sync::atomic::AtomicBool,
     transport: Arc<dyn Transport>,
+    /// The account usage and the bytes of this stream counted in it; None once a delete has
+    /// taken them out (writes still queued then count no more).
+    usage: Arc<crate::resources::Usage>,
+    counted_bytes: Mutex<Option<i64>>,
 }
 
 impl Stream {
@@ -261,6 +265,8 @@ impl Stream {
             subscriptions: Mutex::new(Vec::new()),
             takes_publishes: std::sync::atomic::AtomicBool::new(true),
             transport: context.transport.clone(),
+            usage: context.usage.clone(),
+            counted_bytes: Mutex::new(Some(0)),
         });
         (stream, receiver)
     }
@@ -340,13 +346,41 @@ impl Stream {
         }
     }
 
-    /// Stop ingest and close (or delete) the store; waits for the task to finish its queue.
+    /// The ingest task's store now holds `bytes`: the account usage follows (until a delete).
+    pub(crate) fn count_usage(&self, storage: jetstream_api::StorageType, bytes: i64) {
+        if let Some(counted) = self.counted_bytes.lock().as_mut() {
+            let delta = bytes - *counted;
+            if delta != 0 {
+                self.usage.add(storage, delta);
+                *counted = bytes;
+            }
+        }
+    }
+
+    /// Deleted: the stream's bytes leave the account usage (once).
+    pub(crate) fn release_usage(&self) {
+        if let Some(counted) = self.counted_bytes.lock().take() {
+            self.usage.add(self.config.read().storage, -counted);
+        }
+    }
+
+    /// Stop ingest and close (or delete) the store. A stop waits for the task to finish its
+    /// queue and close the store. A delete takes the stream's bytes out of the account usage
+    /// at once and waits only when the store has files (the task moves them away before a
+    /// re-create of the name may open new ones): a memory stream's task finishes on its own.
     pub(crate) async fn stop(&self, delete: bool) {
         self.stopped.store(true, Ordering::Relaxed);
         self.sources.stop_all();
         self.unsubscribe_subjects();
+        if delete {
+            self.release_usage();
+        }
+        let wait = {
+            let config = self.config.read();
+            !delete || config.storage != jetstream_api::StorageType::Memory || config.replicas > 1
+        };
         let (reply, done) = oneshot::channel();
-        if self.send(StreamCommand::Stop { delete, reply }) {
+        if self.send(StreamCommand::Stop { delete, reply }) && wait {
             let _ = done.await;
         }
     }

@@ -29,6 +29,7 @@ mod consumer_scale;
 mod consumer_state_changes;
 mod corpus;
 mod counter_sources;
+mod deletes;
 mod direct_get;
 mod fast_batch_publish;
 mod full_disk;

@@ -46,7 +46,6 @@ pub(super) fn spawn(
     transport: Arc<dyn Transport>,
     store: Box<dyn ConsumerStore>,
     receiver: mpsc::UnboundedReceiver<Event>,
-    subscriptions: Vec<u64>,
 ) {
     let config = consumer.config();
     let now = Instant::now();
@@ -61,7 +60,6 @@ pub(super) fn spawn(
         siblings,
         transport,
         store,
-        subscriptions,
         waiting: WaitQueue::default(),
         redeliver: BTreeSet::new(),
         deadlines: BTreeSet::new(),
@@ -114,7 +112,6 @@ struct Task {
     /// The reply subject of the pull request whose requester `deliver` found still there for
     /// the current batch (compared by address: the same request, not an equal inbox).
     interest_checked: Option<Bytes>,
-    subscriptions: Vec<u64>,
     waiting: WaitQueue,
     /// Stream sequences due for redelivery now, oldest first.
     redeliver: BTreeSet<u64>,
@@ -457,10 +454,8 @@ impl Task {
         false
     }
 
+    /// The task's part of a stop (`stop_consumer` has dropped the subscriptions).
     fn shutdown(&mut self, delete: bool) {
-        for id in std::mem::take(&mut self.subscriptions) {
-            self.transport.unsubscribe(id);
-        }
         if let Some((id, _)) = self.interest_watch.take() {
             self.transport.unwatch_interest(id);
         }
@@ -493,7 +488,7 @@ impl Task {
     /// its client asks again and reaches the new leader. Nothing is written: the state the next
     /// leader starts from is the committed one.
     fn lose_leadership(&mut self) {
-        for id in std::mem::take(&mut self.subscriptions) {
+        for id in std::mem::take(&mut *self.consumer.subscriptions.lock()) {
             self.transport.unsubscribe(id);
         }
         if let Some((id, _)) = self.interest_watch.take() {

@@ -206,10 +206,7 @@ impl Ingest {
                     tracing::error!(stream = %self.config.name, %error, "closing stream store failed");
                 }
                 if delete {
-                    self.context
-                        .usage
-                        .add(self.config.storage, -self.counted_bytes);
-                    self.counted_bytes = 0;
+                    self.stream.release_usage();
                 }
                 let _ = reply.send(());
                 true

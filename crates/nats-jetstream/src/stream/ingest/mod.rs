@@ -79,7 +79,6 @@ pub(crate) fn spawn(
         window: DuplicateWindow::default(),
         last_msg_id: String::new(),
         pending_acks: Vec::new(),
-        counted_bytes: 0,
         dirty: false,
         markers: Default::default(),
         batches: Default::default(),
@@ -171,8 +170,6 @@ struct Ingest {
     last_msg_id: String,
     ack_prefix: Vec<u8>,
     pending_acks: Vec<(Bytes, Bytes)>,
-    /// Bytes of this stream last added to the account usage.
-    counted_bytes: i64,
     /// Stored since the last flush.
     dirty: bool,
     /// Sequences of the subject delete markers this task wrote (a marker expiring must not
@@ -537,12 +534,8 @@ impl Ingest {
     }
 
     fn update_usage(&mut self, store: &dyn StreamStore) {
-        let bytes = store.state().bytes as i64;
-        let delta = bytes - self.counted_bytes;
-        if delta != 0 {
-            self.context.usage.add(self.config.storage, delta);
-            self.counted_bytes = bytes;
-        }
+        self.stream
+            .count_usage(self.config.storage, store.state().bytes as i64);
     }
 
     fn ack_for(&self, outcome: Outcome) -> Option<Bytes> {
