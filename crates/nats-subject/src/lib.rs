@@ -26,7 +26,7 @@ mod transform;
 pub use error::SubjectError;
 pub use grammar::{
     is_literal, is_subset_match, is_valid_literal_subject, is_valid_queue_name, is_valid_subject,
-    subject_matches_filter, subjects_overlap, token_count, tokenize, FULL_WILDCARD,
+    literal_prefix, subject_matches_filter, subjects_overlap, token_count, tokenize, FULL_WILDCARD,
     SINGLE_WILDCARD, TOKEN_SEPARATOR,
 };
 pub use local_cache::{LocalMatchCache, DEFAULT_LOCAL_CACHE_CAPACITY};

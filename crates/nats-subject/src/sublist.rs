@@ -15,8 +15,8 @@ use parking_lot::RwLock;
 
 use crate::error::SubjectError;
 use crate::grammar::{
-    is_literal, is_valid_queue_name, is_valid_subject, subject_matches_filter, tokenize,
-    FULL_WILDCARD, SINGLE_WILDCARD,
+    is_literal, is_valid_queue_name, is_valid_subject, literal_prefix, subject_matches_filter,
+    tokenize, FULL_WILDCARD, SINGLE_WILDCARD,
 };
 use crate::hasher::{TokenHasher, TokenMap};
 
@@ -422,7 +422,11 @@ where
         if is_literal(filter) {
             cache.remove(filter);
         } else {
-            cache.retain(|subject, _| !subject_matches_filter(subject, filter));
+            // Most cached subjects differ from the filter within its literal start.
+            let prefix = literal_prefix(filter);
+            cache.retain(|subject, _| {
+                !(subject.starts_with(prefix) && subject_matches_filter(subject, filter))
+            });
         }
         self.generation.fetch_add(1, Ordering::AcqRel);
     }

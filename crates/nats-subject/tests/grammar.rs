@@ -209,6 +209,17 @@ mod brute_force {
         #![proptest_config(ProptestConfig::with_cases(200))]
 
         #[test]
+        fn every_match_starts_with_the_literal_prefix(filter in filter()) {
+            let prefix = literal_prefix(&filter);
+            prop_assert!(filter.starts_with(prefix));
+            for subject in literals() {
+                if subject_matches_filter(&subject, &filter) {
+                    prop_assert!(subject.starts_with(prefix), "{} ~ {} ({})", subject, filter, prefix);
+                }
+            }
+        }
+
+        #[test]
         fn overlap_and_subset_agree_with_enumeration(first in filter(), second in filter()) {
             let literals = literals();
             let matched_by = |filter: &str| -> Vec<bool> {
@@ -221,5 +232,21 @@ mod brute_force {
             let subset = first_matches.iter().zip(&second_matches).all(|(x, y)| !*x || *y);
             prop_assert_eq!(is_subset_match(&first, &second), subset, "subset {} {}", first, second);
         }
+    }
+}
+
+#[test]
+fn literal_prefixes() {
+    for (filter, prefix) in [
+        ("a.b.*.c", "a.b."),
+        ("a.>", "a."),
+        ("*", ""),
+        (">", ""),
+        ("*.a", ""),
+        ("a.b", "a.b"),
+        ("a*.b.*", "a*.b."),
+        ("$JS.ACK.S.C.*.*.*.*.*", "$JS.ACK.S.C."),
+    ] {
+        assert_eq!(literal_prefix(filter), prefix, "{filter}");
     }
 }
