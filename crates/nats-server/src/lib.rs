@@ -39,7 +39,10 @@ pub enum ServerError {
     Listen { address: String, reason: String },
     /// nats-server's fatal line for a cluster listener that cannot bind.
     #[error("Error listening on router port: {port} - {reason}")]
-    RouteListen { port: u16, reason: String },
+    RouteListen { port: i64, reason: String },
+    /// nats-server's fatal line for a websocket listener that cannot bind.
+    #[error("Unable to listen for websocket connections: {0}")]
+    WebsocketListen(String),
     #[error("{0}")]
     Tls(String),
     #[error("Can't start monitoring: {0}")]

@@ -49,12 +49,24 @@ async fn listen_on_name(host: &str, port: u16) -> std::io::Result<TcpListener> {
 }
 
 /// A listener on `host:port` and the address to report (the configured host with the bound
-/// port, so a wildcard listener still reports `0.0.0.0` as nats-server does).
-pub(crate) async fn bind(host: &str, port: u16) -> Result<(TcpListener, SocketAddr), ServerError> {
+/// port, so a wildcard listener still reports `0.0.0.0` as nats-server does). `port` is the
+/// configured number: negative means any free port; past 65535 it is refused in Go's words
+/// rather than wrapped.
+pub(crate) async fn bind(
+    host: &str,
+    configured_port: i64,
+) -> Result<(TcpListener, SocketAddr), ServerError> {
     let host = host
         .strip_prefix('[')
         .and_then(|inner| inner.strip_suffix(']'))
         .unwrap_or(host);
+    let Ok(port) = u16::try_from(configured_port.max(0)) else {
+        let shown_host = if host.is_empty() { "0.0.0.0" } else { host };
+        return Err(ServerError::Listen {
+            address: format!("{shown_host}:{configured_port}"),
+            reason: format!("listen tcp: address {configured_port}: invalid port"),
+        });
+    };
     let configured: Option<IpAddr> = if host.is_empty() {
         Some(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
     } else {

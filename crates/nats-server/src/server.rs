@@ -494,13 +494,8 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
 
     start_monitoring(&server).await?;
 
-    let port = if server.options.port < 0 {
-        0
-    } else {
-        server.options.port as u16
-    };
     let host = server.options.host.clone();
-    let (listener, address) = crate::listener::bind(&host, port).await?;
+    let (listener, address) = crate::listener::bind(&host, server.options.port).await?;
     let _ = server.client_address.set(address);
     tracing::info!("Listening for client connections on {}", address);
     if let Some(tls) = &server.options.tls {
@@ -683,18 +678,16 @@ async fn start_monitoring(server: &Arc<Server>) -> Result<(), ServerError> {
         .http_host
         .clone()
         .unwrap_or_else(|| options.host.clone());
-    let port = u16::try_from(configured.max(0)).unwrap_or(0);
     // nats-server's wording: `Can't start monitoring: can't listen to the monitor port: listen
     // tcp 0.0.0.0:8222: bind: address already in use`.
-    let (listener, address) =
-        crate::listener::bind(&host, port)
-            .await
-            .map_err(|error| match error {
-                ServerError::Listen { reason, .. } => {
-                    ServerError::Monitoring(format!("can't listen to the monitor port: {reason}"))
-                }
-                other => other,
-            })?;
+    let (listener, address) = crate::listener::bind(&host, configured)
+        .await
+        .map_err(|error| match error {
+            ServerError::Listen { reason, .. } => {
+                ServerError::Monitoring(format!("can't listen to the monitor port: {reason}"))
+            }
+            other => other,
+        })?;
     if tls.is_some() {
         let _ = server.monitor_tls_address.set(address);
         tracing::info!("Starting https monitor on {}", address);

@@ -17,9 +17,16 @@ pub fn check_store_directory(dir: &Path) -> Result<(), StoreError> {
     match fs::metadata(dir) {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             return fs::create_dir_all(dir).map_err(|error| {
+                // Go's MkdirAll names the directory whose mkdir failed: the outermost one
+                // still missing.
+                let failed = dir
+                    .ancestors()
+                    .filter(|ancestor| !ancestor.as_os_str().is_empty() && !ancestor.exists())
+                    .last()
+                    .unwrap_or(dir);
                 StoreError::Directory(format!(
                     "could not create storage directory - mkdir {}: {}",
-                    dir.display(),
+                    failed.display(),
                     strerror(&error)
                 ))
             });

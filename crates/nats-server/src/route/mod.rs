@@ -53,11 +53,7 @@ pub async fn start(server: &Arc<Server>, routes: Arc<Routes>) -> Result<(), Serv
         tracing::warn!("Cluster name was dynamically generated, consider setting one");
     }
     if cluster.port != 0 {
-        let port = if cluster.port < 0 {
-            0
-        } else {
-            u16::try_from(cluster.port).unwrap_or(0)
-        };
+        let port = cluster.port;
         // nats-server's wording: `Error listening on router port: 6222 - listen tcp
         // 0.0.0.0:6222: bind: address already in use`.
         let (listener, address) =

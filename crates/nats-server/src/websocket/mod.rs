@@ -67,8 +67,12 @@ pub(crate) async fn start(
         )),
         None => None,
     };
-    let port = u16::try_from(options.port.max(0)).unwrap_or(0);
-    let (socket, address) = crate::listener::bind(options.listen_host(), port).await?;
+    let (socket, address) = crate::listener::bind(options.listen_host(), options.port)
+        .await
+        .map_err(|error| match error {
+            ServerError::Listen { reason, .. } => ServerError::WebsocketListen(reason),
+            other => other,
+        })?;
     let scheme = if tls.is_some() { "wss" } else { "ws" };
     tracing::info!(
         "Listening for websocket clients on {scheme}://{}:{}",

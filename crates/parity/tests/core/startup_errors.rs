@@ -2,7 +2,8 @@
 //! not parse (`nats-server: Parse error on line N: '...'` on stderr) or does not exist (Go's
 //! `open <path>: no such file or directory`) or has an unknown field (with nats-server's
 //! positions), a port in use, a store directory that is a file, a
-//! monitoring or cluster port in use, a pid file that cannot be written (`[FTL]` log lines,
+//! monitoring, cluster or websocket port in use or past 65535 (refused, not wrapped), a store
+//! directory that cannot be made (naming the outermost missing directory), a pid file that cannot be written (`[FTL]` log lines,
 //! written once), a log file that cannot be opened (Go's standard logger); each exits with
 //! status 1. A ports file that cannot be written is only an error in the log: the server runs
 //! on.
@@ -223,5 +224,92 @@ fn a_store_directory_that_is_a_file() {
             .contains("[FTL] Can't start JetStream: storage directory is not a directory"),
         "{}",
         finished.output()
+    );
+}
+
+#[test]
+fn ports_past_65535_are_refused_not_wrapped() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let websocket = directory.path().join("ws.conf");
+    std::fs::write(&websocket, "websocket { port: 70000, no_tls: true }\n").expect("write");
+    let websocket_text = websocket.display().to_string();
+    let port = free_port().to_string();
+    let invalid = "listen tcp: address 70000: invalid port";
+    for (args, expected) in [
+        (
+            vec!["-a", "127.0.0.1", "-p", "70000"],
+            format!("Error listening on port: 127.0.0.1:70000, \"{invalid}\""),
+        ),
+        (
+            vec!["-a", "127.0.0.1", "-p", &port, "-m", "70000"],
+            format!("Can't start monitoring: can't listen to the monitor port: {invalid}"),
+        ),
+        (
+            vec![
+                "-a",
+                "127.0.0.1",
+                "-p",
+                &port,
+                "--cluster",
+                "nats://127.0.0.1:70000",
+                "--cluster_name",
+                "c",
+            ],
+            format!("Error listening on router port: 70000 - {invalid}"),
+        ),
+        (
+            vec!["-a", "127.0.0.1", "-p", &port, "-c", &websocket_text],
+            format!("Unable to listen for websocket connections: {invalid}"),
+        ),
+    ] {
+        let finished = run(&args, BOUND).expect("an invalid port must not start");
+        assert_eq!(finished.code, 1, "{args:?}: {}", finished.output());
+        assert_fatal_once(&finished, &expected);
+    }
+}
+
+#[test]
+fn a_websocket_port_in_use() {
+    let taken = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let websocket = taken.local_addr().expect("address").port();
+    let directory = tempfile::tempdir().expect("tempdir");
+    let config = directory.path().join("ws.conf");
+    std::fs::write(
+        &config,
+        format!("websocket {{ host: 127.0.0.1, port: {websocket}, no_tls: true }}\n"),
+    )
+    .expect("write");
+    let config_text = config.display().to_string();
+    let port = free_port().to_string();
+    let finished = run(&["-a", "127.0.0.1", "-p", &port, "-c", &config_text], BOUND)
+        .expect("a taken websocket port must not start");
+    assert_eq!(finished.code, 1, "{}", finished.output());
+    let expected = format!(
+        "Unable to listen for websocket connections: listen tcp 127.0.0.1:{websocket}: bind: address already in use"
+    );
+    assert_fatal_once(&finished, &expected);
+}
+
+#[test]
+fn a_store_directory_that_cannot_be_made_names_the_outermost_missing_directory() {
+    // Nothing can be made under /proc: the first mkdir (of /proc/rnats-parity) fails.
+    let port = free_port().to_string();
+    let finished = run(
+        &[
+            "-a",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-js",
+            "-sd",
+            "/proc/rnats-parity/a/b",
+        ],
+        BOUND,
+    )
+    .expect("an impossible store directory must not start");
+    assert_eq!(finished.code, 1, "{}", finished.output());
+    assert_fatal_once(
+        &finished,
+        "Can't start JetStream: could not create storage directory - mkdir /proc/rnats-parity: no such file or directory",
     );
 }
