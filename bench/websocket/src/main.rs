@@ -35,7 +35,11 @@ fn start(binary: &str, name: &str) -> Result<(Server, u16)> {
     let config = directory.join("ws.conf");
     std::fs::write(
         &config,
-        format!("websocket {{ listen: \"127.0.0.1:{websocket}\", no_tls: true }}\n"),
+        // A publisher without flow control outruns one subscriber: a large max_pending keeps
+        // either server from dropping it as a slow consumer mid-run.
+        format!(
+            "max_pending: 256MB\nwebsocket {{ listen: \"127.0.0.1:{websocket}\", no_tls: true }}\n"
+        ),
     )?;
     let child = Command::new(binary)
         .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-c"])
@@ -64,7 +68,9 @@ async fn pubsub(port: u16, messages: usize, size: usize) -> Result<f64> {
     let subscriber = async_nats::connect(&url).await?;
     let publisher = async_nats::connect(&url).await?;
     let mut subscription = subscriber.subscribe("bench").await?;
-    subscriber.flush().await?;
+    // A round trip on the subscriber's own connection (answered "no responders"): the server
+    // has the SUB before the first publish. A flush only writes.
+    let _ = subscriber.request("bench.sync", "".into()).await;
     let payload = bytes::Bytes::from(vec![b'x'; size]);
     let started = Instant::now();
     let receiving = tokio::spawn(async move {
@@ -77,8 +83,13 @@ async fn pubsub(port: u16, messages: usize, size: usize) -> Result<f64> {
         }
         count
     });
-    for _ in 0..messages {
+    for sent in 1..=messages {
         publisher.publish("bench", payload.clone()).await?;
+        // Some pacing, the same for both servers: without it the publisher outruns the
+        // subscriber and either server may drop it as a slow consumer.
+        if sent % 1000 == 0 {
+            publisher.flush().await?;
+        }
     }
     publisher.flush().await?;
     let received = receiving.await?;
@@ -104,6 +115,15 @@ async fn latency(port: u16, requests: usize) -> Result<(Duration, Duration)> {
             }
         }
     });
+    // The responder's SUB travels on its own connection: wait (bounded) until a request
+    // finds it before timing.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while requester.request("echo", "ping".into()).await.is_err() {
+        if Instant::now() > deadline {
+            bail!("the responder never answered");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let mut times = Vec::with_capacity(requests);
     for _ in 0..requests {
         let started = Instant::now();
@@ -137,9 +157,14 @@ async fn main() -> Result<()> {
     ];
     for round in 0..rounds {
         for (index, binary) in [&reference, &ours].into_iter().enumerate() {
-            let (server, port) = start(binary, results[index].0)?;
-            let rate = pubsub(port, messages, size).await?;
-            let (median, p99) = latency(port, 5_000).await?;
+            let name = results[index].0;
+            let (server, port) = start(binary, name)?;
+            let rate = pubsub(port, messages, size)
+                .await
+                .with_context(|| format!("{name} pubsub"))?;
+            let (median, p99) = latency(port, 5_000)
+                .await
+                .with_context(|| format!("{name} latency"))?;
             drop(server);
             println!(
                 "round {round} {:<11} pubsub {:>10.0} msgs/s  request p50 {:>7.1} us  p99 {:>7.1} us",
