@@ -1,7 +1,7 @@
 //! `/connz` `tls_peer_certs`: with `auth=1`, each certificate a verified TLS client presented
 //! (its subject as Go prints a `pkix.Name`, the SHA-256 of its SubjectPublicKeyInfo and of the
-//! whole certificate); left out without `auth`, and for closed connections. Passes against
-//! nats-server too (`NATS_SERVER_BIN`).
+//! whole certificate); left out without `auth`, and for closed connections; `wss` clients show
+//! their TLS session as TLS clients do. Passes against nats-server too (`NATS_SERVER_BIN`).
 
 use super::tls::{client_certificate, connect_tls};
 use serde_json::json;
@@ -91,4 +91,52 @@ async fn verified_client_certificates_are_shown_with_auth() {
     });
     assert!(closed["tls_version"].is_string(), "{closed}");
     assert!(closed.get("tls_peer_certs").is_none(), "{closed}");
+}
+
+/// A `wss` client shows its TLS session like a TLS client: version, cipher suite and, with
+/// `auth=1`, the certificate it presented to the websocket listener's `verify`.
+#[tokio::test(flavor = "multi_thread")]
+async fn wss_connections_show_their_tls_session() {
+    let certificates = TestCertificates::generate();
+    let (certificate, _) = client_certificate(
+        &certificates,
+        "browser",
+        &[(rcgen::DnType::CommonName, "browser")],
+        Vec::new(),
+    );
+    let port = test_harness::free_port();
+    let server = TestServer::start(ServerOptions {
+        monitoring: true,
+        config: Some(format!(
+            "websocket {{\n  listen: \"127.0.0.1:{port}\"\n  {}\n}}\n",
+            certificates.block("  verify: true")
+        )),
+        ..Default::default()
+    });
+    super::websocket::wait_for_port(port);
+    let client = tokio::time::timeout(
+        WAIT,
+        async_nats::ConnectOptions::new()
+            .add_root_certificates(certificates.ca())
+            .add_client_certificate(
+                certificates.path("browser-cert.pem"),
+                certificates.path("browser-key.pem"),
+            )
+            .connect(format!("wss://localhost:{port}")),
+    )
+    .await
+    .expect("connect in time")
+    .expect("connect over wss");
+    client.flush().await.expect("flush");
+    let connz = tokio::task::block_in_place(|| get_json(&server, "/connz?auth=1"));
+    let connection = &connz["connections"][0];
+    assert_eq!(connection["type"], "websocket", "{connz}");
+    assert!(connection["tls_version"].is_string(), "{connz}");
+    assert!(connection["tls_cipher_suite"].is_string(), "{connz}");
+    assert_eq!(
+        connection["tls_peer_certs"][0]["cert_sha256"],
+        hex_sha256(certificate.der()),
+        "{connz}"
+    );
+    assert_eq!(connection["tls_peer_certs"][0]["subject"], "CN=browser");
 }
