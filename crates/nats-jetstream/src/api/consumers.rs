@@ -384,7 +384,11 @@ pub(crate) fn consumer_list(context: &Context, request: &Request, stream_name: &
             .iter()
             .skip(offset)
             .take(LIST_LIMIT)
-            .map(|consumer| consumer.info(&stream))
+            .map(|consumer| {
+                let mut info = consumer.info(&stream);
+                info.cluster = replicated_cluster_info(context, consumer);
+                info
+            })
             .collect();
         Ok((page, total, offset))
     })();

@@ -253,6 +253,12 @@ async fn a_consumer_leader_stepdown_keeps_its_acks_and_tells_waiting_pulls() {
         .as_str()
         .unwrap_or("")
         .to_string();
+    let listed = one_answer(client, "$JS.API.CONSUMER.LIST.STEP", Value::Null).await;
+    assert_eq!(
+        listed["consumers"][0]["cluster"]["leader"],
+        old_leader.as_str(),
+        "{listed}"
+    );
 
     // Two messages fetched and confirmed, then a pull request left waiting.
     let jetstream = async_nats::jetstream::new(client.clone());
