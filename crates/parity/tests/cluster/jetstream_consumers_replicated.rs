@@ -16,7 +16,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use crate::jetstream_assignments::{error_code, leader_of, one_answer};
+use crate::jetstream_assignments::{answers, error_code, leader_of, one_answer};
 use crate::jetstream_replicated::{names_of, publish_until_acked};
 use crate::meta::{index_of, start, ELECTION_BOUND};
 use crate::support::connect_all;
@@ -39,7 +39,7 @@ async fn settled_consumer(client: &Client, stream: &str, name: &str, names: &[St
     let deadline = Instant::now() + ELECTION_BOUND;
     let subject = format!("$JS.API.CONSUMER.INFO.{stream}.{name}");
     loop {
-        let info = one_answer(client, &subject, Value::Null).await;
+        let info = led_answer(client, &subject, Value::Null, deadline).await;
         let leader = info["cluster"]["leader"].as_str().unwrap_or("");
         let settled = names.iter().any(|known| known == leader)
             && info["cluster"]["replicas"]
@@ -53,6 +53,25 @@ async fn settled_consumer(client: &Client, stream: &str, name: &str, names: &[St
         }
         assert!(Instant::now() < deadline, "{name} did not settle: {info}");
         tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// The single answer to a request about a replicated stream, asked again while nobody answers:
+/// a group may be between leaders (just after it formed, or after a kill), and nobody answers
+/// then, on either server.
+pub(crate) async fn led_answer(
+    client: &Client,
+    subject: &str,
+    body: Value,
+    deadline: Instant,
+) -> Value {
+    loop {
+        let mut got = answers(client, subject, body.clone()).await;
+        if !got.is_empty() {
+            assert_eq!(got.len(), 1, "{subject}: expected one answer, got {got:?}");
+            return got.remove(0);
+        }
+        assert!(Instant::now() < deadline, "{subject}: never answered");
     }
 }
 
@@ -86,17 +105,29 @@ async fn with_durable(stream: Value, consumer: Value) -> (Cluster, Vec<String>, 
     let clients = connect_all(&cluster).await;
     let stream_name = stream["name"].as_str().unwrap_or("").to_string();
     let durable = consumer["durable_name"].as_str().unwrap_or("").to_string();
-    let created = one_answer(
-        &clients[0],
-        &format!("$JS.API.STREAM.CREATE.{stream_name}"),
-        stream,
-    )
-    .await;
+    // nats-server refuses placement (10005, peer offline) until its meta leader has heard
+    // from every server since it started: asked again then.
+    let deadline = Instant::now() + ELECTION_BOUND;
+    let created = loop {
+        let created = led_answer(
+            &clients[0],
+            &format!("$JS.API.STREAM.CREATE.{stream_name}"),
+            stream.clone(),
+            deadline,
+        )
+        .await;
+        if error_code(&created) != 10005 || Instant::now() > deadline {
+            break created;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
     assert_eq!(created["did_create"], true, "{created}");
-    let created = one_answer(
+    // The same create again is answered as the first (an identical consumer).
+    let created = led_answer(
         &clients[0],
         &format!("$JS.API.CONSUMER.DURABLE.CREATE.{stream_name}.{durable}"),
         json!({"stream_name": stream_name, "config": consumer}),
+        Instant::now() + ELECTION_BOUND,
     )
     .await;
     assert_eq!(error_code(&created), 0, "{created}");
@@ -220,13 +251,20 @@ async fn acks_confirmed_before_the_leader_is_killed_are_kept_by_the_next_one() {
     let back = loop {
         settled_consumer(&client, "ACKS", "WORKER", &names).await;
         let stepdown = json!({"placement": {"preferred": leader}});
-        one_answer(
+        led_answer(
             &client,
             "$JS.API.CONSUMER.LEADER.STEPDOWN.ACKS.WORKER",
             stepdown,
+            deadline,
         )
         .await;
-        let info = one_answer(&client, "$JS.API.CONSUMER.INFO.ACKS.WORKER", Value::Null).await;
+        let info = led_answer(
+            &client,
+            "$JS.API.CONSUMER.INFO.ACKS.WORKER",
+            Value::Null,
+            deadline,
+        )
+        .await;
         if info["cluster"]["leader"] == leader.as_str() {
             break info;
         }

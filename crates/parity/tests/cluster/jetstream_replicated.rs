@@ -284,10 +284,12 @@ async fn a_durable_consumer_on_an_r3_stream_delivers_what_was_published() {
     let (created, _) = create_r3(&a, "WORK", "work.>").await;
     assert_eq!(created["did_create"], true, "{created}");
 
-    let consumer = one_answer(
+    // Asked again while the new stream group is between leaders (nobody answers then).
+    let consumer = crate::jetstream_consumers_replicated::led_answer(
         &c,
         "$JS.API.CONSUMER.DURABLE.CREATE.WORK.WORKER",
         json!({"stream_name": "WORK", "config": {"durable_name": "WORKER", "ack_policy": "explicit"}}),
+        Instant::now() + ELECTION_BOUND,
     )
     .await;
     assert!(consumer.get("error").is_none(), "{consumer}");
