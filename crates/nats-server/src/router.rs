@@ -116,7 +116,7 @@ pub struct Delivery<'a> {
 pub struct PendingFlush {
     clients: Vec<Arc<ClientShared>>,
     /// Clients whose backlog passed the stall mark (half of max_pending, or 2 MiB while every
-    /// connection together holds more than 32 MiB; see `client/outbound.rs`): the publisher
+    /// connection together holds more than 8 MiB; see `client/outbound.rs`): the publisher
     /// waits a little for them (nats-server's fast-producer stall) so a slower-but-healthy
     /// subscriber keeps up.
     stalled: Vec<Arc<ClientShared>>,
