@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """$JS.API request rates (issue 21), ours beside nats-server in the same run: stream create and
-delete (memory and file), consumer create and delete (ephemeral and durable), STREAM.INFO, and
-STREAM.NAMES / STREAM.LIST paged through while 10k streams exist. Each server is started alone
+delete (memory and file), Key-Value bucket create, consumer create and delete (ephemeral and
+durable), STREAM.INFO, CONSUMER.INFO, and STREAM.NAMES / STREAM.LIST paged through while 10k
+streams exist. Each server is started alone
 with the same flags (`-a 127.0.0.1 -p PORT -js -sd STORE`) and driven over raw sockets with a
 window of requests in flight (nats-server serves admin requests one at a time anyway, so the
 window only keeps the queue fed). Every answer is decoded; an API error fails the run.
 Rates are requests/s (pages/s for the paging rows); ratio = ours / nats-server (> 1: ours better);
 peak RSS is VmHWM after the whole sequence.
-Usage: api_rates.py OURS_BINARY REF_BINARY [--streams N] [--file-streams N] [--consumers N]
+Usage: api_rates.py OURS_BINARY REF_BINARY [--streams N] [--file-streams N] [--buckets N] [--consumers N]
                     [--infos N] [--window W] [--rounds R]"""
 import argparse, json, os, random, shutil, socket, subprocess, sys, tempfile, time
 
@@ -109,6 +110,17 @@ def stream_config(name, storage):
                        "retention": "limits", "num_replicas": 1})
 
 
+def kv_config(bucket):
+    """The STREAM.CREATE a Key-Value client sends for a new bucket (nats.go's defaults,
+    history 1, file storage)."""
+    return json.dumps({"name": f"KV_{bucket}", "subjects": [f"$KV.{bucket}.>"], "storage": "file",
+                       "retention": "limits", "max_msgs_per_subject": 1, "discard": "new",
+                       "max_msgs": -1, "max_bytes": -1, "max_age": 0, "max_msg_size": -1,
+                       "num_replicas": 1, "duplicate_window": 120_000_000_000,
+                       "allow_rollup_hdrs": True, "deny_delete": True, "allow_direct": True,
+                       "mirror_direct": False})
+
+
 def scenario_rows(port, args):
     """The sequence, one server: returns [(scenario, unit, rate)]."""
     conn = Conn(port)
@@ -141,6 +153,12 @@ def scenario_rows(port, args):
     delete = [(f"$JS.API.STREAM.DELETE.{name}", "") for name in file_names]
     rows.append(("stream delete (file)", "req/s", f / conn.run(delete, args.window)))
 
+    b = args.buckets
+    buckets = [f"B{i}" for i in range(b)]
+    create = [(f"$JS.API.STREAM.CREATE.KV_{name}", kv_config(name)) for name in buckets]
+    rows.append(("KV bucket create (file)", "req/s", b / conn.run(create, args.window)))
+    conn.run([(f"$JS.API.STREAM.DELETE.KV_{name}", "") for name in buckets], args.window)
+
     c = args.consumers
     for storage in ("memory", "file"):
         stream = f"CONSUMERS_{storage.upper()}"
@@ -155,6 +173,11 @@ def scenario_rows(port, args):
             create = [(f"$JS.API.CONSUMER.CREATE.{stream}.{name}", body(name)) for name in consumers]
             rows.append((f"consumer create ({kind}, {storage})", "req/s",
                          c / conn.run(create, args.window)))
+            if kind == "durable":
+                infos = [(f"$JS.API.CONSUMER.INFO.{stream}.{rng.choice(consumers)}", "")
+                         for _ in range(args.infos)]
+                rows.append((f"CONSUMER.INFO ({storage}, {c} consumers)", "req/s",
+                             args.infos / conn.run(infos, args.window)))
             delete = [(f"$JS.API.CONSUMER.DELETE.{stream}.{name}", "") for name in consumers]
             rows.append((f"consumer delete ({kind}, {storage})", "req/s",
                          c / conn.run(delete, args.window)))
@@ -195,6 +218,7 @@ def main():
     parser.add_argument("--streams", type=int, default=10_000)
     parser.add_argument("--file-streams", type=int, default=1_000)
     parser.add_argument("--consumers", type=int, default=500)
+    parser.add_argument("--buckets", type=int, default=500)
     parser.add_argument("--infos", type=int, default=10_000)
     parser.add_argument("--page-passes", type=int, default=5)
     parser.add_argument("--window", type=int, default=32)
