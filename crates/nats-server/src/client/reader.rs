@@ -195,6 +195,16 @@ pub async fn run<R: AsyncRead + Unpin>(
     server.unregister_client(&shared);
 }
 
+/// The user CONNECT names, as nats-server shows it in `/connz` (`authorized_user`, the `user`
+/// filter) where no authenticated user stands for it: the nkey, else the user name, else
+/// `[REDACTED]` for a token.
+fn raw_user(connect: &ConnectOptions) -> Option<String> {
+    let named = |value: &Option<String>| value.clone().filter(|text| !text.is_empty());
+    named(&connect.nkey)
+        .or_else(|| named(&connect.user))
+        .or_else(|| named(&connect.auth_token).map(|_| "[REDACTED]".to_string()))
+}
+
 /// Why nats-server closes a client after this parser error (its /connz `reason`, and for a
 /// websocket client the CLOSE status: 1009, 1008, else 1002).
 fn parse_close_reason(error: &nats_proto::ProtocolError) -> CloseReason {
@@ -471,9 +481,10 @@ impl Session {
                         parser.set_max_payload(parser.max_payload().min(payload));
                     }
                     self.jwt_user = jwt;
-                    self.shared.meta.lock().user = user;
+                    self.shared.meta.lock().user = user.or_else(|| raw_user(&connect));
                 }
                 Err(_) => {
+                    self.shared.meta.lock().user = raw_user(&connect);
                     tracing::error!(
                         "{} - cid:{} - authentication error",
                         self.shared.address,
@@ -483,6 +494,9 @@ impl Session {
                     return Next::Close(CloseReason::AuthenticationViolation);
                 }
             }
+        }
+        if !authenticator.required() && !self.connected {
+            self.shared.meta.lock().user = raw_user(&connect);
         }
         self.connect_options = Some(connect.clone());
         if connect.no_responders && !connect.headers {

@@ -167,6 +167,8 @@ fn closed_connections_keep_their_reason_counters_and_subscriptions() {
     assert_eq!(bar["sid"], "2");
     assert_eq!(bar["account"], "$G");
     assert_eq!(bar["cid"], first_cid);
+    // A refused login keeps the user its CONNECT named.
+    assert_eq!(entry(&connz, stranger_cid)["authorized_user"], "bob");
 
     // Open, closed and all.
     let connz = get_json(&server, "/connz");
@@ -306,4 +308,21 @@ async fn system_connz_requests_filter_by_state() {
     );
     let other = request_json(&system, "$SYS.REQ.ACCOUNT.SYS.CONNZ", r#"{"state":1}"#).await;
     assert_eq!(other["data"]["total"], 0, "{other}");
+}
+
+/// Without authorization `authorized_user` is the user CONNECT named (`[REDACTED]` for a
+/// token), and the `user` filter finds it.
+#[test]
+fn authorized_user_is_the_connect_user_without_authorization() {
+    let server = monitored("");
+    let named = RawClient::connect_with(&server, r#"{"verbose":false,"user":"bob","pass":"x"}"#);
+    let token = RawClient::connect_with(&server, r#"{"verbose":false,"auth_token":"secret"}"#);
+    let connz = get_json(&server, "/connz?auth=1");
+    assert_eq!(entry(&connz, client_id(&named))["authorized_user"], "bob");
+    assert_eq!(
+        entry(&connz, client_id(&token))["authorized_user"],
+        "[REDACTED]"
+    );
+    let connz = get_json(&server, "/connz?user=bob");
+    assert_eq!(cids(&connz), [client_id(&named)]);
 }
