@@ -326,3 +326,21 @@ fn authorized_user_is_the_connect_user_without_authorization() {
     let connz = get_json(&server, "/connz?user=bob");
     assert_eq!(cids(&connz), [client_id(&named)]);
 }
+
+/// A connection refused over `max_connections` is kept, with nats-server's reason.
+#[test]
+fn a_refused_connection_is_kept_with_its_reason() {
+    let server = monitored("max_connections: 1\n");
+    // The harness's readiness probe may still hold the one place.
+    connz_until(&server, "/connz", |connz| connz["total"] == 0);
+    let _open = RawClient::connect_with(&server, r#"{"verbose":false}"#);
+    let mut refused = RawClient::connect(&server);
+    let refused_cid = client_id(&refused);
+    let rest = refused.read_to_close().expect("closed after the refusal");
+    assert!(rest.contains("maximum connections exceeded"), "{rest}");
+    let connz = await_closed(&server, refused_cid);
+    assert_eq!(
+        entry(&connz, refused_cid)["reason"],
+        "Maximum Connections Exceeded"
+    );
+}
