@@ -30,7 +30,10 @@ pub(super) fn apply_accounts(options: &mut Options, entry: &Entry) -> Result<(),
             name: name.clone(),
             ..AccountOptions::default()
         };
-        if let Value::Map(items) = &account.value {
+        let Value::Map(items) = &account.value else {
+            return Err(account.error("Expected map entries for accounts"));
+        };
+        {
             for (key, item) in items {
                 match key.to_ascii_lowercase().as_str() {
                     "users" => {

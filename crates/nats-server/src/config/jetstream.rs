@@ -4,7 +4,7 @@
 //! Called by `options.rs` for the top-level `jetstream` key. Errors follow nats-server's
 //! wording (`unknown field`, `Expected a map to define ...`, Go's interface conversion text).
 
-use super::options::{boolean, integer, map, parse_duration, size, string};
+use super::options::{boolean, duration, integer, map, size, string};
 use super::value::{ConfigError, Entry, Value};
 use nats_jetstream::{BatchLimits, JetStreamConfig, SyncPolicy};
 use std::path::PathBuf;
@@ -12,6 +12,7 @@ use std::time::Duration;
 
 pub(super) fn apply_jetstream(
     config: &mut JetStreamConfig,
+    warnings: &mut Vec<String>,
     entry: &Entry,
 ) -> Result<(), ConfigError> {
     match &entry.value {
@@ -20,16 +21,27 @@ pub(super) fn apply_jetstream(
             return Ok(());
         }
         Value::String(text) => {
-            config.enabled = matches!(
-                text.to_ascii_lowercase().as_str(),
-                "enabled" | "enable" | "true" | "yes" | "on"
-            );
+            config.enabled = match text.to_ascii_lowercase().as_str() {
+                "enabled" | "enable" => true,
+                "disabled" | "disable" => false,
+                _ => {
+                    return Err(entry.error(format!(
+                        "Expected 'enabled' or 'disabled' for string value, got '{text}'"
+                    )))
+                }
+            };
             return Ok(());
         }
-        _ => {}
+        Value::Map(_) => {}
+        other => {
+            return Err(entry.error(format!(
+                "Expected map, bool or string to define JetStream, got {}",
+                other.go_type_name()
+            )))
+        }
     }
     config.enabled = true;
-    apply_block(config, entry).map_err(|error| {
+    apply_block(config, warnings, entry).map_err(|error| {
         // nats-server recovers a failed type assertion inside the block at the block's own
         // position.
         if error.message.starts_with("interface conversion") {
@@ -44,7 +56,11 @@ pub(super) fn apply_jetstream(
     })
 }
 
-fn apply_block(config: &mut JetStreamConfig, entry: &Entry) -> Result<(), ConfigError> {
+fn apply_block(
+    config: &mut JetStreamConfig,
+    warnings: &mut Vec<String>,
+    entry: &Entry,
+) -> Result<(), ConfigError> {
     for (key, item) in map(entry)? {
         match key.to_ascii_lowercase().as_str() {
             "store_dir" | "storedir" | "store" => {
@@ -59,11 +75,7 @@ fn apply_block(config: &mut JetStreamConfig, entry: &Entry) -> Result<(), Config
                     Value::String(text) if text.eq_ignore_ascii_case("always") => {
                         SyncPolicy::Always
                     }
-                    Value::String(text) => SyncPolicy::Interval(
-                        parse_duration(text)
-                            .ok_or_else(|| item.error(format!("invalid duration {text:?}")))?,
-                    ),
-                    _ => return Err(item.error("sync_interval must be a duration or \"always\"")),
+                    _ => SyncPolicy::Interval(duration(warnings, "sync_interval", item)?),
                 }
             }
             "domain" => config.domain = Some(string(item)?),
@@ -87,17 +99,27 @@ fn apply_block(config: &mut JetStreamConfig, entry: &Entry) -> Result<(), Config
             }
             "enabled" | "enable" => config.enabled = boolean(item)?,
             "unique_tag" => config.unique_tag = Some(string(item)?),
+            // Accepted and not used; checked for their kind as nats-server reads them.
             "max_buffered_msgs"
             | "max_buffered_size"
-            | "max_ha_assets"
             | "request_queue_limit"
-            | "cipher"
-            | "key"
-            | "prev_key"
-            | "compress_ok"
-            | "max_outstanding_catchup"
-            | "extension_hint"
-            | "tpm" => {}
+            | "max_outstanding_catchup" => {
+                let parses = match &item.value {
+                    Value::Integer(_) => true,
+                    Value::String(text) => go_compat::size::storage_size(text).is_ok(),
+                    _ => false,
+                };
+                if !parses {
+                    return Err(item.error(format!(
+                        "Expected a parseable size for {key:?}, got {}",
+                        item.value.go_text()
+                    )));
+                }
+            }
+            "cipher" | "key" | "prev_key" | "extension_hint" => {
+                string(item)?;
+            }
+            "tpm" => {}
             _ if item.used_as_variable => {}
             _ => return Err(item.error(format!("unknown field \"{key}\""))),
         }

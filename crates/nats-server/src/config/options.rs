@@ -314,9 +314,9 @@ fn apply_top_level(options: &mut Options, key: &str, entry: &Entry) -> Result<()
                 value => value,
             }
         }
-        "ping_interval" => options.ping_interval = duration(options, key, entry)?,
+        "ping_interval" => options.ping_interval = duration(&mut options.warnings, key, entry)?,
         "ping_max" => options.ping_max = integer(entry)?,
-        "write_deadline" => options.write_deadline = duration(options, key, entry)?,
+        "write_deadline" => options.write_deadline = duration(&mut options.warnings, key, entry)?,
         "authorization" => apply_authorization(options, entry)?,
         "no_auth_user" => options.no_auth_user = Some(string(entry)?),
         "http_port" | "monitor_port" => options.http_port = integer(entry)?,
@@ -342,7 +342,9 @@ fn apply_top_level(options: &mut Options, key: &str, entry: &Entry) -> Result<()
         "logfile" | "log_file" => options.log_file = Some(PathBuf::from(string(entry)?)),
         "pidfile" | "pid_file" => options.pid_file = Some(PathBuf::from(string(entry)?)),
         "ports_file_dir" => options.ports_file_dir = Some(PathBuf::from(string(entry)?)),
-        "jetstream" => super::jetstream::apply_jetstream(&mut options.jetstream, entry)?,
+        "jetstream" => {
+            super::jetstream::apply_jetstream(&mut options.jetstream, &mut options.warnings, entry)?
+        }
         "tls" => super::tls::apply_tls(options, entry)?,
         "cluster" => super::cluster::apply_cluster(options, entry)?,
         "websocket" => super::websocket::apply_websocket(options, entry)?,
@@ -367,14 +369,41 @@ fn apply_top_level(options: &mut Options, key: &str, entry: &Entry) -> Result<()
         }
         "allow_non_tls" => options.allow_non_tls = boolean(entry)?,
         "server_tags" => options.server_tags = server_tags(entry)?,
-        other if IGNORED_KEYS.contains(&other) => options.warnings.push(format!(
-            "{}: \"{key}\" is not supported by rnats and is ignored",
-            position(entry)
-        )),
+        other if IGNORED_KEYS.contains(&other) => {
+            check_ignored_value(other, entry)?;
+            options.warnings.push(format!(
+                "{}: \"{key}\" is not supported by rnats and is ignored",
+                position(entry)
+            ))
+        }
         _ if entry.used_as_variable => {}
         _ => return Err(entry.error(format!("unknown field \"{key}\""))),
     }
     Ok(())
+}
+
+/// The value of a key we ignore still has to be of the kind nats-server reads, with its error.
+fn check_ignored_value(key: &str, entry: &Entry) -> Result<(), ConfigError> {
+    match key {
+        "lame_duck_duration" | "lame_duck_grace_period" => match &entry.value {
+            Value::String(text) => go_compat::duration::parse_std(text.trim())
+                .map(|_| ())
+                .map_err(|error| entry.error(format!("error parsing {key}: {error}"))),
+            _ => Err(not_a(entry, "string")),
+        },
+        "connect_error_reports"
+        | "reconnect_error_reports"
+        | "max_traced_msg_len"
+        | "prof_port"
+        | "logfile_size_limit"
+        | "log_size_limit"
+        | "logfile_max_num" => integer(entry).map(|_| ()),
+        "disable_sublist_cache" | "no_header_support" | "logtime_utc" | "no_system_account" => {
+            boolean(entry).map(|_| ())
+        }
+        "client_advertise" => string(entry).map(|_| ()),
+        _ => Ok(()),
+    }
 }
 
 /// `server_tags`: one string or an array of strings, lower-cased.
@@ -588,7 +617,7 @@ fn parse_rules(entry: &Entry) -> Result<SubjectRules, ConfigError> {
 pub(super) fn map(entry: &Entry) -> Result<&Vec<(String, Entry)>, ConfigError> {
     match &entry.value {
         Value::Map(items) => Ok(items),
-        _ => Err(entry.error("expected a map")),
+        _ => Err(not_a(entry, "map[string]interface {}")),
     }
 }
 
@@ -613,6 +642,7 @@ pub(super) fn listen_address(entry: &Entry) -> Result<(String, Option<i64>), Con
     match &entry.value {
         Value::Integer(port) => Ok((String::new(), Some(*port))),
         Value::String(text) => split_host_port(text)
+            .filter(|(_, port)| port.is_some())
             .ok_or_else(|| entry.error(format!("could not parse address string {text:?}"))),
         _ => Err(entry.error(format!(
             "expected port or host:port, got {}",
@@ -663,16 +693,22 @@ pub(super) fn duration_value(
     key: &str,
     entry: &Entry,
 ) -> Result<Duration, ConfigError> {
-    duration(options, key, entry)
+    duration(&mut options.warnings, key, entry)
 }
 
-fn duration(options: &mut Options, key: &str, entry: &Entry) -> Result<Duration, ConfigError> {
+/// A duration as nats-server's `parseDuration`: a Go duration text, else a number of seconds
+/// with its warning (pushed on `warnings`).
+pub(super) fn duration(
+    warnings: &mut Vec<String>,
+    key: &str,
+    entry: &Entry,
+) -> Result<Duration, ConfigError> {
     if let Value::String(text) = &entry.value {
         return go_compat::duration::parse_std(text.trim())
             .map_err(|error| entry.error(format!("error parsing {key}: {error}")));
     }
     // Anything else is read as a number of seconds, with nats-server's warning first.
-    options.warnings.push(format!(
+    warnings.push(format!(
         "{}: invalid use of field \"{key}\": {key} should be converted to a duration",
         position(entry)
     ));

@@ -83,7 +83,7 @@ const REFUSED: &[&str] = &[
 /// Read a top-level `tls { }` block into `options.tls`, loading its files to check them.
 pub fn apply_tls(options: &mut Options, entry: &Entry) -> Result<(), ConfigError> {
     let Value::Map(items) = &entry.value else {
-        return Err(entry.error("expected a map"));
+        return Err(super::options::not_a(entry, "map[string]interface {}"));
     };
     let mut tls = TlsOptions::default();
     for (key, item) in items {
@@ -195,10 +195,11 @@ fn handshake_first(tls: &mut TlsOptions, key: &str, entry: &Entry) -> Result<(),
 fn minimum_version(entry: &Entry) -> Result<TlsMinimumVersion, ConfigError> {
     let text = match &entry.value {
         Value::String(text) => text.clone(),
-        Value::Float(number) => number.to_string(),
-        _ => {
-            return Err(entry
-                .error("error parsing tls config: 'min_version' wrong type: expected a string"))
+        other => {
+            return Err(entry.error(format!(
+                "error parsing tls config: 'min_version' wrong type: {}",
+                other.go_text()
+            )))
         }
     };
     match text.as_str() {

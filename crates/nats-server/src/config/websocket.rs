@@ -112,7 +112,17 @@ pub fn apply_websocket(options: &mut Options, entry: &Entry) -> Result<(), Confi
             }
             "same_origin" => websocket.same_origin = boolean(item)?,
             "allowed_origins" | "allowed_origin" | "allow_origins" | "allow_origin" | "origins"
-            | "origin" => websocket.allowed_origins = string_list(item)?,
+            | "origin" => {
+                websocket.allowed_origins = match &item.value {
+                    Value::String(_) | Value::Array(_) => string_list(item)?,
+                    other => {
+                        return Err(item.error(format!(
+                            "error parsing allowed origins: unsupported type {}",
+                            other.go_type_name()
+                        )))
+                    }
+                }
+            }
             "handshake_timeout" => websocket.handshake_timeout = handshake_timeout(item)?,
             "compress" | "compression" => websocket.compression = boolean(item)?,
             "authorization" | "authentication" => apply_authorization(&mut websocket, item)?,

@@ -53,6 +53,51 @@ fn values_of_the_wrong_kind() {
             "check.conf:1:0: interface conversion: interface {} is int64, not string\n",
         ),
         (
+            "listen: \"localhost\"\n",
+            "check.conf:1:0: could not parse address string \"localhost\"\n",
+        ),
+        (
+            "jetstream: \"on\"\n",
+            "check.conf:1:0: Expected 'enabled' or 'disabled' for string value, got 'on'\n",
+        ),
+        (
+            "jetstream: 5\n",
+            "check.conf:1:0: Expected map, bool or string to define JetStream, got int64\n",
+        ),
+        (
+            "jetstream { max_buffered_msgs: true }\n",
+            "check.conf:1:12: Expected a parseable size for \"max_buffered_msgs\", got true\n",
+        ),
+        (
+            "jetstream { max_ha_assets: 1 }\n",
+            "check.conf:1:12: unknown field \"max_ha_assets\"\n",
+        ),
+        (
+            "accounts { A: 5 }\n",
+            "check.conf:1:11: Expected map entries for accounts\n",
+        ),
+        (
+            "tls: 5\n",
+            "check.conf:1:0: interface conversion: interface {} is int64, not map[string]interface {}\n",
+        ),
+        (
+            "tls { min_version: 123 }\n",
+            "check.conf:1:6: error parsing tls config: 'min_version' wrong type: 123\n",
+        ),
+        (
+            "websocket { port: -1, no_tls: true, allowed_origins: 5 }\n",
+            "check.conf:1:36: error parsing allowed origins: unsupported type int64\n",
+        ),
+        // Keys rnats does not implement are still checked for their kind.
+        (
+            "lame_duck_duration: 5\n",
+            "check.conf:1:0: interface conversion: interface {} is int64, not string\n",
+        ),
+        (
+            "disable_sublist_cache: 5\n",
+            "check.conf:1:0: interface conversion: interface {} is int64, not bool\n",
+        ),
+        (
             "authorization { users: [ {user: a, password: b}, {user: a, password: c} ] }\n",
             "check.conf:1:0: Duplicate user \"a\" detected\n",
         ),
@@ -76,6 +121,14 @@ fn durations() {
         (
             "ping_interval: true\n",
             "check.conf:1:0: invalid use of field \"ping_interval\": ping_interval should be converted to a duration\ncheck.conf:1:0: interface conversion: interface {} is bool, not int64\n",
+        ),
+        (
+            "jetstream { sync_interval: \"x\" }\n",
+            "check.conf:1:12: error parsing sync_interval: time: invalid duration \"x\"\n",
+        ),
+        (
+            "jetstream { sync_interval: 5 }\n",
+            "check.conf:1:12: invalid use of field \"sync_interval\": sync_interval should be converted to a duration\n",
         ),
         (
             "authorization { timeout: \"x\" }\n",
