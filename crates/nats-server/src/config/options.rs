@@ -272,7 +272,6 @@ const IGNORED_KEYS: &[&str] = &[
     "no_header_support",
     "disable_sublist_cache",
     "prof_port",
-    "max_closed_clients",
     "no_system_account",
     "logtime_utc",
 ];
