@@ -32,6 +32,8 @@ use crate::router::{Delivery, PendingFlush};
 pub const PREFIX: &str = "$RNATS.RAFT";
 /// How often the peers' routes are checked for a lost Raft leader.
 const PEER_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
+/// Names of groups asked for before they ran here, kept at most (then forgotten at once).
+const ASKED_EARLY_LIMIT: usize = 4_096;
 /// A group name for probing a peer's request subject (`$RNATS.RAFT.M.*.<peer>`).
 const PROBE_GROUP: &str = "_probe_";
 /// Requests queued for one (group, sender) before more are dropped (the sender retries).
@@ -53,6 +55,8 @@ pub struct RouteNetwork {
     inbound: Inbound,
     /// When each peer was last heard from (a request or a reply).
     last_seen: Arc<Mutex<HashMap<String, Instant>>>,
+    /// Groups asked for before they ran here: peers already run them (see [`Self::take_asked`]).
+    asked_early: Mutex<std::collections::HashSet<String>>,
     runtime: tokio::runtime::Handle,
 }
 
@@ -68,6 +72,7 @@ impl RouteNetwork {
             groups: Mutex::new(HashMap::new()),
             inbound: Mutex::new(HashMap::new()),
             last_seen: Arc::new(Mutex::new(HashMap::new())),
+            asked_early: Mutex::new(std::collections::HashSet::new()),
             runtime: tokio::runtime::Handle::current(),
         });
         let router = &network.account.router;
@@ -105,6 +110,15 @@ impl RouteNetwork {
     /// Delivers inbound messages for `group` to it from now on.
     pub fn register(&self, group: Arc<RaftGroup>) {
         self.groups.lock().insert(group.group().to_string(), group);
+    }
+
+    /// Whether a peer sent `group` a request before it ran here (forgotten once asked). Such a
+    /// group already runs elsewhere: starting it here with a founding membership would have it
+    /// campaign at once (openraft elects on `initialize`), and in a term its leader already holds
+    /// that campaign wins over the leader on this node and deposes it, leaving the group
+    /// leaderless until the leases run out. Started without one, it follows the leader.
+    pub fn take_asked(&self, group: &str) -> bool {
+        self.asked_early.lock().remove(group)
     }
 
     /// Stops delivering to `group` (it stopped; requests for it are refused from now on).
@@ -223,7 +237,14 @@ async fn serve_inbound(
         let target = network.groups.lock().get(&group).cloned();
         let answer = match target {
             Some(target) => target.handle_message(payload).await,
-            None => nats_raft::refused_reply(&format!("no raft group {group} on this server")),
+            None => {
+                let mut asked = network.asked_early.lock();
+                if asked.len() >= ASKED_EARLY_LIMIT {
+                    asked.clear();
+                }
+                asked.insert(group.clone());
+                nats_raft::refused_reply(&format!("no raft group {group} on this server"))
+            }
         };
         network.publish(&reply, None, &answer);
     }

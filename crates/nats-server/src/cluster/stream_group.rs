@@ -195,18 +195,34 @@ impl ReplicatedStream {
 
     /// Starts (or restarts) the group over `machine` and follows its leadership.
     async fn start_group(self: &Arc<Self>, machine: ReplicaMachine) -> Result<(), String> {
-        let config = GroupConfig::new(
+        let mut config = GroupConfig::new(
             self.name.clone(),
             self.node,
             self.members.clone(),
             self.directory.join("raft"),
         );
+        // Founded below, once registered, unless peers already run it.
+        config.bootstrap = false;
         let state = Box::new(Apply(machine.clone()));
         let group = RaftGroup::start(config, state, self.network.clone())
             .await
             .map_err(|error| error.to_string())?;
         let group = Arc::new(group);
         self.network.register(group.clone());
+        // A peer's request before the registration (refused) or since (a vote or entries here):
+        // the group already runs there, and founding it again would campaign at once and depose
+        // its leader (see RouteNetwork::take_asked). Otherwise found it as every member does.
+        let asked = self.network.take_asked(&self.name);
+        let status = group.status();
+        let fresh =
+            status.term == 0 && status.last_log_index.is_none() && status.protected_until.is_none();
+        if fresh && !asked {
+            if let Err(error) = group.initialize(&self.members).await {
+                tracing::debug!(group = %self.name, %error, "raft initialize skipped");
+            }
+        } else if fresh {
+            tracing::info!(group = %self.name, "stream group already runs on peers: joining it");
+        }
         *self.machine.lock() = Some(machine);
         *self.group.lock() = Some(group.clone());
         let mut leading = group.leading();
