@@ -376,8 +376,10 @@ impl ConsumerReplicas for ReplicatedConsumers {
         *self.committed.lock() = restored;
         // Consumers running here keep their own registrations; a restore happens before this
         // server leads again (a new group start), whose leadership change restarts them.
+        // (The names are taken first: `hold_interest` locks the committed states itself.)
         let running = self.running.lock().clone();
-        for name in self.committed.lock().keys().cloned().collect::<Vec<_>>() {
+        let names: Vec<String> = self.committed.lock().keys().cloned().collect();
+        for name in names {
             if !running.contains(&name) {
                 self.hold_interest(&name);
             }
@@ -557,6 +559,18 @@ pub(crate) async fn deactivate(
     }
 }
 
+/// A first delivery, with acks, at time 7 (the replication tests' entries).
+#[cfg(test)]
+pub(crate) fn first_delivery(consumer_seq: u64, stream_seq: u64) -> ConsumerEntry {
+    ConsumerEntry::Delivered {
+        consumer_seq,
+        stream_seq,
+        delivery_count: 1,
+        timestamp: 7,
+        ack: true,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -585,13 +599,7 @@ mod tests {
     #[test]
     fn records_build_the_committed_state_and_a_snapshot_carries_it() {
         let replicas = ReplicatedConsumers::new(Arc::new(NoLog), Weak::new());
-        let delivered = |consumer_seq, stream_seq| ConsumerEntry::Delivered {
-            consumer_seq,
-            stream_seq,
-            delivery_count: 1,
-            timestamp: 7,
-            ack: true,
-        };
+        let delivered = first_delivery;
         let create = Record::Create {
             name: "C".into(),
             config: Box::new(config()),

@@ -5,6 +5,8 @@
 //! contiguous across a leader change, and a restarted or wiped follower must catch up.
 
 use super::{ProposeFuture, ReplicaMachine, ReplicationError, Replicator};
+use crate::consumer::replicated::{Record, ReplicatedConsumers};
+use crate::consumer::ConsumerEntry;
 use crate::replica_tests::contents_of_stream;
 use crate::resources::Usage;
 use crate::stream::{IngestContext, Stream, StreamCommand};
@@ -198,6 +200,8 @@ struct Node {
     stream: Arc<Stream>,
     replicator: Arc<GroupReplicator>,
     restores: Arc<AtomicUsize>,
+    /// The committed states of the stream's replicated consumers on this node.
+    consumers: Arc<ReplicatedConsumers>,
 }
 
 impl Node {
@@ -265,7 +269,7 @@ impl Cluster {
             batch_limits: Default::default(),
         };
         let replicator = replicator();
-        let (stream, machine) = Stream::start_replicated(
+        let (stream, mut machine) = Stream::start_replicated(
             stream_config(storage),
             1,
             &directory.join("store"),
@@ -274,6 +278,11 @@ impl Cluster {
             Arc::new(Shared(replicator.clone())),
         )
         .expect("stream starts");
+        let consumers = ReplicatedConsumers::new(
+            Arc::new(Shared(replicator.clone())),
+            Arc::downgrade(&stream),
+        );
+        machine.set_consumers(consumers.clone());
         let mut config =
             GroupConfig::new(GROUP, node, self.members.clone(), directory.join("raft"));
         config.bootstrap = bootstrap;
@@ -296,6 +305,7 @@ impl Cluster {
                 stream,
                 replicator,
                 restores,
+                consumers,
             },
         );
     }
@@ -609,6 +619,39 @@ async fn a_wiped_follower_catches_up_from_a_snapshot() {
             &publish(&cluster.nodes[&leader], &format!("a{round}"), 4, None, WAIT).await,
         );
     }
+    // A durable consumer with deliveries and an ack, in the log before the snapshot.
+    let config = serde_json::from_value(
+        serde_json::json!({"durable_name": "C", "name": "C", "ack_policy": "explicit"}),
+    )
+    .expect("consumer config");
+    let delivered = crate::consumer::replicated::first_delivery;
+    let records = [
+        Record::Create {
+            name: "C".into(),
+            config: Box::new(config),
+            created: 5,
+            start_seq: 1,
+        },
+        Record::Entries {
+            name: "C".into(),
+            entries: vec![
+                delivered(1, 1),
+                delivered(2, 2),
+                ConsumerEntry::Acked {
+                    stream_seq: 1,
+                    consumer_seq: 1,
+                    all: false,
+                },
+            ],
+        },
+    ];
+    cluster.nodes[&leader]
+        .consumers
+        .propose(&records)
+        .await
+        .expect("consumer records committed");
+    let committed = cluster.nodes[&leader].consumers.committed();
+    assert_eq!(committed["C"].state.ack_floor.stream_seq, 1);
     let leader_group = cluster.nodes[&leader].group();
     leader_group.snapshot_now().await.expect("snapshot");
     let wiped = cluster.followers(leader)[0];
@@ -628,6 +671,11 @@ async fn a_wiped_follower_catches_up_from_a_snapshot() {
         "caught up from the leader's snapshot"
     );
     cluster.assert_identical();
+    assert_eq!(
+        cluster.nodes[&replacement].consumers.committed(),
+        committed,
+        "the snapshot carried the consumer's committed state"
+    );
     let more = publish(&cluster.nodes[&leader], "after", 3, None, WAIT).await;
     assert_eq!(acked_sequences(&more), vec![101, 102, 103]);
     cluster.wait_all(103).await;
