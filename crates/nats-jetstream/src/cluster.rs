@@ -69,6 +69,11 @@ pub trait Cluster: Send + Sync + 'static {
     fn name(&self) -> String;
     /// Whether this server leads the meta group now.
     fn is_meta_leader(&self) -> bool;
+    /// Whether the meta group has no working leader from here (nats-server's `isLeaderless`:
+    /// then the requests it would route through the meta group get 10008).
+    fn meta_unavailable(&self) -> bool {
+        false
+    }
     /// The stream's assignment, if the meta group has one.
     fn stream(&self, name: &str) -> Option<AssignedStream>;
     /// Every assigned stream of the JetStream account, sorted by name.

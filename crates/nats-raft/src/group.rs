@@ -155,6 +155,8 @@ pub struct GroupStatus {
     pub protected_until: Option<u64>,
     /// Why the group went offline.
     pub error: Option<String>,
+    /// Only on the leader: how long ago a quorum last acknowledged it (`None`: not yet).
+    pub quorum_acked: Option<Duration>,
 }
 
 /// What the log looked like when the group started.
@@ -399,6 +401,10 @@ impl RaftGroup {
             followers,
             protected_until: (protected > 0).then_some(protected),
             error: offline,
+            quorum_acked: metrics
+                .last_quorum_acked
+                .as_ref()
+                .map(|acked| openraft::Instant::elapsed(&**acked)),
         }
     }
 

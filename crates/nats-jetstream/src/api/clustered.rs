@@ -59,6 +59,22 @@ fn stream_of<'a>(api: &ApiSubject<'a>) -> Option<&'a str> {
     }
 }
 
+/// The requests every server answers with 10008 "JetStream system temporarily unavailable"
+/// while the meta group has no working leader from there, as nats-server 2.15.1 does (checked
+/// with two of three servers killed; STREAM.INFO and CONSUMER.CREATE behave otherwise there and
+/// are left to their holders).
+pub(crate) fn unavailable_without_meta(api: &ApiSubject<'_>) -> bool {
+    matches!(
+        api,
+        ApiSubject::StreamCreate { .. }
+            | ApiSubject::StreamDelete { .. }
+            | ApiSubject::StreamNames
+            | ApiSubject::AccountInfo
+            | ApiSubject::StreamMsgGet { .. }
+            | ApiSubject::ConsumerDurableCreate { .. }
+    )
+}
+
 /// Whether this server answers the request at all (the others stay silent).
 pub(crate) fn answers_here(context: &Context, cluster: &dyn Cluster, api: &ApiSubject<'_>) -> bool {
     match api {

@@ -21,6 +21,9 @@ use super::meta::Meta;
 use super::peer;
 
 const NO_SUITABLE_PEERS: &str = "no suitable peers for placement";
+/// A meta leader that no quorum acknowledged for this long is as good as none (its heartbeats
+/// go every 500 ms; the followers' lease is 4 s too).
+const META_QUORUM_LOST: std::time::Duration = std::time::Duration::from_secs(4);
 /// A member counts as online for placement when the leader heard from it this recently (its
 /// heartbeat replies come every 500 ms).
 const PLACEMENT_WINDOW: std::time::Duration = std::time::Duration::from_secs(4);
@@ -86,6 +89,19 @@ impl Cluster for Meta {
 
     fn is_meta_leader(&self) -> bool {
         self.group.status().role == Role::Leader
+    }
+
+    /// No leader known here, or this leader has not heard from a quorum for a while (it keeps
+    /// the role in openraft; nats-server's leader steps down).
+    fn meta_unavailable(&self) -> bool {
+        let status = self.group.status();
+        match status.role {
+            Role::Leader if status.voters.len() > 1 => {
+                status.quorum_acked.is_none_or(|age| age > META_QUORUM_LOST)
+            }
+            Role::Leader => false,
+            _ => status.leader.is_none(),
+        }
     }
 
     fn stream(&self, name: &str) -> Option<AssignedStream> {
