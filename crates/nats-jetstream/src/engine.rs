@@ -83,6 +83,7 @@ impl JetStream {
             name: GLOBAL_ACCOUNT.to_string(),
             transport,
             limits: jetstream_api::AccountLimits::default(),
+            tiers: Default::default(),
         };
         JetStream::start_accounts(config, identity, vec![global], Vec::new()).await
     }
@@ -152,6 +153,7 @@ impl JetStream {
                     name: String::new(),
                     transport,
                     limits: jetstream_api::AccountLimits::default(),
+                    tiers: Default::default(),
                 };
                 context(account, false)
             })

@@ -61,6 +61,10 @@ pub use cluster::{
 pub use engine::JetStream;
 pub use error::JetStreamError;
 pub use jetstream_api::AccountLimits;
+
+/// An account JWT's `tiered_limits` by tier name (`R1`, `R3`); empty for an account with flat
+/// (untiered) limits, the only kind a config file gives.
+pub type TieredLimits = std::collections::BTreeMap<String, AccountLimits>;
 pub use stream::replication::{ProposeFuture, ReplicaMachine, ReplicationError, Replicator};
 pub use transport::{Handler, Message, Transport};
 
@@ -123,6 +127,9 @@ pub struct AccountSetup {
     pub name: String,
     pub transport: std::sync::Arc<dyn Transport>,
     pub limits: AccountLimits,
+    /// The JWT's tiers when the account's limits are tiered (`limits` is then the enforced
+    /// `R1` tier); `$JS.API.INFO` reports usage per tier then, as nats-server.
+    pub tiers: TieredLimits,
 }
 
 /// Who this server is, for API responses, advisories and `/jsz`.

@@ -444,10 +444,11 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
         let served = server.accounts.jetstream();
         let accounts = served
             .iter()
-            .map(|(account, limits)| nats_jetstream::AccountSetup {
+            .map(|(account, limits, tiers)| nats_jetstream::AccountSetup {
                 name: account.name.to_string(),
                 transport: Arc::new(ServerTransport::new(Arc::downgrade(account))),
                 limits: limits.clone(),
+                tiers: tiers.clone(),
             })
             .collect();
         let refused = server
@@ -457,7 +458,7 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
                 !Arc::ptr_eq(account, server.accounts.system())
                     && !served
                         .iter()
-                        .any(|(served, _)| Arc::ptr_eq(account, served))
+                        .any(|(served, _, _)| Arc::ptr_eq(account, served))
             })
             .map(|account| {
                 Arc::new(ServerTransport::new(Arc::downgrade(account)))
@@ -466,7 +467,7 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
             .collect();
         let first = served
             .first()
-            .map(|(account, _)| account.clone())
+            .map(|(account, _, _)| account.clone())
             .unwrap_or_else(crate::accounts::Account::unreachable);
         let _ = server.jetstream_account.set(first);
         let jetstream = JetStream::start_accounts(

@@ -3,7 +3,8 @@
 use super::Context;
 use super::Request;
 use crate::level::API_LEVEL;
-use jetstream_api::{AccountInfo, AccountInfoResponse, AccountTier, ApiStats};
+use jetstream_api::{AccountInfo, AccountInfoResponse, AccountLimits, AccountTier, ApiStats};
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
 pub(crate) fn account_info(context: &Context, request: &Request) {
@@ -13,6 +14,38 @@ pub(crate) fn account_info(context: &Context, request: &Request) {
     if let Some(cluster) = context.cluster.get() {
         totals.streams = cluster.streams().len() as _;
     }
+    let registry = &context.registry;
+    // nats-server reports an account with tiered limits per tier: its top-level `limits` are
+    // then all zero (no default tier), and `tiers` holds every tier the JWT names plus any
+    // tier a stream uses, each with its limits and usage.
+    let (limits, tiers) = if registry.account_tiers.is_empty() {
+        (registry.account_limits.clone(), BTreeMap::new())
+    } else {
+        let mut tiers: BTreeMap<String, AccountTier> = registry
+            .account_tiers
+            .iter()
+            .map(|(name, limits)| {
+                let tier = AccountTier {
+                    limits: limits.clone(),
+                    ..Default::default()
+                };
+                (name.clone(), tier)
+            })
+            .collect();
+        for (name, usage) in registry.tier_totals() {
+            let tier = tiers.entry(name).or_insert_with(|| AccountTier {
+                limits: no_limits(),
+                ..Default::default()
+            });
+            tier.memory = usage.memory;
+            tier.storage = usage.storage;
+            tier.reserved_memory = usage.reserved_memory;
+            tier.reserved_storage = usage.reserved_storage;
+            tier.streams = usage.streams;
+            tier.consumers = usage.consumers;
+        }
+        (no_limits(), tiers)
+    };
     let info = AccountInfo {
         totals: AccountTier {
             memory: totals.memory,
@@ -21,7 +54,7 @@ pub(crate) fn account_info(context: &Context, request: &Request) {
             reserved_storage: totals.reserved_storage,
             streams: totals.streams,
             consumers: totals.consumers,
-            limits: context.registry.account_limits.clone(),
+            limits,
         },
         domain: context.domain.clone().unwrap_or_default(),
         // nats-server counts a request after answering it, so INFO does not see itself.
@@ -31,7 +64,22 @@ pub(crate) fn account_info(context: &Context, request: &Request) {
             errors: context.counters.errors.load(Ordering::Relaxed),
             inflight: 0,
         },
-        tiers: Default::default(),
+        tiers,
     };
     context.respond(request, &AccountInfoResponse::ok(info), false);
+}
+
+/// nats-server's zero `JetStreamAccountLimits`: what it reports where an account has no limits
+/// for a tier (the top level of a tiered account, a tier only a stream uses).
+fn no_limits() -> AccountLimits {
+    AccountLimits {
+        max_memory: 0,
+        max_storage: 0,
+        max_streams: 0,
+        max_consumers: 0,
+        max_ack_pending: 0,
+        memory_max_stream_bytes: 0,
+        storage_max_stream_bytes: 0,
+        max_bytes_required: false,
+    }
 }

@@ -47,6 +47,8 @@ pub(crate) struct Registry {
     pub limits: ResourceLimits,
     /// The account's own JetStream limits (`-1`: none; the server's apply).
     pub account_limits: jetstream_api::AccountLimits,
+    /// The account JWT's tiers (empty: flat limits).
+    pub account_tiers: crate::TieredLimits,
     /// Bytes the account stores (counted in the server's usage too).
     pub usage: Arc<Usage>,
     /// Bytes reserved by `max_bytes` over every account of the server.
@@ -123,6 +125,7 @@ impl Registry {
             account_name: account.name,
             limits: server.limits,
             account_limits,
+            account_tiers: account.tiers,
             usage,
             reservations: server.reservations.clone(),
             admin_lock: tokio::sync::Mutex::new(()),
@@ -309,6 +312,35 @@ impl Registry {
             }
         }
         totals
+    }
+
+    /// Usage per replica tier (`R1`, `R3`: nats-server's tier names), for an account with
+    /// tiered limits: each stream, its consumers, bytes and reservation count in its tier.
+    pub(crate) fn tier_totals(&self) -> std::collections::BTreeMap<String, Totals> {
+        let mut tiers = std::collections::BTreeMap::<String, Totals>::new();
+        for stream in self.all() {
+            let config = stream.config.read().clone();
+            let state = stream.store.state();
+            let tier = tiers
+                .entry(format!("R{}", config.replicas.max(1)))
+                .or_default();
+            tier.streams += 1;
+            tier.consumers += stream.interest.count() as u64;
+            tier.messages += state.msgs;
+            tier.bytes += state.bytes;
+            let reserved = config.max_bytes.max(0) as u64;
+            match config.storage {
+                StorageType::Memory => {
+                    tier.memory += state.bytes;
+                    tier.reserved_memory += reserved;
+                }
+                StorageType::File => {
+                    tier.storage += state.bytes;
+                    tier.reserved_storage += reserved;
+                }
+            }
+        }
+        tiers
     }
 
     /// The registry as mirrors and sources see it: a weak lookup of origins by name.

@@ -185,13 +185,20 @@ impl Account {
     }
 }
 
+/// An account JetStream serves: its limits, and its JWT's tiers when they are tiered.
+pub type ServedAccount = (
+    Arc<Account>,
+    nats_jetstream::AccountLimits,
+    nats_jetstream::TieredLimits,
+);
+
 /// Every account of the server, fixed at start.
 pub struct Accounts {
     global: Arc<Account>,
     system: Arc<Account>,
     by_name: HashMap<String, Arc<Account>>,
     /// The accounts JetStream serves, with their limits, sorted by name.
-    jetstream: Vec<(Arc<Account>, nats_jetstream::AccountLimits)>,
+    jetstream: Vec<ServedAccount>,
 }
 
 impl Accounts {
@@ -217,7 +224,7 @@ impl Accounts {
             let limits = global_config
                 .map(|config| config.jetstream_limits.clone())
                 .unwrap_or_default();
-            jetstream.push((global.clone(), limits));
+            jetstream.push((global.clone(), limits, Default::default()));
         }
         let mut sorted: Vec<_> = options.accounts.iter().collect();
         sorted.sort_by(|left, right| left.name.cmp(&right.name));
@@ -227,7 +234,11 @@ impl Accounts {
             }
             let account = Account::new(&config.name);
             if jetstream_enabled && config.jetstream {
-                jetstream.push((account.clone(), config.jetstream_limits.clone()));
+                jetstream.push((
+                    account.clone(),
+                    config.jetstream_limits.clone(),
+                    config.jetstream_tiers.clone(),
+                ));
             }
             by_name.insert(config.name.clone(), account);
         }
@@ -271,7 +282,7 @@ impl Accounts {
                 if accounts
                     .jetstream
                     .iter()
-                    .any(|(jetstream, _)| Arc::ptr_eq(jetstream, account))
+                    .any(|(jetstream, _, _)| Arc::ptr_eq(jetstream, account))
                 {
                     mappings.push(domain.clone());
                 }
@@ -340,7 +351,7 @@ impl Accounts {
 
     /// The accounts JetStream serves with their limits, sorted by name (empty: JetStream is
     /// off, or on for no account).
-    pub fn jetstream(&self) -> &[(Arc<Account>, nats_jetstream::AccountLimits)] {
+    pub fn jetstream(&self) -> &[ServedAccount] {
         &self.jetstream
     }
 

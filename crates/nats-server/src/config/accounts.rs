@@ -18,6 +18,8 @@ pub struct AccountOptions {
     pub jetstream: bool,
     /// The limits of that block (all `-1`, nats-server's dynamic limits, for `enabled`).
     pub jetstream_limits: nats_jetstream::AccountLimits,
+    /// An account JWT's `tiered_limits` when its limits are tiered (a config file has none).
+    pub jetstream_tiers: nats_jetstream::TieredLimits,
     pub exports: Vec<ExportOptions>,
     pub imports: Vec<ImportOptions>,
     /// `mappings { }` inside the account.

@@ -83,7 +83,7 @@ pub fn account_info(server: &Server, name: &str) -> Result<Value, String> {
             .accounts
             .jetstream()
             .iter()
-            .any(|(served, _)| Arc::ptr_eq(served, account));
+            .any(|(served, _, _)| Arc::ptr_eq(served, account));
     let mut info = Map::new();
     info.insert("account_name".into(), json!(name));
     info.insert("update_time".into(), json!(rfc3339(server.start_time)));

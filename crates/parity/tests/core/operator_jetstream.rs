@@ -1,6 +1,8 @@
 //! Operator mode: an account JWT's JetStream limits apply as a config's (issue 16). Flat limits
 //! are reported by `$JS.API.INFO` and enforced; `tiered_limits` `R1` applies to R1 streams; an
-//! account whose JWT sets no storage limit is answered 10039. Passes against nats-server too.
+//! account whose JWT sets no storage limit is answered 10039; a tiered account's `$JS.API.INFO`
+//! carries `tiers` (every tier the JWT names, with limits and usage) and zero top-level
+//! `limits`. Passes against nats-server too.
 
 use super::jwt_builder::{account_jwt, creds, user_jwt, Trust};
 use serde_json::{json, Value};
@@ -133,4 +135,59 @@ async fn account_jwt_jetstream_limits_apply() {
     let client = without.connect(&server).await;
     let answer = request(&client, "$JS.API.INFO", Value::Null).await;
     assert_eq!(err_code(&answer), 10039, "{answer}");
+}
+
+#[tokio::test]
+async fn tiered_account_info_reports_tiers() {
+    let trust = Trust::new();
+    let tiered = Tenant::new(
+        &trust,
+        json!({"tiered_limits": {
+            "R1": {"mem_storage": -1, "disk_storage": 5_000_000, "streams": 3, "consumer": -1,
+                   "max_ack_pending": 100},
+            "R3": {"mem_storage": 1_000_000, "disk_storage": 0, "streams": 1, "consumer": 2,
+                   "max_bytes_required": true}}}),
+    );
+    let config = trust.config(&[(&tiered.account, &tiered.account_jwt)]);
+    let server = TestServer::start(ServerOptions {
+        jetstream: true,
+        config: Some(config),
+        ..Default::default()
+    });
+    let client = tiered.connect(&server).await;
+    let answer = create(&client, "ONE", 10_000).await;
+    assert_eq!(answer["did_create"], true, "{answer}");
+    let ack = request(&client, "one", json!({"hello": "world"})).await;
+    assert_eq!(ack["seq"], 1, "{ack}");
+    let body = json!({"stream_name": "ONE",
+                      "config": {"durable_name": "C1", "ack_policy": "explicit"}});
+    let answer = request(&client, "$JS.API.CONSUMER.CREATE.ONE.C1", body).await;
+    assert_eq!(answer["name"], "C1", "{answer}");
+    let info = request(&client, "$JS.API.INFO", Value::Null).await;
+    // No default tier: the top-level limits are nats-server's zero limits.
+    let zero = json!({"max_memory": 0, "max_storage": 0, "max_streams": 0, "max_consumers": 0,
+                      "max_ack_pending": 0, "memory_max_stream_bytes": 0,
+                      "storage_max_stream_bytes": 0, "max_bytes_required": false});
+    assert_eq!(info["limits"], zero, "{info}");
+    assert_eq!(info["streams"], 1, "{info}");
+    assert_eq!(info["consumers"], 1, "{info}");
+    assert_eq!(info["reserved_storage"], 10_000, "{info}");
+    let storage = info["storage"].as_u64().unwrap_or(0);
+    assert!(storage > 0, "{info}");
+    // Every tier the JWT names, with its limits (absent per-stream bytes and max_ack_pending
+    // are -1) and its own usage.
+    let expected = json!({
+        "R1": {"memory": 0, "storage": storage, "reserved_memory": 0, "reserved_storage": 10_000,
+               "streams": 1, "consumers": 1,
+               "limits": {"max_memory": -1, "max_storage": 5_000_000, "max_streams": 3,
+                          "max_consumers": -1, "max_ack_pending": 100,
+                          "memory_max_stream_bytes": -1, "storage_max_stream_bytes": -1,
+                          "max_bytes_required": false}},
+        "R3": {"memory": 0, "storage": 0, "reserved_memory": 0, "reserved_storage": 0,
+               "streams": 0, "consumers": 0,
+               "limits": {"max_memory": 1_000_000, "max_storage": 0, "max_streams": 1,
+                          "max_consumers": 2, "max_ack_pending": -1,
+                          "memory_max_stream_bytes": -1, "storage_max_stream_bytes": -1,
+                          "max_bytes_required": true}}});
+    assert_eq!(info["tiers"], expected, "{info}");
 }

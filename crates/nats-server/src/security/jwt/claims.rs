@@ -194,22 +194,41 @@ impl AccountLimits {
                 .filter(|tier| tier.enables())?
                 .clone()
         };
-        Some(nats_jetstream::AccountLimits {
-            max_memory: tier.mem_storage,
-            max_storage: tier.disk_storage,
-            max_streams: tier.streams,
-            max_consumers: tier.consumer,
-            max_ack_pending: tier.max_ack_pending,
-            memory_max_stream_bytes: tier.mem_max_stream_bytes,
-            storage_max_stream_bytes: tier.disk_max_stream_bytes,
-            max_bytes_required: tier.max_bytes_required,
-        })
+        Some(tier.account_limits())
+    }
+
+    /// The JWT's `tiered_limits` as `$JS.API.INFO` reports them, when the account's limits
+    /// are tiered (no flat storage limit); empty otherwise.
+    pub fn jetstream_tiers(&self) -> nats_jetstream::TieredLimits {
+        if self.mem_storage != 0 || self.disk_storage != 0 || !self.jetstream_enabled() {
+            return Default::default();
+        }
+        self.tiered_limits
+            .iter()
+            .map(|(name, tier)| (name.clone(), tier.account_limits()))
+            .collect()
     }
 }
 
 impl JetStreamTier {
     fn enables(&self) -> bool {
         self.mem_storage != 0 || self.disk_storage != 0
+    }
+
+    /// As nats-server converts a JWT's limits: a per-stream byte limit or `max_ack_pending`
+    /// of 0 (absent) means unlimited, -1.
+    fn account_limits(&self) -> nats_jetstream::AccountLimits {
+        let unlimited = |value: i64| if value > 0 { value } else { -1 };
+        nats_jetstream::AccountLimits {
+            max_memory: self.mem_storage,
+            max_storage: self.disk_storage,
+            max_streams: self.streams,
+            max_consumers: self.consumer,
+            max_ack_pending: unlimited(self.max_ack_pending),
+            memory_max_stream_bytes: unlimited(self.mem_max_stream_bytes),
+            storage_max_stream_bytes: unlimited(self.disk_max_stream_bytes),
+            max_bytes_required: self.max_bytes_required,
+        }
     }
 }
 

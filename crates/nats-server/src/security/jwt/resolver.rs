@@ -209,6 +209,7 @@ pub fn account_options(account: &VerifiedAccount, resolver: &Resolver) -> Accoun
         name: account.key().to_string(),
         jetstream: fields.limits.jetstream_enabled(),
         jetstream_limits: fields.limits.jetstream_limits().unwrap_or_default(),
+        jetstream_tiers: fields.limits.jetstream_tiers(),
         exports,
         imports,
         mappings: Vec::new(),
