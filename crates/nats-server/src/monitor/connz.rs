@@ -21,6 +21,19 @@ pub enum ConnectionState {
     Open,
     Closed,
     Any,
+    /// A `$SYS` request's `state` number that nats-server's `ConnState` does not name (not
+    /// 0-2): neither open nor closed connections, an empty page.
+    Unnamed,
+}
+
+impl ConnectionState {
+    fn includes_open(self) -> bool {
+        matches!(self, ConnectionState::Open | ConnectionState::Any)
+    }
+
+    fn includes_closed(self) -> bool {
+        matches!(self, ConnectionState::Closed | ConnectionState::Any)
+    }
 }
 
 /// nats-server's `sort` keys.
@@ -171,7 +184,7 @@ pub fn connz(server: &Server, options: &ConnzOptions) -> Value {
     // the other filters.
     let mut total = 0;
     let mut records: Vec<Arc<ConnectionRecord>> = Vec::new();
-    if options.state != ConnectionState::Closed {
+    if options.state.includes_open() {
         let with_subscriptions =
             options.subscriptions != SubscriptionsShown::None || !options.filter_subject.is_empty();
         let clients: Vec<_> = server
@@ -202,7 +215,7 @@ pub fn connz(server: &Server, options: &ConnzOptions) -> Value {
                 .map(Arc::new),
         );
     }
-    if options.state != ConnectionState::Open {
+    if options.state.includes_closed() {
         // nats-server keeps no account name for a closed connection of `$G`, so `acc=$G`
         // finds none of them.
         let closed: Vec<_> = server

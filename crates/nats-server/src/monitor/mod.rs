@@ -41,10 +41,24 @@ fn refusal_json(refusal: Refusal) -> Value {
     json!({"error": {"code": refusal.status, "description": refusal.text}})
 }
 
-/// `/connz` for the `$SYS` responders, from the request's options.
+/// `/connz` for the `$SYS` responders, from the request's options. Their `state` is
+/// nats-server's `ConnState` number, named (`open`, `closed`, `all`) for 0-2 before it comes
+/// here: a number still left selects no connection, as nats-server (its query form is refused).
 pub fn connz(server: &crate::server::Server, pairs: &[(String, String)]) -> Value {
-    match connz::ConnzOptions::from_query(&pairs_query(pairs)) {
-        Ok(options) => connz::connz(server, &options),
+    let unnamed =
+        |(name, value): &(String, String)| name == "state" && value.parse::<i64>().is_ok();
+    let named: Vec<_> = pairs
+        .iter()
+        .filter(|pair| !unnamed(pair))
+        .cloned()
+        .collect();
+    match connz::ConnzOptions::from_query(&pairs_query(&named)) {
+        Ok(mut options) => {
+            if pairs.iter().any(unnamed) {
+                options.state = connz::ConnectionState::Unnamed;
+            }
+            connz::connz(server, &options)
+        }
         Err(refusal) => refusal_json(refusal),
     }
 }

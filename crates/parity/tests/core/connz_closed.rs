@@ -310,6 +310,37 @@ async fn system_connz_requests_filter_by_state() {
     assert_eq!(other["data"]["total"], 0, "{other}");
 }
 
+/// A `state` number nats-server's `ConnState` does not name (not 0-2) selects neither open nor
+/// closed connections: an empty page, not an error.
+#[tokio::test(flavor = "multi_thread")]
+async fn system_connz_with_an_unknown_state_is_empty() {
+    let server = monitored(SYSTEM);
+    let system = connect(&server, "sys").await;
+    let _user = RawClient::connect_with(&server, r#"{"verbose":false,"user":"a","pass":"a"}"#);
+    for (subject, state) in [
+        ("$SYS.REQ.SERVER.PING.CONNZ", 3),
+        ("$SYS.REQ.SERVER.PING.CONNZ", -1),
+        ("$SYS.REQ.ACCOUNT.A.CONNZ", 7),
+    ] {
+        let body = format!(r#"{{"state":{state}}}"#);
+        let answer = request_json(&system, subject, &body).await;
+        let data = &answer["data"];
+        assert!(data["error"].is_null(), "{subject} {body}: {answer}");
+        assert_eq!(
+            data["connections"],
+            serde_json::json!([]),
+            "{subject} {body}: {answer}"
+        );
+        assert_eq!(data["num_connections"], 0, "{subject} {body}: {answer}");
+        assert_eq!(data["total"], 0, "{subject} {body}: {answer}");
+        assert_eq!(data["server_id"], answer["server"]["id"], "{answer}");
+    }
+    // The query form names its states: a number there is refused, as before.
+    let refused = tokio::task::block_in_place(|| get_response(&server, "/connz?state=3"));
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert_eq!(refused.body, "Error decoding state for 3");
+}
+
 /// Without authorization `authorized_user` is the user CONNECT named (`[REDACTED]` for a
 /// token), and the `user` filter finds it.
 #[test]
