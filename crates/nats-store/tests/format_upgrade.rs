@@ -1,6 +1,7 @@
 //! A store written before CRC-32C records (block header `NSBLK001`, CRC-32 IEEE records) opens,
 //! keeps appending IEEE records to its old active block, starts new blocks with the new header
-//! and CRC-32C records, and survives a crash and a clean reopen with every message intact.
+//! (`NSBLK003`: CRC-32C and short records), and survives a crash and a clean reopen with every
+//! message intact. An `NSBLK002` active block gets no short records.
 
 use std::fs;
 use std::path::Path;
@@ -20,10 +21,10 @@ fn open(dir: &Path) -> FileStore {
     FileStore::open(dir, StreamStoreConfig::default(), options).unwrap()
 }
 
-/// A block as the previous format wrote it: `NSBLK001` header, messages with CRC-32 (IEEE).
-fn old_block(first_seq: u64, messages: &[(&str, &[u8])]) -> Vec<u8> {
+/// A block as a previous format wrote it: `magic` header, long records with CRC-32 (IEEE).
+fn old_block(magic: &[u8; 8], first_seq: u64, messages: &[(&str, &[u8])]) -> Vec<u8> {
     let mut out = vec![0u8; 32];
-    out[..8].copy_from_slice(b"NSBLK001");
+    out[..8].copy_from_slice(magic);
     out[8..12].copy_from_slice(&1u32.to_le_bytes());
     out[16..24].copy_from_slice(&first_seq.to_le_bytes());
     let crc = crc32fast::hash(&out[..24]);
@@ -66,6 +67,16 @@ fn check_all(store: &mut FileStore, count: u64) {
     }
 }
 
+/// Store `old.<seq>` = `payload <seq>` for every sequence of `range`.
+fn store_messages(store: &mut FileStore, range: std::ops::RangeInclusive<u64>) {
+    for seq in range {
+        let payload = format!("payload {seq}");
+        store
+            .store_msg(&format!("old.{seq}"), b"", payload.as_bytes(), None)
+            .unwrap();
+    }
+}
+
 /// Reopen; recovery finds no damage and every message is there.
 fn reopen_intact(dir: &Path, count: u64) -> FileStore {
     let mut store = open(dir);
@@ -85,7 +96,11 @@ fn an_old_format_store_is_read_appended_and_upgraded_block_by_block() {
         .zip(&payloads)
         .map(|(subject, payload)| (subject.as_str(), payload.as_bytes()))
         .collect();
-    fs::write(dir.path().join("000000000001.blk"), old_block(1, &messages)).unwrap();
+    fs::write(
+        dir.path().join("000000000001.blk"),
+        old_block(b"NSBLK001", 1, &messages),
+    )
+    .unwrap();
 
     let mut store = open(dir.path());
     assert!(store.recovery_report().is_clean());
@@ -106,23 +121,16 @@ fn an_old_format_store_is_read_appended_and_upgraded_block_by_block() {
     );
 
     // Enough to seal the old block and fill new ones.
-    for seq in 5..=200u64 {
-        store
-            .store_msg(
-                &format!("old.{seq}"),
-                b"",
-                format!("payload {seq}").as_bytes(),
-                None,
-            )
-            .unwrap();
-    }
+    store_messages(&mut store, 5..=200);
     store.flush().unwrap();
     let blocks = block_files(dir.path());
     assert!(blocks.len() > 2);
-    assert!(blocks[1..].iter().all(|block| &block[..8] == b"NSBLK002"));
+    assert!(blocks[1..].iter().all(|block| &block[..8] == b"NSBLK003"));
+    // The first record of a new block is short (no TTL, no headers): 12 bytes less.
+    assert_eq!(blocks[1][32 + 5] & 4, 4);
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("sse4.2") {
-        // The first record of a new block carries the CRC-32C flag.
+        // ... and carries the CRC-32C flag.
         assert_eq!(blocks[1][32 + 5] & 2, 2);
     }
     store.abandon();
@@ -132,4 +140,33 @@ fn an_old_format_store_is_read_appended_and_upgraded_block_by_block() {
     let mut store = open(dir.path());
     assert_eq!(store.recovery_report().blocks_scanned, 0);
     check_all(&mut store, 200);
+}
+
+#[test]
+fn an_nsblk002_active_block_gets_long_records_until_it_seals() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(
+        dir.path().join("000000000001.blk"),
+        old_block(b"NSBLK002", 1, &[("old.1", b"payload 1")]),
+    )
+    .unwrap();
+    let mut store = open(dir.path());
+    check_all(&mut store, 1);
+    store.store_msg("old.2", b"", b"payload 2", None).unwrap();
+    store.flush().unwrap();
+    store.abandon();
+    let mut store = reopen_intact(dir.path(), 2);
+    let first_block = &block_files(dir.path())[0];
+    assert_eq!(&first_block[..8], b"NSBLK002");
+    let second = first_block.len() - (RECORD_HEADER_LEN + 5 + 9 + 4);
+    assert_eq!(
+        first_block[second + 5] & 4,
+        0,
+        "no short record in an NSBLK002 block"
+    );
+    store_messages(&mut store, 3..=100);
+    store.close().unwrap();
+    let blocks = block_files(dir.path());
+    assert!(blocks[1..].iter().all(|block| &block[..8] == b"NSBLK003"));
+    reopen_intact(dir.path(), 100);
 }

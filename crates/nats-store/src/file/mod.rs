@@ -95,9 +95,9 @@ pub struct FileBackend {
     compressor: Option<Box<Compressor>>,
     /// Read-ahead for sequential readers (`read_cache.rs`); boxed: a store value stays small.
     read_cache: Box<ReadCache>,
-    /// Checksum flag of records appended to the active block (`record.rs`: CRC-32C only in
-    /// blocks with the current header).
-    checksum_flag: u8,
+    /// Flags records appended to the active block may carry (`record.rs`: CRC-32C in
+    /// `NSBLK002` blocks and later, the short form in `NSBLK003` blocks).
+    record_flags: u8,
     /// The first and last sequence handed out, kept apart from the blocks (`high_water.rs`);
     /// boxed: a store value stays small.
     high_water: Box<HighWater>,
@@ -154,12 +154,12 @@ impl Store<FileBackend> {
             pipeline: Pipeline::new(),
             compressor: None,
             read_cache: Box::default(),
-            checksum_flag: 0,
+            record_flags: 0,
             high_water: Box::new(opened.high_water),
             creation,
         };
         let mut store = Store::from_parts(config.clone(), recovered.index, recovered.ttls, backend);
-        store.backend.checksum_flag = store.backend.active_block_checksum_flag()?;
+        store.backend.record_flags = store.backend.active_block_record_flags()?;
         store.backend.maintenance = store.backend.blocks.iter().map(|b| b.id).collect();
         if opened.damaged {
             store
@@ -377,14 +377,14 @@ impl FileBackend {
         Ok(())
     }
 
-    /// The checksum new records of the active block get: its header says which it may hold.
-    fn active_block_checksum_flag(&self) -> Result<u8, StoreError> {
+    /// The flags new records of the active block may carry: its header says which.
+    fn active_block_record_flags(&self) -> Result<u8, StoreError> {
         let Some(active) = self.blocks.last() else {
             return Ok(0);
         };
         let mut magic = [0u8; 8];
         active.read_at(&self.dir, 0, &mut magic)?;
-        Ok(record::record_checksum_flag(&magic == record::BLOCK_MAGIC))
+        Ok(record::record_flags_for(&magic))
     }
 
     /// A message record of `record_len` bytes at `seq` was buffered: block accounting.
@@ -409,13 +409,17 @@ impl FileBackend {
         } else {
             (record.headers, record.payload, 0)
         };
-        let len = record::record_len(record.subject.len(), first.len(), second.len());
+        let subject_len = record.subject.len();
+        let (location, flags, len) = self.reserve(
+            record.seq,
+            (flags, record.ttl_nanos, record.headers.len()),
+            |flags| record::record_len(flags, subject_len, first.len(), second.len()),
+        )?;
         let record_len = u32::try_from(len).map_err(|_| StoreError::MaxMessageSize)?;
-        let location = self.reserve(record.seq, len)?;
         encode_record_body(
             &mut self.write_buffer,
             RecordKind::Message,
-            flags | self.checksum_flag,
+            flags,
             [record.seq as i64, record.timestamp, record.ttl_nanos],
             record.subject.as_bytes(),
             record.headers.len(),
@@ -446,24 +450,39 @@ impl FileBackend {
         let mut block = Block::new(id, first_seq, file, BLOCK_HEADER_LEN as u64);
         block.data_needs_sync = true;
         self.blocks.push(block);
-        self.checksum_flag = record::record_checksum_flag(true);
+        self.record_flags = record::record_flags_for(record::BLOCK_MAGIC);
         self.dir_needs_sync = true;
         Ok(())
     }
 
-    /// Make room for a record of `len` bytes at `seq`; returns its location in the active block.
-    fn reserve(&mut self, seq: u64, len: usize) -> Result<u32, StoreError> {
+    /// Make room for a record at `seq` whose flags, aux and header length are `fields` and whose
+    /// length with given record flags is `len_of(flags)`: the flags are those of the block it
+    /// lands in (a new block may allow the short form). Returns its location in the active
+    /// block, its final flags and its length.
+    fn reserve(
+        &mut self,
+        seq: u64,
+        fields: (u8, i64, usize),
+        len_of: impl Fn(u8) -> usize,
+    ) -> Result<(u32, u8, usize), StoreError> {
+        let (extra_flags, aux, headers_len) = fields;
+        let mut flags = record::record_flags(extra_flags | self.record_flags, aux, headers_len);
+        let mut len = len_of(flags);
         let block_size = self.options.block_size;
         let buffered = self.write_buffer.len() as u64;
         let active = self.active()?;
         let end = active.written_len + buffered;
         if end > BLOCK_HEADER_LEN as u64 && end + len as u64 > block_size {
             self.rotate(seq)?;
+            flags = record::record_flags(extra_flags | self.record_flags, aux, headers_len);
+            len = len_of(flags);
         }
         let buffered = self.write_buffer.len() as u64;
         let active = self.active()?;
         let location = active.written_len + buffered;
-        u32::try_from(location).map_err(|_| StoreError::Corrupt("block offset overflow".into()))
+        let location = u32::try_from(location)
+            .map_err(|_| StoreError::Corrupt("block offset overflow".into()))?;
+        Ok((location, flags, len))
     }
 
     fn after_append(&mut self, seq: u64) -> Result<(), StoreError> {
@@ -652,17 +671,23 @@ impl Backend for FileBackend {
         if record.compression == Compression::S2 {
             return self.append_compressed(record);
         }
-        let len = record::record_len(
-            record.subject.len(),
-            record.headers.len(),
-            record.payload.len(),
-        );
+        let (location, flags, len) = self.reserve(
+            record.seq,
+            (0, record.ttl_nanos, record.headers.len()),
+            |flags| {
+                record::record_len(
+                    flags,
+                    record.subject.len(),
+                    record.headers.len(),
+                    record.payload.len(),
+                )
+            },
+        )?;
         let record_len = u32::try_from(len).map_err(|_| StoreError::MaxMessageSize)?;
-        let location = self.reserve(record.seq, len)?;
         encode_record(
             &mut self.write_buffer,
             RecordKind::Message,
-            self.checksum_flag,
+            flags,
             record.seq,
             record.timestamp,
             record.ttl_nanos,
@@ -675,15 +700,16 @@ impl Backend for FileBackend {
     }
 
     fn append_skip(&mut self, seq: u64, count: u64) -> Result<(), StoreError> {
-        let len = record::record_len(0, 0, 0);
-        self.reserve(seq, len)?;
+        let aux = i64::try_from(count).unwrap_or(i64::MAX);
+        let (_, flags, _) =
+            self.reserve(seq, (0, aux, 0), |flags| record::record_len(flags, 0, 0, 0))?;
         encode_record(
             &mut self.write_buffer,
             RecordKind::Skip,
-            self.checksum_flag,
+            flags,
             seq,
             0,
-            i64::try_from(count).unwrap_or(i64::MAX),
+            aux,
             b"",
             b"",
             b"",
