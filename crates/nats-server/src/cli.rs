@@ -76,6 +76,7 @@ pub struct Flags {
     pub ports_file_dir: Option<PathBuf>,
     pub log_file: Option<PathBuf>,
     pub logtime: Option<bool>,
+    pub logtime_utc: Option<bool>,
     pub debug: Option<bool>,
     pub trace: Option<bool>,
     pub jetstream: Option<bool>,
@@ -203,6 +204,7 @@ impl Flags {
             "h" | "help" | "help_tls" => self.help = value,
             "v" | "version" => self.version = value,
             "T" | "logtime" => self.logtime = Some(value),
+            "logtime_utc" => self.logtime_utc = Some(value),
             "tls" => self.tls = Some(value),
             "tlsverify" => self.tls_verify = Some(value),
             "no_advertise" => self.no_advertise = Some(value),
@@ -349,6 +351,9 @@ impl Flags {
         }
         if let Some(path) = &self.log_file {
             options.log_file = Some(path.clone());
+        }
+        if let Some(logtime_utc) = self.logtime_utc {
+            options.logtime_utc = logtime_utc;
         }
         if let Some(logtime) = self.logtime {
             options.logtime = logtime;

@@ -31,6 +31,8 @@ struct NatsFormat {
 static DEBUG: AtomicBool = AtomicBool::new(false);
 static TRACE: AtomicBool = AtomicBool::new(false);
 static LOGTIME: AtomicBool = AtomicBool::new(true);
+/// `logtime_utc`: time stamps in UTC rather than the local offset read at start.
+static LOGTIME_UTC: AtomicBool = AtomicBool::new(false);
 
 /// Where lines go: stderr, or a file opened for append (with its path, to reopen it).
 static DESTINATION: Mutex<Option<(PathBuf, std::fs::File)>> = Mutex::new(None);
@@ -48,7 +50,12 @@ where
     ) -> fmt::Result {
         write!(writer, "[{}] ", self.pid)?;
         if LOGTIME.load(Ordering::Relaxed) {
-            let now = OffsetDateTime::now_utc().to_offset(self.offset);
+            let offset = if LOGTIME_UTC.load(Ordering::Relaxed) {
+                UtcOffset::UTC
+            } else {
+                self.offset
+            };
+            let now = OffsetDateTime::now_utc().to_offset(offset);
             write!(
                 writer,
                 "{:04}/{:02}/{:02} {:02}:{:02}:{:02}.{:06} ",
@@ -95,10 +102,11 @@ pub fn init(
     debug: bool,
     trace: bool,
     logtime: bool,
+    logtime_utc: bool,
     log_file: Option<&Path>,
     offset: UtcOffset,
 ) -> std::io::Result<()> {
-    reconfigure(debug, trace, logtime, log_file)?;
+    reconfigure(debug, trace, logtime, logtime_utc, log_file)?;
     let format = NatsFormat {
         pid: std::process::id(),
         offset,
@@ -126,6 +134,7 @@ pub fn reconfigure(
     debug: bool,
     trace: bool,
     logtime: bool,
+    logtime_utc: bool,
     log_file: Option<&Path>,
 ) -> std::io::Result<()> {
     let file = match log_file {
@@ -134,6 +143,7 @@ pub fn reconfigure(
     };
     *DESTINATION.lock() = file;
     LOGTIME.store(logtime, Ordering::Relaxed);
+    LOGTIME_UTC.store(logtime_utc, Ordering::Relaxed);
     // Both swaps run (no `||` short-circuit): a change of `debug` must not skip `trace`.
     let debug_changed = DEBUG.swap(debug, Ordering::Relaxed) != debug;
     let trace_changed = TRACE.swap(trace, Ordering::Relaxed) != trace;

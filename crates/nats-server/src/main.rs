@@ -113,6 +113,7 @@ fn main() -> ExitCode {
         options.debug,
         options.trace,
         options.logtime,
+        options.logtime_utc,
         options.log_file.as_deref(),
         offset,
     ) {

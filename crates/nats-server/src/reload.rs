@@ -37,6 +37,7 @@ pub fn reload(server: &Server) -> Result<(), String> {
             options.debug,
             options.trace,
             options.logtime,
+            options.logtime_utc,
             options.log_file.as_deref(),
         )
         .map_err(|error| format!("cannot open log file: {error}"))?;

@@ -110,6 +110,8 @@ pub struct Options {
     pub debug: bool,
     pub trace: bool,
     pub logtime: bool,
+    /// `logtime_utc` / `--logtime_utc`: log time stamps in UTC.
+    pub logtime_utc: bool,
     pub log_file: Option<PathBuf>,
     pub pid_file: Option<PathBuf>,
     pub ports_file_dir: Option<PathBuf>,
@@ -160,6 +162,7 @@ impl Default for Options {
             debug: false,
             trace: false,
             logtime: true,
+            logtime_utc: false,
             log_file: None,
             pid_file: None,
             ports_file_dir: None,
@@ -273,7 +276,6 @@ const IGNORED_KEYS: &[&str] = &[
     "disable_sublist_cache",
     "prof_port",
     "no_system_account",
-    "logtime_utc",
 ];
 
 fn apply_top_level(options: &mut Options, key: &str, entry: &Entry) -> Result<(), ConfigError> {
@@ -338,6 +340,7 @@ fn apply_top_level(options: &mut Options, key: &str, entry: &Entry) -> Result<()
         "debug" => options.debug = boolean(entry)?,
         "trace" | "trace_verbose" => options.trace = boolean(entry)?,
         "logtime" => options.logtime = boolean(entry)?,
+        "logtime_utc" => options.logtime_utc = boolean(entry)?,
         "logfile" | "log_file" => options.log_file = Some(PathBuf::from(string(entry)?)),
         "pidfile" | "pid_file" => options.pid_file = Some(PathBuf::from(string(entry)?)),
         "ports_file_dir" => options.ports_file_dir = Some(PathBuf::from(string(entry)?)),
@@ -397,7 +400,7 @@ fn check_ignored_value(key: &str, entry: &Entry) -> Result<(), ConfigError> {
         | "logfile_size_limit"
         | "log_size_limit"
         | "logfile_max_num" => integer(entry).map(|_| ()),
-        "disable_sublist_cache" | "no_header_support" | "logtime_utc" | "no_system_account" => {
+        "disable_sublist_cache" | "no_header_support" | "no_system_account" => {
             boolean(entry).map(|_| ())
         }
         "client_advertise" => string(entry).map(|_| ()),

@@ -43,6 +43,9 @@ pub fn diff(old: &Options, new: &Options) -> Result<Changes, String> {
     if old.logtime != new.logtime {
         notice(format!("Reloaded: logtime = {}", new.logtime));
     }
+    if old.logtime_utc != new.logtime_utc {
+        notice(format!("Reloaded: logtime_utc = {}", new.logtime_utc));
+    }
     if old.log_file != new.log_file {
         let path = new
             .log_file
@@ -138,6 +141,7 @@ pub fn diff(old: &Options, new: &Options) -> Result<Changes, String> {
     changes.logging = old.trace != new.trace
         || old.debug != new.debug
         || old.logtime != new.logtime
+        || old.logtime_utc != new.logtime_utc
         || old.log_file != new.log_file;
     changes.authorization = old.username != new.username
         || old.password != new.password
