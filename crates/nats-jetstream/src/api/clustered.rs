@@ -61,18 +61,28 @@ fn stream_of<'a>(api: &ApiSubject<'a>) -> Option<&'a str> {
 
 /// The requests every server answers with 10008 "JetStream system temporarily unavailable"
 /// while the meta group has no working leader from there, as nats-server 2.15.1 does (checked
-/// with two of three servers killed; STREAM.INFO and CONSUMER.CREATE behave otherwise there and
-/// are left to their holders).
-pub(crate) fn unavailable_without_meta(api: &ApiSubject<'_>) -> bool {
-    matches!(
-        api,
+/// with two of three servers killed): all but STREAM.INFO of a stream held here, which
+/// nats-server answers from the replica and we leave to its leader.
+pub(crate) fn unavailable_without_meta(context: &Context, api: &ApiSubject<'_>) -> bool {
+    match api {
+        ApiSubject::StreamInfo { stream } => context.registry.get(stream).is_none(),
         ApiSubject::StreamCreate { .. }
-            | ApiSubject::StreamDelete { .. }
-            | ApiSubject::StreamNames
-            | ApiSubject::AccountInfo
-            | ApiSubject::StreamMsgGet { .. }
-            | ApiSubject::ConsumerDurableCreate { .. }
-    )
+        | ApiSubject::StreamUpdate { .. }
+        | ApiSubject::StreamDelete { .. }
+        | ApiSubject::StreamNames
+        | ApiSubject::StreamList
+        | ApiSubject::StreamPurge { .. }
+        | ApiSubject::AccountInfo
+        | ApiSubject::StreamMsgGet { .. }
+        | ApiSubject::StreamMsgDelete { .. }
+        | ApiSubject::ConsumerCreate { .. }
+        | ApiSubject::ConsumerDurableCreate { .. }
+        | ApiSubject::ConsumerInfo { .. }
+        | ApiSubject::ConsumerNames { .. }
+        | ApiSubject::ConsumerList { .. }
+        | ApiSubject::ConsumerDelete { .. } => true,
+        _ => false,
+    }
 }
 
 /// Whether this server answers the request at all (the others stay silent).

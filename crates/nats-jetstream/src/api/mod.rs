@@ -179,7 +179,7 @@ pub(crate) async fn handle_request(context: &Arc<Context>, message: Message) {
     }
     let cluster = context.cluster.get().cloned();
     if let Some(cluster) = &cluster {
-        if clustered::unavailable_without_meta(&api) && cluster.meta_unavailable() {
+        if cluster.meta_unavailable() && clustered::unavailable_without_meta(context, &api) {
             let error = jetstream_api::errors::CLUSTER_NOT_AVAIL.to_error();
             respond_error(context, &request, &api, error);
             return;

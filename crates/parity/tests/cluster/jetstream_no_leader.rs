@@ -106,6 +106,21 @@ async fn without_a_meta_quorum_requests_get_cluster_not_available() {
             "$JS.API.CONSUMER.DURABLE.CREATE.HALF.D1",
             json!({"stream_name": "HALF", "config": {"durable_name": "D1", "ack_policy": "explicit"}}),
         ),
+        (
+            "$JS.API.STREAM.UPDATE.HALF",
+            json!({"name": "HALF", "subjects": ["half.>"], "num_replicas": 3, "max_msgs": 5}),
+        ),
+        ("$JS.API.STREAM.LIST", Value::Null),
+        ("$JS.API.STREAM.MSG.DELETE.HALF", json!({"seq": 1})),
+        (
+            "$JS.API.CONSUMER.CREATE.HALF.C1",
+            json!({"stream_name": "HALF", "config": {"name": "C1", "ack_policy": "explicit"}}),
+        ),
+        ("$JS.API.CONSUMER.INFO.HALF.D1", Value::Null),
+        ("$JS.API.CONSUMER.NAMES.HALF", Value::Null),
+        ("$JS.API.CONSUMER.LIST.HALF", Value::Null),
+        ("$JS.API.CONSUMER.DELETE.HALF.D1", Value::Null),
+        ("$JS.API.STREAM.INFO.NOPE", Value::Null),
     ] {
         let answer = one_answer(client, subject, body).await;
         assert_eq!(answer["error"]["err_code"], 10008, "{subject}: {answer}");
