@@ -13,7 +13,7 @@ use super::index_writer::IndexJob;
 use super::record::{encode_delete, DeleteEntry};
 
 // Recovery reads index files through `block`.
-pub(crate) use super::block_index::{decode_block_index, IndexedMessage};
+pub(crate) use super::block_index::{decode_block_index, inflate_block_index, IndexedMessage};
 
 /// In-memory state of one block file.
 #[derive(Debug)]

@@ -14,6 +14,12 @@
 //!
 //! Both: `magic[8] | covered_len u64 | first_seq u64 | last_seq u64 | count u64 | messages |
 //! crc32 u32` (little endian; the CRC covers everything before it).
+//!
+//! Written: `NSIDX003`, an `NSIDX002` file Snappy-compressed: `magic[8] | snappy(NSIDX002 file) |
+//! crc32 u32` (the CRC covers everything before it). A block of messages that each bring a new
+//! subject (100k subjects cycled) kept ~17 bytes per message uncompressed, 2-4x that of the whole
+//! stream's subject state in nats-server's `index.db`; recovery inflates it first
+//! ([`inflate_block_index`]).
 
 use hashbrown::HashMap;
 
@@ -24,6 +30,9 @@ use super::record::BLOCK_HEADER_LEN;
 
 const MAGIC_FIXED: &[u8; 8] = b"NSIDX001";
 const MAGIC_COMPACT: &[u8; 8] = b"NSIDX002";
+const MAGIC_SNAPPY: &[u8; 8] = b"NSIDX003";
+/// Largest inflated index accepted (a block holds at most a few million messages).
+const MAX_INFLATED: usize = 1 << 30;
 /// Magic, covered length, first and last sequence, count.
 const HEADER_LEN: usize = 40;
 
@@ -156,6 +165,42 @@ pub(crate) fn encode_block_index<'a>(
     let crc = crc32fast::hash(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     out
+}
+
+/// The index file as written: [`encode_block_index`]'s bytes, Snappy-compressed (`NSIDX003`).
+pub(crate) fn compress_block_index(index: &[u8]) -> Vec<u8> {
+    let mut out = MAGIC_SNAPPY.to_vec();
+    match snap::raw::Encoder::new().compress_vec(index) {
+        Ok(compressed) => out.extend_from_slice(&compressed),
+        // Never for an in-memory buffer; the uncompressed form is read as well.
+        Err(_) => return index.to_vec(),
+    }
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// An index file's bytes as [`decode_block_index`] reads them: an `NSIDX003` file inflated
+/// (after its CRC is checked), any other returned as it is.
+pub(crate) fn inflate_block_index(bytes: Vec<u8>) -> Result<Vec<u8>, StoreError> {
+    if bytes.len() < 12 || &bytes[..8] != MAGIC_SNAPPY {
+        return Ok(bytes);
+    }
+    let (body, crc_bytes) = bytes.split_at(bytes.len() - 4);
+    let mut crc = [0u8; 4];
+    crc.copy_from_slice(crc_bytes);
+    if u32::from_le_bytes(crc) != crc32fast::hash(body) {
+        return Err(StoreError::Corrupt("block index checksum mismatch".into()));
+    }
+    let compressed = &body[8..];
+    let inflated_len = snap::raw::decompress_len(compressed)
+        .map_err(|_| StoreError::Corrupt("block index not inflatable".into()))?;
+    if inflated_len > MAX_INFLATED {
+        return Err(StoreError::Corrupt("block index too large".into()));
+    }
+    snap::raw::Decoder::new()
+        .decompress_vec(compressed)
+        .map_err(|_| StoreError::Corrupt("block index not inflatable".into()))
 }
 
 /// Decode a block index of either version, calling `visit` per message. Nothing is visited when
@@ -367,6 +412,51 @@ mod tests {
         });
         let bytes = encode_block_index(8 << 20, 1, 44_000, many);
         assert!(bytes.len() < 44_000 * 10, "{} bytes", bytes.len());
+    }
+
+    #[test]
+    fn snappy_index_round_trips_and_refuses_damage() {
+        let messages = sample();
+        let plain = encode_block_index(9000, 99, 120, messages.clone().into_iter());
+        let written = compress_block_index(&plain);
+        assert_eq!(&written[..8], MAGIC_SNAPPY);
+        let inflated = inflate_block_index(written.clone()).unwrap();
+        assert_eq!(inflated, plain);
+        assert_eq!(decode(&inflated).unwrap(), (9000, 99, 120, messages));
+        // Older files pass through.
+        assert_eq!(inflate_block_index(plain.clone()).unwrap(), plain);
+        for position in 0..written.len() {
+            let mut damaged = written.clone();
+            damaged[position] ^= 0x10;
+            let refused = inflate_block_index(damaged)
+                .and_then(|inflated| decode(&inflated).map(|_| ()))
+                .is_err();
+            assert!(refused, "flip at {position} accepted");
+        }
+        // 44K messages, each with a new subject (100k subjects cycled): the case it is for.
+        let subjects: Vec<String> = (0..44_000u64)
+            .map(|n| format!("d.{}", n + 50_000))
+            .collect();
+        let many = subjects
+            .iter()
+            .enumerate()
+            .map(|(n, subject)| IndexedMessage {
+                seq: n as u64 + 1,
+                timestamp: 1_700_000_000_000_000_000 + n as i64 * 480,
+                ttl_nanos: 0,
+                location: 32 + n as u32 * 163,
+                record_len: 163,
+                size: 151,
+                subject,
+            });
+        let plain = encode_block_index(8 << 20, 1, 44_000, many);
+        let written = compress_block_index(&plain);
+        assert!(
+            written.len() * 3 < plain.len() * 2,
+            "{} -> {} bytes",
+            plain.len(),
+            written.len()
+        );
     }
 
     #[test]

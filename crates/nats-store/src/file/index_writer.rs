@@ -21,7 +21,7 @@ use crate::error::StoreError;
 use crate::index::MessageIndex;
 
 use super::block::Block;
-use super::block_index::{encode_block_index, IndexedMessage};
+use super::block_index::{compress_block_index, encode_block_index, IndexedMessage};
 use super::durability::run_in_background;
 use super::write_atomic;
 
@@ -81,9 +81,9 @@ impl SealedIndex {
         }
     }
 
-    /// The index file's bytes.
+    /// The index file's bytes (compressed: `block_index.rs`).
     pub fn encode(&self) -> Vec<u8> {
-        encode_block_index(
+        let index = encode_block_index(
             self.covered_len,
             self.first_seq,
             self.last_seq,
@@ -99,7 +99,8 @@ impl SealedIndex {
                     .get(&message.subject_id)
                     .map_or("", |text| text),
             }),
-        )
+        );
+        compress_block_index(&index)
     }
 }
 

@@ -11,7 +11,8 @@ use crate::error::StoreError;
 use crate::index::{MessageIndex, Slot};
 
 use super::block::{
-    block_path, decode_block_index, delete_path, index_path, Block, IndexedMessage,
+    block_path, decode_block_index, delete_path, index_path, inflate_block_index, Block,
+    IndexedMessage,
 };
 use super::record::{
     decode_block_header, decode_deletes, decode_record, DeleteEntry, RecordKind, BLOCK_HEADER_LEN,
@@ -148,7 +149,7 @@ fn load_from_index(
     ttls: &mut TtlIndex,
     report: &mut RecoveryReport,
 ) -> Option<u64> {
-    let bytes = fs::read(index_path(dir, id)).ok()?;
+    let bytes = inflate_block_index(fs::read(index_path(dir, id)).ok()?).ok()?;
     let mut messages = Vec::new();
     let header = decode_block_index(&bytes, |message| messages.push(message)).ok()?;
     if header.covered_len != file_len {
