@@ -105,25 +105,34 @@ async fn three_nodes_agree_on_one_meta_leader() {
     let leader = agreed_leader(&cluster, &[0, 1, 2], 3, None)
         .unwrap_or_else(|error| panic!("{error}\n{}", cluster.logs()));
     for i in 0..3 {
-        let meta = meta_cluster(&cluster, i).expect("meta_cluster");
-        assert_eq!(meta["name"], "meta");
-        assert_eq!(meta["quorum_needed"], 2);
-        assert_eq!(meta["leader"], leader.as_str());
-        assert_eq!(meta["peer"].as_str().map(str::len), Some(8), "{meta}");
-        // Every other member as a replica, this node not among them.
-        let mut replicas: Vec<&str> = meta["replicas"]
-            .as_array()
-            .expect("replicas")
-            .iter()
-            .filter_map(|replica| replica["name"].as_str())
-            .collect();
-        replicas.sort();
         let mut others: Vec<&str> = (0..3)
             .filter(|&j| j != i)
             .map(|j| cluster.node(j).name.as_str())
             .collect();
         others.sort();
+        // Every other member as a replica, this node not among them: named once this node
+        // has heard from it (a peer not heard from yet is listed by its peer id, so a loaded
+        // machine may need a moment after the election).
+        let deadline = Instant::now() + ELECTION_BOUND;
+        let (meta, replicas) = loop {
+            let meta = meta_cluster(&cluster, i).expect("meta_cluster");
+            let mut replicas: Vec<String> = meta["replicas"]
+                .as_array()
+                .expect("replicas")
+                .iter()
+                .filter_map(|replica| replica["name"].as_str().map(str::to_string))
+                .collect();
+            replicas.sort();
+            if replicas == others || Instant::now() > deadline {
+                break (meta, replicas);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
         assert_eq!(replicas, others, "{meta}");
+        assert_eq!(meta["name"], "meta");
+        assert_eq!(meta["quorum_needed"], 2);
+        assert_eq!(meta["leader"], leader.as_str());
+        assert_eq!(meta["peer"].as_str().map(str::len), Some(8), "{meta}");
     }
     // /raftz names the meta group in the system account, with the same leader peer id.
     let leader_peer = meta_cluster(&cluster, 0).expect("meta_cluster")["peer"].clone();
