@@ -34,13 +34,21 @@ pub(crate) fn r3_config(name: &str, subjects: &str) -> Value {
 /// Creates an R3 stream through `client`; returns the answer and how long it took.
 pub(crate) async fn create_r3(client: &Client, name: &str, subjects: &str) -> (Value, Duration) {
     let started = Instant::now();
-    let created = one_answer(
-        client,
-        &format!("$JS.API.STREAM.CREATE.{name}"),
-        r3_config(name, subjects),
-    )
-    .await;
-    (created, started.elapsed())
+    // nats-server refuses placement (10005, peer offline) until its meta leader has heard
+    // from every server since it started: asked again then, within the election bound.
+    let deadline = started + ELECTION_BOUND;
+    loop {
+        let created = one_answer(
+            client,
+            &format!("$JS.API.STREAM.CREATE.{name}"),
+            r3_config(name, subjects),
+        )
+        .await;
+        if error_code(&created) != 10005 || Instant::now() > deadline {
+            return (created, started.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
 }
 
 /// Waits until STREAM.INFO, asked through `client`, is answered by a leader among `names` with
