@@ -51,17 +51,12 @@ pub(crate) fn build_stream_info(
     let cluster_name = context.cluster.get().map(|cluster| cluster.name());
     let with_cluster = view == InfoView::Info || cluster_name.is_some();
     let config = stream.config();
-    // Sources and mirror first, the message counts after: a source position reported here has
-    // its message in the counts below (a message stored in between only makes the lag look
-    // higher for one answer).
-    let mirror = config.mirror.as_ref().map(|source| {
-        let own_last = stream.store.state().last_seq;
-        let origin_last = context
-            .registry
-            .get(&source.name)
-            .filter(|_| source.external.is_none())
-            .map(|origin| *origin.last_sequence.borrow())
-            .unwrap_or(own_last);
+    // Sources first, the message counts after: a source position reported here has its message
+    // in the counts below (a message stored in between only makes the lag look higher for one
+    // answer). A mirror's lag is taken after the counts, from the same last sequence, with the
+    // origin read last: never lower than the truth, and 0 whenever the answer's own state has
+    // caught up with the origin.
+    let mut mirror = config.mirror.as_ref().map(|source| {
         let origin_missing = stream
             .mirror_origin_missing
             .load(std::sync::atomic::Ordering::Relaxed);
@@ -71,7 +66,6 @@ pub(crate) fn build_stream_info(
         StreamSourceInfo {
             name: source.name.clone(),
             external: source.external.clone(),
-            lag: origin_last.saturating_sub(own_last),
             error: origin_missing.then(|| errors::STREAM_NOT_FOUND.to_error()),
             active: if contact == 0 {
                 Nanos(-1)
@@ -118,6 +112,15 @@ pub(crate) fn build_stream_info(
         }
         (state, subjects_total)
     };
+    if let (Some(info), Some(source)) = (mirror.as_mut(), config.mirror.as_ref()) {
+        let origin_last = context
+            .registry
+            .get(&source.name)
+            .filter(|_| source.external.is_none())
+            .map(|origin| *origin.last_sequence.borrow())
+            .unwrap_or(state.last_seq);
+        info.lag = origin_last.saturating_sub(state.last_seq);
+    }
     let info = StreamInfo {
         mirror,
         sources,
