@@ -1,0 +1,465 @@
+//! The in-process three-node harness of the replication tests: an in-memory raft network with
+//! isolation, a replicator that rebuilds its group, and a node per replica (group, stream, router).
+
+use crate::consumer::replicated::ReplicatedConsumers;
+use crate::replica_tests::contents_of_stream;
+use crate::resources::Usage;
+use crate::stream::replication::{ProposeFuture, ReplicaMachine, ReplicationError, Replicator};
+use crate::stream::{IngestContext, Stream};
+use crate::test_transport::TestRouter;
+use crate::{Message, Transport};
+use bytes::Bytes;
+use jetstream_api::{StorageType, StreamConfig};
+use nats_raft::{GroupConfig, Network, NetworkError, NodeId, RaftGroup, ReplyFuture};
+use parking_lot::Mutex;
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+pub(super) const GROUP: &str = "S-R3F-test0001";
+pub(super) const WAIT: Duration = Duration::from_secs(20);
+
+/// Delivers raft messages between the groups registered in it; isolated nodes are unreachable.
+#[derive(Default)]
+pub(super) struct Net {
+    pub(super) groups: Mutex<HashMap<NodeId, Arc<RaftGroup>>>,
+    pub(super) isolated: Mutex<BTreeSet<NodeId>>,
+}
+
+pub(super) struct NodeNetwork {
+    from: NodeId,
+    net: Arc<Net>,
+}
+
+impl Network for NodeNetwork {
+    fn send(&self, _group: &str, target: NodeId, message: Bytes) -> ReplyFuture {
+        let net = self.net.clone();
+        let from = self.from;
+        Box::pin(async move {
+            let unreachable = || NetworkError::Unreachable(format!("node {target}"));
+            let connected = |net: &Net| {
+                !net.isolated.lock().contains(&from) && !net.isolated.lock().contains(&target)
+            };
+            if !connected(&net) {
+                return Err(unreachable());
+            }
+            let destination = net
+                .groups
+                .lock()
+                .get(&target)
+                .cloned()
+                .ok_or_else(unreachable)?;
+            let reply = destination.handle_message(message).await;
+            if !connected(&net) {
+                return Err(unreachable());
+            }
+            Ok(reply)
+        })
+    }
+}
+
+/// The stream's replicator over whichever group the node runs now; it also restarts the group
+/// over a fresh store when the replica must be rebuilt (what the server's stream group does).
+pub(super) struct GroupReplicator {
+    pub(super) group: Mutex<Option<Arc<RaftGroup>>>,
+    pub(super) leadership: watch::Sender<Option<u64>>,
+    pub(super) rebuilds: AtomicUsize,
+    /// How to start this node's group again (set once the group first starts).
+    pub(super) starter: Mutex<Option<GroupStarter>>,
+}
+
+#[derive(Clone)]
+pub(super) struct GroupStarter {
+    config: GroupConfig,
+    machine: ReplicaMachine,
+    restores: Arc<AtomicUsize>,
+    net: Arc<Net>,
+}
+
+impl GroupReplicator {
+    /// Starts the node's group (again) and follows its leadership.
+    async fn start_group(self: &Arc<Self>, starter: GroupStarter) -> Arc<RaftGroup> {
+        let node = starter.config.node_id;
+        let network = Arc::new(NodeNetwork {
+            from: node,
+            net: starter.net.clone(),
+        });
+        let state_machine = Box::new(Machine {
+            replica: starter.machine.clone(),
+            restores: starter.restores.clone(),
+        });
+        let group = Arc::new(
+            RaftGroup::start(starter.config.clone(), state_machine, network)
+                .await
+                .expect("group starts"),
+        );
+        *self.group.lock() = Some(group.clone());
+        *self.starter.lock() = Some(starter.clone());
+        let mut leading = group.leading();
+        let this = self.clone();
+        tokio::spawn(async move {
+            loop {
+                let value = *leading.borrow_and_update();
+                this.leadership.send_replace(value);
+                if leading.changed().await.is_err() {
+                    this.leadership.send_replace(None);
+                    return;
+                }
+            }
+        });
+        starter.net.groups.lock().insert(node, group.clone());
+        group
+    }
+
+    async fn rebuild(self: Arc<Self>) {
+        let Some(starter) = self.starter.lock().clone() else {
+            return;
+        };
+        let Some(group) = self.group.lock().take() else {
+            return;
+        };
+        starter.net.groups.lock().remove(&starter.config.node_id);
+        group.shutdown().await;
+        self.leadership.send_replace(None);
+        starter.machine.reset().expect("replica reset");
+        self.start_group(starter).await;
+    }
+}
+
+/// The replicator a node's stream is started with, before its group exists.
+pub(super) fn replicator() -> Arc<GroupReplicator> {
+    let (leadership, _) = watch::channel(None);
+    Arc::new(GroupReplicator {
+        group: Mutex::new(None),
+        leadership,
+        rebuilds: AtomicUsize::new(0),
+        starter: Mutex::new(None),
+    })
+}
+
+/// Rebuilds run on their own task; the replicator hands them an `Arc` of itself.
+pub(super) struct Shared(Arc<GroupReplicator>);
+
+impl Replicator for Shared {
+    fn propose(&self, batch: Bytes) -> ProposeFuture {
+        let group = self.0.group.lock().clone();
+        Box::pin(async move {
+            let Some(group) = group else {
+                return Err(ReplicationError::NotLeader);
+            };
+            match group.propose(batch).await {
+                Ok(_) => Ok(()),
+                Err(nats_raft::RaftGroupError::NotLeader { .. }) => {
+                    Err(ReplicationError::NotLeader)
+                }
+                Err(error) => Err(ReplicationError::Failed(error.to_string())),
+            }
+        })
+    }
+
+    fn leadership(&self) -> watch::Receiver<Option<u64>> {
+        self.0.leadership.subscribe()
+    }
+
+    fn rebuilt(&self) {
+        self.0.rebuilds.fetch_add(1, Ordering::Relaxed);
+        tokio::spawn(self.0.clone().rebuild());
+    }
+}
+
+/// nats-raft's view of the replica, counting restores.
+pub(super) struct Machine {
+    pub(super) replica: ReplicaMachine,
+    pub(super) restores: Arc<AtomicUsize>,
+}
+
+impl nats_raft::StateMachine for Machine {
+    fn apply(&mut self, _index: u64, payload: Bytes) -> std::io::Result<()> {
+        self.replica.apply_committed(&payload)
+    }
+
+    fn snapshot(&mut self) -> std::io::Result<Bytes> {
+        self.replica.snapshot()
+    }
+
+    fn restore(&mut self, snapshot: Bytes) -> std::io::Result<()> {
+        self.restores.fetch_add(1, Ordering::Relaxed);
+        self.replica.restore(&snapshot)
+    }
+}
+
+pub(super) struct Node {
+    pub(super) router: Arc<TestRouter>,
+    pub(super) stream: Arc<Stream>,
+    pub(super) replicator: Arc<GroupReplicator>,
+    pub(super) restores: Arc<AtomicUsize>,
+    /// The committed states of the stream's replicated consumers on this node.
+    pub(super) consumers: Arc<ReplicatedConsumers>,
+}
+
+impl Node {
+    pub(super) fn group(&self) -> Arc<RaftGroup> {
+        self.replicator
+            .group
+            .lock()
+            .clone()
+            .expect("the node runs its group")
+    }
+}
+
+pub(super) struct Cluster {
+    pub(super) net: Arc<Net>,
+    pub(super) root: tempfile::TempDir,
+    pub(super) members: Vec<NodeId>,
+    pub(super) nodes: HashMap<NodeId, Node>,
+    pub(super) storage: HashMap<NodeId, StorageType>,
+}
+
+pub(super) fn stream_config(storage: StorageType) -> StreamConfig {
+    let mut config: StreamConfig = serde_json::from_value(serde_json::json!({
+        "name": "ORDERS", "subjects": ["orders.>"], "num_replicas": 3,
+        "duplicate_window": 60_000_000_000i64,
+    }))
+    .expect("config");
+    config.storage = storage;
+    crate::stream::check_and_fill(&config, false).expect("a valid config")
+}
+
+impl Cluster {
+    /// Three nodes: file, memory, file.
+    pub(super) async fn start() -> Cluster {
+        let mut cluster = Cluster {
+            net: Arc::default(),
+            root: tempfile::tempdir().expect("tempdir"),
+            members: vec![1, 2, 3],
+            nodes: HashMap::new(),
+            storage: HashMap::from([
+                (1, StorageType::File),
+                (2, StorageType::Memory),
+                (3, StorageType::File),
+            ]),
+        };
+        for node in cluster.members.clone() {
+            cluster.start_node(node, true).await;
+        }
+        cluster
+    }
+
+    pub(super) fn directory(&self, node: NodeId) -> PathBuf {
+        self.root.path().join(format!("node-{node}"))
+    }
+
+    pub(super) async fn start_node(&mut self, node: NodeId, bootstrap: bool) {
+        let storage = *self.storage.entry(node).or_insert(StorageType::File);
+        let directory = self.directory(node);
+        let router = TestRouter::new();
+        let transport: Arc<dyn Transport> = router.clone();
+        let context = IngestContext {
+            transport,
+            sync_always: false,
+            domain: None,
+            usage: Arc::new(Usage::new(1 << 30, 1 << 34)),
+            batch_limits: Default::default(),
+        };
+        let replicator = replicator();
+        let (stream, mut machine) = Stream::start_replicated(
+            stream_config(storage),
+            1,
+            &directory.join("store"),
+            crate::SyncPolicy::default(),
+            context,
+            Arc::new(Shared(replicator.clone())),
+        )
+        .expect("stream starts");
+        let consumers = ReplicatedConsumers::new(
+            Arc::new(Shared(replicator.clone())),
+            Arc::downgrade(&stream),
+        );
+        machine.set_consumers(consumers.clone());
+        let mut config =
+            GroupConfig::new(GROUP, node, self.members.clone(), directory.join("raft"));
+        config.bootstrap = bootstrap;
+        config.heartbeat_interval = Duration::from_millis(100);
+        config.election_timeout = (Duration::from_millis(1000), Duration::from_millis(2000));
+        config.snapshot_after_entries = 20;
+        config.snapshot_lag_threshold = 20;
+        let restores = Arc::new(AtomicUsize::new(0));
+        let starter = GroupStarter {
+            config,
+            machine,
+            restores: restores.clone(),
+            net: self.net.clone(),
+        };
+        replicator.start_group(starter).await;
+        self.nodes.insert(
+            node,
+            Node {
+                router,
+                stream,
+                replicator,
+                restores,
+                consumers,
+            },
+        );
+    }
+
+    /// Stops a node as a kill would (no goodbye): its group and its stream.
+    pub(super) async fn stop_node(&mut self, node: NodeId) {
+        self.net.groups.lock().remove(&node);
+        if let Some(stopped) = self.nodes.remove(&node) {
+            *stopped.replicator.starter.lock() = None;
+            let group = stopped.replicator.group.lock().take();
+            if let Some(group) = group {
+                group.shutdown().await;
+            }
+            stopped.replicator.leadership.send_replace(None);
+            stopped.stream.stop(false).await;
+        }
+    }
+
+    pub(super) async fn shutdown(&mut self) {
+        for node in self.members.clone() {
+            self.stop_node(node).await;
+        }
+        let others: Vec<NodeId> = self.nodes.keys().copied().collect();
+        for node in others {
+            self.stop_node(node).await;
+        }
+    }
+
+    /// Waits until exactly one running node leads (and may decide) and every running node
+    /// follows it, returns it.
+    pub(super) async fn leader(&self) -> NodeId {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let leaders: Vec<NodeId> = self
+                .nodes
+                .iter()
+                .filter(|(_, node)| node.replicator.leadership.borrow().is_some())
+                .map(|(id, _)| *id)
+                .collect();
+            if let [leader] = leaders.as_slice() {
+                let agreed = self.nodes.values().all(|node| {
+                    node.replicator
+                        .group
+                        .lock()
+                        .as_ref()
+                        .is_some_and(|group| group.status().leader == Some(*leader))
+                });
+                if agreed {
+                    return *leader;
+                }
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no single leader: {leaders:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    pub(super) fn followers(&self, leader: NodeId) -> Vec<NodeId> {
+        let mut followers: Vec<NodeId> = self
+            .nodes
+            .keys()
+            .copied()
+            .filter(|node| *node != leader)
+            .collect();
+        followers.sort();
+        followers
+    }
+
+    /// Waits until every running node's stream has announced `last_seq`.
+    pub(super) async fn wait_all(&self, last_seq: u64) {
+        for (id, node) in &self.nodes {
+            let mut watch = node.stream.last_sequence.subscribe();
+            let reached =
+                tokio::time::timeout(WAIT, watch.wait_for(|last| *last >= last_seq)).await;
+            assert!(
+                matches!(reached, Ok(Ok(_))),
+                "node {id} did not reach {last_seq}: {:?}",
+                node.stream.store.state()
+            );
+        }
+    }
+
+    /// Every running replica holds the same messages and counters (a memory store counts bytes
+    /// without the file records' framing, so bytes are compared among stores of one kind).
+    pub(super) fn assert_identical(&self) {
+        let mut reference = None;
+        let mut bytes_by_kind: HashMap<StorageType, u64> = HashMap::new();
+        for (id, node) in &self.nodes {
+            let (mut state, messages) = contents_of_stream(&node.stream);
+            let kind = self.storage[id];
+            let bytes = *bytes_by_kind.entry(kind).or_insert(state.bytes);
+            assert_eq!(state.bytes, bytes, "node {id}: bytes among {kind:?} stores");
+            state.bytes = 0;
+            match &reference {
+                None => reference = Some((*id, state, messages)),
+                Some((first, first_state, first_messages)) => {
+                    assert_eq!(&state, first_state, "node {id} against node {first}: state");
+                    assert_eq!(
+                        &messages, first_messages,
+                        "node {id} against node {first}: messages"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Publishes `count` messages through `node`'s router concurrently; returns the replies in
+/// publish order (each within `timeout`, `None` when none came).
+pub(super) async fn publish(
+    node: &Node,
+    prefix: &str,
+    count: usize,
+    headers: Option<&str>,
+    timeout: Duration,
+) -> Vec<Option<String>> {
+    let inbox = format!("_INBOX.{}", crate::nuid::next_id());
+    let mut replies = node.router.channel(&format!("{inbox}.*"));
+    for index in 0..count {
+        node.router.publish(Message {
+            subject: Bytes::from(format!("orders.{}", index % 5)),
+            reply: Some(Bytes::from(format!("{inbox}.{index}"))),
+            headers: headers.map(|block| Bytes::from(block.to_string())),
+            payload: Bytes::from(format!("{prefix}-{index}")),
+        });
+    }
+    let mut answers = vec![None; count];
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut received = 0;
+    while received < count {
+        match tokio::time::timeout_at(deadline, replies.recv()).await {
+            Ok(Some(reply)) => {
+                let subject = String::from_utf8_lossy(&reply.subject).to_string();
+                let index: usize = subject
+                    .rsplit('.')
+                    .next()
+                    .and_then(|tail| tail.parse().ok())
+                    .expect("reply index");
+                answers[index] = Some(String::from_utf8_lossy(&reply.payload).to_string());
+                received += 1;
+            }
+            _ => break,
+        }
+    }
+    answers
+}
+
+pub(super) fn acked_sequences(answers: &[Option<String>]) -> Vec<u64> {
+    answers
+        .iter()
+        .map(|answer| {
+            let answer = answer.as_ref().expect("a PubAck");
+            let ack: serde_json::Value = serde_json::from_str(answer).expect("json PubAck");
+            ack["seq"]
+                .as_u64()
+                .unwrap_or_else(|| panic!("not stored: {answer}"))
+        })
+        .collect()
+}

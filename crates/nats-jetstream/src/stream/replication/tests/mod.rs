@@ -1,0 +1,384 @@
+//! A replicated stream on three nodes in one process: a real nats-raft group per node over an
+//! in-memory network, a real stream (ingest task, stores on memory and file) per node, and the
+//! test router as each node's core routing. Publishes go through the leader's router; every
+//! replica must end with the same messages, PubAcks must wait for a quorum, sequences must stay
+//! contiguous across a leader change, and a restarted or wiped follower must catch up.
+
+mod harness;
+
+use harness::*;
+
+use crate::consumer::replicated::Record;
+use crate::consumer::ConsumerEntry;
+use crate::replica_tests::contents_of_stream;
+use crate::stream::StreamCommand;
+use crate::{Message, Transport};
+use bytes::Bytes;
+use jetstream_api::StorageType;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn publishes_through_the_leader_reach_every_replica() {
+    let mut cluster = Cluster::start().await;
+    let leader = cluster.leader().await;
+    let answers = publish(&cluster.nodes[&leader], "m", 300, None, WAIT).await;
+    let mut sequences = acked_sequences(&answers);
+    sequences.sort();
+    assert_eq!(sequences, (1..=300).collect::<Vec<u64>>());
+
+    // A duplicate is answered as one and logs nothing new.
+    let with_id = "NATS/1.0\r\nNats-Msg-Id: once\r\n\r\n";
+    let first = publish(&cluster.nodes[&leader], "id", 1, Some(with_id), WAIT).await;
+    assert_eq!(acked_sequences(&first), vec![301]);
+    let again = publish(&cluster.nodes[&leader], "id", 1, Some(with_id), WAIT).await;
+    assert!(
+        again[0]
+            .as_deref()
+            .is_some_and(|ack| ack.contains("duplicate")),
+        "{again:?}"
+    );
+
+    // Removals and purges are entries too.
+    let leader_stream = cluster.nodes[&leader].stream.clone();
+    let (reply, deleted) = tokio::sync::oneshot::channel();
+    leader_stream.send(StreamCommand::DeleteMessage {
+        seq: 8,
+        erase: false,
+        reply,
+    });
+    assert_eq!(deleted.await.expect("answer"), Ok(true));
+    let (reply, purged) = tokio::sync::oneshot::channel();
+    leader_stream.send(StreamCommand::Purge {
+        filter: "orders.1".to_string(),
+        up_to_seq: 0,
+        keep: 2,
+        reply,
+    });
+    assert_eq!(purged.await.expect("answer"), Ok(58));
+    let tail = publish(&cluster.nodes[&leader], "tail", 1, None, WAIT).await;
+    assert_eq!(acked_sequences(&tail), vec![302]);
+
+    cluster.wait_all(302).await;
+    cluster.assert_identical();
+    let (state, _) = contents_of_stream(&cluster.nodes[&leader].stream);
+    assert_eq!(state.msgs, 302 - 1 - 58);
+
+    // A follower takes no publishes: nothing answers and nothing is stored.
+    let follower = cluster.followers(leader)[0];
+    let ignored = publish(
+        &cluster.nodes[&follower],
+        "f",
+        1,
+        None,
+        Duration::from_millis(700),
+    )
+    .await;
+    assert_eq!(ignored, vec![None]);
+    assert_eq!(cluster.nodes[&follower].stream.store.state().last_seq, 302);
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_puback_waits_for_a_quorum() {
+    let mut cluster = Cluster::start().await;
+    let leader = cluster.leader().await;
+    acked_sequences(&publish(&cluster.nodes[&leader], "before", 5, None, WAIT).await);
+    let followers = cluster.followers(leader);
+    cluster.stop_node(followers[0]).await;
+    cluster.stop_node(followers[1]).await;
+
+    let leader_node = &cluster.nodes[&leader];
+    let inbox = "_INBOX.quorum";
+    let mut replies = leader_node.router.channel(inbox);
+    leader_node.router.publish(Message {
+        subject: Bytes::from_static(b"orders.q"),
+        reply: Some(Bytes::from_static(inbox.as_bytes())),
+        headers: None,
+        payload: Bytes::from_static(b"needs a quorum"),
+    });
+    let early = tokio::time::timeout(Duration::from_millis(1500), replies.recv()).await;
+    assert!(early.is_err(), "acked without a quorum: {early:?}");
+    assert_eq!(
+        *leader_node.stream.last_sequence.borrow(),
+        5,
+        "consumers see only committed messages"
+    );
+
+    cluster.start_node(followers[0], true).await;
+    let reply = tokio::time::timeout(WAIT, replies.recv())
+        .await
+        .expect("acked once a follower is back")
+        .expect("reply");
+    let ack: serde_json::Value = serde_json::from_slice(&reply.payload).expect("json");
+    assert_eq!(ack["seq"], 6, "{ack}");
+    cluster.wait_all(6).await;
+    cluster.assert_identical();
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_change_keeps_sequences_contiguous() {
+    let mut cluster = Cluster::start().await;
+    let first_leader = cluster.leader().await;
+    let before = publish(&cluster.nodes[&first_leader], "a", 50, None, WAIT).await;
+    let mut sequences = acked_sequences(&before);
+    cluster.stop_node(first_leader).await;
+
+    let second_leader = cluster.leader().await;
+    assert_ne!(second_leader, first_leader);
+    let after = publish(&cluster.nodes[&second_leader], "b", 50, None, WAIT).await;
+    sequences.extend(acked_sequences(&after));
+    sequences.sort();
+    assert_eq!(sequences, (1..=100).collect::<Vec<u64>>());
+    cluster.wait_all(100).await;
+    cluster.assert_identical();
+
+    // The old leader comes back as a follower and ends identical.
+    cluster.start_node(first_leader, true).await;
+    cluster.wait_all(100).await;
+    cluster.assert_identical();
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_follower_catches_up() {
+    let mut cluster = Cluster::start().await;
+    let leader = cluster.leader().await;
+    acked_sequences(&publish(&cluster.nodes[&leader], "a", 40, None, WAIT).await);
+    let follower = cluster.followers(leader)[0];
+    cluster.stop_node(follower).await;
+    for round in 0..30 {
+        // Many small batches: the log passes the snapshot threshold while the follower is away.
+        acked_sequences(
+            &publish(&cluster.nodes[&leader], &format!("b{round}"), 2, None, WAIT).await,
+        );
+    }
+    cluster.start_node(follower, true).await;
+    cluster.wait_all(100).await;
+    cluster.assert_identical();
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wiped_follower_catches_up_from_a_snapshot() {
+    let mut cluster = Cluster::start().await;
+    let leader = cluster.leader().await;
+    for round in 0..25 {
+        acked_sequences(
+            &publish(&cluster.nodes[&leader], &format!("a{round}"), 4, None, WAIT).await,
+        );
+    }
+    // A durable consumer with deliveries and an ack, in the log before the snapshot.
+    let config = serde_json::from_value(
+        serde_json::json!({"durable_name": "C", "name": "C", "ack_policy": "explicit"}),
+    )
+    .expect("consumer config");
+    let delivered = crate::consumer::replicated::first_delivery;
+    let records = [
+        Record::Create {
+            name: "C".into(),
+            config: Box::new(config),
+            created: 5,
+            start_seq: 1,
+        },
+        Record::Entries {
+            name: "C".into(),
+            entries: vec![
+                delivered(1, 1),
+                delivered(2, 2),
+                ConsumerEntry::Acked {
+                    stream_seq: 1,
+                    consumer_seq: 1,
+                    all: false,
+                },
+            ],
+        },
+    ];
+    cluster.nodes[&leader]
+        .consumers
+        .propose(&records)
+        .await
+        .expect("consumer records committed");
+    let committed = cluster.nodes[&leader].consumers.committed();
+    assert_eq!(committed["C"].state.ack_floor.stream_seq, 1);
+    let leader_group = cluster.nodes[&leader].group();
+    leader_group.snapshot_now().await.expect("snapshot");
+    let wiped = cluster.followers(leader)[0];
+    cluster.stop_node(wiped).await;
+    std::fs::remove_dir_all(cluster.directory(wiped)).expect("wipe");
+    leader_group.remove_member(wiped).await.expect("removed");
+
+    // A wiped node comes back under a new id and joins through the leader.
+    let replacement = 4;
+    cluster.storage.insert(replacement, cluster.storage[&wiped]);
+    cluster.start_node(replacement, false).await;
+    cluster.members.push(replacement);
+    leader_group.add_member(replacement).await.expect("added");
+    cluster.wait_all(100).await;
+    assert!(
+        cluster.nodes[&replacement].restores.load(Ordering::Relaxed) > 0,
+        "caught up from the leader's snapshot"
+    );
+    cluster.assert_identical();
+    assert_eq!(
+        cluster.nodes[&replacement].consumers.committed(),
+        committed,
+        "the snapshot carried the consumer's committed state"
+    );
+    let more = publish(&cluster.nodes[&leader], "after", 3, None, WAIT).await;
+    assert_eq!(acked_sequences(&more), vec![101, 102, 103]);
+    cluster.wait_all(103).await;
+    cluster.assert_identical();
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_leaders_unacked_messages_are_dropped_and_its_replica_rebuilt() {
+    let mut cluster = Cluster::start().await;
+    let old_leader = cluster.leader().await;
+    acked_sequences(&publish(&cluster.nodes[&old_leader], "a", 50, None, WAIT).await);
+    cluster.wait_all(50).await;
+
+    // Cut off, the old leader stores what it is sent but can commit none of it.
+    cluster.net.isolated.lock().insert(old_leader);
+    let cut_off = publish(
+        &cluster.nodes[&old_leader],
+        "lost",
+        20,
+        None,
+        Duration::from_millis(1500),
+    )
+    .await;
+    assert!(
+        cut_off.iter().all(Option::is_none),
+        "acked without a quorum: {cut_off:?}"
+    );
+
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let new_leader = loop {
+        let leading = cluster
+            .followers(old_leader)
+            .into_iter()
+            .find(|node| cluster.nodes[node].replicator.leadership.borrow().is_some());
+        if let Some(node) = leading {
+            break node;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no new leader");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let after = publish(&cluster.nodes[&new_leader], "b", 30, None, WAIT).await;
+    let mut sequences = acked_sequences(&after);
+    sequences.sort();
+    assert_eq!(sequences, (51..=80).collect::<Vec<u64>>());
+
+    // Healed, the old leader learns it was deposed, drops what never committed and follows.
+    cluster.net.isolated.lock().clear();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while cluster.nodes[&old_leader]
+        .replicator
+        .rebuilds
+        .load(Ordering::Relaxed)
+        == 0
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the old leader was not rebuilt"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    cluster.wait_all(80).await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let stores: Vec<u64> = cluster
+            .nodes
+            .values()
+            .map(|node| node.stream.store.state().msgs)
+            .collect();
+        if stores.iter().all(|msgs| *msgs == 80) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "replicas differ: {stores:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    cluster.assert_identical();
+    let (_, messages) = contents_of_stream(&cluster.nodes[&old_leader].stream);
+    assert!(
+        messages
+            .iter()
+            .all(|message| !message.payload.starts_with(b"lost")),
+        "an unacknowledged message of the deposed leader survived"
+    );
+    cluster.shutdown().await;
+}
+
+/// Figures, not a check: R3 on file stores in one process (three groups, in-memory network,
+/// the raft logs fdatasynced as always): pipelined publishes of 128 B in windows of 1,000, and
+/// one publish at a time (p50/p99 of the PubAck). Run with
+/// `cargo test --release -p nats-jetstream --lib replication::tests::measure -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement"]
+async fn measure_r3_publish_throughput_and_latency() {
+    let mut cluster = Cluster::start().await;
+    cluster.storage.insert(2, StorageType::File);
+    cluster.stop_node(2).await;
+    std::fs::remove_dir_all(cluster.directory(2)).expect("wipe");
+    cluster.start_node(2, true).await;
+    let leader = cluster.leader().await;
+    let node = &cluster.nodes[&leader];
+    let payload = Bytes::from(vec![b'x'; 128]);
+    let total = 50_000;
+    let window = 1_000;
+    let mut replies = node.router.channel("_INBOX.measure.*");
+    let started = std::time::Instant::now();
+    for chunk in 0..total / window {
+        for index in 0..window {
+            node.router.publish(Message {
+                subject: Bytes::from_static(b"orders.measure"),
+                reply: Some(Bytes::from(format!(
+                    "_INBOX.measure.{}",
+                    chunk * window + index
+                ))),
+                headers: None,
+                payload: payload.clone(),
+            });
+        }
+        for _ in 0..window {
+            tokio::time::timeout(WAIT, replies.recv())
+                .await
+                .expect("ack in time")
+                .expect("ack");
+        }
+    }
+    let elapsed = started.elapsed();
+    eprintln!(
+        "R3 file, 128 B, windows of {window}: {total} in {elapsed:?} = {:.0} msgs/s",
+        total as f64 / elapsed.as_secs_f64()
+    );
+    let mut latencies = Vec::new();
+    let mut sync_replies = node.router.channel("_INBOX.sync");
+    for _ in 0..2_000 {
+        let sent = std::time::Instant::now();
+        node.router.publish(Message {
+            subject: Bytes::from_static(b"orders.sync"),
+            reply: Some(Bytes::from_static(b"_INBOX.sync")),
+            headers: None,
+            payload: payload.clone(),
+        });
+        tokio::time::timeout(WAIT, sync_replies.recv())
+            .await
+            .expect("ack in time")
+            .expect("ack");
+        latencies.push(sent.elapsed());
+    }
+    latencies.sort();
+    eprintln!(
+        "R3 file, 128 B, one at a time: p50 {:?} p99 {:?}",
+        latencies[latencies.len() / 2],
+        latencies[latencies.len() * 99 / 100]
+    );
+    cluster.shutdown().await;
+}
