@@ -129,7 +129,7 @@ async fn read_all(client: &Client, stream: &str, last: u64) -> BTreeMap<u64, Str
     messages
 }
 
-fn base64_decode(text: &str) -> Vec<u8> {
+pub(crate) fn base64_decode(text: &str) -> Vec<u8> {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD
         .decode(text)

@@ -14,6 +14,7 @@ mod jetstream_assignments;
 mod jetstream_consumers_replicated;
 mod jetstream_elsewhere;
 mod jetstream_failover;
+mod jetstream_faults;
 mod jetstream_no_leader;
 mod jetstream_r3_admin;
 mod jetstream_replicated;

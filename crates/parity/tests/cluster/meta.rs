@@ -16,7 +16,8 @@ use test_harness::cluster::{http_get, Cluster, ClusterOptions, ServerKind, Topol
 
 /// A system account with a user, so a test can send `$JS.API.META.LEADER.STEPDOWN`; clients
 /// without credentials (the harness's mesh probes) land in APP.
-const SYSTEM_ACCOUNT: &str = "accounts {\n  SYS: { users: [{user: sys, password: sys}] }\n  \
+pub(crate) const SYSTEM_ACCOUNT: &str =
+    "accounts {\n  SYS: { users: [{user: sys, password: sys}] }\n  \
     APP: { jetstream: enabled, users: [{user: app, password: app}] }\n}\n\
     system_account: SYS\nno_auth_user: app\n";
 /// First election after start, or a new one after a kill: nats-server's election timeout is

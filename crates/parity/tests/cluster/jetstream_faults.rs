@@ -1,0 +1,595 @@
+//! The fault checker for R3 streams (issue 15), after Jepsen's NATS queue checker: publishers
+//! with unique payloads on an R3 file stream record every PubAck (sequence, payload) while a
+//! fault schedule runs (`kill -9` of the stream leader, `kill -9` of a follower, SIGSTOP of the
+//! leader for longer than an election timeout, the leader cut from both others by the link
+//! proxies); then everything is healed, the group settles (one leader, every replica current),
+//! each replica in turn is made leader and the whole stream is read from it, and the history is
+//! checked:
+//!
+//! - **lost**: an acknowledged payload not at its acknowledged sequence on a replica;
+//! - **conflicting**: one sequence acknowledged to two payloads, or one payload at two sequences;
+//! - **backwards**: a publisher's acknowledged sequences not increasing (each publishes one
+//!   message at a time, so a later publish must get a later sequence);
+//! - **unexpected**: a stored payload that no publisher sent;
+//! - **duplicates**: a payload stored at more than one sequence (each attempt of a payload
+//!   carries it as its `Nats-Msg-Id`, so a retry is deduplicated);
+//! - **divergent**: replicas that do not hold the same messages at the same sequences.
+//!
+//! A publish not acknowledged is retried (same message id) a few times, then left
+//! indeterminate: it may or may not be stored, both are fine.
+//!
+//! The short schedule (one round of each fault, about a minute) runs in CI on ours. The long
+//! one (`#[ignore]`, by hand) runs several rounds. Against nats-server (the parity pass, or
+//! `NATS_SERVER_BIN` with `--ignored`) the same checker runs; see each test for what it asserts
+//! there.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::message::PublishMessage as Publish;
+use async_nats::Client;
+use futures::StreamExt;
+use serde_json::{json, Value};
+use test_harness::cluster::{Cluster, ClusterOptions, LinkMode, Topology};
+
+use crate::jetstream_replicated::{base64_decode, lock};
+use crate::meta::{agreed_leader, kind, ELECTION_BOUND, SYSTEM_ACCOUNT};
+
+const STREAM: &str = "JEPSEN";
+const SUBJECT: &str = "jepsen.queue";
+/// One attempt of a publish waits this long for its PubAck.
+const ACK_WAIT: Duration = Duration::from_secs(1);
+/// Attempts of one payload before it is left indeterminate.
+const ATTEMPTS: usize = 3;
+/// After each fault is healed the stream takes publishes again within this.
+const RECOVERY: Duration = Duration::from_secs(60);
+/// The group settles (one leader, every replica current) within this after the schedule.
+const SETTLE: Duration = Duration::from_secs(60);
+
+/// One fault of the schedule.
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    KillLeader,
+    KillFollower,
+    PauseLeader,
+    PartitionLeader,
+}
+
+const ROUND: [Fault; 4] = [
+    Fault::KillLeader,
+    Fault::KillFollower,
+    Fault::PauseLeader,
+    Fault::PartitionLeader,
+];
+
+/// How a schedule runs.
+struct Schedule {
+    rounds: usize,
+    /// How long a fault is held before it is healed (a pause or a partition outlasts an
+    /// election timeout: ours 2-4 s, nats-server's 4-9 s).
+    hold: Duration,
+    publishers: usize,
+}
+
+/// What the publishers saw.
+#[derive(Default)]
+struct History {
+    /// Every payload sent at least once.
+    attempted: HashSet<String>,
+    /// (publisher, payload, sequence, duplicate) for every PubAck.
+    acked: Vec<(usize, String, u64, bool)>,
+    /// Payloads given up on after [`ATTEMPTS`] (indeterminate).
+    indeterminate: usize,
+    /// Acks that came back on a lower sequence than the publisher's previous ack.
+    backwards: Vec<String>,
+}
+
+/// The checker's findings.
+#[derive(Debug, Default)]
+struct Findings {
+    attempted: usize,
+    acked: usize,
+    indeterminate: usize,
+    stored: usize,
+    lost: Vec<String>,
+    conflicting: Vec<String>,
+    backwards: Vec<String>,
+    unexpected: Vec<String>,
+    duplicates: Vec<String>,
+    divergent: Vec<String>,
+}
+
+impl Findings {
+    fn summary(&self, faults: usize, took: Duration) -> String {
+        format!(
+            "ops {} acked {} indeterminate {} stored {} faults {faults} in {took:.1?}: lost {} \
+             conflicting {} backwards {} unexpected {} duplicates {} divergent replicas {}",
+            self.attempted,
+            self.acked,
+            self.indeterminate,
+            self.stored,
+            self.lost.len(),
+            self.conflicting.len(),
+            self.backwards.len(),
+            self.unexpected.len(),
+            self.duplicates.len(),
+            self.divergent.len()
+        )
+    }
+
+    /// Every safety property held (duplicates included).
+    fn clean(&self) -> bool {
+        self.lost.is_empty()
+            && self.conflicting.is_empty()
+            && self.backwards.is_empty()
+            && self.unexpected.is_empty()
+            && self.duplicates.is_empty()
+            && self.divergent.is_empty()
+    }
+}
+
+/// Checks the history against every replica's stream (sequence -> payload).
+fn check(history: &History, replicas: &[(String, BTreeMap<u64, String>)]) -> Findings {
+    let mut findings = Findings {
+        attempted: history.attempted.len(),
+        acked: history.acked.len(),
+        indeterminate: history.indeterminate,
+        stored: replicas.first().map_or(0, |(_, stored)| stored.len()),
+        backwards: history.backwards.clone(),
+        ..Findings::default()
+    };
+    let mut by_seq: HashMap<u64, &str> = HashMap::new();
+    let mut by_payload: HashMap<&str, u64> = HashMap::new();
+    for (_, payload, seq, _) in &history.acked {
+        if let Some(other) = by_seq.insert(*seq, payload) {
+            if other != payload {
+                findings
+                    .conflicting
+                    .push(format!("seq {seq} acked to {other} and {payload}"));
+            }
+        }
+        if let Some(other) = by_payload.insert(payload, *seq) {
+            if other != *seq {
+                findings
+                    .conflicting
+                    .push(format!("{payload} acked at {other} and {seq}"));
+            }
+        }
+    }
+    for (name, stored) in replicas {
+        for (payload, seq) in &by_payload {
+            if stored.get(seq).map(String::as_str) != Some(*payload) {
+                findings.lost.push(format!(
+                    "{name}: {payload} acked at {seq}, holds {:?}",
+                    stored.get(seq)
+                ));
+            }
+        }
+        let mut seen: HashMap<&str, u64> = HashMap::new();
+        for (seq, payload) in stored {
+            if !history.attempted.contains(payload) {
+                findings
+                    .unexpected
+                    .push(format!("{name}: {payload:?} at {seq}"));
+            }
+            if let Some(first) = seen.insert(payload, *seq) {
+                findings
+                    .duplicates
+                    .push(format!("{name}: {payload} at {first} and {seq}"));
+            }
+        }
+    }
+    if let Some((first_name, first)) = replicas.first() {
+        for (name, stored) in &replicas[1..] {
+            if stored != first {
+                let differing = first
+                    .iter()
+                    .filter(|(seq, payload)| stored.get(seq) != Some(payload))
+                    .count()
+                    + stored.keys().filter(|seq| !first.contains_key(seq)).count();
+                findings.divergent.push(format!(
+                    "{name} ({} messages) differs from {first_name} ({}) at {differing} sequences",
+                    stored.len(),
+                    first.len()
+                ));
+            }
+        }
+    }
+    findings
+}
+
+/// A client that knows every node (it fails over when its node dies) and notices a paused node
+/// within a few seconds.
+async fn roaming_client(cluster: &Cluster, first: usize) -> Client {
+    let urls: Vec<async_nats::ServerAddr> = (0..cluster.len())
+        .map(|offset| (first + offset) % cluster.len())
+        .filter_map(|i| cluster.url(i).parse().ok())
+        .collect();
+    async_nats::ConnectOptions::new()
+        .ping_interval(Duration::from_secs(1))
+        .connection_timeout(Duration::from_secs(2))
+        .retain_servers_order()
+        .reconnect_delay_callback(|_| Duration::from_millis(100))
+        .connect(urls)
+        .await
+        .unwrap_or_else(|error| panic!("connect: {error}"))
+}
+
+/// One publisher: payloads `p<id>-<n>`, one at a time, each retried with the same message id.
+async fn publish_loop(
+    id: usize,
+    client: Client,
+    stop: Arc<AtomicBool>,
+    history: Arc<Mutex<History>>,
+) {
+    let jetstream = async_nats::jetstream::ContextBuilder::new()
+        .timeout(ACK_WAIT)
+        .build(client);
+    let mut last_seq = 0;
+    let mut n = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let payload = format!("p{id}-{n}");
+        n += 1;
+        lock(&history).attempted.insert(payload.clone());
+        let mut acked = false;
+        for _ in 0..ATTEMPTS {
+            let message = Publish::build()
+                .payload(payload.clone().into())
+                .message_id(&payload);
+            let attempt = match jetstream.send_publish(SUBJECT, message).await {
+                Ok(pending) => pending.await.ok(),
+                Err(_) => None,
+            };
+            if let Some(ack) = attempt {
+                let mut history = lock(&history);
+                if ack.sequence <= last_seq {
+                    history.backwards.push(format!(
+                        "publisher {id}: {payload} acked at {} after {last_seq}",
+                        ack.sequence
+                    ));
+                }
+                last_seq = last_seq.max(ack.sequence);
+                history
+                    .acked
+                    .push((id, payload.clone(), ack.sequence, ack.duplicate));
+                acked = true;
+                break;
+            }
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            // A refusal (no responders) comes back at once: do not spin on it.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        if !acked {
+            lock(&history).indeterminate += 1;
+        }
+    }
+}
+
+/// The stream's leader as the first STREAM.INFO answer names it, if one comes within 500 ms.
+async fn leader_info(client: &Client) -> Option<Value> {
+    let reply = tokio::time::timeout(
+        Duration::from_millis(500),
+        client.request(format!("$JS.API.STREAM.INFO.{STREAM}"), "".into()),
+    )
+    .await
+    .ok()?
+    .ok()?;
+    let info: Value = serde_json::from_slice(&reply.payload).ok()?;
+    info["cluster"]["leader"].is_string().then_some(info)
+}
+
+/// Waits (bounded) for a STREAM.INFO answer that `accept` takes.
+async fn info_until(client: &Client, what: &str, accept: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + SETTLE;
+    let mut last = Value::Null;
+    loop {
+        if let Some(info) = leader_info(client).await {
+            if accept(&info) {
+                return info;
+            }
+            last = info;
+        }
+        assert!(Instant::now() < deadline, "{what}: last STREAM.INFO {last}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn leader_name(info: &Value) -> String {
+    info["cluster"]["leader"].as_str().unwrap_or("").to_string()
+}
+
+/// A leader among `names` and both other replicas current and online.
+fn settled(info: &Value, names: &[String]) -> bool {
+    let leader = info["cluster"]["leader"].as_str().unwrap_or("");
+    names.iter().any(|name| name == leader)
+        && info["cluster"]["replicas"]
+            .as_array()
+            .is_some_and(|replicas| {
+                replicas.len() == names.len() - 1
+                    && replicas.iter().all(|replica| {
+                        replica["current"] == true
+                            && replica.get("offline") != Some(&Value::Bool(true))
+                    })
+            })
+}
+
+/// Every message of the stream through `last`, read from its current leader (gaps left out).
+async fn read_stream(client: &Client, last: u64) -> BTreeMap<u64, String> {
+    let subject = format!("$JS.API.STREAM.MSG.GET.{STREAM}");
+    let reads = futures::stream::iter(1..=last).map(|seq| {
+        let subject = subject.clone();
+        async move {
+            let body = json!({ "seq": seq }).to_string();
+            let mut last = String::new();
+            // A request can meet a moment without a meta leader (10008) or a stream leader
+            // (silence) after the faults: asked again, within the settle bound.
+            let deadline = Instant::now() + SETTLE;
+            while Instant::now() < deadline {
+                let reply = tokio::time::timeout(
+                    Duration::from_secs(2),
+                    client.request(subject.clone(), body.clone().into()),
+                )
+                .await;
+                last = format!("{reply:?}");
+                if let Ok(Ok(reply)) = reply {
+                    let answer: Value =
+                        serde_json::from_slice(&reply.payload).unwrap_or(Value::Null);
+                    if answer["error"]["err_code"] == 10037 {
+                        return (seq, None);
+                    }
+                    if let Some(data) = answer["message"]["data"].as_str() {
+                        let payload = String::from_utf8_lossy(&base64_decode(data)).into_owned();
+                        return (seq, Some(payload));
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            panic!("MSG.GET {seq} unanswered: {last}");
+        }
+    });
+    reads
+        .buffered(32)
+        .filter_map(|(seq, payload)| async move { payload.map(|payload| (seq, payload)) })
+        .collect()
+        .await
+}
+
+/// A proxied 3-node JetStream cluster (routes pinged every 500 ms, so a cut route drops fast).
+fn start_cluster() -> Cluster {
+    let mut options = ClusterOptions::new(&[kind(); 3], Topology::Proxied);
+    options.name = "faults".into();
+    options.jetstream = vec![0, 1, 2];
+    options.extra_config = SYSTEM_ACCOUNT.into();
+    options.route_ping_interval = Some(Duration::from_millis(500));
+    let cluster = Cluster::start(options);
+    agreed_leader(&cluster, &[0, 1, 2], 3, None)
+        .unwrap_or_else(|error| panic!("{error}\n{}", cluster.logs()));
+    cluster
+}
+
+fn index_named(names: &[String], name: &str) -> usize {
+    names.iter().position(|n| n == name).unwrap_or(0)
+}
+
+/// Runs the schedule under load, settles, reads every replica and checks; returns the findings
+/// and the number of faults injected.
+async fn run(schedule: Schedule) -> (Findings, usize) {
+    let mut cluster = start_cluster();
+    let names: Vec<String> = (0..3).map(|i| cluster.node(i).name.clone()).collect();
+    let control = roaming_client(&cluster, 0).await;
+    let deadline = Instant::now() + ELECTION_BOUND;
+    loop {
+        let created = crate::jetstream_assignments::one_answer(
+            &control,
+            &format!("$JS.API.STREAM.CREATE.{STREAM}"),
+            json!({"name": STREAM, "subjects": ["jepsen.>"], "num_replicas": 3,
+                   "storage": "file", "duplicate_window": 120_000_000_000u64}),
+        )
+        .await;
+        if created["did_create"] == true {
+            break;
+        }
+        // nats-server refuses placement (10005) until its meta leader heard from everyone.
+        assert!(Instant::now() < deadline, "create: {created}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let history: Arc<Mutex<History>> = Arc::default();
+    let mut publishers = Vec::new();
+    for id in 0..schedule.publishers {
+        let client = roaming_client(&cluster, id % 3).await;
+        publishers.push(tokio::spawn(publish_loop(
+            id,
+            client,
+            stop.clone(),
+            history.clone(),
+        )));
+    }
+    let acked = || lock(&history).acked.len();
+    let progress = |what: String| {
+        let history = history.clone();
+        async move {
+            let from = lock(&history).acked.len();
+            let deadline = Instant::now() + RECOVERY;
+            while lock(&history).acked.len() < from + 20 {
+                assert!(Instant::now() < deadline, "no progress {what}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+    progress("before the first fault".into()).await;
+
+    let started = Instant::now();
+    let mut faults = 0;
+    for round in 0..schedule.rounds {
+        for fault in ROUND {
+            let info = info_until(&control, "a leader before the fault", |info| {
+                settled(info, &names)
+            })
+            .await;
+            let leader = index_named(&names, &leader_name(&info));
+            let follower = (leader + 1 + round % 2) % 3;
+            println!(
+                "round {round} {fault:?} (leader {}) at {:.1?}, {} acked",
+                names[leader],
+                started.elapsed(),
+                acked()
+            );
+            match fault {
+                Fault::KillLeader | Fault::KillFollower => {
+                    let victim = if matches!(fault, Fault::KillLeader) {
+                        leader
+                    } else {
+                        follower
+                    };
+                    cluster.kill9(victim);
+                    tokio::time::sleep(schedule.hold).await;
+                    tokio::task::block_in_place(|| cluster.restart(victim));
+                }
+                Fault::PauseLeader => {
+                    cluster.pause(leader);
+                    tokio::time::sleep(schedule.hold).await;
+                    cluster.resume(leader);
+                }
+                Fault::PartitionLeader => {
+                    for other in (0..3).filter(|&i| i != leader) {
+                        cluster.set_link(leader, other, LinkMode::Blackhole);
+                    }
+                    tokio::time::sleep(schedule.hold).await;
+                    cluster.heal_all();
+                }
+            }
+            faults += 1;
+            progress(format!("after {fault:?} in round {round}")).await;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    for publisher in publishers {
+        publisher.await.expect("publisher");
+    }
+    let took = started.elapsed();
+
+    // Healed: one leader, every replica current; then each replica leads in turn and is read.
+    tokio::task::block_in_place(|| cluster.wait_for_mesh())
+        .unwrap_or_else(|error| panic!("{error}\n{}", cluster.logs()));
+    let info = info_until(&control, "settled after the schedule", |info| {
+        settled(info, &names)
+    })
+    .await;
+    let last = info["state"]["last_seq"].as_u64().unwrap_or(0);
+    let mut replicas = Vec::new();
+    for name in &names {
+        let deadline = Instant::now() + SETTLE;
+        loop {
+            let info = info_until(&control, "settled before a read", |info| {
+                settled(info, &names)
+            })
+            .await;
+            if leader_name(&info) == *name {
+                assert_eq!(info["state"]["last_seq"], last, "{name} leads with {info}");
+                break;
+            }
+            assert!(Instant::now() < deadline, "{name} never led: {info}");
+            let _ = tokio::time::timeout(
+                Duration::from_secs(5),
+                control.request(
+                    format!("$JS.API.STREAM.LEADER.STEPDOWN.{STREAM}"),
+                    json!({"placement": {"preferred": name}}).to_string().into(),
+                ),
+            )
+            .await;
+        }
+        replicas.push((name.clone(), read_stream(&control, last).await));
+    }
+    let findings = check(&lock(&history), &replicas);
+    println!("{}", findings.summary(faults, took));
+    if !findings.clean() {
+        println!("{findings:#?}");
+    }
+    (findings, faults)
+}
+
+/// One round of each fault, about a minute: must find nothing on ours. Against nats-server the
+/// short schedule asserts the same (it held in every run here; nats-server's known losses need
+/// power loss or longer pauses, see the long schedule).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_fault_schedule_loses_no_acknowledged_write() {
+    let (findings, _) = run(Schedule {
+        rounds: 1,
+        hold: Duration::from_secs(5),
+        publishers: 3,
+    })
+    .await;
+    assert!(findings.clean(), "{findings:#?}");
+}
+
+/// Several rounds of every fault (by hand: `cargo test -p parity --test cluster
+/// jetstream_faults -- --ignored --nocapture`); prints the figures.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "minutes long: run by hand for the fault figures"]
+async fn a_long_fault_schedule_loses_no_acknowledged_write() {
+    let (findings, _) = run(Schedule {
+        rounds: 5,
+        hold: Duration::from_secs(8),
+        publishers: 3,
+    })
+    .await;
+    assert!(findings.clean(), "{findings:#?}");
+}
+
+/// The checker itself finds each kind of fault in a made-up history (so a clean run means
+/// something).
+#[test]
+fn the_checker_finds_each_kind_of_fault() {
+    let history = History {
+        attempted: ["a", "b", "c", "d"].map(String::from).into(),
+        acked: vec![
+            (0, "a".into(), 1, false),
+            (0, "b".into(), 2, false),
+            (1, "c".into(), 2, false),
+        ],
+        indeterminate: 1,
+        backwards: vec!["publisher 1: c acked at 2 after 3".into()],
+    };
+    let stored = |entries: &[(u64, &str)]| -> BTreeMap<u64, String> {
+        entries
+            .iter()
+            .map(|(seq, p)| (*seq, p.to_string()))
+            .collect()
+    };
+    let clean = check(
+        &History {
+            acked: history.acked[..2].to_vec(),
+            backwards: Vec::new(),
+            attempted: history.attempted.clone(),
+            indeterminate: 0,
+        },
+        &[
+            ("x".into(), stored(&[(1, "a"), (2, "b"), (3, "d")])),
+            ("y".into(), stored(&[(1, "a"), (2, "b"), (3, "d")])),
+        ],
+    );
+    assert!(clean.clean(), "{clean:#?}");
+    let findings = check(
+        &history,
+        &[
+            (
+                "x".into(),
+                stored(&[(1, "a"), (2, "b"), (3, "zz"), (4, "a")]),
+            ),
+            ("y".into(), stored(&[(2, "b")])),
+        ],
+    );
+    // c acked at 2 (held by b) on both; a missing on y.
+    assert_eq!(findings.lost.len(), 3, "{findings:#?}");
+    assert_eq!(findings.conflicting.len(), 1, "{findings:#?}");
+    assert_eq!(findings.backwards.len(), 1, "{findings:#?}");
+    assert_eq!(findings.unexpected.len(), 1, "{findings:#?}");
+    assert_eq!(findings.duplicates.len(), 1, "{findings:#?}");
+    assert_eq!(findings.divergent.len(), 1, "{findings:#?}");
+}
