@@ -57,6 +57,8 @@ pub struct StreamProposal {
 /// answer `reply` (set only while the request is fresh, not when the log is replayed).
 #[derive(Clone, Debug)]
 pub struct StreamAssignment {
+    /// The account the stream belongs to.
+    pub account: String,
     pub config: StreamConfig,
     pub change: StreamChange,
     pub created: i64,

@@ -206,32 +206,43 @@ impl JetStream {
     }
 
     /// Installs the meta group: from now on `$JS.API` is answered as nats-server answers it in
-    /// a cluster (one server per request). Set once, right after the meta group started.
-    /// Clustered JetStream serves the first account JetStream serves (see docs/parity.md).
-    pub fn set_cluster(&self, cluster: Arc<dyn crate::Cluster>) {
-        if let Some(primary) = self.engine.primary() {
-            let _ = primary.cluster.set(cluster);
+    /// a cluster (one server per request). Set once, right after the meta group started;
+    /// `for_account` gives the meta group as one account's requests see it (its streams only).
+    pub fn set_cluster(&self, for_account: impl Fn(&str) -> Arc<dyn crate::Cluster>) {
+        for account in &self.engine.accounts {
+            let _ = account
+                .cluster
+                .set(for_account(&account.registry.account_name));
         }
     }
 
     /// Applies a stream assignment the meta group placed on this server: creates or updates
-    /// the stream and answers the request it carries.
+    /// the stream in its account and answers the request it carries. An assignment for an
+    /// account JetStream does not serve here is logged and skipped.
     pub async fn apply_stream_assignment(&self, assignment: crate::StreamAssignment) {
-        if let Some(primary) = self.engine.primary() {
-            crate::api::clustered::apply_stream_assignment(primary, assignment).await
+        match self.engine.account(&assignment.account) {
+            Some(context) => {
+                crate::api::clustered::apply_stream_assignment(context, assignment).await
+            }
+            None => tracing::warn!(
+                account = %assignment.account,
+                stream = %assignment.config.name,
+                "stream assigned here in an account without JetStream on this server"
+            ),
         }
     }
 
-    /// Removes a stream whose assignment the meta group removed (the incarnation created at
-    /// `created`: a newer stream of that name stays), answering `reply`.
+    /// Removes a stream of `account` whose assignment the meta group removed (the incarnation
+    /// created at `created`: a newer stream of that name stays), answering `reply`.
     pub async fn apply_stream_removal(
         &self,
+        account: &str,
         name: &str,
         created: i64,
         reply: Option<bytes::Bytes>,
     ) {
-        if let Some(primary) = self.engine.primary() {
-            crate::api::clustered::apply_stream_removal(primary, name, created, reply).await
+        if let Some(context) = self.engine.account(account) {
+            crate::api::clustered::apply_stream_removal(context, name, created, reply).await
         }
     }
 
@@ -416,9 +427,11 @@ impl JetStream {
 }
 
 impl Engine {
-    /// The first account JetStream serves (by name): the one a cluster's meta group serves.
-    fn primary(&self) -> Option<&Arc<Context>> {
-        self.accounts.first()
+    /// The context of the JetStream account `name`.
+    fn account(&self, name: &str) -> Option<&Arc<Context>> {
+        self.accounts
+            .iter()
+            .find(|account| account.registry.account_name == name)
     }
 
     /// The `limits` of `/jsz` and `/varz`: nats-server's `JSLimitOpts`, where a batch limit

@@ -76,8 +76,6 @@ pub struct Server {
     pub jetstream: OnceLock<JetStream>,
     /// The JetStream meta group, when JetStream runs in a cluster.
     pub meta: OnceLock<Arc<crate::cluster::Meta>>,
-    /// The account JetStream serves (held here: the transport holds it weakly).
-    pub jetstream_account: OnceLock<Arc<crate::accounts::Account>>,
     pub http_requests: Mutex<BTreeMap<String, u64>>,
     /// Set when client connections use TLS (`tls { }` or `--tls*`).
     pub tls: Option<tokio_rustls::TlsAcceptor>,
@@ -130,7 +128,6 @@ impl Server {
             websocket: OnceLock::new(),
             jetstream: OnceLock::new(),
             meta: OnceLock::new(),
-            jetstream_account: OnceLock::new(),
             http_requests: Mutex::new(BTreeMap::new()),
             tls: tls.map(tokio_rustls::TlsAcceptor::from),
             info_template: RwLock::new(None),
@@ -465,11 +462,6 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
                     as Arc<dyn nats_jetstream::Transport>
             })
             .collect();
-        let first = served
-            .first()
-            .map(|(account, _, _)| account.clone())
-            .unwrap_or_else(crate::accounts::Account::unreachable);
-        let _ = server.jetstream_account.set(first);
         let jetstream = JetStream::start_accounts(
             server.options.jetstream.clone(),
             server.identity(),

@@ -102,6 +102,7 @@ pub enum Effect {
     Assigned(Box<StreamAssignment>),
     /// A stream placed here was removed; `created` names the incarnation.
     Removed {
+        account: String,
         name: String,
         created: i64,
         reply: Option<Bytes>,
@@ -180,6 +181,7 @@ impl Assignments {
                 let ours = stream.group.peers.iter().any(|peer| peer == own_peer);
                 let effect = ours.then(|| {
                     Effect::Assigned(Box::new(StreamAssignment {
+                        account: stream.account.clone(),
                         config: stream.config.clone(),
                         change,
                         created: stream.created,
@@ -209,6 +211,7 @@ impl Assignments {
                 }
                 let ours = record.group.peers.iter().any(|peer| peer == own_peer);
                 Ok(ours.then(|| Effect::Removed {
+                    account,
                     name,
                     created: record.created,
                     reply: fresh(proposed, reply),
@@ -249,6 +252,7 @@ impl Assignments {
             .filter(|record| record.group.peers.iter().any(|peer| peer == own_peer))
             .map(|record| {
                 Effect::Assigned(Box::new(StreamAssignment {
+                    account: record.account.clone(),
                     config: record.config.clone(),
                     change: StreamChange::Create,
                     created: record.created,

@@ -33,6 +33,7 @@ use time::OffsetDateTime;
 use super::assignments::{Assignments, Effect};
 use super::network::{RouteNetwork, PREFIX};
 use super::peer;
+use super::placement::AccountMeta;
 use super::stream_group::StreamGroups;
 use crate::accounts::Account;
 use crate::router::{Delivery, PendingFlush};
@@ -60,8 +61,6 @@ pub struct Meta {
     pub(super) server_name: String,
     pub(super) own_peer: String,
     pub(super) cluster_name: String,
-    /// The account JetStream serves (the assignments' account).
-    pub(super) account: String,
     expected_size: usize,
     pub(super) group: Arc<RaftGroup>,
     pub(super) network: Arc<RouteNetwork>,
@@ -123,12 +122,15 @@ async fn carry_out(
         match effect {
             Effect::Assigned(assignment) => jetstream.apply_stream_assignment(*assignment).await,
             Effect::Removed {
+                account,
                 name,
                 created,
                 reply,
             } => {
-                jetstream.apply_stream_removal(&name, created, reply).await;
-                stream_groups.close(&name, created).await;
+                jetstream
+                    .apply_stream_removal(&account, &name, created, reply)
+                    .await;
+                stream_groups.close(&account, &name, created).await;
             }
         }
     }
@@ -142,8 +144,6 @@ pub struct MetaOptions {
     pub expected_size: usize,
     /// `<store>/jetstream/<system account>/_js_/_meta_`.
     pub directory: PathBuf,
-    /// The account JetStream serves.
-    pub account: String,
 }
 
 impl Meta {
@@ -198,7 +198,6 @@ impl Meta {
             server_name: options.server_name,
             own_peer,
             cluster_name: options.cluster_name,
-            account: options.account,
             expected_size: options.expected_size.max(1),
             group,
             network,
@@ -208,7 +207,12 @@ impl Meta {
             stream_groups,
         });
         meta.stream_groups.set_meta(Arc::downgrade(&meta));
-        jetstream.set_cluster(meta.clone());
+        jetstream.set_cluster(|account| {
+            Arc::new(AccountMeta {
+                meta: meta.clone(),
+                account: account.to_string(),
+            })
+        });
         // Entries replayed while the group started wait for this: they need the cluster.
         let _ = ready_sender.send(());
         meta.spawn_tasks();

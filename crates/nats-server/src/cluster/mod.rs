@@ -66,17 +66,11 @@ pub async fn start(server: &Arc<Server>, store_root: &Path) -> Result<Option<Arc
     let Some(jetstream) = server.jetstream.get().cloned() else {
         return Ok(None);
     };
-    let account = server
-        .jetstream_account
-        .get()
-        .map(|account| account.name.to_string())
-        .unwrap_or_default();
     let options = meta::MetaOptions {
         server_name: server.server_name.clone(),
         cluster_name,
         expected_size: others + 1,
         directory,
-        account,
     };
     let meta = Meta::start(options, system, jetstream).await?;
     Ok(Some(meta))

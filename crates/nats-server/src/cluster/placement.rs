@@ -82,19 +82,26 @@ fn propose(group: Arc<RaftGroup>, entry: Entry) -> ProposalFuture {
     })
 }
 
-impl Cluster for Meta {
+/// The meta group as one JetStream account's `$JS.API` requests see it: that account's
+/// assignments only (the meta group's state is keyed by account, then stream name).
+pub struct AccountMeta {
+    pub(super) meta: Arc<Meta>,
+    pub(super) account: String,
+}
+
+impl Cluster for AccountMeta {
     fn name(&self) -> String {
-        self.cluster_name.clone()
+        self.meta.cluster_name.clone()
     }
 
     fn is_meta_leader(&self) -> bool {
-        self.group.status().role == Role::Leader
+        self.meta.group.status().role == Role::Leader
     }
 
     /// No leader known here, or this leader has not heard from a quorum for a while (it keeps
     /// the role in openraft; nats-server's leader steps down).
     fn meta_unavailable(&self) -> bool {
-        let status = self.group.status();
+        let status = self.meta.group.status();
         match status.role {
             Role::Leader if status.voters.len() > 1 => {
                 status.quorum_acked.is_none_or(|age| age > META_QUORUM_LOST)
@@ -105,23 +112,23 @@ impl Cluster for Meta {
     }
 
     fn stream(&self, name: &str) -> Option<AssignedStream> {
-        let assignments = self.assignments.lock();
+        let assignments = self.meta.assignments.lock();
         let record = assignments.stream(&self.account, name)?;
-        Some(self.assigned(record))
+        Some(self.meta.assigned(record))
     }
 
     fn streams(&self) -> Vec<AssignedStream> {
-        let assignments = self.assignments.lock();
+        let assignments = self.meta.assignments.lock();
         assignments
             .streams(&self.account)
             .into_iter()
-            .map(|record| self.assigned(record))
+            .map(|record| self.meta.assigned(record))
             .collect()
     }
 
     fn place(&self, config: &StreamConfig) -> Result<Vec<String>, ApiError> {
         let placement = config.placement.clone().unwrap_or_default();
-        if !placement.cluster.is_empty() && placement.cluster != self.cluster_name {
+        if !placement.cluster.is_empty() && placement.cluster != self.meta.cluster_name {
             return Err(errors::CLUSTER_NO_PEERS.with_err(NO_SUITABLE_PEERS));
         }
         // No server of ours carries tags (`server_tags` is not read yet), so none matches.
@@ -137,17 +144,17 @@ impl Cluster for Meta {
             )));
         }
         let replicas = usize::try_from(config.replicas.max(1)).unwrap_or(1);
-        let mut candidates = self.online_peers();
+        let mut candidates = self.meta.online_peers();
         if candidates.len() < replicas {
             return Err(errors::CLUSTER_NO_PEERS.with_err(NO_SUITABLE_PEERS));
         }
-        let load = self.assignments.lock().load();
+        let load = self.meta.assignments.lock().load();
         candidates.sort_by_key(|peer| (load.get(peer).copied().unwrap_or(0), peer.clone()));
         Ok(candidates
             .into_iter()
             .take(replicas)
             .map(|peer| match peer::node_id(&peer) {
-                Some(node) => self.name_of(node),
+                Some(node) => self.meta.name_of(node),
                 None => peer,
             })
             .collect())
@@ -156,6 +163,7 @@ impl Cluster for Meta {
     fn propose_stream(&self, proposal: StreamProposal) -> ProposalFuture {
         let now = now_nanos();
         let existing = self
+            .meta
             .assignments
             .lock()
             .stream(&self.account, &proposal.config.name)
@@ -186,14 +194,14 @@ impl Cluster for Meta {
                 created,
                 client: ClientInfo {
                     account: self.account.clone(),
-                    server: self.server_name.clone(),
+                    server: self.meta.server_name.clone(),
                 },
             }),
             change: proposal.change,
             reply: Some(String::from_utf8_lossy(&proposal.reply).into_owned()),
             proposed: now,
         });
-        propose(self.group.clone(), entry)
+        propose(self.meta.group.clone(), entry)
     }
 
     fn propose_stream_removal(&self, name: &str, reply: Bytes) -> ProposalFuture {
@@ -203,11 +211,11 @@ impl Cluster for Meta {
             reply: Some(String::from_utf8_lossy(&reply).into_owned()),
             proposed: now_nanos(),
         });
-        propose(self.group.clone(), entry)
+        propose(self.meta.group.clone(), entry)
     }
 
     fn stream_group(&self, name: &str) -> Option<Arc<dyn StreamGroup>> {
-        let running: Arc<dyn StreamGroup> = self.stream_groups.get(name)?;
+        let running: Arc<dyn StreamGroup> = self.meta.stream_groups.get(&self.account, name)?;
         Some(running)
     }
 
@@ -217,6 +225,7 @@ impl Cluster for Meta {
         created: i64,
     ) -> GroupFuture<Option<Arc<dyn StreamGroup>>> {
         let record = self
+            .meta
             .assignments
             .lock()
             .stream(&self.account, name)
@@ -224,22 +233,22 @@ impl Cluster for Meta {
             .filter(|record| {
                 record.created == created
                     && record.config.replicas > 1
-                    && record.group.peers.contains(&self.own_peer)
+                    && record.group.peers.contains(&self.meta.own_peer)
             });
-        let groups = self.stream_groups.clone();
-        let name = name.to_string();
+        let groups = self.meta.stream_groups.clone();
+        let key = (self.account.clone(), name.to_string());
         Box::pin(async move {
             let record = record?;
             let group: Arc<dyn StreamGroup> = groups
-                .open(&name, created, &record.group.name, &record.group.peers)
+                .open(&key, created, &record.group.name, &record.group.peers)
                 .await;
             Some(group)
         })
     }
 
     fn close_stream_group(&self, name: &str, created: i64) -> GroupFuture<()> {
-        let groups = self.stream_groups.clone();
-        let name = name.to_string();
-        Box::pin(async move { groups.close(&name, created).await })
+        let groups = self.meta.stream_groups.clone();
+        let (account, name) = (self.account.clone(), name.to_string());
+        Box::pin(async move { groups.close(&account, &name, created).await })
     }
 }

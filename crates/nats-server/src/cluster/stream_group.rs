@@ -38,7 +38,10 @@ use super::peer;
 /// interval several times over).
 const CURRENT_WINDOW: Duration = Duration::from_secs(10);
 
-/// The replicated streams' groups of this server, by stream name.
+/// An account's stream: the key of the groups map.
+type StreamKey = (String, String);
+
+/// The replicated streams' groups of this server, by account and stream name.
 pub struct StreamGroups {
     /// `<jetstream>/<system account>/_js_`.
     root: PathBuf,
@@ -46,7 +49,7 @@ pub struct StreamGroups {
     own_node: NodeId,
     /// The meta group, for server names (set once it started).
     meta: OnceLock<Weak<Meta>>,
-    groups: Mutex<HashMap<String, Arc<ReplicatedStream>>>,
+    groups: Mutex<HashMap<StreamKey, Arc<ReplicatedStream>>>,
 }
 
 impl StreamGroups {
@@ -64,17 +67,20 @@ impl StreamGroups {
         let _ = self.meta.set(meta);
     }
 
-    /// The running (or starting) group of `stream`.
-    pub fn get(&self, stream: &str) -> Option<Arc<ReplicatedStream>> {
-        self.groups.lock().get(stream).cloned()
+    /// The running (or starting) group of `account`'s `stream`.
+    pub fn get(&self, account: &str, stream: &str) -> Option<Arc<ReplicatedStream>> {
+        self.groups
+            .lock()
+            .get(&(account.to_string(), stream.to_string()))
+            .cloned()
     }
 
-    /// The group of incarnation `created` of `stream`, on `peers`, named `group`: the one this
-    /// server runs, or a new one (not started: the stream starts it with its replica). A group
-    /// of an earlier incarnation is stopped and its files deleted first.
+    /// The group of incarnation `created` of `stream` (account, name), on `peers`, named
+    /// `group`: the one this server runs, or a new one (not started: the stream starts it with
+    /// its replica). A group of an earlier incarnation is stopped and its files deleted first.
     pub async fn open(
         &self,
-        stream: &str,
+        stream: &StreamKey,
         created: i64,
         group: &str,
         peers: &[String],
@@ -90,7 +96,7 @@ impl StreamGroups {
             }
         };
         if let Some(stale) = stale {
-            self.close(stream, stale).await;
+            self.close(&stream.0, &stream.1, stale).await;
         }
         let (leadership, _) = watch::channel(None);
         let opened = Arc::new(ReplicatedStream {
@@ -109,19 +115,18 @@ impl StreamGroups {
             leadership,
             leader_since: Mutex::new(None),
         });
-        self.groups
-            .lock()
-            .insert(stream.to_string(), opened.clone());
+        self.groups.lock().insert(stream.clone(), opened.clone());
         opened
     }
 
-    /// Stops the group of incarnation `created` of `stream` (its assignment was removed or
-    /// replaced) and deletes its files.
-    pub async fn close(&self, stream: &str, created: i64) {
+    /// Stops the group of incarnation `created` of `account`'s `stream` (its assignment was
+    /// removed or replaced) and deletes its files.
+    pub async fn close(&self, account: &str, stream: &str, created: i64) {
+        let key = (account.to_string(), stream.to_string());
         let closed = {
             let mut groups = self.groups.lock();
-            match groups.get(stream) {
-                Some(existing) if existing.created == created => groups.remove(stream),
+            match groups.get(&key) {
+                Some(existing) if existing.created == created => groups.remove(&key),
                 _ => None,
             }
         };
