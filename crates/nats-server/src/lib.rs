@@ -14,6 +14,7 @@ pub mod cli;
 pub(crate) mod client;
 pub(crate) mod cluster;
 pub mod config;
+pub(crate) mod lame_duck;
 pub(crate) mod listener;
 pub mod logging;
 pub mod monitor;

@@ -83,6 +83,10 @@ pub struct Server {
     info_template: RwLock<Option<ServerInfo>>,
     /// The `seq` of the `server` object on `$SYS` replies.
     pub system_sequence: AtomicU64,
+    /// Set when lame duck mode begins (`lame_duck.rs`): the listeners stop accepting.
+    pub(crate) lame_duck: tokio::sync::watch::Sender<bool>,
+    /// Set once JetStream and its Raft groups were stopped (lame duck mode or shutdown).
+    jetstream_stopped: std::sync::atomic::AtomicBool,
 }
 
 impl Server {
@@ -132,6 +136,8 @@ impl Server {
             tls: tls.map(tokio_rustls::TlsAcceptor::from),
             info_template: RwLock::new(None),
             system_sequence: AtomicU64::new(0),
+            lame_duck: tokio::sync::watch::Sender::new(false),
+            jetstream_stopped: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -247,6 +253,14 @@ impl Server {
         let account = client.account().unwrap_or(self.accounts.global());
         info.remote_account = account.name.to_string();
         info.acc_is_sys = Arc::ptr_eq(account, self.accounts.system());
+        nats_proto::encode_info(out, &info);
+    }
+
+    /// The INFO lame duck mode sends a client: `ldm`, and `connect_urls` without this server.
+    pub(crate) fn encode_lame_duck_info(&self, out: &mut BytesMut, client: &ClientShared) {
+        let mut info = self.client_info(client, false);
+        info.nonce.clear();
+        info.ldm = true;
         nats_proto::encode_info(out, &info);
     }
 
@@ -374,6 +388,33 @@ impl Server {
             account.router.set_routes(routes.clone());
         }
         let _ = self.routes.set(routes);
+    }
+
+    /// Whether the server is in lame duck mode.
+    pub fn in_lame_duck_mode(&self) -> bool {
+        *self.lame_duck.borrow()
+    }
+
+    /// Resolves once lame duck mode begins (the accept loops stop there).
+    pub(crate) async fn lame_duck_entered(&self) {
+        let mut entered = self.lame_duck.subscribe();
+        let _ = entered.wait_for(|entered| *entered).await;
+    }
+
+    /// Stops the meta group, the streams' groups and JetStream, once (lame duck mode does it
+    /// before closing the clients, shutdown otherwise).
+    pub(crate) async fn stop_jetstream(&self) {
+        if self.jetstream_stopped.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if let Some(meta) = self.meta.get() {
+            meta.shutdown().await;
+        }
+        if let Some(jetstream) = self.jetstream.get() {
+            tracing::info!("Initiating JetStream Shutdown...");
+            jetstream.shutdown().await;
+            tracing::info!("JetStream Shutdown");
+        }
     }
 
     pub fn identity(&self) -> ServerIdentity {
@@ -528,7 +569,12 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
     let accept_server = server.clone();
     let accept = tokio::spawn(async move {
         loop {
-            match listener.accept().await {
+            let accepted = tokio::select! {
+                accepted = listener.accept() => accepted,
+                // Lame duck mode: the listener is dropped (closed) here.
+                _ = accept_server.lame_duck_entered() => return,
+            };
+            match accepted {
                 Ok((stream, peer)) => client::spawn_connection(&accept_server, stream, peer),
                 Err(error) => {
                     tracing::error!("Error accepting client connection: {error}");
@@ -542,14 +588,7 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
     tracing::info!("Initiating Shutdown...");
     accept.abort();
     crate::system::shutdown(&server);
-    if let Some(meta) = server.meta.get() {
-        meta.shutdown().await;
-    }
-    if let Some(jetstream) = server.jetstream.get() {
-        tracing::info!("Initiating JetStream Shutdown...");
-        jetstream.shutdown().await;
-        tracing::info!("JetStream Shutdown");
-    }
+    server.stop_jetstream().await;
     let clients: Vec<_> = server.clients.lock().values().cloned().collect();
     for client in &clients {
         client.close(CloseReason::ServerShutdown);
@@ -612,24 +651,42 @@ fn write_ports_file(server: &Server) -> Option<std::path::PathBuf> {
     Some(path)
 }
 
+/// Until a signal (or the end of lame duck mode) says to shut down.
 async fn wait_for_signal(server: &Arc<Server>) {
     use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut terminate), Ok(mut interrupt), Ok(mut hangup), Ok(mut user1)) = (
+    let (Ok(mut terminate), Ok(mut interrupt), Ok(mut hangup), Ok(mut user1), Ok(mut user2)) = (
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
         signal(SignalKind::hangup()),
         signal(SignalKind::user_defined1()),
+        signal(SignalKind::user_defined2()),
     ) else {
         // Without signal handlers, run until killed.
         std::future::pending::<()>().await;
         return;
     };
+    let (lame_duck_done, mut lame_duck_ended) = tokio::sync::oneshot::channel::<()>();
+    let mut lame_duck_done = Some(lame_duck_done);
     loop {
         tokio::select! {
             _ = terminate.recv() => {
                 tracing::info!("Trapped \"terminated\" signal");
-                return;
+                // As nats-server: lame duck mode, once begun, is not cut short by SIGTERM.
+                if !server.in_lame_duck_mode() {
+                    return;
+                }
             }
+            _ = user2.recv() => {
+                tracing::info!("Trapped \"user defined signal 2\" signal");
+                if let Some(done) = lame_duck_done.take() {
+                    let server = server.clone();
+                    tokio::spawn(async move {
+                        crate::lame_duck::run(&server).await;
+                        let _ = done.send(());
+                    });
+                }
+            }
+            _ = &mut lame_duck_ended, if lame_duck_done.is_none() => return,
             _ = interrupt.recv() => {
                 tracing::info!("Trapped \"interrupt\" signal");
                 return;

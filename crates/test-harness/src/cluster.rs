@@ -204,6 +204,11 @@ impl Cluster {
         &self.nodes[index]
     }
 
+    /// Node `index`, to signal it or wait for its exit.
+    pub fn node_mut(&mut self, index: usize) -> &mut Node {
+        &mut self.nodes[index]
+    }
+
     pub fn nodes(&self) -> &[Node] {
         &self.nodes
     }

@@ -309,6 +309,12 @@ impl TestServer {
         }
     }
 
+    /// Wait (bounded by `timeout`) for the process to exit on its own and reap it: its exit
+    /// code, or `None` if it still ran at the deadline (it is left running) or died by a signal.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<i32> {
+        reap_within(&mut self.child, timeout)
+    }
+
     /// SIGTERM and wait (bounded) for a graceful exit; returns the exit status code if it exited.
     pub fn stop(&mut self) -> Option<i32> {
         let mut child = self.child.take()?;
@@ -338,6 +344,23 @@ impl TestServer {
         let mut fresh = TestServer::start_in(options, temp);
         std::mem::swap(self, &mut fresh);
         fresh.child = None;
+    }
+}
+
+/// Wait (bounded) for `child` to exit and reap it (`child` becomes `None`): its exit code, or
+/// `None` if it still runs at the deadline or died by a signal.
+pub(crate) fn reap_within(child: &mut Option<Child>, timeout: Duration) -> Option<i32> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let running = child.as_mut()?;
+        if let Ok(Some(status)) = running.try_wait() {
+            *child = None;
+            return status.code();
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 

@@ -545,23 +545,38 @@ impl Meta {
             .ok_or_else(|| stepdown_error(400, 10005, "no replacement peer connected"))
     }
 
+    /// Lame duck mode: the meta group's leadership and every stream group's this server holds
+    /// go to caught-up voters elsewhere (each wait bounded). The number handed over.
+    pub async fn transfer_leaderships(&self) -> usize {
+        let streams = self
+            .stream_groups
+            .transfer_leaderships(Duration::from_secs(2))
+            .await;
+        streams + usize::from(self.transfer_meta_leadership().await)
+    }
+
+    /// Hands the meta leadership to the voter least behind and waits (bounded) until it moved.
+    async fn transfer_meta_leadership(&self) -> bool {
+        let own = self.group.node_id();
+        let Some(target) = super::stream_group::handover_target(&self.group.status(), own) else {
+            return false;
+        };
+        if self.group.transfer_leader(target).await.is_err() {
+            return false;
+        }
+        let _ = self
+            .group
+            .wait_for(Duration::from_secs(2), |status| {
+                status.leader.is_some_and(|leader| leader != own)
+            })
+            .await;
+        true
+    }
+
     /// Hands leadership to another voter (bounded) before a graceful shutdown, then stops the
     /// group.
     pub async fn shutdown(&self) {
-        let status = self.group.status();
-        if status.role == Role::Leader && status.voters.len() > 1 {
-            if let Ok(target) = self.stepdown_target(b"", &status) {
-                if self.group.transfer_leader(target).await.is_ok() {
-                    let own = self.group.node_id();
-                    let _ = self
-                        .group
-                        .wait_for(Duration::from_secs(2), |status| {
-                            status.leader.is_some_and(|leader| leader != own)
-                        })
-                        .await;
-                }
-            }
-        }
+        self.transfer_meta_leadership().await;
         self.stream_groups.shutdown().await;
         self.group.shutdown().await;
     }

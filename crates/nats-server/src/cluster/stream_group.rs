@@ -141,6 +141,34 @@ impl StreamGroups {
         }
     }
 
+    /// Lame duck mode: every group this server leads hands its leadership to a caught-up
+    /// voter; waits (bounded by `wait`) until each names another leader. The number handed over.
+    pub async fn transfer_leaderships(&self, wait: Duration) -> usize {
+        let groups: Vec<Arc<RaftGroup>> = self
+            .groups
+            .lock()
+            .values()
+            .filter_map(|stream| stream.raft())
+            .collect();
+        let mut moved = Vec::new();
+        for group in groups {
+            if let Some(target) = handover_target(&group.status(), self.own_node) {
+                if group.transfer_leader(target).await.is_ok() {
+                    moved.push(group);
+                }
+            }
+        }
+        let own = self.own_node;
+        for group in &moved {
+            let _ = group
+                .wait_for(wait, |status| {
+                    status.leader.is_some_and(|leader| leader != own)
+                })
+                .await;
+        }
+        moved.len()
+    }
+
     /// Stops every group (server shutdown); their files stay.
     pub async fn shutdown(&self) {
         let groups: Vec<Arc<ReplicatedStream>> = self.groups.lock().values().cloned().collect();
@@ -148,6 +176,21 @@ impl StreamGroups {
             group.stop().await;
         }
     }
+}
+
+/// Where a leader leaving (lame duck mode) hands its leadership: the voter least behind. Under
+/// a steady publish load no follower is ever at lag 0; openraft's transfer has the target
+/// catch up to the leader's last entry before it takes over.
+pub(super) fn handover_target(status: &GroupStatus, own: NodeId) -> Option<NodeId> {
+    if status.role != Role::Leader {
+        return None;
+    }
+    status
+        .followers
+        .iter()
+        .filter(|follower| follower.node != own && status.voters.contains(&follower.node))
+        .min_by_key(|follower| follower.lag)
+        .map(|follower| follower.node)
 }
 
 /// One replicated stream's Raft group on this server.

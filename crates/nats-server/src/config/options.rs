@@ -16,6 +16,10 @@ pub const DEFAULT_PING_MAX: i64 = 2;
 pub const DEFAULT_WRITE_DEADLINE: Duration = Duration::from_secs(10);
 pub const DEFAULT_AUTH_TIMEOUT: Duration = Duration::from_secs(2);
 /// nats-server refuses a configured max_payload above this (Go's MaxInt32).
+/// nats-server's lame duck defaults and the shortest `lame_duck_duration` its config takes.
+pub const DEFAULT_LAME_DUCK_DURATION: Duration = Duration::from_secs(120);
+pub const DEFAULT_LAME_DUCK_GRACE_PERIOD: Duration = Duration::from_secs(10);
+const MIN_LAME_DUCK_DURATION_NANOS: i64 = 30_000_000_000;
 pub const MAX_PAYLOAD_LIMIT: i64 = i32::MAX as i64;
 /// Above this max_payload nats-server warns at start-up.
 pub const MAX_PAYLOAD_DISCOURAGED: i64 = 8 * 1024 * 1024;
@@ -123,6 +127,10 @@ pub struct Options {
     /// `websocket { }`: WebSocket clients (see `config/websocket.rs`).
     pub websocket: Option<super::websocket::WebsocketOptions>,
     pub config_file: Option<PathBuf>,
+    /// `lame_duck_duration`: over how long lame duck mode closes the clients (at least 30 s).
+    pub lame_duck_duration: Duration,
+    /// `lame_duck_grace_period`: how long lame duck mode waits before closing the first client.
+    pub lame_duck_grace_period: Duration,
     /// Messages to log once logging is set up (deprecated spellings and the like).
     pub warnings: Vec<String>,
 }
@@ -171,6 +179,8 @@ impl Default for Options {
             operator: Default::default(),
             websocket: None,
             config_file: None,
+            lame_duck_duration: DEFAULT_LAME_DUCK_DURATION,
+            lame_duck_grace_period: DEFAULT_LAME_DUCK_GRACE_PERIOD,
             warnings: Vec::new(),
         }
     }
@@ -179,6 +189,13 @@ impl Default for Options {
 impl Options {
     /// Cross-option checks nats-server makes before starting.
     pub fn validate(&self) -> Result<(), String> {
+        if self.lame_duck_grace_period >= self.lame_duck_duration {
+            return Err(format!(
+                "lame duck grace period ({}) should be strictly lower than lame duck duration ({})",
+                go_compat::duration::format_std(self.lame_duck_grace_period),
+                go_compat::duration::format_std(self.lame_duck_duration)
+            ));
+        }
         if self.max_payload > self.max_pending {
             return Err(format!(
                 "max_payload ({}) cannot be higher than max_pending ({})",
@@ -267,8 +284,6 @@ const IGNORED_KEYS: &[&str] = &[
     "log_size_limit",
     "logfile_max_num",
     "max_traced_msg_len",
-    "lame_duck_duration",
-    "lame_duck_grace_period",
     "client_advertise",
     "connect_error_reports",
     "reconnect_error_reports",
@@ -371,6 +386,23 @@ fn apply_top_level(options: &mut Options, key: &str, entry: &Entry) -> Result<()
         }
         "allow_non_tls" => options.allow_non_tls = boolean(entry)?,
         "server_tags" => options.server_tags = server_tags(entry)?,
+        "lame_duck_duration" => {
+            let nanos = lame_duck_nanos(entry, "lame_duck_duration")?;
+            if nanos < MIN_LAME_DUCK_DURATION_NANOS {
+                return Err(entry.error(format!(
+                    "invalid lame_duck_duration of {}, minimum is 30 seconds",
+                    go_compat::duration::format(nanos)
+                )));
+            }
+            options.lame_duck_duration = Duration::from_nanos(nanos.unsigned_abs());
+        }
+        "lame_duck_grace_period" => {
+            let nanos = lame_duck_nanos(entry, "lame_duck_grace_period")?;
+            if nanos < 0 {
+                return Err(entry.error("invalid lame_duck_grace_period, needs to be positive"));
+            }
+            options.lame_duck_grace_period = Duration::from_nanos(nanos.unsigned_abs());
+        }
         other if IGNORED_KEYS.contains(&other) => {
             check_ignored_value(other, entry)?;
             options.warnings.push(format!(
@@ -384,15 +416,18 @@ fn apply_top_level(options: &mut Options, key: &str, entry: &Entry) -> Result<()
     Ok(())
 }
 
+/// A lame duck setting: a Go duration string, in nanoseconds.
+fn lame_duck_nanos(entry: &Entry, key: &str) -> Result<i64, ConfigError> {
+    match &entry.value {
+        Value::String(text) => go_compat::duration::parse(text.trim())
+            .map_err(|error| entry.error(format!("error parsing {key}: {error}"))),
+        _ => Err(not_a(entry, "string")),
+    }
+}
+
 /// The value of a key we ignore still has to be of the kind nats-server reads, with its error.
 fn check_ignored_value(key: &str, entry: &Entry) -> Result<(), ConfigError> {
     match key {
-        "lame_duck_duration" | "lame_duck_grace_period" => match &entry.value {
-            Value::String(text) => go_compat::duration::parse_std(text.trim())
-                .map(|_| ())
-                .map_err(|error| entry.error(format!("error parsing {key}: {error}"))),
-            _ => Err(not_a(entry, "string")),
-        },
         "connect_error_reports"
         | "reconnect_error_reports"
         | "max_traced_msg_len"

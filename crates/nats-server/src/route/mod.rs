@@ -21,6 +21,7 @@ mod registry;
 mod secure;
 mod solicit;
 
+pub(crate) use connection::announce_lame_duck;
 pub use link::{InterestKey, RouteLink, RouteSubscription};
 pub use registry::Routes;
 
@@ -101,6 +102,10 @@ pub fn own_client_urls(server: &Server) -> Vec<String> {
     let Some(address) = server.client_address.get() else {
         return Vec::new();
     };
+    // In lame duck mode clients are sent elsewhere (nats-server clears its own URLs).
+    if server.in_lame_duck_mode() {
+        return Vec::new();
+    }
     vec![reachable_address(*address).to_string()]
 }
 

@@ -7,7 +7,7 @@
 //!   JSON (`monitor.rs` producers) as nats-server does: `{"server": {...}, "data": {...}}`.
 //!   `$SYS.REQ.SERVER.<our id>.RELOAD` reloads the config file (`crate::reload`).
 //! - Events: `$SYS.SERVER.<id>.STATSZ` every [`STATSZ_INTERVAL`] (and at start), and
-//!   `$SYS.SERVER.<id>.SHUTDOWN` when the server stops; `$SYS.ACCOUNT.<acc>.CONNECT` and
+//!   `$SYS.SERVER.<id>.SHUTDOWN` when the server stops (`.LAMEDUCK` when lame duck mode begins); `$SYS.ACCOUNT.<acc>.CONNECT` and
 //!   `DISCONNECT` advisories (`events.rs`).
 //! - Account requests: `$SYS.REQ.ACCOUNT.<acc>.<kind>` for CONNZ, SUBSZ, JSZ, INFO, STATZ,
 //!   LEAFZ, CONNS and `$SYS.REQ.ACCOUNT.PING.STATZ` (`account_requests.rs`).
@@ -157,6 +157,13 @@ fn publish_statsz(server: &Server) {
 /// Announce the shutdown to the cluster (`$SYS.SERVER.<id>.SHUTDOWN`, the `server` object).
 pub(crate) fn shutdown(server: &Server) {
     let subject = format!("$SYS.SERVER.{}.SHUTDOWN", server.server_id);
+    let payload = json!({"server": server_object(server)});
+    publish(server, &subject, payload);
+}
+
+/// Announce lame duck mode (`$SYS.SERVER.<id>.LAMEDUCK`, the `server` object).
+pub(crate) fn lame_duck(server: &Server) {
+    let subject = format!("$SYS.SERVER.{}.LAMEDUCK", server.server_id);
     let payload = json!({"server": server_object(server)});
     publish(server, &subject, payload);
 }

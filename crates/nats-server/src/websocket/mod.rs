@@ -104,7 +104,12 @@ pub(crate) async fn start(
     let accept_server = server.clone();
     tokio::spawn(async move {
         loop {
-            match socket.accept().await {
+            let accepted = tokio::select! {
+                accepted = socket.accept() => accepted,
+                // Lame duck mode: the listener is dropped (closed) here.
+                _ = accept_server.lame_duck_entered() => return,
+            };
+            match accepted {
                 Ok((stream, peer)) => {
                     tokio::spawn(connect(
                         accept_server.clone(),
@@ -130,6 +135,9 @@ pub(crate) fn own_urls(server: &Server) -> Vec<String> {
     let Some(listener) = server.websocket() else {
         return Vec::new();
     };
+    if server.in_lame_duck_mode() {
+        return Vec::new();
+    }
     match &listener.options.advertise {
         Some(advertise) => vec![advertise.clone()],
         None => vec![crate::route::reachable_address(listener.address).to_string()],

@@ -23,6 +23,7 @@ mod links;
 mod mesh;
 mod messaging;
 mod meta;
+mod rolling;
 mod route_port_input;
 mod route_security;
 mod route_wire;

@@ -21,6 +21,7 @@ mod connz_closed;
 mod connz_tls;
 mod ipv6;
 mod jwt_builder;
+mod lame_duck;
 mod log_time;
 mod mappings;
 mod metrics;

@@ -228,6 +228,23 @@ impl Node {
         self.child.as_ref().map(|c| c.id())
     }
 
+    /// Send `signal` (e.g. SIGUSR2, lame duck mode) to the running process.
+    pub fn send_signal(&self, signal_number: libc::c_int) {
+        if let Some(pid) = self.pid() {
+            signal(pid, signal_number);
+        }
+    }
+
+    /// Wait (bounded by `timeout`) for the process to exit on its own and reap it: its exit
+    /// code, or `None` if it still ran at the deadline (it is left running) or died by a signal.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<i32> {
+        let code = crate::reap_within(&mut self.child, timeout);
+        if self.child.is_none() {
+            self.paused = false;
+        }
+        code
+    }
+
     /// SIGKILL and reap (a paused process dies too).
     pub fn kill9(&mut self) {
         if let Some(mut child) = self.child.take() {

@@ -80,6 +80,21 @@ fn encode_info(out: &mut BytesMut, info: &RouteInfo) {
     out.put_slice(b"\r\n");
 }
 
+/// Lame duck mode: our INFO with `ldm` on every route, so the peers stop offering this server
+/// to their clients (nats-server's sendLDMToRoutes).
+pub(crate) fn announce_lame_duck(server: &Server, routes: &Routes) {
+    let mut frame = BytesMut::new();
+    let info = RouteInfo {
+        ldm: true,
+        ..our_info(server, routes)
+    };
+    encode_info(&mut frame, &info);
+    for link in routes.links() {
+        link.connection.queue_bytes(&frame);
+        link.connection.wake_writer();
+    }
+}
+
 pub(super) fn queue_info(server: &Server, routes: &Routes, shared: &ClientShared) {
     let mut info = BytesMut::new();
     encode_info(&mut info, &our_info(server, routes));
@@ -176,7 +191,13 @@ impl Session {
         };
         if let Some(link) = &self.link {
             if info.server_id == link.remote_id() {
-                // The peer's own INFO again (connect_urls changed, lame duck...).
+                // The peer's own INFO again (connect_urls changed, lame duck...). A peer in
+                // lame duck mode is no longer offered to our clients (nats-server's
+                // removeConnectURLsAndSendINFOToClients).
+                if info.ldm {
+                    info.connect_urls.clear();
+                    info.ws_connect_urls.clear();
+                }
                 let changed = {
                     let known = link.info.lock();
                     known.connect_urls != info.connect_urls

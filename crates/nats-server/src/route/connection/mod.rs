@@ -9,6 +9,8 @@
 mod handshake;
 mod interest;
 
+pub(crate) use handshake::announce_lame_duck;
+
 use super::link::RouteLink;
 use super::registry::Routes;
 use crate::client::writer::{self, WriterSettings};
