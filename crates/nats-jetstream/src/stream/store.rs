@@ -16,10 +16,10 @@
 use nats_store::{
     ConsumerStore, StoreError, StoredMessage, StreamState, StreamStore, SubjectState,
 };
-use parking_lot::{Mutex, MutexGuard};
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
 
 thread_local! {
     /// Whether this thread holds a stream store lock (the leaf check).
@@ -74,7 +74,7 @@ impl StoreHandle {
     pub(in crate::stream) fn write(&self) -> WriteGuard<'_> {
         let held = Held::acquire();
         WriteGuard {
-            store: self.store.lock(),
+            store: self.lock(),
             _held: held,
         }
     }
@@ -83,7 +83,7 @@ impl StoreHandle {
     pub(crate) fn read(&self) -> ReadGuard<'_> {
         let held = Held::acquire();
         ReadGuard {
-            store: self.store.lock(),
+            store: self.lock(),
             _held: held,
         }
     }
@@ -92,9 +92,23 @@ impl StoreHandle {
     /// the writer's batch, as the direct-get fast path).
     pub(crate) fn try_read(&self) -> Option<ReadGuard<'_>> {
         let held = Held::nested();
-        self.store
-            .try_lock()
-            .map(|store| ReadGuard { store, _held: held })
+        let store = match self.store.try_lock() {
+            Ok(store) => store,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        };
+        Some(ReadGuard { store, _held: held })
+    }
+
+    /// std's futex mutex, not parking_lot's: a parking_lot lock that finds the lock taken
+    /// spins with `sched_yield` before it parks, and under CPU load each yield can give the
+    /// thread's core to other processes for a time slice. A consumer woken by a commit met the
+    /// stream task's next batch that way and lost 1-4 ms, while the stream went on storing
+    /// publishes answered meanwhile (issue 19: a KV watcher missed an update a purge removed in
+    /// that time). std's lock spins briefly without yielding, then sleeps until the unlock.
+    /// A panic under the lock leaves the store as parking_lot would: usable.
+    fn lock(&self) -> MutexGuard<'_, Box<dyn StreamStore>> {
+        self.store.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The counters right now (a read lock for one call).
