@@ -23,9 +23,9 @@ fn python_missing() -> Option<String> {
     }
 }
 
-/// Run one of the Python scripts next to this file against a fresh server; fails with its
-/// output when the script does.
-fn run_script(name: &str) {
+/// Run one of the Python scripts next to this file against a fresh server (the server's URL,
+/// then `args`); fails with its output when the script does.
+pub(crate) fn run_script(name: &str, args: &[&str]) {
     if let Some(reason) = python_missing() {
         println!("skipped: {reason}");
         return;
@@ -35,6 +35,7 @@ fn run_script(name: &str) {
     let mut child = Command::new("python3")
         .arg(&script)
         .arg(server.url())
+        .args(args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -58,11 +59,11 @@ fn run_script(name: &str) {
 
 #[test]
 fn key_value_through_nats_py() {
-    run_script("key_value_nats_py.py");
+    run_script("key_value_nats_py.py", &[]);
 }
 
 /// Mirrors and sources configured through nats-py's stream config encoding.
 #[test]
 fn sources_and_mirrors_through_nats_py() {
-    run_script("sources_nats_py.py");
+    run_script("sources_nats_py.py", &[]);
 }

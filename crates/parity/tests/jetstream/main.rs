@@ -7,6 +7,7 @@ mod batch_publish;
 mod client_consumers;
 mod client_context;
 mod client_key_value;
+mod client_nats_py;
 mod client_object_store;
 mod compression;
 mod confirmed_acks;
