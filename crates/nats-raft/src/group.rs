@@ -194,6 +194,7 @@ pub struct RaftGroup {
     supervision: Arc<Supervision>,
     membership_changes: tokio::sync::Mutex<()>,
     recovery: RecoveryReport,
+    leader_contact: crate::leader_contact::LeaderContact,
 }
 
 fn storage_error(error: impl std::fmt::Display) -> RaftGroupError {
@@ -270,6 +271,7 @@ impl RaftGroup {
                 last_index,
                 recorded_commit,
             },
+            leader_contact: crate::leader_contact::LeaderContact::new(),
         };
         if config.bootstrap && last_index.is_none() && protected_until == 0 {
             let members: BTreeSet<NodeId> = config.members.iter().copied().collect();
@@ -406,6 +408,12 @@ impl RaftGroup {
                 .as_ref()
                 .map(|acked| openraft::Instant::elapsed(&**acked)),
         }
+    }
+
+    /// nats-server's `current` for this replica (`/healthz`): the leader, or a follower that
+    /// heard from its leader within `window` and is caught up with it (see `leader_contact.rs`).
+    pub fn is_current(&self, window: Duration) -> bool {
+        self.leader_contact.current(&self.status(), window)
     }
 
     /// Waits until `condition` holds for the group's status, at most `timeout`.
@@ -639,11 +647,15 @@ impl RaftGroup {
         match kind {
             kind::APPEND => {
                 let request = reader.append_request().map_err(decode)?;
+                let leader_commit = request.leader_commit.as_ref().map(|log_id| log_id.index);
                 let response = self
                     .raft
                     .append_entries(request)
                     .await
                     .map_err(|error| error.to_string())?;
+                if matches!(response, openraft::raft::AppendEntriesResponse::Success) {
+                    self.leader_contact.record(leader_commit);
+                }
                 writer.append_response(&response);
             }
             kind::VOTE | kind::PRE_VOTE => {

@@ -18,6 +18,7 @@
 mod checked_file;
 mod codec;
 mod group;
+mod leader_contact;
 mod log_file;
 mod log_store;
 mod network;

@@ -48,6 +48,10 @@ const HELLO_INTERVAL: Duration = Duration::from_secs(1);
 const HELLO_EVERY_FORMED: u32 = 5;
 /// A peer heard from within this long counts as current.
 const CURRENT_WINDOW: Duration = Duration::from_secs(12);
+/// `/healthz`: a follower is current only if its leader's last append came within this
+/// (nats-server: two heartbeat intervals, 2 s; ours beat every 500 ms, and a loaded machine
+/// delays them).
+const HEALTH_CONTACT_WINDOW: Duration = Duration::from_secs(3);
 
 /// What a server announced.
 #[derive(Clone, Debug)]
@@ -543,6 +547,27 @@ impl Meta {
             .filter(|node| *node != own)
             .find(|node| caught_up.contains(node))
             .ok_or_else(|| stepdown_error(400, 10005, "no replacement peer connected"))
+    }
+
+    /// nats-server's clustered `/healthz` JetStream checks: a meta leader known and this
+    /// server current with it, then (unless `meta_only`) every replicated stream held here
+    /// current with its own leader. The error text as nats-server words it.
+    pub fn health(&self, meta_only: bool) -> Result<(), String> {
+        if self.group.status().leader.is_none() {
+            return Err("JetStream has not established contact with a meta leader".into());
+        }
+        if !self.group.is_current(HEALTH_CONTACT_WINDOW) {
+            return Err("JetStream is not current with the meta leader".into());
+        }
+        if meta_only {
+            return Ok(());
+        }
+        match self.stream_groups.first_not_current(HEALTH_CONTACT_WINDOW) {
+            Some((account, stream, reason)) => Err(format!(
+                "JetStream stream '{account} > {stream}' is not current: {reason}"
+            )),
+            None => Ok(()),
+        }
     }
 
     /// Lame duck mode: the meta group's leadership and every stream group's this server holds

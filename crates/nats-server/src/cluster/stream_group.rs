@@ -141,6 +141,27 @@ impl StreamGroups {
         }
     }
 
+    /// `/healthz`: the first replicated stream held here (by account, then name) that is not
+    /// current, with nats-server's reason: its group not started yet, or not caught up with
+    /// its leader (or without one).
+    pub fn first_not_current(&self, window: Duration) -> Option<(String, String, &'static str)> {
+        let mut held: Vec<(StreamKey, Arc<ReplicatedStream>)> = self
+            .groups
+            .lock()
+            .iter()
+            .map(|(key, stream)| (key.clone(), stream.clone()))
+            .collect();
+        held.sort_by(|a, b| a.0.cmp(&b.0));
+        held.into_iter().find_map(|((account, stream), replica)| {
+            let reason = match replica.raft() {
+                None => "stream node missing",
+                Some(group) if !group.is_current(window) => "group node unhealthy",
+                Some(_) => return None,
+            };
+            Some((account, stream, reason))
+        })
+    }
+
     /// Lame duck mode: every group this server leads hands its leadership to a caught-up
     /// voter; waits (bounded by `wait`) until each names another leader. The number handed over.
     pub async fn transfer_leaderships(&self, wait: Duration) -> usize {

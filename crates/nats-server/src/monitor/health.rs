@@ -1,6 +1,8 @@
 //! `/healthz`: `{"status":"ok"}` while the server serves, nats-server's checks of its options
 //! (`js-enabled-only`, `js-server-only`, `js-meta-only`, `details` booleans; `account`, `stream`,
-//! `consumer`) and its error bodies and statuses.
+//! `consumer`) and its error bodies and statuses. In a JetStream cluster, not ok (503) until
+//! this server is current with the meta leader and every replicated stream it holds is current
+//! with its leader (`Meta::health`): a restarted node says ok only once caught up.
 
 use super::query::Query;
 use super::Refusal;
@@ -52,6 +54,15 @@ pub fn healthz(server: &Server, options: &HealthOptions) -> (u16, Value) {
         );
     }
     if options.account.is_empty() {
+        // Clustered JetStream: nats-server's meta and replica checks (`js-enabled-only` and
+        // `js-server-only` skip them, `js-meta-only` stops after the meta group).
+        if !options.js_enabled_only && !options.js_server_only {
+            if let Some(meta) = server.meta.get() {
+                if let Err(text) = meta.health(options.js_meta_only) {
+                    return error(503, options, "JETSTREAM", &text);
+                }
+            }
+        }
         return (200, json!({"status": "ok"}));
     }
     // One account, `$G`, which has JetStream once a stream exists (nats-server's
@@ -89,7 +100,9 @@ fn error(status: u16, options: &HealthOptions, kind: &str, text: &str) -> (u16, 
     if options.details && !kind.is_empty() {
         let mut entry = serde_json::Map::new();
         entry.insert("type".into(), json!(kind));
-        entry.insert("account".into(), json!(options.account));
+        if !options.account.is_empty() {
+            entry.insert("account".into(), json!(options.account));
+        }
         if kind == "STREAM" {
             entry.insert("stream".into(), json!(options.stream));
         }

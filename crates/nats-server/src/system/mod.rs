@@ -265,6 +265,15 @@ fn answer(server: &Server, message: &Message) {
                     crate::monitor::subsz(server, &account_requests::subsz_pairs(&options))
                 }
                 Endpoint::Jsz => crate::monitor::jsz(server),
+                Endpoint::Healthz => {
+                    // The `/healthz` answer (its default checks) with its status code.
+                    let options = crate::monitor::health::HealthOptions::default();
+                    let (status, mut body) = crate::monitor::health::healthz(server, &options);
+                    if let Some(object) = body.as_object_mut() {
+                        object.insert("status_code".into(), json!(status));
+                    }
+                    body
+                }
                 _ => json!({"status": "ok", "status_code": 200}),
             };
             json!({"server": server_object(server), "data": data})

@@ -5,6 +5,10 @@
 //! lost, the node's clients hear INFO `ldm` without the node in `connect_urls`, the other
 //! nodes' clients stop being offered it, and the node exits 0.
 //!
+//! `/healthz` on a restarted node says ok only once its replicas caught up with their leaders
+//! (ours; nats-server's says ok earlier, see the test), and a rolling restart of every node under
+//! publish and consume load loses no acknowledged message.
+//!
 //! All-rnats clusters normally; all-nats-server clusters in the parity pass (`NATS_SERVER_BIN`),
 //! where every assertion holds too.
 
@@ -14,12 +18,12 @@ use std::time::{Duration, Instant};
 
 use async_nats::jetstream::message::PublishMessage as Publish;
 use serde_json::Value;
-use test_harness::cluster::{Cluster, ClusterOptions, Topology};
+use test_harness::cluster::{http_get, Cluster, ClusterOptions, Topology};
 use test_harness::RawClient;
 
 use crate::jetstream_assignments::{connect, leader_of};
 use crate::jetstream_failover::stream_leader;
-use crate::jetstream_replicated::{create_r3, lock, names_of, publish_until_acked, settled_info};
+use crate::jetstream_replicated::{create_r3, lock, names_of, settled_info};
 use crate::meta::{index_of, kind, ELECTION_BOUND, SYSTEM_ACCOUNT};
 
 /// Lame duck settings of every node: clients closed one second after the INFO `ldm`.
@@ -44,6 +48,25 @@ fn start_cluster() -> (Cluster, Vec<String>) {
     leader_of(&cluster, &[0, 1, 2]);
     let names = names_of(&cluster);
     (cluster, names)
+}
+
+/// A cluster from [`start_cluster`] with R3 stream `name` on `<prefix>.>`, `warm` messages
+/// published and every replica current: the cluster, node names, a client of node 0 and the
+/// stream leader's name.
+async fn cluster_with_stream(
+    name: &str,
+    prefix: &str,
+    warm: usize,
+) -> (Cluster, Vec<String>, async_nats::Client, String) {
+    let (cluster, names) = start_cluster();
+    let admin = connect(&cluster, 0).await;
+    let (created, _) = create_r3(&admin, name, &format!("{prefix}.>")).await;
+    assert_eq!(created["did_create"], true, "{created}");
+    let jetstream = async_nats::jetstream::new(admin.clone());
+    publish_many(&jetstream, &format!("{prefix}.warm"), warm).await;
+    let info = settled_info(&admin, name, &names, warm as u64).await;
+    let leader = info["cluster"]["leader"].as_str().unwrap_or("").to_string();
+    (cluster, names, admin, leader)
 }
 
 /// One acknowledged publish: its payload, stream sequence and when the ack came.
@@ -153,17 +176,7 @@ fn raw_client(cluster: &Cluster, index: usize) -> RawClient {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_leader_in_lame_duck_mode_hands_over_and_no_acked_write_is_lost() {
-    let (mut cluster, names) = start_cluster();
-    let admin = connect(&cluster, 0).await;
-    let (created, _) = create_r3(&admin, "LDM", "ldm.>").await;
-    assert_eq!(created["did_create"], true, "{created}");
-    let jetstream = async_nats::jetstream::new(admin.clone());
-    let deadline = Instant::now() + ELECTION_BOUND;
-    for n in 0..5 {
-        publish_until_acked(&jetstream, "ldm.warm", &format!("warm-{n}"), deadline).await;
-    }
-    let info = settled_info(&admin, "LDM", &names, 5).await;
-    let leader = info["cluster"]["leader"].as_str().unwrap_or("").to_string();
+    let (mut cluster, _, _, leader) = cluster_with_stream("LDM", "ldm", 5).await;
     let leaving = index_of(&cluster, &leader);
     let survivor = (0..3).find(|&i| i != leaving).unwrap_or(0);
     let leaving_url = cluster.node(leaving).addr();
@@ -245,4 +258,293 @@ async fn a_stream_leader_in_lame_duck_mode_hands_over_and_no_acked_write_is_lost
         gap <= HANDOVER_BOUND,
         "PubAcks stopped for {gap:?} while the leader left in lame duck mode"
     );
+}
+
+/// The longest gap between two PubAcks while one node of a rolling restart is out: a leader's
+/// handover, or the publisher's reconnect when its server closes it, plus one retry.
+const RESTART_GAP_BOUND: Duration = Duration::from_secs(3);
+/// A restarted node says ok on `/healthz` within this.
+const HEALTHY_BOUND: Duration = Duration::from_secs(60);
+
+/// Waits (bounded) until node `index` answers `/healthz` with 200 and `{"status":"ok"}`.
+fn wait_healthy(cluster: &Cluster, index: usize) -> Duration {
+    let started = Instant::now();
+    let port = cluster.node(index).monitor_port;
+    loop {
+        let body = http_get(port, "/healthz").unwrap_or_default();
+        let ok = serde_json::from_str::<Value>(&body).is_ok_and(|health| health["status"] == "ok");
+        if ok {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < HEALTHY_BOUND,
+            "node {index} never healthy: {body}\n{}",
+            cluster.logs()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The messages JetStream holds on node `index` (`/jsz` `messages`: its replicas included).
+fn messages_held(cluster: &Cluster, index: usize) -> Option<u64> {
+    let body = http_get(cluster.node(index).monitor_port, "/jsz")?;
+    let jsz: Value = serde_json::from_str(&body).ok()?;
+    jsz["messages"].as_u64()
+}
+
+/// Publishes `count` messages on `subject` through `jetstream`, 100 in flight at a time, each
+/// acknowledged.
+async fn publish_many(jetstream: &async_nats::jetstream::Context, subject: &str, count: usize) {
+    let payload = bytes::Bytes::from(vec![b'x'; 64]);
+    for chunk in 0..count.div_ceil(100) {
+        let mut pending = Vec::new();
+        for _ in 0..100.min(count - chunk * 100) {
+            let ack = jetstream
+                .publish(subject.to_string(), payload.clone())
+                .await
+                .unwrap_or_else(|error| panic!("publish: {error}"));
+            pending.push(ack);
+        }
+        for ack in pending {
+            ack.await.unwrap_or_else(|error| panic!("ack: {error}"));
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn healthz_says_ok_only_once_a_restarted_replica_has_caught_up() {
+    let (mut cluster, names, admin, leader) = cluster_with_stream("CATCH", "catch", 10).await;
+    let jetstream = async_nats::jetstream::new(admin.clone());
+    // A follower that no client of this test uses.
+    let down = (1..3).find(|&i| names[i] != leader).unwrap_or(2);
+    tokio::task::block_in_place(|| wait_healthy(&cluster, down));
+
+    cluster.node(down).send_signal(libc::SIGTERM);
+    let code = tokio::task::block_in_place(|| cluster.node_mut(down).wait_exit(EXIT_BOUND));
+    assert_eq!(code, Some(0), "{}", cluster.logs());
+    const MISSED: u64 = 3000;
+    publish_many(&jetstream, "catch.missed", MISSED as usize).await;
+
+    let (took, held) = tokio::task::block_in_place(|| {
+        cluster.restart(down);
+        let took = wait_healthy(&cluster, down);
+        (took, messages_held(&cluster, down))
+    });
+    println!(
+        "{} restarted replica healthy {took:?} after it answered clients, holding {held:?} of {}",
+        kind().label(),
+        10 + MISSED
+    );
+    // nats-server's healthz counts a replica that has not heard from its leader yet as current
+    // (its raft isCurrent checks leader contact only once a leader is known): measured here it
+    // said ok 0.23 s after the restart holding 10 of 3010 messages. Ours waits (docs/parity.md).
+    if !test_harness::is_reference() {
+        assert_eq!(
+            held,
+            Some(10 + MISSED),
+            "/healthz said ok before the restarted replica caught up"
+        );
+    }
+}
+
+/// One restart of a rolling restart: how long the node was out (signal to `/healthz` ok) and
+/// the longest gap between two PubAcks meanwhile.
+struct Restart {
+    node: String,
+    out: Duration,
+    longest_gap: Duration,
+}
+
+/// Pulls from durable `consumer` of `stream` through `client` until `stop`, recording every
+/// payload delivered and acknowledging it; errors (a leader change, a reconnect) are retried.
+fn consumer_task(
+    client: async_nats::Client,
+    stream: &'static str,
+    consumer: &'static str,
+    stop: Arc<AtomicBool>,
+    consumed: Arc<Mutex<std::collections::HashSet<String>>>,
+) -> tokio::task::JoinHandle<()> {
+    use futures::StreamExt;
+    tokio::spawn(async move {
+        let jetstream = async_nats::jetstream::new(client);
+        while !stop.load(Ordering::Relaxed) {
+            let pull = async {
+                let stream = jetstream.get_stream(stream).await.ok()?;
+                let pull: async_nats::jetstream::consumer::PullConsumer =
+                    stream.get_consumer(consumer).await.ok()?;
+                let mut batch = pull
+                    .fetch()
+                    .max_messages(100)
+                    .expires(Duration::from_millis(500))
+                    .messages()
+                    .await
+                    .ok()?;
+                while let Some(Ok(message)) = batch.next().await {
+                    let payload = String::from_utf8_lossy(&message.payload).into_owned();
+                    lock(&consumed).insert(payload);
+                    let _ = message.ack().await;
+                }
+                Some(())
+            };
+            if tokio::time::timeout(Duration::from_secs(5), pull)
+                .await
+                .ok()
+                .flatten()
+                .is_none()
+            {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    })
+}
+
+/// A client of every node that reconnects within 100 ms.
+async fn cluster_client(cluster: &Cluster) -> async_nats::Client {
+    let urls: Vec<String> = (0..cluster.len()).map(|i| cluster.url(i)).collect();
+    async_nats::ConnectOptions::new()
+        .reconnect_delay_callback(|_| Duration::from_millis(100))
+        .connect(urls)
+        .await
+        .expect("connect to the cluster")
+}
+
+/// Waits (bounded) until `acked` holds `count` acknowledgements.
+async fn wait_acked(acked: &Mutex<Vec<Acked>>, count: usize, what: &str) {
+    let deadline = Instant::now() + ELECTION_BOUND;
+    while lock(acked).len() < count {
+        assert!(
+            Instant::now() < deadline,
+            "{what}: stuck at {}",
+            lock(acked).len()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolling_restart_under_load_loses_no_acked_message() {
+    let (mut cluster, names, admin, _) = cluster_with_stream("ROLL", "roll", 0).await;
+    let jetstream = async_nats::jetstream::new(admin.clone());
+    let config = async_nats::jetstream::consumer::pull::Config {
+        durable_name: Some("WORK".into()),
+        ack_policy: async_nats::jetstream::consumer::AckPolicy::Explicit,
+        ack_wait: Duration::from_secs(2),
+        ..Default::default()
+    };
+    let deadline = Instant::now() + ELECTION_BOUND;
+    loop {
+        let created = async {
+            let stream = jetstream.get_stream("ROLL").await.ok()?;
+            stream.create_consumer(config.clone()).await.ok()
+        };
+        if created.await.is_some() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the durable consumer was never created"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+
+    let stop_publishing = Arc::new(AtomicBool::new(false));
+    let stop_consuming = Arc::new(AtomicBool::new(false));
+    let acked: Arc<Mutex<Vec<Acked>>> = Arc::default();
+    let consumed: Arc<Mutex<std::collections::HashSet<String>>> = Arc::default();
+    let publishing = publisher(
+        cluster_client(&cluster).await,
+        "roll.load",
+        "roll",
+        stop_publishing.clone(),
+        acked.clone(),
+    );
+    let consuming = consumer_task(
+        cluster_client(&cluster).await,
+        "ROLL",
+        "WORK",
+        stop_consuming.clone(),
+        consumed.clone(),
+    );
+    wait_acked(&acked, 20, "publishing before the restarts").await;
+
+    let mut restarts = Vec::new();
+    for (node, name) in names.iter().enumerate() {
+        let first = lock(&acked).len();
+        let started = Instant::now();
+        cluster.node(node).send_signal(libc::SIGUSR2);
+        let out = tokio::task::block_in_place(|| {
+            let code = cluster.node_mut(node).wait_exit(EXIT_BOUND);
+            assert_eq!(
+                code,
+                Some(0),
+                "node {node} lame duck exit\n{}",
+                cluster.logs()
+            );
+            cluster.restart(node);
+            wait_healthy(&cluster, node);
+            started.elapsed()
+        });
+        let target = lock(&acked).len() + 20;
+        wait_acked(&acked, target, "publishing after a restart").await;
+        let longest_gap = longest_gap(&lock(&acked)[first.saturating_sub(1)..]);
+        restarts.push(Restart {
+            node: name.clone(),
+            out,
+            longest_gap,
+        });
+    }
+    stop_publishing.store(true, Ordering::Relaxed);
+    let _ = publishing.await;
+    let acked = std::mem::take(&mut *lock(&acked));
+
+    // Every acknowledged message is consumed at least once (redeliveries after ack_wait
+    // included), and still stored at its sequence.
+    let deadline = Instant::now() + ELECTION_BOUND;
+    loop {
+        let missing: Vec<&str> = {
+            let consumed = lock(&consumed);
+            acked
+                .iter()
+                .map(|entry| entry.payload.as_str())
+                .filter(|payload| !consumed.contains(*payload))
+                .collect()
+        };
+        if missing.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} acked messages never consumed, e.g. {:?}",
+            missing.len(),
+            &missing[..missing.len().min(5)]
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    stop_consuming.store(true, Ordering::Relaxed);
+    let _ = consuming.await;
+    let reader = connect(&cluster, 0).await;
+    assert_all_stored(&reader, "ROLL", &acked).await;
+
+    for restart in &restarts {
+        println!(
+            "{} rolling restart (lame duck, start, /healthz ok) of {}: out {:?}, longest gap between PubAcks {:?}",
+            kind().label(),
+            restart.node,
+            restart.out,
+            restart.longest_gap
+        );
+    }
+    println!(
+        "{} rolling restart: {} acked, all consumed",
+        kind().label(),
+        acked.len()
+    );
+    for restart in &restarts {
+        assert!(
+            restart.longest_gap <= RESTART_GAP_BOUND,
+            "PubAcks stopped for {:?} while {} restarted",
+            restart.longest_gap,
+            restart.node
+        );
+    }
 }
