@@ -5,7 +5,7 @@
 //! only `impl Engine` is here. Cheap to clone: every clone shares one `Arc`'d engine, so the
 //! server may keep one for monitoring and one for shutdown.
 
-use crate::api::queue::{ApiQueues, REQUEST_QUEUE_LIMIT};
+use crate::api::queue::{ApiQueues, QueueLimits};
 use crate::api::{ApiCounters, Context};
 use crate::error::JetStreamError;
 use crate::level::API_LEVEL;
@@ -179,8 +179,14 @@ impl JetStream {
     /// Subscribe `$JS.API` in every account: the handlers only enqueue, with their account's
     /// context, for the API threads (`api/queue.rs`) every account shares.
     fn start_api(&self) -> Result<(), JetStreamError> {
-        let queues = ApiQueues::start(tokio::runtime::Handle::current(), REQUEST_QUEUE_LIMIT)
-            .map_err(JetStreamError::ApiThreads)?;
+        let queues = ApiQueues::start(
+            tokio::runtime::Handle::current(),
+            QueueLimits::new(
+                self.engine.config.request_queue_limit,
+                self.engine.config.info_queue_limit,
+            ),
+        )
+        .map_err(JetStreamError::ApiThreads)?;
         *self.engine.api_queues.lock() = Some(queues.clone());
         for account in self.engine.accounts.iter().chain(&self.engine.refused) {
             for subject in API_SUBSCRIPTIONS {

@@ -39,6 +39,8 @@ pub mod cluster;
 mod consumer;
 mod engine;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod level;
 mod nuid;
 mod registry;
@@ -104,6 +106,11 @@ pub struct JetStreamConfig {
     pub unique_tag: Option<String>,
     /// `limits { batch { ... } }`.
     pub batch_limits: BatchLimits,
+    /// `request_queue_limit`: `$JS.API` requests waiting in the API queue before all of them
+    /// are dropped (nats-server's `JSDefaultRequestQueueLimit`, 10,000, when 0 or negative).
+    pub request_queue_limit: i64,
+    /// `info_queue_limit`: the same for the info queue (`request_queue_limit` when 0 or negative).
+    pub info_queue_limit: i64,
 }
 
 /// nats-server's server-wide batch publish limits (`jetstream { limits { batch { ... } } }`).

@@ -6,8 +6,11 @@
 //! As nats-server: admin requests (creates, updates, deletes, purges, message get/delete) and
 //! info requests (ACCOUNT.INFO, STREAM.INFO/NAMES/LIST, CONSUMER.INFO/NAMES/LIST) have separate
 //! queues; admin requests run one at a time in arrival order (they must not race). A queue that
-//! reaches its limit (nats-server's `JSDefaultRequestQueueLimit`, 10,000) drops everything
-//! pending, logs a warning and publishes `$JS.EVENT.ADVISORY.API.LIMIT_REACHED`.
+//! reaches its limit (`jetstream { request_queue_limit, info_queue_limit }`, by default
+//! nats-server's `JSDefaultRequestQueueLimit`, 10,000, for both) drops everything pending, logs
+//! a warning and publishes `$JS.EVENT.ADVISORY.API.LIMIT_REACHED`; the dropped requests get no
+//! answer (their clients time out), as in nats-server. Requests are never larger than the
+//! connection's `max_payload`, which the protocol parser enforces before they get here.
 
 use super::Context;
 use crate::transport::Message;
@@ -66,11 +69,29 @@ impl<T> Queue<T> {
     }
 }
 
-/// The two queues, their limit and the threads' stop flag.
+/// How many requests each queue holds before it drops them all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct QueueLimits {
+    admin: usize,
+    info: usize,
+}
+
+impl QueueLimits {
+    /// From the config values, as nats-server's `setBaselineOptions`: 0 or negative is the
+    /// default; the info queue's limit defaults to the admin queue's.
+    pub(crate) fn new(request_queue_limit: i64, info_queue_limit: i64) -> QueueLimits {
+        let configured = |value: i64| usize::try_from(value).ok().filter(|limit| *limit > 0);
+        let admin = configured(request_queue_limit).unwrap_or(REQUEST_QUEUE_LIMIT);
+        let info = configured(info_queue_limit).unwrap_or(admin);
+        QueueLimits { admin, info }
+    }
+}
+
+/// The two queues, their limits and the threads' stop flag.
 pub(crate) struct ApiQueues {
     admin: Queue,
     info: Queue,
-    limit: usize,
+    limits: QueueLimits,
     closed: AtomicBool,
     /// When the limit warning was last logged (seconds since the epoch): at most one a second.
     last_warning: AtomicU64,
@@ -100,12 +121,12 @@ impl ApiQueues {
     /// handlers may await stream and consumer tasks, which stay on the runtime.
     pub(crate) fn start(
         runtime: tokio::runtime::Handle,
-        limit: usize,
+        limits: QueueLimits,
     ) -> std::io::Result<Arc<ApiQueues>> {
         let queues = Arc::new(ApiQueues {
             admin: Queue::new("JetStream API queue"),
             info: Queue::new("JetStream API info queue"),
-            limit,
+            limits,
             closed: AtomicBool::new(false),
             last_warning: AtomicU64::new(0),
         });
@@ -155,8 +176,14 @@ impl ApiQueues {
         if self.closed.load(Ordering::Acquire) {
             return;
         }
-        let queue = self.queue(is_info_request(&message.subject));
-        if let Some(dropped) = queue.push((context.clone(), message), self.limit) {
+        let info = is_info_request(&message.subject);
+        let limit = if info {
+            self.limits.info
+        } else {
+            self.limits.admin
+        };
+        let queue = self.queue(info);
+        if let Some(dropped) = queue.push((context.clone(), message), limit) {
             self.limit_reached(context, queue.name, dropped);
         }
     }
@@ -218,6 +245,16 @@ mod tests {
         assert!(!is_info_request(
             b"$JS.API.CONSUMER.DURABLE.CREATE.orders.worker"
         ));
+    }
+
+    #[test]
+    fn limits_default_as_nats_server() {
+        let default = QueueLimits::new(0, 0);
+        assert_eq!((default.admin, default.info), (10_000, 10_000));
+        let configured = QueueLimits::new(100, -1);
+        assert_eq!((configured.admin, configured.info), (100, 100));
+        let both = QueueLimits::new(-5, 7);
+        assert_eq!((both.admin, both.info), (10_000, 7));
     }
 
     #[test]

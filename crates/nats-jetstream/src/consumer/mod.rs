@@ -27,6 +27,18 @@ mod tests;
 
 pub(crate) use apply::{ConsumerApplied, ConsumerEntry, ConsumerReplica};
 pub(crate) use config::{check_config, check_update};
+pub(crate) use task::ack_subject as own_ack_subject;
+
+/// A pull request decoded and admitted as the consumer task does it (`crate::fuzzing`).
+pub(crate) fn admit_for_fuzzing(config: &ConsumerConfig, body: &[u8]) -> Result<(), Vec<u8>> {
+    let request = jetstream_api::NextRequest::parse(body);
+    let reply = bytes::Bytes::from_static(b"_INBOX.fuzz");
+    let now = tokio::time::Instant::now();
+    match pull::admit(config, reply, request, pull::is_json_body(body), now) {
+        pull::Admission::Queue(_) => Ok(()),
+        pull::Admission::Refuse(status) => Err(status),
+    }
+}
 
 use crate::stream::{InterestHolder, Stream};
 use crate::transport::{Message, Transport};

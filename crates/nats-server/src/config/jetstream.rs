@@ -100,10 +100,21 @@ fn apply_block(
             "enabled" | "enable" => config.enabled = boolean(item)?,
             "unique_tag" => config.unique_tag = Some(string(item)?),
             // Accepted and not used; checked for their kind as nats-server reads them.
-            "max_buffered_msgs"
-            | "max_buffered_size"
-            | "request_queue_limit"
-            | "max_outstanding_catchup" => {
+            // nats-server reads these two as plain integers (`mv.(int64)`), no size strings.
+            name @ ("request_queue_limit" | "info_queue_limit") => {
+                let Value::Integer(limit) = item.value else {
+                    return Err(item.error(format!(
+                        "Expected a parseable size for {key:?}, got {}",
+                        item.value.go_text()
+                    )));
+                };
+                if name == "request_queue_limit" {
+                    config.request_queue_limit = limit;
+                } else {
+                    config.info_queue_limit = limit;
+                }
+            }
+            "max_buffered_msgs" | "max_buffered_size" | "max_outstanding_catchup" => {
                 let parses = match &item.value {
                     Value::Integer(_) => true,
                     Value::String(text) => go_compat::size::storage_size(text).is_ok(),

@@ -395,6 +395,22 @@ fn jetstream_batch_limits() {
 }
 
 #[test]
+fn jetstream_api_queue_limits() {
+    let options =
+        options_from("jetstream { request_queue_limit: 100, info_queue_limit: 50 }\n").unwrap();
+    assert_eq!(options.jetstream.request_queue_limit, 100);
+    assert_eq!(options.jetstream.info_queue_limit, 50);
+    // nats-server reads both as plain integers: a size string is refused.
+    let error = options_from("jetstream { info_queue_limit: \"1K\" }\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("Expected a parseable size for \"info_queue_limit\", got 1K"),
+        "{error}"
+    );
+}
+
+#[test]
 fn jetstream_limits_errors_in_nats_server_words() {
     let error = |body: &str| options_from(&format!("jetstream {{\n limits {{ {body} }}\n}}\n"));
     assert_eq!(

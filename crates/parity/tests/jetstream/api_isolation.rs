@@ -1,7 +1,8 @@
 //! One expensive `$JS.API` request stalls only its sender: while a client sends stream creates
 //! listing 100k subjects each, other clients' pub/sub round trips, new connections' INFO and
-//! `$JS.API.INFO` keep answering. And the API queue limit: requests piling up past nats-server's
-//! 10,000 are dropped with the `api_limit_reached` advisory.
+//! `$JS.API.INFO` keep answering. And the API queue limit (`jetstream { request_queue_limit }`,
+//! nats-server's 10,000 by default): requests piling up past it are dropped unanswered, and the
+//! server keeps serving everyone, the flooder included.
 
 use futures::StreamExt;
 use serde_json::{json, Value};
@@ -161,4 +162,90 @@ async fn overlapping_subjects_in_a_huge_list_are_found() {
         json!({"code": 500, "err_code": 10052,
             "description": "subject \"big.s0\" overlaps with \"big.*\""})
     );
+}
+
+/// Requests sent at once by the flood test, against a queue limit of [`FLOOD_LIMIT`].
+const FLOOD: usize = 2_000;
+const FLOOD_LIMIT: usize = 10;
+
+#[tokio::test]
+async fn a_flood_past_the_request_queue_limit_is_dropped_and_the_server_keeps_serving() {
+    let server = TestServer::start(ServerOptions {
+        jetstream: true,
+        config: Some(format!(
+            "jetstream {{ request_queue_limit: {FLOOD_LIMIT} }}\n"
+        )),
+        ..Default::default()
+    });
+    let flooder = connect(&server).await;
+    let other = connect(&server).await;
+    let mut answers = flooder.subscribe("flood.answers").await.unwrap();
+    let mut echo = other.subscribe("flood.echo").await.unwrap();
+    other.flush().await.unwrap();
+    // Stream creates (admin queue), sent without waiting: far faster than they are served.
+    for index in 0..FLOOD {
+        let body = json!({"name": format!("F{index}"), "subjects": [format!("f.{index}")],
+            "storage": "memory"});
+        flooder
+            .publish_with_reply(
+                format!("$JS.API.STREAM.CREATE.F{index}"),
+                "flood.answers",
+                serde_json::to_vec(&body).unwrap().into(),
+            )
+            .await
+            .unwrap();
+    }
+    // A round trip through the flooder's connection: the server has read the whole flood.
+    let mut sync = flooder.subscribe("flood.sync").await.unwrap();
+    flooder.publish("flood.sync", "".into()).await.unwrap();
+    tokio::time::timeout(OPERATION_TIMEOUT, sync.next())
+        .await
+        .expect("the flooder's own round trip stalled")
+        .unwrap();
+
+    // Others are served meanwhile: pub/sub and the API.
+    other.publish("flood.echo", "ping".into()).await.unwrap();
+    tokio::time::timeout(OPERATION_TIMEOUT, echo.next())
+        .await
+        .expect("pub/sub stalled by the flood")
+        .unwrap();
+    // A request after the flood is answered: the flooded queue drains and serves again. It may
+    // itself be the request that reaches the limit again (both servers then drop it with the
+    // few still pending), so it is sent until answered, a bounded number of times.
+    let body = serde_json::to_vec(&json!({"name": "AFTER", "storage": "memory"})).unwrap();
+    let mut after = None;
+    for _ in 0..10 {
+        let request = other.request("$JS.API.STREAM.CREATE.AFTER", body.clone().into());
+        if let Ok(Ok(answer)) = tokio::time::timeout(Duration::from_secs(2), request).await {
+            after = Some(answer);
+            break;
+        }
+    }
+    let after = after.expect("no create answered after the flood");
+    let after: Value = serde_json::from_slice(&after.payload).unwrap();
+    assert!(after.get("error").is_none(), "{after}");
+
+    let info = tokio::time::timeout(OPERATION_TIMEOUT, other.request("$JS.API.INFO", "".into()))
+        .await
+        .expect("$JS.API.INFO after the flood")
+        .unwrap();
+    let info: Value = serde_json::from_slice(&info.payload).unwrap();
+    let created = info["streams"].as_u64().unwrap() as usize - 1;
+    // Requests were dropped (the limit was reached), not all of them (it was reached again and
+    // again, each time after serving some), and each served create was answered.
+    assert!(
+        created < FLOOD - FLOOD_LIMIT,
+        "{created} of {FLOOD} creates served: nothing dropped"
+    );
+    assert!(created > 0, "no create served");
+    let mut answered = 0;
+    while answered < created {
+        let answer = tokio::time::timeout(OPERATION_TIMEOUT, answers.next())
+            .await
+            .unwrap_or_else(|_| panic!("{answered} answers for {created} streams created"))
+            .unwrap();
+        let answer: Value = serde_json::from_slice(&answer.payload).unwrap();
+        assert!(answer.get("error").is_none(), "{answer}");
+        answered += 1;
+    }
 }

@@ -10,7 +10,7 @@ use nats_proto::write_decimal;
 
 /// The numbers of a v1 ack subject, in subject order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct AckNumbers {
+pub(crate) struct AckNumbers {
     pub delivered: u64,
     pub stream_sequence: u64,
     pub consumer_sequence: u64,
@@ -18,7 +18,7 @@ pub(super) struct AckNumbers {
 
 /// `<prefix><delivered>.<sseq>.<cseq>.<timestamp>.<pending>` (`prefix` ends with a dot), as
 /// nats-server formats it with `%d`.
-pub(super) fn write_reply(
+pub(crate) fn write_reply(
     prefix: &[u8],
     delivered: u64,
     stream_sequence: u64,
@@ -54,7 +54,7 @@ pub(super) fn write_reply(
 
 /// The numbers of `subject` when it is `prefix` followed by exactly five decimal tokens (the
 /// timestamp within i64); None for anything else, which the caller hands to the full parser.
-pub(super) fn parse_own_v1(subject: &[u8], prefix: &[u8]) -> Option<AckNumbers> {
+pub(crate) fn parse_own_v1(subject: &[u8], prefix: &[u8]) -> Option<AckNumbers> {
     let rest = subject.strip_prefix(prefix)?;
     let mut numbers = [0u64; 5];
     let mut tokens = rest.split(|byte| *byte == b'.');

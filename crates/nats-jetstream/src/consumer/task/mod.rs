@@ -5,7 +5,7 @@
 //! Delivery reads from the stream's store under its lock in batches (redeliveries first, then
 //! new messages from the consumer's cursor), then publishes outside the lock.
 
-mod ack_subject;
+pub(crate) mod ack_subject;
 mod acks;
 mod delivery;
 mod priority;
