@@ -104,6 +104,11 @@ pub trait Cluster: Send + Sync + 'static {
     fn close_stream_group(&self, name: &str, created: i64) -> GroupFuture<()>;
 }
 
+/// A replica whose group has had no working leader for this long answers STREAM.INFO itself
+/// (no leader named, every member listed), as a nats-server replica of a leaderless group does;
+/// shorter gaps (an election) are left to the next leader.
+pub const LEADERLESS_ANSWER: Duration = Duration::from_secs(2);
+
 /// A replicated stream's Raft group on this server, as the stream and the API handlers see it.
 /// Implemented by nats-server's `cluster/stream_group.rs`.
 pub trait StreamGroup: Send + Sync + 'static {
@@ -115,6 +120,11 @@ pub trait StreamGroup: Send + Sync + 'static {
     fn start(self: Arc<Self>, machine: ReplicaMachine) -> GroupFuture<Result<(), String>>;
     /// Whether this server leads the stream now (and has applied everything committed before).
     fn is_leader(&self) -> bool;
+    /// How long this replica has known no working leader of its group (`None` while it leads or
+    /// hears from one): the time since it last heard from its leader, since its quorum last
+    /// acknowledged it (a leader cut off from the others), or since it last heard from any
+    /// other member (no leader known).
+    fn leaderless_for(&self) -> Option<Duration>;
     /// Waits at most `timeout` for the group to have a leader: whether it is this server,
     /// `None` when none was elected in time.
     fn wait_for_leader(self: Arc<Self>, timeout: Duration) -> GroupFuture<Option<bool>>;

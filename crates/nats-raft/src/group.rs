@@ -48,6 +48,10 @@ pub struct GroupConfig {
     pub snapshot_after_entries: u64,
     /// A follower further behind than this many entries gets the snapshot instead of entries.
     pub snapshot_lag_threshold: u64,
+    /// A leader that has not heard from a quorum for this long no longer reports itself as
+    /// leading in [`RaftGroup::leading`] (openraft keeps the role; nats-server's leader steps
+    /// down on lost quorum). By then the other voters may elect a leader of their own.
+    pub lost_quorum: Duration,
 }
 
 impl GroupConfig {
@@ -68,6 +72,7 @@ impl GroupConfig {
             election_timeout: (Duration::from_secs(2), Duration::from_secs(4)),
             snapshot_after_entries: 5_000,
             snapshot_lag_threshold: 5_000,
+            lost_quorum: Duration::from_secs(2),
         }
     }
 
@@ -195,6 +200,7 @@ pub struct RaftGroup {
     membership_changes: tokio::sync::Mutex<()>,
     recovery: RecoveryReport,
     leader_contact: crate::leader_contact::LeaderContact,
+    lost_quorum: Duration,
 }
 
 fn storage_error(error: impl std::fmt::Display) -> RaftGroupError {
@@ -266,6 +272,7 @@ impl RaftGroup {
             log,
             supervision,
             membership_changes: tokio::sync::Mutex::new(()),
+            lost_quorum: config.lost_quorum,
             recovery: RecoveryReport {
                 torn_tail,
                 last_index,
@@ -447,33 +454,64 @@ impl RaftGroup {
         }
     }
 
-    /// `Some(term)` while this node leads in `term` and has applied the first entry of that term,
-    /// so every entry committed by earlier leaders is applied here too: from then on the
-    /// application may decide on its applied state. `None` otherwise (and once the core stops).
-    /// The term changes with every election, so a watcher can tell a new leadership from the
-    /// one it knew.
+    /// `Some(term)` while this node leads in `term`, has applied the first entry of that term (so
+    /// every entry committed by earlier leaders is applied here too: from then on the
+    /// application may decide on its applied state) and has heard from a quorum within
+    /// [`GroupConfig::lost_quorum`]. `None` otherwise (and once the core stops). A leader cut off
+    /// from its quorum thus stops taking work within that interval, as a nats-server leader
+    /// steps down, and is `Some(term)` again if the quorum answers before another leader is
+    /// elected. The term changes with every election, so a watcher can tell a new leadership
+    /// from the one it knew.
     pub fn leading(&self) -> watch::Receiver<Option<u64>> {
         let mut metrics = self.raft.metrics();
         let supervision = self.supervision.clone();
-        let ready = |metrics: &openraft::RaftMetrics<TypeConfig>| {
+        let lost_quorum = self.lost_quorum;
+        // (whether this node leads with a fresh quorum, how long until that quorum goes stale)
+        let ready = move |metrics: &openraft::RaftMetrics<TypeConfig>| {
             let term = metrics.current_term;
             let applied_term = metrics
                 .last_applied
                 .as_ref()
                 .map(|log_id| log_id.leader_id.term);
-            (metrics.state == ServerState::Leader && applied_term == Some(term)).then_some(term)
+            if metrics.state != ServerState::Leader || applied_term != Some(term) {
+                return (None, None);
+            }
+            if metrics.membership_config.membership().voter_ids().count() <= 1 {
+                return (Some(term), None);
+            }
+            let age = metrics
+                .last_quorum_acked
+                .as_ref()
+                .map(|acked| openraft::Instant::elapsed(&**acked));
+            match age {
+                Some(age) if age < lost_quorum => (Some(term), Some(lost_quorum - age)),
+                _ => (None, None),
+            }
         };
-        let (sender, receiver) = watch::channel(ready(&metrics.borrow_watched()));
+        let (now, mut stale_in) = ready(&metrics.borrow_watched());
+        let (sender, receiver) = watch::channel(now);
         tokio::spawn(async move {
             loop {
+                // A leader's quorum ages without any change of the metrics: look again when
+                // it would go stale (heartbeat acknowledgements change the metrics before).
+                let stale = async {
+                    match stale_in {
+                        Some(wait) => tokio::time::sleep(wait + Duration::from_millis(1)).await,
+                        None => std::future::pending().await,
+                    }
+                };
                 tokio::select! {
                     changed = metrics.changed() => if changed.is_err() { break },
+                    _ = stale => {}
                     _ = sender.closed() => return,
                 }
                 let now = if supervision.offline.borrow().is_some() {
+                    stale_in = None;
                     None
                 } else {
-                    ready(&metrics.borrow_watched())
+                    let (now, wait) = ready(&metrics.borrow_watched());
+                    stale_in = wait;
+                    now
                 };
                 sender.send_if_modified(|current| {
                     let changed = *current != now;

@@ -153,6 +153,41 @@ async fn an_isolated_leader_is_replaced_and_its_uncommitted_proposal_fails() {
     cluster.shutdown().await;
 }
 
+/// A leader cut off from its quorum stops reporting itself as leading within
+/// `GroupConfig::lost_quorum` (openraft keeps its role), so the application stops taking work.
+#[tokio::test(start_paused = true)]
+async fn an_isolated_leader_stops_leading_within_the_lost_quorum_interval() {
+    let cluster = Cluster::start(&[1, 2, 3], fast).await;
+    let first = cluster.leader(WAIT).await;
+    propose_many(&cluster.node(first), "before", 10).await;
+    let node = cluster.node(first);
+    let leading = node.leading();
+    assert!(leading.borrow().is_some(), "a leader with its quorum leads");
+    // Idle for longer than the interval: heartbeats keep the quorum fresh.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(
+        leading.borrow().is_some(),
+        "an idle leader with its quorum leads"
+    );
+    cluster.isolate(first);
+    let cut = tokio::time::Instant::now();
+    let mut watch = leading.clone();
+    tokio::time::timeout(
+        Duration::from_secs(3),
+        watch.wait_for(|term| term.is_none()),
+    )
+    .await
+    .expect("still leading 3 s after the cut")
+    .expect("watch");
+    let took = cut.elapsed();
+    assert!(
+        took >= Duration::from_millis(1500),
+        "gave up after {took:?}"
+    );
+    assert_eq!(node.status().role, Role::Leader, "openraft keeps the role");
+    cluster.shutdown().await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_restarted_follower_recovers_from_disk_and_catches_up() {
     let mut cluster = Cluster::start(&[1, 2, 3], fast).await;

@@ -61,8 +61,8 @@ fn stream_of<'a>(api: &ApiSubject<'a>) -> Option<&'a str> {
 
 /// The requests every server answers with 10008 "JetStream system temporarily unavailable"
 /// while the meta group has no working leader from there, as nats-server 2.15.1 does (checked
-/// with two of three servers killed): all but STREAM.INFO of a stream held here, which
-/// nats-server answers from the replica and we leave to its leader.
+/// with two of three servers killed): all but STREAM.INFO of a stream held here, which the
+/// replica answers itself once its group has been leaderless for a while.
 pub(crate) fn unavailable_without_meta(context: &Context, api: &ApiSubject<'_>) -> bool {
     match api {
         ApiSubject::StreamInfo { stream } => context.registry.get(stream).is_none(),
@@ -95,11 +95,16 @@ pub(crate) fn answers_here(context: &Context, cluster: &dyn Cluster, api: &ApiSu
         | ApiSubject::StreamList
         | ApiSubject::AccountInfo => cluster.is_meta_leader(),
         _ => match stream_of(api) {
-            // A replicated stream is answered by its leader only.
+            // A replicated stream is answered by its leader only; STREAM.INFO also by a
+            // replica whose group has had no leader for a while (as nats-server).
             Some(stream) => match context.registry.get(stream) {
-                Some(_) => cluster
-                    .stream_group(stream)
-                    .is_none_or(|group| group.is_leader()),
+                Some(_) => cluster.stream_group(stream).is_none_or(|group| {
+                    group.is_leader()
+                        || (matches!(api, ApiSubject::StreamInfo { .. })
+                            && group
+                                .leaderless_for()
+                                .is_some_and(|age| age >= crate::cluster::LEADERLESS_ANSWER))
+                }),
                 None => cluster.is_meta_leader() && cluster.stream(stream).is_none(),
             },
             None => true,

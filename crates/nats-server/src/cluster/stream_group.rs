@@ -419,6 +419,33 @@ impl StreamGroup for ReplicatedStream {
         self.leadership.borrow().is_some()
     }
 
+    fn leaderless_for(&self) -> Option<Duration> {
+        if self.is_leader() {
+            return None;
+        }
+        let status = self.raft()?.status();
+        // A member never heard from (this server just started) proves nothing yet.
+        let since_heard = |node: NodeId| {
+            self.network
+                .last_seen(&peer::peer_of(node))
+                .map_or(Duration::ZERO, |at| at.elapsed())
+        };
+        let leaderless = match status.leader {
+            // Leading in openraft without a quorum's acknowledgement (`leading` gave up).
+            Some(leader) if leader == self.node => status.quorum_acked.unwrap_or_default(),
+            Some(leader) => since_heard(leader),
+            // An election: leaderless for as long as no other member has been heard from.
+            None => status
+                .voters
+                .iter()
+                .filter(|node| **node != self.node)
+                .map(|node| since_heard(*node))
+                .min()
+                .unwrap_or_default(),
+        };
+        (!leaderless.is_zero()).then_some(leaderless)
+    }
+
     fn wait_for_leader(self: Arc<Self>, timeout: Duration) -> GroupFuture<Option<bool>> {
         Box::pin(async move {
             let deadline = tokio::time::Instant::now() + timeout;
@@ -453,6 +480,31 @@ impl StreamGroup for ReplicatedStream {
             traffic_account: meta.system_account_name(),
             ..Default::default()
         };
+        if self
+            .leaderless_for()
+            .is_some_and(|age| age >= nats_jetstream::cluster::LEADERLESS_ANSWER)
+        {
+            // As nats-server: no leader named, and every member listed, this one included.
+            let mut replicas: Vec<PeerInfo> = status
+                .voters
+                .iter()
+                .map(|node| {
+                    if *node == self.node {
+                        PeerInfo {
+                            name: self.name_of(*node),
+                            current: true,
+                            peer: peer::peer_of(*node),
+                            ..Default::default()
+                        }
+                    } else {
+                        self.replica(*node, None)
+                    }
+                })
+                .collect();
+            replicas.sort_by(|a, b| a.name.cmp(&b.name));
+            info.replicas = replicas;
+            return Some(info);
+        }
         if let Some(leader) = status.leader {
             info.leader = self.name_of(leader);
         }

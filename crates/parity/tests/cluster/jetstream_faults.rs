@@ -317,41 +317,39 @@ fn settled(info: &Value, names: &[String]) -> bool {
             })
 }
 
+/// The payload at `seq` of `stream` (`None`: no message there), read from its current leader.
+/// A request can meet a moment without a meta leader (10008) or a stream leader (silence) after
+/// faults: asked again, within the settle bound.
+pub(crate) async fn message_at(client: &Client, stream: &str, seq: u64) -> Option<String> {
+    let subject = format!("$JS.API.STREAM.MSG.GET.{stream}");
+    let body = json!({ "seq": seq }).to_string();
+    let mut last = String::new();
+    let deadline = Instant::now() + SETTLE;
+    while Instant::now() < deadline {
+        let reply = tokio::time::timeout(
+            Duration::from_secs(2),
+            client.request(subject.clone(), body.clone().into()),
+        )
+        .await;
+        last = format!("{reply:?}");
+        if let Ok(Ok(reply)) = reply {
+            let answer: Value = serde_json::from_slice(&reply.payload).unwrap_or(Value::Null);
+            if answer["error"]["err_code"] == 10037 {
+                return None;
+            }
+            if let Some(data) = answer["message"]["data"].as_str() {
+                return Some(String::from_utf8_lossy(&base64_decode(data)).into_owned());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("MSG.GET {seq} unanswered: {last}");
+}
+
 /// Every message of the stream through `last`, read from its current leader (gaps left out).
 async fn read_stream(client: &Client, last: u64) -> BTreeMap<u64, String> {
-    let subject = format!("$JS.API.STREAM.MSG.GET.{STREAM}");
-    let reads = futures::stream::iter(1..=last).map(|seq| {
-        let subject = subject.clone();
-        async move {
-            let body = json!({ "seq": seq }).to_string();
-            let mut last = String::new();
-            // A request can meet a moment without a meta leader (10008) or a stream leader
-            // (silence) after the faults: asked again, within the settle bound.
-            let deadline = Instant::now() + SETTLE;
-            while Instant::now() < deadline {
-                let reply = tokio::time::timeout(
-                    Duration::from_secs(2),
-                    client.request(subject.clone(), body.clone().into()),
-                )
-                .await;
-                last = format!("{reply:?}");
-                if let Ok(Ok(reply)) = reply {
-                    let answer: Value =
-                        serde_json::from_slice(&reply.payload).unwrap_or(Value::Null);
-                    if answer["error"]["err_code"] == 10037 {
-                        return (seq, None);
-                    }
-                    if let Some(data) = answer["message"]["data"].as_str() {
-                        let payload = String::from_utf8_lossy(&base64_decode(data)).into_owned();
-                        return (seq, Some(payload));
-                    }
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            panic!("MSG.GET {seq} unanswered: {last}");
-        }
-    });
-    reads
+    futures::stream::iter(1..=last)
+        .map(|seq| async move { (seq, message_at(client, STREAM, seq).await) })
         .buffered(32)
         .filter_map(|(seq, payload)| async move { payload.map(|payload| (seq, payload)) })
         .collect()
@@ -359,9 +357,9 @@ async fn read_stream(client: &Client, last: u64) -> BTreeMap<u64, String> {
 }
 
 /// A proxied 3-node JetStream cluster (routes pinged every 500 ms, so a cut route drops fast).
-fn start_cluster() -> Cluster {
+pub(crate) fn proxied_jetstream_cluster(name: &str) -> Cluster {
     let mut options = ClusterOptions::new(&[kind(); 3], Topology::Proxied);
-    options.name = "faults".into();
+    options.name = name.into();
     options.jetstream = vec![0, 1, 2];
     options.extra_config = SYSTEM_ACCOUNT.into();
     options.route_ping_interval = Some(Duration::from_millis(500));
@@ -378,7 +376,7 @@ fn index_named(names: &[String], name: &str) -> usize {
 /// Runs the schedule under load, settles, reads every replica and checks; returns the findings
 /// and the number of faults injected.
 async fn run(schedule: Schedule) -> (Findings, usize) {
-    let mut cluster = start_cluster();
+    let mut cluster = proxied_jetstream_cluster("faults");
     let names: Vec<String> = (0..3).map(|i| cluster.node(i).name.clone()).collect();
     let control = roaming_client(&cluster, 0).await;
     let deadline = Instant::now() + ELECTION_BOUND;

@@ -16,6 +16,7 @@ mod jetstream_consumers_replicated;
 mod jetstream_elsewhere;
 mod jetstream_failover;
 mod jetstream_faults;
+mod jetstream_lost_quorum;
 mod jetstream_no_leader;
 mod jetstream_r3_admin;
 mod jetstream_replicated;
