@@ -22,6 +22,8 @@ use crate::types::{NodeId, Proposal, TypeConfig};
 
 /// How far apart the voters left campaign after their leader became unreachable, in node-id order.
 const CAMPAIGN_STAGGER: Duration = Duration::from_millis(200);
+/// How long a shutdown waits for openraft's state machine worker to quit.
+const MACHINE_STOP_WAIT: Duration = Duration::from_secs(10);
 /// How many times each of them campaigns before leaving it to the election timers.
 const CAMPAIGN_ROUNDS: u32 = 8;
 
@@ -201,6 +203,8 @@ pub struct RaftGroup {
     recovery: RecoveryReport,
     leader_contact: crate::leader_contact::LeaderContact,
     lost_quorum: Duration,
+    /// Resolves once openraft's state machine worker has dropped the application's machine.
+    machine_gone: tokio::sync::Mutex<Option<tokio::sync::oneshot::Receiver<()>>>,
 }
 
 fn storage_error(error: impl std::fmt::Display) -> RaftGroupError {
@@ -217,9 +221,10 @@ impl RaftGroup {
     ) -> Result<RaftGroup, RaftGroupError> {
         let raft_config = Arc::new(config.raft_config()?);
         let directory = config.directory.clone();
+        let (alive, machine_gone) = tokio::sync::oneshot::channel();
         let opened = tokio::task::spawn_blocking(move || {
             let (store, shared, report) = LogStore::open(&directory)?;
-            let adapter = StateMachineAdapter::open(&directory, state_machine)?;
+            let adapter = StateMachineAdapter::open(&directory, state_machine, alive)?;
             Ok::<_, std::io::Error>((store, shared, report, adapter))
         })
         .await
@@ -273,6 +278,7 @@ impl RaftGroup {
             supervision,
             membership_changes: tokio::sync::Mutex::new(()),
             lost_quorum: config.lost_quorum,
+            machine_gone: tokio::sync::Mutex::new(Some(machine_gone)),
             recovery: RecoveryReport {
                 torn_tail,
                 last_index,
@@ -661,6 +667,15 @@ impl RaftGroup {
         self.supervision.stopping.store(true, Ordering::Release);
         if let Err(error) = self.raft.shutdown().await {
             tracing::debug!(group = %self.group, %error, "raft core ended with an error on shutdown");
+        }
+        // openraft's core returns before its state machine worker has quit, and that worker may
+        // still be applying committed entries: an application that rebuilds its state and starts
+        // the group again must not see a late apply of the old one (it filled a replica's fresh
+        // store with the tail of the log before the new group re-applied it from the start).
+        if let Some(gone) = self.machine_gone.lock().await.take() {
+            if tokio::time::timeout(MACHINE_STOP_WAIT, gone).await.is_err() {
+                tracing::warn!(group = %self.group, "raft state machine worker still running after shutdown");
+            }
         }
     }
 

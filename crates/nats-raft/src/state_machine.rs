@@ -54,11 +54,18 @@ pub(crate) struct StateMachineAdapter {
     membership: StoredMembership,
     current: Option<(SnapshotMeta, Bytes)>,
     snapshot_path: PathBuf,
+    /// Dropped with the adapter, when openraft's state machine worker has quit: the group's
+    /// shutdown waits for it, so no entry of a stopped group is applied after it returns.
+    _alive: tokio::sync::oneshot::Sender<()>,
 }
 
 impl StateMachineAdapter {
     /// Restores the application from the snapshot in `directory`, if there is one.
-    pub(crate) fn open(directory: &Path, machine: Box<dyn StateMachine>) -> io::Result<Self> {
+    pub(crate) fn open(
+        directory: &Path,
+        machine: Box<dyn StateMachine>,
+        alive: tokio::sync::oneshot::Sender<()>,
+    ) -> io::Result<Self> {
         let snapshot_path = directory.join("snapshot");
         let current = read_snapshot(&snapshot_path)?;
         let machine: Shared = Arc::new(Mutex::new(machine));
@@ -68,6 +75,7 @@ impl StateMachineAdapter {
             membership: StoredMembership::default(),
             current: None,
             snapshot_path,
+            _alive: alive,
         };
         if let Some((meta, data)) = current {
             lock(&adapter.machine).restore(data.clone())?;

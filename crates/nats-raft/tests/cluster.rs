@@ -464,3 +464,25 @@ async fn a_group_whose_state_machine_fails_goes_offline_and_restarts_from_its_di
     assert_eq!(GROUP, group.group());
     cluster.shutdown().await;
 }
+
+/// A shutdown returns once openraft's state machine worker has let go of the application's
+/// machine (no late apply after it), and promptly (real time: the worker quits within
+/// milliseconds of the core).
+#[tokio::test]
+async fn a_shutdown_returns_after_the_state_machine_is_released_and_promptly() {
+    let cluster = Cluster::start(&[1, 2, 3], fast).await;
+    let leader = cluster.leader(WAIT).await;
+    propose_many(&cluster.node(leader), "before", 50).await;
+    let started = std::time::Instant::now();
+    cluster.stop_node(leader).await;
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(2), "shutdown took {took:?}");
+    let applied = cluster.applied_entries(leader).len();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        cluster.applied_entries(leader).len(),
+        applied,
+        "applied after shutdown"
+    );
+    cluster.shutdown().await;
+}
