@@ -430,19 +430,21 @@ impl StreamGroup for ReplicatedStream {
                 .last_seen(&peer::peer_of(node))
                 .map_or(Duration::ZERO, |at| at.elapsed())
         };
+        // Hearing from any other member means a leader is elected or being elected there.
+        let heard_any = status
+            .voters
+            .iter()
+            .filter(|node| **node != self.node)
+            .map(|node| since_heard(*node))
+            .min()
+            .unwrap_or_default();
         let leaderless = match status.leader {
             // Leading in openraft without a quorum's acknowledgement (`leading` gave up).
             Some(leader) if leader == self.node => status.quorum_acked.unwrap_or_default(),
             Some(leader) => since_heard(leader),
-            // An election: leaderless for as long as no other member has been heard from.
-            None => status
-                .voters
-                .iter()
-                .filter(|node| **node != self.node)
-                .map(|node| since_heard(*node))
-                .min()
-                .unwrap_or_default(),
-        };
+            None => heard_any,
+        }
+        .min(heard_any);
         (!leaderless.is_zero()).then_some(leaderless)
     }
 
