@@ -2,7 +2,8 @@
 //! reads a stream, the server is stopped and started again on the same port and store (its
 //! ephemeral consumer is gone), the client reconnects, and messages published after the
 //! restart must reach the ordered consumer again, in order and without gaps: async-nats' push
-//! and pull ordered consumers. Passes on nats-server 2.15.1.
+//! and pull ordered consumers. The same across a stream deleted and created again under its
+//! name (issue 19's client-library sweep). Passes on nats-server 2.15.1.
 //!
 //! What a client learns at the restart: a pull request still waiting when the server shuts down
 //! is answered `409 Server Shutdown` with what was left of it, as nats-server does.
@@ -83,8 +84,18 @@ where
     }
 }
 
-async fn restart_and_continue<S, E>(
-    server: &mut TestServer,
+/// What happens to the stream between the messages read before and after.
+enum Interruption<'a> {
+    /// The server restarts on its store: the ephemeral consumer is gone, the stream stays.
+    Restart(&'a mut TestServer),
+    /// The stream is deleted and created again under its name: its sequences start at 1 again,
+    /// and the ordered consumer re-creates its consumer from the stream sequence after the last
+    /// one it saw, so the new stream's first three messages are skipped (on nats-server too).
+    RecreateStream,
+}
+
+async fn interrupt_and_continue<S, E>(
+    interruption: Interruption<'_>,
     client: &async_nats::Client,
     mut messages: S,
 ) where
@@ -98,40 +109,80 @@ async fn restart_and_continue<S, E>(
     for index in 0..3 {
         assert_eq!(next_payload(&mut messages).await, format!("before-{index}"));
     }
-    server.restart();
-    for index in 0..3 {
+    let skipped = match interruption {
+        Interruption::Restart(server) => {
+            server.restart();
+            0
+        }
+        Interruption::RecreateStream => {
+            let mut stream = context.get_stream("ORDERED").await.expect("stream");
+            let config = stream.info().await.expect("info").config.clone();
+            assert!(
+                context
+                    .delete_stream("ORDERED")
+                    .await
+                    .expect("delete")
+                    .success
+            );
+            context.create_stream(config).await.expect("created again");
+            3
+        }
+    };
+    for index in 0..6 {
         publish(&context, format!("after-{index}")).await;
     }
-    for index in 0..3 {
+    for index in skipped..6 {
         assert_eq!(next_payload(&mut messages).await, format!("after-{index}"));
+    }
+}
+
+/// Read the stream through an ordered consumer (push or pull) across `interruption`.
+async fn ordered_across(push: bool, mut server: TestServer, recreate: bool) {
+    let (client, stream) = setup(&server).await;
+    let interruption = if recreate {
+        Interruption::RecreateStream
+    } else {
+        Interruption::Restart(&mut server)
+    };
+    if push {
+        let ordered = stream
+            .create_consumer(consumer::push::OrderedConfig {
+                deliver_subject: client.new_inbox(),
+                ..Default::default()
+            })
+            .await
+            .expect("ordered push consumer");
+        let messages = ordered.messages().await.expect("messages");
+        interrupt_and_continue(interruption, &client, messages).await;
+    } else {
+        let ordered = stream
+            .create_consumer(consumer::pull::OrderedConfig::default())
+            .await
+            .expect("ordered pull consumer");
+        let messages = ordered.messages().await.expect("messages");
+        interrupt_and_continue(interruption, &client, messages).await;
     }
 }
 
 #[tokio::test]
 async fn ordered_push_consumer_resumes_after_restart() {
-    let mut server = TestServer::jetstream();
-    let (client, stream) = setup(&server).await;
-    let ordered = stream
-        .create_consumer(consumer::push::OrderedConfig {
-            deliver_subject: client.new_inbox(),
-            ..Default::default()
-        })
-        .await
-        .expect("ordered push consumer");
-    let messages = ordered.messages().await.expect("messages");
-    restart_and_continue(&mut server, &client, messages).await;
+    ordered_across(true, TestServer::jetstream(), false).await;
 }
 
 #[tokio::test]
 async fn ordered_pull_consumer_resumes_after_restart() {
-    let mut server = TestServer::jetstream();
-    let (client, stream) = setup(&server).await;
-    let ordered = stream
-        .create_consumer(consumer::pull::OrderedConfig::default())
-        .await
-        .expect("ordered pull consumer");
-    let messages = ordered.messages().await.expect("messages");
-    restart_and_continue(&mut server, &client, messages).await;
+    ordered_across(false, TestServer::jetstream(), false).await;
+}
+
+/// Issue 19's client-library sweep: the stream deleted and created again under the client.
+#[tokio::test]
+async fn ordered_push_consumer_across_stream_recreate() {
+    ordered_across(true, TestServer::jetstream(), true).await;
+}
+
+#[tokio::test]
+async fn ordered_pull_consumer_across_stream_recreate() {
+    ordered_across(false, TestServer::jetstream(), true).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
