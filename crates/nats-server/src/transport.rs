@@ -50,9 +50,14 @@ impl Transport for ServerTransport {
             headers: message.headers.as_ref(),
             payload: &message.payload,
         };
-        account
-            .router
-            .route_matching(route_subject, None, &delivery, &mut pending);
+        // A pull request that came through a service import waits on a response subject.
+        if crate::accounts::deliver_routed(&account, route_subject, &delivery, &mut pending)
+            .is_none()
+        {
+            account
+                .router
+                .route_matching(route_subject, None, &delivery, &mut pending);
+        }
         pending.flush();
     }
 

@@ -16,6 +16,7 @@
 pub mod imports;
 pub mod mappings;
 mod responses;
+pub(crate) use responses::deliver_routed;
 
 use crate::config::{ImportOptions, Options, ResponseType};
 use crate::router::{Router, Subscriber};

@@ -116,28 +116,35 @@ pub(super) fn register(
     subject
 }
 
+/// The requester an answer on `subject` (`_R_.<id>.<request>` in `exporter`) goes to, and its
+/// reply subject there; a singleton mapping is used up.
+fn answer_target(exporter: &Account, subject: &[u8]) -> Option<(Arc<Account>, Bytes)> {
+    let (importer, reply) = {
+        let mut table = exporter.responses.table.lock();
+        let mapping = table.mappings.get(subject)?;
+        if mapping.deadline <= Instant::now() {
+            table.mappings.remove(subject);
+            return None;
+        }
+        let found = (mapping.importer.clone(), mapping.reply.clone());
+        if mapping.response_type == ResponseType::Singleton {
+            table.mappings.remove(subject);
+        }
+        found
+    };
+    Some((importer.upgrade()?, reply))
+}
+
 /// An answer on `_R_.<id>.<request>` in `exporter`: to the requester, under its own reply.
 pub(super) fn deliver(
     exporter: &Account,
     delivery: &Delivery<'_>,
     pending: &mut PendingFlush,
 ) -> bool {
-    let (importer, reply) = {
-        let mut table = exporter.responses.table.lock();
-        let Some(mapping) = table.mappings.get(delivery.subject) else {
-            return false;
-        };
-        if mapping.deadline <= Instant::now() {
-            table.mappings.remove(delivery.subject);
-            return false;
-        }
-        let found = (mapping.importer.clone(), mapping.reply.clone());
-        if mapping.response_type == ResponseType::Singleton {
-            table.mappings.remove(delivery.subject);
-        }
-        found
+    let Some((importer, reply)) = answer_target(exporter, delivery.subject) else {
+        return false;
     };
-    let (Some(importer), Ok(reply_text)) = (importer.upgrade(), std::str::from_utf8(&reply)) else {
+    let Ok(reply_text) = std::str::from_utf8(&reply) else {
         return false;
     };
     let answer = Delivery {
@@ -150,4 +157,28 @@ pub(super) fn deliver(
         .router
         .route_matching(reply_text, None, &answer, pending)
         > 0
+}
+
+/// A message routed by `route_subject` but shown under another subject (a JetStream delivery
+/// to a pull request's reply), when that reply is one of `exporter`'s response subjects: to
+/// the requester's reply subject, still shown under its own subject with its reply (the ack
+/// subject), as nats-server delivers a pull consumer's messages across a service import.
+/// None when `route_subject` is no response subject of `exporter`.
+pub(crate) fn deliver_routed(
+    exporter: &Account,
+    route_subject: &str,
+    delivery: &Delivery<'_>,
+    pending: &mut PendingFlush,
+) -> Option<usize> {
+    let prefix = exporter.responses.prefix.get()?;
+    if !route_subject.starts_with(prefix.as_str()) {
+        return None;
+    }
+    let (importer, reply) = answer_target(exporter, route_subject.as_bytes())?;
+    let reply_text = std::str::from_utf8(&reply).ok()?;
+    Some(
+        importer
+            .router
+            .route_matching(reply_text, None, delivery, pending),
+    )
 }

@@ -4,6 +4,7 @@ mod account_limits;
 mod api_isolation;
 mod batch_limits;
 mod batch_publish;
+mod client_api_prefix;
 mod client_consumers;
 mod client_context;
 mod client_key_value;
