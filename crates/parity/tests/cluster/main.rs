@@ -10,6 +10,7 @@
 //! (`NATS_SERVER_BIN` set): until rnats speaks the route protocol its nodes do not mesh.
 
 mod accounts;
+mod client_discovery;
 mod jetstream_accounts;
 mod jetstream_assignments;
 mod jetstream_consumers_replicated;
