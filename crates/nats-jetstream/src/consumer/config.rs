@@ -175,11 +175,6 @@ fn check_policies(config: &ConsumerConfig) -> Result<(), ApiError> {
             }
         }
     }
-    if config.ack_policy == AckPolicy::None && config.max_ack_pending > 0 {
-        // nats-server silently drops max_ack_pending for ack none consumers created with defaults;
-        // an explicit value is refused.
-        return Err(errors::CONSUMER_MAX_PENDING_ACK_POLICY_REQUIRED.to_error());
-    }
     if config.replay_policy == ReplayPolicy::Original && config.deliver_subject.is_empty() {
         // Pull consumers may replay at original speed too; nothing to refuse here.
     }
@@ -239,6 +234,11 @@ fn check_delivery_mode(config: &ConsumerConfig, stream: &StreamConfig) -> Result
             .any(|subject| crate::subject::matches(subject, &config.deliver_subject))
         {
             return Err(errors::CONSUMER_DELIVER_CYCLE.to_error());
+        }
+        // Push consumers only, as nats-server's checkConsumerCfg: a pull consumer with ack none
+        // keeps an explicit max_ack_pending (which then limits nothing).
+        if config.ack_policy == AckPolicy::None && config.max_ack_pending > 0 {
+            return Err(errors::CONSUMER_MAX_PENDING_ACK_POLICY_REQUIRED.to_error());
         }
         if config.idle_heartbeat.0 > 0 && config.idle_heartbeat.0 < 100_000_000 {
             return Err(errors::CONSUMER_SMALL_HEARTBEAT.to_error());

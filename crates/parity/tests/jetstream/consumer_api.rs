@@ -158,6 +158,34 @@ async fn create_update_and_errors() {
     )
     .await;
     assert_eq!(err_code(&pull_heartbeat), 10088, "{pull_heartbeat}");
+    // max_ack_pending with ack none: refused for a push consumer only (issue 19 sweep, found
+    // through nats-py); a pull consumer keeps the value, and changing an existing consumer's
+    // ack policy is refused for that first.
+    let push_none = create(
+        &client,
+        "CREATE.A.C9",
+        json!({"stream_name": "A", "config": {"name": "C9", "deliver_subject": "out9", "ack_policy": "none", "max_ack_pending": 10}}),
+    )
+    .await;
+    assert_eq!(err_code(&push_none), 10082, "{push_none}");
+    let pull_none = create(
+        &client,
+        "CREATE.A.C10",
+        json!({"stream_name": "A", "config": {"name": "C10", "ack_policy": "none", "max_ack_pending": 10}}),
+    )
+    .await;
+    assert_eq!(pull_none["config"]["max_ack_pending"], 10, "{pull_none}");
+    let to_none = create(
+        &client,
+        "CREATE.A.C1",
+        json!({"stream_name": "A", "action": "update", "config": {"durable_name": "C1", "ack_policy": "none", "max_ack_pending": 10}}),
+    )
+    .await;
+    assert_eq!(err_code(&to_none), 10012, "{to_none}");
+    assert_eq!(
+        to_none["error"]["description"], "ack policy can not be updated",
+        "{to_none}"
+    );
 
     // Ephemeral (legacy subject): server-made 8-character name, inactive threshold 5s.
     let ephemeral = create(
