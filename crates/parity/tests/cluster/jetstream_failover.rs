@@ -47,7 +47,7 @@ type Condition = Box<dyn Fn(&[Acked]) -> bool + Send>;
 
 /// The leader named by the first STREAM.INFO answer through `client` within 300 ms, if any
 /// (nobody answers while no replica leads).
-pub(crate) async fn stream_leader(client: &async_nats::Client, stream: &str) -> Option<String> {
+async fn stream_leader(client: &async_nats::Client, stream: &str) -> Option<String> {
     let subject = format!("$JS.API.STREAM.INFO.{stream}");
     let reply = tokio::time::timeout(
         Duration::from_millis(300),
