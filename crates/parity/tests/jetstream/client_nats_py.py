@@ -2,7 +2,10 @@
 sweep): core NATS (connect options the server reports, headers, requests and no responders,
 auto-unsubscribe, drain), JetStream (publish with a message id and its
 duplicate, expected last sequence, pull fetch and acks, an ordered push consumer, stream and
-consumer info, message gets, filtered purge, deletes), the object store (a chunked put, get,
+consumer info, message gets, filtered purge, deletes; `jetstream_more`: direct gets, the
+expected-stream header, queue push consumers, fetch heartbeats, consumer updates, multi-filter
+consumers, purge keep; `domain`: a JetStream domain), more Key-Value (`key_value_more`: watch
+options, purge_deletes, value size limits, gets by revision), the object store (a chunked put, get,
 watch, metadata updates, list, delete, status, seal) and the service API (`nats.micro`: endpoints and the
 `$SRV` PING/INFO/STATS discovery).
 Usage: python3 client_nats_py.py nats://127.0.0.1:PORT SECTION  (exit status 0 = all passed)."""
@@ -224,8 +227,136 @@ async def service(url):
     await nc.close()
 
 
-SECTIONS = {"core": core, "jetstream": jetstream, "object_store": object_store,
-            "service": service}
+async def jetstream_more(url):
+    """Stream lookup by subject, direct gets, the expected-stream header, a queue push consumer,
+    pull fetches with heartbeats, consumer updates and multi-filter consumers, purge keep."""
+    nc = await nats.connect(url)
+    js = nc.jetstream()
+    await js.add_stream(name="EX", subjects=["ex.>"], allow_direct=True)
+    for i in range(6):
+        await js.publish(f"ex.{i % 3}", f"v{i}".encode())
+    check(await js.find_stream_name_by_subject("ex.1") == "EX", "stream by subject")
+    direct = await js.get_msg("EX", seq=2, direct=True)
+    check((direct.seq, direct.subject, direct.data) == (2, "ex.1", b"v1"), f"direct {direct}")
+    check(sorted(direct.headers) == ["Nats-Sequence", "Nats-Stream", "Nats-Subject",
+                                     "Nats-Time-Stamp"], f"direct headers {direct.headers}")
+    following = await js.get_msg("EX", subject="ex.1", direct=True, next=True, seq=3)
+    check(following.seq == 5, f"direct next {following.seq}")
+    try:
+        await js.publish("ex.0", b"x", stream="OTHER")
+        raise AssertionError("a publish expecting another stream was stored")
+    except errors.BadRequestError as error:
+        check(error.err_code == 10060, f"expected stream: {error}")
+
+    got = []
+
+    async def work(msg):
+        got.append(msg.data)
+        await msg.ack()
+
+    await js.subscribe("ex.>", queue="workers", cb=work, manual_ack=True)
+    await js.subscribe("ex.>", queue="workers", cb=work, manual_ack=True)
+    for _ in range(250):
+        if len(got) >= 6:
+            break
+        await asyncio.sleep(0.02)
+    check(sorted(got) == [f"v{i}".encode() for i in range(6)], f"queue push {got}")
+    info = await js.consumer_info("EX", "workers")
+    check(info.config.deliver_group == "workers" and info.push_bound, f"queue consumer {info}")
+
+    puller = await js.pull_subscribe("ex.2", durable="P2")
+    fetched = await puller.fetch(5, timeout=2, heartbeat=0.2)
+    check([m.data for m in fetched] == [b"v2", b"v5"], f"fetch {[m.data for m in fetched]}")
+    await expect_error(nats.errors.TimeoutError, puller.fetch(5, timeout=1, heartbeat=0.2),
+                       "a fetch with nothing left")
+    config = (await js.consumer_info("EX", "P2")).config
+    config.description = "changed"
+    config.max_ack_pending = 10
+    updated = await js.add_consumer("EX", config)
+    check((updated.config.description, updated.config.max_ack_pending) == ("changed", 10),
+          f"update {updated.config}")
+    config.ack_policy = api.AckPolicy.NONE
+    try:
+        await js.add_consumer("EX", config)
+        raise AssertionError("ack policy changed")
+    except errors.ServerError as error:
+        check(error.err_code == 10012, f"ack policy update: {error}")
+    multi = await js.add_consumer("EX", api.ConsumerConfig(durable_name="MF",
+                                                           filter_subjects=["ex.0", "ex.1"]))
+    check(multi.num_pending == 4, f"multi-filter pending {multi.num_pending}")
+    await js.purge_stream("EX", keep=2)
+    state = (await js.stream_info("EX")).state
+    check((state.messages, state.first_seq) == (2, 5), f"purge keep {state}")
+    await nc.close()
+
+
+async def key_value_more(url):
+    """Watch options (meta only, ignoring deletes), purge_deletes, value size limits, gets by
+    revision, a deleted bucket."""
+    nc = await nats.connect(url)
+    js = nc.jetstream()
+    kv = await js.create_key_value(bucket="K2", history=5)
+    for key in ["a.1", "a.2", "b.1"]:
+        await kv.put(key, b"v")
+    await kv.delete("a.2")
+    await kv.purge("b.1")
+
+    async def drain_watch(watcher):
+        seen = []
+        while (entry := await watcher.updates(timeout=WAIT)) is not None:
+            seen.append((entry.key, entry.value, entry.operation, entry.revision))
+        return seen
+
+    meta = await drain_watch(await kv.watch("a.>", meta_only=True, include_history=True))
+    check(meta == [("a.1", b"", None, 1), ("a.2", b"", None, 2), ("a.2", b"", "DEL", 4)],
+          f"meta only {meta}")
+    live = await drain_watch(await kv.watch(">", ignore_deletes=True))
+    check([item[0] for item in live] == ["a.1"], f"ignoring deletes {live}")
+    await kv.purge_deletes(olderthan=-1)
+    check((await js.stream_info("KV_K2")).state.messages == 1, "purge_deletes")
+    await expect_error(errors.NoKeysError, kv.history("zz"), "history of a missing key")
+
+    small = await js.create_key_value(config=api.KeyValueConfig(
+        bucket="K3", history=2, direct=True, max_value_size=10))
+    try:
+        await small.put("x", b"01234567890")
+        raise AssertionError("a value over max_value_size was stored")
+    except errors.BadRequestError as error:
+        check(error.err_code == 10054, f"too big: {error}")
+    await small.put("x", b"1")
+    await small.put("x", b"2")
+    check((await small.get("x", revision=1)).value == b"1", "get by revision")
+    await js.delete_key_value("K3")
+    await expect_error(errors.BucketNotFoundError, js.key_value("K3"), "a deleted bucket")
+    await nc.close()
+
+
+async def domain(url):
+    """A JetStream context with a domain (the server runs `jetstream { domain: hub }`)."""
+    nc = await nats.connect(url)
+    js = nc.jetstream(domain="hub")
+    await js.add_stream(name="D", subjects=["d.>"])
+    ack = await js.publish("d.1", b"x")
+    check((ack.stream, ack.seq, ack.domain) == ("D", 1, "hub"), f"pub ack {ack}")
+    account = await js.account_info()
+    check((account.domain, account.streams) == ("hub", 1), f"account {account}")
+    kv = await js.create_key_value(bucket="DK")
+    await kv.put("k", b"v")
+    check((await kv.get("k")).value == b"v", "kv through the domain")
+    puller = await js.pull_subscribe("d.>", durable="DP")
+    message = (await puller.fetch(1, timeout=WAIT))[0]
+    await message.ack_sync()
+    check(message.data == b"x", "fetch through the domain")
+    ordered = await js.subscribe("d.>", ordered_consumer=True)
+    check((await ordered.next_msg(timeout=WAIT)).data == b"x", "ordered through the domain")
+    await expect_error(nats.js.errors.ServiceUnavailableError,
+                       nc.jetstream(domain="other").account_info(), "another domain")
+    await nc.close()
+
+
+SECTIONS = {"core": core, "jetstream": jetstream, "jetstream_more": jetstream_more,
+            "key_value_more": key_value_more, "domain": domain,
+            "object_store": object_store, "service": service}
 
 if __name__ == "__main__":
     asyncio.run(asyncio.wait_for(SECTIONS[sys.argv[2]](sys.argv[1]), 50))

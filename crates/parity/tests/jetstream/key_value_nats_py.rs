@@ -6,7 +6,7 @@
 
 use std::process::Command;
 use std::time::{Duration, Instant};
-use test_harness::TestServer;
+use test_harness::{ServerOptions, TestServer};
 
 /// Why the Python client cannot run here, if it cannot.
 fn python_missing() -> Option<String> {
@@ -26,11 +26,19 @@ fn python_missing() -> Option<String> {
 /// Run one of the Python scripts next to this file against a fresh server (the server's URL,
 /// then `args`); fails with its output when the script does.
 pub(crate) fn run_script(name: &str, args: &[&str]) {
+    run_script_on(ServerOptions::default(), name, args)
+}
+
+/// [`run_script`] against a JetStream server started with `options` (`-js` added).
+pub(crate) fn run_script_on(options: ServerOptions, name: &str, args: &[&str]) {
     if let Some(reason) = python_missing() {
         println!("skipped: {reason}");
         return;
     }
-    let server = TestServer::jetstream();
+    let server = TestServer::start(ServerOptions {
+        jetstream: true,
+        ..options
+    });
     let script = format!("{}/tests/jetstream/{name}", env!("CARGO_MANIFEST_DIR"));
     let mut child = Command::new("python3")
         .arg(&script)
