@@ -50,6 +50,10 @@ pub struct Server {
     /// credentials and permissions again.
     pub authorization_epoch: tokio::sync::watch::Sender<u64>,
     pub server_id: String,
+    /// The server's nkey: `server_id` is its public key; it signs auth callout requests.
+    pub server_keys: nkeys::KeyPair,
+    /// The server's curve key (INFO `xkey`): auth callout requests are encrypted with it.
+    pub server_xkey: nkeys::XKey,
     pub server_name: String,
     pub start_time: OffsetDateTime,
     /// Every account, each with its own subject table.
@@ -95,7 +99,8 @@ impl Server {
         if options.system_account.is_none() {
             options.system_account = options.operator.system_account();
         }
-        let server_id = crate::security::identity::new_server_id();
+        let server_keys = crate::security::identity::new_server_keys();
+        let server_id = server_keys.public_key();
         let server_name = options
             .server_name
             .clone()
@@ -115,6 +120,8 @@ impl Server {
             authorization_epoch: tokio::sync::watch::Sender::new(0),
             options,
             server_id,
+            server_keys,
+            server_xkey: nkeys::XKey::new(),
             server_name,
             start_time,
             accounts,
@@ -354,6 +361,7 @@ impl Server {
             tls_verify: self.options.tls.as_ref().is_some_and(|tls| tls.verify),
             max_payload: i32::try_from(self.current_options().max_payload).unwrap_or(i32::MAX),
             jetstream: self.jetstream.get().is_some(),
+            xkey: self.server_xkey.public_key(),
             ..ServerInfo::default()
         }
     }

@@ -9,6 +9,7 @@
 mod account_imports;
 mod accounts;
 mod accounts_jetstream;
+pub mod auth_callout;
 pub mod cluster;
 mod jetstream;
 mod mappings;
@@ -22,6 +23,7 @@ pub mod websocket;
 
 pub use account_imports::{number_wildcards, DEFAULT_RESPONSE_THRESHOLD};
 pub use accounts::{AccountOptions, ExportOptions, ImportOptions, ResponseType};
+pub use auth_callout::AuthCallout;
 pub use cluster::{ClusterOptions, RouteUrl};
 pub use mappings::{MapDestination, MappingOptions};
 pub use options::{

@@ -101,6 +101,8 @@ pub struct Options {
     pub mappings: Vec<super::mappings::MappingOptions>,
     /// `None`: nats-server's default, which depends on TLS (see [`Options::auth_timeout`]).
     pub auth_timeout: Option<Duration>,
+    /// `authorization { auth_callout { } }`: an external service authorizes clients.
+    pub auth_callout: Option<super::auth_callout::AuthCallout>,
     /// TLS for client connections.
     pub tls: Option<super::tls::TlsOptions>,
     /// With TLS configured: clients may also stay in plain text (INFO says `tls_available`).
@@ -161,6 +163,7 @@ impl Default for Options {
             server_tags: Vec::new(),
             mappings: Vec::new(),
             auth_timeout: None,
+            auth_callout: None,
             tls: None,
             allow_non_tls: false,
             http_host: None,
@@ -237,6 +240,7 @@ impl Options {
     /// True when clients must authenticate.
     pub fn auth_required(&self) -> bool {
         self.operator.enabled()
+            || self.auth_callout.is_some()
             || self.username.is_some()
             || self.token.is_some()
             || !self.users.is_empty()
@@ -497,6 +501,9 @@ fn apply_authorization(options: &mut Options, entry: &Entry) -> Result<(), Confi
             }
             "default_permissions" | "permissions" => {
                 options.default_permissions = Some(parse_permissions(item)?)
+            }
+            "auth_callout" | "auth_hook" => {
+                options.auth_callout = Some(super::auth_callout::parse(item)?)
             }
             _ if item.used_as_variable => {}
             _ => return Err(item.error(format!("unknown field \"{key}\""))),

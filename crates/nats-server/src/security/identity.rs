@@ -1,20 +1,13 @@
-//! Server identity: a 56-character nkey-style server id (`N` + base32), as nats-server shows;
-//! and the 22-character random names nats-server makes with its NUIDs (event ids, dynamic
-//! cluster names).
+//! Server identity: a server nkey made at start-up, whose public key (`N` + 55 base32
+//! characters) is the server id, as nats-server's; it signs what the server issues (auth
+//! callout requests). And the 22-character random names nats-server makes with its NUIDs
+//! (event ids, dynamic cluster names).
 
 use rand::Rng;
 
-const BASE32_ALPHABET: &[u8; 32] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-
-/// A fresh random server id: `N` followed by 55 base32 characters.
-pub fn new_server_id() -> String {
-    let mut random = rand::thread_rng();
-    let mut id = String::with_capacity(56);
-    id.push('N');
-    for _ in 0..55 {
-        id.push(BASE32_ALPHABET[random.gen_range(0..32)] as char);
-    }
-    id
+/// A fresh server key pair; its public key is the server id.
+pub fn new_server_keys() -> nkeys::KeyPair {
+    nkeys::KeyPair::new_server()
 }
 
 /// 22 random alphanumerics, shaped as nats-server's NUIDs.
@@ -29,8 +22,9 @@ pub fn new_nuid() -> String {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn server_id_looks_like_an_nkey() {
-        let id = super::new_server_id();
+    fn server_id_is_a_server_nkey() {
+        let id = super::new_server_keys().public_key();
+        assert!(nkeys::KeyPair::from_public_key(&id).is_ok());
         assert_eq!(id.len(), 56);
         assert!(id.starts_with('N'));
         assert!(id

@@ -141,6 +141,20 @@ impl UserPermissions {
         }
     }
 
+    /// These permissions with publishing to `subject` denied as well (nats-server's
+    /// `mergeDenyPermissions`); `None` (everything allowed) becomes a deny of `subject` alone.
+    pub fn with_publish_denied(
+        permissions: Option<&UserPermissions>,
+        subject: &str,
+    ) -> UserPermissions {
+        let mut source = permissions.map(|p| p.source.clone()).unwrap_or_default();
+        let publish = source.publish.get_or_insert_with(SubjectRules::default);
+        if !publish.deny.iter().any(|denied| denied == subject) {
+            publish.deny.push(subject.to_string());
+        }
+        UserPermissions::compile(&source)
+    }
+
     pub fn can_publish(&self, subject: &str) -> bool {
         self.publish
             .as_ref()

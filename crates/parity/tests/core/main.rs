@@ -4,6 +4,7 @@ mod account_jetstream_config;
 mod accounts;
 mod accounts_imports;
 mod auth_bcrypt;
+mod auth_callout;
 mod auth_nkeys;
 mod auth_queue_permissions;
 mod auth_wire;

@@ -12,7 +12,13 @@ impl Session {
     /// bcrypt costs tens to hundreds of milliseconds of CPU: with hashed secrets configured,
     /// CONNECT is checked on the blocking pool so the worker keeps serving other connections.
     /// [`Session::connect`] uses the outcome.
+    /// With an authorization callout configured, the callout decides instead
+    /// (`callout.rs`).
     pub(super) async fn authenticate_off_thread(&mut self, connect: &ConnectOptions) {
+        if let Some(outcome) = self.authenticate_with_callout(connect).await {
+            self.authenticated = Some(outcome);
+            return;
+        }
         let authenticator = self.server.authenticator_for(&self.shared);
         if self.connected || !authenticator.required() || !authenticator.has_hashed_secrets() {
             return;

@@ -2,7 +2,8 @@
 //! operations and dispatches them (CONNECT and auth, PUB/HPUB routing with permissions and
 //! no-responders, SUB/UNSUB, PING/PONG, verbose `+OK`, `-ERR` texts as nats-server sends them).
 //! This file holds the loop, the session state and dispatch; CONNECT and authorization are in
-//! `connect.rs`, PUB/HPUB and SUB/UNSUB in `messages.rs`.
+//! `connect.rs` (through an authorization callout: `callout.rs`), PUB/HPUB and SUB/UNSUB in
+//! `messages.rs`.
 
 use super::{ClientShared, CloseReason};
 use crate::accounts::Account;
@@ -407,5 +408,6 @@ impl Session {
     }
 }
 
+mod callout;
 mod connect;
 mod messages;

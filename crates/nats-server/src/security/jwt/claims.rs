@@ -1,6 +1,6 @@
 //! The NATS JWT v2 claim types (the layout of nats-io/jwt v2): the registered JWT fields and the
-//! `nats` object of operators, accounts and users. Only deserialized: the server never issues
-//! JWTs. Unknown fields are ignored, absent ones take the jwt library's zero values, and limits
+//! `nats` object of operators, accounts, users and auth callout responses. Only deserialized:
+//! the one JWT the server issues, an auth callout request, is built in `security/callout.rs`. Unknown fields are ignored, absent ones take the jwt library's zero values, and limits
 //! absent from an account or user JWT mean "no limit" (-1), as nats-server reads them.
 
 use serde::Deserialize;
@@ -22,6 +22,10 @@ pub struct Claims<N> {
     /// The public key the JWT describes.
     #[serde(default)]
     pub sub: String,
+    /// Who the JWT is for: an auth callout's response names the server, the user it
+    /// authorizes names the account to bind to (server config mode).
+    #[serde(default)]
+    pub aud: String,
     /// Expiry, seconds since the epoch (0 or absent: never).
     #[serde(default)]
     pub exp: i64,
@@ -369,6 +373,18 @@ pub struct UserFields {
     pub kind: String,
 }
 
+/// An auth callout service's answer: the user JWT it issued, or why it refused.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct AuthorizationResponseFields {
+    pub jwt: String,
+    pub error: String,
+    pub issuer_account: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+}
+
 pub type OperatorClaims = Claims<OperatorFields>;
 pub type AccountClaims = Claims<AccountFields>;
 pub type UserClaims = Claims<UserFields>;
+pub type AuthorizationResponseClaims = Claims<AuthorizationResponseFields>;

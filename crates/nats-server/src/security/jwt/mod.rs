@@ -84,6 +84,18 @@ pub fn decode<N: DeserializeOwned>(token: &str) -> Result<claims::Claims<N>, Jwt
     Ok(claims)
 }
 
+/// Sign `claims` with `key` as a NATS JWT v2 (`iss` must already be `key`'s public key).
+pub fn encode(claims: &serde_json::Value, key: &nkeys::KeyPair) -> Result<String, JwtError> {
+    let engine = &base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let header = engine.encode(br#"{"typ":"JWT","alg":"ed25519-nkey"}"#);
+    let body = engine.encode(claims.to_string().as_bytes());
+    let signing_input = format!("{header}.{body}");
+    let signature = key
+        .sign(signing_input.as_bytes())
+        .map_err(|_| JwtError::Signature)?;
+    Ok(format!("{signing_input}.{}", engine.encode(signature)))
+}
+
 /// Expiry and not-before against `now`.
 pub fn check_times<N>(claims: &claims::Claims<N>, now: i64) -> Result<(), JwtError> {
     if claims.exp > 0 && claims.exp < now {

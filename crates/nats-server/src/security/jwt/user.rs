@@ -124,11 +124,15 @@ pub fn authenticate(
 /// The user's permissions; the account's `default_permissions` when the user has none.
 fn permissions(limits: &UserLimits, account: &Arc<VerifiedAccount>) -> Option<Permissions> {
     let own = &limits.permissions;
-    let chosen = if *own == super::claims::Permissions::default() {
-        &account.fields().default_permissions
+    if *own == super::claims::Permissions::default() {
+        user_permissions(&account.fields().default_permissions)
     } else {
-        own
-    };
+        user_permissions(own)
+    }
+}
+
+/// A JWT's permissions as the server's (`None`: everything allowed).
+pub fn user_permissions(chosen: &super::claims::Permissions) -> Option<Permissions> {
     let rules = |permission: &super::claims::SubjectPermission| {
         (!permission.allow.is_empty() || !permission.deny.is_empty()).then(|| SubjectRules {
             allow: permission.allow.clone(),
