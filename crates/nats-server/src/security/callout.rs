@@ -8,7 +8,8 @@
 
 use crate::config::AuthCallout;
 use crate::security::jwt::claims::{AuthorizationResponseClaims, UserClaims};
-use crate::security::jwt::user::{user_permissions, JwtUser};
+use crate::security::jwt::resolver::{Resolver, VerifiedAccount};
+use crate::security::jwt::user::{permissions, user_permissions, JwtUser};
 use crate::security::jwt::{check_times, decode, encode, is_user_key, now};
 use nats_proto::ConnectOptions;
 use serde_json::{json, Map, Value};
@@ -19,6 +20,31 @@ pub const SUBJECT: &str = "$SYS.REQ.USER.AUTH";
 const REQUEST_AUDIENCE: &str = "nats-authorization-request";
 /// The header carrying the server's public xkey on an encrypted request.
 pub const XKEY_HEADER: &str = "Nats-Server-Xkey";
+
+/// How answers are checked: against the configured issuer (server config mode), or in
+/// operator mode against the callout account (`callout.account`, its public key) and the
+/// accounts it allows, as the resolver knows them.
+#[derive(Clone, Copy)]
+pub enum Trust<'a> {
+    Config,
+    Operator {
+        account: &'a VerifiedAccount,
+        resolver: &'a Resolver,
+    },
+}
+
+/// The callout an operator-mode account asks for (its JWT's `authorization`): `None` when it
+/// has none.
+pub fn of_account(account: &VerifiedAccount) -> Option<AuthCallout> {
+    let external = &account.fields().authorization;
+    external.enabled().then(|| AuthCallout {
+        issuer: account.key().to_string(),
+        account: account.key().to_string(),
+        auth_users: external.auth_users.clone(),
+        xkey: (!external.xkey.is_empty()).then(|| external.xkey.clone()),
+        allowed_accounts: external.allowed_accounts.clone(),
+    })
+}
 
 /// Whether `key` is a public curve (xkey) key.
 pub fn is_curve_key(key: &str) -> bool {
@@ -146,6 +172,7 @@ fn title_case(text: String) -> String {
 /// answer is not a plain JWT). The errors are nats-server's texts (logged, never sent).
 pub fn check_response(
     callout: &AuthCallout,
+    trust: Trust<'_>,
     payload: &[u8],
     user_nkey: &str,
     server_id: &str,
@@ -159,14 +186,14 @@ pub fn check_response(
         ));
     }
     let decrypted;
-    let text = match encryption {
+    let (text, encrypted) = match encryption {
         Some((server_xkey, service_xkey)) if !payload.starts_with(b"eyJ") => {
             decrypted = server_xkey.open(payload, service_xkey).map_err(|error| {
                 format!("Error decrypting auth callout response on account {account:?}: {error}")
             })?;
-            &decrypted[..]
+            (&decrypted[..], true)
         }
-        _ => payload,
+        _ => (payload, false),
     };
     let text = std::str::from_utf8(text).map_err(|error| title_case(error.to_string()))?;
     let response: AuthorizationResponseClaims =
@@ -184,6 +211,16 @@ pub fn check_response(
             "Auth callout service returned an error: {}",
             response.nats.error
         ));
+    }
+    if let Trust::Operator { account: own, .. } = trust {
+        let signer = if response.nats.issuer_account.is_empty() {
+            &response.iss
+        } else {
+            &response.nats.issuer_account
+        };
+        if !encrypted && *signer != callout.account && own.signer(signer).is_none() {
+            return Err("Auth callout signing key is unknown".into());
+        }
     }
     let claims: UserClaims = decode(&response.nats.jwt)
         .map_err(|error| format!("Error validating user JWT: {error}"))?;
@@ -213,17 +250,63 @@ pub fn check_response(
             "Authorized user on account {account:?} using invalid connection type"
         ));
     }
-    if !claims.nats.issuer_account.is_empty() {
-        return Err(format!(
-            "Error non operator mode account {account:?}: attempted to use issuer_account"
-        ));
+    // Who issued the user: the callout account (or, in operator mode, an account it allows).
+    let issuer = match trust {
+        Trust::Config if !claims.nats.issuer_account.is_empty() => {
+            return Err(format!(
+                "Error non operator mode account {account:?}: attempted to use issuer_account"
+            ));
+        }
+        Trust::Config => &claims.iss,
+        Trust::Operator { .. } if !claims.nats.issuer_account.is_empty() => {
+            &claims.nats.issuer_account
+        }
+        Trust::Operator { .. } => &claims.iss,
+    };
+    if *issuer != callout.issuer {
+        let allowed = matches!(trust, Trust::Operator { .. })
+            && (callout.allowed_accounts == ["*"] || callout.allowed_accounts.contains(issuer));
+        if !allowed && matches!(trust, Trust::Config) {
+            return Err(format!(
+                "Wrong issuer for auth callout response on account {account:?}, expected {:?} got {:?}",
+                callout.issuer, issuer
+            ));
+        }
+        if !allowed {
+            return Err(format!(
+                "Account {:?} not permitted as valid account option for auth callout for account {account:?}",
+                claims.iss
+            ));
+        }
     }
-    if claims.iss != callout.issuer {
-        return Err(format!(
-            "Wrong issuer for auth callout response on account {account:?}, expected {:?} got {:?}",
-            callout.issuer, claims.iss
-        ));
-    }
+    // Where the user goes and what it may do: the user JWT's `aud` in config mode; in operator
+    // mode the issuing account, which must know the signing key (a scoped key's template
+    // replaces the user's own permissions and limits).
+    let (target, granted) = match trust {
+        Trust::Config => (claims.aud.clone(), None),
+        Trust::Operator { resolver, .. } => {
+            let target = resolver.account(issuer).ok_or_else(|| {
+                format!(
+                    "No valid account {issuer:?} for auth callout response on account {account:?}"
+                )
+            })?;
+            let template = target
+                .signer(&claims.iss)
+                .ok_or_else(|| format!("User JWT issuer {:?} is not known", claims.iss))?;
+            let limits = template.unwrap_or(limits);
+            (
+                target.key().to_string(),
+                Some((permissions(limits, &target), limits.subs, limits.payload)),
+            )
+        }
+    };
+    let (permissions, subscriptions, payload) = granted.unwrap_or_else(|| {
+        (
+            user_permissions(&limits.permissions),
+            limits.subs,
+            limits.payload,
+        )
+    });
     let display_name = if claims.name.is_empty() {
         claims.sub.clone()
     } else {
@@ -231,14 +314,14 @@ pub fn check_response(
     };
     Ok(Authorized {
         user: JwtUser {
-            account: claims.aud.clone(),
+            account: target,
             user: claims.sub.clone(),
             name: claims.name.clone(),
             issued_at: claims.iat,
             expires: (claims.exp > 0).then_some(claims.exp),
-            permissions: user_permissions(&limits.permissions),
-            subscriptions: limits.subs,
-            payload: limits.payload,
+            permissions,
+            subscriptions,
+            payload,
         },
         display_name,
     })
@@ -332,6 +415,7 @@ mod tests {
         let good = user_jwt(&issuer, &user, "APP");
         let authorized = check_response(
             &config,
+            Trust::Config,
             response(&issuer, &user, &server, &good, "").as_bytes(),
             &user,
             &server,
@@ -367,8 +451,15 @@ mod tests {
             ("garbage".into(), "Expected 3 chunks"),
         ];
         for (answer, expected) in refusals {
-            let error = check_response(&config, answer.as_bytes(), &user, &server, None)
-                .expect_err(expected);
+            let error = check_response(
+                &config,
+                Trust::Config,
+                answer.as_bytes(),
+                &user,
+                &server,
+                None,
+            )
+            .expect_err(expected);
             assert!(error.contains(expected), "{error:?} lacks {expected:?}");
         }
     }
@@ -397,6 +488,7 @@ mod tests {
             nkeys::XKey::from_public_key(&service_xkey.public_key()).expect("public");
         let authorized = check_response(
             &callout(&issuer),
+            Trust::Config,
             &sealed,
             &user,
             &server,

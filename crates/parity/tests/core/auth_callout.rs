@@ -3,10 +3,13 @@
 //! signs with its own nkey (the INFO `server_id`); the service answers with an authorization
 //! response JWT carrying a user JWT signed by the configured issuer, which binds the client to
 //! an account (the user JWT's `aud`) with its permissions. Refusals, a service that does not
-//! answer, the service's own users, and requests encrypted for the service's xkey.
+//! answer, the service's own users, and requests encrypted for the service's xkey. In operator
+//! mode, the account JWT's `authorization` names the service's users: a client presenting
+//! another user JWT of that account (a "sentinel") is authorized by the service, which may place
+//! it in an account it allows by issuing the user JWT with that account's key.
 //! Passes against the real nats-server too (`NATS_SERVER_BIN`).
 
-use super::jwt_builder::sign;
+use super::jwt_builder::{account_jwt, creds, sign, user_jwt, Trust};
 use base64::Engine;
 use futures::StreamExt;
 use serde_json::{json, Value};
@@ -340,4 +343,126 @@ fn auth_callout_config_errors_as_nats_server() {
         assert!(!output.status.success(), "{text}: accepted: {text_out}");
         assert!(text_out.contains(expected), "{text}: {text_out}");
     }
+}
+
+/// Operator mode: AUTH's JWT delegates to a service (`authorization { auth_users }`), allowing
+/// placement in APP; clients present a bearer sentinel JWT of AUTH plus a user and password,
+/// and the service answers with a user JWT APP issued (signed by AUTH) or an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operator_mode_callout_places_users_in_an_allowed_account() {
+    let trust = Trust::new();
+    let auth = nkeys::KeyPair::new_account();
+    let app = nkeys::KeyPair::new_account();
+    let service_user = nkeys::KeyPair::new_user();
+    let auth_jwt = account_jwt(
+        &auth,
+        &trust.operator,
+        json!({"authorization": {"auth_users": [service_user.public_key()],
+            "allowed_accounts": [app.public_key()]}}),
+    );
+    let app_jwt = account_jwt(&app, &trust.operator, json!({}));
+    let server = TestServer::with_config(&trust.config(&[(&auth, &auth_jwt), (&app, &app_jwt)]));
+
+    // The service: its own user JWT in AUTH is not called out for.
+    let service_jwt = user_jwt(&service_user, &auth, None, json!({}));
+    let service = tokio::time::timeout(
+        WAIT,
+        async_nats::ConnectOptions::with_credentials(&creds(&service_jwt, &service_user))
+            .expect("creds")
+            .connect(server.url()),
+    )
+    .await
+    .expect("in time")
+    .expect("the service user connects without a callout");
+    let mut requests = service
+        .subscribe("$SYS.REQ.USER.AUTH")
+        .await
+        .expect("subscribe");
+    service.flush().await.expect("flush");
+    let (app_key, auth_key) = (app.clone(), auth.clone());
+    let answering = tokio::spawn(async move {
+        while let Some(message) = requests.next().await {
+            let claims = claims_of(&String::from_utf8_lossy(&message.payload));
+            let user_nkey = claims["nats"]["user_nkey"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let server_id = claims["nats"]["server_id"]["id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let options = &claims["nats"]["connect_opts"];
+            let (jwt, error) = if options["user"] == "dlc" && options["pass"] == "zzz" {
+                let user_claims = json!({"sub": user_nkey, "name": "dlc",
+                    "nats": {"type": "user", "version": 2, "pub": {"allow": ["app.>"]},
+                        "sub": {}, "subs": -1, "data": -1, "payload": -1}});
+                (sign(user_claims, &app_key), "")
+            } else {
+                (String::new(), "bad credentials")
+            };
+            let answer = sign(
+                json!({"sub": user_nkey, "aud": server_id, "nats": {"jwt": jwt, "error": error,
+                    "type": "authorization_response", "version": 2}}),
+                &auth_key,
+            );
+            if let Some(reply) = message.reply {
+                let _ = service.publish(reply, answer.into()).await;
+                let _ = service.flush().await;
+            }
+        }
+    });
+
+    // A watcher in APP with its own user JWT (APP has no callout).
+    let watcher_user = nkeys::KeyPair::new_user();
+    let watcher_jwt = user_jwt(&watcher_user, &app, None, json!({}));
+    let watcher = async_nats::ConnectOptions::with_credentials(&creds(&watcher_jwt, &watcher_user))
+        .expect("creds")
+        .connect(server.url())
+        .await
+        .expect("watcher");
+    let mut seen = watcher.subscribe("app.>").await.expect("subscribe");
+    watcher.flush().await.expect("flush");
+
+    // The sentinel: a bearer user JWT of AUTH that may do nothing itself.
+    let sentinel = user_jwt(
+        &nkeys::KeyPair::new_user(),
+        &auth,
+        None,
+        json!({"bearer_token": true, "pub": {"deny": [">"]}, "sub": {"deny": [">"]}}),
+    );
+    let connect = |user: &str, pass: &str| {
+        format!(
+            "CONNECT {{\"jwt\":\"{sentinel}\",\"user\":\"{user}\",\"pass\":\"{pass}\",\"verbose\":false,\"protocol\":1}}\r\nPING\r\n"
+        )
+    };
+    let mut dlc = RawClient::connect(&server);
+    dlc.send(&connect("dlc", "zzz"));
+    let lines = dlc.read_until_line("PONG");
+    assert!(
+        !lines.iter().any(|line| line.starts_with("-ERR")),
+        "{lines:?}"
+    );
+    dlc.send("PUB app.hello 2\r\nhi\r\nPUB other.x 1\r\nx\r\nPING\r\n");
+    let lines = dlc.read_until_line("PONG");
+    assert!(
+        lines
+            .iter()
+            .any(|line| line.contains("Permissions Violation for Publish to \"other.x\"")),
+        "{lines:?}"
+    );
+    let message = tokio::time::timeout(WAIT, seen.next())
+        .await
+        .expect("dlc, placed in APP, reaches APP")
+        .expect("message");
+    assert_eq!(&message.payload[..], b"hi");
+
+    let mut refused = RawClient::connect(&server);
+    refused.send(&connect("dlc", "wrong"));
+    let lines = refused.read_until_line(VIOLATION);
+    assert_eq!(
+        lines.last().map(String::as_str),
+        Some(VIOLATION),
+        "{lines:?}"
+    );
+    answering.abort();
 }

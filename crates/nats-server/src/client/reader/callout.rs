@@ -45,30 +45,60 @@ impl Session {
         account == crate::accounts::GLOBAL_ACCOUNT || callout.allowed_accounts.contains(&account)
     }
 
-    /// Authenticates a CONNECT when an auth callout is configured; `None` when none is (the
-    /// normal checks apply). Users bound to the callout account may not publish to the
-    /// request subject.
+    /// Authenticates a CONNECT when an auth callout applies; `None` when none does (the
+    /// normal checks apply). In server config mode, `authorization { auth_callout }`; in
+    /// operator mode, a user JWT (the "sentinel") of an account whose JWT has `authorization`.
+    /// Users bound to the callout account may not publish to the request subject.
     pub(super) async fn authenticate_with_callout(
         &mut self,
         connect: &ConnectOptions,
     ) -> Option<Result<Authenticated, AuthorizationViolation>> {
-        let options = self.server.current_options();
-        let callout = options.auth_callout.as_ref()?;
         if self.connected {
             return None;
         }
+        let options = self.server.current_options();
         let authenticator = self.server.authenticator_for(&self.shared);
-        let configured = authenticator.authenticate(
-            connect,
-            self.shared.nonce.as_deref(),
-            self.shared.certificate.get(),
-            self.shared.address.ip(),
-        );
-        let outcome = if self.called_out(callout, connect, &configured) {
-            self.call_out(callout, connect, options.auth_timeout())
+        let configured = || {
+            authenticator.authenticate(
+                connect,
+                self.shared.nonce.as_deref(),
+                self.shared.certificate.get(),
+                self.shared.address.ip(),
+            )
+        };
+        let (callout, outcome) = if let Some(callout) = options.auth_callout.clone() {
+            let configured = configured();
+            let outcome = if self.called_out(&callout, connect, &configured) {
+                self.call_out(
+                    &callout,
+                    callout::Trust::Config,
+                    connect,
+                    options.auth_timeout(),
+                )
                 .await
+            } else {
+                configured
+            };
+            (callout, outcome)
         } else {
-            configured
+            let resolver = self.server.jwt.clone()?;
+            let configured = configured();
+            let Ok((_, _, Some(user))) = &configured else {
+                return None;
+            };
+            let account = resolver.account(&user.account)?;
+            let callout = callout::of_account(&account)?;
+            let outcome = if callout.auth_users.contains(&user.user) {
+                configured
+            } else {
+                let trust = callout::Trust::Operator {
+                    account: &account,
+                    resolver: &resolver,
+                };
+                self.call_out(&callout, trust, connect, options.auth_timeout())
+                    .await
+            };
+            (callout, outcome)
         };
         Some(outcome.map(|(permissions, user, jwt)| {
             let account = match &jwt {
@@ -92,6 +122,7 @@ impl Session {
     async fn call_out(
         &self,
         callout: &AuthCallout,
+        trust: callout::Trust<'_>,
         connect: &ConnectOptions,
         timeout: std::time::Duration,
     ) -> Result<Authenticated, AuthorizationViolation> {
@@ -199,6 +230,7 @@ impl Session {
             .map(|service| (&self.server.server_xkey, service));
         match callout::check_response(
             callout,
+            trust,
             &answer,
             &user_nkey,
             &self.server.server_id,

@@ -60,8 +60,28 @@ pub struct AccountFields {
     pub revocations: HashMap<String, i64>,
     #[serde(default)]
     pub default_permissions: Permissions,
+    /// External authorization (an auth callout service for the account's users).
+    #[serde(default)]
+    pub authorization: ExternalAuthorization,
     #[serde(default, rename = "type")]
     pub kind: String,
+}
+
+/// An account's `authorization`: its users (but `auth_users`) are authorized by a callout
+/// service, which may place them in `allowed_accounts` (`*`: any).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ExternalAuthorization {
+    pub auth_users: Vec<String>,
+    pub allowed_accounts: Vec<String>,
+    pub xkey: String,
+}
+
+impl ExternalAuthorization {
+    /// Enabled when it names the service's users (nats-jwt's `IsEnabled`).
+    pub fn enabled(&self) -> bool {
+        !self.auth_users.is_empty()
+    }
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]

@@ -122,7 +122,7 @@ pub fn authenticate(
 }
 
 /// The user's permissions; the account's `default_permissions` when the user has none.
-fn permissions(limits: &UserLimits, account: &Arc<VerifiedAccount>) -> Option<Permissions> {
+pub fn permissions(limits: &UserLimits, account: &Arc<VerifiedAccount>) -> Option<Permissions> {
     let own = &limits.permissions;
     if *own == super::claims::Permissions::default() {
         user_permissions(&account.fields().default_permissions)
