@@ -123,7 +123,8 @@ pub trait StreamGroup: Send + Sync + 'static {
     /// How long this replica has known no working leader of its group (`None` while it leads or
     /// hears from one): the time since it last heard from its leader, since its quorum last
     /// acknowledged it (a leader cut off from the others), or since it last heard from any
-    /// other member (no leader known), and never longer than since it heard any other member.
+    /// other member (no leader known), and never longer than since it heard any other member;
+    /// `None` too while any other member is routed to this server (it may lead, or answer).
     fn leaderless_for(&self) -> Option<Duration>;
     /// Waits at most `timeout` for the group to have a leader: whether it is this server,
     /// `None` when none was elected in time.

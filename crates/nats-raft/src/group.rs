@@ -472,29 +472,45 @@ impl RaftGroup {
         let mut metrics = self.raft.metrics();
         let supervision = self.supervision.clone();
         let lost_quorum = self.lost_quorum;
-        // (whether this node leads with a fresh quorum, how long until that quorum goes stale)
-        let ready = move |metrics: &openraft::RaftMetrics<TypeConfig>| {
+        // (whether this node leads with a fresh quorum, how long until that quorum goes stale).
+        // `elected` is when this node was first seen leading in its term: winning the election
+        // was a quorum's word too, so a new leader is not stale before its first heartbeat
+        // round has been acknowledged (openraft counts heartbeat acknowledgements only).
+        let ready = move |metrics: &openraft::RaftMetrics<TypeConfig>,
+                          elected: &mut Option<(u64, tokio::time::Instant)>| {
             let term = metrics.current_term;
+            if metrics.state != ServerState::Leader {
+                *elected = None;
+                return (None, None);
+            }
+            if elected.is_none_or(|(known, _)| known != term) {
+                *elected = Some((term, tokio::time::Instant::now()));
+            }
             let applied_term = metrics
                 .last_applied
                 .as_ref()
                 .map(|log_id| log_id.leader_id.term);
-            if metrics.state != ServerState::Leader || applied_term != Some(term) {
+            if applied_term != Some(term) {
                 return (None, None);
             }
             if metrics.membership_config.membership().voter_ids().count() <= 1 {
                 return (Some(term), None);
             }
+            let since_elected = elected.map_or(Duration::MAX, |(_, at)| at.elapsed());
             let age = metrics
                 .last_quorum_acked
                 .as_ref()
-                .map(|acked| openraft::Instant::elapsed(&**acked));
-            match age {
-                Some(age) if age < lost_quorum => (Some(term), Some(lost_quorum - age)),
-                _ => (None, None),
+                .map_or(since_elected, |acked| {
+                    openraft::Instant::elapsed(&**acked).min(since_elected)
+                });
+            if age < lost_quorum {
+                (Some(term), Some(lost_quorum - age))
+            } else {
+                (None, None)
             }
         };
-        let (now, mut stale_in) = ready(&metrics.borrow_watched());
+        let mut elected = None;
+        let (now, mut stale_in) = ready(&metrics.borrow_watched(), &mut elected);
         let (sender, receiver) = watch::channel(now);
         tokio::spawn(async move {
             loop {
@@ -515,7 +531,7 @@ impl RaftGroup {
                     stale_in = None;
                     None
                 } else {
-                    let (now, wait) = ready(&metrics.borrow_watched());
+                    let (now, wait) = ready(&metrics.borrow_watched(), &mut elected);
                     stale_in = wait;
                     now
                 };

@@ -32,6 +32,12 @@ use crate::router::{Delivery, PendingFlush};
 pub const PREFIX: &str = "$RNATS.RAFT";
 /// How often the peers' routes are checked for a lost Raft leader.
 const PEER_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
+/// A peer that sent us nothing for this long is taken as unreachable even with its route up (a
+/// hung process: SIGSTOP, a stalled machine). A leader sends every member of its groups a
+/// heartbeat every 500 ms, so a leader silent this long is gone for its followers: they
+/// campaign at once instead of waiting out openraft's lease and election timeout (4-8 s). A
+/// peer that leads nothing here may be silent harmlessly: it is only asked about as a leader.
+const SILENT: std::time::Duration = std::time::Duration::from_secs(2);
 /// Names of groups asked for before they ran here, kept at most (then forgotten at once).
 const ASKED_EARLY_LIMIT: usize = 4_096;
 /// A group name for probing a peer's request subject (`$RNATS.RAFT.M.*.<peer>`).
@@ -100,8 +106,15 @@ impl RouteNetwork {
         network
     }
 
-    /// Whether `peer` has a route to us (its request subject has interest here).
+    /// Whether `peer` has a route to us ([`RouteNetwork::routed`]) and has not been silent for
+    /// [`SILENT`].
     fn peer_reachable(&self, peer: &str) -> bool {
+        let silent = self.last_seen(peer).is_some_and(|at| at.elapsed() > SILENT);
+        !silent && self.routed(peer)
+    }
+
+    /// Whether `peer` has a route to us: its request subject has interest here.
+    pub fn routed(&self, peer: &str) -> bool {
         self.account
             .router
             .has_interest(&format!("{PREFIX}.M.{PROBE_GROUP}.{peer}"))

@@ -445,7 +445,13 @@ impl StreamGroup for ReplicatedStream {
             None => heard_any,
         }
         .min(heard_any);
-        (!leaderless.is_zero()).then_some(leaderless)
+        // A member routed to us (a route coming back, or a hung one) may lead or answer there.
+        let cut_off = status
+            .voters
+            .iter()
+            .filter(|node| **node != self.node)
+            .all(|node| !self.network.routed(&peer::peer_of(*node)));
+        (cut_off && !leaderless.is_zero()).then_some(leaderless)
     }
 
     fn wait_for_leader(self: Arc<Self>, timeout: Duration) -> GroupFuture<Option<bool>> {
