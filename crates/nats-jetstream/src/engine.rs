@@ -374,6 +374,53 @@ impl JetStream {
             .collect()
     }
 
+    /// [`JetStream::stream_details`] with each stream's account name (the console's view).
+    pub fn account_stream_details_all(
+        &self,
+    ) -> Vec<(
+        String,
+        jetstream_api::StreamInfo,
+        Vec<jetstream_api::ConsumerInfo>,
+    )> {
+        self.engine
+            .accounts
+            .iter()
+            .flat_map(|account| {
+                let name = account.registry.account_name.clone();
+                Self::account_stream_details(account, true)
+                    .into_iter()
+                    .map(move |(info, consumers)| (name.clone(), info, consumers))
+            })
+            .collect()
+    }
+
+    /// Up to `count` of the latest messages of `account`'s `stream`, oldest first (the
+    /// console's message viewer); `None` when there is no such stream. At most
+    /// `count * 16` sequences are looked at, so a sparse stream shows fewer.
+    pub fn recent_messages(
+        &self,
+        account: &str,
+        stream: &str,
+        count: usize,
+    ) -> Option<Vec<nats_store::StoredMessage>> {
+        let context = self.engine.account(account)?;
+        let stream = context.registry.get(stream)?;
+        let mut store = stream.store.read();
+        let state = store.state();
+        let mut messages = Vec::new();
+        let mut seq = state.last_seq;
+        let mut tries = count.saturating_mul(16);
+        while seq >= state.first_seq.max(1) && messages.len() < count && tries > 0 {
+            if let Ok(message) = store.load(seq) {
+                messages.push(message);
+            }
+            seq -= 1;
+            tries -= 1;
+        }
+        messages.reverse();
+        Some(messages)
+    }
+
     fn account_stream_details(
         account: &Context,
         with_consumers: bool,

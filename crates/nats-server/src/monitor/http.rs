@@ -1,12 +1,13 @@
 //! The HTTP side of the monitoring port, on hyper's HTTP/1.1 server: keep-alive, a 5-second
 //! limit on reading a request head (slowloris), a 1 MiB limit on its size (431 beyond, as Go's
 //! `MaxHeaderBytes`), plain or TLS (`https_port`, with the client TLS settings). Paths live
-//! under `http_base_path`; answers carry nats-server's headers, statuses and error texts.
+//! under `http_base_path`; answers carry nats-server's headers, statuses and error texts. Ours
+//! alone: `/metrics` and the web console (`/console`, `console.rs`).
 
 use super::query::Query;
 use super::{
-    accounts, connz, health, index, jsz, metrics, raftz, routez, runtime, subsz, topology, varz,
-    Refusal,
+    accounts, connz, console, health, index, jsz, metrics, raftz, routez, runtime, subsz, topology,
+    varz, Refusal,
 };
 use crate::server::Server;
 use bytes::Bytes;
@@ -50,6 +51,9 @@ const ENDPOINTS: &[&str] = &[
     "/stacksz",
     "/debug/vars",
     "/metrics",
+    "/console",
+    "/console/data",
+    "/console/messages",
 ];
 
 /// Accept monitoring connections on `listener` until the process ends; with `tls`, each
@@ -139,9 +143,20 @@ fn respond(server: &Server, request: &Request<Incoming>) -> Response<Body> {
             metrics::render(server).into(),
         );
     }
+    let query = Query::parse(request.uri().query().unwrap_or(""));
+    if let Some(console) = endpoint.strip_prefix("/console") {
+        // Ours alone, like `/metrics`: not in `http_req_stats`.
+        let answer = match console {
+            "" => Answer::Html(console::PAGE.to_string()),
+            "/data" => Answer::Json(console::data(server)),
+            _ => console::messages(server, query.text("account"), query.text("stream"))
+                .map(Answer::Json)
+                .into(),
+        };
+        return answer.into_response();
+    }
     // Counted before the answer is built, so `/varz` shows its own request as nats-server's does.
     count_request(server, endpoint);
-    let query = Query::parse(request.uri().query().unwrap_or(""));
     let answer = match endpoint {
         "/" => Answer::Html(index::page(&base)),
         "/varz" => Answer::Json(varz::varz(server)),

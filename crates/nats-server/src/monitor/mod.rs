@@ -10,6 +10,7 @@
 pub mod accounts;
 pub mod closed;
 pub mod connz;
+mod console;
 pub mod format;
 pub mod health;
 mod http;

@@ -20,6 +20,7 @@ mod connect_info;
 mod connection_storm;
 mod connz_closed;
 mod connz_tls;
+mod console;
 mod ipv6;
 mod jwt_builder;
 mod lame_duck;
