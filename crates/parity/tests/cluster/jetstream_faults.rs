@@ -22,6 +22,13 @@
 //! one (`#[ignore]`, by hand) runs several rounds. Against nats-server (the parity pass, or
 //! `NATS_SERVER_BIN` with `--ignored`) the same checker runs; see each test for what it asserts
 //! there.
+//!
+//! Figures of the long schedule (5 rounds of the 4 faults, 8 s holds, 3 publishers; `cargo test
+//! -p parity --test cluster jetstream_faults::a_long -- --ignored --nocapture`, debug build of
+//! ours, 2-core machine, 2026-12-02): ours 29,017 publishes, 28,584 acked, 20 faults in 229 s,
+//! nothing lost, conflicting, duplicated, unexpected or divergent; nats-server 2.15.1 (release
+//! build) 414,487 publishes, 413,522 acked, 20 faults in 217 s, nothing found either (the
+//! losses Jepsen reports for it need power loss, which this schedule does not inject).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
