@@ -306,7 +306,7 @@ impl JetStream {
         body.insert("consumers".into(), json!(totals.consumers));
         body.insert("messages".into(), json!(totals.messages));
         body.insert("bytes".into(), json!(totals.bytes));
-        body.insert("total".into(), json!(1));
+        body.insert("total".into(), json!(engine.accounts.len()));
         Value::Object(body)
     }
 
@@ -421,7 +421,7 @@ impl JetStream {
         Some(messages)
     }
 
-    fn account_stream_details(
+    pub(crate) fn account_stream_details(
         account: &Context,
         with_consumers: bool,
     ) -> Vec<(jetstream_api::StreamInfo, Vec<jetstream_api::ConsumerInfo>)> {

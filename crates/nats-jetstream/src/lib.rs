@@ -41,6 +41,7 @@ mod engine;
 mod error;
 #[doc(hidden)]
 pub mod fuzzing;
+mod jsz;
 mod level;
 mod nuid;
 mod registry;
@@ -63,6 +64,7 @@ pub use cluster::{
 pub use engine::JetStream;
 pub use error::JetStreamError;
 pub use jetstream_api::AccountLimits;
+pub use jsz::JszDetail;
 
 /// An account JWT's `tiered_limits` by tier name (`R1`, `R3`); empty for an account with flat
 /// (untiered) limits, the only kind a config file gives.

@@ -1,7 +1,8 @@
 //! `/jsz`: JetStream's usage, config and limits (nats-server's disabled form without
 //! JetStream). The options are read and checked as nats-server does (`accounts`, `streams`,
-//! `consumers`, `config`, `leader-only`, `raft` booleans, `acc`, `offset`, `limit`); per-account
-//! details are not produced yet (see docs/parity.md).
+//! `consumers`, `config`, `leader-only`, `raft` booleans, `acc`, `offset`, `limit`); the
+//! per-account details (`account_details` with `stream_detail` and `consumer_detail`) come from
+//! nats-jetstream's `jsz.rs`.
 
 use super::format::rfc3339;
 use super::query::Query;
@@ -40,12 +41,49 @@ impl JszOptions {
     }
 }
 
-pub fn jsz(server: &Server, _options: &JszOptions) -> Value {
+impl JszOptions {
+    /// The options of a `$SYS.REQ.SERVER.*.JSZ` request body (nats-server's `JSzOptions` JSON:
+    /// `account`, `accounts`, `streams`, `consumer`, `config`, `leader_only`, `raft`,
+    /// `offset`, `limit`); what is absent or of another type is off.
+    pub fn from_json(body: &serde_json::Map<String, Value>) -> JszOptions {
+        let flag = |key: &str| body.get(key).and_then(Value::as_bool).unwrap_or(false);
+        let number = |key: &str| body.get(key).and_then(Value::as_i64).unwrap_or(0);
+        JszOptions {
+            account: body
+                .get("account")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            accounts: flag("accounts"),
+            streams: flag("streams"),
+            consumers: flag("consumer"),
+            config: flag("config"),
+            leader_only: flag("leader_only"),
+            raft: flag("raft"),
+            offset: number("offset"),
+            limit: number("limit"),
+        }
+    }
+}
+
+pub fn jsz(server: &Server, options: &JszOptions) -> Value {
     match server.jetstream.get() {
         Some(jetstream) => {
             let mut answer = jetstream.jsz();
             if let (Some(meta), Some(object)) = (server.meta.get(), answer.as_object_mut()) {
                 object.insert("meta_cluster".into(), meta.cluster_info());
+            }
+            let details = jetstream.jsz_account_details(&nats_jetstream::JszDetail {
+                account: options.account.clone(),
+                accounts: options.accounts,
+                streams: options.streams,
+                consumers: options.consumers,
+                config: options.config,
+                offset: usize::try_from(options.offset).unwrap_or(0),
+                limit: usize::try_from(options.limit).unwrap_or(0),
+            });
+            if let (false, Some(object)) = (details.is_empty(), answer.as_object_mut()) {
+                object.insert("account_details".into(), Value::Array(details));
             }
             answer
         }

@@ -80,9 +80,9 @@ pub fn subsz(server: &crate::server::Server, pairs: &[(String, String)]) -> Valu
     }
 }
 
-/// `/jsz` for the `$SYS` responders.
-pub fn jsz(server: &crate::server::Server) -> Value {
-    jsz::jsz(server, &jsz::JszOptions::default())
+/// `/jsz` for the `$SYS` responders, with the request's options.
+pub fn jsz(server: &crate::server::Server, options: &serde_json::Map<String, Value>) -> Value {
+    jsz::jsz(server, &jsz::JszOptions::from_json(options))
 }
 
 /// Why a producer did not answer: nats-server's HTTP status and plain-text body.

@@ -264,7 +264,7 @@ fn answer(server: &Server, message: &Message) {
                 Endpoint::Subsz => {
                     crate::monitor::subsz(server, &account_requests::subsz_pairs(&options))
                 }
-                Endpoint::Jsz => crate::monitor::jsz(server),
+                Endpoint::Jsz => crate::monitor::jsz(server, &options),
                 Endpoint::Healthz => {
                     // The `/healthz` answer (its default checks) with its status code.
                     let options = crate::monitor::health::HealthOptions::default();

@@ -54,3 +54,78 @@ async fn jsz_and_varz_report_usage_and_config() {
     assert_eq!(section["stats"]["reserved_storage"], 1_000_000);
     assert_eq!(section["limits"]["default_max_consumers"], 1000);
 }
+
+/// `/jsz` per-account details as nats-server selects them: none by default; `accounts` lists
+/// each account (usage, API counters); `streams` and `consumers` add `stream_detail` and
+/// `consumer_detail`, their configs only with `config`; `acc` picks one account; `offset` past
+/// the accounts lists none.
+#[tokio::test]
+async fn jsz_account_stream_and_consumer_details() {
+    let server = TestServer::start(ServerOptions {
+        jetstream: true,
+        monitoring: true,
+        ..Default::default()
+    });
+    let client = connect(&server).await;
+    api(
+        &client,
+        "$JS.API.STREAM.CREATE.ORDERS",
+        r#"{"name":"ORDERS","subjects":["orders.>"]}"#,
+    )
+    .await;
+    publish_raw(&client, "orders.created", &[], "pesanan-1").await;
+    api(
+        &client,
+        "$JS.API.CONSUMER.DURABLE.CREATE.ORDERS.READER",
+        r#"{"stream_name":"ORDERS","config":{"durable_name":"READER","ack_policy":"explicit"}}"#,
+    )
+    .await;
+
+    let plain = get_json(&server, "/jsz");
+    assert!(plain.get("account_details").is_none(), "{plain}");
+    assert_eq!(plain["total"], 1);
+
+    let accounts = get_json(&server, "/jsz?accounts=true");
+    let account = &accounts["account_details"][0];
+    assert_eq!(account["name"], "$G", "{accounts}");
+    assert_eq!(account["id"], "$G");
+    assert_eq!(account["storage"], plain["storage"]);
+    assert!(
+        account["api"]["total"].as_u64().unwrap_or(0) >= 2,
+        "{account}"
+    );
+    assert!(account.get("stream_detail").is_none(), "{account}");
+
+    let full = get_json(
+        &server,
+        "/jsz?accounts=true&streams=true&consumers=true&config=true",
+    );
+    let stream = &full["account_details"][0]["stream_detail"][0];
+    assert_eq!(stream["name"], "ORDERS", "{full}");
+    assert_eq!(stream["config"]["name"], "ORDERS");
+    assert_eq!(stream["state"]["messages"], 1);
+    assert!(stream["created"].as_str().is_some(), "{stream}");
+    let consumer = &stream["consumer_detail"][0];
+    assert_eq!(consumer["name"], "READER", "{stream}");
+    assert_eq!(consumer["stream_name"], "ORDERS");
+    assert_eq!(consumer["num_pending"], 1);
+    assert_eq!(consumer["config"]["durable_name"], "READER");
+
+    // Without `config`, neither config; `consumers` alone implies streams and accounts.
+    let bare = get_json(&server, "/jsz?consumers=true");
+    let stream = &bare["account_details"][0]["stream_detail"][0];
+    assert_eq!(stream["name"], "ORDERS", "{bare}");
+    assert!(stream.get("config").is_none(), "{stream}");
+    assert!(
+        stream["consumer_detail"][0].get("config").is_none(),
+        "{stream}"
+    );
+
+    let one = get_json(&server, "/jsz?acc=%24G&streams=true");
+    assert_eq!(one["account_details"][0]["name"], "$G", "{one}");
+    assert!(one["account_details"][0]["stream_detail"][0]
+        .get("consumer_detail")
+        .is_none());
+    let past = get_json(&server, "/jsz?accounts=true&offset=5");
+    assert!(past.get("account_details").is_none(), "{past}");
+}
