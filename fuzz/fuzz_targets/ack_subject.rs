@@ -118,9 +118,14 @@ fuzz_target!(|data: &[u8]| {
         let reparsed = AckSubject::parse(&shown).unwrap_or_else(|error| panic!("{shown}: {error}"));
         assert_eq!(&reparsed, parsed);
     }
-    // The fast path, given this subject's own v1 prefix, agrees with the general parser.
+    // The fast path, given this subject's own v1 prefix (as a consumer builds it: `$JS.ACK.`,
+    // then non-empty stream and consumer names), agrees with the general parser.
     let tokens: Vec<&str> = subject.split('.').collect();
-    if tokens.len() >= 4 {
+    if tokens.len() >= 4
+        && tokens[..2] == ["$JS", "ACK"]
+        && !tokens[2].is_empty()
+        && !tokens[3].is_empty()
+    {
         let prefix = format!("{}.{}.{}.{}.", tokens[0], tokens[1], tokens[2], tokens[3]);
         if let Some((delivered, sseq, cseq)) =
             fuzzing::parse_own_ack(subject.as_bytes(), prefix.as_bytes())

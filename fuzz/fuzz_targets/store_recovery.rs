@@ -138,7 +138,12 @@ fn copy_tree(from: &Path, to: &Path, files: &[PathBuf]) {
         if let Some(parent) = target.parent() {
             std::fs::create_dir_all(parent).expect("work dir");
         }
-        std::fs::copy(from.join(file), &target).expect("copy");
+        // libFuzzer's timeout alarm can interrupt the copy (EINTR): copy again.
+        let mut copied = std::fs::copy(from.join(file), &target);
+        while matches!(&copied, Err(error) if error.kind() == std::io::ErrorKind::Interrupted) {
+            copied = std::fs::copy(from.join(file), &target);
+        }
+        copied.expect("copy");
     }
 }
 
