@@ -184,9 +184,9 @@ pub struct LogCounters {
     pub fsyncs: u64,
 }
 
-struct Supervision {
+pub(crate) struct Supervision {
     stopping: AtomicBool,
-    offline: watch::Sender<Option<String>>,
+    pub(crate) offline: watch::Sender<Option<String>>,
     /// 0: not protected; otherwise the index to reach before voting or leading.
     protected_until: AtomicU64,
 }
@@ -460,90 +460,16 @@ impl RaftGroup {
         }
     }
 
-    /// `Some(term)` while this node leads in `term`, has applied the first entry of that term (so
-    /// every entry committed by earlier leaders is applied here too: from then on the
-    /// application may decide on its applied state) and has heard from a quorum within
-    /// [`GroupConfig::lost_quorum`]. `None` otherwise (and once the core stops). A leader cut off
-    /// from its quorum thus stops taking work within that interval, as a nats-server leader
-    /// steps down, and is `Some(term)` again if the quorum answers before another leader is
-    /// elected. The term changes with every election, so a watcher can tell a new leadership
-    /// from the one it knew.
+    /// `Some(leadership)` while this node leads for the application: it is the leader, has
+    /// applied everything its log held when that leadership began (every entry committed by
+    /// earlier leaders is applied here too: from then on the application may decide on its
+    /// applied state) and has heard from a quorum within [`GroupConfig::lost_quorum`]. `None`
+    /// otherwise (and once the core stops). A leader cut off from its quorum thus stops taking
+    /// work within that interval, as a nats-server leader steps down. The number is unique to
+    /// each leadership (a new term, a term resumed by a restarted group, a quorum regained), so
+    /// a watcher can tell a new leadership from the one it knew (`leadership.rs`).
     pub fn leading(&self) -> watch::Receiver<Option<u64>> {
-        let mut metrics = self.raft.metrics();
-        let supervision = self.supervision.clone();
-        let lost_quorum = self.lost_quorum;
-        // (whether this node leads with a fresh quorum, how long until that quorum goes stale).
-        // `elected` is when this node was first seen leading in its term: winning the election
-        // was a quorum's word too, so a new leader is not stale before its first heartbeat
-        // round has been acknowledged (openraft counts heartbeat acknowledgements only).
-        let ready = move |metrics: &openraft::RaftMetrics<TypeConfig>,
-                          elected: &mut Option<(u64, tokio::time::Instant)>| {
-            let term = metrics.current_term;
-            if metrics.state != ServerState::Leader {
-                *elected = None;
-                return (None, None);
-            }
-            if elected.is_none_or(|(known, _)| known != term) {
-                *elected = Some((term, tokio::time::Instant::now()));
-            }
-            let applied_term = metrics
-                .last_applied
-                .as_ref()
-                .map(|log_id| log_id.leader_id.term);
-            if applied_term != Some(term) {
-                return (None, None);
-            }
-            if metrics.membership_config.membership().voter_ids().count() <= 1 {
-                return (Some(term), None);
-            }
-            let since_elected = elected.map_or(Duration::MAX, |(_, at)| at.elapsed());
-            let age = metrics
-                .last_quorum_acked
-                .as_ref()
-                .map_or(since_elected, |acked| {
-                    openraft::Instant::elapsed(&**acked).min(since_elected)
-                });
-            if age < lost_quorum {
-                (Some(term), Some(lost_quorum - age))
-            } else {
-                (None, None)
-            }
-        };
-        let mut elected = None;
-        let (now, mut stale_in) = ready(&metrics.borrow_watched(), &mut elected);
-        let (sender, receiver) = watch::channel(now);
-        tokio::spawn(async move {
-            loop {
-                // A leader's quorum ages without any change of the metrics: look again when
-                // it would go stale (heartbeat acknowledgements change the metrics before).
-                let stale = async {
-                    match stale_in {
-                        Some(wait) => tokio::time::sleep(wait + Duration::from_millis(1)).await,
-                        None => std::future::pending().await,
-                    }
-                };
-                tokio::select! {
-                    changed = metrics.changed() => if changed.is_err() { break },
-                    _ = stale => {}
-                    _ = sender.closed() => return,
-                }
-                let now = if supervision.offline.borrow().is_some() {
-                    stale_in = None;
-                    None
-                } else {
-                    let (now, wait) = ready(&metrics.borrow_watched(), &mut elected);
-                    stale_in = wait;
-                    now
-                };
-                sender.send_if_modified(|current| {
-                    let changed = *current != now;
-                    *current = now;
-                    changed
-                });
-            }
-            sender.send_replace(None);
-        });
-        receiver
+        crate::leadership::watch(&self.raft, self.supervision.clone(), self.lost_quorum)
     }
 
     /// Resolves with the reason when the group goes offline.

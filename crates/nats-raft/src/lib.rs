@@ -19,6 +19,7 @@ mod checked_file;
 mod codec;
 mod group;
 mod leader_contact;
+mod leadership;
 mod log_file;
 mod log_store;
 mod network;

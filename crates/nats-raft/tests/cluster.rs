@@ -188,6 +188,39 @@ async fn an_isolated_leader_stops_leading_within_the_lost_quorum_interval() {
     cluster.shutdown().await;
 }
 
+/// A leader whose group restarts resumes its term at once (openraft restores the leadership of
+/// a committed vote for itself, appending no blank entry): that is a new leadership for the
+/// application, whose in-memory state (a stream's duplicate window, running consumers) was
+/// built in the old one, so `leading` names it with a new number. Found behind an acked
+/// message lost across a rolling restart: a stream leader rebuilt after a failed proposal
+/// resumed term 2, kept the duplicate window holding the failed message's id, and answered its
+/// retry as a duplicate at a sequence it never stored.
+#[tokio::test(start_paused = true)]
+async fn a_leader_restarted_in_its_term_leads_under_a_new_leadership_number() {
+    let mut cluster = Cluster::start(&[1, 2, 3], fast).await;
+    let first = cluster.leader(WAIT).await;
+    propose_many(&cluster.node(first), "before", 10).await;
+    let mut leading = cluster.node(first).leading();
+    let before = *leading
+        .wait_for(Option::is_some)
+        .await
+        .expect("leading watch");
+    let term = cluster.node(first).status().term;
+
+    cluster.stop_node(first).await;
+    let restarted = cluster.start_node(first, true, None).await;
+    let mut leading = restarted.leading();
+    let after = *tokio::time::timeout(WAIT, leading.wait_for(Option::is_some))
+        .await
+        .expect("the restarted leader leads again")
+        .expect("leading watch");
+    assert_eq!(restarted.status().term, term, "the leader resumed its term");
+    assert_ne!(after, before, "a resumed term is a new leadership");
+    // Still leading for the application: a proposal commits.
+    propose_many(&restarted, "after", 10).await;
+    cluster.shutdown().await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_restarted_follower_recovers_from_disk_and_catches_up() {
     let mut cluster = Cluster::start(&[1, 2, 3], fast).await;

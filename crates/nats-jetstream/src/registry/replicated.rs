@@ -62,8 +62,8 @@ impl Registry {
 
     /// Runs the stream's replicated consumers here while this server leads the stream: started
     /// from their committed states when it takes the leadership (it has applied everything
-    /// committed before its term then), stopped when it loses it or a new term begins. Ends
-    /// with the stream.
+    /// committed before its term then), stopped when it loses it or a new leadership begins
+    /// (also one resumed in the same Raft term by a rebuilt group). Ends with the stream.
     fn follow_leadership(
         self: &Arc<Self>,
         stream: &Arc<Stream>,
@@ -79,7 +79,7 @@ impl Registry {
         tokio::spawn(async move {
             let mut leading = None;
             loop {
-                let term = *leadership.borrow_and_update();
+                let now = *leadership.borrow_and_update();
                 let (Some(registry), Some(stream), Some(consumers), Some(replicas)) = (
                     registry.upgrade(),
                     stream.upgrade(),
@@ -91,12 +91,12 @@ impl Registry {
                 if stream.stopped.load(Ordering::Relaxed) {
                     return;
                 }
-                if term != leading {
+                if now != leading {
                     let _guard = registry.admin_lock.lock().await;
                     if leading.is_some() {
                         replicated_consumers::deactivate(&stream, &consumers, &replicas).await;
                     }
-                    if term.is_some() && !stream.stopped.load(Ordering::Relaxed) {
+                    if now.is_some() && !stream.stopped.load(Ordering::Relaxed) {
                         let home = Home {
                             stream: &stream,
                             consumers: &consumers,
@@ -105,7 +105,7 @@ impl Registry {
                         };
                         replicated_consumers::activate(&home, &replicas);
                     }
-                    leading = term;
+                    leading = now;
                 }
                 drop((registry, stream, consumers, replicas));
                 if leadership.changed().await.is_err() {

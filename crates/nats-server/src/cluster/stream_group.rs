@@ -165,29 +165,18 @@ impl StreamGroups {
     /// Lame duck mode: every group this server leads hands its leadership to a caught-up
     /// voter; waits (bounded by `wait`) until each names another leader. The number handed over.
     pub async fn transfer_leaderships(&self, wait: Duration) -> usize {
-        let groups: Vec<Arc<RaftGroup>> = self
-            .groups
-            .lock()
-            .values()
-            .filter_map(|stream| stream.raft())
-            .collect();
-        let mut moved = Vec::new();
-        for group in groups {
-            if let Some(target) = handover_target(&group.status(), self.own_node) {
-                if group.transfer_leader(target).await.is_ok() {
-                    moved.push(group);
-                }
-            }
-        }
+        let streams: Vec<Arc<ReplicatedStream>> = self.groups.lock().values().cloned().collect();
+        let deadline = tokio::time::Instant::now() + wait;
         let own = self.own_node;
-        for group in &moved {
-            let _ = group
-                .wait_for(wait, |status| {
-                    status.leader.is_some_and(|leader| leader != own)
-                })
-                .await;
+        let mut handovers = tokio::task::JoinSet::new();
+        for stream in streams {
+            handovers.spawn(async move { stream.hand_over(own, deadline).await });
         }
-        moved.len()
+        let mut moved = 0;
+        while let Some(handed) = handovers.join_next().await {
+            moved += usize::from(handed.unwrap_or(false));
+        }
+        moved
     }
 
     /// Stops every group (server shutdown); their files stay.
@@ -227,7 +216,9 @@ pub struct ReplicatedStream {
     meta: Weak<Meta>,
     group: Mutex<Option<Arc<RaftGroup>>>,
     machine: Mutex<Option<ReplicaMachine>>,
-    /// `Some(term)` while this server leads and has applied everything before its term.
+    /// `Some(leadership number)` while this server leads and has applied everything before its
+    /// leadership (`RaftGroup::leading`: a new number for each leadership, also one resumed in
+    /// the same term by a rebuilt group).
     leadership: watch::Sender<Option<u64>>,
     /// When this server's current leadership began.
     leader_since: Mutex<Option<(u64, Timestamp)>>,
@@ -315,21 +306,21 @@ impl ReplicatedStream {
         Ok(())
     }
 
-    fn leadership_changed(&self, term: Option<u64>) {
+    fn leadership_changed(&self, leadership: Option<u64>) {
         {
             let mut since = self.leader_since.lock();
-            match term {
-                Some(term) if since.is_none_or(|(known, _)| known != term) => {
-                    *since = Some((term, Timestamp::now()));
+            match leadership {
+                Some(leadership) if since.is_none_or(|(known, _)| known != leadership) => {
+                    *since = Some((leadership, Timestamp::now()));
                 }
                 Some(_) => {}
                 None => *since = None,
             }
         }
-        if term.is_some() {
+        if leadership.is_some() {
             tracing::info!(group = %self.name, "JetStream cluster new stream leader");
         }
-        self.leadership.send_replace(term);
+        self.leadership.send_replace(leadership);
     }
 
     async fn stop(&self) {
@@ -353,6 +344,38 @@ impl ReplicatedStream {
         }
         if let Err(error) = self.start_group(machine).await {
             tracing::error!(group = %self.name, %error, "stream group not restarted");
+        }
+    }
+
+    /// Hands this server's leadership of the group to a caught-up voter and waits until another
+    /// leads, until `deadline`. Again when the group led once more meanwhile: a proposal that
+    /// failed during the handover has the replica rebuilt, and the restarted group resumes its
+    /// term as leader, with the handover forgotten. Whether the leadership moved.
+    async fn hand_over(&self, own: NodeId, deadline: tokio::time::Instant) -> bool {
+        let elsewhere = |status: &GroupStatus| status.leader.is_some_and(|leader| leader != own);
+        loop {
+            // Subscribed before looking, so a rebuilt group's leadership is not missed.
+            let mut leadership = self.leadership.subscribe();
+            let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if let Some(group) = self.raft() {
+                let Some(target) = handover_target(&group.status(), own) else {
+                    return elsewhere(&group.status());
+                };
+                if group.transfer_leader(target).await.is_ok()
+                    && group.wait_for(remaining, elsewhere).await.is_ok()
+                {
+                    return true;
+                }
+            }
+            // Not moved: the group stopped (a rebuild) or the handover timed out. Again once a
+            // leadership changes here, until the deadline.
+            let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if !matches!(
+                tokio::time::timeout(remaining, leadership.changed()).await,
+                Ok(Ok(()))
+            ) {
+                return false;
+            }
         }
     }
 

@@ -17,8 +17,10 @@ use tokio::sync::watch;
 pub(super) struct ReplicaState {
     replica: Replica,
     leadership: watch::Receiver<Option<u64>>,
-    /// The term this task last took leadership in (its in-memory state was rebuilt then).
-    leading_term: Option<u64>,
+    /// The leadership this task last took (its in-memory state was rebuilt then); forgotten
+    /// when its store went ahead of the log, so that even the same leadership number (a
+    /// replicator reusing it) is taken afresh after the rebuild.
+    leading: Option<u64>,
     /// The entries applied since the last proposal, behind a batch header.
     batch: Vec<u8>,
     /// PubAcks waiting for the batch's commit.
@@ -40,12 +42,20 @@ impl ReplicaState {
         ReplicaState {
             replica,
             leadership,
-            leading_term: None,
+            leading: None,
             batch,
             acks: Vec::new(),
             answers: Vec::new(),
             next_id,
         }
+    }
+
+    /// The store holds entries that may never commit (and the duplicate window their message
+    /// ids): the replica is rebuilt, and the next leadership starts from the rebuilt store.
+    fn diverged(&mut self) {
+        self.leading = None;
+        self.replica.shared.mark_diverged();
+        self.replica.replicator.rebuilt();
     }
 
     /// Records one applied entry for the next proposal.
@@ -92,15 +102,15 @@ impl Ingest {
         let term = *state.leadership.borrow_and_update();
         match term {
             Some(term) if !state.replica.shared.is_diverged() => {
-                if state.leading_term == Some(term) {
+                if state.leading == Some(term) {
                     Role::Decide
                 } else {
-                    state.leading_term = Some(term);
+                    state.leading = Some(term);
                     Role::TookLeadership
                 }
             }
             _ => {
-                state.leading_term = None;
+                state.leading = None;
                 Role::Follow
             }
         }
@@ -161,8 +171,7 @@ impl Ingest {
                 // the log rather than retried.
                 tracing::error!(stream = %self.config.name, %error, "replicated stream write failed");
                 if let Some(state) = self.replica.as_mut() {
-                    state.replica.shared.mark_diverged();
-                    state.replica.replicator.rebuilt();
+                    state.diverged();
                 }
                 self.pending_acks.clear();
                 return;
@@ -214,8 +223,7 @@ impl Ingest {
                     answer(false);
                 }
                 tracing::warn!(stream = %self.config.name, %error, "replicated batch not committed; rebuilding the replica");
-                state.replica.shared.mark_diverged();
-                state.replica.replicator.rebuilt();
+                state.diverged();
             }
         }
     }

@@ -71,8 +71,10 @@ pub trait Replicator: Send + Sync + 'static {
     /// on this node. Proposals resolve in the order they were made.
     fn propose(&self, batch: Bytes) -> ProposeFuture;
 
-    /// `Some(term)` while this node leads and has applied everything committed before its term
-    /// (it may decide from its store), `None` otherwise. A new term is a new leadership.
+    /// `Some(leadership)` while this node leads and has applied everything committed before its
+    /// leadership began (it may decide from its store), `None` otherwise. The number changes
+    /// with every leadership, also when a restarted group resumes the same Raft term: what the
+    /// leader keeps in memory is rebuilt whenever it changes.
     fn leadership(&self) -> watch::Receiver<Option<u64>>;
 
     /// This node's store holds entries that may never commit (a proposal failed): rebuild the

@@ -1,0 +1,146 @@
+//! Whether this node may act as the group's leader now ([`watch`], behind
+//! `RaftGroup::leading`), and which leadership that is.
+//!
+//! A node leads for the application once it is openraft's leader, has applied everything its
+//! log held when that leadership was first seen (normally up to the blank entry its election
+//! appended; after a restart that resumed the leadership of a committed vote for itself, which
+//! appends no blank entry, the tail its log kept from before), and has heard from a quorum
+//! within `lost_quorum`.
+//!
+//! Each leadership gets its own number, unique in the process: a new term, the same term
+//! resumed by a restarted group, the same term again after the quorum answered. An application
+//! that keeps state while it leads (the stream's duplicate window, running consumers) rebuilds
+//! it whenever the number changes, whether or not it saw the `None` between.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use openraft::async_runtime::watch::WatchReceiver;
+use openraft::{Raft, RaftMetrics, ServerState};
+use tokio::sync::watch;
+
+use crate::group::Supervision;
+use crate::state_machine::StateMachineAdapter;
+use crate::types::TypeConfig;
+
+/// The next leadership number (0 is never handed out).
+static NEXT_LEADERSHIP: AtomicU64 = AtomicU64::new(1);
+
+/// This node's leadership in one term as first seen: the term, when, and the last log index
+/// then (what must be applied before it leads for the application).
+#[derive(Clone, Copy)]
+struct Elected {
+    term: u64,
+    at: tokio::time::Instant,
+    last_log: Option<u64>,
+}
+
+/// Whether `metrics` say this node leads with a fresh quorum (its term), and how long until
+/// that quorum goes stale. `elected` is when this node was first seen leading in its term:
+/// winning the election was a quorum's word too, so a new leader is not stale before its first
+/// heartbeat round has been acknowledged (openraft counts heartbeat acknowledgements only).
+fn ready(
+    metrics: &RaftMetrics<TypeConfig>,
+    elected: &mut Option<Elected>,
+    lost_quorum: Duration,
+) -> (Option<u64>, Option<Duration>) {
+    let term = metrics.current_term;
+    if metrics.state != ServerState::Leader {
+        *elected = None;
+        return (None, None);
+    }
+    let first_seen = match elected {
+        Some(known) if known.term == term => *known,
+        _ => *elected.insert(Elected {
+            term,
+            at: tokio::time::Instant::now(),
+            last_log: metrics.last_log_index,
+        }),
+    };
+    let applied = metrics.last_applied.as_ref();
+    if applied.map(|log_id| log_id.leader_id.term) != Some(term)
+        || applied.map(|log_id| log_id.index) < first_seen.last_log
+    {
+        return (None, None);
+    }
+    if metrics.membership_config.membership().voter_ids().count() <= 1 {
+        return (Some(term), None);
+    }
+    let since_elected = first_seen.at.elapsed();
+    let age = metrics
+        .last_quorum_acked
+        .as_ref()
+        .map_or(since_elected, |acked| {
+            openraft::Instant::elapsed(&**acked).min(since_elected)
+        });
+    if age < lost_quorum {
+        (Some(term), Some(lost_quorum - age))
+    } else {
+        (None, None)
+    }
+}
+
+/// The number of the leadership in `term`: the one already handed out when `current` is that
+/// same leadership continuing, a new one otherwise.
+fn number(current: &mut Option<(u64, u64)>, term: Option<u64>) -> Option<u64> {
+    match (term, *current) {
+        (None, _) => {
+            *current = None;
+            None
+        }
+        (Some(term), Some((known, number))) if known == term => Some(number),
+        (Some(term), _) => {
+            let number = NEXT_LEADERSHIP.fetch_add(1, Ordering::Relaxed);
+            *current = Some((term, number));
+            Some(number)
+        }
+    }
+}
+
+/// `Some(leadership number)` while this node leads for the application (module doc), `None`
+/// otherwise and once the core stops.
+pub(crate) fn watch(
+    raft: &Raft<TypeConfig, StateMachineAdapter>,
+    supervision: Arc<Supervision>,
+    lost_quorum: Duration,
+) -> watch::Receiver<Option<u64>> {
+    let mut metrics = raft.metrics();
+    let mut elected = None;
+    let mut leadership = None;
+    let (term, mut stale_in) = ready(&metrics.borrow_watched(), &mut elected, lost_quorum);
+    let (sender, receiver) = watch::channel(number(&mut leadership, term));
+    tokio::spawn(async move {
+        loop {
+            // A leader's quorum ages without any change of the metrics: look again when it
+            // would go stale (heartbeat acknowledgements change the metrics before).
+            let stale = async {
+                match stale_in {
+                    Some(wait) => tokio::time::sleep(wait + Duration::from_millis(1)).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                changed = metrics.changed() => if changed.is_err() { break },
+                _ = stale => {}
+                _ = sender.closed() => return,
+            }
+            let term = if supervision.offline.borrow().is_some() {
+                stale_in = None;
+                None
+            } else {
+                let (term, wait) = ready(&metrics.borrow_watched(), &mut elected, lost_quorum);
+                stale_in = wait;
+                term
+            };
+            let now = number(&mut leadership, term);
+            sender.send_if_modified(|current| {
+                let changed = *current != now;
+                *current = now;
+                changed
+            });
+        }
+        sender.send_replace(None);
+    });
+    receiver
+}
