@@ -200,6 +200,10 @@ async fn a_leader_restarted_in_its_term_leads_under_a_new_leadership_number() {
     let mut cluster = Cluster::start(&[1, 2, 3], fast).await;
     let first = cluster.leader(WAIT).await;
     propose_many(&cluster.node(first), "before", 10).await;
+    // No follower campaigns while the leader restarts (paused time runs on during its I/O).
+    for follower in [1, 2, 3].into_iter().filter(|node| *node != first) {
+        cluster.node(follower).set_active(false);
+    }
     let mut leading = cluster.node(first).leading();
     let before = *leading
         .wait_for(Option::is_some)
@@ -218,6 +222,41 @@ async fn a_leader_restarted_in_its_term_leads_under_a_new_leadership_number() {
     assert_ne!(after, before, "a resumed term is a new leadership");
     // Still leading for the application: a proposal commits.
     propose_many(&restarted, "after", 10).await;
+    cluster.shutdown().await;
+}
+
+/// A leader that resumes its term after a restart appends no blank entry, so "applied an entry
+/// of its term" does not prove it applied its log: an entry it appended before the restart may
+/// still be uncommitted. It does not lead for the application until that tail is applied.
+#[tokio::test(start_paused = true)]
+async fn a_leader_resumed_with_an_uncommitted_tail_does_not_lead_before_applying_it() {
+    let mut cluster = Cluster::start(&[1, 2, 3], fast).await;
+    let first = cluster.leader(WAIT).await;
+    propose_many(&cluster.node(first), "before", 10).await;
+    cluster.isolate(first);
+    let leader = cluster.node(first);
+    let pending = tokio::spawn(async move { leader.propose(Bytes::from_static(b"tail")).await });
+    let status = cluster
+        .node(first)
+        .wait_for(WAIT, |status| status.last_log_index > status.committed)
+        .await
+        .expect("the tail appended, uncommitted");
+    let term = status.term;
+
+    cluster.stop_node(first).await;
+    let _ = pending.await;
+    let restarted = cluster.start_node(first, true, None).await;
+    let resumed = restarted
+        .wait_for(WAIT, |status| status.role == Role::Leader)
+        .await
+        .expect("the restarted node resumes its leadership");
+    assert_eq!(resumed.term, term, "the leader resumed its term");
+    assert!(resumed.applied < resumed.last_log_index, "{resumed:?}");
+    assert_eq!(
+        *restarted.leading().borrow(),
+        None,
+        "leading before applying its tail: {resumed:?}"
+    );
     cluster.shutdown().await;
 }
 
