@@ -19,7 +19,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use test_harness::cluster::Cluster;
 
-use crate::jetstream_assignments::{connect, error_code, leader_of, one_answer};
+use crate::jetstream_assignments::{answers, connect, error_code, leader_of, one_answer};
 use crate::meta::{start, ELECTION_BOUND};
 
 /// A publish not acknowledged within this is sent again (same message id).
@@ -37,13 +37,23 @@ pub(crate) async fn create_r3(client: &Client, name: &str, subjects: &str) -> (V
     // nats-server refuses placement (10005, peer offline) until its meta leader has heard
     // from every server since it started: asked again then, within the election bound.
     let deadline = started + ELECTION_BOUND;
+    let mut unanswered = false;
     loop {
-        let created = one_answer(
-            client,
-            &format!("$JS.API.STREAM.CREATE.{name}"),
-            r3_config(name, subjects),
-        )
-        .await;
+        let subject = format!("$JS.API.STREAM.CREATE.{name}");
+        let mut got = answers(client, &subject, r3_config(name, subjects)).await;
+        // nats-server sometimes leaves a create unanswered while its routes settle under load
+        // (the CI parity pass on 717dd19: the stream was created, the answer never came); a
+        // client asks again. The stream is this test's own, so an unanswered create that the
+        // next one finds done is taken as the create. Ours must answer: no retry there.
+        if got.is_empty() && test_harness::is_reference() && Instant::now() < deadline {
+            unanswered = true;
+            continue;
+        }
+        assert_eq!(got.len(), 1, "{subject}: expected one answer, got {got:?}");
+        let mut created = got.remove(0);
+        if unanswered && created.get("error").is_none() && created.get("did_create").is_none() {
+            created["did_create"] = Value::Bool(true);
+        }
         if error_code(&created) != 10005 || Instant::now() > deadline {
             return (created, started.elapsed());
         }
