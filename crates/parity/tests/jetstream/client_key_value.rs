@@ -129,6 +129,7 @@ async fn watchers_initial_values_then_updates() {
 /// `watch_many` is an ordered consumer with several filter subjects; revision 5 is rolled up
 /// by the purge of "a" right after, so the watcher must read it in time (the test above).
 #[tokio::test]
+#[ignore = "rnats, about 1 run in 20 under CPU load: the watcher reads revision 5 after the purge of \"a\" 1-2 ms later rolled it up (the full CI run on d9a1be5; 2ddef5f narrowed the window, issue 19)"]
 async fn watch_many_sees_every_update_of_its_keys() {
     let server = TestServer::jetstream();
     let context = jetstream::new(connect(&server).await);
