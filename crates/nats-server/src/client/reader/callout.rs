@@ -13,27 +13,14 @@ use nats_proto::ConnectOptions;
 use std::sync::Arc;
 
 impl Session {
-    /// Whether this CONNECT goes to the callout service (nats-server's rule): every client but
-    /// the configured `auth_users`, and with `allowed_accounts`, only those a configured user
-    /// of another account would not already place elsewhere.
-    fn called_out(
+    /// Whether a CONNECT that is not an `auth_users` user goes to the callout service
+    /// (nats-server's rule): every such client, or with `allowed_accounts` only those whose
+    /// configured authentication (`configured`) places them in `$G` or an allowed account.
+    fn in_callout_scope(
         &self,
         callout: &AuthCallout,
-        connect: &ConnectOptions,
         configured: &Result<Authenticated, AuthorizationViolation>,
     ) -> bool {
-        let raw_user = connect
-            .nkey
-            .as_deref()
-            .filter(|nkey| !nkey.is_empty())
-            .or(connect.user.as_deref())
-            .unwrap_or_default();
-        if callout.auth_users.iter().any(|user| user == raw_user) {
-            return false;
-        }
-        if callout.allowed_accounts.is_empty() {
-            return true;
-        }
         let Ok((_, user, _)) = configured else {
             return true;
         };
@@ -67,8 +54,17 @@ impl Session {
             )
         };
         let (callout, outcome) = if let Some(callout) = options.auth_callout.clone() {
-            let configured = configured();
-            let outcome = if self.called_out(&callout, connect, &configured) {
+            let raw_user = connect
+                .nkey
+                .as_deref()
+                .filter(|nkey| !nkey.is_empty())
+                .or(connect.user.as_deref())
+                .unwrap_or_default();
+            // The configured checks run only where they decide something: for the service's
+            // own users, and for the scope of `allowed_accounts`.
+            let outcome = if callout.auth_users.iter().any(|user| user == raw_user) {
+                configured()
+            } else if callout.allowed_accounts.is_empty() {
                 self.call_out(
                     &callout,
                     callout::Trust::Config,
@@ -77,18 +73,35 @@ impl Session {
                 )
                 .await
             } else {
-                configured
+                let configured = configured();
+                if self.in_callout_scope(&callout, &configured) {
+                    self.call_out(
+                        &callout,
+                        callout::Trust::Config,
+                        connect,
+                        options.auth_timeout(),
+                    )
+                    .await
+                } else {
+                    configured
+                }
             };
             (callout, outcome)
         } else {
             let resolver = self.server.jwt.clone()?;
+            // The user JWT is checked once: its outcome stands when no callout applies.
             let configured = configured();
-            let Ok((_, _, Some(user))) = &configured else {
-                return None;
+            let applicable = match &configured {
+                Ok((_, _, Some(user))) => resolver.account(&user.account).and_then(|account| {
+                    callout::of_account(&account)
+                        .map(|callout| (account, callout, user.user.clone()))
+                }),
+                _ => None,
             };
-            let account = resolver.account(&user.account)?;
-            let callout = callout::of_account(&account)?;
-            let outcome = if callout.auth_users.contains(&user.user) {
+            let Some((account, callout, user)) = applicable else {
+                return Some(configured);
+            };
+            let outcome = if callout.auth_users.contains(&user) {
                 configured
             } else {
                 let trust = callout::Trust::Operator {
