@@ -507,7 +507,7 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
                         .any(|(served, _, _)| Arc::ptr_eq(account, served))
             })
             .map(|account| {
-                Arc::new(ServerTransport::new(Arc::downgrade(account)))
+                Arc::new(ServerTransport::new(Arc::downgrade(&account)))
                     as Arc<dyn nats_jetstream::Transport>
             })
             .collect();

@@ -69,6 +69,17 @@ pub struct StreamImport {
     pub(super) to: String,
     /// `from` → `to`.
     pub(super) mapping: Mapping,
+    /// Cleared when an update of the importer's claims drops this import: the shadows made
+    /// for it deliver nothing more.
+    pub(super) live: std::sync::atomic::AtomicBool,
+}
+
+impl StreamImport {
+    pub(super) fn same_as(&self, exporter: &Arc<Account>, from: &str, to: &str) -> bool {
+        self.from == from
+            && self.to == to
+            && std::ptr::eq(self.exporter.as_ptr(), Arc::as_ptr(exporter))
+    }
 }
 
 /// One service import of an account.
@@ -168,6 +179,13 @@ fn deliver_shadow(
     delivery: &Delivery<'_>,
     pending: &mut PendingFlush,
 ) -> bool {
+    if !shadow
+        .import
+        .live
+        .load(std::sync::atomic::Ordering::Relaxed)
+    {
+        return false;
+    }
     let Some(subject) = shadow.import.mapping.apply(delivery.subject) else {
         return false;
     };
@@ -292,9 +310,7 @@ fn with_request_info(
 
 /// Add the shadows a new subscription of `account` needs in the accounts it imports streams from.
 pub fn add_shadows(account: &Arc<Account>, subscription: &Arc<ClientSubscription>) {
-    let Some(imports) = account.imports.get() else {
-        return;
-    };
+    let imports = account.imports.load();
     if imports.streams.is_empty() {
         return;
     }

@@ -1,27 +1,33 @@
 //! Accounts: each one its own subject space (an [`Account`] owns a [`Router`], so the same
-//! subject in two accounts never meets). Built once at start from the options: the global
-//! account `$G` (users outside any `accounts { }` entry), every configured account, and the
-//! system account (`$SYS` unless `system_account` names another), which exists even when not
-//! configured, as in nats-server.
+//! subject in two accounts never meets). The table (`table.rs`) is built at start from the
+//! options: the global account `$G` (users outside any `accounts { }` entry), every configured
+//! account, and the system account (`$SYS` unless `system_account` names another), which
+//! exists even when not configured, as in nats-server. In operator mode it grows at run time
+//! (an account JWT pushed to the full resolver) and an account's exports and imports are
+//! replaced in place when its JWT is updated.
 //!
 //! A connection resolves its account once at CONNECT and keeps an `Arc<Account>`, so routing
 //! never looks an account up by name; only route traffic (which names the account on every
-//! `RS+`/`RMSG`) does. Knows nothing about sockets or the route protocol.
+//! `RS+`/`RMSG`) does, in a copy-on-write map read without a lock.
+//! Knows nothing about sockets or the route protocol.
 //!
 //! Stream and service imports between accounts (`exports`/`imports` in the config) are built
-//! here once every account exists and run in `imports.rs` (shadow subscriptions, request
+//! here once their accounts exist and run in `imports.rs` (shadow subscriptions, request
 //! forwarding) and `responses.rs` (answers mapped back to the requester). Subject mappings
 //! (`mappings { }`) are built here too and applied by `mappings.rs`.
 
 pub mod imports;
 pub mod mappings;
 mod responses;
+mod table;
 pub(crate) use responses::deliver_routed;
+pub use table::Accounts;
 
-use crate::config::{ImportOptions, Options, ResponseType};
+use crate::config::{ExportOptions, ImportOptions, ResponseType};
 use crate::router::{Router, Subscriber};
+use arc_swap::ArcSwap;
 use imports::{ImportTarget, Mapping, ServiceImport, StreamImport};
-use std::collections::HashMap;
+use parking_lot::Mutex;
 use std::sync::{Arc, OnceLock};
 
 /// nats-server's global account: users outside any configured account.
@@ -40,32 +46,33 @@ pub const SYSTEM_IMPORTS: [(&str, &str); 3] = [
     ("$SYS.REQ.ACCOUNT.PING.STATZ", "STATZ"),
 ];
 
-/// This server and its cluster, as an imported request's info names them.
-fn origin(options: &Options, server_name: &str) -> (String, Option<String>) {
-    (
-        server_name.to_string(),
-        options
-            .cluster
-            .as_ref()
-            .and_then(|cluster| cluster.name.clone()),
-    )
-}
-
 /// One account: a name, its own subject table, what it imports and the answers it owes.
 pub struct Account {
     pub name: Arc<str>,
     pub router: Router,
-    /// Set once at start, after every account exists.
-    imports: OnceLock<Imports>,
+    /// Replaced whole when the account's imports change (read when a client subscribes).
+    imports: ArcSwap<Imports>,
+    /// What the account exports and imports, as configured or claimed (read when imports are
+    /// built, never on the message path).
+    declared: Mutex<Declared>,
     /// Set at start when the account has subject mappings.
     mappings: OnceLock<mappings::Mappings>,
     responses: responses::Responses,
 }
 
-/// The imports of one account.
+/// The imports of one account: stream imports for SUBs to shadow, and the service-import
+/// entries it put into its own table (removed when the imports are rebuilt).
 #[derive(Default)]
 struct Imports {
     streams: Vec<Arc<StreamImport>>,
+    services: Vec<(String, Arc<ImportTarget>)>,
+}
+
+/// An account's exports and imports as declared.
+#[derive(Default)]
+struct Declared {
+    exports: Vec<ExportOptions>,
+    imports: Vec<ImportOptions>,
 }
 
 impl Account {
@@ -79,7 +86,8 @@ impl Account {
         Arc::new(Account {
             router: Router::new(name.clone()),
             name,
-            imports: OnceLock::new(),
+            imports: ArcSwap::from_pointee(Imports::default()),
+            declared: Mutex::new(Declared::default()),
             mappings: OnceLock::new(),
             responses: responses::Responses::default(),
         })
@@ -97,7 +105,7 @@ impl Account {
         threshold: Option<std::time::Duration>,
         origin: Option<(String, Option<String>)>,
         jetstream: bool,
-    ) {
+    ) -> Arc<ImportTarget> {
         let service = ServiceImport {
             importer: Arc::downgrade(self),
             exporter: Arc::downgrade(exporter),
@@ -108,7 +116,9 @@ impl Account {
             jetstream,
         };
         let target = Arc::new(ImportTarget::Service(Arc::new(service)));
-        self.router.insert(local, None, Subscriber::Import(target));
+        self.router
+            .insert(local, None, Subscriber::Import(target.clone()));
+        target
     }
 
     /// What this account's subject mappings make of a publish on `subject` (`None`: unmapped,
@@ -129,267 +139,109 @@ impl Account {
         self.responses.pending()
     }
 
-    /// Build this account's imports from the checked config: stream imports kept for SUBs to
-    /// shadow, service imports entered in this account's table (never announced on routes).
-    fn build_imports(
-        self: &Arc<Self>,
-        imports: &[ImportOptions],
-        accounts: &Accounts,
-        options: &Options,
-        server_name: &str,
-    ) {
+    /// The service export of this account an import of `subject` reaches: the one exported
+    /// as that subject, else one whose pattern covers it.
+    fn service_export(&self, subject: &str) -> Option<(Option<ResponseType>, std::time::Duration)> {
+        let declared = self.declared.lock();
+        let exports = || {
+            declared
+                .exports
+                .iter()
+                .filter(|export| export.service.is_some())
+        };
+        exports()
+            .find(|export| export.subject == subject)
+            .or_else(|| {
+                exports().find(|export| nats_subject::is_subset_match(subject, &export.subject))
+            })
+            .map(|export| (export.service, export.threshold))
+    }
+
+    /// Take what `config` declares this account exports and imports (built by
+    /// [`Account::build_imports`]).
+    fn declare(&self, config: &crate::config::AccountOptions) {
+        let mut declared = self.declared.lock();
+        declared.exports = config.exports.clone();
+        declared.imports = config.imports.clone();
+    }
+
+    /// Whether this account imports anything from `exporter`.
+    fn imports_from(&self, exporter: &str) -> bool {
+        self.declared
+            .lock()
+            .imports
+            .iter()
+            .any(|import| import.account == exporter)
+    }
+
+    /// (Re)build this account's imports from what it declares: stream imports kept for SUBs to
+    /// shadow, service imports entered in this account's table (never announced on routes),
+    /// replacing the service imports built before. An import whose exporter the table does
+    /// not have is left out.
+    fn build_imports(self: &Arc<Self>, accounts: &Accounts) {
+        let imports = self.declared.lock().imports.clone();
+        let previous = self.imports.load_full();
         let mut built = Imports::default();
-        for import in imports {
+        for import in &imports {
             let Some(exporter) = accounts.lookup(&import.account) else {
                 continue;
             };
             if !import.service {
-                built.streams.push(Arc::new(StreamImport {
-                    exporter: Arc::downgrade(exporter),
-                    from: import.subject.clone(),
-                    to: import.to.clone(),
-                    mapping: Mapping::new(&import.subject, &import.to),
+                // An import kept across the rebuild keeps its shadows delivering.
+                let kept = previous
+                    .streams
+                    .iter()
+                    .find(|kept| kept.same_as(&exporter, &import.subject, &import.to));
+                built.streams.push(kept.cloned().unwrap_or_else(|| {
+                    Arc::new(StreamImport {
+                        exporter: Arc::downgrade(&exporter),
+                        from: import.subject.clone(),
+                        to: import.to.clone(),
+                        mapping: Mapping::new(&import.subject, &import.to),
+                        live: std::sync::atomic::AtomicBool::new(true),
+                    })
                 }));
                 continue;
             }
-            let export = options
-                .accounts
-                .iter()
-                .find(|account| account.name == import.account)
-                .and_then(|account| {
-                    let exports = || {
-                        account
-                            .exports
-                            .iter()
-                            .filter(|export| export.service.is_some())
-                    };
-                    exports()
-                        .find(|export| export.subject == import.subject)
-                        .or_else(|| {
-                            exports().find(|export| {
-                                nats_subject::is_subset_match(&import.subject, &export.subject)
-                            })
-                        })
-                });
-            let system = Arc::ptr_eq(exporter, accounts.system());
-            self.add_service_import(
-                exporter,
+            let export = exporter.service_export(&import.subject);
+            let system = Arc::ptr_eq(&exporter, accounts.system());
+            let target = self.add_service_import(
+                &exporter,
                 &import.to,
                 &import.subject,
-                export.and_then(|export| export.service),
-                export.map(|export| export.threshold),
-                system.then(|| origin(options, server_name)),
+                export.and_then(|(response_type, _)| response_type),
+                export.map(|(_, threshold)| threshold),
+                system.then(|| accounts.origin()),
                 false,
             );
+            built.services.push((import.to.clone(), target));
         }
-        let _ = self.imports.set(built);
-    }
-}
-
-/// An account JetStream serves: its limits, and its JWT's tiers when they are tiered.
-pub type ServedAccount = (
-    Arc<Account>,
-    nats_jetstream::AccountLimits,
-    nats_jetstream::TieredLimits,
-);
-
-/// Every account of the server, fixed at start.
-pub struct Accounts {
-    global: Arc<Account>,
-    system: Arc<Account>,
-    by_name: HashMap<String, Arc<Account>>,
-    /// The accounts JetStream serves, with their limits, sorted by name.
-    jetstream: Vec<ServedAccount>,
-}
-
-impl Accounts {
-    /// JetStream is served where nats-server serves it: in `$G` when no account is configured,
-    /// else in every account with `jetstream: enabled` (or a limits block), each with its
-    /// limits.
-    pub fn new(options: &Options, server_name: &str) -> Accounts {
-        let configured = options
-            .accounts
+        for dropped in previous
+            .streams
             .iter()
-            .filter(|account| account.name != GLOBAL_ACCOUNT)
-            .count();
-        let jetstream_enabled = options.jetstream.enabled;
-        let global_config = options
-            .accounts
-            .iter()
-            .find(|account| account.name == GLOBAL_ACCOUNT && account.jetstream);
-        let mut by_name = HashMap::new();
-        let global = Account::new(GLOBAL_ACCOUNT);
-        by_name.insert(GLOBAL_ACCOUNT.to_string(), global.clone());
-        let mut jetstream = Vec::new();
-        if jetstream_enabled && (configured == 0 || global_config.is_some()) {
-            let limits = global_config
-                .map(|config| config.jetstream_limits.clone())
-                .unwrap_or_default();
-            jetstream.push((global.clone(), limits, Default::default()));
+            .filter(|old| !built.streams.iter().any(|new| Arc::ptr_eq(old, new)))
+        {
+            dropped
+                .live
+                .store(false, std::sync::atomic::Ordering::Relaxed);
         }
-        let mut sorted: Vec<_> = options.accounts.iter().collect();
-        sorted.sort_by(|left, right| left.name.cmp(&right.name));
-        for config in sorted {
-            if config.name == GLOBAL_ACCOUNT {
-                continue;
-            }
-            let account = Account::new(&config.name);
-            if jetstream_enabled && config.jetstream {
-                jetstream.push((
-                    account.clone(),
-                    config.jetstream_limits.clone(),
-                    config.jetstream_tiers.clone(),
-                ));
-            }
-            by_name.insert(config.name.clone(), account);
+        self.imports.store(Arc::new(built));
+        for (local, target) in &previous.services {
+            self.router
+                .remove(local, None, &Subscriber::Import(target.clone()));
         }
-        jetstream.sort_by(|left, right| left.0.name.cmp(&right.0.name));
-        let system_name = options
-            .system_account
-            .as_deref()
-            .unwrap_or(DEFAULT_SYSTEM_ACCOUNT);
-        let system = by_name
-            .entry(system_name.to_string())
-            .or_insert_with(|| Account::new(system_name))
-            .clone();
-        let accounts = Accounts {
-            global,
-            system,
-            by_name,
-            jetstream,
-        };
-        let cluster_name = options
-            .cluster
-            .as_ref()
-            .and_then(|cluster| cluster.name.clone());
-        // nats-server with a JetStream domain: every JetStream account maps `$JS.<domain>.API.>`
-        // onto `$JS.API.>`, so a client's domain context reaches this server's JetStream.
-        let domain_mapping = options
-            .jetstream
-            .domain
-            .as_ref()
-            .filter(|_| jetstream_enabled)
-            .map(|domain| crate::config::MappingOptions {
-                source: format!("$JS.{domain}.API.>"),
-                destinations: vec![crate::config::MapDestination {
-                    subject: JETSTREAM_API.to_string(),
-                    weight: 100,
-                    cluster: None,
-                }],
-            });
-        let with_domain = |account: &Arc<Account>, configured: &[crate::config::MappingOptions]| {
-            let mut mappings = configured.to_vec();
-            if let Some(domain) = &domain_mapping {
-                if accounts
-                    .jetstream
-                    .iter()
-                    .any(|(jetstream, _, _)| Arc::ptr_eq(jetstream, account))
-                {
-                    mappings.push(domain.clone());
-                }
-            }
-            mappings
-        };
-        accounts.global.set_mappings(
-            &with_domain(&accounts.global, &options.mappings),
-            cluster_name.clone(),
-        );
-        for config in &options.accounts {
-            if let Some(account) = accounts.lookup(&config.name) {
-                account.build_imports(&config.imports, &accounts, options, server_name);
-                account.set_mappings(
-                    &with_domain(account, &config.mappings),
-                    cluster_name.clone(),
-                );
-            }
-        }
-        for account in accounts.iter() {
-            if Arc::ptr_eq(account, &accounts.system) {
-                continue;
-            }
-            for (local, kind) in SYSTEM_IMPORTS {
-                account.add_service_import(
-                    &accounts.system,
-                    local,
-                    &format!("$SYS.REQ.ACCOUNT.{}.{kind}", account.name),
-                    Some(ResponseType::Stream),
-                    None,
-                    Some(origin(options, server_name)),
-                    false,
-                );
-            }
-        }
-        // nats-server in a cluster: every account reaches JetStream through a service import of
-        // `$JS.API.>` from the system account, so a server without JetStream forwards the
-        // request in the system account to the servers that have it.
-        if options.cluster.is_some() && !options.jetstream.enabled {
-            for account in accounts.iter() {
-                if Arc::ptr_eq(account, &accounts.system) {
-                    continue;
-                }
-                account.add_service_import(
-                    &accounts.system,
-                    JETSTREAM_API,
-                    JETSTREAM_API,
-                    None,
-                    None,
-                    Some(origin(options, server_name)),
-                    true,
-                );
-            }
-        }
-        accounts
-    }
-
-    pub fn global(&self) -> &Arc<Account> {
-        &self.global
-    }
-
-    /// The system account (`$SYS` unless `system_account` names another).
-    pub fn system(&self) -> &Arc<Account> {
-        &self.system
-    }
-
-    /// The accounts JetStream serves with their limits, sorted by name (empty: JetStream is
-    /// off, or on for no account).
-    pub fn jetstream(&self) -> &[ServedAccount] {
-        &self.jetstream
-    }
-
-    /// An account by name (route traffic, CONNECT).
-    pub fn lookup(&self, name: &str) -> Option<&Arc<Account>> {
-        self.by_name.get(name)
-    }
-
-    /// Every account, in no particular order.
-    pub fn iter(&self) -> impl Iterator<Item = &Arc<Account>> {
-        self.by_name.values()
-    }
-
-    /// Subscriptions of every account together (/varz, /subsz).
-    pub fn subscription_count(&self) -> usize {
-        self.iter()
-            .map(|account| account.router.subscription_count())
-            .sum()
-    }
-}
-
-impl Accounts {
-    /// /subsz counters over every account's table.
-    pub fn statistics(&self) -> Vec<(String, serde_json::Value)> {
-        sublist_statistics(self.iter())
     }
 }
 
 /// /subsz counters over these accounts' tables, as nats-server sums them: counts added, the
 /// hit rate and average fan-out weighted, the largest fan-out kept.
-pub fn sublist_statistics<'a>(
-    accounts: impl Iterator<Item = &'a Arc<Account>>,
+pub fn sublist_statistics<A: AsRef<Account>>(
+    accounts: impl Iterator<Item = A>,
 ) -> Vec<(String, serde_json::Value)> {
     let mut total = nats_subject::SublistStats::default();
     let (mut hits, mut fanout) = (0.0, 0.0);
     for account in accounts {
-        let stats = account.router.statistics();
+        let stats = account.as_ref().router.statistics();
         total.num_subscriptions += stats.num_subscriptions;
         total.num_cache += stats.num_cache;
         total.num_inserts += stats.num_inserts;

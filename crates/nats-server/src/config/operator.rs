@@ -16,12 +16,21 @@ use std::time::Duration;
 pub enum ResolverOptions {
     /// `resolver: MEMORY`: the preloaded accounts (and runtime updates).
     Memory,
-    /// `resolver { type: full|cache, dir, allow_delete, interval }`.
+    /// `resolver { type: full|cache, dir, allow_delete, hard_delete, interval, limit, ttl,
+    /// timeout }`.
     Directory {
         full: bool,
         dir: PathBuf,
         allow_delete: bool,
+        hard_delete: bool,
+        /// How often full resolvers compare their stores (nats-server's default 1 minute).
         interval: Duration,
+        /// At most this many accounts (0: no limit).
+        limit: usize,
+        /// How long a fetched account is kept (cache).
+        ttl: Duration,
+        /// How long a fetch from another server may take.
+        timeout: Duration,
     },
 }
 
@@ -82,29 +91,74 @@ pub(super) fn apply_resolver(options: &mut Options, entry: &Entry) -> Result<(),
             ResolverOptions::Memory
         }
         Value::Map(_) => {
-            let (mut kind, mut dir, mut allow_delete, mut interval) =
-                (String::new(), None, false, Duration::from_secs(120));
+            let (mut kind, mut dir, mut allow_delete, mut hard_delete) =
+                (String::new(), None, false, None);
+            let (mut interval, mut limit, mut ttl, mut timeout) =
+                (None, 0, Duration::ZERO, Duration::from_secs(2));
+            let duration = |item: &Entry| -> Result<Duration, ConfigError> {
+                let text = string(item)?;
+                super::options::parse_duration(&text)
+                    .ok_or_else(|| entry.error(format!("time: invalid duration {text:?}")))
+            };
             for (key, item) in map(entry)? {
-                match key.to_ascii_lowercase().as_str() {
-                    "type" => kind = string(item)?.to_ascii_lowercase(),
+                match key.as_str() {
+                    "type" => kind = string(item)?.to_ascii_uppercase(),
                     "dir" => dir = Some(PathBuf::from(string(item)?)),
                     "allow_delete" => allow_delete = boolean(item)?,
-                    "interval" => {
-                        let text = string(item)?;
-                        interval = super::options::parse_duration(&text)
-                            .ok_or_else(|| item.error(format!("invalid duration {text:?}")))?;
+                    "hard_delete" => hard_delete = Some(boolean(item)?),
+                    "interval" => interval = Some(duration(item)?),
+                    "ttl" => ttl = duration(item)?,
+                    "timeout" => timeout = duration(item)?,
+                    "limit" => {
+                        limit = match &item.value {
+                            Value::Integer(limit) => usize::try_from(*limit).unwrap_or(0),
+                            _ => return Err(item.error(RESOLVER_ERROR)),
+                        }
                     }
                     _ => {}
                 }
             }
-            match (kind.as_str(), dir) {
-                ("full" | "cache", Some(dir)) => ResolverOptions::Directory {
-                    full: kind == "full",
-                    dir,
-                    allow_delete,
-                    interval,
-                },
+            let full = match kind.as_str() {
+                "FULL" => true,
+                "CACHE" => false,
+                "MEM" | "MEMORY" => {
+                    options.operator.resolver = Some(ResolverOptions::Memory);
+                    return Ok(());
+                }
                 _ => return Err(entry.error(RESOLVER_ERROR)),
+            };
+            let Some(dir) = dir.filter(|dir| !dir.as_os_str().is_empty()) else {
+                return Err(entry.error("dir has no value and needs to point to a directory"));
+            };
+            if std::fs::metadata(&dir).is_ok_and(|info| !info.is_dir()) {
+                return Err(entry.error("dir needs to point to an accessible directory"));
+            }
+            if full && !ttl.is_zero() {
+                return Err(entry.error("FULL does not accept ttl"));
+            }
+            if full && hard_delete.is_some() && !allow_delete {
+                return Err(entry.error("hard_delete has no effect without delete"));
+            }
+            if !full && interval.is_some() {
+                return Err(entry.error("CACHE does not accept sync"));
+            }
+            if !full && allow_delete {
+                return Err(entry.error("CACHE does not accept allow_delete"));
+            }
+            if !full && hard_delete.is_some() {
+                return Err(entry.error("CACHE does not accept hard_delete"));
+            }
+            ResolverOptions::Directory {
+                full,
+                dir,
+                allow_delete,
+                hard_delete: hard_delete.unwrap_or(false),
+                interval: interval
+                    .filter(|interval| !interval.is_zero())
+                    .unwrap_or(Duration::from_secs(60)),
+                limit,
+                ttl,
+                timeout,
             }
         }
         _ => return Err(entry.error(RESOLVER_ERROR)),
@@ -141,9 +195,9 @@ pub fn validate(options: &Options) -> Result<(), String> {
             return Err("system_account in config and operator JWT must be identical".into());
         }
     }
-    if let Some(ResolverOptions::Directory { .. }) = &operator.resolver {
+    if let Some(ResolverOptions::Directory { full: false, .. }) = &operator.resolver {
         return Err(
-            "the full and cache account resolvers are not supported by rnats (use resolver: MEMORY)"
+            "the cache account resolver is not supported by rnats (use type: full or resolver: MEMORY)"
                 .into(),
         );
     }

@@ -325,6 +325,52 @@ fn operator_jwt_errors_read_as_nats_servers() {
     );
     let error = options_from("resolver: BOGUS\n").unwrap_err();
     assert!(error.contains("error parsing account resolver"), "{error}");
+    for (block, expected) in [
+        (
+            "type: full",
+            "dir has no value and needs to point to a directory",
+        ),
+        (
+            "type: full, dir: \"/tmp\", ttl: \"1m\"",
+            "FULL does not accept ttl",
+        ),
+        (
+            "type: full, dir: \"/tmp\", hard_delete: true",
+            "hard_delete has no effect without delete",
+        ),
+        (
+            "type: cache, dir: \"/tmp\", interval: \"1m\"",
+            "CACHE does not accept sync",
+        ),
+        (
+            "type: cache, dir: \"/tmp\", allow_delete: true",
+            "CACHE does not accept allow_delete",
+        ),
+        (
+            "type: bogus, dir: \"/tmp\"",
+            "error parsing account resolver",
+        ),
+    ] {
+        let error = options_from(&format!("resolver {{ {block} }}\n")).unwrap_err();
+        assert!(error.contains(expected), "{block}: {error}");
+    }
+    let full = options_from(
+        "resolver { type: full, dir: \"/tmp/jwt\", allow_delete: true, interval: \"2m\", limit: 5 }\n",
+    )
+    .expect("full resolver");
+    assert_eq!(
+        full.operator.resolver,
+        Some(super::operator::ResolverOptions::Directory {
+            full: true,
+            dir: "/tmp/jwt".into(),
+            allow_delete: true,
+            hard_delete: false,
+            interval: std::time::Duration::from_secs(120),
+            limit: 5,
+            ttl: std::time::Duration::ZERO,
+            timeout: std::time::Duration::from_secs(2),
+        })
+    );
     assert!(options_from("trusted_keys: [\"O...\"]\n").is_err());
 }
 

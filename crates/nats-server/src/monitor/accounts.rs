@@ -57,10 +57,10 @@ pub fn accountz(server: &Server, options: &AccountzOptions) -> Result<Value, Ref
         json!(server.accounts.system().name.as_ref()),
     );
     if options.account.is_empty() {
-        let mut names: Vec<&str> = server
+        let mut names: Vec<String> = server
             .accounts
             .iter()
-            .map(|account| account.name.as_ref())
+            .map(|account| account.name.to_string())
             .collect();
         names.sort_unstable();
         body.insert("accounts".into(), json!(names));
@@ -77,6 +77,7 @@ pub fn account_info(server: &Server, name: &str) -> Result<Value, String> {
     let Some(account) = server.accounts.lookup(name) else {
         return Err(format!("Account {name} does not exist"));
     };
+    let account = &account;
     let system = Arc::ptr_eq(account, server.accounts.system());
     let jetstream = server.jetstream.get().is_some()
         && server
@@ -290,7 +291,7 @@ impl AccstatzOptions {
 
 /// The statistics of the accounts asked for, by name.
 pub fn account_stats(server: &Server, options: &AccstatzOptions) -> Vec<Value> {
-    let mut accounts: Vec<&Arc<Account>> = if options.accounts.is_empty() {
+    let mut accounts: Vec<Arc<Account>> = if options.accounts.is_empty() {
         server.accounts.iter().collect()
     } else {
         options
@@ -303,7 +304,7 @@ pub fn account_stats(server: &Server, options: &AccstatzOptions) -> Vec<Value> {
     accounts
         .into_iter()
         .filter_map(|account| {
-            let (connections, stat) = account_stat(server, account);
+            let (connections, stat) = account_stat(server, &account);
             (connections > 0 || options.include_unused).then_some(Value::Object(stat))
         })
         .collect()

@@ -275,7 +275,7 @@ fn answer_conns(server: &Server, reply: &Bytes, account: &str, payload: &[u8]) {
     let Some(account) = server.accounts.lookup(account) else {
         return;
     };
-    let (connections, stat) = account_stat(server, account);
+    let (connections, stat) = account_stat(server, &account);
     if connections == 0 {
         return;
     }

@@ -1,88 +1,277 @@
-//! Operator mode's account-claims updates: `$SYS.REQ.ACCOUNT.<key>.CLAIMS.UPDATE` (and the
-//! older `$SYS.ACCOUNT.<key>.CLAIMS.UPDATE`) with an account JWT as the body, answered as
-//! nats-server's memory resolver answers them: the JWT of an account the server has replaces
-//! the one it held (connections whose user the new JWT revokes are closed by their readers,
-//! which watch the resolver), an account it does not have is skipped.
+//! Operator mode's account-claims requests, answered as nats-server's resolvers answer them.
 //!
-//! Started by `system::start` in operator mode; the checks are the resolver's.
+//! - Both resolvers: `$SYS.REQ.ACCOUNT.<key>.CLAIMS.UPDATE` (and the older
+//!   `$SYS.ACCOUNT.<key>.CLAIMS.UPDATE`) with an account JWT as the body. The memory resolver
+//!   replaces the JWT of an account the server has and skips one it does not have; the full
+//!   resolver stores every account (`<dir>/<key>.jwt`) and adds it to the accounts table.
+//! - Full resolver only: `$SYS.REQ.CLAIMS.UPDATE` (the key is the JWT's subject),
+//!   `$SYS.REQ.ACCOUNT.<key>.CLAIMS.LOOKUP` (the stored JWT, or an empty body),
+//!   `$SYS.REQ.CLAIMS.LIST` (every stored key) and `$SYS.REQ.CLAIMS.DELETE` (a generic claim
+//!   self-signed by a trusted operator key listing `accounts`, with `allow_delete`).
+//!
+//! An accepted JWT is applied in place: the account's exports and imports (and those of the
+//! accounts importing from it) are rebuilt, connections whose user it revokes are closed by
+//! their readers, which watch the resolver. Started by `system::start` in operator mode.
 
+use crate::security::jwt::resolver::{account_options, Resolver};
 use crate::security::jwt::{self, claims::AccountFields, resolver::UpdateOutcome};
 use crate::server::Server;
+use bytes::Bytes;
 use nats_jetstream::Message;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
-const SUBJECTS: [&str; 2] = [
-    "$SYS.REQ.ACCOUNT.*.CLAIMS.UPDATE",
-    "$SYS.ACCOUNT.*.CLAIMS.UPDATE",
+/// What a subscribed subject asks for.
+#[derive(Clone, Copy)]
+enum Request {
+    /// The key is in the subject.
+    AccountUpdate,
+    /// `$SYS.REQ.CLAIMS.UPDATE`: the key is the JWT's subject.
+    Update,
+    Lookup,
+    List,
+    Delete,
+}
+
+const SUBJECTS: [(&str, Request, bool); 6] = [
+    (
+        "$SYS.REQ.ACCOUNT.*.CLAIMS.UPDATE",
+        Request::AccountUpdate,
+        false,
+    ),
+    (
+        "$SYS.ACCOUNT.*.CLAIMS.UPDATE",
+        Request::AccountUpdate,
+        false,
+    ),
+    ("$SYS.REQ.CLAIMS.UPDATE", Request::Update, true),
+    ("$SYS.REQ.ACCOUNT.*.CLAIMS.LOOKUP", Request::Lookup, true),
+    ("$SYS.REQ.CLAIMS.LIST", Request::List, true),
+    ("$SYS.REQ.CLAIMS.DELETE", Request::Delete, true),
 ];
 
-/// Subscribe the update subjects in the system account (operator mode only).
+/// Subscribe the claims subjects in the system account (operator mode only; the full
+/// resolver's own subjects only with it).
 pub(super) fn start(server: &Arc<Server>) {
-    if server.jwt.is_none() {
+    let Some(resolver) = &server.jwt else {
         return;
-    }
-    let (sender, mut receiver) = tokio::sync::mpsc::channel::<Message>(super::REQUEST_QUEUE);
-    for subject in SUBJECTS {
+    };
+    let full = resolver.directory().is_some();
+    let (sender, mut receiver) =
+        tokio::sync::mpsc::channel::<(Message, Request)>(super::REQUEST_QUEUE);
+    for (subject, request, full_only) in SUBJECTS {
+        if full_only && !full {
+            continue;
+        }
         let sender = sender.clone();
         server.accounts.system().router.subscribe_internal(
             subject,
             None,
             Arc::new(move |message: Message| {
-                let _ = sender.try_send(message);
+                let _ = sender.try_send((message, request));
             }),
+        );
+    }
+    if let Some(directory) = resolver.directory() {
+        tracing::info!(
+            "Managing all jwt in exclusive directory {}",
+            directory.path().display()
         );
     }
     let weak = Arc::downgrade(server);
     tokio::spawn(async move {
-        while let Some(message) = receiver.recv().await {
+        while let Some((message, request)) = receiver.recv().await {
             let Some(server) = weak.upgrade() else {
                 return;
             };
-            update(&server, &message);
+            let Some(resolver) = server.jwt.clone() else {
+                return;
+            };
+            let reply = message
+                .reply
+                .as_ref()
+                .map(|reply| Bytes::copy_from_slice(reply));
+            let response = match request {
+                Request::AccountUpdate | Request::Update => {
+                    Some(update(&server, &resolver, &message, request))
+                }
+                Request::Lookup => {
+                    if let (Some(reply), Some(key)) = (&reply, account_key(&message.subject)) {
+                        let jwt = resolver
+                            .directory()
+                            .and_then(|directory| directory.read(&key))
+                            .unwrap_or_default();
+                        super::publish_raw(&server, reply, &Bytes::from(jwt));
+                    }
+                    None
+                }
+                Request::List => resolver
+                    .directory()
+                    .map(|directory| json!({"data": directory.keys()})),
+                Request::Delete => Some(delete(&server, &resolver, &message.payload)),
+            };
+            if let (Some(reply), Some(mut response)) = (reply, response) {
+                response["server"] = super::server_object(&server);
+                super::publish_bytes(&server, &reply, response);
+            }
         }
     });
 }
 
-fn update(server: &Server, message: &Message) {
-    let Some(resolver) = &server.jwt else {
-        return;
+/// The account key of `$SYS.REQ.ACCOUNT.<key>.CLAIMS.*` or `$SYS.ACCOUNT.<key>.CLAIMS.UPDATE`.
+fn account_key(subject: &[u8]) -> Option<String> {
+    let subject = std::str::from_utf8(subject).ok()?;
+    let tokens: Vec<&str> = subject.split('.').collect();
+    let key = match tokens.len() {
+        6 => tokens[3],
+        5 => tokens[2],
+        _ => return None,
     };
-    let subject = String::from_utf8_lossy(&message.subject);
-    let Some(key) = subject.split('.').nth(3).map(str::to_string) else {
-        return;
-    };
+    Some(key.to_string())
+}
+
+fn update(server: &Server, resolver: &Resolver, message: &Message, request: Request) -> Value {
     let body = String::from_utf8_lossy(&message.payload);
     let decoded = jwt::decode::<AccountFields>(&body);
-    let response = if body.trim().is_empty() {
-        failure(&key, "jwt update error", "request body is empty")
-    } else if let Err(error) = &decoded {
-        failure(&key, "jwt update resulted in error", &error.to_string())
-    } else if decoded.as_ref().is_ok_and(|claims| claims.sub != key) {
-        failure(
+    let full = resolver.directory().is_some();
+    if let (true, Err(error)) = (full, &decoded) {
+        return failure("n/a", "jwt update resulted in error", &error.to_string());
+    }
+    let key = match request {
+        Request::AccountUpdate => account_key(&message.subject),
+        _ => decoded.as_ref().ok().map(|claims| claims.sub.clone()),
+    };
+    let Some(key) = key else {
+        return failure("n/a", "jwt update resulted in error", "bad subject");
+    };
+    if !full && body.trim().is_empty() {
+        return failure(&key, "jwt update error", "request body is empty");
+    }
+    let claims = match decoded {
+        Ok(claims) => claims,
+        Err(error) => return failure(&key, "jwt update resulted in error", &error.to_string()),
+    };
+    if claims.sub != key {
+        return failure(
             &key,
             "jwt update resulted in error",
             "subject does not match jwt content",
-        )
-    } else if server.accounts.lookup(&key).is_none() {
-        success(&key, "jwt update skipped")
-    } else {
-        match resolver.store(Some(&key), &body) {
-            Ok(UpdateOutcome::Updated) | Ok(UpdateOutcome::Older) => success(&key, "jwt updated"),
-            Err(error) => failure(&key, "jwt update resulted in error", &error),
+        );
+    }
+    if !full && server.accounts.lookup(&key).is_none() {
+        return success(&key, "jwt update skipped");
+    }
+    match resolver.store(Some(&key), &body) {
+        Ok(UpdateOutcome::Updated) => {
+            apply(server, resolver, &key);
+            success(&key, "jwt updated")
         }
-    };
-    if let Some(reply) = &message.reply {
-        let mut response = response;
-        response["server"] = super::server_object(server);
-        super::publish(server, &String::from_utf8_lossy(reply), response);
+        Ok(UpdateOutcome::Older | UpdateOutcome::StoredUnverified) => success(&key, "jwt updated"),
+        Err(error) => failure(&key, "jwt update resulted in error", &error),
     }
 }
 
-fn success(account: &str, message: &str) -> Value {
-    json!({"data": {"code": 200, "account": account, "message": message}})
+/// Make the server's accounts follow the resolver's JWT of `key`: the account updated in
+/// place (added, with the full resolver), then the accounts importing from it, whose imports
+/// its exports allow or no longer allow.
+fn apply(server: &Server, resolver: &Resolver, key: &str) {
+    let Some(verified) = resolver.account(key) else {
+        return;
+    };
+    let options = account_options(&verified, resolver);
+    if server.accounts.update(&options).is_none() && resolver.directory().is_some() {
+        server.accounts.add(&options);
+    }
+    for importer in resolver.accounts() {
+        if importer.key() != key
+            && importer
+                .fields()
+                .imports
+                .iter()
+                .any(|import| import.account == key)
+        {
+            server
+                .accounts
+                .update(&account_options(&importer, resolver));
+        }
+    }
 }
 
+/// `$SYS.REQ.CLAIMS.DELETE`: nats-server's checks, then the accounts deleted.
+fn delete(server: &Server, resolver: &Resolver, body: &[u8]) -> Value {
+    let body = String::from_utf8_lossy(body);
+    let decoded = jwt::decode::<Value>(&body);
+    let subject = decoded
+        .as_ref()
+        .map(|claims| claims.sub.clone())
+        .unwrap_or_default();
+    let checked = decoded
+        .map_err(|error| error.to_string())
+        .and_then(|claims| {
+            if !resolver
+                .directory()
+                .is_some_and(|directory| directory.allow_delete())
+            {
+                return Err("delete must be enabled in server config".into());
+            }
+            if claims.sub != claims.iss {
+                return Err("not self signed".into());
+            }
+            if !resolver.is_operator_key(&claims.iss) {
+                return Err("not trusted".into());
+            }
+            let malformed = || "malformed request".to_string();
+            let list = claims.nats.get("accounts").ok_or_else(malformed)?;
+            let list = list.as_array().ok_or_else(malformed)?;
+            let mut keys = Vec::new();
+            for entry in list {
+                let key = entry
+                    .as_str()
+                    .filter(|key| jwt::is_account_key(key))
+                    .ok_or_else(malformed)?;
+                if key == &*server.accounts.system().name {
+                    return Err("not allowed to delete system account".into());
+                }
+                keys.push(key.to_string());
+            }
+            Ok(keys)
+        });
+    let keys = match checked {
+        Ok(keys) => keys,
+        Err(error) => {
+            return failure(
+                "",
+                &format!("delete accounts request by {subject} failed"),
+                &error,
+            )
+        }
+    };
+    let (deleted, errors) = resolver.delete(&keys);
+    if errors.is_empty() {
+        success("", &format!("deleted {deleted} accounts"))
+    } else {
+        failure(
+            "",
+            &format!("deleted {deleted} accounts, failed for {}", errors.len()),
+            &errors.join("\n"),
+        )
+    }
+}
+
+/// nats-server's `ClaimUpdateStatus` (an empty account is left out).
+fn success(account: &str, message: &str) -> Value {
+    let mut data = json!({"code": 200, "message": message});
+    if !account.is_empty() {
+        data["account"] = json!(account);
+    }
+    json!({ "data": data })
+}
+
+/// nats-server's `ClaimUpdateError` (an empty account is left out).
 fn failure(account: &str, message: &str, error: &str) -> Value {
-    json!({"error": {"code": 500, "account": account, "description": format!("{message} - {error}")}})
+    let mut data = json!({"code": 500, "description": format!("{message} - {error}")});
+    if !account.is_empty() {
+        data["account"] = json!(account);
+    }
+    json!({ "error": data })
 }

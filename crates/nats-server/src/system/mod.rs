@@ -11,7 +11,9 @@
 //!   `DISCONNECT` advisories (`events.rs`).
 //! - Account requests: `$SYS.REQ.ACCOUNT.<acc>.<kind>` for CONNZ, SUBSZ, JSZ, INFO, STATZ,
 //!   LEAFZ, CONNS and `$SYS.REQ.ACCOUNT.PING.STATZ` (`account_requests.rs`).
-//! - Operator mode: account JWT updates over `$SYS.REQ.ACCOUNT.<key>.CLAIMS.UPDATE` (`claims.rs`).
+//! - Operator mode: account JWT updates over `$SYS.REQ.ACCOUNT.<key>.CLAIMS.UPDATE`, and with
+//!   the full resolver `$SYS.REQ.CLAIMS.UPDATE|LIST|DELETE` and
+//!   `$SYS.REQ.ACCOUNT.<key>.CLAIMS.LOOKUP` (`claims.rs`).
 //!
 //! The subscription handlers only enqueue; one task answers. Everything goes through the system
 //! account's router, so requests and replies cross routes like any other `$SYS` traffic.
@@ -175,11 +177,16 @@ pub(crate) fn publish(server: &Server, subject: &str, payload: Value) {
 
 fn publish_bytes(server: &Server, subject: &Bytes, payload: Value) {
     let payload = Bytes::from(serde_json::to_vec(&payload).unwrap_or_default());
+    publish_raw(server, subject, &payload);
+}
+
+/// Publish `payload` as it is in the system account (no reply subject).
+fn publish_raw(server: &Server, subject: &Bytes, payload: &Bytes) {
     let delivery = Delivery {
         subject,
         reply: None,
         headers: None,
-        payload: &payload,
+        payload,
     };
     let mut pending = PendingFlush::default();
     server

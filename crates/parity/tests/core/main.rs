@@ -31,6 +31,7 @@ mod monitor;
 mod monitor_http;
 mod operator_jetstream;
 mod operator_jwt;
+mod operator_resolver;
 mod process;
 mod reload;
 mod signal;

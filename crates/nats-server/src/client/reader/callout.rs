@@ -139,7 +139,7 @@ impl Session {
         connect: &ConnectOptions,
         timeout: std::time::Duration,
     ) -> Result<Authenticated, AuthorizationViolation> {
-        let Some(account) = self.server.accounts.lookup(&callout.account).cloned() else {
+        let Some(account) = self.server.accounts.lookup(&callout.account) else {
             tracing::warn!(
                 "No valid account {:?} for auth callout request",
                 callout.account

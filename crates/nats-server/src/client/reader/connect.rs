@@ -62,9 +62,9 @@ impl Session {
                         .server
                         .accounts
                         .lookup(authenticator.account_of(user.as_deref()))
-                        .unwrap_or(&self.account),
+                        .unwrap_or_else(|| self.account.clone()),
                 };
-                Ok((permissions, user, jwt, account.clone()))
+                Ok((permissions, user, jwt, account))
             });
             match outcome {
                 Ok((permissions, user, jwt, account)) => {
@@ -135,13 +135,21 @@ impl Session {
 impl Session {
     /// Operator mode: the account's JWT, as last updated, revokes this connection's user (or
     /// the account is gone).
-    pub(super) fn jwt_revoked(&self) -> bool {
+    pub(super) fn jwt_revoked(&self) -> Option<(&'static str, CloseReason)> {
         let (Some(user), Some(resolver)) = (&self.jwt_user, &self.server.jwt) else {
-            return false;
+            return None;
         };
-        resolver
-            .account(&user.account)
-            .is_none_or(|account| account.revoked(&user.user, user.issued_at))
+        match resolver.account(&user.account) {
+            // Deleted from the full resolver: nats-server expires the account.
+            None => Some((
+                "Account Authentication Expired",
+                CloseReason::AuthenticationExpired,
+            )),
+            Some(account) if account.revoked(&user.user, user.issued_at) => {
+                Some(("User Authentication Revoked", CloseReason::Revocation))
+            }
+            Some(_) => None,
+        }
     }
 
     /// A reload changed authorization: check this connection's CONNECT against it as

@@ -133,10 +133,10 @@ pub async fn run<R: AsyncRead + Unpin>(
                 break 'connection Some(CloseReason::AuthenticationExpired);
             }
             Some(Ok(())) = revision_changed(&mut jwt_revision), if session.jwt_user.is_some() => {
-                if session.jwt_revoked() {
-                    session.send_err("User Authentication Revoked");
+                if let Some((error, reason)) = session.jwt_revoked() {
+                    session.send_err(error);
                     session.finish_chunk();
-                    break 'connection Some(CloseReason::Revocation);
+                    break 'connection Some(reason);
                 }
                 continue 'connection;
             }

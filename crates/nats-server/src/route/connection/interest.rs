@@ -15,7 +15,7 @@ impl Session {
     /// ignores it (its interest and messages have nowhere to go here).
     fn account(&self, name: &[u8]) -> Option<Arc<Account>> {
         let name = std::str::from_utf8(name).ok()?;
-        let account = self.server.accounts.lookup(name).cloned();
+        let account = self.server.accounts.lookup(name);
         if account.is_none() {
             tracing::debug!(
                 "{} - rid:{} - Unknown account {:?}",

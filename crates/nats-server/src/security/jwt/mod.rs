@@ -9,6 +9,7 @@
 //! Knows nothing about sockets or routing.
 
 pub mod claims;
+pub mod directory;
 pub mod resolver;
 pub mod user;
 

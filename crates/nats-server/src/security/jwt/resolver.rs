@@ -1,7 +1,8 @@
 //! The trusted operators and the account resolver: account JWTs by public key, each verified
 //! to be signed by a trusted operator (or one of its signing keys). The memory resolver holds
-//! what `resolver_preload` gave it and what `$SYS.REQ.*.CLAIMS.UPDATE` pushes later; an
-//! update moves [`Resolver::revision`] so connections check their users again.
+//! what `resolver_preload` gave it and what `$SYS.REQ.*.CLAIMS.UPDATE` pushes later; the full
+//! resolver keeps them as files too (`directory.rs`: `<dir>/<account key>.jwt`, read at start).
+//! An update moves [`Resolver::revision`] so connections check their users again.
 //!
 //! Also maps an account JWT onto the server's account options (exports, imports, JetStream).
 
@@ -64,6 +65,9 @@ pub enum UpdateOutcome {
     Updated,
     /// A newer JWT of the account is already held.
     Older,
+    /// The full resolver stored a JWT that does not verify (an untrusted issuer, expired), as
+    /// nats-server stores it; nothing uses it.
+    StoredUnverified,
 }
 
 /// Trusted operators and the account JWTs the server knows.
@@ -71,6 +75,8 @@ pub struct Resolver {
     /// Each trusted operator's key and signing keys.
     trusted: HashSet<String>,
     accounts: RwLock<HashMap<String, Arc<VerifiedAccount>>>,
+    /// The full resolver's directory (`None`: the memory resolver).
+    directory: Option<super::directory::Directory>,
     /// Moves on every accepted update.
     pub revision: tokio::sync::watch::Sender<u64>,
 }
@@ -85,6 +91,7 @@ impl Resolver {
         Resolver {
             trusted,
             accounts: RwLock::new(HashMap::new()),
+            directory: None,
             revision: tokio::sync::watch::Sender::new(0),
         }
     }
@@ -111,20 +118,71 @@ impl Resolver {
 
     /// Take `jwt` for its account (verified first); `key` must be its subject when given.
     pub fn store(&self, key: Option<&str>, jwt: &str) -> Result<UpdateOutcome, String> {
-        let account = self.verify(jwt)?;
+        let account = match (self.verify(jwt), &self.directory, key) {
+            (Ok(account), _, _) => account,
+            (Err(_), Some(directory), Some(key)) => {
+                let accounts = self.accounts.read();
+                let added = !accounts.contains_key(key);
+                directory.save(key, jwt.trim(), added, accounts.len())?;
+                return Ok(UpdateOutcome::StoredUnverified);
+            }
+            (Err(error), _, _) => return Err(error),
+        };
         if key.is_some_and(|key| key != account.key()) {
             return Err("subject does not match jwt content".into());
         }
         let mut accounts = self.accounts.write();
-        if let Some(existing) = accounts.get(account.key()) {
+        let existing = accounts.get(account.key());
+        if let Some(existing) = existing {
             if existing.claims.iat > account.claims.iat {
                 return Ok(UpdateOutcome::Older);
             }
+        }
+        if let Some(directory) = &self.directory {
+            directory.save(
+                account.key(),
+                &account.jwt,
+                existing.is_none(),
+                accounts.len(),
+            )?;
         }
         accounts.insert(account.key().to_string(), Arc::new(account));
         drop(accounts);
         self.revision.send_modify(|revision| *revision += 1);
         Ok(UpdateOutcome::Updated)
+    }
+
+    /// A trusted operator's key or one of its signing keys.
+    pub fn is_operator_key(&self, key: &str) -> bool {
+        self.trusted.contains(key)
+    }
+
+    /// The full resolver's directory, if this is one.
+    pub fn directory(&self) -> Option<&super::directory::Directory> {
+        self.directory.as_ref()
+    }
+
+    /// Delete accounts from the full resolver (`$SYS.REQ.CLAIMS.DELETE`): their files renamed
+    /// `<key>.jwt.deleted` (removed with `hard_delete`), their JWTs forgotten, and connections
+    /// watching the revision find their account gone. The error texts of those that failed.
+    pub fn delete(&self, keys: &[String]) -> (usize, Vec<String>) {
+        let Some(directory) = &self.directory else {
+            return (0, vec!["store is not set up to for delete".into()]);
+        };
+        let (mut deleted, mut errors) = (0, Vec::new());
+        for key in keys {
+            match directory.delete(key) {
+                Ok(()) => {
+                    self.accounts.write().remove(key);
+                    deleted += 1;
+                }
+                Err(error) => errors.push(error),
+            }
+        }
+        if deleted > 0 {
+            self.revision.send_modify(|revision| *revision += 1);
+        }
+        (deleted, errors)
     }
 
     pub fn account(&self, key: &str) -> Option<Arc<VerifiedAccount>> {
@@ -247,7 +305,28 @@ pub fn from_options(options: &crate::config::Options) -> Option<Resolver> {
         .iter()
         .filter_map(|jwt| operator_claims(jwt).ok())
         .collect();
-    let resolver = Resolver::new(&operators);
+    let mut resolver = Resolver::new(&operators);
+    if let Some(crate::config::operator::ResolverOptions::Directory {
+        full: true,
+        dir,
+        allow_delete,
+        hard_delete,
+        limit,
+        ..
+    }) = &operator.resolver
+    {
+        let directory = super::directory::Directory::new(dir, *allow_delete, *hard_delete, *limit);
+        for (key, jwt) in directory.load() {
+            match resolver.verify(&jwt) {
+                Ok(account) if account.key() == key => {
+                    resolver.accounts.write().insert(key, Arc::new(account));
+                }
+                Ok(_) => tracing::warn!("resolver dir: {key}.jwt holds another account's JWT"),
+                Err(error) => tracing::warn!("resolver dir: account {key}: {error}"),
+            }
+        }
+        resolver.directory = Some(directory);
+    }
     for (key, jwt) in &operator.preload {
         if let Err(error) = resolver.store(Some(key), jwt) {
             tracing::warn!("resolver_preload: account {key}: {error}");
