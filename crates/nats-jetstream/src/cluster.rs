@@ -102,6 +102,13 @@ pub trait Cluster: Send + Sync + 'static {
     /// Stops the group of incarnation `created` of `name` and deletes its files (its stream was
     /// removed or replaced); a later incarnation's group stays.
     fn close_stream_group(&self, name: &str, created: i64) -> GroupFuture<()>;
+    /// `$JS.API.STREAM.PEER.REMOVE`: takes the server named `peer` off the stream's peers and
+    /// places the stream on a free server instead; resolves once the meta group applied it, or
+    /// with nats-server's refusal (no such stream, not a member, no server free). Leader only.
+    fn remove_stream_peer(&self, name: &str, peer: &str) -> ProposalFuture {
+        let _ = (name, peer);
+        Box::pin(async { Err(jetstream_api::errors::CLUSTER_REQUIRED.to_error()) })
+    }
 }
 
 /// A replica whose group has had no working leader for this long answers STREAM.INFO itself

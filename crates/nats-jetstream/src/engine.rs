@@ -252,6 +252,14 @@ impl JetStream {
         }
     }
 
+    /// Drops this server's replica of incarnation `created` of `account`'s stream `name`: the
+    /// meta group placed it elsewhere (a peer removal).
+    pub async fn drop_stream_replica(&self, account: &str, name: &str, created: i64) {
+        if let Some(context) = self.engine.account(account) {
+            crate::api::clustered::drop_replica(context, name, created).await
+        }
+    }
+
     /// The `---- JETSTREAM ----` section nats-server logs at start-up, one log line per entry
     /// (logo included; the caller logs "Starting JetStream" before it).
     pub fn banner_lines(&self) -> Vec<String> {

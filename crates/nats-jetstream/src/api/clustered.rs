@@ -26,6 +26,7 @@ use jetstream_api::{
     StreamInfo, StreamInfoResponse, StreamListResponse, StreamNamesRequest, StreamNamesResponse,
     StreamUpdateResponse, SuccessResponse, CONSUMER_LEADER_STEPDOWN_RESPONSE_TYPE,
     STREAM_DELETE_RESPONSE_TYPE, STREAM_LEADER_STEPDOWN_RESPONSE_TYPE,
+    STREAM_REMOVE_PEER_RESPONSE_TYPE,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -80,7 +81,8 @@ pub(crate) fn unavailable_without_meta(context: &Context, api: &ApiSubject<'_>) 
         | ApiSubject::ConsumerInfo { .. }
         | ApiSubject::ConsumerNames { .. }
         | ApiSubject::ConsumerList { .. }
-        | ApiSubject::ConsumerDelete { .. } => true,
+        | ApiSubject::ConsumerDelete { .. }
+        | ApiSubject::StreamPeerRemove { .. } => true,
         _ => false,
     }
 }
@@ -93,6 +95,7 @@ pub(crate) fn answers_here(context: &Context, cluster: &dyn Cluster, api: &ApiSu
         | ApiSubject::StreamDelete { .. }
         | ApiSubject::StreamNames
         | ApiSubject::StreamList
+        | ApiSubject::StreamPeerRemove { .. }
         | ApiSubject::AccountInfo => cluster.is_meta_leader(),
         _ => match stream_of(api) {
             // A replicated stream is answered by its leader only; STREAM.INFO also by a
@@ -137,6 +140,9 @@ pub(crate) async fn handle(
         }
         ApiSubject::ConsumerLeaderStepdown { stream, consumer } => {
             leader_stepdown(context, cluster, request, stream, Some(consumer)).await
+        }
+        ApiSubject::StreamPeerRemove { stream } => {
+            stream_peer_remove(context, cluster, request, stream).await
         }
         _ => return false,
     }
@@ -263,6 +269,63 @@ async fn stream_delete(context: &Context, cluster: &dyn Cluster, request: &Reque
             &SuccessResponse::error(STREAM_DELETE_RESPONSE_TYPE, error),
             true,
         );
+    }
+}
+
+/// The body of a peer removal request (nats-server's `JSApiStreamRemovePeerRequest`).
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct PeerRemoveRequest {
+    peer: String,
+}
+
+/// `$JS.API.STREAM.PEER.REMOVE.<stream>`, answered by the meta leader in nats-server's order of
+/// checks: a body naming a peer, the stream, the peer one of its servers; success once the
+/// meta group applied the change (the stream's group then brings the replacement in and lets
+/// the removed server go), 10075 when no server was free to take its place.
+async fn stream_peer_remove(
+    context: &Context,
+    cluster: &dyn Cluster,
+    request: &Request,
+    name: &str,
+) {
+    let result = async {
+        if request.payload.iter().all(u8::is_ascii_whitespace) {
+            return Err(errors::BAD_REQUEST.to_error());
+        }
+        let body: PeerRemoveRequest = decode_request(&request.payload)?;
+        if body.peer.is_empty() {
+            return Err(errors::BAD_REQUEST.to_error());
+        }
+        if cluster.stream(name).is_none() {
+            return Err(errors::STREAM_NOT_FOUND.to_error());
+        }
+        cluster.remove_stream_peer(name, &body.peer).await
+    }
+    .await;
+    let response = match result {
+        Ok(()) => SuccessResponse::ok(STREAM_REMOVE_PEER_RESPONSE_TYPE),
+        Err(error) => SuccessResponse::error(STREAM_REMOVE_PEER_RESPONSE_TYPE, error),
+    };
+    let failed = response.error.is_some();
+    context.respond(request, &response, failed);
+}
+
+/// Drops this server's replica of a stream it is no longer placed on (a peer removal): the
+/// incarnation `created` only, without an advisory or an answer (the stream lives on
+/// elsewhere).
+pub(crate) async fn drop_replica(context: &Context, name: &str, created: i64) {
+    if context
+        .registry
+        .get(name)
+        .is_some_and(|stream| stream.created == created)
+    {
+        if let Err(error) = context.registry.delete_stream(name).await {
+            tracing::warn!("JetStream replica of {name} not removed: {error:?}");
+        }
+    }
+    if let Some(cluster) = context.cluster.get() {
+        cluster.close_stream_group(name, created).await;
     }
 }
 

@@ -254,6 +254,14 @@ pub(crate) async fn handle_request(context: &Arc<Context>, message: Message) {
             )
             .await
         }
+        ApiSubject::StreamPeerRemove { .. } => context.respond(
+            &request,
+            &jetstream_api::SuccessResponse::error(
+                jetstream_api::STREAM_REMOVE_PEER_RESPONSE_TYPE,
+                jetstream_api::errors::CLUSTER_REQUIRED.to_error(),
+            ),
+            true,
+        ),
         // A single server refuses before looking at the level, as nats-server does
         // outside a cluster.
         ApiSubject::ConsumerLeaderStepdown { .. } => context.respond(

@@ -27,6 +27,10 @@ pub struct Group {
     pub name: String,
     pub peers: Vec<String>,
     pub storage: StorageType,
+    /// Peers placed after the group was founded (a removed peer's replacement): they join the
+    /// running group and never found it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub joined: Vec<String>,
 }
 
 /// Who asked for the stream (nats-server's `client` of an assignment, the part we know).
@@ -72,6 +76,17 @@ pub enum Operation {
         reply: Option<String>,
         proposed: i64,
     },
+    /// Takes `removed` off incarnation `created` of a stream's peers and puts `added` in its
+    /// place (`None`: no server was free, the group shrinks). Ignored unless `removed` is a
+    /// peer and `added` is not.
+    ReplacePeer {
+        account: String,
+        name: String,
+        created: i64,
+        removed: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        added: Option<String>,
+    },
 }
 
 /// A log entry of the meta group.
@@ -106,6 +121,21 @@ pub enum Effect {
         name: String,
         created: i64,
         reply: Option<Bytes>,
+    },
+    /// The peers of a stream this server keeps holding changed: its group's leader brings the
+    /// group's membership to `peers`.
+    PeersChanged {
+        account: String,
+        name: String,
+        created: i64,
+        peers: Vec<String>,
+    },
+    /// This server is no longer one of a stream's peers: it leaves the group and deletes its
+    /// replica.
+    Unplaced {
+        account: String,
+        name: String,
+        created: i64,
     },
 }
 
@@ -217,7 +247,78 @@ impl Assignments {
                     reply: fresh(proposed, reply),
                 }))
             }
+            Operation::ReplacePeer {
+                account,
+                name,
+                created,
+                removed,
+                added,
+            } => Ok(self.replace_peer(&account, &name, created, &removed, added, own_peer)),
         }
+    }
+
+    /// Applies [`Operation::ReplacePeer`]: the record's peers change in place (the replacement
+    /// takes the removed peer's position), and each server learns its part.
+    fn replace_peer(
+        &mut self,
+        account: &str,
+        name: &str,
+        created: i64,
+        removed: &str,
+        added: Option<String>,
+        own_peer: &str,
+    ) -> Option<Effect> {
+        let record = self
+            .streams
+            .get_mut(account)?
+            .get_mut(name)
+            .filter(|record| record.created == created)?;
+        let group = &mut record.group;
+        let position = group.peers.iter().position(|peer| peer == removed)?;
+        if added
+            .as_ref()
+            .is_some_and(|added| group.peers.contains(added))
+        {
+            return None;
+        }
+        match &added {
+            Some(added) => {
+                group.peers[position] = added.clone();
+                group.joined.retain(|peer| peer != added);
+                group.joined.push(added.clone());
+            }
+            None => {
+                group.peers.remove(position);
+            }
+        }
+        group.joined.retain(|peer| peer != removed);
+        if own_peer == removed {
+            return Some(Effect::Unplaced {
+                account: account.to_string(),
+                name: name.to_string(),
+                created,
+            });
+        }
+        if added.as_deref() == Some(own_peer) {
+            return Some(Effect::Assigned(Box::new(StreamAssignment {
+                account: account.to_string(),
+                config: record.config.clone(),
+                change: StreamChange::Create,
+                created,
+                reply: None,
+            })));
+        }
+        record
+            .group
+            .peers
+            .iter()
+            .any(|peer| peer == own_peer)
+            .then(|| Effect::PeersChanged {
+                account: account.to_string(),
+                name: name.to_string(),
+                created,
+                peers: record.group.peers.clone(),
+            })
     }
 
     pub fn snapshot(&self) -> io::Result<Bytes> {
@@ -279,6 +380,7 @@ mod tests {
                 name: format!("S-R1F-{name}"),
                 peers: vec![peer.into()],
                 storage: StorageType::File,
+                joined: Vec::new(),
             },
             created,
             client: ClientInfo::default(),
@@ -372,6 +474,58 @@ mod tests {
         assert!(
             matches!(&own[0], Effect::Assigned(a) if a.config.name == "B" && a.reply.is_none())
         );
+    }
+
+    fn replace(removed: &str, added: &str) -> Bytes {
+        Entry::new(Operation::ReplacePeer {
+            account: "APP".into(),
+            name: "A".into(),
+            created: 1,
+            removed: removed.into(),
+            added: Some(added.into()),
+        })
+        .encode()
+    }
+
+    #[test]
+    fn a_replaced_peer_tells_each_server_its_part() {
+        let mut three = record("A", "p1", 1);
+        three.group.peers = vec!["p1".into(), "p2".into(), "p3".into()];
+        let entry = Entry::new(Operation::AssignStream {
+            stream: Box::new(three),
+            change: StreamChange::Create,
+            reply: None,
+            proposed: 1,
+        })
+        .encode();
+        let parts = |own: &str| {
+            let mut state = Assignments::default();
+            state.apply(&entry, own, 1).expect("assign");
+            let effect = state.apply(&replace("p2", "p4"), own, 2).expect("replace");
+            (state, effect)
+        };
+        let (state, removed) = parts("p2");
+        assert!(matches!(removed, Some(Effect::Unplaced { created: 1, .. })));
+        let group = &state.stream("APP", "A").expect("kept").group;
+        assert_eq!(group.peers, ["p1", "p4", "p3"]);
+        assert_eq!(group.joined, ["p4"]);
+        assert!(matches!(parts("p4").1, Some(Effect::Assigned(a)) if a.reply.is_none()));
+        assert!(
+            matches!(parts("p1").1, Some(Effect::PeersChanged { peers, .. }) if peers == ["p1", "p4", "p3"])
+        );
+        assert!(parts("p5").1.is_none());
+        // Stale: the removed peer is gone already, or the new one is a member: nothing changes.
+        let (mut state, _) = parts("p1");
+        let before = state.clone();
+        assert!(state
+            .apply(&replace("p2", "p5"), "p1", 3)
+            .expect("apply")
+            .is_none());
+        assert!(state
+            .apply(&replace("p1", "p3"), "p1", 3)
+            .expect("apply")
+            .is_none());
+        assert_eq!(state, before);
     }
 
     #[test]

@@ -75,6 +75,9 @@ pub struct Meta {
     pub(super) assignments: Arc<Mutex<Assignments>>,
     /// The Raft groups of the replicated streams placed here.
     pub(super) stream_groups: Arc<StreamGroups>,
+    /// Held by the leader while it decides and proposes a membership change
+    /// (`membership.rs`): one at a time.
+    pub(super) membership: tokio::sync::Mutex<()>,
 }
 
 /// The state machine: applies entries to the shared assignments and hands this server's part
@@ -114,8 +117,8 @@ impl StateMachine for MetaState {
 /// Carries out this server's part of applied entries, in log order, once the meta group is
 /// installed in JetStream (`ready`); ends when the group stops.
 async fn carry_out(
-    jetstream: JetStream,
-    stream_groups: Arc<StreamGroups>,
+    (jetstream, stream_groups): (JetStream, Arc<StreamGroups>),
+    (assignments, own_peer): (Arc<Mutex<Assignments>>, String),
     ready: tokio::sync::oneshot::Receiver<()>,
     mut effects: tokio::sync::mpsc::UnboundedReceiver<Effect>,
 ) {
@@ -135,6 +138,25 @@ async fn carry_out(
                     .apply_stream_removal(&account, &name, created, reply)
                     .await;
                 stream_groups.close(&account, &name, created).await;
+            }
+            Effect::PeersChanged {
+                account,
+                name,
+                created,
+                peers,
+            } => stream_groups.set_peers(&account, &name, created, &peers),
+            Effect::Unplaced {
+                account,
+                name,
+                created,
+            } => {
+                tokio::spawn(super::membership::leave(
+                    jetstream.clone(),
+                    stream_groups.clone(),
+                    assignments.clone(),
+                    own_peer.clone(),
+                    (account, name, created),
+                ));
             }
         }
     }
@@ -176,9 +198,10 @@ impl Meta {
         let runtime = tokio::runtime::Handle::current();
         let (ready_sender, ready) = tokio::sync::oneshot::channel();
         let carried = (jetstream.clone(), stream_groups.clone());
+        let state_of = (assignments.clone(), own_peer.clone());
         std::thread::Builder::new()
             .name("js-meta-apply".into())
-            .spawn(move || runtime.block_on(carry_out(carried.0, carried.1, ready, pending)))
+            .spawn(move || runtime.block_on(carry_out(carried, state_of, ready, pending)))
             .map_err(|error| error.to_string())?;
         let state = MetaState {
             assignments: assignments.clone(),
@@ -209,6 +232,7 @@ impl Meta {
             known: Mutex::new(known),
             assignments,
             stream_groups,
+            membership: tokio::sync::Mutex::new(()),
         });
         meta.stream_groups.set_meta(Arc::downgrade(&meta));
         jetstream.set_cluster(|account| {

@@ -50,7 +50,7 @@ impl Meta {
     }
 
     /// The members that can take a stream now: this server and the voters heard from lately.
-    fn online_peers(&self) -> Vec<String> {
+    pub(super) fn online_peers(&self) -> Vec<String> {
         let status = self.group.status();
         status
             .voters
@@ -69,7 +69,7 @@ impl Meta {
 
 /// Proposes `entry`; resolves once it is applied here, or with nats-server's error for a
 /// meta group that cannot take it.
-fn propose(group: Arc<RaftGroup>, entry: Entry) -> ProposalFuture {
+pub(super) fn propose(group: Arc<RaftGroup>, entry: Entry) -> ProposalFuture {
     Box::pin(async move {
         match group.propose(entry.encode()).await {
             Ok(_) => Ok(()),
@@ -182,6 +182,7 @@ impl Cluster for AccountMeta {
                         .map(|name| peer::peer_id(name))
                         .collect(),
                     storage: proposal.config.storage,
+                    joined: Vec::new(),
                 };
                 (group, now)
             }
@@ -237,10 +238,18 @@ impl Cluster for AccountMeta {
             });
         let groups = self.meta.stream_groups.clone();
         let key = (self.account.clone(), name.to_string());
+        let own_peer = self.meta.own_peer.clone();
         Box::pin(async move {
             let record = record?;
+            let joining = record.group.joined.contains(&own_peer);
             let group: Arc<dyn StreamGroup> = groups
-                .open(&key, created, &record.group.name, &record.group.peers)
+                .open(
+                    &key,
+                    created,
+                    &record.group.name,
+                    &record.group.peers,
+                    joining,
+                )
                 .await;
             Some(group)
         })
@@ -250,5 +259,11 @@ impl Cluster for AccountMeta {
         let groups = self.meta.stream_groups.clone();
         let (account, name) = (self.account.clone(), name.to_string());
         Box::pin(async move { groups.close(&account, &name, created).await })
+    }
+
+    fn remove_stream_peer(&self, name: &str, peer: &str) -> ProposalFuture {
+        let meta = self.meta.clone();
+        let (account, name, peer) = (self.account.clone(), name.to_string(), peer.to_string());
+        Box::pin(async move { meta.replace_stream_peer(&account, &name, &peer).await })
     }
 }

@@ -84,6 +84,7 @@ impl StreamGroups {
         created: i64,
         group: &str,
         peers: &[String],
+        joining: bool,
     ) -> Arc<ReplicatedStream> {
         let stale = {
             let groups = self.groups.lock();
@@ -99,14 +100,18 @@ impl StreamGroups {
             self.close(&stream.0, &stream.1, stale).await;
         }
         let (leadership, _) = watch::channel(None);
+        let members: Vec<NodeId> = peers
+            .iter()
+            .filter_map(|peer| peer::node_id(peer))
+            .collect();
         let opened = Arc::new(ReplicatedStream {
             name: group.to_string(),
             created,
             node: self.own_node,
-            members: peers
-                .iter()
-                .filter_map(|peer| peer::node_id(peer))
-                .collect(),
+            target: Mutex::new(members.clone()),
+            joining,
+            reconciling: tokio::sync::Mutex::new(()),
+            members,
             directory: self.root.join(group),
             network: self.network.clone(),
             meta: self.meta.get().cloned().unwrap_or_default(),
@@ -139,6 +144,23 @@ impl StreamGroups {
                 tracing::warn!(group = %closed.name, %error, "removing a stream group's files");
             }
         }
+    }
+
+    /// The meta group changed the peers of incarnation `created` of `account`'s `stream`: the
+    /// group's target membership, which its leader brings the voters to
+    /// (`membership::reconcile`, started here).
+    pub fn set_peers(&self, account: &str, stream: &str, created: i64, peers: &[String]) {
+        let Some(running) = self
+            .get(account, stream)
+            .filter(|running| running.created == created)
+        else {
+            return;
+        };
+        *running.target.lock() = peers
+            .iter()
+            .filter_map(|peer| peer::node_id(peer))
+            .collect();
+        tokio::spawn(super::membership::reconcile(running));
     }
 
     /// `/healthz`: the first replicated stream held here (by account, then name) that is not
@@ -208,9 +230,17 @@ pub struct ReplicatedStream {
     /// The group's name (`S-R3F-…`), the same on every peer.
     name: String,
     /// The stream incarnation the group replicates (its `created`).
-    created: i64,
-    node: NodeId,
+    pub(super) created: i64,
+    pub(super) node: NodeId,
+    /// The founding members (a group this server founds is initialized with them).
     members: Vec<NodeId>,
+    /// The members the meta group assigns now: the leader brings the group's voters to these
+    /// (`membership.rs`).
+    pub(super) target: Mutex<Vec<NodeId>>,
+    /// Placed here after the group was founded: join it, never found it.
+    joining: bool,
+    /// One membership change at a time (`membership.rs`).
+    pub(super) reconciling: tokio::sync::Mutex<()>,
     directory: PathBuf,
     network: Arc<RouteNetwork>,
     meta: Weak<Meta>,
@@ -242,7 +272,7 @@ impl nats_raft::StateMachine for Apply {
 }
 
 impl ReplicatedStream {
-    fn raft(&self) -> Option<Arc<RaftGroup>> {
+    pub(super) fn raft(&self) -> Option<Arc<RaftGroup>> {
         self.group.lock().clone()
     }
 
@@ -276,7 +306,7 @@ impl ReplicatedStream {
         let status = group.status();
         let fresh =
             status.term == 0 && status.last_log_index.is_none() && status.protected_until.is_none();
-        if fresh && !asked {
+        if fresh && !asked && !self.joining {
             if let Err(error) = group.initialize(&self.members).await {
                 tracing::debug!(group = %self.name, %error, "raft initialize skipped");
             }
@@ -294,6 +324,10 @@ impl ReplicatedStream {
                     return;
                 };
                 stream.leadership_changed(value);
+                if value.is_some() {
+                    // A new leader finishes a membership change its predecessor left.
+                    tokio::spawn(super::membership::reconcile(stream.clone()));
+                }
                 drop(stream);
                 if leading.changed().await.is_err() {
                     if let Some(stream) = this.upgrade() {

@@ -22,7 +22,7 @@ use crate::meta::{index_of, ELECTION_BOUND};
 const REMOVAL_BOUND: Duration = Duration::from_secs(15);
 
 /// The directories under `root` named `name`.
-fn directories_named(root: &Path, name: &str) -> Vec<String> {
+pub(crate) fn directories_named(root: &Path, name: &str) -> Vec<String> {
     let mut found = Vec::new();
     let mut pending = vec![root.to_path_buf()];
     while let Some(directory) = pending.pop() {

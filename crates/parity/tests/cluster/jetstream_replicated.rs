@@ -120,7 +120,7 @@ pub(crate) async fn publish_until_acked(
 }
 
 /// Every message of `stream` from sequence 1 on, by sequence, read through `client`.
-async fn read_all(client: &Client, stream: &str, last: u64) -> BTreeMap<u64, String> {
+pub(crate) async fn read_all(client: &Client, stream: &str, last: u64) -> BTreeMap<u64, String> {
     let mut messages = BTreeMap::new();
     let subject = format!("$JS.API.STREAM.MSG.GET.{stream}");
     for seq in 1..=last {

@@ -22,6 +22,7 @@ mod jetstream_no_leader;
 mod jetstream_r3_admin;
 mod jetstream_replicated;
 mod links;
+mod membership;
 mod mesh;
 mod messaging;
 mod meta;

@@ -1,0 +1,189 @@
+//! Membership changes of replicated streams (`$JS.API.STREAM.PEER.REMOVE`, and the re-placement
+//! of a removed server's streams): decided by the meta leader, one at a time, as a
+//! [`Operation::ReplacePeer`] meta entry (the removed peer's place goes to the least-loaded
+//! online server without the stream); carried out by the stream's group.
+//!
+//! - Every remaining member records the new peers as its group's target; the group's leader
+//!   ([`reconcile`]) adds the new server as a learner, waits until it caught up, makes it a
+//!   voter, then removes the old one (a leader being removed hands its leadership over first;
+//!   the next leader carries on, as it does with a change its predecessor left unfinished).
+//! - The new server joins the running group (it never founds it) and is filled from the
+//!   group's snapshot and log, replicated consumers included.
+//! - The removed server ([`leave`]) waits (bounded) until the group let it go, then stops its
+//!   replica and deletes its files, unless the meta group placed the stream on it again.
+//!
+//! Called by the meta layer's effects task (`meta.rs`) and by a stream group gaining
+//! leadership (`stream_group.rs`); knows no stream internals.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use jetstream_api::{errors, ApiError};
+use nats_jetstream::JetStream;
+use nats_raft::{NodeId, Role};
+use parking_lot::Mutex;
+
+use super::assignments::{Assignments, Entry, Operation};
+use super::meta::Meta;
+use super::peer;
+use super::stream_group::{handover_target, ReplicatedStream, StreamGroups};
+
+/// How long a leader waits for a new member to catch up before it tries again.
+const CATCH_UP: Duration = Duration::from_secs(60);
+/// A leader stops trying to reach its target membership after this; its next leadership, or
+/// the next change of the target, tries again.
+const RECONCILE_BOUND: Duration = Duration::from_secs(300);
+/// Between two attempts of a step that failed.
+const RETRY: Duration = Duration::from_secs(1);
+/// How long a removed server waits for its group to let it go before it leaves anyway.
+const LEAVE_BOUND: Duration = Duration::from_secs(20);
+const POLL: Duration = Duration::from_millis(100);
+
+impl Meta {
+    /// The meta leader's side of a peer removal: replaces the server named `peer_name` among
+    /// `account`'s stream `name`'s peers by a free online server; resolves once applied here.
+    /// Peer removals are serialised: each one is decided on the state the previous one left.
+    pub(super) async fn replace_stream_peer(
+        &self,
+        account: &str,
+        name: &str,
+        peer_name: &str,
+    ) -> Result<(), ApiError> {
+        let _serial = self.membership.lock().await;
+        let (record, load) = {
+            let assignments = self.assignments.lock();
+            let record = assignments
+                .stream(account, name)
+                .cloned()
+                .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
+            (record, assignments.load())
+        };
+        let removed = peer::peer_id(peer_name);
+        if !record.group.peers.contains(&removed) {
+            return Err(errors::CLUSTER_PEER_NOT_MEMBER.to_error());
+        }
+        let added = self
+            .online_peers()
+            .into_iter()
+            .filter(|peer| *peer != removed && !record.group.peers.contains(peer))
+            .min_by_key(|peer| (load.get(peer).copied().unwrap_or(0), peer.clone()));
+        let Some(added) = added else {
+            return Err(errors::PEER_REMAP.to_error());
+        };
+        tracing::info!(
+            "JetStream cluster replacing peer {peer_name} of stream '{account} > {name}' by {}",
+            peer::node_id(&added).map_or_else(|| added.clone(), |node| self.name_of(node))
+        );
+        let entry = Entry::new(Operation::ReplacePeer {
+            account: account.to_string(),
+            name: name.to_string(),
+            created: record.created,
+            removed,
+            added: Some(added),
+        });
+        super::placement::propose(self.group.clone(), entry).await
+    }
+}
+
+/// Brings the group's voters to its target (leader only): the missing members first (learner,
+/// caught up, voter), then the ones no longer assigned. Returns when done, when this server no
+/// longer leads, or after [`RECONCILE_BOUND`].
+pub(super) async fn reconcile(stream: Arc<ReplicatedStream>) {
+    let _serial = stream.reconciling.lock().await;
+    let deadline = tokio::time::Instant::now() + RECONCILE_BOUND;
+    while tokio::time::Instant::now() < deadline {
+        let Some(group) = stream.raft() else {
+            return;
+        };
+        let status = group.status();
+        if status.role != Role::Leader {
+            return;
+        }
+        let target: BTreeSet<NodeId> = stream.target.lock().iter().copied().collect();
+        let voters: BTreeSet<NodeId> = status.voters.iter().copied().collect();
+        if target.is_empty() {
+            return;
+        }
+        let step = if let Some(&node) = target.difference(&voters).next() {
+            match tokio::time::timeout(CATCH_UP, group.add_member(node)).await {
+                Ok(added) => added.map_err(|error| error.to_string()),
+                Err(_) => Err(format!(
+                    "{} not caught up in {CATCH_UP:?}",
+                    peer::peer_of(node)
+                )),
+            }
+        } else if let Some(&node) = voters.difference(&target).next() {
+            if node == stream.node {
+                // Removed itself: a caught-up member that stays takes over and finishes.
+                let successor = status
+                    .followers
+                    .iter()
+                    .filter(|follower| target.contains(&follower.node))
+                    .filter(|follower| voters.contains(&follower.node))
+                    .min_by_key(|follower| follower.lag)
+                    .map(|follower| follower.node);
+                match successor {
+                    Some(successor) => {
+                        let _ = group.transfer_leader(successor).await;
+                        return;
+                    }
+                    None => Err("no member to hand the leadership to".to_string()),
+                }
+            } else {
+                group
+                    .remove_member(node)
+                    .await
+                    .map_err(|error| error.to_string())
+            }
+        } else {
+            return;
+        };
+        if let Err(error) = step {
+            tracing::debug!("stream group membership change: {error}");
+            tokio::time::sleep(RETRY).await;
+        }
+    }
+}
+
+/// This server was removed from `account`'s stream `name` (incarnation `created`): hands its
+/// leadership over, waits until the group no longer counts it (bounded), then drops its
+/// replica, unless the meta group placed the stream here again meanwhile.
+pub(super) async fn leave(
+    jetstream: JetStream,
+    stream_groups: Arc<StreamGroups>,
+    assignments: Arc<Mutex<Assignments>>,
+    own_peer: String,
+    (account, name, created): (String, String, i64),
+) {
+    let running = stream_groups
+        .get(&account, &name)
+        .filter(|stream| stream.created == created);
+    if let Some(stream) = running {
+        let deadline = tokio::time::Instant::now() + LEAVE_BOUND;
+        while tokio::time::Instant::now() < deadline {
+            let Some(group) = stream.raft() else {
+                break;
+            };
+            let status = group.status();
+            if !status.voters.contains(&stream.node) {
+                break;
+            }
+            if let Some(target) = handover_target(&status, stream.node) {
+                let _ = group.transfer_leader(target).await;
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+    let placed_again = assignments
+        .lock()
+        .stream(&account, &name)
+        .is_some_and(|record| record.created == created && record.group.peers.contains(&own_peer));
+    if placed_again {
+        return;
+    }
+    tracing::info!("JetStream removing stream '{account} > {name}' from this server");
+    jetstream
+        .drop_stream_replica(&account, &name, created)
+        .await;
+}
