@@ -12,6 +12,7 @@ use crate::level::API_LEVEL;
 use crate::registry::{Registry, ResourceLimits};
 use crate::resources::{self, ServerResources};
 use crate::{AccountSetup, JetStreamConfig, Message, ServerIdentity, SyncPolicy, Transport};
+use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 use std::sync::atomic::Ordering;
@@ -62,10 +63,13 @@ pub(crate) struct Engine {
     /// `<store_dir>/jetstream`.
     store_root: std::path::PathBuf,
     resources: ServerResources,
-    /// The accounts JetStream serves, sorted by name.
-    pub(crate) accounts: Vec<Arc<Context>>,
+    /// The accounts JetStream serves, sorted by name (replaced whole when an account is added
+    /// at run time; readers load it without a lock).
+    pub(crate) accounts: ArcSwap<Vec<Arc<Context>>>,
     /// Contexts of the accounts it refuses (10039).
-    refused: Vec<Arc<Context>>,
+    refused: Mutex<Vec<Arc<Context>>>,
+    /// Set once the meta group is installed: accounts added later are not served here.
+    clustered: std::sync::atomic::AtomicBool,
     /// Each subscription with the transport (account) it was made in.
     subscriptions: Mutex<Vec<(Arc<dyn Transport>, u64)>>,
     api_queues: Mutex<Option<Arc<ApiQueues>>>,
@@ -117,28 +121,20 @@ impl JetStream {
                 .unwrap_or_else(|| resources::default_max_store(&store_root)),
         };
         let resources = ServerResources::new(limits);
-        let context = |account: AccountSetup, enabled: bool| {
-            let transport = account.transport.clone();
-            let registry = Arc::new(Registry::new(
-                config.clone(),
-                account,
-                store_root.clone(),
-                &resources,
-                crate::api::direct::subscribe,
-            ));
-            Arc::new(Context {
-                enabled,
-                registry,
-                transport,
-                domain: config.domain.clone(),
-                server_name: identity.server_name.clone(),
-                counters: ApiCounters::default(),
-                cluster: std::sync::OnceLock::new(),
-            })
-        };
+        let engine = Arc::new(Engine {
+            config,
+            identity,
+            store_root,
+            resources,
+            accounts: ArcSwap::from_pointee(Vec::new()),
+            refused: Mutex::new(Vec::new()),
+            clustered: std::sync::atomic::AtomicBool::new(false),
+            subscriptions: Mutex::new(Vec::new()),
+            api_queues: Mutex::new(None),
+        });
         let mut enabled: Vec<Arc<Context>> = accounts
             .into_iter()
-            .map(|account| context(account, true))
+            .map(|account| engine.context(account, true))
             .collect();
         enabled.sort_by(|first, second| {
             first
@@ -146,31 +142,15 @@ impl JetStream {
                 .account_name
                 .cmp(&second.registry.account_name)
         });
-        let refused = refused
+        let refused: Vec<Arc<Context>> = refused
             .into_iter()
-            .map(|transport| {
-                let account = AccountSetup {
-                    name: String::new(),
-                    transport,
-                    limits: jetstream_api::AccountLimits::default(),
-                    tiers: Default::default(),
-                };
-                context(account, false)
-            })
+            .map(|transport| engine.context(refused_setup(transport), false))
             .collect();
-        let engine = Arc::new(Engine {
-            config,
-            identity,
-            store_root,
-            resources,
-            accounts: enabled,
-            refused,
-            subscriptions: Mutex::new(Vec::new()),
-            api_queues: Mutex::new(None),
-        });
-        for account in &engine.accounts {
+        for account in &enabled {
             account.registry.recover_streams()?;
         }
+        engine.accounts.store(Arc::new(enabled));
+        *engine.refused.lock() = refused;
         let jetstream = JetStream { engine };
         jetstream.start_api()?;
         Ok(jetstream)
@@ -188,26 +168,73 @@ impl JetStream {
         )
         .map_err(JetStreamError::ApiThreads)?;
         *self.engine.api_queues.lock() = Some(queues.clone());
-        for account in self.engine.accounts.iter().chain(&self.engine.refused) {
-            for subject in API_SUBSCRIPTIONS {
-                let queues = queues.clone();
-                let context = Arc::downgrade(account);
-                let id = account.transport.subscribe(
-                    subject,
-                    None,
-                    Arc::new(move |message: Message| {
-                        // Gone during shutdown: dropping the request is right.
-                        if let Some(context) = context.upgrade() {
-                            queues.enqueue(&context, message);
-                        }
-                    }),
-                );
-                self.engine
-                    .subscriptions
-                    .lock()
-                    .push((account.transport.clone(), id));
-            }
+        let refused = self.engine.refused.lock().clone();
+        for account in self.engine.accounts.load().iter().chain(&refused) {
+            self.subscribe_api(&queues, account);
         }
+        Ok(())
+    }
+
+    /// Subscribe one account's `$JS.API` subjects, feeding the shared API threads.
+    fn subscribe_api(&self, queues: &Arc<ApiQueues>, account: &Arc<Context>) {
+        for subject in API_SUBSCRIPTIONS {
+            let queues = queues.clone();
+            let context = Arc::downgrade(account);
+            let id = account.transport.subscribe(
+                subject,
+                None,
+                Arc::new(move |message: Message| {
+                    // Gone during shutdown: dropping the request is right.
+                    if let Some(context) = context.upgrade() {
+                        queues.enqueue(&context, message);
+                    }
+                }),
+            );
+            self.engine
+                .subscriptions
+                .lock()
+                .push((account.transport.clone(), id));
+        }
+    }
+
+    /// Serve an account added at run time (operator mode: an account JWT pushed to the full
+    /// resolver): with `account` its streams under `<store_dir>/jetstream/<name>` are recovered
+    /// and its `$JS.API` answered; without, `$JS.API` there is answered with 10039. Not in a
+    /// cluster (the meta group's accounts are fixed), nor for an account already served.
+    pub fn add_account(
+        &self,
+        name: &str,
+        setup: Result<AccountSetup, Arc<dyn Transport>>,
+    ) -> Result<(), JetStreamError> {
+        let engine = &self.engine;
+        if engine.clustered.load(Ordering::Relaxed) || engine.account(name).is_some() {
+            return Ok(());
+        }
+        let Some(queues) = engine.api_queues.lock().clone() else {
+            return Ok(());
+        };
+        let context = match setup {
+            Ok(account) => {
+                let context = engine.context(account, true);
+                context.registry.recover_streams()?;
+                let mut accounts = Vec::clone(&engine.accounts.load());
+                accounts.push(context.clone());
+                accounts.sort_by(|first, second| {
+                    first
+                        .registry
+                        .account_name
+                        .cmp(&second.registry.account_name)
+                });
+                engine.accounts.store(Arc::new(accounts));
+                context
+            }
+            Err(transport) => {
+                let context = engine.context(refused_setup(transport), false);
+                engine.refused.lock().push(context.clone());
+                context
+            }
+        };
+        self.subscribe_api(&queues, &context);
         Ok(())
     }
 
@@ -215,7 +242,8 @@ impl JetStream {
     /// a cluster (one server per request). Set once, right after the meta group started;
     /// `for_account` gives the meta group as one account's requests see it (its streams only).
     pub fn set_cluster(&self, for_account: impl Fn(&str) -> Arc<dyn crate::Cluster>) {
-        for account in &self.engine.accounts {
+        self.engine.clustered.store(true, Ordering::Relaxed);
+        for account in self.engine.accounts.load().iter() {
             let _ = account
                 .cluster
                 .set(for_account(&account.registry.account_name));
@@ -228,7 +256,7 @@ impl JetStream {
     pub async fn apply_stream_assignment(&self, assignment: crate::StreamAssignment) {
         match self.engine.account(&assignment.account) {
             Some(context) => {
-                crate::api::clustered::apply_stream_assignment(context, assignment).await
+                crate::api::clustered::apply_stream_assignment(&context, assignment).await
             }
             None => tracing::warn!(
                 account = %assignment.account,
@@ -248,7 +276,7 @@ impl JetStream {
         reply: Option<bytes::Bytes>,
     ) {
         if let Some(context) = self.engine.account(account) {
-            crate::api::clustered::apply_stream_removal(context, name, created, reply).await
+            crate::api::clustered::apply_stream_removal(&context, name, created, reply).await
         }
     }
 
@@ -314,18 +342,14 @@ impl JetStream {
         body.insert("consumers".into(), json!(totals.consumers));
         body.insert("messages".into(), json!(totals.messages));
         body.insert("bytes".into(), json!(totals.bytes));
-        body.insert("total".into(), json!(engine.accounts.len()));
+        body.insert("total".into(), json!(engine.accounts.load().len()));
         Value::Object(body)
     }
 
     /// One account's usage as nats-server's `$SYS.REQ.ACCOUNT.<name>.JSZ` shows it (its
     /// `AccountDetail` without stream details); `None` when JetStream does not serve it.
     pub fn account_detail(&self, name: &str) -> Option<Value> {
-        let account = self
-            .engine
-            .accounts
-            .iter()
-            .find(|account| account.registry.account_name == name)?;
+        let account = self.engine.account(name)?;
         let totals = account.registry.totals();
         let limits = &account.registry.account_limits;
         // nats-server reports the account's limits as reserved, `-1` (unlimited) as a u64.
@@ -351,6 +375,7 @@ impl JetStream {
         let mut names: Vec<String> = self
             .engine
             .accounts
+            .load()
             .iter()
             .flat_map(|account| account.registry.all())
             .map(|stream| stream.name.clone())
@@ -359,10 +384,16 @@ impl JetStream {
         names
     }
 
+    /// Whether JetStream serves the account `name`.
+    pub fn serves(&self, name: &str) -> bool {
+        self.engine.account(name).is_some()
+    }
+
     /// The names of the accounts JetStream serves, sorted.
     pub fn account_names(&self) -> Vec<String> {
         self.engine
             .accounts
+            .load()
             .iter()
             .map(|account| account.registry.account_name.clone())
             .collect()
@@ -377,6 +408,7 @@ impl JetStream {
     ) -> Vec<(jetstream_api::StreamInfo, Vec<jetstream_api::ConsumerInfo>)> {
         self.engine
             .accounts
+            .load()
             .iter()
             .flat_map(|account| Self::account_stream_details(account, with_consumers))
             .collect()
@@ -392,6 +424,7 @@ impl JetStream {
     )> {
         self.engine
             .accounts
+            .load()
             .iter()
             .flat_map(|account| {
                 let name = account.registry.account_name.clone();
@@ -481,7 +514,8 @@ impl JetStream {
         if let Some(queues) = self.engine.api_queues.lock().take() {
             queues.close();
         }
-        for account in &self.engine.accounts {
+        let accounts = self.engine.accounts.load_full();
+        for account in accounts.iter() {
             account.registry.stop_all_streams().await;
         }
     }
@@ -489,10 +523,33 @@ impl JetStream {
 
 impl Engine {
     /// The context of the JetStream account `name`.
-    fn account(&self, name: &str) -> Option<&Arc<Context>> {
+    fn account(&self, name: &str) -> Option<Arc<Context>> {
         self.accounts
+            .load()
             .iter()
             .find(|account| account.registry.account_name == name)
+            .cloned()
+    }
+
+    /// A `$JS.API` context for `account`: its registry (streams, limits) and transport.
+    fn context(&self, account: AccountSetup, enabled: bool) -> Arc<Context> {
+        let transport = account.transport.clone();
+        let registry = Arc::new(Registry::new(
+            self.config.clone(),
+            account,
+            self.store_root.clone(),
+            &self.resources,
+            crate::api::direct::subscribe,
+        ));
+        Arc::new(Context {
+            enabled,
+            registry,
+            transport,
+            domain: self.config.domain.clone(),
+            server_name: self.identity.server_name.clone(),
+            counters: ApiCounters::default(),
+            cluster: std::sync::OnceLock::new(),
+        })
     }
 
     /// The `limits` of `/jsz` and `/varz`: nats-server's `JSLimitOpts`, where a batch limit
@@ -554,7 +611,7 @@ impl Engine {
     /// Usage summed over every account.
     fn totals(&self) -> crate::registry::Totals {
         let mut sum = crate::registry::Totals::default();
-        for account in &self.accounts {
+        for account in self.accounts.load().iter() {
             let totals = account.registry.totals();
             sum.streams += totals.streams;
             sum.consumers += totals.consumers;
@@ -571,7 +628,7 @@ impl Engine {
     pub(crate) fn stats_json(&self) -> serde_json::Map<String, Value> {
         let totals = self.totals();
         let (mut total, mut errors) = (0, 0);
-        for account in &self.accounts {
+        for account in self.accounts.load().iter() {
             total += account.counters.total.load(Ordering::Relaxed);
             errors += account.counters.errors.load(Ordering::Relaxed);
         }
@@ -580,7 +637,7 @@ impl Engine {
         stats.insert("storage".into(), json!(totals.storage));
         stats.insert("reserved_memory".into(), json!(totals.reserved_memory));
         stats.insert("reserved_storage".into(), json!(totals.reserved_storage));
-        stats.insert("accounts".into(), json!(self.accounts.len()));
+        stats.insert("accounts".into(), json!(self.accounts.load().len()));
         stats.insert("ha_assets".into(), json!(0));
         stats.insert(
             "api".into(),
@@ -591,5 +648,15 @@ impl Engine {
             }),
         );
         stats
+    }
+}
+
+/// The setup of an account JetStream refuses (10039): only its transport matters.
+fn refused_setup(transport: Arc<dyn Transport>) -> AccountSetup {
+    AccountSetup {
+        name: String::new(),
+        transport,
+        limits: jetstream_api::AccountLimits::default(),
+        tiers: Default::default(),
     }
 }

@@ -25,16 +25,15 @@ pub struct JszDetail {
 impl JetStream {
     /// The number of accounts JetStream serves (`/jsz` `total`).
     pub fn account_count(&self) -> usize {
-        self.engine.accounts.len()
+        self.engine.accounts.load().len()
     }
 
     /// The `account_details` of a `/jsz` read; empty when none is asked for.
     pub fn jsz_account_details(&self, detail: &JszDetail) -> Vec<Value> {
         let streams = detail.streams || detail.consumers;
         let list_accounts = detail.accounts || (streams && detail.account.is_empty());
-        let named = self
-            .engine
-            .accounts
+        let accounts = self.engine.accounts.load();
+        let named = accounts
             .iter()
             .find(|account| account.registry.account_name == detail.account);
         let chosen: Vec<&Arc<Context>> = match named {
@@ -46,12 +45,7 @@ impl JetStream {
                 } else {
                     detail.limit
                 };
-                self.engine
-                    .accounts
-                    .iter()
-                    .skip(detail.offset)
-                    .take(limit)
-                    .collect()
+                accounts.iter().skip(detail.offset).take(limit).collect()
             }
             None => Vec::new(),
         };

@@ -115,7 +115,7 @@ async fn recorded_entries_rebuild_the_stream_on_fresh_memory_and_file_stores() {
             .await;
     }
 
-    let stream = fixture.jetstream.engine.accounts[0]
+    let stream = fixture.jetstream.engine.accounts.load()[0]
         .registry
         .get("REPLICA")
         .expect("stream");
@@ -225,7 +225,7 @@ async fn a_consumers_recorded_entries_rebuild_its_state() {
     assert_eq!(info["num_ack_pending"], 1, "{info}");
 
     let engine = &fixture.jetstream.engine;
-    let registry = &engine.accounts[0].registry;
+    let registry = &engine.accounts.load()[0].registry;
     let stream = registry.get("WORK").expect("stream");
     let consumer = registry.consumers(&stream).get("PULLER").expect("consumer");
     let (live, entries) = {

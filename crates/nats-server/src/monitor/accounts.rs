@@ -79,12 +79,10 @@ pub fn account_info(server: &Server, name: &str) -> Result<Value, String> {
     };
     let account = &account;
     let system = Arc::ptr_eq(account, server.accounts.system());
-    let jetstream = server.jetstream.get().is_some()
-        && server
-            .accounts
-            .jetstream()
-            .iter()
-            .any(|(served, _, _)| Arc::ptr_eq(served, account));
+    let jetstream = server
+        .jetstream
+        .get()
+        .is_some_and(|jetstream| jetstream.serves(name));
     let mut info = Map::new();
     info.insert("account_name".into(), json!(name));
     info.insert("update_time".into(), json!(rfc3339(server.start_time)));

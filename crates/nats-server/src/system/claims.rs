@@ -16,6 +16,7 @@
 use crate::security::jwt::resolver::{account_options, Resolver};
 use crate::security::jwt::{self, claims::AccountFields, resolver::UpdateOutcome};
 use crate::server::Server;
+use crate::transport::ServerTransport;
 use bytes::Bytes;
 use nats_jetstream::Message;
 use serde_json::{json, Value};
@@ -180,7 +181,23 @@ fn apply(server: &Server, resolver: &Resolver, key: &str) {
     };
     let options = account_options(&verified, resolver);
     if server.accounts.update(&options).is_none() && resolver.directory().is_some() {
-        server.accounts.add(&options);
+        let account = server.accounts.add(&options);
+        if let Some(jetstream) = server.jetstream.get() {
+            let transport = Arc::new(ServerTransport::new(Arc::downgrade(&account)));
+            let setup = if options.jetstream {
+                Ok(nats_jetstream::AccountSetup {
+                    name: options.name.clone(),
+                    transport,
+                    limits: options.jetstream_limits.clone(),
+                    tiers: options.jetstream_tiers.clone(),
+                })
+            } else {
+                Err(transport as Arc<dyn nats_jetstream::Transport>)
+            };
+            if let Err(error) = jetstream.add_account(&options.name, setup) {
+                tracing::error!("JetStream for account {}: {error}", options.name);
+            }
+        }
     }
     for importer in resolver.accounts() {
         if importer.key() != key

@@ -14,10 +14,12 @@ use test_harness::{RawClient, TestServer};
 
 const WAIT: Duration = Duration::from_secs(10);
 
-/// An operator, its system account preloaded, and a full resolver in `dir`.
+/// An operator, its system account preloaded, and a full resolver in `dir` (JetStream in
+/// `store` when asked for).
 struct Full {
     trust: Trust,
     dir: tempfile::TempDir,
+    store: Option<tempfile::TempDir>,
 }
 
 impl Full {
@@ -25,15 +27,33 @@ impl Full {
         Full {
             trust: Trust::new(),
             dir: tempfile::tempdir().expect("resolver dir"),
+            store: None,
+        }
+    }
+
+    fn with_jetstream() -> Full {
+        Full {
+            store: Some(tempfile::tempdir().expect("store dir")),
+            ..Full::new()
         }
     }
 
     fn config(&self, allow_delete: bool) -> String {
         let system = self.trust.system.public_key();
+        let jetstream = self
+            .store
+            .as_ref()
+            .map(|store| {
+                format!(
+                    "jetstream {{ store_dir: \"{}\" }}\n",
+                    store.path().display()
+                )
+            })
+            .unwrap_or_default();
         format!(
             "operator: \"{}\"\nsystem_account: {system}\n\
              resolver {{ type: full, dir: \"{}\", allow_delete: {allow_delete} }}\n\
-             resolver_preload {{ {system}: \"{}\" }}\n",
+             resolver_preload {{ {system}: \"{}\" }}\n{jetstream}",
             self.trust.operator_jwt(),
             self.dir.path().display(),
             self.trust.system_jwt,
@@ -42,6 +62,21 @@ impl Full {
 
     fn server(&self, allow_delete: bool) -> TestServer {
         TestServer::with_config(&self.config(allow_delete))
+    }
+
+    /// Stop `server` and start it again from the same directories; `tenant`'s user connects.
+    async fn restart(
+        &self,
+        mut server: TestServer,
+        tenant: &Tenant,
+    ) -> (TestServer, async_nats::Client) {
+        server.stop();
+        let server = self.server(false);
+        let client = tenant
+            .connect(&server)
+            .await
+            .expect("admitted after a restart");
+        (server, client)
     }
 
     async fn system(&self, server: &TestServer) -> async_nats::Client {
@@ -178,7 +213,7 @@ fn stored(dir: &Path, key: &str) -> Option<String> {
 async fn an_account_pushed_at_runtime_admits_its_users_and_survives_a_restart() {
     let full = Full::new();
     let tenant = Tenant::new();
-    let mut server = full.server(false);
+    let server = full.server(false);
     let error = tenant
         .connect(&server)
         .await
@@ -212,15 +247,55 @@ async fn an_account_pushed_at_runtime_admits_its_users_and_survives_a_restart() 
     expected.sort();
     assert_eq!(list["data"], json!(expected), "{list}");
 
-    drop(client);
-    drop(system);
-    server.stop();
+    drop((client, system));
+    let (_server, client) = full.restart(server, &tenant).await;
+    assert_delivers(&client, "restart.hello").await;
+}
+
+#[tokio::test]
+async fn jetstream_works_in_an_account_pushed_at_runtime() {
+    let full = Full::with_jetstream();
+    let tenant = Tenant::new();
     let server = full.server(false);
+    let system = full.system(&server).await;
+    let limits = json!({"limits": {"subs": -1, "data": -1, "payload": -1, "imports": -1,
+        "exports": -1, "wildcards": true, "conn": -1, "leaf": -1,
+        "mem_storage": -1, "disk_storage": -1, "streams": -1, "consumer": -1}});
+    let answer = push(&system, tenant.jwt(&full.trust, limits)).await;
+    assert_eq!(answer["data"], updated(&tenant.key()), "{answer}");
     let client = tenant
         .connect(&server)
         .await
-        .expect("admitted after a restart");
-    assert_delivers(&client, "restart.hello").await;
+        .expect("admitted after the push");
+    let jetstream = async_nats::jetstream::new(client.clone());
+    tokio::time::timeout(
+        WAIT,
+        jetstream.create_stream(async_nats::jetstream::stream::Config {
+            name: "ORDERS".into(),
+            subjects: vec!["orders.>".into()],
+            ..Default::default()
+        }),
+    )
+    .await
+    .expect("stream created in time")
+    .expect("stream");
+    let ack = tokio::time::timeout(WAIT, async {
+        jetstream.publish("orders.one", "1".into()).await?.await
+    })
+    .await
+    .expect("ack in time")
+    .expect("ack");
+    assert_eq!((ack.stream.as_str(), ack.sequence), ("ORDERS", 1));
+
+    drop((client, system));
+    let (_server, client) = full.restart(server, &tenant).await;
+    let jetstream = async_nats::jetstream::new(client);
+    let mut stream = tokio::time::timeout(WAIT, jetstream.get_stream("ORDERS"))
+        .await
+        .expect("stream info in time")
+        .expect("stream kept across the restart");
+    let info = stream.info().await.expect("info");
+    assert_eq!(info.state.messages, 1);
 }
 
 #[tokio::test]
