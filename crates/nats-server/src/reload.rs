@@ -2,7 +2,8 @@
 //! nats-server's `Reload`: the file is read again with the command-line flags applied over it,
 //! compared with the running options (`config::reload::diff`), and either refused whole (the
 //! running configuration stays, the reason is logged) or applied: logging at once, new
-//! connections with the new limits, existing connections checked against the new
+//! connections with the new limits and client TLS (certificates rotated under the same paths
+//! included), existing connections checked against the new
 //! authorization by their readers (`client/reader.rs`). SIGUSR1 reopens the log file.
 //!
 //! Called by the signal loop in `server.rs` and the `$SYS.REQ.SERVER.<id>.RELOAD` responder
@@ -31,7 +32,19 @@ pub fn reload(server: &Server) -> Result<(), String> {
     flags.apply(&mut options)?;
     options.validate()?;
     let running = server.current_options();
-    let changes = crate::config::reload::diff(&running, &options)?;
+    let mut changes = crate::config::reload::diff(&running, &options)?;
+    // Client TLS is built again whenever it is configured (certificates rotated under the
+    // same paths are picked up); a file that does not load refuses the whole reload.
+    let tls = crate::server::ClientTls::build(&options)?;
+    let rotated = match (&tls, server.client_tls()) {
+        (Some(new), Some(old)) => !changes.tls && new.files != old.files,
+        _ => false,
+    };
+    if rotated {
+        changes
+            .notices
+            .push(crate::config::reload::tls_config_notice(&options));
+    }
     if changes.logging {
         crate::logging::reconfigure(
             options.debug,
@@ -52,6 +65,7 @@ pub fn reload(server: &Server) -> Result<(), String> {
         tracing::info!("{notice}");
     }
     server.replace_options(options, changes.authorization);
+    server.replace_client_tls(tls);
     tracing::info!("Reloaded server configuration");
     Ok(())
 }

@@ -81,8 +81,8 @@ pub struct Server {
     /// The JetStream meta group, when JetStream runs in a cluster.
     pub meta: OnceLock<Arc<crate::cluster::Meta>>,
     pub http_requests: Mutex<BTreeMap<String, u64>>,
-    /// Set when client connections use TLS (`tls { }` or `--tls*`).
-    pub tls: Option<tokio_rustls::TlsAcceptor>,
+    /// Set when client connections use TLS (`tls { }` or `--tls*`); replaced by a reload.
+    client_tls: RwLock<Option<Arc<ClientTls>>>,
     /// INFO's fixed part, built on first use and again after a reload.
     info_template: RwLock<Option<ServerInfo>>,
     /// The `seq` of the `server` object on `$SYS` replies.
@@ -94,8 +94,8 @@ pub struct Server {
 }
 
 impl Server {
-    /// `tls`: the rustls configuration built from `options.tls` (see [`crate::security::tls`]).
-    pub fn new(mut options: Options, tls: Option<Arc<rustls::ServerConfig>>) -> Arc<Server> {
+    /// `tls`: what `ClientTls::build` made of `options.tls`.
+    pub fn new(mut options: Options, tls: Option<Arc<ClientTls>>) -> Arc<Server> {
         if options.system_account.is_none() {
             options.system_account = options.operator.system_account();
         }
@@ -140,7 +140,7 @@ impl Server {
             jetstream: OnceLock::new(),
             meta: OnceLock::new(),
             http_requests: Mutex::new(BTreeMap::new()),
-            tls: tls.map(tokio_rustls::TlsAcceptor::from),
+            client_tls: RwLock::new(tls),
             info_template: RwLock::new(None),
             system_sequence: AtomicU64::new(0),
             lame_duck: tokio::sync::watch::Sender::new(false),
@@ -170,6 +170,17 @@ impl Server {
         if authorization {
             self.authorization_epoch.send_modify(|epoch| *epoch += 1);
         }
+    }
+
+    /// Client TLS as configured now (a reload may replace it; connections keep theirs).
+    pub fn client_tls(&self) -> Option<Arc<ClientTls>> {
+        self.client_tls.read().clone()
+    }
+
+    /// A reload's TLS: new connections handshake with it; INFO is built again.
+    pub(crate) fn replace_client_tls(&self, tls: Option<Arc<ClientTls>>) {
+        *self.client_tls.write() = tls;
+        *self.info_template.write() = None;
     }
 
     pub fn next_client_id(&self) -> u64 {
@@ -342,6 +353,8 @@ impl Server {
     }
 
     fn info_base(&self) -> ServerInfo {
+        let options = self.current_options();
+        let tls = self.client_tls();
         let port = self
             .client_address
             .get()
@@ -356,10 +369,10 @@ impl Server {
             port,
             headers: true,
             auth_required: self.authenticator().required(),
-            tls_required: self.tls.is_some() && !self.options.allow_non_tls,
-            tls_available: self.tls.is_some() && self.options.allow_non_tls,
-            tls_verify: self.options.tls.as_ref().is_some_and(|tls| tls.verify),
-            max_payload: i32::try_from(self.current_options().max_payload).unwrap_or(i32::MAX),
+            tls_required: tls.is_some() && !options.allow_non_tls,
+            tls_available: tls.is_some() && options.allow_non_tls,
+            tls_verify: tls.as_ref().is_some_and(|tls| tls.options.verify),
+            max_payload: i32::try_from(options.max_payload).unwrap_or(i32::MAX),
             jetstream: self.jetstream.get().is_some(),
             xkey: self.server_xkey.public_key(),
             ..ServerInfo::default()
@@ -458,10 +471,7 @@ fn log_banner(server: &Server) {
 
 /// Run the server until SIGINT/SIGTERM.
 pub async fn run(options: Options) -> Result<(), ServerError> {
-    let tls = match &options.tls {
-        Some(tls) => Some(crate::security::tls::server_config(tls).map_err(ServerError::Tls)?),
-        None => None,
-    };
+    let tls = ClientTls::build(&options).map_err(ServerError::Tls)?;
     let server = Server::new(options, tls);
     log_banner(&server);
     let routes = server.options.cluster.as_ref().map(|cluster| {
@@ -721,7 +731,7 @@ async fn start_monitoring(server: &Arc<Server>) -> Result<(), ServerError> {
         )));
     }
     let (configured, tls) = if options.https_port != 0 {
-        let Some(acceptor) = server.tls.clone() else {
+        let Some(acceptor) = server.client_tls().map(|tls| tls.acceptor.clone()) else {
             return Err(ServerError::Monitoring(
                 "TLS cert and key required for HTTPS".into(),
             ));
@@ -755,6 +765,30 @@ async fn start_monitoring(server: &Arc<Server>) -> Result<(), ServerError> {
     }
     tokio::spawn(crate::monitor::serve(server.clone(), listener, tls));
     Ok(())
+}
+
+/// Client TLS: the acceptor and the options it was built from, swapped together on reload.
+pub struct ClientTls {
+    pub acceptor: tokio_rustls::TlsAcceptor,
+    pub options: crate::config::TlsOptions,
+    /// A digest of the certificate, key and CA files read: a reload with the same options but
+    /// rotated files is a change too.
+    pub files: u64,
+}
+
+impl ClientTls {
+    /// `None` without `tls`; nats-server's error text when a file is missing or bad.
+    pub fn build(options: &Options) -> Result<Option<Arc<ClientTls>>, String> {
+        let Some(tls) = &options.tls else {
+            return Ok(None);
+        };
+        let config = crate::security::tls::server_config(tls)?;
+        Ok(Some(Arc::new(ClientTls {
+            acceptor: tokio_rustls::TlsAcceptor::from(config),
+            options: tls.clone(),
+            files: crate::security::tls::files_digest(tls),
+        })))
+    }
 }
 
 #[cfg(test)]

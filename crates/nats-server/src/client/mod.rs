@@ -505,9 +505,10 @@ pub fn spawn_connection(server: &Arc<Server>, stream: TcpStream, address: Socket
     let over_limit = !server.register_client(&shared);
     let mut info = BytesMut::new();
     server.encode_info(&mut info, &shared, false);
-    if server.tls.is_some() {
+    if let Some(tls) = server.client_tls() {
         tokio::spawn(secure::establish(
             server.clone(),
+            tls,
             shared,
             stream,
             info,

@@ -24,14 +24,15 @@ enum Upgrade {
 
 pub(super) async fn establish(
     server: Arc<Server>,
+    client_tls: Arc<crate::server::ClientTls>,
     shared: Arc<ClientShared>,
     mut stream: TcpStream,
     info: BytesMut,
     over_limit: bool,
 ) {
-    let (Some(acceptor), Some(tls)) = (server.tls.clone(), server.options.tls.clone()) else {
-        return;
-    };
+    let acceptor = client_tls.acceptor.clone();
+    let tls = &client_tls.options;
+    let allow_non_tls = server.current_options().allow_non_tls;
     let write_deadline = server.options.write_deadline;
     let mut info_pending = tls.handshake_first;
     if over_limit {
@@ -63,7 +64,7 @@ pub(super) async fn establish(
     } else if !write_plain(&mut stream, &info, write_deadline).await {
         return fail(&server, &shared, CloseReason::WriteError);
     }
-    let allow_plain = server.options.allow_non_tls && !info_pending;
+    let allow_plain = allow_non_tls && !info_pending;
     let deadline = Instant::now() + tls.timeout;
     if !allow_plain {
         debug(&shared, "Starting TLS client connection handshake");

@@ -18,6 +18,61 @@ pub struct Changes {
     pub authorization: bool,
     /// Figures that only new connections read (INFO's `max_payload`, pings, limits).
     pub limits: bool,
+    /// Client TLS (certificates, verification, timeouts, on or off): new connections use it.
+    pub tls: bool,
+}
+
+/// nats-server's notices for client TLS: the TLS config itself (its certificates, CA,
+/// verification, versions: `tls = enabled|disabled`), then its timeout and handshake-first
+/// settings each with its own line. The file contents are compared by the reload itself
+/// (`tls_config_notice`): rotated files under the same paths are a change too.
+fn tls_notices(old: &Options, new: &Options, notice: &mut impl FnMut(String)) {
+    let config = |options: &Options| {
+        options.tls.as_ref().map(|tls| {
+            (
+                tls.cert_file.clone(),
+                tls.key_file.clone(),
+                tls.ca_file.clone(),
+                tls.verify,
+                tls.map,
+                tls.minimum_version,
+            )
+        })
+    };
+    if config(old) != config(new) {
+        notice(tls_config_notice(new));
+    }
+    let (Some(old), Some(new)) = (&old.tls, &new.tls) else {
+        return;
+    };
+    if old.timeout != new.timeout {
+        notice(format!(
+            "Reloaded: tls timeout = {}",
+            new.timeout.as_secs_f64()
+        ));
+    }
+    if old.handshake_first != new.handshake_first {
+        notice(format!(
+            "Reloaded: Client TLS handshake first: {}",
+            new.handshake_first
+        ));
+    }
+    if old.handshake_first_fallback != new.handshake_first_fallback {
+        notice(format!(
+            "Reloaded: Client TLS handshake first fallback delay: {}",
+            duration_text(new.handshake_first_fallback.unwrap_or_default())
+        ));
+    }
+}
+
+/// `Reloaded: tls = enabled` (or `disabled` when the new config has no TLS).
+pub fn tls_config_notice(new: &Options) -> String {
+    let state = if new.tls.is_some() {
+        "enabled"
+    } else {
+        "disabled"
+    };
+    format!("Reloaded: tls = {state}")
 }
 
 /// Go's `%v` of an optional text: empty when unset.
@@ -138,6 +193,7 @@ pub fn diff(old: &Options, new: &Options) -> Result<Changes, String> {
             duration_text(new.write_deadline)
         ));
     }
+    tls_notices(old, new, &mut notice);
     changes.logging = old.trace != new.trace
         || old.debug != new.debug
         || old.logtime != new.logtime
@@ -147,7 +203,10 @@ pub fn diff(old: &Options, new: &Options) -> Result<Changes, String> {
         || old.password != new.password
         || old.token != new.token
         || users_changed
-        || old.no_auth_user != new.no_auth_user;
+        || old.no_auth_user != new.no_auth_user
+        || old.tls.as_ref().is_some_and(|tls| tls.map)
+            != new.tls.as_ref().is_some_and(|tls| tls.map);
+    changes.tls = old.tls != new.tls;
     changes.limits = old.max_connections != new.max_connections
         || old.max_control_line != new.max_control_line
         || old.max_payload != new.max_payload
@@ -249,9 +308,6 @@ fn refuse_fixed(old: &Options, new: &Options) -> Result<(), String> {
     // Not reloadable in rnats yet (nats-server applies these): refused the same way.
     if old_js != new_js {
         return Err(refused("JetStream", old_js.enabled, new_js.enabled));
-    }
-    if old.tls != new.tls {
-        return Err("config reload not supported for TLSConfig".into());
     }
     if old.cluster != new.cluster {
         return Err("config reload not supported for Cluster".into());

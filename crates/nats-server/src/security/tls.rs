@@ -15,6 +15,20 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use std::path::Path;
 use std::sync::Arc;
 
+/// A digest of the certificate, key and CA files' contents (unreadable ones count as empty).
+pub fn files_digest(tls: &TlsOptions) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    for path in [&tls.cert_file, &tls.key_file, &tls.ca_file] {
+        let contents = path
+            .as_ref()
+            .and_then(|path| std::fs::read(path).ok())
+            .unwrap_or_default();
+        contents.hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
 /// Build the server configuration, or nats-server's error text for what is wrong.
 pub fn server_config(tls: &TlsOptions) -> Result<Arc<ServerConfig>, String> {
     let (certificates, key) = match (&tls.cert_file, &tls.key_file) {

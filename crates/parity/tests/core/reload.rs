@@ -18,7 +18,7 @@ authorization {
 }
 "#;
 
-fn rewrite_and_hangup(server: &TestServer, config: &str) {
+pub(super) fn rewrite_and_hangup(server: &TestServer, config: &str) {
     std::fs::write(path_in(server, "server.conf"), config).expect("rewrite config");
     let pid = server.pid().expect("pid");
     // SAFETY: kill only sends a signal to the child this test started.
@@ -27,7 +27,7 @@ fn rewrite_and_hangup(server: &TestServer, config: &str) {
 }
 
 /// Wait (bounded) until the log holds `needle` `count` times.
-fn await_log(server: &TestServer, needle: &str, count: usize) {
+pub(super) fn await_log(server: &TestServer, needle: &str, count: usize) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let log = server.log();

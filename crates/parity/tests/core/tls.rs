@@ -47,7 +47,7 @@ pub(super) async fn connect_tls(
 
 /// A message published on one TLS connection arrives on another. Published until it arrives
 /// (bounded): a flush does not prove the subscription reached the server before the publish.
-async fn round_trip(publisher: &async_nats::Client, subscriber: &async_nats::Client) {
+pub(super) async fn round_trip(publisher: &async_nats::Client, subscriber: &async_nats::Client) {
     use futures::StreamExt;
     let mut subscription = subscriber.subscribe("tls.check").await.unwrap();
     subscriber.flush().await.unwrap();
