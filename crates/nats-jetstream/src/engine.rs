@@ -284,7 +284,7 @@ impl JetStream {
     /// meta group placed it elsewhere (a peer removal).
     pub async fn drop_stream_replica(&self, account: &str, name: &str, created: i64) {
         if let Some(context) = self.engine.account(account) {
-            crate::api::clustered::drop_replica(context, name, created).await
+            crate::api::clustered::drop_replica(&context, name, created).await
         }
     }
 
