@@ -403,12 +403,13 @@ impl Server {
         self.routes.get()
     }
 
-    /// Join a cluster (once, at start-up): every account's table announces its interest.
+    /// Join a cluster (once, at start-up): every account's table announces its interest (an
+    /// account added at run time from now on gets the routes when it is added).
     fn set_routes(&self, routes: Arc<crate::route::Routes>) {
+        let _ = self.routes.set(routes.clone());
         for account in self.accounts.iter() {
             account.router.set_routes(routes.clone());
         }
-        let _ = self.routes.set(routes);
     }
 
     /// Whether the server is in lame duck mode.

@@ -63,7 +63,8 @@ pub struct ClusterOptions {
     pub route_ping_interval: Option<Duration>,
     /// More route URLs every node dials (e.g. a node of another cluster).
     pub extra_routes: Vec<String>,
-    /// Appended to every node's config.
+    /// Appended to every node's config, `{node}` replaced by the node's name (for a directory
+    /// of its own).
     pub extra_config: String,
     /// Appended inside every node's `cluster { }` block (route `tls { }`, `permissions { }`).
     pub cluster_extra: String,
@@ -406,6 +407,6 @@ fn node_config(
     }
     config.push_str(&options.cluster_extra);
     config.push_str("}\n");
-    config.push_str(&options.extra_config);
+    config.push_str(&options.extra_config.replace("{node}", name));
     config
 }

@@ -194,14 +194,22 @@ impl Accounts {
     }
 
     /// Add an account at run time (operator mode: an account JWT the full resolver took), or
-    /// the account already of that name. Accounts that import from it and were built before it
-    /// existed get those imports now.
-    pub fn add(&self, config: &AccountOptions) -> Arc<Account> {
+    /// the account already of that name. In a cluster its table announces its interest on
+    /// `routes` from the start. Accounts that import from it and were built before it existed
+    /// get those imports now.
+    pub fn add(
+        &self,
+        config: &AccountOptions,
+        routes: Option<&Arc<crate::route::Routes>>,
+    ) -> Arc<Account> {
         let _grow = self.grow.lock();
         if let Some(existing) = self.lookup(&config.name) {
             return existing;
         }
         let account = Account::new(&config.name);
+        if let Some(routes) = routes {
+            account.router.set_routes(routes.clone());
+        }
         account.declare(config);
         account.set_mappings(&config.mappings, self.template.cluster_name.clone());
         self.add_system_imports(&account);

@@ -181,7 +181,7 @@ fn apply(server: &Server, resolver: &Resolver, key: &str) {
     };
     let options = account_options(&verified, resolver);
     if server.accounts.update(&options).is_none() && resolver.directory().is_some() {
-        let account = server.accounts.add(&options);
+        let account = server.accounts.add(&options, server.routes());
         if let Some(jetstream) = server.jetstream.get() {
             let transport = Arc::new(ServerTransport::new(Arc::downgrade(&account)));
             let setup = if options.jetstream {

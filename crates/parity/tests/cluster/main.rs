@@ -21,11 +21,15 @@ mod jetstream_lost_quorum;
 mod jetstream_no_leader;
 mod jetstream_r3_admin;
 mod jetstream_replicated;
+#[path = "../core/jwt_builder.rs"]
+#[allow(dead_code)]
+mod jwt_builder;
 mod links;
 mod membership;
 mod mesh;
 mod messaging;
 mod meta;
+mod operator_resolver;
 mod rolling;
 mod route_port_input;
 mod route_security;

@@ -1,0 +1,136 @@
+//! Full account resolvers in a cluster: an account JWT pushed to one server over
+//! `$SYS.REQ.CLAIMS.UPDATE` reaches every server's resolver (the request crosses the routes to
+//! each server's own subscription, as between nats-servers), so the account's users connect
+//! anywhere and its messages cross the routes in its own account. Each node keeps its own
+//! directory (`<cluster dir>/<node>`).
+
+use crate::jwt_builder::{account_jwt, creds, user_jwt, Trust};
+use crate::per_composition;
+use crate::support::{interest_barrier, next_within, Composition};
+use serde_json::json;
+use std::time::{Duration, Instant};
+use test_harness::cluster::{Cluster, Topology};
+
+per_composition!(a_pushed_account_reaches_every_full_resolver);
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// Wait until every node lists the others in `/routez` (the harness's mesh probe connects
+/// anonymously, which operator mode refuses).
+fn wait_for_routes(cluster: &Cluster) {
+    let deadline = Instant::now() + WAIT;
+    for index in 0..cluster.len() {
+        loop {
+            let peers = cluster.route_peers(index).unwrap_or_default();
+            if peers.len() + 1 >= cluster.len() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "node {index} routes to {peers:?} only\n{}",
+                cluster.logs()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Connect with `jwt` to node `index`; `Err` while the node refuses the user.
+async fn connect(
+    cluster: &Cluster,
+    index: usize,
+    jwt: &str,
+    user: &nkeys::KeyPair,
+) -> Result<async_nats::Client, String> {
+    let options = async_nats::ConnectOptions::with_credentials(&creds(jwt, user))
+        .map_err(|error| error.to_string())?
+        .ignore_discovered_servers();
+    match tokio::time::timeout(WAIT, options.connect(cluster.url(index))).await {
+        Ok(Ok(client)) => Ok(client),
+        Ok(Err(error)) => Err(error.to_string()),
+        Err(_) => Err("connect timed out".into()),
+    }
+}
+
+/// Connect, retrying while the node has not taken the account yet (bounded).
+async fn connect_when_known(
+    cluster: &Cluster,
+    index: usize,
+    jwt: &str,
+    user: &nkeys::KeyPair,
+) -> async_nats::Client {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        match connect(cluster, index, jwt, user).await {
+            Ok(client) => return client,
+            Err(error) if Instant::now() < deadline => {
+                assert!(error.contains("authorization violation"), "{error}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(error) => panic!("node {index} never admitted the user: {error}"),
+        }
+    }
+}
+
+async fn a_pushed_account_reaches_every_full_resolver(composition: Composition) {
+    let trust = Trust::new();
+    let system = trust.system.public_key();
+    let mut options = composition.options(Topology::FullMesh);
+    let directory = tempfile::tempdir().expect("resolver dirs");
+    options.extra_config = format!(
+        "operator: \"{}\"\nsystem_account: {system}\n\
+         resolver {{ type: full, dir: \"{}/{{node}}\" }}\n\
+         resolver_preload {{ {system}: \"{}\" }}\n",
+        trust.operator_jwt(),
+        directory.path().display(),
+        trust.system_jwt,
+    );
+    let cluster = Cluster::launch(options);
+    wait_for_routes(&cluster);
+
+    let tenant = nkeys::KeyPair::new_account();
+    let user = nkeys::KeyPair::new_user();
+    let user_jwt = user_jwt(&user, &tenant, None, json!({}));
+    let error = connect(&cluster, 2, &user_jwt, &user)
+        .await
+        .expect_err("refused before the push");
+    assert!(error.contains("authorization violation"), "{error}");
+
+    let operator_user = nkeys::KeyPair::new_user();
+    let operator_jwt = user_jwt_for_system(&trust, &operator_user);
+    let admin = connect(&cluster, 0, &operator_jwt, &operator_user)
+        .await
+        .expect("system user");
+    let reply = tokio::time::timeout(
+        WAIT,
+        admin.request(
+            "$SYS.REQ.CLAIMS.UPDATE",
+            account_jwt(&tenant, &trust.operator, json!({})).into(),
+        ),
+    )
+    .await
+    .expect("reply in time")
+    .expect("reply");
+    let reply: serde_json::Value = serde_json::from_slice(&reply.payload).expect("json");
+    assert_eq!(reply["data"]["message"], "jwt updated", "{reply}");
+
+    let subscriber = connect_when_known(&cluster, 1, &user_jwt, &user).await;
+    let publisher = connect_when_known(&cluster, 2, &user_jwt, &user).await;
+    let mut subscription = subscriber
+        .subscribe("tenant.news")
+        .await
+        .expect("subscribe");
+    interest_barrier(&subscriber, &publisher).await;
+    publisher
+        .publish("tenant.news", "hello".into())
+        .await
+        .expect("publish");
+    let message = next_within(&mut subscription, WAIT)
+        .await
+        .expect("the tenant's message crossed the routes");
+    assert_eq!(&message.payload[..], b"hello");
+}
+
+fn user_jwt_for_system(trust: &Trust, user: &nkeys::KeyPair) -> String {
+    user_jwt(user, &trust.system, None, json!({}))
+}
