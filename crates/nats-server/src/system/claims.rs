@@ -58,25 +58,41 @@ pub(super) fn start(server: &Arc<Server>) {
         return;
     };
     let full = resolver.directory().is_some();
-    let (sender, mut receiver) =
-        tokio::sync::mpsc::channel::<(Message, Request)>(super::REQUEST_QUEUE);
-    for (subject, request, full_only) in SUBJECTS {
-        if full_only && !full {
-            continue;
-        }
-        let sender = sender.clone();
-        server.accounts.system().router.subscribe_internal(
-            subject,
-            None,
-            Arc::new(move |message: Message| {
-                let _ = sender.try_send((message, request));
-            }),
-        );
-    }
+    let subjects = SUBJECTS
+        .iter()
+        .filter(|(_, _, full_only)| full || !full_only)
+        .map(|(subject, request, _)| (subject.to_string(), *request))
+        .collect();
+    serve(server, subjects, answer);
     if let Some(directory) = resolver.directory() {
         tracing::info!(
             "Managing all jwt in exclusive directory {}",
             directory.path().display()
+        );
+        if let Some(crate::config::operator::ResolverOptions::Directory { interval, .. }) =
+            &server.options.operator.resolver
+        {
+            super::claims_pack::start(server, *interval);
+        }
+    }
+}
+
+/// Subscribe `subjects` in the system account and hand each message, with what its subject
+/// stands for, to `handle` on one task (the handlers only enqueue; a full queue drops).
+pub(super) fn serve<R: Copy + Send + Sync + 'static>(
+    server: &Arc<Server>,
+    subjects: Vec<(String, R)>,
+    handle: fn(&Server, &Resolver, Message, R),
+) {
+    let (sender, mut receiver) = tokio::sync::mpsc::channel::<(Message, R)>(super::REQUEST_QUEUE);
+    for (subject, request) in subjects {
+        let sender = sender.clone();
+        server.accounts.system().router.subscribe_internal(
+            &subject,
+            None,
+            Arc::new(move |message: Message| {
+                let _ = sender.try_send((message, request));
+            }),
         );
     }
     let weak = Arc::downgrade(server);
@@ -88,35 +104,39 @@ pub(super) fn start(server: &Arc<Server>) {
             let Some(resolver) = server.jwt.clone() else {
                 return;
             };
-            let reply = message
-                .reply
-                .as_ref()
-                .map(|reply| Bytes::copy_from_slice(reply));
-            let response = match request {
-                Request::AccountUpdate | Request::Update => {
-                    Some(update(&server, &resolver, &message, request))
-                }
-                Request::Lookup => {
-                    if let (Some(reply), Some(key)) = (&reply, account_key(&message.subject)) {
-                        let jwt = resolver
-                            .directory()
-                            .and_then(|directory| directory.read(&key))
-                            .unwrap_or_default();
-                        super::publish_raw(&server, reply, &Bytes::from(jwt));
-                    }
-                    None
-                }
-                Request::List => resolver
-                    .directory()
-                    .map(|directory| json!({"data": directory.keys()})),
-                Request::Delete => Some(delete(&server, &resolver, &message.payload)),
-            };
-            if let (Some(reply), Some(mut response)) = (reply, response) {
-                response["server"] = super::server_object(&server);
-                super::publish_bytes(&server, &reply, response);
-            }
+            handle(&server, &resolver, message, request);
         }
     });
+}
+
+fn answer(server: &Server, resolver: &Resolver, message: Message, request: Request) {
+    let reply = message
+        .reply
+        .as_ref()
+        .map(|reply| Bytes::copy_from_slice(reply));
+    let response = match request {
+        Request::AccountUpdate | Request::Update => {
+            Some(update(server, resolver, &message, request))
+        }
+        Request::Lookup => {
+            if let (Some(reply), Some(key)) = (&reply, account_key(&message.subject)) {
+                let jwt = resolver
+                    .directory()
+                    .and_then(|directory| directory.read(&key))
+                    .unwrap_or_default();
+                super::publish_raw(server, reply, &Bytes::from(jwt));
+            }
+            None
+        }
+        Request::List => resolver
+            .directory()
+            .map(|directory| json!({"data": directory.keys()})),
+        Request::Delete => Some(delete(server, resolver, &message.payload)),
+    };
+    if let (Some(reply), Some(mut response)) = (reply, response) {
+        response["server"] = super::server_object(server);
+        super::publish_bytes(server, &reply, response);
+    }
 }
 
 /// The account key of `$SYS.REQ.ACCOUNT.<key>.CLAIMS.*` or `$SYS.ACCOUNT.<key>.CLAIMS.UPDATE`.
@@ -175,7 +195,7 @@ fn update(server: &Server, resolver: &Resolver, message: &Message, request: Requ
 /// Make the server's accounts follow the resolver's JWT of `key`: the account updated in
 /// place (added, with the full resolver), then the accounts importing from it, whose imports
 /// its exports allow or no longer allow.
-fn apply(server: &Server, resolver: &Resolver, key: &str) {
+pub(super) fn apply(server: &Server, resolver: &Resolver, key: &str) {
     let Some(verified) = resolver.account(key) else {
         return;
     };

@@ -13,7 +13,8 @@
 //!   LEAFZ, CONNS and `$SYS.REQ.ACCOUNT.PING.STATZ` (`account_requests.rs`).
 //! - Operator mode: account JWT updates over `$SYS.REQ.ACCOUNT.<key>.CLAIMS.UPDATE`, and with
 //!   the full resolver `$SYS.REQ.CLAIMS.UPDATE|LIST|DELETE` and
-//!   `$SYS.REQ.ACCOUNT.<key>.CLAIMS.LOOKUP` (`claims.rs`).
+//!   `$SYS.REQ.ACCOUNT.<key>.CLAIMS.LOOKUP` (`claims.rs`), and the full resolvers' store sync
+//!   over `$SYS.REQ.CLAIMS.PACK` (`claims_pack.rs`).
 //!
 //! The subscription handlers only enqueue; one task answers. Everything goes through the system
 //! account's router, so requests and replies cross routes like any other `$SYS` traffic.
@@ -21,6 +22,7 @@
 
 mod account_requests;
 mod claims;
+mod claims_pack;
 mod events;
 mod statsz;
 
@@ -182,9 +184,14 @@ fn publish_bytes(server: &Server, subject: &Bytes, payload: Value) {
 
 /// Publish `payload` as it is in the system account (no reply subject).
 fn publish_raw(server: &Server, subject: &Bytes, payload: &Bytes) {
+    publish_request(server, subject, None, payload);
+}
+
+/// Publish `payload` as it is in the system account, with a reply subject when given.
+fn publish_request(server: &Server, subject: &Bytes, reply: Option<&Bytes>, payload: &Bytes) {
     let delivery = Delivery {
         subject,
-        reply: None,
+        reply,
         headers: None,
         payload,
     };

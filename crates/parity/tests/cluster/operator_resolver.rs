@@ -2,7 +2,8 @@
 //! `$SYS.REQ.CLAIMS.UPDATE` reaches every server's resolver (the request crosses the routes to
 //! each server's own subscription, as between nats-servers), so the account's users connect
 //! anywhere and its messages cross the routes in its own account. Each node keeps its own
-//! directory (`<cluster dir>/<node>`).
+//! directory (`<cluster dir>/<node>`). A server that was down during the push learns the JWT
+//! from its peers' packs (`$SYS.REQ.CLAIMS.PACK`, every `interval`).
 
 use crate::jwt_builder::{account_jwt, creds, user_jwt, Trust};
 use crate::per_composition;
@@ -11,7 +12,10 @@ use serde_json::json;
 use std::time::{Duration, Instant};
 use test_harness::cluster::{Cluster, Topology};
 
-per_composition!(a_pushed_account_reaches_every_full_resolver);
+per_composition!(
+    a_pushed_account_reaches_every_full_resolver,
+    a_server_down_during_a_push_learns_it_from_its_peers
+);
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -72,14 +76,14 @@ async fn connect_when_known(
     }
 }
 
-async fn a_pushed_account_reaches_every_full_resolver(composition: Composition) {
-    let trust = Trust::new();
+/// A cluster of full resolvers (each its own directory, packs compared every second) with
+/// the operator's system account preloaded.
+fn start(composition: Composition, trust: &Trust, directory: &tempfile::TempDir) -> Cluster {
     let system = trust.system.public_key();
     let mut options = composition.options(Topology::FullMesh);
-    let directory = tempfile::tempdir().expect("resolver dirs");
     options.extra_config = format!(
         "operator: \"{}\"\nsystem_account: {system}\n\
-         resolver {{ type: full, dir: \"{}/{{node}}\" }}\n\
+         resolver {{ type: full, dir: \"{}/{{node}}\", interval: \"1s\" }}\n\
          resolver_preload {{ {system}: \"{}\" }}\n",
         trust.operator_jwt(),
         directory.path().display(),
@@ -87,25 +91,21 @@ async fn a_pushed_account_reaches_every_full_resolver(composition: Composition) 
     );
     let cluster = Cluster::launch(options);
     wait_for_routes(&cluster);
+    cluster
+}
 
-    let tenant = nkeys::KeyPair::new_account();
-    let user = nkeys::KeyPair::new_user();
-    let user_jwt = user_jwt(&user, &tenant, None, json!({}));
-    let error = connect(&cluster, 2, &user_jwt, &user)
-        .await
-        .expect_err("refused before the push");
-    assert!(error.contains("authorization violation"), "{error}");
-
+/// Push `tenant`'s account JWT through node `index` and check the answer.
+async fn push(cluster: &Cluster, index: usize, trust: &Trust, tenant: &nkeys::KeyPair) {
     let operator_user = nkeys::KeyPair::new_user();
-    let operator_jwt = user_jwt_for_system(&trust, &operator_user);
-    let admin = connect(&cluster, 0, &operator_jwt, &operator_user)
+    let operator_jwt = user_jwt(&operator_user, &trust.system, None, json!({}));
+    let admin = connect(cluster, index, &operator_jwt, &operator_user)
         .await
         .expect("system user");
     let reply = tokio::time::timeout(
         WAIT,
         admin.request(
             "$SYS.REQ.CLAIMS.UPDATE",
-            account_jwt(&tenant, &trust.operator, json!({})).into(),
+            account_jwt(tenant, &trust.operator, json!({})).into(),
         ),
     )
     .await
@@ -113,6 +113,33 @@ async fn a_pushed_account_reaches_every_full_resolver(composition: Composition) 
     .expect("reply");
     let reply: serde_json::Value = serde_json::from_slice(&reply.payload).expect("json");
     assert_eq!(reply["data"]["message"], "jwt updated", "{reply}");
+}
+
+async fn a_server_down_during_a_push_learns_it_from_its_peers(composition: Composition) {
+    let trust = Trust::new();
+    let directory = tempfile::tempdir().expect("resolver dirs");
+    let mut cluster = start(composition, &trust, &directory);
+    cluster.kill9(2);
+    let tenant = nkeys::KeyPair::new_account();
+    push(&cluster, 0, &trust, &tenant).await;
+    cluster.restart(2);
+    let user = nkeys::KeyPair::new_user();
+    let user_jwt = user_jwt(&user, &tenant, None, json!({}));
+    connect_when_known(&cluster, 2, &user_jwt, &user).await;
+}
+
+async fn a_pushed_account_reaches_every_full_resolver(composition: Composition) {
+    let trust = Trust::new();
+    let directory = tempfile::tempdir().expect("resolver dirs");
+    let cluster = start(composition, &trust, &directory);
+    let tenant = nkeys::KeyPair::new_account();
+    let user = nkeys::KeyPair::new_user();
+    let user_jwt = user_jwt(&user, &tenant, None, json!({}));
+    let error = connect(&cluster, 2, &user_jwt, &user)
+        .await
+        .expect_err("refused before the push");
+    assert!(error.contains("authorization violation"), "{error}");
+    push(&cluster, 0, &trust, &tenant).await;
 
     let subscriber = connect_when_known(&cluster, 1, &user_jwt, &user).await;
     let publisher = connect_when_known(&cluster, 2, &user_jwt, &user).await;
@@ -129,8 +156,4 @@ async fn a_pushed_account_reaches_every_full_resolver(composition: Composition) 
         .await
         .expect("the tenant's message crossed the routes");
     assert_eq!(&message.payload[..], b"hello");
-}
-
-fn user_jwt_for_system(trust: &Trust, user: &nkeys::KeyPair) -> String {
-    user_jwt(user, &trust.system, None, json!({}))
 }

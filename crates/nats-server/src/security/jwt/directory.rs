@@ -108,6 +108,24 @@ impl Directory {
         }
     }
 
+    /// nats-server's store hash: the XOR of the SHA-256 of every stored JWT, so two stores
+    /// holding the same JWTs compare equal whatever their order.
+    pub fn hash(&self) -> [u8; 32] {
+        use sha2::Digest;
+        let mut hash = [0u8; 32];
+        for key in self.keys() {
+            let Some(path) = self.file(&key) else {
+                continue;
+            };
+            if let Ok(bytes) = std::fs::read(path) {
+                for (byte, digest) in hash.iter_mut().zip(sha2::Sha256::digest(&bytes)) {
+                    *byte ^= digest;
+                }
+            }
+        }
+        hash
+    }
+
     pub fn allow_delete(&self) -> bool {
         self.allow_delete
     }
