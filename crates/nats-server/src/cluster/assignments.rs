@@ -169,6 +169,16 @@ impl Assignments {
             .unwrap_or_default()
     }
 
+    /// The streams placed on `peer` (account, name).
+    pub fn held_by(&self, peer: &str) -> Vec<(String, String)> {
+        self.streams
+            .values()
+            .flat_map(BTreeMap::values)
+            .filter(|record| record.group.peers.iter().any(|held| held == peer))
+            .map(|record| (record.account.clone(), record.config.name.clone()))
+            .collect()
+    }
+
     /// How many streams each peer holds (placement's load figure).
     pub fn load(&self) -> BTreeMap<String, usize> {
         let mut load = BTreeMap::new();

@@ -27,7 +27,7 @@ use parking_lot::Mutex;
 use super::assignments::{Assignments, Entry, Operation};
 use super::meta::Meta;
 use super::peer;
-use super::stream_group::{handover_target, ReplicatedStream, StreamGroups};
+use super::stream_group::{ReplicatedStream, StreamGroups};
 
 /// How long a leader waits for a new member to catch up before it tries again.
 const CATCH_UP: Duration = Duration::from_secs(60);
@@ -51,6 +51,18 @@ impl Meta {
         peer_name: &str,
     ) -> Result<(), ApiError> {
         let _serial = self.membership.lock().await;
+        self.replace_peer_of(account, name, &peer::peer_id(peer_name))
+            .await
+    }
+
+    /// Replaces peer id `removed` of `account`'s stream `name` (the caller holds
+    /// `self.membership`).
+    async fn replace_peer_of(
+        &self,
+        account: &str,
+        name: &str,
+        removed: &str,
+    ) -> Result<(), ApiError> {
         let (record, load) = {
             let assignments = self.assignments.lock();
             let record = assignments
@@ -59,7 +71,7 @@ impl Meta {
                 .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
             (record, assignments.load())
         };
-        let removed = peer::peer_id(peer_name);
+        let removed = removed.to_string();
         if !record.group.peers.contains(&removed) {
             return Err(errors::CLUSTER_PEER_NOT_MEMBER.to_error());
         }
@@ -71,9 +83,13 @@ impl Meta {
         let Some(added) = added else {
             return Err(errors::PEER_REMAP.to_error());
         };
+        let name_of = |peer: &String| {
+            peer::node_id(peer).map_or_else(|| peer.clone(), |node| self.name_of(node))
+        };
         tracing::info!(
-            "JetStream cluster replacing peer {peer_name} of stream '{account} > {name}' by {}",
-            peer::node_id(&added).map_or_else(|| added.clone(), |node| self.name_of(node))
+            "JetStream cluster replacing peer {} of stream '{account} > {name}' by {}",
+            name_of(&removed),
+            name_of(&added)
         );
         let entry = Entry::new(Operation::ReplacePeer {
             account: account.to_string(),
@@ -83,6 +99,91 @@ impl Meta {
             added: Some(added),
         });
         super::placement::propose(self.group.clone(), entry).await
+    }
+}
+
+/// `$JS.API.SERVER.REMOVE` (system account, answered by the meta leader): takes a server out
+/// of the meta group and re-places every stream it held (consumers ride their stream's group).
+/// The request names it by `peer` (server name) or `peer_id`, the id taking precedence.
+pub const SERVER_REMOVE_SUBJECT: &str = "$JS.API.SERVER.REMOVE";
+const SERVER_REMOVE_TYPE: &str = "io.nats.jetstream.api.v1.meta_server_remove_response";
+
+/// nats-server's `JSApiMetaServerRemoveRequest`.
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct ServerRemoveRequest {
+    peer: String,
+    peer_id: String,
+}
+
+fn server_remove_answer(result: Result<(), ApiError>) -> serde_json::Value {
+    match result {
+        Ok(()) => serde_json::json!({"type": SERVER_REMOVE_TYPE, "success": true}),
+        Err(error) => serde_json::json!({
+            "type": SERVER_REMOVE_TYPE,
+            "error": {"code": error.code, "err_code": error.err_code, "description": error.description},
+        }),
+    }
+}
+
+impl Meta {
+    /// Answers a `$JS.API.SERVER.REMOVE` request (leader only; the others stay silent):
+    /// success once the server is out of the meta group and its streams' new placements are
+    /// applied.
+    pub(super) async fn server_remove(&self, message: nats_jetstream::Message) {
+        if self.group.status().role != Role::Leader {
+            return;
+        }
+        let Some(reply) = message.reply.clone() else {
+            return;
+        };
+        let result = self.remove_server(&message.payload).await;
+        self.publish(
+            &String::from_utf8_lossy(&reply),
+            None,
+            server_remove_answer(result),
+        );
+    }
+
+    async fn remove_server(&self, body: &[u8]) -> Result<(), ApiError> {
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return Err(errors::BAD_REQUEST.to_error());
+        }
+        let request: ServerRemoveRequest = jetstream_api::json::decode_request(body)?;
+        let status = self.group.status();
+        let member = |node: &NodeId| status.voters.contains(node) || status.learners.contains(node);
+        let node = if !request.peer_id.is_empty() {
+            peer::node_id(&request.peer_id).filter(member)
+        } else {
+            self.node_of_name(&request.peer).filter(member)
+        }
+        .ok_or_else(|| errors::CLUSTER_SERVER_NOT_MEMBER.to_error())?;
+        let removed = peer::peer_of(node);
+        let _serial = self.membership.lock().await;
+        self.removed.lock().insert(removed.clone());
+        tracing::info!(
+            "JetStream cluster removing server {} from the meta group",
+            self.name_of(node)
+        );
+        self.group.remove_member(node).await.map_err(|error| {
+            tracing::warn!("JetStream meta group removal failed: {error}");
+            errors::CLUSTER_NOT_AVAIL.to_error()
+        })?;
+        let held: Vec<(String, String)> = self
+            .assignments
+            .lock()
+            .held_by(&removed)
+            .into_iter()
+            .collect();
+        for (account, name) in held {
+            if let Err(error) = self.replace_peer_of(&account, &name, &removed).await {
+                tracing::warn!(
+                    "JetStream cluster could not replace the removed server for stream '{account} > {name}': {}",
+                    error.description
+                );
+            }
+        }
+        Ok(())
     }
 }
 
@@ -146,39 +247,60 @@ pub(super) async fn reconcile(stream: Arc<ReplicatedStream>) {
     }
 }
 
+/// What this server's effects task and its [`leave`] tasks share: the applied assignments,
+/// this server's peer id, and the lock under which a stream is placed here or dropped (so a
+/// stream placed here again is never dropped by an earlier removal's late [`leave`]).
+#[derive(Clone)]
+pub(super) struct LocalPlacement {
+    pub assignments: Arc<Mutex<Assignments>>,
+    pub own_peer: String,
+    pub serial: Arc<tokio::sync::Mutex<()>>,
+}
+
 /// This server was removed from `account`'s stream `name` (incarnation `created`): hands its
 /// leadership over, waits until the group no longer counts it (bounded), then drops its
 /// replica, unless the meta group placed the stream here again meanwhile.
 pub(super) async fn leave(
     jetstream: JetStream,
     stream_groups: Arc<StreamGroups>,
-    assignments: Arc<Mutex<Assignments>>,
-    own_peer: String,
+    local: LocalPlacement,
     (account, name, created): (String, String, i64),
 ) {
     let running = stream_groups
         .get(&account, &name)
         .filter(|stream| stream.created == created);
     if let Some(stream) = running {
+        // The group's new target (without this server): while this server leads, its own
+        // reconciliation brings the newcomer in and then hands the leadership over, one step
+        // at a time (a handover racing a membership change in flight trips openraft).
+        let peers = local
+            .assignments
+            .lock()
+            .stream(&account, &name)
+            .filter(|record| record.created == created)
+            .map(|record| record.group.peers.clone());
+        if let Some(peers) = peers {
+            stream_groups.set_peers(&account, &name, created, &peers);
+        }
         let deadline = tokio::time::Instant::now() + LEAVE_BOUND;
         while tokio::time::Instant::now() < deadline {
             let Some(group) = stream.raft() else {
                 break;
             };
-            let status = group.status();
-            if !status.voters.contains(&stream.node) {
+            if !group.status().voters.contains(&stream.node) {
                 break;
-            }
-            if let Some(target) = handover_target(&status, stream.node) {
-                let _ = group.transfer_leader(target).await;
             }
             tokio::time::sleep(POLL).await;
         }
     }
-    let placed_again = assignments
+    let _serial = local.serial.lock().await;
+    let placed_again = local
+        .assignments
         .lock()
         .stream(&account, &name)
-        .is_some_and(|record| record.created == created && record.group.peers.contains(&own_peer));
+        .is_some_and(|record| {
+            record.created == created && record.group.peers.contains(&local.own_peer)
+        });
     if placed_again {
         return;
     }

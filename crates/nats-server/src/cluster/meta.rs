@@ -71,6 +71,9 @@ pub struct Meta {
     system: Arc<Account>,
     /// Servers by peer id, this one included.
     known: Mutex<BTreeMap<String, Known>>,
+    /// Peer ids removed from the group (`$JS.API.SERVER.REMOVE`): never added back by this
+    /// server while it leads.
+    pub(super) removed: Mutex<BTreeSet<String>>,
     /// The applied assignments (shared with the state machine).
     pub(super) assignments: Arc<Mutex<Assignments>>,
     /// The Raft groups of the replicated streams placed here.
@@ -118,7 +121,7 @@ impl StateMachine for MetaState {
 /// installed in JetStream (`ready`); ends when the group stops.
 async fn carry_out(
     (jetstream, stream_groups): (JetStream, Arc<StreamGroups>),
-    (assignments, own_peer): (Arc<Mutex<Assignments>>, String),
+    local: super::membership::LocalPlacement,
     ready: tokio::sync::oneshot::Receiver<()>,
     mut effects: tokio::sync::mpsc::UnboundedReceiver<Effect>,
 ) {
@@ -127,7 +130,10 @@ async fn carry_out(
     }
     while let Some(effect) = effects.recv().await {
         match effect {
-            Effect::Assigned(assignment) => jetstream.apply_stream_assignment(*assignment).await,
+            Effect::Assigned(assignment) => {
+                let _serial = local.serial.lock().await;
+                jetstream.apply_stream_assignment(*assignment).await
+            }
             Effect::Removed {
                 account,
                 name,
@@ -153,8 +159,7 @@ async fn carry_out(
                 tokio::spawn(super::membership::leave(
                     jetstream.clone(),
                     stream_groups.clone(),
-                    assignments.clone(),
-                    own_peer.clone(),
+                    local.clone(),
                     (account, name, created),
                 ));
             }
@@ -198,10 +203,14 @@ impl Meta {
         let runtime = tokio::runtime::Handle::current();
         let (ready_sender, ready) = tokio::sync::oneshot::channel();
         let carried = (jetstream.clone(), stream_groups.clone());
-        let state_of = (assignments.clone(), own_peer.clone());
+        let local = super::membership::LocalPlacement {
+            assignments: assignments.clone(),
+            own_peer: own_peer.clone(),
+            serial: Arc::default(),
+        };
         std::thread::Builder::new()
             .name("js-meta-apply".into())
-            .spawn(move || runtime.block_on(carry_out(carried, state_of, ready, pending)))
+            .spawn(move || runtime.block_on(carry_out(carried, local, ready, pending)))
             .map_err(|error| error.to_string())?;
         let state = MetaState {
             assignments: assignments.clone(),
@@ -230,6 +239,7 @@ impl Meta {
             network,
             system,
             known: Mutex::new(known),
+            removed: Mutex::new(BTreeSet::new()),
             assignments,
             stream_groups,
             membership: tokio::sync::Mutex::new(()),
@@ -256,25 +266,40 @@ impl Meta {
                 let _ = hello_sender.try_send(message);
             }),
         );
-        let (stepdown_sender, mut stepdowns) = tokio::sync::mpsc::channel::<Message>(64);
-        self.system.router.subscribe_internal(
-            STEPDOWN_SUBJECT,
-            None,
-            Arc::new(move |message: Message| {
-                let _ = stepdown_sender.try_send(message);
-            }),
+        self.serve(STEPDOWN_SUBJECT, |meta, message| async move {
+            meta.stepdown(message).await
+        });
+        self.serve(
+            super::membership::SERVER_REMOVE_SUBJECT,
+            |meta, message| async move { meta.server_remove(message).await },
         );
         tokio::spawn(discover(Arc::downgrade(self), hellos));
+        tokio::spawn(watch_leader(Arc::downgrade(self)));
+    }
+
+    /// Serves requests on `subject` in the system account, one at a time, with `handle`.
+    fn serve<F, Fut>(self: &Arc<Self>, subject: &str, handle: F)
+    where
+        F: Fn(Arc<Meta>, Message) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + Send,
+    {
+        let (sender, mut requests) = tokio::sync::mpsc::channel::<Message>(64);
+        self.system.router.subscribe_internal(
+            subject,
+            None,
+            Arc::new(move |message: Message| {
+                let _ = sender.try_send(message);
+            }),
+        );
         let weak = Arc::downgrade(self);
         tokio::spawn(async move {
-            while let Some(message) = stepdowns.recv().await {
+            while let Some(message) = requests.recv().await {
                 let Some(meta) = weak.upgrade() else {
                     return;
                 };
-                meta.stepdown(message).await;
+                handle(meta, message).await;
             }
         });
-        tokio::spawn(watch_leader(Arc::downgrade(self)));
     }
 
     pub fn group(&self) -> &Arc<RaftGroup> {
@@ -335,6 +360,11 @@ impl Meta {
         replica.insert("current".into(), json!(current));
         let active = seen.map_or(0, |at| at.elapsed().as_nanos() as u64);
         replica.insert("active".into(), json!(if own { 0 } else { active }));
+        // Not routed to us, or silent too long: what natscli's `server raft peer-remove`
+        // requires before it removes a server.
+        if !own && (!recent || !self.network.routed(&peer)) {
+            replica.insert("offline".into(), json!(true));
+        }
         if let Some(lag) = lag.filter(|lag| *lag > 0) {
             replica.insert("lag".into(), json!(lag));
         }
@@ -429,7 +459,7 @@ impl Meta {
         Value::Object(accounts)
     }
 
-    fn publish(&self, subject: &str, reply: Option<&Bytes>, payload: Value) {
+    pub(super) fn publish(&self, subject: &str, reply: Option<&Bytes>, payload: Value) {
         let subject = Bytes::copy_from_slice(subject.as_bytes());
         let payload = Bytes::from(serde_json::to_vec(&payload).unwrap_or_default());
         let delivery = Delivery {
@@ -497,11 +527,14 @@ impl Meta {
         known.keys().map(|peer| peer::node_id(peer)).collect()
     }
 
-    /// Servers known but not in the group (for the leader to add).
+    /// Servers known but not in the group (for the leader to add), except those removed with
+    /// `$JS.API.SERVER.REMOVE`.
     fn newcomers(&self, status: &GroupStatus) -> Vec<NodeId> {
+        let removed = self.removed.lock().clone();
         self.known
             .lock()
             .keys()
+            .filter(|peer| !removed.contains(*peer))
             .filter_map(|peer| peer::node_id(peer))
             .filter(|node| !status.voters.contains(node) && !status.learners.contains(node))
             .collect()

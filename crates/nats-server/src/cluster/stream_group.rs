@@ -18,6 +18,7 @@
 use std::collections::HashMap;
 use std::io;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -111,6 +112,7 @@ impl StreamGroups {
             target: Mutex::new(members.clone()),
             joining,
             reconciling: tokio::sync::Mutex::new(()),
+            closed: AtomicBool::new(false),
             members,
             directory: self.root.join(group),
             network: self.network.clone(),
@@ -138,6 +140,7 @@ impl StreamGroups {
         let Some(closed) = closed else {
             return;
         };
+        closed.closed.store(true, Ordering::SeqCst);
         closed.stop().await;
         if let Err(error) = std::fs::remove_dir_all(&closed.directory) {
             if error.kind() != io::ErrorKind::NotFound {
@@ -241,6 +244,8 @@ pub struct ReplicatedStream {
     joining: bool,
     /// One membership change at a time (`membership.rs`).
     pub(super) reconciling: tokio::sync::Mutex<()>,
+    /// Set once the group is closed for good: a rebuild in flight must not restart it.
+    closed: AtomicBool,
     directory: PathBuf,
     network: Arc<RouteNetwork>,
     meta: Weak<Meta>,
@@ -313,8 +318,19 @@ impl ReplicatedStream {
         } else if fresh {
             tracing::info!(group = %self.name, "stream group already runs on peers: joining it");
         }
+        {
+            // Checked under the lock `stop` takes: a group closed meanwhile (its stream was
+            // removed or placed elsewhere while a rebuild restarted it) is not brought back.
+            let mut running = self.group.lock();
+            if self.closed.load(Ordering::SeqCst) {
+                drop(running);
+                self.network.unregister(group.group());
+                group.shutdown().await;
+                return Err(format!("stream group {} was closed", self.name));
+            }
+            *running = Some(group.clone());
+        }
         *self.machine.lock() = Some(machine);
-        *self.group.lock() = Some(group.clone());
         let mut leading = group.leading();
         let this = Arc::downgrade(self);
         tokio::spawn(async move {

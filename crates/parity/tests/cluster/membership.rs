@@ -7,7 +7,9 @@
 //! clusters normally; all-nats-server clusters in the parity pass (`NATS_SERVER_BIN`), where
 //! every assertion holds too.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::consumer::{pull, AckPolicy, PullConsumer};
@@ -19,7 +21,7 @@ use test_harness::cluster::Cluster;
 use crate::jetstream_assignments::{connect, error_code, one_answer};
 use crate::jetstream_r3_admin::directories_named;
 use crate::jetstream_replicated::{create_r3, names_of, publish_until_acked, read_all};
-use crate::meta::{agreed_leader, index_of, start, ELECTION_BOUND};
+use crate::meta::{agreed_leader, index_of, start, system_client, ELECTION_BOUND};
 
 /// The removed peer is replaced, and the new one caught up, within this.
 const REPLACE_BOUND: Duration = Duration::from_secs(60);
@@ -70,8 +72,9 @@ pub(crate) async fn placed_without(
     stream: &str,
     without: &[&str],
     replicas: usize,
-    messages: u64,
+    messages: impl Into<Option<u64>>,
 ) -> Value {
+    let messages = messages.into();
     let deadline = Instant::now() + REPLACE_BOUND;
     let names = names_of(cluster);
     loop {
@@ -80,7 +83,7 @@ pub(crate) async fn placed_without(
         let settled = placed.len() == replicas
             && placed.iter().all(|name| names.contains(name))
             && without.iter().all(|gone| !placed.contains(*gone))
-            && info["state"]["messages"] == messages
+            && messages.is_none_or(|messages| info["state"]["messages"] == messages)
             && info["cluster"]["replicas"].as_array().is_some_and(|list| {
                 list.iter().all(|replica| {
                     replica["current"] == true && replica.get("offline") != Some(&Value::Bool(true))
@@ -119,6 +122,44 @@ pub(crate) async fn lead_on(client: &Client, stream: &str, name: &str) {
     }
 }
 
+/// Creates the durable pull consumer `READER` on `stream` and acknowledges its first `acked`
+/// messages, each ack confirmed (AckSync).
+pub(crate) async fn durable_with_acks(
+    jetstream: &async_nats::jetstream::Context,
+    stream: &str,
+    acked: usize,
+) {
+    let stream = jetstream.get_stream(stream).await.expect("stream");
+    let consumer: PullConsumer = stream
+        .create_consumer(pull::Config {
+            durable_name: Some("READER".into()),
+            ack_policy: AckPolicy::Explicit,
+            ..Default::default()
+        })
+        .await
+        .expect("consumer");
+    let mut batch = consumer
+        .fetch()
+        .max_messages(acked)
+        .messages()
+        .await
+        .expect("fetch");
+    let mut done = 0;
+    while let Some(message) = batch.next().await {
+        message.expect("message").double_ack().await.expect("ack");
+        done += 1;
+    }
+    assert_eq!(done, acked);
+}
+
+/// CONSUMER.INFO of `READER` on `stream`: its ack floor at `floor`, `pending` messages left.
+pub(crate) async fn reader_kept(client: &Client, stream: &str, floor: u64, pending: u64) {
+    let subject = format!("$JS.API.CONSUMER.INFO.{stream}.READER");
+    let reader = one_answer(client, &subject, Value::Null).await;
+    assert_eq!(reader["ack_floor"]["stream_seq"], floor, "{reader}");
+    assert_eq!(reader["num_pending"], pending, "{reader}");
+}
+
 fn remove_subject(stream: &str) -> String {
     format!("$JS.API.STREAM.PEER.REMOVE.{stream}")
 }
@@ -151,27 +192,7 @@ async fn a_removed_peer_is_replaced_and_the_new_one_holds_every_acked_message() 
         .to_string();
 
     // A durable consumer with 5 of the 20 acknowledged (each ack confirmed).
-    let stream = jetstream.get_stream("PEERS").await.expect("stream");
-    let consumer: PullConsumer = stream
-        .create_consumer(pull::Config {
-            durable_name: Some("READER".into()),
-            ack_policy: AckPolicy::Explicit,
-            ..Default::default()
-        })
-        .await
-        .expect("consumer");
-    let mut batch = consumer
-        .fetch()
-        .max_messages(5)
-        .messages()
-        .await
-        .expect("fetch");
-    let mut acked = 0;
-    while let Some(message) = batch.next().await {
-        message.expect("message").double_ack().await.expect("ack");
-        acked += 1;
-    }
-    assert_eq!(acked, 5);
+    durable_with_acks(&jetstream, "PEERS", 5).await;
     let leader = info["cluster"]["leader"].as_str().unwrap_or("").to_string();
 
     // nats-server's refusals, each answered once (by the meta leader).
@@ -225,14 +246,7 @@ async fn a_removed_peer_is_replaced_and_the_new_one_holds_every_acked_message() 
     let stored = read_all(&clients[0], "PEERS", 20).await;
     let stored: Vec<String> = stored.into_values().collect();
     assert_eq!(stored, payloads);
-    let reader = one_answer(
-        &clients[0],
-        "$JS.API.CONSUMER.INFO.PEERS.READER",
-        Value::Null,
-    )
-    .await;
-    assert_eq!(reader["ack_floor"]["stream_seq"], 5, "{reader}");
-    assert_eq!(reader["num_pending"], 15, "{reader}");
+    reader_kept(&clients[0], "PEERS", 5, 15).await;
     let ack = publish_until_acked(&jetstream, "peers.x", "after", deadline + REPLACE_BOUND).await;
     assert_eq!(ack.sequence, 21);
     placed_without(&cluster, &clients[0], "PEERS", &[&removed], 3, 21).await;
@@ -279,4 +293,215 @@ async fn with_no_free_server_the_removal_is_refused_and_the_stream_keeps_its_pee
     publish_until_acked(&jetstream, "tri.x", "two", deadline).await;
     let info = placed_without(&cluster, &clients[0], "TRI", &[], 3, 2).await;
     assert_eq!(members(&info), before, "{info}");
+}
+
+const SERVER_REMOVE_TYPE: &str = "io.nats.jetstream.api.v1.meta_server_remove_response";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_remove_of_a_killed_node_re_places_its_streams_and_consumers() {
+    let (mut cluster, clients) = nodes(5).await;
+    let (created, _) = create_r3(&clients[0], "SRV", "srv.>").await;
+    assert_eq!(created["did_create"], true, "{created}");
+    let jetstream = async_nats::jetstream::new(clients[0].clone());
+    let deadline = Instant::now() + ELECTION_BOUND;
+    for n in 0..20 {
+        publish_until_acked(&jetstream, "srv.x", &format!("s{n}"), deadline).await;
+    }
+    let info = placed_without(&cluster, &clients[0], "SRV", &[], 3, 20).await;
+    durable_with_acks(&jetstream, "SRV", 5).await;
+    let all: Vec<usize> = (0..cluster.len()).collect();
+    let meta_leader = agreed_leader(&cluster, &all, 5, None).expect("meta leader");
+    let stream_leader = info["cluster"]["leader"].as_str().unwrap_or("").to_string();
+    let victim = members(&info)
+        .into_iter()
+        .find(|name| *name != stream_leader && *name != meta_leader)
+        .expect("a follower that does not lead the meta group");
+    let victim_index = index_of(&cluster, &victim);
+    cluster.kill9(victim_index);
+    let through = (0..cluster.len())
+        .find(|&i| i != victim_index)
+        .expect("a live node");
+    let system = system_client(&cluster, through).await;
+
+    // nats-server's refusals, then success.
+    let answer = one_answer(&system, "$JS.API.SERVER.REMOVE", Value::Null).await;
+    assert_eq!(answer["type"], SERVER_REMOVE_TYPE, "{answer}");
+    assert_eq!(error_code(&answer), 10003, "{answer}");
+    let answer = one_answer(
+        &system,
+        "$JS.API.SERVER.REMOVE",
+        json!({"peer": "no-such-server"}),
+    )
+    .await;
+    assert_eq!(error_code(&answer), 10044, "{answer}");
+    assert_eq!(
+        answer["error"]["description"],
+        "server is not a member of the cluster"
+    );
+    let started = Instant::now();
+    let answer = one_answer(&system, "$JS.API.SERVER.REMOVE", json!({ "peer": victim })).await;
+    assert_eq!(answer, json!({"type": SERVER_REMOVE_TYPE, "success": true}));
+
+    // The stream R3 again on live servers, with every message and the consumer's state.
+    let client = &clients[through];
+    let info = placed_without(&cluster, client, "SRV", &[&victim], 3, 20).await;
+    println!(
+        "server {victim} removed, its stream re-placed in {:?}: {:?}",
+        started.elapsed(),
+        members(&info)
+    );
+    for name in members(&info) {
+        lead_on(client, "SRV", &name).await;
+        reader_kept(client, "SRV", 5, 15).await;
+    }
+    let jetstream = async_nats::jetstream::new(client.clone());
+    let ack = publish_until_acked(
+        &jetstream,
+        "srv.x",
+        "after",
+        Instant::now() + ELECTION_BOUND,
+    )
+    .await;
+    assert_eq!(ack.sequence, 21);
+    let live: Vec<usize> = all.into_iter().filter(|&i| i != victim_index).collect();
+    agreed_leader(&cluster, &live, 4, None).expect("a meta group of the four left");
+}
+
+/// Peer removals during writes on a 4-node cluster: each cycle removes one of the R3 stream's
+/// servers (a follower, then its leader, in turn) and the meta leader places it on the one free
+/// server, the one removed the cycle before (re-added with its old replica gone). A writer
+/// publishes unique payloads throughout, each sent again with the same message id until
+/// acknowledged. At the end every replica, made leader in turn, holds exactly the acknowledged
+/// payloads at their acknowledged sequences, and its replicas are current.
+async fn remove_and_re_add_during_writes(cycles: usize) {
+    let (cluster, clients) = nodes(4).await;
+    let (created, _) = create_r3(&clients[0], "CYCLE", "cycle.>").await;
+    assert_eq!(created["did_create"], true, "{created}");
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let jetstream = async_nats::jetstream::new(clients[0].clone());
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let mut acked = BTreeMap::new();
+            let mut n = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let payload = format!("w{n}");
+                let sent = Instant::now();
+                let deadline = sent + REPLACE_BOUND;
+                let ack = publish_until_acked(&jetstream, "cycle.x", &payload, deadline).await;
+                if sent.elapsed() > Duration::from_millis(500) {
+                    println!("{payload} acknowledged after {:?}", sent.elapsed());
+                }
+                assert!(
+                    acked.insert(ack.sequence, payload.clone()).is_none(),
+                    "sequence {} acked twice (again for {payload})",
+                    ack.sequence
+                );
+                n += 1;
+            }
+            acked
+        })
+    };
+    for cycle in 0..cycles {
+        let info = placed_without(&cluster, &clients[1], "CYCLE", &[], 3, None).await;
+        let leader = info["cluster"]["leader"].as_str().unwrap_or("").to_string();
+        let placed = members(&info);
+        let removed = if cycle % 2 == 1 {
+            leader.clone()
+        } else {
+            placed
+                .iter()
+                .find(|name| **name != leader)
+                .cloned()
+                .expect("a follower")
+        };
+        let started = Instant::now();
+        let answer = remove_peer(&clients[1], "CYCLE", &removed).await;
+        assert_eq!(
+            answer,
+            json!({"type": "io.nats.jetstream.api.v1.stream_remove_peer_response", "success": true}),
+            "cycle {cycle}"
+        );
+        let info = placed_without(&cluster, &clients[1], "CYCLE", &[&removed], 3, None).await;
+        println!(
+            "cycle {cycle}: {removed} (leader: {}) replaced in {:?}: {:?}",
+            removed == leader,
+            started.elapsed(),
+            members(&info)
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    let acked = writer.await.expect("writer");
+    let last = acked.keys().next_back().copied().unwrap_or(0);
+    println!(
+        "{} publishes acknowledged over {cycles} cycles",
+        acked.len()
+    );
+    let expected: Vec<String> = acked.values().cloned().collect();
+    assert_eq!(acked.len() as u64, last, "acknowledged sequences have gaps");
+    let info = placed_without(&cluster, &clients[1], "CYCLE", &[], 3, last).await;
+    for name in members(&info) {
+        lead_on(&clients[1], "CYCLE", &name).await;
+        placed_without(&cluster, &clients[1], "CYCLE", &[], 3, last).await;
+        let stored: Vec<String> = read_all(&clients[1], "CYCLE", last)
+            .await
+            .into_values()
+            .collect();
+        assert!(
+            stored == expected,
+            "{name} does not hold the acknowledged payloads"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_cycles_of_peer_remove_and_re_add_during_writes_lose_nothing() {
+    remove_and_re_add_during_writes(3).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long: 10 cycles (cargo test -p parity --test cluster membership -- --ignored)"]
+async fn ten_cycles_of_peer_remove_and_re_add_during_writes_lose_nothing() {
+    remove_and_re_add_during_writes(10).await;
+}
+
+/// Consumer `num_replicas` and `mem_storage` on an R3 stream, as nats-server takes them: an R1
+/// memory consumer accepted and reported as asked, a consumer of more replicas than its stream
+/// refused with 10126.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_replicas_and_memory_storage_as_nats_server() {
+    let (cluster, clients) = nodes(3).await;
+    let (created, _) = create_r3(&clients[0], "CREP", "crep.>").await;
+    assert_eq!(created["did_create"], true, "{created}");
+    placed_without(&cluster, &clients[0], "CREP", &[], 3, 0).await;
+    let create = |name: &str, replicas: u64| {
+        json!({
+            "stream_name": "CREP",
+            "config": {
+                "durable_name": name,
+                "ack_policy": "explicit",
+                "num_replicas": replicas,
+                "mem_storage": true,
+            }
+        })
+    };
+    let one = one_answer(
+        &clients[1],
+        "$JS.API.CONSUMER.CREATE.CREP.ONE",
+        create("ONE", 1),
+    )
+    .await;
+    assert!(one.get("error").is_none(), "{one}");
+    assert_eq!(one["config"]["num_replicas"], 1, "{one}");
+    assert_eq!(one["config"]["mem_storage"], true, "{one}");
+    let info = one_answer(&clients[2], "$JS.API.CONSUMER.INFO.CREP.ONE", Value::Null).await;
+    assert_eq!(info["config"]["num_replicas"], 1, "{info}");
+    assert_eq!(info["config"]["mem_storage"], true, "{info}");
+    let five = one_answer(
+        &clients[1],
+        "$JS.API.CONSUMER.CREATE.CREP.FIVE",
+        create("FIVE", 5),
+    )
+    .await;
+    assert_eq!(error_code(&five), 10126, "{five}");
 }
