@@ -25,6 +25,9 @@ pub enum ServerCommand {
         #[command(subcommand)]
         check: CheckCommand,
     },
+    /// Manage JetStream Clustering
+    #[command(alias = "r", alias = "jetstream")]
+    Raft(crate::server_raft::RaftArgs),
     /// Ping all servers
     Ping {
         /// Stop after receiving this many responses
@@ -104,6 +107,7 @@ pub async fn run_server(args: &ServerArgs, options: &GlobalOptions) -> Result<()
             check: CheckCommand::Stream(check),
         } => check_stream(check, options).await,
         ServerCommand::Ping { expect, id } => ping(*expect, *id, options).await,
+        ServerCommand::Raft(raft) => crate::server_raft::run(raft, options).await,
     }
 }
 

@@ -3,6 +3,7 @@
 //! ConsumerConfigs, `show` renders info/ls/report, `next` pulls. Talks to the server only
 //! through [`crate::api::JetStream`].
 
+mod cluster;
 mod config;
 mod next;
 mod show;
@@ -52,6 +53,9 @@ pub enum ConsumerCommand {
     Rm(RemoveArgs),
     /// Reports on consumer statistics
     Report(ReportArgs),
+    /// Manages a clustered consumer
+    #[command(alias = "c", subcommand)]
+    Cluster(cluster::ClusterCommand),
 }
 
 /// Flags shared by add and edit.
@@ -239,6 +243,7 @@ pub async fn run(args: &ConsumerArgs, options: &GlobalOptions) -> Result<(), Cli
         ConsumerCommand::Next(next) => next_messages(&js, next).await,
         ConsumerCommand::Rm(remove) => remove_consumer(&js, remove, all).await,
         ConsumerCommand::Report(report) => report_consumers(&js, report, all).await,
+        ConsumerCommand::Cluster(command) => cluster::run(&js, command, all).await,
     };
     let _ = js.client.flush().await;
     result

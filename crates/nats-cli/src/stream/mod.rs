@@ -5,6 +5,7 @@
 //! Talks to the server only through [`crate::api::JetStream`].
 
 mod admin;
+mod cluster;
 pub(crate) mod config;
 pub(crate) mod flags;
 mod listing;
@@ -69,6 +70,9 @@ pub enum StreamCommand {
     Seal(admin::SealArgs),
     /// Finds streams matching certain criteria
     Find(admin::FindArgs),
+    /// Manages a clustered Stream
+    #[command(alias = "c", subcommand)]
+    Cluster(cluster::ClusterCommand),
 }
 
 pub async fn run(args: &StreamArgs, options: &GlobalOptions) -> Result<(), CliError> {
@@ -93,6 +97,7 @@ pub async fn run(args: &StreamArgs, options: &GlobalOptions) -> Result<(), CliEr
         StreamCommand::Rm(remove) => messages::remove(&js, remove, args.all).await,
         StreamCommand::Seal(seal) => admin::seal(&js, seal, args.all).await,
         StreamCommand::Find(find) => admin::find(&js, find).await,
+        StreamCommand::Cluster(command) => cluster::run(&js, command, args.all).await,
     };
     // Let queued publishes and acks reach the server before the process exits.
     let _ = js.client.flush().await;

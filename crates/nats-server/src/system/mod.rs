@@ -254,6 +254,16 @@ fn answer(server: &Server, message: &Message) {
     if !filters_match(server, &options) {
         return;
     }
+    // nats-server's `leader_only`: in a cluster only the meta leader answers JSZ.
+    if endpoint == Endpoint::Jsz
+        && options.get("leader_only") == Some(&Value::Bool(true))
+        && server
+            .meta
+            .get()
+            .is_some_and(|meta| meta.group().status().role != nats_raft::Role::Leader)
+    {
+        return;
+    }
     let payload = match endpoint {
         Endpoint::Statsz => statsz::message(server),
         Endpoint::Idz => json!({

@@ -221,7 +221,7 @@ async fn nats_cli_stream_commands_through_another_node(composition: Composition)
 
 /// Run our `nats` with `-s <url>`, its own config dir and no inherited NATS_* settings, for at
 /// most 30 s: (success, stdout and stderr).
-fn cli(url: &str, home: &std::path::Path, args: &[&str]) -> (bool, String) {
+pub(crate) fn cli(url: &str, home: &std::path::Path, args: &[&str]) -> (bool, String) {
     use std::process::{Command, Stdio};
     let mut command = Command::new(test_harness::cli_binary());
     command

@@ -26,6 +26,7 @@ mod jetstream_replicated;
 mod jwt_builder;
 mod links;
 mod membership;
+mod membership_cli;
 mod mesh;
 mod messaging;
 mod meta;
