@@ -32,10 +32,11 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::sync::Weak;
-use tokio::sync::mpsc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
 
 /// One change of the stream's replicated consumers, as the log carries it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -389,15 +390,29 @@ impl ConsumerReplicas for ReplicatedConsumers {
 }
 
 /// What one consumer's task hands its proposer: the entries applied since the last flush and
-/// the replies (AckSync) to send once they are committed.
-type Proposal = (Vec<ConsumerEntry>, Vec<Bytes>);
+/// the replies (AckSync) to send once they are committed; or a request to say when everything
+/// handed over before it has been resolved ([`Proposals::drain`]).
+enum Proposal {
+    Entries(Vec<ConsumerEntry>, Vec<Bytes>),
+    Drained(oneshot::Sender<()>),
+}
+
+/// How long a stopping consumer waits for its proposals still in flight to be resolved.
+const DRAIN_BOUND: Duration = Duration::from_secs(10);
 
 /// A live replicated consumer's way into the log: a task per consumer that proposes its
 /// entries one proposal at a time (in order; what queues meanwhile goes in the next one) and
-/// answers the acks they carry once committed. A proposal that fails answers nothing (the
-/// stream lost its leadership; the next leader has the committed state).
+/// answers the acks they carry once committed.
+///
+/// A proposal that fails answers nothing, and neither does anything after it: the task's
+/// state is then ahead of the committed one (the failed entries applied there, not here), so
+/// a later ack could be confirmed on a delivery the log never recorded. A failure means the
+/// leadership is going (openraft answers a write only when it is no longer leader, or the
+/// group stopped), and the next leadership restarts the consumer from the committed state.
 pub(crate) struct Proposals {
     sender: mpsc::UnboundedSender<Proposal>,
+    /// Set once the consumer stopped here: a proposal still in flight then answers nothing.
+    closed: Arc<AtomicBool>,
 }
 
 impl Proposals {
@@ -407,31 +422,60 @@ impl Proposals {
         transport: Arc<dyn Transport>,
     ) -> Proposals {
         let (sender, mut receiver) = mpsc::unbounded_channel::<Proposal>();
+        let closed = Arc::new(AtomicBool::new(false));
+        let stopped = closed.clone();
         tokio::spawn(async move {
-            while let Some((mut entries, mut replies)) = receiver.recv().await {
-                while let Ok((more, more_replies)) = receiver.try_recv() {
-                    entries.extend(more);
-                    replies.extend(more_replies);
+            let mut failed = false;
+            while let Some(first) = receiver.recv().await {
+                let (mut entries, mut replies, mut drained) = (Vec::new(), Vec::new(), None);
+                let mut next = Some(first);
+                while let Some(proposal) = next.take() {
+                    match proposal {
+                        Proposal::Entries(more, more_replies) => {
+                            entries.extend(more);
+                            replies.extend(more_replies);
+                            next = receiver.try_recv().ok();
+                        }
+                        // What came before is proposed first; nothing after it is taken.
+                        Proposal::Drained(done) => drained = Some(done),
+                    }
                 }
-                if !entries.is_empty() {
+                if !failed && !entries.is_empty() {
                     let record = Record::Entries {
                         name: name.clone(),
                         entries,
                     };
                     if let Err(error) = replicas.propose(&[record]).await {
                         tracing::warn!(consumer = %name, %error, "consumer state not replicated");
-                        continue;
+                        failed = true;
                     }
                 }
-                super::confirm(&*transport, replies);
+                if !failed && !stopped.load(Ordering::Acquire) {
+                    super::confirm(&*transport, replies);
+                }
+                if let Some(done) = drained {
+                    let _ = done.send(());
+                }
             }
         });
-        Proposals { sender }
+        Proposals { sender, closed }
     }
 
     /// Queues what the task applied since its last flush, with the replies it confirms.
     pub(crate) fn send(&self, entries: Vec<ConsumerEntry>, replies: Vec<Bytes>) {
-        let _ = self.sender.send((entries, replies));
+        let _ = self.sender.send(Proposal::Entries(entries, replies));
+    }
+
+    /// Waits (bounded) until everything queued so far is committed or failed, then closes:
+    /// the committed state then holds all this consumer's task will ever add to it, so a
+    /// consumer started from it is not behind acks this one confirmed. Past the bound, what is
+    /// still in flight answers nothing.
+    pub(crate) async fn drain(&self) {
+        let (done, drained) = oneshot::channel();
+        if self.sender.send(Proposal::Drained(done)).is_ok() {
+            let _ = tokio::time::timeout(DRAIN_BOUND, drained).await;
+        }
+        self.closed.store(true, Ordering::Release);
     }
 }
 
@@ -552,8 +596,11 @@ pub(crate) async fn deactivate(
     replicas: &ReplicatedConsumers,
 ) {
     for consumer in consumers.all() {
-        if consumer.replication.is_some() {
+        if let Some(proposals) = &consumer.replication {
             super::leadership_lost(stream, consumers, &consumer.name).await;
+            // A next leadership here starts it from the committed state: with everything
+            // this incarnation proposed in it (or failed), not behind acks it confirmed.
+            proposals.drain().await;
             replicas.stopped(&consumer.name);
         }
     }
@@ -594,6 +641,108 @@ mod tests {
 
     fn encoded(records: &[Record]) -> Vec<u8> {
         serde_json::to_vec(records).expect("records")
+    }
+
+    /// A log whose proposals resolve one per permit the test adds, failing while `fail`.
+    struct Gated {
+        permits: Arc<tokio::sync::Semaphore>,
+        fail: Arc<AtomicBool>,
+    }
+
+    impl Replicator for Gated {
+        fn propose(&self, _batch: Bytes) -> crate::ProposeFuture {
+            let (permits, fail) = (self.permits.clone(), self.fail.clone());
+            Box::pin(async move {
+                if let Ok(permit) = permits.acquire().await {
+                    permit.forget();
+                }
+                if fail.load(Ordering::SeqCst) {
+                    Err(ReplicationError::NotLeader)
+                } else {
+                    Ok(())
+                }
+            })
+        }
+        fn leadership(&self) -> tokio::sync::watch::Receiver<Option<u64>> {
+            tokio::sync::watch::channel(None).1
+        }
+        fn rebuilt(&self) {}
+    }
+
+    /// A consumer's proposer over a gated log, and the AckSync answers it sends.
+    fn gated() -> (
+        Arc<Gated>,
+        Proposals,
+        mpsc::UnboundedReceiver<crate::Message>,
+    ) {
+        let log = Arc::new(Gated {
+            permits: Arc::new(tokio::sync::Semaphore::new(0)),
+            fail: Arc::default(),
+        });
+        let replicas = ReplicatedConsumers::new(log.clone(), Weak::new());
+        let router = crate::test_transport::TestRouter::new();
+        let answers = router.channel("answer.>");
+        let proposals = Proposals::spawn(replicas, "C".into(), router);
+        (log, proposals, answers)
+    }
+
+    async fn settle() {
+        for _ in 0..20 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stopping_consumer_waits_for_its_proposals_and_confirms_nothing_after() {
+        let (log, proposals, mut answers) = gated();
+        proposals.send(vec![first_delivery(1, 1)], vec![Bytes::from("answer.1")]);
+        let drained = Arc::new(AtomicBool::new(false));
+        let drain = {
+            let drained = drained.clone();
+            async move {
+                proposals.drain().await;
+                drained.store(true, Ordering::SeqCst);
+                proposals
+            }
+        };
+        let drain = tokio::spawn(drain);
+        settle().await;
+        // The proposal is in flight: the consumer is not stopped yet (a next leadership here
+        // would read a committed state without it).
+        assert!(!drained.load(Ordering::SeqCst));
+        assert!(answers.try_recv().is_err());
+        log.permits.add_permits(1);
+        let proposals = drain.await.expect("drain");
+        assert_eq!(
+            answers.recv().await.map(|m| m.subject),
+            Some("answer.1".into())
+        );
+        // Closed: what is handed over after the drain is answered to nobody.
+        proposals.send(vec![first_delivery(2, 2)], vec![Bytes::from("answer.2")]);
+        log.permits.add_permits(1);
+        settle().await;
+        assert!(answers.try_recv().is_err());
+    }
+
+    #[tokio::test]
+    async fn after_a_failed_proposal_no_ack_is_confirmed() {
+        let (log, proposals, mut answers) = gated();
+        log.fail.store(true, Ordering::SeqCst);
+        proposals.send(vec![first_delivery(1, 1)], vec![Bytes::from("answer.1")]);
+        log.permits.add_permits(1);
+        settle().await;
+        // The log took the next one, but it would ack a delivery the log never recorded.
+        log.fail.store(false, Ordering::SeqCst);
+        let ack = ConsumerEntry::Acked {
+            stream_seq: 1,
+            consumer_seq: 1,
+            all: false,
+        };
+        proposals.send(vec![ack], vec![Bytes::from("answer.2")]);
+        proposals.send(Vec::new(), vec![Bytes::from("answer.3")]);
+        log.permits.add_permits(2);
+        proposals.drain().await;
+        assert!(answers.try_recv().is_err());
     }
 
     #[test]

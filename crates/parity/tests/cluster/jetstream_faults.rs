@@ -30,68 +30,25 @@
 //! build) 414,487 publishes, 413,522 acked, 20 faults in 217 s, nothing found either (the
 //! losses Jepsen reports for it need power loss, which this schedule does not inject).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use async_nats::jetstream::message::PublishMessage as Publish;
 use async_nats::Client;
 use futures::StreamExt;
 use serde_json::{json, Value};
-use test_harness::cluster::{Cluster, ClusterOptions, LinkMode, Topology};
 
+use crate::fault_schedule::{
+    create_r3_stream, index_named, info_until, leader_name, node_names, progress,
+    proxied_jetstream_cluster, roaming_client, settled, start_publishers, History, Schedule, ROUND,
+    SETTLE,
+};
 use crate::jetstream_replicated::{base64_decode, lock};
-use crate::meta::{agreed_leader, kind, ELECTION_BOUND, SYSTEM_ACCOUNT};
 
 const STREAM: &str = "JEPSEN";
 const SUBJECT: &str = "jepsen.queue";
-/// One attempt of a publish waits this long for its PubAck.
-const ACK_WAIT: Duration = Duration::from_secs(1);
-/// Attempts of one payload before it is left indeterminate.
-const ATTEMPTS: usize = 3;
-/// After each fault is healed the stream takes publishes again within this.
-const RECOVERY: Duration = Duration::from_secs(60);
-/// The group settles (one leader, every replica current) within this after the schedule.
-const SETTLE: Duration = Duration::from_secs(60);
-
-/// One fault of the schedule.
-#[derive(Clone, Copy, Debug)]
-enum Fault {
-    KillLeader,
-    KillFollower,
-    PauseLeader,
-    PartitionLeader,
-}
-
-const ROUND: [Fault; 4] = [
-    Fault::KillLeader,
-    Fault::KillFollower,
-    Fault::PauseLeader,
-    Fault::PartitionLeader,
-];
-
-/// How a schedule runs.
-struct Schedule {
-    rounds: usize,
-    /// How long a fault is held before it is healed (a pause or a partition outlasts an
-    /// election timeout: ours 2-4 s, nats-server's 4-9 s).
-    hold: Duration,
-    publishers: usize,
-}
-
-/// What the publishers saw.
-#[derive(Default)]
-struct History {
-    /// Every payload sent at least once.
-    attempted: HashSet<String>,
-    /// (publisher, payload, sequence, duplicate) for every PubAck.
-    acked: Vec<(usize, String, u64, bool)>,
-    /// Payloads given up on after [`ATTEMPTS`] (indeterminate).
-    indeterminate: usize,
-    /// Acks that came back on a lower sequence than the publisher's previous ack.
-    backwards: Vec<String>,
-}
+const STREAM_INFO: &str = "$JS.API.STREAM.INFO.JEPSEN";
 
 /// The checker's findings.
 #[derive(Debug, Default)]
@@ -207,123 +164,6 @@ fn check(history: &History, replicas: &[(String, BTreeMap<u64, String>)]) -> Fin
     findings
 }
 
-/// A client that knows every node (it fails over when its node dies) and notices a paused node
-/// within a few seconds.
-async fn roaming_client(cluster: &Cluster, first: usize) -> Client {
-    let urls: Vec<async_nats::ServerAddr> = (0..cluster.len())
-        .map(|offset| (first + offset) % cluster.len())
-        .filter_map(|i| cluster.url(i).parse().ok())
-        .collect();
-    async_nats::ConnectOptions::new()
-        .ping_interval(Duration::from_secs(1))
-        .connection_timeout(Duration::from_secs(2))
-        .retain_servers_order()
-        .reconnect_delay_callback(|_| Duration::from_millis(100))
-        .connect(urls)
-        .await
-        .unwrap_or_else(|error| panic!("connect: {error}"))
-}
-
-/// One publisher: payloads `p<id>-<n>`, one at a time, each retried with the same message id.
-async fn publish_loop(
-    id: usize,
-    client: Client,
-    stop: Arc<AtomicBool>,
-    history: Arc<Mutex<History>>,
-) {
-    let jetstream = async_nats::jetstream::ContextBuilder::new()
-        .timeout(ACK_WAIT)
-        .build(client);
-    let mut last_seq = 0;
-    let mut n = 0;
-    while !stop.load(Ordering::Relaxed) {
-        let payload = format!("p{id}-{n}");
-        n += 1;
-        lock(&history).attempted.insert(payload.clone());
-        let mut acked = false;
-        for _ in 0..ATTEMPTS {
-            let message = Publish::build()
-                .payload(payload.clone().into())
-                .message_id(&payload);
-            let attempt = match jetstream.send_publish(SUBJECT, message).await {
-                Ok(pending) => pending.await.ok(),
-                Err(_) => None,
-            };
-            if let Some(ack) = attempt {
-                let mut history = lock(&history);
-                if ack.sequence <= last_seq {
-                    history.backwards.push(format!(
-                        "publisher {id}: {payload} acked at {} after {last_seq}",
-                        ack.sequence
-                    ));
-                }
-                last_seq = last_seq.max(ack.sequence);
-                history
-                    .acked
-                    .push((id, payload.clone(), ack.sequence, ack.duplicate));
-                acked = true;
-                break;
-            }
-            if stop.load(Ordering::Relaxed) {
-                break;
-            }
-            // A refusal (no responders) comes back at once: do not spin on it.
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        if !acked {
-            lock(&history).indeterminate += 1;
-        }
-    }
-}
-
-/// The stream's leader as the first STREAM.INFO answer names it, if one comes within 500 ms.
-async fn leader_info(client: &Client) -> Option<Value> {
-    let reply = tokio::time::timeout(
-        Duration::from_millis(500),
-        client.request(format!("$JS.API.STREAM.INFO.{STREAM}"), "".into()),
-    )
-    .await
-    .ok()?
-    .ok()?;
-    let info: Value = serde_json::from_slice(&reply.payload).ok()?;
-    info["cluster"]["leader"].is_string().then_some(info)
-}
-
-/// Waits (bounded) for a STREAM.INFO answer that `accept` takes.
-async fn info_until(client: &Client, what: &str, accept: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + SETTLE;
-    let mut last = Value::Null;
-    loop {
-        if let Some(info) = leader_info(client).await {
-            if accept(&info) {
-                return info;
-            }
-            last = info;
-        }
-        assert!(Instant::now() < deadline, "{what}: last STREAM.INFO {last}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-fn leader_name(info: &Value) -> String {
-    info["cluster"]["leader"].as_str().unwrap_or("").to_string()
-}
-
-/// A leader among `names` and both other replicas current and online.
-fn settled(info: &Value, names: &[String]) -> bool {
-    let leader = info["cluster"]["leader"].as_str().unwrap_or("");
-    names.iter().any(|name| name == leader)
-        && info["cluster"]["replicas"]
-            .as_array()
-            .is_some_and(|replicas| {
-                replicas.len() == names.len() - 1
-                    && replicas.iter().all(|replica| {
-                        replica["current"] == true
-                            && replica.get("offline") != Some(&Value::Bool(true))
-                    })
-            })
-}
-
 /// The payload at `seq` of `stream` (`None`: no message there), read from its current leader.
 /// A request can meet a moment without a meta leader (10008) or a stream leader (silence) after
 /// faults: asked again, within the settle bound.
@@ -363,87 +203,25 @@ async fn read_stream(client: &Client, last: u64) -> BTreeMap<u64, String> {
         .await
 }
 
-/// A proxied 3-node JetStream cluster (routes pinged every 500 ms, so a cut route drops fast).
-pub(crate) fn proxied_jetstream_cluster(name: &str) -> Cluster {
-    let mut options = ClusterOptions::new(&[kind(); 3], Topology::Proxied);
-    options.name = name.into();
-    options.jetstream = vec![0, 1, 2];
-    options.extra_config = SYSTEM_ACCOUNT.into();
-    options.route_ping_interval = Some(Duration::from_millis(500));
-    let cluster = Cluster::start(options);
-    agreed_leader(&cluster, &[0, 1, 2], 3, None)
-        .unwrap_or_else(|error| panic!("{error}\n{}", cluster.logs()));
-    cluster
-}
-
-fn index_named(names: &[String], name: &str) -> usize {
-    names.iter().position(|n| n == name).unwrap_or(0)
-}
-
 /// Runs the schedule under load, settles, reads every replica and checks; returns the findings
 /// and the number of faults injected.
 async fn run(schedule: Schedule) -> (Findings, usize) {
     let mut cluster = proxied_jetstream_cluster("faults");
-    let names: Vec<String> = (0..3).map(|i| cluster.node(i).name.clone()).collect();
+    let names = node_names(&cluster);
     let control = roaming_client(&cluster, 0).await;
-    let deadline = Instant::now() + ELECTION_BOUND;
-    loop {
-        let subject = format!("$JS.API.STREAM.CREATE.{STREAM}");
-        let mut got = crate::jetstream_assignments::answers(
-            &control,
-            &subject,
-            json!({"name": STREAM, "subjects": ["jepsen.>"], "num_replicas": 3,
-                   "storage": "file", "duplicate_window": 120_000_000_000u64}),
-        )
-        .await;
-        // nats-server sometimes leaves a create unanswered while its routes settle under load
-        // (CI parity pass on 717dd19); a client asks again, and finds the stream made.
-        if got.is_empty() && test_harness::is_reference() && Instant::now() < deadline {
-            continue;
-        }
-        assert_eq!(got.len(), 1, "{subject}: expected one answer, got {got:?}");
-        let created = got.remove(0);
-        if created["did_create"] == true
-            || (created.get("error").is_none() && created["config"]["name"] == STREAM)
-        {
-            break;
-        }
-        // nats-server refuses placement (10005) until its meta leader heard from everyone.
-        assert!(Instant::now() < deadline, "create: {created}");
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    create_r3_stream(&control, STREAM, "jepsen.>").await;
 
     let stop = Arc::new(AtomicBool::new(false));
     let history: Arc<Mutex<History>> = Arc::default();
-    let mut publishers = Vec::new();
-    for id in 0..schedule.publishers {
-        let client = roaming_client(&cluster, id % 3).await;
-        publishers.push(tokio::spawn(publish_loop(
-            id,
-            client,
-            stop.clone(),
-            history.clone(),
-        )));
-    }
-    let acked = || lock(&history).acked.len();
-    let progress = |what: String| {
-        let history = history.clone();
-        async move {
-            let from = lock(&history).acked.len();
-            let deadline = Instant::now() + RECOVERY;
-            while lock(&history).acked.len() < from + 20 {
-                assert!(Instant::now() < deadline, "no progress {what}");
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }
-    };
-    progress("before the first fault".into()).await;
+    let publishers =
+        start_publishers(&cluster, schedule.publishers, SUBJECT, &stop, &history).await;
+    progress(&history, "before the first fault").await;
 
     let started = Instant::now();
     let mut faults = 0;
     for round in 0..schedule.rounds {
         for fault in ROUND {
-            let info = info_until(&control, "a leader before the fault", |info| {
+            let info = info_until(&control, STREAM_INFO, "a leader before the fault", |info| {
                 settled(info, &names)
             })
             .await;
@@ -453,34 +231,13 @@ async fn run(schedule: Schedule) -> (Findings, usize) {
                 "round {round} {fault:?} (leader {}) at {:.1?}, {} acked",
                 names[leader],
                 started.elapsed(),
-                acked()
+                lock(&history).acked.len()
             );
-            match fault {
-                Fault::KillLeader | Fault::KillFollower => {
-                    let victim = if matches!(fault, Fault::KillLeader) {
-                        leader
-                    } else {
-                        follower
-                    };
-                    cluster.kill9(victim);
-                    tokio::time::sleep(schedule.hold).await;
-                    tokio::task::block_in_place(|| cluster.restart(victim));
-                }
-                Fault::PauseLeader => {
-                    cluster.pause(leader);
-                    tokio::time::sleep(schedule.hold).await;
-                    cluster.resume(leader);
-                }
-                Fault::PartitionLeader => {
-                    for other in (0..3).filter(|&i| i != leader) {
-                        cluster.set_link(leader, other, LinkMode::Blackhole);
-                    }
-                    tokio::time::sleep(schedule.hold).await;
-                    cluster.heal_all();
-                }
-            }
+            fault
+                .inject(&mut cluster, leader, follower, schedule.hold)
+                .await;
             faults += 1;
-            progress(format!("after {fault:?} in round {round}")).await;
+            progress(&history, &format!("after {fault:?} in round {round}")).await;
         }
     }
     stop.store(true, Ordering::Relaxed);
@@ -492,16 +249,19 @@ async fn run(schedule: Schedule) -> (Findings, usize) {
     // Healed: one leader, every replica current; then each replica leads in turn and is read.
     tokio::task::block_in_place(|| cluster.wait_for_mesh())
         .unwrap_or_else(|error| panic!("{error}\n{}", cluster.logs()));
-    let info = info_until(&control, "settled after the schedule", |info| {
-        settled(info, &names)
-    })
+    let info = info_until(
+        &control,
+        STREAM_INFO,
+        "settled after the schedule",
+        |info| settled(info, &names),
+    )
     .await;
     let last = info["state"]["last_seq"].as_u64().unwrap_or(0);
     let mut replicas = Vec::new();
     for name in &names {
         let deadline = Instant::now() + SETTLE;
         loop {
-            let info = info_until(&control, "settled before a read", |info| {
+            let info = info_until(&control, STREAM_INFO, "settled before a read", |info| {
                 settled(info, &names)
             })
             .await;

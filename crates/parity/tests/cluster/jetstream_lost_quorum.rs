@@ -15,8 +15,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use test_harness::cluster::LinkMode;
 
+use crate::fault_schedule::proxied_jetstream_cluster;
 use crate::jetstream_assignments::{answers, connect};
-use crate::jetstream_faults::{message_at, proxied_jetstream_cluster};
+use crate::jetstream_faults::message_at;
 use crate::jetstream_replicated::{create_r3, names_of, publish_until_acked, settled_info};
 use crate::meta::{index_of, ELECTION_BOUND};
 

@@ -11,6 +11,8 @@
 
 mod accounts;
 mod client_discovery;
+mod consumer_faults;
+mod fault_schedule;
 mod jetstream_accounts;
 mod jetstream_assignments;
 mod jetstream_consumers_replicated;

@@ -35,9 +35,17 @@ impl Task {
         let seq = ack.stream_sequence;
         let reply = reply.filter(|reply| !reply.is_empty());
         match AckKind::parse(payload) {
-            AckKind::Ack => self.acknowledge(seq, ack.consumer_sequence),
+            AckKind::Ack => {
+                if !self.acknowledge(seq, ack.consumer_sequence) {
+                    // Above this consumer's delivery pointer (a delivery by another leader
+                    // that this state does not hold): nothing applied and, as nats-server,
+                    // no answer, so a client never sees an ack confirmed that the state
+                    // does not keep. The message comes again; its next ack counts.
+                    return;
+                }
+            }
             AckKind::Next { request } => {
-                self.acknowledge(seq, ack.consumer_sequence);
+                let _ = self.acknowledge(seq, ack.consumer_sequence);
                 if let Some(reply) = reply {
                     // The pull request follows `+NXT ` in the ack body.
                     let body = payload.get(4..).unwrap_or_default();
@@ -68,7 +76,7 @@ impl Task {
             }
             AckKind::Term { reason } => {
                 if self.is_pending(seq) {
-                    self.acknowledge(seq, ack.consumer_sequence);
+                    let _ = self.acknowledge(seq, ack.consumer_sequence);
                     self.advise_terminated(seq, ack.consumer_sequence, ack.delivered, reason);
                 }
             }
@@ -100,9 +108,14 @@ impl Task {
 
     /// An ack of stream sequence `seq`: an [`ConsumerEntry::Acked`] applied to the state;
     /// timers, the ack sample and the stream's retention follow from what it acknowledged.
-    pub(super) fn acknowledge(&mut self, seq: u64, consumer_seq: u64) {
+    /// False (nothing applied) for an ack above the delivery pointer, as nats-server's
+    /// `processAckMsg`: an ack-all there would otherwise take every pending message with it.
+    pub(super) fn acknowledge(&mut self, seq: u64, consumer_seq: u64) -> bool {
         if self.config.ack_policy == AckPolicy::None {
-            return;
+            return true;
+        }
+        if seq > self.consumer.state.lock().state.delivered.stream_seq {
+            return false;
         }
         let entry = ConsumerEntry::Acked {
             stream_seq: seq,
@@ -116,7 +129,7 @@ impl Task {
                     shared.last_ack_active = Some(self.events_at.1);
                     (sequences, sample)
                 }
-                _ => return,
+                _ => return true,
             }
         };
         self.dirty = true;
@@ -128,6 +141,7 @@ impl Task {
             self.redeliver.remove(&seq);
             self.stream.acked(seq);
         }
+        true
     }
 
     /// The advisories' `domain` (empty, and so left out, without one).
