@@ -126,10 +126,13 @@ async fn watchers_initial_values_then_updates() {
     quiet(&mut wildcard).await;
 }
 
-/// `watch_many` is an ordered consumer with several filter subjects; revision 5 is rolled up
-/// by the purge of "a" right after, so the watcher must read it in time (the test above).
+/// `watch_many` is an ordered consumer with several filter subjects: it sees the updates of
+/// its keys and not the others (revision 7, "c"), the delete and the purge markers. Revision 5
+/// is read before the purge of "a" rolls it up: a watcher reading it afterwards finds it gone,
+/// on nats-server as on rnats (both failed the unsynchronised form about 1 run in 100 with the
+/// CPU oversubscribed, 4 copies in parallel beside 2 busy loops on 2 cores: nats-server 2.15.1
+/// 2/200, rnats 1-2/200), a race in the test, not in the servers.
 #[tokio::test]
-#[ignore = "rnats, about 1 run in 20 under CPU load: the watcher reads revision 5 after the purge of \"a\" 1-2 ms later rolled it up (the full CI run on d9a1be5; 2ddef5f narrowed the window, issue 19)"]
 async fn watch_many_sees_every_update_of_its_keys() {
     let server = TestServer::jetstream();
     let context = jetstream::new(connect(&server).await);
@@ -143,13 +146,24 @@ async fn watch_many_sees_every_update_of_its_keys() {
     assert_eq!(next(&mut many).await.0, "a");
     let mut many_updates = store.watch_many(["a", "b"]).await.unwrap();
     store.put("a", "3".into()).await.unwrap();
+    for watch in [&mut many, &mut many_updates] {
+        assert_eq!(
+            next(watch).await,
+            ("a".into(), "3".into(), 5, Operation::Put)
+        );
+    }
     store.delete("b").await.unwrap();
     store.put("c", "2".into()).await.unwrap();
     store.purge("a").await.unwrap();
     for watch in [&mut many, &mut many_updates] {
-        assert_eq!(next(watch).await.2, 5);
-        assert_eq!(next(watch).await.2, 6);
-        assert_eq!(next(watch).await.2, 8);
+        assert_eq!(
+            next(watch).await,
+            ("b".into(), "".into(), 6, Operation::Delete)
+        );
+        assert_eq!(
+            next(watch).await,
+            ("a".into(), "".into(), 8, Operation::Purge)
+        );
         quiet(watch).await;
     }
 }
