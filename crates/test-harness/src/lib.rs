@@ -184,7 +184,26 @@ impl TestServer {
         })
     }
 
-    fn start_in(mut options: ServerOptions, temp: tempfile::TempDir) -> TestServer {
+    /// Start, and start again (at most twice more) when a port handed out by [`free_port`] was
+    /// taken by another process before the server could bind it: the OS hands the same
+    /// ephemeral ports to outgoing connections, and another test run may probe them too.
+    fn start_in(options: ServerOptions, mut temp: tempfile::TempDir) -> TestServer {
+        let mut attempt = 1;
+        loop {
+            let mut server = Self::spawn_in(options.clone(), temp);
+            match server.await_ready() {
+                Ok(()) => return server,
+                Err(log) if attempt < 3 && log.contains("address already in use") => {
+                    attempt += 1;
+                    temp =
+                        std::mem::replace(&mut server.temp, tempfile::tempdir().expect("tempdir"));
+                }
+                Err(log) => panic!("server exited during start; log:\n{log}"),
+            }
+        }
+    }
+
+    fn spawn_in(mut options: ServerOptions, temp: tempfile::TempDir) -> TestServer {
         let port = options.port.unwrap_or_else(free_port);
         options.port = Some(port);
         let mut args: Vec<String> = vec![
@@ -228,28 +247,25 @@ impl TestServer {
             .stderr(log_err)
             .spawn()
             .unwrap_or_else(|e| panic!("spawn {:?}: {e}", server_binary()));
-        let mut server = TestServer {
+        TestServer {
             child: Some(child),
             port,
             monitor_port,
             options,
             temp,
             store_dir,
-        };
-        server.wait_ready();
-        server
+        }
     }
 
-    /// Wait until the server accepts a connection and sends its INFO line.
-    fn wait_ready(&mut self) {
+    /// Wait until the server accepts a connection and sends its INFO line; its log when it
+    /// exited instead.
+    fn await_ready(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             if let Some(child) = self.child.as_mut() {
                 if let Ok(Some(status)) = child.try_wait() {
-                    panic!(
-                        "server exited during start ({status}); log:\n{}",
-                        self.log()
-                    );
+                    self.child = None;
+                    return Err(format!("({status})\n{}", self.log()));
                 }
             }
             if let Ok(stream) = TcpStream::connect(("127.0.0.1", self.port)) {
@@ -260,7 +276,7 @@ impl TestServer {
                     if let Some(m) = self.monitor_port {
                         wait_port(m, deadline);
                     }
-                    return;
+                    return Ok(());
                 }
             }
             assert!(
