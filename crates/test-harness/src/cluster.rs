@@ -66,6 +66,8 @@ pub struct ClusterOptions {
     /// Appended to every node's config, `{node}` replaced by the node's name (for a directory
     /// of its own).
     pub extra_config: String,
+    /// Appended to one node's config (by index), after `extra_config`, `{node}` replaced too.
+    pub node_config: Vec<String>,
     /// Appended inside every node's `cluster { }` block (route `tls { }`, `permissions { }`).
     pub cluster_extra: String,
 }
@@ -81,6 +83,7 @@ impl ClusterOptions {
             route_ping_interval: None,
             extra_routes: Vec::new(),
             extra_config: String::new(),
+            node_config: Vec::new(),
             cluster_extra: String::new(),
         }
     }
@@ -162,7 +165,10 @@ impl Cluster {
             .map(|i| {
                 let kind = options.kinds[i];
                 let name = format!("{}-{i}-{}", options.name, kind.label());
-                let config = node_config(&options, &name, ports[i].1, &routes[i], advertise);
+                let mut config = node_config(&options, &name, ports[i].1, &routes[i], advertise);
+                if let Some(own) = options.node_config.get(i) {
+                    config.push_str(&own.replace("{node}", &name));
+                }
                 Node::new(
                     i,
                     kind,

@@ -195,11 +195,5 @@ pub fn validate(options: &Options) -> Result<(), String> {
             return Err("system_account in config and operator JWT must be identical".into());
         }
     }
-    if let Some(ResolverOptions::Directory { full: false, .. }) = &operator.resolver {
-        return Err(
-            "the cache account resolver is not supported by rnats (use type: full or resolver: MEMORY)"
-                .into(),
-        );
-    }
     Ok(())
 }

@@ -34,21 +34,36 @@ enum Request {
     Delete,
 }
 
-const SUBJECTS: [(&str, Request, bool); 6] = [
+/// Which resolvers answer a subject.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Served {
+    /// Every resolver (memory too).
+    All,
+    /// The full and cache resolvers.
+    Directory,
+    /// The full resolver only.
+    Full,
+}
+
+const SUBJECTS: [(&str, Request, Served); 6] = [
     (
         "$SYS.REQ.ACCOUNT.*.CLAIMS.UPDATE",
         Request::AccountUpdate,
-        false,
+        Served::All,
     ),
     (
         "$SYS.ACCOUNT.*.CLAIMS.UPDATE",
         Request::AccountUpdate,
-        false,
+        Served::All,
     ),
-    ("$SYS.REQ.CLAIMS.UPDATE", Request::Update, true),
-    ("$SYS.REQ.ACCOUNT.*.CLAIMS.LOOKUP", Request::Lookup, true),
-    ("$SYS.REQ.CLAIMS.LIST", Request::List, true),
-    ("$SYS.REQ.CLAIMS.DELETE", Request::Delete, true),
+    ("$SYS.REQ.CLAIMS.UPDATE", Request::Update, Served::Directory),
+    (
+        "$SYS.REQ.ACCOUNT.*.CLAIMS.LOOKUP",
+        Request::Lookup,
+        Served::Full,
+    ),
+    ("$SYS.REQ.CLAIMS.LIST", Request::List, Served::Full),
+    ("$SYS.REQ.CLAIMS.DELETE", Request::Delete, Served::Full),
 ];
 
 /// Subscribe the claims subjects in the system account (operator mode only; the full
@@ -57,20 +72,27 @@ pub(super) fn start(server: &Arc<Server>) {
     let Some(resolver) = &server.jwt else {
         return;
     };
-    let full = resolver.directory().is_some();
+    let level = match resolver.directory() {
+        None => Served::All,
+        Some(directory) if directory.cache => Served::Directory,
+        Some(_) => Served::Full,
+    };
     let subjects = SUBJECTS
         .iter()
-        .filter(|(_, _, full_only)| full || !full_only)
+        .filter(|(_, _, served)| *served <= level)
         .map(|(subject, request, _)| (subject.to_string(), *request))
         .collect();
     serve(server, subjects, answer);
     if let Some(directory) = resolver.directory() {
         tracing::info!(
-            "Managing all jwt in exclusive directory {}",
+            "Managing {} jwt in exclusive directory {}",
+            if directory.cache { "some" } else { "all" },
             directory.path().display()
         );
-        if let Some(crate::config::operator::ResolverOptions::Directory { interval, .. }) =
-            &server.options.operator.resolver
+        if let (
+            Some(crate::config::operator::ResolverOptions::Directory { interval, .. }),
+            Served::Full,
+        ) = (&server.options.operator.resolver, level)
         {
             super::claims_pack::start(server, *interval);
         }
@@ -154,41 +176,55 @@ fn account_key(subject: &[u8]) -> Option<String> {
 fn update(server: &Server, resolver: &Resolver, message: &Message, request: Request) -> Value {
     let body = String::from_utf8_lossy(&message.payload);
     let decoded = jwt::decode::<AccountFields>(&body);
-    let full = resolver.directory().is_some();
+    let full = resolver.directory().is_some() && !resolver.is_cache();
+    let cache = resolver.is_cache();
+    // nats-server's cache resolver words its answers so.
+    let (error_text, skipped, updated) = if cache {
+        (
+            "jwt update cache resulted in error",
+            "jwt update cache skipped",
+            "jwt updated cache",
+        )
+    } else {
+        (
+            "jwt update resulted in error",
+            "jwt update skipped",
+            "jwt updated",
+        )
+    };
     if let (true, Err(error)) = (full, &decoded) {
-        return failure("n/a", "jwt update resulted in error", &error.to_string());
+        return failure("n/a", error_text, &error.to_string());
+    }
+    if let (true, Request::Update, Err(error)) = (cache, request, &decoded) {
+        return failure("n/a", error_text, &error.to_string());
     }
     let key = match request {
         Request::AccountUpdate => account_key(&message.subject),
         _ => decoded.as_ref().ok().map(|claims| claims.sub.clone()),
     };
     let Some(key) = key else {
-        return failure("n/a", "jwt update resulted in error", "bad subject");
+        return failure("n/a", error_text, "bad subject");
     };
-    if !full && body.trim().is_empty() {
+    if !full && !cache && body.trim().is_empty() {
         return failure(&key, "jwt update error", "request body is empty");
     }
     let claims = match decoded {
         Ok(claims) => claims,
-        Err(error) => return failure(&key, "jwt update resulted in error", &error.to_string()),
+        Err(error) => return failure(&key, error_text, &error.to_string()),
     };
     if claims.sub != key {
-        return failure(
-            &key,
-            "jwt update resulted in error",
-            "subject does not match jwt content",
-        );
+        return failure(&key, error_text, "subject does not match jwt content");
     }
     if !full && server.accounts.lookup(&key).is_none() {
-        return success(&key, "jwt update skipped");
+        return success(&key, skipped);
     }
     match resolver.store(Some(&key), &body) {
         Ok(UpdateOutcome::Updated) => {
             apply(server, resolver, &key);
-            success(&key, "jwt updated")
+            success(&key, updated)
         }
-        Ok(UpdateOutcome::Older | UpdateOutcome::StoredUnverified) => success(&key, "jwt updated"),
-        Err(error) => failure(&key, "jwt update resulted in error", &error),
+        Ok(UpdateOutcome::Older | UpdateOutcome::StoredUnverified) => success(&key, updated),
+        Err(error) => failure(&key, error_text, &error),
     }
 }
 

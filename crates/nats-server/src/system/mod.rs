@@ -14,7 +14,8 @@
 //! - Operator mode: account JWT updates over `$SYS.REQ.ACCOUNT.<key>.CLAIMS.UPDATE`, and with
 //!   the full resolver `$SYS.REQ.CLAIMS.UPDATE|LIST|DELETE` and
 //!   `$SYS.REQ.ACCOUNT.<key>.CLAIMS.LOOKUP` (`claims.rs`), and the full resolvers' store sync
-//!   over `$SYS.REQ.CLAIMS.PACK` (`claims_pack.rs`).
+//!   over `$SYS.REQ.CLAIMS.PACK` (`claims_pack.rs`); the cache resolver's fetch of an unknown
+//!   account for a CONNECT (`claims_fetch.rs`).
 //!
 //! The subscription handlers only enqueue; one task answers. Everything goes through the system
 //! account's router, so requests and replies cross routes like any other `$SYS` traffic.
@@ -22,10 +23,12 @@
 
 mod account_requests;
 mod claims;
+mod claims_fetch;
 mod claims_pack;
 mod events;
 mod statsz;
 
+pub(crate) use claims_fetch::fetch_for_connect;
 pub(crate) use events::{client_connected, client_disconnected};
 
 use crate::router::{Delivery, PendingFlush};

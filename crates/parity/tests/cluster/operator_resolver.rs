@@ -3,7 +3,9 @@
 //! each server's own subscription, as between nats-servers), so the account's users connect
 //! anywhere and its messages cross the routes in its own account. Each node keeps its own
 //! directory (`<cluster dir>/<node>`). A server that was down during the push learns the JWT
-//! from its peers' packs (`$SYS.REQ.CLAIMS.PACK`, every `interval`).
+//! from its peers' packs (`$SYS.REQ.CLAIMS.PACK`, every `interval`). A cache resolver fetches an
+//! account it does not hold from the full resolvers (`$SYS.REQ.ACCOUNT.<key>.CLAIMS.LOOKUP`)
+//! when one of its users connects, and keeps it in its directory.
 
 use crate::jwt_builder::{account_jwt, creds, user_jwt, Trust};
 use crate::per_composition;
@@ -14,7 +16,8 @@ use test_harness::cluster::{Cluster, Topology};
 
 per_composition!(
     a_pushed_account_reaches_every_full_resolver,
-    a_server_down_during_a_push_learns_it_from_its_peers
+    a_server_down_during_a_push_learns_it_from_its_peers,
+    a_cache_resolver_fetches_an_account_from_a_full_one
 );
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -96,6 +99,17 @@ fn start(composition: Composition, trust: &Trust, directory: &tempfile::TempDir)
 
 /// Push `tenant`'s account JWT through node `index` and check the answer.
 async fn push(cluster: &Cluster, index: usize, trust: &Trust, tenant: &nkeys::KeyPair) {
+    let reply = push_answer(cluster, index, trust, tenant).await;
+    assert_eq!(reply["data"]["message"], "jwt updated", "{reply}");
+}
+
+/// Push `tenant`'s account JWT through node `index`: the first answer.
+async fn push_answer(
+    cluster: &Cluster,
+    index: usize,
+    trust: &Trust,
+    tenant: &nkeys::KeyPair,
+) -> serde_json::Value {
     let operator_user = nkeys::KeyPair::new_user();
     let operator_jwt = user_jwt(&operator_user, &trust.system, None, json!({}));
     let admin = connect(cluster, index, &operator_jwt, &operator_user)
@@ -111,8 +125,54 @@ async fn push(cluster: &Cluster, index: usize, trust: &Trust, tenant: &nkeys::Ke
     .await
     .expect("reply in time")
     .expect("reply");
-    let reply: serde_json::Value = serde_json::from_slice(&reply.payload).expect("json");
-    assert_eq!(reply["data"]["message"], "jwt updated", "{reply}");
+    serde_json::from_slice(&reply.payload).expect("json")
+}
+
+async fn a_cache_resolver_fetches_an_account_from_a_full_one(composition: Composition) {
+    let trust = Trust::new();
+    let system = trust.system.public_key();
+    let directory = tempfile::tempdir().expect("resolver dirs");
+    let mut options = composition.options(Topology::FullMesh);
+    // Node 0 keeps every account; nodes 1 and 2 cache what they fetch.
+    options.extra_config = format!(
+        "operator: \"{}\"\nsystem_account: {system}\n\
+         resolver_preload {{ {system}: \"{}\" }}\n",
+        trust.operator_jwt(),
+        trust.system_jwt,
+    );
+    options.node_config = ["full", "cache", "cache"]
+        .iter()
+        .map(|kind| {
+            format!(
+                "resolver {{ type: {kind}, dir: \"{}/{{node}}\", timeout: \"1s\" }}\n",
+                directory.path().display()
+            )
+        })
+        .collect();
+    let cluster = Cluster::launch(options);
+    wait_for_routes(&cluster);
+    let tenant = nkeys::KeyPair::new_account();
+    let user = nkeys::KeyPair::new_user();
+    let user_jwt = user_jwt(&user, &tenant, None, json!({}));
+    let error = connect(&cluster, 1, &user_jwt, &user)
+        .await
+        .expect_err("refused while no resolver has the account");
+    assert!(error.contains("authorization violation"), "{error}");
+
+    let answer = push_answer(&cluster, 0, &trust, &tenant).await;
+    let message = answer["data"]["message"].as_str().unwrap_or_default();
+    // Every resolver answers; the cache resolvers skip an account they do not hold.
+    assert!(
+        ["jwt updated", "jwt update cache skipped"].contains(&message),
+        "{answer}"
+    );
+    let client = connect_when_known(&cluster, 1, &user_jwt, &user).await;
+    client.flush().await.expect("flush");
+    let cached = directory
+        .path()
+        .join(&cluster.nodes()[1].name)
+        .join(format!("{}.jwt", tenant.public_key()));
+    assert!(cached.exists(), "{} not cached", cached.display());
 }
 
 async fn a_server_down_during_a_push_learns_it_from_its_peers(composition: Composition) {

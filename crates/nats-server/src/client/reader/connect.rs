@@ -15,6 +15,7 @@ impl Session {
     /// With an authorization callout configured, the callout decides instead
     /// (`callout.rs`).
     pub(super) async fn authenticate_off_thread(&mut self, connect: &ConnectOptions) {
+        crate::system::fetch_for_connect(&self.server, connect).await;
         if let Some(outcome) = self.authenticate_with_callout(connect).await {
             self.authenticated = Some(outcome);
             return;

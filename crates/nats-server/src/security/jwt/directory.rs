@@ -13,8 +13,10 @@ pub struct Directory {
     path: PathBuf,
     allow_delete: bool,
     hard_delete: bool,
-    /// At most this many accounts (0: no limit).
+    /// At most this many accounts (0: no limit; not enforced for a cache).
     limit: usize,
+    /// The cache resolver's directory (accounts fetched from full-resolver peers).
+    pub cache: bool,
 }
 
 impl Directory {
@@ -28,6 +30,7 @@ impl Directory {
             allow_delete,
             hard_delete,
             limit,
+            cache: false,
         }
     }
 
@@ -76,7 +79,7 @@ impl Directory {
     /// or the new one). `added`: the account is not stored yet, `held`: how many are.
     pub fn save(&self, key: &str, jwt: &str, added: bool, held: usize) -> Result<(), String> {
         let file = self.file(key).ok_or("invalid public key")?;
-        if added && self.limit > 0 && held >= self.limit {
+        if added && !self.cache && self.limit > 0 && held >= self.limit {
             return Err("jwt store is full".into());
         }
         let temporary = self.path.join(format!(".{key}{EXTENSION}.tmp"));

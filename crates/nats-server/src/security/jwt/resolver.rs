@@ -157,7 +157,14 @@ impl Resolver {
         self.trusted.contains(key)
     }
 
-    /// The full resolver's directory, if this is one.
+    /// Whether this is the cache resolver (accounts fetched from peers on first use).
+    pub fn is_cache(&self) -> bool {
+        self.directory
+            .as_ref()
+            .is_some_and(|directory| directory.cache)
+    }
+
+    /// The full (or cache) resolver's directory, if this is one.
     pub fn directory(&self) -> Option<&super::directory::Directory> {
         self.directory.as_ref()
     }
@@ -307,7 +314,7 @@ pub fn from_options(options: &crate::config::Options) -> Option<Resolver> {
         .collect();
     let mut resolver = Resolver::new(&operators);
     if let Some(crate::config::operator::ResolverOptions::Directory {
-        full: true,
+        full,
         dir,
         allow_delete,
         hard_delete,
@@ -315,7 +322,9 @@ pub fn from_options(options: &crate::config::Options) -> Option<Resolver> {
         ..
     }) = &operator.resolver
     {
-        let directory = super::directory::Directory::new(dir, *allow_delete, *hard_delete, *limit);
+        let mut directory =
+            super::directory::Directory::new(dir, *allow_delete, *hard_delete, *limit);
+        directory.cache = !full;
         for (key, jwt) in directory.load() {
             match resolver.verify(&jwt) {
                 Ok(account) if account.key() == key => {
