@@ -338,6 +338,13 @@ async fn server_remove_of_a_killed_node_re_places_its_streams_and_consumers() {
         answer["error"]["description"],
         "server is not a member of the cluster"
     );
+    let answer = one_answer(
+        &system,
+        "$JS.API.SERVER.REMOVE",
+        json!({"peer_id": "NOSUCHID"}),
+    )
+    .await;
+    assert_eq!(error_code(&answer), 10044, "{answer}");
     let started = Instant::now();
     let answer = one_answer(&system, "$JS.API.SERVER.REMOVE", json!({ "peer": victim })).await;
     assert_eq!(answer, json!({"type": SERVER_REMOVE_TYPE, "success": true}));
