@@ -114,6 +114,24 @@ impl Cluster {
             .collect()
     }
 
+    /// CPU time (user + system) the nodes spent so far, summed, in seconds.
+    pub fn cpu_seconds(&self) -> f64 {
+        // SAFETY: sysconf has no preconditions.
+        let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+        self.children
+            .iter()
+            .filter_map(|child| {
+                let stat = fs::read_to_string(format!("/proc/{}/stat", child.id())).ok()?;
+                // Fields after the command name (which may hold spaces), from field 3 on.
+                let rest = &stat[stat.rfind(')')? + 2..];
+                let fields: Vec<&str> = rest.split_whitespace().collect();
+                let user: f64 = fields.get(11)?.parse().ok()?;
+                let system: f64 = fields.get(12)?.parse().ok()?;
+                Some((user + system) / ticks)
+            })
+            .sum()
+    }
+
     fn check_alive(&mut self) -> Result<()> {
         for (node, child) in self.children.iter_mut().enumerate() {
             if !matches!(child.try_wait(), Ok(None)) {

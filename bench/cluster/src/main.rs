@@ -72,6 +72,8 @@ const METRICS: &[(&str, &str, bool)] = &[
     ("pubsub delivered share", "%", true),
     ("fan-out to 3 nodes (128 B)", "deliveries/s", true),
     ("fan-out delivered share", "%", true),
+    ("server CPU per pubsub delivery", "us", false),
+    ("server CPU per fan-out delivery", "us", false),
     ("request/reply node 1->2 p50", "us", false),
     ("request/reply node 1->2 p99", "us", false),
     ("subscriptions visible on peers", "ms", false),
@@ -103,18 +105,20 @@ async fn run_round(
         let fanout = workloads::throughput(&cluster, &[0, 1, 2]).await?;
         record(METRICS[2].0, fanout.rate);
         record(METRICS[3].0, fanout.delivered * 100.0);
+        record(METRICS[4].0, pubsub.cpu_per_delivery * 1e6);
+        record(METRICS[5].0, fanout.cpu_per_delivery * 1e6);
         let (p50, p99) = workloads::request_reply(&cluster, Duration::from_secs(3)).await?;
-        record(METRICS[4].0, p50);
-        record(METRICS[5].0, p99);
+        record(METRICS[6].0, p50);
+        record(METRICS[7].0, p99);
     }
     if options.subscriptions > 0 {
         // A fresh cluster, so the RSS is that of the subscriptions, not of the flows above.
         let cluster = Cluster::start(label, binary, work).await?;
         let result = workloads::subscriptions(&cluster, options.subscriptions).await?;
-        record(METRICS[6].0, result.visible.as_secs_f64() * 1e3);
+        record(METRICS[8].0, result.visible.as_secs_f64() * 1e3);
         for (node, rss) in result.rss.iter().enumerate() {
             if let Some(bytes) = rss {
-                record(METRICS[7 + node].0, *bytes as f64 / (1024.0 * 1024.0));
+                record(METRICS[9 + node].0, *bytes as f64 / (1024.0 * 1024.0));
             }
         }
     }

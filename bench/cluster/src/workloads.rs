@@ -15,10 +15,12 @@ const PUBLISH_WINDOW: Duration = Duration::from_secs(3);
 const IDLE: Duration = Duration::from_secs(1);
 const WARM_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Delivered messages per second and the share of the published messages delivered.
+/// Delivered messages per second, the share of the published messages delivered, and the
+/// CPU time the three servers spent per delivery (steadier than the rates on a shared machine).
 pub struct Throughput {
     pub rate: f64,
     pub delivered: f64,
+    pub cpu_per_delivery: f64,
 }
 
 /// Publishes probes (1-byte payloads) on `subject` until every subscriber has seen one.
@@ -69,6 +71,7 @@ pub async fn throughput(cluster: &Cluster, subscriber_nodes: &[usize]) -> Result
     }
     warm(&publisher, subject, &mut subscribers).await?;
 
+    let cpu_before = cluster.cpu_seconds();
     let started = Instant::now();
     let counters: Vec<_> = subscribers
         .into_iter()
@@ -116,10 +119,12 @@ pub async fn throughput(cluster: &Cluster, subscriber_nodes: &[usize]) -> Result
         delivered += count;
         last = last.max(at);
     }
+    let cpu = cluster.cpu_seconds() - cpu_before;
     let seconds = last.duration_since(started).as_secs_f64().max(1e-9);
     Ok(Throughput {
         rate: delivered as f64 / seconds,
         delivered: delivered as f64 / (sent as f64 * subscriber_nodes.len() as f64),
+        cpu_per_delivery: cpu / (delivered.max(1) as f64),
     })
 }
 

@@ -120,6 +120,12 @@ pub struct PendingFlush {
     /// waits a little for them (nats-server's fast-producer stall) so a slower-but-healthy
     /// subscriber keeps up.
     stalled: Vec<Arc<ClientShared>>,
+    /// Routes that got messages: written to from this task when their writer is idle.
+    routes: Vec<Arc<ClientShared>>,
+    /// Write to the clients from this task too (when their writer is idle): set on a route's
+    /// reader, so a message crossing the cluster is handed from socket to socket with no
+    /// wake-up of another task on the way.
+    write_clients: bool,
 }
 
 const PENDING_DEDUPE_SCAN: usize = 16;
@@ -137,9 +143,31 @@ impl PendingFlush {
         }
     }
 
+    /// A route connection got data (see [`crate::client::outbound::Outbound::write_direct`]).
+    pub fn add_route(&mut self, route: &Arc<ClientShared>) {
+        if !self.routes.iter().any(|pending| pending.id == route.id) {
+            self.routes.push(route.clone());
+        }
+    }
+
+    /// A route reader's: writes to its clients' sockets itself.
+    pub fn writing_clients() -> PendingFlush {
+        PendingFlush {
+            write_clients: true,
+            ..PendingFlush::default()
+        }
+    }
+
     pub fn flush(&mut self) {
         for client in self.clients.drain(..) {
-            client.wake_writer();
+            if self.write_clients {
+                client.write_or_wake();
+            } else {
+                client.wake_writer();
+            }
+        }
+        for route in self.routes.drain(..) {
+            route.write_or_wake();
         }
     }
 
@@ -507,8 +535,11 @@ impl Router {
             }
         };
         for (link, queues) in &targets {
-            if link.send_message(self.account.as_bytes(), &routed, queues) {
-                pending.add(&link.connection);
+            if let Some(stalled) = link.send_message(self.account.as_bytes(), &routed, queues) {
+                pending.add_route(&link.connection);
+                if stalled {
+                    pending.add_stalled(&link.connection);
+                }
                 delivered += 1;
             }
         }

@@ -6,6 +6,7 @@
 //! its writer; a subscriber whose backlog passes `max_pending` is closed as a slow consumer
 //! instead of stalling the publisher.
 
+pub(crate) mod direct;
 mod outbound;
 mod reader;
 pub(crate) mod secure;
@@ -263,6 +264,17 @@ impl ClientShared {
 
     pub fn wake_writer(&self) {
         self.writer_wake.notify_one();
+    }
+
+    /// Write what is queued from this task if the writer is idle and the socket takes it all
+    /// (see `outbound::Outbound::write_direct`), else wake the writer.
+    pub fn write_or_wake(&self) {
+        if self.outbound.lock().write_direct() {
+            // For producers stalled on this connection, as after the writer's writes.
+            self.drained.notify_waiters();
+        } else {
+            self.wake_writer();
+        }
     }
 
     /// Bytes queued and being written.
@@ -523,6 +535,7 @@ pub fn spawn_connection(server: &Arc<Server>, stream: TcpStream, address: Socket
     }
     shared.queue_bytes(&info);
     tracing::debug!("{} - cid:{} - Client connection created", address, id);
+    let write_half = direct::share(&shared, write_half);
     start_tasks(server, shared, read_half, write_half);
 }
 

@@ -11,7 +11,10 @@
 use super::CloseReason;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use std::collections::VecDeque;
+use std::io::IoSlice;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use tokio::net::tcp::OwnedWriteHalf;
 
 /// Bytes queued or being written over every connection of the process (for the producer stall).
 static BACKLOG_TOTAL: AtomicUsize = AtomicUsize::new(0);
@@ -41,6 +44,8 @@ const BLOCK: usize = 64 * 1024;
 const SMALL_BLOCK: usize = 4 * 1024;
 /// Payloads from this size on are queued by reference instead of copied.
 const REFERENCE_PAYLOAD: usize = 16 * 1024;
+/// Segments handed to one vectored write.
+pub const WRITE_SLICES: usize = 64;
 
 /// Bytes waiting for the writer.
 pub struct Outbound {
@@ -57,6 +62,9 @@ pub struct Outbound {
     /// Bytes of `queued` not yet added to the process-wide total (see [`ACCOUNT_BATCH`]).
     unaccounted: usize,
     pub closing: Option<CloseReason>,
+    /// A plain TCP route's socket, which the task that queued a batch writes to itself while
+    /// the writer task is idle ([`Outbound::write_direct`]); unset for clients and TLS routes.
+    pub direct: Option<Arc<OwnedWriteHalf>>,
 }
 
 impl Default for Outbound {
@@ -75,6 +83,7 @@ impl Outbound {
             in_flight: 0,
             unaccounted: 0,
             closing: None,
+            direct: None,
         }
     }
 
@@ -173,6 +182,86 @@ impl Outbound {
         std::mem::take(&mut self.queued)
     }
 
+    /// Write what is queued straight to the socket, from the task that queued it, as far as
+    /// the socket takes it without waiting. Only while the writer task is idle (nothing in
+    /// flight), under this lock, so frames keep their order; a full socket, an error or a
+    /// writer at work leaves the rest to the writer task. True when nothing is left for it.
+    /// Saves the writer's wake-up (a thread hand-off) per read batch on a route.
+    pub fn write_direct(&mut self) -> bool {
+        if self.queued == 0 {
+            return true;
+        }
+        if self.in_flight > 0 || self.closing.is_some() {
+            return false;
+        }
+        let Some(socket) = self.direct.clone() else {
+            return false;
+        };
+        loop {
+            let written = {
+                let mut slices = [IoSlice::new(&[]); WRITE_SLICES];
+                let segments = self
+                    .sealed
+                    .iter()
+                    .map(|segment| &segment[..])
+                    .chain(std::iter::once(&self.filling[..]))
+                    .filter(|segment| !segment.is_empty());
+                let mut used = 0;
+                for (slot, segment) in slices.iter_mut().zip(segments) {
+                    *slot = IoSlice::new(segment);
+                    used += 1;
+                }
+                socket.try_write_vectored(&slices[..used])
+            };
+            match written {
+                Ok(count) if count > 0 => {
+                    self.consume(count);
+                    if self.queued == 0 {
+                        // As `take`: a connection sent small batches keeps a small block.
+                        self.recent = count;
+                        if count <= SMALL_BLOCK && self.filling.capacity() > SMALL_BLOCK {
+                            self.filling = BytesMut::new();
+                        }
+                        return true;
+                    }
+                }
+                // Full (WouldBlock), closed or failed: the writer task waits for room or
+                // meets the error and closes the connection.
+                _ => return false,
+            }
+        }
+    }
+
+    /// Drop the first `count` queued bytes, which the socket took.
+    fn consume(&mut self, count: usize) {
+        let mut left = count;
+        while left > 0 {
+            match self.sealed.front_mut() {
+                Some(front) if front.len() <= left => {
+                    left -= front.len();
+                    self.sealed.pop_front();
+                }
+                Some(front) => {
+                    front.advance(left);
+                    left = 0;
+                }
+                None => {
+                    if self.filling.len() <= left {
+                        // Keep the block for the next frames.
+                        self.filling.clear();
+                    } else {
+                        self.filling.advance(left);
+                    }
+                    left = 0;
+                }
+            }
+        }
+        let accounted = self.queued - self.unaccounted;
+        self.queued -= count;
+        self.unaccounted = self.unaccounted.min(self.queued);
+        release(accounted - (self.queued - self.unaccounted));
+    }
+
     /// Drop everything queued (a slow consumer's backlog).
     pub fn clear(&mut self) {
         release(self.queued - std::mem::take(&mut self.unaccounted));
@@ -211,22 +300,27 @@ mod tests {
             .collect()
     }
 
+    /// Queue MSG frame `index` with a payload of `size` bytes, and add it to `expected`.
+    fn push_test_frame(outbound: &mut Outbound, expected: &mut Vec<u8>, index: usize, size: usize) {
+        let payload = Bytes::from(vec![b'a' + (index % 26) as u8; size]);
+        let head = format!("MSG s {index} {}\r\n", payload.len());
+        outbound.push_frame(
+            head.len(),
+            |out| out.put_slice(head.as_bytes()),
+            None,
+            &payload,
+        );
+        expected.extend_from_slice(head.as_bytes());
+        expected.extend_from_slice(&payload);
+        expected.extend_from_slice(b"\r\n");
+    }
+
     #[test]
     fn frames_come_out_in_order_across_blocks_and_references() {
         let mut outbound = Outbound::new();
         let mut expected = Vec::new();
         for index in 0..2000usize {
-            let payload = Bytes::from(vec![b'a' + (index % 26) as u8; (index * 37) % 40_000]);
-            let head = format!("MSG s {index} {}\r\n", payload.len());
-            outbound.push_frame(
-                head.len(),
-                |out| out.put_slice(head.as_bytes()),
-                None,
-                &payload,
-            );
-            expected.extend_from_slice(head.as_bytes());
-            expected.extend_from_slice(&payload);
-            expected.extend_from_slice(b"\r\n");
+            push_test_frame(&mut outbound, &mut expected, index, (index * 37) % 40_000);
             if index % 7 == 0 {
                 outbound.push_slice(b"PONG\r\n");
                 expected.extend_from_slice(b"PONG\r\n");
@@ -278,6 +372,76 @@ mod tests {
         outbound.take(&mut segments);
         outbound.take(&mut segments);
         assert!(outbound.filling.capacity() <= SMALL_BLOCK);
+    }
+
+    /// A connected loopback pair: the write half for `direct`, and the peer's stream.
+    async fn socket_pair() -> (Arc<OwnedWriteHalf>, tokio::net::TcpStream) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let (ours, accepted) =
+            tokio::join!(tokio::net::TcpStream::connect(address), listener.accept());
+        let (_read_half, write_half) = ours.unwrap().into_split();
+        (Arc::new(write_half), accepted.unwrap().0)
+    }
+
+    async fn read_exactly(peer: &mut tokio::net::TcpStream, length: usize) -> Vec<u8> {
+        use tokio::io::AsyncReadExt;
+        let mut received = vec![0; length];
+        tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            peer.read_exact(&mut received),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        received
+    }
+
+    #[tokio::test]
+    async fn direct_writes_send_everything_queued_in_order_while_the_writer_is_idle() {
+        let (socket, mut peer) = socket_pair().await;
+        let mut outbound = Outbound::new();
+        let mut expected = Vec::new();
+        // Without a socket, or with the writer at work, nothing is written here.
+        outbound.push_slice(b"first\r\n");
+        expected.extend_from_slice(b"first\r\n");
+        assert!(!outbound.write_direct());
+        outbound.direct = Some(socket);
+        outbound.in_flight = 1;
+        assert!(!outbound.write_direct());
+        outbound.in_flight = 0;
+        for index in 0..300usize {
+            push_test_frame(&mut outbound, &mut expected, index, (index * 131) % 20_000);
+        }
+        let total = outbound.queued();
+        assert!(total > ACCOUNT_BATCH);
+        // The peer reads while we write: the socket may fill, then the rest stays queued (as
+        // the writer task would find it) and a later call goes on from there.
+        let reader = tokio::spawn(async move { read_exactly(&mut peer, total).await });
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !outbound.write_direct() {
+            assert!(std::time::Instant::now() < deadline, "never drained");
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        assert_eq!(outbound.queued(), 0);
+        assert_eq!(outbound.unaccounted, 0);
+        assert_eq!(reader.await.unwrap(), expected);
+        // Frames queued after a direct write follow it.
+        outbound.push_slice(b"PING\r\n");
+        let mut segments = VecDeque::new();
+        assert_eq!(outbound.take(&mut segments), 6);
+        assert_eq!(&segments[0][..], b"PING\r\n");
+    }
+
+    #[tokio::test]
+    async fn a_closing_connection_gets_no_direct_write() {
+        let (socket, _peer) = socket_pair().await;
+        let mut outbound = Outbound::new();
+        outbound.direct = Some(socket);
+        outbound.push_slice(b"PONG\r\n");
+        outbound.closing = Some(CloseReason::ClientClosed);
+        assert!(!outbound.write_direct());
+        assert_eq!(outbound.queued(), 6);
     }
 
     #[test]

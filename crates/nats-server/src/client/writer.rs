@@ -3,7 +3,7 @@
 //! dropping each block once written, and sends the server's PINGs every `ping_interval`
 //! (closing after `ping_max` unanswered ones).
 
-use super::outbound::advance_segments;
+use super::outbound::{advance_segments, WRITE_SLICES};
 use super::{ClientShared, CloseReason};
 use crate::server::Server;
 use bytes::{Bytes, BytesMut};
@@ -14,8 +14,6 @@ use std::sync::Arc;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::time::{interval_at, Instant, MissedTickBehavior};
 
-/// Segments handed to one vectored write.
-const WRITE_SLICES: usize = 64;
 /// How long the final shutdown may take without a `write_deadline` (nats-server's default).
 const SHUTDOWN_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -99,6 +97,9 @@ pub async fn run_with<W: AsyncWrite + Unpin>(
             continue;
         }
         if closing.is_some() {
+            // No frame goes straight to the socket any more (see `direct.rs`); the write side
+            // shuts when the last handle goes.
+            shared.outbound.lock().direct = None;
             // A TLS close_notify or a websocket CLOSE may find a peer that reads nothing:
             // bounded, so the socket is released whatever the peer does.
             let limit = if write_deadline.is_zero() {

@@ -55,10 +55,17 @@ impl RouteLink {
     }
 
     /// Queue an RMSG/HMSG of `account` carrying `delivery`, naming the queue groups the peer must pick a
-    /// member of. False when the route is closing or just overflowed (then it is closed: a
+    /// member of. `None` when the route is closing or just overflowed (then it is closed: a
     /// route too slow to take its backlog is cut as nats-server cuts a slow consumer, so
-    /// publishers never wait on it).
-    pub fn send_message(&self, account: &[u8], delivery: &Delivery<'_>, queues: &[&[u8]]) -> bool {
+    /// publishers never wait on it for long); `Some(true)` when queued over the stall
+    /// threshold: a publishing client then waits briefly, as nats-server stalls a fast producer
+    /// on a route's backlog as on a client's.
+    pub fn send_message(
+        &self,
+        account: &[u8],
+        delivery: &Delivery<'_>,
+        queues: &[&[u8]],
+    ) -> Option<bool> {
         let connection = &self.connection;
         let reply = delivery.reply.map(|reply| &reply[..]);
         let headers = delivery.headers.filter(|headers| !headers.is_empty());
@@ -70,7 +77,7 @@ impl RouteLink {
         let size = delivery.payload.len() + headers.map_or(0, Bytes::len);
         let mut outbound = connection.outbound.lock();
         if outbound.closing.is_some() {
-            return false;
+            return None;
         }
         outbound.push_frame(
             head_capacity,
@@ -98,10 +105,10 @@ impl RouteLink {
                 connection.max_pending
             );
             connection.close(CloseReason::SlowConsumerPendingBytes);
-            return false;
+            return None;
         }
         connection.counters.count_out_locked(size);
         drop(outbound);
-        true
+        Some(connection.over_stall(pending))
     }
 }

@@ -122,6 +122,7 @@ async fn serve(
     match established {
         Established::Plain(stream) => {
             let (read_half, write_half) = stream.into_split();
+            let write_half = crate::client::direct::share(&shared, write_half);
             run(server, routes, shared, read_half, write_half, url).await
         }
         Established::Tls(stream) => {
@@ -221,7 +222,7 @@ where
         link: None,
         remote_id: None,
         to_self: false,
-        pending: PendingFlush::default(),
+        pending: PendingFlush::writing_clients(),
         rtt_ping: None,
         rtt_measured: None,
         rtt_interval: writer_settings(&server).ping_interval,
