@@ -87,11 +87,21 @@ impl StreamGroups {
         peers: &[String],
         joining: bool,
     ) -> Arc<ReplicatedStream> {
+        let members: Vec<NodeId> = peers
+            .iter()
+            .filter_map(|peer| peer::node_id(peer))
+            .collect();
         let stale = {
             let groups = self.groups.lock();
             match groups.get(stream) {
                 Some(existing) if existing.name == group && existing.created == created => {
-                    return existing.clone();
+                    // The assignment's peers now: a server placed on the stream again before
+                    // its earlier removal let the group go must not keep that removal's target.
+                    let existing = existing.clone();
+                    drop(groups);
+                    *existing.target.lock() = members;
+                    tokio::spawn(super::membership::reconcile(existing.clone()));
+                    return existing;
                 }
                 Some(existing) => Some(existing.created),
                 None => None,
@@ -101,10 +111,6 @@ impl StreamGroups {
             self.close(&stream.0, &stream.1, stale).await;
         }
         let (leadership, _) = watch::channel(None);
-        let members: Vec<NodeId> = peers
-            .iter()
-            .filter_map(|peer| peer::node_id(peer))
-            .collect();
         let opened = Arc::new(ReplicatedStream {
             name: group.to_string(),
             created,
