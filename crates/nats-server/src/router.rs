@@ -172,6 +172,11 @@ impl PendingFlush {
     }
 
     fn add_stalled(&mut self, client: &Arc<ClientShared>) {
+        // A route's reader is never stalled (nats-server stalls client producers only), and
+        // its list would live as long as the route, holding every client it ever named.
+        if self.write_clients {
+            return;
+        }
         if !self.stalled.iter().any(|stalled| stalled.id == client.id) {
             self.stalled.push(client.clone());
         }
