@@ -14,6 +14,8 @@ pub mod cli;
 pub(crate) mod client;
 pub(crate) mod cluster;
 pub mod config;
+#[doc(hidden)]
+pub mod fuzzing;
 pub(crate) mod lame_duck;
 pub(crate) mod listener;
 pub mod logging;
