@@ -54,6 +54,11 @@ pub struct GroupConfig {
     /// leading in [`RaftGroup::leading`] (openraft keeps the role; nats-server's leader steps
     /// down on lost quorum). By then the other voters may elect a leader of their own.
     pub lost_quorum: Duration,
+    /// A leadership resumed by a restart (openraft's committed vote for itself, no election)
+    /// leads in [`RaftGroup::leading`] only once a quorum acknowledged it. On for every group
+    /// but the meta group, whose API answers assume a resumed leader leads (a server whose meta
+    /// group has no working leader answers 10008 beside the real leader's answer).
+    pub resumed_needs_quorum: bool,
 }
 
 impl GroupConfig {
@@ -75,6 +80,7 @@ impl GroupConfig {
             snapshot_after_entries: 5_000,
             snapshot_lag_threshold: 5_000,
             lost_quorum: Duration::from_secs(2),
+            resumed_needs_quorum: true,
         }
     }
 
@@ -203,6 +209,7 @@ pub struct RaftGroup {
     recovery: RecoveryReport,
     leader_contact: crate::leader_contact::LeaderContact,
     lost_quorum: Duration,
+    resumed_needs_quorum: bool,
     /// Resolves once openraft's state machine worker has dropped the application's machine.
     machine_gone: tokio::sync::Mutex<Option<tokio::sync::oneshot::Receiver<()>>>,
 }
@@ -278,6 +285,7 @@ impl RaftGroup {
             supervision,
             membership_changes: tokio::sync::Mutex::new(()),
             lost_quorum: config.lost_quorum,
+            resumed_needs_quorum: config.resumed_needs_quorum,
             machine_gone: tokio::sync::Mutex::new(Some(machine_gone)),
             recovery: RecoveryReport {
                 torn_tail,
@@ -469,7 +477,12 @@ impl RaftGroup {
     /// each leadership (a new term, a term resumed by a restarted group, a quorum regained), so
     /// a watcher can tell a new leadership from the one it knew (`leadership.rs`).
     pub fn leading(&self) -> watch::Receiver<Option<u64>> {
-        crate::leadership::watch(&self.raft, self.supervision.clone(), self.lost_quorum)
+        crate::leadership::watch(
+            &self.raft,
+            self.supervision.clone(),
+            self.lost_quorum,
+            self.resumed_needs_quorum,
+        )
     }
 
     /// Resolves with the reason when the group goes offline.

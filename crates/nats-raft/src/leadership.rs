@@ -27,23 +27,32 @@ use crate::types::TypeConfig;
 /// The next leadership number (0 is never handed out).
 static NEXT_LEADERSHIP: AtomicU64 = AtomicU64::new(1);
 
-/// This node's leadership in one term as first seen: the term, when, and the last log index
-/// then (what must be applied before it leads for the application).
+/// This node's leadership in one term as first seen: the term, when, the last log index then
+/// (what must be applied before it leads for the application) and the last applied index then.
 #[derive(Clone, Copy)]
 struct Elected {
     term: u64,
     at: tokio::time::Instant,
     last_log: Option<u64>,
+    applied: Option<u64>,
 }
 
 /// Whether `metrics` say this node leads with a fresh quorum (its term), and how long until
 /// that quorum goes stale. `elected` is when this node was first seen leading in its term:
 /// winning the election was a quorum's word too, so a new leader is not stale before its first
 /// heartbeat round has been acknowledged (openraft counts heartbeat acknowledgements only).
+///
+/// A quorum must have had a word in this leadership, though: an entry committed since it was
+/// first seen (an election's blank entry) or a heartbeat acknowledged in this process. A leadership
+/// resumed by a restarted node (openraft restores its committed vote for itself, appends no
+/// blank entry, and its log's tail was applied before the restart) has neither until the
+/// others answer; without this it led for the lost-quorum bound on its stale state while
+/// another node led a later term (the consumer fault suite saw it redeliver acked messages).
 fn ready(
     metrics: &RaftMetrics<TypeConfig>,
     elected: &mut Option<Elected>,
     lost_quorum: Duration,
+    resumed_needs_quorum: bool,
 ) -> (Option<u64>, Option<Duration>) {
     let term = metrics.current_term;
     if metrics.state != ServerState::Leader {
@@ -56,6 +65,7 @@ fn ready(
             term,
             at: tokio::time::Instant::now(),
             last_log: metrics.last_log_index,
+            applied: metrics.last_applied.as_ref().map(|log_id| log_id.index),
         }),
     };
     let applied = metrics.last_applied.as_ref();
@@ -68,6 +78,12 @@ fn ready(
         return (Some(term), None);
     }
     let since_elected = first_seen.at.elapsed();
+    // A quorum acknowledgement is openraft's memory of this process (a watch made while the
+    // node has long led sees its latest one).
+    let acked = metrics.last_quorum_acked.is_some();
+    if resumed_needs_quorum && applied.map(|log_id| log_id.index) <= first_seen.applied && !acked {
+        return (None, None);
+    }
     let age = metrics
         .last_quorum_acked
         .as_ref()
@@ -104,11 +120,17 @@ pub(crate) fn watch(
     raft: &Raft<TypeConfig, StateMachineAdapter>,
     supervision: Arc<Supervision>,
     lost_quorum: Duration,
+    resumed_needs_quorum: bool,
 ) -> watch::Receiver<Option<u64>> {
     let mut metrics = raft.metrics();
     let mut elected = None;
     let mut leadership = None;
-    let (term, mut stale_in) = ready(&metrics.borrow_watched(), &mut elected, lost_quorum);
+    let (term, mut stale_in) = ready(
+        &metrics.borrow_watched(),
+        &mut elected,
+        lost_quorum,
+        resumed_needs_quorum,
+    );
     let (sender, receiver) = watch::channel(number(&mut leadership, term));
     tokio::spawn(async move {
         loop {
@@ -129,7 +151,12 @@ pub(crate) fn watch(
                 stale_in = None;
                 None
             } else {
-                let (term, wait) = ready(&metrics.borrow_watched(), &mut elected, lost_quorum);
+                let (term, wait) = ready(
+                    &metrics.borrow_watched(),
+                    &mut elected,
+                    lost_quorum,
+                    resumed_needs_quorum,
+                );
                 stale_in = wait;
                 term
             };

@@ -558,3 +558,33 @@ async fn a_shutdown_returns_after_the_state_machine_is_released_and_promptly() {
     );
     cluster.shutdown().await;
 }
+
+/// A leader that resumes its term after a restart has heard from nobody in this process: it
+/// does not lead for the application until a quorum answers, even with its whole log applied.
+/// Found by the consumer fault suite (`parity cluster consumer_faults`): the killed stream
+/// leader, restarted while the others led a later term, ran its consumers from its stale state
+/// for the lost-quorum bound and delivered again messages whose acks the new leader confirmed.
+#[tokio::test(start_paused = true)]
+async fn a_leader_resumed_in_its_term_does_not_lead_before_a_quorum_answers() {
+    let mut cluster = Cluster::start(&[1, 2, 3], fast).await;
+    let first = cluster.leader(WAIT).await;
+    propose_many(&cluster.node(first), "before", 10).await;
+    let term = cluster.node(first).status().term;
+    cluster.isolate(first);
+    cluster.stop_node(first).await;
+    let restarted = cluster.start_node(first, true, None).await;
+    let resumed = restarted
+        .wait_for(WAIT, |status| {
+            status.role == Role::Leader && status.applied == status.last_log_index
+        })
+        .await
+        .expect("the restarted node resumes its leadership with its log applied");
+    assert_eq!(resumed.term, term, "the leader resumed its term");
+    let mut leading = restarted.leading();
+    let led = tokio::time::timeout(Duration::from_secs(3), leading.wait_for(Option::is_some)).await;
+    assert!(
+        led.is_err(),
+        "led without a word from a quorum: {resumed:?}"
+    );
+    cluster.shutdown().await;
+}

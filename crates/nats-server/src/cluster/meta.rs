@@ -196,6 +196,9 @@ impl Meta {
         let stream_groups = StreamGroups::new(groups_root, network.clone(), node_id);
         let mut config = GroupConfig::new(META_GROUP, node_id, Vec::new(), options.directory);
         config.bootstrap = false;
+        // See `GroupConfig::resumed_needs_quorum`: the API's 10008 answers read the meta
+        // leadership as it was before that rule.
+        config.resumed_needs_quorum = false;
         let assignments = Arc::new(Mutex::new(Assignments::default()));
         let (effects, pending) = tokio::sync::mpsc::unbounded_channel();
         // A thread of its own, as JetStream's API threads: stream creation is not a task the
