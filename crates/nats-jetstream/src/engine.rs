@@ -48,6 +48,9 @@ const GLOBAL_ACCOUNT: &str = "$G";
 /// nats-server's default `max_consumers` per stream for an account without explicit limits.
 pub(crate) const DEFAULT_MAX_CONSUMERS: i64 = 1000;
 
+/// A `$JS.API` subscription: the account's name, the transport it was made in and its id.
+type ApiSubscription = (String, Arc<dyn Transport>, u64);
+
 /// The JetStream subsystem of one server. Clone it freely (it is an `Arc` inside).
 #[derive(Clone)]
 pub struct JetStream {
@@ -70,9 +73,11 @@ pub(crate) struct Engine {
     refused: Mutex<Vec<Arc<Context>>>,
     /// Set once the meta group is installed: accounts added later are not served here.
     clustered: std::sync::atomic::AtomicBool,
-    /// Each subscription with the transport (account) it was made in.
-    subscriptions: Mutex<Vec<(Arc<dyn Transport>, u64)>>,
+    /// Each `$JS.API` subscription with the account and transport it was made in.
+    subscriptions: Mutex<Vec<ApiSubscription>>,
     api_queues: Mutex<Option<Arc<ApiQueues>>>,
+    /// Accounts whose JetStream an update disabled, while their streams close.
+    stopping: Mutex<std::collections::HashMap<String, tokio::task::JoinHandle<()>>>,
 }
 
 impl JetStream {
@@ -94,12 +99,13 @@ impl JetStream {
 
     /// JetStream for several accounts, each with its own streams under
     /// `<store_dir>/jetstream/<account>`, its limits and its `$JS.API`; the `refused`
-    /// transports (accounts without JetStream) answer every `$JS.API` request with 10039.
+    /// accounts (without JetStream: each name with its transport) answer every `$JS.API`
+    /// request with 10039.
     pub async fn start_accounts(
         config: JetStreamConfig,
         identity: ServerIdentity,
         accounts: Vec<AccountSetup>,
-        refused: Vec<Arc<dyn Transport>>,
+        refused: Vec<(String, Arc<dyn Transport>)>,
     ) -> Result<JetStream, JetStreamError> {
         let parent = match &config.store_dir {
             Some(dir) => dir.clone(),
@@ -131,6 +137,7 @@ impl JetStream {
             clustered: std::sync::atomic::AtomicBool::new(false),
             subscriptions: Mutex::new(Vec::new()),
             api_queues: Mutex::new(None),
+            stopping: Mutex::new(Default::default()),
         });
         let mut enabled: Vec<Arc<Context>> = accounts
             .into_iter()
@@ -144,7 +151,7 @@ impl JetStream {
         });
         let refused: Vec<Arc<Context>> = refused
             .into_iter()
-            .map(|transport| engine.context(refused_setup(transport), false))
+            .map(|(name, transport)| engine.context(refused_setup(&name, transport), false))
             .collect();
         for account in &enabled {
             account.registry.recover_streams()?;
@@ -190,10 +197,11 @@ impl JetStream {
                     }
                 }),
             );
-            self.engine
-                .subscriptions
-                .lock()
-                .push((account.transport.clone(), id));
+            self.engine.subscriptions.lock().push((
+                account.registry.account_name.clone(),
+                account.transport.clone(),
+                id,
+            ));
         }
     }
 
@@ -207,7 +215,10 @@ impl JetStream {
         setup: Result<AccountSetup, Arc<dyn Transport>>,
     ) -> Result<(), JetStreamError> {
         let engine = &self.engine;
-        if engine.clustered.load(Ordering::Relaxed) || engine.account(name).is_some() {
+        if engine.clustered.load(Ordering::Relaxed)
+            || engine.account(name).is_some()
+            || engine.refused_context(name).is_some()
+        {
             return Ok(());
         }
         let Some(queues) = engine.api_queues.lock().clone() else {
@@ -229,13 +240,104 @@ impl JetStream {
                 context
             }
             Err(transport) => {
-                let context = engine.context(refused_setup(transport), false);
+                let context = engine.context(refused_setup(name, transport), false);
                 engine.refused.lock().push(context.clone());
                 context
             }
         };
         self.subscribe_api(&queues, &context);
         Ok(())
+    }
+
+    /// Apply an account JWT update to an account JetStream already knows, as nats-server's
+    /// `configJetStream` does: an account it serves that keeps JetStream takes the new limits
+    /// (the next stream or consumer create and publish are checked against them, and
+    /// `$JS.API.INFO` shows them); one it refused that now has JetStream is served from now
+    /// on (its streams recovered); one it serves that lost JetStream has its streams stopped
+    /// (their files stay) and its `$JS.API` answered with 10039. Serving or refusing anew is
+    /// for a single server only (the meta group's accounts are fixed at start); an account
+    /// JetStream has not seen is added ([`JetStream::add_account`]).
+    pub fn update_account(
+        &self,
+        name: &str,
+        setup: Result<AccountSetup, Arc<dyn Transport>>,
+    ) -> Result<(), JetStreamError> {
+        let engine = &self.engine;
+        let served = engine.account(name);
+        if let (Some(context), Ok(account)) = (&served, &setup) {
+            context
+                .registry
+                .set_account_limits(account.limits.clone(), account.tiers.clone());
+            return Ok(());
+        }
+        if engine.clustered.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        match (served, setup) {
+            (Some(context), Err(transport)) => {
+                self.withdraw(name);
+                let mut accounts = Vec::clone(&engine.accounts.load());
+                accounts.retain(|account| !Arc::ptr_eq(account, &context));
+                engine.accounts.store(Arc::new(accounts));
+                context.registry.withdraw_streams();
+                let stop = tokio::spawn(async move { context.registry.stop_all_streams().await });
+                engine.stopping.lock().insert(name.to_string(), stop);
+                self.add_account(name, Err(transport))
+            }
+            (None, Ok(account)) => {
+                if engine.refused_context(name).is_some() {
+                    self.withdraw(name);
+                    engine
+                        .refused
+                        .lock()
+                        .retain(|context| context.registry.account_name != name);
+                }
+                // Disabled a moment ago (and not yet settled): its streams are reopened once
+                // they are closed.
+                let stopping = engine.stopping.lock().remove(name);
+                if let Some(stop) = stopping.filter(|stop| !stop.is_finished()) {
+                    let (jetstream, name) = (self.clone(), name.to_string());
+                    tokio::spawn(async move {
+                        let _ = stop.await;
+                        if let Err(error) = jetstream.add_account(&name, Ok(account)) {
+                            tracing::error!("JetStream for account {name}: {error}");
+                        }
+                    });
+                    return Ok(());
+                }
+                self.add_account(name, Ok(account))
+            }
+            (None, Err(transport)) => self.add_account(name, Err(transport)),
+            (Some(_), Ok(_)) => Ok(()),
+        }
+    }
+
+    /// Wait until the streams of every account an update disabled are closed (the claims
+    /// requests' task awaits this after each request, so an update enabling the account again
+    /// reopens them at once).
+    pub async fn settled(&self) {
+        let stopping: Vec<_> = self.engine.stopping.lock().drain().collect();
+        for (_, stop) in stopping {
+            let _ = stop.await;
+        }
+    }
+
+    /// Unsubscribe the `$JS.API` subjects of the account `name`.
+    fn withdraw(&self, name: &str) {
+        let mut withdrawn = Vec::new();
+        self.engine
+            .subscriptions
+            .lock()
+            .retain(|(account, transport, id)| {
+                let keep = account != name;
+                if !keep {
+                    withdrawn.push((transport.clone(), *id));
+                }
+                keep
+            });
+        for (transport, id) in withdrawn {
+            transport.unsubscribe(id);
+        }
     }
 
     /// Installs the meta group: from now on `$JS.API` is answered as nats-server answers it in
@@ -351,7 +453,7 @@ impl JetStream {
     pub fn account_detail(&self, name: &str) -> Option<Value> {
         let account = self.engine.account(name)?;
         let totals = account.registry.totals();
-        let limits = &account.registry.account_limits;
+        let limits = account.registry.account_limits();
         // nats-server reports the account's limits as reserved, `-1` (unlimited) as a u64.
         Some(json!({
             "name": name,
@@ -508,7 +610,7 @@ impl JetStream {
     /// Stop taking requests and publishes, flush and close every store. Idempotent.
     pub async fn shutdown(&self) {
         let subscriptions = std::mem::take(&mut *self.engine.subscriptions.lock());
-        for (transport, id) in subscriptions {
+        for (_, transport, id) in subscriptions {
             transport.unsubscribe(id);
         }
         if let Some(queues) = self.engine.api_queues.lock().take() {
@@ -526,6 +628,15 @@ impl Engine {
     fn account(&self, name: &str) -> Option<Arc<Context>> {
         self.accounts
             .load()
+            .iter()
+            .find(|account| account.registry.account_name == name)
+            .cloned()
+    }
+
+    /// The context of an account JetStream refuses (10039).
+    fn refused_context(&self, name: &str) -> Option<Arc<Context>> {
+        self.refused
+            .lock()
             .iter()
             .find(|account| account.registry.account_name == name)
             .cloned()
@@ -651,10 +762,10 @@ impl Engine {
     }
 }
 
-/// The setup of an account JetStream refuses (10039): only its transport matters.
-fn refused_setup(transport: Arc<dyn Transport>) -> AccountSetup {
+/// The setup of an account JetStream refuses (10039): its name and transport.
+fn refused_setup(name: &str, transport: Arc<dyn Transport>) -> AccountSetup {
     AccountSetup {
-        name: String::new(),
+        name: name.to_string(),
         transport,
         limits: jetstream_api::AccountLimits::default(),
         tiers: Default::default(),

@@ -4,7 +4,7 @@
 //! Built by [`crate::JetStream::start`]; read by the registry (reservations) and the ingest
 //! tasks (stored bytes).
 
-use jetstream_api::StorageType;
+use jetstream_api::{errors, ApiError, StorageType};
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -34,11 +34,13 @@ impl ServerResources {
     }
 }
 
-/// Bytes stored against a maximum: one per account (its limits, or the server's when it has
-/// none), each adding into the server's own (`server`), shared by every stream's ingest task.
+/// Bytes stored against a maximum: one per account (its own limits, negative for none),
+/// each adding into the server's own (`server`, with the server's maxima), shared by every
+/// stream's ingest task.
 pub(crate) struct Usage {
-    pub max_memory: i64,
-    pub max_store: i64,
+    /// The maxima: set at start, and again when an account's limits change at run time.
+    max_memory: AtomicI64,
+    max_store: AtomicI64,
     memory_used: AtomicI64,
     store_used: AtomicI64,
     /// The server-wide usage this account's bytes also count in (`None`: this is it).
@@ -48,30 +50,39 @@ pub(crate) struct Usage {
 impl Usage {
     pub(crate) fn new(max_memory: i64, max_store: i64) -> Usage {
         Usage {
-            max_memory,
-            max_store,
+            max_memory: AtomicI64::new(max_memory),
+            max_store: AtomicI64::new(max_store),
             memory_used: AtomicI64::new(0),
             store_used: AtomicI64::new(0),
             server: None,
         }
     }
 
-    /// An account's usage: its own maxima (negative: the server's), counted in `server` too.
+    /// An account's usage: its own maxima (negative: none of its own), counted in `server` too.
     pub(crate) fn within(server: &Arc<Usage>, max_memory: i64, max_store: i64) -> Usage {
-        let mut usage = Usage::new(
-            if max_memory >= 0 {
-                max_memory
-            } else {
-                server.max_memory
-            },
-            if max_store >= 0 {
-                max_store
-            } else {
-                server.max_store
-            },
-        );
+        let mut usage = Usage::new(max_memory, max_store);
         usage.server = Some(server.clone());
         usage
+    }
+
+    /// Replace this account's maxima (negative: none), as an account JWT update does.
+    pub(crate) fn set_maxima(&self, max_memory: i64, max_store: i64) {
+        self.max_memory.store(max_memory, Ordering::Relaxed);
+        self.max_store.store(max_store, Ordering::Relaxed);
+    }
+
+    fn max(&self, storage: StorageType) -> i64 {
+        match storage {
+            StorageType::Memory => self.max_memory.load(Ordering::Relaxed),
+            StorageType::File => self.max_store.load(Ordering::Relaxed),
+        }
+    }
+
+    fn used(&self, storage: StorageType) -> i64 {
+        match storage {
+            StorageType::Memory => self.memory(),
+            StorageType::File => self.storage(),
+        }
     }
 
     pub(crate) fn add(&self, storage: StorageType, delta: i64) {
@@ -84,16 +95,20 @@ impl Usage {
         }
     }
 
-    /// Whether this account, or the server, stores more than it may.
-    pub(crate) fn exceeded(&self, storage: StorageType) -> bool {
-        let own = match storage {
-            StorageType::Memory => self.memory() > self.max_memory,
-            StorageType::File => self.storage() > self.max_store,
-        };
-        own || self
-            .server
-            .as_ref()
-            .is_some_and(|server| server.exceeded(storage))
+    /// Whether a message of `bytes` (as the store counts it) may not be stored, in
+    /// nats-server's words: the server already stores more than it may (10023), or the
+    /// account would with this message (10002).
+    pub(crate) fn refuses(&self, storage: StorageType, bytes: u64) -> Option<ApiError> {
+        let server = self.server.as_deref().unwrap_or(self);
+        if server.used(storage) > server.max(storage) {
+            return Some(errors::INSUFFICIENT_RESOURCES.to_error());
+        }
+        let own = self.max(storage);
+        let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
+        if self.server.is_some() && own >= 0 && self.used(storage).saturating_add(bytes) > own {
+            return Some(errors::ACCOUNT_RESOURCES_EXCEEDED.to_error());
+        }
+        None
     }
 
     pub(crate) fn memory(&self) -> i64 {
@@ -103,6 +118,23 @@ impl Usage {
     pub(crate) fn storage(&self) -> i64 {
         self.store_used.load(Ordering::Relaxed)
     }
+}
+
+/// What one message counts towards its account's usage once stored (nats-server's
+/// `fileStoreMsgSize` and `memStoreMsgSize`, as the stores count `bytes`).
+pub(crate) fn message_size(
+    storage: StorageType,
+    subject_len: usize,
+    headers_len: usize,
+    payload_len: usize,
+) -> u64 {
+    let body = subject_len + headers_len + payload_len;
+    let size = match storage {
+        StorageType::Memory => body + 16,
+        StorageType::File if headers_len == 0 => body + 30,
+        StorageType::File => body + 34,
+    };
+    size as u64
 }
 
 /// Bytes reserved by streams' `max_bytes` over every account of the server (nats-server's

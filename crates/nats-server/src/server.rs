@@ -518,8 +518,11 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
                         .any(|(served, _, _)| Arc::ptr_eq(account, served))
             })
             .map(|account| {
-                Arc::new(ServerTransport::new(Arc::downgrade(&account)))
-                    as Arc<dyn nats_jetstream::Transport>
+                let transport = Arc::new(ServerTransport::new(Arc::downgrade(&account)));
+                (
+                    account.name.to_string(),
+                    transport as Arc<dyn nats_jetstream::Transport>,
+                )
             })
             .collect();
         let jetstream = JetStream::start_accounts(

@@ -18,11 +18,12 @@ pub(crate) fn account_info(context: &Context, request: &Request) {
     // nats-server reports an account with tiered limits per tier: its top-level `limits` are
     // then all zero (no default tier), and `tiers` holds every tier the JWT names plus any
     // tier a stream uses, each with its limits and usage.
-    let (limits, tiers) = if registry.account_tiers.is_empty() {
-        (registry.account_limits.clone(), BTreeMap::new())
+    let account = registry.account_limits_and_tiers();
+    let (limits, tiers) = if account.tiers.is_empty() {
+        (account.limits, BTreeMap::new())
     } else {
-        let mut tiers: BTreeMap<String, AccountTier> = registry
-            .account_tiers
+        let mut tiers: BTreeMap<String, AccountTier> = account
+            .tiers
             .iter()
             .map(|(name, limits)| {
                 let tier = AccountTier {

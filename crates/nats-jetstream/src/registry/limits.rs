@@ -20,7 +20,7 @@ impl Registry {
         config: &StreamConfig,
         old: Option<&StreamConfig>,
     ) -> Result<(), ApiError> {
-        let limits = &self.account_limits;
+        let limits = self.account_limits();
         if limits.max_bytes_required && config.max_bytes <= 0 {
             return Err(errors::STREAM_MAX_BYTES_REQUIRED.to_error());
         }
@@ -69,14 +69,15 @@ impl Registry {
             .filter(|old| old.storage == storage)
             .map_or(0, reservation);
         let server_reserved = self.reservations.get(storage) - own;
+        let account_limits = self.account_limits();
         let (account_max, server_max, refusal) = match storage {
             StorageType::Memory => (
-                self.account_limits.max_memory,
+                account_limits.max_memory,
                 self.limits.max_memory,
                 errors::MEMORY_RESOURCES_EXCEEDED,
             ),
             StorageType::File => (
-                self.account_limits.max_storage,
+                account_limits.max_storage,
                 self.limits.max_store,
                 errors::STORAGE_RESOURCES_EXCEEDED,
             ),

@@ -45,10 +45,10 @@ pub(crate) struct Registry {
     account_directory: PathBuf,
     /// The server's limits.
     pub limits: ResourceLimits,
-    /// The account's own JetStream limits (`-1`: none; the server's apply).
-    pub account_limits: jetstream_api::AccountLimits,
-    /// The account JWT's tiers (empty: flat limits).
-    pub account_tiers: crate::TieredLimits,
+    /// The account's own JetStream limits (`-1`: none; the server's apply) and its JWT's
+    /// tiers (empty: flat limits); replaced whole by an account JWT update
+    /// ([`Registry::set_account_limits`]).
+    account_limits: parking_lot::RwLock<AccountJetStreamLimits>,
     /// Bytes the account stores (counted in the server's usage too).
     pub usage: Arc<Usage>,
     /// Bytes reserved by `max_bytes` over every account of the server.
@@ -64,6 +64,13 @@ pub(crate) struct Registry {
 }
 
 /// Subscribes one stream's direct-get responders; returns the subscription ids.
+/// An account's JetStream limits: the enforced ones and, for a JWT with tiers, every tier.
+#[derive(Clone, Default)]
+pub(crate) struct AccountJetStreamLimits {
+    pub limits: jetstream_api::AccountLimits,
+    pub tiers: crate::TieredLimits,
+}
+
 pub(crate) type DirectGetSubscriber = fn(&Arc<Stream>, &Arc<dyn Transport>) -> Vec<u64>;
 
 /// nats-server's check when a stream's `consumer_limits` change: a limit newly set (or
@@ -124,14 +131,38 @@ impl Registry {
             account_directory: store_root.join(&account.name),
             account_name: account.name,
             limits: server.limits,
-            account_limits,
-            account_tiers: account.tiers,
+            account_limits: parking_lot::RwLock::new(AccountJetStreamLimits {
+                limits: account_limits,
+                tiers: account.tiers,
+            }),
             usage,
             reservations: server.reservations.clone(),
             admin_lock: tokio::sync::Mutex::new(()),
             direct_subscriptions: Mutex::new(HashMap::new()),
             subscribe_direct_get,
         }
+    }
+
+    /// The account's JetStream limits now in force.
+    pub(crate) fn account_limits(&self) -> jetstream_api::AccountLimits {
+        self.account_limits.read().limits.clone()
+    }
+
+    /// The account's limits and tiers now in force (`$JS.API.INFO`).
+    pub(crate) fn account_limits_and_tiers(&self) -> AccountJetStreamLimits {
+        self.account_limits.read().clone()
+    }
+
+    /// Apply an account JWT update's limits: the next stream or consumer create and the next
+    /// publish are checked against them (nats-server's `UpdateJetStreamLimits`; what is
+    /// already stored stays).
+    pub(crate) fn set_account_limits(
+        &self,
+        limits: jetstream_api::AccountLimits,
+        tiers: crate::TieredLimits,
+    ) {
+        self.usage.set_maxima(limits.max_memory, limits.max_storage);
+        *self.account_limits.write() = AccountJetStreamLimits { limits, tiers };
     }
 
     pub(crate) fn get(&self, name: &str) -> Option<Arc<Stream>> {
@@ -566,6 +597,15 @@ impl Registry {
     }
 
     /// Stop every stream (graceful shutdown): queues drained, stores flushed and closed.
+    /// Stop taking publishes and direct gets at once (an account losing JetStream by a JWT
+    /// update): every stream's subscriptions go; [`Registry::stop_all_streams`] stops them.
+    pub(crate) fn withdraw_streams(&self) {
+        for (stream, _) in self.entries() {
+            self.on_stream_stopping(&stream);
+            stream.unsubscribe_subjects();
+        }
+    }
+
     pub(crate) async fn stop_all_streams(&self) {
         let _guard = self.admin_lock.lock().await;
         for (stream, consumers) in self.entries() {

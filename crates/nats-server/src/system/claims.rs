@@ -127,6 +127,11 @@ pub(super) fn serve<R: Copy + Send + Sync + 'static>(
                 return;
             };
             handle(&server, &resolver, message, request);
+            // An update that disabled an account's JetStream closes its streams before the
+            // next request is taken (one enabling it again reopens them).
+            if let Some(jetstream) = server.jetstream.get() {
+                jetstream.settled().await;
+            }
         }
     });
 }
@@ -236,9 +241,15 @@ pub(super) fn apply(server: &Server, resolver: &Resolver, key: &str) {
         return;
     };
     let options = account_options(&verified, resolver);
-    if server.accounts.update(&options).is_none() && resolver.directory().is_some() {
-        let account = server.accounts.add(&options, server.routes());
-        if let Some(jetstream) = server.jetstream.get() {
+    let updated = server.accounts.update(&options);
+    let known = updated.is_some();
+    let account = match updated {
+        Some(account) => account,
+        None if resolver.directory().is_some() => server.accounts.add(&options, server.routes()),
+        None => return apply_importers(server, resolver, key),
+    };
+    if let Some(jetstream) = server.jetstream.get() {
+        if !Arc::ptr_eq(&account, server.accounts.system()) {
             let transport = Arc::new(ServerTransport::new(Arc::downgrade(&account)));
             let setup = if options.jetstream {
                 Ok(nats_jetstream::AccountSetup {
@@ -250,11 +261,22 @@ pub(super) fn apply(server: &Server, resolver: &Resolver, key: &str) {
             } else {
                 Err(transport as Arc<dyn nats_jetstream::Transport>)
             };
-            if let Err(error) = jetstream.add_account(&options.name, setup) {
+            let applied = if known {
+                jetstream.update_account(&options.name, setup)
+            } else {
+                jetstream.add_account(&options.name, setup)
+            };
+            if let Err(error) = applied {
                 tracing::error!("JetStream for account {}: {error}", options.name);
             }
         }
     }
+    apply_importers(server, resolver, key);
+}
+
+/// Rebuild the imports of the accounts importing from `key`, whose imports its exports
+/// allow or no longer allow.
+fn apply_importers(server: &Server, resolver: &Resolver, key: &str) {
     for importer in resolver.accounts() {
         if importer.key() != key
             && importer

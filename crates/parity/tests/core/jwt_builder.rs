@@ -56,6 +56,17 @@ pub fn operator_jwt(
 /// An account JWT for `account` signed by `signer`; `nats` holds the account fields
 /// (limits, exports, imports, signing_keys, revocations) to merge in.
 pub fn account_jwt(account: &nkeys::KeyPair, signer: &nkeys::KeyPair, nats: Value) -> String {
+    account_jwt_at(account, signer, nats, now())
+}
+
+/// [`account_jwt`] issued at `iat` (seconds since the epoch): an update must be newer than
+/// the JWT it replaces.
+pub fn account_jwt_at(
+    account: &nkeys::KeyPair,
+    signer: &nkeys::KeyPair,
+    nats: Value,
+    iat: i64,
+) -> String {
     let mut body = json!({
         "type": "account",
         "version": 2,
@@ -65,7 +76,7 @@ pub fn account_jwt(account: &nkeys::KeyPair, signer: &nkeys::KeyPair, nats: Valu
     });
     merge(&mut body, nats);
     sign(
-        json!({"sub": account.public_key(), "name": "ACC", "nats": body}),
+        json!({"sub": account.public_key(), "name": "ACC", "iat": iat, "nats": body}),
         signer,
     )
 }

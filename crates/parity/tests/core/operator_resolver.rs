@@ -5,7 +5,7 @@
 //! answer from the directory; bad input is answered as nats-server answers it. The answers are
 //! compared field by field with nats-server's (the same test passes against `NATS_SERVER_BIN`).
 
-use super::jwt_builder::{account_jwt, creds, sign, user_jwt, Trust};
+use super::jwt_builder::{account_jwt, account_jwt_at, creds, now, sign, user_jwt, Trust};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -107,6 +107,11 @@ impl Tenant {
 
     fn jwt(&self, trust: &Trust, nats: Value) -> String {
         account_jwt(&self.account, &trust.operator, nats)
+    }
+
+    /// [`Tenant::jwt`] issued at `iat`: an update must be newer than the JWT it replaces.
+    fn jwt_at(&self, trust: &Trust, nats: Value, iat: i64) -> String {
+        account_jwt_at(&self.account, &trust.operator, nats, iat)
     }
 
     fn key(&self) -> String {
@@ -296,6 +301,157 @@ async fn jetstream_works_in_an_account_pushed_at_runtime() {
         .expect("stream kept across the restart");
     let info = stream.info().await.expect("info");
     assert_eq!(info.state.messages, 1);
+}
+
+/// An account JWT's `nats` with JetStream limits: `streams` streams of at most `consumers`
+/// consumers each, `storage` bytes of file storage, memory storage unlimited.
+fn jetstream_limits(streams: i64, consumers: i64, storage: i64) -> Value {
+    json!({"limits": {"subs": -1, "data": -1, "payload": -1, "imports": -1, "exports": -1,
+        "wildcards": true, "conn": -1, "leaf": -1,
+        "mem_storage": -1, "disk_storage": storage, "streams": streams, "consumer": consumers}})
+}
+
+/// A durable `name` on `stream`, as `$JS.API.CONSUMER.CREATE` answers it.
+async fn create_consumer(client: &async_nats::Client, stream: &str, name: &str) -> Value {
+    let body = json!({"stream_name": stream,
+                      "config": {"durable_name": name, "ack_policy": "explicit"}});
+    ask(
+        client,
+        format!("$JS.API.CONSUMER.CREATE.{stream}.{name}"),
+        body.to_string(),
+    )
+    .await
+}
+
+/// Publish 512-byte messages to `subject` until one is refused (at most 64): the answer to it.
+async fn publish_until_refused(client: &async_nats::Client, subject: &str) -> Value {
+    for _ in 0..64 {
+        let answer = ask(client, subject.to_string(), "x".repeat(512)).await;
+        if answer.get("error").is_some() {
+            return answer;
+        }
+    }
+    panic!("64 publishes of 512 bytes stored");
+}
+
+/// `name`'s `$JS.API.STREAM.CREATE` answered in `client`'s account.
+async fn create_stream(client: &async_nats::Client, name: &str) -> Value {
+    let config = json!({"name": name, "subjects": [format!("{name}.>")], "storage": "file"});
+    ask(
+        client,
+        format!("$JS.API.STREAM.CREATE.{name}"),
+        config.to_string(),
+    )
+    .await
+}
+
+async fn account_info(client: &async_nats::Client) -> Value {
+    ask(client, "$JS.API.INFO", String::new()).await
+}
+
+#[tokio::test]
+async fn a_jetstream_limits_update_applies_without_a_restart() {
+    let full = Full::with_jetstream();
+    let tenant = Tenant::new();
+    let server = full.server(false);
+    let system = full.system(&server).await;
+    let issued = now();
+    let first = tenant.jwt_at(&full.trust, jetstream_limits(1, 1, 4096), issued);
+    assert_eq!(push(&system, first).await["data"], updated(&tenant.key()));
+    let client = tenant.connect(&server).await.expect("tenant user");
+    let info = account_info(&client).await;
+    assert_eq!(info["limits"]["max_streams"], 1, "{info}");
+    assert_eq!(info["limits"]["max_consumers"], 1, "{info}");
+    assert_eq!(info["limits"]["max_storage"], 4096, "{info}");
+    let created = create_stream(&client, "ONE").await;
+    assert_eq!(created["config"]["name"], "ONE", "{created}");
+    let refused = create_stream(&client, "TWO").await;
+    assert_eq!(
+        refused["error"],
+        json!({"code": 400, "err_code": 10027, "description": "maximum number of streams reached"}),
+        "{refused}"
+    );
+    let created = create_consumer(&client, "ONE", "C1").await;
+    assert_eq!(created["name"], "C1", "{created}");
+    let refused = create_consumer(&client, "ONE", "C2").await;
+    assert_eq!(refused["error"]["err_code"], 10026, "{refused}");
+    let refused = publish_until_refused(&client, "ONE.fill").await;
+    assert_eq!(
+        refused["error"],
+        json!({"code": 400, "err_code": 10002,
+               "description": "resource limits exceeded for account"}),
+        "{refused}"
+    );
+
+    // The same account, newer, with room for two streams of two consumers and a megabyte.
+    let second = tenant.jwt_at(&full.trust, jetstream_limits(2, 2, 1 << 20), issued + 1);
+    assert_eq!(push(&system, second).await["data"], updated(&tenant.key()));
+    let info = account_info(&client).await;
+    assert_eq!(info["limits"]["max_streams"], 2, "{info}");
+    assert_eq!(info["limits"]["max_consumers"], 2, "{info}");
+    assert_eq!(info["limits"]["max_storage"], 1 << 20, "{info}");
+    assert_eq!(info["streams"], 1, "{info}");
+    let created = create_stream(&client, "TWO").await;
+    assert_eq!(created["config"]["name"], "TWO", "{created}");
+    let refused = create_stream(&client, "THREE").await;
+    assert_eq!(refused["error"]["err_code"], 10027, "{refused}");
+    let created = create_consumer(&client, "ONE", "C2").await;
+    assert_eq!(created["name"], "C2", "{created}");
+    let ack = ask(&client, "ONE.more", "x".repeat(512)).await;
+    assert_eq!(ack["stream"], "ONE", "{ack}");
+}
+
+#[tokio::test]
+async fn an_update_enables_and_disables_jetstream_in_an_account() {
+    let full = Full::with_jetstream();
+    let tenant = Tenant::new();
+    let server = full.server(false);
+    let system = full.system(&server).await;
+    let issued = now();
+    let without = tenant.jwt_at(&full.trust, json!({}), issued);
+    assert_eq!(push(&system, without).await["data"], updated(&tenant.key()));
+    let client = tenant.connect(&server).await.expect("tenant user");
+    let info = account_info(&client).await;
+    assert_eq!(info["error"]["err_code"], 10039, "{info}");
+    let refused = create_stream(&client, "ORDERS").await;
+    assert_eq!(refused["error"]["err_code"], 10039, "{refused}");
+
+    let with = tenant.jwt_at(&full.trust, jetstream_limits(-1, -1, -1), issued + 1);
+    assert_eq!(push(&system, with).await["data"], updated(&tenant.key()));
+    let info = account_info(&client).await;
+    assert_eq!(info["limits"]["max_streams"], -1, "{info}");
+    let created = create_stream(&client, "ORDERS").await;
+    assert_eq!(created["config"]["name"], "ORDERS", "{created}");
+    let jetstream = async_nats::jetstream::new(client.clone());
+    let ack = tokio::time::timeout(WAIT, async {
+        jetstream.publish("ORDERS.one", "1".into()).await?.await
+    })
+    .await
+    .expect("ack in time")
+    .expect("ack");
+    assert_eq!((ack.stream.as_str(), ack.sequence), ("ORDERS", 1));
+    let off = tenant.jwt_at(&full.trust, json!({}), issued + 2);
+    assert_eq!(push(&system, off).await["data"], updated(&tenant.key()));
+    // Disabled again: the stream stops (its files stay), `$JS.API` answers 10039 and a
+    // publish to the stream's subjects finds no responder.
+    let info = account_info(&client).await;
+    assert_eq!(info["error"]["err_code"], 10039, "{info}");
+    let refused = create_stream(&client, "OTHER").await;
+    assert_eq!(refused["error"]["err_code"], 10039, "{refused}");
+    let refused = ask(&client, "$JS.API.STREAM.INFO.ORDERS", String::new()).await;
+    assert_eq!(refused["error"]["err_code"], 10039, "{refused}");
+    let publish = tokio::time::timeout(WAIT, client.request("ORDERS.two", "2".into()))
+        .await
+        .expect("answer in time");
+    assert!(
+        matches!(&publish, Err(error) if error.kind() == async_nats::RequestErrorKind::NoResponders),
+        "{publish:?}"
+    );
+    // Enabled once more: the stream is back with what it stored.
+    let again = tenant.jwt_at(&full.trust, jetstream_limits(-1, -1, -1), issued + 3);
+    assert_eq!(push(&system, again).await["data"], updated(&tenant.key()));
+    let info = ask(&client, "$JS.API.STREAM.INFO.ORDERS", String::new()).await;
+    assert_eq!(info["state"]["messages"], 1, "{info}");
 }
 
 #[tokio::test]

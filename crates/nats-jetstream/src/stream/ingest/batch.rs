@@ -360,10 +360,16 @@ impl Ingest {
         if self.config.sealed {
             return Err(errors::STREAM_SEALED.to_error());
         }
-        if self.context.usage.exceeded(self.config.storage) {
-            return Err(errors::INSUFFICIENT_RESOURCES.to_error());
-        }
         let header_block = message.headers.as_deref().unwrap_or(&[]);
+        let size = crate::resources::message_size(
+            self.config.storage,
+            message.subject.len(),
+            header_block.len(),
+            message.payload.len(),
+        );
+        if let Some(refusal) = self.context.usage.refuses(self.config.storage, size) {
+            return Err(refusal);
+        }
         let max_size = self.config.max_msg_size;
         if max_size >= 0
             && (header_block.len() > max_size as usize

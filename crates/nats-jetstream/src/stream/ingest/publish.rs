@@ -143,8 +143,14 @@ impl Ingest {
         counted: Option<String>,
         sourced: bool,
     ) -> Outcome {
-        if self.context.usage.exceeded(self.config.storage) {
-            return Outcome::Refused(errors::INSUFFICIENT_RESOURCES.to_error());
+        let size = crate::resources::message_size(
+            self.config.storage,
+            subject.len(),
+            header_block.len(),
+            payload.len(),
+        );
+        if let Some(refusal) = self.context.usage.refuses(self.config.storage, size) {
+            return Outcome::Refused(refusal);
         }
         if let Some(refusal) = self.refused_while_failing() {
             return Outcome::Refused(refusal);
