@@ -304,11 +304,13 @@ async fn jetstream_works_in_an_account_pushed_at_runtime() {
 }
 
 /// An account JWT's `nats` with JetStream limits: `streams` streams of at most `consumers`
-/// consumers each, `storage` bytes of file storage, memory storage unlimited.
+/// consumers each (each `max_ack_pending` at most `consumers * 10`), `storage` bytes of file
+/// storage, memory storage unlimited.
 fn jetstream_limits(streams: i64, consumers: i64, storage: i64) -> Value {
     json!({"limits": {"subs": -1, "data": -1, "payload": -1, "imports": -1, "exports": -1,
         "wildcards": true, "conn": -1, "leaf": -1,
-        "mem_storage": -1, "disk_storage": storage, "streams": streams, "consumer": consumers}})
+        "mem_storage": -1, "disk_storage": storage, "streams": streams, "consumer": consumers,
+        "max_ack_pending": consumers * 10}})
 }
 
 /// A durable `name` on `stream`, as `$JS.API.CONSUMER.CREATE` answers it.
@@ -362,6 +364,7 @@ async fn a_jetstream_limits_update_applies_without_a_restart() {
     let info = account_info(&client).await;
     assert_eq!(info["limits"]["max_streams"], 1, "{info}");
     assert_eq!(info["limits"]["max_consumers"], 1, "{info}");
+    assert_eq!(info["limits"]["max_ack_pending"], 10, "{info}");
     assert_eq!(info["limits"]["max_storage"], 4096, "{info}");
     let created = create_stream(&client, "ONE").await;
     assert_eq!(created["config"]["name"], "ONE", "{created}");
@@ -372,7 +375,7 @@ async fn a_jetstream_limits_update_applies_without_a_restart() {
         "{refused}"
     );
     let created = create_consumer(&client, "ONE", "C1").await;
-    assert_eq!(created["name"], "C1", "{created}");
+    assert_eq!(created["config"]["max_ack_pending"], 10, "{created}");
     let refused = create_consumer(&client, "ONE", "C2").await;
     assert_eq!(refused["error"]["err_code"], 10026, "{refused}");
     let refused = publish_until_refused(&client, "ONE.fill").await;
@@ -389,6 +392,7 @@ async fn a_jetstream_limits_update_applies_without_a_restart() {
     let info = account_info(&client).await;
     assert_eq!(info["limits"]["max_streams"], 2, "{info}");
     assert_eq!(info["limits"]["max_consumers"], 2, "{info}");
+    assert_eq!(info["limits"]["max_ack_pending"], 20, "{info}");
     assert_eq!(info["limits"]["max_storage"], 1 << 20, "{info}");
     assert_eq!(info["streams"], 1, "{info}");
     let created = create_stream(&client, "TWO").await;
@@ -396,9 +400,43 @@ async fn a_jetstream_limits_update_applies_without_a_restart() {
     let refused = create_stream(&client, "THREE").await;
     assert_eq!(refused["error"]["err_code"], 10027, "{refused}");
     let created = create_consumer(&client, "ONE", "C2").await;
-    assert_eq!(created["name"], "C2", "{created}");
+    assert_eq!(created["config"]["max_ack_pending"], 20, "{created}");
     let ack = ask(&client, "ONE.more", "x".repeat(512)).await;
     assert_eq!(ack["stream"], "ONE", "{ack}");
+}
+
+#[tokio::test]
+async fn a_tiered_limits_update_applies_without_a_restart() {
+    let full = Full::with_jetstream();
+    let tenant = Tenant::new();
+    let server = full.server(false);
+    let system = full.system(&server).await;
+    let tiered = |streams: i64| {
+        // Tiers only: the flat storage limits absent (0), as the JWT library requires.
+        let mut nats = jetstream_limits(-1, -1, 0);
+        nats["limits"]["mem_storage"] = json!(0);
+        nats["limits"]["tiered_limits"] = json!({"R1": {"mem_storage": -1,
+            "disk_storage": -1, "streams": streams, "consumer": -1}});
+        nats
+    };
+    let issued = now();
+    let first = tenant.jwt_at(&full.trust, tiered(1), issued);
+    assert_eq!(push(&system, first).await["data"], updated(&tenant.key()));
+    let client = tenant.connect(&server).await.expect("tenant user");
+    let created = create_stream(&client, "ONE").await;
+    assert_eq!(created["config"]["name"], "ONE", "{created}");
+    let refused = create_stream(&client, "TWO").await;
+    assert_eq!(refused["error"]["err_code"], 10027, "{refused}");
+    let info = account_info(&client).await;
+    assert_eq!(info["tiers"]["R1"]["limits"]["max_streams"], 1, "{info}");
+
+    let second = tenant.jwt_at(&full.trust, tiered(2), issued + 1);
+    assert_eq!(push(&system, second).await["data"], updated(&tenant.key()));
+    let info = account_info(&client).await;
+    assert_eq!(info["tiers"]["R1"]["limits"]["max_streams"], 2, "{info}");
+    assert_eq!(info["tiers"]["R1"]["streams"], 1, "{info}");
+    let created = create_stream(&client, "TWO").await;
+    assert_eq!(created["config"]["name"], "TWO", "{created}");
 }
 
 #[tokio::test]
