@@ -351,12 +351,17 @@ async fn account_info(client: &async_nats::Client) -> Value {
     ask(client, "$JS.API.INFO", String::new()).await
 }
 
-#[tokio::test]
-async fn a_jetstream_limits_update_applies_without_a_restart() {
+/// A full resolver with JetStream, a tenant not pushed yet and a system user.
+async fn jetstream_tenant() -> (Full, Tenant, TestServer, async_nats::Client) {
     let full = Full::with_jetstream();
-    let tenant = Tenant::new();
     let server = full.server(false);
     let system = full.system(&server).await;
+    (full, Tenant::new(), server, system)
+}
+
+#[tokio::test]
+async fn a_jetstream_limits_update_applies_without_a_restart() {
+    let (full, tenant, server, system) = jetstream_tenant().await;
     let issued = now();
     let first = tenant.jwt_at(&full.trust, jetstream_limits(1, 1, 4096), issued);
     assert_eq!(push(&system, first).await["data"], updated(&tenant.key()));
@@ -407,10 +412,7 @@ async fn a_jetstream_limits_update_applies_without_a_restart() {
 
 #[tokio::test]
 async fn a_tiered_limits_update_applies_without_a_restart() {
-    let full = Full::with_jetstream();
-    let tenant = Tenant::new();
-    let server = full.server(false);
-    let system = full.system(&server).await;
+    let (full, tenant, server, system) = jetstream_tenant().await;
     let tiered = |streams: i64| {
         // Tiers only: the flat storage limits absent (0), as the JWT library requires.
         let mut nats = jetstream_limits(-1, -1, 0);
@@ -441,10 +443,7 @@ async fn a_tiered_limits_update_applies_without_a_restart() {
 
 #[tokio::test]
 async fn an_update_enables_and_disables_jetstream_in_an_account() {
-    let full = Full::with_jetstream();
-    let tenant = Tenant::new();
-    let server = full.server(false);
-    let system = full.system(&server).await;
+    let (full, tenant, server, system) = jetstream_tenant().await;
     let issued = now();
     let without = tenant.jwt_at(&full.trust, json!({}), issued);
     assert_eq!(push(&system, without).await["data"], updated(&tenant.key()));
