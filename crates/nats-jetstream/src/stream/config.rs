@@ -167,6 +167,12 @@ pub(crate) fn check_and_fill(
                     "subject delete marker cannot be set if message TTLs are disabled",
                 ));
             }
+            if config.allow_msg_counter {
+                // nats-server turns TTLs on here after its counter checks, creates the stream,
+                // and then refuses to recover it at its next start (`counter stream cannot use
+                // message TTLs`): the stream is lost. Refused at create instead.
+                return Err(invalid("counter stream cannot use message TTLs"));
+            }
             config.allow_msg_ttl = true;
         }
         if !config.allow_rollup {
@@ -522,6 +528,21 @@ mod tests {
         config.duplicate_window = Nanos(2_000_000_000);
         let error = check_and_fill(&config, false).unwrap_err();
         assert_eq!(error.err_code, 10052);
+    }
+
+    /// Found by the api_request fuzz target: a counter stream with a subject delete marker TTL
+    /// was accepted with TTLs turned on, then refused when checked again (what a restart does).
+    #[test]
+    fn a_counter_stream_with_delete_marker_ttl_is_refused_at_create() {
+        let mut config = named("C");
+        config.allow_msg_counter = true;
+        config.subject_delete_marker_ttl = Nanos(5_000_000_000);
+        let error = check_and_fill(&config, false).unwrap_err();
+        assert_eq!(error.err_code, 10052);
+        assert_eq!(error.description, "counter stream cannot use message TTLs");
+        config.allow_msg_counter = false;
+        let accepted = check_and_fill(&config, false).unwrap();
+        assert!(check_and_fill(&accepted, false).is_ok());
     }
 
     #[test]
