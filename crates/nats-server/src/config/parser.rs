@@ -94,6 +94,7 @@ fn parse_into(
         file: file.to_path_buf(),
         scopes: std::mem::take(scopes),
         depth,
+        expanded: 0,
     };
     let result = parser.parse_map_body(None);
     *scopes = std::mem::take(&mut parser.scopes);
@@ -109,6 +110,30 @@ struct Parser {
     /// Enclosing maps (outermost first) for `$variable` lookups.
     scopes: Vec<Vec<(String, Entry)>>,
     depth: usize,
+    /// Values copied by `$variable` references so far (see [`MAX_EXPANDED`]).
+    expanded: usize,
+}
+
+/// How many values `$variable` references may copy in one file. Each reference copies its
+/// value (nats-server shares it), so references to references grow exponentially: ten lines
+/// of ten references each would take gigabytes. Far above any real config.
+const MAX_EXPANDED: usize = 1_000_000;
+
+/// The values in `value` (itself included), counted up to `limit`.
+fn value_count(value: &Value, limit: usize) -> usize {
+    let mut count = 1;
+    let children: Box<dyn Iterator<Item = &Value>> = match value {
+        Value::Array(entries) => Box::new(entries.iter().map(|entry| &entry.value)),
+        Value::Map(entries) => Box::new(entries.iter().map(|(_, entry)| &entry.value)),
+        _ => return count,
+    };
+    for child in children {
+        if count > limit {
+            break;
+        }
+        count += value_count(child, limit - count);
+    }
+    count
 }
 
 fn is_bare_terminator(character: char) -> bool {
@@ -694,6 +719,20 @@ impl Parser {
         for scope in self.scopes.iter_mut().rev() {
             if let Some((_, entry)) = scope.iter_mut().find(|(key, _)| key == name) {
                 entry.used_as_variable = true;
+                let budget = MAX_EXPANDED.saturating_sub(self.expanded);
+                self.expanded += value_count(&entry.value, budget);
+                if self.expanded > MAX_EXPANDED {
+                    return Err(ConfigError {
+                        file: self.file.clone(),
+                        line: 0,
+                        column: 0,
+                        message: format!(
+                            "variable reference for '{name}' on line {line} expands the \
+                             configuration past {MAX_EXPANDED} values"
+                        ),
+                        syntax: false,
+                    });
+                }
                 return Ok(entry.value.clone());
             }
         }
@@ -707,6 +746,7 @@ impl Parser {
                 file: self.file.clone(),
                 scopes: Vec::new(),
                 depth: self.depth,
+                expanded: 0,
             };
             if let Ok(value) = inner.parse_value(Place::Top) {
                 inner.skip_blank(true);

@@ -586,3 +586,25 @@ fn variables_and_includes_in_json_style_and_next_line_blocks() {
         .iter()
         .any(|(key, entry)| key == "port" && entry.value == Value::Integer(4999)));
 }
+
+/// Found by the config fuzz target: references to references copied their values until the
+/// machine ran out of memory (ten lines of ten references each: 10^9 values). Refused with an
+/// error; a config with a few references still reads.
+#[test]
+fn references_that_expand_without_bound_are_refused() {
+    let mut text = String::from("a0: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n");
+    for level in 1..10 {
+        let previous = format!("$a{}", level - 1);
+        text.push_str(&format!("a{level}: [{}]\n", vec![previous; 10].join(", ")));
+    }
+    let error = options_from(&text).unwrap_err();
+    assert!(
+        error.contains("expands the configuration past 1000000 values"),
+        "{error}"
+    );
+    let small = value_of("a: [1, 2]\nb: [$a, $a]\n", "b");
+    let Value::Array(entries) = small else {
+        panic!("b is an array");
+    };
+    assert_eq!(entries.len(), 2);
+}
