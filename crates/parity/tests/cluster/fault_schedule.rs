@@ -224,16 +224,31 @@ pub(crate) async fn info_until(
     what: &str,
     accept: impl Fn(&Value) -> bool,
 ) -> Value {
+    match info_within(client, subject, accept).await {
+        Ok(info) => info,
+        Err(last) => panic!("{what}: last {subject} {last}"),
+    }
+}
+
+/// [`info_until`] without the panic: the last answer seen when none was taken within
+/// [`SETTLE`].
+pub(crate) async fn info_within(
+    client: &Client,
+    subject: &str,
+    accept: impl Fn(&Value) -> bool,
+) -> Result<Value, Value> {
     let deadline = Instant::now() + SETTLE;
     let mut last = Value::Null;
     loop {
         if let Some(info) = leader_info(client, subject).await {
             if accept(&info) {
-                return info;
+                return Ok(info);
             }
             last = info;
         }
-        assert!(Instant::now() < deadline, "{what}: last {subject} {last}");
+        if Instant::now() >= deadline {
+            return Err(last);
+        }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
