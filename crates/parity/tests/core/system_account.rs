@@ -96,16 +96,19 @@ async fn server_requests_wrap_the_monitoring_json() {
     let jsz = request_json(&system, "$SYS.REQ.SERVER.PING.JSZ", "").await;
     assert_eq!(jsz["data"]["server_id"], id.as_str(), "{jsz}");
 
-    // A filter naming another server: nobody answers.
+    // A filter naming another server: nobody answers (the request's own 2 s timeout ends it;
+    // with the client's default, 10 s, it raced this test's 10 s bound and lost once).
     let filtered = tokio::time::timeout(
         WAIT,
-        system.request(
+        system.send_request(
             "$SYS.REQ.SERVER.PING.VARZ",
-            r#"{"server_name": "not-this-one"}"#.into(),
+            async_nats::Request::new()
+                .payload(r#"{"server_name": "not-this-one"}"#.into())
+                .timeout(Some(Duration::from_secs(2))),
         ),
     )
     .await
-    .expect("answer in time");
+    .expect("the request's own timeout first");
     assert!(filtered.is_err(), "a filtered-out server answered");
 }
 
