@@ -35,7 +35,7 @@ pub fn reload(server: &Server) -> Result<(), String> {
     let mut changes = crate::config::reload::diff(&running, &options)?;
     // Client TLS is built again whenever it is configured (certificates rotated under the
     // same paths are picked up); a file that does not load refuses the whole reload.
-    let tls = crate::server::ClientTls::build(&options)?;
+    let tls = crate::security::tls::ClientTls::build(&options)?;
     let rotated = match (&tls, server.client_tls()) {
         (Some(new), Some(old)) => !changes.tls && new.files != old.files,
         _ => false,

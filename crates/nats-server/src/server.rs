@@ -6,6 +6,7 @@ use crate::accounts::Accounts;
 use crate::client::{self, ClientShared, CloseReason};
 use crate::config::Options;
 use crate::security::auth::Authenticator;
+use crate::security::tls::ClientTls;
 use crate::transport::ServerTransport;
 use crate::ServerError;
 use bytes::BytesMut;
@@ -769,30 +770,6 @@ async fn start_monitoring(server: &Arc<Server>) -> Result<(), ServerError> {
     }
     tokio::spawn(crate::monitor::serve(server.clone(), listener, tls));
     Ok(())
-}
-
-/// Client TLS: the acceptor and the options it was built from, swapped together on reload.
-pub struct ClientTls {
-    pub acceptor: tokio_rustls::TlsAcceptor,
-    pub options: crate::config::TlsOptions,
-    /// A digest of the certificate, key and CA files read: a reload with the same options but
-    /// rotated files is a change too.
-    pub files: u64,
-}
-
-impl ClientTls {
-    /// `None` without `tls`; nats-server's error text when a file is missing or bad.
-    pub fn build(options: &Options) -> Result<Option<Arc<ClientTls>>, String> {
-        let Some(tls) = &options.tls else {
-            return Ok(None);
-        };
-        let config = crate::security::tls::server_config(tls)?;
-        Ok(Some(Arc::new(ClientTls {
-            acceptor: tokio_rustls::TlsAcceptor::from(config),
-            options: tls.clone(),
-            files: crate::security::tls::files_digest(tls),
-        })))
-    }
 }
 
 #[cfg(test)]

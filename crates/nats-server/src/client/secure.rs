@@ -24,7 +24,7 @@ enum Upgrade {
 
 pub(super) async fn establish(
     server: Arc<Server>,
-    client_tls: Arc<crate::server::ClientTls>,
+    client_tls: Arc<crate::security::tls::ClientTls>,
     shared: Arc<ClientShared>,
     mut stream: TcpStream,
     info: BytesMut,

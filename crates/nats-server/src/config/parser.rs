@@ -119,23 +119,6 @@ struct Parser {
 /// of ten references each would take gigabytes. Far above any real config.
 const MAX_EXPANDED: usize = 1_000_000;
 
-/// The values in `value` (itself included), counted up to `limit`.
-fn value_count(value: &Value, limit: usize) -> usize {
-    let mut count = 1;
-    let children: Box<dyn Iterator<Item = &Value>> = match value {
-        Value::Array(entries) => Box::new(entries.iter().map(|entry| &entry.value)),
-        Value::Map(entries) => Box::new(entries.iter().map(|(_, entry)| &entry.value)),
-        _ => return count,
-    };
-    for child in children {
-        if count > limit {
-            break;
-        }
-        count += value_count(child, limit - count);
-    }
-    count
-}
-
 fn is_bare_terminator(character: char) -> bool {
     character.is_whitespace()
         || matches!(
@@ -720,7 +703,7 @@ impl Parser {
             if let Some((_, entry)) = scope.iter_mut().find(|(key, _)| key == name) {
                 entry.used_as_variable = true;
                 let budget = MAX_EXPANDED.saturating_sub(self.expanded);
-                self.expanded += value_count(&entry.value, budget);
+                self.expanded += entry.value.count(budget);
                 if self.expanded > MAX_EXPANDED {
                     return Err(ConfigError {
                         file: self.file.clone(),

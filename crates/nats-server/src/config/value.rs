@@ -90,6 +90,23 @@ impl Entry {
 }
 
 impl Value {
+    /// The values in this one (itself included), counted up to about `limit`.
+    pub fn count(&self, limit: usize) -> usize {
+        let children: Vec<&Value> = match self {
+            Value::Array(entries) => entries.iter().map(|entry| &entry.value).collect(),
+            Value::Map(entries) => entries.iter().map(|(_, entry)| &entry.value).collect(),
+            _ => return 1,
+        };
+        let mut count = 1;
+        for child in children {
+            if count > limit {
+                break;
+            }
+            count += child.count(limit - count);
+        }
+        count
+    }
+
     /// The Go type nats-server names for a value of the wrong kind (`%T`, or the type in
     /// `interface conversion` panics it reports).
     pub fn go_type_name(&self) -> &'static str {

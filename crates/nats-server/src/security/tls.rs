@@ -15,6 +15,30 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use std::path::Path;
 use std::sync::Arc;
 
+/// Client TLS: the acceptor and the options it was built from, swapped together on reload.
+pub struct ClientTls {
+    pub acceptor: tokio_rustls::TlsAcceptor,
+    pub options: crate::config::TlsOptions,
+    /// A digest of the certificate, key and CA files read: a reload with the same options but
+    /// rotated files is a change too.
+    pub files: u64,
+}
+
+impl ClientTls {
+    /// `None` without `tls`; nats-server's error text when a file is missing or bad.
+    pub fn build(options: &crate::config::Options) -> Result<Option<Arc<ClientTls>>, String> {
+        let Some(tls) = &options.tls else {
+            return Ok(None);
+        };
+        let config = server_config(tls)?;
+        Ok(Some(Arc::new(ClientTls {
+            acceptor: tokio_rustls::TlsAcceptor::from(config),
+            options: tls.clone(),
+            files: files_digest(tls),
+        })))
+    }
+}
+
 /// A digest of the certificate, key and CA files' contents (unreadable ones count as empty).
 pub fn files_digest(tls: &TlsOptions) -> u64 {
     use std::hash::{Hash, Hasher};
