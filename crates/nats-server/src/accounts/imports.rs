@@ -311,41 +311,92 @@ fn with_request_info(
 /// Add the shadows a new subscription of `account` needs in the accounts it imports streams from.
 pub fn add_shadows(account: &Arc<Account>, subscription: &Arc<ClientSubscription>) {
     let imports = account.imports.load();
-    if imports.streams.is_empty() {
-        return;
-    }
-    let subject = &subscription.subject;
-    let mut shadows = Vec::new();
-    for import in &imports.streams {
-        let covers = *subject == import.to || nats_subject::is_subset_match(&import.to, subject);
-        if !covers && !nats_subject::subjects_overlap(subject, &import.to) {
-            continue;
-        }
-        let Some(exporter) = import.exporter.upgrade() else {
-            continue;
-        };
-        let shadow = Arc::new(ImportTarget::Stream(Shadow {
-            subscription: subscription.clone(),
-            home: Arc::downgrade(account),
-            import: import.clone(),
-            subject: import.from.clone(),
-            filter: !covers,
-        }));
-        exporter.router.insert(
-            &import.from,
-            subscription.queue.as_deref(),
-            Subscriber::Import(shadow.clone()),
-        );
-        shadows.push(shadow);
-    }
+    let shadows: Vec<_> = imports
+        .streams
+        .iter()
+        .filter_map(|import| shadow(account, import, subscription))
+        .collect();
     if !shadows.is_empty() {
         subscription.shadows.lock().extend(shadows);
+    }
+}
+
+/// The shadow of `subscription` in the exporter of `import`, entered in its table, when the
+/// subscription meets the import's subject.
+fn shadow(
+    account: &Arc<Account>,
+    import: &Arc<StreamImport>,
+    subscription: &Arc<ClientSubscription>,
+) -> Option<Arc<ImportTarget>> {
+    let subject = &subscription.subject;
+    let covers = *subject == import.to || nats_subject::is_subset_match(&import.to, subject);
+    if !covers && !nats_subject::subjects_overlap(subject, &import.to) {
+        return None;
+    }
+    let exporter = import.exporter.upgrade()?;
+    let shadow = Arc::new(ImportTarget::Stream(Shadow {
+        subscription: subscription.clone(),
+        home: Arc::downgrade(account),
+        import: import.clone(),
+        subject: import.from.clone(),
+        filter: !covers,
+    }));
+    exporter.router.insert(
+        &import.from,
+        subscription.queue.as_deref(),
+        Subscriber::Import(shadow.clone()),
+    );
+    Some(shadow)
+}
+
+/// A config reload rebuilt the stream imports of `account`: an existing subscription gets
+/// shadows for the imports it meets now and loses those of imports gone, as nats-server's
+/// `processSubsOnConfigReload` (a kept import keeps its shadow, so nothing arrives twice).
+pub fn refresh_shadows(account: &Arc<Account>, subscription: &Arc<ClientSubscription>) {
+    let imports = account.imports.load();
+    let previous = std::mem::take(&mut *subscription.shadows.lock());
+    let mut kept = Vec::new();
+    let mut gone = Vec::new();
+    for target in previous {
+        let keep = match &*target {
+            ImportTarget::Stream(shadow) => {
+                std::ptr::eq(shadow.home.as_ptr(), Arc::as_ptr(account))
+                    && imports
+                        .streams
+                        .iter()
+                        .any(|import| Arc::ptr_eq(import, &shadow.import))
+            }
+            _ => false,
+        };
+        if keep {
+            kept.push(target);
+        } else {
+            gone.push(target);
+        }
+    }
+    for import in &imports.streams {
+        let shadowed = kept.iter().any(|target| {
+            matches!(&**target, ImportTarget::Stream(shadow) if Arc::ptr_eq(&shadow.import, import))
+        });
+        if !shadowed {
+            kept.extend(shadow(account, import, subscription));
+        }
+    }
+    subscription.shadows.lock().extend(kept);
+    remove_targets(subscription, gone);
+    // Unsubscribed meanwhile (its max reached on another task): take the new shadows too.
+    if !subscription.client.has_subscription(subscription) {
+        remove_shadows(subscription);
     }
 }
 
 /// Drop a subscription's shadows (it was unsubscribed or its client left).
 pub fn remove_shadows(subscription: &ClientSubscription) {
     let shadows = std::mem::take(&mut *subscription.shadows.lock());
+    remove_targets(subscription, shadows);
+}
+
+fn remove_targets(subscription: &ClientSubscription, shadows: Vec<Arc<ImportTarget>>) {
     for target in shadows {
         let ImportTarget::Stream(shadow) = &*target else {
             continue;

@@ -7,8 +7,9 @@
 //! Called for client publishes (`client/reader.rs`, before permissions, as nats-server checks
 //! the mapped subject) and for requests forwarded through a service import into the exporting
 //! account (`imports.rs`); never for route messages (the publishing server mapped them) nor
-//! internal publishes. An account without mappings has none of this (`Account::mappings` is
-//! unset), so unmapped accounts pay one atomic load. Knows nothing of sockets or routes.
+//! internal publishes. An account without mappings has none of this (`Account::mapped` is
+//! false), so unmapped accounts pay one atomic load; a config reload replaces an account's
+//! mappings whole. Knows nothing of sockets or routes.
 
 use crate::config::MappingOptions;
 use bytes::Bytes;

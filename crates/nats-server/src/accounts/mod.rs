@@ -21,14 +21,15 @@ pub mod mappings;
 mod responses;
 mod table;
 pub(crate) use responses::deliver_routed;
-pub use table::Accounts;
+pub use table::{global_mappings, Accounts};
 
 use crate::config::{ExportOptions, ImportOptions, ResponseType};
 use crate::router::{Router, Subscriber};
-use arc_swap::ArcSwap;
+use arc_swap::{ArcSwap, ArcSwapOption};
 use imports::{ImportTarget, Mapping, ServiceImport, StreamImport};
 use parking_lot::Mutex;
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// nats-server's global account: users outside any configured account.
 pub const GLOBAL_ACCOUNT: &str = "$G";
@@ -55,8 +56,10 @@ pub struct Account {
     /// What the account exports and imports, as configured or claimed (read when imports are
     /// built, never on the message path).
     declared: Mutex<Declared>,
-    /// Set at start when the account has subject mappings.
-    mappings: OnceLock<mappings::Mappings>,
+    /// The account's subject mappings (`None`: it has none), replaced by a config reload.
+    mappings: ArcSwapOption<mappings::Mappings>,
+    /// Whether `mappings` holds any: an account without them pays one relaxed load.
+    mapped: AtomicBool,
     responses: responses::Responses,
 }
 
@@ -88,7 +91,8 @@ impl Account {
             name,
             imports: ArcSwap::from_pointee(Imports::default()),
             declared: Mutex::new(Declared::default()),
-            mappings: OnceLock::new(),
+            mappings: ArcSwapOption::empty(),
+            mapped: AtomicBool::new(false),
             responses: responses::Responses::default(),
         })
     }
@@ -125,13 +129,18 @@ impl Account {
     /// which is all an account without mappings ever answers, after one atomic load).
     #[inline]
     pub fn map_subject(&self, subject: &bytes::Bytes) -> Option<mappings::Mapped> {
-        self.mappings.get()?.select(subject)
+        if !self.mapped.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.mappings.load().as_ref()?.select(subject)
     }
 
+    /// Take these subject mappings in place of the ones before (none: the account maps
+    /// nothing from now on).
     fn set_mappings(&self, options: &[crate::config::MappingOptions], cluster: Option<String>) {
-        if let Some(built) = mappings::Mappings::new(options, cluster) {
-            let _ = self.mappings.set(built);
-        }
+        let built = mappings::Mappings::new(options, cluster).map(Arc::new);
+        self.mapped.store(built.is_some(), Ordering::Relaxed);
+        self.mappings.store(built);
     }
 
     /// Responses still mapped back to requesters of other accounts.
@@ -221,9 +230,7 @@ impl Account {
             .iter()
             .filter(|old| !built.streams.iter().any(|new| Arc::ptr_eq(old, new)))
         {
-            dropped
-                .live
-                .store(false, std::sync::atomic::Ordering::Relaxed);
+            dropped.live.store(false, Ordering::Relaxed);
         }
         self.imports.store(Arc::new(built));
         for (local, target) in &previous.services {

@@ -24,6 +24,8 @@ struct Template {
     cluster_name: Option<String>,
     /// In a cluster without JetStream here, `$JS.API.>` is imported from the system account.
     jetstream_through_system: bool,
+    /// With a JetStream domain, `$JS.<domain>.API.>` mapped onto `$JS.API.>`.
+    domain_mapping: Option<MappingOptions>,
 }
 
 /// Every account of the server.
@@ -102,40 +104,10 @@ impl Accounts {
                 origin: (server_name.to_string(), cluster_name.clone()),
                 cluster_name: cluster_name.clone(),
                 jetstream_through_system: options.cluster.is_some() && !options.jetstream.enabled,
+                domain_mapping: domain_mapping(options),
             },
         };
-        // nats-server with a JetStream domain: every JetStream account maps `$JS.<domain>.API.>`
-        // onto `$JS.API.>`, so a client's domain context reaches this server's JetStream.
-        let domain_mapping = options
-            .jetstream
-            .domain
-            .as_ref()
-            .filter(|_| jetstream_enabled)
-            .map(|domain| MappingOptions {
-                source: format!("$JS.{domain}.API.>"),
-                destinations: vec![crate::config::MapDestination {
-                    subject: JETSTREAM_API.to_string(),
-                    weight: 100,
-                    cluster: None,
-                }],
-            });
-        let with_domain = |account: &Arc<Account>, configured: &[MappingOptions]| {
-            let mut mappings = configured.to_vec();
-            if let Some(domain) = &domain_mapping {
-                if accounts
-                    .jetstream
-                    .iter()
-                    .any(|(jetstream, _, _)| Arc::ptr_eq(jetstream, account))
-                {
-                    mappings.push(domain.clone());
-                }
-            }
-            mappings
-        };
-        accounts.global.set_mappings(
-            &with_domain(&accounts.global, &options.mappings),
-            cluster_name.clone(),
-        );
+        accounts.remap(&accounts.global, global_mappings(options));
         for config in &options.accounts {
             if let Some(account) = accounts.lookup(&config.name) {
                 account.declare(config);
@@ -144,10 +116,9 @@ impl Accounts {
         for config in &options.accounts {
             if let Some(account) = accounts.lookup(&config.name) {
                 account.build_imports(&accounts);
-                account.set_mappings(
-                    &with_domain(&account, &config.mappings),
-                    cluster_name.clone(),
-                );
+                if !Arc::ptr_eq(&account, &accounts.global) {
+                    accounts.remap(&account, &config.mappings);
+                }
             }
         }
         for account in accounts.iter() {
@@ -186,6 +157,42 @@ impl Accounts {
                 true,
             );
         }
+    }
+
+    /// Give `account` these configured subject mappings in place of its current ones (at start,
+    /// or a config reload), with the JetStream domain's mapping when JetStream serves it.
+    pub fn remap(&self, account: &Arc<Account>, configured: &[MappingOptions]) {
+        let mut mappings = configured.to_vec();
+        if let Some(domain) = &self.template.domain_mapping {
+            if self
+                .jetstream
+                .iter()
+                .any(|(jetstream, _, _)| Arc::ptr_eq(jetstream, account))
+            {
+                mappings.push(domain.clone());
+            }
+        }
+        account.set_mappings(&mappings, self.template.cluster_name.clone());
+    }
+
+    /// Take an account out of the table (a config reload no longer has it): route traffic
+    /// and new connections no longer reach it; the accounts importing from it are rebuilt
+    /// without those imports. The global and system accounts stay.
+    pub fn remove(&self, name: &str) -> Option<Arc<Account>> {
+        let _grow = self.grow.lock();
+        let account = self.lookup(name)?;
+        if Arc::ptr_eq(&account, &self.global) || Arc::ptr_eq(&account, &self.system) {
+            return None;
+        }
+        let mut by_name = HashMap::clone(&self.by_name.load());
+        by_name.remove(name);
+        self.by_name.store(Arc::new(by_name));
+        for importer in self.iter() {
+            if importer.imports_from(name) {
+                importer.build_imports(self);
+            }
+        }
+        Some(account)
     }
 
     /// This server and its cluster, as an imported request's info names them.
@@ -281,4 +288,31 @@ impl Accounts {
     pub fn statistics(&self) -> Vec<(String, serde_json::Value)> {
         super::sublist_statistics(self.by_name.load().values())
     }
+}
+
+/// nats-server with a JetStream domain: every JetStream account maps `$JS.<domain>.API.>` onto
+/// `$JS.API.>`, so a client's domain context reaches this server's JetStream.
+fn domain_mapping(options: &Options) -> Option<MappingOptions> {
+    let domain = options.jetstream.domain.as_ref()?;
+    options.jetstream.enabled.then(|| MappingOptions {
+        source: format!("$JS.{domain}.API.>"),
+        destinations: vec![crate::config::MapDestination {
+            subject: JETSTREAM_API.to_string(),
+            weight: 100,
+            cluster: None,
+        }],
+    })
+}
+
+/// The global account's mappings: the top-level `mappings { }`, else those of an
+/// `accounts { $G { } }` entry.
+pub fn global_mappings(options: &Options) -> &[MappingOptions] {
+    if !options.mappings.is_empty() {
+        return &options.mappings;
+    }
+    options
+        .accounts
+        .iter()
+        .find(|account| account.name == GLOBAL_ACCOUNT)
+        .map_or(&[], |account| account.mappings.as_slice())
 }

@@ -496,6 +496,14 @@ impl ClientShared {
         self.outbound.lock().closing
     }
 
+    /// Whether the client's map still holds this subscription.
+    pub fn has_subscription(&self, subscription: &Arc<ClientSubscription>) -> bool {
+        self.subscriptions
+            .lock()
+            .get(&subscription.sid)
+            .is_some_and(|existing| Arc::ptr_eq(existing, subscription))
+    }
+
     /// Remove `sid` from the client's map if it still names this subscription.
     pub fn forget_subscription(&self, sid: &Bytes, subscription: &Arc<ClientSubscription>) {
         let mut subscriptions = self.subscriptions.lock();

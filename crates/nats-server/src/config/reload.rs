@@ -20,6 +20,8 @@ pub struct Changes {
     pub limits: bool,
     /// Client TLS (certificates, verification, timeouts, on or off): new connections use it.
     pub tls: bool,
+    /// `accounts { }` or the top-level `mappings { }`: the accounts table is updated in place.
+    pub accounts: bool,
 }
 
 /// nats-server's notices for client TLS: the TLS config itself (its certificates, CA,
@@ -149,6 +151,10 @@ pub fn diff(old: &Options, new: &Options) -> Result<Changes, String> {
     if users_changed && keyed(old) != keyed(new) {
         notice("Reloaded: authorization nkey users".into());
     }
+    let accounts_changed = old.accounts != new.accounts || old.mappings != new.mappings;
+    if accounts_changed {
+        notice("Reloaded: accounts".into());
+    }
     if old.max_connections != new.max_connections {
         notice(format!(
             "Reloaded: max_connections = {}",
@@ -199,7 +205,10 @@ pub fn diff(old: &Options, new: &Options) -> Result<Changes, String> {
         || old.logtime != new.logtime
         || old.logtime_utc != new.logtime_utc
         || old.log_file != new.log_file;
-    changes.authorization = old.username != new.username
+    changes.accounts = accounts_changed;
+    // Users moved between accounts, or accounts gone: connections are checked again.
+    changes.authorization = accounts_changed
+        || old.username != new.username
         || old.password != new.password
         || old.token != new.token
         || users_changed
@@ -309,15 +318,24 @@ fn refuse_fixed(old: &Options, new: &Options) -> Result<(), String> {
     if old_js != new_js {
         return Err(refused("JetStream", old_js.enabled, new_js.enabled));
     }
+    // Not reloadable in rnats yet: an account's JetStream (enabled or its limits).
+    let served = |options: &Options| {
+        options
+            .accounts
+            .iter()
+            .filter(|account| account.jetstream)
+            .map(|account| (account.name.clone(), account.jetstream_limits.clone()))
+            .collect::<Vec<_>>()
+    };
+    if old_js.enabled && served(old) != served(new) {
+        return Err("config reload not supported for Accounts JetStream".into());
+    }
     if old.cluster != new.cluster {
         return Err("config reload not supported for Cluster".into());
     }
     // nats-server refuses every websocket change but its TLS (which rnats does not reload).
     if old.websocket != new.websocket {
         return Err("config reload not supported for Websocket".into());
-    }
-    if old.accounts != new.accounts || old.mappings != new.mappings {
-        return Err("config reload not supported for Accounts".into());
     }
     Ok(())
 }
@@ -382,5 +400,20 @@ mod tests {
             ]
         );
         assert_eq!(diff(&old, &Options::default()), Ok(Changes::default()));
+    }
+
+    #[test]
+    fn accounts_and_mappings_reload_and_recheck_connections() {
+        let old = Options::default();
+        let new = Options {
+            accounts: vec![crate::config::AccountOptions {
+                name: "A".into(),
+                ..Default::default()
+            }],
+            ..Options::default()
+        };
+        let changes = diff(&old, &new).expect("reloadable");
+        assert!(changes.accounts && changes.authorization);
+        assert_eq!(changes.notices, ["Reloaded: accounts"]);
     }
 }

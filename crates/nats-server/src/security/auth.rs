@@ -115,6 +115,18 @@ impl Authenticator {
             .map_or("$G", String::as_str)
     }
 
+    /// nats-server's `clientHasMovedToDifferentAccount` for a user gone: the nkey or user name
+    /// a CONNECT gave is no longer configured (a reload closes that connection).
+    pub fn user_gone(&self, connect: &ConnectOptions) -> bool {
+        fn named(value: &Option<String>) -> Option<&str> {
+            value.as_deref().filter(|text| !text.is_empty())
+        }
+        if let Some(nkey) = named(&connect.nkey) {
+            return !self.nkeys.contains_key(nkey);
+        }
+        named(&connect.user).is_some_and(|user| !self.users.contains_key(user))
+    }
+
     pub fn required(&self) -> bool {
         self.required
     }

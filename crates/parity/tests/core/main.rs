@@ -34,6 +34,7 @@ mod operator_jwt;
 mod operator_resolver;
 mod process;
 mod reload;
+mod reload_accounts;
 mod reload_tls;
 mod signal;
 mod slow_consumer;

@@ -154,10 +154,24 @@ impl Session {
     }
 
     /// A reload changed authorization: check this connection's CONNECT against it as
-    /// nats-server's `reloadAuthorization` does. Credentials no longer accepted close it with
-    /// `Authorization Violation`; otherwise the new permissions apply from now on and each
-    /// subscription they no longer allow is removed with a `-ERR`.
+    /// nats-server's `reloadAuthorization` does. A user no longer configured, or now in
+    /// another account, is closed (it reconnects into its new account); credentials no longer
+    /// accepted close it with `Authorization Violation`; otherwise the new permissions apply
+    /// from now on, each subscription they no longer allow is removed with a `-ERR`, and the
+    /// others follow the account's stream imports as reloaded.
     pub(super) fn authorize_again(&mut self) -> Next {
+        let next = self.check_credentials_again();
+        if matches!(next, Next::Continue) {
+            let subscriptions: Vec<_> =
+                self.shared.subscriptions.lock().values().cloned().collect();
+            for subscription in &subscriptions {
+                crate::accounts::imports::refresh_shadows(&self.account, subscription);
+            }
+        }
+        next
+    }
+
+    fn check_credentials_again(&mut self) -> Next {
         let authenticator = self.server.authenticator_for(&self.shared);
         if !authenticator.required() {
             self.permissions = None;
@@ -165,6 +179,9 @@ impl Session {
             return Next::Continue;
         }
         let connect = self.connect_options.clone().unwrap_or_default();
+        if self.jwt_user.is_none() && authenticator.user_gone(&connect) {
+            return Next::Close(CloseReason::ClientClosed);
+        }
         let outcome = authenticator.authenticate(
             &connect,
             self.shared.nonce.as_deref(),
@@ -181,6 +198,11 @@ impl Session {
             self.send_err("Authorization Violation");
             return Next::Close(CloseReason::AuthenticationViolation);
         };
+        if self.jwt_user.is_none()
+            && authenticator.account_of(user.as_deref()) != &*self.account.name
+        {
+            return Next::Close(CloseReason::ClientClosed);
+        }
         self.shared.meta.lock().user = user;
         self.publish_allowed.clear();
         self.permissions = permissions;

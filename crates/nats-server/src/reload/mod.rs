@@ -6,8 +6,13 @@
 //! included), existing connections checked against the new
 //! authorization by their readers (`client/reader.rs`). SIGUSR1 reopens the log file.
 //!
+//! Accounts and mappings are applied by `accounts.rs` (the table updated in place before the
+//! new authorization reaches the connections).
+//!
 //! Called by the signal loop in `server.rs` and the `$SYS.REQ.SERVER.<id>.RELOAD` responder
 //! (`system/`); knows nothing of sockets.
+
+mod accounts;
 
 use crate::cli::Flags;
 use crate::config::{apply_config_file, Options};
@@ -63,6 +68,9 @@ pub fn reload(server: &Server) -> Result<(), String> {
     }
     for notice in &changes.notices {
         tracing::info!("{notice}");
+    }
+    if changes.accounts {
+        accounts::apply(server, &running, &options);
     }
     server.replace_options(options, changes.authorization);
     server.replace_client_tls(tls);
