@@ -63,6 +63,9 @@ pub struct StreamAssignment {
     pub change: StreamChange,
     pub created: i64,
     pub reply: Option<Bytes>,
+    /// Whether the stream runs a Raft group: every stream of more than one replica, and one
+    /// scaled down to a single replica (its group shrinks to one member and keeps running).
+    pub replicated: bool,
 }
 
 /// The meta group as the `$JS.API` handlers see it.
@@ -109,6 +112,13 @@ pub trait Cluster: Send + Sync + 'static {
         let _ = (name, peer);
         Box::pin(async { Err(jetstream_api::errors::CLUSTER_REQUIRED.to_error()) })
     }
+    /// STREAM.UPDATE changing `num_replicas`: the servers the stream keeps and gains for
+    /// `replicas` (its current servers first, new ones placed as for a new stream; scaling down
+    /// keeps the stream's leader when known here), or nats-server's placement error. Leader only.
+    fn rescale(&self, name: &str, replicas: usize) -> Result<Vec<String>, ApiError> {
+        let _ = (name, replicas);
+        Err(jetstream_api::errors::STREAM_REPLICAS_NOT_UPDATABLE.to_error())
+    }
 }
 
 /// A replica whose group has had no working leader for this long answers STREAM.INFO itself
@@ -142,4 +152,10 @@ pub trait StreamGroup: Send + Sync + 'static {
     /// Hands leadership to another member (`preferred`, a server name, when given): resolves
     /// once the request is made, or with why it cannot be (not the leader, no such member).
     fn step_down(self: Arc<Self>, preferred: Option<String>) -> GroupFuture<Result<(), ApiError>>;
+    /// While held, this server's leadership is kept from the stream (it takes no publishes and
+    /// runs no consumers, `is_leader` is false) though the group may elect it: a stream scaled
+    /// up from one replica fills its new log from its old store first. Released with `false`.
+    fn hold_leadership(&self, held: bool) {
+        let _ = held;
+    }
 }

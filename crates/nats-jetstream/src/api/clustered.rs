@@ -221,12 +221,12 @@ async fn stream_update(context: &Context, cluster: &dyn Cluster, request: &Reque
         let existing = cluster
             .stream(name)
             .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
-        // Scaling (R1 <-> R3) is not built: the replica count stays as created.
-        if requested.replicas.max(1) != existing.config.replicas.max(1) {
-            return Err(errors::STREAM_REPLICAS_NOT_UPDATABLE.to_error());
-        }
         jetstream_api::metadata::set_static_stream_metadata(&mut requested);
-        let config =
+        // The single server's checks, with the replica count as it is (a changed count is a
+        // rescale, checked here).
+        let replicas = requested.replicas.max(1);
+        requested.replicas = existing.config.replicas;
+        let mut config =
             crate::stream::check_update(&existing.config, &requested, config_request.pedantic)
                 .map_err(|error| {
                     if error.err_code == 0 {
@@ -235,13 +235,22 @@ async fn stream_update(context: &Context, cluster: &dyn Cluster, request: &Reque
                         error
                     }
                 })?;
+        if replicas > 5 {
+            return Err(errors::STREAM_INVALID_CONFIG.with_err("maximum replicas is 5"));
+        }
+        config.replicas = replicas;
         if overlaps_assigned(cluster, &config) {
             return Err(errors::STREAM_SUBJECT_OVERLAP.to_error());
         }
+        let servers = if replicas != existing.config.replicas.max(1) {
+            cluster.rescale(name, usize::try_from(replicas).unwrap_or(1))?
+        } else {
+            existing.servers
+        };
         Ok(StreamProposal {
             config,
             change: StreamChange::Update,
-            servers: existing.servers,
+            servers,
             reply: request.reply.clone(),
         })
     })();
@@ -532,7 +541,7 @@ async fn create_durably(
 /// Applies a stream assignment on the server that holds the stream: creates or updates it, and
 /// answers the request when the assignment carries its reply.
 pub(crate) async fn apply_stream_assignment(context: &Arc<Context>, assignment: StreamAssignment) {
-    if assignment.config.replicas > 1 {
+    if assignment.replicated {
         return apply_replicated_assignment(context, assignment).await;
     }
     let name = assignment.config.name.clone();
@@ -612,8 +621,9 @@ const LEADER_WAIT: Duration = Duration::from_secs(10);
 
 /// Applies the assignment of a replicated stream on one of its peers: creates the replica and
 /// starts its Raft group, or updates the config (the leader through the group's log, a follower
-/// in memory: the log brings it the store's part). An earlier incarnation of the name is
-/// stopped first. Only the stream's leader answers and advises, as on nats-server, once it is
+/// in memory: the log brings it the store's part), or turns the stream of one replica held
+/// here into the replicated one (a scale up). An earlier incarnation of the name is stopped
+/// first. Only the stream's leader answers and advises, as on nats-server, once it is
 /// elected: that wait is a task of its own, so the meta group's apply thread goes on.
 async fn apply_replicated_assignment(context: &Arc<Context>, assignment: StreamAssignment) {
     let name = assignment.config.name.clone();
@@ -629,21 +639,29 @@ async fn apply_replicated_assignment(context: &Arc<Context>, assignment: StreamA
         cluster.close_stream_group(&name, stale.created).await;
         let _ = registry.delete_stream(&name).await;
     }
+    // This incarnation held here without a group: one replica, now scaled up.
+    let single = registry
+        .get(&name)
+        .filter(|stream| cluster.stream_group(&stream.name).is_none());
     let Some(group) = cluster.open_stream_group(&name, assignment.created).await else {
         tracing::debug!("JetStream replicated stream {name} is no longer assigned here");
         return;
     };
     let create =
         || registry.create_replicated_stream(&assignment.config, assignment.created, &group);
-    let result = match (assignment.change, registry.get(&name)) {
-        (StreamChange::Update, Some(stream)) if stream.config() == assignment.config => {
-            Ok((stream, false))
-        }
-        (StreamChange::Update, Some(_)) => registry
-            .update_stream(&assignment.config, false)
+    let result = match (single, assignment.change, registry.get(&name)) {
+        (Some(single), _, _) => registry
+            .replicate_stream(single, &assignment.config, &group)
             .await
             .map(|stream| (stream, true)),
-        (StreamChange::Create, _) | (StreamChange::Update, None) => create().await,
+        (None, StreamChange::Update, Some(stream)) if stream.config() == assignment.config => {
+            Ok((stream, false))
+        }
+        (None, StreamChange::Update, Some(_)) => registry
+            .update_assigned_stream(&assignment.config)
+            .await
+            .map(|stream| (stream, true)),
+        (None, StreamChange::Create, _) | (None, StreamChange::Update, None) => create().await,
     };
     if let Err(error) = &result {
         tracing::warn!("JetStream replicated stream {name} not applied: {error:?}");

@@ -56,6 +56,8 @@ pub(crate) enum Record {
     },
     /// The consumer was deleted.
     Delete { name: String },
+    /// A consumer brought in whole with its state (a stream scaled up from one replica).
+    Import(Box<SnapshotConsumer>),
 }
 
 /// A consumer's committed config and state.
@@ -67,8 +69,8 @@ pub(crate) struct Committed {
 }
 
 /// A consumer in a snapshot.
-#[derive(Serialize, Deserialize)]
-struct SnapshotConsumer {
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct SnapshotConsumer {
     name: String,
     config: ConsumerConfig,
     created: i64,
@@ -79,6 +81,81 @@ struct SnapshotConsumer {
     pending: Vec<(u64, u64, i64)>,
     /// (stream sequence, redeliveries)
     redelivered: Vec<(u64, u64)>,
+}
+
+impl SnapshotConsumer {
+    pub(crate) fn of(
+        name: &str,
+        config: &ConsumerConfig,
+        created: i64,
+        state: &ConsumerState,
+    ) -> SnapshotConsumer {
+        SnapshotConsumer {
+            name: name.to_string(),
+            config: config.clone(),
+            created,
+            delivered: (state.delivered.consumer_seq, state.delivered.stream_seq),
+            ack_floor: (state.ack_floor.consumer_seq, state.ack_floor.stream_seq),
+            pending: state
+                .pending
+                .iter()
+                .map(|(seq, pending)| (*seq, pending.consumer_seq, pending.timestamp))
+                .collect(),
+            redelivered: state
+                .redelivered
+                .iter()
+                .map(|(seq, count)| (*seq, *count))
+                .collect(),
+        }
+    }
+
+    fn committed(self) -> (String, Committed) {
+        let pair = |(consumer_seq, stream_seq)| SequencePair {
+            consumer_seq,
+            stream_seq,
+        };
+        let state = ConsumerState {
+            delivered: pair(self.delivered),
+            ack_floor: pair(self.ack_floor),
+            pending: self
+                .pending
+                .into_iter()
+                .map(|(seq, consumer_seq, timestamp)| {
+                    (
+                        seq,
+                        PendingDelivery {
+                            consumer_seq,
+                            timestamp,
+                        },
+                    )
+                })
+                .collect(),
+            redelivered: self.redelivered.into_iter().collect(),
+        };
+        let committed = Committed {
+            config: self.config,
+            created: self.created,
+            state,
+        };
+        (self.name, committed)
+    }
+}
+
+/// The proposal that brings `consumers` into a stream's log with their states.
+pub(crate) fn import_batch(consumers: Vec<SnapshotConsumer>) -> Result<Bytes, ReplicationError> {
+    let records: Vec<Record> = consumers
+        .into_iter()
+        .map(|consumer| Record::Import(Box::new(consumer)))
+        .collect();
+    encode_records(&records)
+}
+
+/// A proposal of consumer records, as the stream's log carries it.
+fn encode_records(records: &[Record]) -> Result<Bytes, ReplicationError> {
+    let mut batch = vec![CONSUMER_BATCH];
+    serde_json::to_writer(&mut batch, records)
+        .map_err(|error| ReplicationError::Failed(error.to_string()))?;
+    Ok(Bytes::from(batch))
 }
 
 fn invalid(error: impl std::fmt::Display) -> io::Error {
@@ -187,10 +264,7 @@ impl ReplicatedConsumers {
 
     /// Proposes `records`; resolves once they are committed (and applied here).
     pub(crate) async fn propose(&self, records: &[Record]) -> Result<(), ReplicationError> {
-        let mut batch = vec![CONSUMER_BATCH];
-        serde_json::to_writer(&mut batch, records)
-            .map_err(|error| ReplicationError::Failed(error.to_string()))?;
-        self.replicator.propose(Bytes::from(batch)).await
+        self.replicator.propose(encode_records(records)?).await
     }
 
     /// Every committed consumer, by name.
@@ -259,6 +333,10 @@ impl ReplicatedConsumers {
             Record::Delete { name } => {
                 committed.remove(&name);
             }
+            Record::Import(consumer) => {
+                let (name, consumer) = consumer.committed();
+                committed.insert(name, consumer);
+            }
         }
     }
 }
@@ -280,6 +358,7 @@ impl ConsumerReplicas for ReplicatedConsumers {
                         created.push((name.clone(), new));
                     }
                     Record::Delete { name } => deleted.push(name.clone()),
+                    Record::Import(consumer) => created.push((consumer.name.clone(), true)),
                     Record::Entries { .. } => {}
                 }
                 Self::apply_record(&mut committed, record);
@@ -306,24 +385,7 @@ impl ConsumerReplicas for ReplicatedConsumers {
             .lock()
             .iter()
             .map(|(name, consumer)| {
-                let state = &consumer.state;
-                SnapshotConsumer {
-                    name: name.clone(),
-                    config: consumer.config.clone(),
-                    created: consumer.created,
-                    delivered: (state.delivered.consumer_seq, state.delivered.stream_seq),
-                    ack_floor: (state.ack_floor.consumer_seq, state.ack_floor.stream_seq),
-                    pending: state
-                        .pending
-                        .iter()
-                        .map(|(seq, pending)| (*seq, pending.consumer_seq, pending.timestamp))
-                        .collect(),
-                    redelivered: state
-                        .redelivered
-                        .iter()
-                        .map(|(seq, count)| (*seq, *count))
-                        .collect(),
-                }
+                SnapshotConsumer::of(name, &consumer.config, consumer.created, &consumer.state)
             })
             .collect();
         serde_json::to_vec(&consumers).unwrap_or_default()
@@ -335,40 +397,9 @@ impl ConsumerReplicas for ReplicatedConsumers {
         } else {
             serde_json::from_slice(snapshot).map_err(invalid)?
         };
-        let pair = |(consumer_seq, stream_seq)| SequencePair {
-            consumer_seq,
-            stream_seq,
-        };
         let restored = consumers
             .into_iter()
-            .map(|consumer| {
-                let state = ConsumerState {
-                    delivered: pair(consumer.delivered),
-                    ack_floor: pair(consumer.ack_floor),
-                    pending: consumer
-                        .pending
-                        .into_iter()
-                        .map(|(seq, consumer_seq, timestamp)| {
-                            (
-                                seq,
-                                PendingDelivery {
-                                    consumer_seq,
-                                    timestamp,
-                                },
-                            )
-                        })
-                        .collect(),
-                    redelivered: consumer.redelivered.into_iter().collect(),
-                };
-                (
-                    consumer.name,
-                    Committed {
-                        config: consumer.config,
-                        created: consumer.created,
-                        state,
-                    },
-                )
-            })
+            .map(SnapshotConsumer::committed)
             .collect();
         let names: Vec<String> = self.dormant.lock().keys().cloned().collect();
         for name in names {

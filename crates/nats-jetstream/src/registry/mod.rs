@@ -7,6 +7,7 @@
 
 mod limits;
 mod replicated;
+mod scale;
 mod subject_index;
 
 use crate::consumer::Consumers;

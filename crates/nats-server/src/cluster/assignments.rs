@@ -31,6 +31,10 @@ pub struct Group {
     /// running group and never found it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub joined: Vec<String>,
+    /// The group runs in Raft even with one peer: the stream was scaled (a stream scaled down
+    /// to one replica keeps its group, shrunk to that peer).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replicated: bool,
 }
 
 /// Who asked for the stream (nats-server's `client` of an assignment, the part we know).
@@ -54,6 +58,25 @@ pub struct StreamRecord {
     pub created: i64,
     #[serde(default)]
     pub client: ClientInfo,
+}
+
+impl StreamRecord {
+    /// Whether the stream runs a Raft group on its peers.
+    pub fn runs_group(&self) -> bool {
+        self.config.replicas > 1 || self.group.replicated
+    }
+
+    /// The assignment its peers carry out.
+    fn assignment(&self, change: StreamChange, reply: Option<Bytes>) -> StreamAssignment {
+        StreamAssignment {
+            account: self.account.clone(),
+            config: self.config.clone(),
+            change,
+            created: self.created,
+            reply,
+            replicated: self.runs_group(),
+        }
+    }
 }
 
 /// A change to the state, as proposed by the meta leader.
@@ -219,15 +242,27 @@ impl Assignments {
                 proposed,
             } => {
                 let ours = stream.group.peers.iter().any(|peer| peer == own_peer);
-                let effect = ours.then(|| {
-                    Effect::Assigned(Box::new(StreamAssignment {
+                // A rescale that took this server off the stream's peers: it leaves the group.
+                let left = !ours
+                    && self
+                        .stream(&stream.account, &stream.config.name)
+                        .is_some_and(|old| {
+                            old.created == stream.created
+                                && old.group.peers.iter().any(|peer| peer == own_peer)
+                        });
+                let effect = if left {
+                    Some(Effect::Unplaced {
                         account: stream.account.clone(),
-                        config: stream.config.clone(),
-                        change,
+                        name: stream.config.name.clone(),
                         created: stream.created,
-                        reply: fresh(proposed, reply),
-                    }))
-                });
+                    })
+                } else {
+                    ours.then(|| {
+                        Effect::Assigned(Box::new(
+                            stream.assignment(change, fresh(proposed, reply)),
+                        ))
+                    })
+                };
                 self.streams
                     .entry(stream.account.clone())
                     .or_default()
@@ -310,13 +345,9 @@ impl Assignments {
             });
         }
         if added.as_deref() == Some(own_peer) {
-            return Some(Effect::Assigned(Box::new(StreamAssignment {
-                account: account.to_string(),
-                config: record.config.clone(),
-                change: StreamChange::Create,
-                created,
-                reply: None,
-            })));
+            return Some(Effect::Assigned(Box::new(
+                record.assignment(StreamChange::Create, None),
+            )));
         }
         record
             .group
@@ -361,15 +392,7 @@ impl Assignments {
             .values()
             .flat_map(BTreeMap::values)
             .filter(|record| record.group.peers.iter().any(|peer| peer == own_peer))
-            .map(|record| {
-                Effect::Assigned(Box::new(StreamAssignment {
-                    account: record.account.clone(),
-                    config: record.config.clone(),
-                    change: StreamChange::Create,
-                    created: record.created,
-                    reply: None,
-                }))
-            })
+            .map(|record| Effect::Assigned(Box::new(record.assignment(StreamChange::Create, None))))
             .collect())
     }
 }
@@ -391,6 +414,7 @@ mod tests {
                 peers: vec![peer.into()],
                 storage: StorageType::File,
                 joined: Vec::new(),
+                replicated: false,
             },
             created,
             client: ClientInfo::default(),
@@ -536,6 +560,42 @@ mod tests {
             .expect("apply")
             .is_none());
         assert_eq!(state, before);
+    }
+
+    #[test]
+    fn a_rescale_assigns_the_kept_and_new_peers_and_lets_a_dropped_one_leave() {
+        let assign_with = |peers: &[&str], replicas: i64, change: StreamChange| {
+            let mut stream = record("A", "p1", 1);
+            stream.config.replicas = replicas;
+            stream.group.peers = peers.iter().map(|peer| peer.to_string()).collect();
+            stream.group.replicated = change == StreamChange::Update;
+            Entry::new(Operation::AssignStream {
+                stream: Box::new(stream),
+                change,
+                reply: None,
+                proposed: 1,
+            })
+            .encode()
+        };
+        let three = assign_with(&["p1", "p2", "p3"], 3, StreamChange::Create);
+        let one = assign_with(&["p1"], 1, StreamChange::Update);
+        let effect = |own: &str| {
+            let mut state = Assignments::default();
+            state.apply(&three, own, 1).expect("assign");
+            state.apply(&one, own, 2).expect("rescale")
+        };
+        assert!(matches!(
+            effect("p2"),
+            Some(Effect::Unplaced { created: 1, .. })
+        ));
+        assert!(
+            matches!(effect("p1"), Some(Effect::Assigned(a)) if a.replicated && a.config.replicas == 1)
+        );
+        assert!(effect("p4").is_none());
+        // A stream of one replica never scaled runs no group.
+        let mut state = Assignments::default();
+        let single = state.apply(&assign("B", "p1", 1), "p1", 1).expect("assign");
+        assert!(matches!(single, Some(Effect::Assigned(a)) if !a.replicated));
     }
 
     #[test]

@@ -169,7 +169,7 @@ impl Cluster for AccountMeta {
             .stream(&self.account, &proposal.config.name)
             .cloned();
         let (group, created) = match existing {
-            Some(record) => (record.group, record.created),
+            Some(record) => (rescaled(&record, &proposal), record.created),
             None => {
                 let replicas = proposal.config.replicas.max(1);
                 let id = crate::security::identity::new_nuid();
@@ -183,6 +183,7 @@ impl Cluster for AccountMeta {
                         .collect(),
                     storage: proposal.config.storage,
                     joined: Vec::new(),
+                    replicated: false,
                 };
                 (group, now)
             }
@@ -233,22 +234,20 @@ impl Cluster for AccountMeta {
             .cloned()
             .filter(|record| {
                 record.created == created
-                    && record.config.replicas > 1
+                    && record.runs_group()
                     && record.group.peers.contains(&self.meta.own_peer)
             });
         let groups = self.meta.stream_groups.clone();
         let key = (self.account.clone(), name.to_string());
-        let own_peer = self.meta.own_peer.clone();
         Box::pin(async move {
             let record = record?;
-            let joining = record.group.joined.contains(&own_peer);
             let group: Arc<dyn StreamGroup> = groups
                 .open(
                     &key,
                     created,
                     &record.group.name,
                     &record.group.peers,
-                    joining,
+                    &record.group.joined,
                 )
                 .await;
             Some(group)
@@ -261,9 +260,92 @@ impl Cluster for AccountMeta {
         Box::pin(async move { groups.close(&account, &name, created).await })
     }
 
+    fn rescale(&self, name: &str, replicas: usize) -> Result<Vec<String>, ApiError> {
+        let (record, load) = {
+            let assignments = self.meta.assignments.lock();
+            let record = assignments
+                .stream(&self.account, name)
+                .cloned()
+                .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
+            (record, assignments.load())
+        };
+        let mut peers = record.group.peers.clone();
+        if replicas > peers.len() {
+            let mut candidates: Vec<String> = self
+                .meta
+                .online_peers()
+                .into_iter()
+                .filter(|peer| !peers.contains(peer))
+                .collect();
+            if peers.len() + candidates.len() < replicas {
+                return Err(errors::CLUSTER_NO_PEERS.with_err(NO_SUITABLE_PEERS));
+            }
+            candidates.sort_by_key(|peer| (load.get(peer).copied().unwrap_or(0), peer.clone()));
+            let missing = replicas - peers.len();
+            peers.extend(candidates.into_iter().take(missing));
+        } else {
+            // The stream's leader stays when this server knows it (nats-server keeps it).
+            let leader = self
+                .meta
+                .stream_groups
+                .get(&self.account, name)
+                .and_then(|stream| stream.raft())
+                .and_then(|group| group.status().leader)
+                .map(peer::peer_of);
+            if let Some(position) =
+                leader.and_then(|leader| peers.iter().position(|p| *p == leader))
+            {
+                let leader = peers.remove(position);
+                peers.insert(0, leader);
+            }
+            peers.truncate(replicas.max(1));
+        }
+        Ok(peers
+            .into_iter()
+            .map(|peer| match peer::node_id(&peer) {
+                Some(node) => self.meta.name_of(node),
+                None => peer,
+            })
+            .collect())
+    }
+
     fn remove_stream_peer(&self, name: &str, peer: &str) -> ProposalFuture {
         let meta = self.meta.clone();
         let (account, name, peer) = (self.account.clone(), name.to_string(), peer.to_string());
         Box::pin(async move { meta.replace_stream_peer(&account, &name, &peer).await })
     }
+}
+
+/// The group of an updated stream: the same, unless the update changed its peers (a rescale,
+/// [`Cluster::rescale`]): the peers it names, those gained counted as joining the running group,
+/// and the group kept in Raft from then on, whatever its replica count.
+fn rescaled(record: &StreamRecord, proposal: &StreamProposal) -> Group {
+    let mut group = record.group.clone();
+    let peers: Vec<String> = proposal
+        .servers
+        .iter()
+        .map(|name| peer::peer_id(name))
+        .collect();
+    if proposal.servers.is_empty() || peers == group.peers {
+        return group;
+    }
+    for peer in &peers {
+        if !group.peers.contains(peer) && !group.joined.contains(peer) {
+            group.joined.push(peer.clone());
+        }
+    }
+    group.joined.retain(|peer| peers.contains(peer));
+    if !record.runs_group() {
+        // No group ran yet (one replica): named for its new count, as nats-server renames it.
+        let suffix = group
+            .name
+            .rsplit('-')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        group.name = format!("S-R{}F-{suffix}", peers.len());
+    }
+    group.peers = peers;
+    group.replicated = true;
+    group
 }

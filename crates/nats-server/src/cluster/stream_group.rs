@@ -79,18 +79,27 @@ impl StreamGroups {
     /// The group of incarnation `created` of `stream` (account, name), on `peers`, named
     /// `group`: the one this server runs, or a new one (not started: the stream starts it with
     /// its replica). A group of an earlier incarnation is stopped and its files deleted first.
+    /// The `joined` peers were placed after the group was founded: they never found it (the
+    /// others found it with each other; the one server of a stream scaled up from one replica
+    /// founds it alone and its leader adds the rest).
     pub async fn open(
         &self,
         stream: &StreamKey,
         created: i64,
         group: &str,
         peers: &[String],
-        joining: bool,
+        joined: &[String],
     ) -> Arc<ReplicatedStream> {
         let members: Vec<NodeId> = peers
             .iter()
             .filter_map(|peer| peer::node_id(peer))
             .collect();
+        let founders: Vec<NodeId> = peers
+            .iter()
+            .filter(|peer| !joined.contains(peer))
+            .filter_map(|peer| peer::node_id(peer))
+            .collect();
+        let joining = !founders.contains(&self.own_node);
         let stale = {
             let groups = self.groups.lock();
             match groups.get(stream) {
@@ -117,6 +126,9 @@ impl StreamGroups {
             node: self.own_node,
             target: Mutex::new(members.clone()),
             joining,
+            founders,
+            held: AtomicBool::new(false),
+            raft_leadership: Mutex::new(None),
             reconciling: tokio::sync::Mutex::new(()),
             closed: AtomicBool::new(false),
             members,
@@ -248,6 +260,12 @@ pub struct ReplicatedStream {
     pub(super) target: Mutex<Vec<NodeId>>,
     /// Placed here after the group was founded: join it, never found it.
     joining: bool,
+    /// The members that found the group (all but the `joined` peers of its assignment).
+    founders: Vec<NodeId>,
+    /// The leadership is kept from the stream (`StreamGroup::hold_leadership`).
+    held: AtomicBool,
+    /// The group's own leadership, as `RaftGroup::leading` last said.
+    raft_leadership: Mutex<Option<u64>>,
     /// One membership change at a time (`membership.rs`).
     pub(super) reconciling: tokio::sync::Mutex<()>,
     /// Set once the group is closed for good: a rebuild in flight must not restart it.
@@ -318,7 +336,7 @@ impl ReplicatedStream {
         let fresh =
             status.term == 0 && status.last_log_index.is_none() && status.protected_until.is_none();
         if fresh && !asked && !self.joining {
-            if let Err(error) = group.initialize(&self.members).await {
+            if let Err(error) = group.initialize(&self.founders).await {
                 tracing::debug!(group = %self.name, %error, "raft initialize skipped");
             }
         } else if fresh {
@@ -363,6 +381,8 @@ impl ReplicatedStream {
     }
 
     fn leadership_changed(&self, leadership: Option<u64>) {
+        *self.raft_leadership.lock() = leadership;
+        let leadership = leadership.filter(|_| !self.held.load(Ordering::SeqCst));
         {
             let mut since = self.leader_since.lock();
             match leadership {
@@ -614,6 +634,12 @@ impl StreamGroup for ReplicatedStream {
             info.replicas = replicas;
         }
         Some(info)
+    }
+
+    fn hold_leadership(&self, held: bool) {
+        self.held.store(held, Ordering::SeqCst);
+        let leadership = *self.raft_leadership.lock();
+        self.leadership_changed(leadership);
     }
 
     fn step_down(self: Arc<Self>, preferred: Option<String>) -> GroupFuture<Result<(), ApiError>> {

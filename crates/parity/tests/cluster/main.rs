@@ -37,6 +37,7 @@ mod rolling;
 mod route_port_input;
 mod route_security;
 mod route_wire;
+mod scale;
 mod support;
 
 /// The switch for the compositions with our server in them. Flip to `true` when rnats routes

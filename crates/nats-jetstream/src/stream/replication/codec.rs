@@ -52,6 +52,20 @@ fn put_bytes(buffer: &mut Vec<u8>, bytes: &[u8]) {
     buffer.extend_from_slice(bytes);
 }
 
+/// Appends a stored message as the entry that stores it again under its own sequence and time
+/// (snapshots, a stream scaled up from one replica; per-message TTLs are not carried).
+pub(crate) fn encode_stored(message: &nats_store::StoredMessage, buffer: &mut Vec<u8>) {
+    let entry = StreamEntry::Message {
+        seq: message.seq,
+        timestamp: message.timestamp,
+        subject: Cow::Borrowed(&message.subject),
+        headers: Cow::Borrowed(&message.headers),
+        payload: Cow::Borrowed(&message.payload),
+        ttl: None,
+    };
+    encode(&entry, buffer);
+}
+
 /// Appends one entry.
 pub(crate) fn encode(entry: &StreamEntry<'_>, buffer: &mut Vec<u8>) {
     match entry {

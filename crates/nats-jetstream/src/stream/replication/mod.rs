@@ -42,7 +42,6 @@ use super::{announce, storage, Stream};
 use crate::SyncPolicy;
 use bytes::Bytes;
 use parking_lot::Mutex;
-use std::borrow::Cow;
 use std::collections::HashSet;
 use std::future::Future;
 use std::io;
@@ -238,15 +237,7 @@ impl ReplicaMachine {
                 };
                 codec::encode(&gap, &mut buffer);
             }
-            let entry = StreamEntry::Message {
-                seq: message.seq,
-                timestamp: message.timestamp,
-                subject: Cow::Borrowed(&message.subject),
-                headers: Cow::Borrowed(&message.headers),
-                payload: Cow::Borrowed(&message.payload),
-                ttl: None,
-            };
-            codec::encode(&entry, &mut buffer);
+            codec::encode_stored(&message, &mut buffer);
             next = message.seq + 1;
         }
         if next <= committed {

@@ -1,0 +1,273 @@
+//! Scaling a stream by STREAM.UPDATE of `num_replicas`, as nats-server does it: R1 -> R3 under
+//! publishing (every acknowledged message on every replica after, at its acknowledged
+//! sequence, and the durable consumer's ack floor kept), R3 -> R1 -> R3, a count the cluster
+//! cannot place refused, and our `nats stream edit --replicas`.
+//!
+//! All-rnats clusters normally; all-nats-server clusters in the parity pass (`NATS_SERVER_BIN`),
+//! where every assertion holds too.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_nats::Client;
+use serde_json::{json, Value};
+use test_harness::cluster::Cluster;
+
+use crate::jetstream_assignments::{error_code, one_answer};
+use crate::jetstream_elsewhere::cli;
+use crate::jetstream_replicated::{names_of, publish_until_acked, read_all};
+use crate::membership::{
+    durable_with_acks, lead_on, members, nodes, placed_without, reader_kept, stream_info,
+};
+use crate::meta::ELECTION_BOUND;
+
+/// A rescale is answered, and the stream placed and caught up, within this.
+const SCALE_BOUND: Duration = Duration::from_secs(60);
+
+fn config(name: &str, replicas: u64) -> Value {
+    json!({
+        "name": name,
+        "subjects": [format!("{}.>", name.to_lowercase())],
+        "num_replicas": replicas,
+        "storage": "file",
+    })
+}
+
+/// STREAM.CREATE or STREAM.UPDATE of `config`, asked again while nats-server's meta leader has
+/// not heard from every server yet (10005); the answer.
+async fn apply(client: &Client, verb: &str, config: Value) -> Value {
+    let name = config["name"].as_str().unwrap_or_default().to_string();
+    let deadline = Instant::now() + ELECTION_BOUND;
+    loop {
+        let subject = format!("$JS.API.STREAM.{verb}.{name}");
+        let answer = one_answer(client, &subject, config.clone()).await;
+        if error_code(&answer) != 10005 || Instant::now() > deadline {
+            return answer;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Publishes `count` payloads `<prefix><n>` to `subject`, each until acknowledged; the
+/// payloads by acknowledged sequence.
+async fn publish_numbered(
+    jetstream: &async_nats::jetstream::Context,
+    subject: &str,
+    prefix: &str,
+    count: usize,
+) -> BTreeMap<u64, String> {
+    let deadline = Instant::now() + ELECTION_BOUND;
+    let mut acked = BTreeMap::new();
+    for n in 0..count {
+        let payload = format!("{prefix}{n}");
+        let ack = publish_until_acked(jetstream, subject, &payload, deadline).await;
+        acked.insert(ack.sequence, payload);
+    }
+    acked
+}
+
+/// Waits until the stream is on exactly `count` servers (its leader and its current replicas)
+/// with `messages` messages; returns that STREAM.INFO.
+async fn placed_on(
+    cluster: &Cluster,
+    client: &Client,
+    stream: &str,
+    count: usize,
+    messages: u64,
+) -> Value {
+    if count > 1 {
+        return placed_without(cluster, client, stream, &[], count, messages).await;
+    }
+    let deadline = Instant::now() + SCALE_BOUND;
+    loop {
+        let info = stream_info(client, stream).await;
+        if members(&info).len() == 1 && info["state"]["messages"] == messages {
+            return info;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{stream} not on one server: {info}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Every server of the stream, made leader in turn, holds exactly `acked` (payload by
+/// sequence) and the durable `READER`'s ack floor at `floor`.
+async fn every_replica_holds(
+    client: &Client,
+    info: &Value,
+    acked: &BTreeMap<u64, String>,
+    floor: u64,
+) {
+    let last = acked.keys().next_back().copied().unwrap_or(0);
+    for name in members(info) {
+        lead_on(client, info["config"]["name"].as_str().unwrap_or(""), &name).await;
+        let stream = info["config"]["name"].as_str().unwrap_or("");
+        let stored = read_all(client, stream, last).await;
+        assert_eq!(&stored, acked, "{name} holds other messages");
+        reader_kept(client, stream, floor, last - floor).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_r1_stream_scaled_to_r3_under_publishing_keeps_every_acked_message_and_its_consumer() {
+    let (cluster, clients) = nodes(3).await;
+    let created = apply(&clients[0], "CREATE", config("UP", 1)).await;
+    assert_eq!(created["did_create"], true, "{created}");
+    let jetstream = async_nats::jetstream::new(clients[0].clone());
+    let mut acked = publish_numbered(&jetstream, "up.x", "u", 20).await;
+    durable_with_acks(&jetstream, "UP", 5).await;
+
+    // A writer through another node throughout the scale-up; each payload sent again with its
+    // message id until acknowledged.
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let jetstream = async_nats::jetstream::new(clients[1].clone());
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let mut acked = BTreeMap::new();
+            let mut n = 0;
+            while !stop.load(Ordering::Relaxed) && n < 300 {
+                let payload = format!("w{n}");
+                let deadline = Instant::now() + SCALE_BOUND;
+                let ack = publish_until_acked(&jetstream, "up.x", &payload, deadline).await;
+                acked.insert(ack.sequence, payload);
+                n += 1;
+            }
+            acked
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    let updated = apply(&clients[2], "UPDATE", config("UP", 3)).await;
+    assert!(updated.get("error").is_none(), "{updated}");
+    assert_eq!(updated["config"]["num_replicas"], 3, "{updated}");
+    println!("R1 -> R3 answered in {:?}", started.elapsed());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop.store(true, Ordering::Relaxed);
+    let written = writer.await.expect("writer");
+    assert!(!written.is_empty(), "nothing written during the scale-up");
+    for (seq, payload) in written {
+        assert!(
+            acked.insert(seq, payload).is_none(),
+            "sequence {seq} acked twice"
+        );
+    }
+    let total = acked.len() as u64;
+    assert_eq!(
+        acked.keys().next_back().copied(),
+        Some(total),
+        "acked sequences have gaps"
+    );
+    let info = placed_on(&cluster, &clients[0], "UP", 3, total).await;
+    println!("R3 on {:?} after {:?}", members(&info), started.elapsed());
+    assert_eq!(info["config"]["num_replicas"], 3, "{info}");
+    every_replica_holds(&clients[0], &info, &acked, 5).await;
+    // The durable follows the stream's replica count (its config keeps `num_replicas: 0`).
+    let reader = one_answer(&clients[0], "$JS.API.CONSUMER.INFO.UP.READER", Value::Null).await;
+    assert_eq!(reader["config"]["num_replicas"], 0, "{reader}");
+    assert_eq!(
+        reader["cluster"]["replicas"].as_array().map(Vec::len),
+        Some(2),
+        "{reader}"
+    );
+    assert!(
+        info["cluster"]["raft_group"]
+            .as_str()
+            .is_some_and(|group| group.starts_with("S-R3")),
+        "{info}"
+    );
+
+    // Still takes publishes, on every replica.
+    let ack =
+        publish_until_acked(&jetstream, "up.x", "after", Instant::now() + ELECTION_BOUND).await;
+    assert_eq!(ack.sequence, total + 1);
+    placed_on(&cluster, &clients[0], "UP", 3, total + 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_r3_stream_scaled_to_r1_and_back_keeps_its_messages_and_consumer() {
+    let (cluster, clients) = nodes(3).await;
+    let created = apply(&clients[0], "CREATE", config("DOWN", 3)).await;
+    assert_eq!(created["did_create"], true, "{created}");
+    let jetstream = async_nats::jetstream::new(clients[0].clone());
+    let mut acked = publish_numbered(&jetstream, "down.x", "d", 20).await;
+    placed_on(&cluster, &clients[0], "DOWN", 3, 20).await;
+    durable_with_acks(&jetstream, "DOWN", 5).await;
+
+    let updated = apply(&clients[1], "UPDATE", config("DOWN", 1)).await;
+    assert!(updated.get("error").is_none(), "{updated}");
+    assert_eq!(updated["config"]["num_replicas"], 1, "{updated}");
+    let info = placed_on(&cluster, &clients[0], "DOWN", 1, 20).await;
+    assert_eq!(info["config"]["num_replicas"], 1, "{info}");
+    assert!(
+        info["cluster"]["replicas"]
+            .as_array()
+            .is_none_or(Vec::is_empty),
+        "{info}"
+    );
+    every_replica_holds(&clients[0], &info, &acked, 5).await;
+    let ack =
+        publish_until_acked(&jetstream, "down.x", "one", Instant::now() + ELECTION_BOUND).await;
+    assert_eq!(ack.sequence, 21);
+    acked.insert(21, "one".to_string());
+
+    // And back to R3.
+    let updated = apply(&clients[2], "UPDATE", config("DOWN", 3)).await;
+    assert!(updated.get("error").is_none(), "{updated}");
+    let info = placed_on(&cluster, &clients[0], "DOWN", 3, 21).await;
+    every_replica_holds(&clients[0], &info, &acked, 5).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_count_the_cluster_cannot_place_is_refused_and_the_stream_stays() {
+    let (cluster, clients) = nodes(3).await;
+    let created = apply(&clients[0], "CREATE", config("FIVE", 1)).await;
+    assert_eq!(created["did_create"], true, "{created}");
+    let refused = apply(&clients[1], "UPDATE", config("FIVE", 5)).await;
+    println!("R1 -> R5 on three servers: {refused}");
+    assert_eq!(error_code(&refused), 10005, "{refused}");
+    let info = placed_on(&cluster, &clients[0], "FIVE", 1, 0).await;
+    assert_eq!(info["config"]["num_replicas"], 1, "{info}");
+    assert!(
+        names_of(&cluster).contains(&info["cluster"]["leader"].as_str().unwrap_or("").to_string())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_edits_a_stream_s_replicas() {
+    let (cluster, clients) = nodes(3).await;
+    let home = tempfile::tempdir().expect("tempdir");
+    let created = apply(&clients[0], "CREATE", config("EDIT", 1)).await;
+    assert_eq!(created["did_create"], true, "{created}");
+    let jetstream = async_nats::jetstream::new(clients[0].clone());
+    for n in 0..5 {
+        publish_until_acked(
+            &jetstream,
+            "edit.x",
+            &format!("e{n}"),
+            Instant::now() + ELECTION_BOUND,
+        )
+        .await;
+    }
+    let url = cluster.url(0);
+    let (ok, text) = cli(
+        &url,
+        home.path(),
+        &["stream", "edit", "EDIT", "--replicas", "3", "-f"],
+    );
+    assert!(ok, "stream edit --replicas 3:\n{text}");
+    assert!(text.contains("Replicas: 3"), "{text}");
+    placed_on(&cluster, &clients[0], "EDIT", 3, 5).await;
+    let (ok, text) = cli(
+        &url,
+        home.path(),
+        &["stream", "edit", "EDIT", "--replicas", "1", "-f"],
+    );
+    assert!(ok, "stream edit --replicas 1:\n{text}");
+    assert!(text.contains("Replicas: 1"), "{text}");
+    placed_on(&cluster, &clients[0], "EDIT", 1, 5).await;
+}
