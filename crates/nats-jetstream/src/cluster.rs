@@ -119,6 +119,15 @@ pub trait Cluster: Send + Sync + 'static {
         let _ = (name, replicas);
         Err(jetstream_api::errors::STREAM_REPLICAS_NOT_UPDATABLE.to_error())
     }
+    /// The account's JetStream began on this server after the meta group started (an account
+    /// JWT pushed or updated at run time): the assignments already placed here for it are
+    /// carried out, as at start.
+    fn account_served(&self) {}
+    /// The account's JetStream stopped on this server (an update disabled it) and its streams
+    /// are closed: the Raft groups of its replicated streams here stop too; their files stay.
+    fn account_stopped(&self) -> GroupFuture<()> {
+        Box::pin(async {})
+    }
 }
 
 /// A replica whose group has had no working leader for this long answers STREAM.INFO itself

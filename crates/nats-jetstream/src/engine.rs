@@ -57,6 +57,9 @@ pub struct JetStream {
     pub(crate) engine: Arc<Engine>,
 }
 
+/// The meta group as one account's `$JS.API` requests see it, by account name.
+type ClusterFor = Arc<dyn Fn(&str) -> Arc<dyn crate::Cluster> + Send + Sync>;
+
 /// The engine: the server's JetStream config, identity and resources, each account's `$JS.API`
 /// context (its registry inside), and the subscriptions and threads to stop at shutdown. Its
 /// methods (here only) serve the [`JetStream`] handle.
@@ -71,8 +74,9 @@ pub(crate) struct Engine {
     pub(crate) accounts: ArcSwap<Vec<Arc<Context>>>,
     /// Contexts of the accounts it refuses (10039).
     refused: Mutex<Vec<Arc<Context>>>,
-    /// Set once the meta group is installed: accounts added later are not served here.
-    clustered: std::sync::atomic::AtomicBool,
+    /// Set once the meta group is installed: the meta group as one account's requests see it,
+    /// for accounts served from then on too.
+    cluster: std::sync::OnceLock<ClusterFor>,
     /// Each `$JS.API` subscription with the account and transport it was made in.
     subscriptions: Mutex<Vec<ApiSubscription>>,
     api_queues: Mutex<Option<Arc<ApiQueues>>>,
@@ -134,7 +138,7 @@ impl JetStream {
             resources,
             accounts: ArcSwap::from_pointee(Vec::new()),
             refused: Mutex::new(Vec::new()),
-            clustered: std::sync::atomic::AtomicBool::new(false),
+            cluster: std::sync::OnceLock::new(),
             subscriptions: Mutex::new(Vec::new()),
             api_queues: Mutex::new(None),
             stopping: Mutex::new(Default::default()),
@@ -207,18 +211,16 @@ impl JetStream {
 
     /// Serve an account added at run time (operator mode: an account JWT pushed to the full
     /// resolver): with `account` its streams under `<store_dir>/jetstream/<name>` are recovered
-    /// and its `$JS.API` answered; without, `$JS.API` there is answered with 10039. Not in a
-    /// cluster (the meta group's accounts are fixed), nor for an account already served.
+    /// and its `$JS.API` answered; without, `$JS.API` there is answered with 10039. In a
+    /// cluster the meta group's assignments already placed here for the account are then
+    /// carried out. Nothing for an account already served.
     pub fn add_account(
         &self,
         name: &str,
         setup: Result<AccountSetup, Arc<dyn Transport>>,
     ) -> Result<(), JetStreamError> {
         let engine = &self.engine;
-        if engine.clustered.load(Ordering::Relaxed)
-            || engine.account(name).is_some()
-            || engine.refused_context(name).is_some()
-        {
+        if engine.account(name).is_some() || engine.refused_context(name).is_some() {
             return Ok(());
         }
         let Some(queues) = engine.api_queues.lock().clone() else {
@@ -227,6 +229,9 @@ impl JetStream {
         let context = match setup {
             Ok(account) => {
                 let context = engine.context(account, true);
+                if let Some(for_account) = engine.cluster.get() {
+                    let _ = context.cluster.set(for_account(name));
+                }
                 context.registry.recover_streams()?;
                 let mut accounts = Vec::clone(&engine.accounts.load());
                 accounts.push(context.clone());
@@ -246,6 +251,9 @@ impl JetStream {
             }
         };
         self.subscribe_api(&queues, &context);
+        if let Some(cluster) = context.cluster.get() {
+            cluster.account_served();
+        }
         Ok(())
     }
 
@@ -254,9 +262,8 @@ impl JetStream {
     /// (the next stream or consumer create and publish are checked against them, and
     /// `$JS.API.INFO` shows them); one it refused that now has JetStream is served from now
     /// on (its streams recovered); one it serves that lost JetStream has its streams stopped
-    /// (their files stay) and its `$JS.API` answered with 10039. Serving or refusing anew is
-    /// for a single server only (the meta group's accounts are fixed at start); an account
-    /// JetStream has not seen is added ([`JetStream::add_account`]).
+    /// (their files stay, and in a cluster their groups here stop) and its `$JS.API` answered
+    /// with 10039. An account JetStream has not seen is added ([`JetStream::add_account`]).
     pub fn update_account(
         &self,
         name: &str,
@@ -270,9 +277,6 @@ impl JetStream {
                 .set_account_limits(account.limits.clone(), account.tiers.clone());
             return Ok(());
         }
-        if engine.clustered.load(Ordering::Relaxed) {
-            return Ok(());
-        }
         match (served, setup) {
             (Some(context), Err(transport)) => {
                 self.withdraw(name);
@@ -280,7 +284,12 @@ impl JetStream {
                 accounts.retain(|account| !Arc::ptr_eq(account, &context));
                 engine.accounts.store(Arc::new(accounts));
                 context.registry.withdraw_streams();
-                let stop = tokio::spawn(async move { context.registry.stop_all_streams().await });
+                let stop = tokio::spawn(async move {
+                    context.registry.stop_all_streams().await;
+                    if let Some(cluster) = context.cluster.get() {
+                        cluster.account_stopped().await;
+                    }
+                });
                 engine.stopping.lock().insert(name.to_string(), stop);
                 self.add_account(name, Err(transport))
             }
@@ -342,9 +351,14 @@ impl JetStream {
 
     /// Installs the meta group: from now on `$JS.API` is answered as nats-server answers it in
     /// a cluster (one server per request). Set once, right after the meta group started;
-    /// `for_account` gives the meta group as one account's requests see it (its streams only).
-    pub fn set_cluster(&self, for_account: impl Fn(&str) -> Arc<dyn crate::Cluster>) {
-        self.engine.clustered.store(true, Ordering::Relaxed);
+    /// `for_account` gives the meta group as one account's requests see it (its streams only),
+    /// for the accounts served now and those served later.
+    pub fn set_cluster(
+        &self,
+        for_account: impl Fn(&str) -> Arc<dyn crate::Cluster> + Send + Sync + 'static,
+    ) {
+        let for_account: ClusterFor = Arc::new(for_account);
+        let _ = self.engine.cluster.set(for_account.clone());
         for account in self.engine.accounts.load().iter() {
             let _ = account
                 .cluster

@@ -194,6 +194,14 @@ async fn stream_create(context: &Context, cluster: &dyn Cluster, request: &Reque
         if overlaps_assigned(cluster, &config) {
             return Err(errors::STREAM_SUBJECT_OVERLAP.to_error());
         }
+        // The account's streams across the cluster, as nats-server's
+        // `jsClusteredStreamLimitsCheck` counts them (each holder checks its own too).
+        let max_streams = context.registry.account_limits().max_streams;
+        if max_streams > 0
+            && i64::try_from(cluster.streams().len()).unwrap_or(i64::MAX) >= max_streams
+        {
+            return Err(errors::MAXIMUM_STREAMS_LIMIT.to_error());
+        }
         let servers = cluster.place(&config)?;
         Ok(StreamProposal {
             config,

@@ -229,6 +229,10 @@ impl Accounts {
                 importer.build_imports(self);
             }
         }
+        // Interest the routes announced before the account was here.
+        for link in routes.map(|routes| routes.links()).unwrap_or_default() {
+            link.adopt_pending(&account);
+        }
         account
     }
 

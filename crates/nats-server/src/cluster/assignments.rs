@@ -387,13 +387,19 @@ impl Assignments {
             )));
         }
         self.streams = snapshot.streams;
-        Ok(self
-            .streams
+        Ok(self.placed_on(own_peer, None))
+    }
+
+    /// A create of every stream placed on `own_peer` (of `account` only, when given): carried
+    /// out again after a snapshot is restored, or once the account's JetStream begins here.
+    pub fn placed_on(&self, own_peer: &str, account: Option<&str>) -> Vec<Effect> {
+        self.streams
             .values()
             .flat_map(BTreeMap::values)
+            .filter(|record| account.is_none_or(|account| record.account == account))
             .filter(|record| record.group.peers.iter().any(|peer| peer == own_peer))
             .map(|record| Effect::Assigned(Box::new(record.assignment(StreamChange::Create, None))))
-            .collect())
+            .collect()
     }
 }
 

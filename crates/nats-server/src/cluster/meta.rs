@@ -81,6 +81,8 @@ pub struct Meta {
     /// Held by the leader while it decides and proposes a membership change
     /// (`membership.rs`): one at a time.
     pub(super) membership: tokio::sync::Mutex<()>,
+    /// To the task carrying out this server's part of applied entries (`carry_out`).
+    pub(super) effects: tokio::sync::mpsc::UnboundedSender<Effect>,
 }
 
 /// The state machine: applies entries to the shared assignments and hands this server's part
@@ -218,7 +220,7 @@ impl Meta {
         let state = MetaState {
             assignments: assignments.clone(),
             own_peer: own_peer.clone(),
-            effects,
+            effects: effects.clone(),
         };
         let group = RaftGroup::start(config, Box::new(state), network.clone())
             .await
@@ -246,11 +248,13 @@ impl Meta {
             assignments,
             stream_groups,
             membership: tokio::sync::Mutex::new(()),
+            effects,
         });
         meta.stream_groups.set_meta(Arc::downgrade(&meta));
-        jetstream.set_cluster(|account| {
+        let for_accounts = meta.clone();
+        jetstream.set_cluster(move |account| {
             Arc::new(AccountMeta {
-                meta: meta.clone(),
+                meta: for_accounts.clone(),
                 account: account.to_string(),
             })
         });

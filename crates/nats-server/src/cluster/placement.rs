@@ -94,6 +94,22 @@ impl Cluster for AccountMeta {
         self.meta.cluster_name.clone()
     }
 
+    fn account_served(&self) {
+        let placed = self
+            .meta
+            .assignments
+            .lock()
+            .placed_on(&self.meta.own_peer, Some(&self.account));
+        for effect in placed {
+            let _ = self.meta.effects.send(effect);
+        }
+    }
+
+    fn account_stopped(&self) -> GroupFuture<()> {
+        let (groups, account) = (self.meta.stream_groups.clone(), self.account.clone());
+        Box::pin(async move { groups.stop_account(&account).await })
+    }
+
     fn is_meta_leader(&self) -> bool {
         self.meta.group.status().role == Role::Leader
     }

@@ -167,6 +167,24 @@ impl StreamGroups {
         }
     }
 
+    /// Stops the groups of `account`'s streams (an update disabled its JetStream here); their
+    /// files stay, for the groups opened again when it is enabled.
+    pub async fn stop_account(&self, account: &str) {
+        let stopped: Vec<Arc<ReplicatedStream>> = {
+            let mut groups = self.groups.lock();
+            let keys: Vec<StreamKey> = groups
+                .keys()
+                .filter(|(owner, _)| owner == account)
+                .cloned()
+                .collect();
+            keys.iter().filter_map(|key| groups.remove(key)).collect()
+        };
+        for group in stopped {
+            group.closed.store(true, Ordering::SeqCst);
+            group.stop().await;
+        }
+    }
+
     /// The meta group changed the peers of incarnation `created` of `account`'s `stream`: the
     /// group's target membership, which its leader brings the voters to
     /// (`membership::reconcile`, started here).

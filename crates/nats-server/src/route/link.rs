@@ -13,6 +13,9 @@ use std::sync::Arc;
 
 /// Upper bound of an RMSG/HMSG head beyond account, subject, reply and queue names.
 const ROUTED_HEAD_OVERHEAD: usize = 64;
+/// At most this much interest a peer announced in accounts this server does not hold yet is
+/// kept per route; beyond it, such interest is dropped (as all of it was before).
+pub const MAX_PENDING_INTEREST: usize = 100_000;
 
 /// A remote (or local) interest key: account, subject and queue group.
 pub type InterestKey = (Arc<str>, String, Option<String>);
@@ -43,9 +46,68 @@ pub struct RouteLink {
     pub info: Mutex<RouteInfo>,
     /// The peer's interest, by account, subject and queue.
     pub subscriptions: Mutex<HashMap<InterestKey, Arc<RouteSubscription>>>,
+    /// The peer's interest in accounts this server does not hold yet (operator mode with a
+    /// full or cache resolver), with its weight: taken into their sublists once they are
+    /// added ([`RouteLink::adopt_pending`]), as nats-server keeps it in a placeholder account.
+    pub pending: Mutex<HashMap<InterestKey, u32>>,
 }
 
 impl RouteLink {
+    /// Enter the peer's interest in `account`'s sublist (or set the weight of a queue group
+    /// already entered).
+    pub fn add_interest(
+        self: &Arc<Self>,
+        account: &Arc<crate::accounts::Account>,
+        subject: &str,
+        queue: Option<&str>,
+        weight: u32,
+    ) {
+        let key = (
+            account.name.clone(),
+            subject.to_string(),
+            queue.map(str::to_string),
+        );
+        let mut subscriptions = self.subscriptions.lock();
+        if let Some(existing) = subscriptions.get(&key) {
+            existing.weight.store(weight, Ordering::Relaxed);
+            return;
+        }
+        let subscription = Arc::new(RouteSubscription {
+            link: self.clone(),
+            account: account.clone(),
+            subject: key.1.clone(),
+            queue: key.2.clone(),
+            weight: AtomicU32::new(weight),
+        });
+        subscriptions.insert(key, subscription.clone());
+        drop(subscriptions);
+        account.router.insert(
+            subject,
+            queue,
+            crate::router::Subscriber::Route(subscription),
+        );
+    }
+
+    /// Take the interest kept for `account` (just added to the accounts table) into its
+    /// sublist. Whoever removes a pending entry applies it: the route reader that kept it
+    /// looks the account up again afterwards, so an account added in between loses nothing.
+    pub fn adopt_pending(self: &Arc<Self>, account: &Arc<crate::accounts::Account>) {
+        let adopted: Vec<(InterestKey, u32)> = {
+            let mut pending = self.pending.lock();
+            let keys: Vec<InterestKey> = pending
+                .keys()
+                .filter(|(name, _, _)| *name == account.name)
+                .cloned()
+                .collect();
+            keys.into_iter()
+                .filter_map(|key| pending.remove(&key).map(|weight| (key, weight)))
+                .collect()
+        };
+        for ((_, subject, queue), weight) in adopted {
+            self.add_interest(account, &subject, queue.as_deref(), weight);
+        }
+    }
+
     pub fn rid(&self) -> u64 {
         self.connection.id
     }

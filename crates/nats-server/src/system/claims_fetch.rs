@@ -3,7 +3,8 @@
 //! JWT, or an empty body when they do not have it) and waits up to the resolver's `timeout`
 //! for a JWT; one that verifies is kept in the cache directory and its account added, before
 //! the CONNECT is checked. Runs on the connecting client's reader task, so only that client
-//! waits.
+//! waits. A route's `RS+` in an account not held yet fetches it the same way, on a task of
+//! its own (full resolvers too, as nats-server's `DirAccResolver.Fetch`).
 
 use super::claims::apply;
 use crate::security::jwt::{self, claims::UserFields, resolver::UpdateOutcome};
@@ -34,19 +35,32 @@ pub(crate) async fn fetch_for_connect(server: &Arc<Server>, connect: &ConnectOpt
     } else {
         claims.nats.issuer_account
     };
-    if !jwt::is_account_key(&key) || resolver.account(&key).is_some() {
+    fetch_account(server.clone(), key).await
+}
+
+/// Fetch account `key` from the cluster when this server's full or cache resolver lacks it,
+/// and add it (bounded by the resolver's `timeout`). Also run, aside from the route's reader,
+/// for a route's `RS+` naming an account not held yet, as nats-server's resolvers fetch it.
+pub(crate) async fn fetch_account(server: Arc<Server>, key: String) {
+    let Some(resolver) = &server.jwt else {
+        return;
+    };
+    if resolver.directory().is_none()
+        || !jwt::is_account_key(&key)
+        || resolver.account(&key).is_some()
+    {
         return;
     }
     let timeout = match &server.options.operator.resolver {
         Some(crate::config::operator::ResolverOptions::Directory { timeout, .. }) => *timeout,
         _ => Duration::from_secs(2),
     };
-    let Some(found) = lookup(server, &key, timeout).await else {
+    let Some(found) = lookup(&server, &key, timeout).await else {
         tracing::debug!("cache resolver: account {key} not found in the cluster");
         return;
     };
     match resolver.store(Some(&key), &found) {
-        Ok(UpdateOutcome::Updated) => apply(server, resolver, &key),
+        Ok(UpdateOutcome::Updated) => apply(&server, resolver, &key),
         Ok(_) => {}
         Err(error) => tracing::warn!("cache resolver: account {key}: {error}"),
     }

@@ -23,7 +23,7 @@
 
 mod account_requests;
 mod claims;
-mod claims_fetch;
+pub(crate) mod claims_fetch;
 mod claims_pack;
 mod events;
 mod statsz;

@@ -32,6 +32,7 @@ mod membership_cli;
 mod mesh;
 mod messaging;
 mod meta;
+mod operator_jetstream;
 mod operator_resolver;
 mod rolling;
 mod route_port_input;

@@ -17,14 +17,15 @@ use test_harness::cluster::{Cluster, Topology};
 per_composition!(
     a_pushed_account_reaches_every_full_resolver,
     a_server_down_during_a_push_learns_it_from_its_peers,
-    a_cache_resolver_fetches_an_account_from_a_full_one
+    a_cache_resolver_fetches_an_account_from_a_full_one,
+    interest_in_an_account_a_server_lacks_is_kept_until_it_arrives
 );
 
 const WAIT: Duration = Duration::from_secs(10);
 
 /// Wait until every node lists the others in `/routez` (the harness's mesh probe connects
 /// anonymously, which operator mode refuses).
-fn wait_for_routes(cluster: &Cluster) {
+pub(crate) fn wait_for_routes(cluster: &Cluster) {
     let deadline = Instant::now() + WAIT;
     for index in 0..cluster.len() {
         loop {
@@ -43,7 +44,7 @@ fn wait_for_routes(cluster: &Cluster) {
 }
 
 /// Connect with `jwt` to node `index`; `Err` while the node refuses the user.
-async fn connect(
+pub(crate) async fn connect(
     cluster: &Cluster,
     index: usize,
     jwt: &str,
@@ -60,7 +61,7 @@ async fn connect(
 }
 
 /// Connect, retrying while the node has not taken the account yet (bounded).
-async fn connect_when_known(
+pub(crate) async fn connect_when_known(
     cluster: &Cluster,
     index: usize,
     jwt: &str,
@@ -79,19 +80,25 @@ async fn connect_when_known(
     }
 }
 
-/// A cluster of full resolvers (each its own directory, packs compared every second) with
-/// the operator's system account preloaded.
-fn start(composition: Composition, trust: &Trust, directory: &tempfile::TempDir) -> Cluster {
+/// The config of a full resolver per node (`<directory>/<node>`, packs compared every second)
+/// trusting `trust`'s operator, its system account preloaded.
+pub(crate) fn full_resolvers(trust: &Trust, directory: &tempfile::TempDir) -> String {
     let system = trust.system.public_key();
-    let mut options = composition.options(Topology::FullMesh);
-    options.extra_config = format!(
+    format!(
         "operator: \"{}\"\nsystem_account: {system}\n\
          resolver {{ type: full, dir: \"{}/{{node}}\", interval: \"1s\" }}\n\
          resolver_preload {{ {system}: \"{}\" }}\n",
         trust.operator_jwt(),
         directory.path().display(),
         trust.system_jwt,
-    );
+    )
+}
+
+/// A cluster of full resolvers (each its own directory, packs compared every second) with
+/// the operator's system account preloaded.
+fn start(composition: Composition, trust: &Trust, directory: &tempfile::TempDir) -> Cluster {
+    let mut options = composition.options(Topology::FullMesh);
+    options.extra_config = full_resolvers(trust, directory);
     let cluster = Cluster::launch(options);
     wait_for_routes(&cluster);
     cluster
@@ -110,30 +117,34 @@ async fn push_answer(
     trust: &Trust,
     tenant: &nkeys::KeyPair,
 ) -> serde_json::Value {
+    let jwt = account_jwt(tenant, &trust.operator, json!({}));
+    push_jwt(cluster, index, trust, jwt).await
+}
+
+/// Push an account JWT through node `index` (as a user of the system account): the first
+/// answer.
+pub(crate) async fn push_jwt(
+    cluster: &Cluster,
+    index: usize,
+    trust: &Trust,
+    jwt: String,
+) -> serde_json::Value {
     let operator_user = nkeys::KeyPair::new_user();
     let operator_jwt = user_jwt(&operator_user, &trust.system, None, json!({}));
     let admin = connect(cluster, index, &operator_jwt, &operator_user)
         .await
         .expect("system user");
-    let reply = tokio::time::timeout(
-        WAIT,
-        admin.request(
-            "$SYS.REQ.CLAIMS.UPDATE",
-            account_jwt(tenant, &trust.operator, json!({})).into(),
-        ),
-    )
-    .await
-    .expect("reply in time")
-    .expect("reply");
+    let reply = tokio::time::timeout(WAIT, admin.request("$SYS.REQ.CLAIMS.UPDATE", jwt.into()))
+        .await
+        .expect("reply in time")
+        .expect("reply");
     serde_json::from_slice(&reply.payload).expect("json")
 }
 
-async fn a_cache_resolver_fetches_an_account_from_a_full_one(composition: Composition) {
-    let trust = Trust::new();
+/// A full resolver (node 0) and two cache resolvers that hold no account at start.
+fn start_cached(composition: Composition, trust: &Trust, directory: &tempfile::TempDir) -> Cluster {
     let system = trust.system.public_key();
-    let directory = tempfile::tempdir().expect("resolver dirs");
     let mut options = composition.options(Topology::FullMesh);
-    // Node 0 keeps every account; nodes 1 and 2 cache what they fetch.
     options.extra_config = format!(
         "operator: \"{}\"\nsystem_account: {system}\n\
          resolver_preload {{ {system}: \"{}\" }}\n",
@@ -151,6 +162,67 @@ async fn a_cache_resolver_fetches_an_account_from_a_full_one(composition: Compos
         .collect();
     let cluster = Cluster::launch(options);
     wait_for_routes(&cluster);
+    cluster
+}
+
+/// Push `tenant`'s account JWT through node 0 of [`start_cached`]'s cluster.
+async fn push_cached(cluster: &Cluster, trust: &Trust, tenant: &nkeys::KeyPair) {
+    let answer = push_answer(cluster, 0, trust, tenant).await;
+    let message = answer["data"]["message"].as_str().unwrap_or_default();
+    // Every resolver answers; the cache resolvers skip an account they do not hold.
+    assert!(
+        ["jwt updated", "jwt update cache skipped"].contains(&message),
+        "{answer}"
+    );
+}
+
+/// A subscriber on node 1 in an account node 2 has never seen: node 2 keeps the interest its
+/// `RS+` announced (and fetches the account), so a publisher arriving on node 2 later reaches
+/// the subscriber. Before, node 2 dropped that `RS+` and the messages went nowhere.
+async fn interest_in_an_account_a_server_lacks_is_kept_until_it_arrives(composition: Composition) {
+    let trust = Trust::new();
+    let directory = tempfile::tempdir().expect("resolver dirs");
+    let cluster = start_cached(composition, &trust, &directory);
+    let tenant = nkeys::KeyPair::new_account();
+    push_cached(&cluster, &trust, &tenant).await;
+    let user = nkeys::KeyPair::new_user();
+    let user_jwt = user_jwt(&user, &tenant, None, json!({}));
+    let subscriber = connect_when_known(&cluster, 1, &user_jwt, &user).await;
+    let mut orders = subscriber.subscribe("orders").await.expect("subscribe");
+    subscriber.flush().await.expect("flush");
+
+    let publisher = connect_when_known(&cluster, 2, &user_jwt, &user).await;
+    let deadline = Instant::now() + WAIT;
+    loop {
+        publisher
+            .publish("orders", "one".into())
+            .await
+            .expect("publish");
+        publisher.flush().await.expect("flush");
+        match tokio::time::timeout(
+            Duration::from_millis(100),
+            futures::StreamExt::next(&mut orders),
+        )
+        .await
+        {
+            Ok(Some(message)) => {
+                assert_eq!(&message.payload[..], b"one");
+                break;
+            }
+            _ => assert!(
+                Instant::now() < deadline,
+                "nothing published on node 2 reached node 1's subscriber\n{}",
+                cluster.logs()
+            ),
+        }
+    }
+}
+
+async fn a_cache_resolver_fetches_an_account_from_a_full_one(composition: Composition) {
+    let trust = Trust::new();
+    let directory = tempfile::tempdir().expect("resolver dirs");
+    // Node 0 keeps every account; nodes 1 and 2 cache what they fetch.
+    let cluster = start_cached(composition, &trust, &directory);
     let tenant = nkeys::KeyPair::new_account();
     let user = nkeys::KeyPair::new_user();
     let user_jwt = user_jwt(&user, &tenant, None, json!({}));
@@ -159,13 +231,7 @@ async fn a_cache_resolver_fetches_an_account_from_a_full_one(composition: Compos
         .expect_err("refused while no resolver has the account");
     assert!(error.contains("authorization violation"), "{error}");
 
-    let answer = push_answer(&cluster, 0, &trust, &tenant).await;
-    let message = answer["data"]["message"].as_str().unwrap_or_default();
-    // Every resolver answers; the cache resolvers skip an account they do not hold.
-    assert!(
-        ["jwt updated", "jwt update cache skipped"].contains(&message),
-        "{answer}"
-    );
+    push_cached(&cluster, &trust, &tenant).await;
     let client = connect_when_known(&cluster, 1, &user_jwt, &user).await;
     client.flush().await.expect("flush");
     let cached = directory

@@ -244,6 +244,7 @@ impl Session {
             solicited: self.solicited,
             info: parking_lot::Mutex::new(info.clone()),
             subscriptions: parking_lot::Mutex::new(HashMap::new()),
+            pending: parking_lot::Mutex::new(HashMap::new()),
         });
         if self.routes.register(&link).is_err() {
             tracing::debug!(

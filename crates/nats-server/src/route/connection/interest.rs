@@ -1,13 +1,16 @@
 //! What a registered peer sends after the handshake: interest (`RS+`/`RS-`, kept in the named
-//! account's sublist as route subscribers) and routed messages (`RMSG`/`HMSG`, to local
-//! subscribers only).
+//! account's sublist as route subscribers; in an account not held yet, kept aside on the link
+//! while the account is fetched, and taken in once it is added) and routed messages
+//! (`RMSG`/`HMSG`, to local subscribers only).
 
 use super::Session;
 use crate::accounts::Account;
-use crate::route::link::RouteSubscription;
+use crate::route::link::MAX_PENDING_INTEREST;
 use crate::router::{Delivery, Subscriber};
+use crate::security::jwt;
+use crate::system::claims_fetch::fetch_account;
 use nats_proto::RoutedMessage;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 impl Session {
@@ -27,6 +30,16 @@ impl Session {
         account
     }
 
+    /// Whether accounts can arrive at run time (operator mode with a full or cache resolver):
+    /// then interest in an account not held yet is kept for it, where nats-server registers a
+    /// placeholder account (its static resolvers drop it, as config mode does).
+    fn accounts_can_arrive(&self) -> bool {
+        self.server
+            .jwt
+            .as_ref()
+            .is_some_and(|resolver| resolver.directory().is_some())
+    }
+
     pub(super) fn remote_subscribe(
         &mut self,
         account: &[u8],
@@ -34,13 +47,11 @@ impl Session {
         queue: Option<&[u8]>,
         weight: u32,
     ) {
-        let Some(link) = &self.link else {
+        let Some(link) = self.link.clone() else {
             return;
         };
-        let Some(account) = self.account(account) else {
-            return;
-        };
-        let (Ok(subject), Ok(queue)) = (
+        let (Ok(name), Ok(subject), Ok(queue)) = (
+            std::str::from_utf8(account),
             std::str::from_utf8(subject),
             queue.map(std::str::from_utf8).transpose(),
         ) else {
@@ -57,28 +68,33 @@ impl Session {
             );
             return;
         }
+        if let Some(account) = self.account(account) {
+            link.add_interest(&account, subject, queue, weight);
+            return;
+        }
+        if !self.accounts_can_arrive() || !jwt::is_account_key(name) {
+            return;
+        }
         let key = (
-            account.name.clone(),
+            Arc::from(name),
             subject.to_string(),
             queue.map(str::to_string),
         );
-        let mut subscriptions = link.subscriptions.lock();
-        if let Some(existing) = subscriptions.get(&key) {
-            existing.weight.store(weight, Ordering::Relaxed);
-            return;
+        let first = {
+            let mut pending = link.pending.lock();
+            if pending.len() >= MAX_PENDING_INTEREST && !pending.contains_key(&key) {
+                return;
+            }
+            let first = !pending.keys().any(|(held, _, _)| held.as_ref() == name);
+            pending.insert(key, weight);
+            first
+        };
+        // Added meanwhile: whoever takes the entry out of `pending` applies it.
+        if let Some(account) = self.server.accounts.lookup(name) {
+            link.adopt_pending(&account);
+        } else if first {
+            tokio::spawn(fetch_account(self.server.clone(), name.to_string()));
         }
-        let subscription = Arc::new(RouteSubscription {
-            link: link.clone(),
-            account: account.clone(),
-            subject: key.1.clone(),
-            queue: key.2.clone(),
-            weight: AtomicU32::new(weight),
-        });
-        subscriptions.insert(key, subscription.clone());
-        drop(subscriptions);
-        account
-            .router
-            .insert(subject, queue, Subscriber::Route(subscription));
     }
 
     pub(super) fn remote_unsubscribe(
@@ -90,14 +106,17 @@ impl Session {
         let Some(link) = &self.link else {
             return;
         };
-        let Some(account) = self.account(account) else {
-            return;
-        };
         let key = (
-            account.name.clone(),
+            Arc::from(String::from_utf8_lossy(account).as_ref()),
             String::from_utf8_lossy(subject).into_owned(),
             queue.map(|queue| String::from_utf8_lossy(queue).into_owned()),
         );
+        if link.pending.lock().remove(&key).is_some() {
+            return;
+        }
+        let Some(account) = self.account(account) else {
+            return;
+        };
         let removed = link.subscriptions.lock().remove(&key);
         if let Some(subscription) = removed {
             account
