@@ -49,6 +49,8 @@ pub enum CloseReason {
     MaxPayloadExceeded,
     /// A protocol line longer than `max_control_line`.
     MaxControlLineExceeded,
+    /// A config reload removed the route this connection was dialled for.
+    RouteRemoved,
 }
 
 impl CloseReason {
@@ -70,6 +72,7 @@ impl CloseReason {
             CloseReason::Revocation => "Credentials Revoked",
             CloseReason::MaxPayloadExceeded => "Maximum Message Payload Exceeded",
             CloseReason::MaxControlLineExceeded => "Maximum Control Line Exceeded",
+            CloseReason::RouteRemoved => "Route Removed",
         }
     }
 

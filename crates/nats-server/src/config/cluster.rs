@@ -15,7 +15,7 @@ pub const DEFAULT_CLUSTER_PORT: i64 = 6222;
 pub const MAX_ROUTE_PING_INTERVAL: Duration = Duration::from_secs(30);
 
 /// A route to solicit: `nats-route://[user:pass@]host:port`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RouteUrl {
     pub host: String,
     pub port: u16,

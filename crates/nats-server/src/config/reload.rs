@@ -6,6 +6,7 @@
 //! Called by the server's reload (`crate::reload`); knows nothing of connections or sockets.
 
 use super::options::{duration_text, Options};
+use super::ClusterOptions;
 
 /// What a reload changes, once every change is known to be reloadable.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -22,6 +23,8 @@ pub struct Changes {
     pub tls: bool,
     /// `accounts { }` or the top-level `mappings { }`: the accounts table is updated in place.
     pub accounts: bool,
+    /// `cluster { routes }`: removed ones are closed, new ones dialled.
+    pub routes: bool,
 }
 
 /// nats-server's notices for client TLS: the TLS config itself (its certificates, CA,
@@ -206,6 +209,10 @@ pub fn diff(old: &Options, new: &Options) -> Result<Changes, String> {
         || old.logtime_utc != new.logtime_utc
         || old.log_file != new.log_file;
     changes.accounts = accounts_changed;
+    changes.routes = match (&old.cluster, &new.cluster) {
+        (Some(old), Some(new)) => old.routes != new.routes,
+        _ => false,
+    };
     // Users moved between accounts, or accounts gone: connections are checked again.
     changes.authorization = accounts_changed
         || old.username != new.username
@@ -330,12 +337,52 @@ fn refuse_fixed(old: &Options, new: &Options) -> Result<(), String> {
     if old_js.enabled && served(old) != served(new) {
         return Err("config reload not supported for Accounts JetStream".into());
     }
-    if old.cluster != new.cluster {
-        return Err("config reload not supported for Cluster".into());
-    }
+    refuse_cluster(old.cluster.as_ref(), new.cluster.as_ref())?;
     // nats-server refuses every websocket change but its TLS (which rnats does not reload).
     if old.websocket != new.websocket {
         return Err("config reload not supported for Websocket".into());
+    }
+    Ok(())
+}
+
+/// nats-server's `validateClusterOpts` (host and port stay), and what rnats cannot reload yet
+/// in `cluster { }` (all but `routes`; see docs/parity.md).
+fn refuse_cluster(
+    old: Option<&ClusterOptions>,
+    new: Option<&ClusterOptions>,
+) -> Result<(), String> {
+    // Without a cluster, nats-server's options hold an empty host and port 0.
+    fn host(cluster: Option<&ClusterOptions>) -> &str {
+        cluster.map_or("", |cluster| &cluster.host)
+    }
+    fn port(cluster: Option<&ClusterOptions>) -> i64 {
+        cluster.map_or(0, |cluster| cluster.port)
+    }
+    if host(old) != host(new) {
+        return Err(format!(
+            "config reload not supported for cluster host: old={}, new={}",
+            host(old),
+            host(new)
+        ));
+    }
+    // A random port (-1) in the new file keeps the running one, as the client port does.
+    if port(old) != port(new) && port(new) >= 0 {
+        return Err(format!(
+            "config reload not supported for cluster port: old={}, new={}",
+            port(old),
+            port(new)
+        ));
+    }
+    let (Some(old), Some(new)) = (old, new) else {
+        return Ok(());
+    };
+    let without_routes = |cluster: &ClusterOptions| ClusterOptions {
+        routes: Vec::new(),
+        port: 0,
+        ..cluster.clone()
+    };
+    if without_routes(old) != without_routes(new) {
+        return Err("config reload not supported for Cluster".into());
     }
     Ok(())
 }
@@ -400,6 +447,51 @@ mod tests {
             ]
         );
         assert_eq!(diff(&old, &Options::default()), Ok(Changes::default()));
+    }
+
+    #[test]
+    fn cluster_routes_reload_and_host_port_are_refused() {
+        let cluster = |port: i64, routes: &[&str]| ClusterOptions {
+            port,
+            routes: routes
+                .iter()
+                .filter_map(|url| super::super::RouteUrl::parse(url))
+                .collect(),
+            ..ClusterOptions::default()
+        };
+        let old = Options {
+            cluster: Some(cluster(6222, &["nats-route://127.0.0.1:6223"])),
+            ..Options::default()
+        };
+        let new = Options {
+            cluster: Some(cluster(6222, &["nats-route://127.0.0.1:6224"])),
+            ..Options::default()
+        };
+        let changes = diff(&old, &new).expect("routes reload");
+        assert!(changes.routes);
+        let new = Options {
+            cluster: Some(cluster(6333, &[])),
+            ..Options::default()
+        };
+        assert_eq!(
+            diff(&old, &new).unwrap_err(),
+            "config reload not supported for cluster port: old=6222, new=6333"
+        );
+        assert_eq!(
+            diff(&Options::default(), &old).unwrap_err(),
+            "config reload not supported for cluster host: old=, new=0.0.0.0"
+        );
+        let named = Options {
+            cluster: Some(ClusterOptions {
+                name: Some("other".into()),
+                ..cluster(6222, &["nats-route://127.0.0.1:6223"])
+            }),
+            ..Options::default()
+        };
+        assert_eq!(
+            diff(&old, &named).unwrap_err(),
+            "config reload not supported for Cluster"
+        );
     }
 
     #[test]

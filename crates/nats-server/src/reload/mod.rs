@@ -7,26 +7,28 @@
 //! authorization by their readers (`client/reader.rs`). SIGUSR1 reopens the log file.
 //!
 //! Accounts and mappings are applied by `accounts.rs` (the table updated in place before the
-//! new authorization reaches the connections).
+//! new authorization reaches the connections), the cluster's routes by `routes.rs`.
 //!
 //! Called by the signal loop in `server.rs` and the `$SYS.REQ.SERVER.<id>.RELOAD` responder
 //! (`system/`); knows nothing of sockets.
 
 mod accounts;
+mod routes;
 
 use crate::cli::Flags;
 use crate::config::{apply_config_file, Options};
 use crate::server::Server;
+use std::sync::Arc;
 
 /// Reload and log the outcome as nats-server does.
-pub fn reload_logged(server: &Server) {
+pub fn reload_logged(server: &Arc<Server>) {
     if let Err(error) = reload(server) {
         tracing::error!("Failed to reload server configuration: {error}");
     }
 }
 
 /// Read the config file again and apply what changed; on error nothing changes.
-pub fn reload(server: &Server) -> Result<(), String> {
+pub fn reload(server: &Arc<Server>) -> Result<(), String> {
     let Some(path) = server.options.config_file.clone() else {
         return Err("can only reload config when a file is provided using -c or --config".into());
     };
@@ -71,6 +73,9 @@ pub fn reload(server: &Server) -> Result<(), String> {
     }
     if changes.accounts {
         accounts::apply(server, &running, &options);
+    }
+    if changes.routes {
+        routes::apply(server, &running, &options);
     }
     server.replace_options(options, changes.authorization);
     server.replace_client_tls(tls);

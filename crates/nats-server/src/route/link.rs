@@ -42,6 +42,8 @@ pub struct RouteLink {
     /// The connection: outbound queue, writer, counters (shared with client connections).
     pub connection: Arc<ClientShared>,
     pub solicited: bool,
+    /// The configured URL we dialled (an explicit or gossiped route); `None` when accepted.
+    pub url: Option<crate::config::RouteUrl>,
     /// The peer's INFO as last received.
     pub info: Mutex<RouteInfo>,
     /// The peer's interest, by account, subject and queue.

@@ -24,6 +24,7 @@ mod solicit;
 pub(crate) use connection::announce_lame_duck;
 pub use link::{InterestKey, RouteLink, RouteSubscription};
 pub use registry::Routes;
+pub(crate) use solicit::{remove_explicit, spawn_explicit};
 
 use crate::server::Server;
 use crate::ServerError;

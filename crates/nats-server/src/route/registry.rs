@@ -10,7 +10,7 @@ use crate::security::permissions::UserPermissions;
 use bytes::BytesMut;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// A route to a server we already have a route to.
@@ -28,6 +28,9 @@ pub struct Routes {
     local_interest: Mutex<HashMap<InterestKey, u32>>,
     /// Addresses being dialed for implicit routes (so gossip does not dial twice).
     pub(crate) dialing: Mutex<HashSet<String>>,
+    /// The configured routes being kept up, each with the flag a reload sets to stop
+    /// dialing it (`solicit.rs`).
+    pub(crate) explicit: Mutex<HashMap<crate::config::RouteUrl, Arc<AtomicBool>>>,
     /// The cluster name in use: configured, or negotiated when dynamic.
     pub(crate) cluster_name: RwLock<String>,
     pub(crate) dynamic_name: bool,

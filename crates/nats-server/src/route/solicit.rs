@@ -3,10 +3,12 @@
 
 use super::connection::{self, RouteEnd};
 use super::registry::Routes;
+use crate::client::CloseReason;
 use crate::config::RouteUrl;
 use crate::server::Server;
 use nats_proto::RouteInfo;
 use rand::Rng;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpStream;
@@ -33,8 +35,13 @@ fn jitter(delay: Duration) -> Duration {
     delay + Duration::from_millis(extra)
 }
 
-/// Keep an explicit route up for as long as the server runs.
+/// Keep an explicit route up for as long as the server runs, or until a config reload
+/// removes it ([`remove_explicit`]).
 pub fn spawn_explicit(server: Arc<Server>, routes: Arc<Routes>, url: RouteUrl) {
+    let removed = Arc::new(AtomicBool::new(false));
+    if let Some(previous) = routes.explicit.lock().insert(url.clone(), removed.clone()) {
+        previous.store(true, Ordering::Relaxed);
+    }
     tokio::spawn(async move {
         let backoff = server
             .options
@@ -43,7 +50,7 @@ pub fn spawn_explicit(server: Arc<Server>, routes: Arc<Routes>, url: RouteUrl) {
             .is_some_and(|cluster| cluster.connect_backoff);
         let mut attempt: u64 = 0;
         let mut delay = CONNECT_RETRY;
-        loop {
+        while !removed.load(Ordering::Relaxed) {
             tracing::debug!(
                 "Trying to connect to route on {} ({})",
                 url.address(),
@@ -51,6 +58,7 @@ pub fn spawn_explicit(server: Arc<Server>, routes: Arc<Routes>, url: RouteUrl) {
             );
             attempt += 1;
             match dial(&url).await {
+                Ok(stream) if removed.load(Ordering::Relaxed) => drop(stream),
                 Ok(stream) => {
                     attempt = 0;
                     delay = CONNECT_RETRY;
@@ -72,7 +80,7 @@ pub fn spawn_explicit(server: Arc<Server>, routes: Arc<Routes>, url: RouteUrl) {
                         RouteEnd::NotRegistered(Some(remote)) => {
                             // Already routed to that server by another connection: watch it
                             // and dial again once it is gone.
-                            while routes.is_connected(&remote) {
+                            while routes.is_connected(&remote) && !removed.load(Ordering::Relaxed) {
                                 tokio::time::sleep(CONNECT_RETRY).await;
                             }
                         }
@@ -94,6 +102,20 @@ pub fn spawn_explicit(server: Arc<Server>, routes: Arc<Routes>, url: RouteUrl) {
     });
 }
 
+/// A config reload dropped `url` from the routes: stop dialing it and close the routes
+/// dialled to it, which do not reconnect (nats-server's `routesOption`).
+pub fn remove_explicit(routes: &Routes, url: &RouteUrl) {
+    if let Some(removed) = routes.explicit.lock().remove(url) {
+        removed.store(true, Ordering::Relaxed);
+    }
+    for link in routes.links() {
+        if link.url.as_ref() == Some(url) {
+            link.connection.close(CloseReason::RouteRemoved);
+            tracing::info!("Removed route nats-route://{}", url.address());
+        }
+    }
+}
+
 /// A peer told us about another server (gossip): dial it unless we know it already.
 pub fn gossiped(server: &Arc<Server>, routes: &Arc<Routes>, info: &RouteInfo) {
     if info.server_id == server.server_id || routes.is_connected(&info.server_id) {
@@ -104,12 +126,11 @@ pub fn gossiped(server: &Arc<Server>, routes: &Arc<Routes>, info: &RouteInfo) {
     else {
         return;
     };
-    let explicit = server.options.cluster.as_ref().is_some_and(|cluster| {
-        cluster
-            .routes
-            .iter()
-            .any(|route| route.host == url.host && route.port == url.port)
-    });
+    let explicit = routes
+        .explicit
+        .lock()
+        .keys()
+        .any(|route| route.host == url.host && route.port == url.port);
     if explicit {
         return;
     }

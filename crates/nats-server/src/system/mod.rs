@@ -232,7 +232,7 @@ pub(crate) fn server_object(server: &Server) -> Value {
 }
 
 /// Answer one request, if it is for us (the PING filters) and names an endpoint we serve.
-fn answer(server: &Server, message: &Message) {
+fn answer(server: &Arc<Server>, message: &Message) {
     let Some(reply) = &message.reply else {
         return;
     };

@@ -95,7 +95,8 @@ pub(crate) fn close_status(reason: CloseReason) -> u16 {
         CloseReason::WriteError
         | CloseReason::ReadError
         | CloseReason::StaleConnection
-        | CloseReason::ServerShutdown => STATUS_GOING_AWAY,
+        | CloseReason::ServerShutdown
+        | CloseReason::RouteRemoved => STATUS_GOING_AWAY,
     }
 }
 

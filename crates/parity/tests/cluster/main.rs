@@ -34,6 +34,7 @@ mod messaging;
 mod meta;
 mod operator_jetstream;
 mod operator_resolver;
+mod reload_routes;
 mod rolling;
 mod route_port_input;
 mod route_security;

@@ -242,6 +242,7 @@ impl Session {
         let link = Arc::new(RouteLink {
             connection: self.shared.clone(),
             solicited: self.solicited,
+            url: self.url.clone(),
             info: parking_lot::Mutex::new(info.clone()),
             subscriptions: parking_lot::Mutex::new(HashMap::new()),
             pending: parking_lot::Mutex::new(HashMap::new()),

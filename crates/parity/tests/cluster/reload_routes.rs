@@ -1,0 +1,138 @@
+//! Reloading `cluster { routes }` on SIGHUP, as nats-server's `routesOption`: a route the
+//! reloaded file no longer lists is closed (`Route Removed`) and not dialled again, one it
+//! lists anew is dialled; a change of the cluster port is refused in nats-server's words and
+//! the routes stay. Two nodes: node 0 lists no routes, node 1 dials node 0 and is reloaded.
+
+use std::time::{Duration, Instant};
+
+use test_harness::cluster::{Cluster, ClusterOptions, Topology};
+
+use crate::per_composition;
+use crate::support::{connect, interest_barrier, next_within, unique, Composition};
+
+per_composition!(removed_and_added_routes_follow_the_reloaded_file);
+
+const WAIT: Duration = Duration::from_secs(10);
+
+fn rewrite_and_hangup(cluster: &Cluster, index: usize, config: &str) {
+    let node = cluster.node(index);
+    std::fs::write(&node.config_path, config).expect("rewrite config");
+    node.send_signal(libc::SIGHUP);
+}
+
+/// Wait (bounded) until node `index`'s log holds `needle` `count` times.
+fn await_log(cluster: &Cluster, index: usize, needle: &str, count: usize) {
+    let deadline = Instant::now() + WAIT;
+    while cluster.node(index).log().matches(needle).count() < count {
+        assert!(
+            Instant::now() < deadline,
+            "no {needle:?} in node {index}'s log:\n{}",
+            cluster.node(index).log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Wait (bounded) until neither node lists a route in `/routez`.
+fn await_no_routes(cluster: &Cluster) {
+    let deadline = Instant::now() + WAIT;
+    for index in 0..2 {
+        while cluster
+            .route_peers(index)
+            .is_some_and(|peers| !peers.is_empty())
+        {
+            assert!(
+                Instant::now() < deadline,
+                "node {index} still routes to {:?}",
+                cluster.route_peers(index)
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// The route is gone from both sides, nothing crosses, and node 1 does not dial again.
+async fn check_removed(
+    cluster: &Cluster,
+    one: &async_nats::Client,
+    subject: &str,
+    subscriber: &mut async_nats::Subscriber,
+) {
+    await_no_routes(cluster);
+    one.publish(subject.to_string(), "lost".into())
+        .await
+        .expect("publish");
+    one.flush().await.expect("flush");
+    assert!(
+        next_within(subscriber, Duration::from_millis(500))
+            .await
+            .is_none(),
+        "a message crossed a removed route"
+    );
+    assert_eq!(cluster.route_peers(1).unwrap_or_default().len(), 0);
+}
+
+async fn removed_and_added_routes_follow_the_reloaded_file(composition: Composition) {
+    use test_harness::cluster::ServerKind::{Ours, Reference as Go};
+    // Node 0 the peer, node 1 the reloaded server.
+    let kinds = match composition {
+        Composition::Go3 => vec![Go, Go],
+        Composition::Go2Ours1 => vec![Ours, Go],
+        Composition::Go1Ours2 => vec![Go, Ours],
+        Composition::Ours3 => vec![Ours, Ours],
+    };
+    // A nats-server that accepted a route from an unpooled peer (ours) dials it back when it
+    // closes (its `retry` of a route it met twice while setting up the pool): the route comes
+    // back from the peer's side, so only the reloaded side's part is checked there.
+    let peer_redials = kinds == [Go, Ours];
+    let cluster = Cluster::start(ClusterOptions::new(&kinds, Topology::Seed));
+    let with_route = std::fs::read_to_string(&cluster.node(1).config_path).expect("config");
+    let route = format!(
+        "\"nats-route://127.0.0.1:{}\"",
+        cluster.node(0).cluster_port
+    );
+    assert!(with_route.contains(&route), "{with_route}");
+    let without_route = with_route.replace(&route, "");
+
+    rewrite_and_hangup(&cluster, 1, &without_route);
+    await_log(&cluster, 1, "Reloaded: cluster routes", 1);
+    await_log(&cluster, 1, "Route Removed", 1);
+    let (zero, one) = (connect(&cluster, 0).await, connect(&cluster, 1).await);
+    let subject = unique("reload.routes");
+    let mut subscriber = zero.subscribe(subject.clone()).await.expect("subscribe");
+    zero.flush().await.expect("flush");
+    if !peer_redials {
+        check_removed(&cluster, &one, &subject, &mut subscriber).await;
+    }
+
+    // A different cluster port is refused; the file's routes are not taken either.
+    let port = cluster.node(1).cluster_port;
+    let moved = with_route.replace(
+        &format!("127.0.0.1:{port}\""),
+        &format!("127.0.0.1:{}\"", test_harness::free_port()),
+    );
+    rewrite_and_hangup(&cluster, 1, &moved);
+    await_log(
+        &cluster,
+        1,
+        &format!("config reload not supported for cluster port: old={port}, new="),
+        1,
+    );
+
+    rewrite_and_hangup(&cluster, 1, &with_route);
+    await_log(&cluster, 1, "Reloaded: cluster routes", 2);
+    if let Err(error) = cluster.wait_for_mesh() {
+        panic!(
+            "the route added again did not form: {error}\n{}",
+            cluster.logs()
+        );
+    }
+    interest_barrier(&zero, &one).await;
+    one.publish(subject.clone(), "found".into())
+        .await
+        .expect("publish");
+    let message = next_within(&mut subscriber, WAIT)
+        .await
+        .expect("the message crosses the route added again");
+    assert_eq!(&message.payload[..], b"found");
+}
