@@ -426,6 +426,14 @@ impl Server {
 
     /// Stops the meta group, the streams' groups and JetStream, once (lame duck mode does it
     /// before closing the clients, shutdown otherwise).
+    /// JetStream while it runs here (`None` once stopped: shut down, or this server was
+    /// removed from its cluster).
+    pub(crate) fn running_jetstream(&self) -> Option<&nats_jetstream::JetStream> {
+        self.jetstream
+            .get()
+            .filter(|_| !self.jetstream_stopped.load(Ordering::Acquire))
+    }
+
     pub(crate) async fn stop_jetstream(&self) {
         if self.jetstream_stopped.swap(true, Ordering::AcqRel) {
             return;

@@ -183,8 +183,49 @@ impl Meta {
                 );
             }
         }
+        // A removed server that still runs disables its JetStream ([`on_removal`]).
+        self.publish(&removed_subject(&removed), None, serde_json::json!({}));
         Ok(())
     }
+}
+
+/// Where the meta leader tells a server it removed: `$RNATS.RAFT.REMOVED.<peer>`.
+fn removed_subject(peer: &str) -> String {
+    format!("{}.REMOVED.{peer}", super::network::PREFIX)
+}
+
+/// nats-server's `JSServerRemovedAdvisory` subject, published in the system account.
+const SERVER_REMOVED_ADVISORY: &str = "$JS.EVENT.ADVISORY.SERVER.REMOVED";
+
+/// Disables JetStream on this server once the meta leader removed it from the cluster
+/// (`$JS.API.SERVER.REMOVE` of a live server), as nats-server does: the error logged, the
+/// `server_removed` advisory, then JetStream stops (its files kept) and the rest of the
+/// cluster answers this server's clients.
+pub(super) fn on_removal(meta: &Arc<Meta>, server: std::sync::Weak<crate::server::Server>) {
+    let subject = removed_subject(&meta.own_peer);
+    meta.serve(&subject, move |meta, _message| {
+        let server = server.clone();
+        async move {
+            let Some(server) = server.upgrade() else {
+                return;
+            };
+            tracing::error!("JetStream being DISABLED, our server was removed from the cluster");
+            meta.publish(
+                SERVER_REMOVED_ADVISORY,
+                None,
+                serde_json::json!({
+                    "type": "io.nats.jetstream.advisory.v1.server_removed",
+                    "id": crate::security::identity::new_nuid(),
+                    "timestamp": go_compat::time_text::rfc3339_nano(time::OffsetDateTime::now_utc()),
+                    "server": server.server_name,
+                    "server_id": server.server_id,
+                    "cluster": meta.cluster_name,
+                }),
+            );
+            // Not on this task: stopping JetStream stops the meta group serving it.
+            tokio::spawn(async move { server.stop_jetstream().await });
+        }
+    });
 }
 
 /// Brings the group's voters to its target (leader only): the missing members first (learner,

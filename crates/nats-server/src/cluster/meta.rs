@@ -285,7 +285,7 @@ impl Meta {
     }
 
     /// Serves requests on `subject` in the system account, one at a time, with `handle`.
-    fn serve<F, Fut>(self: &Arc<Self>, subject: &str, handle: F)
+    pub(super) fn serve<F, Fut>(self: &Arc<Self>, subject: &str, handle: F)
     where
         F: Fn(Arc<Meta>, Message) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = ()> + Send,

@@ -74,5 +74,6 @@ pub async fn start(server: &Arc<Server>, store_root: &Path) -> Result<Option<Arc
         directory,
     };
     let meta = Meta::start(options, system, jetstream).await?;
+    membership::on_removal(&meta, Arc::downgrade(server));
     Ok(Some(meta))
 }

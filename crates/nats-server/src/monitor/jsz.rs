@@ -67,7 +67,7 @@ impl JszOptions {
 }
 
 pub fn jsz(server: &Server, options: &JszOptions) -> Value {
-    match server.jetstream.get() {
+    match server.running_jetstream() {
         Some(jetstream) => {
             let mut answer = jetstream.jsz();
             if let (Some(meta), Some(object)) = (server.meta.get(), answer.as_object_mut()) {

@@ -40,6 +40,7 @@ mod route_port_input;
 mod route_security;
 mod route_wire;
 mod scale;
+mod server_removed;
 mod support;
 
 /// The switch for the compositions with our server in them. Flip to `true` when rnats routes

@@ -295,6 +295,20 @@ async fn with_no_free_server_the_removal_is_refused_and_the_stream_keeps_its_pee
     assert_eq!(members(&info), before, "{info}");
 }
 
+/// A server of the stream (`info`, its STREAM.INFO) that leads neither it nor the meta group
+/// of the five nodes: its name and index.
+pub(crate) fn idle_follower(cluster: &Cluster, info: &Value) -> (String, usize) {
+    let all: Vec<usize> = (0..cluster.len()).collect();
+    let meta_leader = agreed_leader(cluster, &all, 5, None).expect("meta leader");
+    let stream_leader = info["cluster"]["leader"].as_str().unwrap_or("").to_string();
+    let follower = members(info)
+        .into_iter()
+        .find(|name| *name != stream_leader && *name != meta_leader)
+        .expect("a follower that does not lead the meta group");
+    let index = index_of(cluster, &follower);
+    (follower, index)
+}
+
 const SERVER_REMOVE_TYPE: &str = "io.nats.jetstream.api.v1.meta_server_remove_response";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -310,13 +324,7 @@ async fn server_remove_of_a_killed_node_re_places_its_streams_and_consumers() {
     let info = placed_without(&cluster, &clients[0], "SRV", &[], 3, 20).await;
     durable_with_acks(&jetstream, "SRV", 5).await;
     let all: Vec<usize> = (0..cluster.len()).collect();
-    let meta_leader = agreed_leader(&cluster, &all, 5, None).expect("meta leader");
-    let stream_leader = info["cluster"]["leader"].as_str().unwrap_or("").to_string();
-    let victim = members(&info)
-        .into_iter()
-        .find(|name| *name != stream_leader && *name != meta_leader)
-        .expect("a follower that does not lead the meta group");
-    let victim_index = index_of(&cluster, &victim);
+    let (victim, victim_index) = idle_follower(&cluster, &info);
     cluster.kill9(victim_index);
     let through = (0..cluster.len())
         .find(|&i| i != victim_index)

@@ -40,7 +40,7 @@ pub(crate) fn start(size: usize) -> Cluster {
     Cluster::start(options)
 }
 
-fn jsz(cluster: &Cluster, index: usize) -> Option<Value> {
+pub(crate) fn jsz(cluster: &Cluster, index: usize) -> Option<Value> {
     let body = http_get(cluster.node(index).monitor_port, "/jsz")?;
     serde_json::from_str(&body).ok()
 }
