@@ -1,7 +1,7 @@
 //! Scaling a stream by STREAM.UPDATE of `num_replicas`, as nats-server does it: R1 -> R3 under
 //! publishing (every acknowledged message on every replica after, at its acknowledged
 //! sequence, and the durable consumer's ack floor kept), R3 -> R1 -> R3, a count the cluster
-//! cannot place refused, and our `nats stream edit --replicas`.
+//! cannot place refused, R3 -> R5 -> R3 on five servers, and our `nats stream edit --replicas`.
 //!
 //! All-rnats clusters normally; all-nats-server clusters in the parity pass (`NATS_SERVER_BIN`),
 //! where every assertion holds too.
@@ -270,4 +270,23 @@ async fn the_cli_edits_a_stream_s_replicas() {
     assert!(ok, "stream edit --replicas 1:\n{text}");
     assert!(text.contains("Replicas: 1"), "{text}");
     placed_on(&cluster, &clients[0], "EDIT", 1, 5).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_r3_stream_scales_to_r5_and_back_on_five_servers() {
+    let (cluster, clients) = nodes(5).await;
+    let created = apply(&clients[0], "CREATE", config("FANS", 3)).await;
+    assert_eq!(created["did_create"], true, "{created}");
+    let jetstream = async_nats::jetstream::new(clients[0].clone());
+    let acked = publish_numbered(&jetstream, "fans.x", "f", 20).await;
+    placed_on(&cluster, &clients[0], "FANS", 3, 20).await;
+    durable_with_acks(&jetstream, "FANS", 5).await;
+    let updated = apply(&clients[3], "UPDATE", config("FANS", 5)).await;
+    assert!(updated.get("error").is_none(), "{updated}");
+    let info = placed_on(&cluster, &clients[0], "FANS", 5, 20).await;
+    every_replica_holds(&clients[0], &info, &acked, 5).await;
+    let updated = apply(&clients[4], "UPDATE", config("FANS", 3)).await;
+    assert!(updated.get("error").is_none(), "{updated}");
+    let info = placed_on(&cluster, &clients[0], "FANS", 3, 20).await;
+    every_replica_holds(&clients[0], &info, &acked, 5).await;
 }
