@@ -96,6 +96,22 @@ pub(super) fn start(server: &Arc<Server>) {
         {
             super::claims_pack::start(server, *interval);
         }
+        if let Some(every) = directory.expiry_interval() {
+            let weak = Arc::downgrade(server);
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(every).await;
+                    let Some(server) = weak.upgrade() else {
+                        return;
+                    };
+                    if let Some(directory) = server.jwt.as_ref().and_then(|jwt| jwt.directory()) {
+                        for key in directory.expire() {
+                            tracing::debug!("cache resolver: account {key} expired from the cache");
+                        }
+                    }
+                }
+            });
+        }
     }
 }
 

@@ -18,7 +18,9 @@ per_composition!(
     a_pushed_account_reaches_every_full_resolver,
     a_server_down_during_a_push_learns_it_from_its_peers,
     a_cache_resolver_fetches_an_account_from_a_full_one,
-    interest_in_an_account_a_server_lacks_is_kept_until_it_arrives
+    interest_in_an_account_a_server_lacks_is_kept_until_it_arrives,
+    a_cache_resolver_keeps_its_limit_of_accounts,
+    a_cache_resolver_removes_an_account_after_its_ttl
 );
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -143,6 +145,16 @@ pub(crate) async fn push_jwt(
 
 /// A full resolver (node 0) and two cache resolvers that hold no account at start.
 fn start_cached(composition: Composition, trust: &Trust, directory: &tempfile::TempDir) -> Cluster {
+    start_cached_with(composition, trust, directory, "")
+}
+
+/// [`start_cached`] with `cache` added to the cache resolvers' blocks (`limit`, `ttl`).
+fn start_cached_with(
+    composition: Composition,
+    trust: &Trust,
+    directory: &tempfile::TempDir,
+    cache: &str,
+) -> Cluster {
     let system = trust.system.public_key();
     let mut options = composition.options(Topology::FullMesh);
     options.extra_config = format!(
@@ -154,8 +166,9 @@ fn start_cached(composition: Composition, trust: &Trust, directory: &tempfile::T
     options.node_config = ["full", "cache", "cache"]
         .iter()
         .map(|kind| {
+            let extra = if *kind == "cache" { cache } else { "" };
             format!(
-                "resolver {{ type: {kind}, dir: \"{}/{{node}}\", timeout: \"1s\" }}\n",
+                "resolver {{ type: {kind}, dir: \"{}/{{node}}\", timeout: \"1s\"\n{extra}\n}}\n",
                 directory.path().display()
             )
         })
@@ -163,6 +176,80 @@ fn start_cached(composition: Composition, trust: &Trust, directory: &tempfile::T
     let cluster = Cluster::launch(options);
     wait_for_routes(&cluster);
     cluster
+}
+
+/// The accounts whose JWT files node `index` keeps in its resolver directory, sorted.
+fn cached_keys(cluster: &Cluster, directory: &tempfile::TempDir, index: usize) -> Vec<String> {
+    let node = directory.path().join(&cluster.nodes()[index].name);
+    let mut keys: Vec<String> = std::fs::read_dir(node)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter_map(|entry| {
+                    let name = entry.file_name().into_string().ok()?;
+                    name.strip_suffix(".jwt").map(str::to_string)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    keys.sort();
+    keys
+}
+
+/// A user of a new account pushed to node 0, connected to node `index` (which fetches it).
+async fn cached_tenant(
+    cluster: &Cluster,
+    trust: &Trust,
+    index: usize,
+) -> (nkeys::KeyPair, async_nats::Client) {
+    let tenant = nkeys::KeyPair::new_account();
+    push_cached(cluster, trust, &tenant).await;
+    let user = nkeys::KeyPair::new_user();
+    let user_jwt = user_jwt(&user, &tenant, None, json!({}));
+    let client = connect_when_known(cluster, index, &user_jwt, &user).await;
+    (tenant, client)
+}
+
+/// `limit: 2`: a third account fetched by the cache resolver takes the place of the one
+/// stored first, whose file goes (as nats-server's LRU eviction); the accounts stay usable.
+async fn a_cache_resolver_keeps_its_limit_of_accounts(composition: Composition) {
+    let trust = Trust::new();
+    let directory = tempfile::tempdir().expect("resolver dirs");
+    let cluster = start_cached_with(composition, &trust, &directory, "limit: 2");
+    let mut clients = Vec::new();
+    let mut keys = Vec::new();
+    for _ in 0..3 {
+        let (tenant, client) = cached_tenant(&cluster, &trust, 2).await;
+        keys.push(tenant.public_key());
+        clients.push(client);
+    }
+    let mut expected = vec![keys[1].clone(), keys[2].clone()];
+    expected.sort();
+    assert_eq!(cached_keys(&cluster, &directory, 2), expected);
+    for client in &clients {
+        client.flush().await.expect("still connected");
+    }
+}
+
+/// `ttl: 1s`: the cache resolver removes a fetched account's file once it expired; the
+/// account's connected user stays.
+async fn a_cache_resolver_removes_an_account_after_its_ttl(composition: Composition) {
+    let trust = Trust::new();
+    let directory = tempfile::tempdir().expect("resolver dirs");
+    let cluster = start_cached_with(composition, &trust, &directory, "ttl: \"1s\"");
+    let (tenant, client) = cached_tenant(&cluster, &trust, 2).await;
+    let key = tenant.public_key();
+    let cached = cached_keys(&cluster, &directory, 2);
+    assert!(cached.contains(&key), "{cached:?}");
+    let deadline = Instant::now() + WAIT;
+    while cached_keys(&cluster, &directory, 2).contains(&key) {
+        assert!(
+            Instant::now() < deadline,
+            "the cached account never expired"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    client.flush().await.expect("still connected");
 }
 
 /// Push `tenant`'s account JWT through node 0 of [`start_cached`]'s cluster.

@@ -2,7 +2,8 @@
 //! one file `<dir>/<account public key>.jwt` holding the account JWT as pushed, nothing else.
 //! A deleted account's file is renamed `<key>.jwt.deleted` (removed with `hard_delete`).
 //!
-//! Used by the resolver (`resolver.rs`) only; the checks of the JWTs are the resolver's.
+//! Used by the resolver (`resolver.rs`) only; the checks of the JWTs are the resolver's. A cache
+//! resolver's directory keeps at most `limit` files, each for `ttl` (`cache.rs`).
 
 use std::path::{Path, PathBuf};
 
@@ -17,6 +18,8 @@ pub struct Directory {
     limit: usize,
     /// The cache resolver's directory (accounts fetched from full-resolver peers).
     pub cache: bool,
+    /// The cache resolver's files, for its `limit` and `ttl`.
+    tracker: Option<super::cache::Tracker>,
 }
 
 impl Directory {
@@ -31,6 +34,42 @@ impl Directory {
             hard_delete,
             limit,
             cache: false,
+            tracker: None,
+        }
+    }
+
+    /// The cache resolver's directory: at most `limit` files (0: nats-server's 1,000), each
+    /// kept for `ttl` (zero: until its JWT expires).
+    pub fn into_cache(mut self, ttl: std::time::Duration) -> Directory {
+        self.cache = true;
+        self.tracker = Some(super::cache::Tracker::new(self.limit, ttl));
+        self
+    }
+
+    /// How often [`Directory::expire`] should run; `None` for a full resolver's.
+    pub fn expiry_interval(&self) -> Option<std::time::Duration> {
+        self.tracker
+            .as_ref()
+            .map(super::cache::Tracker::check_interval)
+    }
+
+    /// Remove the cache's expired files; their keys.
+    pub fn expire(&self) -> Vec<String> {
+        let Some(tracker) = &self.tracker else {
+            return Vec::new();
+        };
+        let expired = tracker.expired(std::time::SystemTime::now());
+        for key in &expired {
+            self.remove(key);
+        }
+        expired
+    }
+
+    fn remove(&self, key: &str) {
+        if let Some(file) = self.file(key) {
+            if let Err(error) = std::fs::remove_file(&file) {
+                tracing::debug!("resolver dir: removing {}: {error}", file.display());
+            }
         }
     }
 
@@ -70,6 +109,9 @@ impl Directory {
             .into_iter()
             .filter_map(|key| {
                 let jwt = self.read(&key)?;
+                if let Some(tracker) = &self.tracker {
+                    tracker.track(&key, &jwt);
+                }
                 Some((key, jwt.trim().to_string()))
             })
             .collect()
@@ -82,10 +124,23 @@ impl Directory {
         if added && !self.cache && self.limit > 0 && held >= self.limit {
             return Err("jwt store is full".into());
         }
+        if let Some(evicted) = self
+            .tracker
+            .as_ref()
+            .and_then(|tracker| tracker.make_room(key))
+        {
+            self.remove(&evicted);
+        }
         let temporary = self.path.join(format!(".{key}{EXTENSION}.tmp"));
         std::fs::write(&temporary, jwt)
             .and_then(|()| std::fs::rename(&temporary, &file))
-            .map_err(|error| format!("open {}: {}", file.display(), go_compat::errno_text(&error)))
+            .map_err(|error| {
+                format!("open {}: {}", file.display(), go_compat::errno_text(&error))
+            })?;
+        if let Some(tracker) = &self.tracker {
+            tracker.track(key, jwt);
+        }
+        Ok(())
     }
 
     /// Delete `key`'s JWT as nats-server does; one not stored is no error.
@@ -94,6 +149,9 @@ impl Directory {
             return Err("store is not set up to for delete".into());
         }
         let file = self.file(key).ok_or("invalid public key")?;
+        if let Some(tracker) = &self.tracker {
+            tracker.untrack(key);
+        }
         let outcome = if self.hard_delete {
             std::fs::remove_file(&file)
         } else {

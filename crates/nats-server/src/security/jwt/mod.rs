@@ -8,6 +8,7 @@
 //! CONNECT, account creation (`accounts/`) and the system account's claim-update responders.
 //! Knows nothing about sockets or routing.
 
+pub mod cache;
 pub mod claims;
 pub mod directory;
 pub mod resolver;

@@ -319,12 +319,15 @@ pub fn from_options(options: &crate::config::Options) -> Option<Resolver> {
         allow_delete,
         hard_delete,
         limit,
+        ttl,
         ..
     }) = &operator.resolver
     {
         let mut directory =
             super::directory::Directory::new(dir, *allow_delete, *hard_delete, *limit);
-        directory.cache = !full;
+        if !full {
+            directory = directory.into_cache(*ttl);
+        }
         for (key, jwt) in directory.load() {
             match resolver.verify(&jwt) {
                 Ok(account) if account.key() == key => {
