@@ -325,18 +325,6 @@ fn refuse_fixed(old: &Options, new: &Options) -> Result<(), String> {
     if old_js != new_js {
         return Err(refused("JetStream", old_js.enabled, new_js.enabled));
     }
-    // Not reloadable in rnats yet: an account's JetStream (enabled or its limits).
-    let served = |options: &Options| {
-        options
-            .accounts
-            .iter()
-            .filter(|account| account.jetstream)
-            .map(|account| (account.name.clone(), account.jetstream_limits.clone()))
-            .collect::<Vec<_>>()
-    };
-    if old_js.enabled && served(old) != served(new) {
-        return Err("config reload not supported for Accounts JetStream".into());
-    }
     refuse_cluster(old.cluster.as_ref(), new.cluster.as_ref())?;
     // nats-server refuses every websocket change but its TLS (which rnats does not reload).
     if old.websocket != new.websocket {

@@ -3,12 +3,15 @@
 //! connections stay; exports, imports and mappings replaced), new ones are added, and those
 //! no longer configured leave the table (their users, gone or moved, are closed by their
 //! readers when the authorization epoch moves, as are users moved to another account).
+//! With JetStream running, an account whose `jetstream` settings changed is served, refused
+//! or given its new limits as nats-server's `configJetStream` does (the path account JWT
+//! updates take, `system::serve_jetstream`); one removed stops being served.
 //!
 //! Called by `reload::reload` before the new authorization is published; works on the
 //! accounts table only (`accounts/table.rs`), never on connections.
 
 use crate::accounts::{global_mappings, GLOBAL_ACCOUNT};
-use crate::config::Options;
+use crate::config::{AccountOptions, Options};
 use crate::server::Server;
 
 /// Make the accounts table follow `new` (the running options are `old`). Operator mode's
@@ -19,10 +22,18 @@ pub(super) fn apply(server: &Server, old: &Options, new: &Options) {
     }
     let accounts = &server.accounts;
     for gone in &old.accounts {
-        if !new.accounts.iter().any(|config| config.name == gone.name)
-            && accounts.remove(&gone.name).is_some()
-        {
+        if new.accounts.iter().any(|config| config.name == gone.name) {
+            continue;
+        }
+        if let Some(account) = accounts.remove(&gone.name) {
             tracing::debug!("Reloaded: removed account {:?}", gone.name);
+            if gone.jetstream {
+                let refused = AccountOptions {
+                    jetstream: false,
+                    ..gone.clone()
+                };
+                crate::system::serve_jetstream(server, &account, &refused, true);
+            }
         }
     }
     for config in &new.accounts {
@@ -31,10 +42,22 @@ pub(super) fn apply(server: &Server, old: &Options, new: &Options) {
             continue;
         }
         let Some(account) = accounts.lookup(&config.name) else {
-            accounts.add(config, server.routes());
+            let account = accounts.add(config, server.routes());
+            // Known to JetStream when an earlier reload removed it.
+            crate::system::serve_jetstream(server, &account, config, true);
             continue;
         };
         accounts.update(config);
+        let served = |config: &AccountOptions| {
+            (
+                config.jetstream,
+                config.jetstream_limits.clone(),
+                config.jetstream_tiers.clone(),
+            )
+        };
+        if before.is_none_or(|before| served(before) != served(config)) {
+            crate::system::serve_jetstream(server, &account, config, true);
+        }
         if config.name != GLOBAL_ACCOUNT
             && before.is_none_or(|before| before.mappings != config.mappings)
         {

@@ -264,30 +264,45 @@ pub(super) fn apply(server: &Server, resolver: &Resolver, key: &str) {
         None if resolver.directory().is_some() => server.accounts.add(&options, server.routes()),
         None => return apply_importers(server, resolver, key),
     };
-    if let Some(jetstream) = server.jetstream.get() {
-        if !Arc::ptr_eq(&account, server.accounts.system()) {
-            let transport = Arc::new(ServerTransport::new(Arc::downgrade(&account)));
-            let setup = if options.jetstream {
-                Ok(nats_jetstream::AccountSetup {
-                    name: options.name.clone(),
-                    transport,
-                    limits: options.jetstream_limits.clone(),
-                    tiers: options.jetstream_tiers.clone(),
-                })
-            } else {
-                Err(transport as Arc<dyn nats_jetstream::Transport>)
-            };
-            let applied = if known {
-                jetstream.update_account(&options.name, setup)
-            } else {
-                jetstream.add_account(&options.name, setup)
-            };
-            if let Err(error) = applied {
-                tracing::error!("JetStream for account {}: {error}", options.name);
-            }
-        }
-    }
+    serve_jetstream(server, &account, &options, known);
     apply_importers(server, resolver, key);
+}
+
+/// JetStream in `account` as `options` (its JWT's claims, or a reloaded `accounts { }`
+/// entry) say, as nats-server's `configJetStream`: new limits taken, or JetStream enabled or
+/// disabled there. `known`: JetStream has seen the account before. Nothing without
+/// JetStream, nor in the system account.
+pub(crate) fn serve_jetstream(
+    server: &Server,
+    account: &Arc<crate::accounts::Account>,
+    options: &crate::config::AccountOptions,
+    known: bool,
+) {
+    let Some(jetstream) = server.jetstream.get() else {
+        return;
+    };
+    if Arc::ptr_eq(account, server.accounts.system()) {
+        return;
+    }
+    let transport = Arc::new(ServerTransport::new(Arc::downgrade(account)));
+    let setup = if options.jetstream {
+        Ok(nats_jetstream::AccountSetup {
+            name: options.name.clone(),
+            transport,
+            limits: options.jetstream_limits.clone(),
+            tiers: options.jetstream_tiers.clone(),
+        })
+    } else {
+        Err(transport as Arc<dyn nats_jetstream::Transport>)
+    };
+    let applied = if known {
+        jetstream.update_account(&options.name, setup)
+    } else {
+        jetstream.add_account(&options.name, setup)
+    };
+    if let Err(error) = applied {
+        tracing::error!("JetStream for account {}: {error}", options.name);
+    }
 }
 
 /// Rebuild the imports of the accounts importing from `key`, whose imports its exports

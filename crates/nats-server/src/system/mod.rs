@@ -28,6 +28,7 @@ mod claims_pack;
 mod events;
 mod statsz;
 
+pub(crate) use claims::serve_jetstream;
 pub(crate) use claims_fetch::fetch_for_connect;
 pub(crate) use events::{client_connected, client_disconnected};
 

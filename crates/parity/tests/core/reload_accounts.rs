@@ -139,3 +139,75 @@ fn top_level_mappings_reload_for_existing_connections() {
     client.send("PUB x 2\r\nhi\r\n");
     assert_eq!(settle(&mut client), ["MSG x 1 2", "hi", "PONG"]);
 }
+
+/// `$JS.API.<what>` asked by `client`: the reply's JSON.
+fn js_request(client: &mut RawClient, what: &str, body: &str) -> serde_json::Value {
+    client.send(&format!(
+        "SUB _INBOX.js 77\r\nUNSUB 77 1\r\nPUB $JS.API.{what} _INBOX.js {}\r\n{body}\r\n",
+        body.len()
+    ));
+    let head = loop {
+        let line = client.read_line().expect("a reply");
+        if line != "PING" {
+            break line;
+        }
+    };
+    assert!(head.starts_with("MSG _INBOX.js 77 "), "{head}");
+    let size: usize = head
+        .rsplit(' ')
+        .next()
+        .and_then(|size| size.parse().ok())
+        .expect("size");
+    let payload = client.read_payload(size).expect("payload");
+    serde_json::from_slice(&payload).expect("json reply")
+}
+
+fn jetstream_accounts(store: &std::path::Path, b_has_jetstream: bool) -> String {
+    let b = if b_has_jetstream {
+        ", jetstream: enabled"
+    } else {
+        ""
+    };
+    format!(
+        "jetstream {{ store_dir: {:?} }}\naccounts {{\n  A {{ users [{{user: a, password: a}}], jetstream: enabled }}\n  B {{ users [{{user: b, password: b}}]{b} }}\n}}\n",
+        store.display().to_string()
+    )
+}
+
+#[test]
+fn an_accounts_jetstream_follows_the_reloaded_file() {
+    let store = tempfile::tempdir().expect("store dir");
+    let server = TestServer::with_config(&jetstream_accounts(store.path(), false));
+    let mut b = connect_as(&server, "b");
+    let refused = js_request(&mut b, "INFO", "");
+    assert_eq!(refused["error"]["err_code"], 10039, "{refused}");
+
+    rewrite_and_hangup(&server, &jetstream_accounts(store.path(), true));
+    await_log(&server, LOADED, 1);
+    let served = js_request(&mut b, "INFO", "");
+    assert!(served.get("error").is_none(), "{served}");
+    let created = js_request(
+        &mut b,
+        "STREAM.CREATE.KEPT",
+        r#"{"name":"KEPT","subjects":["kept"],"storage":"file"}"#,
+    );
+    assert!(created.get("error").is_none(), "{created}");
+
+    rewrite_and_hangup(&server, &jetstream_accounts(store.path(), false));
+    await_log(&server, LOADED, 2);
+    let refused = js_request(&mut b, "INFO", "");
+    assert_eq!(refused["error"]["err_code"], 10039, "{refused}");
+
+    // Enabled again: the stream's files were kept and it is served again.
+    rewrite_and_hangup(&server, &jetstream_accounts(store.path(), true));
+    await_log(&server, LOADED, 3);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let names = js_request(&mut b, "STREAM.NAMES", "");
+        if names["streams"] == serde_json::json!(["KEPT"]) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{names}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
