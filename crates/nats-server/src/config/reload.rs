@@ -7,6 +7,7 @@
 
 use super::options::{duration_text, Options};
 use super::ClusterOptions;
+use nats_jetstream::JetStreamConfig;
 
 /// What a reload changes, once every change is known to be reloadable.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -25,6 +26,8 @@ pub struct Changes {
     pub accounts: bool,
     /// `cluster { routes }`: removed ones are closed, new ones dialled.
     pub routes: bool,
+    /// `jetstream` turned off or on.
+    pub jetstream: bool,
 }
 
 /// nats-server's notices for client TLS: the TLS config itself (its certificates, CA,
@@ -202,6 +205,9 @@ pub fn diff(old: &Options, new: &Options) -> Result<Changes, String> {
             duration_text(new.write_deadline)
         ));
     }
+    if old.jetstream.enabled != new.jetstream.enabled {
+        notice("Reloaded: JetStream".into());
+    }
     tls_notices(old, new, &mut notice);
     changes.logging = old.trace != new.trace
         || old.debug != new.debug
@@ -209,6 +215,7 @@ pub fn diff(old: &Options, new: &Options) -> Result<Changes, String> {
         || old.logtime_utc != new.logtime_utc
         || old.log_file != new.log_file;
     changes.accounts = accounts_changed;
+    changes.jetstream = old.jetstream.enabled != new.jetstream.enabled;
     changes.routes = match (&old.cluster, &new.cluster) {
         (Some(old), Some(new)) => old.routes != new.routes,
         _ => false,
@@ -312,23 +319,63 @@ fn refuse_fixed(old: &Options, new: &Options) -> Result<(), String> {
     if old.https_port != new.https_port {
         return Err(refused("HTTPSPort", old.https_port, new.https_port));
     }
-    let (old_js, new_js) = (&old.jetstream, &new.jetstream);
-    if old_js.enabled && old_js.store_dir != new_js.store_dir && new_js.store_dir.is_some() {
-        return Err("config reload not supported for jetstream storage directory".into());
-    }
-    if old_js.enabled
-        && (old_js.max_memory != new_js.max_memory || old_js.max_store != new_js.max_store)
-    {
-        return Err("config reload not supported for jetstream max memory and store".into());
-    }
-    // Not reloadable in rnats yet (nats-server applies these): refused the same way.
-    if old_js != new_js {
-        return Err(refused("JetStream", old_js.enabled, new_js.enabled));
-    }
+    refuse_jetstream(&old.jetstream, &new.jetstream)?;
     refuse_cluster(old.cluster.as_ref(), new.cluster.as_ref())?;
     // nats-server refuses every websocket change but its TLS (which rnats does not reload).
     if old.websocket != new.websocket {
         return Err("config reload not supported for Websocket".into());
+    }
+    Ok(())
+}
+
+/// nats-server's JetStream refusals: the storage directory and the memory and store limits
+/// stay while JetStream stays on (dropping them is how a file turns it off); and what rnats
+/// cannot reload yet (a raised limit, any other setting while it stays on).
+fn refuse_jetstream(old: &JetStreamConfig, new: &JetStreamConfig) -> Result<(), String> {
+    let disabling = old.enabled && !new.enabled;
+    if old.enabled && old.store_dir != new.store_dir {
+        if new.store_dir.is_some() {
+            return Err("config reload not supported for jetstream storage directory".into());
+        }
+        if !disabling {
+            return Err("config reload not supported for jetstream storage dir".into());
+        }
+    }
+    for (was, is) in [
+        (old.max_memory, new.max_memory),
+        (old.max_store, new.max_store),
+    ] {
+        if !old.enabled || was == is {
+            continue;
+        }
+        match (was, is) {
+            (Some(was), Some(is)) if is < was => {
+                return Err(
+                    "config reload not supported for decreasing jetstream max memory and store"
+                        .into(),
+                )
+            }
+            // nats-server applies a raised limit; rnats does not yet.
+            (Some(_), Some(_)) => {
+                return Err("config reload not supported for jetstream max memory and store".into())
+            }
+            (None, Some(_)) => {
+                return Err(
+                    "config reload not supported for jetstream dynamic max memory and store".into(),
+                )
+            }
+            (Some(_), None) if !disabling => {
+                return Err(
+                    "config reload not supported for jetstream max memory and max store".into(),
+                )
+            }
+            _ => {}
+        }
+    }
+    // Turning JetStream off or on is applied (`reload/jetstream.rs`); any other change while
+    // it stays on is not reloadable in rnats yet.
+    if old.enabled && new.enabled && old != new {
+        return Err(refused("JetStream", old.enabled, new.enabled));
     }
     Ok(())
 }
@@ -479,6 +526,38 @@ mod tests {
         assert_eq!(
             diff(&old, &named).unwrap_err(),
             "config reload not supported for Cluster"
+        );
+    }
+
+    #[test]
+    fn jetstream_turns_off_and_on_and_its_limits_are_refused_as_nats_server() {
+        let on = |max_memory: Option<i64>| Options {
+            jetstream: JetStreamConfig {
+                enabled: true,
+                store_dir: Some("/data".into()),
+                max_memory,
+                ..JetStreamConfig::default()
+            },
+            ..Options::default()
+        };
+        let off = Options::default();
+        let changes = diff(&on(Some(100)), &off).expect("turned off");
+        assert!(changes.jetstream);
+        assert_eq!(changes.notices, ["Reloaded: JetStream"]);
+        assert!(diff(&off, &on(Some(100))).expect("turned on").jetstream);
+        for (new, refusal) in [
+            (Some(50), "decreasing jetstream max memory and store"),
+            (Some(200), "jetstream max memory and store"),
+            (None, "jetstream max memory and max store"),
+        ] {
+            assert_eq!(
+                diff(&on(Some(100)), &on(new)).unwrap_err(),
+                format!("config reload not supported for {refusal}")
+            );
+        }
+        assert_eq!(
+            diff(&on(None), &on(Some(1))).unwrap_err(),
+            "config reload not supported for jetstream dynamic max memory and store"
         );
     }
 

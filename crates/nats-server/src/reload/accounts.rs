@@ -3,22 +3,22 @@
 //! connections stay; exports, imports and mappings replaced), new ones are added, and those
 //! no longer configured leave the table (their users, gone or moved, are closed by their
 //! readers when the authorization epoch moves, as are users moved to another account).
-//! With JetStream running, an account whose `jetstream` settings changed is served, refused
-//! or given its new limits as nats-server's `configJetStream` does (the path account JWT
-//! updates take, `system::serve_jetstream`); one removed stops being served.
 //!
 //! Called by `reload::reload` before the new authorization is published; works on the
 //! accounts table only (`accounts/table.rs`), never on connections.
 
-use crate::accounts::{global_mappings, GLOBAL_ACCOUNT};
-use crate::config::{AccountOptions, Options};
+use crate::accounts::{global_mappings, Account, GLOBAL_ACCOUNT};
+use crate::config::Options;
 use crate::server::Server;
+use std::sync::Arc;
 
-/// Make the accounts table follow `new` (the running options are `old`). Operator mode's
+/// Make the accounts table follow `new` (the running options are `old`); the accounts taken
+/// out of it are handed back (JetStream stops serving them, `jetstream.rs`). Operator mode's
 /// accounts come from the resolver, not the file: nothing to do there.
-pub(super) fn apply(server: &Server, old: &Options, new: &Options) {
+pub(super) fn apply(server: &Server, old: &Options, new: &Options) -> Vec<Arc<Account>> {
+    let mut removed = Vec::new();
     if server.jwt.is_some() {
-        return;
+        return removed;
     }
     let accounts = &server.accounts;
     for gone in &old.accounts {
@@ -27,13 +27,7 @@ pub(super) fn apply(server: &Server, old: &Options, new: &Options) {
         }
         if let Some(account) = accounts.remove(&gone.name) {
             tracing::debug!("Reloaded: removed account {:?}", gone.name);
-            if gone.jetstream {
-                let refused = AccountOptions {
-                    jetstream: false,
-                    ..gone.clone()
-                };
-                crate::system::serve_jetstream(server, &account, &refused, true);
-            }
+            removed.push(account);
         }
     }
     for config in &new.accounts {
@@ -42,22 +36,10 @@ pub(super) fn apply(server: &Server, old: &Options, new: &Options) {
             continue;
         }
         let Some(account) = accounts.lookup(&config.name) else {
-            let account = accounts.add(config, server.routes());
-            // Known to JetStream when an earlier reload removed it.
-            crate::system::serve_jetstream(server, &account, config, true);
+            accounts.add(config, server.routes());
             continue;
         };
         accounts.update(config);
-        let served = |config: &AccountOptions| {
-            (
-                config.jetstream,
-                config.jetstream_limits.clone(),
-                config.jetstream_tiers.clone(),
-            )
-        };
-        if before.is_none_or(|before| served(before) != served(config)) {
-            crate::system::serve_jetstream(server, &account, config, true);
-        }
         if config.name != GLOBAL_ACCOUNT
             && before.is_none_or(|before| before.mappings != config.mappings)
         {
@@ -67,4 +49,5 @@ pub(super) fn apply(server: &Server, old: &Options, new: &Options) {
     if global_mappings(old) != global_mappings(new) {
         accounts.remap(accounts.global(), global_mappings(new));
     }
+    removed
 }

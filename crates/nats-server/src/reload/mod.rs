@@ -13,6 +13,7 @@
 //! (`system/`); knows nothing of sockets.
 
 mod accounts;
+mod jetstream;
 mod routes;
 
 use crate::cli::Flags;
@@ -40,6 +41,9 @@ pub fn reload(server: &Arc<Server>) -> Result<(), String> {
     options.validate()?;
     let running = server.current_options();
     let mut changes = crate::config::reload::diff(&running, &options)?;
+    if changes.jetstream {
+        jetstream::check_toggle(server, &options)?;
+    }
     // Client TLS is built again whenever it is configured (certificates rotated under the
     // same paths are picked up); a file that does not load refuses the whole reload.
     let tls = crate::security::tls::ClientTls::build(&options)?;
@@ -71,8 +75,13 @@ pub fn reload(server: &Arc<Server>) -> Result<(), String> {
     for notice in &changes.notices {
         tracing::info!("{notice}");
     }
-    if changes.accounts {
-        accounts::apply(server, &running, &options);
+    let removed = if changes.accounts {
+        accounts::apply(server, &running, &options)
+    } else {
+        Vec::new()
+    };
+    if changes.accounts || changes.jetstream {
+        jetstream::apply(server, &running, &options, &removed);
     }
     if changes.routes {
         routes::apply(server, &running, &options);

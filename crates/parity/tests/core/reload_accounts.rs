@@ -146,20 +146,40 @@ fn js_request(client: &mut RawClient, what: &str, body: &str) -> serde_json::Val
         "SUB _INBOX.js 77\r\nUNSUB 77 1\r\nPUB $JS.API.{what} _INBOX.js {}\r\n{body}\r\n",
         body.len()
     ));
+    let (head, payload) = next_message(client).expect("a reply");
+    assert!(head.starts_with("MSG _INBOX.js 77 "), "{head}");
+    serde_json::from_slice(&payload).expect("json reply")
+}
+
+/// The next MSG/HMSG line (the server's PINGs skipped) and its payload; `None` when nothing
+/// comes within the client's timeout.
+fn next_message(client: &mut RawClient) -> Option<(String, Vec<u8>)> {
     let head = loop {
-        let line = client.read_line().expect("a reply");
+        let line = client.read_line()?;
         if line != "PING" {
             break line;
         }
     };
-    assert!(head.starts_with("MSG _INBOX.js 77 "), "{head}");
     let size: usize = head
         .rsplit(' ')
         .next()
         .and_then(|size| size.parse().ok())
         .expect("size");
     let payload = client.read_payload(size).expect("payload");
-    serde_json::from_slice(&payload).expect("json reply")
+    Some((head, payload))
+}
+
+/// Wait (bounded) until the stream `KEPT` is served again.
+fn await_kept_stream(client: &mut RawClient) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let names = js_request(client, "STREAM.NAMES", "");
+        if names["streams"] == serde_json::json!(["KEPT"]) {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{names}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 fn jetstream_accounts(store: &std::path::Path, b_has_jetstream: bool) -> String {
@@ -201,13 +221,81 @@ fn an_accounts_jetstream_follows_the_reloaded_file() {
     // Enabled again: the stream's files were kept and it is served again.
     rewrite_and_hangup(&server, &jetstream_accounts(store.path(), true));
     await_log(&server, LOADED, 3);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let names = js_request(&mut b, "STREAM.NAMES", "");
-        if names["streams"] == serde_json::json!(["KEPT"]) {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "{names}");
-        std::thread::sleep(std::time::Duration::from_millis(50));
+    await_kept_stream(&mut b);
+}
+
+/// Whether `$JS.API.INFO` is answered with account info (`false`: refused with 10039, a
+/// no-responders status, or, as nats-server once JetStream is off, no answer in a second).
+fn jetstream_answers(client: &mut RawClient) -> bool {
+    client.send("SUB _INBOX.on 78\r\nUNSUB 78 1\r\nPUB $JS.API.INFO _INBOX.on 0\r\n\r\n");
+    client.timeout = std::time::Duration::from_secs(1);
+    let reply = next_message(client);
+    client.timeout = std::time::Duration::from_secs(5);
+    let Some((head, payload)) = reply else {
+        client.send("UNSUB 78\r\n");
+        return false;
+    };
+    if head.starts_with("HMSG ") {
+        let text = String::from_utf8_lossy(&payload);
+        assert!(text.starts_with("NATS/1.0 503"), "{head} {text}");
+        return false;
     }
+    let reply: serde_json::Value = serde_json::from_slice(&payload).expect("json reply");
+    match reply.get("error") {
+        None => true,
+        Some(error) => {
+            assert_eq!(error["err_code"], 10039, "{reply}");
+            false
+        }
+    }
+}
+
+#[test]
+fn jetstream_turned_off_and_on_by_reload_keeps_its_streams() {
+    let store = tempfile::tempdir().expect("store dir");
+    let on = format!(
+        "jetstream {{ store_dir: {:?}, max_mem: 64M }}\n",
+        store.path().display().to_string()
+    );
+    let server = TestServer::with_config(&on);
+    let mut client = RawClient::connect_with(
+        &server,
+        r#"{"verbose":false,"headers":true,"no_responders":true}"#,
+    );
+    let created = js_request(
+        &mut client,
+        "STREAM.CREATE.KEPT",
+        r#"{"name":"KEPT","subjects":["kept"],"storage":"file"}"#,
+    );
+    assert!(created.get("error").is_none(), "{created}");
+
+    // While on: a lower limit and another directory are refused in nats-server's words.
+    rewrite_and_hangup(&server, &on.replace("64M", "32M"));
+    await_log(
+        &server,
+        "config reload not supported for decreasing jetstream max memory and store",
+        1,
+    );
+    rewrite_and_hangup(
+        &server,
+        &format!(
+            "jetstream {{ store_dir: {:?}, max_mem: 64M }}\n",
+            "/tmp/elsewhere"
+        ),
+    );
+    await_log(
+        &server,
+        "config reload not supported for jetstream storage directory",
+        1,
+    );
+    assert!(jetstream_answers(&mut client));
+
+    rewrite_and_hangup(&server, "max_payload: 1048576\n");
+    await_log(&server, "Reloaded: JetStream", 1);
+    await_log(&server, LOADED, 1);
+    assert!(!jetstream_answers(&mut client));
+
+    rewrite_and_hangup(&server, &on);
+    await_log(&server, LOADED, 2);
+    await_kept_stream(&mut client);
 }
