@@ -147,7 +147,10 @@ pub struct FollowerProgress {
     pub node: NodeId,
     /// The last index known to be on that follower's disk.
     pub matched: Option<u64>,
-    /// Entries the follower is behind the leader's last index.
+    /// Committed entries the follower does not hold: the leader's commit index past what the
+    /// follower matched (nats-server's `Peer.Lag`, `commit - li`). Entries appended but not yet
+    /// committed do not count: under a steady load a follower is always a proposal or two
+    /// behind the leader's last index, and would never read as caught up.
     pub lag: u64,
 }
 
@@ -392,6 +395,13 @@ impl RaftGroup {
             }
         };
         let last = metrics.last_log_index;
+        let committed = metrics.local_committed.as_ref().map(|log_id| log_id.index);
+        // On the leader: the quorum's commit index, which its own may trail for a moment.
+        let quorum_committed = metrics
+            .cluster_committed
+            .as_ref()
+            .map(|log_id| log_id.index)
+            .max(committed);
         let followers = metrics
             .replication
             .as_ref()
@@ -404,7 +414,9 @@ impl RaftGroup {
                         FollowerProgress {
                             node: *node,
                             matched,
-                            lag: last.unwrap_or(0).saturating_sub(matched.unwrap_or(0)),
+                            lag: quorum_committed
+                                .unwrap_or(0)
+                                .saturating_sub(matched.unwrap_or(0)),
                         }
                     })
                     .collect()
@@ -419,7 +431,7 @@ impl RaftGroup {
             voters: membership.voter_ids().collect(),
             learners: membership.learner_ids().collect(),
             last_log_index: last,
-            committed: metrics.local_committed.as_ref().map(|log_id| log_id.index),
+            committed,
             applied: metrics.last_applied.as_ref().map(|log_id| log_id.index),
             followers,
             protected_until: (protected > 0).then_some(protected),

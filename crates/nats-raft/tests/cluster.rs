@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use common::{fast, payloads, propose_many, Cluster, GROUP};
-use nats_raft::{RaftGroupError, Role};
+use nats_raft::{GroupStatus, NodeId, RaftGroup, RaftGroupError, Role};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -150,6 +150,69 @@ async fn an_isolated_leader_is_replaced_and_its_uncommitted_proposal_fails() {
         cluster.applied_entries(first),
         cluster.applied_entries(second)
     );
+    cluster.shutdown().await;
+}
+
+/// A follower's lag, as the leader reports it, counts the committed entries it does not hold
+/// (nats-server's `commit - li`), not entries appended and still being proposed: under a steady
+/// load a follower is always a proposal behind the leader's last index, and STREAM.INFO's
+/// replicas read `current: false` (lag 0 is their `current`) nearly all the time.
+#[tokio::test(start_paused = true)]
+async fn a_followers_lag_counts_committed_entries_only() {
+    let cluster = Cluster::start(&[1, 2, 3], fast).await;
+    let leader = cluster.leader(WAIT).await;
+    let group = cluster.node(leader);
+    propose_many(&group, "before", 5).await;
+    let followers: Vec<NodeId> = [1, 2, 3].into_iter().filter(|n| *n != leader).collect();
+    let lags = |group: &RaftGroup| -> Vec<u64> {
+        let status = group.status();
+        followers
+            .iter()
+            .map(|node| {
+                status
+                    .followers
+                    .iter()
+                    .find(|follower| follower.node == *node)
+                    .map_or(u64::MAX, |follower| follower.lag)
+            })
+            .collect()
+    };
+    let caught_up = |status: &GroupStatus| {
+        status.followers.len() == 2
+            && status
+                .followers
+                .iter()
+                .all(|follower| follower.matched == status.committed)
+    };
+    group.wait_for(WAIT, caught_up).await.expect("caught up");
+    assert_eq!(lags(&group), vec![0, 0]);
+
+    // One follower cut off: the entries committed without it are its lag.
+    cluster.isolate(followers[0]);
+    propose_many(&group, "without", 4).await;
+    assert_eq!(lags(&group), vec![4, 0]);
+    cluster.heal(followers[0]);
+    group
+        .wait_for(WAIT, caught_up)
+        .await
+        .expect("caught up again");
+
+    // Both cut off: the leader appends an entry it cannot commit; neither follower lacks a
+    // committed entry.
+    cluster.isolate(followers[0]);
+    cluster.isolate(followers[1]);
+    let stale = group.clone();
+    let pending =
+        tokio::spawn(async move { stale.propose(Bytes::from_static(b"in flight")).await });
+    let status = group
+        .wait_for(WAIT, |status| status.last_log_index > status.committed)
+        .await
+        .expect("appended");
+    assert_eq!(status.role, Role::Leader, "{status:?}");
+    assert_eq!(lags(&group), vec![0, 0], "{:?}", group.status());
+    cluster.heal(followers[0]);
+    cluster.heal(followers[1]);
+    let _ = tokio::time::timeout(WAIT, pending).await;
     cluster.shutdown().await;
 }
 
