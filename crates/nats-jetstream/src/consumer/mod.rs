@@ -403,13 +403,17 @@ pub(crate) fn ephemeral_name() -> String {
 
 /// Where the consumer starts: the first stream sequence it considers.
 pub(crate) fn starting_sequence(stream: &Stream, config: &ConsumerConfig) -> u64 {
+    let readable_last = stream.readable_last();
     let mut store = stream.store.read();
     let state = store.state();
+    // A replicated stream's "new" starts after its last committed message (one still being
+    // proposed is new to it).
+    let last_seq = readable_last.map_or(state.last_seq, |last| last.min(state.last_seq));
     let first = state.first_seq.max(1);
     let filters: Vec<String> = config.filters().iter().map(|f| f.to_string()).collect();
     match config.deliver_policy {
         DeliverPolicy::All | DeliverPolicy::LastPerSubject => first,
-        DeliverPolicy::New => state.last_seq + 1,
+        DeliverPolicy::New => last_seq + 1,
         DeliverPolicy::Last => {
             let last = if filters.is_empty() {
                 store.load_last(">").ok().flatten()
@@ -421,7 +425,7 @@ pub(crate) fn starting_sequence(stream: &Stream, config: &ConsumerConfig) -> u64
             };
             match last {
                 Some(message) => message.seq,
-                None => state.last_seq + 1,
+                None => last_seq + 1,
             }
         }
         DeliverPolicy::ByStartSequence => config.opt_start_seq.max(first),

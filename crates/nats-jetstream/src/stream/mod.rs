@@ -155,6 +155,10 @@ pub(crate) struct Stream {
     pub created: i64,
     pub store: StoreHandle,
     pub last_sequence: watch::Sender<u64>,
+    /// A stream of more than one replica: [`Stream::last_sequence`] is then the last committed
+    /// sequence, and the leader's store may hold a batch beyond it that is still being proposed
+    /// (and that a failed proposal drops).
+    replicated: bool,
     pub interest: Interest,
     pub backlog: Arc<Backlog>,
     /// Set when the stream stops; tasks that follow it (mirroring) end.
@@ -189,7 +193,7 @@ impl Stream {
         store: Box<dyn StreamStore>,
         context: IngestContext,
     ) -> Result<Arc<Stream>, std::io::Error> {
-        let (stream, receiver) = Stream::new(config, created, store, &context);
+        let (stream, receiver) = Stream::new(config, created, store, &context, false);
         ingest::spawn(stream.clone(), receiver, context, None)?;
         stream.subscribe_subjects();
         Ok(stream)
@@ -215,7 +219,7 @@ impl Stream {
                 .run()
                 .map_err(|error| std::io::Error::other(error.to_string()))?;
         }
-        let (stream, receiver) = Stream::new(config, created, store, &context);
+        let (stream, receiver) = Stream::new(config, created, store, &context, true);
         let shared = Arc::new(replication::ReplicaShared::default());
         let machine = replication::ReplicaMachine::new(
             stream.clone(),
@@ -240,6 +244,7 @@ impl Stream {
         created: i64,
         store: Box<dyn StreamStore>,
         context: &IngestContext,
+        replicated: bool,
     ) -> (
         Arc<Stream>,
         tokio::sync::mpsc::UnboundedReceiver<StreamCommand>,
@@ -253,6 +258,7 @@ impl Stream {
             created,
             store: StoreHandle::new(store),
             last_sequence,
+            replicated,
             interest: Interest::default(),
             backlog: Arc::default(),
             stopped: Default::default(),
@@ -273,6 +279,13 @@ impl Stream {
 
     pub(crate) fn config(&self) -> StreamConfig {
         self.config.read().clone()
+    }
+
+    /// The last sequence a reader of the stream (a consumer) may see: for a replicated stream
+    /// the last committed one, as nats-server, whose leader stores a message only once it is
+    /// committed; `None` for an R1 stream, whose store holds nothing a reader may not see.
+    pub(crate) fn readable_last(&self) -> Option<u64> {
+        self.replicated.then(|| *self.last_sequence.borrow())
     }
 
     /// Send a command to the ingest task; false when it has stopped.

@@ -157,14 +157,11 @@ impl Task {
             usize::MAX
         };
         let mut cursor = shared.state.delivered.stream_seq + 1;
-        // A replicated consumer delivers only committed messages (the leader's store may hold
-        // a batch still being proposed): a delivery recorded past the log would make the next
-        // leader skip the messages it stores under those sequences.
-        let committed_last = self
-            .consumer
-            .replication
-            .as_ref()
-            .map(|_| *self.stream.last_sequence.borrow());
+        // A consumer of a replicated stream, durable or ephemeral, delivers only committed
+        // messages (the leader's store may hold a batch still being proposed, which a failed
+        // proposal drops): a delivery past the log would hand out a message the next leader
+        // stores other messages in place of, and make the consumer skip those.
+        let committed_last = self.stream.readable_last();
         let mut out = Vec::new();
         let mut exceeded = Vec::new();
         let mut gone = Vec::new();

@@ -386,6 +386,29 @@ impl Cluster {
         }
     }
 
+    /// Cuts `leader` off from the others and publishes `count` messages through it: it stores
+    /// them but can commit none (no PubAck within 1.5 s).
+    pub(super) async fn cut_off_with_uncommitted(
+        &self,
+        leader: NodeId,
+        prefix: &str,
+        count: usize,
+    ) {
+        self.net.isolated.lock().insert(leader);
+        let cut_off = publish(
+            &self.nodes[&leader],
+            prefix,
+            count,
+            None,
+            Duration::from_millis(1500),
+        )
+        .await;
+        assert!(
+            cut_off.iter().all(Option::is_none),
+            "acked without a quorum: {cut_off:?}"
+        );
+    }
+
     /// Every running replica holds the same messages and counters (a memory store counts bytes
     /// without the file records' framing, so bytes are compared among stores of one kind).
     pub(super) fn assert_identical(&self) {

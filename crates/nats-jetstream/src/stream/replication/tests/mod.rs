@@ -16,6 +16,7 @@ use crate::{Message, Transport};
 use bytes::Bytes;
 use jetstream_api::StorageType;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -241,19 +242,9 @@ async fn a_partitioned_leaders_unacked_messages_are_dropped_and_its_replica_rebu
     cluster.wait_all(50).await;
 
     // Cut off, the old leader stores what it is sent but can commit none of it.
-    cluster.net.isolated.lock().insert(old_leader);
-    let cut_off = publish(
-        &cluster.nodes[&old_leader],
-        "lost",
-        20,
-        None,
-        Duration::from_millis(1500),
-    )
-    .await;
-    assert!(
-        cut_off.iter().all(Option::is_none),
-        "acked without a quorum: {cut_off:?}"
-    );
+    cluster
+        .cut_off_with_uncommitted(old_leader, "lost", 20)
+        .await;
 
     let deadline = tokio::time::Instant::now() + WAIT;
     let new_leader = loop {
@@ -312,6 +303,71 @@ async fn a_partitioned_leaders_unacked_messages_are_dropped_and_its_replica_rebu
             .all(|message| !message.payload.starts_with(b"lost")),
         "an unacknowledged message of the deposed leader survived"
     );
+    cluster.shutdown().await;
+}
+
+/// An ephemeral consumer (as the ordered consumer is) on a leader cut off from its quorum
+/// delivers only committed messages: the leader's store holds the batch it is proposing, which
+/// never commits, and the next leader stores other messages under those sequences. The long
+/// consumer fault schedule found the ordered consumer handed `p1-15909` at 46727 (its PubAck,
+/// from the next leader, said 46726) and then skipped two acked messages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ephemeral_consumer_sees_only_committed_messages() {
+    let mut cluster = Cluster::start().await;
+    let leader = cluster.leader().await;
+    acked_sequences(&publish(&cluster.nodes[&leader], "a", 10, None, WAIT).await);
+    cluster.wait_all(10).await;
+
+    cluster
+        .cut_off_with_uncommitted(leader, "uncommitted", 5)
+        .await;
+    let node = &cluster.nodes[&leader];
+    assert_eq!(
+        node.stream.store.state().last_seq,
+        15,
+        "the cut-off leader stored the batch it proposes"
+    );
+
+    for (name, deliver_policy) in [("ALL", "all"), ("NEW", "new")] {
+        let deliver = format!("_DELIVER.{name}");
+        let mut deliveries = node.router.channel(&deliver);
+        let config = serde_json::from_value(serde_json::json!({
+            "name": name, "deliver_subject": deliver, "ack_policy": "none",
+            "deliver_policy": deliver_policy,
+        }))
+        .expect("consumer config");
+        let consumers = Arc::new(crate::consumer::Consumers::replicated_by(
+            node.consumers.clone(),
+        ));
+        let transport: Arc<dyn Transport> = node.router.clone();
+        let home = crate::consumer::Home {
+            stream: &node.stream,
+            consumers: &consumers,
+            transport: &transport,
+            domain: None,
+        };
+        let store = Box::new(nats_store::MemConsumerStore::new());
+        let consumer = crate::consumer::start(&home, config, 1, store, false);
+        if name == "NEW" {
+            // It starts after the last committed message: the uncommitted ones are new to it
+            // (the next leader stores new messages from 11). It delivers none of them, so its
+            // delivery pointer stays where it started.
+            let start = consumer.state.lock().state.delivered.stream_seq + 1;
+            assert_eq!(start, 11, "{name}");
+        }
+        let mut seen = Vec::new();
+        // The ten committed messages come at once; nothing after them while the batch is not
+        // committed (the leader stays cut off for the whole window).
+        let window = tokio::time::Instant::now() + Duration::from_millis(700);
+        while let Ok(Some(message)) = tokio::time::timeout_at(window, deliveries.recv()).await {
+            seen.push(String::from_utf8_lossy(&message.payload).into_owned());
+        }
+        let expected: Vec<String> = match deliver_policy {
+            "all" => (0..10).map(|index| format!("a-{index}")).collect(),
+            _ => Vec::new(),
+        };
+        assert_eq!(seen, expected, "{name}: delivered past the committed log");
+    }
     cluster.shutdown().await;
 }
 
