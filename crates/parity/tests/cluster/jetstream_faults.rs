@@ -52,7 +52,7 @@ const STREAM_INFO: &str = "$JS.API.STREAM.INFO.JEPSEN";
 
 /// The checker's findings.
 #[derive(Debug, Default)]
-struct Findings {
+pub(crate) struct Findings {
     attempted: usize,
     acked: usize,
     indeterminate: usize,
@@ -66,7 +66,7 @@ struct Findings {
 }
 
 impl Findings {
-    fn summary(&self, faults: usize, took: Duration) -> String {
+    pub(crate) fn summary(&self, faults: usize, took: Duration) -> String {
         format!(
             "ops {} acked {} indeterminate {} stored {} faults {faults} in {took:.1?}: lost {} \
              conflicting {} backwards {} unexpected {} duplicates {} divergent replicas {}",
@@ -84,7 +84,7 @@ impl Findings {
     }
 
     /// Every safety property held (duplicates included).
-    fn clean(&self) -> bool {
+    pub(crate) fn clean(&self) -> bool {
         self.lost.is_empty()
             && self.conflicting.is_empty()
             && self.backwards.is_empty()
@@ -95,7 +95,7 @@ impl Findings {
 }
 
 /// Checks the history against every replica's stream (sequence -> payload).
-fn check(history: &History, replicas: &[(String, BTreeMap<u64, String>)]) -> Findings {
+pub(crate) fn check(history: &History, replicas: &[(String, BTreeMap<u64, String>)]) -> Findings {
     let mut findings = Findings {
         attempted: history.attempted.len(),
         acked: history.acked.len(),
@@ -193,14 +193,65 @@ pub(crate) async fn message_at(client: &Client, stream: &str, seq: u64) -> Optio
     panic!("MSG.GET {seq} unanswered: {last}");
 }
 
-/// Every message of the stream through `last`, read from its current leader (gaps left out).
-async fn read_stream(client: &Client, last: u64) -> BTreeMap<u64, String> {
+/// Every message of `stream` through `last`, read from its current leader (gaps left out).
+async fn read_stream(client: &Client, stream: &str, last: u64) -> BTreeMap<u64, String> {
     futures::stream::iter(1..=last)
-        .map(|seq| async move { (seq, message_at(client, STREAM, seq).await) })
+        .map(|seq| async move { (seq, message_at(client, stream, seq).await) })
         .buffered(32)
         .filter_map(|(seq, payload)| async move { payload.map(|payload| (seq, payload)) })
         .collect()
         .await
+}
+
+/// Each replica of `stream` made leader in turn (the group healed first) and its messages
+/// through `last` read: (replica, sequence -> payload). Against nats-server, a replica that
+/// never becomes current after a stepdown ends the reads (see below).
+pub(crate) async fn read_every_replica(
+    control: &Client,
+    stream: &str,
+    names: &[String],
+    last: u64,
+) -> Vec<(String, BTreeMap<u64, String>)> {
+    let info_subject = format!("$JS.API.STREAM.INFO.{stream}");
+    let mut replicas = Vec::new();
+    'replicas: for name in names {
+        let deadline = Instant::now() + SETTLE;
+        loop {
+            let info = match info_within(control, &info_subject, |info| settled(info, names)).await
+            {
+                Ok(info) => info,
+                // nats-server (CI parity pass on 11e6fb4): after a stepdown that followed the
+                // schedule, a follower stayed 2,921 behind and not current for a minute. Its
+                // catch-up, not a lost write: the replicas read so far are checked.
+                Err(stuck) if test_harness::is_reference() => {
+                    println!("nats-server never settled to let {name} lead; last {stuck}");
+                    if replicas.is_empty() {
+                        replicas.push((
+                            leader_name(&stuck),
+                            read_stream(control, stream, last).await,
+                        ));
+                    }
+                    break 'replicas;
+                }
+                Err(last) => panic!("settled before a read: last {info_subject} {last}"),
+            };
+            if leader_name(&info) == *name {
+                assert_eq!(info["state"]["last_seq"], last, "{name} leads with {info}");
+                break;
+            }
+            assert!(Instant::now() < deadline, "{name} never led: {info}");
+            let _ = tokio::time::timeout(
+                Duration::from_secs(5),
+                control.request(
+                    format!("$JS.API.STREAM.LEADER.STEPDOWN.{stream}"),
+                    json!({"placement": {"preferred": name}}).to_string().into(),
+                ),
+            )
+            .await;
+        }
+        replicas.push((name.clone(), read_stream(control, stream, last).await));
+    }
+    replicas
 }
 
 /// Runs the schedule under load, settles, reads every replica and checks; returns the findings
@@ -257,41 +308,7 @@ async fn run(schedule: Schedule) -> (Findings, usize) {
     )
     .await;
     let last = info["state"]["last_seq"].as_u64().unwrap_or(0);
-    let mut replicas = Vec::new();
-    'replicas: for name in &names {
-        let deadline = Instant::now() + SETTLE;
-        loop {
-            let info = match info_within(&control, STREAM_INFO, |info| settled(info, &names)).await
-            {
-                Ok(info) => info,
-                // nats-server (CI parity pass on 11e6fb4): after a stepdown that followed the
-                // schedule, a follower stayed 2,921 behind and not current for a minute. Its
-                // catch-up, not a lost write: the replicas read so far are checked.
-                Err(stuck) if test_harness::is_reference() => {
-                    println!("nats-server never settled to let {name} lead; last {stuck}");
-                    if replicas.is_empty() {
-                        replicas.push((leader_name(&stuck), read_stream(&control, last).await));
-                    }
-                    break 'replicas;
-                }
-                Err(last) => panic!("settled before a read: last {STREAM_INFO} {last}"),
-            };
-            if leader_name(&info) == *name {
-                assert_eq!(info["state"]["last_seq"], last, "{name} leads with {info}");
-                break;
-            }
-            assert!(Instant::now() < deadline, "{name} never led: {info}");
-            let _ = tokio::time::timeout(
-                Duration::from_secs(5),
-                control.request(
-                    format!("$JS.API.STREAM.LEADER.STEPDOWN.{STREAM}"),
-                    json!({"placement": {"preferred": name}}).to_string().into(),
-                ),
-            )
-            .await;
-        }
-        replicas.push((name.clone(), read_stream(&control, last).await));
-    }
+    let replicas = read_every_replica(&control, STREAM, &names, last).await;
     let findings = check(&lock(&history), &replicas);
     println!("{}", findings.summary(faults, took));
     if !findings.clean() {
