@@ -96,6 +96,9 @@ struct Consumed {
     unconfirmed: u64,
     /// Deliveries of an already confirmed message.
     forgotten: Vec<String>,
+    /// Each sequence's latest delivery: its delivery count and consumer sequence (from the ack
+    /// subject), which tell a late copy of an old delivery from a new one.
+    latest: HashMap<u64, (u64, u64)>,
     /// Sequences delivered more than once since the last fault.
     redelivered_window: BTreeSet<u64>,
     redeliveries: u64,
@@ -110,12 +113,18 @@ struct Consumed {
 }
 
 impl Consumed {
-    /// Records a delivery of `seq` holding `payload`.
-    fn delivery(&mut self, seq: u64, payload: String) {
+    /// Records a delivery of `seq` holding `payload`, acked on `reply` (empty: none).
+    fn delivery(&mut self, seq: u64, payload: String, reply: &str) {
         self.deliveries += 1;
+        let this = ack_subject_delivery(reply);
+        let before = match this {
+            Some(this) => self.latest.insert(seq, this),
+            None => self.latest.get(&seq).copied(),
+        };
         if self.confirmed.contains(&seq) {
             self.forgotten.push(format!(
-                "{payload} at {seq} delivered after its ack was confirmed"
+                "{payload} at {seq} delivered after its ack was confirmed (delivery count and \
+                 consumer sequence {this:?}, before {before:?})"
             ));
         }
         if self.delivered.insert(seq, payload).is_some() {
@@ -668,4 +677,4 @@ async fn a_long_fault_schedule_forgets_no_confirmed_ack() {
 mod checker_test;
 mod readers;
 
-use readers::{ack_subject_sequence, Readers};
+use readers::{ack_subject_delivery, ack_subject_sequence, Readers};

@@ -20,7 +20,7 @@ fn the_checker_finds_each_kind_of_fault() {
     for name in [PULL, PUSH, ORDERED] {
         let mut consumed = lock(&consumed[name]);
         for (seq, payload) in [(1, "a"), (2, "b"), (3, "c")] {
-            consumed.delivery(seq, payload.into());
+            consumed.delivery(seq, payload.into(), "");
             consumed.confirmed.insert(seq);
         }
         consumed.last_seq = 3;
@@ -33,7 +33,7 @@ fn the_checker_finds_each_kind_of_fault() {
     {
         let mut pull = lock(&consumed[PULL]);
         pull.delivered.remove(&3); // c never delivered
-        pull.delivery(1, "a".into()); // a again after its ack was confirmed
+        pull.delivery(1, "a".into(), ""); // a again after its ack was confirmed
         pull.pull_ends.insert("409 Consumer Deleted".into(), 1);
         let mut push = lock(&consumed[PUSH]);
         push.delivered.remove(&2);
@@ -71,5 +71,13 @@ fn the_checker_finds_each_kind_of_fault() {
     assert_eq!(
         ack_subject_sequence("$JS.ACK.dom.hash.S.C.1.42.7.1700000000.3.tok"),
         Some(42)
+    );
+    assert_eq!(
+        ack_subject_delivery("$JS.ACK.S.C.2.42.7.1700000000.3"),
+        Some((2, 7))
+    );
+    assert_eq!(
+        ack_subject_delivery("$JS.ACK.dom.hash.S.C.2.42.7.1700000000.3.tok"),
+        Some((2, 7))
     );
 }

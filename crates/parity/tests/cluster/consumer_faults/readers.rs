@@ -12,6 +12,16 @@ pub(super) fn ack_subject_sequence(reply: &str) -> Option<u64> {
     tokens.get(at)?.parse().ok()
 }
 
+/// The delivery count and consumer sequence in an ack subject (see [`ack_subject_sequence`]).
+pub(super) fn ack_subject_delivery(reply: &str) -> Option<(u64, u64)> {
+    let tokens: Vec<&str> = reply.split('.').collect();
+    let at = if tokens.len() >= 12 { 6 } else { 4 };
+    Some((
+        tokens.get(at)?.parse().ok()?,
+        tokens.get(at + 2)?.parse().ok()?,
+    ))
+}
+
 /// Records a pulled delivery and acks it (AckSync, asked again while unanswered: an ack the
 /// server applied but whose answer was lost is answered the next time); counts it confirmed
 /// when answered.
@@ -23,7 +33,7 @@ async fn consume_one(client: &Client, consumed: &Shared, message: async_nats::Me
         return;
     };
     let payload = String::from_utf8_lossy(&message.payload).into_owned();
-    lock(consumed).delivery(seq, payload);
+    lock(consumed).delivery(seq, payload, &reply);
     let mut answered = false;
     for _ in 0..ACK_ATTEMPTS {
         let ack = client.request(reply.clone(), "+ACK".into());
@@ -144,7 +154,7 @@ async fn push_loop(client: Client, stop: Arc<AtomicBool>, consumed: Shared) {
             continue;
         };
         let payload = String::from_utf8_lossy(&message.payload).into_owned();
-        lock(&consumed).delivery(seq, payload);
+        lock(&consumed).delivery(seq, payload, &reply);
         let answer = format!("{ANSWERS}{seq}");
         let ack = client.publish_with_reply(reply.clone(), answer, "+ACK".into());
         let _ = tokio::time::timeout(ANSWER, ack).await;
@@ -201,7 +211,7 @@ async fn ordered_loop(client: Client, stop: Arc<AtomicBool>, consumed: Shared) {
                             .push(format!("{payload} at {seq} after {last}"));
                     }
                     consumed.last_seq = consumed.last_seq.max(seq);
-                    consumed.delivery(seq, payload);
+                    consumed.delivery(seq, payload, "");
                 }
             }
         }
