@@ -7,35 +7,14 @@ lines in large writes. The rate is N / (time from the first write to the last de
 A second row publishes to `out.b.a<i>` directly (no mapping) as the control. `--before BINARY`
 adds an older build of ours to the same run (the before/after of a change).
 Usage: mapping_publish.py OURS_BINARY REF_BINARY [--before BINARY] [--messages N] [--rounds R]"""
-import argparse, os, socket, subprocess, sys, tempfile, threading, time
+import argparse, os, subprocess, sys, tempfile, threading, time
+from rawnats import count_msgs, free_port, open_socket, wait_pong
 
 CONFIG = 'mappings { "in.*.*": "out.$2.$1" }\n'
 
 
-def free_port():
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
-
-
 def connect(port):
-    for _ in range(200):
-        try:
-            s = socket.create_connection(("127.0.0.1", port)); break
-        except OSError:
-            time.sleep(0.05)
-    else:
-        raise RuntimeError(f"no server on port {port}")
-    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    s.recv(65536)  # INFO
-    return s
-
-
-def wait_pong(s):
-    data = b""
-    while b"PONG\r\n" not in data:
-        chunk = s.recv(1 << 16)
-        if not chunk:
-            raise EOFError
-        data += chunk
+    return open_socket(port)[0]
 
 
 def run_once(port, messages, mapped):
@@ -51,14 +30,7 @@ def run_once(port, messages, mapped):
     done = threading.Event()
 
     def count():
-        seen, tail = 0, b""
-        while seen < messages:
-            chunk = sub.recv(1 << 20)
-            if not chunk:
-                break
-            data = tail + chunk
-            seen += data.count(b"MSG ")
-            tail = data[-3:]
+        count_msgs(sub, messages)
         done.set()
 
     reader = threading.Thread(target=count, daemon=True)

@@ -42,11 +42,14 @@ pub struct OperatorOptions {
     pub resolver: Option<ResolverOptions>,
     /// `resolver_preload`: (account public key, account JWT).
     pub preload: Vec<(String, String)>,
+    /// `trusted` / `trusted_keys`: operator public keys trusted without an operator JWT.
+    pub trusted_keys: Vec<String>,
 }
 
 impl OperatorOptions {
+    /// Operator mode: trusted operator JWTs, or trusted keys.
     pub fn enabled(&self) -> bool {
-        !self.jwts.is_empty()
+        !self.jwts.is_empty() || !self.trusted_keys.is_empty()
     }
 
     /// The system account the (first) operator JWT names, if any.
@@ -167,6 +170,41 @@ pub(super) fn apply_resolver(options: &mut Options, entry: &Entry) -> Result<(),
     Ok(())
 }
 
+/// `trusted` / `trusted_keys`: a key or a list of them, each an operator's public nkey.
+pub(super) fn apply_trusted(options: &mut Options, entry: &Entry) -> Result<(), ConfigError> {
+    let keys = match &entry.value {
+        Value::String(key) => vec![key.clone()],
+        Value::Array(items) => {
+            let mut keys = Vec::new();
+            for item in items {
+                match &item.value {
+                    Value::String(key) => keys.push(key.clone()),
+                    other => {
+                        return Err(item.error(format!(
+                            "error parsing trusted: unsupported type in array {}",
+                            other.go_type_name()
+                        )))
+                    }
+                }
+            }
+            keys
+        }
+        other => {
+            return Err(entry.error(format!(
+                "error parsing trusted: unsupported type {}",
+                other.go_type_name()
+            )))
+        }
+    };
+    if let Some(bad) = keys.iter().find(|key| !jwt::is_operator_key(key)) {
+        return Err(entry.error(format!(
+            "trust key \"{bad}\" required to be a valid public operator nkey"
+        )));
+    }
+    options.operator.trusted_keys = keys;
+    Ok(())
+}
+
 pub(super) fn apply_preload(options: &mut Options, entry: &Entry) -> Result<(), ConfigError> {
     for (key, item) in map(entry)? {
         options.operator.preload.push((key.clone(), string(item)?));
@@ -177,7 +215,8 @@ pub(super) fn apply_preload(options: &mut Options, entry: &Entry) -> Result<(), 
 /// nats-server's checks of operator mode against the other options.
 pub fn validate(options: &Options) -> Result<(), String> {
     let operator = &options.operator;
-    if !operator.enabled() {
+    // Trusted keys alone are not checked further, as in nats-server.
+    if operator.jwts.is_empty() {
         return Ok(());
     }
     if operator.resolver.is_none() {
@@ -188,6 +227,9 @@ pub fn validate(options: &Options) -> Result<(), String> {
     }
     if !options.users.is_empty() {
         return Err("operators do not allow users to be configured directly".into());
+    }
+    if !operator.trusted_keys.is_empty() {
+        return Err("conflicting options for 'TrustedKeys' and 'TrustedOperators'".into());
     }
     if let (Some(configured), Some(claimed)) = (&options.system_account, operator.system_account())
     {

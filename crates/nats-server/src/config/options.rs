@@ -382,12 +382,7 @@ fn apply_top_level(options: &mut Options, key: &str, entry: &Entry) -> Result<()
             super::operator::apply_resolver(options, entry)?
         }
         "resolver_preload" => super::operator::apply_preload(options, entry)?,
-        // Ignoring it would leave open a server meant to admit only holders of those keys.
-        "trusted" | "trusted_keys" => {
-            return Err(entry.error(format!(
-                "\"{key}\": trusted keys without an operator JWT are not supported by rnats"
-            )))
-        }
+        "trusted" | "trusted_keys" => super::operator::apply_trusted(options, entry)?,
         "allow_non_tls" => options.allow_non_tls = boolean(entry)?,
         "server_tags" => options.server_tags = server_tags(entry)?,
         "lame_duck_duration" => {

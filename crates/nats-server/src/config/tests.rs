@@ -371,7 +371,17 @@ fn operator_jwt_errors_read_as_nats_servers() {
             timeout: std::time::Duration::from_secs(2),
         })
     );
-    assert!(options_from("trusted_keys: [\"O...\"]\n").is_err());
+    let error = options_from("trusted_keys: [\"O...\"]\n").unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("trust key \"O...\" required to be a valid public operator nkey"),
+        "{error}"
+    );
+    let operator = nkeys::KeyPair::new_operator().public_key();
+    let options = options_from(&format!("trusted: {operator}\n")).expect("trusted key");
+    assert_eq!(options.operator.trusted_keys, vec![operator.clone()]);
+    assert!(options.operator.enabled());
 }
 
 #[test]

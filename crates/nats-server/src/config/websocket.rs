@@ -255,7 +255,7 @@ pub fn validate(options: &Options) -> Result<(), String> {
             );
         }
     }
-    // A JWT from a cookie needs trusted operators (rnats has no bare `trusted_keys`).
+    // A JWT from a cookie needs trusted operators or trusted keys.
     if let Some(cookie) = websocket
         .jwt_cookie
         .as_ref()

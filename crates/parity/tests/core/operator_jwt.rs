@@ -94,6 +94,51 @@ async fn a_valid_user_publishes_and_subscribes_in_its_account() {
     assert_eq!(&message.payload[..], b"hi");
 }
 
+/// `trusted_keys` instead of an operator JWT: accounts signed by a trusted key are loaded and
+/// their users admitted; an account signed by another operator is not, and its user is refused.
+#[tokio::test]
+async fn trusted_keys_without_an_operator_jwt_admit_the_accounts_they_signed() {
+    let setup = Setup::new();
+    let stranger = Trust::new();
+    let other = nkeys::KeyPair::new_account();
+    let other_jwt = account_jwt(&other, &stranger.operator, json!({}));
+    let other_user = nkeys::KeyPair::new_user();
+    let other_user_jwt = user_jwt(&other_user, &other, None, json!({}));
+    let trust = &setup.trust;
+    let config = format!(
+        "trusted_keys: [\"{}\"]\nsystem_account: {}\nresolver: MEMORY\n\
+         resolver_preload: {{\n  {}: \"{}\"\n  {}: \"{}\"\n  {}: \"{}\"\n}}\n",
+        trust.operator.public_key(),
+        trust.system.public_key(),
+        trust.system.public_key(),
+        trust.system_jwt,
+        setup.account.public_key(),
+        setup.account_jwt,
+        other.public_key(),
+        other_jwt,
+    );
+    let server = TestServer::with_config(&config);
+    let client = connect(&server, &setup.user_jwt, &setup.user).await;
+    let mut subscription = client.subscribe("trusted.hello").await.unwrap();
+    client.flush().await.unwrap();
+    client.publish("trusted.hello", "hi".into()).await.unwrap();
+    let message = tokio::time::timeout(WAIT, subscription.next())
+        .await
+        .expect("message in time")
+        .expect("message");
+    assert_eq!(&message.payload[..], b"hi");
+
+    let refused =
+        async_nats::ConnectOptions::with_credentials(&creds(&other_user_jwt, &other_user))
+            .expect("creds parse")
+            .connect(server.url())
+            .await;
+    let error = refused
+        .expect_err("a user of an untrusted operator's account")
+        .to_string();
+    assert!(error.contains("authorization violation"), "{error}");
+}
+
 #[test]
 fn info_carries_a_nonce_and_requires_auth() {
     let setup = Setup::new();

@@ -313,6 +313,9 @@ pub fn from_options(options: &crate::config::Options) -> Option<Resolver> {
         .filter_map(|jwt| operator_claims(jwt).ok())
         .collect();
     let mut resolver = Resolver::new(&operators);
+    resolver
+        .trusted
+        .extend(operator.trusted_keys.iter().cloned());
     if let Some(crate::config::operator::ResolverOptions::Directory {
         full,
         dir,
