@@ -20,7 +20,7 @@ fn the_checker_finds_each_kind_of_fault() {
     for name in [PULL, PUSH, ORDERED] {
         let mut consumed = lock(&consumed[name]);
         for (seq, payload) in [(1, "a"), (2, "b"), (3, "c")] {
-            consumed.delivery(seq, payload.into(), "");
+            consumed.delivery(seq, payload.into(), "", "");
             consumed.confirmed.insert(seq);
         }
         consumed.last_seq = 3;
@@ -33,7 +33,7 @@ fn the_checker_finds_each_kind_of_fault() {
     {
         let mut pull = lock(&consumed[PULL]);
         pull.delivered.remove(&3); // c never delivered
-        pull.delivery(1, "a".into(), ""); // a again after its ack was confirmed
+        pull.delivery(1, "a".into(), "", ""); // a again after its ack was confirmed
         pull.pull_ends.insert("409 Consumer Deleted".into(), 1);
         let mut push = lock(&consumed[PUSH]);
         push.delivered.remove(&2);

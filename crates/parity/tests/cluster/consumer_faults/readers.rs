@@ -33,7 +33,8 @@ async fn consume_one(client: &Client, consumed: &Shared, message: async_nats::Me
         return;
     };
     let payload = String::from_utf8_lossy(&message.payload).into_owned();
-    lock(consumed).delivery(seq, payload, &reply);
+    let via = client.server_info().server_name;
+    lock(consumed).delivery(seq, payload, &reply, &via);
     let mut answered = false;
     for _ in 0..ACK_ATTEMPTS {
         let ack = client.request(reply.clone(), "+ACK".into());
@@ -154,7 +155,8 @@ async fn push_loop(client: Client, stop: Arc<AtomicBool>, consumed: Shared) {
             continue;
         };
         let payload = String::from_utf8_lossy(&message.payload).into_owned();
-        lock(&consumed).delivery(seq, payload, &reply);
+        let via = client.server_info().server_name;
+        lock(&consumed).delivery(seq, payload, &reply, &via);
         let answer = format!("{ANSWERS}{seq}");
         let ack = client.publish_with_reply(reply.clone(), answer, "+ACK".into());
         let _ = tokio::time::timeout(ANSWER, ack).await;
@@ -211,7 +213,7 @@ async fn ordered_loop(client: Client, stop: Arc<AtomicBool>, consumed: Shared) {
                             .push(format!("{payload} at {seq} after {last}"));
                     }
                     consumed.last_seq = consumed.last_seq.max(seq);
-                    consumed.delivery(seq, payload, "");
+                    consumed.delivery(seq, payload, "", "");
                 }
             }
         }
