@@ -267,7 +267,7 @@ pub(super) async fn reconcile(stream: Arc<ReplicatedStream>) {
                     .map(|follower| follower.node);
                 match successor {
                     Some(successor) => {
-                        let _ = group.transfer_leader(successor).await;
+                        stream.quiet_handover(&group, successor).await;
                         return;
                     }
                     None => Err("no member to hand the leadership to".to_string()),

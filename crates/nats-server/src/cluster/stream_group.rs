@@ -39,6 +39,9 @@ use super::peer;
 /// interval several times over).
 const CURRENT_WINDOW: Duration = Duration::from_secs(10);
 
+/// How long a leader handing over waits for its proposals to apply, then for the new leader.
+const QUIET_HANDOVER: Duration = Duration::from_secs(2);
+
 /// An account's stream: the key of the groups map.
 type StreamKey = (String, String);
 
@@ -471,6 +474,24 @@ impl ReplicatedStream {
                 return false;
             }
         }
+    }
+
+    /// Hands the leadership to `successor` once nothing is in flight here: the stream stops
+    /// leading first (no publishes taken, the queued ones refused with 10009 so their clients
+    /// retry on the next leader), what it proposed is applied (a batch cut short by the handover
+    /// would leave its publishers without a PubAck until their timeout), then the group hands
+    /// over; bounded. The stream leads again if the group still names this server after all.
+    pub(super) async fn quiet_handover(&self, group: &RaftGroup, successor: NodeId) {
+        self.hold_leadership(true);
+        let settled = |status: &GroupStatus| status.applied >= status.last_log_index;
+        let _ = group.wait_for(QUIET_HANDOVER, settled).await;
+        if group.transfer_leader(successor).await.is_ok() {
+            let own = self.node;
+            let elsewhere =
+                |status: &GroupStatus| status.leader.is_some_and(|leader| leader != own);
+            let _ = group.wait_for(QUIET_HANDOVER, elsewhere).await;
+        }
+        self.hold_leadership(false);
     }
 
     /// One replica entry (`PeerInfo`) as the leader sees it.

@@ -26,6 +26,7 @@ mod jetstream_replicated;
 #[path = "../core/jwt_builder.rs"]
 #[allow(dead_code)]
 mod jwt_builder;
+mod leader_removal;
 mod links;
 mod membership;
 mod membership_cli;

@@ -125,17 +125,29 @@ impl Ingest {
         self.load_duplicate_window();
     }
 
-    /// A follower's answer to its queue: publishes are dropped unanswered (only the leader
-    /// answers, as on nats-server), commands refused as not the leader. True on Stop.
+    /// A message queued while this server led, not stored: its backlog released, and a
+    /// publisher told at once (`refuse`: 10009), so that it retries on the next leader instead
+    /// of waiting out its timeout.
+    fn drop_queued(&self, message: crate::transport::Message, refuse: bool) {
+        self.stream
+            .backlog
+            .release(message.payload.len() + message.headers.as_ref().map_or(0, |h| h.len()));
+        let reply = message.reply.filter(|reply| !reply.is_empty());
+        if let (true, false, Some(reply)) = (refuse, self.config.no_ack, reply) {
+            let refused = self.error_ack(jetstream_api::errors::CLUSTER_NOT_LEADER.to_error());
+            send_acks(&*self.context.transport, [(reply, refused)]);
+        }
+    }
+
+    /// A follower's answer to its queue (what arrived while it led): publishes refused with
+    /// 10009 (nats-server drops them unanswered, and its publisher waits out its timeout),
+    /// sourced messages dropped, commands refused as not the leader. True on Stop.
     pub(super) fn follow(&mut self, batch: &mut Vec<StreamCommand>) -> bool {
         let not_leader = || jetstream_api::errors::CLUSTER_NOT_LEADER.to_error();
         for command in batch.drain(..) {
             match command {
-                StreamCommand::Publish(message) | StreamCommand::Sourced(message) => {
-                    self.stream.backlog.release(
-                        message.payload.len() + message.headers.as_ref().map_or(0, |h| h.len()),
-                    );
-                }
+                StreamCommand::Publish(message) => self.drop_queued(message, true),
+                StreamCommand::Sourced(message) => self.drop_queued(message, false),
                 StreamCommand::Purge { reply, .. } => {
                     let _ = reply.send(Err(not_leader()));
                 }
