@@ -190,7 +190,9 @@ pub struct Sublist<T> {
     cache_hits: AtomicU64,
     empty: Arc<MatchResult<T>>,
     /// Hashes of subjects that missed while the cache was full (see `admitted`).
-    doorkeeper: Box<[AtomicU64]>,
+    /// Made at the first admission check (a full cache): an account that never fills its
+    /// cache does not carry its 32 KiB (10,000 idle accounts would carry 320 MB).
+    doorkeeper: std::sync::OnceLock<Box<[AtomicU64]>>,
 }
 
 impl<T> Default for Sublist<T>
@@ -235,7 +237,7 @@ where
             matches: AtomicU64::new(0),
             cache_hits: AtomicU64::new(0),
             empty: Arc::new(MatchResult::default()),
-            doorkeeper: (0..DOORKEEPER_SLOTS).map(|_| AtomicU64::new(0)).collect(),
+            doorkeeper: std::sync::OnceLock::new(),
         }
     }
 
@@ -346,7 +348,10 @@ where
         hasher.write(subject.as_bytes());
         // Never 0, so an empty slot does not admit anything.
         let hash = hasher.finish() | 1;
-        let slot = &self.doorkeeper[(hash as usize) & (DOORKEEPER_SLOTS - 1)];
+        let doorkeeper = self
+            .doorkeeper
+            .get_or_init(|| (0..DOORKEEPER_SLOTS).map(|_| AtomicU64::new(0)).collect());
+        let slot = &doorkeeper[(hash as usize) & (DOORKEEPER_SLOTS - 1)];
         slot.swap(hash, Ordering::Relaxed) == hash
     }
 
