@@ -18,7 +18,10 @@ const MESH_TIMEOUT: Duration = Duration::from_secs(20);
 pub struct Cluster {
     pub label: String,
     client_ports: Vec<u16>,
-    children: Vec<Child>,
+    monitor_ports: Vec<u16>,
+    binary: PathBuf,
+    /// One per node; `None` while the node is down (killed by a workload).
+    children: Vec<Option<Child>>,
     directory: PathBuf,
 }
 
@@ -30,8 +33,14 @@ fn free_port() -> Result<u16> {
 
 impl Cluster {
     /// Starts the three nodes and waits (bounded) until a message published on each node
-    /// reaches a subscriber on every other node.
-    pub async fn start(label: &str, binary: &Path, work_root: &Path) -> Result<Cluster> {
+    /// reaches a subscriber on every other node. With `jetstream`, every node runs JetStream
+    /// with its own store directory (`<work>/<label>/store<node>`) and a monitoring port.
+    pub async fn start(
+        label: &str,
+        binary: &Path,
+        work_root: &Path,
+        jetstream: bool,
+    ) -> Result<Cluster> {
         let directory = work_root.join(label);
         if directory.exists() {
             fs::remove_dir_all(&directory).with_context(|| format!("remove {directory:?}"))?;
@@ -39,9 +48,12 @@ impl Cluster {
         fs::create_dir_all(&directory)?;
         let client_ports: Vec<u16> = (0..NODES).map(|_| free_port()).collect::<Result<_>>()?;
         let cluster_ports: Vec<u16> = (0..NODES).map(|_| free_port()).collect::<Result<_>>()?;
+        let monitor_ports: Vec<u16> = (0..NODES).map(|_| free_port()).collect::<Result<_>>()?;
         let mut cluster = Cluster {
             label: label.to_string(),
             client_ports: client_ports.clone(),
+            monitor_ports: monitor_ports.clone(),
+            binary: binary.to_path_buf(),
             children: Vec::new(),
             directory: directory.clone(),
         };
@@ -50,42 +62,100 @@ impl Cluster {
                 .filter(|&peer| peer != node)
                 .map(|peer| format!("\"nats-route://127.0.0.1:{}\"", cluster_ports[peer]))
                 .collect();
-            let config = format!(
+            let mut config = format!(
                 "server_name: \"{label}-{node}\"\nlisten: \"127.0.0.1:{}\"\ncluster {{\n  name: \"bench\"\n  listen: \"127.0.0.1:{}\"\n  routes: [{}]\n}}\n",
                 client_ports[node],
                 cluster_ports[node],
                 routes.join(", ")
             );
-            let config_path = directory.join(format!("node{node}.conf"));
-            fs::write(&config_path, config)?;
-            let log = fs::File::create(directory.join(format!("node{node}.log")))?;
-            let mut command = Command::new(binary);
-            command
-                .arg("-c")
-                .arg(&config_path)
-                .stdin(Stdio::null())
-                .stdout(log.try_clone()?)
-                .stderr(log);
-            // SAFETY: prctl, getppid and _exit are async-signal-safe; the kernel kills the
-            // server when this benchmark dies, so no node outlives a crashed or killed run.
-            let parent = std::process::id() as libc::pid_t;
-            unsafe {
-                command.pre_exec(move || {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                    if libc::getppid() != parent {
-                        libc::_exit(1);
-                    }
-                    Ok(())
-                });
+            if jetstream {
+                config.push_str(&format!(
+                    "http: \"127.0.0.1:{}\"\njetstream {{\n  store_dir: \"{}\"\n}}\n",
+                    monitor_ports[node],
+                    cluster.store_dir(node).display()
+                ));
             }
-            let child = command
-                .spawn()
-                .with_context(|| format!("spawn {binary:?}"))?;
-            cluster.children.push(child);
+            fs::write(directory.join(format!("node{node}.conf")), config)?;
+            cluster.children.push(None);
+            cluster.spawn(node)?;
         }
         cluster.wait_ready().await?;
         cluster.wait_mesh().await?;
         Ok(cluster)
+    }
+
+    /// Starts node `node` from its config (again, after [`Cluster::kill`]); its log is appended.
+    pub fn spawn(&mut self, node: usize) -> Result<()> {
+        let config_path = self.directory.join(format!("node{node}.conf"));
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.directory.join(format!("node{node}.log")))?;
+        let mut command = Command::new(&self.binary);
+        command
+            .arg("-c")
+            .arg(&config_path)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        // SAFETY: prctl, getppid and _exit are async-signal-safe; the kernel kills the
+        // server when this benchmark dies, so no node outlives a crashed or killed run.
+        let parent = std::process::id() as libc::pid_t;
+        unsafe {
+            command.pre_exec(move || {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                if libc::getppid() != parent {
+                    libc::_exit(1);
+                }
+                Ok(())
+            });
+        }
+        let child = command
+            .spawn()
+            .with_context(|| format!("spawn {:?}", self.binary))?;
+        self.children[node] = Some(child);
+        Ok(())
+    }
+
+    /// kill -9 of node `node`, waited for.
+    pub fn kill(&mut self, node: usize) {
+        if let Some(mut child) = self.children[node].take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// The JetStream store directory of node `node`.
+    pub fn store_dir(&self, node: usize) -> PathBuf {
+        self.directory.join(format!("store{node}"))
+    }
+
+    /// The node named `name` (`<label>-<node>`), if it is one of this cluster's.
+    pub fn node_named(&self, name: &str) -> Option<usize> {
+        let node: usize = name
+            .strip_prefix(&format!("{}-", self.label))?
+            .parse()
+            .ok()?;
+        (node < NODES).then_some(node)
+    }
+
+    /// Whether node `node`'s `/healthz` answers 200 now.
+    pub async fn healthz_ok(&self, node: usize) -> bool {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let attempt = async {
+            let mut stream =
+                tokio::net::TcpStream::connect(("127.0.0.1", self.monitor_ports[node])).await?;
+            stream
+                .write_all(b"GET /healthz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+                .await?;
+            let mut head = [0u8; 12];
+            stream.read_exact(&mut head).await?;
+            Ok::<bool, std::io::Error>(head.ends_with(b" 200"))
+        };
+        matches!(
+            tokio::time::timeout(Duration::from_secs(2), attempt).await,
+            Ok(Ok(true))
+        )
     }
 
     pub fn url(&self, node: usize) -> String {
@@ -106,6 +176,7 @@ impl Cluster {
         self.children
             .iter()
             .map(|child| {
+                let child = child.as_ref()?;
                 let status = fs::read_to_string(format!("/proc/{}/status", child.id())).ok()?;
                 let line = status.lines().find(|line| line.starts_with("VmRSS:"))?;
                 let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
@@ -120,6 +191,7 @@ impl Cluster {
         let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
         self.children
             .iter()
+            .flatten()
             .filter_map(|child| {
                 let stat = fs::read_to_string(format!("/proc/{}/stat", child.id())).ok()?;
                 // Fields after the command name (which may hold spaces), from field 3 on.
@@ -134,6 +206,7 @@ impl Cluster {
 
     fn check_alive(&mut self) -> Result<()> {
         for (node, child) in self.children.iter_mut().enumerate() {
+            let Some(child) = child else { continue };
             if !matches!(child.try_wait(), Ok(None)) {
                 bail!(
                     "{} node {node} exited (see {:?})",
@@ -146,8 +219,16 @@ impl Cluster {
     }
 
     async fn wait_ready(&mut self) -> Result<()> {
-        let deadline = Instant::now() + START_TIMEOUT;
         for node in 0..NODES {
+            self.wait_listening(node).await?;
+        }
+        Ok(())
+    }
+
+    /// Waits (bounded) until node `node` accepts client connections.
+    pub async fn wait_listening(&mut self, node: usize) -> Result<()> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        {
             loop {
                 self.check_alive()?;
                 if tokio::net::TcpStream::connect(("127.0.0.1", self.client_ports[node]))
@@ -211,10 +292,13 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        for child in self.children.iter_mut() {
+        for child in self.children.iter_mut().flatten() {
             let _ = child.kill();
             let _ = child.wait();
         }
-        let _ = fs::remove_dir_all(&self.directory);
+        // CLUSTERBENCH_KEEP=1 keeps the configs, logs and stores for a look afterwards.
+        if std::env::var_os("CLUSTERBENCH_KEEP").is_none() {
+            let _ = fs::remove_dir_all(&self.directory);
+        }
     }
 }

@@ -7,6 +7,9 @@
 //! and prints the table.
 
 mod cluster;
+mod consumers;
+mod jsapi;
+mod replicas;
 mod workloads;
 
 use anyhow::{bail, Context, Result};
@@ -15,17 +18,39 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-const USAGE: &str = "usage: clusterbench --ours PATH --ref PATH [--rounds N] [--subs N]
+const USAGE: &str =
+    "usage: clusterbench --ours PATH --ref PATH [--rounds N] [--subs N] [--suite core|consumers]
   --ours    our nats-server binary (e.g. target/release/nats-server)
   --ref     the real nats-server binary (explicit path)
   --rounds  rounds, each running every workload on both clusters (default 3)
-  --subs    subscriptions of the spread-subscriptions workload (default 100000; 0 skips it)";
+  --subs    subscriptions of the spread-subscriptions workload (default 100000; 0 skips it)
+  --suite   core: pub/sub, fan-out, request/reply, subscriptions (default);
+            consumers: the replicated-consumer workloads of issue 20 (JetStream clusters)
+ consumers suite:
+  --preload N            messages (128 B) in the consumed stream (default 100000)
+  --catchup-mb N         MiB of 1 KiB messages in the catch-up stream (default 128; 0 skips it)
+  --catchup-consumers N  R3 durable consumers on the catch-up stream (default 100)
+  --idle-consumers N     R3 durable consumers of the idle workload (default 2000; 0 skips it)
+  --idle-window S        seconds the idle CPU is measured over (default 10)
+CLUSTERBENCH_KEEP=1 keeps the clusters' configs, logs and stores (printed path).";
+
+#[derive(Clone, Copy, PartialEq)]
+enum Suite {
+    Core,
+    Consumers,
+}
 
 struct Options {
     ours: PathBuf,
     reference: PathBuf,
     rounds: usize,
     subscriptions: usize,
+    suite: Suite,
+    preload: usize,
+    catchup_mb: usize,
+    catchup_consumers: usize,
+    idle_consumers: usize,
+    idle_window: u64,
 }
 
 fn parse_options() -> Result<Options> {
@@ -34,6 +59,12 @@ fn parse_options() -> Result<Options> {
     let mut reference = None;
     let mut rounds = 3;
     let mut subscriptions = 100_000;
+    let mut suite = Suite::Core;
+    let mut preload = 100_000;
+    let mut catchup_mb = 128;
+    let mut catchup_consumers = 100;
+    let mut idle_consumers = 2000;
+    let mut idle_window = 10;
     while let Some(argument) = arguments.next() {
         let mut value = || {
             arguments
@@ -45,6 +76,20 @@ fn parse_options() -> Result<Options> {
             "--ref" => reference = Some(PathBuf::from(value()?)),
             "--rounds" => rounds = value()?.parse().context("--rounds")?,
             "--subs" => subscriptions = value()?.parse().context("--subs")?,
+            "--suite" => {
+                suite = match value()?.as_str() {
+                    "core" => Suite::Core,
+                    "consumers" => Suite::Consumers,
+                    other => bail!("unknown suite {other}\n{USAGE}"),
+                }
+            }
+            "--preload" => preload = value()?.parse().context("--preload")?,
+            "--catchup-mb" => catchup_mb = value()?.parse().context("--catchup-mb")?,
+            "--catchup-consumers" => {
+                catchup_consumers = value()?.parse().context("--catchup-consumers")?
+            }
+            "--idle-consumers" => idle_consumers = value()?.parse().context("--idle-consumers")?,
+            "--idle-window" => idle_window = value()?.parse().context("--idle-window")?,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -60,6 +105,12 @@ fn parse_options() -> Result<Options> {
         reference,
         rounds: rounds.max(1),
         subscriptions,
+        suite,
+        preload: preload.max(1),
+        catchup_mb,
+        catchup_consumers,
+        idle_consumers,
+        idle_window: idle_window.max(1),
     })
 }
 
@@ -80,7 +131,107 @@ const METRICS: &[(&str, &str, bool)] = &[
     ("RSS node 1 after subscriptions", "MiB", false),
     ("RSS node 2 after subscriptions", "MiB", false),
     ("RSS node 3 after subscriptions", "MiB", false),
+    (CONSUME_ACK, "msgs/s", true),
+    (CONSUME_SYNC, "msgs/s", true),
+    (CPU_ACK, "us", false),
+    (CPU_SYNC, "us", false),
+    (STEPDOWN_P50, "us", false),
+    (STEPDOWN_P99, "us", false),
+    (STEPDOWN_MAX, "us", false),
+    (STEPDOWN_OK, "of 3", true),
+    (KILL_RESUME, "ms", false),
+    (RESTART_CURRENT, "ms", false),
+    (RESTART_HEALTHZ, "ms", false),
+    (WIPED_CURRENT, "ms", false),
+    (WIPED_HEALTHZ, "ms", false),
+    (WIPED_RATE, "MiB/s", true),
+    (IDLE_CREATED, "consumers", true),
+    (IDLE_CREATION, "s", false),
+    (IDLE_CPU, "% of a core", false),
+    (IDLE_RSS, "MiB", false),
 ];
+
+const CONSUME_ACK: &str = "R3 pull consumer, explicit ack (128 B)";
+const CONSUME_SYNC: &str = "R3 pull consumer, AckSync (128 B)";
+const CPU_ACK: &str = "server CPU per consumed msg, explicit ack";
+const CPU_SYNC: &str = "server CPU per consumed msg, AckSync";
+const STEPDOWN_P50: &str = "pull latency during stepdowns p50";
+const STEPDOWN_P99: &str = "pull latency during stepdowns p99";
+const STEPDOWN_MAX: &str = "pull latency during stepdowns max";
+const STEPDOWN_OK: &str = "stepdown requests answered ok";
+const KILL_RESUME: &str = "consumption resumes after leader kill -9";
+const RESTART_CURRENT: &str = "restarted follower current (STREAM.INFO)";
+const RESTART_HEALTHZ: &str = "restarted follower /healthz ok";
+const WIPED_CURRENT: &str = "wiped follower current (STREAM.INFO)";
+const WIPED_HEALTHZ: &str = "wiped follower /healthz ok";
+const WIPED_RATE: &str = "wiped follower catch-up";
+const IDLE_CREATED: &str = "idle R3 durable consumers created";
+const IDLE_CREATION: &str = "time to create them";
+const IDLE_CPU: &str = "idle CPU, 3 nodes";
+const IDLE_RSS: &str = "idle RSS, 3 nodes summed";
+
+/// The replicated-consumer workloads (issue 20), each on a fresh JetStream cluster.
+async fn run_consumer_round(
+    label: &'static str,
+    binary: &std::path::Path,
+    options: &Options,
+    work: &std::path::Path,
+    record: &mut dyn FnMut(&'static str, f64),
+) -> Result<()> {
+    {
+        let mut cluster = Cluster::start(label, binary, work, true).await?;
+        consumers::prepare(&cluster, options.preload, workloads::PAYLOAD).await?;
+        let limit = Duration::from_secs(60);
+        let ack = consumers::consume(&cluster, "ACK", options.preload, false, limit).await?;
+        record(CONSUME_ACK, ack.rate);
+        record(CPU_ACK, ack.cpu_per_message * 1e6);
+        let sync = consumers::consume(&cluster, "SYNC", options.preload, true, limit).await?;
+        record(CONSUME_SYNC, sync.rate);
+        record(CPU_SYNC, sync.cpu_per_message * 1e6);
+        let stepdowns = consumers::latency_during_stepdowns(&cluster).await?;
+        eprintln!("  {label}: {} pulls during the stepdowns", stepdowns.pulls);
+        record(STEPDOWN_P50, stepdowns.p50);
+        record(STEPDOWN_P99, stepdowns.p99);
+        record(STEPDOWN_MAX, stepdowns.max);
+        record(STEPDOWN_OK, stepdowns.succeeded as f64);
+        let resumed = consumers::resume_after_kill(&mut cluster).await?;
+        record(KILL_RESUME, resumed.as_secs_f64() * 1e3);
+    }
+    if options.catchup_mb > 0 {
+        let mut cluster = Cluster::start(label, binary, work, true).await?;
+        let catchup =
+            replicas::catchup(&mut cluster, options.catchup_mb, options.catchup_consumers).await?;
+        let millis = |time: Option<Duration>| time.map(|t| t.as_secs_f64() * 1e3);
+        for (metric, value) in [
+            (RESTART_CURRENT, millis(catchup.restart_current)),
+            (RESTART_HEALTHZ, millis(catchup.restart_healthz)),
+            (WIPED_CURRENT, millis(catchup.wiped_current)),
+            (WIPED_HEALTHZ, millis(catchup.wiped_healthz)),
+            (WIPED_RATE, catchup.wiped_mb_per_s),
+        ] {
+            match value {
+                Some(value) => record(metric, value),
+                None => eprintln!("  {label}: {metric}: not within the bound"),
+            }
+        }
+    }
+    if options.idle_consumers > 0 {
+        let cluster = Cluster::start(label, binary, work, true).await?;
+        let idle = replicas::idle(
+            &cluster,
+            options.idle_consumers,
+            Duration::from_secs(600),
+            Duration::from_secs(options.idle_window),
+        )
+        .await?;
+        record(IDLE_CREATED, idle.created as f64);
+        record(IDLE_CREATION, idle.creation.as_secs_f64());
+        record(IDLE_CPU, idle.cpu * 100.0);
+        let rss: u64 = idle.rss.iter().flatten().sum();
+        record(IDLE_RSS, rss as f64 / (1024.0 * 1024.0));
+    }
+    Ok(())
+}
 
 async fn run_round(
     label: &'static str,
@@ -97,8 +248,11 @@ async fn run_round(
             .or_default()
             .push(value);
     };
+    if options.suite == Suite::Consumers {
+        return run_consumer_round(label, binary, options, work, &mut record).await;
+    }
     {
-        let cluster = Cluster::start(label, binary, work).await?;
+        let cluster = Cluster::start(label, binary, work, false).await?;
         let pubsub = workloads::throughput(&cluster, &[1]).await?;
         record(METRICS[0].0, pubsub.rate);
         record(METRICS[1].0, pubsub.delivered * 100.0);
@@ -113,7 +267,7 @@ async fn run_round(
     }
     if options.subscriptions > 0 {
         // A fresh cluster, so the RSS is that of the subscriptions, not of the flows above.
-        let cluster = Cluster::start(label, binary, work).await?;
+        let cluster = Cluster::start(label, binary, work, false).await?;
         let result = workloads::subscriptions(&cluster, options.subscriptions).await?;
         record(METRICS[8].0, result.visible.as_secs_f64() * 1e3);
         for (node, rss) in result.rss.iter().enumerate() {
@@ -208,6 +362,10 @@ async fn main() -> Result<()> {
         }
     }
     print_table(&samples, options.rounds);
-    let _ = std::fs::remove_dir_all(&work);
+    if std::env::var_os("CLUSTERBENCH_KEEP").is_none() {
+        let _ = std::fs::remove_dir_all(&work);
+    } else {
+        eprintln!("kept {work:?}");
+    }
     outcome
 }
