@@ -30,7 +30,7 @@ const SEQUENTIAL_PACE: Duration = Duration::from_millis(1);
 /// Creates the stream and preloads it with `count` messages of `size` bytes.
 pub async fn prepare(cluster: &Cluster, count: usize, size: usize) -> Result<()> {
     let client = cluster.connect(0).await?;
-    jsapi::create_stream(&client, STREAM, SUBJECT).await?;
+    jsapi::create_stream(&client, STREAM, SUBJECT, None).await?;
     let leader = jsapi::stream_leader(cluster, &client, STREAM).await?;
     // Publish on the leader's node, as a client near the leader would.
     let publisher = cluster.connect(leader).await?;
@@ -220,6 +220,8 @@ pub struct Stepdowns {
     pub max: f64,
     pub pulls: usize,
     pub succeeded: usize,
+    /// The longest a stepdown request took to be answered (or to time out, 10 s).
+    pub slowest_answer: Duration,
 }
 
 pub async fn latency_during_stepdowns(cluster: &Cluster) -> Result<Stepdowns> {
@@ -244,11 +246,14 @@ pub async fn latency_during_stepdowns(cluster: &Cluster) -> Result<Stepdowns> {
         format!("STREAM.LEADER.STEPDOWN.{STREAM}"),
         format!("CONSUMER.LEADER.STEPDOWN.{STREAM}.{name}"),
     ];
+    let mut slowest = Duration::ZERO;
     for subject in &stepdowns {
+        let asked = Instant::now();
         match jsapi::api_ok(&admin, subject, json!({})).await {
             Ok(_) => succeeded += 1,
             Err(error) => eprintln!("  {}: {subject}: {error:#}", cluster.label),
         }
+        slowest = slowest.max(asked.elapsed());
         tokio::time::sleep(Duration::from_secs(2)).await;
     }
     stop.store(true, Ordering::Relaxed);
@@ -264,6 +269,7 @@ pub async fn latency_during_stepdowns(cluster: &Cluster) -> Result<Stepdowns> {
         max: percentile(&latencies, 1.0),
         pulls: latencies.len(),
         succeeded,
+        slowest_answer: slowest,
     })
 }
 

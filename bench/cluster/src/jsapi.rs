@@ -35,11 +35,20 @@ pub async fn api_ok(client: &async_nats::Client, subject: &str, body: Value) -> 
 }
 
 /// Creates an R3 file stream on `subjects`, retrying (bounded) while the fresh cluster has no
-/// meta leader yet.
-pub async fn create_stream(client: &async_nats::Client, name: &str, subject: &str) -> Result<()> {
+/// meta leader yet. `max_consumers` above both servers' default limit per stream (1,000)
+/// must be asked for.
+pub async fn create_stream(
+    client: &async_nats::Client,
+    name: &str,
+    subject: &str,
+    max_consumers: Option<usize>,
+) -> Result<()> {
     let deadline = Instant::now() + FIRST_STREAM_TIMEOUT;
-    let config = json!({"name": name, "subjects": [subject], "num_replicas": 3,
+    let mut config = json!({"name": name, "subjects": [subject], "num_replicas": 3,
         "storage": "file", "retention": "limits"});
+    if let Some(max) = max_consumers {
+        config["max_consumers"] = json!(max);
+    }
     loop {
         match api_ok(client, &format!("STREAM.CREATE.{name}"), config.clone()).await {
             Ok(_) => return Ok(()),
@@ -67,6 +76,27 @@ pub async fn preload(
 ) -> Result<()> {
     const WINDOW: usize = 1000;
     let payload = Bytes::from(vec![b'x'; size]);
+    if count == 0 {
+        return Ok(());
+    }
+    // The first one alone, again while nobody answers yet: a new leader's subscription may
+    // not have reached this node's routes (503 no responders, an empty answer).
+    let deadline = Instant::now() + FIRST_STREAM_TIMEOUT;
+    loop {
+        let answer = client.request(subject.to_string(), payload.clone()).await;
+        let stored = answer.ok().and_then(|reply| {
+            let answer: Value = serde_json::from_slice(&reply.payload).ok()?;
+            answer.get("seq").map(|_| ())
+        });
+        if stored.is_some() {
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!("preload: no PubAck on {subject} within {FIRST_STREAM_TIMEOUT:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let count = count - 1;
     let inbox = client.new_inbox();
     let mut acks = client.subscribe(format!("{inbox}.*")).await?;
     let mut sent = 0;

@@ -32,6 +32,7 @@ const USAGE: &str =
   --catchup-consumers N  R3 durable consumers on the catch-up stream (default 100)
   --idle-consumers N     R3 durable consumers of the idle workload (default 2000; 0 skips it)
   --idle-window S        seconds the idle CPU is measured over (default 10)
+  --current-timeout S    how long a restarted follower may take to be current (default 180)
 CLUSTERBENCH_KEEP=1 keeps the clusters' configs, logs and stores (printed path).";
 
 #[derive(Clone, Copy, PartialEq)]
@@ -51,6 +52,7 @@ struct Options {
     catchup_consumers: usize,
     idle_consumers: usize,
     idle_window: u64,
+    current_timeout: u64,
 }
 
 fn parse_options() -> Result<Options> {
@@ -65,6 +67,7 @@ fn parse_options() -> Result<Options> {
     let mut catchup_consumers = 100;
     let mut idle_consumers = 2000;
     let mut idle_window = 10;
+    let mut current_timeout = 180;
     while let Some(argument) = arguments.next() {
         let mut value = || {
             arguments
@@ -90,6 +93,9 @@ fn parse_options() -> Result<Options> {
             }
             "--idle-consumers" => idle_consumers = value()?.parse().context("--idle-consumers")?,
             "--idle-window" => idle_window = value()?.parse().context("--idle-window")?,
+            "--current-timeout" => {
+                current_timeout = value()?.parse().context("--current-timeout")?
+            }
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -111,6 +117,7 @@ fn parse_options() -> Result<Options> {
         catchup_consumers,
         idle_consumers,
         idle_window: idle_window.max(1),
+        current_timeout: current_timeout.max(1),
     })
 }
 
@@ -139,9 +146,11 @@ const METRICS: &[(&str, &str, bool)] = &[
     (STEPDOWN_P99, "us", false),
     (STEPDOWN_MAX, "us", false),
     (STEPDOWN_OK, "of 3", true),
+    (STEPDOWN_ANSWER, "ms", false),
     (KILL_RESUME, "ms", false),
     (RESTART_CURRENT, "ms", false),
     (RESTART_HEALTHZ, "ms", false),
+    (RESTART_RATE, "MiB/s", true),
     (WIPED_CURRENT, "ms", false),
     (WIPED_HEALTHZ, "ms", false),
     (WIPED_RATE, "MiB/s", true),
@@ -159,9 +168,11 @@ const STEPDOWN_P50: &str = "pull latency during stepdowns p50";
 const STEPDOWN_P99: &str = "pull latency during stepdowns p99";
 const STEPDOWN_MAX: &str = "pull latency during stepdowns max";
 const STEPDOWN_OK: &str = "stepdown requests answered ok";
+const STEPDOWN_ANSWER: &str = "slowest stepdown answer";
 const KILL_RESUME: &str = "consumption resumes after leader kill -9";
 const RESTART_CURRENT: &str = "restarted follower current (STREAM.INFO)";
 const RESTART_HEALTHZ: &str = "restarted follower /healthz ok";
+const RESTART_RATE: &str = "restarted follower catch-up (missed bytes)";
 const WIPED_CURRENT: &str = "wiped follower current (STREAM.INFO)";
 const WIPED_HEALTHZ: &str = "wiped follower /healthz ok";
 const WIPED_RATE: &str = "wiped follower catch-up";
@@ -194,17 +205,27 @@ async fn run_consumer_round(
         record(STEPDOWN_P99, stepdowns.p99);
         record(STEPDOWN_MAX, stepdowns.max);
         record(STEPDOWN_OK, stepdowns.succeeded as f64);
+        record(
+            STEPDOWN_ANSWER,
+            stepdowns.slowest_answer.as_secs_f64() * 1e3,
+        );
         let resumed = consumers::resume_after_kill(&mut cluster).await?;
         record(KILL_RESUME, resumed.as_secs_f64() * 1e3);
     }
     if options.catchup_mb > 0 {
         let mut cluster = Cluster::start(label, binary, work, true).await?;
-        let catchup =
-            replicas::catchup(&mut cluster, options.catchup_mb, options.catchup_consumers).await?;
+        let catchup = replicas::catchup(
+            &mut cluster,
+            options.catchup_mb,
+            options.catchup_consumers,
+            Duration::from_secs(options.current_timeout),
+        )
+        .await?;
         let millis = |time: Option<Duration>| time.map(|t| t.as_secs_f64() * 1e3);
         for (metric, value) in [
             (RESTART_CURRENT, millis(catchup.restart_current)),
             (RESTART_HEALTHZ, millis(catchup.restart_healthz)),
+            (RESTART_RATE, catchup.restart_mb_per_s),
             (WIPED_CURRENT, millis(catchup.wiped_current)),
             (WIPED_HEALTHZ, millis(catchup.wiped_healthz)),
             (WIPED_RATE, catchup.wiped_mb_per_s),

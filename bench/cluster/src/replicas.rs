@@ -13,7 +13,8 @@ const BIG: &str = "BIG";
 const BIG_SUBJECT: &str = "big.msgs";
 /// Message size of the catch-up stream.
 pub const BIG_MESSAGE: usize = 1024;
-const CURRENT_TIMEOUT: Duration = Duration::from_secs(180);
+/// Bound of the consumer creations on the catch-up stream.
+const CREATE_TIMEOUT: Duration = Duration::from_secs(180);
 /// Consumer creations in flight at once.
 const CREATE_CONCURRENCY: usize = 16;
 
@@ -22,6 +23,8 @@ pub struct Catchup {
     /// STREAM.INFO lists it current, and until its own `/healthz` answers 200.
     pub restart_current: Option<Duration>,
     pub restart_healthz: Option<Duration>,
+    /// The bytes it missed over the time until current.
+    pub restart_mb_per_s: Option<f64>,
     /// The same for a follower restarted with an empty store directory, and the stream's bytes
     /// over that time.
     pub wiped_current: Option<Duration>,
@@ -66,17 +69,22 @@ pub async fn create_consumers(
     Ok(created)
 }
 
-/// Polls (every 50 ms, bounded) until node `node` is a current replica of `stream` in
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+/// Polls (every 50 ms, for at most `limit`) until node `node` is a current replica of `stream` in
 /// STREAM.INFO and until its `/healthz` is ok; the times since `since`.
 async fn wait_current(
     cluster: &Cluster,
     client: &async_nats::Client,
     node: usize,
     since: Instant,
+    limit: Duration,
 ) -> (Option<Duration>, Option<Duration>) {
     let mut current = None;
     let mut healthz = None;
-    while since.elapsed() < CURRENT_TIMEOUT && (current.is_none() || healthz.is_none()) {
+    while since.elapsed() < limit && (current.is_none() || healthz.is_none()) {
         if current.is_none() && jsapi::replica_current(cluster, client, BIG, node).await {
             current = Some(since.elapsed());
         }
@@ -107,11 +115,17 @@ async fn wait_not_current(cluster: &Cluster, client: &async_nats::Client, node: 
 /// Preloads an R3 stream of `megabytes` MiB in [`BIG_MESSAGE`] messages with `consumers` R3
 /// durable consumers; then kills a follower, publishes another tenth, restarts it and waits for
 /// it to be current; then kills it again, wipes its store, publishes another hundredth and
-/// waits again. Each restart waits until the leader lists the dead node as not current.
-pub async fn catchup(cluster: &mut Cluster, megabytes: usize, consumers: usize) -> Result<Catchup> {
+/// waits again, each for at most `limit`. Each restart waits until the leader lists the dead
+/// node as not current.
+pub async fn catchup(
+    cluster: &mut Cluster,
+    megabytes: usize,
+    consumers: usize,
+    limit: Duration,
+) -> Result<Catchup> {
     let count = megabytes * 1024 * 1024 / BIG_MESSAGE;
     let admin = cluster.connect(0).await?;
-    jsapi::create_stream(&admin, BIG, BIG_SUBJECT).await?;
+    jsapi::create_stream(&admin, BIG, BIG_SUBJECT, Some(consumers.max(1))).await?;
     let leader = jsapi::stream_leader(cluster, &admin, BIG).await?;
     let publisher = cluster.connect(leader).await?;
     let loaded = Instant::now();
@@ -121,17 +135,22 @@ pub async fn catchup(cluster: &mut Cluster, megabytes: usize, consumers: usize) 
         cluster.label,
         loaded.elapsed().as_secs_f64()
     );
-    let created = create_consumers(&publisher, BIG, "C", consumers, CURRENT_TIMEOUT).await?;
+    let created = create_consumers(&publisher, BIG, "C", consumers, CREATE_TIMEOUT).await?;
     eprintln!("  {}: {created} consumers on {BIG}", cluster.label);
 
     let follower = (leader + 1) % NODES;
+    let before = jsapi::stream_bytes(&publisher, BIG).await?;
     cluster.kill(follower);
     jsapi::preload(&publisher, BIG_SUBJECT, count / 10, BIG_MESSAGE).await?;
+    let missed = jsapi::stream_bytes(&publisher, BIG)
+        .await?
+        .saturating_sub(before);
     wait_not_current(cluster, &publisher, follower).await;
     let restarted = Instant::now();
     cluster.spawn(follower)?;
     let (restart_current, restart_healthz) =
-        wait_current(cluster, &publisher, follower, restarted).await;
+        wait_current(cluster, &publisher, follower, restarted, limit).await;
+    let restart_mb_per_s = restart_current.map(|time| mib(missed) / time.as_secs_f64());
 
     cluster.kill(follower);
     let store = cluster.store_dir(follower);
@@ -141,12 +160,13 @@ pub async fn catchup(cluster: &mut Cluster, megabytes: usize, consumers: usize) 
     let bytes = jsapi::stream_bytes(&publisher, BIG).await?;
     let wiped = Instant::now();
     cluster.spawn(follower)?;
-    let (wiped_current, wiped_healthz) = wait_current(cluster, &publisher, follower, wiped).await;
-    let wiped_mb_per_s =
-        wiped_current.map(|time| bytes as f64 / (1024.0 * 1024.0) / time.as_secs_f64());
+    let (wiped_current, wiped_healthz) =
+        wait_current(cluster, &publisher, follower, wiped, limit).await;
+    let wiped_mb_per_s = wiped_current.map(|time| mib(bytes) / time.as_secs_f64());
     Ok(Catchup {
         restart_current,
         restart_healthz,
+        restart_mb_per_s,
         wiped_current,
         wiped_healthz,
         wiped_mb_per_s,
@@ -170,7 +190,7 @@ pub async fn idle(
     window: Duration,
 ) -> Result<Idle> {
     let client = cluster.connect(0).await?;
-    jsapi::create_stream(&client, "IDLE", "idle.msgs").await?;
+    jsapi::create_stream(&client, "IDLE", "idle.msgs", Some(consumers.max(1))).await?;
     jsapi::preload(&client, "idle.msgs", 100, 128).await?;
     let started = Instant::now();
     let created = create_consumers(&client, "IDLE", "I", consumers, limit).await?;
