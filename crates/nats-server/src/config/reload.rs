@@ -28,6 +28,8 @@ pub struct Changes {
     pub routes: bool,
     /// `jetstream` turned off or on.
     pub jetstream: bool,
+    /// `cluster { authorization }` (user, password): routes peers dialled are checked again.
+    pub cluster_authorization: bool,
 }
 
 /// nats-server's notices for client TLS: the TLS config itself (its certificates, CA,
@@ -216,6 +218,10 @@ pub fn diff(old: &Options, new: &Options) -> Result<Changes, String> {
         || old.log_file != new.log_file;
     changes.accounts = accounts_changed;
     changes.jetstream = old.jetstream.enabled != new.jetstream.enabled;
+    changes.cluster_authorization = match (&old.cluster, &new.cluster) {
+        (Some(old), Some(new)) => (&old.username, &old.password) != (&new.username, &new.password),
+        _ => false,
+    };
     changes.routes = match (&old.cluster, &new.cluster) {
         (Some(old), Some(new)) => old.routes != new.routes,
         _ => false,
@@ -411,9 +417,12 @@ fn refuse_cluster(
     let (Some(old), Some(new)) = (old, new) else {
         return Ok(());
     };
+    // What rnats reloads: the routes and the authorization's user and password.
     let without_routes = |cluster: &ClusterOptions| ClusterOptions {
         routes: Vec::new(),
         port: 0,
+        username: None,
+        password: None,
         ..cluster.clone()
     };
     if without_routes(old) != without_routes(new) {
@@ -503,7 +512,17 @@ mod tests {
             ..Options::default()
         };
         let changes = diff(&old, &new).expect("routes reload");
-        assert!(changes.routes);
+        assert!(changes.routes && !changes.cluster_authorization);
+        let guarded = Options {
+            cluster: Some(ClusterOptions {
+                username: Some("u".into()),
+                password: Some("p".into()),
+                ..cluster(6222, &["nats-route://127.0.0.1:6223"])
+            }),
+            ..Options::default()
+        };
+        let changes = diff(&old, &guarded).expect("authorization reload");
+        assert!(changes.cluster_authorization && !changes.routes);
         let new = Options {
             cluster: Some(cluster(6333, &[])),
             ..Options::default()

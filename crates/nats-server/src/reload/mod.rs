@@ -86,7 +86,11 @@ pub fn reload(server: &Arc<Server>) -> Result<(), String> {
     if changes.routes {
         routes::apply(server, &running, &options);
     }
+    let cluster_authorization = changes.cluster_authorization;
     server.replace_options(options, changes.authorization);
+    if cluster_authorization {
+        routes::authorize(server, &server.current_options());
+    }
     server.replace_client_tls(tls);
     tracing::info!("Reloaded server configuration");
     Ok(())

@@ -1,5 +1,7 @@
 //! A config reload's `cluster { routes }`, applied as nats-server's `routesOption`: routes no
 //! longer listed are closed (`Route Removed`) and not dialled again; new ones are dialled.
+//! A new `cluster { authorization }` closes the routes peers dialled whose credentials it no
+//! longer accepts, as nats-server's `reloadAuthorization` does for routes.
 //!
 //! Called by `reload::reload` once the reload is known to be reloadable; works through
 //! `route/solicit.rs`, never on sockets itself.
@@ -7,6 +9,15 @@
 use crate::config::Options;
 use crate::server::Server;
 use std::sync::Arc;
+
+/// `cluster { authorization }` changed: the routes peers dialled are checked against it.
+/// Called once the new options are in place (new routes are checked against them).
+pub(super) fn authorize(server: &Server, new: &Options) {
+    if let (Some(routes), Some(cluster)) = (server.routes(), &new.cluster) {
+        crate::route::check_accepted_routes(routes, cluster);
+    }
+    tracing::info!("Reloaded: cluster");
+}
 
 /// Make the dialled routes follow `new` (the running options are `old`).
 pub(super) fn apply(server: &Arc<Server>, old: &Options, new: &Options) {

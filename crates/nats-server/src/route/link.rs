@@ -44,6 +44,8 @@ pub struct RouteLink {
     pub solicited: bool,
     /// The configured URL we dialled (an explicit or gossiped route); `None` when accepted.
     pub url: Option<crate::config::RouteUrl>,
+    /// Accepted routes: the user and password of the peer's CONNECT.
+    pub peer_credentials: Option<(Option<String>, Option<String>)>,
     /// The peer's INFO as last received.
     pub info: Mutex<RouteInfo>,
     /// The peer's interest, by account, subject and queue.

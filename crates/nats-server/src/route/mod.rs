@@ -96,6 +96,39 @@ pub async fn start(server: &Arc<Server>, routes: Arc<Routes>) -> Result<(), Serv
     Ok(())
 }
 
+/// A reload changed `cluster { authorization }`: every route a peer dialled to us is checked
+/// against it, and one whose CONNECT no longer passes is closed with `Authorization
+/// Violation`, as nats-server's `isRouterAuthorized` on reload (the routes we dialled keep
+/// theirs; they use the new credentials when they dial again).
+pub(crate) fn check_accepted_routes(routes: &Routes, cluster: &crate::config::ClusterOptions) {
+    let Some(user) = &cluster.username else {
+        return;
+    };
+    let password = cluster.password.clone().unwrap_or_default();
+    for link in routes.links() {
+        if link.solicited
+            || connection::route_authorized(user, &password, link.peer_credentials.as_ref())
+        {
+            continue;
+        }
+        let shared = &link.connection;
+        let given = link
+            .peer_credentials
+            .as_ref()
+            .and_then(|(user, _)| user.clone())
+            .unwrap_or_default();
+        tracing::error!(
+            "{} - rid:{} - authentication error - User {given:?}",
+            shared.address,
+            shared.id
+        );
+        let mut frame = bytes::BytesMut::new();
+        nats_proto::encode_err(&mut frame, "Authorization Violation");
+        shared.queue_bytes(&frame);
+        shared.close(crate::client::CloseReason::AuthenticationViolation);
+    }
+}
+
 /// This server's client URLs as peers and clients should use them: the client listener's
 /// address; an unspecified host (0.0.0.0) is replaced by the address of the interface that
 /// routes outward (nats-server lists every non-loopback address; we list that one).

@@ -10,7 +10,10 @@ use test_harness::cluster::{Cluster, ClusterOptions, Topology};
 use crate::per_composition;
 use crate::support::{connect, interest_barrier, next_within, unique, Composition};
 
-per_composition!(removed_and_added_routes_follow_the_reloaded_file);
+per_composition!(
+    removed_and_added_routes_follow_the_reloaded_file,
+    a_new_route_password_closes_routes_dialled_with_the_old_one
+);
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -72,15 +75,59 @@ async fn check_removed(
     assert_eq!(cluster.route_peers(1).unwrap_or_default().len(), 0);
 }
 
-async fn removed_and_added_routes_follow_the_reloaded_file(composition: Composition) {
+/// Two nodes of `composition`: node 0 (no routes) and node 1 (dials node 0), each kind
+/// reloaded in one of the compositions.
+fn two_nodes(composition: Composition) -> Vec<test_harness::cluster::ServerKind> {
     use test_harness::cluster::ServerKind::{Ours, Reference as Go};
-    // Node 0 the peer, node 1 the reloaded server.
-    let kinds = match composition {
+    match composition {
         Composition::Go3 => vec![Go, Go],
         Composition::Go2Ours1 => vec![Ours, Go],
         Composition::Go1Ours2 => vec![Go, Ours],
         Composition::Ours3 => vec![Ours, Ours],
-    };
+    }
+}
+
+async fn a_new_route_password_closes_routes_dialled_with_the_old_one(composition: Composition) {
+    let mut options = ClusterOptions::new(&two_nodes(composition), Topology::Seed);
+    options.route_credentials = Some(("u".into(), "p".into()));
+    let cluster = Cluster::start(options);
+    let config = |index: usize| std::fs::read_to_string(&cluster.node(index).config_path);
+    let (zero, one) = (config(0).expect("config"), config(1).expect("config"));
+
+    // Node 0 takes a new password: the route node 1 dialled with the old one is closed, and
+    // node 1 dialling again with it is refused.
+    rewrite_and_hangup(
+        &cluster,
+        0,
+        &zero.replace("password: \"p\"", "password: \"p2\""),
+    );
+    await_log(
+        &cluster,
+        0,
+        "Router connection closed: Authentication Failure",
+        1,
+    );
+    await_no_routes(&cluster);
+
+    // Node 1 dials with the new password: the route forms again.
+    rewrite_and_hangup(
+        &cluster,
+        1,
+        &one.replace("u:p@", "u:p2@")
+            .replace("password: \"p\"", "password: \"p2\""),
+    );
+    await_log(&cluster, 1, "Reloaded: cluster routes", 1);
+    if let Err(error) = cluster.wait_for_mesh() {
+        panic!(
+            "no route with the new password: {error}\n{}",
+            cluster.logs()
+        );
+    }
+}
+
+async fn removed_and_added_routes_follow_the_reloaded_file(composition: Composition) {
+    use test_harness::cluster::ServerKind::{Ours, Reference as Go};
+    let kinds = two_nodes(composition);
     // A nats-server that accepted a route from an unpooled peer (ours) dials it back when it
     // closes (its `retry` of a route it met twice while setting up the pool): the route comes
     // back from the peer's side, so only the reloaded side's part is checked there.

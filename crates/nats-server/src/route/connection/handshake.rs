@@ -13,9 +13,30 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+/// Whether a route's CONNECT credentials (`user`, `pass`) are the cluster's authorization.
+pub(crate) fn route_authorized(
+    user: &str,
+    password: &str,
+    credentials: Option<&(Option<String>, Option<String>)>,
+) -> bool {
+    let Some((given_user, given_password)) = credentials else {
+        return false;
+    };
+    given_user.as_deref() == Some(user)
+        && crate::security::auth::compare_passwords(
+            password,
+            given_password.as_deref().unwrap_or(""),
+        )
+}
+
+/// The `cluster { }` block as last loaded (a reload may change its authorization).
+fn current_cluster(server: &Server) -> crate::config::ClusterOptions {
+    server.current_options().cluster.clone().unwrap_or_default()
+}
+
 /// Our route INFO.
 pub(super) fn our_info(server: &Server, routes: &Routes) -> RouteInfo {
-    let cluster = server.options.cluster.clone().unwrap_or_default();
+    let cluster = current_cluster(server);
     let address = server.route_address.get().copied();
     let port = address.map_or(0, |address| address.port());
     let ip = match &cluster.advertise {
@@ -119,15 +140,11 @@ impl Session {
             self.send_err("attempted to connect to route port");
             return Next::Close(CloseReason::ProtocolViolation);
         }
-        let cluster = self.server.options.cluster.clone().unwrap_or_default();
+        let cluster = current_cluster(&self.server);
+        self.peer_credentials = Some((connect.user.clone(), connect.pass.clone()));
         if let Some(user) = &cluster.username {
             let password = cluster.password.clone().unwrap_or_default();
-            let matches = connect.user.as_deref() == Some(user.as_str())
-                && crate::security::auth::compare_passwords(
-                    &password,
-                    connect.pass.as_deref().unwrap_or(""),
-                );
-            if !matches {
+            if !route_authorized(user, &password, self.peer_credentials.as_ref()) {
                 tracing::error!(
                     "{} - rid:{} - authentication error",
                     self.shared.address,
@@ -243,6 +260,7 @@ impl Session {
             connection: self.shared.clone(),
             solicited: self.solicited,
             url: self.url.clone(),
+            peer_credentials: self.peer_credentials.clone(),
             info: parking_lot::Mutex::new(info.clone()),
             subscriptions: parking_lot::Mutex::new(HashMap::new()),
             pending: parking_lot::Mutex::new(HashMap::new()),
@@ -299,7 +317,7 @@ impl Session {
     /// The soliciting side answers the peer's INFO with CONNECT and our INFO.
     fn send_connect(&self) {
         let url = self.url.clone();
-        let cluster = self.server.options.cluster.clone().unwrap_or_default();
+        let cluster = current_cluster(&self.server);
         let connect = RouteConnect {
             echo: false,
             verbose: false,

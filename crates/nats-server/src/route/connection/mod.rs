@@ -9,7 +9,7 @@
 mod handshake;
 mod interest;
 
-pub(crate) use handshake::announce_lame_duck;
+pub(crate) use handshake::{announce_lame_duck, route_authorized};
 
 use super::link::RouteLink;
 use super::registry::Routes;
@@ -54,6 +54,9 @@ struct Session {
     connected: bool,
     link: Option<Arc<RouteLink>>,
     remote_id: Option<String>,
+    /// Accepting side: the user and password of the peer's CONNECT (checked again when a
+    /// reload changes the cluster's authorization).
+    peer_credentials: Option<(Option<String>, Option<String>)>,
     to_self: bool,
     pending: PendingFlush,
     trace: bool,
@@ -221,6 +224,7 @@ where
         connected: solicited,
         link: None,
         remote_id: None,
+        peer_credentials: None,
         to_self: false,
         pending: PendingFlush::writing_clients(),
         rtt_ping: None,
