@@ -169,15 +169,29 @@ fn next_message(client: &mut RawClient) -> Option<(String, Vec<u8>)> {
     Some((head, payload))
 }
 
-/// Wait (bounded) until the stream `KEPT` is served again.
+/// Wait (bounded) until the stream `KEPT` is served again (while rnats reopens the account's
+/// streams its `$JS.API` may briefly have no responder).
 fn await_kept_stream(client: &mut RawClient) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
-        let names = js_request(client, "STREAM.NAMES", "");
-        if names["streams"] == serde_json::json!(["KEPT"]) {
+        client.send(
+            "SUB _INBOX.kept 79\r\nUNSUB 79 1\r\nPUB $JS.API.STREAM.NAMES _INBOX.kept 0\r\n\r\n",
+        );
+        let (head, payload) = next_message(client).expect("a reply");
+        let names: Option<serde_json::Value> = head
+            .starts_with("MSG ")
+            .then(|| serde_json::from_slice(&payload).expect("json reply"));
+        if names
+            .as_ref()
+            .is_some_and(|names| names["streams"] == serde_json::json!(["KEPT"]))
+        {
             return;
         }
-        assert!(std::time::Instant::now() < deadline, "{names}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{head} {}",
+            String::from_utf8_lossy(&payload)
+        );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
