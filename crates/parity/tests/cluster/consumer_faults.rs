@@ -233,12 +233,13 @@ struct Findings {
     /// then only around a pause or a partition of the leader, 0-2 per short run (27 once
     /// before the lag fix). Each names the delivery count and consumer sequence of the late
     /// delivery and of the one before it: seen so far, `(1, 8367)` after `(1, 8367)` (the
-    /// same delivery again, a deposed leader's copy released when it resumed) and `(2, 1071)`
-    /// after `(1, 1070)` at a partition's heal (a redelivery the new leader sent before the
-    /// ack reached it, read after the ack's answer: across the route that the heal replaced,
-    /// not proven). nats-server promises at-least-once delivery and that an answered ack
-    /// stays in the consumer's state, which the floor checks assert; a delivery's order
-    /// against an ack's answer across a leader change it does not promise.
+    /// same delivery again, a deposed leader's copy released when it resumed) and, at a
+    /// partition of the leader, `(2, 1071)` after `(1, 1070)` and `(2, 1002)` after
+    /// `(1, 1001)`: a redelivery by the next leader read after the answer to the ack of the
+    /// first delivery. The last was read through a follower whose route to the new leader was
+    /// never cut, so a reordering across a replaced route does not explain it; who sent that
+    /// answer (the new leader, or the cut-off one once healed) is not known yet. The floor
+    /// checks (the durable's state keeps every answered ack) passed in every run.
     push_forgotten: Vec<String>,
     floor: Vec<String>,
     over_max_ack_pending: Vec<String>,
