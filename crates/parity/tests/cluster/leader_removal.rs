@@ -11,9 +11,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::jetstream_assignments::connect;
 use crate::jetstream_replicated::{create_r3, publish_until_acked, read_all};
 use crate::membership::{members, nodes, placed_without, remove_peer};
-use crate::meta::ELECTION_BOUND;
+use crate::meta::{index_of, ELECTION_BOUND};
 
 /// Below the client's request timeout: a PubAck later than this was never sent.
 const ANSWERED_WITHIN: Duration = Duration::from_secs(4);
@@ -26,13 +27,17 @@ async fn publishes_in_flight_when_the_leader_is_removed_are_answered() {
     let (cluster, clients) = nodes(4).await;
     let (created, _) = create_r3(&clients[0], "GONE", "gone.>").await;
     assert_eq!(created["did_create"], true, "{created}");
-    placed_without(&cluster, &clients[0], "GONE", &[], 3, 0).await;
-    // Several writers through different nodes, so that the leader always has a batch in
-    // flight and publishes queued.
+    let info = placed_without(&cluster, &clients[0], "GONE", &[], 3, 0).await;
+    let leader = info["cluster"]["leader"].as_str().unwrap_or("").to_string();
+    // Several writers connected to the leader's server, so that it always has a batch in
+    // flight and publishes queued. (Through another server, a publish sent while the leader's
+    // unsubscription is on its way over the route is lost on the way, on nats-server too.)
+    let on_leader = index_of(&cluster, &leader);
     let stop = Arc::new(AtomicBool::new(false));
     let mut writers = Vec::new();
-    for (writer, client) in clients.iter().enumerate() {
-        let jetstream = async_nats::jetstream::new(client.clone());
+    for writer in 0..4 {
+        let client = connect(&cluster, on_leader).await;
+        let jetstream = async_nats::jetstream::new(client);
         let stop = stop.clone();
         writers.push(tokio::spawn(async move {
             let mut acked = BTreeMap::new();
@@ -51,8 +56,6 @@ async fn publishes_in_flight_when_the_leader_is_removed_are_answered() {
         }));
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let info = placed_without(&cluster, &clients[0], "GONE", &[], 3, None).await;
-    let leader = info["cluster"]["leader"].as_str().unwrap_or("").to_string();
     let answer = remove_peer(&clients[1], "GONE", &leader).await;
     assert_eq!(answer["success"], true, "{answer}");
     placed_without(&cluster, &clients[0], "GONE", &[&leader], 3, None).await;
