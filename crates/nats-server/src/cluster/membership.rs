@@ -51,7 +51,7 @@ impl Meta {
         peer_name: &str,
     ) -> Result<(), ApiError> {
         let _serial = self.membership.lock().await;
-        self.replace_peer_of(account, name, &peer::peer_id(peer_name))
+        self.replace_peer_of(account, name, &self.peer_of_name(peer_name))
             .await
     }
 

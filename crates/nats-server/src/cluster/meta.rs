@@ -55,9 +55,13 @@ const HEALTH_CONTACT_WINDOW: Duration = Duration::from_secs(3);
 
 /// What a server announced.
 #[derive(Clone, Debug)]
-struct Known {
-    name: String,
+pub(super) struct Known {
+    pub(super) name: String,
     formed: bool,
+    /// Its store's incarnation (`incarnation.rs`).
+    pub(super) incarnation: u64,
+    /// When its last announcement came.
+    pub(super) heard: Instant,
 }
 
 /// The meta group on this server.
@@ -69,8 +73,10 @@ pub struct Meta {
     pub(super) group: Arc<RaftGroup>,
     pub(super) network: Arc<RouteNetwork>,
     system: Arc<Account>,
+    /// This server's incarnation (`incarnation.rs`).
+    incarnation: u64,
     /// Servers by peer id, this one included.
-    known: Mutex<BTreeMap<String, Known>>,
+    pub(super) known: Mutex<BTreeMap<String, Known>>,
     /// Peer ids removed from the group (`$JS.API.SERVER.REMOVE`): never added back by this
     /// server while it leads.
     pub(super) removed: Mutex<BTreeSet<String>>,
@@ -175,6 +181,8 @@ pub struct MetaOptions {
     pub cluster_name: String,
     /// Servers expected in the group at its first start, this one included.
     pub expected_size: usize,
+    /// The store's incarnation (`incarnation.rs`): with the name, it gives the node id.
+    pub incarnation: u64,
     /// `<store>/jetstream/<system account>/_js_/_meta_`.
     pub directory: PathBuf,
 }
@@ -187,7 +195,7 @@ impl Meta {
         system: Arc<Account>,
         jetstream: JetStream,
     ) -> Result<Arc<Meta>, String> {
-        let own_peer = peer::peer_id(&options.server_name);
+        let own_peer = peer::incarnation_peer_id(&options.server_name, options.incarnation);
         let node_id = peer::node_id(&own_peer).ok_or("bad peer id")?;
         let network = RouteNetwork::start(system.clone(), own_peer.clone());
         let groups_root = options
@@ -233,6 +241,8 @@ impl Meta {
             Known {
                 name: options.server_name.clone(),
                 formed: false,
+                incarnation: options.incarnation,
+                heard: Instant::now(),
             },
         );
         let meta = Arc::new(Meta {
@@ -240,6 +250,7 @@ impl Meta {
             own_peer,
             cluster_name: options.cluster_name,
             expected_size: options.expected_size.max(1),
+            incarnation: options.incarnation,
             group,
             network,
             system,
@@ -321,14 +332,6 @@ impl Meta {
             .get(&peer)
             .map(|known| known.name.clone())
             .unwrap_or(peer)
-    }
-
-    pub(super) fn node_of_name(&self, name: &str) -> Option<NodeId> {
-        self.known
-            .lock()
-            .iter()
-            .find(|(_, known)| known.name == name)
-            .and_then(|(peer, _)| peer::node_id(peer))
     }
 
     /// The system account's name (the Raft traffic's account).
@@ -485,7 +488,12 @@ impl Meta {
         self.publish(
             &format!("{PREFIX}.HELLO"),
             None,
-            json!({"name": self.server_name, "peer": self.own_peer, "formed": formed}),
+            json!({
+                "name": self.server_name,
+                "peer": self.own_peer,
+                "formed": formed,
+                "incarnation": self.incarnation,
+            }),
         );
     }
 
@@ -501,13 +509,16 @@ impl Meta {
         ) else {
             return false;
         };
-        if peer_id == self.own_peer || peer::peer_id(name) != peer_id {
+        let incarnation = hello["incarnation"].as_u64().unwrap_or(0);
+        if peer_id == self.own_peer || peer::incarnation_peer_id(name, incarnation) != peer_id {
             return false;
         }
         self.network.seen(peer_id);
         let known = Known {
             name: name.to_string(),
             formed,
+            incarnation,
+            heard: Instant::now(),
         };
         self.known
             .lock()
@@ -535,13 +546,13 @@ impl Meta {
     }
 
     /// Servers known but not in the group (for the leader to add), except those removed with
-    /// `$JS.API.SERVER.REMOVE`.
+    /// `$JS.API.SERVER.REMOVE` and earlier incarnations of a server.
     fn newcomers(&self, status: &GroupStatus) -> Vec<NodeId> {
         let removed = self.removed.lock().clone();
-        self.known
-            .lock()
-            .keys()
-            .filter(|peer| !removed.contains(*peer))
+        let known: Vec<String> = self.known.lock().keys().cloned().collect();
+        known
+            .iter()
+            .filter(|peer| !removed.contains(*peer) && !self.superseded(peer))
             .filter_map(|peer| peer::node_id(peer))
             .filter(|node| !status.voters.contains(node) && !status.learners.contains(node))
             .collect()
@@ -702,6 +713,7 @@ async fn discover(meta: std::sync::Weak<Meta>, mut hellos: tokio::sync::mpsc::Re
     let mut ticker = tokio::time::interval(HELLO_INTERVAL);
     let mut ticks: u32 = 0;
     let adding: Arc<Mutex<BTreeSet<NodeId>>> = Arc::default();
+    let retiring: Arc<Mutex<BTreeSet<NodeId>>> = Arc::default();
     let mut founded = false;
     loop {
         let hello = tokio::select! {
@@ -756,6 +768,7 @@ async fn discover(meta: std::sync::Weak<Meta>, mut hellos: tokio::sync::mpsc::Re
                     adding.lock().remove(&node);
                 });
             }
+            meta.retire_superseded(&status, &retiring);
         }
     }
 }

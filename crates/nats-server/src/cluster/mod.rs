@@ -1,5 +1,5 @@
 //! Clustered JetStream's control plane: the Raft transport over routes ([`network`]), peer ids
-//! from server names ([`peer`]) and the meta group of all JetStream-enabled rnats servers
+//! from server names and store incarnations ([`peer`], [`incarnation`]) and the meta group of all JetStream-enabled rnats servers
 //! ([`meta`]) with its stream assignments ([`assignments`]) and the `$JS.API` seam it serves
 //! JetStream through ([`placement`]: which server leads, where streams are, placing new ones),
 //! and the Raft groups of replicated streams ([`stream_group`]).
@@ -10,6 +10,7 @@
 //! of sockets or the route protocol; it knows no stream internals either (nats-jetstream's).
 
 pub mod assignments;
+mod incarnation;
 mod membership;
 pub mod meta;
 pub mod network;
@@ -67,10 +68,12 @@ pub async fn start(server: &Arc<Server>, store_root: &Path) -> Result<Option<Arc
     let Some(jetstream) = server.jetstream.get().cloned() else {
         return Ok(None);
     };
+    let incarnation = incarnation::load_or_create(store_root, &directory)?;
     let options = meta::MetaOptions {
         server_name: server.server_name.clone(),
         cluster_name,
         expected_size: others + 1,
+        incarnation,
         directory,
     };
     let meta = Meta::start(options, system, jetstream).await?;

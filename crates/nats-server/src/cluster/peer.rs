@@ -1,6 +1,7 @@
 //! Peer identities: nats-server's 8-character peer id of a server name (the `peer` fields of
-//! `/jsz` and `/raftz`), and the Raft node id we derive from it (the same 8 bytes read as a
-//! number, so the two convert both ways without a table).
+//! `/jsz` and `/raftz`), the same hash of a name and a store incarnation (`incarnation.rs`),
+//! and the Raft node id we derive from a peer id (the same 8 bytes read as a number, so the two
+//! convert both ways without a table).
 
 use sha2::{Digest, Sha256};
 
@@ -17,6 +18,17 @@ pub fn peer_id(server_name: &str) -> String {
         .iter()
         .map(|byte| char::from(DIGITS[usize::from(*byte % 62)]))
         .collect()
+}
+
+/// The peer id of `server_name` in its `incarnation` (see `incarnation.rs`): nats-server's
+/// [`peer_id`] for incarnation 0 (a store that predates incarnations), otherwise the same hash
+/// of the name and the incarnation, so a wiped server never reuses the identity whose votes
+/// and log it forgot. (A space cannot occur in a server name.)
+pub fn incarnation_peer_id(server_name: &str, incarnation: u64) -> String {
+    if incarnation == 0 {
+        return peer_id(server_name);
+    }
+    peer_id(&format!("{server_name} {incarnation}"))
 }
 
 /// The Raft node id of a peer id (its 8 ASCII bytes, big-endian). `None` for anything that is
@@ -53,5 +65,14 @@ mod tests {
         assert_eq!(peer_of(node), peer);
         assert_eq!(node_id("short"), None);
         assert_eq!(node_id("abc.defg"), None);
+    }
+
+    #[test]
+    fn incarnation_zero_is_the_name_hash_and_others_differ() {
+        assert_eq!(incarnation_peer_id("n0", 0), "6DVFpukC");
+        let next = incarnation_peer_id("n0", 7);
+        assert_ne!(next, "6DVFpukC");
+        assert_eq!(next.len(), PEER_LENGTH);
+        assert!(node_id(&next).is_some());
     }
 }

@@ -185,7 +185,10 @@ impl Cluster for AccountMeta {
             .stream(&self.account, &proposal.config.name)
             .cloned();
         let (group, created) = match existing {
-            Some(record) => (rescaled(&record, &proposal), record.created),
+            Some(record) => (
+                rescaled(&record, &proposal, |name| self.meta.peer_of_name(name)),
+                record.created,
+            ),
             None => {
                 let replicas = proposal.config.replicas.max(1);
                 let id = crate::security::identity::new_nuid();
@@ -195,7 +198,7 @@ impl Cluster for AccountMeta {
                     peers: proposal
                         .servers
                         .iter()
-                        .map(|name| peer::peer_id(name))
+                        .map(|name| self.meta.peer_of_name(name))
                         .collect(),
                     storage: proposal.config.storage,
                     joined: Vec::new(),
@@ -335,12 +338,16 @@ impl Cluster for AccountMeta {
 /// The group of an updated stream: the same, unless the update changed its peers (a rescale,
 /// [`Cluster::rescale`]): the peers it names, those gained counted as joining the running group,
 /// and the group kept in Raft from then on, whatever its replica count.
-fn rescaled(record: &StreamRecord, proposal: &StreamProposal) -> Group {
+fn rescaled(
+    record: &StreamRecord,
+    proposal: &StreamProposal,
+    peer_of_name: impl Fn(&str) -> String,
+) -> Group {
     let mut group = record.group.clone();
     let peers: Vec<String> = proposal
         .servers
         .iter()
-        .map(|name| peer::peer_id(name))
+        .map(|name| peer_of_name(name))
         .collect();
     if proposal.servers.is_empty() || peers == group.peers {
         return group;

@@ -43,6 +43,7 @@ mod route_wire;
 mod scale;
 mod server_removed;
 mod support;
+mod wiped;
 
 /// The switch for the compositions with our server in them. Flip to `true` when rnats routes
 /// land and these tests pass on main (`RNATS_CLUSTER_OURS=1 cargo test -p parity --test

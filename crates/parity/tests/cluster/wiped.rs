@@ -1,0 +1,124 @@
+//! A server killed, its JetStream store wiped, and restarted under the same name (issue 20,
+//! "a wiped node rejoining under a new identity"): as with nats-server, it is back in the meta
+//! group and in its stream's group, current, with every message acknowledged before and after
+//! the wipe, and it can lead the stream.
+//!
+//! Three nodes, one R3 stream: the wiped server must come back into the same group (there is
+//! no other server to re-place it on). All-rnats clusters normally; all-nats-server clusters in
+//! the parity pass (`NATS_SERVER_BIN`), where every assertion holds too.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::jetstream_assignments::connect;
+use crate::jetstream_replicated::{create_r3, publish_until_acked, read_all};
+use crate::membership::{lead_on, members, nodes, placed_without};
+use crate::meta::{agreed_leader, index_of, meta_cluster, ELECTION_BOUND};
+
+/// The wiped server is back in its groups, current, within this (nats-server: 3-4 s).
+const REJOIN_BOUND: Duration = Duration::from_secs(60);
+
+/// Waits until the meta leader (agreed by all three) lists both other servers as current
+/// replicas, `name` among them.
+fn meta_whole_with(cluster: &test_harness::cluster::Cluster, name: &str) {
+    let deadline = Instant::now() + REJOIN_BOUND;
+    loop {
+        let whole = agreed_leader(cluster, &[0, 1, 2], 3, None)
+            .ok()
+            .and_then(|leader| meta_cluster(cluster, index_of(cluster, &leader)))
+            .is_some_and(|meta| {
+                let replicas = meta["replicas"].as_array().cloned().unwrap_or_default();
+                replicas.len() == 2
+                    && replicas.iter().all(|replica| {
+                        replica["current"] == true
+                            && replica.get("offline") != Some(&Value::Bool(true))
+                    })
+                    && (meta["leader"] == name
+                        || replicas.iter().any(|replica| replica["name"] == name))
+            });
+        if whole {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "meta group not whole with {name}: {:?}\n{}",
+            (0..3).map(|i| meta_cluster(cluster, i)).collect::<Vec<_>>(),
+            cluster.logs()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wiped_follower_rejoins_its_groups_with_every_acked_message() {
+    let (mut cluster, clients) = nodes(3).await;
+    let (created, _) = create_r3(&clients[0], "WIPED", "wiped.>").await;
+    assert_eq!(created["did_create"], true, "{created}");
+    let jetstream = async_nats::jetstream::new(clients[0].clone());
+    let deadline = Instant::now() + ELECTION_BOUND;
+    let mut payloads = Vec::new();
+    for n in 0..20 {
+        let payload = format!("w{n}");
+        publish_until_acked(&jetstream, "wiped.x", &payload, deadline).await;
+        payloads.push(payload);
+    }
+    let info = placed_without(&cluster, &clients[0], "WIPED", &[], 3, 20).await;
+    let before = members(&info);
+
+    // A follower of the stream that does not lead the meta group.
+    let meta_leader = agreed_leader(&cluster, &[0, 1, 2], 3, None).expect("meta leader");
+    let stream_leader = info["cluster"]["leader"].as_str().unwrap_or("").to_string();
+    let victim = before
+        .iter()
+        .find(|name| **name != stream_leader && **name != meta_leader)
+        .cloned()
+        .expect("an idle follower");
+    let victim_index = index_of(&cluster, &victim);
+    let through = (0..3).find(|&i| i != victim_index).expect("a live node");
+
+    cluster.kill9(victim_index);
+    let store = cluster
+        .node(victim_index)
+        .store_dir
+        .clone()
+        .expect("a JetStream store dir");
+    std::fs::remove_dir_all(&store).expect("wipe the store");
+    std::fs::create_dir_all(&store).expect("an empty store dir");
+
+    // Acknowledged while the wiped server is down.
+    let jetstream = async_nats::jetstream::new(clients[through].clone());
+    let deadline = Instant::now() + ELECTION_BOUND;
+    for n in 20..30 {
+        let payload = format!("w{n}");
+        publish_until_acked(&jetstream, "wiped.x", &payload, deadline).await;
+        payloads.push(payload);
+    }
+
+    let started = Instant::now();
+    cluster.restart(victim_index);
+    cluster
+        .wait_for_mesh()
+        .unwrap_or_else(|error| panic!("{error}\n{}", cluster.logs()));
+    meta_whole_with(&cluster, &victim);
+    let info = placed_without(&cluster, &clients[through], "WIPED", &[], 3, 30).await;
+    assert_eq!(members(&info), before, "{info}");
+    eprintln!(
+        "wiped follower current again after {} ms",
+        started.elapsed().as_millis()
+    );
+
+    // Acknowledged after its return, then read from the wiped server as the stream's leader.
+    let deadline = Instant::now() + ELECTION_BOUND;
+    for n in 30..35 {
+        let payload = format!("w{n}");
+        publish_until_acked(&jetstream, "wiped.x", &payload, deadline).await;
+        payloads.push(payload);
+    }
+    placed_without(&cluster, &clients[through], "WIPED", &[], 3, 35).await;
+    lead_on(&clients[through], "WIPED", &victim).await;
+    let client = connect(&cluster, victim_index).await;
+    let stored = read_all(&client, "WIPED", 35).await;
+    let stored: Vec<String> = stored.into_values().collect();
+    assert_eq!(stored, payloads);
+}
