@@ -30,6 +30,11 @@ pub struct Changes {
     pub jetstream: bool,
     /// `cluster { authorization }` (user, password): routes peers dialled are checked again.
     pub cluster_authorization: bool,
+    /// `cluster { permissions }`: interest on the routes follows the new rules.
+    pub cluster_permissions: bool,
+    /// Any other `cluster { }` setting rnats reloads (pings, advertise, compression, pool
+    /// size): new routes read them; logged as nats-server's `Reloaded: cluster`.
+    pub cluster: bool,
 }
 
 /// nats-server's notices for client TLS: the TLS config itself (its certificates, CA,
@@ -226,6 +231,22 @@ pub fn diff(old: &Options, new: &Options) -> Result<Changes, String> {
         (Some(old), Some(new)) => old.routes != new.routes,
         _ => false,
     };
+    changes.cluster_permissions = match (&old.cluster, &new.cluster) {
+        (Some(old), Some(new)) => old.permissions != new.permissions,
+        _ => false,
+    };
+    changes.cluster = match (&old.cluster, &new.cluster) {
+        (Some(old), Some(new)) => {
+            ClusterOptions {
+                routes: Vec::new(),
+                ..old.clone()
+            } != ClusterOptions {
+                routes: Vec::new(),
+                ..new.clone()
+            }
+        }
+        _ => false,
+    };
     // Users moved between accounts, or accounts gone: connections are checked again.
     changes.authorization = accounts_changed
         || old.username != new.username
@@ -417,12 +438,21 @@ fn refuse_cluster(
     let (Some(old), Some(new)) = (old, new) else {
         return Ok(());
     };
-    // What rnats reloads: the routes and the authorization's user and password.
+    // What rnats reloads: the routes, the authorization's user and password, the
+    // permissions, the pings, advertising, and the compression and pool size it never uses
+    // (one unpooled, uncompressed route per peer either way).
     let without_routes = |cluster: &ClusterOptions| ClusterOptions {
         routes: Vec::new(),
         port: 0,
         username: None,
         password: None,
+        permissions: None,
+        ping_interval: None,
+        ping_max: None,
+        advertise: None,
+        no_advertise: false,
+        compression: None,
+        pool_size: 0,
         ..cluster.clone()
     };
     if without_routes(old) != without_routes(new) {
@@ -523,6 +553,16 @@ mod tests {
         };
         let changes = diff(&old, &guarded).expect("authorization reload");
         assert!(changes.cluster_authorization && !changes.routes);
+        let permitted = Options {
+            cluster: Some(ClusterOptions {
+                permissions: Some(crate::config::Permissions::default()),
+                ping_max: Some(3),
+                ..cluster(6222, &["nats-route://127.0.0.1:6223"])
+            }),
+            ..Options::default()
+        };
+        let changes = diff(&old, &permitted).expect("permissions and pings reload");
+        assert!(changes.cluster_permissions && changes.cluster && !changes.routes);
         let new = Options {
             cluster: Some(cluster(6333, &[])),
             ..Options::default()

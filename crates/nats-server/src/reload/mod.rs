@@ -87,9 +87,17 @@ pub fn reload(server: &Arc<Server>) -> Result<(), String> {
         routes::apply(server, &running, &options);
     }
     let cluster_authorization = changes.cluster_authorization;
+    let cluster_permissions = changes.cluster_permissions;
+    let cluster = changes.cluster;
     server.replace_options(options, changes.authorization);
     if cluster_authorization {
         routes::authorize(server, &server.current_options());
+    }
+    if cluster_permissions {
+        routes::permissions(server, &server.current_options());
+    }
+    if cluster {
+        tracing::info!("Reloaded: cluster");
     }
     server.replace_client_tls(tls);
     tracing::info!("Reloaded server configuration");

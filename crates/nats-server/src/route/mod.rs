@@ -7,6 +7,8 @@
 //! - `link.rs`: one established route and the remote subscriptions it announced.
 //! - `connection.rs`: the handshake and read loop of one route connection (either side).
 //! - `solicit.rs`: dialing explicit routes (forever, with backoff) and gossiped ones.
+//! - `permissions.rs`: `cluster { permissions }` changed by a reload, or a peer's `export`
+//!   changed by its INFO, applied to the established routes.
 //! - `secure.rs`: route TLS (handshake first, mutual), when `cluster { tls }` is set.
 //!
 //! Called by `server.rs` ([`start`]) when `cluster { }` or `--cluster` is set; a server without
@@ -17,12 +19,14 @@
 
 mod connection;
 mod link;
+mod permissions;
 mod registry;
 mod secure;
 mod solicit;
 
 pub(crate) use connection::announce_lame_duck;
 pub use link::{InterestKey, RouteLink, RouteSubscription};
+pub(crate) use permissions::reload as reload_permissions;
 pub use registry::Routes;
 pub(crate) use solicit::{remove_explicit, spawn_explicit};
 
@@ -163,7 +167,7 @@ fn outward_address() -> Option<std::net::IpAddr> {
 /// The routes whose peers' URLs our clients are told about: none alone or with `no_advertise`.
 fn advertised_routes(server: &Server) -> Option<&Arc<Routes>> {
     let no_advertise = server
-        .options
+        .current_options()
         .cluster
         .as_ref()
         .is_some_and(|cluster| cluster.no_advertise);
@@ -211,7 +215,7 @@ pub fn clients_connect_urls_changed(server: &Arc<Server>) {
         return;
     };
     if server
-        .options
+        .current_options()
         .cluster
         .as_ref()
         .is_some_and(|cluster| cluster.no_advertise)

@@ -13,6 +13,22 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+/// `RS+` for each entry of the local interest table whose subject `announce` accepts (a queue
+/// group with its weight).
+pub(super) fn encode_interest(
+    frame: &mut BytesMut,
+    interest: &HashMap<InterestKey, u32>,
+    announce: impl Fn(&str) -> bool,
+) {
+    for ((account, subject, queue), count) in interest {
+        if !announce(subject) {
+            continue;
+        }
+        let queue = queue.as_deref().map(|queue| (queue.as_bytes(), *count));
+        nats_proto::encode_route_subscribe(frame, account.as_bytes(), subject.as_bytes(), queue);
+    }
+}
+
 /// A route to a server we already have a route to.
 #[derive(Debug)]
 pub struct DuplicateRoute;
@@ -41,7 +57,8 @@ pub struct Routes {
     /// `cluster { permissions }` as nats-server applies them: `import` (kept as publish rules)
     /// decides which local interest we announce, so which messages peers send us; `export`
     /// (kept as subscribe rules) which interest of a peer we accept, so which messages we send.
-    permissions: Option<UserPermissions>,
+    /// A reload replaces them (`permissions.rs`).
+    pub(super) permissions: RwLock<Option<Arc<UserPermissions>>>,
     /// `cluster { tls }`, set at start.
     pub(crate) tls: std::sync::OnceLock<super::secure::RouteTls>,
 }
@@ -57,7 +74,12 @@ impl Routes {
                     .unwrap_or_else(super::dynamic_cluster_name),
             ),
             dynamic_name,
-            permissions: cluster.permissions.as_ref().map(UserPermissions::compile),
+            permissions: RwLock::new(
+                cluster
+                    .permissions
+                    .as_ref()
+                    .map(|permissions| Arc::new(UserPermissions::compile(permissions))),
+            ),
             ..Routes::default()
         }
     }
@@ -65,6 +87,7 @@ impl Routes {
     /// Whether interest in `subject` is announced to peers (nats-server's `canImport`).
     pub fn can_import(&self, subject: &str) -> bool {
         self.permissions
+            .read()
             .as_ref()
             .is_none_or(|permissions| permissions.can_publish(subject))
     }
@@ -72,12 +95,18 @@ impl Routes {
     /// Whether a peer's interest in `subject` is accepted (nats-server's `canExport`).
     pub fn can_export(&self, subject: &str) -> bool {
         self.permissions
+            .read()
             .as_ref()
             .is_none_or(|permissions| permissions.can_subscribe(subject, None))
     }
 
     pub fn count(&self) -> usize {
         self.count.load(Ordering::Relaxed)
+    }
+
+    /// The local interest table, locked (a reload of the permissions walks it).
+    pub(super) fn local_interest(&self) -> parking_lot::MutexGuard<'_, HashMap<InterestKey, u32>> {
+        self.local_interest.lock()
     }
 
     pub fn links(&self) -> Vec<Arc<RouteLink>> {
@@ -106,18 +135,7 @@ impl Routes {
             self.count.store(links.len(), Ordering::Relaxed);
         }
         let mut frame = BytesMut::with_capacity(interest.len() * 32);
-        for ((account, subject, queue), count) in interest.iter() {
-            if !self.can_import(subject) {
-                continue;
-            }
-            let queue = queue.as_deref().map(|queue| (queue.as_bytes(), *count));
-            nats_proto::encode_route_subscribe(
-                &mut frame,
-                account.as_bytes(),
-                subject.as_bytes(),
-                queue,
-            );
-        }
+        encode_interest(&mut frame, &interest, |subject| self.can_import(subject));
         drop(interest);
         if !frame.is_empty() {
             link.connection.queue_bytes(&frame);

@@ -2,6 +2,9 @@
 //! reloaded file no longer lists is closed (`Route Removed`) and not dialled again, one it
 //! lists anew is dialled; a change of the cluster port is refused in nats-server's words and
 //! the routes stay. Two nodes: node 0 lists no routes, node 1 dials node 0 and is reloaded.
+//! New `cluster { permissions }` apply to the routes up, as nats-server's
+//! `reloadClusterPermissions`: without a route restarting, a subject the reloaded node no
+//! longer imports or exports stops crossing, one it newly allows starts crossing.
 
 use std::time::{Duration, Instant};
 
@@ -12,7 +15,8 @@ use crate::support::{connect, interest_barrier, next_within, unique, Composition
 
 per_composition!(
     removed_and_added_routes_follow_the_reloaded_file,
-    a_new_route_password_closes_routes_dialled_with_the_old_one
+    a_new_route_password_closes_routes_dialled_with_the_old_one,
+    new_route_permissions_apply_to_the_routes_up
 );
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -182,4 +186,133 @@ async fn removed_and_added_routes_follow_the_reloaded_file(composition: Composit
         .await
         .expect("the message crosses the route added again");
     assert_eq!(&message.payload[..], b"found");
+}
+
+/// Publish `payload`s on `subject` from `publisher` until `subscriber` gets one (bounded).
+async fn until_crosses(
+    publisher: &async_nats::Client,
+    subject: &str,
+    subscriber: &mut async_nats::Subscriber,
+) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        publisher
+            .publish(subject.to_string(), "probe".into())
+            .await
+            .expect("publish");
+        publisher.flush().await.expect("flush");
+        if next_within(subscriber, Duration::from_millis(200))
+            .await
+            .is_some()
+        {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{subject} never crossed");
+    }
+}
+
+/// Publish on `denied` then on `marker` from `publisher` (one connection, one route) until
+/// a round where the marker crosses and `denied` did not (bounded): `denied` stopped crossing.
+async fn until_stops(
+    publisher: &async_nats::Client,
+    denied: (&str, &mut async_nats::Subscriber),
+    marker: (&str, &mut async_nats::Subscriber),
+) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        for subject in [denied.0, marker.0] {
+            publisher
+                .publish(subject.to_string(), "round".into())
+                .await
+                .expect("publish");
+        }
+        publisher.flush().await.expect("flush");
+        next_within(marker.1, WAIT)
+            .await
+            .unwrap_or_else(|| panic!("{} no longer crosses", marker.0));
+        if next_within(denied.1, Duration::from_millis(100))
+            .await
+            .is_none()
+        {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{} still crosses", denied.0);
+    }
+}
+
+/// Node 0 starts importing all but `in.>` and exporting all but `out.>`, and is reloaded to
+/// deny `keep.>` and `gone.>` instead: node 1's messages on `in.` start reaching node 0's
+/// subscriber and its `keep.` ones stop (node 0's interest announced and withdrawn); node 0's
+/// messages on `out.` start reaching node 1's subscriber (node 1 announces its interest again
+/// when node 0's INFO allows it) and its `gone.` ones stop (node 1's interest dropped).
+async fn new_route_permissions_apply_to_the_routes_up(composition: Composition) {
+    let mut options = ClusterOptions::new(&two_nodes(composition), Topology::Seed);
+    let rules = |import: &str, export: &str| {
+        format!(
+            "  permissions {{\n    import: {{ deny: [\"{import}.>\"] }}\n    export: {{ deny: [\"{export}.>\"] }}\n  }}\n"
+        )
+    };
+    options.cluster_extra = rules("in", "out");
+    let cluster = Cluster::start(options);
+    let (zero, one) = (connect(&cluster, 0).await, connect(&cluster, 1).await);
+    let suffix = unique("perm");
+    let subject = |prefix: &str| format!("{prefix}.{suffix}");
+    let mut at_zero = Vec::new();
+    for prefix in ["in", "keep"] {
+        at_zero.push(zero.subscribe(subject(prefix)).await.expect("subscribe"));
+    }
+    let mut at_one = Vec::new();
+    for prefix in ["out", "gone"] {
+        at_one.push(one.subscribe(subject(prefix)).await.expect("subscribe"));
+    }
+    zero.flush().await.expect("flush");
+    one.flush().await.expect("flush");
+    let [in_sub, keep_sub] = &mut at_zero[..] else {
+        unreachable!()
+    };
+    let [out_sub, gone_sub] = &mut at_one[..] else {
+        unreachable!()
+    };
+    until_crosses(&one, &subject("keep"), keep_sub).await;
+    until_crosses(&zero, &subject("gone"), gone_sub).await;
+    until_stops(&one, (&subject("in"), in_sub), (&subject("keep"), keep_sub)).await;
+    until_stops(
+        &zero,
+        (&subject("out"), out_sub),
+        (&subject("gone"), gone_sub),
+    )
+    .await;
+    let created = |index: usize| {
+        cluster
+            .node(index)
+            .log()
+            .matches("Route connection created")
+            .count()
+    };
+    let before = (created(0), created(1));
+
+    let config = std::fs::read_to_string(&cluster.node(0).config_path).expect("config");
+    let old_rules = rules("in", "out");
+    assert!(config.contains(&old_rules), "{config}");
+    rewrite_and_hangup(
+        &cluster,
+        0,
+        &config.replace(&old_rules, &rules("keep", "gone")),
+    );
+    await_log(&cluster, 0, "Reloaded server configuration", 1);
+    until_crosses(&one, &subject("in"), in_sub).await;
+    until_crosses(&zero, &subject("out"), out_sub).await;
+    until_stops(&one, (&subject("keep"), keep_sub), (&subject("in"), in_sub)).await;
+    until_stops(
+        &zero,
+        (&subject("gone"), gone_sub),
+        (&subject("out"), out_sub),
+    )
+    .await;
+    assert_eq!(
+        (created(0), created(1)),
+        before,
+        "a route was restarted:\n{}",
+        cluster.logs()
+    );
 }

@@ -116,7 +116,7 @@ pub(crate) fn announce_lame_duck(server: &Server, routes: &Routes) {
     }
 }
 
-pub(super) fn queue_info(server: &Server, routes: &Routes, shared: &ClientShared) {
+pub(crate) fn queue_info(server: &Server, routes: &Routes, shared: &ClientShared) {
     let mut info = BytesMut::new();
     encode_info(&mut info, &our_info(server, routes));
     shared.queue_bytes(&info);
@@ -215,12 +215,24 @@ impl Session {
                     info.connect_urls.clear();
                     info.ws_connect_urls.clear();
                 }
-                let changed = {
+                let (changed, old_export) = {
                     let known = link.info.lock();
-                    known.connect_urls != info.connect_urls
-                        || known.ws_connect_urls != info.ws_connect_urls
+                    (
+                        known.connect_urls != info.connect_urls
+                            || known.ws_connect_urls != info.ws_connect_urls,
+                        (known.export != info.export && !info.ldm).then(|| known.export.clone()),
+                    )
                 };
+                let new_export = info.export.clone();
                 *link.info.lock() = info;
+                if let Some(old_export) = old_export {
+                    crate::route::permissions::peer_export_changed(
+                        &self.routes,
+                        link,
+                        old_export.as_ref(),
+                        new_export.as_ref(),
+                    );
+                }
                 if changed {
                     crate::route::clients_connect_urls_changed(&self.server);
                 }

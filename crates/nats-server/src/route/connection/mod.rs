@@ -9,7 +9,7 @@
 mod handshake;
 mod interest;
 
-pub(crate) use handshake::{announce_lame_duck, route_authorized};
+pub(crate) use handshake::{announce_lame_duck, queue_info, route_authorized};
 
 use super::link::RouteLink;
 use super::registry::Routes;
@@ -74,19 +74,19 @@ enum Next {
     Close(CloseReason),
 }
 
+/// The route pings and write deadline as last loaded (a reload's new pings reach new routes).
 fn writer_settings(server: &Server) -> WriterSettings {
-    let cluster = server.options.cluster.clone().unwrap_or_default();
+    let options = server.current_options();
+    let cluster = options.cluster.clone().unwrap_or_default();
     let ping_interval = cluster
-        .route_ping_interval(&server.options)
+        .route_ping_interval(&options)
         .max(std::time::Duration::from_millis(10));
     WriterSettings {
         ping_interval,
         first_ping: ping_interval.min(std::time::Duration::from_secs(1)),
-        ping_max: u32::try_from(cluster.ping_max.unwrap_or(server.options.ping_max).max(0))
+        ping_max: u32::try_from(cluster.ping_max.unwrap_or(options.ping_max).max(0))
             .unwrap_or(u32::MAX),
-        write_deadline: cluster
-            .write_deadline
-            .unwrap_or(server.options.write_deadline),
+        write_deadline: cluster.write_deadline.unwrap_or(options.write_deadline),
     }
 }
 
