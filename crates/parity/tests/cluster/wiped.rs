@@ -1,7 +1,7 @@
 //! A server killed, its JetStream store wiped, and restarted under the same name (issue 20,
 //! "a wiped node rejoining under a new identity"): as with nats-server, it is back in the meta
 //! group and in its stream's group, current, with every message acknowledged before and after
-//! the wipe, and it can lead the stream.
+//! the wipe and its durable consumer's confirmed acks, and it can lead the stream.
 //!
 //! Three nodes, one R3 stream: the wiped server must come back into the same group (there is
 //! no other server to re-place it on). All-rnats clusters normally; all-nats-server clusters in
@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::jetstream_assignments::connect;
 use crate::jetstream_replicated::{create_r3, publish_until_acked, read_all};
-use crate::membership::{lead_on, members, nodes, placed_without};
+use crate::membership::{durable_with_acks, lead_on, members, nodes, placed_without, reader_kept};
 use crate::meta::{agreed_leader, index_of, meta_cluster, ELECTION_BOUND};
 
 /// The wiped server is back in its groups, current, within this (nats-server: 3-4 s).
@@ -65,6 +65,8 @@ async fn a_wiped_follower_rejoins_its_groups_with_every_acked_message() {
     }
     let info = placed_without(&cluster, &clients[0], "WIPED", &[], 3, 20).await;
     let before = members(&info);
+    // A durable consumer with 5 of the 20 acknowledged (each ack confirmed).
+    durable_with_acks(&jetstream, "WIPED", 5).await;
 
     // A follower of the stream that does not lead the meta group.
     let meta_leader = agreed_leader(&cluster, &[0, 1, 2], 3, None).expect("meta leader");
@@ -100,12 +102,14 @@ async fn a_wiped_follower_rejoins_its_groups_with_every_acked_message() {
     cluster
         .wait_for_mesh()
         .unwrap_or_else(|error| panic!("{error}\n{}", cluster.logs()));
+    let meshed = started.elapsed();
     meta_whole_with(&cluster, &victim);
     let info = placed_without(&cluster, &clients[through], "WIPED", &[], 3, 30).await;
     assert_eq!(members(&info), before, "{info}");
     eprintln!(
-        "wiped follower current again after {} ms",
-        started.elapsed().as_millis()
+        "wiped follower current again after {} ms (routes back after {} ms)",
+        started.elapsed().as_millis(),
+        meshed.as_millis()
     );
 
     // Acknowledged after its return, then read from the wiped server as the stream's leader.
@@ -121,4 +125,6 @@ async fn a_wiped_follower_rejoins_its_groups_with_every_acked_message() {
     let stored = read_all(&client, "WIPED", 35).await;
     let stored: Vec<String> = stored.into_values().collect();
     assert_eq!(stored, payloads);
+    // The consumer's confirmed acks too, as the wiped server now leads it.
+    reader_kept(&client, "WIPED", 5, 30).await;
 }
