@@ -50,8 +50,28 @@ fn meta_whole_with(cluster: &test_harness::cluster::Cluster, name: &str) {
     }
 }
 
+/// Which server is wiped.
+#[derive(Clone, Copy, Debug)]
+enum Victim {
+    /// A follower of the stream that does not lead the meta group.
+    IdleFollower,
+    /// The server leading both the meta group and the stream.
+    Leader,
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wiped_follower_rejoins_its_groups_with_every_acked_message() {
+    wipe_and_rejoin(Victim::IdleFollower).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wiped_leader_of_the_meta_group_and_the_stream_rejoins_as_a_follower() {
+    wipe_and_rejoin(Victim::Leader).await;
+}
+
+/// Wipes the server `which` names (kill -9, store removed, restart under the same name) with writes before
+/// and while it is down, and checks it is back in both groups with everything acknowledged.
+async fn wipe_and_rejoin(which: Victim) {
     let (mut cluster, clients) = nodes(3).await;
     let (created, _) = create_r3(&clients[0], "WIPED", "wiped.>").await;
     assert_eq!(created["did_create"], true, "{created}");
@@ -68,14 +88,19 @@ async fn a_wiped_follower_rejoins_its_groups_with_every_acked_message() {
     // A durable consumer with 5 of the 20 acknowledged (each ack confirmed).
     durable_with_acks(&jetstream, "WIPED", 5).await;
 
-    // A follower of the stream that does not lead the meta group.
     let meta_leader = agreed_leader(&cluster, &[0, 1, 2], 3, None).expect("meta leader");
     let stream_leader = info["cluster"]["leader"].as_str().unwrap_or("").to_string();
-    let victim = before
-        .iter()
-        .find(|name| **name != stream_leader && **name != meta_leader)
-        .cloned()
-        .expect("an idle follower");
+    let victim = match which {
+        Victim::IdleFollower => before
+            .iter()
+            .find(|name| **name != stream_leader && **name != meta_leader)
+            .cloned()
+            .expect("an idle follower"),
+        Victim::Leader => {
+            lead_on(&clients[0], "WIPED", &meta_leader).await;
+            meta_leader
+        }
+    };
     let victim_index = index_of(&cluster, &victim);
     let through = (0..3).find(|&i| i != victim_index).expect("a live node");
 
@@ -107,7 +132,7 @@ async fn a_wiped_follower_rejoins_its_groups_with_every_acked_message() {
     let info = placed_without(&cluster, &clients[through], "WIPED", &[], 3, 30).await;
     assert_eq!(members(&info), before, "{info}");
     eprintln!(
-        "wiped follower current again after {} ms (routes back after {} ms)",
+        "wiped {which:?} {victim} current again after {} ms (routes back after {} ms)",
         started.elapsed().as_millis(),
         meshed.as_millis()
     );
