@@ -9,7 +9,7 @@ use crate::api::queue::{ApiQueues, QueueLimits};
 use crate::api::{ApiCounters, Context};
 use crate::error::JetStreamError;
 use crate::level::API_LEVEL;
-use crate::registry::{Registry, ResourceLimits};
+use crate::registry::Registry;
 use crate::resources::{self, ServerResources};
 use crate::{AccountSetup, JetStreamConfig, Message, ServerIdentity, SyncPolicy, Transport};
 use arc_swap::ArcSwap;
@@ -120,17 +120,16 @@ impl JetStream {
             path: store_root.clone(),
             source,
         })?;
-        let limits = ResourceLimits {
-            max_memory: config
+        let resources = ServerResources::new(
+            config
                 .max_memory
                 .filter(|limit| *limit >= 0)
                 .unwrap_or_else(resources::default_max_memory),
-            max_store: config
+            config
                 .max_store
                 .filter(|limit| *limit >= 0)
                 .unwrap_or_else(|| resources::default_max_store(&store_root)),
-        };
-        let resources = ServerResources::new(limits);
+        );
         let engine = Arc::new(Engine {
             config,
             identity,
@@ -404,6 +403,28 @@ impl JetStream {
         }
     }
 
+    /// Raise the server-wide `max_memory_store` / `max_file_store` (`None`: unchanged), as a
+    /// config reload does: stream reservations and stored bytes are checked against the new
+    /// figures at once. Returns nats-server's notices for the log.
+    pub fn raise_limits(&self, max_memory: Option<i64>, max_store: Option<i64>) -> Vec<String> {
+        self.engine.resources.raise(max_memory, max_store);
+        let notice = |name: &str, value: Option<i64>| {
+            value.map(|value| {
+                format!(
+                    "Reloaded: JetStream {name} = {}",
+                    resources::friendly_bytes(value)
+                )
+            })
+        };
+        [
+            notice("max_mem_store", max_memory),
+            notice("max_file_store", max_store),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+
     /// The `---- JETSTREAM ----` section nats-server logs at start-up, one log line per entry
     /// (logo included; the caller logs "Starting JetStream" before it).
     pub fn banner_lines(&self) -> Vec<String> {
@@ -424,11 +445,11 @@ impl JetStream {
         lines.push(format!("  Strict:          {}", engine.strict()));
         lines.push(format!(
             "  Max Memory:      {}",
-            resources::friendly_bytes(engine.resources.limits.max_memory)
+            resources::friendly_bytes(engine.resources.limits.max_memory())
         ));
         lines.push(format!(
             "  Max Storage:     {}",
-            resources::friendly_bytes(engine.resources.limits.max_store)
+            resources::friendly_bytes(engine.resources.limits.max_store())
         ));
         lines.push(format!(
             "  Store Directory: \"{}\"",
@@ -711,8 +732,14 @@ impl Engine {
 
     pub(crate) fn config_json(&self) -> Value {
         let mut config = serde_json::Map::new();
-        config.insert("max_memory".into(), json!(self.resources.limits.max_memory));
-        config.insert("max_storage".into(), json!(self.resources.limits.max_store));
+        config.insert(
+            "max_memory".into(),
+            json!(self.resources.limits.max_memory()),
+        );
+        config.insert(
+            "max_storage".into(),
+            json!(self.resources.limits.max_store()),
+        );
         config.insert(
             "store_dir".into(),
             json!(self.store_root.display().to_string()),

@@ -9,28 +9,58 @@ use std::path::Path;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
-/// Server resource limits in effect (bytes).
-#[derive(Clone, Copy, Debug)]
+/// Server resource limits in effect (bytes): set at start, raised by a config reload
+/// ([`ServerResources::raise`]).
+#[derive(Debug)]
 pub(crate) struct ResourceLimits {
-    pub max_memory: i64,
-    pub max_store: i64,
+    max_memory: AtomicI64,
+    max_store: AtomicI64,
+}
+
+impl ResourceLimits {
+    pub(crate) fn new(max_memory: i64, max_store: i64) -> ResourceLimits {
+        ResourceLimits {
+            max_memory: AtomicI64::new(max_memory),
+            max_store: AtomicI64::new(max_store),
+        }
+    }
+
+    pub(crate) fn max_memory(&self) -> i64 {
+        self.max_memory.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn max_store(&self) -> i64 {
+        self.max_store.load(Ordering::Relaxed)
+    }
 }
 
 /// The server's maxima, its usage (every account's bytes) and its reservations: what each
 /// account's registry is built with.
 pub(crate) struct ServerResources {
-    pub limits: ResourceLimits,
+    pub limits: Arc<ResourceLimits>,
     pub usage: Arc<Usage>,
     pub reservations: Arc<Reservations>,
 }
 
 impl ServerResources {
-    pub(crate) fn new(limits: ResourceLimits) -> ServerResources {
+    pub(crate) fn new(max_memory: i64, max_store: i64) -> ServerResources {
         ServerResources {
-            limits,
-            usage: Arc::new(Usage::new(limits.max_memory, limits.max_store)),
+            limits: Arc::new(ResourceLimits::new(max_memory, max_store)),
+            usage: Arc::new(Usage::new(max_memory, max_store)),
             reservations: Arc::default(),
         }
+    }
+
+    /// New server-wide maxima (`None`: unchanged), for reservations and stored bytes alike.
+    pub(crate) fn raise(&self, max_memory: Option<i64>, max_store: Option<i64>) {
+        if let Some(max_memory) = max_memory {
+            self.limits.max_memory.store(max_memory, Ordering::Relaxed);
+        }
+        if let Some(max_store) = max_store {
+            self.limits.max_store.store(max_store, Ordering::Relaxed);
+        }
+        self.usage
+            .set_maxima(self.limits.max_memory(), self.limits.max_store());
     }
 }
 
@@ -38,7 +68,8 @@ impl ServerResources {
 /// each adding into the server's own (`server`, with the server's maxima), shared by every
 /// stream's ingest task.
 pub(crate) struct Usage {
-    /// The maxima: set at start, and again when an account's limits change at run time.
+    /// The maxima: set at start, and again when an account's limits (or, for the server's
+    /// own, a reload) change them at run time.
     max_memory: AtomicI64,
     max_store: AtomicI64,
     memory_used: AtomicI64,

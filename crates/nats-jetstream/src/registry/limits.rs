@@ -73,12 +73,12 @@ impl Registry {
         let (account_max, server_max, refusal) = match storage {
             StorageType::Memory => (
                 account_limits.max_memory,
-                self.limits.max_memory,
+                self.limits.max_memory(),
                 errors::MEMORY_RESOURCES_EXCEEDED,
             ),
             StorageType::File => (
                 account_limits.max_storage,
-                self.limits.max_store,
+                self.limits.max_store(),
                 errors::STORAGE_RESOURCES_EXCEEDED,
             ),
         };

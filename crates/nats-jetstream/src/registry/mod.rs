@@ -45,7 +45,7 @@ pub(crate) struct Registry {
     /// `<store_dir>/jetstream/<account>`: where this account's streams live.
     account_directory: PathBuf,
     /// The server's limits.
-    pub limits: ResourceLimits,
+    pub limits: Arc<ResourceLimits>,
     /// The account's own JetStream limits (`-1`: none; the server's apply) and its JWT's
     /// tiers (empty: flat limits); replaced whole by an account JWT update
     /// ([`Registry::set_account_limits`]).
@@ -131,7 +131,7 @@ impl Registry {
             transport: account.transport,
             account_directory: store_root.join(&account.name),
             account_name: account.name,
-            limits: server.limits,
+            limits: server.limits.clone(),
             account_limits: parking_lot::RwLock::new(AccountJetStreamLimits {
                 limits: account_limits,
                 tiers: account.tiers,

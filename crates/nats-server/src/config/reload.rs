@@ -32,6 +32,8 @@ pub struct Changes {
     pub cluster_authorization: bool,
     /// `cluster { permissions }`: interest on the routes follows the new rules.
     pub cluster_permissions: bool,
+    /// Raised JetStream `max_memory_store` and `max_file_store` (`None`: unchanged).
+    pub jetstream_limits: (Option<i64>, Option<i64>),
     /// Any other `cluster { }` setting rnats reloads (pings, advertise, compression, pool
     /// size): new routes read them; logged as nats-server's `Reloaded: cluster`.
     pub cluster: bool,
@@ -223,6 +225,14 @@ pub fn diff(old: &Options, new: &Options) -> Result<Changes, String> {
         || old.log_file != new.log_file;
     changes.accounts = accounts_changed;
     changes.jetstream = old.jetstream.enabled != new.jetstream.enabled;
+    if old.jetstream.enabled && new.jetstream.enabled {
+        // Only raised limits get here (`refuse_jetstream`).
+        let raised = |was: Option<i64>, is: Option<i64>| is.filter(|_| was != is);
+        changes.jetstream_limits = (
+            raised(old.jetstream.max_memory, new.jetstream.max_memory),
+            raised(old.jetstream.max_store, new.jetstream.max_store),
+        );
+    }
     changes.cluster_authorization = match (&old.cluster, &new.cluster) {
         (Some(old), Some(new)) => (&old.username, &old.password) != (&new.username, &new.password),
         _ => false,
@@ -356,8 +366,9 @@ fn refuse_fixed(old: &Options, new: &Options) -> Result<(), String> {
 }
 
 /// nats-server's JetStream refusals: the storage directory and the memory and store limits
-/// stay while JetStream stays on (dropping them is how a file turns it off); and what rnats
-/// cannot reload yet (a raised limit, any other setting while it stays on).
+/// stay while JetStream stays on (dropping them is how a file turns it off), a limit may be
+/// raised but not lowered; and what rnats cannot reload yet (any other setting while it
+/// stays on).
 fn refuse_jetstream(old: &JetStreamConfig, new: &JetStreamConfig) -> Result<(), String> {
     let disabling = old.enabled && !new.enabled;
     if old.enabled && old.store_dir != new.store_dir {
@@ -382,10 +393,8 @@ fn refuse_jetstream(old: &JetStreamConfig, new: &JetStreamConfig) -> Result<(), 
                         .into(),
                 )
             }
-            // nats-server applies a raised limit; rnats does not yet.
-            (Some(_), Some(_)) => {
-                return Err("config reload not supported for jetstream max memory and store".into())
-            }
+            // A raised limit is applied (`reload/jetstream.rs`).
+            (Some(_), Some(_)) => {}
             (None, Some(_)) => {
                 return Err(
                     "config reload not supported for jetstream dynamic max memory and store".into(),
@@ -399,9 +408,14 @@ fn refuse_jetstream(old: &JetStreamConfig, new: &JetStreamConfig) -> Result<(), 
             _ => {}
         }
     }
-    // Turning JetStream off or on is applied (`reload/jetstream.rs`); any other change while
-    // it stays on is not reloadable in rnats yet.
-    if old.enabled && new.enabled && old != new {
+    // Turning JetStream off or on and raising its limits are applied (`reload/jetstream.rs`);
+    // any other change while it stays on is not reloadable in rnats yet.
+    let without_limits = |config: &JetStreamConfig| JetStreamConfig {
+        max_memory: None,
+        max_store: None,
+        ..config.clone()
+    };
+    if old.enabled && new.enabled && without_limits(old) != without_limits(new) {
         return Err(refused("JetStream", old.enabled, new.enabled));
     }
     Ok(())
@@ -604,9 +618,10 @@ mod tests {
         assert!(changes.jetstream);
         assert_eq!(changes.notices, ["Reloaded: JetStream"]);
         assert!(diff(&off, &on(Some(100))).expect("turned on").jetstream);
+        let changes = diff(&on(Some(100)), &on(Some(200))).expect("raised");
+        assert_eq!(changes.jetstream_limits, (Some(200), None));
         for (new, refusal) in [
             (Some(50), "decreasing jetstream max memory and store"),
-            (Some(200), "jetstream max memory and store"),
             (None, "jetstream max memory and max store"),
         ] {
             assert_eq!(

@@ -75,6 +75,15 @@ pub fn reload(server: &Arc<Server>) -> Result<(), String> {
     for notice in &changes.notices {
         tracing::info!("{notice}");
     }
+    if let (Some(jetstream), (max_memory, max_store)) =
+        (server.jetstream.get(), changes.jetstream_limits)
+    {
+        if max_memory.is_some() || max_store.is_some() {
+            for notice in jetstream.raise_limits(max_memory, max_store) {
+                tracing::info!("{notice}");
+            }
+        }
+    }
     let removed = if changes.accounts {
         accounts::apply(server, &running, &options)
     } else {

@@ -35,6 +35,7 @@ mod operator_resolver;
 mod process;
 mod reload;
 mod reload_accounts;
+mod reload_jetstream;
 mod reload_tls;
 mod signal;
 mod slow_consumer;

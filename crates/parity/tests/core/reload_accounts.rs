@@ -141,7 +141,7 @@ fn top_level_mappings_reload_for_existing_connections() {
 }
 
 /// `$JS.API.<what>` asked by `client`: the reply's JSON.
-fn js_request(client: &mut RawClient, what: &str, body: &str) -> serde_json::Value {
+pub(super) fn js_request(client: &mut RawClient, what: &str, body: &str) -> serde_json::Value {
     client.send(&format!(
         "SUB _INBOX.js 77\r\nUNSUB 77 1\r\nPUB $JS.API.{what} _INBOX.js {}\r\n{body}\r\n",
         body.len()
