@@ -4,7 +4,9 @@
 //! the routes stay. Two nodes: node 0 lists no routes, node 1 dials node 0 and is reloaded.
 //! New `cluster { permissions }` apply to the routes up, as nats-server's
 //! `reloadClusterPermissions`: without a route restarting, a subject the reloaded node no
-//! longer imports or exports stops crossing, one it newly allows starts crossing.
+//! longer imports or exports stops crossing, one it newly allows starts crossing. New route
+//! pings, compression, pool size and advertising are taken (`Reloaded: cluster`) and the
+//! cluster keeps carrying messages.
 
 use std::time::{Duration, Instant};
 
@@ -16,7 +18,8 @@ use crate::support::{connect, interest_barrier, next_within, unique, Composition
 per_composition!(
     removed_and_added_routes_follow_the_reloaded_file,
     a_new_route_password_closes_routes_dialled_with_the_old_one,
-    new_route_permissions_apply_to_the_routes_up
+    new_route_permissions_apply_to_the_routes_up,
+    route_pings_compression_pool_and_advertising_reload
 );
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -315,4 +318,35 @@ async fn new_route_permissions_apply_to_the_routes_up(composition: Composition) 
         "a route was restarted:\n{}",
         cluster.logs()
     );
+}
+
+async fn route_pings_compression_pool_and_advertising_reload(composition: Composition) {
+    let mut options = ClusterOptions::new(&two_nodes(composition), Topology::Seed);
+    let before = "  ping_interval: \"2s\"\n  compression: off\n";
+    options.cluster_extra = before.to_string();
+    let cluster = Cluster::start(options);
+    let config = std::fs::read_to_string(&cluster.node(1).config_path).expect("config");
+    assert!(config.contains(before), "{config}");
+    let after = "  ping_interval: \"1s\"\n  ping_max: 4\n  compression: s2_fast\n  pool_size: 5\n  no_advertise: true\n";
+    rewrite_and_hangup(&cluster, 1, &config.replace(before, after));
+    await_log(&cluster, 1, "Reloaded: cluster", 1);
+    await_log(&cluster, 1, "Reloaded server configuration", 1);
+    assert!(
+        !cluster
+            .node(1)
+            .log()
+            .contains("config reload not supported"),
+        "{}",
+        cluster.node(1).log()
+    );
+    // nats-server closes its routes when their compression must be negotiated again; the
+    // cluster forms again and carries messages either way.
+    if let Err(error) = cluster.wait_for_mesh() {
+        panic!("no mesh after the reload: {error}\n{}", cluster.logs());
+    }
+    let (zero, one) = (connect(&cluster, 0).await, connect(&cluster, 1).await);
+    let subject = unique("reload.cluster");
+    let mut subscriber = zero.subscribe(subject.clone()).await.expect("subscribe");
+    interest_barrier(&zero, &one).await;
+    until_crosses(&one, &subject, &mut subscriber).await;
 }
