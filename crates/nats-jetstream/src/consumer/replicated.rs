@@ -621,14 +621,29 @@ pub(crate) async fn delete(
 
 /// The stream's leadership went elsewhere: its replicated consumers stop here (waiting pull
 /// requests hear `409 Leadership Change`); their committed state stays.
+///
+/// Every task stops before any drain is waited for: a drain can take up to [`DRAIN_BOUND`]
+/// (a proposal in flight on a leader cut off from its quorum resolves only when the group
+/// steps down), and a consumer still running meanwhile delivers what this node, now a
+/// follower, applies from the next leader, under the consumer sequences that leader gives
+/// them. (The consumer fault suite saw a push consumer on a healed, deposed leader deliver
+/// 454 messages a second time, their first copies already acked, while its node waited
+/// for the pull consumer's drain.)
 pub(crate) async fn deactivate(
     stream: &Stream,
     consumers: &Consumers,
     replicas: &ReplicatedConsumers,
 ) {
-    for consumer in consumers.all() {
+    let replicated: Vec<Arc<Consumer>> = consumers
+        .all()
+        .into_iter()
+        .filter(|consumer| consumer.replication.is_some())
+        .collect();
+    for consumer in &replicated {
+        super::leadership_lost(stream, consumers, &consumer.name).await;
+    }
+    for consumer in &replicated {
         if let Some(proposals) = &consumer.replication {
-            super::leadership_lost(stream, consumers, &consumer.name).await;
             // A next leadership here starts it from the committed state: with everything
             // this incarnation proposed in it (or failed), not behind acks it confirmed.
             proposals.drain().await;
@@ -774,6 +789,92 @@ mod tests {
         log.permits.add_permits(2);
         proposals.drain().await;
         assert!(answers.try_recv().is_err());
+    }
+
+    /// A node losing the stream's leadership stops every consumer before it waits for any
+    /// drain: a consumer still running while another's proposals drain delivers what the
+    /// node applies from the next leader (duplicates of that leader's deliveries).
+    #[tokio::test]
+    async fn losing_the_leadership_stops_every_consumer_before_draining() {
+        let log = Arc::new(Gated {
+            permits: Arc::new(tokio::sync::Semaphore::new(0)),
+            fail: Arc::default(),
+        });
+        let router = crate::test_transport::TestRouter::new();
+        let transport: Arc<dyn Transport> = router.clone();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let stream_config = serde_json::from_value(serde_json::json!({
+            "name": "S", "subjects": ["s"], "storage": "memory", "num_replicas": 3,
+        }))
+        .expect("stream config");
+        let context = crate::stream::IngestContext {
+            transport: transport.clone(),
+            sync_always: false,
+            domain: None,
+            usage: Arc::new(crate::resources::Usage::new(1 << 30, 1 << 30)),
+            batch_limits: Default::default(),
+        };
+        let (stream, _machine) = Stream::start_replicated(
+            stream_config,
+            1,
+            dir.path(),
+            crate::SyncPolicy::default(),
+            context,
+            log.clone(),
+        )
+        .expect("stream starts");
+        let replicas = ReplicatedConsumers::new(log.clone(), Arc::downgrade(&stream));
+        let names = ["A", "B", "C"];
+        let created: Vec<Record> = names
+            .iter()
+            .map(|name| {
+                let mut config = config();
+                config.durable_name = name.to_string();
+                Record::Create {
+                    name: name.to_string(),
+                    config: Box::new(config),
+                    created: 1,
+                    start_seq: 1,
+                }
+            })
+            .collect();
+        replicas.apply(&encoded(&created)).expect("apply");
+        let consumers = Arc::new(Consumers::replicated_by(replicas.clone()));
+        let home = Home {
+            stream: &stream,
+            consumers: &consumers,
+            transport: &transport,
+            domain: None,
+        };
+        activate(&home, &replicas);
+        assert_eq!(consumers.all().len(), names.len());
+        // Each consumer has a proposal in flight that the log does not resolve yet (a leader
+        // cut off from its quorum).
+        for consumer in consumers.all() {
+            let proposals = consumer.replication.as_ref().expect("replicated");
+            proposals.send(vec![first_delivery(1, 1)], Vec::new());
+        }
+        settle().await;
+        let deactivated = tokio::spawn({
+            let (stream, consumers, replicas) = (stream.clone(), consumers.clone(), replicas);
+            async move { deactivate(&stream, &consumers, &replicas).await }
+        });
+        let bound = tokio::time::Instant::now() + Duration::from_secs(5);
+        while !consumers.all().is_empty() && tokio::time::Instant::now() < bound {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let running: Vec<String> = consumers.all().iter().map(|c| c.name.clone()).collect();
+        assert!(
+            running.is_empty(),
+            "consumers still running while a drain waits: {running:?}"
+        );
+        assert!(!deactivated.is_finished(), "the drains wait for the log");
+        log.permits.add_permits(names.len());
+        tokio::time::timeout(Duration::from_secs(5), deactivated)
+            .await
+            .expect("deactivated within the bound")
+            .expect("deactivate");
+        stream.stop(false).await;
     }
 
     #[test]

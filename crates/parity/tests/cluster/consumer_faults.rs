@@ -239,7 +239,12 @@ struct Findings {
     /// first delivery. The last was read through a follower whose route to the new leader was
     /// never cut, so a reordering across a replaced route does not explain it; who sent that
     /// answer (the new leader, or the cut-off one once healed) is not known yet. The floor
-    /// checks (the durable's state keeps every answered ack) passed in every run.
+    /// checks (the durable's state keeps every answered ack) passed in every run. Once, 453
+    /// `(1, n)` after `(1, n)` after a partition of the leader, all read through the deposed
+    /// leader's server: its push consumer kept running while the node stopped the pull
+    /// consumer and waited (up to 10 s) for that one's proposals to drain, and delivered the
+    /// messages the node applied from the new leader as a follower. Fixed in
+    /// `consumer/replicated.rs` `deactivate` (every consumer stops before any drain).
     push_forgotten: Vec<String>,
     floor: Vec<String>,
     over_max_ack_pending: Vec<String>,
