@@ -15,6 +15,12 @@
 //! holds its name under an earlier one, adds the new one (as any newcomer) and then
 //! [`Meta::retire`]s the old one: out of the meta group, and in every stream group that had it,
 //! the new incarnation in its place (the same server, caught up by the group as any new peer).
+//!
+//! Known gap: the leader matches the old member to the server by the name it announced, which
+//! lives only in memory. A leader that never heard the old incarnation announce itself (it
+//! restarted since) still recognises incarnation 0 (the name hash) but not an earlier non-zero
+//! incarnation: that dead member then stays until `$JS.API.SERVER.REMOVE`. Recording each
+//! member's name in the meta log would close it.
 
 use std::collections::BTreeSet;
 use std::io::Write as _;
