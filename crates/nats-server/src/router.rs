@@ -204,15 +204,20 @@ struct InterestWatches {
     subject_of: HashMap<u64, String>,
 }
 
+/// Internal subscriptions by id.
+type InternalSubscriptions = HashMap<u64, Arc<InternalSubscription>>;
+
 /// The subject table of one account and the routing counters.
 pub struct Router {
     /// The account this table belongs to (named on every `RS+`/`RMSG` it sends).
     account: Arc<str>,
     sublist: Sublist<Subscriber>,
-    internal: Mutex<HashMap<u64, Arc<InternalSubscription>>>,
+    /// Made at the first internal subscription (most accounts have none).
+    internal: Mutex<Option<Box<InternalSubscriptions>>>,
     next_internal_id: AtomicU64,
     random_state: AtomicU64,
-    watches: Mutex<InterestWatches>,
+    /// Made at the first watch (most accounts have none).
+    watches: Mutex<Option<Box<InterestWatches>>>,
     /// Number of watches, read without the lock so SUB/UNSUB pay nothing when there are none.
     watch_count: AtomicUsize,
     /// Set when the server is part of a cluster.
@@ -246,10 +251,10 @@ impl Router {
         Router {
             account,
             sublist: Sublist::new(),
-            internal: Mutex::new(HashMap::new()),
+            internal: Mutex::new(None),
             next_internal_id: AtomicU64::new(1),
             random_state: AtomicU64::new(0x9E37_79B9_7F4A_7C15),
-            watches: Mutex::new(InterestWatches::default()),
+            watches: Mutex::new(None),
             watch_count: AtomicUsize::new(0),
             routes: OnceLock::new(),
         }
@@ -309,6 +314,7 @@ impl Router {
     pub fn watch_interest(&self, subject: &str, callback: InterestCallback) -> u64 {
         let id = self.next_internal_id.fetch_add(1, Ordering::Relaxed);
         let mut watches = self.watches.lock();
+        let watches = watches.get_or_insert_with(Box::default);
         watches
             .by_subject
             .entry(subject.to_string())
@@ -321,6 +327,9 @@ impl Router {
 
     pub fn unwatch_interest(&self, id: u64) {
         let mut watches = self.watches.lock();
+        let Some(watches) = watches.as_mut() else {
+            return;
+        };
         let Some(subject) = watches.subject_of.remove(&id) else {
             return;
         };
@@ -341,6 +350,9 @@ impl Router {
         }
         let callbacks: Vec<InterestCallback> = {
             let watches = self.watches.lock();
+            let Some(watches) = watches.as_ref() else {
+                return;
+            };
             if nats_subject::is_literal(changed) {
                 watches
                     .by_subject
@@ -369,13 +381,20 @@ impl Router {
             queue: queue.map(str::to_string),
             handler,
         });
-        self.internal.lock().insert(id, subscription.clone());
+        self.internal
+            .lock()
+            .get_or_insert_with(Box::default)
+            .insert(id, subscription.clone());
         self.insert(subject, queue, Subscriber::Internal(subscription));
         id
     }
 
     pub fn unsubscribe_internal(&self, id: u64) {
-        let removed = self.internal.lock().remove(&id);
+        let removed = self
+            .internal
+            .lock()
+            .as_mut()
+            .and_then(|internal| internal.remove(&id));
         if let Some(subscription) = removed {
             let queue = subscription.queue.clone();
             let subject = subscription.subject.clone();

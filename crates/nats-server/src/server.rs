@@ -107,6 +107,9 @@ impl Server {
             .clone()
             .unwrap_or_else(|| server_id.clone());
         let jwt = crate::security::jwt::resolver::from_options(&options).map(Arc::new);
+        // The resolver holds the preloaded JWTs now; nothing reads them from the options
+        // again, which would keep two more copies (10,000 accounts: 7 MiB each).
+        options.operator.preload = Vec::new();
         let authenticator = Authenticator::new(&options, jwt.clone());
         let accounts = match &jwt {
             Some(resolver) => Accounts::new(&resolver.with_accounts(&options), &server_name),

@@ -61,6 +61,10 @@ pub struct Account {
     /// Whether `mappings` holds any: an account without them pays one relaxed load.
     mapped: AtomicBool,
     responses: responses::Responses,
+    /// Set once the system imports are in this account's table: at start, or (operator mode,
+    /// where nats-server registers an account only when it is first looked up) at the first
+    /// lookup by name, so 10,000 preloaded accounts nobody uses carry no import trie.
+    system_imports: std::sync::OnceLock<()>,
 }
 
 /// The imports of one account: stream imports for SUBs to shadow, and the service-import
@@ -69,6 +73,14 @@ pub struct Account {
 struct Imports {
     streams: Vec<Arc<StreamImport>>,
     services: Vec<(String, Arc<ImportTarget>)>,
+}
+
+impl Imports {
+    /// No imports: one value every account without imports shares.
+    fn none() -> Arc<Imports> {
+        static NONE: std::sync::OnceLock<Arc<Imports>> = std::sync::OnceLock::new();
+        NONE.get_or_init(|| Arc::new(Imports::default())).clone()
+    }
 }
 
 /// An account's exports and imports as declared.
@@ -89,11 +101,12 @@ impl Account {
         Arc::new(Account {
             router: Router::new(name.clone()),
             name,
-            imports: ArcSwap::from_pointee(Imports::default()),
+            imports: ArcSwap::new(Imports::none()),
             declared: Mutex::new(Declared::default()),
             mappings: ArcSwapOption::empty(),
             mapped: AtomicBool::new(false),
             responses: responses::Responses::default(),
+            system_imports: std::sync::OnceLock::new(),
         })
     }
 
@@ -192,7 +205,7 @@ impl Account {
         let previous = self.imports.load_full();
         let mut built = Imports::default();
         for import in &imports {
-            let Some(exporter) = accounts.lookup(&import.account) else {
+            let Some(exporter) = accounts.find(&import.account) else {
                 continue;
             };
             if !import.service {
@@ -232,7 +245,12 @@ impl Account {
         {
             dropped.live.store(false, Ordering::Relaxed);
         }
-        self.imports.store(Arc::new(built));
+        self.imports
+            .store(if built.streams.is_empty() && built.services.is_empty() {
+                Imports::none()
+            } else {
+                Arc::new(built)
+            });
         for (local, target) in &previous.services {
             self.router
                 .remove(local, None, &Subscriber::Import(target.clone()));

@@ -42,14 +42,18 @@ struct Table {
 pub struct Responses {
     /// `_R_.<id>.`, set (and subscribed) at the first request.
     prefix: OnceLock<String>,
-    table: Mutex<Table>,
+    /// Made at the first request (most accounts export no service).
+    table: Mutex<Option<Box<Table>>>,
     sequence: AtomicU64,
 }
 
 impl Responses {
     /// Mappings still waiting for an answer (tests, monitoring).
     pub fn pending(&self) -> usize {
-        self.table.lock().mappings.len()
+        self.table
+            .lock()
+            .as_ref()
+            .map_or(0, |table| table.mappings.len())
     }
 }
 
@@ -97,6 +101,7 @@ pub(super) fn register(
     let subject = Bytes::from(format!("{prefix}{}", random_text(mixed, 8)));
     let now = Instant::now();
     let mut table = responses.table.lock();
+    let table = table.get_or_insert_with(Box::default);
     if table
         .last_sweep
         .is_none_or(|last| now.duration_since(last) >= SWEEP_INTERVAL)
@@ -121,6 +126,7 @@ pub(super) fn register(
 fn answer_target(exporter: &Account, subject: &[u8]) -> Option<(Arc<Account>, Bytes)> {
     let (importer, reply) = {
         let mut table = exporter.responses.table.lock();
+        let table = table.as_mut()?;
         let mapping = table.mappings.get(subject)?;
         if mapping.deadline <= Instant::now() {
             table.mappings.remove(subject);

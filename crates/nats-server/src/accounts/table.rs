@@ -26,13 +26,16 @@ struct Template {
     jetstream_through_system: bool,
     /// With a JetStream domain, `$JS.<domain>.API.>` mapped onto `$JS.API.>`.
     domain_mapping: Option<MappingOptions>,
+    /// Operator mode: an account gets its system imports at its first lookup by name.
+    lazy_system_imports: bool,
 }
 
 /// Every account of the server.
 pub struct Accounts {
     global: Arc<Account>,
     system: Arc<Account>,
-    by_name: ArcSwap<HashMap<String, Arc<Account>>>,
+    /// Keyed by the account's own name (no second copy of it).
+    by_name: ArcSwap<HashMap<Arc<str>, Arc<Account>>>,
     /// Held by writers of `by_name` only.
     grow: Mutex<()>,
     /// The accounts JetStream serves, with their limits, sorted by name (fixed at start).
@@ -57,7 +60,7 @@ impl Accounts {
             .find(|account| account.name == GLOBAL_ACCOUNT && account.jetstream);
         let mut by_name = HashMap::new();
         let global = Account::new(GLOBAL_ACCOUNT);
-        by_name.insert(GLOBAL_ACCOUNT.to_string(), global.clone());
+        by_name.insert(global.name.clone(), global.clone());
         let mut jetstream = Vec::new();
         if jetstream_enabled && (configured == 0 || global_config.is_some()) {
             let limits = global_config
@@ -79,17 +82,21 @@ impl Accounts {
                     config.jetstream_tiers.clone(),
                 ));
             }
-            by_name.insert(config.name.clone(), account);
+            by_name.insert(account.name.clone(), account);
         }
         jetstream.sort_by(|left, right| left.0.name.cmp(&right.0.name));
         let system_name = options
             .system_account
             .as_deref()
             .unwrap_or(DEFAULT_SYSTEM_ACCOUNT);
-        let system = by_name
-            .entry(system_name.to_string())
-            .or_insert_with(|| Account::new(system_name))
-            .clone();
+        let system = match by_name.get(system_name) {
+            Some(system) => system.clone(),
+            None => {
+                let system = Account::new(system_name);
+                by_name.insert(system.name.clone(), system.clone());
+                system
+            }
+        };
         let cluster_name = options
             .cluster
             .as_ref()
@@ -105,16 +112,17 @@ impl Accounts {
                 cluster_name: cluster_name.clone(),
                 jetstream_through_system: options.cluster.is_some() && !options.jetstream.enabled,
                 domain_mapping: domain_mapping(options),
+                lazy_system_imports: options.operator.enabled(),
             },
         };
         accounts.remap(&accounts.global, global_mappings(options));
         for config in &options.accounts {
-            if let Some(account) = accounts.lookup(&config.name) {
+            if let Some(account) = accounts.find(&config.name) {
                 account.declare(config);
             }
         }
         for config in &options.accounts {
-            if let Some(account) = accounts.lookup(&config.name) {
+            if let Some(account) = accounts.find(&config.name) {
                 account.build_imports(&accounts);
                 if !Arc::ptr_eq(&account, &accounts.global) {
                     accounts.remap(&account, &config.mappings);
@@ -122,7 +130,15 @@ impl Accounts {
             }
         }
         for account in accounts.iter() {
-            accounts.add_system_imports(&account);
+            let lazy = accounts.template.lazy_system_imports
+                && !Arc::ptr_eq(&account, &accounts.global)
+                && !accounts
+                    .jetstream
+                    .iter()
+                    .any(|(served, _, _)| Arc::ptr_eq(served, &account));
+            if !lazy {
+                accounts.add_system_imports(&account);
+            }
         }
         accounts
     }
@@ -130,11 +146,17 @@ impl Accounts {
     /// nats-server's service imports from the system account in an account (every one but the
     /// system account): its `$SYS.REQ.ACCOUNT.PING.*` requests, and in a cluster without
     /// JetStream here `$JS.API.>`, so this server forwards the request in the system account
-    /// to the servers that have JetStream.
+    /// to the servers that have JetStream. Once per account.
     fn add_system_imports(&self, account: &Arc<Account>) {
-        if Arc::ptr_eq(account, &self.system) {
+        if Arc::ptr_eq(account, &self.system) || account.system_imports.get().is_some() {
             return;
         }
+        account
+            .system_imports
+            .get_or_init(|| self.insert_system_imports(account));
+    }
+
+    fn insert_system_imports(&self, account: &Arc<Account>) {
         for (local, kind) in SYSTEM_IMPORTS {
             account.add_service_import(
                 &self.system,
@@ -180,7 +202,7 @@ impl Accounts {
     /// without those imports. The global and system accounts stay.
     pub fn remove(&self, name: &str) -> Option<Arc<Account>> {
         let _grow = self.grow.lock();
-        let account = self.lookup(name)?;
+        let account = self.find(name)?;
         if Arc::ptr_eq(&account, &self.global) || Arc::ptr_eq(&account, &self.system) {
             return None;
         }
@@ -210,7 +232,7 @@ impl Accounts {
         routes: Option<&Arc<crate::route::Routes>>,
     ) -> Arc<Account> {
         let _grow = self.grow.lock();
-        if let Some(existing) = self.lookup(&config.name) {
+        if let Some(existing) = self.find(&config.name) {
             return existing;
         }
         let account = Account::new(&config.name);
@@ -221,7 +243,7 @@ impl Accounts {
         account.set_mappings(&config.mappings, self.template.cluster_name.clone());
         self.add_system_imports(&account);
         let mut by_name = HashMap::clone(&self.by_name.load());
-        by_name.insert(config.name.clone(), account.clone());
+        by_name.insert(account.name.clone(), account.clone());
         self.by_name.store(Arc::new(by_name));
         account.build_imports(self);
         for importer in self.iter() {
@@ -241,7 +263,7 @@ impl Accounts {
     /// from it (the response types of its service exports). `None`: no such account.
     pub fn update(&self, config: &AccountOptions) -> Option<Arc<Account>> {
         let _grow = self.grow.lock();
-        let account = self.lookup(&config.name)?;
+        let account = self.find(&config.name)?;
         account.declare(config);
         account.build_imports(self);
         for importer in self.iter() {
@@ -250,6 +272,11 @@ impl Accounts {
             }
         }
         Some(account)
+    }
+
+    /// An account by name, as it is (no system imports added).
+    pub(super) fn find(&self, name: &str) -> Option<Arc<Account>> {
+        self.by_name.load().get(name).cloned()
     }
 
     pub fn global(&self) -> &Arc<Account> {
@@ -267,9 +294,12 @@ impl Accounts {
         &self.jetstream
     }
 
-    /// An account by name (route traffic, CONNECT): one atomic load, no lock.
+    /// An account by name (route traffic, CONNECT): one atomic load, no lock (and one more
+    /// for the system imports, added here the first time in operator mode).
     pub fn lookup(&self, name: &str) -> Option<Arc<Account>> {
-        self.by_name.load().get(name).cloned()
+        let account = self.by_name.load().get(name).cloned()?;
+        self.add_system_imports(&account);
+        Some(account)
     }
 
     /// Every account, in no particular order (a snapshot: one added meanwhile is not in it).

@@ -94,6 +94,26 @@ async fn a_valid_user_publishes_and_subscribes_in_its_account() {
     assert_eq!(&message.payload[..], b"hi");
 }
 
+/// A preloaded account's user asks for its own connections through the system import every
+/// account has (`$SYS.REQ.ACCOUNT.PING.CONNZ`; ours enters it when the account is first looked
+/// up, as nats-server registers an operator-mode account then).
+#[tokio::test]
+async fn a_preloaded_account_reaches_its_system_imports() {
+    let setup = Setup::new();
+    let server = setup.server();
+    let client = connect(&server, &setup.user_jwt, &setup.user).await;
+    let reply = tokio::time::timeout(
+        WAIT,
+        client.request("$SYS.REQ.ACCOUNT.PING.CONNZ", "".into()),
+    )
+    .await
+    .expect("answer in time")
+    .expect("an answer, not no responders");
+    let connz: serde_json::Value = serde_json::from_slice(&reply.payload).expect("json");
+    assert_eq!(connz["data"]["num_connections"], 1, "{connz}");
+    assert_eq!(connz["data"]["total"], 1, "{connz}");
+}
+
 /// `trusted_keys` instead of an operator JWT: accounts signed by a trusted key are loaded and
 /// their users admitted; an account signed by another operator is not, and its user is refused.
 #[tokio::test]

@@ -10,7 +10,7 @@ use super::claims::{AccountClaims, AccountFields, OperatorClaims, OperatorFields
 use super::{check_times, decode, is_account_key, is_operator_key, now, JwtError};
 use crate::config::{AccountOptions, ExportOptions, ImportOptions, ResponseType};
 use parking_lot::RwLock;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -59,6 +59,30 @@ impl VerifiedAccount {
     }
 }
 
+/// An account JWT held by the resolver, found by its account's key (the claims' subject, so
+/// the key is not kept a second time).
+struct Held(Arc<VerifiedAccount>);
+
+impl std::borrow::Borrow<str> for Held {
+    fn borrow(&self) -> &str {
+        self.0.key()
+    }
+}
+
+impl PartialEq for Held {
+    fn eq(&self, other: &Held) -> bool {
+        self.0.key() == other.0.key()
+    }
+}
+
+impl Eq for Held {}
+
+impl std::hash::Hash for Held {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.key().hash(state)
+    }
+}
+
 /// What a claims update did.
 #[derive(Debug, PartialEq, Eq)]
 pub enum UpdateOutcome {
@@ -74,7 +98,7 @@ pub enum UpdateOutcome {
 pub struct Resolver {
     /// Each trusted operator's key and signing keys.
     trusted: HashSet<String>,
-    accounts: RwLock<HashMap<String, Arc<VerifiedAccount>>>,
+    accounts: RwLock<HashSet<Held>>,
     /// The full resolver's directory (`None`: the memory resolver).
     directory: Option<super::directory::Directory>,
     /// Moves on every accepted update.
@@ -90,7 +114,7 @@ impl Resolver {
         }
         Resolver {
             trusted,
-            accounts: RwLock::new(HashMap::new()),
+            accounts: RwLock::new(HashSet::new()),
             directory: None,
             revision: tokio::sync::watch::Sender::new(0),
         }
@@ -122,7 +146,7 @@ impl Resolver {
             (Ok(account), _, _) => account,
             (Err(_), Some(directory), Some(key)) => {
                 let accounts = self.accounts.read();
-                let added = !accounts.contains_key(key);
+                let added = !accounts.contains(key);
                 directory.save(key, jwt.trim(), added, accounts.len())?;
                 return Ok(UpdateOutcome::StoredUnverified);
             }
@@ -133,7 +157,7 @@ impl Resolver {
         }
         let mut accounts = self.accounts.write();
         let existing = accounts.get(account.key());
-        if let Some(existing) = existing {
+        if let Some(Held(existing)) = existing {
             if existing.claims.iat > account.claims.iat {
                 return Ok(UpdateOutcome::Older);
             }
@@ -146,7 +170,7 @@ impl Resolver {
                 accounts.len(),
             )?;
         }
-        accounts.insert(account.key().to_string(), Arc::new(account));
+        accounts.replace(Held(Arc::new(account)));
         drop(accounts);
         self.revision.send_modify(|revision| *revision += 1);
         Ok(UpdateOutcome::Updated)
@@ -180,7 +204,7 @@ impl Resolver {
         for key in keys {
             match directory.delete(key) {
                 Ok(()) => {
-                    self.accounts.write().remove(key);
+                    self.accounts.write().remove(key.as_str());
                     deleted += 1;
                 }
                 Err(error) => errors.push(error),
@@ -193,12 +217,17 @@ impl Resolver {
     }
 
     pub fn account(&self, key: &str) -> Option<Arc<VerifiedAccount>> {
-        self.accounts.read().get(key).cloned()
+        self.accounts.read().get(key).map(|held| held.0.clone())
     }
 
     /// Every account held, by key.
     pub fn accounts(&self) -> Vec<Arc<VerifiedAccount>> {
-        let mut accounts: Vec<_> = self.accounts.read().values().cloned().collect();
+        let mut accounts: Vec<_> = self
+            .accounts
+            .read()
+            .iter()
+            .map(|held| held.0.clone())
+            .collect();
         accounts.sort_by(|left, right| left.key().cmp(right.key()));
         accounts
     }
@@ -334,7 +363,7 @@ pub fn from_options(options: &crate::config::Options) -> Option<Resolver> {
         for (key, jwt) in directory.load() {
             match resolver.verify(&jwt) {
                 Ok(account) if account.key() == key => {
-                    resolver.accounts.write().insert(key, Arc::new(account));
+                    resolver.accounts.write().replace(Held(Arc::new(account)));
                 }
                 Ok(_) => tracing::warn!("resolver dir: {key}.jwt holds another account's JWT"),
                 Err(error) => tracing::warn!("resolver dir: account {key}: {error}"),
