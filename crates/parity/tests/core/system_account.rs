@@ -42,6 +42,27 @@ pub(crate) async fn request_json(client: &async_nats::Client, subject: &str, bod
     serde_json::from_slice(&reply.payload).expect("json reply")
 }
 
+/// A server of `CONFIG` with the system user's client as its only connection. Another client
+/// can join a fresh server in a full parallel run (two core tests saw a second connection, on
+/// nats-server in the CI parity pass on 2299e54 and on ours under load; its origin is not known):
+/// such a server is left for a new one (at most 3 tries).
+async fn alone() -> (TestServer, async_nats::Client) {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let server = TestServer::with_config(CONFIG);
+        let system = connect(&server, "sys").await;
+        let connz = request_json(&system, "$SYS.REQ.SERVER.PING.CONNZ", "").await;
+        if connz["data"]["num_connections"] == 1 || tries == 3 {
+            return (server, system);
+        }
+        eprintln!(
+            "another client joined the server on port {}: a new one",
+            server.port
+        );
+    }
+}
+
 fn assert_server_object(reply: &Value) {
     let server = &reply["server"];
     assert_eq!(server["name"], "system-test", "{reply}");
@@ -56,8 +77,7 @@ fn assert_server_object(reply: &Value) {
 
 #[tokio::test]
 async fn server_ping_answers_with_statsz() {
-    let server = TestServer::with_config(CONFIG);
-    let system = connect(&server, "sys").await;
+    let (_server, system) = alone().await;
     let reply = request_json(&system, "$SYS.REQ.SERVER.PING", "").await;
     assert_server_object(&reply);
     let statsz = &reply["statsz"];
@@ -70,8 +90,7 @@ async fn server_ping_answers_with_statsz() {
 
 #[tokio::test]
 async fn server_requests_wrap_the_monitoring_json() {
-    let server = TestServer::with_config(CONFIG);
-    let system = connect(&server, "sys").await;
+    let (_server, system) = alone().await;
     let varz = request_json(&system, "$SYS.REQ.SERVER.PING.VARZ", "").await;
     assert_server_object(&varz);
     let id = varz["server"]["id"].as_str().unwrap().to_string();
