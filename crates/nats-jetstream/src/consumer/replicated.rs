@@ -587,6 +587,8 @@ fn start_committed(
 /// state (pending deliveries are redelivered once their ack wait, counted from their delivery
 /// time, runs out).
 pub(crate) fn activate(home: &Home<'_>, replicas: &ReplicatedConsumers) {
+    // This node leads and has applied everything committed before its term.
+    home.stream.followed.store(false, Ordering::SeqCst);
     for (name, committed) in replicas.committed() {
         if home.consumers.get(&name).is_some() {
             continue;

@@ -163,6 +163,12 @@ pub(crate) struct Stream {
     pub backlog: Arc<Backlog>,
     /// Set when the stream stops; tasks that follow it (mirroring) end.
     pub stopped: std::sync::atomic::AtomicBool,
+    /// A replica applied another leader's entries (or a snapshot) since its replicated
+    /// consumers were last started here: they deliver nothing more (set under the store's
+    /// write lock before the entries are written, so a consumer that loads them sees it; the
+    /// stop that follows the lost leadership comes asynchronously). Cleared by
+    /// `consumer::replicated::activate`.
+    pub followed: std::sync::atomic::AtomicBool,
     /// Mirrors: when the origin was last read (unix nanos), 0 before the first contact.
     pub mirror_contact: std::sync::atomic::AtomicI64,
     /// Mirrors: set while the origin does not exist (`error` in the mirror info).
@@ -262,6 +268,7 @@ impl Stream {
             interest: Interest::default(),
             backlog: Arc::default(),
             stopped: Default::default(),
+            followed: Default::default(),
             mirror_contact: Default::default(),
             mirror_origin_missing: Default::default(),
             sources: Default::default(),

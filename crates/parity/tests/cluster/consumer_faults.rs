@@ -244,7 +244,9 @@ struct Findings {
     /// leader's server: its push consumer kept running while the node stopped the pull
     /// consumer and waited (up to 10 s) for that one's proposals to drain, and delivered the
     /// messages the node applied from the new leader as a follower. Fixed in
-    /// `consumer/replicated.rs` `deactivate` (every consumer stops before any drain).
+    /// `consumer/replicated.rs` `deactivate` (every consumer stops before any drain), and a
+    /// consumer on a node applying another leader's batches delivers nothing (`Stream::followed`).
+    /// Still seen after both: 0-2 per short run of `(1, n)` after `(1, n)`, around a pause.
     push_forgotten: Vec<String>,
     floor: Vec<String>,
     over_max_ack_pending: Vec<String>,

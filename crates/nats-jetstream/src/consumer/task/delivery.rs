@@ -57,6 +57,17 @@ impl Task {
             };
             let limit = if paced { 1 } else { limit };
             let (candidates, end_of_stream) = self.load(limit);
+            if self.consumer.replication.is_some()
+                && self
+                    .stream
+                    .followed
+                    .load(std::sync::atomic::Ordering::SeqCst)
+            {
+                // This node applies another leader's log: its stop is on the way, and what it
+                // loaded that leader delivers (`Stream::followed`).
+                self.put_back(candidates.into_iter());
+                return;
+            }
             let loaded = candidates.len();
             // One clock reading per batch: the delivery time of every message in it.
             let sent_at = Instant::now();

@@ -47,6 +47,7 @@ use std::future::Future;
 use std::io;
 use std::path::PathBuf;
 use std::pin::Pin;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::sync::watch;
 
@@ -195,6 +196,8 @@ impl ReplicaMachine {
                     return Ok(());
                 }
             }
+            // Another leader's batch: consumers still running here stop delivering now.
+            self.stream.followed.store(true, Ordering::SeqCst);
             while let Some(entry) = batch.next_entry().map_err(invalid)? {
                 apply(&mut **store, &entry).map_err(store_error)?;
             }
@@ -282,6 +285,7 @@ impl ReplicaMachine {
         let mut batch = codec::decode_batch(snapshot).map_err(invalid)?;
         let last = {
             let mut store = self.stream.store.write();
+            self.stream.followed.store(true, Ordering::SeqCst);
             self.replace_with_fresh_store(&mut store)?;
             while let Some(entry) = batch.next_entry().map_err(invalid)? {
                 apply(&mut **store, &entry).map_err(store_error)?;

@@ -306,6 +306,25 @@ async fn a_partitioned_leaders_unacked_messages_are_dropped_and_its_replica_rebu
     cluster.shutdown().await;
 }
 
+/// Starts a consumer of `node`'s stream there, new (not recovered), whatever the node's role.
+fn start_consumer(
+    node: &Node,
+    config: jetstream_api::ConsumerConfig,
+) -> Arc<crate::consumer::Consumer> {
+    let consumers = Arc::new(crate::consumer::Consumers::replicated_by(
+        node.consumers.clone(),
+    ));
+    let transport: Arc<dyn Transport> = node.router.clone();
+    let home = crate::consumer::Home {
+        stream: &node.stream,
+        consumers: &consumers,
+        transport: &transport,
+        domain: None,
+    };
+    let store = Box::new(nats_store::MemConsumerStore::new());
+    crate::consumer::start(&home, config, 1, store, false)
+}
+
 /// An ephemeral consumer (as the ordered consumer is) on a leader cut off from its quorum
 /// delivers only committed messages: the leader's store holds the batch it is proposing, which
 /// never commits, and the next leader stores other messages under those sequences. The long
@@ -336,18 +355,7 @@ async fn an_ephemeral_consumer_sees_only_committed_messages() {
             "deliver_policy": deliver_policy,
         }))
         .expect("consumer config");
-        let consumers = Arc::new(crate::consumer::Consumers::replicated_by(
-            node.consumers.clone(),
-        ));
-        let transport: Arc<dyn Transport> = node.router.clone();
-        let home = crate::consumer::Home {
-            stream: &node.stream,
-            consumers: &consumers,
-            transport: &transport,
-            domain: None,
-        };
-        let store = Box::new(nats_store::MemConsumerStore::new());
-        let consumer = crate::consumer::start(&home, config, 1, store, false);
+        let consumer = start_consumer(node, config);
         if name == "NEW" {
             // It starts after the last committed message: the uncommitted ones are new to it
             // (the next leader stores new messages from 11). It delivers none of them, so its
@@ -368,6 +376,42 @@ async fn an_ephemeral_consumer_sees_only_committed_messages() {
         };
         assert_eq!(seen, expected, "{name}: delivered past the committed log");
     }
+    cluster.shutdown().await;
+}
+
+/// A durable consumer still running on a node that applies another leader's batches (a
+/// deposed leader whose stop has not come yet) delivers none of them: the next leader
+/// delivers them, under the same consumer sequences. The consumer fault suite saw a deposed
+/// leader's push consumer deliver 454 messages a second time after a partition healed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_durable_consumer_on_a_node_following_another_leader_delivers_nothing() {
+    let mut cluster = Cluster::start().await;
+    let leader = cluster.leader().await;
+    let follower = cluster.followers(leader)[0];
+    let node = &cluster.nodes[&follower];
+    let deliver = "_DELIVER.DURABLE";
+    let mut deliveries = node.router.channel(deliver);
+    let config = serde_json::from_value(serde_json::json!({
+        "durable_name": "DURABLE", "deliver_subject": deliver, "ack_policy": "explicit",
+    }))
+    .expect("consumer config");
+    let consumer = start_consumer(node, config);
+    assert!(consumer.replication.is_some(), "a replicated durable");
+
+    let acked = acked_sequences(&publish(&cluster.nodes[&leader], "a", 10, None, WAIT).await);
+    assert_eq!(acked.len(), 10);
+    cluster.wait_all(10).await;
+    // Every message is applied on the follower; the window covers its wake-up.
+    let window = tokio::time::Instant::now() + Duration::from_millis(500);
+    let mut seen = Vec::new();
+    while let Ok(Some(message)) = tokio::time::timeout_at(window, deliveries.recv()).await {
+        seen.push(String::from_utf8_lossy(&message.payload).into_owned());
+    }
+    assert_eq!(
+        seen,
+        Vec::<String>::new(),
+        "delivered another leader's messages"
+    );
     cluster.shutdown().await;
 }
 
