@@ -246,7 +246,8 @@ struct Findings {
     /// messages the node applied from the new leader as a follower. Fixed in
     /// `consumer/replicated.rs` `deactivate` (every consumer stops before any drain), and a
     /// consumer on a node applying another leader's batches delivers nothing (`Stream::followed`).
-    /// Still seen after both: 0-2 per short run of `(1, n)` after `(1, n)`, around a pause.
+    /// Still seen after both (6 short runs): 0-2 per run of `(1, n)` after `(1, n)`, n within
+    /// two of the confirmed floor when the leader was paused or cut off, read through it.
     push_forgotten: Vec<String>,
     floor: Vec<String>,
     over_max_ack_pending: Vec<String>,
