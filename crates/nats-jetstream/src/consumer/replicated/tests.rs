@@ -1,0 +1,261 @@
+//! Unit tests of the replicated consumers: records, apply, snapshots, proposals and the
+//! leadership hand-over (`deactivate`).
+
+use super::*;
+
+struct NoLog;
+
+impl Replicator for NoLog {
+    fn propose(&self, _batch: Bytes) -> crate::ProposeFuture {
+        Box::pin(async { Err(ReplicationError::NotLeader) })
+    }
+    fn leadership(&self) -> tokio::sync::watch::Receiver<Option<u64>> {
+        tokio::sync::watch::channel(None).1
+    }
+    fn rebuilt(&self) {}
+}
+
+fn config() -> ConsumerConfig {
+    serde_json::from_value(serde_json::json!({"durable_name": "C", "ack_policy": "explicit"}))
+        .expect("config")
+}
+
+fn encoded(records: &[Record]) -> Vec<u8> {
+    serde_json::to_vec(records).expect("records")
+}
+
+/// A log whose proposals resolve one per permit the test adds, failing while `fail`.
+struct Gated {
+    permits: Arc<tokio::sync::Semaphore>,
+    fail: Arc<AtomicBool>,
+}
+
+impl Replicator for Gated {
+    fn propose(&self, _batch: Bytes) -> crate::ProposeFuture {
+        let (permits, fail) = (self.permits.clone(), self.fail.clone());
+        Box::pin(async move {
+            if let Ok(permit) = permits.acquire().await {
+                permit.forget();
+            }
+            if fail.load(Ordering::SeqCst) {
+                Err(ReplicationError::NotLeader)
+            } else {
+                Ok(())
+            }
+        })
+    }
+    fn leadership(&self) -> tokio::sync::watch::Receiver<Option<u64>> {
+        tokio::sync::watch::channel(None).1
+    }
+    fn rebuilt(&self) {}
+}
+
+/// A consumer's proposer over a gated log, and the AckSync answers it sends.
+fn gated() -> (
+    Arc<Gated>,
+    Proposals,
+    mpsc::UnboundedReceiver<crate::Message>,
+) {
+    let log = Arc::new(Gated {
+        permits: Arc::new(tokio::sync::Semaphore::new(0)),
+        fail: Arc::default(),
+    });
+    let replicas = ReplicatedConsumers::new(log.clone(), Weak::new());
+    let router = crate::test_transport::TestRouter::new();
+    let answers = router.channel("answer.>");
+    let proposals = Proposals::spawn(replicas, "C".into(), router);
+    (log, proposals, answers)
+}
+
+async fn settle() {
+    for _ in 0..20 {
+        tokio::task::yield_now().await;
+    }
+}
+
+#[tokio::test]
+async fn a_stopping_consumer_waits_for_its_proposals_and_confirms_nothing_after() {
+    let (log, proposals, mut answers) = gated();
+    proposals.send(vec![first_delivery(1, 1)], vec![Bytes::from("answer.1")]);
+    let drained = Arc::new(AtomicBool::new(false));
+    let drain = {
+        let drained = drained.clone();
+        async move {
+            proposals.drain().await;
+            drained.store(true, Ordering::SeqCst);
+            proposals
+        }
+    };
+    let drain = tokio::spawn(drain);
+    settle().await;
+    // The proposal is in flight: the consumer is not stopped yet (a next leadership here
+    // would read a committed state without it).
+    assert!(!drained.load(Ordering::SeqCst));
+    assert!(answers.try_recv().is_err());
+    log.permits.add_permits(1);
+    let proposals = drain.await.expect("drain");
+    assert_eq!(
+        answers.recv().await.map(|m| m.subject),
+        Some("answer.1".into())
+    );
+    // Closed: what is handed over after the drain is answered to nobody.
+    proposals.send(vec![first_delivery(2, 2)], vec![Bytes::from("answer.2")]);
+    log.permits.add_permits(1);
+    settle().await;
+    assert!(answers.try_recv().is_err());
+}
+
+#[tokio::test]
+async fn after_a_failed_proposal_no_ack_is_confirmed() {
+    let (log, proposals, mut answers) = gated();
+    log.fail.store(true, Ordering::SeqCst);
+    proposals.send(vec![first_delivery(1, 1)], vec![Bytes::from("answer.1")]);
+    log.permits.add_permits(1);
+    settle().await;
+    // The log took the next one, but it would ack a delivery the log never recorded.
+    log.fail.store(false, Ordering::SeqCst);
+    let ack = ConsumerEntry::Acked {
+        stream_seq: 1,
+        consumer_seq: 1,
+        all: false,
+    };
+    proposals.send(vec![ack], vec![Bytes::from("answer.2")]);
+    proposals.send(Vec::new(), vec![Bytes::from("answer.3")]);
+    log.permits.add_permits(2);
+    proposals.drain().await;
+    assert!(answers.try_recv().is_err());
+}
+
+/// A node losing the stream's leadership stops every consumer before it waits for any
+/// drain: a consumer still running while another's proposals drain delivers what the
+/// node applies from the next leader (duplicates of that leader's deliveries).
+#[tokio::test]
+async fn losing_the_leadership_stops_every_consumer_before_draining() {
+    let log = Arc::new(Gated {
+        permits: Arc::new(tokio::sync::Semaphore::new(0)),
+        fail: Arc::default(),
+    });
+    let router = crate::test_transport::TestRouter::new();
+    let transport: Arc<dyn Transport> = router.clone();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let stream_config = serde_json::from_value(serde_json::json!({
+        "name": "S", "subjects": ["s"], "storage": "memory", "num_replicas": 3,
+    }))
+    .expect("stream config");
+    let context = crate::stream::IngestContext {
+        transport: transport.clone(),
+        sync_always: false,
+        domain: None,
+        usage: Arc::new(crate::resources::Usage::new(1 << 30, 1 << 30)),
+        batch_limits: Default::default(),
+    };
+    let (stream, _machine) = Stream::start_replicated(
+        stream_config,
+        1,
+        dir.path(),
+        crate::SyncPolicy::default(),
+        context,
+        log.clone(),
+    )
+    .expect("stream starts");
+    let replicas = ReplicatedConsumers::new(log.clone(), Arc::downgrade(&stream));
+    let names = ["A", "B", "C"];
+    let created: Vec<Record> = names
+        .iter()
+        .map(|name| {
+            let mut config = config();
+            config.durable_name = name.to_string();
+            Record::Create {
+                name: name.to_string(),
+                config: Box::new(config),
+                created: 1,
+                start_seq: 1,
+            }
+        })
+        .collect();
+    replicas.apply(&encoded(&created)).expect("apply");
+    let consumers = Arc::new(Consumers::replicated_by(replicas.clone()));
+    let home = Home {
+        stream: &stream,
+        consumers: &consumers,
+        transport: &transport,
+        domain: None,
+    };
+    activate(&home, &replicas);
+    assert_eq!(consumers.all().len(), names.len());
+    // Each consumer has a proposal in flight that the log does not resolve yet (a leader
+    // cut off from its quorum).
+    for consumer in consumers.all() {
+        let proposals = consumer.replication.as_ref().expect("replicated");
+        proposals.send(vec![first_delivery(1, 1)], Vec::new());
+    }
+    settle().await;
+    let deactivated = tokio::spawn({
+        let (stream, consumers, replicas) = (stream.clone(), consumers.clone(), replicas);
+        async move { deactivate(&stream, &consumers, &replicas).await }
+    });
+    let bound = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !consumers.all().is_empty() && tokio::time::Instant::now() < bound {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let running: Vec<String> = consumers.all().iter().map(|c| c.name.clone()).collect();
+    assert!(
+        running.is_empty(),
+        "consumers still running while a drain waits: {running:?}"
+    );
+    assert!(!deactivated.is_finished(), "the drains wait for the log");
+    log.permits.add_permits(names.len());
+    tokio::time::timeout(Duration::from_secs(5), deactivated)
+        .await
+        .expect("deactivated within the bound")
+        .expect("deactivate");
+    stream.stop(false).await;
+}
+
+#[test]
+fn records_build_the_committed_state_and_a_snapshot_carries_it() {
+    let replicas = ReplicatedConsumers::new(Arc::new(NoLog), Weak::new());
+    let delivered = first_delivery;
+    let create = Record::Create {
+        name: "C".into(),
+        config: Box::new(config()),
+        created: 5,
+        start_seq: 3,
+    };
+    let entries = Record::Entries {
+        name: "C".into(),
+        entries: vec![
+            delivered(1, 3),
+            delivered(2, 4),
+            ConsumerEntry::Acked {
+                stream_seq: 3,
+                consumer_seq: 1,
+                all: false,
+            },
+        ],
+    };
+    replicas.apply(&encoded(&[create, entries])).expect("apply");
+    let committed = replicas.committed();
+    let state = &committed["C"].state;
+    assert_eq!(state.ack_floor.stream_seq, 3);
+    assert_eq!(state.delivered.stream_seq, 4);
+    assert_eq!(state.pending.keys().copied().collect::<Vec<_>>(), [4]);
+
+    let copy = ReplicatedConsumers::new(Arc::new(NoLog), Weak::new());
+    copy.restore(&replicas.snapshot()).expect("restore");
+    assert_eq!(copy.committed(), committed);
+
+    // Entries after a delete are dropped; an empty restore forgets everything.
+    let gone = [
+        Record::Delete { name: "C".into() },
+        Record::Entries {
+            name: "C".into(),
+            entries: vec![delivered(3, 5)],
+        },
+    ];
+    replicas.apply(&encoded(&gone)).expect("apply");
+    assert!(replicas.committed().is_empty());
+    copy.restore(&[]).expect("restore");
+    assert!(!copy.contains("C"));
+    assert!(replicas.apply(b"not json").is_err());
+}
