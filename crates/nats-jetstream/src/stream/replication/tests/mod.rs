@@ -341,10 +341,12 @@ async fn an_ephemeral_consumer_sees_only_committed_messages() {
         .cut_off_with_uncommitted(leader, "uncommitted", 5)
         .await;
     let node = &cluster.nodes[&leader];
-    assert_eq!(
-        node.stream.store.state().last_seq,
-        15,
-        "the cut-off leader stored the batch it proposes"
+    // The first batch it proposes holds one to five of them, as the ingest task picked them up
+    // (one, under load, in the CI run on 284716e): the batches after it wait for its proposal.
+    let stored = node.stream.store.state().last_seq;
+    assert!(
+        (11..=15).contains(&stored),
+        "the cut-off leader stored the batch it proposes: last {stored}"
     );
 
     for (name, deliver_policy) in [("ALL", "all"), ("NEW", "new")] {
