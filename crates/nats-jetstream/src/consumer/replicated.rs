@@ -3,7 +3,8 @@
 //!
 //! - Records ([`Record`]): a consumer's creation (config, creation time, starting sequence),
 //!   the [`ConsumerEntry`]s its task applied since the last flush, its deletion. They are
-//!   proposals of their own in the stream's log (`stream::replication::CONSUMER_BATCH`), made
+//!   proposals of their own in the stream's log (`stream::replication::CONSUMER_BATCH`, then
+//!   the binary form of [`codec`]), made
 //!   by the API (create, delete) and by each consumer's [`Proposals`] task (entries, at the
 //!   consumer's 100 ms flush or before an AckSync is answered).
 //! - Every replica, the leader included, applies committed records to [`ReplicatedConsumers`]:
@@ -19,6 +20,8 @@
 //! Who calls it: the registry (`registry/replicated.rs`: installs it on the stream's
 //! `ReplicaMachine`, follows the stream's leadership), the API (create, delete), the consumer
 //! task (`write_state`). What it must not know: Raft, routes.
+
+mod codec;
 
 use super::apply::{self, ConsumerEntry, ConsumerReplica};
 use super::{Consumer, Consumers, Home};
@@ -153,7 +156,7 @@ pub(crate) fn import_batch(consumers: Vec<SnapshotConsumer>) -> Result<Bytes, Re
 /// A proposal of consumer records, as the stream's log carries it.
 fn encode_records(records: &[Record]) -> Result<Bytes, ReplicationError> {
     let mut batch = vec![CONSUMER_BATCH];
-    serde_json::to_writer(&mut batch, records)
+    codec::encode(records, &mut batch)
         .map_err(|error| ReplicationError::Failed(error.to_string()))?;
     Ok(Bytes::from(batch))
 }
@@ -343,7 +346,7 @@ impl ReplicatedConsumers {
 
 impl ConsumerReplicas for ReplicatedConsumers {
     fn apply(&self, records: &[u8]) -> io::Result<()> {
-        let records: Vec<Record> = serde_json::from_slice(records).map_err(invalid)?;
+        let records = codec::decode(records).map_err(invalid)?;
         // (name, whether a new consumer): registrations to change once the state is applied.
         let mut created = Vec::new();
         let mut deleted = Vec::new();
