@@ -32,6 +32,7 @@ mod monitor_http;
 mod operator_jetstream;
 mod operator_jwt;
 mod operator_resolver;
+mod operator_user_limits;
 mod process;
 mod reload;
 mod reload_accounts;

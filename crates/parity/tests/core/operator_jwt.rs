@@ -14,16 +14,16 @@ const WAIT: Duration = Duration::from_secs(10);
 const VIOLATION: &str = "-ERR 'Authorization Violation'";
 
 /// One application account `ACC` with a user signed by it.
-struct Setup {
-    trust: Trust,
-    account: nkeys::KeyPair,
-    account_jwt: String,
-    user: nkeys::KeyPair,
-    user_jwt: String,
+pub(super) struct Setup {
+    pub(super) trust: Trust,
+    pub(super) account: nkeys::KeyPair,
+    pub(super) account_jwt: String,
+    pub(super) user: nkeys::KeyPair,
+    pub(super) user_jwt: String,
 }
 
 impl Setup {
-    fn new() -> Setup {
+    pub(super) fn new() -> Setup {
         let trust = Trust::new();
         let account = nkeys::KeyPair::new_account();
         let account_jwt = account_jwt(&account, &trust.operator, json!({}));
@@ -38,12 +38,16 @@ impl Setup {
         }
     }
 
-    fn server(&self) -> TestServer {
+    pub(super) fn server(&self) -> TestServer {
         TestServer::with_config(&self.trust.config(&[(&self.account, &self.account_jwt)]))
     }
 }
 
-async fn connect(server: &TestServer, jwt: &str, user: &nkeys::KeyPair) -> async_nats::Client {
+pub(super) async fn connect(
+    server: &TestServer,
+    jwt: &str,
+    user: &nkeys::KeyPair,
+) -> async_nats::Client {
     async_nats::ConnectOptions::with_credentials(&creds(jwt, user))
         .expect("creds parse")
         .connect(server.url())
@@ -61,7 +65,11 @@ fn signature(key: &nkeys::KeyPair, nonce: &str) -> String {
 }
 
 /// CONNECT with `jwt` signed by `signer` (none: no `sig`), then PING; the first line back.
-fn raw_connect(server: &TestServer, jwt: &str, signer: Option<&nkeys::KeyPair>) -> RawClient {
+pub(super) fn raw_connect(
+    server: &TestServer,
+    jwt: &str,
+    signer: Option<&nkeys::KeyPair>,
+) -> RawClient {
     let mut client = RawClient::connect(server);
     let nonce = nonce_of(&client);
     let sig = signer
@@ -73,7 +81,7 @@ fn raw_connect(server: &TestServer, jwt: &str, signer: Option<&nkeys::KeyPair>) 
     client
 }
 
-fn assert_refused(server: &TestServer, jwt: &str, signer: Option<&nkeys::KeyPair>) {
+pub(super) fn assert_refused(server: &TestServer, jwt: &str, signer: Option<&nkeys::KeyPair>) {
     let mut client = raw_connect(server, jwt, signer);
     assert_eq!(client.read_line().as_deref(), Some(VIOLATION));
     assert!(client.read_to_close().is_some(), "connection left open");

@@ -8,8 +8,9 @@ use super::claims::{UserClaims, UserLimits};
 use super::resolver::{Resolver, VerifiedAccount};
 use super::{check_times, decode, is_account_key, is_user_key, now};
 use crate::config::{Permissions, ResponsePermission, SubjectRules};
+use nats_schedule::time_zone::{self, Zone};
 use std::net::IpAddr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// Why a user JWT was refused (all are `Authorization Violation` on the wire).
@@ -189,22 +190,56 @@ fn cidr_contains(cidr: &str, address: IpAddr) -> bool {
     }
 }
 
-/// The end (seconds since the epoch) of the `times` window holding `now`, in UTC (a
-/// `times_location` is not applied, see docs/parity.md); `None` outside every window.
+/// The end (seconds since the epoch) of the `times` window holding `now`, read on the wall clock
+/// of the user's `times_location` (the server's local zone without one), as nats-server's
+/// `validateTimes`: of several windows holding `now`, the one ending last; `None` outside every
+/// window, or when the location is not a zone the system knows (nats-jwt's validation refuses it).
 fn current_window_end(limits: &UserLimits, now: i64) -> Option<i64> {
-    let day_start = now - now.rem_euclid(86_400);
-    let second_of_day = now - day_start;
-    limits.times.iter().find_map(|window| {
-        let start = seconds_of_day(&window.start)?;
-        let end = seconds_of_day(&window.end)?;
-        if start <= end {
-            (start <= second_of_day && second_of_day < end).then_some(day_start + end)
-        } else if second_of_day >= start {
-            Some(day_start + 86_400 + end)
-        } else {
-            (second_of_day < end).then_some(day_start + end)
-        }
-    })
+    let zone = if limits.times_location.is_empty() {
+        local_zone()?
+    } else {
+        Arc::new(time_zone::load(&limits.times_location)?)
+    };
+    window_end_in(limits, &zone, now)
+}
+
+fn window_end_in(limits: &UserLimits, zone: &Zone, now: i64) -> Option<i64> {
+    let wall = now + i64::from(zone.offset_at(now));
+    let day_start = wall - wall.rem_euclid(86_400);
+    let second_of_day = wall - day_start;
+    let wall_end = limits
+        .times
+        .iter()
+        .filter_map(|window| {
+            let start = seconds_of_day(&window.start)?;
+            let end = seconds_of_day(&window.end)?;
+            if second_of_day < end && (start < second_of_day || start > end) {
+                Some(day_start + end)
+            } else if start > end && start < second_of_day {
+                Some(day_start + 86_400 + end)
+            } else {
+                None
+            }
+        })
+        .max()?;
+    // Back from the zone's wall clock to an instant, with the offset in force then.
+    Some(wall_end - i64::from(zone.offset_at(wall_end - (wall - now))))
+}
+
+/// The server's local zone, as Go's `time.Local`: `$TZ` (empty: UTC), else `/etc/localtime`,
+/// UTC when neither loads. Read once.
+fn local_zone() -> Option<Arc<Zone>> {
+    static LOCAL: OnceLock<Option<Arc<Zone>>> = OnceLock::new();
+    LOCAL
+        .get_or_init(|| {
+            let zone = match std::env::var("TZ") {
+                Ok(name) if name.is_empty() => None,
+                Ok(name) => time_zone::load(name.trim_start_matches(':')),
+                Err(_) => time_zone::load("Local"),
+            };
+            zone.or_else(|| time_zone::load("UTC")).map(Arc::new)
+        })
+        .clone()
 }
 
 fn seconds_of_day(text: &str) -> Option<i64> {
@@ -245,12 +280,13 @@ mod tests {
             }],
             ..UserLimits::default()
         };
+        let utc = time_zone::load("UTC").unwrap();
         let day = 86_400 * 100;
         assert_eq!(
-            current_window_end(&limits, day + 3600 + 5),
+            window_end_in(&limits, &utc, day + 3600 + 5),
             Some(day + 7200)
         );
-        assert_eq!(current_window_end(&limits, day + 7200), None);
+        assert_eq!(window_end_in(&limits, &utc, day + 7200), None);
         let overnight = UserLimits {
             times: vec![super::super::claims::TimeRange {
                 start: "23:00:00".into(),
@@ -259,10 +295,34 @@ mod tests {
             ..UserLimits::default()
         };
         assert_eq!(
-            current_window_end(&overnight, day + 23 * 3600 + 1),
+            window_end_in(&overnight, &utc, day + 23 * 3600 + 1),
             Some(day + 86_400 + 3600)
         );
-        assert_eq!(current_window_end(&overnight, day + 60), Some(day + 3600));
-        assert_eq!(current_window_end(&overnight, day + 12 * 3600), None);
+        assert_eq!(window_end_in(&overnight, &utc, day + 60), Some(day + 3600));
+        assert_eq!(window_end_in(&overnight, &utc, day + 12 * 3600), None);
+    }
+
+    /// Tokyo is nine hours ahead of UTC all year: 10:00-11:00 there is 01:00-02:00 UTC.
+    #[test]
+    fn time_windows_in_a_location() {
+        let limits = UserLimits {
+            times: vec![super::super::claims::TimeRange {
+                start: "10:00:00".into(),
+                end: "11:00:00".into(),
+            }],
+            times_location: "Asia/Tokyo".into(),
+            ..UserLimits::default()
+        };
+        let day = 86_400 * 20_000;
+        assert_eq!(
+            current_window_end(&limits, day + 3600 + 5),
+            Some(day + 7200)
+        );
+        assert_eq!(current_window_end(&limits, day + 10 * 3600 + 5), None);
+        let unknown = UserLimits {
+            times_location: "Mars/Olympus".into(),
+            ..limits
+        };
+        assert_eq!(current_window_end(&unknown, day + 3600 + 5), None);
     }
 }
