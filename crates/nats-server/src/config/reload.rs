@@ -421,8 +421,7 @@ fn refuse_jetstream(old: &JetStreamConfig, new: &JetStreamConfig) -> Result<(), 
     Ok(())
 }
 
-/// nats-server's `validateClusterOpts` (host and port stay), and what rnats cannot reload yet
-/// in `cluster { }` (all but `routes`; see docs/parity.md).
+/// nats-server's `validateClusterOpts`: the cluster's host and port stay.
 fn refuse_cluster(
     old: Option<&ClusterOptions>,
     new: Option<&ClusterOptions>,
@@ -449,29 +448,10 @@ fn refuse_cluster(
             port(new)
         ));
     }
-    let (Some(old), Some(new)) = (old, new) else {
-        return Ok(());
-    };
-    // What rnats reloads: the routes, the authorization's user and password, the
-    // permissions, the pings, advertising, and the compression and pool size it never uses
-    // (one unpooled, uncompressed route per peer either way).
-    let without_routes = |cluster: &ClusterOptions| ClusterOptions {
-        routes: Vec::new(),
-        port: 0,
-        username: None,
-        password: None,
-        permissions: None,
-        ping_interval: None,
-        ping_max: None,
-        advertise: None,
-        no_advertise: false,
-        compression: None,
-        pool_size: 0,
-        ..cluster.clone()
-    };
-    if without_routes(old) != without_routes(new) {
-        return Err("config reload not supported for Cluster".into());
-    }
+    // Every other cluster setting is reloaded, as nats-server's `clusterOption`: routes,
+    // authorization, permissions, pings, advertising, name, TLS, timeouts and retries
+    // (`reload/routes.rs`); compression, pool size and dedicated-route accounts are accepted
+    // with nothing to change (one unpooled, uncompressed route per peer either way).
     Ok(())
 }
 
@@ -592,14 +572,16 @@ mod tests {
         let named = Options {
             cluster: Some(ClusterOptions {
                 name: Some("other".into()),
+                connect_retries: 5,
+                auth_timeout: Some(std::time::Duration::from_secs(5)),
+                write_deadline: Some(std::time::Duration::from_secs(5)),
+                accounts: vec!["A".into()],
                 ..cluster(6222, &["nats-route://127.0.0.1:6223"])
             }),
             ..Options::default()
         };
-        assert_eq!(
-            diff(&old, &named).unwrap_err(),
-            "config reload not supported for Cluster"
-        );
+        let changes = diff(&old, &named).expect("name, timeouts, retries and accounts reload");
+        assert!(changes.cluster && !changes.routes);
     }
 
     #[test]

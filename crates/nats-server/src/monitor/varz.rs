@@ -217,7 +217,8 @@ fn websocket_varz(server: &Server) -> Value {
 }
 
 fn cluster_varz(server: &Server) -> Value {
-    let (Some(cluster), Some(routes)) = (&server.options.cluster, server.routes()) else {
+    let options = server.current_options();
+    let (Some(cluster), Some(routes)) = (&options.cluster, server.routes()) else {
         return json!({});
     };
     let mut block = Map::new();

@@ -47,6 +47,7 @@ pub fn reload(server: &Arc<Server>) -> Result<(), String> {
     // Client TLS is built again whenever it is configured (certificates rotated under the
     // same paths are picked up); a file that does not load refuses the whole reload.
     let tls = crate::security::tls::ClientTls::build(&options)?;
+    let route_tls = routes::prepare(server, &options)?;
     let rotated = match (&tls, server.client_tls()) {
         (Some(new), Some(old)) => !changes.tls && new.files != old.files,
         _ => false,
@@ -105,6 +106,7 @@ pub fn reload(server: &Arc<Server>) -> Result<(), String> {
     if cluster_permissions {
         routes::permissions(server, &server.current_options());
     }
+    routes::rename_and_secure(server, &server.current_options(), route_tls);
     if cluster {
         tracing::info!("Reloaded: cluster");
     }

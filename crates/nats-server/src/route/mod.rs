@@ -21,7 +21,7 @@ mod connection;
 mod link;
 mod permissions;
 mod registry;
-mod secure;
+pub(crate) mod secure;
 mod solicit;
 
 pub(crate) use connection::announce_lame_duck;
@@ -52,10 +52,10 @@ pub async fn start(server: &Arc<Server>, routes: Arc<Routes>) -> Result<(), Serv
     }
     if let Some(tls) = &cluster.tls {
         let route_tls = secure::RouteTls::new(tls).map_err(ServerError::Tls)?;
-        let _ = routes.tls.set(route_tls);
+        routes.set_tls(Some(route_tls));
     }
     tracing::info!("Cluster name is {}", routes.cluster_name());
-    if routes.dynamic_name {
+    if routes.dynamic_name() {
         tracing::warn!("Cluster name was dynamically generated, consider setting one");
     }
     if cluster.port != 0 {

@@ -49,7 +49,8 @@ pub struct Routes {
     pub(crate) explicit: Mutex<HashMap<crate::config::RouteUrl, Arc<AtomicBool>>>,
     /// The cluster name in use: configured, or negotiated when dynamic.
     pub(crate) cluster_name: RwLock<String>,
-    pub(crate) dynamic_name: bool,
+    /// Whether the name is dynamic (none configured); a reload naming it clears this.
+    dynamic_name: AtomicBool,
     /// The `connect_urls` clients were last told about.
     pub(crate) announced_client_urls: Mutex<Vec<String>>,
     /// The `connect_urls` websocket clients were last told about.
@@ -59,8 +60,9 @@ pub struct Routes {
     /// (kept as subscribe rules) which interest of a peer we accept, so which messages we send.
     /// A reload replaces them (`permissions.rs`).
     pub(super) permissions: RwLock<Option<Arc<UserPermissions>>>,
-    /// `cluster { tls }`, set at start.
-    pub(crate) tls: std::sync::OnceLock<super::secure::RouteTls>,
+    /// `cluster { tls }`, set at start and replaced by a reload (routes formed after it use
+    /// the new one; those up keep theirs).
+    tls: RwLock<Option<Arc<super::secure::RouteTls>>>,
 }
 
 impl Routes {
@@ -73,7 +75,7 @@ impl Routes {
                     .clone()
                     .unwrap_or_else(super::dynamic_cluster_name),
             ),
-            dynamic_name,
+            dynamic_name: AtomicBool::new(dynamic_name),
             permissions: RwLock::new(
                 cluster
                     .permissions
@@ -119,6 +121,27 @@ impl Routes {
 
     pub fn cluster_name(&self) -> String {
         self.cluster_name.read().clone()
+    }
+
+    pub fn dynamic_name(&self) -> bool {
+        self.dynamic_name.load(Ordering::Relaxed)
+    }
+
+    /// A configured name (at a reload, as nats-server's `setClusterName`): it is no longer
+    /// dynamic; INFOs sent from now on carry it.
+    pub fn rename(&self, name: &str) {
+        *self.cluster_name.write() = name.to_string();
+        self.dynamic_name.store(false, Ordering::Relaxed);
+        tracing::info!("Cluster name updated to {name}");
+    }
+
+    /// The route TLS new routes use.
+    pub fn tls(&self) -> Option<Arc<super::secure::RouteTls>> {
+        self.tls.read().clone()
+    }
+
+    pub(crate) fn set_tls(&self, tls: Option<super::secure::RouteTls>) {
+        *self.tls.write() = tls.map(Arc::new);
     }
 
     /// Register an established route and queue the dump of our interest on it. Both happen

@@ -44,7 +44,7 @@ pub fn spawn_explicit(server: Arc<Server>, routes: Arc<Routes>, url: RouteUrl) {
     }
     tokio::spawn(async move {
         let backoff = server
-            .options
+            .current_options()
             .cluster
             .as_ref()
             .is_some_and(|cluster| cluster.connect_backoff);
@@ -138,7 +138,7 @@ pub fn gossiped(server: &Arc<Server>, routes: &Arc<Routes>, info: &RouteInfo) {
         return;
     }
     let retries = server
-        .options
+        .current_options()
         .cluster
         .as_ref()
         .map_or(0, |cluster| cluster.connect_retries.max(0)) as u64;

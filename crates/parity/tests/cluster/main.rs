@@ -35,6 +35,7 @@ mod messaging;
 mod meta;
 mod operator_jetstream;
 mod operator_resolver;
+mod reload_cluster;
 mod reload_routes;
 mod rolling;
 mod route_port_input;

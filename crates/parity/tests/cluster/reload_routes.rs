@@ -24,14 +24,14 @@ per_composition!(
 
 const WAIT: Duration = Duration::from_secs(10);
 
-fn rewrite_and_hangup(cluster: &Cluster, index: usize, config: &str) {
+pub(super) fn rewrite_and_hangup(cluster: &Cluster, index: usize, config: &str) {
     let node = cluster.node(index);
     std::fs::write(&node.config_path, config).expect("rewrite config");
     node.send_signal(libc::SIGHUP);
 }
 
 /// Wait (bounded) until node `index`'s log holds `needle` `count` times.
-fn await_log(cluster: &Cluster, index: usize, needle: &str, count: usize) {
+pub(super) fn await_log(cluster: &Cluster, index: usize, needle: &str, count: usize) {
     let deadline = Instant::now() + WAIT;
     while cluster.node(index).log().matches(needle).count() < count {
         assert!(
@@ -84,7 +84,7 @@ async fn check_removed(
 
 /// Two nodes of `composition`: node 0 (no routes) and node 1 (dials node 0), each kind
 /// reloaded in one of the compositions.
-fn two_nodes(composition: Composition) -> Vec<test_harness::cluster::ServerKind> {
+pub(super) fn two_nodes(composition: Composition) -> Vec<test_harness::cluster::ServerKind> {
     use test_harness::cluster::ServerKind::{Ours, Reference as Go};
     match composition {
         Composition::Go3 => vec![Go, Go],

@@ -61,7 +61,7 @@ pub(super) fn our_info(server: &Server, routes: &Routes) -> RouteInfo {
         jetstream: server.jetstream.get().is_some(),
         ip,
         cluster: routes.cluster_name(),
-        cluster_dynamic: routes.dynamic_name,
+        cluster_dynamic: routes.dynamic_name(),
         import: permission_rules(cluster.permissions.as_ref(), |permissions| {
             permissions.publish.as_ref()
         }),
@@ -189,7 +189,7 @@ impl Session {
         if theirs.is_empty() || theirs == ours {
             return None;
         }
-        if self.routes.dynamic_name && (!theirs_dynamic || theirs > ours.as_str()) {
+        if self.routes.dynamic_name() && (!theirs_dynamic || theirs > ours.as_str()) {
             *self.routes.cluster_name.write() = theirs.to_string();
             tracing::info!("Cluster name updated to {theirs}");
             return None;
@@ -346,7 +346,7 @@ impl Session {
             headers: true,
             name: self.server.server_id.clone(),
             cluster: self.routes.cluster_name(),
-            cluster_dynamic: self.routes.dynamic_name,
+            cluster_dynamic: self.routes.dynamic_name(),
             lang: None,
         };
         let mut frame = BytesMut::new();

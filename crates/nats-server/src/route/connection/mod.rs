@@ -103,7 +103,7 @@ async fn establish(
     stream: TcpStream,
     dial_host: Option<&str>,
 ) -> Result<Established, String> {
-    let Some(tls) = routes.tls.get() else {
+    let Some(tls) = routes.tls() else {
         return Ok(Established::Plain(stream));
     };
     let stream = match dial_host {
@@ -208,7 +208,7 @@ where
         write_half,
         writer_settings(&server),
     ));
-    let cluster = server.options.cluster.clone().unwrap_or_default();
+    let cluster = server.current_options().cluster.clone().unwrap_or_default();
     let auth_timeout = cluster
         .auth_timeout
         .unwrap_or(crate::config::options::DEFAULT_AUTH_TIMEOUT);
