@@ -29,6 +29,7 @@ mod mappings;
 mod metrics;
 mod monitor;
 mod monitor_http;
+mod operator_activation;
 mod operator_jetstream;
 mod operator_jwt;
 mod operator_resolver;

@@ -29,7 +29,13 @@ async fn data_limits_are_carried_but_not_enforced() {
     let server = TestServer::with_config(&trust.config(&[(&account, &account_jwt)]));
     let client = connect(&server, &jwt, &user).await;
     let mut subscription = client.subscribe("data.limit").await.unwrap();
-    client.flush().await.unwrap();
+    // Answered after the SUB is taken (a flush can be answered by the handshake's PONG).
+    let reply = tokio::time::timeout(WAIT, client.request("$SYS.REQ.USER.INFO", "".into()))
+        .await
+        .expect("answer in time")
+        .expect("an answer");
+    let info: serde_json::Value = serde_json::from_slice(&reply.payload).expect("json");
+    assert_eq!(info["data"]["user"], user.public_key(), "{info}");
     let payload = vec![b'x'; 4096];
     for _ in 0..8 {
         client
@@ -44,12 +50,6 @@ async fn data_limits_are_carried_but_not_enforced() {
             .expect("message");
         assert_eq!(message.payload.len(), 4096);
     }
-    let reply = tokio::time::timeout(WAIT, client.request("$SYS.REQ.USER.INFO", "".into()))
-        .await
-        .expect("answer in time")
-        .expect("an answer");
-    let info: serde_json::Value = serde_json::from_slice(&reply.payload).expect("json");
-    assert_eq!(info["data"]["user"], user.public_key(), "{info}");
 }
 
 /// `HH:MM:SS` of the wall clock `offset_hours` east of UTC, `shift` seconds from now.

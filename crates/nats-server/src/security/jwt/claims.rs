@@ -126,6 +126,22 @@ pub struct Export {
     /// Private: importers need an activation token.
     #[serde(default)]
     pub token_req: bool,
+    /// Activation tokens (by importing account, or `*`: all) issued at or before the time
+    /// given no longer admit an import.
+    #[serde(default)]
+    pub revocations: HashMap<String, i64>,
+}
+
+/// The `nats` object of an activation token: an exporting account lets the account named in
+/// the token's `sub` import `subject` from one of its private exports.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ActivationFields {
+    pub subject: String,
+    /// `stream` or `service`.
+    pub kind: String,
+    /// The exporting account, when a signing key of it signed the token.
+    pub issuer_account: String,
 }
 
 /// An account's limits; -1 (or absent) is "no limit". JetStream is enabled in the account when
@@ -408,3 +424,4 @@ pub type OperatorClaims = Claims<OperatorFields>;
 pub type AccountClaims = Claims<AccountFields>;
 pub type UserClaims = Claims<UserFields>;
 pub type AuthorizationResponseClaims = Claims<AuthorizationResponseFields>;
+pub type ActivationClaims = Claims<ActivationFields>;

@@ -2,12 +2,13 @@
 //! the `base64url(header).base64url(claims).base64url(ed25519 signature)` envelope signed with
 //! nkeys), the trusted operators and the account resolver (`resolver.rs`: the memory resolver
 //! with its preload, updated at runtime through `$SYS.REQ.*.CLAIMS.UPDATE`), and the checks of
-//! a connecting user's JWT (`user.rs`).
+//! a connecting user's JWT (`user.rs`), activation tokens of imports (`activation.rs`).
 //!
 //! Called by the config reader (operator JWTs at start-up), the authenticator (`auth.rs`) at
 //! CONNECT, account creation (`accounts/`) and the system account's claim-update responders.
 //! Knows nothing about sockets or routing.
 
+pub mod activation;
 pub mod cache;
 pub mod claims;
 pub mod directory;

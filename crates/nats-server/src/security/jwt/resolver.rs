@@ -121,7 +121,7 @@ impl Resolver {
     }
 
     /// Verify an account JWT: decodes and signature, an account subject, a trusted issuer,
-    /// not expired.
+    /// not expired, its imports' activation tokens made for it.
     pub fn verify(&self, jwt: &str) -> Result<VerifiedAccount, String> {
         let claims: AccountClaims = decode(jwt).map_err(|error| error.to_string())?;
         if !claims.nats.kind.is_empty() && claims.nats.kind != "account" {
@@ -134,6 +134,9 @@ impl Resolver {
             return Err("account not trusted".into());
         }
         check_times(&claims, now()).map_err(|error| error.to_string())?;
+        for import in &claims.nats.imports {
+            super::activation::validate(import, &claims.sub)?;
+        }
         Ok(VerifiedAccount {
             jwt: jwt.trim().to_string(),
             claims,
@@ -251,8 +254,8 @@ pub fn operator_claims(jwt: &str) -> Result<OperatorClaims, String> {
 }
 
 /// The account options a verified account JWT stands for: named by its public key, its
-/// exports and imports (imports of private exports, which need activation tokens, are left
-/// out), JetStream with the claim's limits when a storage limit is set.
+/// exports and imports (an import of a private export only with a valid activation token),
+/// JetStream with the claim's limits when a storage limit is set.
 pub fn account_options(account: &VerifiedAccount, resolver: &Resolver) -> AccountOptions {
     let fields = account.fields();
     let exports = fields
@@ -279,7 +282,7 @@ pub fn account_options(account: &VerifiedAccount, resolver: &Resolver) -> Accoun
     let imports = fields
         .imports
         .iter()
-        .filter(|import| import_allowed(import, resolver))
+        .filter(|import| import_allowed(import, account.key(), resolver))
         .map(|import| {
             let service = import.kind == "service";
             let to = if !import.local_subject.is_empty() {
@@ -310,9 +313,9 @@ pub fn account_options(account: &VerifiedAccount, resolver: &Resolver) -> Accoun
     }
 }
 
-/// An import is built when its exporter is known and exports the subject publicly, with the
-/// same kind.
-fn import_allowed(import: &super::claims::Import, resolver: &Resolver) -> bool {
+/// An import is built when its exporter is known and exports the subject with the same kind,
+/// publicly or, for a private export, to the activation token the import carries.
+fn import_allowed(import: &super::claims::Import, importer: &str, resolver: &Resolver) -> bool {
     let Some(exporter) = resolver.account(&import.account) else {
         tracing::debug!(
             "import of {:?} from unknown account {}",
@@ -323,8 +326,9 @@ fn import_allowed(import: &super::claims::Import, resolver: &Resolver) -> bool {
     };
     exporter.fields().exports.iter().any(|export| {
         export.kind == import.kind
-            && !export.token_req
             && nats_subject::is_subset_match(&import.subject, &export.subject)
+            && (!export.token_req
+                || super::activation::admits(import, importer, &exporter, export, now()))
     })
 }
 
