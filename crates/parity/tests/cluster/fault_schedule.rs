@@ -98,6 +98,8 @@ pub(crate) struct History {
     pub indeterminate: usize,
     /// Acks that came back on a lower sequence than the publisher's previous ack.
     pub backwards: Vec<String>,
+    /// For each entry of `acked`: when its acknowledged attempt was sent, and when the ack came.
+    pub times: Vec<(Instant, Instant)>,
 }
 
 /// A client that knows every node (it fails over when its node dies) and notices a paused node
@@ -140,6 +142,7 @@ pub(crate) async fn publish_loop(
             let message = Publish::build()
                 .payload(payload.clone().into())
                 .message_id(&payload);
+            let sent = Instant::now();
             let attempt = match jetstream.send_publish(subject, message).await {
                 Ok(pending) => pending.await.ok(),
                 Err(_) => None,
@@ -156,6 +159,7 @@ pub(crate) async fn publish_loop(
                 history
                     .acked
                     .push((id, payload.clone(), ack.sequence, ack.duplicate));
+                history.times.push((sent, Instant::now()));
                 acked = true;
                 break;
             }

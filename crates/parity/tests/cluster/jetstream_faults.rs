@@ -358,6 +358,7 @@ fn the_checker_finds_each_kind_of_fault() {
         ],
         indeterminate: 1,
         backwards: vec!["publisher 1: c acked at 2 after 3".into()],
+        times: Vec::new(),
     };
     let stored = |entries: &[(u64, &str)]| -> BTreeMap<u64, String> {
         entries
@@ -371,6 +372,7 @@ fn the_checker_finds_each_kind_of_fault() {
             backwards: Vec::new(),
             attempted: history.attempted.clone(),
             indeterminate: 0,
+            times: Vec::new(),
         },
         &[
             ("x".into(), stored(&[(1, "a"), (2, "b"), (3, "d")])),

@@ -21,6 +21,7 @@ mod jetstream_failover;
 mod jetstream_faults;
 mod jetstream_lost_quorum;
 mod jetstream_no_leader;
+mod jetstream_quorum_return;
 mod jetstream_r3_admin;
 mod jetstream_replicated;
 #[path = "../core/jwt_builder.rs"]
