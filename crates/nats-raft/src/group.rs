@@ -114,9 +114,14 @@ pub enum RaftGroupError {
     /// Opening or reading the group's files failed.
     #[error("raft storage: {0}")]
     Storage(String),
-    /// This node is not the leader; `leader` is the current one if known.
+    /// This node is not the leader (or is handing the leadership over); `leader` is the
+    /// current one if known. A proposal refused so never reached the log.
     #[error("not the leader (leader: {leader:?})")]
     NotLeader { leader: Option<NodeId> },
+    /// The proposal reached this node's log, then a leader change discarded it here: it may
+    /// still commit through the next leader (its outcome is unknown).
+    #[error("proposal discarded on a leader change, outcome unknown (leader: {leader:?})")]
+    Discarded { leader: Option<NodeId> },
     /// The group's core stopped (a storage error or a panic); restart it from its directory.
     #[error("raft group offline: {0}")]
     Offline(String),
@@ -349,16 +354,20 @@ impl RaftGroup {
             openraft::errors::ClientWriteError<TypeConfig>,
         >,
     ) -> RaftGroupError {
-        if let Some(forward) = error.forward_to_leader() {
-            return RaftGroupError::NotLeader {
-                leader: forward.leader_id,
-            };
-        }
+        use openraft::errors::{ClientWriteError, RaftError};
         match error {
-            openraft::errors::RaftError::Fatal(fatal) => self.offline_error(fatal.to_string()),
-            openraft::errors::RaftError::APIError(api) => {
-                RaftGroupError::Membership(api.to_string())
+            RaftError::APIError(ClientWriteError::ForwardToLeader(forward)) => {
+                RaftGroupError::NotLeader {
+                    leader: forward.leader_id,
+                }
             }
+            RaftError::APIError(ClientWriteError::LogEntryDiscarded(forward)) => {
+                RaftGroupError::Discarded {
+                    leader: forward.leader_id,
+                }
+            }
+            RaftError::Fatal(fatal) => self.offline_error(fatal.to_string()),
+            RaftError::APIError(api) => RaftGroupError::Membership(api.to_string()),
         }
     }
 

@@ -651,3 +651,61 @@ async fn a_leader_resumed_in_its_term_does_not_lead_before_a_quorum_answers() {
     );
     cluster.shutdown().await;
 }
+
+/// A proposal refused at the door (the leader is handing its leadership over) is `NotLeader`:
+/// it never reached the log. One that reached a cut-off leader's log and was replaced there by
+/// the next leader's entries is `Discarded`: it might have committed through the next leader, so
+/// a caller must not take it for a refusal.
+#[tokio::test(start_paused = true)]
+async fn a_discarded_proposal_is_told_apart_from_a_refused_one() {
+    let cluster = Cluster::start(&[1, 2, 3], fast).await;
+    let old = cluster.leader(WAIT).await;
+    cluster.isolate(old);
+    let cut_off = cluster.node(old);
+    let pending = tokio::spawn(async move { cut_off.propose(Bytes::from_static(b"cut")).await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        cluster.node(old).status().last_log_index > cluster.node(old).status().committed,
+        "the proposal is in the cut-off leader's log: {:#?}",
+        cluster.node(old).status()
+    );
+    let new = cluster.leader(WAIT).await;
+    assert_ne!(new, old);
+    cluster
+        .node(new)
+        .propose(Bytes::from_static(b"next"))
+        .await
+        .expect("the new leader commits");
+    cluster.heal(old);
+    let discarded = tokio::time::timeout(WAIT, pending)
+        .await
+        .expect("the cut-off proposal resolves")
+        .expect("proposal task");
+    assert!(
+        matches!(discarded, Err(RaftGroupError::Discarded { .. })),
+        "{discarded:?}"
+    );
+
+    let leader = cluster.leader(WAIT).await;
+    let target = [1, 2, 3]
+        .into_iter()
+        .find(|node| *node != leader)
+        .expect("a follower");
+    cluster.isolate(target);
+    cluster
+        .node(leader)
+        .transfer_leader(target)
+        .await
+        .expect("transfer triggered");
+    let refused = cluster
+        .node(leader)
+        .propose(Bytes::from_static(b"during the handover"))
+        .await;
+    assert_eq!(
+        refused,
+        Err(RaftGroupError::NotLeader {
+            leader: Some(target)
+        })
+    );
+    cluster.shutdown().await;
+}

@@ -516,7 +516,9 @@ impl Proposals {
 /// A failed proposal as the API answers it.
 pub(crate) fn api_error(error: ReplicationError) -> ApiError {
     match error {
-        ReplicationError::NotLeader => errors::CLUSTER_NOT_LEADER.to_error(),
+        ReplicationError::NotLeader | ReplicationError::Discarded => {
+            errors::CLUSTER_NOT_LEADER.to_error()
+        }
         ReplicationError::Failed(error) => errors::RAFT_GENERAL.with_err(error),
     }
 }

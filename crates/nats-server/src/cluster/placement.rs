@@ -73,7 +73,9 @@ pub(super) fn propose(group: Arc<RaftGroup>, entry: Entry) -> ProposalFuture {
     Box::pin(async move {
         match group.propose(entry.encode()).await {
             Ok(_) => Ok(()),
-            Err(RaftGroupError::NotLeader { .. }) => Err(errors::CLUSTER_NOT_LEADER.to_error()),
+            Err(RaftGroupError::NotLeader { .. } | RaftGroupError::Discarded { .. }) => {
+                Err(errors::CLUSTER_NOT_LEADER.to_error())
+            }
             Err(error) => {
                 tracing::warn!("JetStream meta proposal failed: {error}");
                 Err(errors::CLUSTER_NOT_AVAIL.to_error())

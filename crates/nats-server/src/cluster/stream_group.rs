@@ -39,8 +39,12 @@ use super::peer;
 /// interval several times over).
 const CURRENT_WINDOW: Duration = Duration::from_secs(10);
 
-/// How long a leader handing over waits for its proposals to apply, then for the new leader.
+/// How long a leader handing over waits for its proposals to apply, then for the new leader
+/// after each request to take over.
 const QUIET_HANDOVER: Duration = Duration::from_secs(2);
+/// Requests to take over a handing-over leader makes before it gives up (the successor can miss
+/// one: a request late on a busy route finds it a log entry behind, and it refuses).
+const HANDOVER_ATTEMPTS: usize = 3;
 
 /// An account's stream: the key of the groups map.
 type StreamKey = (String, String);
@@ -480,16 +484,21 @@ impl ReplicatedStream {
     /// leading first (no publishes taken, the queued ones refused with 10009 so their clients
     /// retry on the next leader), what it proposed is applied (a batch cut short by the handover
     /// would leave its publishers without a PubAck until their timeout), then the group hands
-    /// over; bounded. The stream leads again if the group still names this server after all.
+    /// over, asked again while the successor has not taken over; bounded. The stream leads
+    /// again if the group still names this server after all (its group refuses proposals while
+    /// a handover is pending: a batch refused so is answered with 10009, see the ingest task).
     pub(super) async fn quiet_handover(&self, group: &RaftGroup, successor: NodeId) {
         self.hold_leadership(true);
         let settled = |status: &GroupStatus| status.applied >= status.last_log_index;
         let _ = group.wait_for(QUIET_HANDOVER, settled).await;
-        if group.transfer_leader(successor).await.is_ok() {
-            let own = self.node;
-            let elsewhere =
-                |status: &GroupStatus| status.leader.is_some_and(|leader| leader != own);
-            let _ = group.wait_for(QUIET_HANDOVER, elsewhere).await;
+        let own = self.node;
+        let elsewhere = |status: &GroupStatus| status.leader.is_some_and(|leader| leader != own);
+        for _ in 0..HANDOVER_ATTEMPTS {
+            if group.transfer_leader(successor).await.is_err()
+                || group.wait_for(QUIET_HANDOVER, elsewhere).await.is_ok()
+            {
+                break;
+            }
         }
         self.hold_leadership(false);
     }
@@ -526,6 +535,7 @@ impl Replicator for GroupReplicator {
             match group.propose(batch).await {
                 Ok(_) => Ok(()),
                 Err(RaftGroupError::NotLeader { .. }) => Err(ReplicationError::NotLeader),
+                Err(RaftGroupError::Discarded { .. }) => Err(ReplicationError::Discarded),
                 Err(error) => Err(ReplicationError::Failed(error.to_string())),
             }
         })

@@ -19,11 +19,13 @@ use crate::meta::{index_of, ELECTION_BOUND};
 /// Below the client's request timeout: a PubAck later than this was never sent.
 const ANSWERED_WITHIN: Duration = Duration::from_secs(4);
 
-/// Not in CI: about one run in eight, under load, one publish still waits out its 5 s request
-/// timeout (7.07 s in the CI run on 3bc7296; once in eight runs of helper wipe). Cause open: run
-/// it by hand (`-- --ignored leader_removal`) while looking for it.
+/// Once in eight runs under load this failed (a publish waited 7 s): the successor missed the
+/// leader's one request to take over (a late route message found it a log entry behind), the
+/// leader led again after 2 s with the handover still pending in its group, and the group
+/// refused its next batch, whose publishers got no answer. Now the leader asks again and a
+/// refused batch is answered with 10009 (`nats-raft` tells a refused proposal from a discarded
+/// one).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "flaky: about 1 run in 8 a publish still waits out its 5 s timeout; cause open"]
 async fn publishes_in_flight_when_the_leader_is_removed_are_answered() {
     if test_harness::is_reference() {
         return;
@@ -38,6 +40,7 @@ async fn publishes_in_flight_when_the_leader_is_removed_are_answered() {
     // unsubscription is on its way over the route is lost on the way, on nats-server too.)
     let on_leader = index_of(&cluster, &leader);
     let stop = Arc::new(AtomicBool::new(false));
+    let start = Instant::now();
     let mut writers = Vec::new();
     for writer in 0..4 {
         let client = connect(&cluster, on_leader).await;
@@ -45,14 +48,20 @@ async fn publishes_in_flight_when_the_leader_is_removed_are_answered() {
         let stop = stop.clone();
         writers.push(tokio::spawn(async move {
             let mut acked = BTreeMap::new();
-            let mut slowest = Duration::ZERO;
+            let mut slowest = (Duration::ZERO, String::new(), start);
             let mut n = 0;
             while !stop.load(Ordering::Relaxed) {
                 let payload = format!("w{writer}-{n}");
                 let sent = Instant::now();
                 let deadline = sent + ELECTION_BOUND * 2;
                 let ack = publish_until_acked(&jetstream, "gone.x", &payload, deadline).await;
-                slowest = slowest.max(sent.elapsed());
+                if sent.elapsed() > slowest.0 {
+                    slowest = (
+                        sent.elapsed(),
+                        format!("{payload} at {}", ack.sequence),
+                        sent,
+                    );
+                }
                 acked.insert(ack.sequence, payload);
                 n += 1;
             }
@@ -60,16 +69,19 @@ async fn publishes_in_flight_when_the_leader_is_removed_are_answered() {
         }));
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
+    let removing = Instant::now();
     let answer = remove_peer(&clients[1], "GONE", &leader).await;
     assert_eq!(answer["success"], true, "{answer}");
     placed_without(&cluster, &clients[0], "GONE", &[&leader], 3, None).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     stop.store(true, Ordering::Relaxed);
     let mut acked = BTreeMap::new();
-    let mut slowest = Duration::ZERO;
+    let mut slowest = (Duration::ZERO, String::new(), start);
     for writer in writers {
         let (written, slow) = writer.await.expect("writer");
-        slowest = slowest.max(slow);
+        if slow.0 > slowest.0 {
+            slowest = slow;
+        }
         for (seq, payload) in written {
             assert!(
                 acked.insert(seq, payload).is_none(),
@@ -77,13 +89,22 @@ async fn publishes_in_flight_when_the_leader_is_removed_are_answered() {
             );
         }
     }
+    let (slowest, which, sent) = slowest;
+    let offset = if sent >= removing {
+        format!("{:?} after", sent.duration_since(removing))
+    } else {
+        format!("{:?} before", removing.duration_since(sent))
+    };
     println!(
-        "leader {leader} removed, slowest PubAck {slowest:?}, {} acked",
+        "leader {leader} removed, slowest PubAck {slowest:?} ({which}, sent {offset} the \
+         removal), {} acked",
         acked.len()
     );
     assert!(
         slowest < ANSWERED_WITHIN,
-        "a publish waited {slowest:?} when {leader} was removed"
+        "a publish waited {slowest:?} when {leader} was removed ({which}, sent {offset} the \
+         removal)\n{}",
+        cluster.logs()
     );
     let last = acked.keys().next_back().copied().unwrap_or(0);
     let info = placed_without(&cluster, &clients[0], "GONE", &[&leader], 3, last).await;

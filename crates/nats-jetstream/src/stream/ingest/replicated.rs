@@ -6,7 +6,7 @@
 //! and no commands but config updates (kept for when it leads); it neither expires nor fires
 //! schedules (the leader's entries do that).
 
-use super::super::replication::{codec, Replica};
+use super::super::replication::{codec, Replica, ReplicationError};
 use super::{announce, send_acks, Ingest};
 use crate::stream::StreamCommand;
 use bytes::{Bytes, BytesMut};
@@ -196,8 +196,11 @@ impl Ingest {
     }
 
     /// Proposes what the last batch applied and waits for its commit; then the PubAcks go out
-    /// and the consumers are woken. A failed proposal sends no PubAck (the publisher times out,
-    /// as when a nats-server leader fails) and has the replica rebuilt.
+    /// and the consumers are woken. A failed proposal has the replica rebuilt. Its publishers
+    /// get no PubAck when the batch may still commit through the next leader (they time out,
+    /// as when a nats-server leader fails); when the group refused it before its log (this
+    /// node was handing its leadership over), none of it can commit, and they are told so
+    /// (10009) at once, to retry on the next leader.
     pub(super) async fn replicate(&mut self) {
         let Some(state) = self.replica.as_mut() else {
             return;
@@ -222,21 +225,26 @@ impl Ingest {
         let answers = std::mem::take(&mut state.answers);
         state.replica.shared.applied_locally(id);
         let proposal = state.replica.replicator.propose(payload.freeze());
-        match proposal.await {
+        let error = match proposal.await {
             Ok(()) => {
                 announce(&self.stream, last);
                 send_acks(&*transport, acks);
                 for answer in answers {
                     answer(true);
                 }
+                return;
             }
-            Err(error) => {
-                for answer in answers {
-                    answer(false);
-                }
-                tracing::warn!(stream = %self.config.name, %error, "replicated batch not committed; rebuilding the replica");
-                state.diverged();
-            }
+            Err(error) => error,
+        };
+        for answer in answers {
+            answer(false);
+        }
+        tracing::warn!(stream = %self.config.name, %error, "replicated batch not committed; rebuilding the replica");
+        state.diverged();
+        if error == ReplicationError::NotLeader && !acks.is_empty() {
+            let refused = self.error_ack(jetstream_api::errors::CLUSTER_NOT_LEADER.to_error());
+            let refusals = acks.into_iter().map(|(reply, _)| (reply, refused.clone()));
+            send_acks(&*transport, refusals);
         }
     }
 }

@@ -54,9 +54,14 @@ use tokio::sync::watch;
 /// Why a proposal did not commit.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ReplicationError {
-    /// This node no longer leads the stream's group.
+    /// This node does not lead the stream's group (or is handing the leadership over): the
+    /// proposal was refused before it reached the log, so none of it can commit.
     #[error("not the stream leader")]
     NotLeader,
+    /// The proposal reached the log, then a leader change discarded it here: it may still
+    /// commit through the next leader (outcome unknown).
+    #[error("proposal discarded by a leader change")]
+    Discarded,
     /// The group failed (offline, storage error, no quorum in time).
     #[error("replication failed: {0}")]
     Failed(String),

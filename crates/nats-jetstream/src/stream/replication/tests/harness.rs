@@ -155,6 +155,9 @@ impl Replicator for Shared {
                 Err(nats_raft::RaftGroupError::NotLeader { .. }) => {
                     Err(ReplicationError::NotLeader)
                 }
+                Err(nats_raft::RaftGroupError::Discarded { .. }) => {
+                    Err(ReplicationError::Discarded)
+                }
                 Err(error) => Err(ReplicationError::Failed(error.to_string())),
             }
         })
