@@ -11,6 +11,7 @@ mod accounts;
 mod accounts_jetstream;
 pub mod auth_callout;
 pub mod cluster;
+pub mod console;
 mod jetstream;
 mod mappings;
 pub mod operator;

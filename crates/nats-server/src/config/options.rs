@@ -128,6 +128,8 @@ pub struct Options {
     pub operator: super::operator::OperatorOptions,
     /// `websocket { }`: WebSocket clients (see `config/websocket.rs`).
     pub websocket: Option<super::websocket::WebsocketOptions>,
+    /// `console { user, password }` (rnats's own): the web console's user (`config/console.rs`).
+    pub console: Option<super::console::ConsoleOptions>,
     pub config_file: Option<PathBuf>,
     /// `lame_duck_duration`: over how long lame duck mode closes the clients (at least 30 s).
     pub lame_duck_duration: Duration,
@@ -181,6 +183,7 @@ impl Default for Options {
             cluster: None,
             operator: Default::default(),
             websocket: None,
+            console: None,
             config_file: None,
             lame_duck_duration: DEFAULT_LAME_DUCK_DURATION,
             lame_duck_grace_period: DEFAULT_LAME_DUCK_GRACE_PERIOD,
@@ -369,6 +372,7 @@ fn apply_top_level(options: &mut Options, key: &str, entry: &Entry) -> Result<()
         "tls" => super::tls::apply_tls(options, entry)?,
         "cluster" => super::cluster::apply_cluster(options, entry)?,
         "websocket" => super::websocket::apply_websocket(options, entry)?,
+        "console" => super::console::apply_console(options, entry)?,
         "accounts" => super::accounts::apply_accounts(options, entry)?,
         "system_account" => match &entry.value {
             Value::String(name) => options.system_account = Some(name.clone()),

@@ -1,9 +1,12 @@
 //! The web console on the monitoring port (`/console`): one static page, embedded in the
 //! binary, that reads `/varz`, `/connz` and the two JSON answers here (`/console/data`: every
 //! stream with its consumers and account; `/console/messages`: a stream's latest messages) and
-//! refreshes every two seconds. Read-only. Message contents are shown only when the monitoring
-//! port listens on a loopback address: nats-server's monitoring port never serves payloads, so a
-//! port opened to a network does not start doing so here.
+//! refreshes every two seconds. Read-only: it has no action that changes anything. Message
+//! contents are shown only when the monitoring port listens on a loopback address, or to the
+//! console's user: nats-server's monitoring port never serves payloads, so a port opened to a
+//! network does not start doing so for anyone. With `console { user, password }`
+//! (`config/console.rs`) the page and both JSON answers need those credentials (HTTP basic
+//! authentication; [`access`]).
 
 use super::Refusal;
 use crate::server::Server;
@@ -42,13 +45,69 @@ pub fn data(server: &Server) -> Value {
     json!({ "streams": streams })
 }
 
+/// Who asks: anyone (no console user configured) or the configured user.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    Open,
+    Authenticated,
+}
+
+/// The realm a refused request is asked to authenticate in.
+pub const REALM: &str = "Basic realm=\"rnats console\", charset=\"UTF-8\"";
+
+/// The last `Authorization` header accepted against a bcrypt hash, with that hash: the page
+/// asks three times every two seconds, and a bcrypt check costs tens of milliseconds.
+static ACCEPTED: parking_lot::Mutex<Option<(String, String)>> = parking_lot::Mutex::new(None);
+
+/// Whether a request with this `Authorization` header may use the console (`None`: a user is
+/// configured and the header does not name it with its password).
+pub fn access(server: &Server, authorization: Option<&str>) -> Option<Access> {
+    let options = server.current_options();
+    let Some(console) = &options.console else {
+        return Some(Access::Open);
+    };
+    let header = authorization?;
+    let encoded = header
+        .strip_prefix("Basic ")
+        .or_else(|| header.strip_prefix("basic "))?;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .ok()?;
+    let decoded = String::from_utf8(decoded).ok()?;
+    let (user, password) = decoded.split_once(':')?;
+    if user != console.user {
+        return None;
+    }
+    let hashed = crate::security::auth::is_bcrypt(&console.password);
+    let cached = hashed
+        && ACCEPTED
+            .lock()
+            .as_ref()
+            .is_some_and(|(hash, accepted)| hash == &console.password && accepted == header);
+    if cached {
+        return Some(Access::Authenticated);
+    }
+    if !crate::security::auth::compare_passwords(&console.password, password) {
+        return None;
+    }
+    if hashed {
+        *ACCEPTED.lock() = Some((console.password.clone(), header.to_string()));
+    }
+    Some(Access::Authenticated)
+}
+
 /// `/console/messages?account=&stream=`: the stream's latest messages, payloads as text (lossy
 /// UTF-8, cut at 1 KiB; `base64:` and the bytes when they are not text).
-pub fn messages(server: &Server, account: &str, stream: &str) -> Result<Value, Refusal> {
-    if !monitoring_on_loopback(server) {
+pub fn messages(
+    server: &Server,
+    access: Access,
+    account: &str,
+    stream: &str,
+) -> Result<Value, Refusal> {
+    if access != Access::Authenticated && !monitoring_on_loopback(server) {
         return Err(Refusal {
             status: 403,
-            text: "the console shows messages only when the monitoring port listens on a loopback address\n"
+            text: "the console shows messages only when the monitoring port listens on a loopback address, or to the console's user\n"
                 .into(),
         });
     }

@@ -13,7 +13,9 @@ use crate::server::Server;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, ACCESS_CONTROL_ALLOW_ORIGIN, CONTENT_TYPE};
+use hyper::header::{
+    HeaderValue, ACCESS_CONTROL_ALLOW_ORIGIN, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE,
+};
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::Value;
@@ -146,14 +148,34 @@ fn respond(server: &Server, request: &Request<Incoming>) -> Response<Body> {
     let query = Query::parse(request.uri().query().unwrap_or(""));
     if let Some(console) = endpoint.strip_prefix("/console") {
         // Ours alone, like `/metrics`: not in `http_req_stats`.
+        let authorization = request
+            .headers()
+            .get(AUTHORIZATION)
+            .and_then(|value| value.to_str().ok());
+        let Some(access) = console::access(server, authorization) else {
+            let mut refused = response(
+                StatusCode::UNAUTHORIZED,
+                "text/plain; charset=utf-8",
+                "the console needs its user's credentials\n".into(),
+            );
+            refused
+                .headers_mut()
+                .insert(WWW_AUTHENTICATE, HeaderValue::from_static(console::REALM));
+            return refused;
+        };
         let answer = match console {
             "" => Answer::Html(console::PAGE.to_string()),
             "/data" => Answer::Json(console::data(server)),
-            _ => console::messages(server, query.text("account"), query.text("stream"))
+            _ => console::messages(server, access, query.text("account"), query.text("stream"))
                 .map(Answer::Json)
                 .into(),
         };
-        return answer.into_response();
+        let mut answer = answer.into_response();
+        if access == console::Access::Authenticated {
+            // What the user may see is for pages of this origin only.
+            answer.headers_mut().remove(ACCESS_CONTROL_ALLOW_ORIGIN);
+        }
+        return answer;
     }
     // Counted before the answer is built, so `/varz` shows its own request as nats-server's does.
     count_request(server, endpoint);

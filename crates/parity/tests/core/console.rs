@@ -208,3 +208,88 @@ fn browser(profile: &std::path::Path, url: &str) -> Command {
         .arg(url);
     command
 }
+
+/// `curl` (a real HTTP client) GETs `path` on the monitoring `port`, as `user` when given:
+/// the status and the whole answer (head and body).
+fn curl(port: u16, path: &str, user: Option<&str>) -> (u16, String) {
+    let mut command = Command::new("curl");
+    command.args(["-s", "-i", "--max-time", "10"]);
+    if let Some(user) = user {
+        command.args(["-u", user]);
+    }
+    let output = command
+        .arg(format!("http://127.0.0.1:{port}{path}"))
+        .output()
+        .expect("run curl");
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("{path}: no HTTP answer: {text:?}"));
+    (status, text)
+}
+
+/// With `console { user, password }` the console's page and JSON need those credentials
+/// (401 with a basic-authentication challenge otherwise), its user sees message contents even
+/// on a monitoring port open to the network, nats-server's endpoints stay open, and a reloaded
+/// password replaces the old one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_console_user_guards_the_console_alone() {
+    if skip_on_reference() {
+        return;
+    }
+    if !std::path::Path::new("/usr/bin/curl").exists() {
+        eprintln!("skipped: no curl");
+        return;
+    }
+    let port = test_harness::free_port();
+    let hashed = bcrypt::hash("s3cret", 4).expect("bcrypt");
+    let config = |password: &str| {
+        format!("http: \"0.0.0.0:{port}\"\nconsole {{ user: admin, password: \"{password}\" }}\n")
+    };
+    let server = TestServer::start(ServerOptions {
+        jetstream: true,
+        config: Some(config(&hashed)),
+        ..ServerOptions::default()
+    });
+    let _client = populate(&server).await;
+    let messages = "/console/messages?account=%24G&stream=ORDERS";
+    for path in ["/console", "/console/data", messages] {
+        for user in [None, Some("admin:wrong"), Some("other:s3cret")] {
+            let (status, text) = curl(port, path, user);
+            assert_eq!(status, 401, "{path} as {user:?}: {text}");
+            assert!(
+                text.contains("WWW-Authenticate: Basic realm=\"rnats console\"")
+                    || text.contains("www-authenticate: Basic realm=\"rnats console\""),
+                "{text}"
+            );
+            assert!(
+                !text.contains("ORDERS") && !text.contains("pesanan"),
+                "{text}"
+            );
+        }
+    }
+    let (status, page) = curl(port, "/console", Some("admin:s3cret"));
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("<html"), "{page}");
+    let (status, data) = curl(port, "/console/data", Some("admin:s3cret"));
+    assert_eq!(status, 200, "{data}");
+    assert!(
+        data.contains("\"ORDERS\"") && data.contains("\"READER\""),
+        "{data}"
+    );
+    let (status, shown) = curl(port, messages, Some("admin:s3cret"));
+    assert_eq!(status, 200, "{shown}");
+    assert!(shown.contains("pesanan-3"), "{shown}");
+    for path in ["/varz", "/healthz", "/jsz", "/"] {
+        let (status, text) = curl(port, path, None);
+        assert_eq!(status, 200, "{path}: {text}");
+    }
+
+    // A reload with a new password: the old one is refused, the new one let in.
+    crate::reload::rewrite_and_hangup(&server, &config("n3w-secret"));
+    crate::reload::await_log(&server, "Reloaded server configuration", 1);
+    assert_eq!(curl(port, "/console/data", Some("admin:s3cret")).0, 401);
+    assert_eq!(curl(port, "/console/data", Some("admin:n3w-secret")).0, 200);
+}
