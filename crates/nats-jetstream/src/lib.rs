@@ -136,8 +136,9 @@ pub struct AccountSetup {
     pub name: String,
     pub transport: std::sync::Arc<dyn Transport>,
     pub limits: AccountLimits,
-    /// The JWT's tiers when the account's limits are tiered (`limits` is then the enforced
-    /// `R1` tier); `$JS.API.INFO` reports usage per tier then, as nats-server.
+    /// The JWT's tiers when the account's limits are tiered: each stream is then held to the
+    /// tier of its replica count (`R1`, `R3`; 10120 when the JWT gives none), and
+    /// `$JS.API.INFO` reports usage per tier, as nats-server.
     pub tiers: TieredLimits,
 }
 

@@ -9,11 +9,19 @@ use std::sync::atomic::Ordering;
 
 pub(crate) fn account_info(context: &Context, request: &Request) {
     let mut totals = context.registry.totals();
-    // In a cluster the meta leader answers: the stream count is the cluster's (usage figures
-    // are still this server's own; docs/parity.md).
-    if let Some(cluster) = context.cluster.get() {
-        totals.streams = cluster.streams().len() as _;
-    }
+    // In a cluster the meta leader answers: the stream counts, in all and per tier, are the
+    // cluster's (usage figures are still this server's own; docs/parity.md).
+    let cluster_tiers = context.cluster.get().map(|cluster| {
+        let streams = cluster.streams();
+        totals.streams = streams.len() as _;
+        let mut tiers = BTreeMap::<String, u64>::new();
+        for stream in &streams {
+            *tiers
+                .entry(crate::registry::tier_name(stream.config.replicas))
+                .or_default() += 1;
+        }
+        tiers
+    });
     let registry = &context.registry;
     // nats-server reports an account with tiered limits per tier: its top-level `limits` are
     // then all zero (no default tier), and `tiers` holds every tier the JWT names plus any
@@ -44,6 +52,15 @@ pub(crate) fn account_info(context: &Context, request: &Request) {
             tier.reserved_storage = usage.reserved_storage;
             tier.streams = usage.streams;
             tier.consumers = usage.consumers;
+        }
+        for (name, streams) in cluster_tiers.iter().flatten() {
+            tiers
+                .entry(name.clone())
+                .or_insert_with(|| AccountTier {
+                    limits: no_limits(),
+                    ..Default::default()
+                })
+                .streams = *streams;
         }
         (no_limits(), tiers)
     };

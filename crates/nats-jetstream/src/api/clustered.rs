@@ -194,11 +194,18 @@ async fn stream_create(context: &Context, cluster: &dyn Cluster, request: &Reque
         if overlaps_assigned(cluster, &config) {
             return Err(errors::STREAM_SUBJECT_OVERLAP.to_error());
         }
-        // The account's streams across the cluster, as nats-server's
-        // `jsClusteredStreamLimitsCheck` counts them (each holder checks its own too).
-        let max_streams = context.registry.account_limits().max_streams;
-        if max_streams > 0
-            && i64::try_from(cluster.streams().len()).unwrap_or(i64::MAX) >= max_streams
+        // The account's streams across the cluster (of the stream's tier when its limits are
+        // tiered), as nats-server's `jsClusteredStreamLimitsCheck` counts them (each holder
+        // checks its own too).
+        let (limits, tiered) = context.registry.tier_limits(config.replicas)?;
+        let tier = crate::registry::tier_name(config.replicas);
+        let streams = cluster
+            .streams()
+            .iter()
+            .filter(|stream| !tiered || crate::registry::tier_name(stream.config.replicas) == tier)
+            .count();
+        if limits.max_streams > 0
+            && i64::try_from(streams).unwrap_or(i64::MAX) >= limits.max_streams
         {
             return Err(errors::MAXIMUM_STREAMS_LIMIT.to_error());
         }

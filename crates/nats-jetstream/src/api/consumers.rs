@@ -174,7 +174,11 @@ async fn try_consumer_create(
     let mut config = consumer::check_config(
         &config,
         &stream_config,
-        context.registry.account_limits().max_ack_pending,
+        context
+            .registry
+            .tier_limits(stream_config.replicas)?
+            .0
+            .max_ack_pending,
         create.pedantic,
     )?;
     if config.name.is_empty() {
@@ -217,7 +221,11 @@ async fn try_consumer_create(
     }
     // Unlimited streams get the account's limit, else the server's default, as in
     // nats-server; a stream's own limit applies below the account's.
-    let account_max = context.registry.account_limits().max_consumers;
+    let account_max = context
+        .registry
+        .tier_limits(stream_config.replicas)?
+        .0
+        .max_consumers;
     let max_consumers = match (stream_config.max_consumers > 0, account_max > 0) {
         (true, true) => stream_config.max_consumers.min(account_max),
         (true, false) => stream_config.max_consumers,

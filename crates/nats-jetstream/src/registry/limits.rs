@@ -1,11 +1,36 @@
 //! An account's JetStream limits at stream create and update, as nats-server checks them
 //! (`jsa.checkLimits`, `checkBytesLimits`): `max_bytes` required, the per-stream byte
 //! ceilings, the number of streams, the streams' consumer limit, and the bytes reserved by
-//! `max_bytes` against the account's and the server's maxima. Also keeps the server-wide
+//! `max_bytes` against the account's and the server's maxima; for an account with tiered
+//! limits, those of the stream's replica tier, counting the streams of that tier. Also keeps the server-wide
 //! reservations current as streams come and go. Called by the registry only.
 
 use super::{reserved, Registry};
-use jetstream_api::{errors, ApiError, StorageType, StreamConfig};
+use jetstream_api::{errors, AccountLimits, ApiError, StorageType, StreamConfig};
+
+/// nats-server's `tierName`: the tier of a stream of `replicas` replicas (`R1`, `R3`).
+pub(crate) fn tier_name(replicas: i64) -> String {
+    format!("R{}", replicas.max(1))
+}
+
+/// The storage maxima an account's published bytes are held to: its limits', or for tiered
+/// limits the sum of its tiers' (unlimited when one is), as the bytes of all tiers share
+/// one account-wide count here (nats-server counts each tier against its own).
+pub(super) fn usage_maxima(limits: &AccountLimits, tiers: &crate::TieredLimits) -> (i64, i64) {
+    if tiers.is_empty() {
+        return (limits.max_memory, limits.max_storage);
+    }
+    let sum = |value: fn(&AccountLimits) -> i64| {
+        tiers.values().try_fold(0i64, |total, tier| {
+            let value = value(tier);
+            (value >= 0).then(|| total.saturating_add(value))
+        })
+    };
+    (
+        sum(|tier| tier.max_memory).unwrap_or(-1),
+        sum(|tier| tier.max_storage).unwrap_or(-1),
+    )
+}
 
 /// The bytes a stream's `max_bytes` reserves (nothing when unlimited).
 fn reservation(config: &StreamConfig) -> i64 {
@@ -13,6 +38,21 @@ fn reservation(config: &StreamConfig) -> i64 {
 }
 
 impl Registry {
+    /// nats-server's `selectLimits`: an untiered account's limits, else those of the tier of a
+    /// stream of `replicas` replicas (10120 when the account's JWT gives that tier none);
+    /// `true` when tiered.
+    pub(crate) fn tier_limits(&self, replicas: i64) -> Result<(AccountLimits, bool), ApiError> {
+        let account = self.account_limits.read();
+        if account.tiers.is_empty() {
+            return Ok((account.limits.clone(), false));
+        }
+        account
+            .tiers
+            .get(&tier_name(replicas))
+            .map(|limits| (limits.clone(), true))
+            .ok_or_else(|| errors::NO_LIMITS.to_error())
+    }
+
     /// Check `config` (a new stream, or `old` updated) against the account's limits and the
     /// server's reservations, in nats-server's order.
     pub(super) fn check_account_limits(
@@ -20,7 +60,7 @@ impl Registry {
         config: &StreamConfig,
         old: Option<&StreamConfig>,
     ) -> Result<(), ApiError> {
-        let limits = self.account_limits();
+        let (limits, tiered) = self.tier_limits(config.replicas)?;
         if limits.max_bytes_required && config.max_bytes <= 0 {
             return Err(errors::STREAM_MAX_BYTES_REQUIRED.to_error());
         }
@@ -32,7 +72,15 @@ impl Registry {
             return Err(errors::STREAM_MAX_STREAM_BYTES_EXCEEDED.to_error());
         }
         if old.is_none() && limits.max_streams > 0 {
-            let streams = self.streams.read().len();
+            let streams = if tiered {
+                let tier = tier_name(config.replicas);
+                self.all()
+                    .iter()
+                    .filter(|stream| tier_name(stream.config.read().replicas) == tier)
+                    .count()
+            } else {
+                self.streams.read().len()
+            };
             if i64::try_from(streams).unwrap_or(i64::MAX) >= limits.max_streams {
                 return Err(errors::MAXIMUM_STREAMS_LIMIT.to_error());
             }
@@ -48,7 +96,7 @@ impl Registry {
         {
             return Ok(());
         }
-        self.check_bytes(config, old)
+        self.check_bytes(config, old, &limits, tiered)
     }
 
     /// nats-server's `checkBytesLimits`: the account's reservations plus this stream's against
@@ -57,6 +105,8 @@ impl Registry {
         &self,
         config: &StreamConfig,
         old: Option<&StreamConfig>,
+        account_limits: &AccountLimits,
+        tiered: bool,
     ) -> Result<(), ApiError> {
         let add = if config.max_bytes < 0 {
             1
@@ -64,12 +114,12 @@ impl Registry {
             config.max_bytes
         };
         let storage = config.storage;
-        let account_reserved = reserved(self, storage, &config.name);
+        let tier = tiered.then(|| tier_name(config.replicas));
+        let account_reserved = reserved(self, storage, &config.name, tier.as_deref());
         let own = old
             .filter(|old| old.storage == storage)
             .map_or(0, reservation);
         let server_reserved = self.reservations.get(storage) - own;
-        let account_limits = self.account_limits();
         let (account_max, server_max, refusal) = match storage {
             StorageType::Memory => (
                 account_limits.max_memory,

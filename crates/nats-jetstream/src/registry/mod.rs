@@ -30,6 +30,7 @@ struct Entry {
 }
 
 pub(crate) use crate::resources::ResourceLimits;
+pub(crate) use limits::tier_name;
 
 /// The account's streams and what creating, recovering and stopping one needs: the store
 /// directory, the server's JetStream config, the account limits and usage, and core routing
@@ -119,11 +120,8 @@ impl Registry {
         subscribe_direct_get: DirectGetSubscriber,
     ) -> Registry {
         let account_limits = account.limits;
-        let usage = Arc::new(Usage::within(
-            &server.usage,
-            account_limits.max_memory,
-            account_limits.max_storage,
-        ));
+        let (max_memory, max_storage) = limits::usage_maxima(&account_limits, &account.tiers);
+        let usage = Arc::new(Usage::within(&server.usage, max_memory, max_storage));
         Registry {
             streams: Default::default(),
             subjects: Default::default(),
@@ -162,7 +160,8 @@ impl Registry {
         limits: jetstream_api::AccountLimits,
         tiers: crate::TieredLimits,
     ) {
-        self.usage.set_maxima(limits.max_memory, limits.max_storage);
+        let (max_memory, max_storage) = limits::usage_maxima(&limits, &tiers);
+        self.usage.set_maxima(max_memory, max_storage);
         *self.account_limits.write() = AccountJetStreamLimits { limits, tiers };
     }
 
@@ -293,14 +292,15 @@ fn forms_cycle(registry: &Registry, candidate: &StreamConfig) -> bool {
 
 /// Bytes reserved by `max_bytes` of the streams of one storage type (nats-server reserves a
 /// stream's max_bytes at create).
-fn reserved(registry: &Registry, storage: StorageType, except: &str) -> i64 {
+fn reserved(registry: &Registry, storage: StorageType, except: &str, tier: Option<&str>) -> i64 {
     registry
         .all()
         .iter()
         .filter(|existing| existing.name != except)
         .map(|existing| {
             let config = existing.config.read();
-            if config.storage == storage && config.max_bytes > 0 {
+            let in_tier = tier.is_none_or(|tier| limits::tier_name(config.replicas) == tier);
+            if in_tier && config.storage == storage && config.max_bytes > 0 {
                 config.max_bytes
             } else {
                 0
@@ -353,9 +353,7 @@ impl Registry {
         for stream in self.all() {
             let config = stream.config.read().clone();
             let state = stream.store.state();
-            let tier = tiers
-                .entry(format!("R{}", config.replicas.max(1)))
-                .or_default();
+            let tier = tiers.entry(limits::tier_name(config.replicas)).or_default();
             tier.streams += 1;
             tier.consumers += stream.interest.count() as u64;
             tier.messages += state.msgs;

@@ -231,3 +231,48 @@ async fn an_update_disables_and_enables_jetstream_across_the_cluster() {
     assert_eq!((ack.stream.as_str(), ack.sequence), ("THREE", 2));
     settled_info(&tenant.clients[0], "THREE", &names(&cluster), 2).await;
 }
+
+/// Tiered limits in a cluster: an R3 stream is counted against the JWT's `R3` tier and an R1
+/// stream against `R1` (nats-server's `selectLimits` by replica count), each tier's stream
+/// limit refusing only its own tier with 10027; `$JS.API.INFO` reports each tier's usage. A
+/// JWT whose only tier is `R3` enables JetStream, and an R1 stream there finds no tier: 10120.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn r3_streams_count_against_the_r3_tier() {
+    let trust = Trust::new();
+    let directory = tempfile::tempdir().expect("resolver dirs");
+    let cluster = start(&trust, &directory);
+    let tier = |streams: i64| json!({"mem_storage": -1, "disk_storage": -1, "streams": streams, "consumer": -1});
+    let mut claims = jetstream(None);
+    claims["limits"]["tiered_limits"] = json!({"R1": tier(1), "R3": tier(2)});
+    let tenant = Tenant::push(&cluster, &trust, claims).await;
+
+    assert_eq!(error_code(&create(&tenant.clients[0], "ONE", 1).await), 0);
+    for (index, name) in ["THREE", "FOUR"].into_iter().enumerate() {
+        let answer = create(&tenant.clients[index + 1], name, 3).await;
+        assert_eq!(error_code(&answer), 0, "{answer}");
+    }
+    let refused = create(&tenant.clients[2], "FIVE", 3).await;
+    assert_eq!(error_code(&refused), 10027, "{refused}");
+    let refused = create(&tenant.clients[1], "TWO", 1).await;
+    assert_eq!(error_code(&refused), 10027, "{refused}");
+    let info = ask_until(&tenant.clients[0], "$JS.API.INFO", Value::Null, |info| {
+        info["streams"] == 3
+    })
+    .await;
+    assert_eq!(info["tiers"]["R1"]["streams"], 1, "{info}");
+    assert_eq!(info["tiers"]["R3"]["streams"], 2, "{info}");
+    assert_eq!(info["tiers"]["R3"]["limits"]["max_streams"], 2, "{info}");
+
+    let mut claims = jetstream(None);
+    claims["limits"]["tiered_limits"] = json!({"R3": tier(-1)});
+    let only_r3 = Tenant::push(&cluster, &trust, claims).await;
+    let answer = create(&only_r3.clients[1], "THREE", 3).await;
+    assert_eq!(error_code(&answer), 0, "{answer}");
+    let refused = create(&only_r3.clients[2], "ONE", 1).await;
+    assert_eq!(
+        refused["error"],
+        json!({"code": 400, "err_code": 10120,
+               "description": "no JetStream default or applicable tiered limit present"}),
+        "{refused}"
+    );
+}

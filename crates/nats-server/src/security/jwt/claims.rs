@@ -213,8 +213,9 @@ impl AccountLimits {
     }
 
     /// The account's JetStream limits as nats-server reads the JWT: the flat limits when a
-    /// storage limit is set, else the `R1` tier of `tiered_limits` (this server runs R1
-    /// streams only); `None` when neither enables JetStream.
+    /// storage limit is set, else (tiered limits, each stream held to its replica tier's by
+    /// JetStream) the `R1` tier, or the first tier giving storage; `None` when nothing
+    /// enables JetStream.
     pub fn jetstream_limits(&self) -> Option<nats_jetstream::AccountLimits> {
         let flat = JetStreamTier {
             mem_storage: self.mem_storage,
@@ -231,7 +232,8 @@ impl AccountLimits {
         } else {
             self.tiered_limits
                 .get("R1")
-                .filter(|tier| tier.enables())?
+                .filter(|tier| tier.enables())
+                .or_else(|| self.tiered_limits.values().find(|tier| tier.enables()))?
                 .clone()
         };
         Some(tier.account_limits())
