@@ -184,15 +184,24 @@ impl Accounts {
     /// Give `account` these configured subject mappings in place of its current ones (at start,
     /// or a config reload), with the JetStream domain's mapping when JetStream serves it.
     pub fn remap(&self, account: &Arc<Account>, configured: &[MappingOptions]) {
+        let served = self
+            .jetstream
+            .iter()
+            .any(|(jetstream, _, _)| Arc::ptr_eq(jetstream, account));
+        self.remap_served(account, configured, served);
+    }
+
+    /// [`Self::remap`] for an account JetStream serves (`served`) or not since a config
+    /// reload, whatever it was at start.
+    pub fn remap_served(
+        &self,
+        account: &Arc<Account>,
+        configured: &[MappingOptions],
+        served: bool,
+    ) {
         let mut mappings = configured.to_vec();
-        if let Some(domain) = &self.template.domain_mapping {
-            if self
-                .jetstream
-                .iter()
-                .any(|(jetstream, _, _)| Arc::ptr_eq(jetstream, account))
-            {
-                mappings.push(domain.clone());
-            }
+        if let Some(domain) = self.template.domain_mapping.as_ref().filter(|_| served) {
+            mappings.push(domain.clone());
         }
         account.set_mappings(&mappings, self.template.cluster_name.clone());
     }

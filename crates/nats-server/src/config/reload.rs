@@ -370,6 +370,13 @@ fn refuse_fixed(old: &Options, new: &Options) -> Result<(), String> {
 /// raised but not lowered; and what rnats cannot reload yet (any other setting while it
 /// stays on).
 fn refuse_jetstream(old: &JetStreamConfig, new: &JetStreamConfig) -> Result<(), String> {
+    if old.domain != new.domain {
+        return Err(refused(
+            "JetStreamDomain",
+            text(&old.domain),
+            text(&new.domain),
+        ));
+    }
     let disabling = old.enabled && !new.enabled;
     if old.enabled && old.store_dir != new.store_dir {
         if new.store_dir.is_some() {
@@ -614,6 +621,17 @@ mod tests {
         assert_eq!(
             diff(&on(None), &on(Some(1))).unwrap_err(),
             "config reload not supported for jetstream dynamic max memory and store"
+        );
+        let domain = Options {
+            jetstream: JetStreamConfig {
+                domain: Some("HUB".into()),
+                ..on(Some(100)).jetstream
+            },
+            ..Options::default()
+        };
+        assert_eq!(
+            diff(&on(Some(100)), &domain).unwrap_err(),
+            "config reload not supported for JetStreamDomain: old=, new=HUB"
         );
     }
 

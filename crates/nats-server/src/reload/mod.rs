@@ -93,6 +93,11 @@ pub fn reload(server: &Arc<Server>) -> Result<(), String> {
     if changes.accounts || changes.jetstream {
         jetstream::apply(server, &running, &options, &removed);
     }
+    let start_jetstream =
+        changes.jetstream && options.jetstream.enabled && server.jetstream.get().is_none();
+    if changes.jetstream && options.jetstream.enabled {
+        jetstream::turned_on(server, &options);
+    }
     if changes.routes {
         routes::apply(server, &running, &options);
     }
@@ -111,6 +116,9 @@ pub fn reload(server: &Arc<Server>) -> Result<(), String> {
         tracing::info!("Reloaded: cluster");
     }
     server.replace_client_tls(tls);
+    if start_jetstream {
+        jetstream::start(server, &server.current_options());
+    }
     tracing::info!("Reloaded server configuration");
     Ok(())
 }

@@ -153,7 +153,7 @@ pub(super) fn js_request(client: &mut RawClient, what: &str, body: &str) -> serd
 
 /// The next MSG/HMSG line (the server's PINGs skipped) and its payload; `None` when nothing
 /// comes within the client's timeout.
-fn next_message(client: &mut RawClient) -> Option<(String, Vec<u8>)> {
+pub(super) fn next_message(client: &mut RawClient) -> Option<(String, Vec<u8>)> {
     let head = loop {
         let line = client.read_line()?;
         if line != "PING" {
@@ -196,14 +196,20 @@ fn await_kept_stream(client: &mut RawClient) {
     }
 }
 
-fn jetstream_accounts(store: &std::path::Path, b_has_jetstream: bool) -> String {
+/// Accounts A (JetStream) and B (JetStream when `b_has_jetstream`); `extra`: more of the
+/// `jetstream { }` block.
+pub(super) fn jetstream_accounts(
+    store: &std::path::Path,
+    extra: &str,
+    b_has_jetstream: bool,
+) -> String {
     let b = if b_has_jetstream {
         ", jetstream: enabled"
     } else {
         ""
     };
     format!(
-        "jetstream {{ store_dir: {:?} }}\naccounts {{\n  A {{ users [{{user: a, password: a}}], jetstream: enabled }}\n  B {{ users [{{user: b, password: b}}]{b} }}\n}}\n",
+        "jetstream {{ store_dir: {:?}{extra} }}\naccounts {{\n  A {{ users [{{user: a, password: a}}], jetstream: enabled }}\n  B {{ users [{{user: b, password: b}}]{b} }}\n}}\n",
         store.display().to_string()
     )
 }
@@ -211,12 +217,12 @@ fn jetstream_accounts(store: &std::path::Path, b_has_jetstream: bool) -> String 
 #[test]
 fn an_accounts_jetstream_follows_the_reloaded_file() {
     let store = tempfile::tempdir().expect("store dir");
-    let server = TestServer::with_config(&jetstream_accounts(store.path(), false));
+    let server = TestServer::with_config(&jetstream_accounts(store.path(), "", false));
     let mut b = connect_as(&server, "b");
     let refused = js_request(&mut b, "INFO", "");
     assert_eq!(refused["error"]["err_code"], 10039, "{refused}");
 
-    rewrite_and_hangup(&server, &jetstream_accounts(store.path(), true));
+    rewrite_and_hangup(&server, &jetstream_accounts(store.path(), "", true));
     await_log(&server, LOADED, 1);
     let served = js_request(&mut b, "INFO", "");
     assert!(served.get("error").is_none(), "{served}");
@@ -227,20 +233,20 @@ fn an_accounts_jetstream_follows_the_reloaded_file() {
     );
     assert!(created.get("error").is_none(), "{created}");
 
-    rewrite_and_hangup(&server, &jetstream_accounts(store.path(), false));
+    rewrite_and_hangup(&server, &jetstream_accounts(store.path(), "", false));
     await_log(&server, LOADED, 2);
     let refused = js_request(&mut b, "INFO", "");
     assert_eq!(refused["error"]["err_code"], 10039, "{refused}");
 
     // Enabled again: the stream's files were kept and it is served again.
-    rewrite_and_hangup(&server, &jetstream_accounts(store.path(), true));
+    rewrite_and_hangup(&server, &jetstream_accounts(store.path(), "", true));
     await_log(&server, LOADED, 3);
     await_kept_stream(&mut b);
 }
 
 /// Whether `$JS.API.INFO` is answered with account info (`false`: refused with 10039, a
 /// no-responders status, or, as nats-server once JetStream is off, no answer in a second).
-fn jetstream_answers(client: &mut RawClient) -> bool {
+pub(super) fn jetstream_answers(client: &mut RawClient) -> bool {
     client.send("SUB _INBOX.on 78\r\nUNSUB 78 1\r\nPUB $JS.API.INFO _INBOX.on 0\r\n\r\n");
     client.timeout = std::time::Duration::from_secs(1);
     let reply = next_message(client);

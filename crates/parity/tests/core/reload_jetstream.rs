@@ -2,10 +2,14 @@
 //! `jetStreamLimitsOption`: a raised `max_memory_store` / `max_file_store` is applied at once
 //! (`Reloaded: JetStream max_mem_store = 3.00 MB`; a stream the old limit refused is created,
 //! `/varz` shows the new figure), a lowered one is refused in nats-server's words and the
-//! running limit stays. The same test passes against nats-server.
+//! running limit stays. JetStream turned on in a server started without it is started, as
+//! nats-server's `jetStreamOption`; turned off and on again after a raise it comes back with
+//! the raised limit; an account given JetStream by a reload answers in the JetStream domain
+//! (`$JS.<domain>.API`), and a new domain is refused in nats-server's words. The same tests
+//! pass against nats-server.
 
 use super::reload::{await_log, rewrite_and_hangup};
-use super::reload_accounts::js_request;
+use super::reload_accounts::{jetstream_accounts, jetstream_answers, js_request, next_message};
 use test_harness::monitoring::get_json;
 use test_harness::{RawClient, ServerOptions, TestServer};
 
@@ -71,4 +75,122 @@ fn raised_jetstream_limits_apply_at_once_and_lowered_ones_are_refused() {
     // The running 3 MB stays: 1 MB more fits beside the 2 MB stream, 2 MB more does not.
     assert_eq!(create_error(&mut client, "MORE", 2 * MB), Some(10028));
     assert_eq!(create_error(&mut client, "FITS", MB), None);
+}
+
+/// Wait (bounded) until `$JS.API.INFO` is answered (rnats starts a JetStream turned on by a
+/// reload aside; nats-server before it logs the reload).
+fn await_jetstream(client: &mut RawClient) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !jetstream_answers(client) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "JetStream never answered"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+fn connect_js(server: &TestServer, user: Option<&str>) -> RawClient {
+    let credentials = user
+        .map(|user| format!(r#","user":"{user}","pass":"{user}""#))
+        .unwrap_or_default();
+    RawClient::connect_with(
+        server,
+        &format!(r#"{{"verbose":false,"headers":true,"no_responders":true{credentials}}}"#),
+    )
+}
+
+#[test]
+fn jetstream_turned_on_in_a_server_started_without_it() {
+    let store = tempfile::tempdir().expect("store dir");
+    let server = TestServer::start(ServerOptions {
+        config: Some("max_payload: 65536\n".into()),
+        monitoring: true,
+        ..Default::default()
+    });
+    let mut client = connect_js(&server, None);
+    assert!(!jetstream_answers(&mut client));
+    rewrite_and_hangup(
+        &server,
+        &format!(
+            "max_payload: 65536\n{}",
+            limits(store.path(), "8MB", "64MB")
+        ),
+    );
+    await_log(&server, "Reloaded: JetStream", 1);
+    await_log(&server, "Reloaded server configuration", 1);
+    await_jetstream(&mut client);
+    assert_eq!(create_error(&mut client, "ON", MB), None);
+    // Stored in the new directory.
+    client.send("SUB _INBOX.ack 80\r\nPUB ON _INBOX.ack 2\r\nhi\r\n");
+    let (_, ack) = next_message(&mut client).expect("a PubAck");
+    let ack: serde_json::Value = serde_json::from_slice(&ack).expect("json PubAck");
+    assert_eq!(ack["stream"], "ON", "{ack}");
+    assert_eq!(ack["seq"], 1, "{ack}");
+    assert_eq!(varz_max_memory(&server), 8 * MB);
+}
+
+#[test]
+fn jetstream_off_and_on_again_after_a_raise_keeps_the_raised_limit() {
+    let store = tempfile::tempdir().expect("store dir");
+    let server = TestServer::start(ServerOptions {
+        config: Some(limits(store.path(), "1MB", "10MB")),
+        monitoring: true,
+        ..Default::default()
+    });
+    let mut client = connect_js(&server, None);
+    rewrite_and_hangup(&server, &limits(store.path(), "3MB", "10MB"));
+    await_log(&server, "Reloaded: JetStream max_mem_store = 3.00 MB", 1);
+    rewrite_and_hangup(&server, "max_payload: 65536\n");
+    await_log(&server, "Reloaded: JetStream\n", 1);
+    rewrite_and_hangup(&server, &limits(store.path(), "3MB", "10MB"));
+    await_log(&server, "Reloaded server configuration", 3);
+    let log = server.log();
+    assert!(!log.contains("config reload not supported"), "{log}");
+    await_jetstream(&mut client);
+    assert_eq!(varz_max_memory(&server), 3 * MB);
+    // 2 MB fits only under the raised limit.
+    assert_eq!(create_error(&mut client, "BIG", 2 * MB), None);
+}
+
+fn domain_accounts(store: &std::path::Path, domain: &str, b_has_jetstream: bool) -> String {
+    jetstream_accounts(store, &format!(", domain: {domain}"), b_has_jetstream)
+}
+
+/// `$JS.<domain>.API.INFO` asked by `client`: the reply's JSON, `None` without a responder.
+fn domain_info(client: &mut RawClient, domain: &str) -> Option<serde_json::Value> {
+    client.send(&format!(
+        "SUB _INBOX.dom 81\r\nUNSUB 81 1\r\nPUB $JS.{domain}.API.INFO _INBOX.dom 0\r\n\r\n"
+    ));
+    let (head, payload) = next_message(client).expect("a reply or a no-responders status");
+    if head.starts_with("HMSG ") {
+        let text = String::from_utf8_lossy(&payload);
+        assert!(text.starts_with("NATS/1.0 503"), "{head} {text}");
+        return None;
+    }
+    Some(serde_json::from_slice(&payload).expect("json reply"))
+}
+
+#[test]
+fn an_account_given_jetstream_by_reload_answers_in_the_domain() {
+    let store = tempfile::tempdir().expect("store dir");
+    let server = TestServer::with_config(&domain_accounts(store.path(), "HUB", false));
+    let mut a = connect_js(&server, Some("a"));
+    let mut b = connect_js(&server, Some("b"));
+    let served = domain_info(&mut a, "HUB").expect("A answers in its domain");
+    assert!(served.get("error").is_none(), "{served}");
+    assert!(domain_info(&mut b, "HUB").is_none_or(|reply| reply.get("error").is_some()));
+
+    rewrite_and_hangup(&server, &domain_accounts(store.path(), "HUB", true));
+    await_log(&server, "Reloaded server configuration", 1);
+    let served = domain_info(&mut b, "HUB").expect("B answers in the domain");
+    assert!(served.get("error").is_none(), "{served}");
+
+    // The domain itself is not reloadable.
+    rewrite_and_hangup(&server, &domain_accounts(store.path(), "OTHER", true));
+    await_log(
+        &server,
+        "config reload not supported for JetStreamDomain: old=HUB, new=OTHER",
+        1,
+    );
 }
