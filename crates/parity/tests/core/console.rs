@@ -153,14 +153,20 @@ async fn console_page_renders_in_a_real_browser() {
     }
     let server = server();
     let _client = populate(&server).await;
-    let profile = tempfile::tempdir().expect("profile dir");
     let url = format!(
         "http://127.0.0.1:{}/console#view=%24G/ORDERS",
         server.monitor_port.expect("monitoring")
     );
+    assert_renders(&url).await;
+}
+
+/// The rendered page at `url` shows the stream, its consumer, the bucket, the connection
+/// and the stream's latest messages, and no error.
+async fn assert_renders(url: &str) {
+    let profile = tempfile::tempdir().expect("profile dir");
     let output = tokio::time::timeout(
         Duration::from_secs(60),
-        tokio::process::Command::from(browser(profile.path(), &url)).output(),
+        tokio::process::Command::from(browser(profile.path(), url)).output(),
     )
     .await
     .expect("chromium within 60 s")
@@ -185,6 +191,33 @@ async fn console_page_renders_in_a_real_browser() {
         dom.contains("<span id=\"error\"></span>"),
         "the page reported an error:\n{dom}"
     );
+}
+
+/// The console's user in a real browser (credentials in the URL, as a browser sends them
+/// once asked): the page and its JSON render, message contents included on a monitoring port
+/// open to the network.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_page_renders_for_its_user_in_a_real_browser() {
+    if skip_on_reference() {
+        return;
+    }
+    if !std::path::Path::new(CHROMIUM).exists() {
+        eprintln!("skipped: {CHROMIUM} not installed (apt-get install chromium)");
+        return;
+    }
+    let port = test_harness::free_port();
+    let server = TestServer::start(ServerOptions {
+        jetstream: true,
+        config: Some(format!(
+            "http: \"0.0.0.0:{port}\"\nconsole {{ user: admin, password: s3cret }}\n"
+        )),
+        ..ServerOptions::default()
+    });
+    let _client = populate(&server).await;
+    assert_renders(&format!(
+        "http://admin:s3cret@127.0.0.1:{port}/console#view=%24G/ORDERS"
+    ))
+    .await;
 }
 
 /// Headless Chromium dumping the DOM once the page's scripts ran (virtual time lets its
