@@ -13,6 +13,7 @@
 //! accounts importing from it) are rebuilt, connections whose user it revokes are closed by
 //! their readers, which watch the resolver. Started by `system::start` in operator mode.
 
+use crate::security::jwt::activation;
 use crate::security::jwt::resolver::{account_options, Resolver};
 use crate::security::jwt::{self, claims::AccountFields, resolver::UpdateOutcome};
 use crate::server::Server;
@@ -21,6 +22,7 @@ use bytes::Bytes;
 use nats_jetstream::Message;
 use serde_json::{json, Value};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// What a subscribed subject asks for.
 #[derive(Clone, Copy)]
@@ -83,6 +85,7 @@ pub(super) fn start(server: &Arc<Server>) {
         .map(|(subject, request, _)| (subject.to_string(), *request))
         .collect();
     serve(server, subjects, answer);
+    watch_activations(server);
     if let Some(directory) = resolver.directory() {
         tracing::info!(
             "Managing {} jwt in exclusive directory {}",
@@ -113,6 +116,64 @@ pub(super) fn start(server: &Arc<Server>) {
             });
         }
     }
+}
+
+/// Rebuild the accounts whose imports' activation tokens expire, when they expire (the
+/// import is then left out: a stream import stops delivering, a service import answers no
+/// more), as nats-server's activation timers; the next expiry is looked for again whenever
+/// the resolver takes an update.
+fn watch_activations(server: &Arc<Server>) {
+    let Some(resolver) = &server.jwt else {
+        return;
+    };
+    let mut revision = resolver.revision.subscribe();
+    let weak = Arc::downgrade(server);
+    // Tokens expired before this were left out when their imports were built.
+    let mut checked = jwt::now();
+    tokio::spawn(async move {
+        loop {
+            let next = {
+                let Some(server) = weak.upgrade() else {
+                    return;
+                };
+                let Some(resolver) = &server.jwt else {
+                    return;
+                };
+                activation::next_expiry(resolver, jwt::now())
+            };
+            revision.borrow_and_update();
+            let Some(expires) = next else {
+                if revision.changed().await.is_err() {
+                    return;
+                }
+                continue;
+            };
+            let wait = Duration::from_secs((expires - jwt::now()).max(0).unsigned_abs());
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                changed = revision.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    continue;
+                }
+            }
+            let Some(server) = weak.upgrade() else {
+                return;
+            };
+            let Some(resolver) = &server.jwt else {
+                return;
+            };
+            let now = jwt::now();
+            for importer in activation::expired_importers(resolver, checked, now) {
+                tracing::debug!("activation expired for an import of {}", importer.key());
+                server
+                    .accounts
+                    .update(&account_options(&importer, resolver));
+            }
+            checked = now;
+        }
+    });
 }
 
 /// Subscribe `subjects` in the system account and hand each message, with what its subject

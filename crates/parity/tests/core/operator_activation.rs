@@ -87,6 +87,34 @@ async fn settle(client: &async_nats::Client) {
         .expect("user info");
 }
 
+/// A user of `exporter` connected, with a responder answering `private.service` with
+/// `answer` (abort the task to stop it).
+async fn exporter_answering(
+    server: &TestServer,
+    exporter: &nkeys::KeyPair,
+) -> (async_nats::Client, tokio::task::JoinHandle<()>) {
+    let exporter_user = nkeys::KeyPair::new_user();
+    let exporter_client = async_nats::ConnectOptions::with_credentials(&creds(
+        &user_jwt(&exporter_user, exporter, None, json!({})),
+        &exporter_user,
+    ))
+    .expect("creds parse")
+    .connect(server.url())
+    .await
+    .expect("exporter connects");
+    let mut responder = exporter_client.subscribe("private.service").await.unwrap();
+    settle(&exporter_client).await;
+    let answering = exporter_client.clone();
+    let answers = tokio::spawn(async move {
+        while let Some(request) = responder.next().await {
+            if let Some(reply) = request.reply {
+                let _ = answering.publish(reply, "answer".into()).await;
+            }
+        }
+    });
+    (exporter_client, answers)
+}
+
 /// Whether the importer's subscription on `private.>` gets `private.x` published in the
 /// exporter: `public.x`, published after it on the same connection and imported publicly,
 /// arrives after it if it arrives at all.
@@ -265,25 +293,7 @@ async fn private_exports_admit_imports_with_valid_activation_tokens_only() {
         &preload,
     ));
 
-    let exporter_user = nkeys::KeyPair::new_user();
-    let exporter_client = async_nats::ConnectOptions::with_credentials(&creds(
-        &user_jwt(&exporter_user, &exporter, None, json!({})),
-        &exporter_user,
-    ))
-    .expect("creds parse")
-    .connect(server.url())
-    .await
-    .expect("exporter connects");
-    let mut responder = exporter_client.subscribe("private.service").await.unwrap();
-    settle(&exporter_client).await;
-    let answering = exporter_client.clone();
-    let answers = tokio::spawn(async move {
-        while let Some(request) = responder.next().await {
-            if let Some(reply) = request.reply {
-                let _ = answering.publish(reply, "answer".into()).await;
-            }
-        }
-    });
+    let (exporter_client, answers) = exporter_answering(&server, &exporter).await;
 
     for (index, (importer, _, _, outcome)) in cases.iter().enumerate() {
         let connected = async_nats::ConnectOptions::with_credentials(&importer.creds)
@@ -306,5 +316,111 @@ async fn private_exports_admit_imports_with_valid_activation_tokens_only() {
         };
         assert_eq!(got, *outcome, "importer {index}");
     }
+    answers.abort();
+}
+
+/// An activation token expiring while its imports are in use stops them at its expiry, as
+/// nats-server's activation timers: the stream import stops delivering to the subscription
+/// made before, and the service import is no longer answered (nats-server keeps an invalid
+/// import that drops the request, so a requester times out; ours has none left, so it hears
+/// "no responders" at once: either is no answer).
+#[tokio::test]
+async fn an_activation_expiring_in_use_stops_its_imports() {
+    let trust = Trust::new();
+    let exporter = nkeys::KeyPair::new_account();
+    let exporter_key = exporter.public_key();
+    let importer = Importer::new();
+    // Built before the clock starts: the token must outlive the server's start.
+    test_harness::server_binary();
+    let expires = now() + 3;
+    let token = |subject: &str, kind: &str| {
+        activation(
+            &exporter,
+            None,
+            &importer.key.public_key(),
+            subject,
+            kind,
+            json!({"exp": expires}),
+        )
+    };
+    let exporter_jwt = account_jwt(
+        &exporter,
+        &trust.operator,
+        json!({"exports": [
+            {"subject": "private.>", "type": "stream", "token_req": true},
+            {"subject": "private.service", "type": "service", "token_req": true},
+            {"subject": "public.>", "type": "stream"},
+        ]}),
+    );
+    let importer_jwt = importer.jwt(
+        &trust,
+        &exporter_key,
+        Some(&token("private.>", "stream")),
+        Some(&token("private.service", "service")),
+    );
+    let server = TestServer::with_config(&operator_config(
+        &trust.operator_jwt(),
+        &trust.system.public_key(),
+        &[
+            (trust.system.public_key(), trust.system_jwt.clone()),
+            (exporter_key.clone(), exporter_jwt),
+            (importer.key.public_key(), importer_jwt),
+        ],
+    ));
+    let (exporter_client, answers) = exporter_answering(&server, &exporter).await;
+    let client = async_nats::ConnectOptions::with_credentials(&importer.creds)
+        .expect("creds parse")
+        .connect(server.url())
+        .await
+        .expect("importer connects");
+    let mut private = client.subscribe("private.>").await.unwrap();
+    let mut public = client.subscribe("public.>").await.unwrap();
+    settle(&client).await;
+    let reply = tokio::time::timeout(WAIT, client.request("private.service", "ask".into()))
+        .await
+        .expect("answered in time")
+        .expect("answered before the expiry");
+    assert_eq!(&reply.payload[..], b"answer");
+
+    // Private deliveries until the expiry, then none (checked against the public message
+    // published after each private one).
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let mut delivered_before = false;
+    loop {
+        exporter_client
+            .publish("private.x", "p".into())
+            .await
+            .unwrap();
+        exporter_client
+            .publish("public.x", "q".into())
+            .await
+            .unwrap();
+        exporter_client.flush().await.unwrap();
+        tokio::time::timeout(WAIT, public.next())
+            .await
+            .expect("the public message in time")
+            .expect("the public message");
+        match private.next().now_or_never() {
+            Some(_) => delivered_before = true,
+            None => break,
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "still delivering well after the expiry"
+        );
+        // Pace the probes; the condition is the delivery above, bounded by the deadline.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(delivered_before, "the import delivered before its expiry");
+    assert!(now() >= expires, "stopped before the expiry");
+    let asked = tokio::time::timeout(
+        Duration::from_secs(2),
+        client.request("private.service", "ask".into()),
+    )
+    .await;
+    assert!(
+        !matches!(asked, Ok(Ok(_))),
+        "the service import still answered after the expiry"
+    );
     answers.abort();
 }

@@ -7,7 +7,7 @@
 //! (nats-server's `checkActivation`: not expired, a trusted issuer, not revoked by the export).
 
 use super::claims::{ActivationClaims, ActivationFields, Export, Import};
-use super::resolver::VerifiedAccount;
+use super::resolver::{Resolver, VerifiedAccount};
 use super::{check_times, decode, is_account_key};
 
 /// nats-jwt's checks of `import`'s token inside the JWT of the account `importer`; the error
@@ -100,4 +100,44 @@ fn revoked(export: &Export, token: &ActivationClaims) -> bool {
             .get(*key)
             .is_some_and(|&revoked| revoked >= token.iat)
     })
+}
+
+/// The earliest expiry (seconds since the epoch) after `now` of the activation tokens the
+/// held accounts' imports carry, for the watcher that rebuilds their importers then (as
+/// nats-server's timer from `checkActivation`).
+pub fn next_expiry(resolver: &Resolver, now: i64) -> Option<i64> {
+    resolver
+        .accounts()
+        .iter()
+        .flat_map(|account| account.fields().imports.iter().map(expiry))
+        .flatten()
+        .filter(|&expires| expires > now)
+        .min()
+}
+
+/// The accounts holding an import whose activation token expired after `since`, by `now`.
+pub fn expired_importers(
+    resolver: &Resolver,
+    since: i64,
+    now: i64,
+) -> Vec<std::sync::Arc<VerifiedAccount>> {
+    resolver
+        .accounts()
+        .into_iter()
+        .filter(|account| {
+            account
+                .fields()
+                .imports
+                .iter()
+                .any(|import| expiry(import).is_some_and(|at| since < at && at <= now))
+        })
+        .collect()
+}
+
+fn expiry(import: &Import) -> Option<i64> {
+    if import.token.is_empty() {
+        return None;
+    }
+    let token = decode::<ActivationFields>(&import.token).ok()?;
+    (token.exp > 0).then_some(token.exp)
 }
