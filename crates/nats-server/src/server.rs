@@ -50,6 +50,9 @@ pub struct Server {
     /// Moves at each reload that changes authorization: connections check their
     /// credentials and permissions again.
     pub authorization_epoch: tokio::sync::watch::Sender<u64>,
+    /// Moves at each reload that changes `max_payload` or `max_control_line`: connections take
+    /// the new figures (nats-server's `maxPayloadOption`, `maxControlLineOption`).
+    pub limits_epoch: tokio::sync::watch::Sender<u64>,
     pub server_id: String,
     /// The server's nkey: `server_id` is its public key; it signs auth callout requests.
     pub server_keys: nkeys::KeyPair,
@@ -122,6 +125,7 @@ impl Server {
             current_options: RwLock::new(Arc::new(options.clone())),
             config_load_time: Mutex::new(start_time),
             authorization_epoch: tokio::sync::watch::Sender::new(0),
+            limits_epoch: tokio::sync::watch::Sender::new(0),
             options,
             server_id,
             server_keys,

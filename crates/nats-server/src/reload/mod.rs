@@ -7,13 +7,16 @@
 //! authorization by their readers (`client/reader.rs`). SIGUSR1 reopens the log file.
 //!
 //! Accounts and mappings are applied by `accounts.rs` (the table updated in place before the
-//! new authorization reaches the connections), the cluster's routes by `routes.rs`.
+//! new authorization reaches the connections), the cluster's routes by `routes.rs`, a lower
+//! `max_connections` by `limits.rs`; a new `max_payload` or `max_control_line` reaches the
+//! connections' readers through `Server::limits_epoch`.
 //!
 //! Called by the signal loop in `server.rs` and the `$SYS.REQ.SERVER.<id>.RELOAD` responder
 //! (`system/`); knows nothing of sockets.
 
 mod accounts;
 mod jetstream;
+mod limits;
 mod routes;
 
 use crate::cli::Flags;
@@ -73,6 +76,9 @@ pub fn reload(server: &Arc<Server>) -> Result<(), String> {
                 .map_err(|error| format!("could not write pidfile: {error}"))?;
         }
     }
+    if running.max_connections != options.max_connections {
+        limits::close_over_max_connections(server, options.max_connections);
+    }
     for notice in &changes.notices {
         tracing::info!("{notice}");
     }
@@ -104,7 +110,12 @@ pub fn reload(server: &Arc<Server>) -> Result<(), String> {
     let cluster_authorization = changes.cluster_authorization;
     let cluster_permissions = changes.cluster_permissions;
     let cluster = changes.cluster;
+    let parser_limits = running.max_payload != options.max_payload
+        || running.max_control_line != options.max_control_line;
     server.replace_options(options, changes.authorization);
+    if parser_limits {
+        server.limits_epoch.send_modify(|epoch| *epoch += 1);
+    }
     if cluster_authorization {
         routes::authorize(server, &server.current_options());
     }

@@ -38,6 +38,7 @@ mod process;
 mod reload;
 mod reload_accounts;
 mod reload_jetstream;
+mod reload_limits;
 mod reload_tls;
 mod signal;
 mod slow_consumer;

@@ -153,6 +153,26 @@ impl Session {
         }
     }
 
+    /// A reload changed `max_payload` or `max_control_line`: this connection takes them at
+    /// once, as nats-server's reload stores them in every client (a user JWT's lower payload
+    /// limit still wins).
+    pub(super) fn take_limits(&mut self, parser: &mut ClientParser) {
+        let options = self.server.current_options();
+        let mut max_payload = usize::try_from(options.max_payload.max(0)).unwrap_or(usize::MAX);
+        if let Some(payload) = self
+            .jwt_user
+            .as_ref()
+            .map(|jwt| jwt.payload)
+            .filter(|&payload| payload >= 0)
+        {
+            max_payload = max_payload.min(usize::try_from(payload).unwrap_or(usize::MAX));
+        }
+        parser.set_max_payload(max_payload);
+        parser.set_max_control_line(
+            usize::try_from(options.max_control_line.max(0)).unwrap_or(usize::MAX),
+        );
+    }
+
     /// A reload changed authorization: check this connection's CONNECT against it as
     /// nats-server's `reloadAuthorization` does. A user no longer configured, or now in
     /// another account, is closed (it reconnects into its new account); credentials no longer

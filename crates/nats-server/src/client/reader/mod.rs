@@ -69,6 +69,7 @@ pub async fn run<R: AsyncRead + Unpin>(
 ) {
     let options = server.current_options();
     let mut authorization = server.authorization_epoch.subscribe();
+    let mut limits = server.limits_epoch.subscribe();
     let mut parser = ClientParser::new(
         usize::try_from(options.max_payload.max(0)).unwrap_or(usize::MAX),
         usize::try_from(options.max_control_line.max(0)).unwrap_or(usize::MAX),
@@ -121,6 +122,10 @@ pub async fn run<R: AsyncRead + Unpin>(
                 if let Next::Close(reason) = next {
                     break 'connection Some(reason);
                 }
+                continue 'connection;
+            }
+            Ok(()) = limits.changed() => {
+                session.take_limits(&mut parser);
                 continue 'connection;
             }
             _ = auth_sleep(auth_deadline, session.connected) => {
