@@ -16,7 +16,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use crate::jetstream_assignments::{answers, error_code, leader_of, one_answer};
+use crate::jetstream_assignments::{answers, error_code, leader_of, one_answer, Answered};
 use crate::jetstream_replicated::{names_of, publish_until_acked};
 use crate::meta::{index_of, start, ELECTION_BOUND};
 use crate::support::connect_all;
@@ -65,13 +65,25 @@ pub(crate) async fn led_answer(
     body: Value,
     deadline: Instant,
 ) -> Value {
+    led_answered(client, subject, body, deadline).await.answer
+}
+
+/// [`led_answer`], with how many attempts went unanswered.
+async fn led_answered(client: &Client, subject: &str, body: Value, deadline: Instant) -> Answered {
+    let mut unanswered = 0;
     loop {
         let mut got = answers(client, subject, body.clone()).await;
         if !got.is_empty() {
             assert_eq!(got.len(), 1, "{subject}: expected one answer, got {got:?}");
-            return got.remove(0);
+            let answer = got.remove(0);
+            return Answered {
+                asked: body,
+                answer,
+                unanswered,
+            };
         }
         assert!(Instant::now() < deadline, "{subject}: never answered");
+        unanswered += 1;
     }
 }
 
@@ -109,19 +121,19 @@ async fn with_durable(stream: Value, consumer: Value) -> (Cluster, Vec<String>, 
     // from every server since it started: asked again then.
     let deadline = Instant::now() + ELECTION_BOUND;
     let created = loop {
-        let created = led_answer(
+        let created = led_answered(
             &clients[0],
             &format!("$JS.API.STREAM.CREATE.{stream_name}"),
             stream.clone(),
             deadline,
         )
         .await;
-        if error_code(&created) != 10005 || Instant::now() > deadline {
+        if error_code(&created.answer) != 10005 || Instant::now() > deadline {
             break created;
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     };
-    assert_eq!(created["did_create"], true, "{created}");
+    created.assert_created();
     // The same create again is answered as the first (an identical consumer).
     let created = led_answer(
         &clients[0],

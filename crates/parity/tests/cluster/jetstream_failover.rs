@@ -103,7 +103,7 @@ fn hang_bound() -> Duration {
 async fn first_puback_after(fault: Fault) -> Duration {
     let (mut cluster, names, clients) = three_nodes().await;
     let (created, _) = create_r3(&clients[0], "FAIL", "fail.>").await;
-    assert_eq!(created["did_create"], true, "{created}");
+    created.assert_created();
     let jetstream = async_nats::jetstream::new(clients[0].clone());
     let deadline = Instant::now() + ELECTION_BOUND;
     for n in 0..10 {
@@ -211,7 +211,7 @@ async fn a_stream_leader_stepdown_moves_leadership_and_publishing_resumes() {
     let names = names_of(&cluster);
     let client = connect(&cluster, 1).await;
     let (created, _) = create_r3(&client, "STEP", "step.>").await;
-    assert_eq!(created["did_create"], true, "{created}");
+    created.assert_created();
     let jetstream = async_nats::jetstream::ContextBuilder::new()
         .timeout(ACK_WAIT)
         .build(client.clone());

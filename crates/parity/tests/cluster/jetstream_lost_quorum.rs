@@ -69,7 +69,7 @@ async fn a_stream_leader_cut_off_from_its_quorum_stops_taking_publishes() {
     let names = names_of(&cluster);
     let control = connect(&cluster, 0).await;
     let (created, _) = create_r3(&control, "ISLAND", "island.>").await;
-    assert_eq!(created["did_create"], true, "{created}");
+    created.assert_created();
     let jetstream = async_nats::jetstream::new(control.clone());
     publish_until_acked(
         &jetstream,
@@ -138,7 +138,7 @@ async fn a_stream_leader_cut_off_from_its_quorum_stops_taking_publishes() {
     assert!(info.get("error").is_none(), "{info}");
     assert!(info["cluster"].get("leader").is_none(), "{info}");
     assert_eq!(
-        info["cluster"]["raft_group"], created["cluster"]["raft_group"],
+        info["cluster"]["raft_group"], created.answer["cluster"]["raft_group"],
         "{info}"
     );
     let mut listed: Vec<&str> = info["cluster"]["replicas"]

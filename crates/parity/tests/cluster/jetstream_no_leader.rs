@@ -24,7 +24,7 @@ const META_SETTLE: Duration = Duration::from_secs(45);
 async fn a_publish_to_a_leaderless_r3_stream_gets_no_responders() {
     let (mut cluster, names, clients) = three_nodes().await;
     let (created, _) = create_r3(&clients[0], "ALONE", "alone.>").await;
-    assert_eq!(created["did_create"], true, "{created}");
+    created.assert_created();
     let jetstream = async_nats::jetstream::new(clients[0].clone());
     publish_until_acked(
         &jetstream,
@@ -71,7 +71,7 @@ async fn a_publish_to_a_leaderless_r3_stream_gets_no_responders() {
 async fn without_a_meta_quorum_requests_get_cluster_not_available() {
     let (mut cluster, names, clients) = three_nodes().await;
     let (created, _) = create_r3(&clients[0], "HALF", "half.>").await;
-    assert_eq!(created["did_create"], true, "{created}");
+    created.assert_created();
     let jetstream = async_nats::jetstream::new(clients[0].clone());
     publish_until_acked(&jetstream, "half.x", "one", Instant::now() + ELECTION_BOUND).await;
     settled_info(&clients[0], "HALF", &names, 1).await;

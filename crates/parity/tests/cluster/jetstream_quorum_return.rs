@@ -33,7 +33,7 @@ const PUBLISHERS: usize = 3;
 async fn two_followers_killed_under_load_then_writes_resume_on_their_return() {
     let (mut cluster, names, clients) = three_nodes().await;
     let (created, _) = create_r3(&clients[0], "QUORUM", "quorum.>").await;
-    assert_eq!(created["did_create"], true, "{created}");
+    created.assert_created();
     let info = settled_info(&clients[0], "QUORUM", &names, 0).await;
     let leader = index_of(&cluster, info["cluster"]["leader"].as_str().unwrap_or(""));
     let followers: Vec<usize> = (0..3).filter(|&i| i != leader).collect();

@@ -63,7 +63,7 @@ fn follower_of(cluster: &Cluster, info: &Value) -> usize {
 async fn an_r3_stream_deleted_through_a_follower_is_gone_from_every_node() {
     let (cluster, names, clients) = three_nodes().await;
     let (created, _) = create_r3(&clients[0], "GONE", "gone.>").await;
-    assert_eq!(created["did_create"], true, "{created}");
+    created.assert_created();
     let jetstream = async_nats::jetstream::new(clients[0].clone());
     let deadline = Instant::now() + ELECTION_BOUND;
     for n in 0..5 {
@@ -124,7 +124,7 @@ async fn an_r3_stream_deleted_through_a_follower_is_gone_from_every_node() {
 async fn an_r3_stream_updated_through_a_follower_holds_on_every_replica() {
     let (cluster, names, clients) = three_nodes().await;
     let (created, _) = create_r3(&clients[0], "UPD", "upd.a").await;
-    assert_eq!(created["did_create"], true, "{created}");
+    created.assert_created();
     let jetstream = async_nats::jetstream::new(clients[0].clone());
     let deadline = Instant::now() + ELECTION_BOUND;
     for n in 0..3 {

@@ -32,7 +32,7 @@ async fn publishes_in_flight_when_the_leader_is_removed_are_answered() {
     }
     let (cluster, clients) = nodes(4).await;
     let (created, _) = create_r3(&clients[0], "GONE", "gone.>").await;
-    assert_eq!(created["did_create"], true, "{created}");
+    created.assert_created();
     let info = placed_without(&cluster, &clients[0], "GONE", &[], 3, 0).await;
     let leader = info["cluster"]["leader"].as_str().unwrap_or("").to_string();
     // Several writers connected to the leader's server, so that it always has a batch in

@@ -194,7 +194,7 @@ pub(crate) async fn remove_peer(client: &Client, stream: &str, peer: &str) -> Va
 async fn a_removed_peer_is_replaced_and_the_new_one_holds_every_acked_message() {
     let (cluster, clients) = nodes(5).await;
     let (created, _) = create_r3(&clients[0], "PEERS", "peers.>").await;
-    assert_eq!(created["did_create"], true, "{created}");
+    created.assert_created();
     let jetstream = async_nats::jetstream::new(clients[0].clone());
     let deadline = Instant::now() + ELECTION_BOUND;
     let mut payloads = Vec::new();
@@ -289,7 +289,7 @@ async fn a_removed_peer_is_replaced_and_the_new_one_holds_every_acked_message() 
 async fn with_no_free_server_the_removal_is_refused_and_the_stream_keeps_its_peers() {
     let (cluster, clients) = nodes(3).await;
     let (created, _) = create_r3(&clients[0], "TRI", "tri.>").await;
-    assert_eq!(created["did_create"], true, "{created}");
+    created.assert_created();
     let jetstream = async_nats::jetstream::new(clients[0].clone());
     let deadline = Instant::now() + ELECTION_BOUND;
     publish_until_acked(&jetstream, "tri.x", "one", deadline).await;
@@ -335,7 +335,7 @@ const SERVER_REMOVE_TYPE: &str = "io.nats.jetstream.api.v1.meta_server_remove_re
 async fn server_remove_of_a_killed_node_re_places_its_streams_and_consumers() {
     let (mut cluster, clients) = nodes(5).await;
     let (created, _) = create_r3(&clients[0], "SRV", "srv.>").await;
-    assert_eq!(created["did_create"], true, "{created}");
+    created.assert_created();
     let jetstream = async_nats::jetstream::new(clients[0].clone());
     let deadline = Instant::now() + ELECTION_BOUND;
     for n in 0..20 {
@@ -411,7 +411,7 @@ async fn server_remove_of_a_killed_node_re_places_its_streams_and_consumers() {
 async fn remove_and_re_add_during_writes(cycles: usize) {
     let (cluster, clients) = nodes(4).await;
     let (created, _) = create_r3(&clients[0], "CYCLE", "cycle.>").await;
-    assert_eq!(created["did_create"], true, "{created}");
+    created.assert_created();
     let stop = Arc::new(AtomicBool::new(false));
     let writer = {
         let jetstream = async_nats::jetstream::new(clients[0].clone());
@@ -507,7 +507,7 @@ async fn ten_cycles_of_peer_remove_and_re_add_during_writes_lose_nothing() {
 async fn consumer_replicas_and_memory_storage_as_nats_server() {
     let (cluster, clients) = nodes(3).await;
     let (created, _) = create_r3(&clients[0], "CREP", "crep.>").await;
-    assert_eq!(created["did_create"], true, "{created}");
+    created.assert_created();
     placed_without(&cluster, &clients[0], "CREP", &[], 3, 0).await;
     let create = |name: &str, replicas: u64| {
         json!({

@@ -25,7 +25,7 @@ async fn the_cli_steps_leaders_down_and_removes_peers() {
     let (mut cluster, clients) = nodes(5).await;
     let home = tempfile::tempdir().expect("tempdir");
     let (created, _) = create_r3(&clients[0], "CLIS", "clis.>").await;
-    assert_eq!(created["did_create"], true, "{created}");
+    created.assert_created();
     let jetstream = async_nats::jetstream::new(clients[0].clone());
     let deadline = Instant::now() + ELECTION_BOUND;
     for n in 0..5 {

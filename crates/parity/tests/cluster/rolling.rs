@@ -65,11 +65,11 @@ async fn cluster_with_stream(
     let deadline = Instant::now() + ELECTION_BOUND;
     loop {
         let (created, _) = create_r3(&admin, name, &format!("{prefix}.>")).await;
-        if error_code(&created) == 10008 && Instant::now() < deadline {
+        if error_code(&created.answer) == 10008 && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(250)).await;
             continue;
         }
-        assert_eq!(created["did_create"], true, "{created}");
+        created.assert_created();
         break;
     }
     let jetstream = async_nats::jetstream::new(admin.clone());

@@ -15,7 +15,7 @@ use async_nats::Client;
 use serde_json::{json, Value};
 use test_harness::cluster::Cluster;
 
-use crate::jetstream_assignments::{answers, error_code, one_answer};
+use crate::jetstream_assignments::{answers, error_code, one_answer, Answered};
 use crate::jetstream_elsewhere::cli;
 use crate::jetstream_replicated::{names_of, publish_until_acked, read_all};
 use crate::membership::{
@@ -36,17 +36,20 @@ fn config(name: &str, replicas: u64) -> Value {
 }
 
 /// STREAM.CREATE or STREAM.UPDATE of `config`, asked again while nats-server's meta leader has
-/// not heard from every server yet (10005); the answer. nats-server sometimes leaves one
-/// unanswered while its routes settle (the CI parity pass on c45dd83, as create_r3 saw on
-/// 717dd19): asked again there (both requests are idempotent); ours must answer.
-async fn apply(client: &Client, verb: &str, config: Value) -> Value {
+/// not heard from every server yet (10005); the answer, with how many attempts went unanswered.
+/// nats-server sometimes leaves one unanswered while its routes settle (the CI parity pass on
+/// c45dd83, as create_r3 saw on 717dd19): asked again there (both requests are idempotent);
+/// ours must answer.
+async fn apply(client: &Client, verb: &str, config: Value) -> Answered {
     let name = config["name"].as_str().unwrap_or_default().to_string();
     let deadline = Instant::now() + ELECTION_BOUND;
+    let mut unanswered = 0;
     loop {
         let subject = format!("$JS.API.STREAM.{verb}.{name}");
         let answer = if test_harness::is_reference() {
             let mut got = answers(client, &subject, config.clone()).await;
             if got.is_empty() && Instant::now() < deadline {
+                unanswered += 1;
                 continue;
             }
             assert_eq!(got.len(), 1, "{subject}: expected one answer, got {got:?}");
@@ -55,7 +58,11 @@ async fn apply(client: &Client, verb: &str, config: Value) -> Value {
             one_answer(client, &subject, config.clone()).await
         };
         if error_code(&answer) != 10005 || Instant::now() > deadline {
-            return answer;
+            return Answered {
+                asked: config,
+                answer,
+                unanswered,
+            };
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
@@ -127,7 +134,7 @@ async fn every_replica_holds(
 async fn an_r1_stream_scaled_to_r3_under_publishing_keeps_every_acked_message_and_its_consumer() {
     let (cluster, clients) = nodes(3).await;
     let created = apply(&clients[0], "CREATE", config("UP", 1)).await;
-    assert_eq!(created["did_create"], true, "{created}");
+    created.assert_created();
     let jetstream = async_nats::jetstream::new(clients[0].clone());
     let mut acked = publish_numbered(&jetstream, "up.x", "u", 20).await;
     durable_with_acks(&jetstream, "UP", 5).await;
@@ -153,7 +160,7 @@ async fn an_r1_stream_scaled_to_r3_under_publishing_keeps_every_acked_message_an
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
     let started = Instant::now();
-    let updated = apply(&clients[2], "UPDATE", config("UP", 3)).await;
+    let updated = apply(&clients[2], "UPDATE", config("UP", 3)).await.answer;
     assert!(updated.get("error").is_none(), "{updated}");
     assert_eq!(updated["config"]["num_replicas"], 3, "{updated}");
     println!("R1 -> R3 answered in {:?}", started.elapsed());
@@ -203,13 +210,13 @@ async fn an_r1_stream_scaled_to_r3_under_publishing_keeps_every_acked_message_an
 async fn an_r3_stream_scaled_to_r1_and_back_keeps_its_messages_and_consumer() {
     let (cluster, clients) = nodes(3).await;
     let created = apply(&clients[0], "CREATE", config("DOWN", 3)).await;
-    assert_eq!(created["did_create"], true, "{created}");
+    created.assert_created();
     let jetstream = async_nats::jetstream::new(clients[0].clone());
     let mut acked = publish_numbered(&jetstream, "down.x", "d", 20).await;
     placed_on(&cluster, &clients[0], "DOWN", 3, 20).await;
     durable_with_acks(&jetstream, "DOWN", 5).await;
 
-    let updated = apply(&clients[1], "UPDATE", config("DOWN", 1)).await;
+    let updated = apply(&clients[1], "UPDATE", config("DOWN", 1)).await.answer;
     assert!(updated.get("error").is_none(), "{updated}");
     assert_eq!(updated["config"]["num_replicas"], 1, "{updated}");
     let info = placed_on(&cluster, &clients[0], "DOWN", 1, 20).await;
@@ -227,7 +234,7 @@ async fn an_r3_stream_scaled_to_r1_and_back_keeps_its_messages_and_consumer() {
     acked.insert(21, "one".to_string());
 
     // And back to R3.
-    let updated = apply(&clients[2], "UPDATE", config("DOWN", 3)).await;
+    let updated = apply(&clients[2], "UPDATE", config("DOWN", 3)).await.answer;
     assert!(updated.get("error").is_none(), "{updated}");
     let info = placed_on(&cluster, &clients[0], "DOWN", 3, 21).await;
     every_replica_holds(&clients[0], &info, &acked, 5).await;
@@ -237,8 +244,8 @@ async fn an_r3_stream_scaled_to_r1_and_back_keeps_its_messages_and_consumer() {
 async fn a_count_the_cluster_cannot_place_is_refused_and_the_stream_stays() {
     let (cluster, clients) = nodes(3).await;
     let created = apply(&clients[0], "CREATE", config("FIVE", 1)).await;
-    assert_eq!(created["did_create"], true, "{created}");
-    let refused = apply(&clients[1], "UPDATE", config("FIVE", 5)).await;
+    created.assert_created();
+    let refused = apply(&clients[1], "UPDATE", config("FIVE", 5)).await.answer;
     println!("R1 -> R5 on three servers: {refused}");
     assert_eq!(error_code(&refused), 10005, "{refused}");
     let info = placed_on(&cluster, &clients[0], "FIVE", 1, 0).await;
@@ -253,7 +260,7 @@ async fn the_cli_edits_a_stream_s_replicas() {
     let (cluster, clients) = nodes(3).await;
     let home = tempfile::tempdir().expect("tempdir");
     let created = apply(&clients[0], "CREATE", config("EDIT", 1)).await;
-    assert_eq!(created["did_create"], true, "{created}");
+    created.assert_created();
     let jetstream = async_nats::jetstream::new(clients[0].clone());
     for n in 0..5 {
         publish_until_acked(
@@ -287,16 +294,16 @@ async fn the_cli_edits_a_stream_s_replicas() {
 async fn an_r3_stream_scales_to_r5_and_back_on_five_servers() {
     let (cluster, clients) = nodes(5).await;
     let created = apply(&clients[0], "CREATE", config("FANS", 3)).await;
-    assert_eq!(created["did_create"], true, "{created}");
+    created.assert_created();
     let jetstream = async_nats::jetstream::new(clients[0].clone());
     let acked = publish_numbered(&jetstream, "fans.x", "f", 20).await;
     placed_on(&cluster, &clients[0], "FANS", 3, 20).await;
     durable_with_acks(&jetstream, "FANS", 5).await;
-    let updated = apply(&clients[3], "UPDATE", config("FANS", 5)).await;
+    let updated = apply(&clients[3], "UPDATE", config("FANS", 5)).await.answer;
     assert!(updated.get("error").is_none(), "{updated}");
     let info = placed_on(&cluster, &clients[0], "FANS", 5, 20).await;
     every_replica_holds(&clients[0], &info, &acked, 5).await;
-    let updated = apply(&clients[4], "UPDATE", config("FANS", 3)).await;
+    let updated = apply(&clients[4], "UPDATE", config("FANS", 3)).await.answer;
     assert!(updated.get("error").is_none(), "{updated}");
     let info = placed_on(&cluster, &clients[0], "FANS", 3, 20).await;
     every_replica_holds(&clients[0], &info, &acked, 5).await;

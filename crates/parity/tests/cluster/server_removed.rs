@@ -20,7 +20,7 @@ use crate::meta::{jsz, system_client, ELECTION_BOUND};
 async fn a_removed_live_server_disables_jetstream_and_the_cluster_serves_its_clients() {
     let (cluster, clients) = nodes(5).await;
     let (created, _) = create_r3(&clients[0], "LIVE", "live.>").await;
-    assert_eq!(created["did_create"], true, "{created}");
+    created.assert_created();
     let jetstream = async_nats::jetstream::new(clients[0].clone());
     for n in 0..5 {
         let deadline = Instant::now() + ELECTION_BOUND;

@@ -74,7 +74,7 @@ async fn a_wiped_leader_of_the_meta_group_and_the_stream_rejoins_as_a_follower()
 async fn wipe_and_rejoin(which: Victim) {
     let (mut cluster, clients) = nodes(3).await;
     let (created, _) = create_r3(&clients[0], "WIPED", "wiped.>").await;
-    assert_eq!(created["did_create"], true, "{created}");
+    created.assert_created();
     let jetstream = async_nats::jetstream::new(clients[0].clone());
     let deadline = Instant::now() + ELECTION_BOUND;
     let mut payloads = Vec::new();
