@@ -17,7 +17,7 @@
 //!   them; the member a stream is placed on creates, updates or removes it through JetStream
 //!   (one task, in log order). The `$JS.API` side is [`super::placement`] (`impl Cluster`).
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -48,10 +48,6 @@ const HELLO_INTERVAL: Duration = Duration::from_secs(1);
 const HELLO_EVERY_FORMED: u32 = 5;
 /// A peer heard from within this long counts as current.
 const CURRENT_WINDOW: Duration = Duration::from_secs(12);
-/// `/healthz`: a follower is current only if its leader's last append came within this
-/// (nats-server: two heartbeat intervals, 2 s; ours beat every 500 ms, and a loaded machine
-/// delays them).
-const HEALTH_CONTACT_WINDOW: Duration = Duration::from_secs(3);
 
 /// What a server announced.
 #[derive(Clone, Debug)]
@@ -558,121 +554,6 @@ impl Meta {
             .collect()
     }
 
-    async fn stepdown(&self, message: Message) {
-        let status = self.group.status();
-        if status.role != Role::Leader {
-            return;
-        }
-        let Some(reply) = message.reply.clone() else {
-            return;
-        };
-        let answer = match self.stepdown_target(&message.payload, &status) {
-            Ok(target) => match self.group.transfer_leader(target).await {
-                Ok(()) => json!({"type": STEPDOWN_TYPE, "success": true}),
-                Err(error) => stepdown_error(500, 10008, &error.to_string()),
-            },
-            Err(answer) => answer,
-        };
-        self.publish(&String::from_utf8_lossy(&reply), None, answer);
-    }
-
-    /// The node to hand leadership to: the preferred server, or the first current voter.
-    fn stepdown_target(&self, body: &[u8], status: &GroupStatus) -> Result<NodeId, Value> {
-        let preferred = if body.iter().all(u8::is_ascii_whitespace) {
-            None
-        } else {
-            let request: Value = serde_json::from_slice(body).map_err(|error| {
-                let text =
-                    go_compat::json_syntax::error_text(body).unwrap_or_else(|| error.to_string());
-                stepdown_error(400, 10025, &format!("invalid JSON: {text}"))
-            })?;
-            request["placement"]["preferred"]
-                .as_str()
-                .filter(|name| !name.is_empty())
-                .map(str::to_string)
-        };
-        let own = self.group.node_id();
-        if let Some(name) = preferred {
-            if name == self.server_name {
-                return Err(stepdown_error(
-                    400,
-                    10005,
-                    &format!("preferred server \"{name}\" is already leader"),
-                ));
-            }
-            return match self.node_of_name(&name) {
-                Some(node) if status.voters.contains(&node) => Ok(node),
-                _ => Err(stepdown_error(
-                    400,
-                    10005,
-                    &format!("preferred server \"{name}\" not known"),
-                )),
-            };
-        }
-        let caught_up: HashSet<NodeId> = status
-            .followers
-            .iter()
-            .filter(|follower| follower.lag == 0)
-            .map(|follower| follower.node)
-            .collect();
-        status
-            .voters
-            .iter()
-            .copied()
-            .filter(|node| *node != own)
-            .find(|node| caught_up.contains(node))
-            .ok_or_else(|| stepdown_error(400, 10005, "no replacement peer connected"))
-    }
-
-    /// nats-server's clustered `/healthz` JetStream checks: a meta leader known and this
-    /// server current with it, then (unless `meta_only`) every replicated stream held here
-    /// current with its own leader. The error text as nats-server words it.
-    pub fn health(&self, meta_only: bool) -> Result<(), String> {
-        if self.group.status().leader.is_none() {
-            return Err("JetStream has not established contact with a meta leader".into());
-        }
-        if !self.group.is_current(HEALTH_CONTACT_WINDOW) {
-            return Err("JetStream is not current with the meta leader".into());
-        }
-        if meta_only {
-            return Ok(());
-        }
-        match self.stream_groups.first_not_current(HEALTH_CONTACT_WINDOW) {
-            Some((account, stream, reason)) => Err(format!(
-                "JetStream stream '{account} > {stream}' is not current: {reason}"
-            )),
-            None => Ok(()),
-        }
-    }
-
-    /// Lame duck mode: the meta group's leadership and every stream group's this server holds
-    /// go to caught-up voters elsewhere (each wait bounded). The number handed over.
-    pub async fn transfer_leaderships(&self) -> usize {
-        let streams = self
-            .stream_groups
-            .transfer_leaderships(Duration::from_secs(2))
-            .await;
-        streams + usize::from(self.transfer_meta_leadership().await)
-    }
-
-    /// Hands the meta leadership to the voter least behind and waits (bounded) until it moved.
-    async fn transfer_meta_leadership(&self) -> bool {
-        let own = self.group.node_id();
-        let Some(target) = super::stream_group::handover_target(&self.group.status(), own) else {
-            return false;
-        };
-        if self.group.transfer_leader(target).await.is_err() {
-            return false;
-        }
-        let _ = self
-            .group
-            .wait_for(Duration::from_secs(2), |status| {
-                status.leader.is_some_and(|leader| leader != own)
-            })
-            .await;
-        true
-    }
-
     /// Hands leadership to another voter (bounded) before a graceful shutdown, then stops the
     /// group.
     pub async fn shutdown(&self) {
@@ -696,15 +577,6 @@ impl Meta {
             "cluster": self.cluster_name,
         })
     }
-}
-
-const STEPDOWN_TYPE: &str = "io.nats.jetstream.api.v1.meta_leader_stepdown_response";
-
-fn stepdown_error(code: u16, err_code: u32, description: &str) -> Value {
-    json!({
-        "type": STEPDOWN_TYPE,
-        "error": {"code": code, "err_code": err_code, "description": description},
-    })
 }
 
 /// Announces this server, learns the others, founds the group when it is this server's turn,

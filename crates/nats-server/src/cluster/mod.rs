@@ -13,6 +13,7 @@ pub mod assignments;
 mod incarnation;
 mod membership;
 pub mod meta;
+mod meta_admin;
 pub mod network;
 pub mod peer;
 mod placement;
