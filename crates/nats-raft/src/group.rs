@@ -97,6 +97,12 @@ impl GroupConfig {
             api_channel_size: Some(4_096),
             notification_channel_size: Some(4_096),
             install_snapshot_timeout: 30_000,
+            // A voter whose election timer fires asks first whether it could win, and raises its
+            // term only if a quorum would grant: one cut off alone, or removed from the group
+            // and never told, does not campaign with ever higher terms and depose the leader
+            // when it is back in touch. (A campaign on a route's loss, `leader_unreachable`,
+            // asks for the votes directly.)
+            enable_pre_vote: Some(true),
             ..Config::default()
         };
         config
@@ -203,6 +209,14 @@ pub(crate) struct Supervision {
     pub(crate) offline: watch::Sender<Option<String>>,
     /// 0: not protected; otherwise the index to reach before voting or leading.
     protected_until: AtomicU64,
+    /// The application took this node out of the group ([`RaftGroup::set_campaigning`]).
+    withdrawn: AtomicBool,
+}
+
+impl Supervision {
+    fn may_campaign(&self) -> bool {
+        self.protected_until.load(Ordering::Acquire) == 0 && !self.withdrawn.load(Ordering::Acquire)
+    }
 }
 
 /// One Raft group on this node.
@@ -272,6 +286,7 @@ impl RaftGroup {
             stopping: AtomicBool::new(false),
             offline,
             protected_until: AtomicU64::new(protected_until),
+            withdrawn: AtomicBool::new(false),
         });
         if protected_until > 0 {
             tracing::warn!(
@@ -568,7 +583,20 @@ impl RaftGroup {
         let runtime = self.raft.runtime_config();
         runtime.tick(active);
         runtime.heartbeat(active);
-        runtime.elect(active && self.supervision.protected_until.load(Ordering::Acquire) == 0);
+        runtime.elect(active && self.supervision.may_campaign());
+    }
+
+    /// Whether this node may campaign for the group (`false`: it never starts an election,
+    /// neither on its timer nor on [`RaftGroup::leader_unreachable`]; it still answers its
+    /// leader and votes). For a node the application took out of the group: a removed member
+    /// never receives the membership that leaves it out (the leader stops sending to it), so
+    /// without this it would campaign alone, and, placed back, its higher term would depose
+    /// the leader. Placed back, it campaigns again.
+    pub fn set_campaigning(&self, on: bool) {
+        self.supervision.withdrawn.store(!on, Ordering::Release);
+        self.raft
+            .runtime_config()
+            .elect(self.supervision.may_campaign());
     }
 
     /// Whether this node follows a leader the network says it cannot reach.
@@ -587,7 +615,11 @@ impl RaftGroup {
     pub fn leader_unreachable(self: &Arc<Self>, lost: NodeId) {
         let metrics = self.raft.metrics().borrow_watched().clone();
         let protected = self.supervision.protected_until.load(Ordering::Acquire) > 0;
-        if metrics.current_leader != Some(lost) || lost == self.node_id || protected {
+        if metrics.current_leader != Some(lost)
+            || lost == self.node_id
+            || protected
+            || self.supervision.withdrawn.load(Ordering::Acquire)
+        {
             return;
         }
         let campaigners: Vec<NodeId> = metrics
@@ -699,7 +731,21 @@ impl RaftGroup {
                 let response = if kind == kind::VOTE {
                     self.raft.vote(request).await
                 } else {
-                    self.raft.pre_vote(request).await
+                    self.raft
+                        .pre_vote(request.clone())
+                        .await
+                        .map(|mut response| {
+                            // The same for a pre-vote (openraft's always honours the lease): the
+                            // vote that follows is granted above, the log and term permitting.
+                            if !response.vote_granted
+                                && self.leader_lost()
+                                && request.last_log_id >= response.last_log_id
+                                && request.vote > response.vote
+                            {
+                                response.vote_granted = true;
+                            }
+                            response
+                        })
                 };
                 writer.vote_response(&response.map_err(|error| error.to_string())?);
             }
@@ -759,7 +805,7 @@ fn spawn_supervisor(
                     .map(|log_id| log_id.index);
                 if committed.is_some_and(|index| index >= target) {
                     supervision.protected_until.store(0, Ordering::Release);
-                    raft.runtime_config().elect(true);
+                    raft.runtime_config().elect(supervision.may_campaign());
                     tracing::info!(%group, target, "raft log caught up past its recorded commit; voting again");
                     break;
                 }

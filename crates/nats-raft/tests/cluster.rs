@@ -709,3 +709,37 @@ async fn a_discarded_proposal_is_told_apart_from_a_refused_one() {
     );
     cluster.shutdown().await;
 }
+
+/// A voter that hears no leader while the others do (cut off alone, or removed from the group
+/// and never told) asks first whether it could win (pre-vote) and, refused, keeps its term: back
+/// in touch it does not depose the leader with a higher term (before, it campaigned alone with
+/// ever higher terms and the leader stepped down on its first answer).
+#[tokio::test(start_paused = true)]
+async fn a_voter_cut_off_alone_keeps_its_term_and_leaves_the_leader_in_place() {
+    let cluster = Cluster::start(&[1, 2, 3], fast).await;
+    let leader = cluster.leader(WAIT).await;
+    let term = cluster.node(leader).status().term;
+    let alone = [1, 2, 3]
+        .into_iter()
+        .find(|node| *node != leader)
+        .expect("a follower");
+    cluster.isolate(alone);
+    // Several election timeouts (2-4 s each) without a leader.
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    assert_eq!(
+        cluster.node(alone).status().term,
+        term,
+        "{:#?}",
+        cluster.node(alone).status()
+    );
+    cluster.heal(alone);
+    let index = cluster
+        .node(leader)
+        .propose(Bytes::from_static(b"after"))
+        .await
+        .expect("the leader still leads");
+    cluster.wait_applied(alone, index, WAIT).await;
+    let status = cluster.node(leader).status();
+    assert_eq!((status.role, status.term), (Role::Leader, term));
+    cluster.shutdown().await;
+}

@@ -298,9 +298,12 @@ pub(super) struct LocalPlacement {
     pub serial: Arc<tokio::sync::Mutex<()>>,
 }
 
-/// This server was removed from `account`'s stream `name` (incarnation `created`): hands its
+/// This server was removed from `account`'s stream `name` (incarnation `created`): its group
+/// stops campaigning (the group's leader stops talking to a removed member, which would
+/// otherwise campaign alone, and placed back depose the leader with its higher term), hands its
 /// leadership over, waits until the group no longer counts it (bounded), then drops its
-/// replica, unless the meta group placed the stream here again meanwhile.
+/// replica, unless the meta group placed the stream here again meanwhile (then it campaigns
+/// again).
 pub(super) async fn leave(
     jetstream: JetStream,
     stream_groups: Arc<StreamGroups>,
@@ -310,7 +313,17 @@ pub(super) async fn leave(
     let running = stream_groups
         .get(&account, &name)
         .filter(|stream| stream.created == created);
-    if let Some(stream) = running {
+    let placed_again = || {
+        local
+            .assignments
+            .lock()
+            .stream(&account, &name)
+            .is_some_and(|record| {
+                record.created == created && record.group.peers.contains(&local.own_peer)
+            })
+    };
+    if let Some(stream) = &running {
+        stream.set_campaigning(false);
         // The group's new target (without this server): while this server leads, its own
         // reconciliation brings the newcomer in and then hands the leadership over, one step
         // at a time (a handover racing a membership change in flight trips openraft).
@@ -328,21 +341,17 @@ pub(super) async fn leave(
             let Some(group) = stream.raft() else {
                 break;
             };
-            if !group.status().voters.contains(&stream.node) {
+            if !group.status().voters.contains(&stream.node) || placed_again() {
                 break;
             }
             tokio::time::sleep(POLL).await;
         }
     }
     let _serial = local.serial.lock().await;
-    let placed_again = local
-        .assignments
-        .lock()
-        .stream(&account, &name)
-        .is_some_and(|record| {
-            record.created == created && record.group.peers.contains(&local.own_peer)
-        });
-    if placed_again {
+    if placed_again() {
+        if let Some(stream) = &running {
+            stream.set_campaigning(true);
+        }
         return;
     }
     tracing::info!("JetStream removing stream '{account} > {name}' from this server");

@@ -138,6 +138,7 @@ impl StreamGroups {
             raft_leadership: Mutex::new(None),
             reconciling: tokio::sync::Mutex::new(()),
             closed: AtomicBool::new(false),
+            withdrawn: AtomicBool::new(false),
             members,
             directory: self.root.join(group),
             network: self.network.clone(),
@@ -295,6 +296,9 @@ pub struct ReplicatedStream {
     pub(super) reconciling: tokio::sync::Mutex<()>,
     /// Set once the group is closed for good: a rebuild in flight must not restart it.
     closed: AtomicBool,
+    /// The meta group took this server off the stream's peers: its group does not campaign
+    /// (`RaftGroup::set_campaigning`), also once restarted by a rebuild.
+    withdrawn: AtomicBool,
     directory: PathBuf,
     network: Arc<RouteNetwork>,
     meta: Weak<Meta>,
@@ -352,6 +356,9 @@ impl ReplicatedStream {
             .await
             .map_err(|error| error.to_string())?;
         let group = Arc::new(group);
+        if self.withdrawn.load(Ordering::Acquire) {
+            group.set_campaigning(false);
+        }
         self.network.register(group.clone());
         // A peer's request before the registration (refused) or since (a vote or entries here):
         // the group already runs there, and founding it again would campaign at once and depose
@@ -501,6 +508,15 @@ impl ReplicatedStream {
             }
         }
         self.hold_leadership(false);
+    }
+
+    /// Off: this server was taken off the stream's peers, and its group stops campaigning (it
+    /// never hears of the membership that leaves it out). On: placed back.
+    pub(super) fn set_campaigning(&self, on: bool) {
+        self.withdrawn.store(!on, Ordering::Release);
+        if let Some(group) = self.raft() {
+            group.set_campaigning(on);
+        }
     }
 
     /// One replica entry (`PeerInfo`) as the leader sees it.

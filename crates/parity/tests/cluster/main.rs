@@ -31,6 +31,7 @@ mod leader_removal;
 mod links;
 mod membership;
 mod membership_cli;
+mod membership_return;
 mod mesh;
 mod messaging;
 mod meta;
