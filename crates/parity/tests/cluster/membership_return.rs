@@ -35,7 +35,7 @@ const OUT: Duration = Duration::from_secs(8);
 async fn a_removed_peer_placed_back_leaves_the_leader_in_place() {
     let (cluster, clients) = nodes(4).await;
     let (created, _) = create_r3(&clients[0], "BACK", "back.>").await;
-    assert_eq!(created["did_create"], true, "{created}");
+    created.assert_created();
     let info = placed_without(&cluster, &clients[0], "BACK", &[], 3, 0).await;
     let leader = info["cluster"]["leader"].as_str().unwrap_or("").to_string();
     let followers: Vec<String> = members(&info)
