@@ -20,6 +20,7 @@ per_composition!(
     a_cache_resolver_fetches_an_account_from_a_full_one,
     interest_in_an_account_a_server_lacks_is_kept_until_it_arrives,
     a_cache_resolver_keeps_its_limit_of_accounts,
+    a_cache_resolver_counts_a_first_use_after_a_restart,
     a_cache_resolver_removes_an_account_after_its_ttl
 );
 
@@ -229,6 +230,35 @@ async fn a_cache_resolver_keeps_its_limit_of_accounts(composition: Composition) 
     for client in &clients {
         client.flush().await.expect("still connected");
     }
+}
+
+/// `limit: 3` across a restart: the files found at start (the system account's and two
+/// tenants') are tracked in key order, the preloaded system account's store makes it the most
+/// recently used, and the first use of a tenant since (its user connecting reads its file in
+/// nats-server) makes that tenant the most recently used, so a third tenant fetched then takes
+/// the place of the other one. Without the use counted, the lower key would go.
+async fn a_cache_resolver_counts_a_first_use_after_a_restart(composition: Composition) {
+    let trust = Trust::new();
+    let directory = tempfile::tempdir().expect("resolver dirs");
+    let mut cluster = start_cached_with(composition, &trust, &directory, "limit: 3");
+    let mut tenants = Vec::new();
+    for _ in 0..2 {
+        let tenant = nkeys::KeyPair::new_account();
+        push_cached(&cluster, &trust, &tenant).await;
+        let user = nkeys::KeyPair::new_user();
+        let jwt = user_jwt(&user, &tenant, None, json!({}));
+        connect_when_known(&cluster, 2, &jwt, &user).await;
+        tenants.push((tenant.public_key(), jwt, user));
+    }
+    tenants.sort_by(|left, right| left.0.cmp(&right.0));
+    let (first, jwt, user) = &tenants[0];
+    cluster.restart(2);
+    wait_for_routes(&cluster);
+    connect_when_known(&cluster, 2, jwt, user).await;
+    let (third, _client) = cached_tenant(&cluster, &trust, 2).await;
+    let mut expected = vec![trust.system.public_key(), first.clone(), third.public_key()];
+    expected.sort();
+    assert_eq!(cached_keys(&cluster, &directory, 2), expected);
 }
 
 /// `ttl: 1s`: the cache resolver removes a fetched account's file once it expired; the

@@ -53,6 +53,14 @@ impl Directory {
             .map(super::cache::Tracker::check_interval)
     }
 
+    /// `key`'s account is used (a user of it connects): the cache's bookkeeping counts the
+    /// first use after a start as a read of its file.
+    pub fn used(&self, key: &str) {
+        if let Some(tracker) = &self.tracker {
+            tracker.used(key);
+        }
+    }
+
     /// Remove the cache's expired files; their keys.
     pub fn expire(&self) -> Vec<String> {
         let Some(tracker) = &self.tracker else {
@@ -110,7 +118,7 @@ impl Directory {
             .filter_map(|key| {
                 let jwt = self.read(&key)?;
                 if let Some(tracker) = &self.tracker {
-                    tracker.track(&key, &jwt);
+                    tracker.track(&key, &jwt, true);
                 }
                 Some((key, jwt.trim().to_string()))
             })
@@ -138,7 +146,7 @@ impl Directory {
                 format!("open {}: {}", file.display(), go_compat::errno_text(&error))
             })?;
         if let Some(tracker) = &self.tracker {
-            tracker.track(key, jwt);
+            tracker.track(key, jwt, false);
         }
         Ok(())
     }

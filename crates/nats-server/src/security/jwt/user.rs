@@ -69,6 +69,9 @@ pub fn authenticate(
     let account = resolver
         .account(account_key)
         .ok_or(Refusal::UnknownAccount)?;
+    if let Some(directory) = resolver.directory() {
+        directory.used(account_key);
+    }
     let template = account.signer(&claims.iss).ok_or(Refusal::UnknownAccount)?;
     if check_times(&account.claims, now).is_err() {
         return Err(Refusal::Expired);
