@@ -241,6 +241,16 @@ pub fn check_response(
         ));
     }
     let limits = &claims.nats.limits;
+    // The user's own `times` (not a scoped key's), as nats-server's `validateTimes` there.
+    let window_end = if limits.times.is_empty() {
+        None
+    } else {
+        Some(
+            crate::security::jwt::user::current_window_end(limits, now).ok_or_else(|| {
+                format!("Authorized user on account {account:?} outside of valid connect times")
+            })?,
+        )
+    };
     if !limits.allowed_connection_types.is_empty()
         && !limits
             .allowed_connection_types
@@ -319,7 +329,10 @@ pub fn check_response(
             user: claims.sub.clone(),
             name: claims.name.clone(),
             issued_at: claims.iat,
-            expires: (claims.exp > 0).then_some(claims.exp),
+            expires: [(claims.exp > 0).then_some(claims.exp), window_end]
+                .into_iter()
+                .flatten()
+                .min(),
             permissions,
             subscriptions,
             payload,

@@ -9,7 +9,7 @@
 //! it in an account it allows by issuing the user JWT with that account's key.
 //! Passes against the real nats-server too (`NATS_SERVER_BIN`).
 
-use super::jwt_builder::{account_jwt, creds, sign, user_jwt, Trust};
+use super::jwt_builder::{account_jwt, creds, sign, user_jwt, wall_clock, Trust};
 use base64::Engine;
 use futures::StreamExt;
 use serde_json::{json, Value};
@@ -107,6 +107,22 @@ async fn start_service(
                 .unwrap_or_default();
             let (user_jwt, error) = match (options["user"].as_str(), options["pass"].as_str()) {
                 (Some("slow"), _) => continue,
+                // An hour around now, or one starting in two hours, on UTC's clock.
+                (Some(name @ ("day" | "night")), _) => {
+                    let shift = if name == "day" { -1800 } else { 7200 };
+                    let window =
+                        json!({"start": wall_clock(0, shift), "end": wall_clock(0, shift + 3600)});
+                    (
+                        sign(
+                            json!({"sub": user_nkey, "aud": "APP", "name": name,
+                                "nats": {"type": "user", "version": 2, "pub": {}, "sub": {},
+                                    "subs": -1, "data": -1, "payload": -1,
+                                    "times": [window], "times_location": "UTC"}}),
+                            &issuer,
+                        ),
+                        "",
+                    )
+                }
                 (Some("dlc"), Some("zzz")) => (
                     sign(
                         json!({"sub": user_nkey, "aud": "APP", "name": "dlc",
@@ -256,6 +272,16 @@ async fn callout_binds_authorized_users(encrypted: bool) {
         lines
             .iter()
             .any(|line| line.contains("Permissions Violation for Publish to \"other.x\"")),
+        "{lines:?}"
+    );
+
+    // The user JWT's `times`: admitted inside its window, refused outside it.
+    let (_, lines) = raw_connect(&server, "day", "x");
+    assert_eq!(lines.last().map(String::as_str), Some("PONG"), "{lines:?}");
+    let (_, lines) = raw_connect(&server, "night", "x");
+    assert_eq!(
+        lines.last().map(String::as_str),
+        Some(VIOLATION),
         "{lines:?}"
     );
 

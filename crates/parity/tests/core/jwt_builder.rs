@@ -6,6 +6,17 @@ use base64::Engine;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+/// `HH:MM:SS` of the wall clock `offset_hours` east of UTC, `shift` seconds from now.
+pub fn wall_clock(offset_hours: i64, shift: i64) -> String {
+    let second = (now() + offset_hours * 3600 + shift).rem_euclid(86_400);
+    format!(
+        "{:02}:{:02}:{:02}",
+        second / 3600,
+        second / 60 % 60,
+        second % 60
+    )
+}
+
 /// Seconds since the Unix epoch.
 pub fn now() -> i64 {
     std::time::SystemTime::now()

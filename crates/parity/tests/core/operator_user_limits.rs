@@ -3,7 +3,7 @@
 //! carries in its JWTs but never enforces, and `times` windows read on the wall clock of the
 //! user's `times_location` (nats-server's `validateTimes`). Passes against nats-server too.
 
-use super::jwt_builder::{account_jwt, now, user_jwt, Trust};
+use super::jwt_builder::{account_jwt, user_jwt, wall_clock, Trust};
 use super::operator_jwt::{assert_refused, connect, raw_connect, Setup};
 use futures::StreamExt;
 use serde_json::json;
@@ -50,17 +50,6 @@ async fn data_limits_are_carried_but_not_enforced() {
             .expect("message");
         assert_eq!(message.payload.len(), 4096);
     }
-}
-
-/// `HH:MM:SS` of the wall clock `offset_hours` east of UTC, `shift` seconds from now.
-fn wall_clock(offset_hours: i64, shift: i64) -> String {
-    let second = (now() + offset_hours * 3600 + shift).rem_euclid(86_400);
-    format!(
-        "{:02}:{:02}:{:02}",
-        second / 3600,
-        second / 60 % 60,
-        second % 60
-    )
 }
 
 /// A user allowed the hour around now on `offset_hours`' wall clock, read in `location`.

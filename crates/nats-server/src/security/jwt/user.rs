@@ -197,7 +197,7 @@ fn cidr_contains(cidr: &str, address: IpAddr) -> bool {
 /// of the user's `times_location` (the server's local zone without one), as nats-server's
 /// `validateTimes`: of several windows holding `now`, the one ending last; `None` outside every
 /// window, or when the location is not a zone the system knows (nats-jwt's validation refuses it).
-fn current_window_end(limits: &UserLimits, now: i64) -> Option<i64> {
+pub(crate) fn current_window_end(limits: &UserLimits, now: i64) -> Option<i64> {
     let zone = if limits.times_location.is_empty() {
         local_zone()?
     } else {
