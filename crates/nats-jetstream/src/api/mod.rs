@@ -17,7 +17,7 @@ pub(crate) mod clustered;
 mod consumers;
 mod context;
 pub(crate) mod direct;
-mod messages;
+pub(crate) mod messages;
 pub(crate) mod queue;
 pub(crate) mod streams;
 

@@ -79,7 +79,7 @@ pub(crate) fn build_stream_info(
     });
     let sources = crate::stream::sources_info(stream, &*context.registry);
     let (state, subjects_total) = {
-        let store = stream.store.read();
+        let mut store = stream.store.read();
         let raw = store.state();
         let mut state = StreamState {
             messages: raw.msgs,

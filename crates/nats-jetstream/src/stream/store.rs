@@ -8,6 +8,16 @@
 //!   changes the stream's messages. Hold it briefly, never across an `.await` (the guard is not
 //!   `Send`, so a spawned task cannot).
 //!
+//! The committed view: the leader of a replicated stream applies a batch to its store before it
+//! proposes it (one batch in flight), so while the proposal is out the store holds messages that
+//! may never exist (a leader cut off from its quorum; the next leader stores others under those
+//! sequences). The ingest task marks such a batch with [`StoreHandle::propose_from`] (the state
+//! before it, taken under the write lock) and [`StoreHandle::committed`] once it commits; a
+//! [`ReadGuard`] then answers from the committed prefix only (its state is the one before the
+//! batch, loads stop at its last sequence), as nats-server, whose leader stores a message only
+//! once it is committed. Only the stream's own task reads past it ([`StoreHandle::read_raw`]).
+//! The check is O(1) per read: a copy of the state taken once per batch.
+//!
 //! Lock order, enforced here: a store lock is a leaf. Nothing takes another store lock while
 //! holding one (checked on every acquisition in debug builds), and nothing under a store lock
 //! takes a consumer's state (the stream asks its consumers about interest only with its store
@@ -61,13 +71,34 @@ impl Drop for Held {
 #[derive(Clone)]
 pub(crate) struct StoreHandle {
     store: Arc<Mutex<Box<dyn StreamStore>>>,
+    /// While a batch the store holds is being proposed: the state before it (the committed
+    /// prefix). Set only under the store lock; readers copy it under the store lock.
+    proposing: Arc<parking_lot::Mutex<Option<StreamState>>>,
 }
 
 impl StoreHandle {
     pub(in crate::stream) fn new(store: Box<dyn StreamStore>) -> StoreHandle {
         StoreHandle {
             store: Arc::new(Mutex::new(store)),
+            proposing: Arc::default(),
         }
+    }
+
+    /// The ingest task, holding the write lock, applies a batch it will propose: until
+    /// [`StoreHandle::committed`], readers see `before` (the store's state before the batch).
+    /// The guard proves the caller holds the lock.
+    pub(in crate::stream) fn propose_from(
+        &self,
+        _writing: &mut dyn StreamStore,
+        before: StreamState,
+    ) {
+        *self.proposing.lock() = Some(before);
+    }
+
+    /// The proposed batch committed (or the store was replaced by the committed log): readers
+    /// see the whole store again. Needs no store lock: what it holds is committed by now.
+    pub(in crate::stream) fn committed(&self) {
+        *self.proposing.lock() = None;
     }
 
     /// The writer's lock: the stream's own task only.
@@ -82,7 +113,20 @@ impl StoreHandle {
     /// A reader's lock: read calls only, held briefly.
     pub(crate) fn read(&self) -> ReadGuard<'_> {
         let held = Held::acquire();
+        let store = self.lock();
         ReadGuard {
+            committed: *self.proposing.lock(),
+            store,
+            _held: held,
+        }
+    }
+
+    /// A reader's lock that sees the batch being proposed too: for the stream's own task only
+    /// (its read-backs and the state it proposes).
+    pub(in crate::stream) fn read_raw(&self) -> ReadGuard<'_> {
+        let held = Held::acquire();
+        ReadGuard {
+            committed: None,
             store: self.lock(),
             _held: held,
         }
@@ -97,7 +141,11 @@ impl StoreHandle {
             Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
             Err(TryLockError::WouldBlock) => return None,
         };
-        Some(ReadGuard { store, _held: held })
+        Some(ReadGuard {
+            committed: *self.proposing.lock(),
+            store,
+            _held: held,
+        })
     }
 
     /// std's futex mutex, not parking_lot's: a parking_lot lock that finds the lock taken
@@ -111,9 +159,14 @@ impl StoreHandle {
         self.store.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The counters right now (a read lock for one call).
+    /// The counters of the committed prefix right now (a read lock for one call).
     pub(crate) fn state(&self) -> StreamState {
         self.read().state()
+    }
+
+    /// The counters of everything stored, a batch being proposed included: the stream's own task.
+    pub(in crate::stream) fn raw_state(&self) -> StreamState {
+        self.read_raw().state()
     }
 }
 
@@ -136,18 +189,37 @@ impl std::ops::DerefMut for WriteGuard<'_> {
     }
 }
 
-/// A reader's hold on a store: the read calls of [`StreamStore`].
+/// A reader's hold on a store: the read calls of [`StreamStore`], over the committed prefix
+/// (see the module's doc).
 pub(crate) struct ReadGuard<'a> {
     store: MutexGuard<'a, Box<dyn StreamStore>>,
+    /// The committed state while a batch past it is being proposed.
+    committed: Option<StreamState>,
     _held: Held,
 }
 
 impl ReadGuard<'_> {
     pub(crate) fn state(&self) -> StreamState {
-        self.store.state()
+        self.committed.unwrap_or_else(|| self.store.state())
+    }
+
+    /// The last sequence a reader may see, while a batch past it is being proposed.
+    fn bound(&self) -> Option<u64> {
+        self.committed.map(|state| state.last_seq)
+    }
+
+    /// `found` unless it lies past the committed prefix.
+    fn visible(&self, found: Option<StoredMessage>) -> Option<StoredMessage> {
+        match self.bound() {
+            Some(last) => found.filter(|message| message.seq <= last),
+            None => found,
+        }
     }
 
     pub(crate) fn load(&mut self, seq: u64) -> Result<StoredMessage, StoreError> {
+        if self.bound().is_some_and(|last| seq > last) {
+            return Err(StoreError::NotFound);
+        }
         self.store.load(seq)
     }
 
@@ -156,7 +228,8 @@ impl ReadGuard<'_> {
         filter: &str,
         start_seq: u64,
     ) -> Result<Option<StoredMessage>, StoreError> {
-        self.store.load_next(filter, start_seq)
+        let found = self.store.load_next(filter, start_seq)?;
+        Ok(self.visible(found))
     }
 
     pub(crate) fn load_next_matching(
@@ -164,11 +237,16 @@ impl ReadGuard<'_> {
         filters: &[String],
         start_seq: u64,
     ) -> Result<Option<StoredMessage>, StoreError> {
-        self.store.load_next_matching(filters, start_seq)
+        let found = self.store.load_next_matching(filters, start_seq)?;
+        Ok(self.visible(found))
     }
 
     pub(crate) fn load_last(&mut self, filter: &str) -> Result<Option<StoredMessage>, StoreError> {
-        self.store.load_last(filter)
+        let found = self.store.load_last(filter)?;
+        match (self.bound(), found) {
+            (Some(last), Some(found)) if found.seq > last => self.load_prev(filter, last),
+            (_, found) => Ok(found),
+        }
     }
 
     pub(crate) fn load_prev(
@@ -176,19 +254,75 @@ impl ReadGuard<'_> {
         filter: &str,
         start_seq: u64,
     ) -> Result<Option<StoredMessage>, StoreError> {
+        let start_seq = self.bound().map_or(start_seq, |last| start_seq.min(last));
+        if start_seq == 0 {
+            return Ok(None);
+        }
         self.store.load_prev(filter, start_seq)
     }
 
     pub(crate) fn deleted_seqs(&self) -> Vec<u64> {
-        self.store.deleted_seqs()
+        let mut deleted = self.store.deleted_seqs();
+        if let Some(last) = self.bound() {
+            deleted.retain(|seq| *seq <= last);
+        }
+        deleted
     }
 
-    pub(crate) fn subjects_state(&self, filter: &str) -> BTreeMap<String, SubjectState> {
-        self.store.subjects_state(filter)
+    /// Per-subject counts; while a batch is proposed, of the committed prefix (the batch's
+    /// subjects corrected from the index: one look-up each).
+    pub(crate) fn subjects_state(&mut self, filter: &str) -> BTreeMap<String, SubjectState> {
+        let mut subjects = self.store.subjects_state(filter);
+        let Some(last) = self.bound() else {
+            return subjects;
+        };
+        let proposed: Vec<String> = subjects
+            .iter()
+            .filter(|(_, state)| state.last_seq > last)
+            .map(|(subject, _)| subject.clone())
+            .collect();
+        for subject in proposed {
+            let Some(state) = subjects.get(&subject).copied() else {
+                continue;
+            };
+            let newer = self.store.num_pending(&subject, last + 1, false);
+            let committed_last = if state.first_seq > last || newer >= state.msgs {
+                None
+            } else {
+                self.store
+                    .load_prev(&subject, last)
+                    .ok()
+                    .flatten()
+                    .map(|message| message.seq)
+            };
+            match committed_last {
+                Some(last_seq) => {
+                    subjects.insert(
+                        subject,
+                        SubjectState {
+                            msgs: state.msgs - newer,
+                            first_seq: state.first_seq,
+                            last_seq,
+                        },
+                    );
+                }
+                None => {
+                    subjects.remove(&subject);
+                }
+            }
+        }
+        subjects
     }
 
     pub(crate) fn num_pending(&self, filter: &str, start_seq: u64, last_per_subject: bool) -> u64 {
-        self.store.num_pending(filter, start_seq, last_per_subject)
+        let pending = self.store.num_pending(filter, start_seq, last_per_subject);
+        match self.bound() {
+            Some(last) if !last_per_subject => {
+                let start_past = start_seq.max(last + 1);
+                pending.saturating_sub(self.store.num_pending(filter, start_past, false))
+            }
+            _ => pending,
+        }
     }
 
     pub(crate) fn num_pending_matching(
@@ -197,8 +331,16 @@ impl ReadGuard<'_> {
         start_seq: u64,
         last_per_subject: bool,
     ) -> u64 {
-        self.store
-            .num_pending_matching(filters, start_seq, last_per_subject)
+        let pending = self
+            .store
+            .num_pending_matching(filters, start_seq, last_per_subject);
+        match self.bound() {
+            Some(last) if !last_per_subject => {
+                let start_past = start_seq.max(last + 1);
+                pending.saturating_sub(self.store.num_pending_matching(filters, start_past, false))
+            }
+            _ => pending,
+        }
     }
 
     pub(crate) fn seq_for_time(&self, timestamp: i64) -> u64 {

@@ -346,7 +346,7 @@ impl Task {
         if delivered.consumer_seq > 0 {
             return;
         }
-        let store = self.stream.store.read();
+        let mut store = self.stream.store.read();
         let filters: Vec<&str> = if self.filters.is_empty() {
             vec![">"]
         } else {

@@ -114,7 +114,7 @@ fn scan_stored(stream: &Stream, mut seq: u64, last_seq: u64, mut visit: impl FnM
         if stream.stopped.load(std::sync::atomic::Ordering::Relaxed) {
             return;
         }
-        let Ok(Some(message)) = stream.store.read().load_next(">", seq) else {
+        let Ok(Some(message)) = stream.store.read_raw().load_next(">", seq) else {
             return;
         };
         if message.seq > last_seq {
@@ -455,6 +455,13 @@ impl Ingest {
         store: &mut dyn StreamStore,
         entry: &super::apply::StreamEntry<'_>,
     ) -> Result<super::apply::Applied, nats_store::StoreError> {
+        if let Some(replica) = self.replica.as_mut() {
+            if replica.opens_batch() {
+                // Readers see the store as it is now until this batch commits.
+                let before = store.state();
+                self.stream.store.propose_from(store, before);
+            }
+        }
         let applied = super::apply::apply(store, entry)?;
         if let Some(replica) = self.replica.as_mut() {
             replica.record(entry);

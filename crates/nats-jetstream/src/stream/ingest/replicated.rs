@@ -58,6 +58,12 @@ impl ReplicaState {
         self.replica.replicator.rebuilt();
     }
 
+    /// Whether the next entry is the first of a batch (nothing recorded since the last
+    /// proposal).
+    pub(super) fn opens_batch(&self) -> bool {
+        !codec::has_entries(&self.batch)
+    }
+
     /// Records one applied entry for the next proposal.
     pub(super) fn record(&mut self, entry: &crate::stream::apply::StreamEntry<'_>) {
         codec::encode(entry, &mut self.batch);
@@ -216,7 +222,7 @@ impl Ingest {
         }
         state.next_id = state.next_id.wrapping_add(1);
         let id = state.next_id;
-        let last = self.stream.store.state().last_seq;
+        let last = self.stream.store.raw_state().last_seq;
         codec::finish_batch(&mut state.batch, id, last);
         let mut payload = BytesMut::with_capacity(state.batch.len());
         payload.extend_from_slice(&state.batch);
@@ -227,6 +233,7 @@ impl Ingest {
         let proposal = state.replica.replicator.propose(payload.freeze());
         let error = match proposal.await {
             Ok(()) => {
+                self.stream.store.committed();
                 announce(&self.stream, last);
                 send_acks(&*transport, acks);
                 for answer in answers {

@@ -60,7 +60,7 @@ impl Ingest {
             .map(|(seq, _)| seq)
             .collect();
         if recheck_all {
-            let state = self.stream.store.state();
+            let state = self.stream.store.raw_state();
             if state.last_seq > 0 && state.last_seq - state.first_seq <= MAX_RECHECK {
                 super::scan_stored(&self.stream, state.first_seq, state.last_seq, |message| {
                     if !interest.needed(message.seq, &message.subject) {

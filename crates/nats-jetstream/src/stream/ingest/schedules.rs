@@ -251,7 +251,7 @@ impl Ingest {
             return;
         }
         let (seq, last_seq) = {
-            let state = self.stream.store.state();
+            let state = self.stream.store.raw_state();
             (state.first_seq.max(1), state.last_seq)
         };
         let stream = self.stream.clone();

@@ -301,6 +301,8 @@ impl ReplicaMachine {
             shared.local.clear();
             shared.committed_last_seq = last;
             shared.diverged = false;
+            // A batch left uncommitted went with the old store.
+            self.stream.store.committed();
             last
         };
         if let Some(consumers) = &self.consumers {
@@ -319,6 +321,7 @@ impl ReplicaMachine {
         shared.local.clear();
         shared.committed_last_seq = 0;
         shared.diverged = false;
+        self.stream.store.committed();
         drop(shared);
         drop(store);
         if let Some(consumers) = &self.consumers {

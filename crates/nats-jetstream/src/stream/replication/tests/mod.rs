@@ -343,7 +343,7 @@ async fn an_ephemeral_consumer_sees_only_committed_messages() {
     let node = &cluster.nodes[&leader];
     // The first batch it proposes holds one to five of them, as the ingest task picked them up
     // (one, under load, in the CI run on 284716e): the batches after it wait for its proposal.
-    let stored = node.stream.store.state().last_seq;
+    let stored = node.stream.store.raw_state().last_seq;
     assert!(
         (11..=15).contains(&stored),
         "the cut-off leader stored the batch it proposes: last {stored}"
@@ -379,6 +379,151 @@ async fn an_ephemeral_consumer_sees_only_committed_messages() {
         assert_eq!(seen, expected, "{name}: delivered past the committed log");
     }
     cluster.shutdown().await;
+}
+
+/// Everything that reads a cut-off leader's stream sees only its committed prefix, as on
+/// nats-server, whose leader stores a message only once it is committed: STREAM.INFO's state,
+/// MSG.GET and DIRECT.GET (by sequence, last and next by subject), consumers starting at
+/// `last`, `last_per_subject` and `new`, and a mirror of the stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_off_leaders_readers_see_only_committed_messages() {
+    let mut cluster = Cluster::start().await;
+    let leader = cluster.leader().await;
+    acked_sequences(&publish(&cluster.nodes[&leader], "a", 10, None, WAIT).await);
+    cluster.wait_all(10).await;
+    let node = &cluster.nodes[&leader];
+    let committed = node.stream.store.state();
+    assert_eq!((committed.msgs, committed.last_seq), (10, 10));
+
+    cluster
+        .cut_off_with_uncommitted(leader, "uncommitted", 5)
+        .await;
+    // Its store holds the batch it proposes (from sequence 11, on orders.0 first).
+    let raw = node.stream.store.raw_state();
+    assert!((11..=15).contains(&raw.last_seq), "stored: {raw:?}");
+
+    // STREAM.INFO's state: the committed prefix.
+    let state = node.stream.store.state();
+    assert_eq!(
+        (
+            state.msgs,
+            state.bytes,
+            state.last_seq,
+            state.last_timestamp
+        ),
+        (
+            committed.msgs,
+            committed.bytes,
+            committed.last_seq,
+            committed.last_timestamp
+        )
+    );
+
+    // MSG.GET and DIRECT.GET.
+    let get = |request: serde_json::Value| {
+        let request: jetstream_api::MsgGetRequest =
+            serde_json::from_value(request).expect("get request");
+        let mut store = node.stream.store.read();
+        crate::api::messages::load_requested(&mut store, &request)
+            .map(|message| String::from_utf8_lossy(&message.payload).into_owned())
+    };
+    assert_eq!(get(serde_json::json!({"seq": 11})), None);
+    assert_eq!(get(serde_json::json!({"seq": 10})).as_deref(), Some("a-9"));
+    assert_eq!(
+        get(serde_json::json!({"last_by_subj": "orders.0"})).as_deref(),
+        Some("a-5")
+    );
+    assert_eq!(
+        get(serde_json::json!({"seq": 7, "next_by_subj": "orders.0"})),
+        None
+    );
+    // The direct get's inline last-by-subject form.
+    let inline = node
+        .stream
+        .store
+        .try_read()
+        .expect("the store is free")
+        .load_last("orders.0")
+        .expect("load")
+        .map(|message| message.seq);
+    assert_eq!(inline, Some(6));
+
+    // Consumers start from the committed prefix.
+    let config = |deliver_policy: &str| -> jetstream_api::ConsumerConfig {
+        serde_json::from_value(serde_json::json!({
+            "name": "START", "ack_policy": "none", "deliver_policy": deliver_policy,
+        }))
+        .expect("consumer config")
+    };
+    let start = |policy: &str| crate::consumer::starting_sequence(&node.stream, &config(policy));
+    assert_eq!(start("last"), 10, "last");
+    assert_eq!(start("new"), 11, "new");
+    let mut lasts: Vec<u64> = node
+        .stream
+        .store
+        .read()
+        .subjects_state(">")
+        .values()
+        .map(|subject| subject.last_seq)
+        .collect();
+    lasts.sort_unstable();
+    assert_eq!(lasts, vec![6, 7, 8, 9, 10], "last_per_subject");
+    assert_eq!(node.stream.store.read().num_pending(">", 1, false), 10);
+
+    // A mirror of the stream copies the committed messages only.
+    let (mirror, _origins) = start_mirror_of(node);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while mirror.store.state().last_seq < 10 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "mirror never caught up"
+        );
+        let mut changes = mirror.last_sequence.subscribe();
+        let _ = tokio::time::timeout(Duration::from_millis(200), changes.changed()).await;
+    }
+    // The origin stays cut off for the window: nothing more may come.
+    let window = tokio::time::Instant::now() + Duration::from_millis(700);
+    let mut changes = mirror.last_sequence.subscribe();
+    let _ = tokio::time::timeout_at(window, changes.changed()).await;
+    assert_eq!(mirror.store.state().last_seq, 10, "mirrored past the log");
+    assert!(node.stream.store.raw_state().last_seq > 10);
+    mirror.stop(true).await;
+    cluster.shutdown().await;
+}
+
+/// An R1 memory stream mirroring `node`'s stream, read straight from its store; and the lookup
+/// it finds the origin through (the mirror holds it weakly: keep it).
+fn start_mirror_of(
+    node: &Node,
+) -> (
+    Arc<crate::stream::Stream>,
+    Arc<dyn crate::stream::StreamLookup>,
+) {
+    struct Origin(Arc<crate::stream::Stream>);
+    impl crate::stream::StreamLookup for Origin {
+        fn stream(&self, name: &str) -> Option<Arc<crate::stream::Stream>> {
+            (name == self.0.name).then(|| self.0.clone())
+        }
+    }
+    let config: jetstream_api::StreamConfig = serde_json::from_value(serde_json::json!({
+        "name": "MIRROR", "storage": "memory", "mirror": {"name": node.stream.name},
+    }))
+    .expect("mirror config");
+    let config = crate::stream::check_and_fill(&config, false).expect("a valid mirror");
+    let store = Box::new(nats_store::MemStore::new(
+        crate::stream::ingest_store_config(&config),
+    ));
+    let context = crate::stream::IngestContext {
+        transport: node.router.clone(),
+        sync_always: false,
+        domain: None,
+        usage: Arc::new(crate::resources::Usage::new(1 << 30, 1 << 30)),
+        batch_limits: Default::default(),
+    };
+    let mirror = crate::stream::Stream::start(config, 1, store, context).expect("mirror starts");
+    let origins: Arc<dyn crate::stream::StreamLookup> = Arc::new(Origin(node.stream.clone()));
+    crate::stream::spawn_mirror(&mirror, Arc::downgrade(&origins));
+    (mirror, origins)
 }
 
 /// A durable consumer still running on a node that applies another leader's batches (a
