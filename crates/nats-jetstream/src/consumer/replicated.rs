@@ -11,8 +11,8 @@
 //!   the committed state of every durable consumer (`consumer::apply`, as the task applies
 //!   them), carried by the stream group's snapshots. Followers run no consumer task.
 //! - The leader runs the consumers' tasks from that state (`activate`, when it takes the
-//!   stream's leadership) and stops them when it loses it (`deactivate`: waiting pull
-//!   requests get `409 Leadership Change`). Where a consumer does not run, its committed state
+//!   stream's leadership) and stops them when it loses it (`follow_leadership_change`, before
+//!   it takes the registry's admin lock: waiting pull requests get `409 Leadership Change`). Where a consumer does not run, its committed state
 //!   holds the stream's interest for it ([`Dormant`]), so a new leader's first publishes on an
 //!   interest stream are kept for consumers it has not started yet. An ack with a reply is answered only once the
 //!   proposal holding it committed: a confirmed ack is never forgotten by the next leader.
@@ -636,11 +636,9 @@ pub(crate) async fn delete(
 /// them. (The consumer fault suite saw a push consumer on a healed, deposed leader deliver
 /// 454 messages a second time, their first copies already acked, while its node waited
 /// for the pull consumer's drain.)
-pub(crate) async fn deactivate(
-    stream: &Stream,
-    consumers: &Consumers,
-    replicas: &ReplicatedConsumers,
-) {
+///
+/// Returns them for [`drain_stopped`].
+async fn stop_replicated(stream: &Stream, consumers: &Consumers) -> Vec<Arc<Consumer>> {
     let replicated: Vec<Arc<Consumer>> = consumers
         .all()
         .into_iter()
@@ -649,13 +647,49 @@ pub(crate) async fn deactivate(
     for consumer in &replicated {
         super::leadership_lost(stream, consumers, &consumer.name).await;
     }
-    for consumer in &replicated {
+    replicated
+}
+
+/// Waits for what the stopped consumers proposed: a next leadership here starts them from the
+/// committed state, with everything this incarnation proposed in it (or failed), not behind
+/// acks it confirmed.
+async fn drain_stopped(stopped: &[Arc<Consumer>], replicas: &ReplicatedConsumers) {
+    for consumer in stopped {
         if let Some(proposals) = &consumer.replication {
-            // A next leadership here starts it from the committed state: with everything
-            // this incarnation proposed in it (or failed), not behind acks it confirmed.
             proposals.drain().await;
             replicas.stopped(&consumer.name);
         }
+    }
+}
+
+/// This server's leadership of the stream changed (`was_leading` before, `leads` now, or a new
+/// leadership replacing the one before): the replicated consumers running here stop, then, if
+/// it leads, start again from their committed state.
+///
+/// They stop before `admin_lock` (the registry's lock of consumer creation and deletion) is
+/// taken: a CONSUMER.CREATE or DELETE holding it on a leader cut off from its quorum waits for
+/// its proposal, and the consumers would go on delivering, and waiting pulls hear their `409
+/// Leadership Change` only, after it. Under the lock those created meanwhile stop too, the
+/// drains are waited for, and the next leadership starts them.
+pub(crate) async fn follow_leadership_change(
+    admin_lock: &tokio::sync::Mutex<()>,
+    home: &Home<'_>,
+    replicas: &ReplicatedConsumers,
+    was_leading: bool,
+    leads: bool,
+) {
+    let mut stopped = if was_leading {
+        stop_replicated(home.stream, home.consumers).await
+    } else {
+        Vec::new()
+    };
+    let _guard = admin_lock.lock().await;
+    if was_leading {
+        stopped.extend(stop_replicated(home.stream, home.consumers).await);
+        drain_stopped(&stopped, replicas).await;
+    }
+    if leads && !home.stream.stopped.load(Ordering::Relaxed) {
+        activate(home, replicas);
     }
 }
 

@@ -63,7 +63,8 @@ impl Registry {
     /// Runs the stream's replicated consumers here while this server leads the stream: started
     /// from their committed states when it takes the leadership (it has applied everything
     /// committed before its term then), stopped when it loses it or a new leadership begins
-    /// (also one resumed in the same Raft term by a rebuilt group). Ends with the stream.
+    /// (also one resumed in the same Raft term by a rebuilt group), before the admin lock is
+    /// taken (`consumer::replicated::follow_leadership_change`). Ends with the stream.
     fn follow_leadership(
         self: &Arc<Self>,
         stream: &Arc<Stream>,
@@ -92,19 +93,20 @@ impl Registry {
                     return;
                 }
                 if now != leading {
-                    let _guard = registry.admin_lock.lock().await;
-                    if leading.is_some() {
-                        replicated_consumers::deactivate(&stream, &consumers, &replicas).await;
-                    }
-                    if now.is_some() && !stream.stopped.load(Ordering::Relaxed) {
-                        let home = Home {
-                            stream: &stream,
-                            consumers: &consumers,
-                            transport: &registry.transport,
-                            domain: registry.config.domain.as_deref(),
-                        };
-                        replicated_consumers::activate(&home, &replicas);
-                    }
+                    let home = Home {
+                        stream: &stream,
+                        consumers: &consumers,
+                        transport: &registry.transport,
+                        domain: registry.config.domain.as_deref(),
+                    };
+                    replicated_consumers::follow_leadership_change(
+                        &registry.admin_lock,
+                        &home,
+                        &replicas,
+                        leading.is_some(),
+                        now.is_some(),
+                    )
+                    .await;
                     leading = now;
                 }
                 drop((registry, stream, consumers, replicas));

@@ -1,5 +1,5 @@
 //! Unit tests of the replicated consumers: records, apply, snapshots, proposals and the
-//! leadership hand-over (`deactivate`).
+//! leadership hand-over (`follow_leadership_change`).
 
 use super::*;
 
@@ -131,6 +131,21 @@ async fn after_a_failed_proposal_no_ack_is_confirmed() {
 /// node applies from the next leader (duplicates of that leader's deliveries).
 #[tokio::test]
 async fn losing_the_leadership_stops_every_consumer_before_draining() {
+    lose_the_leadership(false).await;
+}
+
+/// ... and before it takes the registry's admin lock: a CONSUMER.CREATE or DELETE holding it on
+/// a leader cut off from its quorum (its proposal waits for the step-down) must not keep the
+/// consumers delivering, nor the waiting pulls from hearing `409 Leadership Change`.
+#[tokio::test]
+async fn losing_the_leadership_stops_every_consumer_while_the_admin_lock_is_held() {
+    lose_the_leadership(true).await;
+}
+
+/// Three replicated consumers with a proposal each that the log does not resolve yet lose the
+/// leadership (with the admin lock held elsewhere meanwhile when `lock_held`): every one stops
+/// at once; the change completes once the lock is free and the log resolves the drains.
+async fn lose_the_leadership(lock_held: bool) {
     let log = Arc::new(Gated {
         permits: Arc::new(tokio::sync::Semaphore::new(0)),
         fail: Arc::default(),
@@ -190,9 +205,25 @@ async fn losing_the_leadership_stops_every_consumer_before_draining() {
         proposals.send(vec![first_delivery(1, 1)], Vec::new());
     }
     settle().await;
+    let admin_lock = Arc::new(tokio::sync::Mutex::new(()));
+    let held = if lock_held {
+        Some(admin_lock.clone().lock_owned().await)
+    } else {
+        None
+    };
     let deactivated = tokio::spawn({
         let (stream, consumers, replicas) = (stream.clone(), consumers.clone(), replicas);
-        async move { deactivate(&stream, &consumers, &replicas).await }
+        let transport = transport.clone();
+        let admin_lock = admin_lock.clone();
+        async move {
+            let home = Home {
+                stream: &stream,
+                consumers: &consumers,
+                transport: &transport,
+                domain: None,
+            };
+            follow_leadership_change(&admin_lock, &home, &replicas, true, false).await
+        }
     });
     let bound = tokio::time::Instant::now() + Duration::from_secs(5);
     while !consumers.all().is_empty() && tokio::time::Instant::now() < bound {
@@ -201,9 +232,10 @@ async fn losing_the_leadership_stops_every_consumer_before_draining() {
     let running: Vec<String> = consumers.all().iter().map(|c| c.name.clone()).collect();
     assert!(
         running.is_empty(),
-        "consumers still running while a drain waits: {running:?}"
+        "consumers still running while a drain waits (admin lock held elsewhere: {lock_held}): {running:?}"
     );
     assert!(!deactivated.is_finished(), "the drains wait for the log");
+    drop(held);
     log.permits.add_permits(names.len());
     tokio::time::timeout(Duration::from_secs(5), deactivated)
         .await
