@@ -358,8 +358,14 @@ fn refuse_fixed(old: &Options, new: &Options) -> Result<(), String> {
     }
     refuse_jetstream(&old.jetstream, &new.jetstream)?;
     refuse_cluster(old.cluster.as_ref(), new.cluster.as_ref())?;
-    // nats-server refuses every websocket change but its TLS (which rnats does not reload).
-    if old.websocket != new.websocket {
+    // nats-server refuses every websocket change but its TLS (`reload/mod.rs` applies that).
+    let without_tls = |websocket: &Option<super::WebsocketOptions>| {
+        websocket.clone().map(|websocket| super::WebsocketOptions {
+            tls: None,
+            ..websocket
+        })
+    };
+    if without_tls(&old.websocket) != without_tls(&new.websocket) {
         return Err("config reload not supported for Websocket".into());
     }
     Ok(())

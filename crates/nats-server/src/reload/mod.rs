@@ -51,6 +51,15 @@ pub fn reload(server: &Arc<Server>) -> Result<(), String> {
     // same paths are picked up); a file that does not load refuses the whole reload.
     let tls = crate::security::tls::ClientTls::build(&options)?;
     let route_tls = routes::prepare(server, &options)?;
+    // Websocket TLS likewise (its presence cannot change: `no_tls` is not reloadable).
+    let websocket_tls = match (server.websocket(), options.websocket.as_ref()) {
+        (Some(_), Some(websocket)) => websocket
+            .tls
+            .as_ref()
+            .map(crate::websocket::tls_acceptor)
+            .transpose()?,
+        _ => None,
+    };
     let rotated = match (&tls, server.client_tls()) {
         (Some(new), Some(old)) => !changes.tls && new.files != old.files,
         _ => false,
@@ -127,6 +136,9 @@ pub fn reload(server: &Arc<Server>) -> Result<(), String> {
         tracing::info!("Reloaded: cluster");
     }
     server.replace_client_tls(tls);
+    if let (Some(listener), Some(acceptor)) = (server.websocket(), websocket_tls) {
+        listener.replace_tls(acceptor);
+    }
     if start_jetstream {
         jetstream::start(server, &server.current_options());
     }

@@ -33,12 +33,14 @@ pub(crate) use handshake::Cookies;
 /// after this long is dropped (nats-server sets no limit; see docs/parity.md).
 const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The websocket listener's settings, fixed at start-up.
+/// The websocket listener's settings, fixed at start-up but for its TLS certificates, which a
+/// reload may replace (nats-server's `wsGetTLSConfig` reads the running options at each
+/// handshake).
 pub struct Listener {
     pub options: WebsocketOptions,
     /// The address clients connect to (the configured host with the bound port).
     pub address: SocketAddr,
-    tls: Option<tokio_rustls::TlsAcceptor>,
+    tls: parking_lot::RwLock<Option<tokio_rustls::TlsAcceptor>>,
     origins: Origins,
     /// Authentication for websocket clients when the block overrides the server's.
     pub(crate) authenticator: Option<Arc<crate::security::auth::Authenticator>>,
@@ -46,8 +48,26 @@ pub struct Listener {
 
 impl Listener {
     pub fn tls(&self) -> bool {
-        self.tls.is_some()
+        self.tls.read().is_some()
     }
+
+    /// A reload's websocket TLS: connections accepted from now on handshake with it (only a
+    /// listener started with TLS has one; `no_tls` is not reloadable).
+    pub(crate) fn replace_tls(&self, acceptor: tokio_rustls::TlsAcceptor) {
+        let mut tls = self.tls.write();
+        if tls.is_some() {
+            *tls = Some(acceptor);
+        }
+    }
+}
+
+/// The acceptor for a `websocket { tls { } }` block.
+pub(crate) fn tls_acceptor(
+    tls: &crate::config::TlsOptions,
+) -> Result<tokio_rustls::TlsAcceptor, String> {
+    Ok(tokio_rustls::TlsAcceptor::from(
+        crate::security::tls::server_config(tls)?,
+    ))
 }
 
 /// What a websocket client brings beyond a TCP client's state.
@@ -62,9 +82,7 @@ pub(crate) async fn start(
     options: &WebsocketOptions,
 ) -> Result<(), ServerError> {
     let tls = match &options.tls {
-        Some(tls) => Some(tokio_rustls::TlsAcceptor::from(
-            crate::security::tls::server_config(tls).map_err(ServerError::Tls)?,
-        )),
+        Some(tls) => Some(tls_acceptor(tls).map_err(ServerError::Tls)?),
         None => None,
     };
     let (socket, address) = crate::listener::bind(options.listen_host(), options.port)
@@ -97,7 +115,7 @@ pub(crate) async fn start(
         origins: Origins::new(options),
         options: options.clone(),
         address,
-        tls,
+        tls: parking_lot::RwLock::new(tls),
         authenticator,
     });
     server.set_websocket(listener.clone());
@@ -158,7 +176,8 @@ async fn connect(
         listener.options.handshake_timeout
     };
     let deadline = tokio::time::Instant::now() + limit;
-    match listener.tls.clone() {
+    let tls = listener.tls.read().clone();
+    match tls {
         None => {
             let mut stream = stream;
             let upgrade = tokio::time::timeout_at(

@@ -1,8 +1,9 @@
 //! Client TLS reloaded on SIGHUP, as nats-server's `tlsOption`: new certificate files (new
 //! paths, or the same paths rotated on disk) serve the connections made after the reload,
 //! connections made before keep theirs and go on working; the TLS timeout has its own notice;
-//! a certificate that does not load refuses the whole reload and the running TLS stays. The
-//! same test passes against nats-server.
+//! a certificate that does not load refuses the whole reload and the running TLS stays. New
+//! websocket certificates serve the `wss://` clients connecting after the reload. The same
+//! tests pass against nats-server.
 
 use super::reload::{await_log, rewrite_and_hangup};
 use super::tls::{connect_tls, round_trip};
@@ -81,4 +82,57 @@ async fn a_certificate_that_does_not_load_keeps_the_running_tls() {
         .await
         .expect("the running TLS still serves");
     round_trip(&client, &client).await;
+}
+
+/// A websocket client over `wss://` on `port` trusting `certificates`' CA: connected, or why
+/// not.
+async fn connect_wss(
+    port: u16,
+    certificates: &TestCertificates,
+) -> Result<async_nats::Client, String> {
+    tokio::time::timeout(
+        super::websocket::WAIT,
+        async_nats::ConnectOptions::new()
+            .add_root_certificates(certificates.ca())
+            .connect(format!("wss://localhost:{port}")),
+    )
+    .await
+    .map_err(|_| "no connection in time".to_string())?
+    .map_err(|error| error.to_string())
+}
+
+/// Websocket TLS reloaded as nats-server's `wsGetTLSConfig` reads it at each handshake: new
+/// certificates serve the `wss://` clients that connect after the reload, and the websocket
+/// clients connected before keep working.
+#[tokio::test]
+async fn new_websocket_certificates_serve_new_wss_clients() {
+    let (first, second) = (TestCertificates::generate(), TestCertificates::generate());
+    let port = test_harness::free_port();
+    let config = |certificates: &TestCertificates| {
+        format!(
+            "websocket {{\n  listen: \"127.0.0.1:{port}\"\n  {}\n}}\n",
+            certificates.block("")
+        )
+    };
+    let server = start(&config(&first));
+    super::websocket::wait_for_port(port);
+    let before = connect_wss(port, &first)
+        .await
+        .expect("wss with the first CA");
+    rewrite_and_hangup(&server, &config(&second));
+    await_log(&server, "Reloaded server configuration", 1);
+    assert!(
+        !server.log().contains("config reload not supported"),
+        "{}",
+        server.log()
+    );
+    assert!(
+        connect_wss(port, &first).await.is_err(),
+        "the first CA still trusted after the reload"
+    );
+    let after = connect_wss(port, &second)
+        .await
+        .expect("wss with the second CA");
+    round_trip(&before, &after).await;
+    round_trip(&after, &before).await;
 }
