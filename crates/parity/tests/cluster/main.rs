@@ -46,6 +46,7 @@ mod route_wire;
 mod scale;
 mod server_removed;
 mod support;
+mod uncommitted_reads;
 mod wiped;
 
 /// The switch for the compositions with our server in them. Flip to `true` when rnats routes
