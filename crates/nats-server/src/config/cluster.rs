@@ -124,6 +124,15 @@ impl Default for ClusterOptions {
 }
 
 impl ClusterOptions {
+    /// The time a route has to authenticate: the configured one, else nats-server's default
+    /// (`getDefaultAuthTimeout`: the TLS timeout plus a second with TLS, two seconds without).
+    pub fn effective_auth_timeout(&self) -> Duration {
+        self.auth_timeout.unwrap_or_else(|| match &self.tls {
+            Some(tls) => tls.timeout + Duration::from_secs(1),
+            None => super::options::DEFAULT_AUTH_TIMEOUT,
+        })
+    }
+
     /// The route ping interval: the cluster's, else the server's, capped at 30 s.
     pub fn route_ping_interval(&self, server: &Options) -> Duration {
         self.ping_interval

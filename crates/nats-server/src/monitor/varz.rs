@@ -229,19 +229,28 @@ fn cluster_varz(server: &Server) -> Value {
     }
     block.insert(
         "auth_timeout".into(),
-        go_float(
-            cluster
-                .auth_timeout
-                .unwrap_or(crate::config::options::DEFAULT_AUTH_TIMEOUT)
-                .as_secs_f64(),
-        ),
+        go_float(cluster.effective_auth_timeout().as_secs_f64()),
     );
     if !cluster.routes.is_empty() {
         let urls: Vec<String> = cluster.routes.iter().map(|url| url.address()).collect();
         block.insert("urls".into(), json!(urls));
     }
-    block.insert("tls_timeout".into(), go_float(2.0));
+    let tls_timeout = cluster
+        .tls
+        .as_ref()
+        .map_or(2.0, |tls| tls.timeout.as_secs_f64());
+    block.insert("tls_timeout".into(), go_float(tls_timeout));
+    if cluster.tls.is_some() {
+        block.insert("tls_required".into(), json!(true));
+        block.insert("tls_verify".into(), json!(true));
+    }
     // One unpooled route per peer (see docs/parity.md).
     block.insert("pool_size".into(), json!(-1));
+    if let Some(deadline) = cluster
+        .write_deadline
+        .filter(|deadline| !deadline.is_zero())
+    {
+        block.insert("write_deadline".into(), json!(deadline.as_nanos() as u64));
+    }
     Value::Object(block)
 }

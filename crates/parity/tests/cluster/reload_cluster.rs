@@ -75,6 +75,7 @@ async fn a_new_cluster_name_timeouts_and_retries_reload(composition: Composition
     let block = varz_cluster(&cluster, 0);
     assert_eq!(block["name"], "renamed", "{block}");
     assert_eq!(block["auth_timeout"], 5.0, "{block}");
+    assert_eq!(block["write_deadline"], 5_000_000_000u64, "{block}");
     // A peer named as the reloaded file names the cluster joins it.
     let one = renamed(config(&cluster, 1));
     restart_and_mesh(&mut cluster, &one).await;
@@ -91,6 +92,17 @@ async fn new_route_certificates_serve_new_routes(composition: Composition) {
     rewrite_and_hangup(&cluster, 0, &swap(config(&cluster, 0)));
     await_log(&cluster, 0, "Reloaded server configuration", 1);
     await_log(&cluster, 0, "Reloaded: cluster", 1);
+    let block = varz_cluster(&cluster, 0);
+    // Without an authorization timeout, nats-server's default with TLS: its timeout + 1 s.
+    assert_eq!(
+        (
+            block["tls_required"].as_bool(),
+            block["tls_timeout"].as_f64(),
+            block["auth_timeout"].as_f64()
+        ),
+        (Some(true), Some(3.0), Some(4.0)),
+        "{block}"
+    );
     // Node 1 comes back with certificates of the second CA only: node 0 must present and
     // accept those now (with the first ones the handshake fails both ways).
     let one = swap(config(&cluster, 1));

@@ -209,9 +209,7 @@ where
         writer_settings(&server),
     ));
     let cluster = server.current_options().cluster.clone().unwrap_or_default();
-    let auth_timeout = cluster
-        .auth_timeout
-        .unwrap_or(crate::config::options::DEFAULT_AUTH_TIMEOUT);
+    let auth_timeout = cluster.effective_auth_timeout();
     // We dialled exactly when we know the URL.
     let solicited = url.is_some();
     let mut session = Session {
