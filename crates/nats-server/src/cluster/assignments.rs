@@ -110,6 +110,14 @@ pub enum Operation {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         added: Option<String>,
     },
+    /// Records that meta member `peer` is incarnation `incarnation` of the server `name`
+    /// (`incarnation.rs`): a leader that never heard that incarnation announce itself still
+    /// recognises it when a later one of the same server appears.
+    Member {
+        peer: String,
+        name: String,
+        incarnation: u64,
+    },
 }
 
 /// A log entry of the meta group.
@@ -167,12 +175,23 @@ pub enum Effect {
 struct Snapshot {
     version: u32,
     streams: BTreeMap<String, BTreeMap<String, StreamRecord>>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    members: BTreeMap<String, Member>,
 }
 
-/// Every stream assignment of the cluster, by account then stream name.
+/// A meta member's server, as [`Operation::Member`] recorded it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Member {
+    pub name: String,
+    pub incarnation: u64,
+}
+
+/// Every stream assignment of the cluster, by account then stream name, and the servers of
+/// the meta members recorded so far, by peer id.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Assignments {
     streams: BTreeMap<String, BTreeMap<String, StreamRecord>>,
+    members: BTreeMap<String, Member>,
 }
 
 fn invalid(error: impl std::fmt::Display) -> io::Error {
@@ -180,6 +199,11 @@ fn invalid(error: impl std::fmt::Display) -> io::Error {
 }
 
 impl Assignments {
+    /// The server meta member `peer` was recorded as, if it was.
+    pub fn member(&self, peer: &str) -> Option<&Member> {
+        self.members.get(peer)
+    }
+
     pub fn stream(&self, account: &str, name: &str) -> Option<&StreamRecord> {
         self.streams.get(account)?.get(name)
     }
@@ -299,6 +323,14 @@ impl Assignments {
                 removed,
                 added,
             } => Ok(self.replace_peer(&account, &name, created, &removed, added, own_peer)),
+            Operation::Member {
+                peer,
+                name,
+                incarnation,
+            } => {
+                self.members.insert(peer, Member { name, incarnation });
+                Ok(None)
+            }
         }
     }
 
@@ -366,6 +398,7 @@ impl Assignments {
         let snapshot = Snapshot {
             version: VERSION,
             streams: self.streams.clone(),
+            members: self.members.clone(),
         };
         serde_json::to_vec(&snapshot)
             .map(Bytes::from)
@@ -377,6 +410,7 @@ impl Assignments {
     pub fn restore(&mut self, snapshot: &[u8], own_peer: &str) -> io::Result<Vec<Effect>> {
         if snapshot.is_empty() {
             self.streams.clear();
+            self.members.clear();
             return Ok(Vec::new());
         }
         let snapshot: Snapshot = serde_json::from_slice(snapshot).map_err(invalid)?;
@@ -387,6 +421,7 @@ impl Assignments {
             )));
         }
         self.streams = snapshot.streams;
+        self.members = snapshot.members;
         Ok(self.placed_on(own_peer, None))
     }
 
@@ -506,10 +541,20 @@ mod tests {
         let mut state = Assignments::default();
         state.apply(&assign("A", "p1", 1), "p1", 1).expect("apply");
         state.apply(&assign("B", "p2", 2), "p1", 2).expect("apply");
+        let member = Entry::new(Operation::Member {
+            peer: "p3".into(),
+            name: "s3".into(),
+            incarnation: 7,
+        });
+        assert!(state
+            .apply(&member.encode(), "p1", 3)
+            .expect("apply")
+            .is_none());
         let snapshot = state.snapshot().expect("snapshot");
         let mut restored = Assignments::default();
         let own = restored.restore(&snapshot, "p2").expect("restore");
         assert_eq!(restored, state);
+        assert_eq!(restored.member("p3").map(|m| m.name.as_str()), Some("s3"));
         assert_eq!(own.len(), 1);
         assert!(
             matches!(&own[0], Effect::Assigned(a) if a.config.name == "B" && a.reply.is_none())

@@ -16,15 +16,16 @@
 //! [`Meta::retire`]s the old one: out of the meta group, and in every stream group that had it,
 //! the new incarnation in its place (the same server, caught up by the group as any new peer).
 //!
-//! Known gap: the leader matches the old member to the server by the name it announced, which
-//! lives only in memory. A leader that never heard the old incarnation announce itself (it
-//! restarted since) still recognises incarnation 0 (the name hash) but not an earlier non-zero
-//! incarnation: that dead member then stays until `$JS.API.SERVER.REMOVE`. Recording each
-//! member's name in the meta log would close it.
+//! The leader matches the old member to the server by the name it announced, and records each
+//! member's server (name and incarnation) in the meta log ([`Operation::Member`], once per
+//! member heard from): a leader that never heard an old incarnation announce itself (it
+//! restarted since, or another server led then) still recognises it by that record. Incarnation
+//! 0 (the name hash) is recognised without one.
 
 use std::collections::BTreeSet;
 use std::io::Write as _;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use nats_raft::{GroupStatus, NodeId};
@@ -33,6 +34,10 @@ use parking_lot::Mutex;
 use super::assignments::{Entry, Operation};
 use super::meta::Meta;
 use super::peer;
+
+/// A server heard from within this is running (it announces itself every 5 s once the meta
+/// group is formed).
+const ALIVE_WINDOW: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// The incarnation file's name, in the JetStream store root.
 const FILE: &str = "incarnation";
@@ -99,8 +104,18 @@ impl Meta {
             .map_or_else(|| peer::peer_id(name), peer::peer_of)
     }
 
-    /// Whether a later incarnation of the same server announced itself after `peer` did.
+    /// The server name the meta log recorded for member `peer`.
+    pub(super) fn recorded_name(&self, peer: &str) -> Option<String> {
+        self.assignments
+            .lock()
+            .member(peer)
+            .map(|member| member.name.clone())
+    }
+
+    /// Whether a later incarnation of the same server announced itself after `peer` did (or,
+    /// `peer` not heard from here, after the meta log recorded it).
     pub(super) fn superseded(&self, peer: &str) -> bool {
+        let recorded = self.recorded_name(peer);
         let known = self.known.lock();
         let own = known.get(peer);
         let name = match own {
@@ -111,7 +126,19 @@ impl Meta {
             {
                 // Not heard from here: an incarnation 0 whose server announced a later one.
                 Some(other) => return other.incarnation != 0,
-                None => return false,
+                // Not heard from here: the server the meta log recorded it as, superseded by
+                // an incarnation of that server heard from lately (not one heard before a wipe
+                // whose hellos ended: the recorded member may be the later one).
+                None => {
+                    let Some(name) = recorded else {
+                        return false;
+                    };
+                    return known.iter().any(|(other_peer, other)| {
+                        other_peer != peer
+                            && other.name == name
+                            && other.heard.elapsed() < ALIVE_WINDOW
+                    });
+                }
             },
         };
         let heard = own.map(|own| own.heard);
@@ -175,6 +202,52 @@ impl Meta {
                 retiring.lock().remove(&old);
             });
         }
+    }
+
+    /// Leader: records in the meta log the server of every member heard from whose record is
+    /// missing or differs, one proposal at a time (`recording`).
+    pub(super) fn record_members(
+        self: &Arc<Self>,
+        status: &GroupStatus,
+        recording: &Arc<AtomicBool>,
+    ) {
+        let unrecorded: Vec<(String, String, u64)> = {
+            let known = self.known.lock();
+            let assignments = self.assignments.lock();
+            status
+                .voters
+                .iter()
+                .chain(status.learners.iter())
+                .map(|node| peer::peer_of(*node))
+                .filter_map(|peer| {
+                    let server = known.get(&peer)?;
+                    let recorded = assignments.member(&peer).is_some_and(|member| {
+                        member.name == server.name && member.incarnation == server.incarnation
+                    });
+                    (!recorded).then(|| (peer, server.name.clone(), server.incarnation))
+                })
+                .collect()
+        };
+        if unrecorded.is_empty() || recording.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let (meta, recording) = (self.clone(), recording.clone());
+        tokio::spawn(async move {
+            for (peer, name, incarnation) in unrecorded {
+                let entry = Entry::new(Operation::Member {
+                    peer,
+                    name,
+                    incarnation,
+                });
+                if super::placement::propose(meta.group.clone(), entry)
+                    .await
+                    .is_err()
+                {
+                    break;
+                }
+            }
+            recording.store(false, Ordering::Release);
+        });
     }
 
     /// Replaces the member `old` by `new`, a later incarnation of the same server that is a

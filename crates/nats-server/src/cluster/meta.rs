@@ -320,13 +320,13 @@ impl Meta {
         &self.group
     }
 
-    /// The server name of a node, if it announced itself.
+    /// The server name of a node: as it announced itself, else as the meta log recorded it
+    /// (`incarnation.rs`), else its peer id.
     pub(super) fn name_of(&self, node: NodeId) -> String {
         let peer = peer::peer_of(node);
-        self.known
-            .lock()
-            .get(&peer)
-            .map(|known| known.name.clone())
+        let announced = self.known.lock().get(&peer).map(|known| known.name.clone());
+        announced
+            .or_else(|| self.recorded_name(&peer))
             .unwrap_or(peer)
     }
 
@@ -586,6 +586,7 @@ async fn discover(meta: std::sync::Weak<Meta>, mut hellos: tokio::sync::mpsc::Re
     let mut ticks: u32 = 0;
     let adding: Arc<Mutex<BTreeSet<NodeId>>> = Arc::default();
     let retiring: Arc<Mutex<BTreeSet<NodeId>>> = Arc::default();
+    let recording: Arc<std::sync::atomic::AtomicBool> = Arc::default();
     let mut founded = false;
     loop {
         let hello = tokio::select! {
@@ -641,6 +642,7 @@ async fn discover(meta: std::sync::Weak<Meta>, mut hellos: tokio::sync::mpsc::Re
                 });
             }
             meta.retire_superseded(&status, &retiring);
+            meta.record_members(&status, &recording);
         }
     }
 }

@@ -50,6 +50,17 @@ fn meta_whole_with(cluster: &test_harness::cluster::Cluster, name: &str) {
     }
 }
 
+/// Empties the JetStream store of node `index` (killed already).
+fn wipe_store(cluster: &test_harness::cluster::Cluster, index: usize) {
+    let store = cluster
+        .node(index)
+        .store_dir
+        .clone()
+        .expect("a JetStream store dir");
+    std::fs::remove_dir_all(&store).expect("wipe the store");
+    std::fs::create_dir_all(&store).expect("an empty store dir");
+}
+
 /// Which server is wiped.
 #[derive(Clone, Copy, Debug)]
 enum Victim {
@@ -105,13 +116,7 @@ async fn wipe_and_rejoin(which: Victim) {
     let through = (0..3).find(|&i| i != victim_index).expect("a live node");
 
     cluster.kill9(victim_index);
-    let store = cluster
-        .node(victim_index)
-        .store_dir
-        .clone()
-        .expect("a JetStream store dir");
-    std::fs::remove_dir_all(&store).expect("wipe the store");
-    std::fs::create_dir_all(&store).expect("an empty store dir");
+    wipe_store(&cluster, victim_index);
 
     // Acknowledged while the wiped server is down.
     let jetstream = async_nats::jetstream::new(clients[through].clone());
@@ -152,4 +157,52 @@ async fn wipe_and_rejoin(which: Victim) {
     assert_eq!(stored, payloads);
     // The consumer's confirmed acks too, as the wiped server now leads it.
     reader_kept(&client, "WIPED", 5, 30).await;
+}
+
+/// The wiped server's earlier identity is recognised by a meta leader that never heard it: the
+/// server is killed, both others restart one after the other (so neither holds in memory what
+/// it announced), then its store is wiped and it comes back. The meta group and the stream's
+/// group must be whole with it again (ours: by the members' record in the meta log; before,
+/// the dead earlier incarnation stayed a member and the group never became whole).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wiped_server_is_recognised_by_a_meta_leader_that_never_heard_it() {
+    let (mut cluster, clients) = nodes(3).await;
+    let (created, _) = create_r3(&clients[0], "FORGOT", "forgot.>").await;
+    created.assert_created();
+    let jetstream = async_nats::jetstream::new(clients[0].clone());
+    let deadline = Instant::now() + ELECTION_BOUND;
+    for n in 0..10 {
+        publish_until_acked(&jetstream, "forgot.x", &format!("f{n}"), deadline).await;
+    }
+    let info = placed_without(&cluster, &clients[0], "FORGOT", &[], 3, 10).await;
+    let before = members(&info);
+    let meta_leader = agreed_leader(&cluster, &[0, 1, 2], 3, None).expect("meta leader");
+    let victim = (0..3)
+        .find(|&i| cluster.node(i).name != meta_leader)
+        .expect("a server not leading the meta group");
+    let others: Vec<usize> = (0..3).filter(|&i| i != victim).collect();
+
+    cluster.kill9(victim);
+    for &other in &others {
+        tokio::task::block_in_place(|| cluster.restart(other));
+        agreed_leader(&cluster, &others, 3, None)
+            .unwrap_or_else(|error| panic!("{error}\n{}", cluster.logs()));
+    }
+    wipe_store(&cluster, victim);
+    let name = cluster.node(victim).name.clone();
+    let started = Instant::now();
+    tokio::task::block_in_place(|| {
+        cluster.restart(victim);
+        cluster
+            .wait_for_mesh()
+            .unwrap_or_else(|error| panic!("{error}\n{}", cluster.logs()));
+        meta_whole_with(&cluster, &name);
+    });
+    let through = connect(&cluster, others[0]).await;
+    let info = placed_without(&cluster, &through, "FORGOT", &[], 3, 10).await;
+    assert_eq!(members(&info), before, "{info}");
+    eprintln!(
+        "wiped {name}, unknown to the meta leader, current again after {} ms",
+        started.elapsed().as_millis()
+    );
 }
