@@ -150,7 +150,16 @@ fn jetstream_off_and_on_again_after_a_raise_keeps_the_raised_limit() {
     await_jetstream(&mut client);
     assert_eq!(varz_max_memory(&server), 3 * MB);
     // 2 MB fits only under the raised limit.
-    assert_eq!(create_error(&mut client, "BIG", 2 * MB), None);
+    let refused = create_error(&mut client, "BIG", 2 * MB);
+    if test_harness::is_reference() && refused == Some(10028) {
+        // nats-server 2.15.1, about 1 run in 4 (7 of 26 here): its JetStream restarted by the
+        // reload answers 10028 yet holds the stream, its reservation counted (/jsz: streams 1,
+        // reserved_memory 2 MB, the account's reserved_memory and api inflight wrapped below
+        // 0). Reported, not asserted; ours is held to the create above.
+        println!("nats-server refused the 2 MB stream after JetStream's restart: 10028");
+        return;
+    }
+    assert_eq!(refused, None);
 }
 
 fn domain_accounts(store: &std::path::Path, domain: &str, b_has_jetstream: bool) -> String {
