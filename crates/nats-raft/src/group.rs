@@ -184,6 +184,22 @@ pub struct GroupStatus {
     pub error: Option<String>,
     /// Only on the leader: how long ago a quorum last acknowledged it (`None`: not yet).
     pub quorum_acked: Option<Duration>,
+    /// Only on the leader: how long it has led in its term (since this process saw it take
+    /// the role).
+    pub led_for: Option<Duration>,
+}
+
+impl GroupStatus {
+    /// Only on the leader: how long it has gone without a quorum's acknowledgement in this
+    /// leadership, counted from when it took the role (a leader just elected has had no
+    /// heartbeat round acknowledged yet, which is no sign of a lost quorum).
+    pub fn without_quorum_for(&self) -> Option<Duration> {
+        let led_for = self.led_for.filter(|_| self.role == Role::Leader)?;
+        Some(
+            self.quorum_acked
+                .map_or(led_for, |acked| acked.min(led_for)),
+        )
+    }
 }
 
 /// What the log looked like when the group started.
@@ -230,6 +246,7 @@ pub struct RaftGroup {
     membership_changes: tokio::sync::Mutex<()>,
     recovery: RecoveryReport,
     leader_contact: crate::leader_contact::LeaderContact,
+    leading_since: Arc<crate::leading_since::LeadingSince>,
     lost_quorum: Duration,
     resumed_needs_quorum: bool,
     /// Resolves once openraft's state machine worker has dropped the application's machine.
@@ -299,6 +316,8 @@ impl RaftGroup {
         }
         raft.run();
         spawn_supervisor(raft.clone(), supervision.clone(), group.clone());
+        let leading_since = Arc::new(crate::leading_since::LeadingSince::default());
+        leading_since.watch(&raft);
         let this = RaftGroup {
             raft,
             group,
@@ -316,6 +335,7 @@ impl RaftGroup {
                 recorded_commit,
             },
             leader_contact: crate::leader_contact::LeaderContact::new(),
+            leading_since,
         };
         if config.bootstrap && last_index.is_none() && protected_until == 0 {
             let members: BTreeSet<NodeId> = config.members.iter().copied().collect();
@@ -464,6 +484,7 @@ impl RaftGroup {
                 .last_quorum_acked
                 .as_ref()
                 .map(|acked| openraft::Instant::elapsed(&**acked)),
+            led_for: self.leading_since.observe(&metrics),
         }
     }
 

@@ -89,6 +89,7 @@ mod tests {
             protected_until: None,
             error: None,
             quorum_acked: None,
+            led_for: None,
         }
     }
 

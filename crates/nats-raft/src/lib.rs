@@ -20,6 +20,7 @@ mod codec;
 mod group;
 mod leader_contact;
 mod leadership;
+mod leading_since;
 mod log_file;
 mod log_store;
 mod network;

@@ -652,6 +652,41 @@ async fn a_leader_resumed_in_its_term_does_not_lead_before_a_quorum_answers() {
     cluster.shutdown().await;
 }
 
+/// A leader that has had no quorum acknowledgement yet (just elected, or resumed after a
+/// restart) is not without its quorum until it has led that long: the meta group answered
+/// 10008 from a server restarted 200 ms before, which took `quorum_acked: None` for lost.
+#[tokio::test(start_paused = true)]
+async fn a_leader_counts_as_without_quorum_from_when_it_took_the_role() {
+    let mut cluster = Cluster::start(&[1, 2, 3], fast).await;
+    let first = cluster.leader(WAIT).await;
+    propose_many(&cluster.node(first), "before", 10).await;
+    cluster.isolate(first);
+    cluster.stop_node(first).await;
+    let restarted = cluster.start_node(first, true, None).await;
+    let resumed = restarted
+        .wait_for(WAIT, |status| status.role == Role::Leader)
+        .await
+        .expect("the restarted node resumes its leadership");
+    assert_eq!(
+        resumed.quorum_acked, None,
+        "no quorum heard yet: {resumed:?}"
+    );
+    let fresh = resumed.without_quorum_for().expect("a leader");
+    assert!(
+        fresh < Duration::from_secs(1),
+        "{fresh:?} at the start: {resumed:?}"
+    );
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let status = restarted.status();
+    assert_eq!(status.role, Role::Leader, "cut off, it keeps the role");
+    let lost = status.without_quorum_for().expect("a leader");
+    assert!(
+        lost >= Duration::from_secs(5),
+        "{lost:?} after 5 s cut off: {status:?}"
+    );
+    cluster.shutdown().await;
+}
+
 /// A proposal refused at the door (the leader is handing its leadership over) is `NotLeader`:
 /// it never reached the log. One that reached a cut-off leader's log and was replaced there by
 /// the next leader's entries is `Discarded`: it might have committed through the next leader, so

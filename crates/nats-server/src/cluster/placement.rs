@@ -116,14 +116,15 @@ impl Cluster for AccountMeta {
         self.meta.group.status().role == Role::Leader
     }
 
-    /// No leader known here, or this leader has not heard from a quorum for a while (it keeps
-    /// the role in openraft; nats-server's leader steps down).
+    /// No leader known here, or this leader has not heard from a quorum for a while since it
+    /// took the role (it keeps the role in openraft; nats-server's leader steps down). A leader
+    /// just elected, its first heartbeat round not yet acknowledged, is available.
     fn meta_unavailable(&self) -> bool {
         let status = self.meta.group.status();
         match status.role {
-            Role::Leader if status.voters.len() > 1 => {
-                status.quorum_acked.is_none_or(|age| age > META_QUORUM_LOST)
-            }
+            Role::Leader if status.voters.len() > 1 => status
+                .without_quorum_for()
+                .is_some_and(|age| age > META_QUORUM_LOST),
             Role::Leader => false,
             _ => status.leader.is_none(),
         }

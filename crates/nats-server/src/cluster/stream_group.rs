@@ -604,7 +604,7 @@ impl StreamGroup for ReplicatedStream {
             .unwrap_or_default();
         let leaderless = match status.leader {
             // Leading in openraft without a quorum's acknowledgement (`leading` gave up).
-            Some(leader) if leader == self.node => status.quorum_acked.unwrap_or_default(),
+            Some(leader) if leader == self.node => status.without_quorum_for().unwrap_or_default(),
             Some(leader) => since_heard(leader),
             None => heard_any,
         }
