@@ -52,3 +52,4 @@ mod websocket_close;
 mod websocket_nats_py;
 mod websocket_options;
 mod wire;
+mod wire_before_connect;

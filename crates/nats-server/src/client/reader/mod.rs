@@ -80,8 +80,10 @@ pub async fn run<R: AsyncRead + Unpin>(
         server: server.clone(),
         shared: shared.clone(),
         connected: false,
-        verbose: false,
-        pedantic: false,
+        // Until CONNECT says otherwise, nats-server's default client options: verbose and
+        // pedantic (a PUB or SUB before CONNECT gets `+OK`, an invalid publish subject -ERR).
+        verbose: true,
+        pedantic: true,
         headers: false,
         no_responders: false,
         permissions: None,
