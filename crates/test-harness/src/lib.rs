@@ -14,8 +14,8 @@ pub mod cli;
 pub mod client;
 pub mod cluster;
 pub mod monitoring;
+mod ready;
 
-use std::io::{BufRead, BufReader};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -257,8 +257,8 @@ impl TestServer {
         }
     }
 
-    /// Wait until the server accepts a connection and sends its INFO line; its log when it
-    /// exited instead.
+    /// Wait until the server serves clients on its port ([`ready::serves_clients`]); its log
+    /// when it exited instead.
     fn await_ready(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
@@ -268,16 +268,12 @@ impl TestServer {
                     return Err(format!("({status})\n{}", self.log()));
                 }
             }
-            if let Ok(stream) = TcpStream::connect(("127.0.0.1", self.port)) {
-                let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-                let mut line = String::new();
-                if BufReader::new(stream).read_line(&mut line).is_ok() && line.starts_with("INFO ")
-                {
-                    if let Some(m) = self.monitor_port {
-                        wait_port(m, deadline);
-                    }
-                    return Ok(());
+            let pid = self.child.as_ref().map(Child::id);
+            if ready::serves_clients(self.port, pid, None) {
+                if let Some(m) = self.monitor_port {
+                    wait_port(m, deadline);
                 }
+                return Ok(());
             }
             assert!(
                 Instant::now() < deadline,

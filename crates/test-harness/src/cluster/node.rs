@@ -2,7 +2,6 @@
 //! ports, config, store and log, and what a test does to it (kill -9, restart on the same ports
 //! and store, SIGSTOP/SIGCONT). Killed when dropped.
 
-use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -179,7 +178,8 @@ impl Node {
                     ));
                 }
             }
-            if answers_info(self.client_port)
+            let pid = self.child.as_ref().map(Child::id);
+            if crate::ready::serves_clients(self.client_port, pid, Some(&self.name))
                 && TcpStream::connect(("127.0.0.1", self.monitor_port)).is_ok()
             {
                 return Ok(());
@@ -308,14 +308,4 @@ fn wait_for_state(pid: u32, stopped: bool) {
         "process {pid} did not {} in time",
         if stopped { "stop" } else { "continue" }
     );
-}
-
-/// True when a connection to the port gets an INFO line.
-fn answers_info(port: u16) -> bool {
-    let Ok(stream) = TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-    let mut line = String::new();
-    BufReader::new(stream).read_line(&mut line).is_ok() && line.starts_with("INFO ")
 }
