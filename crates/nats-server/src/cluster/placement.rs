@@ -33,6 +33,10 @@ fn now_nanos() -> i64 {
 }
 
 impl Meta {
+    /// The record with its servers named. Never called with `assignments` locked: naming a
+    /// member this server has not heard announce itself reads the meta log's record of it
+    /// (`recorded_name` locks `assignments`, which is not reentrant), and `record_members`
+    /// takes `known` before `assignments`.
     fn assigned(&self, record: &StreamRecord) -> AssignedStream {
         AssignedStream {
             config: record.config.clone(),
@@ -131,16 +135,28 @@ impl Cluster for AccountMeta {
     }
 
     fn stream(&self, name: &str) -> Option<AssignedStream> {
-        let assignments = self.meta.assignments.lock();
-        let record = assignments.stream(&self.account, name)?;
-        Some(self.meta.assigned(record))
+        // Copied out before naming its servers: see `Meta::assigned`.
+        let record = self
+            .meta
+            .assignments
+            .lock()
+            .stream(&self.account, name)
+            .cloned()?;
+        Some(self.meta.assigned(&record))
     }
 
     fn streams(&self) -> Vec<AssignedStream> {
-        let assignments = self.meta.assignments.lock();
-        assignments
+        // Copied out before naming their servers: see `Meta::assigned`.
+        let records: Vec<StreamRecord> = self
+            .meta
+            .assignments
+            .lock()
             .streams(&self.account)
             .into_iter()
+            .cloned()
+            .collect();
+        records
+            .iter()
             .map(|record| self.meta.assigned(record))
             .collect()
     }
