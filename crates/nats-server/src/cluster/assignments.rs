@@ -328,6 +328,9 @@ impl Assignments {
                 name,
                 incarnation,
             } => {
+                tracing::info!(
+                    "JetStream cluster member {name} recorded (incarnation {incarnation})"
+                );
                 self.members.insert(peer, Member { name, incarnation });
                 Ok(None)
             }

