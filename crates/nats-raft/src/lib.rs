@@ -17,6 +17,7 @@
 
 mod checked_file;
 mod codec;
+mod config;
 mod group;
 mod leader_contact;
 mod leadership;
@@ -28,9 +29,9 @@ mod state_machine;
 mod types;
 
 pub use codec::DecodeError;
+pub use config::GroupConfig;
 pub use group::{
-    FollowerProgress, GroupConfig, GroupStatus, LogCounters, RaftGroup, RaftGroupError,
-    RecoveryReport, Role,
+    FollowerProgress, GroupStatus, LogCounters, RaftGroup, RaftGroupError, RecoveryReport, Role,
 };
 pub use log_file::TornTail;
 pub use network::{refused as refused_reply, Network, NetworkError, ReplyFuture};
