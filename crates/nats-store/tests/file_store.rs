@@ -23,12 +23,15 @@ fn open(dir: &Path, block_size: u64) -> FileStore {
     FileStore::open(dir, StreamStoreConfig::default(), options(block_size)).unwrap()
 }
 
+/// The bytes of the store's message block files. Index files are left out: they are written
+/// by a background job (a temporary file renamed into place), so they come and go while the
+/// directory is listed, and a file listed a moment before may be gone by its metadata call.
 fn disk_bytes(dir: &Path) -> u64 {
     fs::read_dir(dir)
         .unwrap()
-        .map(|entry| entry.unwrap().metadata().unwrap())
-        .filter(|metadata| metadata.is_file())
-        .map(|metadata| metadata.len())
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|extension| extension == "blk"))
+        .map(|path| fs::metadata(&path).unwrap().len())
         .sum()
 }
 
