@@ -218,6 +218,21 @@ impl JetStream {
         if engine.account(name).is_some() || engine.refused_context(name).is_some() {
             return Ok(());
         }
+        self.serve(name, setup)
+    }
+
+    /// Serve `name` from now on. A context refusing it (10039) keeps answering until its
+    /// streams are recovered, right before the served one subscribes: no `$JS.API` request
+    /// goes unanswered meanwhile.
+    fn serve(
+        &self,
+        name: &str,
+        setup: Result<AccountSetup, Arc<dyn Transport>>,
+    ) -> Result<(), JetStreamError> {
+        let engine = &self.engine;
+        if engine.account(name).is_some() {
+            return Ok(());
+        }
         let Some(queues) = engine.api_queues.lock().clone() else {
             return Ok(());
         };
@@ -228,6 +243,13 @@ impl JetStream {
                     let _ = context.cluster.set(for_account(name));
                 }
                 context.registry.recover_streams()?;
+                if engine.refused_context(name).is_some() {
+                    self.withdraw(name);
+                    engine
+                        .refused
+                        .lock()
+                        .retain(|context| context.registry.account_name != name);
+                }
                 let mut accounts = Vec::clone(&engine.accounts.load());
                 accounts.push(context.clone());
                 accounts.sort_by(|first, second| {
@@ -289,27 +311,20 @@ impl JetStream {
                 self.add_account(name, Err(transport))
             }
             (None, Ok(account)) => {
-                if engine.refused_context(name).is_some() {
-                    self.withdraw(name);
-                    engine
-                        .refused
-                        .lock()
-                        .retain(|context| context.registry.account_name != name);
-                }
                 // Disabled a moment ago (and not yet settled): its streams are reopened once
-                // they are closed.
+                // they are closed; until then its refused context answers.
                 let stopping = engine.stopping.lock().remove(name);
                 if let Some(stop) = stopping.filter(|stop| !stop.is_finished()) {
                     let (jetstream, name) = (self.clone(), name.to_string());
                     tokio::spawn(async move {
                         let _ = stop.await;
-                        if let Err(error) = jetstream.add_account(&name, Ok(account)) {
+                        if let Err(error) = jetstream.serve(&name, Ok(account)) {
                             tracing::error!("JetStream for account {name}: {error}");
                         }
                     });
                     return Ok(());
                 }
-                self.add_account(name, Ok(account))
+                self.serve(name, Ok(account))
             }
             (None, Err(transport)) => self.add_account(name, Err(transport)),
             (Some(_), Ok(_)) => Ok(()),
