@@ -15,6 +15,7 @@ pub mod client;
 pub mod cluster;
 pub mod monitoring;
 mod ready;
+pub mod waits;
 
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -478,7 +479,12 @@ impl RawClient {
             {
                 Err(())
             }
-            Err(_) => Ok(false),
+            // A reset or other error ends the connection as EOF does, but is said: a reset
+            // can discard bytes the server sent before it, which a test then misses.
+            Err(error) => {
+                eprintln!("RawClient: read ended by {:?}: {error}", error.kind());
+                Ok(false)
+            }
         }
     }
 

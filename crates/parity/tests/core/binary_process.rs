@@ -2,6 +2,7 @@
 //! shutdown. Passes against nats-server too (where the wording is shared).
 
 use std::process::Command;
+use test_harness::waits::await_some;
 use test_harness::{server_binary, RawClient, ServerOptions, TestServer};
 
 #[test]
@@ -92,19 +93,24 @@ fn banner_pid_ports_file_and_graceful_shutdown() {
         ..Default::default()
     });
     let pid = server.pid().unwrap();
-    assert_eq!(
-        std::fs::read_to_string(&pid_path).unwrap().trim(),
-        pid.to_string()
-    );
-    let ports_name = std::fs::read_dir(dir.path())
-        .unwrap()
-        .filter_map(|entry| entry.ok())
-        .map(|entry| entry.file_name().to_string_lossy().to_string())
-        .find(|name| name.ends_with(&format!("_{pid}.ports")))
-        .expect("ports file");
-    let ports: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join(&ports_name)).unwrap())
-            .unwrap();
+    // The client port may serve before the rest of start-up is done: nats-server writes the
+    // ports file and logs "Server is ready" at the end of Start, after its accept loop began.
+    let bound = std::time::Duration::from_secs(10);
+    let written = await_some("pid file", bound, || {
+        std::fs::read_to_string(&pid_path)
+            .ok()
+            .filter(|text| !text.trim().is_empty())
+    });
+    assert_eq!(written.trim(), pid.to_string());
+    let ports: serde_json::Value = await_some("ports file", bound, || {
+        let name = std::fs::read_dir(dir.path())
+            .ok()?
+            .filter_map(|entry| entry.ok())
+            .map(|entry| entry.file_name().to_string_lossy().to_string())
+            .find(|name| name.ends_with(&format!("_{pid}.ports")))?;
+        // Whole once it parses (nats-server writes it in place, not renamed into place).
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join(name)).ok()?).ok()
+    });
     assert_eq!(
         ports["nats"][0],
         format!("nats://127.0.0.1:{}", server.port)
@@ -113,7 +119,9 @@ fn banner_pid_ports_file_and_graceful_shutdown() {
         ports["monitoring"][0],
         format!("http://127.0.0.1:{}", server.monitor_port.unwrap())
     );
-    let log = server.log();
+    let log = await_some("\"Server is ready\" in the log", bound, || {
+        Some(server.log()).filter(|log| log.contains("[INF] Server is ready"))
+    });
     assert!(log.contains("[INF] Starting nats-server"), "{log}");
     assert!(
         log.contains(&format!(
@@ -122,7 +130,6 @@ fn banner_pid_ports_file_and_graceful_shutdown() {
         )),
         "{log}"
     );
-    assert!(log.contains("[INF] Server is ready"), "{log}");
     let first = log.lines().next().unwrap();
     assert!(first.starts_with(&format!("[{pid}] ")), "{first}");
     let mut client = RawClient::connect_with(&server, r#"{"verbose":false}"#);

@@ -17,19 +17,6 @@ fn body(index: u64) -> Vec<u8> {
     .into_bytes()
 }
 
-fn directory_bytes(path: &std::path::Path) -> u64 {
-    let mut total = 0;
-    for entry in std::fs::read_dir(path).unwrap().flatten() {
-        let metadata = entry.metadata().unwrap();
-        total += if metadata.is_dir() {
-            directory_bytes(&entry.path())
-        } else {
-            metadata.len()
-        };
-    }
-    total
-}
-
 async fn create_and_fill(
     context: &jetstream::Context,
     name: &str,
@@ -116,8 +103,8 @@ async fn s2_streams_take_less_disk_and_read_back_across_restarts() {
             .clone()
             .expect("store dir")
             .join("jetstream/$G/streams");
-        let packed = directory_bytes(&streams.join("PACKED"));
-        let plain = directory_bytes(&streams.join("PLAIN"));
+        let packed = test_harness::waits::bytes_under(&streams.join("PACKED"));
+        let plain = test_harness::waits::bytes_under(&streams.join("PLAIN"));
         assert!(packed * 3 < plain, "PACKED {packed} bytes, PLAIN {plain}");
     }
 
