@@ -468,6 +468,14 @@ impl<B: Backend> StreamStore for Store<B> {
         self.load_slot(seq)
     }
 
+    fn message_ttl(&mut self, seq: u64) -> Option<Duration> {
+        match self.ttls.ttl_nanos(seq) {
+            TTL_NEVER_NANOS => Some(TTL_NEVER),
+            nanos if nanos > 0 => Some(Duration::from_nanos(nanos.unsigned_abs())),
+            _ => None,
+        }
+    }
+
     fn load_next(
         &mut self,
         filter: &str,

@@ -77,6 +77,11 @@ pub trait StreamStore: Send {
     /// Load one message by sequence; `NotFound` when deleted or out of range.
     fn load(&mut self, seq: u64) -> Result<StoredMessage, StoreError>;
 
+    /// The per-message TTL message `seq` was stored with ([`crate::TTL_NEVER`] for "never"),
+    /// None without one (or when it is not stored). Copying a stream's messages elsewhere
+    /// (a snapshot, a scale-up) carries it with this.
+    fn message_ttl(&mut self, seq: u64) -> Option<Duration>;
+
     /// First message with sequence >= `start_seq` whose subject matches `filter`.
     fn load_next(
         &mut self,

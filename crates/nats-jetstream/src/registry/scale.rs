@@ -46,7 +46,13 @@ impl Registry {
         let batches = {
             let mut store = old.store.read();
             let last = store.state().last_seq;
-            encode_messages(last, IMPORT_BATCH_BYTES, |seq| store.load_next(">", seq))
+            encode_messages(last, IMPORT_BATCH_BYTES, |seq| {
+                let message = store.load_next(">", seq)?;
+                Ok(message.map(|message| {
+                    let ttl = store.message_ttl(message.seq);
+                    (message, ttl)
+                }))
+            })
         }
         .map_err(|error| errors::STREAM_UPDATE.with_err(error))?;
         {
@@ -148,7 +154,7 @@ async fn quiesce(registry: &Registry, stream: &Stream) -> Vec<SnapshotConsumer> 
 fn encode_messages(
     last: u64,
     batch_bytes: usize,
-    mut load_next: impl FnMut(u64) -> Result<Option<StoredMessage>, StoreError>,
+    mut load_next: impl FnMut(u64) -> Result<Option<(StoredMessage, Option<Duration>)>, StoreError>,
 ) -> Result<Vec<Bytes>, String> {
     let mut batches = Vec::new();
     let mut buffer = Vec::new();
@@ -156,14 +162,16 @@ fn encode_messages(
     let mut next = 1;
     while next <= last {
         let message = load_next(next).map_err(|error| error.to_string())?;
-        let seq = message.as_ref().map_or(last + 1, |message| message.seq);
+        let seq = message
+            .as_ref()
+            .map_or(last + 1, |(message, _)| message.seq);
         if seq > next {
             let count = seq.min(last + 1) - next;
             codec::encode(&StreamEntry::Skip { seq: next, count }, &mut buffer);
             next += count;
         }
-        if let Some(message) = message.filter(|message| message.seq <= last) {
-            codec::encode_stored(&message, &mut buffer);
+        if let Some((message, ttl)) = message.filter(|(message, _)| message.seq <= last) {
+            codec::encode_stored(&message, ttl, &mut buffer);
             next = message.seq + 1;
         }
         if buffer.len() >= batch_bytes || next > last {
@@ -217,8 +225,19 @@ mod tests {
                         seq,
                         timestamp,
                         payload,
+                        ttl,
                         ..
-                    } => format!("{seq}@{timestamp} {}", String::from_utf8_lossy(&payload)),
+                    } => {
+                        let ttl = match ttl {
+                            Some(nats_store::TTL_NEVER) => " ttl never".to_string(),
+                            Some(ttl) => format!(" ttl {ttl:?}"),
+                            None => String::new(),
+                        };
+                        format!(
+                            "{seq}@{timestamp} {}{ttl}",
+                            String::from_utf8_lossy(&payload)
+                        )
+                    }
                     other => format!("{other:?}"),
                 });
             }
@@ -227,12 +246,23 @@ mod tests {
     }
 
     #[test]
-    fn messages_keep_their_sequences_and_times_with_every_gap_skipped() {
+    fn messages_keep_their_sequences_times_and_ttls_with_every_gap_skipped() {
         let stored: BTreeMap<u64, StoredMessage> = [3, 4, 7]
             .into_iter()
             .map(|seq| (seq, message(seq)))
             .collect();
-        let load = |from: u64| Ok(stored.range(from..).next().map(|(_, m)| m.clone()));
+        // Message 4 was stored with a TTL of 5 s, message 7 with "never".
+        let ttl = |seq: u64| match seq {
+            4 => Some(Duration::from_secs(5)),
+            7 => Some(nats_store::TTL_NEVER),
+            _ => None,
+        };
+        let load = |from: u64| {
+            Ok(stored
+                .range(from..)
+                .next()
+                .map(|(seq, m)| (m.clone(), ttl(*seq))))
+        };
         let whole = encode_messages(9, IMPORT_BATCH_BYTES, load).expect("encode");
         let (entries, lasts) = decoded(&whole);
         assert_eq!(
@@ -240,15 +270,20 @@ mod tests {
             [
                 "skip 1+2",
                 "3@3000 p3",
-                "4@4000 p4",
+                "4@4000 p4 ttl 5s",
                 "skip 5+2",
-                "7@7000 p7",
+                "7@7000 p7 ttl never",
                 "skip 8+2"
             ]
         );
         assert_eq!(lasts, [9]);
         // Small batches: the same entries, each batch ending where the next begins.
-        let load = |from: u64| Ok(stored.range(from..).next().map(|(_, m)| m.clone()));
+        let load = |from: u64| {
+            Ok(stored
+                .range(from..)
+                .next()
+                .map(|(seq, m)| (m.clone(), ttl(*seq))))
+        };
         let split = encode_messages(9, 1, load).expect("encode");
         let (split_entries, lasts) = decoded(&split);
         assert_eq!(split_entries, entries);

@@ -232,6 +232,11 @@ impl ReadGuard<'_> {
         Ok(self.visible(found))
     }
 
+    /// The per-message TTL of a message this guard showed (`StreamStore::message_ttl`).
+    pub(crate) fn message_ttl(&mut self, seq: u64) -> Option<std::time::Duration> {
+        self.store.message_ttl(seq)
+    }
+
     pub(crate) fn load_next_matching(
         &mut self,
         filters: &[String],

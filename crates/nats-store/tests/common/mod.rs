@@ -176,6 +176,9 @@ impl StreamStore for KeepDir {
     fn load(&mut self, seq: u64) -> Result<StoredMessage, StoreError> {
         self.store.load(seq)
     }
+    fn message_ttl(&mut self, seq: u64) -> Option<Duration> {
+        self.store.message_ttl(seq)
+    }
     fn load_next(
         &mut self,
         filter: &str,
@@ -310,6 +313,9 @@ impl StreamStore for ReopeningStore {
     }
     fn load(&mut self, seq: u64) -> Result<StoredMessage, StoreError> {
         self.inner().load(seq)
+    }
+    fn message_ttl(&mut self, seq: u64) -> Option<Duration> {
+        self.inner().message_ttl(seq)
     }
     fn load_next(
         &mut self,

@@ -33,6 +33,7 @@ mod membership;
 mod membership_cli;
 mod membership_return;
 mod mesh;
+mod message_ttl;
 mod messaging;
 mod meta;
 mod operator_jetstream;

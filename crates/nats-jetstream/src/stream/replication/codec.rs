@@ -9,6 +9,7 @@
 
 use super::super::apply::StreamEntry;
 use jetstream_api::StreamConfig;
+use nats_store::TTL_NEVER;
 use std::borrow::Cow;
 use std::time::Duration;
 
@@ -52,18 +53,36 @@ fn put_bytes(buffer: &mut Vec<u8>, bytes: &[u8]) {
     buffer.extend_from_slice(bytes);
 }
 
-/// Appends a stored message as the entry that stores it again under its own sequence and time
-/// (snapshots, a stream scaled up from one replica; per-message TTLs are not carried).
-pub(crate) fn encode_stored(message: &nats_store::StoredMessage, buffer: &mut Vec<u8>) {
+/// Appends a stored message as the entry that stores it again under its own sequence, time
+/// and per-message TTL (`ttl`, what the store holds for it: `StreamStore::message_ttl`), for
+/// snapshots and a stream scaled up from one replica: the copy expires when the original would.
+pub(crate) fn encode_stored(
+    message: &nats_store::StoredMessage,
+    ttl: Option<Duration>,
+    buffer: &mut Vec<u8>,
+) {
     let entry = StreamEntry::Message {
         seq: message.seq,
         timestamp: message.timestamp,
         subject: Cow::Borrowed(&message.subject),
         headers: Cow::Borrowed(&message.headers),
         payload: Cow::Borrowed(&message.payload),
-        ttl: None,
+        ttl,
     };
     encode(&entry, buffer);
+}
+
+/// The TTL "never" ([`TTL_NEVER`], `Duration::MAX`) in the log: a message exempt from
+/// `max_age` on every replica, not one with a TTL of 584 years.
+const TTL_NEVER_NANOS: u64 = u64::MAX;
+
+fn ttl_nanos(ttl: Duration) -> u64 {
+    if ttl == TTL_NEVER {
+        TTL_NEVER_NANOS
+    } else {
+        u64::try_from(ttl.as_nanos())
+            .map_or(TTL_NEVER_NANOS - 1, |nanos| nanos.min(TTL_NEVER_NANOS - 1))
+    }
 }
 
 /// Appends one entry.
@@ -83,7 +102,7 @@ pub(crate) fn encode(entry: &StreamEntry<'_>, buffer: &mut Vec<u8>) {
             match ttl {
                 Some(ttl) => {
                     buffer.push(1);
-                    buffer.extend_from_slice(&(ttl.as_nanos() as u64).to_le_bytes());
+                    buffer.extend_from_slice(&ttl_nanos(*ttl).to_le_bytes());
                 }
                 None => buffer.push(0),
             }
@@ -204,7 +223,10 @@ impl<'a> Reader<'a> {
                 let timestamp = self.i64()?;
                 let ttl = match self.u8()? {
                     0 => None,
-                    _ => Some(Duration::from_nanos(self.u64()?)),
+                    _ => Some(match self.u64()? {
+                        TTL_NEVER_NANOS => TTL_NEVER,
+                        nanos => Duration::from_nanos(nanos),
+                    }),
                 };
                 StreamEntry::Message {
                     seq,
@@ -258,6 +280,14 @@ mod tests {
                 headers: Cow::Borrowed(b"NATS/1.0\r\nA: b\r\n\r\n"),
                 payload: Cow::Borrowed(b"payload"),
                 ttl: Some(Duration::from_secs(9)),
+            },
+            StreamEntry::Message {
+                seq: 9,
+                timestamp: 5,
+                subject: Cow::Borrowed("s.c"),
+                headers: Cow::Borrowed(b"NATS/1.0\r\nNats-TTL: never\r\n\r\n"),
+                payload: Cow::Borrowed(b""),
+                ttl: Some(TTL_NEVER),
             },
             StreamEntry::Message {
                 seq: 8,

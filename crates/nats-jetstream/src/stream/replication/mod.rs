@@ -245,7 +245,8 @@ impl ReplicaMachine {
                 };
                 codec::encode(&gap, &mut buffer);
             }
-            codec::encode_stored(&message, &mut buffer);
+            let ttl = store.message_ttl(message.seq);
+            codec::encode_stored(&message, ttl, &mut buffer);
             next = message.seq + 1;
         }
         if next <= committed {
