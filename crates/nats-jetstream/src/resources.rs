@@ -4,9 +4,9 @@
 //! Built by [`crate::JetStream::start`]; read by the registry (reservations) and the ingest
 //! tasks (stored bytes).
 
-use jetstream_api::{errors, ApiError, StorageType};
+use jetstream_api::{errors, AccountLimits, ApiError, StorageType};
 use std::path::Path;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 
 /// Server resource limits in effect (bytes): set at start, raised by a config reload
@@ -64,16 +64,63 @@ impl ServerResources {
     }
 }
 
-/// Bytes stored against a maximum: one per account (its own limits, negative for none),
-/// each adding into the server's own (`server`, with the server's maxima), shared by every
-/// stream's ingest task.
+/// nats-server's most replicas a stream may have: its tiers run from `R1` to `R5`.
+const TIERS: usize = 5;
+/// A tier's maximum where an account's tiered limits name no such tier (10120 at a publish).
+const NO_TIER: i64 = i64::MIN;
+
+/// One figure per storage type.
+#[derive(Default)]
+struct PerStorage {
+    memory: AtomicI64,
+    store: AtomicI64,
+}
+
+impl PerStorage {
+    fn new(memory: i64, store: i64) -> PerStorage {
+        PerStorage {
+            memory: AtomicI64::new(memory),
+            store: AtomicI64::new(store),
+        }
+    }
+
+    fn of(&self, storage: StorageType) -> &AtomicI64 {
+        match storage {
+            StorageType::Memory => &self.memory,
+            StorageType::File => &self.store,
+        }
+    }
+
+    fn get(&self, storage: StorageType) -> i64 {
+        self.of(storage).load(Ordering::Relaxed)
+    }
+
+    fn set(&self, memory: i64, store: i64) {
+        self.memory.store(memory, Ordering::Relaxed);
+        self.store.store(store, Ordering::Relaxed);
+    }
+}
+
+/// The tier (`R1` .. `R5`) a stream of `replicas` replicas counts in, as an index.
+fn tier_index(replicas: i64) -> usize {
+    (replicas.clamp(1, TIERS as i64) - 1) as usize
+}
+
+/// Bytes stored against maxima: one per account, each adding into the server's own
+/// (`server`, with the server's maxima), shared by every stream's ingest task. Bytes are
+/// counted per replica tier as nats-server's `jsAccount` usage is: an account with tiered
+/// limits holds each tier's bytes to that tier's maxima, any other account holds all its bytes
+/// to its own maxima (negative: none).
 pub(crate) struct Usage {
-    /// The maxima: set at start, and again when an account's limits (or, for the server's
-    /// own, a reload) change them at run time.
-    max_memory: AtomicI64,
-    max_store: AtomicI64,
-    memory_used: AtomicI64,
-    store_used: AtomicI64,
+    /// The maxima of an untiered account, or the server's: set at start, and again when an
+    /// account's limits (or, for the server's own, a reload) change them at run time.
+    maxima: PerStorage,
+    /// Whether the account's limits are tiered: then `tier_maxima` holds them (`NO_TIER`
+    /// for a tier they do not name).
+    tiered: AtomicBool,
+    tier_maxima: [PerStorage; TIERS],
+    used: PerStorage,
+    tier_used: [PerStorage; TIERS],
     /// The server-wide usage this account's bytes also count in (`None`: this is it).
     server: Option<Arc<Usage>>,
 }
@@ -81,73 +128,100 @@ pub(crate) struct Usage {
 impl Usage {
     pub(crate) fn new(max_memory: i64, max_store: i64) -> Usage {
         Usage {
-            max_memory: AtomicI64::new(max_memory),
-            max_store: AtomicI64::new(max_store),
-            memory_used: AtomicI64::new(0),
-            store_used: AtomicI64::new(0),
+            maxima: PerStorage::new(max_memory, max_store),
+            tiered: AtomicBool::new(false),
+            tier_maxima: Default::default(),
+            used: PerStorage::default(),
+            tier_used: Default::default(),
             server: None,
         }
     }
 
-    /// An account's usage: its own maxima (negative: none of its own), counted in `server` too.
-    pub(crate) fn within(server: &Arc<Usage>, max_memory: i64, max_store: i64) -> Usage {
-        let mut usage = Usage::new(max_memory, max_store);
+    /// An account's usage under its limits (`tiers` when it has tiered limits), counted in
+    /// `server` too.
+    pub(crate) fn within(
+        server: &Arc<Usage>,
+        limits: &AccountLimits,
+        tiers: &crate::TieredLimits,
+    ) -> Usage {
+        let mut usage = Usage::new(-1, -1);
         usage.server = Some(server.clone());
+        usage.set_limits(limits, tiers);
         usage
     }
 
-    /// Replace this account's maxima (negative: none), as an account JWT update does.
+    /// Replace the server's maxima, as a reload does.
     pub(crate) fn set_maxima(&self, max_memory: i64, max_store: i64) {
-        self.max_memory.store(max_memory, Ordering::Relaxed);
-        self.max_store.store(max_store, Ordering::Relaxed);
+        self.maxima.set(max_memory, max_store);
     }
 
-    fn max(&self, storage: StorageType) -> i64 {
-        match storage {
-            StorageType::Memory => self.max_memory.load(Ordering::Relaxed),
-            StorageType::File => self.max_store.load(Ordering::Relaxed),
+    /// Replace this account's limits, as an account JWT update does; bytes already stored
+    /// stay counted in their tiers.
+    pub(crate) fn set_limits(&self, limits: &AccountLimits, tiers: &crate::TieredLimits) {
+        self.maxima.set(limits.max_memory, limits.max_storage);
+        for (index, maxima) in self.tier_maxima.iter().enumerate() {
+            match tiers.get(&crate::registry::tier_name(index as i64 + 1)) {
+                Some(tier) => maxima.set(tier.max_memory, tier.max_storage),
+                None => maxima.set(NO_TIER, NO_TIER),
+            }
         }
+        self.tiered.store(!tiers.is_empty(), Ordering::Relaxed);
     }
 
-    fn used(&self, storage: StorageType) -> i64 {
-        match storage {
-            StorageType::Memory => self.memory(),
-            StorageType::File => self.storage(),
-        }
-    }
-
-    pub(crate) fn add(&self, storage: StorageType, delta: i64) {
-        match storage {
-            StorageType::Memory => self.memory_used.fetch_add(delta, Ordering::Relaxed),
-            StorageType::File => self.store_used.fetch_add(delta, Ordering::Relaxed),
-        };
+    /// Count `delta` bytes of a stream of `replicas` replicas.
+    pub(crate) fn add(&self, storage: StorageType, replicas: i64, delta: i64) {
+        self.used.of(storage).fetch_add(delta, Ordering::Relaxed);
+        self.tier_used[tier_index(replicas)]
+            .of(storage)
+            .fetch_add(delta, Ordering::Relaxed);
         if let Some(server) = &self.server {
-            server.add(storage, delta);
+            server.add(storage, replicas, delta);
         }
     }
 
-    /// Whether a message of `bytes` (as the store counts it) may not be stored, in
-    /// nats-server's words: the server already stores more than it may (10023), or the
-    /// account would with this message (10002).
-    pub(crate) fn refuses(&self, storage: StorageType, bytes: u64) -> Option<ApiError> {
-        let server = self.server.as_deref().unwrap_or(self);
-        if server.used(storage) > server.max(storage) {
+    /// Whether a message of `bytes` (as the store counts it) may not be stored in a stream of
+    /// `replicas` replicas, in nats-server's words: the server already stores more than it
+    /// may (10023), the account's tiered limits have no tier for the stream (10120), or the
+    /// account (for tiered limits, the stream's tier) would exceed its maximum with this
+    /// message (10002).
+    pub(crate) fn refuses(
+        &self,
+        storage: StorageType,
+        replicas: i64,
+        bytes: u64,
+    ) -> Option<ApiError> {
+        let over = |usage: &Usage| usage.used.get(storage) > usage.maxima.get(storage);
+        let Some(server) = self.server.as_deref() else {
+            return over(self).then(|| errors::INSUFFICIENT_RESOURCES.to_error());
+        };
+        if over(server) {
             return Some(errors::INSUFFICIENT_RESOURCES.to_error());
         }
-        let own = self.max(storage);
+        let (max, used) = if self.tiered.load(Ordering::Relaxed) {
+            let tier = tier_index(replicas);
+            (
+                self.tier_maxima[tier].get(storage),
+                self.tier_used[tier].get(storage),
+            )
+        } else {
+            (self.maxima.get(storage), self.used.get(storage))
+        };
+        if max == NO_TIER {
+            return Some(errors::NO_LIMITS.to_error());
+        }
         let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
-        if self.server.is_some() && own >= 0 && self.used(storage).saturating_add(bytes) > own {
+        if max >= 0 && used.saturating_add(bytes) > max {
             return Some(errors::ACCOUNT_RESOURCES_EXCEEDED.to_error());
         }
         None
     }
 
     pub(crate) fn memory(&self) -> i64 {
-        self.memory_used.load(Ordering::Relaxed)
+        self.used.get(StorageType::Memory)
     }
 
     pub(crate) fn storage(&self) -> i64 {
-        self.store_used.load(Ordering::Relaxed)
+        self.used.get(StorageType::File)
     }
 }
 
@@ -257,5 +331,38 @@ mod tests {
     fn defaults_are_positive() {
         assert!(default_max_memory() > 0);
         assert!(default_max_store(Path::new("/")) > 0);
+    }
+
+    fn code(refusal: Option<ApiError>) -> u16 {
+        refusal.map_or(0, |error| error.err_code)
+    }
+
+    #[test]
+    fn tiered_bytes_are_held_to_their_own_tier() {
+        let server = Arc::new(Usage::new(1 << 30, 1 << 30));
+        let tier = |max_storage| AccountLimits {
+            max_storage,
+            ..AccountLimits::default()
+        };
+        let tiers: crate::TieredLimits = [
+            ("R1".to_string(), tier(1000)),
+            ("R3".to_string(), tier(500)),
+        ]
+        .into_iter()
+        .collect();
+        let account = Usage::within(&server, &AccountLimits::default(), &tiers);
+        account.add(StorageType::File, 1, 900);
+        assert_eq!(code(account.refuses(StorageType::File, 1, 100)), 0);
+        assert_eq!(code(account.refuses(StorageType::File, 1, 101)), 10002);
+        // R3 has its own 500 bytes, whatever R1 holds.
+        assert_eq!(code(account.refuses(StorageType::File, 3, 500)), 0);
+        account.add(StorageType::File, 3, 400);
+        assert_eq!(code(account.refuses(StorageType::File, 3, 101)), 10002);
+        assert_eq!(code(account.refuses(StorageType::File, 2, 1)), 10120);
+        assert_eq!((account.storage(), server.storage()), (1300, 1300));
+        // Untiered again: every tier's bytes count against the account's own maximum.
+        account.set_limits(&tier(1350), &Default::default());
+        assert_eq!(code(account.refuses(StorageType::File, 3, 50)), 0);
+        assert_eq!(code(account.refuses(StorageType::File, 1, 51)), 10002);
     }
 }

@@ -13,25 +13,6 @@ pub(crate) fn tier_name(replicas: i64) -> String {
     format!("R{}", replicas.max(1))
 }
 
-/// The storage maxima an account's published bytes are held to: its limits', or for tiered
-/// limits the sum of its tiers' (unlimited when one is), as the bytes of all tiers share
-/// one account-wide count here (nats-server counts each tier against its own).
-pub(super) fn usage_maxima(limits: &AccountLimits, tiers: &crate::TieredLimits) -> (i64, i64) {
-    if tiers.is_empty() {
-        return (limits.max_memory, limits.max_storage);
-    }
-    let sum = |value: fn(&AccountLimits) -> i64| {
-        tiers.values().try_fold(0i64, |total, tier| {
-            let value = value(tier);
-            (value >= 0).then(|| total.saturating_add(value))
-        })
-    };
-    (
-        sum(|tier| tier.max_memory).unwrap_or(-1),
-        sum(|tier| tier.max_storage).unwrap_or(-1),
-    )
-}
-
 /// The bytes a stream's `max_bytes` reserves (nothing when unlimited).
 fn reservation(config: &StreamConfig) -> i64 {
     config.max_bytes.max(0)

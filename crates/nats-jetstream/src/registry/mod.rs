@@ -120,8 +120,11 @@ impl Registry {
         subscribe_direct_get: DirectGetSubscriber,
     ) -> Registry {
         let account_limits = account.limits;
-        let (max_memory, max_storage) = limits::usage_maxima(&account_limits, &account.tiers);
-        let usage = Arc::new(Usage::within(&server.usage, max_memory, max_storage));
+        let usage = Arc::new(Usage::within(
+            &server.usage,
+            &account_limits,
+            &account.tiers,
+        ));
         Registry {
             streams: Default::default(),
             subjects: Default::default(),
@@ -160,8 +163,7 @@ impl Registry {
         limits: jetstream_api::AccountLimits,
         tiers: crate::TieredLimits,
     ) {
-        let (max_memory, max_storage) = limits::usage_maxima(&limits, &tiers);
-        self.usage.set_maxima(max_memory, max_storage);
+        self.usage.set_limits(&limits, &tiers);
         *self.account_limits.write() = AccountJetStreamLimits { limits, tiers };
     }
 

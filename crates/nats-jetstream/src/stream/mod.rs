@@ -185,10 +185,11 @@ pub(crate) struct Stream {
     /// replica leads gets "no responders" at once).
     takes_publishes: std::sync::atomic::AtomicBool,
     transport: Arc<dyn Transport>,
-    /// The account usage and the bytes of this stream counted in it; None once a delete has
-    /// taken them out (writes still queued then count no more).
+    /// The account usage, and the bytes of this stream counted in it with the replica count
+    /// whose tier they count in; None once a delete has taken them out (writes still queued
+    /// then count no more).
     usage: Arc<crate::resources::Usage>,
-    counted_bytes: Mutex<Option<i64>>,
+    counted_bytes: Mutex<Option<(i64, i64)>>,
 }
 
 impl Stream {
@@ -258,6 +259,7 @@ impl Stream {
         let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
         let last = store.state().last_seq;
         let (last_sequence, _) = watch::channel(last);
+        let config_replicas = config.replicas;
         let stream = Arc::new(Stream {
             name: config.name.clone(),
             config: RwLock::new(config),
@@ -279,7 +281,7 @@ impl Stream {
             takes_publishes: std::sync::atomic::AtomicBool::new(true),
             transport: context.transport.clone(),
             usage: context.usage.clone(),
-            counted_bytes: Mutex::new(Some(0)),
+            counted_bytes: Mutex::new(Some((0, config_replicas))),
         });
         (stream, receiver)
     }
@@ -366,21 +368,32 @@ impl Stream {
         }
     }
 
-    /// The ingest task's store now holds `bytes`: the account usage follows (until a delete).
-    pub(crate) fn count_usage(&self, storage: jetstream_api::StorageType, bytes: i64) {
-        if let Some(counted) = self.counted_bytes.lock().as_mut() {
-            let delta = bytes - *counted;
-            if delta != 0 {
-                self.usage.add(storage, delta);
-                *counted = bytes;
+    /// The ingest task's store now holds `bytes` with the stream at `replicas` replicas: the
+    /// account usage follows (until a delete), in the tier of `replicas` (`None`: the bytes
+    /// counted already, moved to that tier after a scale).
+    pub(crate) fn count_usage(
+        &self,
+        storage: jetstream_api::StorageType,
+        replicas: i64,
+        bytes: Option<i64>,
+    ) {
+        if let Some((counted, tier)) = self.counted_bytes.lock().as_mut() {
+            let bytes = bytes.unwrap_or(*counted);
+            if *tier != replicas {
+                self.usage.add(storage, *tier, -*counted);
+                self.usage.add(storage, replicas, bytes);
+            } else if bytes != *counted {
+                self.usage.add(storage, replicas, bytes - *counted);
             }
+            (*counted, *tier) = (bytes, replicas);
         }
     }
 
     /// Deleted: the stream's bytes leave the account usage (once).
     pub(crate) fn release_usage(&self) {
-        if let Some(counted) = self.counted_bytes.lock().take() {
-            self.usage.add(self.config.read().storage, -counted);
+        if let Some((counted, replicas)) = self.counted_bytes.lock().take() {
+            self.usage
+                .add(self.config.read().storage, replicas, -counted);
         }
     }
 

@@ -276,3 +276,69 @@ async fn r3_streams_count_against_the_r3_tier() {
         "{refused}"
     );
 }
+
+/// Publishes `payload` to `subject` through `client` as a request, asking again while no
+/// stream leader answers (bounded); the PubAck or error answer.
+async fn publish(client: &Client, subject: &str, payload: &str) -> Value {
+    let deadline = Instant::now() + ELECTION_BOUND;
+    loop {
+        let asked = client.request(subject.to_string(), payload.to_string().into());
+        match tokio::time::timeout(Duration::from_secs(5), asked).await {
+            Ok(Ok(message)) => {
+                return serde_json::from_slice(&message.payload).expect("a JSON answer")
+            }
+            answer => assert!(Instant::now() < deadline, "{subject}: {answer:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Tiered storage: the bytes of each tier are held to that tier's own `disk_storage`, as
+/// nats-server counts usage per tier (`jsAccount.wouldExceedLimits`), not to the sum of the
+/// tiers' maxima. Messages of 535 stored bytes: the R1 tier's 2,000 take three, the fourth is
+/// refused with 10002 (the two tiers' 4,000 would take seven); the R3 tier's 2,000 are its
+/// own (nats-server checks the cluster's total against three times the tier's maximum, and
+/// the followers' usage reaches the leader up to 1.5 s late: it may take a few more there).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_tier_holds_its_own_stored_bytes() {
+    let trust = Trust::new();
+    let directory = tempfile::tempdir().expect("resolver dirs");
+    let cluster = start(&trust, &directory);
+    let tier =
+        |disk: i64| json!({"mem_storage": -1, "disk_storage": disk, "streams": -1, "consumer": -1});
+    let mut claims = jetstream(None);
+    claims["limits"]["tiered_limits"] = json!({"R1": tier(2000), "R3": tier(2000)});
+    let tenant = Tenant::push(&cluster, &trust, claims).await;
+    for (name, replicas) in [("ONE", 1), ("THREE", 3)] {
+        let answer = create(&tenant.clients[0], name, replicas).await;
+        assert_eq!(error_code(&answer), 0, "{answer}");
+    }
+    let payload = "x".repeat(500);
+    let exceeded = json!({"code": 400, "err_code": 10002,
+        "description": "resource limits exceeded for account"});
+
+    for seq in 1..=3 {
+        let ack = publish(&tenant.clients[1], "ONE.a", &payload).await;
+        assert_eq!(ack["seq"], seq, "{ack}");
+    }
+    let refused = publish(&tenant.clients[1], "ONE.a", &payload).await;
+    assert_eq!(refused["error"], exceeded, "{refused}");
+
+    let mut taken = 0;
+    let refused = loop {
+        let answer = publish(&tenant.clients[2], "THREE.a", &payload).await;
+        if answer.get("error").is_some() {
+            break answer;
+        }
+        taken += 1;
+        assert!(taken < 12, "the R3 tier took {taken} messages: {answer}");
+    };
+    assert_eq!(refused["error"], exceeded, "{refused}");
+    assert!(taken >= 3, "the R3 tier took {taken} messages");
+    if kind() == test_harness::cluster::ServerKind::Ours {
+        assert_eq!(taken, 3, "the R3 tier's 2,000 bytes");
+    }
+    // The R1 tier is still full, whatever R3 holds.
+    let refused = publish(&tenant.clients[0], "ONE.a", &payload).await;
+    assert_eq!(refused["error"], exceeded, "{refused}");
+}

@@ -367,7 +367,11 @@ impl Ingest {
             header_block.len(),
             message.payload.len(),
         );
-        if let Some(refusal) = self.context.usage.refuses(self.config.storage, size) {
+        if let Some(refusal) =
+            self.context
+                .usage
+                .refuses(self.config.storage, self.config.replicas, size)
+        {
             return Err(refusal);
         }
         let max_size = self.config.max_msg_size;

@@ -218,6 +218,9 @@ impl Ingest {
     fn set_config(&mut self, config: StreamConfig) {
         self.transforms = Transforms::compile(&config);
         self.config = config;
+        // A scale moves the stream's bytes to the tier of its new replica count.
+        self.stream
+            .count_usage(self.config.storage, self.config.replicas, None);
         self.ack_prefix = ack_prefix(&self.config.name, self.context.domain.as_deref());
     }
 }
@@ -541,8 +544,11 @@ impl Ingest {
     }
 
     fn update_usage(&mut self, store: &dyn StreamStore) {
-        self.stream
-            .count_usage(self.config.storage, store.state().bytes as i64);
+        self.stream.count_usage(
+            self.config.storage,
+            self.config.replicas,
+            Some(store.state().bytes as i64),
+        );
     }
 
     fn ack_for(&self, outcome: Outcome) -> Option<Bytes> {

@@ -149,7 +149,11 @@ impl Ingest {
             header_block.len(),
             payload.len(),
         );
-        if let Some(refusal) = self.context.usage.refuses(self.config.storage, size) {
+        if let Some(refusal) =
+            self.context
+                .usage
+                .refuses(self.config.storage, self.config.replicas, size)
+        {
             return Outcome::Refused(refusal);
         }
         if let Some(refusal) = self.refused_while_failing() {
