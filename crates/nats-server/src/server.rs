@@ -81,9 +81,13 @@ pub struct Server {
     pub route_address: OnceLock<SocketAddr>,
     /// The websocket listener (`websocket { }` with a port).
     websocket: OnceLock<Arc<crate::websocket::Listener>>,
-    pub jetstream: OnceLock<JetStream>,
+    /// JetStream while it runs here (`jetstream_host.rs`: started, stopped and started again
+    /// by reloads).
+    pub jetstream: crate::jetstream_host::Slot<JetStream>,
     /// The JetStream meta group, when JetStream runs in a cluster.
-    pub meta: OnceLock<Arc<crate::cluster::Meta>>,
+    pub meta: crate::jetstream_host::Slot<Arc<crate::cluster::Meta>>,
+    /// The last JetStream start or stop a reload queued (`jetstream_host::queue`).
+    pub(crate) jetstream_changes: Mutex<Option<tokio::task::JoinHandle<()>>>,
     pub http_requests: Mutex<BTreeMap<String, u64>>,
     /// Set when client connections use TLS (`tls { }` or `--tls*`); replaced by a reload.
     client_tls: RwLock<Option<Arc<ClientTls>>>,
@@ -145,8 +149,9 @@ impl Server {
             monitor_tls_address: OnceLock::new(),
             route_address: OnceLock::new(),
             websocket: OnceLock::new(),
-            jetstream: OnceLock::new(),
-            meta: OnceLock::new(),
+            jetstream: crate::jetstream_host::Slot::new(),
+            meta: crate::jetstream_host::Slot::new(),
+            jetstream_changes: Mutex::new(None),
             http_requests: Mutex::new(BTreeMap::new()),
             client_tls: RwLock::new(tls),
             info_template: RwLock::new(None),
@@ -435,10 +440,17 @@ impl Server {
     /// before closing the clients, shutdown otherwise).
     /// JetStream while it runs here (`None` once stopped: shut down, or this server was
     /// removed from its cluster).
-    pub(crate) fn running_jetstream(&self) -> Option<&nats_jetstream::JetStream> {
+    pub(crate) fn running_jetstream(&self) -> Option<nats_jetstream::JetStream> {
         self.jetstream
             .get()
             .filter(|_| !self.jetstream_stopped.load(Ordering::Acquire))
+    }
+
+    /// JetStream was started or stopped by a reload (`jetstream_host.rs`): it runs (or not)
+    /// from now on, and the INFO sent to clients says so.
+    pub(crate) fn jetstream_changed(&self) {
+        self.jetstream_stopped.store(false, Ordering::Release);
+        *self.info_template.write() = None;
     }
 
     pub(crate) async fn stop_jetstream(&self) {
@@ -498,19 +510,6 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
     });
 
     if server.options.jetstream.enabled {
-        tracing::info!("Starting JetStream");
-        let started = std::time::Instant::now();
-        // nats-server's check: a store it cannot write stops the server here, rather than
-        // starting without the streams. `<store_dir>/jetstream` as JetStream::start uses it.
-        let store_root = server
-            .options
-            .jetstream
-            .store_dir
-            .clone()
-            .unwrap_or_else(|| std::env::temp_dir().join("nats"))
-            .join("jetstream");
-        nats_store::check_store_directory(&store_root)
-            .map_err(|error| ServerError::JetStream(error.to_string()))?;
         // Each account with JetStream gets its streams and limits; every other account but
         // the system account answers `$JS.API` with 10039, as nats-server. A configuration
         // that enables JetStream in no account leaves it running (as nats-server) for none.
@@ -541,25 +540,9 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
                 )
             })
             .collect();
-        let jetstream = JetStream::start_accounts(
-            server.options.jetstream.clone(),
-            server.identity(),
-            accounts,
-            refused,
-        )
-        .await
-        .map_err(|error| ServerError::JetStream(error.to_string()))?;
-        for line in jetstream.banner_lines() {
-            tracing::info!("{line}");
-        }
-        tracing::info!("Took {:?} to start JetStream", started.elapsed());
-        let _ = server.jetstream.set(jetstream);
-        if let Some(meta) = crate::cluster::start(&server, &store_root)
+        crate::jetstream_host::start(&server, &server.options, accounts, refused)
             .await
-            .map_err(ServerError::JetStream)?
-        {
-            let _ = server.meta.set(meta);
-        }
+            .map_err(ServerError::JetStream)?;
     }
 
     crate::system::start(&server);

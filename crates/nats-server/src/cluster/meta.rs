@@ -65,7 +65,9 @@ pub struct Meta {
     pub(super) server_name: String,
     pub(super) own_peer: String,
     pub(super) cluster_name: String,
-    expected_size: usize,
+    /// Servers expected at the group's founding; lowered when routed peers run without
+    /// JetStream (`super::adjust_boot_size`).
+    expected_size: std::sync::atomic::AtomicUsize,
     pub(super) group: Arc<RaftGroup>,
     pub(super) network: Arc<RouteNetwork>,
     system: Arc<Account>,
@@ -85,6 +87,11 @@ pub struct Meta {
     pub(super) membership: tokio::sync::Mutex<()>,
     /// To the task carrying out this server's part of applied entries (`carry_out`).
     pub(super) effects: tokio::sync::mpsc::UnboundedSender<Effect>,
+    /// This group's subscriptions in the system account (announcements, requests it serves),
+    /// taken at shutdown.
+    subscriptions: Mutex<Vec<u64>>,
+    /// Ends the effects task at shutdown (JetStream may start again in this process).
+    stop_effects: Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
 }
 
 /// The state machine: applies entries to the shared assignments and hands this server's part
@@ -128,11 +135,19 @@ async fn carry_out(
     local: super::membership::LocalPlacement,
     ready: tokio::sync::oneshot::Receiver<()>,
     mut effects: tokio::sync::mpsc::UnboundedReceiver<Effect>,
+    mut stop: tokio::sync::oneshot::Receiver<()>,
 ) {
     if ready.await.is_err() {
         return;
     }
-    while let Some(effect) = effects.recv().await {
+    loop {
+        let effect = tokio::select! {
+            effect = effects.recv() => effect,
+            _ = &mut stop => None,
+        };
+        let Some(effect) = effect else {
+            return;
+        };
         match effect {
             Effect::Assigned(assignment) => {
                 let _serial = local.serial.lock().await;
@@ -211,6 +226,7 @@ impl Meta {
         // runtime's workers should run (nor one whose future must be `Send`).
         let runtime = tokio::runtime::Handle::current();
         let (ready_sender, ready) = tokio::sync::oneshot::channel();
+        let (stop_effects, stop) = tokio::sync::oneshot::channel();
         let carried = (jetstream.clone(), stream_groups.clone());
         let local = super::membership::LocalPlacement {
             assignments: assignments.clone(),
@@ -219,7 +235,7 @@ impl Meta {
         };
         std::thread::Builder::new()
             .name("js-meta-apply".into())
-            .spawn(move || runtime.block_on(carry_out(carried, local, ready, pending)))
+            .spawn(move || runtime.block_on(carry_out(carried, local, ready, pending, stop)))
             .map_err(|error| error.to_string())?;
         let state = MetaState {
             assignments: assignments.clone(),
@@ -245,7 +261,7 @@ impl Meta {
             server_name: options.server_name,
             own_peer,
             cluster_name: options.cluster_name,
-            expected_size: options.expected_size.max(1),
+            expected_size: options.expected_size.max(1).into(),
             incarnation: options.incarnation,
             group,
             network,
@@ -256,6 +272,8 @@ impl Meta {
             stream_groups,
             membership: tokio::sync::Mutex::new(()),
             effects,
+            subscriptions: Mutex::new(Vec::new()),
+            stop_effects: Mutex::new(Some(stop_effects)),
         });
         meta.stream_groups.set_meta(Arc::downgrade(&meta));
         let for_accounts = meta.clone();
@@ -273,13 +291,14 @@ impl Meta {
 
     fn spawn_tasks(self: &Arc<Self>) {
         let (hello_sender, hellos) = tokio::sync::mpsc::channel::<Message>(256);
-        self.system.router.subscribe_internal(
+        let hello = self.system.router.subscribe_internal(
             &format!("{PREFIX}.HELLO"),
             None,
             Arc::new(move |message: Message| {
                 let _ = hello_sender.try_send(message);
             }),
         );
+        self.subscriptions.lock().push(hello);
         self.serve(STEPDOWN_SUBJECT, |meta, message| async move {
             meta.stepdown(message).await
         });
@@ -298,13 +317,14 @@ impl Meta {
         Fut: std::future::Future<Output = ()> + Send,
     {
         let (sender, mut requests) = tokio::sync::mpsc::channel::<Message>(64);
-        self.system.router.subscribe_internal(
+        let id = self.system.router.subscribe_internal(
             subject,
             None,
             Arc::new(move |message: Message| {
                 let _ = sender.try_send(message);
             }),
         );
+        self.subscriptions.lock().push(id);
         let weak = Arc::downgrade(self);
         tokio::spawn(async move {
             while let Some(message) = requests.recv().await {
@@ -383,7 +403,7 @@ impl Meta {
     pub fn cluster_info(&self) -> Value {
         let status = self.group.status();
         let size = if status.voters.is_empty() {
-            self.expected_size
+            self.expected_size()
         } else {
             status.voters.len()
         };
@@ -529,7 +549,7 @@ impl Meta {
             .iter()
             .filter(|(peer, _)| **peer != self.own_peer)
             .collect();
-        if known.len() < self.expected_size || others.iter().any(|(_, other)| other.formed) {
+        if known.len() < self.expected_size() || others.iter().any(|(_, other)| other.formed) {
             return None;
         }
         if others
@@ -556,10 +576,32 @@ impl Meta {
 
     /// Hands leadership to another voter (bounded) before a graceful shutdown, then stops the
     /// group.
+    /// Its subscriptions and Raft traffic end too, and the task applying its entries here: a
+    /// JetStream turned on again by a reload starts a new group beside nothing of this one.
     pub async fn shutdown(&self) {
         self.transfer_meta_leadership().await;
         self.stream_groups.shutdown().await;
         self.group.shutdown().await;
+        for id in std::mem::take(&mut *self.subscriptions.lock()) {
+            self.system.router.unsubscribe_internal(id);
+        }
+        self.network.stop();
+        if let Some(stop) = self.stop_effects.lock().take() {
+            let _ = stop.send(());
+        }
+    }
+
+    /// Servers expected at the group's founding, this one included.
+    pub(super) fn expected_size(&self) -> usize {
+        self.expected_size
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Lowers the founding size to the JetStream servers of the cluster (nats-server's
+    /// `AdjustBootClusterSize`), before the group formed.
+    pub(super) fn set_expected_size(&self, size: usize) {
+        self.expected_size
+            .store(size.max(1), std::sync::atomic::Ordering::Relaxed);
     }
 
     fn leader_elected_advisory(&self, status: &GroupStatus) -> Value {

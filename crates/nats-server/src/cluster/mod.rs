@@ -30,13 +30,19 @@ use crate::server::Server;
 pub const NO_ROUTES: &str =
     "JetStream cluster requires configured routes or solicited leafnode for the system account";
 
-/// Starts the meta group when this server runs JetStream in a cluster; `None` otherwise.
-/// `store_root` is `<store_dir>/jetstream`.
-pub async fn start(server: &Arc<Server>, store_root: &Path) -> Result<Option<Arc<Meta>>, String> {
-    let Some(cluster) = &server.options.cluster else {
+/// Starts the meta group when this server runs JetStream in a cluster under `options` (at
+/// start-up, or JetStream turned on by a reload: the server then joins the running group as a
+/// new member, or as the member it was with the same store); `None` otherwise. `store_root` is
+/// `<store_dir>/jetstream`.
+pub async fn start(
+    server: &Arc<Server>,
+    options: &crate::config::Options,
+    store_root: &Path,
+) -> Result<Option<Arc<Meta>>, String> {
+    let Some(cluster) = &options.cluster else {
         return Ok(None);
     };
-    if !server.options.jetstream.enabled {
+    if !options.jetstream.enabled {
         return Ok(None);
     }
     // A configured route to our own cluster port is ourselves (configs often list every node).
@@ -66,7 +72,7 @@ pub async fn start(server: &Arc<Server>, store_root: &Path) -> Result<Option<Arc
         .routes()
         .map(|routes| routes.cluster_name())
         .unwrap_or_default();
-    let Some(jetstream) = server.jetstream.get().cloned() else {
+    let Some(jetstream) = server.jetstream.get() else {
         return Ok(None);
     };
     let incarnation = incarnation::load_or_create(store_root, &directory)?;
@@ -79,5 +85,51 @@ pub async fn start(server: &Arc<Server>, store_root: &Path) -> Result<Option<Arc
     };
     let meta = Meta::start(options, system, jetstream).await?;
     membership::on_removal(&meta, Arc::downgrade(server));
+    tokio::spawn(adjust_boot_size(
+        Arc::downgrade(&meta),
+        Arc::downgrade(server),
+    ));
     Ok(Some(meta))
+}
+
+/// nats-server's cold-boot check (`AdjustBootClusterSize`): once this server has routes to at
+/// least the servers the meta group expects and some of them announced no JetStream in their
+/// route INFO, the group is founded by the JetStream servers alone (`Adjusting JetStream
+/// expected peer set size to 2 from original 3`). Ends once the group formed, or when this meta
+/// group stopped.
+async fn adjust_boot_size(meta: std::sync::Weak<Meta>, server: std::sync::Weak<Server>) {
+    let every = std::time::Duration::from_secs(1);
+    // The first check a period after the start: the server's meta slot is set by then.
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    loop {
+        ticks.tick().await;
+        let (Some(meta), Some(server)) = (meta.upgrade(), server.upgrade()) else {
+            return;
+        };
+        let current = server
+            .meta
+            .get()
+            .is_some_and(|running| Arc::ptr_eq(&running, &meta));
+        if !current || !meta.group().status().voters.is_empty() {
+            return;
+        }
+        let Some(routes) = server.routes() else {
+            return;
+        };
+        let mut peers = std::collections::BTreeMap::new();
+        for link in routes.links() {
+            let info = link.info.lock();
+            let jetstream = peers.entry(info.server_id.clone()).or_insert(false);
+            *jetstream |= info.jetstream;
+        }
+        let total = peers.len() + 1;
+        let with_jetstream = 1 + peers.values().filter(|jetstream| **jetstream).count();
+        let expected = meta.expected_size();
+        if with_jetstream < total && total >= expected && with_jetstream != expected {
+            tracing::info!(
+                "Adjusting JetStream expected peer set size to {with_jetstream} from original {expected}"
+            );
+            meta.set_expected_size(with_jetstream);
+        }
+    }
 }

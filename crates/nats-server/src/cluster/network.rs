@@ -64,6 +64,8 @@ pub struct RouteNetwork {
     /// Groups asked for before they ran here: peers already run them (see [`Self::take_asked`]).
     asked_early: Mutex<std::collections::HashSet<String>>,
     runtime: tokio::runtime::Handle,
+    /// The request and reply subscriptions, until [`RouteNetwork::stop`] takes them.
+    subscriptions: Mutex<Vec<u64>>,
 }
 
 impl RouteNetwork {
@@ -80,10 +82,11 @@ impl RouteNetwork {
             last_seen: Arc::new(Mutex::new(HashMap::new())),
             asked_early: Mutex::new(std::collections::HashSet::new()),
             runtime: tokio::runtime::Handle::current(),
+            subscriptions: Mutex::new(Vec::new()),
         });
         let router = &network.account.router;
         let weak = Arc::downgrade(&network);
-        router.subscribe_internal(
+        let requests = router.subscribe_internal(
             &format!("{PREFIX}.M.*.{}", network.own_peer),
             None,
             Arc::new(move |message: Message| {
@@ -93,7 +96,7 @@ impl RouteNetwork {
             }),
         );
         let weak: Weak<RouteNetwork> = Arc::downgrade(&network);
-        router.subscribe_internal(
+        let replies = router.subscribe_internal(
             &format!("{PREFIX}.R.{}.*", network.own_peer),
             None,
             Arc::new(move |message: Message| {
@@ -102,8 +105,26 @@ impl RouteNetwork {
                 }
             }),
         );
+        *network.subscriptions.lock() = vec![requests, replies];
         network.runtime.spawn(watch_peers(Arc::downgrade(&network)));
         network
+    }
+
+    /// Stops this server's Raft traffic (JetStream stopped here, possibly to start again in the
+    /// same process with the same peer id): its subjects unsubscribed, so peers see it
+    /// unreachable at once, and no group reached through it any more.
+    pub fn stop(&self) {
+        for id in std::mem::take(&mut *self.subscriptions.lock()) {
+            self.account.router.unsubscribe_internal(id);
+        }
+        self.groups.lock().clear();
+        self.inbound.lock().clear();
+        self.waiting.lock().clear();
+    }
+
+    /// Whether [`RouteNetwork::stop`] ran.
+    fn stopped(&self) -> bool {
+        self.subscriptions.lock().is_empty()
     }
 
     /// Whether `peer` has a route to us ([`RouteNetwork::routed`]) and has not been silent for
@@ -216,7 +237,7 @@ async fn watch_peers(network: Weak<RouteNetwork>) {
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticks.tick().await;
-        let Some(network) = network.upgrade() else {
+        let Some(network) = network.upgrade().filter(|network| !network.stopped()) else {
             return;
         };
         let peers: Vec<String> = network.last_seen.lock().keys().cloned().collect();

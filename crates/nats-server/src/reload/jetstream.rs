@@ -1,10 +1,10 @@
 //! A config reload's JetStream, as nats-server's `configJetStream` on each account: an account
 //! the new file serves and the old did not is served (its streams recovered), one it no longer
 //! serves answers 10039 (its stream files kept), one whose limits changed takes them. Turning
-//! `jetstream` off (or on again) in the file is the same change on every account JetStream
-//! serves; the engine itself keeps running (`docs/parity.md`). Turned on in a single server
-//! that started without it, the engine is started with the new settings (`start`). An account
-//! served or no longer served gets or loses the `$JS.<domain>.API` mapping of a domain.
+//! `jetstream` off in the file stops the engine (`stop`), turning it on starts a new one with
+//! the file's settings (`start`; another `store_dir` included), in a cluster leaving or joining
+//! the meta group, as nats-server's `jetStreamOption` (`jetstream_host.rs`). An account served
+//! or no longer served gets or loses the `$JS.<domain>.API` mapping of a domain.
 //!
 //! Called by `reload::reload` after the accounts table was updated (`accounts.rs`); works
 //! through the path account JWT updates take (`system::serve_jetstream`).
@@ -13,63 +13,26 @@ use crate::accounts::{global_mappings, Account, GLOBAL_ACCOUNT};
 use crate::config::{AccountOptions, Options};
 use crate::server::Server;
 use crate::transport::ServerTransport;
-use nats_jetstream::JetStreamConfig;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// Whether `jetstream` may be turned off or on by this reload: on a single server (not one
-/// of a cluster's), and back on with the settings it started with but for raised
-/// `max_memory_store`/`max_file_store`, which are applied (`turned_on`).
-pub(super) fn check_toggle(server: &Server, new: &Options) -> Result<(), String> {
-    let started = &server.options.jetstream;
-    let refused = || {
-        format!(
-            "config reload not supported for JetStream: old={}, new={}",
-            !new.jetstream.enabled, new.jetstream.enabled
-        )
-    };
-    if server.meta.get().is_some() || new.cluster.is_some() || server.options.cluster.is_some() {
-        return Err(refused());
-    }
-    if server.jetstream.get().is_none() {
-        // Started without it: turning it on starts it (`start`).
-        return Ok(());
-    }
-    let without_limits = |config: &JetStreamConfig| JetStreamConfig {
-        max_memory: None,
-        max_store: None,
-        ..config.clone()
-    };
-    // A limit set at start stays set (unset, the engine would keep the old figure).
-    let limit_kept = |was: Option<i64>, is: Option<i64>| was.is_none() == is.is_none();
-    if new.jetstream.enabled
-        && (without_limits(&new.jetstream) != without_limits(started)
-            || !limit_kept(started.max_memory, new.jetstream.max_memory)
-            || !limit_kept(started.max_store, new.jetstream.max_store))
-    {
-        return Err(refused());
-    }
-    Ok(())
-}
-
-/// JetStream on again in an engine that kept running: it takes the file's limits (those it
-/// started with, or raised since).
-pub(super) fn turned_on(server: &Server, new: &Options) {
-    if let Some(jetstream) = server.jetstream.get() {
-        let _ = jetstream.raise_limits(new.jetstream.max_memory, new.jetstream.max_store);
-    }
-}
-
-/// Turned on in a server started without JetStream: start the engine with the new settings,
-/// serving the accounts the new file gives JetStream (10039 in the others), as at start-up
-/// (`server::run`). Runs aside (the reload is answered first); failures are logged.
+/// Turned on (in a server started without it, or turned off by an earlier reload): a new
+/// engine with the file's settings, serving the accounts the file gives JetStream (10039 in the
+/// others) as at start-up, and in a cluster joining the meta group (`jetstream_host::start`).
+/// Runs aside after the changes queued before it (the reload is answered first); failures are
+/// logged.
 pub(super) fn start(server: &Arc<Server>, new: &Options) {
-    let config = new.jetstream.clone();
+    let options = new.clone();
     let served = served(new);
-    let server = server.clone();
-    tokio::spawn(async move {
-        tracing::info!("Starting JetStream");
-        let started = std::time::Instant::now();
+    let weak = Arc::downgrade(server);
+    crate::jetstream_host::queue(server, async move {
+        let Some(server) = weak.upgrade() else {
+            return;
+        };
+        if server.in_lame_duck_mode() {
+            return;
+        }
+        tracing::info!("Restarting JetStream");
         let mut accounts = Vec::new();
         let mut refused: Vec<(String, Arc<dyn nats_jetstream::Transport>)> = Vec::new();
         for account in server.accounts.iter() {
@@ -87,16 +50,20 @@ pub(super) fn start(server: &Arc<Server>, new: &Options) {
                 None => refused.push((account.name.to_string(), transport)),
             }
         }
-        let identity = server.identity();
-        match nats_jetstream::JetStream::start_accounts(config, identity, accounts, refused).await {
-            Ok(jetstream) => {
-                for line in jetstream.banner_lines() {
-                    tracing::info!("{line}");
-                }
-                tracing::info!("Took {:?} to start JetStream", started.elapsed());
-                let _ = server.jetstream.set(jetstream);
-            }
-            Err(error) => tracing::error!("Can't start JetStream: {error}"),
+        if let Err(error) = crate::jetstream_host::start(&server, &options, accounts, refused).await
+        {
+            tracing::error!("Can't start JetStream: {error}");
+        }
+    });
+}
+
+/// Turned off: JetStream stops here after the changes queued before it
+/// (`jetstream_host::stop`: leaderships handed over, groups and engine stopped, files kept).
+pub(super) fn stop(server: &Arc<Server>) {
+    let weak = Arc::downgrade(server);
+    crate::jetstream_host::queue(server, async move {
+        if let Some(server) = weak.upgrade() {
+            crate::jetstream_host::stop(&server).await;
         }
     });
 }
@@ -132,8 +99,15 @@ fn served(options: &Options) -> BTreeMap<String, AccountOptions> {
 }
 
 /// Serve, refuse or update every account whose JetStream differs between `old` and `new`;
-/// `removed`: accounts the reload took out of the table.
-pub(super) fn apply(server: &Server, old: &Options, new: &Options, removed: &[Arc<Account>]) {
+/// `removed`: accounts the reload took out of the table. With JetStream itself turned on or
+/// off (`toggled`) only the domain mappings follow: the engine starts or stops whole.
+pub(super) fn apply(
+    server: &Server,
+    old: &Options,
+    new: &Options,
+    removed: &[Arc<Account>],
+    toggled: bool,
+) {
     if server.jwt.is_some() {
         return;
     }
@@ -170,7 +144,9 @@ pub(super) fn apply(server: &Server, old: &Options, new: &Options, removed: &[Ar
                 ..AccountOptions::default()
             },
         };
-        crate::system::serve_jetstream(server, &account, &config, true);
+        if !toggled {
+            crate::system::serve_jetstream(server, &account, &config, true);
+        }
         let mappings = if account.name.as_ref() == GLOBAL_ACCOUNT {
             global_mappings(new).to_vec()
         } else {

@@ -44,9 +44,6 @@ pub fn reload(server: &Arc<Server>) -> Result<(), String> {
     options.validate()?;
     let running = server.current_options();
     let mut changes = crate::config::reload::diff(&running, &options)?;
-    if changes.jetstream {
-        jetstream::check_toggle(server, &options)?;
-    }
     // Client TLS is built again whenever it is configured (certificates rotated under the
     // same paths are picked up); a file that does not load refuses the whole reload.
     let tls = crate::security::tls::ClientTls::build(&options)?;
@@ -106,12 +103,11 @@ pub fn reload(server: &Arc<Server>) -> Result<(), String> {
         Vec::new()
     };
     if changes.accounts || changes.jetstream {
-        jetstream::apply(server, &running, &options, &removed);
+        jetstream::apply(server, &running, &options, &removed, changes.jetstream);
     }
-    let start_jetstream =
-        changes.jetstream && options.jetstream.enabled && server.jetstream.get().is_none();
-    if changes.jetstream && options.jetstream.enabled {
-        jetstream::turned_on(server, &options);
+    let start_jetstream = changes.jetstream && options.jetstream.enabled;
+    if changes.jetstream && !options.jetstream.enabled {
+        jetstream::stop(server);
     }
     if changes.routes {
         routes::apply(server, &running, &options);

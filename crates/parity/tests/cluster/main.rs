@@ -39,6 +39,7 @@ mod meta;
 mod operator_jetstream;
 mod operator_resolver;
 mod reload_cluster;
+mod reload_jetstream;
 mod reload_routes;
 mod rolling;
 mod route_port_input;

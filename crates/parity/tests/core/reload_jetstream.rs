@@ -4,9 +4,10 @@
 //! `/varz` shows the new figure), a lowered one is refused in nats-server's words and the
 //! running limit stays. JetStream turned on in a server started without it is started, as
 //! nats-server's `jetStreamOption`; turned off and on again after a raise it comes back with
-//! the raised limit; an account given JetStream by a reload answers in the JetStream domain
-//! (`$JS.<domain>.API`), and a new domain is refused in nats-server's words. The same tests
-//! pass against nats-server.
+//! the raised limit; turned off it stops answering, and back on with another `store_dir` it
+//! runs from that directory (a new directory while it stays on is refused); an account given
+//! JetStream by a reload answers in the JetStream domain (`$JS.<domain>.API`), and a new domain
+//! is refused in nats-server's words. The same tests pass against nats-server.
 
 use super::reload::{await_log, rewrite_and_hangup};
 use super::reload_accounts::{jetstream_accounts, jetstream_answers, js_request, next_message};
@@ -160,6 +161,84 @@ fn jetstream_off_and_on_again_after_a_raise_keeps_the_raised_limit() {
         return;
     }
     assert_eq!(refused, None);
+}
+
+/// Waits (bounded) until `$JS.API` goes unanswered (JetStream stopped by a reload: nats-server
+/// answers nothing, and neither does rnats once its engine stopped).
+fn await_no_jetstream(client: &mut RawClient) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while jetstream_answers(client) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "JetStream still answers"
+        );
+    }
+}
+
+/// The names `$JS.API.STREAM.NAMES` lists.
+fn stream_names(client: &mut RawClient) -> serde_json::Value {
+    js_request(client, "STREAM.NAMES", "")["streams"].clone()
+}
+
+#[test]
+fn jetstream_back_on_with_another_store_directory_serves_that_directory() {
+    let (first, second) = (
+        tempfile::tempdir().expect("store dir"),
+        tempfile::tempdir().expect("store dir"),
+    );
+    let server = TestServer::start(ServerOptions {
+        config: Some(limits(first.path(), "8MB", "64MB")),
+        monitoring: true,
+        ..Default::default()
+    });
+    let mut client = connect_js(&server, None);
+    let created = js_request(
+        &mut client,
+        "STREAM.CREATE.FIRST",
+        r#"{"name":"FIRST","subjects":["first"],"storage":"file"}"#,
+    );
+    assert!(created.get("error").is_none(), "{created}");
+
+    // A new directory while JetStream stays on is refused, in nats-server's words.
+    rewrite_and_hangup(&server, &limits(second.path(), "8MB", "64MB"));
+    await_log(
+        &server,
+        "config reload not supported for jetstream storage directory",
+        1,
+    );
+
+    rewrite_and_hangup(&server, "max_payload: 65536\n");
+    await_log(&server, "Reloaded: JetStream\n", 1);
+    await_no_jetstream(&mut client);
+
+    // On again with the other directory and other limits: JetStream runs from it.
+    rewrite_and_hangup(&server, &limits(second.path(), "4MB", "32MB"));
+    await_log(&server, "Reloaded: JetStream\n", 2);
+    await_jetstream(&mut client);
+    let config = get_json(&server, "/jsz")["config"].clone();
+    let expected = second.path().join("jetstream").display().to_string();
+    assert_eq!(config["store_dir"], expected.as_str(), "{config}");
+    assert_eq!(config["max_memory"], 4 * MB, "{config}");
+    assert_eq!(stream_names(&mut client), serde_json::Value::Null);
+    let created = js_request(
+        &mut client,
+        "STREAM.CREATE.SECOND",
+        r#"{"name":"SECOND","subjects":["second"],"storage":"file"}"#,
+    );
+    assert!(created.get("error").is_none(), "{created}");
+    assert!(
+        second.path().join("jetstream/$G/streams/SECOND").is_dir(),
+        "SECOND is not in the second directory"
+    );
+
+    // Back to the first directory: its stream is there again, the second's is not.
+    rewrite_and_hangup(&server, "max_payload: 65536\n");
+    await_log(&server, "Reloaded: JetStream\n", 3);
+    await_no_jetstream(&mut client);
+    rewrite_and_hangup(&server, &limits(first.path(), "8MB", "64MB"));
+    await_log(&server, "Reloaded: JetStream\n", 4);
+    await_jetstream(&mut client);
+    assert_eq!(stream_names(&mut client), serde_json::json!(["FIRST"]));
 }
 
 fn domain_accounts(store: &std::path::Path, domain: &str, b_has_jetstream: bool) -> String {
