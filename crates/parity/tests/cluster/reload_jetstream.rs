@@ -5,7 +5,8 @@
 //! member, so an R3 stream can be placed; then the meta leader reloaded without `jetstream`
 //! stops it: another node leads the meta group, `/jsz` there says disabled, the meta group keeps
 //! it as a member (size 3, as nats-server), and its clients still reach JetStream through the
-//! cluster: the R3 stream takes publishes from them with the two members left.
+//! cluster: the R3 stream takes publishes from them with the two members left. Turned on again
+//! with another store directory, it runs from there and the meta group is of three again.
 //!
 //! All-rnats clusters normally; all-nats-server clusters in the parity pass (`NATS_SERVER_BIN`),
 //! where every assertion holds too.
@@ -151,4 +152,25 @@ async fn jetstream_turned_on_joins_the_meta_group_and_turned_off_leaves_its_lead
     .await;
     assert_eq!(ack.stream, "TOGGLED");
     assert_eq!(ack.sequence, 1);
+
+    // Back on with another store directory: it runs from there and is a member again, the
+    // group still of three (its old self replaced, as nats-server).
+    let moved = stores.path().join("moved");
+    let again = format!(
+        "{off}jetstream {{ store_dir: {:?} }}\n",
+        moved.display().to_string()
+    );
+    rewrite_and_hangup(&cluster, off_index, &again);
+    await_log(&cluster, off_index, "Reloaded: JetStream", 2);
+    let expected = moved.join("jetstream").display().to_string();
+    for index in 0..3 {
+        await_jsz(&cluster, index, "three meta members again", |jsz| {
+            let mut seen = members(&jsz["meta_cluster"]);
+            seen.insert(cluster.node(index).name.clone());
+            jsz.get("disabled") != Some(&Value::Bool(true))
+                && seen == names
+                && jsz["meta_cluster"]["cluster_size"] == 3
+                && (index != off_index || jsz["config"]["store_dir"] == expected.as_str())
+        });
+    }
 }
