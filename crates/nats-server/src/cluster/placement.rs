@@ -24,6 +24,10 @@ const NO_SUITABLE_PEERS: &str = "no suitable peers for placement";
 /// A meta leader that no quorum acknowledged for this long is as good as none (its heartbeats
 /// go every 500 ms; the followers' lease is 4 s too).
 const META_QUORUM_LOST: std::time::Duration = std::time::Duration::from_secs(4);
+/// How long a proposal refused by a meta leader that still leads is made again (see
+/// [`propose`]), and how often.
+const LEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+const LEASE_RETRY: std::time::Duration = std::time::Duration::from_millis(20);
 /// A member counts as online for placement when the leader heard from it this recently (its
 /// heartbeat replies come every 500 ms).
 const PLACEMENT_WINDOW: std::time::Duration = std::time::Duration::from_secs(4);
@@ -73,16 +77,33 @@ impl Meta {
 
 /// Proposes `entry`; resolves once it is applied here, or with nats-server's error for a
 /// meta group that cannot take it.
+///
+/// A leader refuses writes as if it were not the leader while no quorum has acknowledged it
+/// within its lease: from its election until the first follower answers (hundreds of
+/// milliseconds on a loaded machine), or while handing its leadership over. nats-server's
+/// leader takes a proposal then and commits it once a quorum answers, so while this server
+/// still leads the proposal is made again, for up to [`LEASE_WAIT`]; a leader still refused
+/// then is without quorum (10008, as nats-server answers for a leaderless meta group).
 pub(super) fn propose(group: Arc<RaftGroup>, entry: Entry) -> ProposalFuture {
     Box::pin(async move {
-        match group.propose(entry.encode()).await {
-            Ok(_) => Ok(()),
-            Err(RaftGroupError::NotLeader { .. } | RaftGroupError::Discarded { .. }) => {
-                Err(errors::CLUSTER_NOT_LEADER.to_error())
-            }
-            Err(error) => {
-                tracing::warn!("JetStream meta proposal failed: {error}");
-                Err(errors::CLUSTER_NOT_AVAIL.to_error())
+        let payload = entry.encode();
+        let deadline = tokio::time::Instant::now() + LEASE_WAIT;
+        loop {
+            match group.propose(payload.clone()).await {
+                Ok(_) => return Ok(()),
+                Err(RaftGroupError::NotLeader { .. }) if group.status().role == Role::Leader => {
+                    if tokio::time::Instant::now() >= deadline {
+                        return Err(errors::CLUSTER_NOT_AVAIL.to_error());
+                    }
+                    tokio::time::sleep(LEASE_RETRY).await;
+                }
+                Err(RaftGroupError::NotLeader { .. } | RaftGroupError::Discarded { .. }) => {
+                    return Err(errors::CLUSTER_NOT_LEADER.to_error())
+                }
+                Err(error) => {
+                    tracing::warn!("JetStream meta proposal failed: {error}");
+                    return Err(errors::CLUSTER_NOT_AVAIL.to_error());
+                }
             }
         }
     })

@@ -36,6 +36,7 @@ mod mesh;
 mod message_ttl;
 mod messaging;
 mod meta;
+mod meta_fresh_leader;
 mod operator_jetstream;
 mod operator_resolver;
 mod reload_cluster;
