@@ -69,7 +69,9 @@ pub use jsz::JszDetail;
 /// An account JWT's `tiered_limits` by tier name (`R1`, `R3`); empty for an account with flat
 /// (untiered) limits, the only kind a config file gives.
 pub type TieredLimits = std::collections::BTreeMap<String, AccountLimits>;
-pub use stream::replication::{ProposeFuture, ReplicaMachine, ReplicationError, Replicator};
+pub use stream::replication::{
+    Lease, NoLease, ProposeFuture, ReplicaMachine, ReplicationError, Replicator,
+};
 pub use transport::{Handler, Message, Transport};
 
 use std::path::PathBuf;

@@ -163,6 +163,7 @@ pub struct RaftGroup {
     recovery: RecoveryReport,
     leader_contact: crate::leader_contact::LeaderContact,
     leading_since: Arc<crate::leading_since::LeadingSince>,
+    lease: Arc<crate::lease::LeaderLease>,
     lost_quorum: Duration,
     resumed_needs_quorum: bool,
     /// Resolves once openraft's state machine worker has dropped the application's machine.
@@ -233,7 +234,8 @@ impl RaftGroup {
         raft.run();
         spawn_supervisor(raft.clone(), supervision.clone(), group.clone());
         let leading_since = Arc::new(crate::leading_since::LeadingSince::default());
-        leading_since.watch(&raft);
+        let lease = Arc::new(crate::lease::LeaderLease::new());
+        leading_since.watch(&raft, lease.clone(), config.lost_quorum);
         let this = RaftGroup {
             raft,
             group,
@@ -252,6 +254,7 @@ impl RaftGroup {
             },
             leader_contact: crate::leader_contact::LeaderContact::new(),
             leading_since,
+            lease,
         };
         if config.bootstrap && last_index.is_none() && protected_until == 0 {
             let members: BTreeSet<NodeId> = config.members.iter().copied().collect();
@@ -456,6 +459,14 @@ impl RaftGroup {
             self.lost_quorum,
             self.resumed_needs_quorum,
         )
+    }
+
+    /// This group's leader lease (`lease.rs`): whether, by the clock now, this node leads on a
+    /// quorum's word heard within [`GroupConfig::lost_quorum`]. One atomic load per check, for
+    /// work a deposed leader must not do even before [`RaftGroup::leading`]'s watch says so
+    /// (a paused process resumes with its watchers not yet run).
+    pub fn lease(&self) -> Arc<crate::lease::LeaderLease> {
+        self.lease.clone()
     }
 
     /// Resolves with the reason when the group goes offline.

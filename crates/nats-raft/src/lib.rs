@@ -22,6 +22,7 @@ mod group;
 mod leader_contact;
 mod leadership;
 mod leading_since;
+mod lease;
 mod log_file;
 mod log_store;
 mod network;
@@ -33,6 +34,7 @@ pub use config::GroupConfig;
 pub use group::{
     FollowerProgress, GroupStatus, LogCounters, RaftGroup, RaftGroupError, RecoveryReport, Role,
 };
+pub use lease::LeaderLease;
 pub use log_file::TornTail;
 pub use network::{refused as refused_reply, Network, NetworkError, ReplyFuture};
 pub use state_machine::StateMachine;

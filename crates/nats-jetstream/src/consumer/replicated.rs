@@ -25,7 +25,9 @@ mod codec;
 
 use super::apply::{self, ConsumerEntry, ConsumerReplica};
 use super::{Consumer, Consumers, Home};
-use crate::stream::replication::{ConsumerReplicas, ReplicationError, Replicator, CONSUMER_BATCH};
+use crate::stream::replication::{
+    ConsumerReplicas, Lease, ReplicationError, Replicator, CONSUMER_BATCH,
+};
 use crate::stream::{InterestHolder, Stream};
 use crate::transport::Transport;
 use bytes::Bytes;
@@ -447,6 +449,8 @@ pub(crate) struct Proposals {
     sender: mpsc::UnboundedSender<Proposal>,
     /// Set once the consumer stopped here: a proposal still in flight then answers nothing.
     closed: Arc<AtomicBool>,
+    /// The lease of the leadership the consumer started under (`Replicator::lease`).
+    lease: Arc<dyn Lease>,
 }
 
 impl Proposals {
@@ -455,6 +459,7 @@ impl Proposals {
         name: String,
         transport: Arc<dyn Transport>,
     ) -> Proposals {
+        let lease = replicas.replicator.lease();
         let (sender, mut receiver) = mpsc::unbounded_channel::<Proposal>();
         let closed = Arc::new(AtomicBool::new(false));
         let stopped = closed.clone();
@@ -492,7 +497,16 @@ impl Proposals {
                 }
             }
         });
-        Proposals { sender, closed }
+        Proposals {
+            sender,
+            closed,
+            lease,
+        }
+    }
+
+    /// Whether this node's leadership still holds by its lease: deliveries wait while not.
+    pub(crate) fn lease_holds(&self) -> bool {
+        self.lease.holds()
     }
 
     /// Queues what the task applied since its last flush, with the replies it confirms.

@@ -25,7 +25,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use jetstream_api::{errors, ApiError, ClusterInfo, Nanos, PeerInfo, Timestamp};
 use nats_jetstream::{
-    GroupFuture, ProposeFuture, ReplicaMachine, ReplicationError, Replicator, StreamGroup,
+    GroupFuture, Lease, NoLease, ProposeFuture, ReplicaMachine, ReplicationError, Replicator,
+    StreamGroup,
 };
 use nats_raft::{GroupConfig, GroupStatus, NodeId, RaftGroup, RaftGroupError, Role};
 use parking_lot::Mutex;
@@ -563,6 +564,22 @@ impl Replicator for GroupReplicator {
 
     fn rebuilt(&self) {
         tokio::spawn(self.0.clone().rebuild());
+    }
+
+    fn lease(&self) -> Arc<dyn Lease> {
+        match self.0.raft() {
+            Some(group) => Arc::new(RaftLease(group.lease())),
+            None => Arc::new(NoLease),
+        }
+    }
+}
+
+/// The group's leader lease, as the stream's consumers read it.
+struct RaftLease(Arc<nats_raft::LeaderLease>);
+
+impl Lease for RaftLease {
+    fn holds(&self) -> bool {
+        self.0.holds()
     }
 }
 

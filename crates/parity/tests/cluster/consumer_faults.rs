@@ -248,6 +248,9 @@ struct Findings {
     /// consumer on a node applying another leader's batches delivers nothing (`Stream::followed`).
     /// Still seen after both (6 short runs): 0-2 per run of `(1, n)` after `(1, n)`, n within
     /// two of the confirmed floor when the leader was paused or cut off, read through it.
+    /// A resumed leader redelivering everything whose ack wait passed during its pause (`(2, m)`
+    /// after the next leader's confirmed redelivery) is prevented by the leader lease
+    /// (`consumer_lease`); one `(1, n)` after `(1, n)` was still seen in a short run after it.
     push_forgotten: Vec<String>,
     floor: Vec<String>,
     over_max_ack_pending: Vec<String>,

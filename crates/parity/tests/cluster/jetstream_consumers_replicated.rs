@@ -35,7 +35,12 @@ const ACK_WAIT: Duration = Duration::from_secs(2);
 
 /// Waits until CONSUMER.INFO through `client` names a leader among `names` with every other
 /// replica current; returns that answer.
-async fn settled_consumer(client: &Client, stream: &str, name: &str, names: &[String]) -> Value {
+pub(crate) async fn settled_consumer(
+    client: &Client,
+    stream: &str,
+    name: &str,
+    names: &[String],
+) -> Value {
     let deadline = Instant::now() + ELECTION_BOUND;
     let subject = format!("$JS.API.CONSUMER.INFO.{stream}.{name}");
     loop {
@@ -110,7 +115,10 @@ async fn fetch_some(consumer: &PullConsumer, max: usize) -> Vec<async_nats::jets
 
 /// A 3-node cluster with an R3 stream (`stream`) and a durable consumer of it (`consumer`, its
 /// config), created through node 0: the cluster, the servers' names, a client per node.
-async fn with_durable(stream: Value, consumer: Value) -> (Cluster, Vec<String>, Vec<Client>) {
+pub(crate) async fn with_durable(
+    stream: Value,
+    consumer: Value,
+) -> (Cluster, Vec<String>, Vec<Client>) {
     let cluster = start(3);
     leader_of(&cluster, &[0, 1, 2]);
     let names = names_of(&cluster);
@@ -470,7 +478,7 @@ async fn an_interest_stream_keeps_messages_for_its_consumer_across_a_leader_kill
 
 /// The stream sequence in a delivery's ack subject
 /// (`$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>...`).
-fn acked_sequence(reply: &str) -> u64 {
+pub(crate) fn acked_sequence(reply: &str) -> u64 {
     reply
         .split('.')
         .nth(5)

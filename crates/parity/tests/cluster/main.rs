@@ -12,6 +12,7 @@
 mod accounts;
 mod client_discovery;
 mod consumer_faults;
+mod consumer_lease;
 mod fault_schedule;
 mod jetstream_accounts;
 mod jetstream_assignments;

@@ -13,6 +13,9 @@ impl Replicator for NoLog {
         tokio::sync::watch::channel(None).1
     }
     fn rebuilt(&self) {}
+    fn lease(&self) -> Arc<dyn crate::Lease> {
+        Arc::new(AtomicBool::new(true))
+    }
 }
 
 fn config() -> ConsumerConfig {
@@ -48,6 +51,9 @@ impl Replicator for Gated {
         tokio::sync::watch::channel(None).1
     }
     fn rebuilt(&self) {}
+    fn lease(&self) -> Arc<dyn crate::Lease> {
+        Arc::new(AtomicBool::new(true))
+    }
 }
 
 /// A consumer's proposer over a gated log, and the AckSync answers it sends.

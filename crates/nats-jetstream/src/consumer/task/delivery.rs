@@ -29,6 +29,9 @@ impl Task {
                 return;
             }
             self.send_not_before = None;
+            if !self.lease_holds(now) {
+                return;
+            }
             let limit = if push {
                 if self.config.flow_control && self.flow_control_bytes >= 2 * FLOW_CONTROL_BYTES {
                     // Stalled. A batch can overshoot the stall mark, so one answered request
@@ -108,6 +111,21 @@ impl Task {
                 return;
             }
         }
+    }
+
+    /// A replicated consumer delivers only while its leader's lease holds (`Replicator::lease`):
+    /// a leader paused or cut off past it may have been replaced, and the next leader may have
+    /// confirmed acks of what this one would send. Nothing is dropped: what is due stays
+    /// pending here until the lease is back (the quorum's next word) or the consumer stops with
+    /// the leadership. Checked per batch, one atomic load.
+    fn lease_holds(&mut self, now: Instant) -> bool {
+        let holds = self
+            .consumer
+            .replication
+            .as_ref()
+            .is_none_or(|replication| replication.lease_holds());
+        self.lease_retry = (!holds).then(|| now + super::LEASE_RETRY);
+        holds
     }
 
     /// `replay_policy: original`: a new message waits until as much time has passed since the

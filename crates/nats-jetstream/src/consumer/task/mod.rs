@@ -38,6 +38,9 @@ const FLOW_CONTROL_BYTES: u64 = 512 * 1024;
 const CHANGED_KEEP_CAPACITY: usize = 1 << 16;
 /// How long the loop sleeps when no timer is due.
 const IDLE: Duration = Duration::from_secs(3600);
+/// A replicated consumer whose leader lease ran out looks again this often (the lease comes
+/// back with the quorum's next word, or the leadership goes and the consumer stops).
+const LEASE_RETRY: Duration = Duration::from_millis(20);
 
 pub(super) fn spawn(
     consumer: Arc<Consumer>,
@@ -77,6 +80,7 @@ pub(super) fn spawn(
         stream_gone: false,
         events_at: (now, crate::time_format::now_nanos()),
         send_not_before: None,
+        lease_retry: None,
         replay_last: None,
         interest_watch: None,
         push_bound: false,
@@ -138,6 +142,8 @@ struct Task {
     events_at: (Instant, i64),
     /// Pacing (replay original, rate limit): nothing is sent before this.
     send_not_before: Option<Instant>,
+    /// A replicated consumer held its deliveries (its leader lease ran out): look again then.
+    lease_retry: Option<Instant>,
     /// Replay original: (store timestamp, send time) of the last new message sent.
     replay_last: Option<(i64, Instant)>,
     /// Push: the watch on the deliver subject (routing wakes the task when a subscriber comes
@@ -228,6 +234,9 @@ impl Task {
             deadline = deadline.min(now + until);
         }
         if let Some(at) = self.send_not_before {
+            deadline = deadline.min(at);
+        }
+        if let Some(at) = self.lease_retry {
             deadline = deadline.min(at);
         }
         if let Some(pin) = &self.pin {

@@ -86,6 +86,35 @@ pub trait Replicator: Send + Sync + 'static {
     /// replica ([`ReplicaMachine::reset`], then restart the group so the snapshot and the
     /// committed log are applied again).
     fn rebuilt(&self);
+
+    /// The leader lease of the leadership this node holds now (asked when a replicated
+    /// consumer starts): whether, by the clock, a quorum's word still backs it. A consumer
+    /// delivers only while it holds, so a leader that was paused, or cut off, delivers nothing
+    /// once its quorum may have elected another (its leadership watch flips only when its task
+    /// runs).
+    fn lease(&self) -> Arc<dyn Lease>;
+}
+
+/// A leader lease ([`Replicator::lease`]): must be cheap, it is read before every delivery batch.
+pub trait Lease: Send + Sync + 'static {
+    fn holds(&self) -> bool;
+}
+
+/// A lease that never holds (no group: nothing may be delivered).
+pub struct NoLease;
+
+impl Lease for NoLease {
+    fn holds(&self) -> bool {
+        false
+    }
+}
+
+/// A lease the tests set by hand.
+#[cfg(test)]
+impl Lease for std::sync::atomic::AtomicBool {
+    fn holds(&self) -> bool {
+        self.load(Ordering::SeqCst)
+    }
 }
 
 /// The committed states of a replicated stream's consumers, kept on every replica (installed by

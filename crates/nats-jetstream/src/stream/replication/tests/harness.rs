@@ -171,6 +171,21 @@ impl Replicator for Shared {
         self.0.rebuilds.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(self.0.clone().rebuild());
     }
+
+    fn lease(&self) -> Arc<dyn crate::Lease> {
+        match self.0.group.lock().clone() {
+            Some(group) => Arc::new(RaftLease(group.lease())),
+            None => Arc::new(crate::NoLease),
+        }
+    }
+}
+
+struct RaftLease(Arc<nats_raft::LeaderLease>);
+
+impl crate::Lease for RaftLease {
+    fn holds(&self) -> bool {
+        self.0.holds()
+    }
 }
 
 /// nats-raft's view of the replica, counting restores.
