@@ -78,7 +78,14 @@ pub(crate) async fn settled_info(
     let deadline = Instant::now() + CATCH_UP;
     let subject = format!("$JS.API.STREAM.INFO.{stream}");
     loop {
-        let info = one_answer(client, &subject, Value::Null).await;
+        let mut got = answers(client, &subject, Value::Null).await;
+        // nats-server leaves an INFO unanswered now and then while a leadership moves under load
+        // (the lead's CI parity pass on 3c4cf28, load 33): asked again there; ours must answer.
+        if got.is_empty() && test_harness::is_reference() && Instant::now() < deadline {
+            continue;
+        }
+        assert_eq!(got.len(), 1, "{subject}: expected one answer, got {got:?}");
+        let info = got.remove(0);
         let leader = info["cluster"]["leader"].as_str().unwrap_or("");
         let replicas = info["cluster"]["replicas"].as_array().cloned();
         let settled = names.iter().any(|name| name == leader)
@@ -129,14 +136,26 @@ pub(crate) async fn publish_until_acked(
 pub(crate) async fn read_all(client: &Client, stream: &str, last: u64) -> BTreeMap<u64, String> {
     let mut messages = BTreeMap::new();
     let subject = format!("$JS.API.STREAM.MSG.GET.{stream}");
+    let deadline = Instant::now() + CATCH_UP;
     for seq in 1..=last {
         // The first answer (one_answer's wait for a second would take minutes here).
-        let body = json!({ "seq": seq }).to_string();
-        let reply = client
-            .request(subject.clone(), body.into())
-            .await
-            .unwrap_or_else(|error| panic!("seq {seq}: {error}"));
-        let answer: Value = serde_json::from_slice(&reply.payload).unwrap_or(Value::Null);
+        let answer = loop {
+            let body = json!({ "seq": seq }).to_string();
+            let reply = client
+                .request(subject.clone(), body.into())
+                .await
+                .unwrap_or_else(|error| panic!("seq {seq}: {error}"));
+            let answer: Value = serde_json::from_slice(&reply.payload).unwrap_or(Value::Null);
+            // nats-server answers 10008 (JetStream temporarily unavailable) for a while after a
+            // leader kill under load (the lead's CI parity pass on 3c4cf28, load 33): asked
+            // again there; ours must answer.
+            let unavailable = answer["error"]["err_code"] == 10008;
+            if unavailable && test_harness::is_reference() && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+                continue;
+            }
+            break answer;
+        };
         assert!(answer.get("error").is_none(), "seq {seq}: {answer}");
         let data = answer["message"]["data"].as_str().unwrap_or("");
         let bytes = base64_decode(data);
