@@ -37,9 +37,8 @@ pub struct GroupConfig {
     /// down on lost quorum). By then the other voters may elect a leader of their own.
     pub lost_quorum: Duration,
     /// A leadership resumed by a restart (openraft's committed vote for itself, no election)
-    /// leads in [`RaftGroup::leading`] only once a quorum acknowledged it. On for every group
-    /// but the meta group, whose API answers assume a resumed leader leads (a server whose meta
-    /// group has no working leader answers 10008 beside the real leader's answer).
+    /// leads in [`RaftGroup::leading`] only once a quorum acknowledged it (meanwhile the
+    /// others may have elected a leader in a later term). On by default.
     pub resumed_needs_quorum: bool,
 }
 

@@ -25,7 +25,7 @@
 use std::collections::BTreeSet;
 use std::io::Write as _;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use nats_raft::{GroupStatus, NodeId};
@@ -205,12 +205,10 @@ impl Meta {
     }
 
     /// Leader: records in the meta log the server of every member heard from whose record is
-    /// missing or differs, one proposal at a time (`recording`).
-    pub(super) fn record_members(
-        self: &Arc<Self>,
-        status: &GroupStatus,
-        recording: &Arc<AtomicBool>,
-    ) {
+    /// missing or differs, one run at a time (`recording_members`). Called when a quorum confirmed a new leadership
+    /// (`meta.rs` `follow_leadership`) and at each announcement or tick while leading.
+    pub(super) fn record_members(self: &Arc<Self>, status: &GroupStatus) {
+        let recording = &self.recording_members;
         let unrecorded: Vec<(String, String, u64)> = {
             let known = self.known.lock();
             let assignments = self.assignments.lock();
@@ -228,24 +226,26 @@ impl Meta {
                 })
                 .collect()
         };
-        if unrecorded.is_empty() || recording.swap(true, Ordering::AcqRel) {
+        if unrecorded.is_empty() {
+            return;
+        }
+        if recording.swap(true, Ordering::AcqRel) {
             return;
         }
         let (meta, recording) = (self.clone(), recording.clone());
+        // All at once (the group batches them into one append): a new leader records the
+        // members within one commit round of taking the role.
         tokio::spawn(async move {
+            let mut proposals = tokio::task::JoinSet::new();
             for (peer, name, incarnation) in unrecorded {
                 let entry = Entry::new(Operation::Member {
                     peer,
                     name,
                     incarnation,
                 });
-                if super::placement::propose(meta.group.clone(), entry)
-                    .await
-                    .is_err()
-                {
-                    break;
-                }
+                proposals.spawn(super::placement::propose(meta.group.clone(), entry));
             }
+            while proposals.join_next().await.is_some() {}
             recording.store(false, Ordering::Release);
         });
     }

@@ -131,7 +131,7 @@ impl Meta {
     /// success once the server is out of the meta group and its streams' new placements are
     /// applied.
     pub(super) async fn server_remove(&self, message: nats_jetstream::Message) {
-        if self.group.status().role != Role::Leader {
+        if !self.leads() {
             return;
         }
         let Some(reply) = message.reply.clone() else {

@@ -48,6 +48,11 @@ const HELLO_INTERVAL: Duration = Duration::from_secs(1);
 const HELLO_EVERY_FORMED: u32 = 5;
 /// A peer heard from within this long counts as current.
 const CURRENT_WINDOW: Duration = Duration::from_secs(12);
+/// A meta leader that no quorum acknowledged for this long no longer leads for the API
+/// ([`Meta::leads`]), and from then on answers 10008 (`placement.rs`); a server without a
+/// leader answers 10008 once its group has run this long (nats-server's `isLeaderless`: its
+/// heartbeats go every 500 ms, the followers' lease is 4 s too).
+pub(super) const META_QUORUM_LOST: Duration = Duration::from_secs(4);
 
 /// What a server announced.
 #[derive(Clone, Debug)]
@@ -92,6 +97,13 @@ pub struct Meta {
     subscriptions: Mutex<Vec<u64>>,
     /// Ends the effects task at shutdown (JetStream may start again in this process).
     stop_effects: Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
+    /// `RaftGroup::leading` of the meta group: `Some` once a quorum confirmed this server's
+    /// leadership ([`Meta::leads`]).
+    leading: tokio::sync::watch::Receiver<Option<u64>>,
+    /// When the meta group started in this process.
+    pub(super) started: Instant,
+    /// A leader's member records are being proposed (`incarnation.rs`): one run at a time.
+    pub(super) recording_members: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The state machine: applies entries to the shared assignments and hands this server's part
@@ -217,9 +229,11 @@ impl Meta {
         let stream_groups = StreamGroups::new(groups_root, network.clone(), node_id);
         let mut config = GroupConfig::new(META_GROUP, node_id, Vec::new(), options.directory);
         config.bootstrap = false;
-        // See `GroupConfig::resumed_needs_quorum`: the API's 10008 answers read the meta
-        // leadership as it was before that rule.
-        config.resumed_needs_quorum = false;
+        // A leadership resumed by a restart (openraft restores the vote this server cast for
+        // itself) leads only once a quorum answered: the others may have elected a leader in a
+        // later term meanwhile, and two servers would answer the API (`Meta::leads`).
+        config.resumed_needs_quorum = true;
+        config.lost_quorum = META_QUORUM_LOST;
         let assignments = Arc::new(Mutex::new(Assignments::default()));
         let (effects, pending) = tokio::sync::mpsc::unbounded_channel();
         // A thread of its own, as JetStream's API threads: stream creation is not a task the
@@ -247,6 +261,7 @@ impl Meta {
             .map_err(|error| error.to_string())?;
         let group = Arc::new(group);
         network.register(group.clone());
+        let leading = group.leading();
         let mut known = BTreeMap::new();
         known.insert(
             own_peer.clone(),
@@ -274,6 +289,9 @@ impl Meta {
             effects,
             subscriptions: Mutex::new(Vec::new()),
             stop_effects: Mutex::new(Some(stop_effects)),
+            leading,
+            started: Instant::now(),
+            recording_members: Arc::default(),
         });
         meta.stream_groups.set_meta(Arc::downgrade(&meta));
         let for_accounts = meta.clone();
@@ -308,6 +326,18 @@ impl Meta {
         );
         tokio::spawn(discover(Arc::downgrade(self), hellos));
         tokio::spawn(watch_leader(Arc::downgrade(self)));
+        tokio::spawn(follow_leadership(
+            Arc::downgrade(self),
+            self.leading.clone(),
+        ));
+    }
+
+    /// Whether this server leads the meta group for the API and its own duties now: openraft's
+    /// leader, everything before its leadership applied, and confirmed by a quorum within
+    /// [`META_QUORUM_LOST`] (a leadership resumed by a restart only once a quorum answered:
+    /// until then the others may have a leader of a later term, which answers).
+    pub fn leads(&self) -> bool {
+        self.leading.borrow().is_some()
     }
 
     /// Serves requests on `subject` in the system account, one at a time, with `handle`.
@@ -628,7 +658,6 @@ async fn discover(meta: std::sync::Weak<Meta>, mut hellos: tokio::sync::mpsc::Re
     let mut ticks: u32 = 0;
     let adding: Arc<Mutex<BTreeSet<NodeId>>> = Arc::default();
     let retiring: Arc<Mutex<BTreeSet<NodeId>>> = Arc::default();
-    let recording: Arc<std::sync::atomic::AtomicBool> = Arc::default();
     let mut founded = false;
     loop {
         let hello = tokio::select! {
@@ -667,7 +696,7 @@ async fn discover(meta: std::sync::Weak<Meta>, mut hellos: tokio::sync::mpsc::Re
                 }
             }
         }
-        if status.role == Role::Leader {
+        if meta.leads() {
             for node in meta.newcomers(&status) {
                 if !adding.lock().insert(node) {
                     continue;
@@ -684,12 +713,12 @@ async fn discover(meta: std::sync::Weak<Meta>, mut hellos: tokio::sync::mpsc::Re
                 });
             }
             meta.retire_superseded(&status, &retiring);
-            meta.record_members(&status, &recording);
+            meta.record_members(&status);
         }
     }
 }
 
-/// Logs leader changes and sends the leader-elected advisory when this server becomes leader.
+/// Logs leader changes.
 async fn watch_leader(meta: std::sync::Weak<Meta>) {
     let mut last: Option<(u64, Option<NodeId>)> = None;
     loop {
@@ -718,16 +747,40 @@ async fn watch_leader(meta: std::sync::Weak<Meta>) {
                 "JetStream cluster new metadata leader: {}",
                 meta.server_name
             );
-            meta.publish(
-                ADVISORY_SUBJECT,
-                None,
-                meta.leader_elected_advisory(&status),
-            );
         } else if let Some(leader) = status.leader {
             tracing::info!(
                 "JetStream cluster new metadata leader: {}",
                 meta.name_of(leader)
             );
+        }
+    }
+}
+
+/// When a quorum confirmed a new leadership of this server ([`Meta::leads`]): sends the
+/// leader-elected advisory and records the members' servers in the meta log at once (a member
+/// killed before its record committed could not be recognised after a wipe).
+async fn follow_leadership(
+    meta: std::sync::Weak<Meta>,
+    mut leading: tokio::sync::watch::Receiver<Option<u64>>,
+) {
+    let mut last = None;
+    loop {
+        let now = *leading.borrow_and_update();
+        if now.is_some() && now != last {
+            let Some(meta) = meta.upgrade() else {
+                return;
+            };
+            let status = meta.group.status();
+            meta.publish(
+                ADVISORY_SUBJECT,
+                None,
+                meta.leader_elected_advisory(&status),
+            );
+            meta.record_members(&status);
+        }
+        last = now;
+        if leading.changed().await.is_err() {
+            return;
         }
     }
 }

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use nats_jetstream::Message;
-use nats_raft::{GroupStatus, NodeId, Role};
+use nats_raft::{GroupStatus, NodeId};
 use serde_json::{json, Value};
 
 use super::meta::Meta;
@@ -18,10 +18,10 @@ const HEALTH_CONTACT_WINDOW: Duration = Duration::from_secs(3);
 
 impl Meta {
     pub(super) async fn stepdown(&self, message: Message) {
-        let status = self.group.status();
-        if status.role != Role::Leader {
+        if !self.leads() {
             return;
         }
+        let status = self.group.status();
         let Some(reply) = message.reply.clone() else {
             return;
         };

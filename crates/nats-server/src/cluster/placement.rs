@@ -17,13 +17,10 @@ use nats_raft::{RaftGroup, RaftGroupError, Role};
 use time::OffsetDateTime;
 
 use super::assignments::{ClientInfo, Entry, Group, Operation, StreamRecord};
-use super::meta::Meta;
+use super::meta::{Meta, META_QUORUM_LOST};
 use super::peer;
 
 const NO_SUITABLE_PEERS: &str = "no suitable peers for placement";
-/// A meta leader that no quorum acknowledged for this long is as good as none (its heartbeats
-/// go every 500 ms; the followers' lease is 4 s too).
-const META_QUORUM_LOST: std::time::Duration = std::time::Duration::from_secs(4);
 /// How long a proposal refused by a meta leader that still leads is made again (see
 /// [`propose`]), and how often.
 const LEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
@@ -138,12 +135,14 @@ impl Cluster for AccountMeta {
     }
 
     fn is_meta_leader(&self) -> bool {
-        self.meta.group.status().role == Role::Leader
+        self.meta.leads()
     }
 
-    /// No leader known here, or this leader has not heard from a quorum for a while since it
-    /// took the role (it keeps the role in openraft; nats-server's leader steps down). A leader
-    /// just elected, its first heartbeat round not yet acknowledged, is available.
+    /// No leader known here once the group has run [`META_QUORUM_LOST`] in this process (as
+    /// nats-server's `isLeaderless`: a server just restarted has not heard the leader yet), or
+    /// this leader has not heard from a quorum for a while since it took the role (it keeps the
+    /// role in openraft; nats-server's leader steps down). A leader just elected, its first
+    /// heartbeat round not yet acknowledged, is available.
     fn meta_unavailable(&self) -> bool {
         let status = self.meta.group.status();
         match status.role {
@@ -151,7 +150,7 @@ impl Cluster for AccountMeta {
                 .without_quorum_for()
                 .is_some_and(|age| age > META_QUORUM_LOST),
             Role::Leader => false,
-            _ => status.leader.is_none(),
+            _ => status.leader.is_none() && self.meta.started.elapsed() > META_QUORUM_LOST,
         }
     }
 

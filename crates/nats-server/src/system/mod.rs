@@ -261,10 +261,7 @@ fn answer(server: &Arc<Server>, message: &Message) {
     // nats-server's `leader_only`: in a cluster only the meta leader answers JSZ.
     if endpoint == Endpoint::Jsz
         && options.get("leader_only") == Some(&Value::Bool(true))
-        && server
-            .meta
-            .get()
-            .is_some_and(|meta| meta.group().status().role != nats_raft::Role::Leader)
+        && server.meta.get().is_some_and(|meta| !meta.leads())
     {
         return;
     }

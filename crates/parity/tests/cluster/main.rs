@@ -38,6 +38,7 @@ mod message_ttl;
 mod messaging;
 mod meta;
 mod meta_fresh_leader;
+mod meta_restart;
 mod operator_jetstream;
 mod operator_resolver;
 mod reload_cluster;
