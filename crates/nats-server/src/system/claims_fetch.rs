@@ -4,7 +4,8 @@
 //! for a JWT; one that verifies is kept in the cache directory and its account added, before
 //! the CONNECT is checked. Runs on the connecting client's reader task, so only that client
 //! waits. A route's `RS+` in an account not held yet fetches it the same way, on a task of
-//! its own (full resolvers too, as nats-server's `DirAccResolver.Fetch`).
+//! its own (full resolvers too, as nats-server's `DirAccResolver.Fetch`), and so does a routed
+//! message (`RMSG`) in one, as nats-server's `LookupAccount` for it.
 
 use super::claims::apply;
 use crate::security::jwt::{self, claims::UserFields, resolver::UpdateOutcome};
@@ -64,6 +65,25 @@ pub(crate) async fn fetch_account(server: Arc<Server>, key: String) {
         Ok(_) => {}
         Err(error) => tracing::warn!("cache resolver: account {key}: {error}"),
     }
+}
+
+/// [`fetch_account`] on a task of its own, for a route's `RS+` or `RMSG` naming an account not
+/// held (nats-server's route reader looks the account up itself; ours goes on reading): at
+/// most one such fetch per account at a time, so a flood of lines costs one lookup.
+pub(crate) fn fetch_account_aside(server: &Arc<Server>, key: &str) {
+    let Some(resolver) = &server.jwt else {
+        return;
+    };
+    if resolver.directory().is_none() || !jwt::is_account_key(key) || !resolver.begin_fetch(key) {
+        return;
+    }
+    let (server, key) = (server.clone(), key.to_string());
+    tokio::spawn(async move {
+        fetch_account(server.clone(), key.clone()).await;
+        if let Some(resolver) = &server.jwt {
+            resolver.end_fetch(&key);
+        }
+    });
 }
 
 /// Ask the cluster for `key`'s JWT; the first non-empty answer within `timeout`.

@@ -19,6 +19,7 @@ per_composition!(
     a_server_down_during_a_push_learns_it_from_its_peers,
     a_cache_resolver_fetches_an_account_from_a_full_one,
     interest_in_an_account_a_server_lacks_is_kept_until_it_arrives,
+    an_account_one_node_never_saw_carries_messages_both_ways,
     a_cache_resolver_keeps_its_limit_of_accounts,
     a_cache_resolver_counts_a_first_use_after_a_restart,
     a_cache_resolver_removes_an_account_after_its_ttl
@@ -300,39 +301,90 @@ async fn interest_in_an_account_a_server_lacks_is_kept_until_it_arrives(composit
     let trust = Trust::new();
     let directory = tempfile::tempdir().expect("resolver dirs");
     let cluster = start_cached(composition, &trust, &directory);
-    let tenant = nkeys::KeyPair::new_account();
-    push_cached(&cluster, &trust, &tenant).await;
-    let user = nkeys::KeyPair::new_user();
-    let user_jwt = user_jwt(&user, &tenant, None, json!({}));
+    let (user_jwt, user) = pushed_tenant_user(&cluster, &trust).await;
     let subscriber = connect_when_known(&cluster, 1, &user_jwt, &user).await;
     let mut orders = subscriber.subscribe("orders").await.expect("subscribe");
     subscriber.flush().await.expect("flush");
 
     let publisher = connect_when_known(&cluster, 2, &user_jwt, &user).await;
+    publish_until_received(
+        &cluster,
+        &publisher,
+        "orders",
+        &mut orders,
+        "node 2 to node 1",
+    )
+    .await;
+}
+
+/// A new account pushed to node 0 of [`start_cached`]'s cluster: a user JWT of it and the key.
+async fn pushed_tenant_user(cluster: &Cluster, trust: &Trust) -> (String, nkeys::KeyPair) {
+    let tenant = nkeys::KeyPair::new_account();
+    push_cached(cluster, trust, &tenant).await;
+    let user = nkeys::KeyPair::new_user();
+    (user_jwt(&user, &tenant, None, json!({})), user)
+}
+
+/// Publishes `subject` (its name the payload) through `publisher` until `subscriber` (on
+/// another node) receives it, within [`WAIT`]; `what` names the direction for the failure.
+async fn publish_until_received(
+    cluster: &Cluster,
+    publisher: &async_nats::Client,
+    subject: &str,
+    subscriber: &mut async_nats::Subscriber,
+    what: &str,
+) {
     let deadline = Instant::now() + WAIT;
     loop {
         publisher
-            .publish("orders", "one".into())
+            .publish(subject.to_string(), subject.to_string().into())
             .await
             .expect("publish");
         publisher.flush().await.expect("flush");
-        match tokio::time::timeout(
-            Duration::from_millis(100),
-            futures::StreamExt::next(&mut orders),
-        )
-        .await
-        {
-            Ok(Some(message)) => {
-                assert_eq!(&message.payload[..], b"one");
-                break;
-            }
-            _ => assert!(
-                Instant::now() < deadline,
-                "nothing published on node 2 reached node 1's subscriber\n{}",
-                cluster.logs()
-            ),
+        if let Some(message) = next_within(subscriber, Duration::from_millis(100)).await {
+            assert_eq!(&message.payload[..], subject.as_bytes());
+            return;
         }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: nothing arrived\n{}",
+            cluster.logs()
+        );
     }
+}
+
+/// An account only node 2 has seen: its user there subscribes (a plain and a queue
+/// subscription) while node 1 has never held the account, whose `RS+` lines reach node 1 in
+/// an account it lacks (nats-server looks the account up through its resolver and applies
+/// the interest). A user of the account then connects to node 1: what it publishes reaches
+/// both of node 2's subscriptions, and what node 2's user publishes reaches node 1's
+/// subscriber.
+async fn an_account_one_node_never_saw_carries_messages_both_ways(composition: Composition) {
+    let trust = Trust::new();
+    let directory = tempfile::tempdir().expect("resolver dirs");
+    let cluster = start_cached(composition, &trust, &directory);
+    let (user_jwt, user) = pushed_tenant_user(&cluster, &trust).await;
+    let second = connect_when_known(&cluster, 2, &user_jwt, &user).await;
+    let mut up = second.subscribe("up").await.expect("subscribe");
+    let mut work = second
+        .queue_subscribe("work", "workers".to_string())
+        .await
+        .expect("queue subscribe");
+    second.flush().await.expect("flush");
+
+    let first = connect_when_known(&cluster, 1, &user_jwt, &user).await;
+    let mut down = first.subscribe("down").await.expect("subscribe");
+    first.flush().await.expect("flush");
+    publish_until_received(&cluster, &first, "up", &mut up, "node 1 to node 2").await;
+    publish_until_received(
+        &cluster,
+        &first,
+        "work",
+        &mut work,
+        "node 1 to node 2's queue",
+    )
+    .await;
+    publish_until_received(&cluster, &second, "down", &mut down, "node 2 to node 1").await;
 }
 
 async fn a_cache_resolver_fetches_an_account_from_a_full_one(composition: Composition) {
@@ -399,4 +451,98 @@ async fn a_pushed_account_reaches_every_full_resolver(composition: Composition) 
         .await
         .expect("the tenant's message crossed the routes");
     assert_eq!(&message.payload[..], b"hello");
+}
+
+/// A routed message (`RMSG`) in an account a cache resolver has not loaded: the server looks
+/// the account up as nats-server's `LookupAccount` does, asking the cluster
+/// (`$SYS.REQ.ACCOUNT.<key>.CLAIMS.LOOKUP`, here answered by a fake peer on its route port),
+/// and keeps the JWT. Before, ours dropped the message and never asked.
+#[test]
+fn a_routed_message_in_an_unknown_account_fetches_it() {
+    use test_harness::{free_port, RawClient, ServerOptions, TestServer};
+    let trust = Trust::new();
+    let system = trust.system.public_key();
+    let directory = tempfile::tempdir().expect("resolver dir");
+    let route_port = free_port();
+    let server = TestServer::start(ServerOptions {
+        config: Some(format!(
+            "operator: \"{}\"\nsystem_account: {system}\n\
+             resolver_preload {{ {system}: \"{}\" }}\n\
+             resolver {{ type: cache, dir: \"{}\", timeout: \"2s\" }}\n\
+             cluster {{ name: C1, listen: \"127.0.0.1:{route_port}\" }}\n",
+            trust.operator_jwt(),
+            trust.system_jwt,
+            directory.path().display()
+        )),
+        ..Default::default()
+    });
+    let tenant = nkeys::KeyPair::new_account();
+    let key = tenant.public_key();
+    let jwt = account_jwt(&tenant, &trust.operator, json!({}));
+
+    let fake_route = |id: &str| {
+        let mut route = RawClient::connect_addr(&format!("127.0.0.1:{route_port}"));
+        route.send(&format!(
+            "CONNECT {{\"echo\":false,\"verbose\":false,\"pedantic\":false,\
+             \"tls_required\":false,\"headers\":true,\"name\":\"{id}\",\"cluster\":\"C1\"}}\r\n\
+             INFO {{\"server_id\":\"{id}\",\"server_name\":\"{id}\",\"version\":\"2.9.0\",\
+             \"proto\":1,\"host\":\"127.0.0.1\",\"port\":1,\"headers\":true,\"cluster\":\"C1\"}}\r\n\
+             PING\r\n"
+        ));
+        // The server's own interest and PINGs come first; its PONG says it took ours.
+        while route.read_line().expect("route up") != "PONG" {}
+        route
+    };
+    // nats-server's route reader waits for the lookup's answer, which must come on another
+    // route (as from another server).
+    let mut answering = fake_route("NFAKEANSWER");
+    let mut route = fake_route("NFAKELOOKUP");
+    route.send(&format!(
+        "RS+ {system} $SYS.REQ.ACCOUNT.*.CLAIMS.LOOKUP\r\nPING\r\n"
+    ));
+    // The server's own interest and PINGs come first; its PONG says our RS+ is in.
+    while route.read_line().expect("route up") != "PONG" {}
+    route.send(&format!("RMSG {key} orders 2\r\nhi\r\n"));
+
+    let lookup = format!("$SYS.REQ.ACCOUNT.{key}.CLAIMS.LOOKUP");
+    let deadline = Instant::now() + WAIT;
+    let reply = loop {
+        assert!(
+            Instant::now() < deadline,
+            "no lookup of {key}\n{}",
+            server.log()
+        );
+        let Some(line) = route.read_line() else {
+            continue;
+        };
+        if line == "PING" {
+            route.send("PONG\r\n");
+            continue;
+        }
+        let fields: Vec<&str> = line.split(' ').collect();
+        if !matches!(fields[0], "RMSG" | "HMSG") {
+            continue;
+        }
+        let size = fields
+            .last()
+            .and_then(|size| size.parse().ok())
+            .expect("message size");
+        route.read_payload(size).expect("payload");
+        if fields[1] == system && fields[2] == lookup {
+            break fields[3].to_string();
+        }
+    };
+    answering.send(&format!("RMSG {system} {reply} {}\r\n{jwt}\r\n", jwt.len()));
+
+    let cached = directory.path().join(format!("{key}.jwt"));
+    let deadline = Instant::now() + WAIT;
+    while !cached.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "{} not cached\n{}",
+            cached.display(),
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

@@ -1,14 +1,14 @@
 //! What a registered peer sends after the handshake: interest (`RS+`/`RS-`, kept in the named
 //! account's sublist as route subscribers; in an account not held yet, kept aside on the link
 //! while the account is fetched, and taken in once it is added) and routed messages
-//! (`RMSG`/`HMSG`, to local subscribers only).
+//! (`RMSG`/`HMSG`, to local subscribers only; one in an account not held fetches it too).
 
 use super::Session;
 use crate::accounts::Account;
 use crate::route::link::MAX_PENDING_INTEREST;
 use crate::router::{Delivery, Subscriber};
 use crate::security::jwt;
-use crate::system::claims_fetch::fetch_account;
+use crate::system::claims_fetch::fetch_account_aside;
 use nats_proto::RoutedMessage;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -80,20 +80,18 @@ impl Session {
             subject.to_string(),
             queue.map(str::to_string),
         );
-        let first = {
+        {
             let mut pending = link.pending.lock();
             if pending.len() >= MAX_PENDING_INTEREST && !pending.contains_key(&key) {
                 return;
             }
-            let first = !pending.keys().any(|(held, _, _)| held.as_ref() == name);
             pending.insert(key, weight);
-            first
-        };
+        }
         // Added meanwhile: whoever takes the entry out of `pending` applies it.
         if let Some(account) = self.server.accounts.lookup(name) {
             link.adopt_pending(&account);
-        } else if first {
-            tokio::spawn(fetch_account(self.server.clone(), name.to_string()));
+        } else {
+            fetch_account_aside(&self.server, name);
         }
     }
 
@@ -134,6 +132,13 @@ impl Session {
             return;
         }
         let Some(account) = self.account(&message.account) else {
+            // Nobody here can be subscribed in it; nats-server looks the account up (and
+            // adds it) all the same.
+            if self.accounts_can_arrive() {
+                if let Ok(name) = std::str::from_utf8(&message.account) {
+                    fetch_account_aside(&self.server, name);
+                }
+            }
             return;
         };
         let delivery = Delivery {

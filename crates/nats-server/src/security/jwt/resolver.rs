@@ -103,6 +103,9 @@ pub struct Resolver {
     directory: Option<super::directory::Directory>,
     /// Moves on every accepted update.
     pub revision: tokio::sync::watch::Sender<u64>,
+    /// Accounts being fetched from the cluster aside from any client (for a route's `RS+` or
+    /// `RMSG`): one fetch per account at a time.
+    fetching: parking_lot::Mutex<HashSet<String>>,
 }
 
 impl Resolver {
@@ -117,6 +120,7 @@ impl Resolver {
             accounts: RwLock::new(HashSet::new()),
             directory: None,
             revision: tokio::sync::watch::Sender::new(0),
+            fetching: Default::default(),
         }
     }
 
@@ -189,6 +193,16 @@ impl Resolver {
         self.directory
             .as_ref()
             .is_some_and(|directory| directory.cache)
+    }
+
+    /// Mark `key` as being fetched aside; false when a fetch of it is already under way.
+    pub(crate) fn begin_fetch(&self, key: &str) -> bool {
+        self.fetching.lock().insert(key.to_string())
+    }
+
+    /// The fetch [`Resolver::begin_fetch`] marked is over.
+    pub(crate) fn end_fetch(&self, key: &str) {
+        self.fetching.lock().remove(key);
     }
 
     /// The full (or cache) resolver's directory, if this is one.
