@@ -27,10 +27,25 @@ fn encoded(records: &[Record]) -> Vec<u8> {
     serde_json::to_vec(records).expect("records")
 }
 
-/// A log whose proposals resolve one per permit the test adds, failing while `fail`.
+/// A log whose proposals resolve one per permit the test adds, failing while `fail`; its
+/// leader lease holds while `lease`.
 struct Gated {
     permits: Arc<tokio::sync::Semaphore>,
     fail: Arc<AtomicBool>,
+    lease: Arc<AtomicBool>,
+    /// The leadership the stream sees (none unless a test says so).
+    leading: tokio::sync::watch::Sender<Option<u64>>,
+}
+
+impl Gated {
+    fn new() -> Arc<Gated> {
+        Arc::new(Gated {
+            permits: Arc::new(tokio::sync::Semaphore::new(0)),
+            fail: Arc::default(),
+            lease: Arc::new(AtomicBool::new(true)),
+            leading: tokio::sync::watch::channel(None).0,
+        })
+    }
 }
 
 impl Replicator for Gated {
@@ -48,11 +63,11 @@ impl Replicator for Gated {
         })
     }
     fn leadership(&self) -> tokio::sync::watch::Receiver<Option<u64>> {
-        tokio::sync::watch::channel(None).1
+        self.leading.subscribe()
     }
     fn rebuilt(&self) {}
     fn lease(&self) -> Arc<dyn crate::Lease> {
-        Arc::new(AtomicBool::new(true))
+        self.lease.clone()
     }
 }
 
@@ -62,10 +77,7 @@ fn gated() -> (
     Proposals,
     mpsc::UnboundedReceiver<crate::Message>,
 ) {
-    let log = Arc::new(Gated {
-        permits: Arc::new(tokio::sync::Semaphore::new(0)),
-        fail: Arc::default(),
-    });
+    let log = Gated::new();
     let replicas = ReplicatedConsumers::new(log.clone(), Weak::new());
     let router = crate::test_transport::TestRouter::new();
     let answers = router.channel("answer.>");
@@ -152,33 +164,11 @@ async fn losing_the_leadership_stops_every_consumer_while_the_admin_lock_is_held
 /// leadership (with the admin lock held elsewhere meanwhile when `lock_held`): every one stops
 /// at once; the change completes once the lock is free and the log resolves the drains.
 async fn lose_the_leadership(lock_held: bool) {
-    let log = Arc::new(Gated {
-        permits: Arc::new(tokio::sync::Semaphore::new(0)),
-        fail: Arc::default(),
-    });
+    let log = Gated::new();
     let router = crate::test_transport::TestRouter::new();
     let transport: Arc<dyn Transport> = router.clone();
     let dir = tempfile::tempdir().expect("tempdir");
-    let stream_config = serde_json::from_value(serde_json::json!({
-        "name": "S", "subjects": ["s"], "storage": "memory", "num_replicas": 3,
-    }))
-    .expect("stream config");
-    let context = crate::stream::IngestContext {
-        transport: transport.clone(),
-        sync_always: false,
-        domain: None,
-        usage: Arc::new(crate::resources::Usage::new(1 << 30, 1 << 30)),
-        batch_limits: Default::default(),
-    };
-    let (stream, _machine) = Stream::start_replicated(
-        stream_config,
-        1,
-        dir.path(),
-        crate::SyncPolicy::default(),
-        context,
-        log.clone(),
-    )
-    .expect("stream starts");
+    let stream = replicated_stream(&log, &transport, dir.path());
     let replicas = ReplicatedConsumers::new(log.clone(), Arc::downgrade(&stream));
     let names = ["A", "B", "C"];
     let created: Vec<Record> = names
@@ -247,6 +237,99 @@ async fn lose_the_leadership(lock_held: bool) {
         .await
         .expect("deactivated within the bound")
         .expect("deactivate");
+    stream.stop(false).await;
+}
+
+/// A replicated memory stream `S` (subject `s`) proposing through `log`.
+fn replicated_stream(
+    log: &Arc<Gated>,
+    transport: &Arc<dyn Transport>,
+    dir: &std::path::Path,
+) -> Arc<Stream> {
+    let stream_config = serde_json::from_value(serde_json::json!({
+        "name": "S", "subjects": ["s"], "storage": "memory", "num_replicas": 3,
+        "max_msgs": -1, "max_bytes": -1, "max_msg_size": -1, "max_consumers": -1,
+        "max_msgs_per_subject": -1,
+    }))
+    .expect("stream config");
+    let context = crate::stream::IngestContext {
+        transport: transport.clone(),
+        sync_always: false,
+        domain: None,
+        usage: Arc::new(crate::resources::Usage::new(1 << 30, 1 << 30)),
+        batch_limits: Default::default(),
+    };
+    let (stream, _machine) = Stream::start_replicated(
+        stream_config,
+        1,
+        dir,
+        crate::SyncPolicy::default(),
+        context,
+        log.clone(),
+    )
+    .expect("stream starts");
+    stream
+}
+
+/// A replicated push consumer delivers nothing while its leader's lease is out (a leader
+/// paused or cut off past it may have been replaced), keeps what is due, and delivers it once
+/// the lease is back.
+#[tokio::test]
+async fn a_push_consumer_holds_its_deliveries_while_the_lease_is_out() {
+    let log = Gated::new();
+    log.permits.add_permits(1_000);
+    // This node leads the stream (its ingest takes publishes), with the lease out below.
+    log.leading.send_replace(Some(1));
+    let router = crate::test_transport::TestRouter::new();
+    let transport: Arc<dyn Transport> = router.clone();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let stream = replicated_stream(&log, &transport, dir.path());
+    let replicas = ReplicatedConsumers::new(log.clone(), Arc::downgrade(&stream));
+    let mut config = config();
+    config.durable_name = "P".into();
+    config.deliver_subject = "out".into();
+    let create = Record::Create {
+        name: "P".into(),
+        config: Box::new(config),
+        created: 1,
+        start_seq: 1,
+    };
+    replicas.apply(&encoded(&[create])).expect("apply");
+    let mut out = router.channel("out");
+    let consumers = Arc::new(Consumers::replicated_by(replicas.clone()));
+    let home = Home {
+        stream: &stream,
+        consumers: &consumers,
+        transport: &transport,
+        domain: None,
+    };
+    log.lease.store(false, Ordering::SeqCst);
+    activate(&home, &replicas);
+    let mut pub_ack = router.channel("ack");
+    stream.send(crate::stream::StreamCommand::Publish(crate::Message {
+        subject: Bytes::from_static(b"s"),
+        reply: Some(Bytes::from_static(b"ack")),
+        headers: None,
+        payload: Bytes::from_static(b"held"),
+    }));
+    // The message is stored and committed (the log resolves at once) but not delivered.
+    let acked = tokio::time::timeout(Duration::from_secs(5), pub_ack.recv())
+        .await
+        .expect("PubAck within the bound")
+        .expect("channel");
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&acked.payload).expect("PubAck")["seq"],
+        1,
+        "{acked:?}"
+    );
+    let early = tokio::time::timeout(Duration::from_millis(300), out.recv()).await;
+    assert!(early.is_err(), "delivered without the lease: {early:?}");
+    log.lease.store(true, Ordering::SeqCst);
+    let delivered = tokio::time::timeout(Duration::from_secs(5), out.recv())
+        .await
+        .expect("delivered once the lease is back")
+        .expect("channel");
+    assert_eq!(delivered.payload, Bytes::from_static(b"held"));
     stream.stop(false).await;
 }
 
