@@ -369,16 +369,15 @@ impl Stream {
     }
 
     /// The ingest task's store now holds `bytes` with the stream at `replicas` replicas: the
-    /// account usage follows (until a delete), in the tier of `replicas` (`None`: the bytes
-    /// counted already, moved to that tier after a scale).
+    /// account usage follows (until a delete), in the tier of `replicas` (the bytes counted
+    /// before move there when the count changed, as nats-server moves a stream's usage).
     pub(crate) fn count_usage(
         &self,
         storage: jetstream_api::StorageType,
         replicas: i64,
-        bytes: Option<i64>,
+        bytes: i64,
     ) {
         if let Some((counted, tier)) = self.counted_bytes.lock().as_mut() {
-            let bytes = bytes.unwrap_or(*counted);
             if *tier != replicas {
                 self.usage.add(storage, *tier, -*counted);
                 self.usage.add(storage, replicas, bytes);

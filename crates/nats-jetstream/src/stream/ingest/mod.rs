@@ -218,9 +218,6 @@ impl Ingest {
     fn set_config(&mut self, config: StreamConfig) {
         self.transforms = Transforms::compile(&config);
         self.config = config;
-        // A scale moves the stream's bytes to the tier of its new replica count.
-        self.stream
-            .count_usage(self.config.storage, self.config.replicas, None);
         self.ack_prefix = ack_prefix(&self.config.name, self.context.domain.as_deref());
     }
 }
@@ -547,7 +544,7 @@ impl Ingest {
         self.stream.count_usage(
             self.config.storage,
             self.config.replicas,
-            Some(store.state().bytes as i64),
+            store.state().bytes as i64,
         );
     }
 
