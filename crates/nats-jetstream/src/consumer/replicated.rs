@@ -146,20 +146,32 @@ impl SnapshotConsumer {
     }
 }
 
-/// The proposal that brings `consumers` into a stream's log with their states.
-pub(crate) fn import_batch(consumers: Vec<SnapshotConsumer>) -> Result<Bytes, ReplicationError> {
+/// The proposal that brings `consumers` into a stream's log with their states, in the form
+/// `replicator`'s group reads.
+pub(crate) fn import_batch(
+    consumers: Vec<SnapshotConsumer>,
+    replicator: &dyn Replicator,
+) -> Result<Bytes, ReplicationError> {
     let records: Vec<Record> = consumers
         .into_iter()
         .map(|consumer| Record::Import(Box::new(consumer)))
         .collect();
-    encode_records(&records)
+    encode_records(&records, replicator)
 }
 
-/// A proposal of consumer records, as the stream's log carries it.
-fn encode_records(records: &[Record]) -> Result<Bytes, ReplicationError> {
+/// A proposal of consumer records, as the stream's log carries it: the binary form when every
+/// member of `replicator`'s group reads it, the JSON array otherwise (`codec.rs`).
+fn encode_records(
+    records: &[Record],
+    replicator: &dyn Replicator,
+) -> Result<Bytes, ReplicationError> {
     let mut batch = vec![CONSUMER_BATCH];
-    codec::encode(records, &mut batch)
-        .map_err(|error| ReplicationError::Failed(error.to_string()))?;
+    let encoded = if replicator.binary_consumer_records() {
+        codec::encode(records, &mut batch)
+    } else {
+        codec::encode_json(records, &mut batch)
+    };
+    encoded.map_err(|error| ReplicationError::Failed(error.to_string()))?;
     Ok(Bytes::from(batch))
 }
 
@@ -269,7 +281,9 @@ impl ReplicatedConsumers {
 
     /// Proposes `records`; resolves once they are committed (and applied here).
     pub(crate) async fn propose(&self, records: &[Record]) -> Result<(), ReplicationError> {
-        self.replicator.propose(encode_records(records)?).await
+        self.replicator
+            .propose(encode_records(records, &*self.replicator)?)
+            .await
     }
 
     /// Every committed consumer, by name.

@@ -72,7 +72,7 @@ impl Registry {
                 propose_until(&*replicator, batch).await.map_err(failed)?;
             }
             if !consumers.is_empty() {
-                let batch = import_batch(consumers).map_err(failed)?;
+                let batch = import_batch(consumers, &*replicator).map_err(failed)?;
                 propose_until(&*replicator, batch).await.map_err(failed)?;
             }
             Ok(stream)

@@ -205,7 +205,8 @@ impl Meta {
     }
 
     /// Leader: records in the meta log the server of every member heard from whose record is
-    /// missing or differs, one run at a time (`recording_members`). Called when a quorum confirmed a new leadership
+    /// missing or differs, one run at a time (`recording_members`), when every member reads
+    /// `member` entries (`features.rs`). Called when a quorum confirmed a new leadership
     /// (`meta.rs` `follow_leadership`) and at each announcement or tick while leading.
     pub(super) fn record_members(self: &Arc<Self>, status: &GroupStatus) {
         let recording = &self.recording_members;
@@ -227,6 +228,11 @@ impl Meta {
                 .collect()
         };
         if unrecorded.is_empty() {
+            return;
+        }
+        // Older rnats builds cannot apply a `member` entry (`features.rs`).
+        let members = status.voters.iter().chain(status.learners.iter()).copied();
+        if !self.reads(super::features::Feature::MemberRecords, members) {
             return;
         }
         if recording.swap(true, Ordering::AcqRel) {

@@ -1,8 +1,9 @@
 //! [`Meta`]: the JetStream meta group of this server: every JetStream-enabled rnats server of the
 //! cluster in one Raft group (`_meta_`), found through announcements on routes.
 //!
-//! - Discovery: each server announces `{name, peer, formed}` on `$RNATS.RAFT.HELLO` in the
-//!   system account every second until the group has formed, every five after.
+//! - Discovery: each server announces `{name, peer, formed, incarnation, level}` on
+//!   `$RNATS.RAFT.HELLO` in the system account every second until the group has formed, every
+//!   five after (`level`: what its build reads, `features.rs`).
 //! - Bootstrap: the group starts without a membership. It is founded once, by one server: the
 //!   lowest-named of the servers it knows, when it knows at least the expected size (its
 //!   configured routes that are not itself, plus itself, as nats-server sizes its meta group)
@@ -61,6 +62,8 @@ pub(super) struct Known {
     formed: bool,
     /// Its store's incarnation (`incarnation.rs`).
     pub(super) incarnation: u64,
+    /// Its build's feature level (`features.rs`; 0 when it announced none).
+    pub(super) level: u32,
     /// When its last announcement came.
     pub(super) heard: Instant,
 }
@@ -269,6 +272,7 @@ impl Meta {
                 name: options.server_name.clone(),
                 formed: false,
                 incarnation: options.incarnation,
+                level: super::features::LEVEL,
                 heard: Instant::now(),
             },
         );
@@ -539,6 +543,7 @@ impl Meta {
                 "peer": self.own_peer,
                 "formed": formed,
                 "incarnation": self.incarnation,
+                "level": super::features::LEVEL,
             }),
         );
     }
@@ -556,6 +561,9 @@ impl Meta {
             return false;
         };
         let incarnation = hello["incarnation"].as_u64().unwrap_or(0);
+        let level = hello["level"]
+            .as_u64()
+            .map_or(0, |level| u32::try_from(level).unwrap_or(u32::MAX));
         if peer_id == self.own_peer || peer::incarnation_peer_id(name, incarnation) != peer_id {
             return false;
         }
@@ -564,6 +572,7 @@ impl Meta {
             name: name.to_string(),
             formed,
             incarnation,
+            level,
             heard: Instant::now(),
         };
         self.known

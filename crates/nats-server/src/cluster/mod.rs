@@ -10,6 +10,7 @@
 //! of sockets or the route protocol; it knows no stream internals either (nats-jetstream's).
 
 pub mod assignments;
+mod features;
 mod incarnation;
 mod membership;
 pub mod meta;

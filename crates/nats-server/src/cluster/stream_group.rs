@@ -572,6 +572,11 @@ impl Replicator for GroupReplicator {
             None => Arc::new(NoLease),
         }
     }
+
+    fn binary_consumer_records(&self) -> bool {
+        self.0
+            .reads(super::features::Feature::BinaryConsumerRecords)
+    }
 }
 
 /// The group's leader lease, as the stream's consumers read it.
@@ -580,6 +585,22 @@ struct RaftLease(Arc<nats_raft::LeaderLease>);
 impl Lease for RaftLease {
     fn holds(&self) -> bool {
         self.0.holds()
+    }
+}
+
+impl ReplicatedStream {
+    /// Whether every member of the group (the assigned peers, and the group's voters and
+    /// learners while a change is under way) reads `feature` (`features.rs`).
+    fn reads(&self, feature: super::features::Feature) -> bool {
+        let mut members: std::collections::BTreeSet<NodeId> =
+            self.target.lock().iter().copied().collect();
+        if let Some(group) = self.raft() {
+            let status = group.status();
+            members.extend(status.voters.iter().chain(status.learners.iter()).copied());
+        }
+        self.meta
+            .upgrade()
+            .is_some_and(|meta| meta.reads(feature, members))
     }
 }
 

@@ -5,7 +5,9 @@
 //! JSON. Layout, integers little-endian: `version u8 = 1`, then records to the end, each a tag
 //! byte and its fields; strings and byte blocks as `u32 length + bytes`.
 //!
-//! Logs written before this form carry a JSON array of records (first byte `[`): still read.
+//! Logs written before this form carry a JSON array of records (first byte `[`): still read, and
+//! still written while a member of the stream's group runs an rnats build from before this form
+//! (`Replicator::binary_consumer_records`, decided by nats-server's `cluster/features.rs`).
 
 use super::super::apply::ConsumerEntry;
 use super::Record;
@@ -50,6 +52,12 @@ pub(crate) fn encode(records: &[Record], buffer: &mut Vec<u8>) -> Result<(), Cod
         }
     }
     Ok(())
+}
+
+/// Appends `records` as the JSON array of older logs (for a group with a member of an older
+/// build, which reads only that).
+pub(crate) fn encode_json(records: &[Record], buffer: &mut Vec<u8>) -> Result<(), CodecError> {
+    serde_json::to_writer(buffer, records).map_err(json_error)
 }
 
 /// The records of `bytes` (this form, or the JSON array of older logs).

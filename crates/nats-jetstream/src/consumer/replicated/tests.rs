@@ -3,7 +3,9 @@
 
 use super::*;
 
-struct NoLog;
+/// A log that takes no proposal; `NoLog(false)`: its group has a member of an rnats build from
+/// before the binary consumer records.
+struct NoLog(bool);
 
 impl Replicator for NoLog {
     fn propose(&self, _batch: Bytes) -> crate::ProposeFuture {
@@ -15,6 +17,9 @@ impl Replicator for NoLog {
     fn rebuilt(&self) {}
     fn lease(&self) -> Arc<dyn crate::Lease> {
         Arc::new(AtomicBool::new(true))
+    }
+    fn binary_consumer_records(&self) -> bool {
+        self.0
     }
 }
 
@@ -335,7 +340,7 @@ async fn a_push_consumer_holds_its_deliveries_while_the_lease_is_out() {
 
 #[test]
 fn records_build_the_committed_state_and_a_snapshot_carries_it() {
-    let replicas = ReplicatedConsumers::new(Arc::new(NoLog), Weak::new());
+    let replicas = ReplicatedConsumers::new(Arc::new(NoLog(true)), Weak::new());
     let delivered = first_delivery;
     let create = Record::Create {
         name: "C".into(),
@@ -362,7 +367,7 @@ fn records_build_the_committed_state_and_a_snapshot_carries_it() {
     assert_eq!(state.delivered.stream_seq, 4);
     assert_eq!(state.pending.keys().copied().collect::<Vec<_>>(), [4]);
 
-    let copy = ReplicatedConsumers::new(Arc::new(NoLog), Weak::new());
+    let copy = ReplicatedConsumers::new(Arc::new(NoLog(true)), Weak::new());
     copy.restore(&replicas.snapshot()).expect("restore");
     assert_eq!(copy.committed(), committed);
 
@@ -379,4 +384,22 @@ fn records_build_the_committed_state_and_a_snapshot_carries_it() {
     copy.restore(&[]).expect("restore");
     assert!(!copy.contains("C"));
     assert!(replicas.apply(b"not json").is_err());
+}
+
+#[test]
+fn records_are_a_json_array_while_a_member_of_the_group_reads_only_that() {
+    let records = vec![Record::Entries {
+        name: "C".into(),
+        entries: vec![first_delivery(1, 3)],
+    }];
+    let older = encode_records(&records, &NoLog(false)).expect("encode");
+    assert_eq!(older[0], CONSUMER_BATCH);
+    let array: Vec<Record> = serde_json::from_slice(&older[1..]).expect("a JSON array");
+    assert_eq!(array, records);
+    let binary = encode_records(&records, &NoLog(true)).expect("encode");
+    assert_ne!(binary[1], b'[');
+    assert!(binary.len() < older.len());
+    for batch in [older, binary] {
+        assert_eq!(codec::decode(&batch[1..]).expect("decode"), records);
+    }
 }

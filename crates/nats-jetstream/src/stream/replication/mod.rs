@@ -93,6 +93,13 @@ pub trait Replicator: Send + Sync + 'static {
     /// once its quorum may have elected another (its leadership watch flips only when its task
     /// runs).
     fn lease(&self) -> Arc<dyn Lease>;
+
+    /// Whether every member of the group reads consumer records in their binary form
+    /// (`consumer/replicated/codec.rs`): rnats builds from before it read only the JSON array,
+    /// and a rolling upgrade runs both. The JSON array otherwise.
+    fn binary_consumer_records(&self) -> bool {
+        true
+    }
 }
 
 /// A leader lease ([`Replicator::lease`]): must be cheap, it is read before every delivery batch.
