@@ -1,8 +1,12 @@
 //! WebSocket pub/sub throughput and request/reply latency, rnats beside nats-server: each
 //! round starts both servers with the same websocket listener (`no_tls: true`) and runs the
-//! same async-nats client over `ws://` against each in turn.
+//! same client over `ws://` against each in turn: by default the cheap raw client of `raw.rs`
+//! (`--client raw`), or async-nats (`--client async-nats`), whose own CPU bounded the figure.
 //!
 //! Usage: websocket-bench --ours PATH --ref PATH [--rounds N] [--messages N] [--size BYTES]
+//!        [--client raw|async-nats]
+
+mod raw;
 
 use anyhow::{bail, Context, Result};
 use futures::StreamExt;
@@ -135,6 +139,9 @@ async fn latency(port: u16, requests: usize) -> Result<(Duration, Duration)> {
     Ok((times[times.len() / 2], times[times.len() * 99 / 100]))
 }
 
+/// One server's name and its rounds' throughputs, request medians and p99s.
+type Samples = (&'static str, Vec<f64>, Vec<Duration>, Vec<Duration>);
+
 fn argument(arguments: &[String], name: &str) -> Option<String> {
     arguments
         .iter()
@@ -151,7 +158,12 @@ async fn main() -> Result<()> {
     let messages: usize =
         argument(&arguments, "--messages").map_or(Ok(200_000), |text| text.parse())?;
     let size: usize = argument(&arguments, "--size").map_or(Ok(128), |text| text.parse())?;
-    let mut results: Vec<(&str, Vec<f64>, Vec<Duration>, Vec<Duration>)> = vec![
+    let cheap = match argument(&arguments, "--client").as_deref() {
+        None | Some("raw") => true,
+        Some("async-nats") => false,
+        Some(other) => bail!("--client raw|async-nats, not {other}"),
+    };
+    let mut results: Vec<Samples> = vec![
         ("nats-server", Vec::new(), Vec::new(), Vec::new()),
         ("rnats", Vec::new(), Vec::new(), Vec::new()),
     ];
@@ -159,12 +171,24 @@ async fn main() -> Result<()> {
         for (index, binary) in [&reference, &ours].into_iter().enumerate() {
             let name = results[index].0;
             let (server, port) = start(binary, name)?;
-            let rate = pubsub(port, messages, size)
-                .await
-                .with_context(|| format!("{name} pubsub"))?;
-            let (median, p99) = latency(port, 5_000)
-                .await
-                .with_context(|| format!("{name} latency"))?;
+            let (rate, (median, p99)) = if cheap {
+                tokio::task::spawn_blocking(move || -> Result<_> {
+                    Ok((
+                        raw::pubsub(port, messages, size)?,
+                        raw::latency(port, 5_000)?,
+                    ))
+                })
+                .await?
+                .with_context(|| format!("{name} raw client"))?
+            } else {
+                let rate = pubsub(port, messages, size)
+                    .await
+                    .with_context(|| format!("{name} pubsub"))?;
+                let times = latency(port, 5_000)
+                    .await
+                    .with_context(|| format!("{name} latency"))?;
+                (rate, times)
+            };
             drop(server);
             println!(
                 "round {round} {:<11} pubsub {:>10.0} msgs/s  request p50 {:>7.1} us  p99 {:>7.1} us",
