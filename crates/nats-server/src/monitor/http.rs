@@ -98,7 +98,22 @@ where
 {
     let service = hyper::service::service_fn(move |request: Request<Incoming>| {
         let server = server.clone();
-        async move { Ok::<_, Infallible>(respond(&server, &request)) }
+        // Answers are built on a blocking thread: `/jsz?consumers=true` or `/metrics` over
+        // thousands of streams and consumers takes milliseconds of CPU, which on a runtime
+        // worker would hold up every client connection scheduled there (with two workers, half
+        // of them) for the whole scrape. The request's body is not read by any endpoint.
+        let (parts, _body) = request.into_parts();
+        let request = Request::from_parts(parts, ());
+        async move {
+            let answer = tokio::task::spawn_blocking(move || respond(&server, &request)).await;
+            Ok::<_, Infallible>(answer.unwrap_or_else(|_| {
+                response(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "text/plain; charset=utf-8",
+                    "the answer could not be built\n".into(),
+                )
+            }))
+        }
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
@@ -123,7 +138,7 @@ pub fn normalize_base_path(configured: &str) -> String {
     }
 }
 
-fn respond(server: &Server, request: &Request<Incoming>) -> Response<Body> {
+fn respond(server: &Server, request: &Request<()>) -> Response<Body> {
     let base = normalize_base_path(&server.options.http_base_path);
     let path = request.uri().path();
     let Some(endpoint) = path.strip_prefix(base.as_str()) else {
