@@ -36,10 +36,6 @@ impl<T: Clone> Slot<T> {
         self.value.read().clone()
     }
 
-    pub fn is_some(&self) -> bool {
-        self.value.read().is_some()
-    }
-
     pub(crate) fn set(&self, value: T) {
         *self.value.write() = Some(value);
     }

@@ -436,8 +436,6 @@ impl Server {
         let _ = entered.wait_for(|entered| *entered).await;
     }
 
-    /// Stops the meta group, the streams' groups and JetStream, once (lame duck mode does it
-    /// before closing the clients, shutdown otherwise).
     /// JetStream while it runs here (`None` once stopped: shut down, or this server was
     /// removed from its cluster).
     pub(crate) fn running_jetstream(&self) -> Option<nats_jetstream::JetStream> {
@@ -453,6 +451,8 @@ impl Server {
         *self.info_template.write() = None;
     }
 
+    /// Stops the meta group, the streams' groups and JetStream, once (lame duck mode does it
+    /// before closing the clients, shutdown otherwise, and a removal from the cluster).
     pub(crate) async fn stop_jetstream(&self) {
         if self.jetstream_stopped.swap(true, Ordering::AcqRel) {
             return;
