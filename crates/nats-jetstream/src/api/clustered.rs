@@ -633,6 +633,8 @@ pub(crate) async fn apply_stream_assignment(context: &Arc<Context>, assignment: 
 
 /// How long the servers of a new replicated stream wait for its first leader, who answers.
 const LEADER_WAIT: Duration = Duration::from_secs(10);
+/// How long a new stream leader's answer waits for its subject subscriptions.
+const SUBSCRIBE_WAIT: Duration = Duration::from_secs(2);
 
 /// Applies the assignment of a replicated stream on one of its peers: creates the replica and
 /// starts its Raft group, or updates the config (the leader through the group's log, a follower
@@ -685,6 +687,12 @@ async fn apply_replicated_assignment(context: &Arc<Context>, assignment: StreamA
     tokio::spawn(async move {
         if group.wait_for_leader(LEADER_WAIT).await != Some(true) {
             return;
+        }
+        // Answered once the leader's subject subscriptions exist: their interest then reaches
+        // the other servers ahead of the answer (the same routes), so a publish sent on the
+        // answer finds the stream, as on nats-server, whose leader subscribes before answering.
+        if let Ok((stream, _)) = &result {
+            stream.subscribed_within(SUBSCRIBE_WAIT).await;
         }
         answer_replicated_assignment(&context, assignment, result);
     });

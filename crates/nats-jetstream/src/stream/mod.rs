@@ -337,6 +337,22 @@ impl Stream {
         }
     }
 
+    /// Waits (up to `timeout`) until this server takes the stream's publishes: its subject
+    /// subscriptions exist (a replicated stream's leader subscribes from another task once its
+    /// leadership shows). True when they do, or when the stream has no subjects.
+    pub(crate) async fn subscribed_within(&self, timeout: std::time::Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if self.config.read().subjects.is_empty() || !self.subscriptions.lock().is_empty() {
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+    }
+
     pub(crate) fn unsubscribe_subjects(&self) {
         let mut ids = self.subscriptions.lock();
         for id in ids.drain(..) {

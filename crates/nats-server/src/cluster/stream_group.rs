@@ -661,7 +661,15 @@ impl StreamGroup for ReplicatedStream {
             let deadline = tokio::time::Instant::now() + timeout;
             let mut leadership = self.leadership.subscribe();
             loop {
-                if leadership.borrow_and_update().is_some() {
+                // This server leads, and a quorum acknowledged it: until then openraft refuses
+                // its writes (the leader lease), and a publish sent on the answer would get
+                // 10009 where nats-server's new leader takes it.
+                if leadership.borrow_and_update().is_some()
+                    && self.raft().is_none_or(|group| {
+                        let status = group.status();
+                        status.voters.len() <= 1 || status.quorum_acked.is_some()
+                    })
+                {
                     return Some(true);
                 }
                 let status = self.raft().map(|group| group.status());

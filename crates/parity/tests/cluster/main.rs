@@ -10,6 +10,7 @@
 //! (`NATS_SERVER_BIN` set): until rnats speaks the route protocol its nodes do not mesh.
 
 mod accounts;
+mod answered_create;
 mod client_discovery;
 mod consumer_faults;
 mod consumer_lease;
