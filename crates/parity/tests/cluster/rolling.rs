@@ -22,7 +22,7 @@ use test_harness::cluster::{http_get, Cluster, ClusterOptions, Topology};
 use test_harness::RawClient;
 
 use crate::jetstream_assignments::{connect, error_code, leader_of, one_answer};
-use crate::jetstream_replicated::{create_r3, lock, names_of, settled_info};
+use crate::jetstream_replicated::{create_r3, lock, names_of, publish_until_acked, settled_info};
 use crate::meta::{index_of, kind, ELECTION_BOUND, SYSTEM_ACCOUNT};
 
 /// Lame duck settings of every node: clients closed [`GRACE`] after the INFO `ldm`.
@@ -77,7 +77,15 @@ async fn cluster_with_stream(
         break;
     }
     let jetstream = async_nats::jetstream::new(admin.clone());
-    publish_many(&jetstream, &format!("{prefix}.warm"), warm).await;
+    // The first one until acknowledged: the new stream's interest may not have reached this
+    // node yet (no responders: "no stream found for given subject", once in the lead's CI run
+    // on adb1b0a under load); it carries a message id, so a retry stores it once.
+    let subject = format!("{prefix}.warm");
+    if warm > 0 {
+        let bound = Instant::now() + ELECTION_BOUND;
+        publish_until_acked(&jetstream, &subject, "warm-0", bound).await;
+        publish_many(&jetstream, &subject, warm - 1).await;
+    }
     let info = settled_info(&admin, name, &names, warm as u64).await;
     let leader = info["cluster"]["leader"].as_str().unwrap_or("").to_string();
     (cluster, names, admin, leader)
