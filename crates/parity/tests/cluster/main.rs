@@ -14,6 +14,7 @@ mod answered_create;
 mod client_discovery;
 mod consumer_faults;
 mod consumer_lease;
+mod damaged;
 mod fault_schedule;
 mod jetstream_accounts;
 mod jetstream_assignments;
