@@ -657,13 +657,21 @@ impl RaftGroup {
             kind::APPEND => {
                 let request = reader.append_request().map_err(decode)?;
                 let leader_commit = request.leader_commit.as_ref().map(|log_id| log_id.index);
+                let term = request.vote.leader_id().term;
                 let response = self
                     .raft
                     .append_entries(request)
                     .await
                     .map_err(|error| error.to_string())?;
                 if matches!(response, openraft::raft::AppendEntriesResponse::Success) {
-                    self.leader_contact.record(leader_commit);
+                    let applied = self
+                        .raft
+                        .metrics()
+                        .borrow_watched()
+                        .last_applied
+                        .as_ref()
+                        .map(|log_id| log_id.index);
+                    self.leader_contact.record(term, leader_commit, applied);
                 }
                 writer.append_response(&response);
             }
