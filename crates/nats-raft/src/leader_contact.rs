@@ -15,7 +15,9 @@
 //! - the slack is earned: it applies only once this node was seen to have applied all of the
 //!   highest commit, announced by at least two appends of the term (the first can be the old
 //!   one, and equal to what a restarted node replayed itself). Until then (after a start, and
-//!   again in each new term) it must apply up to the commit.
+//!   again in each new term) it must apply up to the commit;
+//! - a follower is never current on the first append of a term alone: a restarted node whose
+//!   first append announced the commit it had replayed itself would be current until the next.
 //!
 //! Recorded by [`crate::RaftGroup`] for every append the leader sent that this node accepted.
 
@@ -95,9 +97,11 @@ impl LeaderContact {
                 };
                 let commit = self.commit.load(Ordering::Acquire);
                 let applied = reach(status.applied);
+                // One append alone may announce an old commit (see the module).
                 let reached = status.leader.is_some()
                     && status.protected_until.is_none()
                     && recent
+                    && self.heard_in_term.load(Ordering::Acquire) > 1
                     && reach(status.last_log_index) >= commit;
                 if reached && applied >= commit {
                     self.observe_caught_up(applied, commit);
@@ -146,6 +150,7 @@ mod tests {
     fn the_first_append_must_be_applied_whole() {
         let contact = LeaderContact::new();
         // A restarted follower's first append brings every entry it missed, up to the commit.
+        contact.record(TERM, Some(40), Some(3));
         contact.record(TERM, Some(40), Some(3));
         assert!(!contact.current(&follower(40, 12), WINDOW));
         assert!(contact.current(&follower(40, 40), WINDOW));
@@ -230,7 +235,10 @@ mod tests {
         // Built with the commit of the moment the follower went down, sent after it restarted
         // and replayed its log to that commit; the fresh append comes next.
         contact.record(TERM, Some(4), Some(4));
-        assert!(contact.current(&follower(4, 4), WINDOW));
+        assert!(
+            !contact.current(&follower(4, 4), WINDOW),
+            "one append alone can announce an old commit"
+        );
         contact.record(TERM, Some(43), Some(4));
         assert!(!contact.current(&follower(43, 4), WINDOW));
         assert!(!contact.current(&follower(43, 30), WINDOW));
