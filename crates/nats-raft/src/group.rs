@@ -182,7 +182,7 @@ impl RaftGroup {
         state_machine: Box<dyn StateMachine>,
         network: Arc<dyn Network>,
     ) -> Result<RaftGroup, RaftGroupError> {
-        let raft_config = Arc::new(config.raft_config()?);
+        let mut raft_config = config.raft_config()?;
         let directory = config.directory.clone();
         let (alive, machine_gone) = tokio::sync::oneshot::channel();
         let opened = tokio::task::spawn_blocking(move || {
@@ -207,6 +207,14 @@ impl RaftGroup {
             (Some(commit), None) => commit.max(1),
             _ => 0,
         };
+        // A node that led before it stopped resumes its leadership at start-up, without an
+        // election (openraft's leader restore). With its log ending before its recorded commit it
+        // must not: it would lead a term whose committed entries it lacks and append new ones at
+        // their indexes with the same term, which its followers take for the entries they hold.
+        if protected_until > 0 {
+            raft_config.enable_leader_restore = Some(false);
+        }
+        let raft_config = Arc::new(raft_config);
         let group: Arc<str> = Arc::from(config.group.as_str());
         let factory = NetworkFactory {
             group: group.clone(),

@@ -16,6 +16,11 @@
 //! acknowledged until L is back. Without that protection ours acknowledged 20 publishes at
 //! sequences already acknowledged, in every case.
 //!
+//! One case cuts V's meta group log too, V being the meta leader: it led the term whose
+//! committed entries it lost. Before nats-raft refused to resume such a leadership at start-up
+//! (openraft's leader restore), V led the meta group again at once, without the stream's
+//! assignment, and the stream was gone from the cluster ("stream not found") after L returned.
+//!
 //! All-rnats clusters normally; all-nats-server clusters in the parity pass (`NATS_SERVER_BIN`),
 //! where a loss or a stream that does not become whole again is printed, not asserted:
 //! nats-server 2.15.1, in 6 runs (2 of each case), 3 times acknowledged publishes at sequences
@@ -31,7 +36,7 @@ use async_nats::jetstream::message::PublishMessage as Publish;
 
 use crate::jetstream_replicated::{create_r3, publish_until_acked, read_all};
 use crate::membership::{lead_on, nodes, placed_without, stream_info};
-use crate::meta::{index_of, ELECTION_BOUND};
+use crate::meta::{agreed_leader, index_of, ELECTION_BOUND};
 use crate::support::connect;
 
 const STREAM: &str = "DAMAGED";
@@ -80,6 +85,8 @@ enum Damage {
     /// Every Raft log file of the stream's group, and every message block of the stream, cut to
     /// this fraction (in percent) of its bytes.
     Truncated(u64),
+    /// As [`Damage::Truncated`], the meta group's Raft log too.
+    TruncatedWithMeta(u64),
     /// The last third of the last Raft log file of the stream's group, and of the stream's last
     /// message block, overwritten with garbage.
     Garbage,
@@ -93,6 +100,11 @@ async fn a_follower_whose_raft_log_is_cut_short_neither_votes_nor_leads_until_ca
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_follower_whose_raft_log_lost_its_last_entries_does_not_lead_with_them_missing() {
     damaged_follower(Damage::Truncated(70)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_whose_meta_and_stream_logs_are_cut_short_loses_no_acked_message() {
+    damaged_follower(Damage::TruncatedWithMeta(15)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -122,15 +134,15 @@ fn files_under(root: &Path) -> Vec<PathBuf> {
 }
 
 /// The Raft log files of the stream groups under a node's store: ours `<group>/raft/log-*.seg`,
-/// nats-server's `<group>/msgs/*.blk`, both under `_js_`, the meta group's (`_meta_`) and the
-/// stream's own blocks (ours keeps them in `<group>/store/streams/`) left out.
-fn group_logs(store: &Path) -> Vec<PathBuf> {
+/// nats-server's `<group>/msgs/*.blk`, both under `_js_`, the meta group's (`_meta_`) only if
+/// `with_meta`, the stream's own blocks (ours keeps them in `<group>/store/streams/`) left out.
+fn group_logs(store: &Path, with_meta: bool) -> Vec<PathBuf> {
     files_under(store)
         .into_iter()
         .filter(|path| {
             let text = path.display().to_string();
             text.contains("/_js_/")
-                && !text.contains("/_meta_/")
+                && (with_meta || !text.contains("/_meta_/"))
                 && !text.contains("/streams/")
                 && path
                     .extension()
@@ -173,7 +185,7 @@ fn garble_tail(path: &Path) -> String {
 
 /// Damages node V's files (V is down); returns what was done, for the output.
 fn damage(store: &Path, how: Damage) -> Vec<String> {
-    let logs = group_logs(store);
+    let logs = group_logs(store, matches!(how, Damage::TruncatedWithMeta(_)));
     assert!(
         !logs.is_empty(),
         "no Raft log of the stream's group under {}: {:#?}",
@@ -183,7 +195,7 @@ fn damage(store: &Path, how: Damage) -> Vec<String> {
     let blocks = stream_blocks(store);
     let mut done = Vec::new();
     match how {
-        Damage::Truncated(percent) => {
+        Damage::Truncated(percent) | Damage::TruncatedWithMeta(percent) => {
             for path in logs.iter().chain(&blocks) {
                 let length = std::fs::metadata(path).map_or(0, |metadata| metadata.len());
                 let kept = length * percent / 100;
@@ -250,10 +262,32 @@ async fn damaged_follower(how: Damage) {
         let ack = publish_until_acked(&jetstream, SUBJECT, &payload, deadline).await;
         acked.insert(ack.sequence, payload);
     }
-    let info = placed_without(&cluster, &clients[0], STREAM, &[], 3, FIRST).await;
+    let mut info = placed_without(&cluster, &clients[0], STREAM, &[], 3, FIRST).await;
+    // With its meta log damaged, V is the meta leader (a stream follower): it led the term whose
+    // entries it lost.
+    let meta_leader = match how {
+        Damage::TruncatedWithMeta(_) => {
+            let meta_leader = agreed_leader(&cluster, &[0, 1, 2], 3, None)
+                .unwrap_or_else(|error| panic!("{error}\n{}", cluster.logs()));
+            if info["cluster"]["leader"] == meta_leader.as_str() {
+                let other = (0..3)
+                    .map(|i| cluster.node(i).name.clone())
+                    .find(|name| *name != meta_leader)
+                    .expect("another server");
+                lead_on(&clients[0], STREAM, &other).await;
+                info = placed_without(&cluster, &clients[0], STREAM, &[], 3, FIRST).await;
+            }
+            Some(index_of(&cluster, &meta_leader))
+        }
+        _ => None,
+    };
     let leader = index_of(&cluster, info["cluster"]["leader"].as_str().unwrap_or(""));
     let followers: Vec<usize> = (0..3).filter(|&i| i != leader).collect();
-    let (victim, healthy) = (followers[0], followers[1]);
+    let victim = meta_leader.unwrap_or(followers[0]);
+    assert_ne!(victim, leader, "{info}");
+    let healthy = (0..3)
+        .find(|&i| i != leader && i != victim)
+        .expect("a third node");
 
     // H down (killed, not paused: a paused process still has the kernel buffer what L sends
     // it, and reads it when resumed): the next messages are acknowledged by L and V only.
@@ -297,7 +331,7 @@ async fn damaged_follower(how: Damage) {
         .node(victim)
         .log()
         .lines()
-        .filter(|line| line.contains("raft log") && line.contains("S-R3F"))
+        .filter(|line| line.contains("raft log"))
         .map(str::to_string)
         .collect();
     eprintln!("{how:?}: the damaged node's log:\n  {}", found.join("\n  "));
@@ -326,10 +360,16 @@ async fn damaged_follower(how: Damage) {
         );
     }
     if !test_harness::is_reference() {
+        // With its meta log cut, V does not know the stream until a meta leader tells it (none
+        // while V does not vote): its meta group is the one protected then.
+        let protected = match how {
+            Damage::TruncatedWithMeta(_) => "group=_meta_",
+            _ => "group=S-R3F",
+        };
         assert!(
             found
                 .iter()
-                .any(|line| line.contains("not voting or leading until caught up")),
+                .any(|line| line.contains("until caught up") && line.contains(protected)),
             "{how:?}: the damaged node did not protect its recorded commit\n{}",
             cluster.logs()
         );
