@@ -63,6 +63,9 @@ fn start(binary: &str, name: &str) -> Result<(Server, u16)> {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    if raw::plain_tcp() {
+        return Ok((server, port));
+    }
     Ok((server, websocket))
 }
 
@@ -163,6 +166,11 @@ async fn main() -> Result<()> {
         Some("async-nats") => false,
         Some(other) => bail!("--client raw|async-nats, not {other}"),
     };
+    match argument(&arguments, "--transport").as_deref() {
+        None | Some("websocket") => {}
+        Some("tcp") if cheap => raw::use_plain_tcp(),
+        Some(other) => bail!("--transport websocket|tcp (tcp with --client raw), not {other}"),
+    }
     let mut results: Vec<Samples> = vec![
         ("nats-server", Vec::new(), Vec::new(), Vec::new()),
         ("rnats", Vec::new(), Vec::new(), Vec::new()),

@@ -10,6 +10,18 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+static PLAIN_TCP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `--transport tcp`: the same client and pattern over the servers' plain TCP port (no
+/// upgrade, no frames, no masking), to tell websocket costs from the core path's.
+pub fn use_plain_tcp() {
+    PLAIN_TCP.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+pub fn plain_tcp() -> bool {
+    PLAIN_TCP.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// PUBs per frame the publisher sends.
 const BATCH: usize = 1000;
 
@@ -25,6 +37,8 @@ pub struct Connection {
     at: usize,
     /// Whether MSGs are taken apart (reply, payload) or only counted.
     keep: bool,
+    /// Plain TCP (`--transport tcp`): bytes go as they are.
+    tcp: bool,
 }
 
 /// A MSG the subscriber received: its reply subject (if any) and payload.
@@ -49,25 +63,29 @@ impl Connection {
         let mut stream = TcpStream::connect(("127.0.0.1", port))?;
         stream.set_nodelay(true)?;
         stream.set_read_timeout(Some(Duration::from_secs(20)))?;
-        write!(
-            stream,
-            "GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
-        )?;
-        let mut head = Vec::new();
-        let mut byte = [0u8; 1];
-        while !head.ends_with(b"\r\n\r\n") {
-            if stream.read(&mut byte)? == 0 {
-                bail!("closed during the upgrade");
+        let tcp = plain_tcp();
+        if !tcp {
+            write!(
+                stream,
+                "GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+                 Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+            )?;
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") {
+                if stream.read(&mut byte)? == 0 {
+                    bail!("closed during the upgrade");
+                }
+                head.push(byte[0]);
             }
-            head.push(byte[0]);
-        }
-        if !head.starts_with(b"HTTP/1.1 101") {
-            bail!("upgrade refused: {}", String::from_utf8_lossy(&head));
+            if !head.starts_with(b"HTTP/1.1 101") {
+                bail!("upgrade refused: {}", String::from_utf8_lossy(&head));
+            }
         }
         let mut connection = Connection {
             stream,
             mask: mask_key(),
+            tcp,
             raw: Vec::with_capacity(1 << 20),
             data: Vec::with_capacity(1 << 20),
             at: 0,
@@ -80,8 +98,11 @@ impl Connection {
         Ok(connection)
     }
 
-    /// `payload` as one masked binary frame.
+    /// `payload` as one masked binary frame (as it is over plain TCP).
     pub fn frame(&self, payload: &[u8]) -> Vec<u8> {
+        if self.tcp {
+            return payload.to_vec();
+        }
         let mut frame = Vec::with_capacity(payload.len() + 14);
         frame.push(0x82);
         match payload.len() {
@@ -128,6 +149,11 @@ impl Connection {
 
     /// Takes every complete frame out of `raw`, its payload onto `data`.
     fn unframe(&mut self) -> Result<()> {
+        if self.tcp {
+            self.data.extend_from_slice(&self.raw);
+            self.raw.clear();
+            return Ok(());
+        }
         let mut start = 0;
         loop {
             let rest = &self.raw[start..];
