@@ -74,6 +74,14 @@ pub trait Cluster: Send + Sync + 'static {
     fn name(&self) -> String;
     /// Whether this server leads the meta group now.
     fn is_meta_leader(&self) -> bool;
+    /// Whether this server leads the meta group within `timeout`: at once when it does; when
+    /// it was just elected and a quorum has not confirmed it yet, once they do (nats-server's
+    /// new leader answers at once: a request arriving in between must not go unanswered).
+    fn meta_leader_within(&self, timeout: std::time::Duration) -> GroupFuture<bool> {
+        let _ = timeout;
+        let leads = self.is_meta_leader();
+        Box::pin(async move { leads })
+    }
     /// Whether the meta group has no working leader from here (nats-server's `isLeaderless`:
     /// then the requests it would route through the meta group get 10008).
     fn meta_unavailable(&self) -> bool {

@@ -89,6 +89,34 @@ pub(crate) fn unavailable_without_meta(context: &Context, api: &ApiSubject<'_>) 
 
 /// Whether this server answers the request at all (the others stay silent).
 pub(crate) fn answers_here(context: &Context, cluster: &dyn Cluster, api: &ApiSubject<'_>) -> bool {
+    if meta_leader_answers(context, cluster, api) {
+        return cluster.is_meta_leader();
+    }
+    // A replicated stream is answered by its leader only; STREAM.INFO also by a replica whose
+    // group has had no leader for a while (as nats-server). One held elsewhere: not here.
+    match stream_of(api) {
+        Some(stream) => {
+            context.registry.get(stream).is_some()
+                && cluster.stream_group(stream).is_none_or(|group| {
+                    group.is_leader()
+                        || (matches!(api, ApiSubject::StreamInfo { .. })
+                            && group
+                                .leaderless_for()
+                                .is_some_and(|age| age >= crate::cluster::LEADERLESS_ANSWER))
+                })
+        }
+        None => true,
+    }
+}
+
+/// Whether the meta leader is the one to answer the request: the meta group's requests, and
+/// those naming a stream neither held here nor assigned anywhere (a stream held here is its
+/// group's business).
+pub(crate) fn meta_leader_answers(
+    context: &Context,
+    cluster: &dyn Cluster,
+    api: &ApiSubject<'_>,
+) -> bool {
     match api {
         ApiSubject::StreamCreate { .. }
         | ApiSubject::StreamUpdate { .. }
@@ -96,22 +124,10 @@ pub(crate) fn answers_here(context: &Context, cluster: &dyn Cluster, api: &ApiSu
         | ApiSubject::StreamNames
         | ApiSubject::StreamList
         | ApiSubject::StreamPeerRemove { .. }
-        | ApiSubject::AccountInfo => cluster.is_meta_leader(),
-        _ => match stream_of(api) {
-            // A replicated stream is answered by its leader only; STREAM.INFO also by a
-            // replica whose group has had no leader for a while (as nats-server).
-            Some(stream) => match context.registry.get(stream) {
-                Some(_) => cluster.stream_group(stream).is_none_or(|group| {
-                    group.is_leader()
-                        || (matches!(api, ApiSubject::StreamInfo { .. })
-                            && group
-                                .leaderless_for()
-                                .is_some_and(|age| age >= crate::cluster::LEADERLESS_ANSWER))
-                }),
-                None => cluster.is_meta_leader() && cluster.stream(stream).is_none(),
-            },
-            None => true,
-        },
+        | ApiSubject::AccountInfo => true,
+        _ => stream_of(api).is_some_and(|stream| {
+            context.registry.get(stream).is_none() && cluster.stream(stream).is_none()
+        }),
     }
 }
 

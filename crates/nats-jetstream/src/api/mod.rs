@@ -29,6 +29,11 @@ use bytes::Bytes;
 use consumers::CreateKind;
 use jetstream_api::ApiSubject;
 use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a just-elected meta leader holds a request it is to answer until a quorum confirms
+/// its leadership (one heartbeat round, normally well under a second).
+const META_CONFIRM_WAIT: Duration = Duration::from_secs(3);
 
 /// A request as the handlers see it.
 #[derive(Clone)]
@@ -184,7 +189,13 @@ pub(crate) async fn handle_request(context: &Arc<Context>, message: Message) {
             respond_error(context, &request, &api, error);
             return;
         }
-        if !clustered::answers_here(context, &**cluster, &api) {
+        // A meta leader just elected answers once a quorum confirmed it (as nats-server's
+        // answers from its election on, a request reaching it meanwhile is not dropped).
+        let answers = clustered::answers_here(context, &**cluster, &api)
+            || (clustered::meta_leader_answers(context, &**cluster, &api)
+                && cluster.meta_leader_within(META_CONFIRM_WAIT).await
+                && clustered::answers_here(context, &**cluster, &api));
+        if !answers {
             return;
         }
     }

@@ -344,6 +344,29 @@ impl Meta {
         self.leading.borrow().is_some()
     }
 
+    /// Whether this server leads (as [`Meta::leads`]) within `timeout`: at once when it does;
+    /// while openraft has it leading and a quorum has not confirmed that yet (just elected, its
+    /// first heartbeat round out), once they do; false as soon as it is not openraft's leader.
+    pub(super) async fn leads_within(&self, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut leading = self.leading.clone();
+        loop {
+            if leading.borrow_and_update().is_some() {
+                return true;
+            }
+            if self.group.status().role != Role::Leader {
+                return false;
+            }
+            let wake = (tokio::time::Instant::now() + Duration::from_millis(50)).min(deadline);
+            if let Ok(Err(_)) = tokio::time::timeout_at(wake, leading.changed()).await {
+                return false;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return leading.borrow().is_some();
+            }
+        }
+    }
+
     /// Serves requests on `subject` in the system account, one at a time, with `handle`.
     pub(super) fn serve<F, Fut>(self: &Arc<Self>, subject: &str, handle: F)
     where

@@ -138,6 +138,11 @@ impl Cluster for AccountMeta {
         self.meta.leads()
     }
 
+    fn meta_leader_within(&self, timeout: std::time::Duration) -> GroupFuture<bool> {
+        let meta = self.meta.clone();
+        Box::pin(async move { meta.leads_within(timeout).await })
+    }
+
     /// No leader known here once the group has run [`META_QUORUM_LOST`] in this process (as
     /// nats-server's `isLeaderless`: a server just restarted has not heard the leader yet), or
     /// this leader has not heard from a quorum for a while since it took the role (it keeps the

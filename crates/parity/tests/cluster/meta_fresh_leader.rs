@@ -9,13 +9,18 @@
 //! elected, so the first ones a leader sees reach it in its first moments. Answers other than a
 //! created stream may only be the leaderless 10008 (or none, as nats-server leaves a request
 //! unanswered while it has no leader).
+//!
+//! A create sent to a server the moment its `/jsz` names itself the meta leader is answered.
+//! Ours once held a just-elected leader silent until a quorum confirmed it (the fix against a
+//! restarted leader answering beside the new one), so such a create went unanswered: three
+//! tests of the CI run on 5a25eaf (load 8-10) lost their first create that way.
 
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::jetstream_assignments::{connect, error_code};
-use crate::meta::{start, ELECTION_BOUND};
+use crate::jetstream_assignments::{answers, connect, error_code};
+use crate::meta::{agreed_leader, meta_cluster, start, system_client, ELECTION_BOUND};
 
 /// Each create waits this long for its answer before the next is sent.
 const ANSWER_WAIT: Duration = Duration::from_millis(300);
@@ -58,4 +63,70 @@ async fn creates_reaching_a_just_elected_meta_leader_are_not_refused() {
         }
     }
     assert!(refused.is_empty(), "creates refused: {refused:?}");
+}
+
+/// Elections in [`a_create_sent_the_moment_a_server_names_itself_meta_leader_is_answered`].
+const ELECTIONS: usize = 4;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_sent_the_moment_a_server_names_itself_meta_leader_is_answered() {
+    let cluster = start(3);
+    let mut clients = Vec::new();
+    for index in 0..3 {
+        clients.push(connect(&cluster, index).await);
+    }
+    let system = system_client(&cluster, 0).await;
+    let mut previous: Option<String> = None;
+    for election in 0..ELECTIONS {
+        // Poll every node's /jsz until one names itself leader (not the one stepped down).
+        let deadline = Instant::now() + ELECTION_BOUND;
+        let leader = tokio::task::block_in_place(|| loop {
+            assert!(
+                Instant::now() < deadline,
+                "election {election}: no node named itself meta leader\n{}",
+                cluster.logs()
+            );
+            let found = (0..3).find(|&index| {
+                let name = &cluster.node(index).name;
+                previous.as_ref() != Some(name)
+                    && meta_cluster(&cluster, index)
+                        .is_some_and(|meta| meta["leader"].as_str() == Some(name.as_str()))
+            });
+            if let Some(index) = found {
+                break index;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        });
+        let name = format!("NAMED{election}");
+        let body = json!({"name": name, "subjects": [format!("named.{election}")]});
+        let got = answers(
+            &clients[leader],
+            &format!("$JS.API.STREAM.CREATE.{name}"),
+            body,
+        )
+        .await;
+        assert_eq!(
+            got.len(),
+            1,
+            "election {election}: a create sent to {} as it named itself leader: {got:?}\n{}",
+            cluster.node(leader).name,
+            cluster.logs()
+        );
+        assert_eq!(
+            got[0]["did_create"], true,
+            "election {election}: {}",
+            got[0]
+        );
+
+        let leader_name = cluster.node(leader).name.clone();
+        tokio::task::block_in_place(|| agreed_leader(&cluster, &[0, 1, 2], 3, None))
+            .unwrap_or_else(|error| panic!("{error}\n{}", cluster.logs()));
+        let stepped = system
+            .request("$JS.API.META.LEADER.STEPDOWN", "".into())
+            .await
+            .unwrap_or_else(|e| panic!("stepdown: {e}"));
+        let stepped: Value = serde_json::from_slice(&stepped.payload).unwrap_or(Value::Null);
+        assert_eq!(stepped["success"], true, "{stepped}");
+        previous = Some(leader_name);
+    }
 }
