@@ -13,7 +13,9 @@
 //! A create sent to a server the moment its `/jsz` names itself the meta leader is answered.
 //! Ours once held a just-elected leader silent until a quorum confirmed it (the fix against a
 //! restarted leader answering beside the new one), so such a create went unanswered: three
-//! tests of the CI run on 5a25eaf (load 8-10) lost their first create that way.
+//! tests of the CI run on 5a25eaf (load 8-10) lost their first create that way. nats-server
+//! 2.15.1 often leaves that create unanswered too (the client asks again there; the test says
+//! how often); ours answers it.
 
 use std::time::{Duration, Instant};
 
@@ -99,12 +101,18 @@ async fn a_create_sent_the_moment_a_server_names_itself_meta_leader_is_answered(
         });
         let name = format!("NAMED{election}");
         let body = json!({"name": name, "subjects": [format!("named.{election}")]});
-        let got = answers(
-            &clients[leader],
-            &format!("$JS.API.STREAM.CREATE.{name}"),
-            body,
-        )
-        .await;
+        let subject = format!("$JS.API.STREAM.CREATE.{name}");
+        let mut got = answers(&clients[leader], &subject, body.clone()).await;
+        // nats-server often leaves such a create unanswered (2 of 3 runs on an idle machine,
+        // and the parity pass on 6e75fcc): a client asks again. Ours must answer the first.
+        let mut unanswered = 0;
+        while got.is_empty() && test_harness::is_reference() && Instant::now() < deadline {
+            unanswered += 1;
+            got = answers(&clients[leader], &subject, body.clone()).await;
+        }
+        if unanswered > 0 {
+            println!("election {election}: nats-server left {unanswered} create(s) unanswered");
+        }
         assert_eq!(
             got.len(),
             1,
