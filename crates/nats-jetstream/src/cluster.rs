@@ -75,8 +75,8 @@ pub trait Cluster: Send + Sync + 'static {
     /// Whether this server leads the meta group now.
     fn is_meta_leader(&self) -> bool;
     /// Whether this server leads the meta group within `timeout`: at once when it does; when
-    /// it was just elected and a quorum has not confirmed it yet, once they do (nats-server's
-    /// new leader answers at once: a request arriving in between must not go unanswered).
+    /// it was just elected and a quorum has not confirmed it yet, once they do (a request
+    /// arriving in between is answered then, not dropped).
     fn meta_leader_within(&self, timeout: std::time::Duration) -> GroupFuture<bool> {
         let _ = timeout;
         let leads = self.is_meta_leader();

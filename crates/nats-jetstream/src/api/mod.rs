@@ -189,8 +189,8 @@ pub(crate) async fn handle_request(context: &Arc<Context>, message: Message) {
             respond_error(context, &request, &api, error);
             return;
         }
-        // A meta leader just elected answers once a quorum confirmed it (as nats-server's
-        // answers from its election on, a request reaching it meanwhile is not dropped).
+        // A meta leader just elected answers once a quorum confirmed it: a request reaching it
+        // meanwhile is held until then, not dropped.
         let answers = clustered::answers_here(context, &**cluster, &api)
             || (clustered::meta_leader_answers(context, &**cluster, &api)
                 && cluster.meta_leader_within(META_CONFIRM_WAIT).await

@@ -34,6 +34,7 @@ use std::time::{Duration, Instant};
 
 use async_nats::jetstream::message::PublishMessage as Publish;
 
+use crate::jetstream_r3_admin::paths_under;
 use crate::jetstream_replicated::{create_r3, publish_until_acked, read_all};
 use crate::membership::{lead_on, nodes, placed_without, stream_info};
 use crate::meta::{agreed_leader, index_of, ELECTION_BOUND};
@@ -112,23 +113,12 @@ async fn a_follower_whose_last_records_fail_their_checksum_loses_no_acked_messag
     damaged_follower(Damage::Garbage).await;
 }
 
-/// Every regular file under `root`, recursively.
+/// Every regular file under `root`, recursively, sorted.
 fn files_under(root: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut pending = vec![root.to_path_buf()];
-    while let Some(directory) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(&directory) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                pending.push(path);
-            } else {
-                found.push(path);
-            }
-        }
-    }
+    let mut found: Vec<PathBuf> = paths_under(root)
+        .into_iter()
+        .filter(|path| path.is_file())
+        .collect();
     found.sort();
     found
 }

@@ -6,7 +6,7 @@
 //! All-rnats clusters normally; all-nats-server clusters in the parity pass (`NATS_SERVER_BIN`),
 //! where every assertion holds too.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -21,8 +21,8 @@ use crate::meta::{index_of, ELECTION_BOUND};
 /// Removal of a deleted stream's files on every node happens within this.
 const REMOVAL_BOUND: Duration = Duration::from_secs(15);
 
-/// The directories under `root` named `name`.
-pub(crate) fn directories_named(root: &Path, name: &str) -> Vec<String> {
+/// Every path under `root` (directories and files), recursively.
+pub(crate) fn paths_under(root: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut pending = vec![root.to_path_buf()];
     while let Some(directory) = pending.pop() {
@@ -32,14 +32,21 @@ pub(crate) fn directories_named(root: &Path, name: &str) -> Vec<String> {
         for entry in entries.flatten() {
             let path = entry.path();
             if path.is_dir() {
-                if entry.file_name() == name {
-                    found.push(path.display().to_string());
-                }
-                pending.push(path);
+                pending.push(path.clone());
             }
+            found.push(path);
         }
     }
     found
+}
+
+/// The directories under `root` named `name`.
+pub(crate) fn directories_named(root: &Path, name: &str) -> Vec<String> {
+    paths_under(root)
+        .into_iter()
+        .filter(|path| path.is_dir() && path.file_name().is_some_and(|n| n == name))
+        .map(|path| path.display().to_string())
+        .collect()
 }
 
 /// Every node's directories named after the stream or its Raft group.
