@@ -195,7 +195,9 @@ async fn try_consumer_create(
         let current = existing.config();
         if current == config {
             // An identical consumer created moments ago: answered once it is durable too.
-            return Ok((existing.info(&stream), false, existing.creation.clone()));
+            let mut info = existing.info(&stream);
+            info.cluster = consumer_cluster_info(context, &existing);
+            return Ok((info, false, existing.creation.clone()));
         }
         if create.action == ConsumerAction::Create {
             return Err(errors::CONSUMER_ALREADY_EXISTS.to_error());
@@ -214,7 +216,9 @@ async fn try_consumer_create(
         *existing.config.write() = config.clone();
         consumer::refresh_interest(&stream, &existing);
         existing.send(consumer::Event::ConfigUpdated);
-        return Ok((existing.info(&stream), false, None));
+        let mut info = existing.info(&stream);
+        info.cluster = consumer_cluster_info(context, &existing);
+        return Ok((info, false, None));
     }
     if create.action == ConsumerAction::Update {
         return Err(errors::CONSUMER_DOES_NOT_EXIST.to_error());
@@ -252,7 +256,7 @@ async fn try_consumer_create(
         // A durable consumer of a replicated stream: committed in the stream's log first.
         let new = consumer::replicated::create(&home, replicas, config, created).await?;
         let mut info = new.info(&stream);
-        info.cluster = replicated_cluster_info(context, &new);
+        info.cluster = consumer_cluster_info(context, &new);
         return Ok((info, true, None));
     }
     let store = consumer::open_store(&stream, &config, &config.name, created)
@@ -260,18 +264,33 @@ async fn try_consumer_create(
     let new = consumer::start(&home, config, created, store, false);
     // Answered and advised once its files are durable (`consumer_create`).
     let pending = new.creation.clone();
-    Ok((new.info(&stream), true, pending))
+    let mut info = new.info(&stream);
+    info.cluster = consumer_cluster_info(context, &new);
+    Ok((info, true, pending))
 }
 
-/// A replicated consumer's `cluster` block: its stream group's (the consumer's leader is the
-/// stream's leader, its replicas the stream's); `None` for other consumers.
-fn replicated_cluster_info(
+/// A consumer's `cluster` block in a cluster: a replicated consumer's is its stream group's (the
+/// consumer's leader is the stream's leader, its replicas the stream's); any other (an ephemeral,
+/// or a consumer of an R1 stream) runs here alone, named with the cluster and this server as
+/// nats-server's `clusterInfo` of a group without a Raft node. `None` on a single server.
+fn consumer_cluster_info(
     context: &Context,
     consumer: &Consumer,
 ) -> Option<jetstream_api::ClusterInfo> {
-    consumer.replication.as_ref()?;
-    let group = context.cluster.get()?.stream_group(&consumer.stream_name)?;
-    group.cluster_info()
+    let cluster = context.cluster.get()?;
+    if consumer.replication.is_some() {
+        if let Some(info) = cluster
+            .stream_group(&consumer.stream_name)
+            .and_then(|group| group.cluster_info())
+        {
+            return Some(info);
+        }
+    }
+    Some(jetstream_api::ClusterInfo {
+        name: cluster.name(),
+        leader: context.server_name.clone(),
+        ..Default::default()
+    })
 }
 
 pub(crate) async fn consumer_info(
@@ -287,7 +306,7 @@ pub(crate) async fn consumer_info(
         request.check_api_level()?;
         let (stream, consumer) = stream_and_consumer(context, stream_name, name)?;
         let mut info = consumer.info_in_order(&stream).await;
-        info.cluster = replicated_cluster_info(context, &consumer);
+        info.cluster = consumer_cluster_info(context, &consumer);
         Ok(info)
     }
     .await;
@@ -394,7 +413,7 @@ pub(crate) fn consumer_list(context: &Context, request: &Request, stream_name: &
             .take(LIST_LIMIT)
             .map(|consumer| {
                 let mut info = consumer.info(&stream);
-                info.cluster = replicated_cluster_info(context, consumer);
+                info.cluster = consumer_cluster_info(context, consumer);
                 info
             })
             .collect();

@@ -12,6 +12,7 @@
 mod accounts;
 mod answered_create;
 mod client_discovery;
+mod consumer_cluster_info;
 mod consumer_faults;
 mod consumer_lease;
 mod damaged;

@@ -26,7 +26,7 @@ use crate::meta::ELECTION_BOUND;
 /// A rescale is answered, and the stream placed and caught up, within this.
 const SCALE_BOUND: Duration = Duration::from_secs(60);
 
-fn config(name: &str, replicas: u64) -> Value {
+pub(crate) fn config(name: &str, replicas: u64) -> Value {
     json!({
         "name": name,
         "subjects": [format!("{}.>", name.to_lowercase())],
@@ -40,7 +40,7 @@ fn config(name: &str, replicas: u64) -> Value {
 /// nats-server sometimes leaves one unanswered while its routes settle (the CI parity pass on
 /// c45dd83, as create_r3 saw on 717dd19): asked again there (both requests are idempotent);
 /// ours must answer.
-async fn apply(client: &Client, verb: &str, config: Value) -> Answered {
+pub(crate) async fn apply(client: &Client, verb: &str, config: Value) -> Answered {
     let name = config["name"].as_str().unwrap_or_default().to_string();
     let deadline = Instant::now() + ELECTION_BOUND;
     let mut unanswered = 0;
