@@ -13,6 +13,7 @@
 //! - What it shows: `/jsz` `meta_cluster` ([`Meta::cluster_info`]), the
 //!   `$JS.EVENT.ADVISORY.DOMAIN.LEADER_ELECTED` advisory when this server becomes leader, and
 //!   `$JS.API.META.LEADER.STEPDOWN` (system account, answered by the leader only).
+//! - Who leads, and the tasks following leader changes: `meta_leadership.rs`.
 //!
 //! - What it holds: the stream assignments ([`super::assignments`]). Every member applies
 //!   them; the member a stream is placed on creates, updates or removes it through JetStream
@@ -43,7 +44,6 @@ use crate::router::{Delivery, PendingFlush};
 pub const META_GROUP: &str = "_meta_";
 /// The stepdown request subject.
 pub const STEPDOWN_SUBJECT: &str = "$JS.API.META.LEADER.STEPDOWN";
-const ADVISORY_SUBJECT: &str = "$JS.EVENT.ADVISORY.DOMAIN.LEADER_ELECTED";
 /// Announcements before the group formed / after.
 const HELLO_INTERVAL: Duration = Duration::from_secs(1);
 const HELLO_EVERY_FORMED: u32 = 5;
@@ -102,7 +102,7 @@ pub struct Meta {
     stop_effects: Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
     /// `RaftGroup::leading` of the meta group: `Some` once a quorum confirmed this server's
     /// leadership ([`Meta::leads`]).
-    leading: tokio::sync::watch::Receiver<Option<u64>>,
+    pub(super) leading: tokio::sync::watch::Receiver<Option<u64>>,
     /// When the meta group started in this process.
     pub(super) started: Instant,
     /// A leader's member records are being proposed (`incarnation.rs`): one run at a time.
@@ -329,42 +329,11 @@ impl Meta {
             |meta, message| async move { meta.server_remove(message).await },
         );
         tokio::spawn(discover(Arc::downgrade(self), hellos));
-        tokio::spawn(watch_leader(Arc::downgrade(self)));
-        tokio::spawn(follow_leadership(
+        tokio::spawn(super::meta_leadership::watch_leader(Arc::downgrade(self)));
+        tokio::spawn(super::meta_leadership::follow_leadership(
             Arc::downgrade(self),
             self.leading.clone(),
         ));
-    }
-
-    /// Whether this server leads the meta group for the API and its own duties now: openraft's
-    /// leader, everything before its leadership applied, and confirmed by a quorum within
-    /// [`META_QUORUM_LOST`] (a leadership resumed by a restart only once a quorum answered:
-    /// until then the others may have a leader of a later term, which answers).
-    pub fn leads(&self) -> bool {
-        self.leading.borrow().is_some()
-    }
-
-    /// Whether this server leads (as [`Meta::leads`]) within `timeout`: at once when it does;
-    /// while openraft has it leading and a quorum has not confirmed that yet (just elected, its
-    /// first heartbeat round out), once they do; false as soon as it is not openraft's leader.
-    pub(super) async fn leads_within(&self, timeout: Duration) -> bool {
-        let deadline = tokio::time::Instant::now() + timeout;
-        let mut leading = self.leading.clone();
-        loop {
-            if leading.borrow_and_update().is_some() {
-                return true;
-            }
-            if self.group.status().role != Role::Leader {
-                return false;
-            }
-            let wake = (tokio::time::Instant::now() + Duration::from_millis(50)).min(deadline);
-            if let Ok(Err(_)) = tokio::time::timeout_at(wake, leading.changed()).await {
-                return false;
-            }
-            if tokio::time::Instant::now() >= deadline {
-                return leading.borrow().is_some();
-            }
-        }
     }
 
     /// Serves requests on `subject` in the system account, one at a time, with `handle`.
@@ -412,14 +381,9 @@ impl Meta {
         self.system.name.to_string()
     }
 
-    /// The name of the current leader, if there is one.
-    pub fn leader_name(&self) -> Option<String> {
-        self.group.status().leader.map(|node| self.name_of(node))
-    }
-
     /// One replica entry as nats-server's `PeerInfo` (`name`, `current`, `active`, `lag`,
     /// `peer`), seen from this server.
-    fn replica(&self, node: NodeId, status: &GroupStatus) -> Value {
+    pub(super) fn replica(&self, node: NodeId, status: &GroupStatus) -> Value {
         let peer = peer::peer_of(node);
         let own = node == self.group.node_id();
         let seen = if own {
@@ -665,22 +629,6 @@ impl Meta {
         self.expected_size
             .store(size.max(1), std::sync::atomic::Ordering::Relaxed);
     }
-
-    fn leader_elected_advisory(&self, status: &GroupStatus) -> Value {
-        let replicas: Vec<Value> = status
-            .voters
-            .iter()
-            .map(|node| self.replica(*node, status))
-            .collect();
-        json!({
-            "type": "io.nats.jetstream.advisory.v1.domain_leader_elected",
-            "id": crate::security::identity::new_nuid(),
-            "timestamp": go_compat::time_text::rfc3339_nano(OffsetDateTime::now_utc()),
-            "leader": self.own_peer,
-            "replicas": replicas,
-            "cluster": self.cluster_name,
-        })
-    }
 }
 
 /// Announces this server, learns the others, founds the group when it is this server's turn,
@@ -746,73 +694,6 @@ async fn discover(meta: std::sync::Weak<Meta>, mut hellos: tokio::sync::mpsc::Re
             }
             meta.retire_superseded(&status, &retiring);
             meta.record_members(&status);
-        }
-    }
-}
-
-/// Logs leader changes.
-async fn watch_leader(meta: std::sync::Weak<Meta>) {
-    let mut last: Option<(u64, Option<NodeId>)> = None;
-    loop {
-        let Some(strong) = meta.upgrade() else {
-            return;
-        };
-        let group = strong.group.clone();
-        drop(strong);
-        let previous = last;
-        let status = match group
-            .wait_for(Duration::from_secs(60), |status| {
-                Some((status.term, status.leader)) != previous && status.leader.is_some()
-            })
-            .await
-        {
-            Ok(status) => status,
-            Err(nats_raft::RaftGroupError::Timeout) => continue,
-            Err(_) => return,
-        };
-        last = Some((status.term, status.leader));
-        let Some(meta) = meta.upgrade() else {
-            return;
-        };
-        if status.role == Role::Leader {
-            tracing::info!(
-                "JetStream cluster new metadata leader: {}",
-                meta.server_name
-            );
-        } else if let Some(leader) = status.leader {
-            tracing::info!(
-                "JetStream cluster new metadata leader: {}",
-                meta.name_of(leader)
-            );
-        }
-    }
-}
-
-/// When a quorum confirmed a new leadership of this server ([`Meta::leads`]): sends the
-/// leader-elected advisory and records the members' servers in the meta log at once (a member
-/// killed before its record committed could not be recognised after a wipe).
-async fn follow_leadership(
-    meta: std::sync::Weak<Meta>,
-    mut leading: tokio::sync::watch::Receiver<Option<u64>>,
-) {
-    let mut last = None;
-    loop {
-        let now = *leading.borrow_and_update();
-        if now.is_some() && now != last {
-            let Some(meta) = meta.upgrade() else {
-                return;
-            };
-            let status = meta.group.status();
-            meta.publish(
-                ADVISORY_SUBJECT,
-                None,
-                meta.leader_elected_advisory(&status),
-            );
-            meta.record_members(&status);
-        }
-        last = now;
-        if leading.changed().await.is_err() {
-            return;
         }
     }
 }

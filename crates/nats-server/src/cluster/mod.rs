@@ -15,6 +15,7 @@ mod incarnation;
 mod membership;
 pub mod meta;
 mod meta_admin;
+mod meta_leadership;
 pub mod network;
 pub mod peer;
 mod placement;
