@@ -1,0 +1,311 @@
+//! nats-jetstream's side of a replicated stream's Raft group: the seams it reaches the group
+//! through. The stream proposes and follows its leadership through a [`Replicator`]
+//! (`GroupReplicator`: proposals, the leadership watch, rebuilds, the leader lease its consumers
+//! check, the feature gate for binary consumer records); the API reads and steers the group through
+//! [`StreamGroup`] (`impl StreamGroup for ReplicatedStream`: leadership, how long it has been
+//! leaderless, waiting for the first leader, STREAM.INFO's `cluster` block as nats-server fills
+//! it, holding the leadership from the stream, STREAM.LEADER.STEPDOWN). The group itself (start,
+//! rebuild, handovers) is in `stream_group.rs`.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use jetstream_api::{errors, ApiError, ClusterInfo, Nanos, PeerInfo};
+use nats_jetstream::{
+    GroupFuture, Lease, NoLease, ProposeFuture, ReplicaMachine, ReplicationError, Replicator,
+    StreamGroup,
+};
+use nats_raft::{GroupStatus, NodeId, RaftGroupError, Role};
+use tokio::sync::watch;
+
+use super::ReplicatedStream;
+use crate::cluster::features::Feature;
+use crate::cluster::peer;
+
+/// A peer heard from within this long counts as current (nats-server: the leader's heartbeat
+/// interval several times over).
+const CURRENT_WINDOW: Duration = Duration::from_secs(10);
+
+impl ReplicatedStream {
+    /// One replica entry (`PeerInfo`) as the leader sees it.
+    fn replica(&self, node: NodeId, lag: Option<u64>) -> PeerInfo {
+        let peer = peer::peer_of(node);
+        let seen = self.network.last_seen(&peer);
+        let recent = seen.is_some_and(|at| at.elapsed() < CURRENT_WINDOW);
+        PeerInfo {
+            name: self.name_of(node),
+            current: recent && lag == Some(0),
+            offline: seen.is_none_or(|at| at.elapsed() >= CURRENT_WINDOW),
+            active: Nanos(seen.map_or(0, |at| {
+                i64::try_from(Instant::now().duration_since(at).as_nanos()).unwrap_or(i64::MAX)
+            })),
+            lag: lag.unwrap_or(0),
+            peer,
+            pending: false,
+        }
+    }
+}
+
+/// The stream's side: proposals and leadership.
+struct GroupReplicator(Arc<ReplicatedStream>);
+
+impl Replicator for GroupReplicator {
+    fn propose(&self, batch: Bytes) -> ProposeFuture {
+        let group = self.0.raft();
+        Box::pin(async move {
+            let Some(group) = group else {
+                return Err(ReplicationError::NotLeader);
+            };
+            match group.propose(batch).await {
+                Ok(_) => Ok(()),
+                Err(RaftGroupError::NotLeader { .. }) => Err(ReplicationError::NotLeader),
+                Err(RaftGroupError::Discarded { .. }) => Err(ReplicationError::Discarded),
+                Err(error) => Err(ReplicationError::Failed(error.to_string())),
+            }
+        })
+    }
+
+    fn leadership(&self) -> watch::Receiver<Option<u64>> {
+        self.0.leadership.subscribe()
+    }
+
+    fn rebuilt(&self) {
+        tokio::spawn(self.0.clone().rebuild());
+    }
+
+    fn lease(&self) -> Arc<dyn Lease> {
+        match self.0.raft() {
+            Some(group) => Arc::new(RaftLease(group.lease())),
+            None => Arc::new(NoLease),
+        }
+    }
+
+    fn binary_consumer_records(&self) -> bool {
+        self.0.reads(Feature::BinaryConsumerRecords)
+    }
+}
+
+/// The group's leader lease, as the stream's consumers read it.
+struct RaftLease(Arc<nats_raft::LeaderLease>);
+
+impl Lease for RaftLease {
+    fn holds(&self) -> bool {
+        self.0.holds()
+    }
+}
+
+impl ReplicatedStream {
+    /// Whether every member of the group (the assigned peers, and the group's voters and
+    /// learners while a change is under way) reads `feature` (`features.rs`).
+    fn reads(&self, feature: Feature) -> bool {
+        let mut members: std::collections::BTreeSet<NodeId> =
+            self.target.lock().iter().copied().collect();
+        if let Some(group) = self.raft() {
+            let status = group.status();
+            members.extend(status.voters.iter().chain(status.learners.iter()).copied());
+        }
+        self.meta
+            .upgrade()
+            .is_some_and(|meta| meta.reads(feature, members))
+    }
+}
+
+impl StreamGroup for ReplicatedStream {
+    fn replicator(self: Arc<Self>) -> Arc<dyn Replicator> {
+        Arc::new(GroupReplicator(self))
+    }
+
+    fn store_root(&self) -> PathBuf {
+        self.directory.join("store")
+    }
+
+    fn start(self: Arc<Self>, machine: ReplicaMachine) -> GroupFuture<Result<(), String>> {
+        Box::pin(async move { self.start_group(machine).await })
+    }
+
+    fn is_leader(&self) -> bool {
+        self.leadership.borrow().is_some()
+    }
+
+    fn leaderless_for(&self) -> Option<Duration> {
+        if self.is_leader() {
+            return None;
+        }
+        let status = self.raft()?.status();
+        // A member never heard from (this server just started) proves nothing yet.
+        let since_heard = |node: NodeId| {
+            self.network
+                .last_seen(&peer::peer_of(node))
+                .map_or(Duration::ZERO, |at| at.elapsed())
+        };
+        // Hearing from any other member means a leader is elected or being elected there.
+        let heard_any = status
+            .voters
+            .iter()
+            .filter(|node| **node != self.node)
+            .map(|node| since_heard(*node))
+            .min()
+            .unwrap_or_default();
+        let leaderless = match status.leader {
+            // Leading in openraft without a quorum's acknowledgement (`leading` gave up).
+            Some(leader) if leader == self.node => status.without_quorum_for().unwrap_or_default(),
+            Some(leader) => since_heard(leader),
+            None => heard_any,
+        }
+        .min(heard_any);
+        // A member routed to us (a route coming back, or a hung one) may lead or answer there.
+        let cut_off = status
+            .voters
+            .iter()
+            .filter(|node| **node != self.node)
+            .all(|node| !self.network.routed(&peer::peer_of(*node)));
+        (cut_off && !leaderless.is_zero()).then_some(leaderless)
+    }
+
+    fn wait_for_leader(self: Arc<Self>, timeout: Duration) -> GroupFuture<Option<bool>> {
+        Box::pin(async move {
+            let deadline = tokio::time::Instant::now() + timeout;
+            let mut leadership = self.leadership.subscribe();
+            loop {
+                // This server leads, and a quorum acknowledged it: until then openraft refuses
+                // its writes (the leader lease), and a publish sent on the answer would get
+                // 10009 where nats-server's new leader takes it.
+                if leadership.borrow_and_update().is_some()
+                    && self.raft().is_none_or(|group| {
+                        let status = group.status();
+                        status.voters.len() <= 1 || status.quorum_acked.is_some()
+                    })
+                {
+                    return Some(true);
+                }
+                let status = self.raft().map(|group| group.status());
+                if let Some(leader) = status.and_then(|status| status.leader) {
+                    if leader != self.node {
+                        return Some(false);
+                    }
+                }
+                let wake = tokio::time::Instant::now() + Duration::from_millis(50);
+                if wake > deadline {
+                    return None;
+                }
+                let _ = tokio::time::timeout_at(wake, leadership.changed()).await;
+            }
+        })
+    }
+
+    fn cluster_info(&self) -> Option<ClusterInfo> {
+        let group = self.raft()?;
+        let status = group.status();
+        let meta = self.meta.upgrade()?;
+        let mut info = ClusterInfo {
+            name: meta.cluster_name.clone(),
+            raft_group: self.name.clone(),
+            system_account: true,
+            traffic_account: meta.system_account_name(),
+            ..Default::default()
+        };
+        if self
+            .leaderless_for()
+            .is_some_and(|age| age >= nats_jetstream::cluster::LEADERLESS_ANSWER)
+        {
+            // As nats-server: no leader named, and every member listed, this one included.
+            let mut replicas: Vec<PeerInfo> = status
+                .voters
+                .iter()
+                .map(|node| {
+                    if *node == self.node {
+                        PeerInfo {
+                            name: self.name_of(*node),
+                            current: true,
+                            peer: peer::peer_of(*node),
+                            ..Default::default()
+                        }
+                    } else {
+                        self.replica(*node, None)
+                    }
+                })
+                .collect();
+            replicas.sort_by(|a, b| a.name.cmp(&b.name));
+            info.replicas = replicas;
+            return Some(info);
+        }
+        if let Some(leader) = status.leader {
+            info.leader = self.name_of(leader);
+        }
+        if status.role == Role::Leader {
+            info.leader_since = self.leader_since.lock().map(|(_, since)| since);
+            let mut replicas: Vec<PeerInfo> = status
+                .voters
+                .iter()
+                .filter(|node| **node != self.node)
+                .map(|node| {
+                    let lag = status
+                        .followers
+                        .iter()
+                        .find(|follower| follower.node == *node)
+                        .map(|follower| follower.lag);
+                    self.replica(*node, lag)
+                })
+                .collect();
+            replicas.sort_by(|a, b| a.name.cmp(&b.name));
+            info.replicas = replicas;
+        }
+        Some(info)
+    }
+
+    fn hold_leadership(&self, held: bool) {
+        self.held.store(held, Ordering::SeqCst);
+        let leadership = *self.raft_leadership.lock();
+        self.leadership_changed(leadership);
+    }
+
+    fn step_down(self: Arc<Self>, preferred: Option<String>) -> GroupFuture<Result<(), ApiError>> {
+        Box::pin(async move {
+            let group = self
+                .raft()
+                .ok_or_else(|| errors::CLUSTER_NOT_LEADER.to_error())?;
+            let status = group.status();
+            if status.role != Role::Leader {
+                return Err(errors::CLUSTER_NOT_LEADER.to_error());
+            }
+            let target = self.step_down_target(preferred, &status)?;
+            group
+                .transfer_leader(target)
+                .await
+                .map_err(|error| errors::RAFT_GENERAL.with_err(error))
+        })
+    }
+}
+
+impl ReplicatedStream {
+    /// The member to hand leadership to: the preferred server, or the first caught-up voter.
+    fn step_down_target(
+        &self,
+        preferred: Option<String>,
+        status: &GroupStatus,
+    ) -> Result<NodeId, ApiError> {
+        if let Some(name) = preferred {
+            let node = self
+                .meta
+                .upgrade()
+                .and_then(|meta| meta.node_of_name(&name));
+            return match node {
+                Some(node) if node == self.node => Err(errors::CLUSTER_NO_PEERS
+                    .with_err(format!("preferred server \"{name}\" is already leader"))),
+                Some(node) if status.voters.contains(&node) => Ok(node),
+                _ => Err(errors::CLUSTER_NO_PEERS
+                    .with_err(format!("preferred server \"{name}\" not known"))),
+            };
+        }
+        status
+            .followers
+            .iter()
+            .filter(|follower| follower.lag == 0 && status.voters.contains(&follower.node))
+            .map(|follower| follower.node)
+            .find(|node| *node != self.node)
+            .ok_or_else(|| errors::CLUSTER_NO_PEERS.with_err("no replacement peer connected"))
+    }
+}
