@@ -10,10 +10,12 @@
 //! Subjects nats-server does not serve get no answer at all (the client times out), exactly as
 //! nats-server; `DIRECT.GET` is not served here but by per-stream subscriptions
 //! ([`direct`]), which exist only when the stream allows direct gets. In a cluster
-//! ([`clustered`]) one server answers each request: the meta leader or the stream's holder.
+//! ([`clustered`]) one server answers each request: the meta leader or the stream's holder; the
+//! assignments the meta group applies are carried out by [`clustered_apply`].
 
 mod account;
 pub(crate) mod clustered;
+pub(crate) mod clustered_apply;
 mod consumers;
 mod context;
 pub(crate) mod direct;

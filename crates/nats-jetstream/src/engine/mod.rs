@@ -382,7 +382,7 @@ impl JetStream {
     pub async fn apply_stream_assignment(&self, assignment: crate::StreamAssignment) {
         match self.engine.account(&assignment.account) {
             Some(context) => {
-                crate::api::clustered::apply_stream_assignment(&context, assignment).await
+                crate::api::clustered_apply::apply_stream_assignment(&context, assignment).await
             }
             None => tracing::warn!(
                 account = %assignment.account,
@@ -402,7 +402,7 @@ impl JetStream {
         reply: Option<bytes::Bytes>,
     ) {
         if let Some(context) = self.engine.account(account) {
-            crate::api::clustered::apply_stream_removal(&context, name, created, reply).await
+            crate::api::clustered_apply::apply_stream_removal(&context, name, created, reply).await
         }
     }
 
@@ -410,7 +410,7 @@ impl JetStream {
     /// meta group placed it elsewhere (a peer removal).
     pub async fn drop_stream_replica(&self, account: &str, name: &str, created: i64) {
         if let Some(context) = self.engine.account(account) {
-            crate::api::clustered::drop_replica(&context, name, created).await
+            crate::api::clustered_apply::drop_replica(&context, name, created).await
         }
     }
 
