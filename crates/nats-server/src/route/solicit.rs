@@ -1,5 +1,8 @@
-//! Dialing routes: explicit routes (from `routes: [...]`) retry forever with backoff; implicit
-//! routes (learned by gossip from a peer's INFO) are dialed `connect_retries + 1` times.
+//! Dialing routes: explicit routes (from `routes: [...]`) retry forever; implicit routes
+//! (learned by gossip from a peer's INFO) are dialed `connect_retries + 1` times. The waits are
+//! nats-server's (`connectToRoute`, `reConnectToRoute`): 1 s after a refused dial (doubling up
+//! to 30 s with `connect_backoff`), and after a connection ends 1 s plus up to 100 ms at random
+//! for an explicit route, the random part alone for an implicit one.
 
 use super::connection::{self, RouteEnd};
 use super::registry::Routes;
@@ -13,10 +16,17 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpStream;
 
-/// First retry delay of a route dial (nats-server: 1 s) ...
+/// The wait after a refused (or timed-out) dial before the next (nats-server's
+/// `routeConnectDelay`), without randomness ...
 const CONNECT_RETRY: Duration = Duration::from_secs(1);
-/// ... growing to this with `connect_backoff`.
+/// ... doubled after each such wait with `connect_backoff`, up to this (`routeConnectMaxDelay`).
 const CONNECT_RETRY_MAX: Duration = Duration::from_secs(30);
+/// After a connection of an explicit route ends, it is dialled again after this
+/// (`DEFAULT_ROUTE_RECONNECT`) ...
+const RECONNECT_DELAY: Duration = Duration::from_secs(1);
+/// ... plus a random part below this, which alone is the wait for an implicit route: two servers
+/// that dialled each other at once, and dropped both connections, do not meet again in step.
+const RECONNECT_RANDOM: Duration = Duration::from_millis(100);
 /// A dial that does not complete in this time is a failed attempt.
 const DIAL_TIMEOUT: Duration = Duration::from_secs(1);
 
@@ -30,9 +40,52 @@ async fn dial(url: &RouteUrl) -> std::io::Result<TcpStream> {
     }
 }
 
-fn jitter(delay: Duration) -> Duration {
-    let extra = rand::thread_rng().gen_range(0..=delay.as_millis() as u64 / 4 + 1);
-    delay + Duration::from_millis(extra)
+/// The wait between a route connection's end and the next dial (nats-server's
+/// `reConnectToRoute`: `rand.Intn(100)` milliseconds, plus 1 s for an explicit route).
+fn reconnect_delay(explicit: bool, random: &mut impl Rng) -> Duration {
+    let random_part =
+        Duration::from_millis(random.gen_range(0..RECONNECT_RANDOM.as_millis() as u64));
+    if explicit {
+        RECONNECT_DELAY + random_part
+    } else {
+        random_part
+    }
+}
+
+/// The waits after the refused dials of one dialling run, in turn (nats-server's
+/// `connectToRoute`): [`CONNECT_RETRY`] each, or with `connect_backoff` [`CONNECT_RETRY`] first,
+/// doubled after each wait up to [`CONNECT_RETRY_MAX`]. A connection made starts a new run.
+struct ConnectRetry {
+    next: Duration,
+    backoff: bool,
+}
+
+impl ConnectRetry {
+    fn new(backoff: bool) -> ConnectRetry {
+        ConnectRetry {
+            next: CONNECT_RETRY,
+            backoff,
+        }
+    }
+
+    /// The wait after this refused dial.
+    fn after_refusal(&mut self) -> Duration {
+        let wait = self.next;
+        if self.backoff {
+            self.next = (self.next * 2).min(CONNECT_RETRY_MAX);
+        }
+        wait
+    }
+}
+
+/// Whether the cluster block asks for `connect_backoff` now (read at each dialling run, as
+/// nats-server reads its options at each `connectToRoute`).
+fn backoff(server: &Server) -> bool {
+    server
+        .current_options()
+        .cluster
+        .as_ref()
+        .is_some_and(|cluster| cluster.connect_backoff)
 }
 
 /// Keep an explicit route up for as long as the server runs, or until a config reload
@@ -43,13 +96,8 @@ pub fn spawn_explicit(server: Arc<Server>, routes: Arc<Routes>, url: RouteUrl) {
         previous.store(true, Ordering::Relaxed);
     }
     tokio::spawn(async move {
-        let backoff = server
-            .current_options()
-            .cluster
-            .as_ref()
-            .is_some_and(|cluster| cluster.connect_backoff);
         let mut attempt: u64 = 0;
-        let mut delay = CONNECT_RETRY;
+        let mut retry = ConnectRetry::new(backoff(&server));
         while !removed.load(Ordering::Relaxed) {
             tracing::debug!(
                 "Trying to connect to route on {} ({})",
@@ -58,10 +106,13 @@ pub fn spawn_explicit(server: Arc<Server>, routes: Arc<Routes>, url: RouteUrl) {
             );
             attempt += 1;
             match dial(&url).await {
-                Ok(stream) if removed.load(Ordering::Relaxed) => drop(stream),
+                Ok(stream) if removed.load(Ordering::Relaxed) => {
+                    drop(stream);
+                    return;
+                }
                 Ok(stream) => {
                     attempt = 0;
-                    delay = CONNECT_RETRY;
+                    retry = ConnectRetry::new(backoff(&server));
                     let end = connection::run_solicited(
                         server.clone(),
                         routes.clone(),
@@ -86,18 +137,17 @@ pub fn spawn_explicit(server: Arc<Server>, routes: Arc<Routes>, url: RouteUrl) {
                         }
                         RouteEnd::NotRegistered(None) => {}
                     }
+                    let wait = reconnect_delay(true, &mut rand::thread_rng());
+                    tokio::time::sleep(wait).await;
                 }
                 Err(error) => {
                     tracing::error!(
                         "Error trying to connect to route (attempt {attempt}): dial tcp {}: {error}",
                         url.address()
                     );
-                    if backoff {
-                        delay = (delay * 2).min(CONNECT_RETRY_MAX);
-                    }
+                    tokio::time::sleep(retry.after_refusal()).await;
                 }
             }
-            tokio::time::sleep(jitter(delay)).await;
         }
     });
 }
@@ -147,6 +197,7 @@ pub fn gossiped(server: &Arc<Server>, routes: &Arc<Routes>, info: &RouteInfo) {
     let remote_id = info.server_id.clone();
     tokio::spawn(async move {
         let mut attempt = 0;
+        let mut retry = ConnectRetry::new(backoff(&server));
         // Dial (and redial after a drop) until the attempts run out.
         while attempt <= retries {
             if routes.is_connected(&remote_id) {
@@ -169,16 +220,66 @@ pub fn gossiped(server: &Arc<Server>, routes: &Arc<Routes>, info: &RouteInfo) {
                     if matches!(end, RouteEnd::Registered(_)) {
                         attempt = 0;
                     }
+                    retry = ConnectRetry::new(backoff(&server));
+                    if attempt <= retries {
+                        let wait = reconnect_delay(false, &mut rand::thread_rng());
+                        tokio::time::sleep(wait).await;
+                    }
                 }
-                Err(error) => tracing::error!(
-                    "Error trying to connect to route (attempt {attempt}): dial tcp {}: {error}",
-                    url.address()
-                ),
-            }
-            if attempt <= retries {
-                tokio::time::sleep(jitter(CONNECT_RETRY)).await;
+                Err(error) => {
+                    tracing::error!(
+                        "Error trying to connect to route (attempt {attempt}): dial tcp {}: {error}",
+                        url.address()
+                    );
+                    if attempt <= retries {
+                        tokio::time::sleep(retry.after_refusal()).await;
+                    }
+                }
             }
         }
         routes.dialing.lock().remove(&url.address());
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_route_is_dialled_again_within_nats_servers_reconnect_bounds() {
+        let mut random = rand::thread_rng();
+        let explicit: Vec<Duration> = (0..10_000)
+            .map(|_| reconnect_delay(true, &mut random))
+            .collect();
+        let implicit: Vec<Duration> = (0..10_000)
+            .map(|_| reconnect_delay(false, &mut random))
+            .collect();
+        // nats-server: 1 s + rand.Intn(100) ms for an explicit route, the random part alone for
+        // an implicit one; whole milliseconds, both ends reached over 10,000 draws.
+        let second = Duration::from_secs(1);
+        let last = Duration::from_millis(99);
+        assert!(explicit
+            .iter()
+            .all(|wait| *wait >= second && *wait <= second + last));
+        assert!(implicit.iter().all(|wait| *wait <= last));
+        assert!(explicit
+            .iter()
+            .chain(&implicit)
+            .all(|wait| wait.subsec_nanos() % 1_000_000 == 0));
+        assert_eq!(explicit.iter().min(), Some(&second));
+        assert_eq!(explicit.iter().max(), Some(&(second + last)));
+        assert_eq!(implicit.iter().min(), Some(&Duration::ZERO));
+        assert_eq!(implicit.iter().max(), Some(&last));
+    }
+
+    #[test]
+    fn a_refused_dial_is_retried_after_one_second_doubling_to_thirty_with_backoff() {
+        let waits = |backoff: bool| -> Vec<u64> {
+            let mut retry = ConnectRetry::new(backoff);
+            (0..8).map(|_| retry.after_refusal().as_secs()).collect()
+        };
+        // nats-server waits routeConnectDelay (1 s), and doubles it after the wait.
+        assert_eq!(waits(false), [1, 1, 1, 1, 1, 1, 1, 1]);
+        assert_eq!(waits(true), [1, 2, 4, 8, 16, 30, 30, 30]);
+    }
 }
