@@ -6,8 +6,10 @@
 //!   then founds the stream's group alone (the new peers join it: the group's leader adds them
 //!   as learners and makes them voters once caught up) and fills the new log from the old
 //!   store before the stream leads: every message under its sequence and time (gaps as skips),
-//!   then every durable consumer with its state. Ephemeral consumers end (their clients create
-//!   them again, as an ordered consumer does). The old files go once that is committed.
+//!   then every durable consumer with its state. Ephemeral consumers start again on the new
+//!   stream here, with their state and not recorded in the log (they stay R1 on this server, as
+//!   nats-server keeps an R1 stream's ephemerals where they ran). The old files go once that is
+//!   committed.
 //! - [`Registry::update_assigned_stream`]: a replicated stream's new config, its replica count
 //!   included (the group's membership follows the assignment's peers, `cluster/membership.rs`).
 //!
@@ -17,12 +19,13 @@
 use super::Registry;
 use crate::cluster::StreamGroup;
 use crate::consumer::replicated::{import_batch, SnapshotConsumer};
+use crate::consumer::Home;
 use crate::stream::apply::StreamEntry;
 use crate::stream::replication::{codec, ReplicationError, Replicator};
 use crate::stream::{Stream, StreamCommand};
 use bytes::Bytes;
-use jetstream_api::{errors, ApiError, StreamConfig};
-use nats_store::{StoreError, StoredMessage};
+use jetstream_api::{errors, ApiError, ConsumerConfig, StreamConfig};
+use nats_store::{ConsumerState, StoreError, StoredMessage};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
@@ -42,7 +45,7 @@ impl Registry {
         config: &StreamConfig,
         group: &Arc<dyn StreamGroup>,
     ) -> Result<Arc<Stream>, ApiError> {
-        let consumers = quiesce(self, &old).await;
+        let (consumers, ephemerals) = quiesce(self, &old).await;
         let batches = {
             let mut store = old.store.read();
             let last = store.state().last_seq;
@@ -75,6 +78,7 @@ impl Registry {
                 let batch = import_batch(consumers, &*replicator).map_err(failed)?;
                 propose_until(&*replicator, batch).await.map_err(failed)?;
             }
+            self.restart_ephemerals(&stream, ephemerals);
             Ok(stream)
         }
         .await;
@@ -91,6 +95,35 @@ impl Registry {
             }
         }
         imported
+    }
+
+    /// Starts the stopped R1 stream's ephemeral consumers again on `stream` (its replicated
+    /// successor, led here), each from the state it stopped with.
+    fn restart_ephemerals(&self, stream: &Arc<Stream>, ephemerals: Vec<Ephemeral>) {
+        let consumers = self.consumers(stream);
+        let home = Home {
+            stream,
+            consumers: &consumers,
+            transport: &self.transport,
+            domain: self.config.domain.as_deref(),
+        };
+        for ephemeral in ephemerals {
+            let store = crate::consumer::open_store(
+                stream,
+                &ephemeral.config,
+                &ephemeral.name,
+                ephemeral.created,
+            )
+            .and_then(|mut store| store.set_state(ephemeral.state).map(|()| store));
+            match store {
+                Ok(store) => {
+                    crate::consumer::start(&home, ephemeral.config, ephemeral.created, store, true);
+                }
+                Err(error) => {
+                    tracing::warn!(consumer = %ephemeral.name, %error, "ephemeral consumer not kept at a scale-up");
+                }
+            }
+        }
     }
 
     /// Applies an assigned config to a stream held here, its replica count included (the
@@ -114,9 +147,17 @@ impl Registry {
     }
 }
 
+/// An ephemeral consumer stopped by [`quiesce`], to start again.
+struct Ephemeral {
+    name: String,
+    config: ConsumerConfig,
+    created: i64,
+    state: ConsumerState,
+}
+
 /// Stops the stream taking publishes and sourcing, waits until its queue is written, and stops
-/// its consumers; the durable ones with their last state.
-async fn quiesce(registry: &Registry, stream: &Stream) -> Vec<SnapshotConsumer> {
+/// its consumers; the durable ones with their last state, the ephemeral ones apart.
+async fn quiesce(registry: &Registry, stream: &Stream) -> (Vec<SnapshotConsumer>, Vec<Ephemeral>) {
     stream.unsubscribe_subjects();
     stream.sources.stop_all();
     // A config "update" to the same config is answered once everything queued before it is.
@@ -129,14 +170,22 @@ async fn quiesce(registry: &Registry, stream: &Stream) -> Vec<SnapshotConsumer> 
     }
     let consumers = registry.consumers(stream);
     let mut durable = Vec::new();
+    let mut ephemerals = Vec::new();
     for name in consumers.names() {
         let Some(consumer) = consumers.get(&name) else {
             continue;
         };
         crate::consumer::stop_consumer(stream, &consumers, &name, false).await;
         let config = consumer.config();
-        if !config.durable_name.is_empty() {
-            let state = consumer.state.lock().state.clone();
+        let state = consumer.state.lock().state.clone();
+        if config.durable_name.is_empty() {
+            ephemerals.push(Ephemeral {
+                name,
+                config,
+                created: consumer.created,
+                state,
+            });
+        } else {
             durable.push(SnapshotConsumer::of(
                 &name,
                 &config,
@@ -145,7 +194,7 @@ async fn quiesce(registry: &Registry, stream: &Stream) -> Vec<SnapshotConsumer> 
             ));
         }
     }
-    durable
+    (durable, ephemerals)
 }
 
 /// The store's messages (`load_next`: the first from a sequence on) as batches (each closed

@@ -308,3 +308,73 @@ async fn an_r3_stream_scales_to_r5_and_back_on_five_servers() {
     let info = placed_on(&cluster, &clients[0], "FANS", 3, 20).await;
     every_replica_holds(&clients[0], &info, &acked, 5).await;
 }
+
+/// Fetches up to `count` messages from `consumer` (again while nothing arrives, within the
+/// election bound: the consumer may be starting on its new stream) and acks each with an
+/// AckSync; their payloads.
+async fn fetch_acked(
+    consumer: &async_nats::jetstream::consumer::PullConsumer,
+    count: usize,
+) -> Vec<String> {
+    use futures::StreamExt;
+    let deadline = Instant::now() + ELECTION_BOUND;
+    let mut payloads = Vec::new();
+    while payloads.len() < count && Instant::now() < deadline {
+        let Ok(mut batch) = consumer
+            .fetch()
+            .max_messages(count - payloads.len())
+            .expires(Duration::from_secs(1))
+            .messages()
+            .await
+        else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        while let Some(Ok(message)) = batch.next().await {
+            payloads.push(String::from_utf8_lossy(&message.payload).into_owned());
+            message.double_ack().await.expect("ack confirmed");
+        }
+    }
+    payloads
+}
+
+/// nats-server keeps an R1 stream's ephemeral consumers through a scale-up (they stay R1 where
+/// they ran, with their state); ours ended them before (its clients had to create them again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ephemeral_consumer_keeps_its_place_when_its_r1_stream_is_scaled_to_r3() {
+    use async_nats::jetstream::consumer::{pull, AckPolicy};
+    let (cluster, clients) = nodes(3).await;
+    apply(&clients[0], "CREATE", config("EPH", 1))
+        .await
+        .assert_created();
+    let jetstream = async_nats::jetstream::new(clients[0].clone());
+    publish_numbered(&jetstream, "eph.x", "e", 5).await;
+    let consumer = jetstream
+        .get_stream("EPH")
+        .await
+        .expect("stream")
+        .create_consumer(pull::Config {
+            ack_policy: AckPolicy::Explicit,
+            inactive_threshold: Duration::from_secs(60),
+            ..Default::default()
+        })
+        .await
+        .expect("ephemeral consumer");
+    assert_eq!(fetch_acked(&consumer, 2).await, ["e0", "e1"]);
+
+    let updated = apply(&clients[1], "UPDATE", config("EPH", 3)).await.answer;
+    assert!(updated.get("error").is_none(), "{updated}");
+    placed_on(&cluster, &clients[0], "EPH", 3, 5).await;
+
+    // The same consumer goes on from where it was, and says so.
+    assert_eq!(fetch_acked(&consumer, 3).await, ["e2", "e3", "e4"]);
+    let name = consumer.cached_info().name.clone();
+    let info = one_answer(
+        &clients[2],
+        &format!("$JS.API.CONSUMER.INFO.EPH.{name}"),
+        Value::Null,
+    )
+    .await;
+    assert_eq!(info["ack_floor"]["stream_seq"], 5, "{info}");
+    assert_eq!(info["num_pending"], 0, "{info}");
+}
