@@ -65,7 +65,14 @@ impl ServerResources {
 }
 
 /// nats-server's most replicas a stream may have: its tiers run from `R1` to `R5`.
-const TIERS: usize = 5;
+pub const TIERS: usize = 5;
+
+/// Bytes stored in memory and in files.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoredBytes {
+    pub memory: i64,
+    pub storage: i64,
+}
 /// A tier's maximum where an account's tiered limits name no such tier (10120 at a publish).
 const NO_TIER: i64 = i64::MIN;
 
@@ -121,6 +128,11 @@ pub(crate) struct Usage {
     tier_maxima: [PerStorage; TIERS],
     used: PerStorage,
     tier_used: [PerStorage; TIERS],
+    /// The account's bytes on the other servers of a cluster, as they last reported them
+    /// (`crate::engine::cluster_usage`): nats-server's remote usage, added to this server's own
+    /// where the account's usage is reported and held to its limits. Zero on a single server.
+    remote: PerStorage,
+    tier_remote: [PerStorage; TIERS],
     /// The server-wide usage this account's bytes also count in (`None`: this is it).
     server: Option<Arc<Usage>>,
 }
@@ -133,6 +145,8 @@ impl Usage {
             tier_maxima: Default::default(),
             used: PerStorage::default(),
             tier_used: Default::default(),
+            remote: PerStorage::default(),
+            tier_remote: Default::default(),
             server: None,
         }
     }
@@ -183,7 +197,10 @@ impl Usage {
     /// `replicas` replicas, in nats-server's words: the server already stores more than it
     /// may (10023), the account's tiered limits have no tier for the stream (10120), or the
     /// account (for tiered limits, the stream's tier) would exceed its maximum with this
-    /// message (10002).
+    /// message (10002). As nats-server's `wouldExceedLimits`, the account's bytes are those of
+    /// every replica on every server (this server's and the others' last reports), the message
+    /// counts once per replica, and a tier's maximum is scaled by its replica count (a tier's
+    /// limits are per replica; an untiered account's are for all its replicas together).
     pub(crate) fn refuses(
         &self,
         storage: StorageType,
@@ -197,23 +214,63 @@ impl Usage {
         if over(server) {
             return Some(errors::INSUFFICIENT_RESOURCES.to_error());
         }
-        let (max, used) = if self.tiered.load(Ordering::Relaxed) {
+        let replicas = replicas.max(1);
+        let (max, used, scale) = if self.tiered.load(Ordering::Relaxed) {
             let tier = tier_index(replicas);
-            (
-                self.tier_maxima[tier].get(storage),
-                self.tier_used[tier].get(storage),
-            )
+            let used = self.tier_used[tier].get(storage) + self.tier_remote[tier].get(storage);
+            (self.tier_maxima[tier].get(storage), used, replicas)
         } else {
-            (self.maxima.get(storage), self.used.get(storage))
+            let used = self.used.get(storage) + self.remote.get(storage);
+            (self.maxima.get(storage), used, 1)
         };
         if max == NO_TIER {
             return Some(errors::NO_LIMITS.to_error());
         }
         let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
-        if max >= 0 && used.saturating_add(bytes) > max {
+        if max >= 0
+            && used.saturating_add(bytes.saturating_mul(replicas)) > max.saturating_mul(scale)
+        {
             return Some(errors::ACCOUNT_RESOURCES_EXCEEDED.to_error());
         }
         None
+    }
+
+    /// The other servers' bytes of this account, summed: in all and per tier (`R1` first).
+    pub(crate) fn set_remote(&self, total: StoredBytes, tiers: [StoredBytes; TIERS]) {
+        self.remote.set(total.memory, total.storage);
+        for (remote, tier) in self.tier_remote.iter().zip(tiers) {
+            remote.set(tier.memory, tier.storage);
+        }
+    }
+
+    /// This server's bytes of the account, in all and per tier (`R1` first).
+    pub(crate) fn local(&self) -> (StoredBytes, [StoredBytes; TIERS]) {
+        let read = |figures: &PerStorage| StoredBytes {
+            memory: figures.get(StorageType::Memory),
+            storage: figures.get(StorageType::File),
+        };
+        (
+            read(&self.used),
+            std::array::from_fn(|tier| read(&self.tier_used[tier])),
+        )
+    }
+
+    /// The account's bytes over the cluster (this server's and the others' reports), in all
+    /// and per tier (`R1` first): what `$JS.API.INFO` reports.
+    pub(crate) fn cluster_wide(&self) -> (StoredBytes, [StoredBytes; TIERS]) {
+        let sum = |local: &PerStorage, remote: &PerStorage| StoredBytes {
+            memory: local.get(StorageType::Memory) + remote.get(StorageType::Memory),
+            storage: local.get(StorageType::File) + remote.get(StorageType::File),
+        };
+        (
+            sum(&self.used, &self.remote),
+            std::array::from_fn(|tier| sum(&self.tier_used[tier], &self.tier_remote[tier])),
+        )
+    }
+
+    /// Whether the account's limits are tiered (its usage is reported per tier).
+    pub(crate) fn is_tiered(&self) -> bool {
+        self.tiered.load(Ordering::Relaxed)
     }
 
     pub(crate) fn memory(&self) -> i64 {
@@ -354,15 +411,32 @@ mod tests {
         account.add(StorageType::File, 1, 900);
         assert_eq!(code(account.refuses(StorageType::File, 1, 100)), 0);
         assert_eq!(code(account.refuses(StorageType::File, 1, 101)), 10002);
-        // R3 has its own 500 bytes, whatever R1 holds.
+        // R3 has its own 500 bytes per replica, whatever R1 holds: a message counts once for
+        // each replica against three times the tier's maximum (nats-server's
+        // `wouldExceedLimits`).
         assert_eq!(code(account.refuses(StorageType::File, 3, 500)), 0);
-        account.add(StorageType::File, 3, 400);
+        assert_eq!(code(account.refuses(StorageType::File, 3, 501)), 10002);
+        account.add(StorageType::File, 3, 1200);
+        assert_eq!(code(account.refuses(StorageType::File, 3, 100)), 0);
         assert_eq!(code(account.refuses(StorageType::File, 3, 101)), 10002);
         assert_eq!(code(account.refuses(StorageType::File, 2, 1)), 10120);
-        assert_eq!((account.storage(), server.storage()), (1300, 1300));
-        // Untiered again: every tier's bytes count against the account's own maximum.
-        account.set_limits(&tier(1350), &Default::default());
-        assert_eq!(code(account.refuses(StorageType::File, 3, 50)), 0);
+        assert_eq!((account.storage(), server.storage()), (2100, 2100));
+        // The other servers' reports count too.
+        let mut tiers = [StoredBytes::default(); TIERS];
+        tiers[0].storage = 50;
+        let remote = StoredBytes {
+            memory: 0,
+            storage: 50,
+        };
+        account.set_remote(remote, tiers);
+        assert_eq!(code(account.refuses(StorageType::File, 1, 50)), 0);
+        assert_eq!(code(account.refuses(StorageType::File, 1, 51)), 10002);
+        assert_eq!(account.cluster_wide().0.storage, 2150);
+        // Untiered again: every tier's bytes, on every server, count against the account's
+        // own maximum, and a message once per replica.
+        account.set_limits(&tier(2200), &Default::default());
+        assert_eq!(code(account.refuses(StorageType::File, 3, 16)), 0);
+        assert_eq!(code(account.refuses(StorageType::File, 3, 17)), 10002);
         assert_eq!(code(account.refuses(StorageType::File, 1, 51)), 10002);
     }
 }

@@ -9,8 +9,13 @@ use std::sync::atomic::Ordering;
 
 pub(crate) fn account_info(context: &Context, request: &Request) {
     let mut totals = context.registry.totals();
+    // The bytes of every replica on every server: this server's and the others' last reports
+    // (nats-server's `storageTotals`; on a single server, its own).
+    let (stored, tier_stored) = context.registry.usage.cluster_wide();
+    totals.memory = stored.memory.max(0) as u64;
+    totals.storage = stored.storage.max(0) as u64;
     // In a cluster the meta leader answers: the stream counts, in all and per tier, are the
-    // cluster's (usage figures are still this server's own; docs/parity.md).
+    // cluster's (consumers are this server's own; docs/parity.md).
     let cluster_tiers = context.cluster.get().map(|cluster| {
         let streams = cluster.streams();
         totals.streams = streams.len() as _;
@@ -46,8 +51,6 @@ pub(crate) fn account_info(context: &Context, request: &Request) {
                 limits: no_limits(),
                 ..Default::default()
             });
-            tier.memory = usage.memory;
-            tier.storage = usage.storage;
             tier.reserved_memory = usage.reserved_memory;
             tier.reserved_storage = usage.reserved_storage;
             tier.streams = usage.streams;
@@ -61,6 +64,13 @@ pub(crate) fn account_info(context: &Context, request: &Request) {
                     ..Default::default()
                 })
                 .streams = *streams;
+        }
+        for (index, bytes) in tier_stored.iter().enumerate() {
+            let name = crate::registry::tier_name(index as i64 + 1);
+            if let Some(tier) = tiers.get_mut(&name) {
+                tier.memory = bytes.memory.max(0) as u64;
+                tier.storage = bytes.storage.max(0) as u64;
+            }
         }
         (no_limits(), tiers)
     };

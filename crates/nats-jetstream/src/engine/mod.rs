@@ -15,6 +15,7 @@ use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 use std::sync::Arc;
 
+pub(crate) mod cluster_usage;
 mod usage;
 pub(crate) use usage::DEFAULT_MAX_CONSUMERS;
 

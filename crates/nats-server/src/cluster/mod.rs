@@ -2,7 +2,8 @@
 //! from server names and store incarnations ([`peer`], [`incarnation`]) and the meta group of all JetStream-enabled rnats servers
 //! ([`meta`]) with its stream assignments ([`assignments`]) and the `$JS.API` seam it serves
 //! JetStream through ([`placement`]: which server leads, where streams are, placing new ones),
-//! and the Raft groups of replicated streams ([`stream_group`]).
+//! and the Raft groups of replicated streams ([`stream_group`]); each account's JetStream usage
+//! summed over the servers ([`usage`]).
 //!
 //! Called by `server::run` at start-up (after JetStream started, before the routes connect) and
 //! at shutdown; read by monitoring (`/jsz` `meta_cluster`, `/raftz`). Raft messages travel as
@@ -20,6 +21,7 @@ pub mod network;
 pub mod peer;
 mod placement;
 pub mod stream_group;
+mod usage;
 
 pub use meta::Meta;
 
@@ -85,7 +87,9 @@ pub async fn start(
         incarnation,
         directory,
     };
-    let meta = Meta::start(options, system, jetstream).await?;
+    let own_peer = peer::incarnation_peer_id(&options.server_name, incarnation);
+    let meta = Meta::start(options, system, jetstream.clone()).await?;
+    usage::spawn(server, &meta, jetstream, own_peer);
     membership::on_removal(&meta, Arc::downgrade(server));
     tokio::spawn(adjust_boot_size(
         Arc::downgrade(&meta),

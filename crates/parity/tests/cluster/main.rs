@@ -28,6 +28,7 @@ mod jetstream_no_leader;
 mod jetstream_quorum_return;
 mod jetstream_r3_admin;
 mod jetstream_replicated;
+mod jetstream_usage;
 #[path = "../core/jwt_builder.rs"]
 #[allow(dead_code)]
 mod jwt_builder;

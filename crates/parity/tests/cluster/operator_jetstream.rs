@@ -297,8 +297,9 @@ async fn publish(client: &Client, subject: &str, payload: &str) -> Value {
 /// nats-server counts usage per tier (`jsAccount.wouldExceedLimits`), not to the sum of the
 /// tiers' maxima. Messages of 535 stored bytes: the R1 tier's 2,000 take three, the fourth is
 /// refused with 10002 (the two tiers' 4,000 would take seven); the R3 tier's 2,000 are its
-/// own (nats-server checks the cluster's total against three times the tier's maximum, and
-/// the followers' usage reaches the leader up to 1.5 s late: it may take a few more there).
+/// own (the cluster's total, every replica's bytes, against three times the tier's maximum;
+/// the followers' usage reaches the leader up to 1.5 s late on both servers, so published in a
+/// burst it may take a few more: `jetstream_usage` checks the exact sum once reports are in).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_tier_holds_its_own_stored_bytes() {
     let trust = Trust::new();
@@ -335,9 +336,6 @@ async fn each_tier_holds_its_own_stored_bytes() {
     };
     assert_eq!(refused["error"], exceeded, "{refused}");
     assert!(taken >= 3, "the R3 tier took {taken} messages");
-    if kind() == test_harness::cluster::ServerKind::Ours {
-        assert_eq!(taken, 3, "the R3 tier's 2,000 bytes");
-    }
     // The R1 tier is still full, whatever R3 holds.
     let refused = publish(&tenant.clients[0], "ONE.a", &payload).await;
     assert_eq!(refused["error"], exceeded, "{refused}");

@@ -243,6 +243,7 @@ impl ReplicaMachine {
                 apply(&mut **store, &entry).map_err(store_error)?;
             }
             store.flush().map_err(store_error)?;
+            self.count_usage(&**store);
             let last = store.state().last_seq;
             self.shared.inner.lock().committed_last_seq = last;
             last
@@ -333,6 +334,7 @@ impl ReplicaMachine {
                 apply(&mut **store, &entry).map_err(store_error)?;
             }
             store.flush().map_err(store_error)?;
+            self.count_usage(&**store);
             let last = store.state().last_seq;
             let mut shared = self.shared.inner.lock();
             shared.local.clear();
@@ -354,6 +356,7 @@ impl ReplicaMachine {
     pub fn reset(&self) -> io::Result<()> {
         let mut store = self.stream.store.write();
         self.replace_with_fresh_store(&mut store)?;
+        self.count_usage(&**store);
         let mut shared = self.shared.inner.lock();
         shared.local.clear();
         shared.committed_last_seq = 0;
@@ -365,6 +368,18 @@ impl ReplicaMachine {
             consumers.restore(&[])?;
         }
         Ok(())
+    }
+
+    /// The replica's bytes count in its account's usage on this server whether it leads or
+    /// follows, as every replica's store reports its own to nats-server's account usage (a
+    /// cluster's usage is then the sum over the servers: `engine/cluster_usage.rs`).
+    fn count_usage(&self, store: &dyn nats_store::StreamStore) {
+        let (storage, replicas) = {
+            let config = self.stream.config.read();
+            (config.storage, config.replicas)
+        };
+        self.stream
+            .count_usage(storage, replicas, store.state().bytes as i64);
     }
 
     /// Deletes the store in `slot` (its files and its directory lock go with it) and opens an

@@ -1,0 +1,210 @@
+//! An account's JetStream usage in a cluster (issue 16): every server counts the bytes of the
+//! replicas it holds and reports them to the others (nats-server's `$JSC.ARU.<account>.<node>`
+//! updates, about every 1.5 s), so `$JS.API.INFO` answers the sum over the servers (an R1
+//! stream's bytes once, an R3 stream's three times) wherever it is asked, and the account's
+//! `max_file` holds that sum: an R3 stream of an account limited to `max_file` takes a third of
+//! it (each message counts three times).
+//!
+//! All-rnats clusters normally; all-nats-server clusters in the parity pass (`NATS_SERVER_BIN`).
+
+use std::time::{Duration, Instant};
+
+use async_nats::Client;
+use serde_json::{json, Value};
+use test_harness::cluster::{Cluster, ClusterOptions, Topology};
+
+use crate::jetstream_assignments::{answers, error_code, leader_of};
+use crate::meta::{kind, ELECTION_BOUND};
+
+/// The usage reports of the other servers arrive within this (nats-server's 1.5 s tick and a
+/// loaded machine's delays).
+const REPORTED: Duration = Duration::from_secs(15);
+
+/// A three-node cluster whose account `APP` has JetStream with `limits`, once it has a meta
+/// leader, and a client of each node.
+async fn start(limits: &str) -> (Cluster, [Client; 3]) {
+    let mut options = ClusterOptions::new(&[kind(); 3], Topology::FullMesh);
+    options.name = "usage".into();
+    options.jetstream = vec![0, 1, 2];
+    options.extra_config = format!(
+        "accounts {{\n  SYS: {{ users: [{{user: sys, password: sys}}] }}\n  \
+         APP: {{ jetstream: {limits}, users: [{{user: app, password: app}}] }}\n}}\n\
+         system_account: SYS\nno_auth_user: app\n"
+    );
+    let cluster = Cluster::start(options);
+    leader_of(&cluster, &[0, 1, 2]);
+    let clients = [
+        connect(&cluster, 0).await,
+        connect(&cluster, 1).await,
+        connect(&cluster, 2).await,
+    ];
+    (cluster, clients)
+}
+
+async fn connect(cluster: &Cluster, index: usize) -> Client {
+    async_nats::ConnectOptions::new()
+        .request_timeout(Some(Duration::from_secs(10)))
+        .ignore_discovered_servers()
+        .connect(cluster.url(index))
+        .await
+        .unwrap_or_else(|error| panic!("connect to node {index}: {error}"))
+}
+
+/// One answer to `subject`, asked again while nobody answers or the meta group is busy
+/// (nats-server's 10005 placement refusal right after start, 10008 without a leader).
+async fn ask(client: &Client, subject: &str, body: Value) -> Value {
+    let deadline = Instant::now() + ELECTION_BOUND;
+    loop {
+        let got = answers(client, subject, body.clone()).await;
+        let retry = match got.first() {
+            None => true,
+            Some(answer) => matches!(error_code(answer), 10005 | 10008),
+        };
+        if !retry || Instant::now() > deadline {
+            assert_eq!(got.len(), 1, "{subject}: expected one answer, got {got:?}");
+            return got[0].clone();
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+async fn create(client: &Client, name: &str, replicas: u64) -> Value {
+    let body = json!({"name": name, "subjects": [format!("{}.>", name.to_lowercase())],
+        "num_replicas": replicas, "storage": "file"});
+    let created = ask(client, &format!("$JS.API.STREAM.CREATE.{name}"), body).await;
+    assert_eq!(error_code(&created), 0, "create {name}: {created}");
+    created
+}
+
+/// Publishes one message (no headers) and returns the PubAck or the refusal, asking again while
+/// the stream has no leader yet (no responders, a timeout).
+async fn publish(client: &Client, subject: &str, payload: &'static str) -> Value {
+    let deadline = Instant::now() + ELECTION_BOUND;
+    loop {
+        match client.request(subject.to_string(), payload.into()).await {
+            Ok(answer) => return serde_json::from_slice(&answer.payload).unwrap_or(Value::Null),
+            Err(error) => {
+                assert!(
+                    Instant::now() < deadline,
+                    "{subject} never answered: {error}"
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+/// The bytes STREAM.INFO reports once its leader stores `messages` messages.
+async fn stream_bytes(client: &Client, name: &str, messages: u64) -> u64 {
+    let deadline = Instant::now() + REPORTED;
+    loop {
+        let info = ask(client, &format!("$JS.API.STREAM.INFO.{name}"), Value::Null).await;
+        if info["state"]["messages"] == messages {
+            return info["state"]["bytes"].as_u64().unwrap_or(0);
+        }
+        assert!(Instant::now() < deadline, "{name}: {info}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Purges `name` and returns once the first answer (the stream leader's) says so.
+async fn purge(client: &Client, name: &str) {
+    let subject = format!("$JS.API.STREAM.PURGE.{name}");
+    let answer = client
+        .request(subject, "".into())
+        .await
+        .unwrap_or_else(|error| panic!("purge {name}: {error}"));
+    let purged: Value = serde_json::from_slice(&answer.payload).unwrap_or(Value::Null);
+    assert_eq!(purged["success"], true, "{purged}");
+}
+
+/// Waits until `$JS.API.INFO`, asked through every client, reports `storage` bytes; returns how
+/// long that took.
+async fn wait_for_storage(clients: &[Client], storage: u64) -> Duration {
+    let started = Instant::now();
+    for (index, client) in clients.iter().enumerate() {
+        loop {
+            // The first answer (the meta leader's), not `ask`'s wait for more: this measures
+            // how fast the reports follow.
+            let info = match client.request("$JS.API.INFO", "".into()).await {
+                Ok(answer) => serde_json::from_slice(&answer.payload).unwrap_or(Value::Null),
+                Err(error) => json!({ "error": error.to_string() }),
+            };
+            if info["storage"] == storage {
+                assert_eq!(info["memory"], 0, "{info}");
+                break;
+            }
+            assert!(
+                started.elapsed() < REPORTED,
+                "INFO through node {index}: storage {} where {storage} was expected: {info}",
+                info["storage"]
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    started.elapsed()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn account_info_sums_every_servers_replicas() {
+    let (_cluster, clients) = start("enabled").await;
+    let first = create(&clients[0], "ONE", 1).await;
+    let second = create(&clients[1], "TWO", 1).await;
+    create(&clients[2], "THREE", 3).await;
+    println!(
+        "R1 streams on {} and {}",
+        first["cluster"]["leader"], second["cluster"]["leader"]
+    );
+
+    for n in 0..4 {
+        let ack = publish(&clients[n % 3], "one.x", "twenty bytes of data").await;
+        assert_eq!(error_code(&ack), 0, "{ack}");
+    }
+    for n in 0..2 {
+        let ack = publish(&clients[n % 3], "two.x", "some data").await;
+        assert_eq!(error_code(&ack), 0, "{ack}");
+    }
+    for n in 0..5 {
+        let ack = publish(&clients[n % 3], "three.x", "replicated").await;
+        assert_eq!(error_code(&ack), 0, "{ack}");
+    }
+    let one = stream_bytes(&clients[0], "ONE", 4).await;
+    let two = stream_bytes(&clients[0], "TWO", 2).await;
+    let three = stream_bytes(&clients[0], "THREE", 5).await;
+    // An R1 stream's bytes count once, an R3 stream's once for each replica.
+    let took = wait_for_storage(&clients, one + two + 3 * three).await;
+    println!(
+        "INFO storage {} after the publishes: {took:?}",
+        one + two + 3 * three
+    );
+
+    purge(&clients[2], "ONE").await;
+    let took = wait_for_storage(&clients, two + 3 * three).await;
+    println!("INFO storage {} after the purge: {took:?}", two + 3 * three);
+    purge(&clients[0], "THREE").await;
+    let took = wait_for_storage(&clients, two).await;
+    println!("INFO storage {two} after the R3 purge: {took:?}");
+}
+
+/// Each message of an R3 stream counts three times against the account's `max_file`: with the
+/// reports caught up after every publish, the stream stores a third of what one replica's bytes
+/// would allow, and the next publish is refused with 10002.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_account_limit_holds_the_sum_of_every_replica() {
+    // 40 messages of 41 bytes (subject `three.x`, 7, the payload, 4, and 30 of overhead).
+    let (_cluster, clients) = start("{max_mem: 0, max_file: 1640}").await;
+    create(&clients[0], "THREE", 3).await;
+    let mut stored = 0;
+    let refusal = loop {
+        let ack = publish(&clients[stored % 3], "three.x", "data").await;
+        if error_code(&ack) != 0 {
+            break ack;
+        }
+        stored += 1;
+        assert!(stored <= 40, "more than one replica's room stored");
+        // Every server's report of the new message is in before the next publish.
+        wait_for_storage(&clients, 3 * 41 * stored as u64).await;
+    };
+    assert_eq!(error_code(&refusal), 10002, "{refusal}");
+    assert_eq!(stored, 13, "messages stored before the refusal");
+}
