@@ -339,4 +339,22 @@ async fn each_tier_holds_its_own_stored_bytes() {
     // The R1 tier is still full, whatever R3 holds.
     let refused = publish(&tenant.clients[0], "ONE.a", &payload).await;
     assert_eq!(refused["error"], exceeded, "{refused}");
+
+    // `$JS.API.INFO` reports each tier's bytes summed over the servers: the R1 stream's once,
+    // the R3 stream's once for each replica (`jetstream_usage` for an untiered account).
+    let mut stored = Vec::new();
+    for (name, messages) in [("ONE", 3), ("THREE", taken)] {
+        let subject = format!("$JS.API.STREAM.INFO.{name}");
+        let info = ask_until(&tenant.clients[0], &subject, Value::Null, |info| {
+            info["state"]["messages"] == messages
+        })
+        .await;
+        stored.push(info["state"]["bytes"].as_u64().unwrap_or(0));
+    }
+    let (one, three) = (stored[0], 3 * stored[1]);
+    let info = ask_until(&tenant.clients[1], "$JS.API.INFO", Value::Null, |info| {
+        info["tiers"]["R1"]["storage"] == one && info["tiers"]["R3"]["storage"] == three
+    })
+    .await;
+    assert_eq!(info["storage"], one + three, "{info}");
 }
