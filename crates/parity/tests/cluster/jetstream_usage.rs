@@ -244,10 +244,9 @@ async fn a_stopped_servers_last_report_is_kept_there_and_forgotten_here() {
     println!("the stopped server's report forgotten after {forgotten:?}");
     if kind() == test_harness::cluster::ServerKind::Ours {
         let after = forgotten.expect("forgotten within 30 s");
-        assert!(
-            after >= Duration::from_secs(15),
-            "forgotten after {after:?}"
-        );
+        // 20 s after its last report, which is up to 6 s older than the kill for an unchanged
+        // account (more on a loaded machine, whose ticks come late): not at the kill itself.
+        assert!(after >= Duration::from_secs(5), "forgotten after {after:?}");
     } else {
         assert_eq!(forgotten, None, "nats-server keeps the last report");
     }
