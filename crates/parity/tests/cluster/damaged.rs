@@ -36,7 +36,7 @@ use async_nats::jetstream::message::PublishMessage as Publish;
 
 use crate::jetstream_r3_admin::paths_under;
 use crate::jetstream_replicated::{create_r3, publish_until_acked, read_all};
-use crate::membership::{lead_on, nodes, placed_without, stream_info};
+use crate::membership::{lead_on, nodes, placed_without, stream_info, try_lead_on};
 use crate::meta::{agreed_leader, index_of, ELECTION_BOUND};
 use crate::support::connect;
 
@@ -422,7 +422,20 @@ async fn damaged_follower(how: Damage) {
     }
     placed_without(&cluster, &through, STREAM, &[], 3, None).await;
     let victim_name = cluster.node(victim).name.clone();
-    lead_on(&through, STREAM, &victim_name).await;
+    match try_lead_on(&through, STREAM, &victim_name).await {
+        Ok(()) => {}
+        // nats-server 2.15.1 sometimes cannot hand the leadership to the damaged node: in a CI
+        // parity pass (TruncatedWithMeta) its stream lost its leader and two replicas stayed
+        // behind for the whole bound after every replica had been current.
+        Err(info) if test_harness::is_reference() => {
+            eprintln!("{how:?}: nats-server's damaged {victim_name} never led the stream: {info}");
+            return;
+        }
+        Err(info) => panic!(
+            "{how:?}: the damaged {victim_name} never led the stream: {info}\n{}",
+            cluster.logs()
+        ),
+    }
     let on_victim = connect(&cluster, victim).await;
     let info = stream_info(&on_victim, STREAM).await;
     assert_eq!(info["cluster"]["leader"], victim_name.as_str(), "{info}");

@@ -102,11 +102,22 @@ pub(crate) async fn placed_without(
 
 /// Hands the stream's leadership to `name` and waits until it leads.
 pub(crate) async fn lead_on(client: &Client, stream: &str, name: &str) {
+    if let Err(info) = try_lead_on(client, stream, name).await {
+        panic!("{name} does not lead {stream}: {info}");
+    }
+}
+
+/// [`lead_on`] within the election bound; the last STREAM.INFO when `name` does not lead by
+/// then.
+pub(crate) async fn try_lead_on(client: &Client, stream: &str, name: &str) -> Result<(), Value> {
     let deadline = Instant::now() + ELECTION_BOUND;
     loop {
         let info = stream_info(client, stream).await;
         if info["cluster"]["leader"] == name {
-            return;
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(info);
         }
         let _ = client
             .request(
@@ -114,10 +125,6 @@ pub(crate) async fn lead_on(client: &Client, stream: &str, name: &str) {
                 json!({"placement": {"preferred": name}}).to_string().into(),
             )
             .await;
-        assert!(
-            Instant::now() < deadline,
-            "{name} does not lead {stream}: {info}"
-        );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
