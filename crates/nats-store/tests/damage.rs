@@ -12,8 +12,9 @@ use rand::Rng;
 
 const MESSAGES: u64 = 300;
 const PAYLOAD: usize = 60;
-// Record: 28 bytes of framing (the short form: no TTL, no headers) + subject (6) + payload.
-const RECORD_LEN: u64 = 28 + 6 + PAYLOAD as u64;
+// Record: 23 bytes of framing (the compact short form: no TTL, no headers, the sequence an
+// offset from the block's first) + subject (6) + payload.
+const RECORD_LEN: u64 = 23 + 6 + PAYLOAD as u64;
 const BLOCK_HEADER: u64 = 32;
 const PER_BLOCK: u64 = 10;
 

@@ -1,7 +1,8 @@
 //! A store written before CRC-32C records (block header `NSBLK001`, CRC-32 IEEE records) opens,
 //! keeps appending IEEE records to its old active block, starts new blocks with the new header
-//! (`NSBLK003`: CRC-32C and short records), and survives a crash and a clean reopen with every
-//! message intact. An `NSBLK002` active block gets no short records.
+//! (`NSBLK004`: CRC-32C, short and compact records), and survives a crash and a clean reopen with
+//! every message intact. An `NSBLK002` active block gets no short records, an `NSBLK003` one no
+//! compact records.
 
 use std::fs;
 use std::path::Path;
@@ -86,6 +87,19 @@ fn reopen_intact(dir: &Path, count: u64) -> FileStore {
     store
 }
 
+/// Open the store of one old block holding messages 1..=`old`, check them, append the next one
+/// (into the old active block), crash and reopen intact; returns the store and the old block.
+fn append_to_old_block(dir: &Path, old: u64) -> (FileStore, Vec<u8>) {
+    let mut store = open(dir);
+    assert!(store.recovery_report().is_clean());
+    check_all(&mut store, old);
+    store_messages(&mut store, old + 1..=old + 1);
+    store.flush().unwrap();
+    store.abandon();
+    let store = reopen_intact(dir, old + 1);
+    (store, block_files(dir).swap_remove(0))
+}
+
 #[test]
 fn an_old_format_store_is_read_appended_and_upgraded_block_by_block() {
     let dir = tempfile::tempdir().unwrap();
@@ -102,16 +116,8 @@ fn an_old_format_store_is_read_appended_and_upgraded_block_by_block() {
     )
     .unwrap();
 
-    let mut store = open(dir.path());
-    assert!(store.recovery_report().is_clean());
-    check_all(&mut store, 3);
     // Into the old active block: still IEEE records there (no flag bits).
-    store.store_msg("old.4", b"", b"payload 4", None).unwrap();
-    store.flush().unwrap();
-    store.abandon();
-
-    let mut store = reopen_intact(dir.path(), 4);
-    let first_block = &block_files(dir.path())[0];
+    let (mut store, first_block) = append_to_old_block(dir.path(), 3);
     assert_eq!(&first_block[..8], b"NSBLK001");
     let fourth = first_block.len() - (RECORD_HEADER_LEN + 5 + 9 + 4);
     assert_eq!(
@@ -125,13 +131,15 @@ fn an_old_format_store_is_read_appended_and_upgraded_block_by_block() {
     store.flush().unwrap();
     let blocks = block_files(dir.path());
     assert!(blocks.len() > 2);
-    assert!(blocks[1..].iter().all(|block| &block[..8] == b"NSBLK003"));
-    // The first record of a new block is short (no TTL, no headers): 12 bytes less.
-    assert_eq!(blocks[1][32 + 5] & 4, 4);
+    assert!(blocks[1..].iter().all(|block| &block[..8] == b"NSBLK004"));
+    // The first record of a new block is compact (kind 1 and the flags in one byte, flag 8) and
+    // short (flag 4: no TTL, no headers): 17 bytes less.
+    assert_eq!(blocks[1][32 + 4] >> 4, 1);
+    assert_eq!(blocks[1][32 + 4] & 12, 12);
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("sse4.2") {
         // ... and carries the CRC-32C flag.
-        assert_eq!(blocks[1][32 + 5] & 2, 2);
+        assert_eq!(blocks[1][32 + 4] & 2, 2);
     }
     store.abandon();
 
@@ -150,13 +158,7 @@ fn an_nsblk002_active_block_gets_long_records_until_it_seals() {
         old_block(b"NSBLK002", 1, &[("old.1", b"payload 1")]),
     )
     .unwrap();
-    let mut store = open(dir.path());
-    check_all(&mut store, 1);
-    store.store_msg("old.2", b"", b"payload 2", None).unwrap();
-    store.flush().unwrap();
-    store.abandon();
-    let mut store = reopen_intact(dir.path(), 2);
-    let first_block = &block_files(dir.path())[0];
+    let (mut store, first_block) = append_to_old_block(dir.path(), 1);
     assert_eq!(&first_block[..8], b"NSBLK002");
     let second = first_block.len() - (RECORD_HEADER_LEN + 5 + 9 + 4);
     assert_eq!(
@@ -167,6 +169,64 @@ fn an_nsblk002_active_block_gets_long_records_until_it_seals() {
     store_messages(&mut store, 3..=100);
     store.close().unwrap();
     let blocks = block_files(dir.path());
-    assert!(blocks[1..].iter().all(|block| &block[..8] == b"NSBLK003"));
+    assert!(blocks[1..].iter().all(|block| &block[..8] == b"NSBLK004"));
     reopen_intact(dir.path(), 100);
+}
+
+/// An `NSBLK003` block as the previous format wrote it: short records (flag 4, no TTL and no
+/// headers, so no `aux` and `headers_len`) with CRC-32 (IEEE), the full sequence in each.
+fn nsblk003_block(first_seq: u64, count: u64) -> Vec<u8> {
+    let mut out = old_block(b"NSBLK003", first_seq, &[]);
+    for seq in first_seq..first_seq + count {
+        let subject = format!("old.{seq}");
+        let payload = format!("payload {seq}");
+        let start = out.len();
+        let len = 24 + subject.len() + payload.len() + 4;
+        out.extend_from_slice(&(len as u32).to_le_bytes());
+        out.push(1); // a message
+        out.push(4); // short
+        out.extend_from_slice(&(subject.len() as u16).to_le_bytes());
+        out.extend_from_slice(&seq.to_le_bytes());
+        out.extend_from_slice(&1_700_000_000_000_000_000i64.to_le_bytes());
+        out.extend_from_slice(subject.as_bytes());
+        out.extend_from_slice(payload.as_bytes());
+        let crc = crc32fast::hash(&out[start..]);
+        out.extend_from_slice(&crc.to_le_bytes());
+    }
+    out
+}
+
+#[test]
+fn an_nsblk003_active_block_gets_short_records_but_no_compact_ones_until_it_seals() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("000000000001.blk"), nsblk003_block(1, 3)).unwrap();
+    let (mut store, first_block) = append_to_old_block(dir.path(), 3);
+    assert_eq!(&first_block[..8], b"NSBLK003");
+    // The appended record is short, not compact: kind 1 alone in byte 4, the flags in byte 5.
+    let fourth = first_block.len() - (24 + 5 + 9 + 4);
+    assert_eq!(first_block[fourth + 4], 1);
+    assert_eq!(first_block[fourth + 5] & 12, 4);
+    // Erasing a record of the old block rewrites it in its own form.
+    assert!(store.erase(2).unwrap());
+    store_messages(&mut store, 5..=200);
+    store.flush().unwrap();
+    store.abandon();
+    let blocks = block_files(dir.path());
+    assert!(blocks.len() > 2);
+    assert!(blocks[1..].iter().all(|block| &block[..8] == b"NSBLK004"));
+    assert_eq!(
+        blocks[1][32 + 4] & 12,
+        12,
+        "compact records in the new blocks"
+    );
+    let mut store = open(dir.path());
+    assert!(store.recovery_report().is_clean());
+    assert_eq!(store.state().msgs, 199);
+    assert!(store.load(2).is_err());
+    for seq in (1..=200).filter(|seq| *seq != 2) {
+        let message = store.load(seq).unwrap();
+        assert_eq!(message.subject, format!("old.{seq}"));
+        assert_eq!(&message.payload[..], format!("payload {seq}").as_bytes());
+    }
+    store.close().unwrap();
 }

@@ -84,7 +84,8 @@ impl FileBackend {
         for (seq, slot) in &live {
             let mut record = vec![0u8; slot.record_len as usize];
             self.blocks[position].read_at(&dir, u64::from(slot.location), &mut record)?;
-            decode_record(&record)
+            // The new block has the same first sequence: compact records stay valid as they are.
+            decode_record(&record, first_seq)
                 .map_err(|_| StoreError::Corrupt(format!("record {seq} damaged in block {id}")))?;
             relocated.push((*seq, content.len() as u32));
             content.extend_from_slice(&record);

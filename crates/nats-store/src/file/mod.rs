@@ -97,7 +97,8 @@ pub struct FileBackend {
     /// Read-ahead for sequential readers (`read_cache.rs`); boxed: a store value stays small.
     read_cache: Box<ReadCache>,
     /// Flags records appended to the active block may carry (`record.rs`: CRC-32C in
-    /// `NSBLK002` blocks and later, the short form in `NSBLK003` blocks).
+    /// `NSBLK002` blocks and later, the short form in `NSBLK003` blocks and later, the compact
+    /// form in `NSBLK004` blocks).
     record_flags: u8,
     /// The first and last sequence handed out, kept apart from the blocks (`high_water.rs`);
     /// boxed: a store value stays small.
@@ -526,7 +527,7 @@ impl Backend for FileBackend {
         if record.compression == Compression::S2 {
             return self.append_compressed(record);
         }
-        let (location, flags, len) = self.reserve(
+        let (location, flags, len, base) = self.reserve(
             record.seq,
             (0, record.ttl_nanos, record.headers.len()),
             |flags| {
@@ -543,6 +544,7 @@ impl Backend for FileBackend {
             &mut self.write_buffer,
             RecordKind::Message,
             flags,
+            base,
             record.seq,
             record.timestamp,
             record.ttl_nanos,
@@ -556,12 +558,13 @@ impl Backend for FileBackend {
 
     fn append_skip(&mut self, seq: u64, count: u64) -> Result<(), StoreError> {
         let aux = i64::try_from(count).unwrap_or(i64::MAX);
-        let (_, flags, _) =
+        let (_, flags, _, base) =
             self.reserve(seq, (0, aux, 0), |flags| record::record_len(flags, 0, 0, 0))?;
         encode_record(
             &mut self.write_buffer,
             RecordKind::Skip,
             flags,
+            base,
             seq,
             0,
             aux,
@@ -596,12 +599,12 @@ impl Backend for FileBackend {
             if is_active && location >= block.written_len {
                 let start = (location - block.written_len) as usize;
                 if let Some(record) = self.write_buffer.get_mut(start..start + len) {
-                    erase_record_in_place(record)?;
+                    erase_record_in_place(record, block.first_seq)?;
                 }
             } else {
                 let mut record = vec![0u8; len];
                 block.read_at(&dir, location, &mut record)?;
-                erase_record_in_place(&mut record)?;
+                erase_record_in_place(&mut record, block.first_seq)?;
                 block.write_at(&dir, location, &record)?;
                 self.read_cache.clear();
             }

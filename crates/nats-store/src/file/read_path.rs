@@ -46,7 +46,7 @@ impl FileBackend {
                 Bytes::from(buffer)
             }
         };
-        let record = decode_record(&bytes).map_err(|damage| {
+        let record = decode_record(&bytes, block.first_seq).map_err(|damage| {
             StoreError::Corrupt(format!("record {seq} in block {}: {damage:?}", block.id))
         })?;
         if record.seq != seq || record.kind != RecordKind::Message {

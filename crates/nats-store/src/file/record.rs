@@ -7,8 +7,20 @@
 //! including the CRC, the CRC covers everything before it, and `aux` is the TTL (message) or the
 //! count (skip). With flag [`FLAG_SHORT`] `aux` and `headers_len` are left out (both zero: a
 //! message without TTL and headers, the common case): 28 bytes of overhead instead of 40 (and
-//! nats-server's 30), written only into `NSBLK003` blocks. With flag [`FLAG_COMPRESSED`] the bytes after the subject are the Snappy-block
-//! compression of `headers | payload` (`headers_len` still the uncompressed header length).
+//! nats-server's 30), written into `NSBLK003` blocks and later. With flag [`FLAG_COMPRESSED`] the
+//! bytes after the subject are the Snappy-block compression of `headers | payload` (`headers_len`
+//! still the uncompressed header length).
+//!
+//! The compact form, flag [`FLAG_SEQ32`], written only into `NSBLK004` blocks when the sequence is
+//! less than 2^32 past the block's first sequence (the header's): kind and flags share one byte
+//! (kind in the high nibble, never 0, which is how a decoder tells the forms apart) and the
+//! sequence is a u32 offset from the block's first sequence:
+//! `len u32 | kind << 4 | flags u8 | subject_len u16 | seq - first_seq u32 | timestamp i64 |
+//!  [aux i64 | headers_len u32] | subject | headers | payload | crc32 u32`. Its CRC covers the
+//! full sequence (u64 little endian) followed by the record's bytes, so a record read with the
+//! wrong block's first sequence (moved, or a block header pointing elsewhere) does not check.
+//! With the short form it has 23 bytes of overhead (nats-server: 30), 35 with `aux` and
+//! `headers_len`.
 //!
 //! The CRC is CRC-32 (IEEE, `crc32fast`) or, with flag [`FLAG_CRC32C`], CRC-32C computed with the
 //! CPU's crc32 instruction: twice as fast on a 184-byte record (31.6 against 61.5 ns measured on
@@ -19,26 +31,33 @@
 
 use crate::error::StoreError;
 
-/// Header magic of blocks that may hold CRC-32C and short records (the only one written).
-pub(crate) const BLOCK_MAGIC: &[u8; 8] = b"NSBLK003";
+/// Header magic of blocks that may hold CRC-32C, short and compact records (the only one written).
+pub(crate) const BLOCK_MAGIC: &[u8; 8] = b"NSBLK004";
+/// Header magic of blocks that may hold CRC-32C and short records, no compact ones.
+pub(crate) const BLOCK_MAGIC_SHORT: &[u8; 8] = b"NSBLK003";
 /// Header magic of blocks that may hold CRC-32C records but no short ones.
 pub(crate) const BLOCK_MAGIC_CRC32C: &[u8; 8] = b"NSBLK002";
 /// Header magic of blocks written before CRC-32C records existed.
 pub(crate) const BLOCK_MAGIC_IEEE_ONLY: &[u8; 8] = b"NSBLK001";
 pub(crate) const BLOCK_HEADER_LEN: usize = 32;
 pub(crate) const RECORD_HEADER_LEN: usize = 36;
-pub(crate) const RECORD_OVERHEAD: usize = RECORD_HEADER_LEN + 4;
-/// The header of a [`FLAG_SHORT`] record: without `aux` and `headers_len`.
-pub(crate) const SHORT_HEADER_LEN: usize = 24;
-const SHORT_OVERHEAD: usize = SHORT_HEADER_LEN + 4;
+/// The long form's overhead (tests).
+#[cfg(test)]
+const RECORD_OVERHEAD: usize = RECORD_HEADER_LEN + 4;
+/// The smallest record: compact and short.
+const MIN_OVERHEAD: usize = 23;
 pub(crate) const DELETE_ENTRY_LEN: usize = 13;
 /// Record flag: headers and payload are stored compressed (stream `compression: s2`).
 pub(crate) const FLAG_COMPRESSED: u8 = 1;
 /// Record flag: the CRC is CRC-32C, not CRC-32 (IEEE).
 pub(crate) const FLAG_CRC32C: u8 = 2;
 /// Record flag: the short header (no `aux`, no `headers_len`, both zero). Passed to the encoder
-/// as "allowed" (the block is `NSBLK003`); kept only on records that qualify.
+/// as "allowed" (the block is `NSBLK003` or later); kept only on records that qualify.
 pub(crate) const FLAG_SHORT: u8 = 4;
+/// Record flag: the compact form (kind and flags in one byte, the sequence a u32 offset from the
+/// block's first sequence). Passed to the encoder as "allowed" (the block is `NSBLK004`); kept
+/// only on records whose offset fits.
+pub(crate) const FLAG_SEQ32: u8 = 8;
 /// Bodies shorter than this are stored as they are: compression would not pay for itself.
 pub(crate) const MIN_COMPRESSED_BODY: usize = 64;
 
@@ -138,11 +157,17 @@ impl Compressor {
     }
 }
 
-/// CRC32 of `bytes`. `crc32fast::hash` detects the CPU's features on every call (a visible
-/// share of a 128-byte append); cloning a hasher made once skips that.
+/// CRC32 of `bytes`.
 pub(crate) fn checksum(bytes: &[u8]) -> u32 {
+    checksum_with(&[], bytes)
+}
+
+/// CRC32 of `prefix | bytes`. `crc32fast::hash` detects the CPU's features on every call (a
+/// visible share of a 128-byte append); cloning a hasher made once skips that.
+fn checksum_with(prefix: &[u8], bytes: &[u8]) -> u32 {
     static PROTOTYPE: std::sync::OnceLock<crc32fast::Hasher> = std::sync::OnceLock::new();
     let mut hasher = PROTOTYPE.get_or_init(crc32fast::Hasher::new).clone();
+    hasher.update(prefix);
     hasher.update(bytes);
     hasher.finalize()
 }
@@ -157,31 +182,99 @@ pub(crate) fn record_checksum_flag(block_magic_is_current: bool) -> u8 {
 }
 
 /// The flags new records of a block with this magic may carry: CRC-32C (see
-/// [`record_checksum_flag`]) from `NSBLK002`, the short form from `NSBLK003`.
+/// [`record_checksum_flag`]) from `NSBLK002`, the short form from `NSBLK003`, the compact form
+/// from `NSBLK004`.
 pub(crate) fn record_flags_for(magic: &[u8]) -> u8 {
-    let crc = record_checksum_flag(magic == BLOCK_MAGIC || magic == BLOCK_MAGIC_CRC32C);
+    let crc = record_checksum_flag(
+        magic == BLOCK_MAGIC || magic == BLOCK_MAGIC_SHORT || magic == BLOCK_MAGIC_CRC32C,
+    );
     if magic == BLOCK_MAGIC {
+        crc | FLAG_SHORT | FLAG_SEQ32
+    } else if magic == BLOCK_MAGIC_SHORT {
         crc | FLAG_SHORT
     } else {
         crc
     }
 }
 
-/// The flags a record is written with: [`FLAG_SHORT`] dropped unless it qualifies.
-pub(crate) fn record_flags(allowed: u8, aux: i64, headers_len: usize) -> u8 {
-    if aux == 0 && headers_len == 0 {
-        allowed
+/// The flags a record at `seq` in a block whose first sequence is `base` is written with:
+/// [`FLAG_SHORT`] dropped unless it has no TTL and no headers, [`FLAG_SEQ32`] unless its offset
+/// from `base` fits in a u32.
+pub(crate) fn record_flags(allowed: u8, aux: i64, headers_len: usize, seq: u64, base: u64) -> u8 {
+    let mut flags = allowed;
+    if aux != 0 || headers_len != 0 {
+        flags &= !FLAG_SHORT;
+    }
+    if seq
+        .checked_sub(base)
+        .is_none_or(|offset| offset > u64::from(u32::MAX))
+    {
+        flags &= !FLAG_SEQ32;
+    }
+    flags
+}
+
+/// The checksum of a record at `seq` whose flags are `flags`: a compact record's covers its full
+/// sequence first.
+fn record_checksum(flags: u8, seq: u64, bytes: &[u8]) -> u32 {
+    let prefix = seq.to_le_bytes();
+    let prefix: &[u8] = if flags & FLAG_SEQ32 != 0 {
+        &prefix
     } else {
-        allowed & !FLAG_SHORT
+        &[]
+    };
+    if flags & FLAG_CRC32C != 0 {
+        crc32c::checksum_with(prefix, bytes)
+    } else {
+        checksum_with(prefix, bytes)
     }
 }
 
-/// The checksum of a record whose flags are `flags`.
-fn record_checksum(flags: u8, bytes: &[u8]) -> u32 {
-    if flags & FLAG_CRC32C != 0 {
-        crc32c::checksum(bytes)
+/// Where a record's fields sit; it depends only on [`FLAG_SHORT`] and [`FLAG_SEQ32`].
+struct Layout {
+    compact: bool,
+    subject_len_at: usize,
+    seq_at: usize,
+    timestamp_at: usize,
+    aux_at: usize,
+    headers_len_at: usize,
+    /// Bytes before the subject.
+    header_len: usize,
+}
+
+fn layout(flags: u8) -> Layout {
+    let compact = flags & FLAG_SEQ32 != 0;
+    let subject_len_at = if compact { 5 } else { 6 };
+    let seq_at = subject_len_at + 2;
+    let timestamp_at = seq_at + if compact { 4 } else { 8 };
+    let aux_at = timestamp_at + 8;
+    let headers_len_at = aux_at + 8;
+    let header_len = if flags & FLAG_SHORT != 0 {
+        aux_at
     } else {
-        checksum(bytes)
+        headers_len_at + 4
+    };
+    Layout {
+        compact,
+        subject_len_at,
+        seq_at,
+        timestamp_at,
+        aux_at,
+        headers_len_at,
+        header_len,
+    }
+}
+
+/// A record's kind byte and flags: folded into byte 4 in the compact form (kind in the high
+/// nibble), bytes 4 and 5 otherwise. None when the two disagree on the form.
+fn kind_and_flags(bytes: &[u8]) -> Option<(u8, u8)> {
+    let first = *bytes.get(4)?;
+    if first >> 4 != 0 {
+        let flags = first & 0x0F;
+        (flags & FLAG_SEQ32 != 0).then_some((first >> 4, flags))
+    } else {
+        let flags = *bytes.get(5)?;
+        (flags & FLAG_SEQ32 == 0).then_some((first, flags))
     }
 }
 
@@ -223,23 +316,30 @@ mod crc32c {
         }
     }
 
+    #[cfg(test)]
     pub fn checksum(bytes: &[u8]) -> u32 {
+        checksum_with(&[], bytes)
+    }
+
+    /// CRC-32C of `prefix | bytes`.
+    pub fn checksum_with(prefix: &[u8], bytes: &[u8]) -> u32 {
         #[cfg(target_arch = "x86_64")]
         {
             if std::arch::is_x86_feature_detected!("sse4.2") {
                 // SAFETY: the CPU supports SSE 4.2, checked just above; the function reads only
-                // `bytes`. A record-append benchmark needs it (see the module comment).
-                return unsafe { hardware_checksum(bytes) };
+                // `prefix` and `bytes`. A record-append benchmark needs it (see the module comment).
+                return unsafe { !hardware_update(hardware_update(u32::MAX, prefix), bytes) };
             }
         }
-        table_checksum(bytes)
+        !table_update(table_update(u32::MAX, prefix), bytes)
     }
 
+    /// The running (not yet inverted) CRC `crc` continued over `bytes`.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "sse4.2")]
-    fn hardware_checksum(bytes: &[u8]) -> u32 {
+    fn hardware_update(crc: u32, bytes: &[u8]) -> u32 {
         use std::arch::x86_64::{_mm_crc32_u64, _mm_crc32_u8};
-        let mut crc = u64::from(u32::MAX);
+        let mut crc = u64::from(crc);
         let mut words = bytes.chunks_exact(8);
         for word in &mut words {
             let mut buffer = [0u8; 8];
@@ -250,15 +350,20 @@ mod crc32c {
         for byte in words.remainder() {
             crc = _mm_crc32_u8(crc, *byte);
         }
-        !crc
+        crc
     }
 
+    #[cfg(test)]
     pub fn table_checksum(bytes: &[u8]) -> u32 {
-        let mut crc = u32::MAX;
+        !table_update(u32::MAX, bytes)
+    }
+
+    /// The running CRC `crc` continued over `bytes`, without the CPU instruction.
+    fn table_update(mut crc: u32, bytes: &[u8]) -> u32 {
         for byte in bytes {
             crc = TABLE[((crc ^ u32::from(*byte)) & 0xff) as usize] ^ (crc >> 8);
         }
-        !crc
+        crc
     }
 }
 
@@ -285,6 +390,7 @@ pub(crate) fn encode_block_header(first_seq: u64) -> [u8; BLOCK_HEADER_LEN] {
 pub(crate) fn decode_block_header(bytes: &[u8]) -> Option<u64> {
     let header = bytes.get(..BLOCK_HEADER_LEN)?;
     if &header[..8] != BLOCK_MAGIC
+        && &header[..8] != BLOCK_MAGIC_SHORT
         && &header[..8] != BLOCK_MAGIC_CRC32C
         && &header[..8] != BLOCK_MAGIC_IEEE_ONLY
     {
@@ -305,20 +411,17 @@ pub(crate) fn record_len(
     headers_len: usize,
     payload_len: usize,
 ) -> usize {
-    let overhead = if flags & FLAG_SHORT != 0 {
-        SHORT_OVERHEAD
-    } else {
-        RECORD_OVERHEAD
-    };
-    overhead + subject_len + headers_len + payload_len
+    layout(flags).header_len + 4 + subject_len + headers_len + payload_len
 }
 
-/// Append one record to `out`; `flags` are final (see [`record_flags`]).
+/// Append one record to `out`, in a block whose first sequence is `base`; `flags` are final (see
+/// [`record_flags`]).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn encode_record(
     out: &mut Vec<u8>,
     kind: RecordKind,
     flags: u8,
+    base: u64,
     seq: u64,
     timestamp: i64,
     aux: i64,
@@ -330,6 +433,7 @@ pub(crate) fn encode_record(
         out,
         kind,
         flags,
+        base,
         [seq as i64, timestamp, aux],
         subject,
         headers.len(),
@@ -339,13 +443,14 @@ pub(crate) fn encode_record(
 }
 
 /// Append a record whose body is `first | second` (headers and payload, or a compressed body
-/// and nothing); `numbers` are seq, timestamp and aux.
+/// and nothing); `numbers` are seq, timestamp and aux; `base` is the block's first sequence.
 #[allow(clippy::too_many_arguments)]
 #[inline]
 pub(crate) fn encode_record_body(
     out: &mut Vec<u8>,
     kind: RecordKind,
     flags: u8,
+    base: u64,
     numbers: [i64; 3],
     subject: &[u8],
     headers_len: usize,
@@ -353,30 +458,44 @@ pub(crate) fn encode_record_body(
     second: &[u8],
 ) -> usize {
     let [seq, timestamp, aux] = numbers;
+    let seq = seq as u64;
     debug_assert!(flags & FLAG_SHORT == 0 || (aux == 0 && headers_len == 0));
+    debug_assert!(
+        flags & FLAG_SEQ32 == 0
+            || seq
+                .checked_sub(base)
+                .is_some_and(|offset| offset <= u64::from(u32::MAX))
+    );
     let start = out.len();
-    let len = record_len(flags, subject.len(), first.len(), second.len());
+    let fields = layout(flags);
+    let len = fields.header_len + 4 + subject.len() + first.len() + second.len();
     out.reserve(len);
     // The fixed header is assembled on the stack and copied once: one capacity check instead of
     // one per field on the per-message path.
     let mut header = [0u8; RECORD_HEADER_LEN];
     header[0..4].copy_from_slice(&(len as u32).to_le_bytes());
-    header[4] = kind as u8;
-    header[5] = flags;
-    header[6..8].copy_from_slice(&(subject.len() as u16).to_le_bytes());
-    header[8..16].copy_from_slice(&seq.to_le_bytes());
-    header[16..24].copy_from_slice(&timestamp.to_le_bytes());
-    if flags & FLAG_SHORT != 0 {
-        out.extend_from_slice(&header[..SHORT_HEADER_LEN]);
+    if fields.compact {
+        header[4] = (kind as u8) << 4 | flags;
+        let offset = seq.wrapping_sub(base) as u32;
+        header[fields.seq_at..fields.seq_at + 4].copy_from_slice(&offset.to_le_bytes());
     } else {
-        header[24..32].copy_from_slice(&aux.to_le_bytes());
-        header[32..36].copy_from_slice(&(headers_len as u32).to_le_bytes());
-        out.extend_from_slice(&header);
+        header[4] = kind as u8;
+        header[5] = flags;
+        header[fields.seq_at..fields.seq_at + 8].copy_from_slice(&seq.to_le_bytes());
     }
+    header[fields.subject_len_at..fields.subject_len_at + 2]
+        .copy_from_slice(&(subject.len() as u16).to_le_bytes());
+    header[fields.timestamp_at..fields.timestamp_at + 8].copy_from_slice(&timestamp.to_le_bytes());
+    if flags & FLAG_SHORT == 0 {
+        header[fields.aux_at..fields.aux_at + 8].copy_from_slice(&aux.to_le_bytes());
+        header[fields.headers_len_at..fields.headers_len_at + 4]
+            .copy_from_slice(&(headers_len as u32).to_le_bytes());
+    }
+    out.extend_from_slice(&header[..fields.header_len]);
     out.extend_from_slice(subject);
     out.extend_from_slice(first);
     out.extend_from_slice(second);
-    let crc = record_checksum(flags, &out[start..]);
+    let crc = record_checksum(flags, seq, &out[start..]);
     out.extend_from_slice(&crc.to_le_bytes());
     len
 }
@@ -393,50 +512,58 @@ fn read_u64(bytes: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(buffer)
 }
 
-/// Decode the record at the start of `bytes`.
-pub(crate) fn decode_record(bytes: &[u8]) -> Result<DecodedRecord<'_>, RecordDamage> {
-    if bytes.len() < SHORT_OVERHEAD {
+/// The sequence of a record laid out as `fields`, in a block whose first sequence is `base`;
+/// None when a compact record's offset runs past the largest sequence.
+fn record_seq(record: &[u8], fields: &Layout, base: u64) -> Option<u64> {
+    if fields.compact {
+        base.checked_add(u64::from(read_u32(record, fields.seq_at)))
+    } else {
+        Some(read_u64(record, fields.seq_at))
+    }
+}
+
+/// Decode the record at the start of `bytes`, in a block whose first sequence is `base` (the
+/// compact form's sequence is an offset from it).
+pub(crate) fn decode_record(bytes: &[u8], base: u64) -> Result<DecodedRecord<'_>, RecordDamage> {
+    if bytes.len() < MIN_OVERHEAD {
         return Err(RecordDamage::Truncated);
     }
     let len = read_u32(bytes, 0) as usize;
-    let short = bytes[5] & FLAG_SHORT != 0;
-    if len
-        < if short {
-            SHORT_OVERHEAD
-        } else {
-            RECORD_OVERHEAD
-        }
-    {
+    let (kind, flags) = kind_and_flags(bytes).ok_or(RecordDamage::Invalid)?;
+    let fields = layout(flags);
+    if len < fields.header_len + 4 {
         return Err(RecordDamage::Invalid);
     }
     if len > bytes.len() {
         return Err(RecordDamage::Truncated);
     }
     let record = &bytes[..len];
+    let seq = record_seq(record, &fields, base).ok_or(RecordDamage::Invalid)?;
     let stored_crc = read_u32(record, len - 4);
-    if stored_crc != record_checksum(record[5], &record[..len - 4]) {
+    if stored_crc != record_checksum(flags, seq, &record[..len - 4]) {
         return Err(RecordDamage::Invalid);
     }
-    let kind = match record[4] {
+    let kind = match kind {
         1 => RecordKind::Message,
         2 => RecordKind::Skip,
         3 => RecordKind::Erased,
         _ => return Err(RecordDamage::Invalid),
     };
-    let subject_len = u16::from_le_bytes([record[6], record[7]]) as usize;
-    let seq = read_u64(record, 8);
-    let timestamp = read_u64(record, 16) as i64;
-    let (aux, headers_len, header_len) = if short {
-        (0, 0, SHORT_HEADER_LEN)
+    let subject_len = u16::from_le_bytes([
+        record[fields.subject_len_at],
+        record[fields.subject_len_at + 1],
+    ]) as usize;
+    let timestamp = read_u64(record, fields.timestamp_at) as i64;
+    let (aux, headers_len) = if flags & FLAG_SHORT != 0 {
+        (0, 0)
     } else {
         (
-            read_u64(record, 24) as i64,
-            read_u32(record, 32) as usize,
-            RECORD_HEADER_LEN,
+            read_u64(record, fields.aux_at) as i64,
+            read_u32(record, fields.headers_len_at) as usize,
         )
     };
-    let body = &record[header_len..len - 4];
-    let compressed = record[5] & FLAG_COMPRESSED != 0;
+    let body = &record[fields.header_len..len - 4];
+    let compressed = flags & FLAG_COMPRESSED != 0;
     if subject_len > body.len() || (!compressed && subject_len + headers_len > body.len()) {
         return Err(RecordDamage::Invalid);
     }
@@ -462,24 +589,27 @@ pub(crate) fn decode_record(bytes: &[u8]) -> Result<DecodedRecord<'_>, RecordDam
     })
 }
 
-/// Rewrite a record in place as an erased one of the same length (content zeroed, CRC valid).
-pub(crate) fn erase_record_in_place(record: &mut [u8]) -> Result<(), StoreError> {
+/// Rewrite a record in place as an erased one of the same length (content zeroed, CRC valid),
+/// in a block whose first sequence is `base`.
+pub(crate) fn erase_record_in_place(record: &mut [u8], base: u64) -> Result<(), StoreError> {
     let len = record.len();
-    // The short form stays (the header length follows it); the CRC becomes IEEE.
-    let short = record.get(5).is_some_and(|flags| flags & FLAG_SHORT != 0);
-    let header_len = if short {
-        SHORT_HEADER_LEN
-    } else {
-        RECORD_HEADER_LEN
-    };
-    if len < header_len + 4 {
-        return Err(StoreError::Corrupt("record too short to erase".into()));
+    let damaged = || StoreError::Corrupt("record too short or damaged to erase".into());
+    // The short and compact forms stay (the layout follows them); the CRC becomes IEEE.
+    let (_, flags) = kind_and_flags(record).ok_or_else(damaged)?;
+    let kept = flags & (FLAG_SHORT | FLAG_SEQ32);
+    let fields = layout(kept);
+    if len < fields.header_len + 4 {
+        return Err(damaged());
     }
-    record[4] = RecordKind::Erased as u8;
-    record[5] = if short { FLAG_SHORT } else { 0 };
-    record[16..24].fill(0);
-    record[24.min(header_len)..len - 4].fill(0);
-    let crc = checksum(&record[..len - 4]);
+    let seq = record_seq(record, &fields, base).ok_or_else(damaged)?;
+    if fields.compact {
+        record[4] = (RecordKind::Erased as u8) << 4 | kept;
+    } else {
+        record[4] = RecordKind::Erased as u8;
+        record[5] = kept;
+    }
+    record[fields.timestamp_at..len - 4].fill(0);
+    let crc = record_checksum(kept, seq, &record[..len - 4]);
     record[len - 4..].copy_from_slice(&crc.to_le_bytes());
     Ok(())
 }
@@ -534,6 +664,7 @@ mod tests {
             &mut out,
             RecordKind::Message,
             0,
+            1,
             7,
             99,
             5,
@@ -542,19 +673,22 @@ mod tests {
             b"payload",
         );
         assert_eq!(len, out.len());
-        let record = decode_record(&out).unwrap();
+        let record = decode_record(&out, 1).unwrap();
         assert_eq!((record.seq, record.timestamp, record.aux), (7, 99, 5));
         assert_eq!(record.subject, b"a.b");
         assert_eq!(record.payload, b"payload");
         assert_eq!(
-            decode_record(&out[..len - 1]).unwrap_err(),
+            decode_record(&out[..len - 1], 1).unwrap_err(),
             RecordDamage::Truncated
         );
         let mut flipped = out.clone();
         flipped[40] ^= 1;
-        assert_eq!(decode_record(&flipped).unwrap_err(), RecordDamage::Invalid);
-        erase_record_in_place(&mut out).unwrap();
-        assert_eq!(decode_record(&out).unwrap().kind, RecordKind::Erased);
+        assert_eq!(
+            decode_record(&flipped, 1).unwrap_err(),
+            RecordDamage::Invalid
+        );
+        erase_record_in_place(&mut out, 1).unwrap();
+        assert_eq!(decode_record(&out, 1).unwrap().kind, RecordKind::Erased);
     }
 
     #[test]
@@ -574,6 +708,7 @@ mod tests {
             &mut out,
             RecordKind::Message,
             FLAG_CRC32C,
+            1,
             9,
             1,
             0,
@@ -581,16 +716,19 @@ mod tests {
             b"",
             b"body",
         );
-        let record = decode_record(&out).unwrap();
+        let record = decode_record(&out, 1).unwrap();
         assert_eq!((record.seq, record.payload), (9, &b"body"[..]));
         // Damage, and a flag bit flipped to the other algorithm, are both refused.
         for position in [5, 20, len - 6] {
             let mut flipped = out.clone();
             flipped[position] ^= if position == 5 { FLAG_CRC32C } else { 4 };
-            assert_eq!(decode_record(&flipped).unwrap_err(), RecordDamage::Invalid);
+            assert_eq!(
+                decode_record(&flipped, 1).unwrap_err(),
+                RecordDamage::Invalid
+            );
         }
-        erase_record_in_place(&mut out).unwrap();
-        assert_eq!(decode_record(&out).unwrap().kind, RecordKind::Erased);
+        erase_record_in_place(&mut out, 1).unwrap();
+        assert_eq!(decode_record(&out, 1).unwrap().kind, RecordKind::Erased);
         // Both block header versions are read.
         let mut old_header = encode_block_header(5);
         old_header[..8].copy_from_slice(BLOCK_MAGIC_IEEE_ONLY);
@@ -601,19 +739,22 @@ mod tests {
 
     #[test]
     fn short_records_round_trip_erase_and_refuse_damage() {
-        let allowed = record_flags_for(BLOCK_MAGIC);
+        // An NSBLK003 block: the short form, not the compact one.
+        let allowed = record_flags_for(BLOCK_MAGIC_SHORT);
         assert_ne!(allowed & FLAG_SHORT, 0);
+        assert_eq!(allowed & FLAG_SEQ32, 0);
         assert_eq!(record_flags_for(BLOCK_MAGIC_CRC32C) & FLAG_SHORT, 0);
         assert_eq!(record_flags_for(BLOCK_MAGIC_IEEE_ONLY), 0);
         // A TTL or headers keep the long form.
-        assert_eq!(record_flags(allowed, 5, 0) & FLAG_SHORT, 0);
-        assert_eq!(record_flags(allowed, 0, 3) & FLAG_SHORT, 0);
-        let flags = record_flags(allowed, 0, 0);
+        assert_eq!(record_flags(allowed, 5, 0, 7, 1) & FLAG_SHORT, 0);
+        assert_eq!(record_flags(allowed, 0, 3, 7, 1) & FLAG_SHORT, 0);
+        let flags = record_flags(allowed, 0, 0, 7, 1);
         let mut out = Vec::new();
         let len = encode_record(
             &mut out,
             RecordKind::Message,
             flags,
+            1,
             7,
             42,
             0,
@@ -624,7 +765,7 @@ mod tests {
         assert_eq!(len, out.len());
         assert_eq!(len, record_len(flags, 3, 0, 7));
         assert_eq!(len, 28 + 3 + 7, "12 bytes less than the long form");
-        let record = decode_record(&out).unwrap();
+        let record = decode_record(&out, 1).unwrap();
         assert_eq!(
             (record.seq, record.timestamp, record.aux, record.headers_len),
             (7, 42, 0, 0)
@@ -634,19 +775,23 @@ mod tests {
             (&b"a.b"[..], &b"payload"[..])
         );
         assert_eq!(
-            decode_record(&out[..len - 1]).unwrap_err(),
+            decode_record(&out[..len - 1], 1).unwrap_err(),
             RecordDamage::Truncated
         );
         for position in [5, 12, 24, len - 2] {
             let mut flipped = out.clone();
             flipped[position] ^= FLAG_SHORT;
-            assert_eq!(decode_record(&flipped).unwrap_err(), RecordDamage::Invalid);
+            assert_eq!(
+                decode_record(&flipped, 1).unwrap_err(),
+                RecordDamage::Invalid
+            );
         }
         // Short and long records follow each other in one block.
         let long_len = encode_record(
             &mut out,
             RecordKind::Message,
-            record_flags(allowed, 9, 0),
+            record_flags(allowed, 9, 0, 8, 1),
+            1,
             8,
             43,
             9,
@@ -655,12 +800,168 @@ mod tests {
             b"x",
         );
         assert_eq!(long_len, RECORD_OVERHEAD + 4);
-        let second = decode_record(&out[len..]).unwrap();
+        let second = decode_record(&out[len..], 1).unwrap();
         assert_eq!((second.seq, second.aux, second.len), (8, 9, long_len));
         let mut first = out[..len].to_vec();
-        erase_record_in_place(&mut first).unwrap();
-        let erased = decode_record(&first).unwrap();
+        erase_record_in_place(&mut first, 1).unwrap();
+        let erased = decode_record(&first, 1).unwrap();
         assert_eq!((erased.kind, erased.len), (RecordKind::Erased, len));
+    }
+
+    /// A message record at `seq` in a block starting at `base`, with the flags an `NSBLK004`
+    /// block gives it.
+    fn compact_candidate(out: &mut Vec<u8>, base: u64, seq: u64, aux: i64) -> (u8, usize) {
+        let flags = record_flags(record_flags_for(BLOCK_MAGIC), aux, 0, seq, base);
+        let len = encode_record(
+            out,
+            RecordKind::Message,
+            flags,
+            base,
+            seq,
+            42,
+            aux,
+            b"a.b",
+            b"",
+            b"payload",
+        );
+        (flags, len)
+    }
+
+    #[test]
+    fn compact_records_round_trip_erase_and_refuse_damage_or_another_base() {
+        let allowed = record_flags_for(BLOCK_MAGIC);
+        assert_eq!(allowed & (FLAG_SHORT | FLAG_SEQ32), FLAG_SHORT | FLAG_SEQ32);
+        let mut out = Vec::new();
+        let (flags, len) = compact_candidate(&mut out, 1000, 1005, 0);
+        assert_eq!(flags & (FLAG_SHORT | FLAG_SEQ32), FLAG_SHORT | FLAG_SEQ32);
+        assert_eq!(len, out.len());
+        assert_eq!(len, record_len(flags, 3, 0, 7));
+        assert_eq!(len, 23 + 3 + 7, "5 bytes less than the short form");
+        assert_eq!(
+            out[4] >> 4,
+            RecordKind::Message as u8,
+            "kind in the high nibble"
+        );
+        let record = decode_record(&out, 1000).unwrap();
+        assert_eq!(
+            (record.kind, record.seq, record.timestamp, record.aux),
+            (RecordKind::Message, 1005, 42, 0)
+        );
+        assert_eq!(
+            (record.subject, record.payload, record.len),
+            (&b"a.b"[..], &b"payload"[..], len)
+        );
+        // Read as part of another block (moved, or a header pointing elsewhere): refused.
+        for base in [999, 1001, 1005 + (1 << 32), u64::MAX - 2] {
+            assert_eq!(
+                decode_record(&out, base).unwrap_err(),
+                RecordDamage::Invalid
+            );
+        }
+        for cut in 0..len {
+            assert_eq!(
+                decode_record(&out[..cut], 1000).unwrap_err(),
+                RecordDamage::Truncated,
+                "cut at {cut}"
+            );
+        }
+        // Every single flipped bit is refused (Truncated when the length grows).
+        for position in 0..len {
+            for bit in 0..8 {
+                let mut flipped = out.clone();
+                flipped[position] ^= 1 << bit;
+                assert!(
+                    decode_record(&flipped, 1000).is_err(),
+                    "bit {bit} of byte {position}"
+                );
+            }
+        }
+        erase_record_in_place(&mut out, 1000).unwrap();
+        let erased = decode_record(&out, 1000).unwrap();
+        assert_eq!(
+            (erased.kind, erased.seq, erased.len, erased.timestamp),
+            (RecordKind::Erased, 1005, len, 0)
+        );
+        assert!(erased.payload.iter().all(|byte| *byte == 0));
+        assert!(decode_record(&out, 1001).is_err());
+        // Erasing with the wrong base leaves a record that does not check with the right one.
+        let mut out = Vec::new();
+        compact_candidate(&mut out, 1000, 1005, 0);
+        erase_record_in_place(&mut out, 1001).unwrap();
+        assert!(decode_record(&out, 1000).is_err());
+    }
+
+    #[test]
+    fn compact_form_needs_an_offset_that_fits_and_mixes_with_the_others() {
+        let base = 10;
+        let mut block = Vec::new();
+        let mut expected = Vec::new();
+        // Compact and short; compact with a TTL (35 bytes of overhead); past the u32 offset
+        // (short, 28); below the base (short); the largest offset (compact); an old long record.
+        for (seq, aux, overhead) in [
+            (10, 0, 23),
+            (11, 7, 35),
+            (base + (1 << 32), 0, 28),
+            (9, 0, 28),
+            (base + u64::from(u32::MAX), 0, 23),
+        ] {
+            let (flags, len) = compact_candidate(&mut block, base, seq, aux);
+            assert_eq!(len, overhead + 3 + 7, "seq {seq}");
+            assert_eq!(flags & FLAG_SEQ32 != 0, overhead != 28, "seq {seq}");
+            expected.push((seq, aux, len));
+        }
+        let len = encode_record(
+            &mut block,
+            RecordKind::Skip,
+            0,
+            base,
+            12,
+            0,
+            3,
+            b"",
+            b"",
+            b"",
+        );
+        assert_eq!(len, RECORD_OVERHEAD);
+        expected.push((12, 3, len));
+        let mut position = 0;
+        for (seq, aux, len) in expected {
+            let record = decode_record(&block[position..], base).unwrap();
+            assert_eq!((record.seq, record.aux, record.len), (seq, aux, len));
+            position += len;
+        }
+        assert_eq!(position, block.len());
+        // A compact record whose base and offset run past the largest sequence is damaged.
+        let mut out = Vec::new();
+        compact_candidate(&mut out, u64::MAX - 1, u64::MAX, 0);
+        assert_eq!(decode_record(&out, u64::MAX - 1).unwrap().seq, u64::MAX);
+        assert_eq!(
+            decode_record(&out, u64::MAX).unwrap_err(),
+            RecordDamage::Invalid
+        );
+        // The compact flag in the long forms' flag byte is refused, not read as another layout.
+        let mut out = Vec::new();
+        encode_record(
+            &mut out,
+            RecordKind::Message,
+            0,
+            1,
+            5,
+            0,
+            0,
+            b"s",
+            b"",
+            b"p",
+        );
+        out[5] |= FLAG_SEQ32;
+        assert_eq!(decode_record(&out, 1).unwrap_err(), RecordDamage::Invalid);
+        // NSBLK004 headers are read, as are the older ones.
+        assert_eq!(&encode_block_header(3)[..8], b"NSBLK004");
+        let mut header = encode_block_header(3);
+        header[..8].copy_from_slice(BLOCK_MAGIC_SHORT);
+        let crc = crc32fast::hash(&header[..24]);
+        header[24..28].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(decode_block_header(&header), Some(3));
     }
 
     #[test]

@@ -186,7 +186,7 @@ fn scan_block(
     let mut last_seq = first_seq - 1;
     let mut position = BLOCK_HEADER_LEN;
     while position < bytes.len() {
-        let Ok(record) = decode_record(&bytes[position..]) else {
+        let Ok(record) = decode_record(&bytes[position..], first_seq) else {
             break;
         };
         match record.kind {

@@ -67,7 +67,7 @@ impl FileBackend {
             (record.headers, record.payload, 0)
         };
         let subject_len = record.subject.len();
-        let (location, flags, len) = self.reserve(
+        let (location, flags, len, base) = self.reserve(
             record.seq,
             (flags, record.ttl_nanos, record.headers.len()),
             |flags| record::record_len(flags, subject_len, first.len(), second.len()),
@@ -77,6 +77,7 @@ impl FileBackend {
             &mut self.write_buffer,
             RecordKind::Message,
             flags,
+            base,
             [record.seq as i64, record.timestamp, record.ttl_nanos],
             record.subject.as_bytes(),
             record.headers.len(),
@@ -114,24 +115,29 @@ impl FileBackend {
 
     /// Make room for a record at `seq` whose flags, aux and header length are `fields` and whose
     /// length with given record flags is `len_of(flags)`: the flags are those of the block it
-    /// lands in (a new block may allow the short form). Returns its location in the active
-    /// block, its final flags and its length.
+    /// lands in (a new block may allow the short and compact forms; the compact one also needs
+    /// `seq` close enough to the block's first sequence). Returns its location in the active
+    /// block, its final flags, its length and the block's first sequence.
     pub(super) fn reserve(
         &mut self,
         seq: u64,
         fields: (u8, i64, usize),
         len_of: impl Fn(u8) -> usize,
-    ) -> Result<(u32, u8, usize), StoreError> {
+    ) -> Result<(u32, u8, usize, u64), StoreError> {
         let (extra_flags, aux, headers_len) = fields;
-        let mut flags = record::record_flags(extra_flags | self.record_flags, aux, headers_len);
-        let mut len = len_of(flags);
-        let block_size = self.options.block_size;
+        let allowed = extra_flags | self.record_flags;
         let buffered = self.write_buffer.len() as u64;
         let active = self.active()?;
+        let mut base = active.first_seq;
         let end = active.written_len + buffered;
+        let mut flags = record::record_flags(allowed, aux, headers_len, seq, base);
+        let mut len = len_of(flags);
+        let block_size = self.options.block_size;
         if end > BLOCK_HEADER_LEN as u64 && end + len as u64 > block_size {
             self.rotate(seq)?;
-            flags = record::record_flags(extra_flags | self.record_flags, aux, headers_len);
+            base = self.active()?.first_seq;
+            flags =
+                record::record_flags(extra_flags | self.record_flags, aux, headers_len, seq, base);
             len = len_of(flags);
         }
         let buffered = self.write_buffer.len() as u64;
@@ -139,7 +145,7 @@ impl FileBackend {
         let location = active.written_len + buffered;
         let location = u32::try_from(location)
             .map_err(|_| StoreError::Corrupt("block offset overflow".into()))?;
-        Ok((location, flags, len))
+        Ok((location, flags, len, base))
     }
 
     pub(super) fn after_append(&mut self, seq: u64) -> Result<(), StoreError> {
