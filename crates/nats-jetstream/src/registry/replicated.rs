@@ -15,6 +15,10 @@ use jetstream_api::{errors, ApiError, StreamConfig};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
+/// How long a replica's creation waits for its directory's lock to be released.
+const STORE_RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+const STORE_RELEASE_RETRY: std::time::Duration = std::time::Duration::from_millis(50);
+
 impl Registry {
     /// Creates the replica of an assigned stream (`config` as the meta leader checked it) and
     /// starts its group; returns the stream and whether it was created (false: this
@@ -36,15 +40,28 @@ impl Registry {
             return Err(errors::STREAM_SUBJECT_OVERLAP.to_error());
         }
         self.check_account_limits(config, None)?;
-        let (stream, mut machine) = Stream::start_replicated(
-            config.clone(),
-            created,
-            &group.store_root(),
-            self.config.sync_interval,
-            self.ingest_context(),
-            group.clone().replicator(),
-        )
-        .map_err(|error| errors::STREAM_CREATE.with_err(error))?;
+        // The replica's directory may still be locked by the incarnation a moment ago stopped
+        // (JetStream turned off and on again for the account: its group's state machine, which
+        // holds the old store, is dropped after the group stops): waited for, bounded.
+        let deadline = tokio::time::Instant::now() + STORE_RELEASE_WAIT;
+        let (stream, mut machine) = loop {
+            match Stream::start_replicated(
+                config.clone(),
+                created,
+                &group.store_root(),
+                self.config.sync_interval,
+                self.ingest_context(),
+                group.clone().replicator(),
+            ) {
+                Err(error)
+                    if error.kind() == std::io::ErrorKind::WouldBlock
+                        && tokio::time::Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(STORE_RELEASE_RETRY).await;
+                }
+                started => break started.map_err(|error| errors::STREAM_CREATE.with_err(error))?,
+            }
+        };
         let replicas =
             ReplicatedConsumers::new(group.clone().replicator(), Arc::downgrade(&stream));
         machine.set_consumers(replicas.clone());

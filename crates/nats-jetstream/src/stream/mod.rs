@@ -218,8 +218,15 @@ impl Stream {
         context: IngestContext,
         replicator: Arc<dyn replication::Replicator>,
     ) -> Result<(Arc<Stream>, replication::ReplicaMachine), std::io::Error> {
-        let store = storage::open_store(store_root, &config, sync)
-            .map_err(|error| std::io::Error::other(error.to_string()))?;
+        // A directory still locked by the replica's previous incarnation (its group's state
+        // machine not yet dropped after a stop) is told apart: the caller waits for it.
+        let store = storage::open_store(store_root, &config, sync).map_err(|error| {
+            let kind = match error {
+                nats_store::StoreError::Locked(_) => std::io::ErrorKind::WouldBlock,
+                _ => std::io::ErrorKind::Other,
+            };
+            std::io::Error::new(kind, error.to_string())
+        })?;
         // A new replica's files synced here, inline (no API answer waits on them).
         if let Some(creation) = store.pending_creation() {
             creation

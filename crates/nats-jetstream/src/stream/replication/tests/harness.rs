@@ -141,7 +141,7 @@ pub(super) fn replicator() -> Arc<GroupReplicator> {
 }
 
 /// Rebuilds run on their own task; the replicator hands them an `Arc` of itself.
-pub(super) struct Shared(Arc<GroupReplicator>);
+pub(super) struct Shared(pub(super) Arc<GroupReplicator>);
 
 impl Replicator for Shared {
     fn propose(&self, batch: Bytes) -> ProposeFuture {

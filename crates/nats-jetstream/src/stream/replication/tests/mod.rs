@@ -629,3 +629,50 @@ async fn measure_r3_publish_throughput_and_latency() {
     );
     cluster.shutdown().await;
 }
+
+/// A replica whose directory is still held by its previous incarnation (an account's
+/// JetStream turned off and on again: the stopped group's state machine drops the old store a
+/// moment later) is refused with `WouldBlock`, which the registry waits on
+/// (`registry/replicated.rs`), and starts once the old store is gone.
+#[tokio::test]
+async fn a_replica_still_held_by_its_last_incarnation_says_so_and_starts_once_released() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let start = || {
+        let router = crate::test_transport::TestRouter::new();
+        let transport: Arc<dyn Transport> = router;
+        let context = crate::stream::IngestContext {
+            transport,
+            sync_always: false,
+            domain: None,
+            usage: Arc::new(crate::resources::Usage::new(1 << 30, 1 << 34)),
+            batch_limits: Default::default(),
+        };
+        crate::stream::Stream::start_replicated(
+            stream_config(StorageType::File),
+            1,
+            &directory.path().join("store"),
+            crate::SyncPolicy::default(),
+            context,
+            Arc::new(Shared(replicator())),
+        )
+    };
+    let (first, first_machine) = start().expect("the first incarnation starts");
+    let refused = start().err().expect("the directory is held");
+    assert_eq!(refused.kind(), std::io::ErrorKind::WouldBlock, "{refused}");
+    first.stop(false).await;
+    drop((first, first_machine));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        match start() {
+            Ok(_) => break,
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "never released: {error}"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(error) => panic!("{error}"),
+        }
+    }
+}
