@@ -207,7 +207,9 @@ fn stepdown_error(answer: &Value) -> (u64, String) {
     )
 }
 
-async fn stepdown(client: &async_nats::Client, body: &str) -> Value {
+/// A meta leader stepdown asked until some server answers it (none does while there is no leader,
+/// and nats-server now and then leaves one unanswered), within [`ELECTION_BOUND`].
+pub(crate) async fn stepdown(client: &async_nats::Client, body: &str) -> Value {
     let deadline = Instant::now() + ELECTION_BOUND;
     loop {
         match tokio::time::timeout(

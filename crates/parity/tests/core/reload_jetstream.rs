@@ -238,7 +238,16 @@ fn jetstream_back_on_with_another_store_directory_serves_that_directory() {
     rewrite_and_hangup(&server, &limits(first.path(), "8MB", "64MB"));
     await_log(&server, "Reloaded: JetStream\n", 4);
     await_jetstream(&mut client);
-    assert_eq!(stream_names(&mut client), serde_json::json!(["FIRST"]));
+    // nats-server answers the JetStream API before it has recovered the directory's streams
+    // (STREAM.NAMES said `null` in 1 of 10 runs, and in the parity pass of CI6): there the
+    // test asks again, for a bounded time. Ours answers only once the streams are back.
+    let mut names = stream_names(&mut client);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while test_harness::is_reference() && names.is_null() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        names = stream_names(&mut client);
+    }
+    assert_eq!(names, serde_json::json!(["FIRST"]));
 }
 
 fn domain_accounts(store: &std::path::Path, domain: &str, b_has_jetstream: bool) -> String {
