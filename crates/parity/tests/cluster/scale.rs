@@ -228,6 +228,25 @@ async fn an_r3_stream_scaled_to_r1_and_back_keeps_its_messages_and_consumer() {
         "{info}"
     );
     every_replica_holds(&clients[0], &info, &acked, 5).await;
+    // Shown as an R1 stream and its consumer are: the cluster's name and the server, nothing more
+    // (ours keeps a one-member group there and once showed its raft_group and leader_since).
+    let r1_block = |answer: &Value| {
+        let cluster = &answer["cluster"];
+        let mut keys: Vec<&str> = cluster
+            .as_object()
+            .map(|block| block.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        keys.sort_unstable();
+        assert_eq!(keys, ["leader", "name"], "{answer}");
+    };
+    r1_block(&info);
+    let reader = one_answer(
+        &clients[0],
+        "$JS.API.CONSUMER.INFO.DOWN.READER",
+        Value::Null,
+    )
+    .await;
+    r1_block(&reader);
     let ack =
         publish_until_acked(&jetstream, "down.x", "one", Instant::now() + ELECTION_BOUND).await;
     assert_eq!(ack.sequence, 21);

@@ -200,6 +200,18 @@ impl StreamGroup for ReplicatedStream {
         let group = self.raft()?;
         let status = group.status();
         let meta = self.meta.upgrade()?;
+        if status.voters.len() <= 1 {
+            // A stream scaled down to R1 keeps a one-member group (docs/parity.md); it is shown as
+            // nats-server shows an R1 stream: the cluster's name and its server, nothing more.
+            return Some(ClusterInfo {
+                name: meta.cluster_name.clone(),
+                leader: status
+                    .leader
+                    .map(|leader| self.name_of(leader))
+                    .unwrap_or_default(),
+                ..Default::default()
+            });
+        }
         let mut info = ClusterInfo {
             name: meta.cluster_name.clone(),
             raft_group: self.name.clone(),
