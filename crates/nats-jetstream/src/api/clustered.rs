@@ -469,19 +469,37 @@ async fn stream_list(context: &Context, cluster: &dyn Cluster, request: &Request
         .take(LIST_LIMIT)
         .map(|config| config.name)
         .collect();
+    // A stream this server leads (or holds alone) is listed from here; any other is asked of its
+    // leader, as nats-server does: a follower's own view has no `replicas` or `leader_since`.
     let mut infos: BTreeMap<String, StreamInfo> = BTreeMap::new();
+    let mut followed = BTreeMap::new();
     let mut remote = Vec::new();
     for name in &page {
         match context.registry.get(name) {
-            Some(stream) => {
+            Some(stream)
+                if cluster
+                    .stream_group(name)
+                    .is_none_or(|group| group.is_leader()) =>
+            {
                 let detail = InfoDetail::default();
                 let (info, _) = build_stream_info(context, &stream, &detail, InfoView::List);
                 infos.insert(name.clone(), info);
+            }
+            Some(stream) => {
+                followed.insert(name.clone(), stream);
+                remote.push(name.clone());
             }
             None => remote.push(name.clone()),
         }
     }
     infos.extend(gather_infos(context, &remote).await);
+    // A followed stream whose leader did not answer in time is listed as this replica sees it.
+    for (name, stream) in followed {
+        infos.entry(name).or_insert_with(|| {
+            let detail = InfoDetail::default();
+            build_stream_info(context, &stream, &detail, InfoView::List).0
+        });
+    }
     let paged = Paged {
         total,
         offset,

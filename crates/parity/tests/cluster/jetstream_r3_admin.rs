@@ -2,6 +2,7 @@
 //! stream: a delete is answered once, leaves no directory of the stream or its Raft group on any
 //! node's disk, and frees the name for a new stream; an update (subjects, max_msgs) is answered
 //! once and holds on every replica, each made leader in turn (stepdown with a preferred server).
+//! STREAM.LIST, answered by the meta leader, shows a stream led elsewhere as its leader does.
 //!
 //! All-rnats clusters normally; all-nats-server clusters in the parity pass (`NATS_SERVER_BIN`),
 //! where every assertion holds too.
@@ -16,7 +17,7 @@ use crate::jetstream_assignments::one_answer;
 use crate::jetstream_replicated::{
     create_r3, publish_until_acked, r3_config, settled_info, three_nodes,
 };
-use crate::meta::{index_of, ELECTION_BOUND};
+use crate::meta::{agreed_leader, index_of, ELECTION_BOUND};
 
 /// Removal of a deleted stream's files on every node happens within this.
 const REMOVAL_BOUND: Duration = Duration::from_secs(15);
@@ -184,4 +185,66 @@ async fn an_r3_stream_updated_through_a_follower_holds_on_every_replica() {
         let info = settled_info(&clients[0], "UPD", &names, 5).await;
         assert_eq!(info["state"]["first_seq"], published - 4, "{info}");
     }
+}
+
+/// STREAM.LIST is answered by the meta leader; an R3 stream led by another server is listed as
+/// its leader shows it (`leader_since`, both other replicas). Ours once listed the meta leader's
+/// own follower view of it: a `cluster` block without `replicas` or `leader_since`, so `nats
+/// stream report` named one replica.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_r3_stream_led_elsewhere_is_listed_with_its_leader_s_cluster_view() {
+    let (cluster, names, clients) = three_nodes().await;
+    let (created, _) = create_r3(&clients[0], "LISTED", "listed.>").await;
+    created.assert_created();
+    let jetstream = async_nats::jetstream::new(clients[0].clone());
+    let deadline = Instant::now() + ELECTION_BOUND;
+    publish_until_acked(&jetstream, "listed.x", "one", deadline).await;
+    let meta = tokio::task::block_in_place(|| agreed_leader(&cluster, &[0, 1, 2], 3, None))
+        .unwrap_or_else(|error| panic!("{error}\n{}", cluster.logs()));
+    let info = loop {
+        let info = settled_info(&clients[0], "LISTED", &names, 1).await;
+        let leader = info["cluster"]["leader"].as_str().unwrap_or("");
+        if !leader.is_empty() && leader != meta {
+            break info;
+        }
+        assert!(Instant::now() < deadline, "only {meta} leads: {info}");
+        if leader == meta {
+            let elsewhere = names.iter().find(|name| **name != meta);
+            let answer = one_answer(
+                &clients[0],
+                "$JS.API.STREAM.LEADER.STEPDOWN.LISTED",
+                json!({"placement": {"preferred": elsewhere}}),
+            )
+            .await;
+            assert_eq!(answer["success"], true, "{answer}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let elsewhere = info["cluster"]["leader"].as_str().unwrap_or("").to_string();
+    assert_eq!(
+        info["cluster"]["replicas"].as_array().map(Vec::len),
+        Some(2),
+        "{info}"
+    );
+
+    let listed = one_answer(&clients[0], "$JS.API.STREAM.LIST", json!({})).await;
+    let stream = listed["streams"]
+        .as_array()
+        .and_then(|streams| streams.iter().find(|s| s["config"]["name"] == "LISTED"))
+        .unwrap_or_else(|| panic!("LISTED not listed: {listed}"));
+    let block = &stream["cluster"];
+    assert_eq!(block["leader"], elsewhere.as_str(), "{listed}");
+    assert!(block["leader_since"].is_string(), "{listed}");
+    let mut replicas: Vec<&str> = block["replicas"]
+        .as_array()
+        .map(|replicas| replicas.iter().filter_map(|r| r["name"].as_str()).collect())
+        .unwrap_or_default();
+    replicas.sort_unstable();
+    let mut others: Vec<&str> = names
+        .iter()
+        .map(String::as_str)
+        .filter(|name| *name != elsewhere)
+        .collect();
+    others.sort_unstable();
+    assert_eq!(replicas, others, "{listed}");
 }
