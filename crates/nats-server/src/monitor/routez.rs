@@ -47,11 +47,14 @@ pub fn routez(server: &Server, options: &RoutezOptions) -> Value {
             route.insert("rid".into(), json!(link.rid()));
             route.insert("remote_id".into(), json!(info.server_id));
             route.insert("remote_name".into(), json!(info.server_name));
-            route.insert("did_solicit".into(), json!(link.solicited));
+            route.insert("did_solicit".into(), json!(link.did_solicit()));
             let address = format!("{}:{}", connection.address.ip(), connection.address.port());
             route.insert(
                 "is_configured".into(),
-                json!(link.solicited && configured.contains(&address)),
+                json!(
+                    (link.solicited && configured.contains(&address))
+                        || link.carried.lock().is_some()
+                ),
             );
             route.insert("ip".into(), json!(connection.address.ip().to_string()));
             route.insert("port".into(), json!(connection.address.port()));

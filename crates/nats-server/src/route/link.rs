@@ -41,9 +41,16 @@ impl RouteSubscription {
 pub struct RouteLink {
     /// The connection: outbound queue, writer, counters (shared with client connections).
     pub connection: Arc<ClientShared>,
+    /// Whether this connection is one we dialled.
     pub solicited: bool,
     /// The configured URL we dialled (an explicit or gossiped route); `None` when accepted.
     pub url: Option<crate::config::RouteUrl>,
+    /// A configured route's URL whose dialer met this server again on another connection and
+    /// left it to this one (nats-server's `upgradeRouteToSolicited`): the dialer waits for
+    /// this route's end before dialling that URL again (`solicit.rs`).
+    pub carried: Mutex<Option<crate::config::RouteUrl>>,
+    /// Set once the route is unregistered: what a dialer waiting on it watches.
+    pub ended: tokio::sync::watch::Sender<bool>,
     /// Accepted routes: the user and password of the peer's CONNECT.
     pub peer_credentials: Option<(Option<String>, Option<String>)>,
     /// The peer's INFO as last received.
@@ -110,6 +117,32 @@ impl RouteLink {
         for ((_, subject, queue), weight) in adopted {
             self.add_interest(account, &subject, queue.as_deref(), weight);
         }
+    }
+
+    /// Whether this route stands for a dialled one: we dialled it, or a configured route's
+    /// dialer left its URL to it (`/routez` `did_solicit`, as nats-server's after it upgrades a
+    /// route met twice).
+    pub fn did_solicit(&self) -> bool {
+        self.solicited || self.carried.lock().is_some()
+    }
+
+    /// Whether this route dialled `url` or carries it for its dialer.
+    pub fn stands_for(&self, url: &crate::config::RouteUrl) -> bool {
+        self.url.as_ref() == Some(url) || self.carried.lock().as_ref() == Some(url)
+    }
+
+    /// A configured route's dialer met this server on another connection: this route carries
+    /// `url` from now on (unless it dialled one itself), and the dialer waits for its end.
+    pub fn carry(&self, url: &crate::config::RouteUrl) {
+        if self.url.is_none() {
+            self.carried.lock().get_or_insert_with(|| url.clone());
+        }
+    }
+
+    /// Until this route is unregistered.
+    pub async fn until_ended(&self) {
+        let mut ended = self.ended.subscribe();
+        let _ = ended.wait_for(|ended| *ended).await;
     }
 
     pub fn rid(&self) -> u64 {

@@ -115,6 +115,11 @@ impl Routes {
         self.links.read().values().cloned().collect()
     }
 
+    /// The route registered to `server_id`, if one is up.
+    pub fn link(&self, server_id: &str) -> Option<Arc<RouteLink>> {
+        self.links.read().get(server_id).cloned()
+    }
+
     pub fn is_connected(&self, server_id: &str) -> bool {
         self.links.read().contains_key(server_id)
     }
@@ -180,6 +185,7 @@ impl Routes {
             }
             self.count.store(links.len(), Ordering::Relaxed);
         }
+        link.ended.send_replace(true);
         let subscriptions: Vec<_> = link.subscriptions.lock().drain().collect();
         for ((_, subject, queue), subscription) in subscriptions {
             let account = subscription.account.clone();

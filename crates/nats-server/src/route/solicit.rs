@@ -88,8 +88,36 @@ fn backoff(server: &Server) -> bool {
         .is_some_and(|cluster| cluster.connect_backoff)
 }
 
+/// nats-server reports a failed dial of a route's first connection at the first attempt and
+/// every `DEFAULT_CONNECT_ERROR_REPORTS` attempts after (debug otherwise) ...
+const CONNECT_ERROR_REPORTS: u64 = 3600;
+
+/// A dial of `url` failed: logged as nats-server's `connectToRoute` does, as an error at the
+/// first attempt of a first connection and every [`CONNECT_ERROR_REPORTS`] after it, and at
+/// every attempt of a reconnection (`DEFAULT_RECONNECT_ERROR_REPORTS`, 1); as debug otherwise.
+fn dial_failed(first_connect: bool, attempt: u64, url: &RouteUrl, error: &std::io::Error) {
+    let address = url.address();
+    if reported(first_connect, attempt) {
+        tracing::error!(
+            "Error trying to connect to route (attempt {attempt}): dial tcp {address}: {error}"
+        );
+    } else {
+        tracing::debug!(
+            "Error trying to connect to route (attempt {attempt}): dial tcp {address}: {error}"
+        );
+    }
+}
+
+/// Whether a failed dial is logged as an error (nats-server's `shouldReportConnectErr`).
+fn reported(first_connect: bool, attempt: u64) -> bool {
+    !first_connect || attempt == 1 || attempt.is_multiple_of(CONNECT_ERROR_REPORTS)
+}
+
 /// Keep an explicit route up for as long as the server runs, or until a config reload
-/// removes it ([`remove_explicit`]).
+/// removes it ([`remove_explicit`]). While a route to the same server is up on another
+/// connection (it dialled us, or a gossiped dial got there first), that route carries the URL
+/// and nothing is dialled until it ends, as nats-server's `reconnect` leaves a solicited
+/// route met twice to the surviving connection.
 pub fn spawn_explicit(server: Arc<Server>, routes: Arc<Routes>, url: RouteUrl) {
     let removed = Arc::new(AtomicBool::new(false));
     if let Some(previous) = routes.explicit.lock().insert(url.clone(), removed.clone()) {
@@ -97,6 +125,7 @@ pub fn spawn_explicit(server: Arc<Server>, routes: Arc<Routes>, url: RouteUrl) {
     }
     tokio::spawn(async move {
         let mut attempt: u64 = 0;
+        let mut first_connect = true;
         let mut retry = ConnectRetry::new(backoff(&server));
         while !removed.load(Ordering::Relaxed) {
             tracing::debug!(
@@ -112,6 +141,7 @@ pub fn spawn_explicit(server: Arc<Server>, routes: Arc<Routes>, url: RouteUrl) {
                 }
                 Ok(stream) => {
                     attempt = 0;
+                    first_connect = false;
                     retry = ConnectRetry::new(backoff(&server));
                     let end = connection::run_solicited(
                         server.clone(),
@@ -120,31 +150,33 @@ pub fn spawn_explicit(server: Arc<Server>, routes: Arc<Routes>, url: RouteUrl) {
                         url.clone(),
                     )
                     .await;
-                    match end {
+                    let remote = match end {
                         RouteEnd::ToSelf => return,
-                        RouteEnd::Registered(_) => {
-                            tracing::debug!(
-                                "Attempting reconnect for solicited route \"nats-route://{}\"",
-                                url.address()
-                            );
+                        RouteEnd::Registered(remote) => Some(remote),
+                        RouteEnd::NotRegistered(remote) => remote,
+                    };
+                    let kept =
+                        remote.and_then(|remote| routes.link(&remote).map(|link| (remote, link)));
+                    if let Some((remote, kept)) = kept {
+                        tracing::debug!(
+                            "Not attempting reconnect for solicited route, already connected to {remote:?}"
+                        );
+                        kept.carry(&url);
+                        // A reload removing this route closes the route carrying it too.
+                        kept.until_ended().await;
+                        if removed.load(Ordering::Relaxed) {
+                            return;
                         }
-                        RouteEnd::NotRegistered(Some(remote)) => {
-                            // Already routed to that server by another connection: watch it
-                            // and dial again once it is gone.
-                            while routes.is_connected(&remote) && !removed.load(Ordering::Relaxed) {
-                                tokio::time::sleep(CONNECT_RETRY).await;
-                            }
-                        }
-                        RouteEnd::NotRegistered(None) => {}
                     }
+                    tracing::debug!(
+                        "Attempting reconnect for solicited route \"nats-route://{}\"",
+                        url.address()
+                    );
                     let wait = reconnect_delay(true, &mut rand::thread_rng());
                     tokio::time::sleep(wait).await;
                 }
                 Err(error) => {
-                    tracing::error!(
-                        "Error trying to connect to route (attempt {attempt}): dial tcp {}: {error}",
-                        url.address()
-                    );
+                    dial_failed(first_connect, attempt, &url, &error);
                     tokio::time::sleep(retry.after_refusal()).await;
                 }
             }
@@ -159,7 +191,7 @@ pub fn remove_explicit(routes: &Routes, url: &RouteUrl) {
         removed.store(true, Ordering::Relaxed);
     }
     for link in routes.links() {
-        if link.url.as_ref() == Some(url) {
+        if link.stands_for(url) {
             link.connection.close(CloseReason::RouteRemoved);
             tracing::info!("Removed route nats-route://{}", url.address());
         }
@@ -197,6 +229,7 @@ pub fn gossiped(server: &Arc<Server>, routes: &Arc<Routes>, info: &RouteInfo) {
     let remote_id = info.server_id.clone();
     tokio::spawn(async move {
         let mut attempt = 0;
+        let mut first_connect = true;
         let mut retry = ConnectRetry::new(backoff(&server));
         // Dial (and redial after a drop) until the attempts run out.
         while attempt <= retries {
@@ -207,6 +240,7 @@ pub fn gossiped(server: &Arc<Server>, routes: &Arc<Routes>, info: &RouteInfo) {
             tracing::debug!("Trying to connect to route on {}", url.address());
             match dial(&url).await {
                 Ok(stream) => {
+                    first_connect = false;
                     let end = connection::run_solicited(
                         server.clone(),
                         routes.clone(),
@@ -227,10 +261,7 @@ pub fn gossiped(server: &Arc<Server>, routes: &Arc<Routes>, info: &RouteInfo) {
                     }
                 }
                 Err(error) => {
-                    tracing::error!(
-                        "Error trying to connect to route (attempt {attempt}): dial tcp {}: {error}",
-                        url.address()
-                    );
+                    dial_failed(first_connect, attempt, &url, &error);
                     if attempt <= retries {
                         tokio::time::sleep(retry.after_refusal()).await;
                     }
@@ -270,6 +301,16 @@ mod tests {
         assert_eq!(explicit.iter().max(), Some(&(second + last)));
         assert_eq!(implicit.iter().min(), Some(&Duration::ZERO));
         assert_eq!(implicit.iter().max(), Some(&last));
+    }
+
+    #[test]
+    fn failed_dials_are_reported_as_nats_server_reports_them() {
+        // A first connection: the first attempt and every 3600th; a reconnection: every one.
+        let first: Vec<u64> = (1..=7200)
+            .filter(|&attempt| reported(true, attempt))
+            .collect();
+        assert_eq!(first, [1, 3600, 7200]);
+        assert!((1..=10).all(|attempt| reported(false, attempt)));
     }
 
     #[test]

@@ -50,6 +50,7 @@ mod reload_cluster;
 mod reload_jetstream;
 mod reload_routes;
 mod rolling;
+mod route_dialing;
 mod route_port_input;
 mod route_security;
 mod route_wire;

@@ -272,6 +272,8 @@ impl Session {
             connection: self.shared.clone(),
             solicited: self.solicited,
             url: self.url.clone(),
+            carried: parking_lot::Mutex::new(None),
+            ended: tokio::sync::watch::Sender::new(false),
             peer_credentials: self.peer_credentials.clone(),
             info: parking_lot::Mutex::new(info.clone()),
             subscriptions: parking_lot::Mutex::new(HashMap::new()),
