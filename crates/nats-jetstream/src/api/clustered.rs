@@ -541,7 +541,10 @@ async fn gather_infos(context: &Context, names: &[String]) -> BTreeMap<String, S
         let Ok(response) = serde_json::from_slice::<StreamInfoResponse>(&answer.payload) else {
             continue;
         };
-        if let Some(info) = response.info {
+        if let Some(mut info) = response.info {
+            // Listed as nats-server lists: the stored config, without the response-only keys
+            // its holder's STREAM.INFO adds.
+            jetstream_api::metadata::remove_dynamic(&mut info.config.metadata);
             infos.insert(info.config.name.clone(), info);
         }
     }

@@ -414,6 +414,10 @@ pub(crate) fn consumer_list(context: &Context, request: &Request, stream_name: &
             .map(|consumer| {
                 let mut info = consumer.info(&stream);
                 info.cluster = consumer_cluster_info(context, consumer);
+                // As nats-server lists them: the stored config, without the response-only keys.
+                if let Some(config) = info.config.as_mut() {
+                    jetstream_api::metadata::remove_dynamic(&mut config.metadata);
+                }
                 info
             })
             .collect();

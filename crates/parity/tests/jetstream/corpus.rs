@@ -1,5 +1,5 @@
-//! The request corpora in `corpus/*.txt` (the `$JS.API`, stream-config rules, limits and publish
-//! headers), replayed over one raw connection and compared byte for byte, after normalising
+//! The request corpora in `corpus/*.txt` (the `$JS.API`, consumers, stream-config rules, limits and
+//! publish headers), replayed over one raw connection and compared byte for byte, after normalising
 //! times, ids and the server version, with the replies nats-server 2.15.1 gave, kept in
 //! `corpus/*.expected`.
 //!
@@ -20,6 +20,11 @@ use test_harness::{RawClient, TestServer};
 #[test]
 fn api_basics() {
     replay("api_basics");
+}
+
+#[test]
+fn consumers() {
+    replay("consumers");
 }
 
 #[test]
