@@ -16,6 +16,7 @@ use jetstream_api::{
     CreateConsumerRequest, Nanos, Paged, RetentionPolicy, SuccessResponse, Timestamp,
     CONSUMER_CREATE_RESPONSE_TYPE, CONSUMER_DELETE_RESPONSE_TYPE, CONSUMER_INFO_RESPONSE_TYPE,
 };
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// nats-server's `JSApiNamesLimit` and `JSApiListLimit`.
@@ -273,7 +274,7 @@ async fn try_consumer_create(
 /// consumer's leader is the stream's leader, its replicas the stream's); any other (an ephemeral,
 /// or a consumer of an R1 stream) runs here alone, named with the cluster and this server as
 /// nats-server's `clusterInfo` of a group without a Raft node. `None` on a single server.
-fn consumer_cluster_info(
+pub(super) fn consumer_cluster_info(
     context: &Context,
     consumer: &Consumer,
 ) -> Option<jetstream_api::ClusterInfo> {
@@ -304,7 +305,17 @@ pub(crate) async fn consumer_info(
             return Err(errors::NOT_EMPTY_REQUEST.to_error());
         }
         request.check_api_level()?;
-        let (stream, consumer) = stream_and_consumer(context, stream_name, name)?;
+        let (stream, consumer) = match stream_and_consumer(context, stream_name, name) {
+            Ok(found) => found,
+            Err(error) if error.err_code == errors::CONSUMER_NOT_FOUND.err_code => {
+                // An ephemeral another server of the stream runs (the stream's leadership
+                // moved since it was created there).
+                return super::ephemerals::remote_info(context, stream_name, name)
+                    .await
+                    .ok_or(error);
+            }
+            Err(error) => return Err(error),
+        };
         let mut info = consumer.info_in_order(&stream).await;
         info.cluster = consumer_cluster_info(context, &consumer);
         Ok(info)
@@ -346,15 +357,22 @@ pub(crate) async fn consumer_delete(
             }
             None => consumer::stop_consumer(&stream, &consumers, name, true).await,
         };
-        if !deleted {
-            return Err(errors::CONSUMER_NOT_FOUND.to_error());
+        if deleted {
+            return Ok(true);
         }
-        Ok(())
+        // An ephemeral another server of the stream runs: that server deletes it (and sends
+        // the advisory).
+        if super::ephemerals::remote_delete(context, stream_name, name).await {
+            return Ok(false);
+        }
+        Err(errors::CONSUMER_NOT_FOUND.to_error())
     }
     .await;
     match result {
-        Ok(()) => {
-            advise_consumer_action(context, stream_name, name, ActionKind::Delete);
+        Ok(here) => {
+            if here {
+                advise_consumer_deleted(context, stream_name, name);
+            }
             let mut response = SuccessResponse::ok(CONSUMER_DELETE_RESPONSE_TYPE);
             response.success = true;
             context.respond(request, &response, false)
@@ -367,19 +385,28 @@ pub(crate) async fn consumer_delete(
     }
 }
 
-pub(crate) fn consumer_names(context: &Context, request: &Request, stream_name: &str) {
-    let result = (|| {
+pub(crate) async fn consumer_names(context: &Context, request: &Request, stream_name: &str) {
+    let result = async {
         request.check_api_level()?;
         let offset = consumer_paging(request)?;
         let stream = context
             .registry
             .get(stream_name)
             .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
-        let names = context.registry.consumers(&stream).names();
+        let mut names: BTreeSet<String> = context
+            .registry
+            .consumers(&stream)
+            .names()
+            .into_iter()
+            .collect();
+        // The ephemerals other servers of the stream run.
+        let remote = super::ephemerals::remote_list(context, stream_name).await;
+        names.extend(remote.into_iter().map(|info| info.name));
         let total = names.len();
         let page: Vec<String> = names.into_iter().skip(offset).take(NAMES_LIMIT).collect();
         Ok((page, total, offset))
-    })();
+    }
+    .await;
     match result {
         Ok((names, total, offset)) => context.respond(
             request,
@@ -397,23 +424,40 @@ pub(crate) fn consumer_names(context: &Context, request: &Request, stream_name: 
     }
 }
 
-pub(crate) fn consumer_list(context: &Context, request: &Request, stream_name: &str) {
-    let result = (|| {
+pub(crate) async fn consumer_list(context: &Context, request: &Request, stream_name: &str) {
+    let result = async {
         request.check_api_level()?;
         let offset = consumer_paging(request)?;
         let stream = context
             .registry
             .get(stream_name)
             .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
-        let all = context.registry.consumers(&stream).all();
+        // This server's consumers and the ephemerals other servers of the stream run, by name
+        // (one run here wins).
+        let mut all: BTreeMap<String, Result<Arc<Consumer>, ConsumerInfo>> = context
+            .registry
+            .consumers(&stream)
+            .all()
+            .into_iter()
+            .map(|consumer| (consumer.name.clone(), Ok(consumer)))
+            .collect();
+        for info in super::ephemerals::remote_list(context, stream_name).await {
+            all.entry(info.name.clone()).or_insert(Err(info));
+        }
         let total = all.len();
         let page: Vec<ConsumerInfo> = all
-            .iter()
+            .into_values()
             .skip(offset)
             .take(LIST_LIMIT)
             .map(|consumer| {
-                let mut info = consumer.info(&stream);
-                info.cluster = consumer_cluster_info(context, consumer);
+                let mut info = match consumer {
+                    Ok(consumer) => {
+                        let mut info = consumer.info(&stream);
+                        info.cluster = consumer_cluster_info(context, &consumer);
+                        info
+                    }
+                    Err(remote) => remote,
+                };
                 // As nats-server lists them: the stored config, without the response-only keys.
                 if let Some(config) = info.config.as_mut() {
                     jetstream_api::metadata::remove_dynamic(&mut config.metadata);
@@ -422,7 +466,8 @@ pub(crate) fn consumer_list(context: &Context, request: &Request, stream_name: &
             })
             .collect();
         Ok((page, total, offset))
-    })();
+    }
+    .await;
     match result {
         Ok((consumers, total, offset)) => context.respond(
             request,
@@ -579,6 +624,11 @@ pub(crate) async fn consumer_reset(
         Ok(Err(error)) => context.respond_uncounted(request, &ConsumerResetResponse::error(error)),
         Err(_) => {}
     }
+}
+
+/// The delete advisory of a consumer deleted here.
+pub(super) fn advise_consumer_deleted(context: &Context, stream: &str, consumer: &str) {
+    advise_consumer_action(context, stream, consumer, ActionKind::Delete);
 }
 
 fn advise_consumer_action(context: &Context, stream: &str, consumer: &str, action: ActionKind) {

@@ -19,6 +19,7 @@ pub(crate) mod clustered_apply;
 mod consumers;
 mod context;
 pub(crate) mod direct;
+mod ephemerals;
 pub(crate) mod messages;
 pub(crate) mod queue;
 pub(crate) mod streams;
@@ -292,9 +293,11 @@ pub(crate) async fn handle_request(context: &Arc<Context>, message: Message) {
             consumers::consumer_delete(context, &request, stream, consumer).await
         }
         ApiSubject::ConsumerNames { stream } => {
-            consumers::consumer_names(context, &request, stream)
+            consumers::consumer_names(context, &request, stream).await
         }
-        ApiSubject::ConsumerList { stream } => consumers::consumer_list(context, &request, stream),
+        ApiSubject::ConsumerList { stream } => {
+            consumers::consumer_list(context, &request, stream).await
+        }
         ApiSubject::ConsumerPause { stream, consumer } => {
             consumers::consumer_pause(context, &request, stream, consumer).await
         }

@@ -95,6 +95,8 @@ pub(crate) struct ApiQueues {
     closed: AtomicBool,
     /// When the limit warning was last logged (seconds since the epoch): at most one a second.
     last_warning: AtomicU64,
+    /// Where probes for ephemeral consumers are answered (`ephemerals.rs`), beside the queues.
+    runtime: tokio::runtime::Handle,
 }
 
 /// Whether nats-server serves this request from its info queue.
@@ -129,6 +131,7 @@ impl ApiQueues {
             limits,
             closed: AtomicBool::new(false),
             last_warning: AtomicU64::new(0),
+            runtime: runtime.clone(),
         });
         // A current-thread runtime (unit tests with a paused clock, which would jump ahead
         // while another thread works) serves the queues with tasks instead.
@@ -174,6 +177,14 @@ impl ApiQueues {
     /// Called by the `$JS.API` subscription handlers: classify and enqueue, never block.
     pub(crate) fn enqueue(&self, context: &Arc<Context>, message: Message) {
         if self.closed.load(Ordering::Acquire) {
+            return;
+        }
+        // A stream leader asking for the ephemerals run here is answered at once, never behind
+        // this server's own requests (which may be waiting for that leader's answers).
+        if super::ephemerals::is_probe(&message) {
+            let context = context.clone();
+            self.runtime
+                .spawn(async move { super::ephemerals::answer_probe(&context, message).await });
             return;
         }
         let info = is_info_request(&message.subject);

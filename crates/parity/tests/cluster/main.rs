@@ -16,6 +16,7 @@ mod consumer_cluster_info;
 mod consumer_faults;
 mod consumer_lease;
 mod damaged;
+mod ephemeral_leader_change;
 mod fault_schedule;
 mod jetstream_accounts;
 mod jetstream_assignments;
