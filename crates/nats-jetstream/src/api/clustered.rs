@@ -100,10 +100,32 @@ pub(crate) fn answers_here(context: &Context, cluster: &dyn Cluster, api: &ApiSu
                             && group
                                 .leaderless_for()
                                 .is_some_and(|age| age >= crate::cluster::LEADERLESS_ANSWER))
+                        || runs_ephemeral(context, api)
                 })
         }
         None => true,
     }
+}
+
+/// Whether `api` acts on an ephemeral consumer this server runs (created here while it led the
+/// stream): its PAUSE, UNPIN, RESET and LEADER.STEPDOWN are answered by this server, as by
+/// nats-server's host of the consumer; the stream's leader, which does not run it, stays
+/// silent for it (`ephemerals.rs`). INFO, DELETE and the lists stay the leader's.
+fn runs_ephemeral(context: &Context, api: &ApiSubject<'_>) -> bool {
+    let (ApiSubject::ConsumerPause { stream, consumer }
+    | ApiSubject::ConsumerUnpin { stream, consumer }
+    | ApiSubject::ConsumerReset { stream, consumer }
+    | ApiSubject::ConsumerLeaderStepdown { stream, consumer }) = api
+    else {
+        return false;
+    };
+    context.registry.get(stream).is_some_and(|stream| {
+        context
+            .registry
+            .consumers(&stream)
+            .get(consumer)
+            .is_some_and(|found| found.replication.is_none())
+    })
 }
 
 /// Whether the meta leader is the one to answer the request: the meta group's requests, and
@@ -378,11 +400,15 @@ async fn leader_stepdown(
         if let Some(consumer) = consumer {
             request.check_api_level()?;
             let consumers = context.registry.consumers(&stream);
-            let found = consumers
-                .get(consumer)
-                .ok_or_else(|| errors::CONSUMER_NOT_FOUND.to_error())?;
+            let Some(found) = consumers.get(consumer) else {
+                // An ephemeral another server runs: that server answers.
+                if super::ephemerals::runs_elsewhere(context, name, consumer).await {
+                    return Ok(false);
+                }
+                return Err(errors::CONSUMER_NOT_FOUND.to_error());
+            };
             if found.replication.is_none() {
-                return Ok(());
+                return Ok(true);
             }
         }
         let preferred = if request.has_json_body() {
@@ -394,13 +420,14 @@ async fn leader_stepdown(
             None
         };
         match cluster.stream_group(name) {
-            Some(group) => group.step_down(preferred).await,
-            None => Ok(()),
+            Some(group) => group.step_down(preferred).await.map(|()| true),
+            None => Ok(true),
         }
     }
     .await;
     let response = match result {
-        Ok(()) => SuccessResponse::ok(response_type),
+        Ok(false) => return,
+        Ok(true) => SuccessResponse::ok(response_type),
         Err(error) => SuccessResponse::error(response_type, error),
     };
     let failed = response.error.is_some();

@@ -494,6 +494,18 @@ fn consumer_paging(request: &Request) -> Result<usize, ApiError> {
     Ok(paging.offset)
 }
 
+/// Whether a consumer not found here is an ephemeral another server of the stream runs, which
+/// answers the request itself (`clustered::answers_here`).
+async fn answered_elsewhere(
+    context: &Context,
+    error: &ApiError,
+    stream_name: &str,
+    name: &str,
+) -> bool {
+    error.err_code == errors::CONSUMER_NOT_FOUND.err_code
+        && super::ephemerals::runs_elsewhere(context, stream_name, name).await
+}
+
 pub(crate) async fn consumer_pause(
     context: &Context,
     request: &Request,
@@ -535,6 +547,7 @@ pub(crate) async fn consumer_pause(
             );
             context.respond(request, &response, false)
         }
+        Err(error) if answered_elsewhere(context, &error, stream_name, name).await => {}
         Err(error) => context.respond(request, &ConsumerPauseResponse::error(error), true),
     }
 }
@@ -577,6 +590,7 @@ pub(crate) async fn consumer_unpin(
     .await;
     match result {
         Ok(()) => context.respond(request, &ConsumerUnpinResponse::ok(), false),
+        Err(error) if answered_elsewhere(context, &error, stream_name, name).await => {}
         Err(error) => context.respond(request, &ConsumerUnpinResponse::error(error), true),
     }
 }

@@ -9,6 +9,9 @@
 //! - CONSUMER.DELETE of a consumer unknown here: the host deletes it (its delete advisory
 //!   included) and says so, the leader answers success.
 //! - CONSUMER.NAMES / LIST: the hosts' ephemerals are added to the leader's own, once each.
+//! - PAUSE, UNPIN, RESET, LEADER.STEPDOWN: the host answers them itself
+//!   (`clustered::answers_here`); the leader, asked about a consumer it does not run, stays
+//!   silent when a host says it runs it (an INFO probe) and answers 10014 otherwise.
 //!
 //! A probe is the API request itself (`$JS.API.CONSUMER.INFO|DELETE.<stream>.<consumer>`, or
 //! `CONSUMER.LIST.<stream>`: a client's permissions for the request cover its probe too)
@@ -229,6 +232,12 @@ pub(crate) async fn remote_info(
         .into_iter()
         .flat_map(|answer| answer.consumers)
         .find(|info| info.name == name)
+}
+
+/// Whether another server of `stream` runs the ephemeral `name` (it answers the requests
+/// `clustered::answers_here` leaves to it: PAUSE, UNPIN, RESET, LEADER.STEPDOWN).
+pub(crate) async fn runs_elsewhere(context: &Context, stream: &str, name: &str) -> bool {
+    remote_info(context, stream, name).await.is_some()
 }
 
 /// Has the server running the ephemeral `name` of `stream` delete it; whether one did.

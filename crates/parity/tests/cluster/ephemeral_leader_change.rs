@@ -161,6 +161,28 @@ async fn an_ephemeral_is_found_listed_and_deleted_after_its_stream_leader_moved(
         Some("one")
     );
 
+    // Its host answers a pause (once), and a leader stepdown of it.
+    let until = time::OffsetDateTime::now_utc() + time::Duration::hours(1);
+    let until = until
+        .format(&time::format_description::well_known::Rfc3339)
+        .expect("a time");
+    let paused = one_answer(
+        &clients[0],
+        &format!("$JS.API.CONSUMER.PAUSE.EPHL.{kept}"),
+        json!({ "pause_until": until }),
+    )
+    .await;
+    assert_eq!(paused["paused"], true, "{paused}");
+    let stepped = one_answer(
+        &clients[1],
+        &format!("$JS.API.CONSUMER.LEADER.STEPDOWN.EPHL.{kept}"),
+        Value::Null,
+    )
+    .await;
+    assert_eq!(stepped["success"], true, "{stepped}");
+    let missing = one_answer(&clients[2], "$JS.API.CONSUMER.PAUSE.EPHL.NOPE", json!({})).await;
+    assert_eq!(error_code(&missing), 10014, "{missing}");
+
     // The idle one goes everywhere after its threshold.
     let deadline = Instant::now() + IDLE_THRESHOLD + REMOVAL_BOUND;
     loop {
