@@ -182,6 +182,7 @@ async fn try_consumer_create(
             .max_ack_pending,
         create.pedantic,
     )?;
+    let name_generated = config.name.is_empty() && config.durable_name.is_empty();
     if config.name.is_empty() {
         config.name = if config.durable_name.is_empty() {
             consumer::ephemeral_name()
@@ -263,6 +264,7 @@ async fn try_consumer_create(
     let store = consumer::open_store(&stream, &config, &config.name, created)
         .map_err(|error| errors::CONSUMER_STORE_FAILED.with_err(error))?;
     let new = consumer::start(&home, config, created, store, false);
+    new.set_name_generated(name_generated);
     // Answered and advised once its files are durable (`consumer_create`).
     let pending = new.creation.clone();
     let mut info = new.info(&stream);

@@ -50,7 +50,7 @@ use nats_store::{ConsumerState, ConsumerStore, MemConsumerStore};
 use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
@@ -160,6 +160,9 @@ pub(crate) struct Consumer {
     /// [`stop_consumer`] itself so a request sent after its answer finds no responder.
     subscriptions: Mutex<Vec<u64>>,
     transport: Arc<dyn Transport>,
+    /// An ephemeral named by this server (created without a name): its config keeps the name
+    /// for the server's own use, but answers leave `config.name` out, as nats-server's do.
+    name_generated: AtomicBool,
 }
 
 impl Consumer {
@@ -216,6 +219,15 @@ pub(crate) fn still_needs(state: &ConsumerState, seq: u64) -> bool {
 
 impl Consumer {
     /// `CONSUMER.INFO` as nats-server builds it.
+    /// Marks an ephemeral whose name this server generated (see `name_generated`).
+    pub(crate) fn set_name_generated(&self, generated: bool) {
+        self.name_generated.store(generated, Ordering::Relaxed);
+    }
+
+    pub(crate) fn name_generated(&self) -> bool {
+        self.name_generated.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn info(&self, stream: &Stream) -> ConsumerInfo {
         let config = self.config();
         let first_seq = stream.store.state().first_seq;
@@ -260,7 +272,13 @@ impl Consumer {
             stream_name: self.stream_name.clone(),
             name: self.name.clone(),
             created: Timestamp::from_unix_nanos(self.created),
-            config: Some(config_for_response(&config)),
+            config: Some({
+                let mut shown = config_for_response(&config);
+                if self.name_generated() {
+                    shown.name.clear();
+                }
+                shown
+            }),
             delivered,
             ack_floor,
             num_ack_pending,
@@ -529,6 +547,7 @@ pub(crate) fn start(
         interest_id: NEXT_INTEREST_ID.fetch_add(1, Ordering::Relaxed),
         subscriptions: Mutex::new(Vec::new()),
         transport: transport.clone(),
+        name_generated: AtomicBool::new(false),
     });
     stream.interest.add(
         consumer.interest_id,

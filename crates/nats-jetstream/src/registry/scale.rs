@@ -117,7 +117,14 @@ impl Registry {
             .and_then(|mut store| store.set_state(ephemeral.state).map(|()| store));
             match store {
                 Ok(store) => {
-                    crate::consumer::start(&home, ephemeral.config, ephemeral.created, store, true);
+                    let started = crate::consumer::start(
+                        &home,
+                        ephemeral.config,
+                        ephemeral.created,
+                        store,
+                        true,
+                    );
+                    started.set_name_generated(ephemeral.name_generated);
                 }
                 Err(error) => {
                     tracing::warn!(consumer = %ephemeral.name, %error, "ephemeral consumer not kept at a scale-up");
@@ -150,6 +157,7 @@ impl Registry {
 /// An ephemeral consumer stopped by [`quiesce`], to start again.
 struct Ephemeral {
     name: String,
+    name_generated: bool,
     config: ConsumerConfig,
     created: i64,
     state: ConsumerState,
@@ -181,6 +189,7 @@ async fn quiesce(registry: &Registry, stream: &Stream) -> (Vec<SnapshotConsumer>
         if config.durable_name.is_empty() {
             ephemerals.push(Ephemeral {
                 name,
+                name_generated: consumer.name_generated(),
                 config,
                 created: consumer.created,
                 state,

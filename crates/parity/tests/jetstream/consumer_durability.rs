@@ -170,3 +170,49 @@ async fn deliver_new_start_survives_an_immediate_sigkill() {
     assert_eq!(info["delivered"]["stream_seq"], 10, "{info}");
     assert_eq!(info["num_pending"], 0, "{info}");
 }
+
+/// An ephemeral created without a name gets one from the server, shown as the consumer's `name`
+/// but not in its `config` (create, info, list); one created with a name shows it in both. Ours
+/// once put the generated name in the config too.
+#[tokio::test]
+async fn a_generated_ephemeral_name_stays_out_of_the_config() {
+    let server = TestServer::jetstream();
+    let client = connect(&server).await;
+    let created = api(
+        &client,
+        "$JS.API.STREAM.CREATE.G",
+        &json!({"name": "G", "subjects": ["g.>"]}).to_string(),
+    )
+    .await;
+    assert!(created.get("error").is_none(), "{created}");
+    let ephemeral = api(
+        &client,
+        "$JS.API.CONSUMER.CREATE.G",
+        r#"{"stream_name":"G","config":{"ack_policy":"explicit","inactive_threshold":60000000000}}"#,
+    )
+    .await;
+    let name = ephemeral["name"].as_str().unwrap_or("").to_string();
+    assert!(!name.is_empty(), "{ephemeral}");
+    assert!(ephemeral["config"].get("name").is_none(), "{ephemeral}");
+    let info = api(&client, &format!("$JS.API.CONSUMER.INFO.G.{name}"), "").await;
+    assert_eq!(info["name"], name.as_str(), "{info}");
+    assert!(info["config"].get("name").is_none(), "{info}");
+    let named = api(
+        &client,
+        "$JS.API.CONSUMER.CREATE.G.NAMED",
+        r#"{"stream_name":"G","config":{"name":"NAMED","ack_policy":"explicit","inactive_threshold":60000000000}}"#,
+    )
+    .await;
+    assert_eq!(named["config"]["name"], "NAMED", "{named}");
+    let listed = api(&client, "$JS.API.CONSUMER.LIST.G", "{}").await;
+    let consumers = listed["consumers"].as_array().cloned().unwrap_or_default();
+    assert_eq!(consumers.len(), 2, "{listed}");
+    for consumer in consumers {
+        let shown = consumer["config"].get("name").cloned();
+        if consumer["name"] == "NAMED" {
+            assert_eq!(shown, Some(json!("NAMED")), "{consumer}");
+        } else {
+            assert_eq!(shown, None, "{consumer}");
+        }
+    }
+}
