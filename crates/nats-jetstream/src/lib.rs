@@ -61,7 +61,9 @@ pub use cluster::{
     AssignedStream, Cluster, GroupFuture, ProposalFuture, StreamAssignment, StreamChange,
     StreamGroup, StreamProposal,
 };
-pub use engine::cluster_usage::{AccountUsage, StoredBytes, TIERS};
+pub use engine::cluster_usage::{
+    AccountUsage, ApiCounts, ConsumerCounts, RemoteUsage, StoredBytes, TIERS,
+};
 pub use engine::JetStream;
 pub use error::JetStreamError;
 pub use jetstream_api::AccountLimits;

@@ -14,16 +14,44 @@ pub(crate) fn account_info(context: &Context, request: &Request) {
     let (stored, tier_stored) = context.registry.usage.cluster_wide();
     totals.memory = stored.memory.max(0) as u64;
     totals.storage = stored.storage.max(0) as u64;
-    // In a cluster the meta leader answers: the stream counts, in all and per tier, are the
-    // cluster's (consumers are this server's own; docs/parity.md).
+    // In a cluster the meta leader answers with the cluster's figures, as nats-server's
+    // `JetStreamUsage`: the streams of the meta group's assignments, in all and per tier; the
+    // consumers of the streams this server leads and those the others report leading (each
+    // stream's consumers run on its leader), in all and per tier of their replica count; the
+    // API requests every server answered (its own and the others' reports).
+    let (remote_api, remote_consumers) = *context.remote_counts.lock();
+    let mut api = ApiStats {
+        level: API_LEVEL,
+        // nats-server counts a request after answering it, so INFO does not see itself.
+        total: context.counters.total.load(Ordering::Relaxed),
+        errors: context.counters.errors.load(Ordering::Relaxed),
+        inflight: 0,
+    };
     let cluster_tiers = context.cluster.get().map(|cluster| {
         let streams = cluster.streams();
         totals.streams = streams.len() as _;
-        let mut tiers = BTreeMap::<String, u64>::new();
+        let mut consumers = context.registry.led_consumers();
+        consumers.total += remote_consumers.total;
+        for (sum, remote) in consumers.tiers.iter_mut().zip(remote_consumers.tiers) {
+            *sum += remote;
+        }
+        totals.consumers = consumers.total;
+        api.total += remote_api.total;
+        api.errors += remote_api.errors;
+        let mut tiers = BTreeMap::<String, (u64, u64)>::new();
         for stream in &streams {
-            *tiers
+            tiers
                 .entry(crate::registry::tier_name(stream.config.replicas))
-                .or_default() += 1;
+                .or_default()
+                .0 += 1;
+        }
+        for (index, count) in consumers.tiers.iter().enumerate() {
+            if *count > 0 {
+                tiers
+                    .entry(crate::registry::tier_name(index as i64 + 1))
+                    .or_default()
+                    .1 = *count;
+            }
         }
         tiers
     });
@@ -56,14 +84,19 @@ pub(crate) fn account_info(context: &Context, request: &Request) {
             tier.streams = usage.streams;
             tier.consumers = usage.consumers;
         }
-        for (name, streams) in cluster_tiers.iter().flatten() {
-            tiers
-                .entry(name.clone())
-                .or_insert_with(|| AccountTier {
+        if let Some(cluster_tiers) = &cluster_tiers {
+            for tier in tiers.values_mut() {
+                tier.streams = 0;
+                tier.consumers = 0;
+            }
+            for (name, (streams, consumers)) in cluster_tiers {
+                let tier = tiers.entry(name.clone()).or_insert_with(|| AccountTier {
                     limits: no_limits(),
                     ..Default::default()
-                })
-                .streams = *streams;
+                });
+                tier.streams = *streams;
+                tier.consumers = *consumers;
+            }
         }
         for (index, bytes) in tier_stored.iter().enumerate() {
             let name = crate::registry::tier_name(index as i64 + 1);
@@ -85,13 +118,7 @@ pub(crate) fn account_info(context: &Context, request: &Request) {
             limits,
         },
         domain: context.domain.clone().unwrap_or_default(),
-        // nats-server counts a request after answering it, so INFO does not see itself.
-        api: ApiStats {
-            level: API_LEVEL,
-            total: context.counters.total.load(Ordering::Relaxed),
-            errors: context.counters.errors.load(Ordering::Relaxed),
-            inflight: 0,
-        },
+        api,
         tiers,
     };
     context.respond(request, &AccountInfoResponse::ok(info), false);

@@ -31,6 +31,12 @@ pub(crate) struct Context {
     /// The server name answers report as the leader.
     pub server_name: String,
     pub counters: ApiCounters,
+    /// In a cluster, the other servers' API counters and consumers (of the streams each leads)
+    /// of this account, summed from their usage reports (`engine::cluster_usage`).
+    pub remote_counts: parking_lot::Mutex<(
+        crate::engine::cluster_usage::ApiCounts,
+        crate::engine::cluster_usage::ConsumerCounts,
+    )>,
     /// The meta group, once the server installed it ([`crate::JetStream::set_cluster`]):
     /// requests are then answered as nats-server answers them in a cluster.
     pub cluster: std::sync::OnceLock<Arc<dyn crate::cluster::Cluster>>,

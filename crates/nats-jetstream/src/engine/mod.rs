@@ -592,6 +592,7 @@ impl Engine {
             domain: self.config.domain.clone(),
             server_name: self.identity.server_name.clone(),
             counters: ApiCounters::default(),
+            remote_counts: Default::default(),
             cluster: std::sync::OnceLock::new(),
         })
     }

@@ -348,6 +348,58 @@ impl Registry {
         totals
     }
 
+    /// The consumers this server runs: every consumer of the streams whose publishes it takes
+    /// (a stream's consumers run on its leader) and the ephemerals it still runs of a
+    /// replicated stream it no longer leads (consumers not in the stream's group). What it
+    /// reports to the other servers of a cluster, so the meta leader counts every consumer
+    /// once, as nats-server counts the meta group's consumer assignments. Each counts in the
+    /// tier of its replica count (nats-server's
+    /// `ConsumerConfig.replicas`: the stream's when unset or larger, one for an ephemeral of a
+    /// limits stream that names none).
+    pub(crate) fn led_consumers(&self) -> crate::engine::cluster_usage::ConsumerCounts {
+        let mut counts = crate::engine::cluster_usage::ConsumerCounts::default();
+        let streams: Vec<(Arc<Stream>, Arc<Consumers>)> = self
+            .streams
+            .read()
+            .values()
+            .map(|entry| (entry.stream.clone(), entry.consumers.clone()))
+            .collect();
+        for (stream, consumers) in streams {
+            if stream.stopped.load(std::sync::atomic::Ordering::Acquire) {
+                continue;
+            }
+            let leads = stream.takes_publishes();
+            let (stream_replicas, limits) = {
+                let config = stream.config.read();
+                (
+                    config.replicas,
+                    config.retention == jetstream_api::RetentionPolicy::Limits,
+                )
+            };
+            for consumer in consumers.all() {
+                if !leads && consumer.replication.is_some() {
+                    continue;
+                }
+                let (replicas, durable) = {
+                    let config = consumer.config.read();
+                    (config.replicas, !config.durable_name.is_empty())
+                };
+                let replicas = if replicas == 0 || replicas > stream_replicas {
+                    if !durable && limits && replicas == 0 {
+                        1
+                    } else {
+                        stream_replicas
+                    }
+                } else {
+                    replicas
+                };
+                counts.total += 1;
+                counts.tiers[(replicas.clamp(1, crate::TIERS as i64) - 1) as usize] += 1;
+            }
+        }
+        counts
+    }
+
     /// Usage per replica tier (`R1`, `R3`: nats-server's tier names), for an account with
     /// tiered limits: each stream, its consumers, bytes and reservation count in its tier.
     pub(crate) fn tier_totals(&self) -> std::collections::BTreeMap<String, Totals> {

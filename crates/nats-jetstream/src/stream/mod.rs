@@ -367,6 +367,12 @@ impl Stream {
         }
     }
 
+    /// Whether this server takes the stream's publishes (an R1 stream's only replica, a
+    /// replicated stream's leader): where its consumers run.
+    pub(crate) fn takes_publishes(&self) -> bool {
+        self.takes_publishes.load(Ordering::Acquire)
+    }
+
     /// A replicated stream's leadership came (`true`) or went here.
     pub(crate) fn set_takes_publishes(&self, takes: bool) {
         self.takes_publishes.store(takes, Ordering::Release);

@@ -1,9 +1,14 @@
 //! Each account's JetStream usage summed over the cluster (nats-server's `jsAccount` remote
-//! usage): every server reports what it stores of each account (every replica it holds) to the
-//! others on `$JSC.ARU.<account>.<peer>` in the system account, in nats-server's binary form,
-//! and keeps the others' last reports per server and account; their sum goes to the account's
-//! usage in JetStream (`JetStream::set_remote_usage`), where `$JS.API.INFO` reports it and the
-//! publish checks hold it to the account's (and tier's) `max_memory`/`max_file`.
+//! usage): every server reports what it stores of each account (every replica it holds) and
+//! how many API requests of the account it answered (and with an error) to the others on
+//! `$JSC.ARU.<account>.<peer>` in the system account, in nats-server's binary form, followed
+//! by a trailer of ours that nats-server's reader skips: the consumers of the streams the
+//! server leads, in all and per tier. Each server keeps the others' last reports per server
+//! and account; their sum goes to the account's usage in JetStream
+//! (`JetStream::set_remote_usage`), where `$JS.API.INFO` reports it (bytes, `api` counters
+//! and `consumers`, as nats-server's meta leader: its consumer count comes from the meta
+//! group's assignments, which here do not hold consumers) and the publish checks hold it to
+//! the account's (and tier's) `max_memory`/`max_file`.
 //!
 //! Cheap by design: a report leaves every [`TICK`] (nats-server's `usageTick`) only for an
 //! account whose bytes changed since its last report, and every [`HEARTBEAT_TICKS`] ticks
@@ -16,7 +21,9 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use nats_jetstream::{AccountUsage, JetStream, Message, StoredBytes, TIERS};
+use nats_jetstream::{
+    AccountUsage, ApiCounts, ConsumerCounts, JetStream, Message, RemoteUsage, StoredBytes, TIERS,
+};
 
 use super::Meta;
 use crate::accounts::Account;
@@ -40,6 +47,10 @@ const QUEUE: usize = 1024;
 const MIN_LEN: usize = 32;
 const FIRST_RECORD: usize = 44;
 const RECORD: usize = 24;
+/// Our trailer after nats-server's records: this tag, then the consumer count in all and per
+/// tier (`R1` first), each a little-endian u64.
+const CONSUMERS_TAG: &[u8; 4] = b"RNC1";
+const CONSUMERS_LEN: usize = CONSUMERS_TAG.len() + 8 * (1 + TIERS);
 
 /// Starts the exchange for `meta` (this server's peer id `own_peer`) over the system account.
 pub(super) fn spawn(
@@ -75,8 +86,7 @@ pub(super) fn spawn(
 
 /// What one server last reported of one account.
 struct Report {
-    total: StoredBytes,
-    tiers: [StoredBytes; TIERS],
+    usage: RemoteUsage,
     at: Instant,
 }
 
@@ -158,6 +168,8 @@ impl Exchange {
                 let empty = AccountUsage {
                     total: StoredBytes::default(),
                     tiers: [StoredBytes::default(); TIERS],
+                    api: ApiCounts::default(),
+                    consumers: ConsumerCounts::default(),
                     ..sent
                 };
                 self.publish(&empty);
@@ -190,7 +202,7 @@ impl Exchange {
         if peer == self.own_peer || account.is_empty() || peer.is_empty() {
             return;
         }
-        let Some((total, tiers)) = decode(&message.payload) else {
+        let Some(usage) = decode(&message.payload) else {
             tracing::warn!("Received corrupt remote usage update");
             return;
         };
@@ -200,8 +212,7 @@ impl Exchange {
             .any(|reports| reports.contains_key(peer));
         self.resend |= !known;
         let report = Report {
-            total,
-            tiers,
+            usage,
             at: Instant::now(),
         };
         let account = account.to_string();
@@ -230,15 +241,11 @@ impl Exchange {
 
     /// Hands the sum of the others' reports of `account` to JetStream.
     fn apply(&self, account: &str) {
-        let mut total = StoredBytes::default();
-        let mut tiers = [StoredBytes::default(); TIERS];
+        let mut sum = RemoteUsage::default();
         for report in self.heard.get(account).into_iter().flat_map(|r| r.values()) {
-            add(&mut total, report.total);
-            for (sum, tier) in tiers.iter_mut().zip(report.tiers) {
-                add(sum, tier);
-            }
+            sum.add(&report.usage);
         }
-        self.jetstream.set_remote_usage(account, total, tiers);
+        self.jetstream.set_remote_usage(account, &sum);
     }
 }
 
@@ -248,7 +255,8 @@ fn add(sum: &mut StoredBytes, bytes: StoredBytes) {
 }
 
 /// nats-server's usage update: one record for an untiered account (tier name empty), one per
-/// tier (`R1`..`R5`) otherwise. The API counters are sent as zero: ours are not summed.
+/// tier (`R1`..`R5`) otherwise, the first carrying the API counters; then our consumer
+/// trailer.
 fn encode(usage: &AccountUsage) -> Vec<u8> {
     let records: Vec<(String, StoredBytes)> = if usage.tiered {
         (0..TIERS)
@@ -257,17 +265,22 @@ fn encode(usage: &AccountUsage) -> Vec<u8> {
     } else {
         vec![(String::new(), usage.total)]
     };
-    let mut out = Vec::with_capacity(FIRST_RECORD + records.len() * (RECORD + 2));
+    let mut out = Vec::with_capacity(FIRST_RECORD + records.len() * (RECORD + 2) + CONSUMERS_LEN);
     for (index, (tier, bytes)) in records.iter().enumerate() {
         out.extend_from_slice(&(bytes.memory as u64).to_le_bytes());
         out.extend_from_slice(&(bytes.storage as u64).to_le_bytes());
         if index == 0 {
-            out.extend_from_slice(&0u64.to_le_bytes());
-            out.extend_from_slice(&0u64.to_le_bytes());
+            out.extend_from_slice(&usage.api.total.to_le_bytes());
+            out.extend_from_slice(&usage.api.errors.to_le_bytes());
             out.extend_from_slice(&((records.len() - 1) as u32).to_le_bytes());
         }
         out.extend_from_slice(&(tier.len() as u64).to_le_bytes());
         out.extend_from_slice(tier.as_bytes());
+    }
+    out.extend_from_slice(CONSUMERS_TAG);
+    out.extend_from_slice(&usage.consumers.total.to_le_bytes());
+    for count in usage.consumers.tiers {
+        out.extend_from_slice(&count.to_le_bytes());
     }
     out
 }
@@ -277,21 +290,28 @@ fn u64_at(bytes: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_le_bytes(field.try_into().ok()?))
 }
 
-/// Reads a usage update into the account's total and its tiers (`R1` first); a record of no
-/// tier (an untiered account) counts in the total only, one of a tier in both. `None` for a
-/// malformed update.
-fn decode(message: &[u8]) -> Option<(StoredBytes, [StoredBytes; TIERS])> {
+/// Reads a usage update into the account's total and its tiers (`R1` first), its API counters
+/// and (from our trailer; none in nats-server's) its consumers; a record of no tier (an
+/// untiered account) counts in the total only, one of a tier in both. `None` for a malformed
+/// update.
+fn decode(message: &[u8]) -> Option<RemoteUsage> {
     if message.len() < MIN_LEN {
         return None;
     }
-    let mut total = StoredBytes::default();
-    let mut tiers = [StoredBytes::default(); TIERS];
+    let mut usage = RemoteUsage {
+        api: ApiCounts {
+            total: u64_at(message, 16)?,
+            errors: u64_at(message, 24)?,
+        },
+        ..RemoteUsage::default()
+    };
+    let (total, tiers) = (&mut usage.total, &mut usage.tiers);
     let mut count = |tier: &[u8], memory: u64, storage: u64| {
         let bytes = StoredBytes {
             memory: memory as i64,
             storage: storage as i64,
         };
-        add(&mut total, bytes);
+        add(total, bytes);
         let index = std::str::from_utf8(tier)
             .ok()
             .and_then(|tier| tier.strip_prefix('R'))
@@ -304,7 +324,7 @@ fn decode(message: &[u8]) -> Option<(StoredBytes, [StoredBytes; TIERS])> {
     let (memory, storage) = (u64_at(message, 0)?, u64_at(message, 8)?);
     if message.len() < FIRST_RECORD {
         count(b"", memory, storage);
-        return Some((total, tiers));
+        return Some(usage);
     }
     let further = u32::from_le_bytes(message.get(32..36)?.try_into().ok()?);
     let length = usize::try_from(u64_at(message, 36)?).ok()?;
@@ -318,7 +338,16 @@ fn decode(message: &[u8]) -> Option<(StoredBytes, [StoredBytes; TIERS])> {
         count(tier, memory, storage);
         rest = &rest[RECORD + length..];
     }
-    Some((total, tiers))
+    if let Some(trailer) = rest
+        .strip_prefix(CONSUMERS_TAG.as_slice())
+        .filter(|trailer| trailer.len() >= CONSUMERS_LEN - CONSUMERS_TAG.len())
+    {
+        usage.consumers.total = u64_at(trailer, 0)?;
+        for (index, count) in usage.consumers.tiers.iter_mut().enumerate() {
+            *count = u64_at(trailer, 8 * (index + 1))?;
+        }
+    }
+    Some(usage)
 }
 
 #[cfg(test)]
@@ -334,28 +363,58 @@ mod tests {
         let mut tiers = [StoredBytes::default(); TIERS];
         tiers[0] = bytes(10, 200);
         tiers[2] = bytes(0, 3000);
+        let consumers = ConsumerCounts {
+            total: 3,
+            tiers: [2, 0, 1, 0, 0],
+        };
+        let api = ApiCounts {
+            total: 17,
+            errors: 4,
+        };
         let tiered = AccountUsage {
             account: "A".into(),
             tiered: true,
             total: bytes(10, 3200),
             tiers,
+            api,
+            consumers,
         };
-        assert_eq!(decode(&encode(&tiered)), Some((bytes(10, 3200), tiers)));
+        let expected = RemoteUsage {
+            total: bytes(10, 3200),
+            tiers,
+            api,
+            consumers,
+        };
+        assert_eq!(decode(&encode(&tiered)), Some(expected));
         let flat = AccountUsage {
             tiered: false,
             ..tiered
         };
         let encoded = encode(&flat);
-        // nats-server's layout: 44 bytes and the empty tier name.
-        assert_eq!(encoded.len(), FIRST_RECORD);
+        // nats-server's layout: 44 bytes and the empty tier name, then our trailer (which
+        // nats-server's reader leaves unread).
+        assert_eq!(encoded.len(), FIRST_RECORD + CONSUMERS_LEN);
+        assert_eq!(u64_at(&encoded, 16), Some(17));
+        assert_eq!(u64_at(&encoded, 24), Some(4));
         let none = [StoredBytes::default(); TIERS];
-        assert_eq!(decode(&encoded), Some((bytes(10, 3200), none)));
+        let flat_expected = RemoteUsage {
+            tiers: none,
+            ..expected
+        };
+        assert_eq!(decode(&encoded), Some(flat_expected));
+        // nats-server's own update (no trailer): no consumers.
+        let theirs = decode(&encoded[..FIRST_RECORD]);
+        assert_eq!(
+            theirs.map(|usage| usage.consumers),
+            Some(ConsumerCounts::default())
+        );
+        assert_eq!(theirs.map(|usage| usage.api), Some(api));
     }
 
     #[test]
     fn a_short_or_overlong_update_is_refused() {
         assert_eq!(decode(&[0; 31]), None);
-        assert_eq!(decode(&[0; 32]).map(|(total, _)| total), Some(bytes(0, 0)));
+        assert_eq!(decode(&[0; 32]).map(|usage| usage.total), Some(bytes(0, 0)));
         let mut lying = vec![0u8; FIRST_RECORD];
         lying[36] = 200;
         assert_eq!(decode(&lying), None);

@@ -5,6 +5,12 @@
 //! `max_file` holds that sum: an R3 stream of an account limited to `max_file` takes a third of
 //! it (each message counts three times).
 //!
+//! The reports carry the API requests each server answered too: INFO's `api` counters are the
+//! sum over the servers, and its `consumers` count every consumer of the account wherever its
+//! stream runs (nats-server counts the meta group's assignments; ours, the consumers each
+//! server reports for the streams it leads). A memory limit (`max_mem`) holds the sum as the
+//! file limit does.
+//!
 //! All-rnats clusters normally; all-nats-server clusters in the parity pass (`NATS_SERVER_BIN`).
 
 use std::time::{Duration, Instant};
@@ -69,8 +75,12 @@ async fn ask(client: &Client, subject: &str, body: Value) -> Value {
 }
 
 async fn create(client: &Client, name: &str, replicas: u64) -> Value {
+    create_in(client, name, replicas, "file").await
+}
+
+async fn create_in(client: &Client, name: &str, replicas: u64, storage: &str) -> Value {
     let body = json!({"name": name, "subjects": [format!("{}.>", name.to_lowercase())],
-        "num_replicas": replicas, "storage": "file"});
+        "num_replicas": replicas, "storage": storage});
     let created = ask(client, &format!("$JS.API.STREAM.CREATE.{name}"), body).await;
     assert_eq!(error_code(&created), 0, "create {name}: {created}");
     created
@@ -119,6 +129,17 @@ async fn purge(client: &Client, name: &str) {
 /// Waits until `$JS.API.INFO`, asked through every client, reports `storage` bytes; returns how
 /// long that took.
 async fn wait_for_storage(clients: &[Client], storage: u64) -> Duration {
+    wait_for_bytes(clients, "storage", storage).await
+}
+
+/// Waits until `$JS.API.INFO`, asked through every client, reports `bytes` in `field`
+/// (`storage` or `memory`) and none in the other; returns how long that took.
+async fn wait_for_bytes(clients: &[Client], field: &str, bytes: u64) -> Duration {
+    let other = if field == "storage" {
+        "memory"
+    } else {
+        "storage"
+    };
     let started = Instant::now();
     for (index, client) in clients.iter().enumerate() {
         loop {
@@ -127,14 +148,14 @@ async fn wait_for_storage(clients: &[Client], storage: u64) -> Duration {
             let info = client_request(client, "$JS.API.INFO")
                 .await
                 .unwrap_or_else(|error| json!({ "error": error }));
-            if info["storage"] == storage {
-                assert_eq!(info["memory"], 0, "{info}");
+            if info[field] == bytes {
+                assert_eq!(info[other], 0, "{info}");
                 break;
             }
             assert!(
                 started.elapsed() < REPORTED,
-                "INFO through node {index}: storage {} where {storage} was expected: {info}",
-                info["storage"]
+                "INFO through node {index}: {field} {} where {bytes} was expected: {info}",
+                info[field]
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -189,8 +210,28 @@ async fn account_info_sums_every_servers_replicas() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_account_limit_holds_the_sum_of_every_replica() {
     // 40 messages of 41 bytes (subject `three.x`, 7, the payload, 4, and 30 of overhead).
-    let (_cluster, clients) = start("{max_mem: 0, max_file: 1640}").await;
-    create(&clients[0], "THREE", 3).await;
+    held_to_a_third("{max_mem: 0, max_file: 1640}", "file", 41).await;
+}
+
+/// As the test above, for a memory stream: `max_mem` holds the sum of every replica's bytes
+/// (nats-server's `wouldExceedLimits` for memory storage).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_memory_limit_holds_the_sum_of_every_replica() {
+    // 40 messages of 27 bytes in memory (subject `three.x`, 7, the payload, 4, and 16 of
+    // overhead).
+    held_to_a_third("{max_mem: 1080, max_file: 0}", "memory", 27).await;
+}
+
+/// An R3 stream in `storage` of an account whose `limits` leave room for 40 messages of
+/// `per_message` bytes takes 13 (each counts three times) and refuses the 14th with 10002.
+async fn held_to_a_third(limits: &str, storage: &str, per_message: u64) {
+    let (_cluster, clients) = start(limits).await;
+    create_in(&clients[0], "THREE", 3, storage).await;
+    let field = if storage == "file" {
+        "storage"
+    } else {
+        "memory"
+    };
     let mut stored = 0;
     let refusal = loop {
         let ack = publish(&clients[stored % 3], "three.x", "data").await;
@@ -200,10 +241,234 @@ async fn the_account_limit_holds_the_sum_of_every_replica() {
         stored += 1;
         assert!(stored <= 40, "more than one replica's room stored");
         // Every server's report of the new message is in before the next publish.
-        wait_for_storage(&clients, 3 * 41 * stored as u64).await;
+        wait_for_bytes(&clients, field, 3 * per_message * stored as u64).await;
     };
     assert_eq!(error_code(&refusal), 10002, "{refusal}");
+    assert_eq!(
+        refusal["error"]["description"],
+        "resource limits exceeded for account"
+    );
     assert_eq!(stored, 13, "messages stored before the refusal");
+}
+
+/// An R1 stream `AA` held by a server that does not lead the meta group (the meta leader
+/// stepped down when it holds it), whose requests (STREAM.INFO, MSG.GET, its consumers'
+/// creation) are answered by its holder on both servers, with two messages of `PER_MESSAGE`
+/// bytes. Waits until INFO, asked through every node, counts both: the holder's report after its
+/// last answer is in (the others answered nothing of the account but INFO, which the meta
+/// leader counts at once).
+async fn r1_stream_held_elsewhere(cluster: &Cluster, clients: &[Client; 3]) -> &'static str {
+    let created = create(&clients[0], "AA", 1).await;
+    let holder = created["cluster"]["leader"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let ack = publish(&clients[1], "aa.x", "data").await;
+    assert_eq!(error_code(&ack), 0, "{ack}");
+    let other = (0..3)
+        .map(|index| cluster.node(index).name.clone())
+        .find(|name| *name != holder)
+        .unwrap_or_default();
+    let system = crate::meta::system_client(cluster, 0).await;
+    let deadline = Instant::now() + ELECTION_BOUND;
+    while leader_of(cluster, &[0, 1, 2]) == holder {
+        // Answered by the holder (in the system account: not counted in APP's).
+        let stepdown = json!({"placement": {"preferred": other}}).to_string();
+        let _ = system
+            .request("$JS.API.META.LEADER.STEPDOWN", stepdown.into())
+            .await;
+        assert!(
+            Instant::now() < deadline,
+            "{holder} still leads the meta group\n{}",
+            cluster.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let ack = publish(&clients[2], "aa.x", "data").await;
+    assert_eq!(error_code(&ack), 0, "{ack}");
+    wait_for_storage(clients, 2 * PER_MESSAGE).await;
+    "AA"
+}
+
+/// A file store's bytes for one message of a two-letter stream's `xx.x` subject and the payload
+/// `data` (4 + 4 and 30 of overhead).
+const PER_MESSAGE: u64 = 38;
+
+/// The INFO answer (the meta leader's) through `client`, asked until it answers.
+async fn info(client: &Client) -> Value {
+    let deadline = Instant::now() + ELECTION_BOUND;
+    loop {
+        match client_request(client, "$JS.API.INFO").await {
+            Ok(answer) if answer["error"].is_null() => return answer,
+            other => assert!(Instant::now() < deadline, "INFO: {other:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// `api.total` and `api.errors` count the requests every server answered: STREAM.INFO and a
+/// failing MSG.GET of an R1 stream held by a server that does not lead the meta group are
+/// answered there, and the meta leader's INFO counts them once that server's report is in
+/// (nats-server's `remoteUpdateUsage` sums the reports' API counters). INFO itself counts after
+/// it is answered, on the meta leader.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_counters_sum_every_servers_answers() {
+    let (cluster, clients) = start("enabled").await;
+    let held = r1_stream_held_elsewhere(&cluster, &clients).await;
+    let base = info(&clients[0]).await;
+    let (total, errors) = (&base["api"]["total"], &base["api"]["errors"]);
+    let (total, errors) = (total.as_u64().unwrap_or(0), errors.as_u64().unwrap_or(0));
+    // Every INFO answered since the base one (that one included) counts.
+    let mut infos = 1;
+
+    // Through every node: the holder answers each.
+    for n in 0..5 {
+        let answer = ask(
+            &clients[n % 3],
+            &format!("$JS.API.STREAM.INFO.{held}"),
+            json!({}),
+        )
+        .await;
+        assert_eq!(error_code(&answer), 0, "{answer}");
+    }
+    for n in 0..3 {
+        let subject = format!("$JS.API.STREAM.MSG.GET.{held}");
+        let answer = ask(&clients[n % 3], &subject, json!({"seq": 99})).await;
+        assert_eq!(error_code(&answer), 10037, "{answer}");
+    }
+    let started = Instant::now();
+    for round in 0.. {
+        let info = info(&clients[round % 3]).await;
+        let got = (&info["api"]["total"], &info["api"]["errors"]);
+        let got = (got.0.as_u64().unwrap_or(0), got.1.as_u64().unwrap_or(0));
+        let all_in = (total + infos + 8, errors + 3);
+        if got == all_in {
+            break;
+        }
+        // The holder's count arrives with its next report, never more than once.
+        assert!(
+            got.0 <= all_in.0 && got.1 <= all_in.1,
+            "api {got:?}, {all_in:?} expected at most: {info}"
+        );
+        assert!(
+            started.elapsed() < REPORTED,
+            "api {got:?} where {all_in:?} was expected (the holder's answers not counted?): {info}"
+        );
+        infos += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!(
+        "api counters summed {:?} after the requests",
+        started.elapsed()
+    );
+}
+
+/// INFO's `consumers` (and `streams`) count every consumer of the account, wherever it runs:
+/// durables and ephemerals of an R1 stream held by a server that does not lead the meta group,
+/// of an R3 stream (before and after its leadership moves), and of another R1 stream, asked
+/// through every node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumers_are_counted_wherever_they_run() {
+    let (cluster, clients) = start("enabled").await;
+    let held = r1_stream_held_elsewhere(&cluster, &clients).await;
+    // Wherever it lands (on the meta leader or not).
+    create(&clients[1], "BB", 1).await;
+    create(&clients[2], "RRR", 3).await;
+    let durable = |stream: &str, name: &str| {
+        (
+            format!("$JS.API.CONSUMER.CREATE.{stream}.{name}"),
+            json!({"stream_name": stream, "config": {"durable_name": name, "ack_policy": "explicit"}}),
+        )
+    };
+    // An ephemeral kept for the test's length (nats-server drops an idle one after 5 s).
+    let ephemeral = |stream: &str| {
+        (
+            format!("$JS.API.CONSUMER.CREATE.{stream}"),
+            json!({"stream_name": stream, "config": {"ack_policy": "explicit",
+                "inactive_threshold": 300_000_000_000u64}}),
+        )
+    };
+    let requests = [
+        durable(held, "D1"),
+        ephemeral(held),
+        durable("BB", "D2"),
+        durable("RRR", "D3"),
+        ephemeral("RRR"),
+    ];
+    for (n, (subject, body)) in requests.iter().enumerate() {
+        let created = ask(&clients[n % 3], subject, body.clone()).await;
+        assert_eq!(error_code(&created), 0, "{subject}: {created}");
+    }
+    let expected = requests.len() as u64;
+    let took = wait_for_counts(&clients, 3, expected).await;
+    println!("{expected} consumers counted {took:?} after the last creation");
+
+    // The R3 stream's leadership moves: its durable then runs on the new leader, and its
+    // ephemeral (ours) stays on the server that created it. Each still counts once, after the
+    // reports of both servers since the change (two of nats-server's ticks, more than one of
+    // ours) are in.
+    let leader_of_rrr = |info: &Value| info["cluster"]["leader"].as_str().map(str::to_string);
+    let before = leader_of_rrr(&ask(&clients[0], "$JS.API.STREAM.INFO.RRR", Value::Null).await);
+    let stepped = ask(
+        &clients[1],
+        "$JS.API.STREAM.LEADER.STEPDOWN.RRR",
+        Value::Null,
+    )
+    .await;
+    assert_eq!(stepped["success"], true, "{stepped}");
+    let deadline = Instant::now() + ELECTION_BOUND;
+    loop {
+        let info = ask(&clients[2], "$JS.API.STREAM.INFO.RRR", Value::Null).await;
+        let now = leader_of_rrr(&info);
+        if now.is_some() && now != before {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "RRR's leadership did not move: {info}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Watched for 4 s at least: a count right after the move may predate the reports.
+    let moved = Instant::now();
+    loop {
+        let info = info(&clients[0]).await;
+        let counted = info["streams"] == 3 && info["consumers"] == expected;
+        if counted && moved.elapsed() > Duration::from_secs(4) {
+            break;
+        }
+        assert!(
+            moved.elapsed() < REPORTED,
+            "after RRR's move: 3 streams and {expected} consumers expected: {info}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    wait_for_counts(&clients, 3, expected).await;
+
+    let subject = format!("$JS.API.CONSUMER.DELETE.{held}.D1");
+    let deleted = ask(&clients[0], &subject, Value::Null).await;
+    assert_eq!(deleted["success"], true, "{deleted}");
+    let took = wait_for_counts(&clients, 3, expected - 1).await;
+    println!("the deletion counted after {took:?}");
+}
+
+/// Waits until INFO, asked through every client, counts `streams` and `consumers`.
+async fn wait_for_counts(clients: &[Client], streams: u64, consumers: u64) -> Duration {
+    let started = Instant::now();
+    for (index, client) in clients.iter().enumerate() {
+        loop {
+            let info = info(client).await;
+            if info["streams"] == streams && info["consumers"] == consumers {
+                break;
+            }
+            assert!(
+                started.elapsed() < REPORTED,
+                "INFO through node {index}: {streams} streams and {consumers} consumers expected: {info}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    started.elapsed()
 }
 
 /// A server that stops: nats-server keeps counting its last report (its replicas are still on
