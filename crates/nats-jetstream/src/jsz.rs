@@ -1,7 +1,9 @@
 //! `/jsz`'s per-account part (nats-server's `AccountDetail` with its `stream_detail` and
 //! `consumer_detail`), selected by the request's options as nats-server selects it: `acc` names
 //! one account; otherwise `accounts` (implied by `streams` or `consumers`) lists them by name,
-//! paged by `offset` and `limit`.
+//! paged by `offset` and `limit`. In a cluster a follower lists its replicas' consumers too (a
+//! replicated stream's durables from their committed state), each with its `cluster` block;
+//! `raft` adds the Raft groups and the counts of what this server leads.
 
 use crate::api::Context;
 use crate::JetStream;
@@ -17,6 +19,9 @@ pub struct JszDetail {
     pub streams: bool,
     pub consumers: bool,
     pub config: bool,
+    /// `raft`: each stream's Raft group and its consumers' (`stream_raft_group`,
+    /// `consumer_raft_groups`).
+    pub raft: bool,
     pub offset: usize,
     /// 0: nats-server's default of 1024.
     pub limit: usize,
@@ -26,6 +31,34 @@ impl JetStream {
     /// The number of accounts JetStream serves (`/jsz` `total`).
     pub fn account_count(&self) -> usize {
         self.engine.accounts.load().len()
+    }
+
+    /// `/jsz`'s `streams_leader` and `consumers_leader` (asked for with `raft`): the streams and
+    /// consumers this server leads, over every account. As nats-server counts them, an asset
+    /// without a Raft group (an R1 stream, a consumer running alone here) counts as led here;
+    /// a replicated stream counts where its group's leader is, and so do its durable consumers
+    /// (they ride the stream's group: docs/parity.md, "replicated consumers").
+    pub fn jsz_leader_counts(&self) -> (usize, usize) {
+        let mut streams = 0;
+        let mut consumers = 0;
+        for account in self.engine.accounts.load().iter() {
+            let server = &account.server_name;
+            let leads = |cluster: &Option<jetstream_api::ClusterInfo>| {
+                cluster
+                    .as_ref()
+                    .is_none_or(|cluster| &cluster.leader == server)
+            };
+            for (info, infos) in Self::account_stream_details(account, true) {
+                if leads(&info.cluster) {
+                    streams += 1;
+                }
+                consumers += infos
+                    .iter()
+                    .filter(|consumer| leads(&consumer.cluster))
+                    .count();
+            }
+        }
+        (streams, consumers)
     }
 
     /// The `account_details` of a `/jsz` read; empty when none is asked for.
@@ -71,7 +104,9 @@ impl JetStream {
 }
 
 /// One `StreamDetail`: name, created, cluster, config (with `config`), state, consumers (their
-/// config with `config` only), mirror and sources.
+/// config with `config` only), mirror and sources; with `raft`, the stream's Raft group and its
+/// consumers' (a durable of a replicated stream is in its stream's group; a consumer running
+/// alone here, in none, is left out as nats-server leaves out one without a group).
 fn stream_detail(
     info: jetstream_api::StreamInfo,
     consumers: Vec<jetstream_api::ConsumerInfo>,
@@ -104,6 +139,20 @@ fn stream_detail(
     for key in ["mirror", "sources"] {
         if let Some(value) = info.get(key).filter(|value| !value.is_null()) {
             out.insert(key.into(), value.clone());
+        }
+    }
+    let group = info["cluster"]["raft_group"].as_str().unwrap_or_default();
+    if detail.raft && !group.is_empty() {
+        out.insert("stream_raft_group".into(), json!(group));
+        let groups: Vec<Value> = consumers
+            .iter()
+            .filter_map(|consumer| {
+                let group = consumer.cluster.as_ref()?.raft_group.as_str();
+                (!group.is_empty()).then(|| json!({"name": consumer.name, "raft_group": group}))
+            })
+            .collect();
+        if !groups.is_empty() {
+            out.insert("consumer_raft_groups".into(), json!(groups));
         }
     }
     Value::Object(out)

@@ -276,14 +276,28 @@ async fn try_consumer_create(
 /// consumer's leader is the stream's leader, its replicas the stream's); any other (an ephemeral,
 /// or a consumer of an R1 stream) runs here alone, named with the cluster and this server as
 /// nats-server's `clusterInfo` of a group without a Raft node. `None` on a single server.
-pub(super) fn consumer_cluster_info(
+pub(crate) fn consumer_cluster_info(
     context: &Context,
     consumer: &Consumer,
 ) -> Option<jetstream_api::ClusterInfo> {
+    cluster_block(
+        context,
+        &consumer.stream_name,
+        consumer.replication.is_some(),
+    )
+}
+
+/// The `cluster` block of a consumer of `stream_name`: its stream group's when `replicated`
+/// (see [`consumer_cluster_info`]), else this server's alone.
+pub(crate) fn cluster_block(
+    context: &Context,
+    stream_name: &str,
+    replicated: bool,
+) -> Option<jetstream_api::ClusterInfo> {
     let cluster = context.cluster.get()?;
-    if consumer.replication.is_some() {
+    if replicated {
         if let Some(info) = cluster
-            .stream_group(&consumer.stream_name)
+            .stream_group(stream_name)
             .and_then(|group| group.cluster_info())
         {
             return Some(info);

@@ -16,7 +16,7 @@
 mod account;
 pub(crate) mod clustered;
 pub(crate) mod clustered_apply;
-mod consumers;
+pub(crate) mod consumers;
 mod context;
 pub(crate) mod direct;
 mod ephemerals;

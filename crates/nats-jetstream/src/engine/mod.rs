@@ -523,21 +523,45 @@ impl JetStream {
                     crate::api::streams::InfoView::List,
                 );
                 let consumers = if with_consumers {
-                    let mut consumers: Vec<_> = account
-                        .registry
-                        .consumers(stream)
-                        .all()
-                        .iter()
-                        .map(|consumer| consumer.info(stream))
-                        .collect();
-                    consumers.sort_by(|first, second| first.name.cmp(&second.name));
-                    consumers
+                    Self::consumer_details(account, stream)
                 } else {
                     Vec::new()
                 };
                 (info, consumers)
             })
             .collect()
+    }
+
+    /// The infos of `stream`'s consumers, sorted by name, each with its `cluster` block in a
+    /// cluster: those running here, and the committed durables of a replicated stream that do
+    /// not (this server follows the stream), as a nats-server follower lists its replicas of
+    /// them.
+    fn consumer_details(
+        account: &Context,
+        stream: &Arc<crate::stream::Stream>,
+    ) -> Vec<jetstream_api::ConsumerInfo> {
+        let set = account.registry.consumers(stream);
+        let running = set.all();
+        let mut consumers: Vec<_> = running
+            .iter()
+            .map(|consumer| {
+                let mut info = consumer.info(stream);
+                info.cluster = crate::api::consumers::consumer_cluster_info(account, consumer);
+                info
+            })
+            .collect();
+        if let Some(replicas) = set.replicated() {
+            for (name, committed) in replicas.committed() {
+                if running.iter().any(|consumer| consumer.name == name) {
+                    continue;
+                }
+                let mut info = crate::consumer::Consumer::committed_info(stream, &name, &committed);
+                info.cluster = crate::api::consumers::cluster_block(account, &stream.name, true);
+                consumers.push(info);
+            }
+        }
+        consumers.sort_by(|first, second| first.name.cmp(&second.name));
+        consumers
     }
 
     /// Stop taking requests and publishes, flush and close every store. Idempotent.

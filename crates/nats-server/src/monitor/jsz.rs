@@ -2,7 +2,7 @@
 //! JetStream). The options are read and checked as nats-server does (`accounts`, `streams`,
 //! `consumers`, `config`, `leader-only`, `raft` booleans, `acc`, `offset`, `limit`); the
 //! per-account details (`account_details` with `stream_detail` and `consumer_detail`) come from
-//! nats-jetstream's `jsz.rs`.
+//! nats-jetstream's `jsz.rs`; with `raft`, `streams_leader` and `consumers_leader` too.
 
 use super::format::rfc3339;
 use super::query::Query;
@@ -70,8 +70,21 @@ pub fn jsz(server: &Server, options: &JszOptions) -> Value {
     match server.running_jetstream() {
         Some(jetstream) => {
             let mut answer = jetstream.jsz();
-            if let (Some(meta), Some(object)) = (server.meta.get(), answer.as_object_mut()) {
-                object.insert("meta_cluster".into(), meta.cluster_info());
+            if let Some(object) = answer.as_object_mut() {
+                if let Some(meta) = server.meta.get() {
+                    object.insert("meta_cluster".into(), meta.cluster_info());
+                }
+                // nats-server counts them with `raft` only, and leaves out a zero.
+                if options.raft {
+                    let (streams, consumers) = jetstream.jsz_leader_counts();
+                    for (key, count) in
+                        [("streams_leader", streams), ("consumers_leader", consumers)]
+                    {
+                        if count > 0 {
+                            object.insert(key.into(), json!(count));
+                        }
+                    }
+                }
             }
             let details = jetstream.jsz_account_details(&nats_jetstream::JszDetail {
                 account: options.account.clone(),
@@ -79,6 +92,7 @@ pub fn jsz(server: &Server, options: &JszOptions) -> Value {
                 streams: options.streams,
                 consumers: options.consumers,
                 config: options.config,
+                raft: options.raft,
                 offset: usize::try_from(options.offset).unwrap_or(0),
                 limit: usize::try_from(options.limit).unwrap_or(0),
             });

@@ -74,10 +74,19 @@ pub fn varz(server: &Server) -> Value {
         .iter()
         .map(|(path, count)| (path.clone(), json!(count)))
         .collect();
-    let jetstream = server
+    let mut jetstream = server
         .jetstream
         .get()
         .map_or_else(|| json!({}), |jetstream| jetstream.varz());
+    // Clustered: the meta group, as `/jsz` `meta_cluster` shows it (nats-server's
+    // `JetStreamVarz.Meta`).
+    if let (Some(meta), Some(_), Some(object)) = (
+        server.meta.get(),
+        server.jetstream.get(),
+        jetstream.as_object_mut(),
+    ) {
+        object.insert("meta".into(), meta.cluster_info());
+    }
     let mut varz = json!({
         "server_id": server.server_id,
         "server_name": server.server_name,

@@ -30,6 +30,7 @@ mod jetstream_quorum_return;
 mod jetstream_r3_admin;
 mod jetstream_replicated;
 mod jetstream_usage;
+mod jsz_cluster;
 #[path = "../core/jwt_builder.rs"]
 #[allow(dead_code)]
 mod jwt_builder;

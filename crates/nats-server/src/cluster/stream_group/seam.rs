@@ -30,7 +30,7 @@ use crate::cluster::peer;
 const CURRENT_WINDOW: Duration = Duration::from_secs(10);
 
 impl ReplicatedStream {
-    /// One replica entry (`PeerInfo`) as the leader sees it.
+    /// One replica entry (`PeerInfo`) as the leader sees it (and a follower its leader).
     fn replica(&self, node: NodeId, lag: Option<u64>) -> PeerInfo {
         let peer = peer::peer_of(node);
         let seen = self.network.last_seen(&peer);
@@ -260,6 +260,28 @@ impl StreamGroup for ReplicatedStream {
                         .find(|follower| follower.node == *node)
                         .map(|follower| follower.lag);
                     self.replica(*node, lag)
+                })
+                .collect();
+            replicas.sort_by(|a, b| a.name.cmp(&b.name));
+            info.replicas = replicas;
+        } else if let Some(leader) = status.leader {
+            // A follower lists every other member too, as a nats-server follower does: the
+            // leader as last heard from, the other followers (whose progress it does not
+            // follow) as not current, never active.
+            let mut replicas: Vec<PeerInfo> = status
+                .voters
+                .iter()
+                .filter(|node| **node != self.node)
+                .map(|node| {
+                    if *node == leader {
+                        self.replica(*node, Some(0))
+                    } else {
+                        PeerInfo {
+                            name: self.name_of(*node),
+                            peer: peer::peer_of(*node),
+                            ..Default::default()
+                        }
+                    }
                 })
                 .collect();
             replicas.sort_by(|a, b| a.name.cmp(&b.name));
