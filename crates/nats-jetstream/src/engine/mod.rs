@@ -532,7 +532,7 @@ impl JetStream {
             .collect()
     }
 
-    /// The infos of `stream`'s consumers, sorted by name, each with its `cluster` block in a
+    /// The infos of `stream`'s consumers (their stored configs), sorted by name, each with its `cluster` block in a
     /// cluster: those running here, and the committed durables of a replicated stream that do
     /// not (this server follows the stream), as a nats-server follower lists its replicas of
     /// them.
@@ -558,6 +558,13 @@ impl JetStream {
                 let mut info = crate::consumer::Consumer::committed_info(stream, &name, &committed);
                 info.cluster = crate::api::consumers::cluster_block(account, &stream.name, true);
                 consumers.push(info);
+            }
+        }
+        // The stored configs, as nats-server shows them here: without the response-only
+        // metadata CONSUMER.INFO adds.
+        for info in &mut consumers {
+            if let Some(config) = info.config.as_mut() {
+                jetstream_api::metadata::remove_dynamic(&mut config.metadata);
             }
         }
         consumers.sort_by(|first, second| first.name.cmp(&second.name));

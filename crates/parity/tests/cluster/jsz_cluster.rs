@@ -108,6 +108,11 @@ fn check_jsz(
     if !consumer["config"].is_object() {
         return fail("no consumer config with config=1");
     }
+    // The stored config: without the metadata only CONSUMER.INFO's answer adds.
+    let metadata = &consumer["config"]["metadata"];
+    if metadata.get("_nats.ver").is_some() || metadata.get("_nats.level").is_some() {
+        return fail("consumer config with response-only metadata");
+    }
     // The committed state: message 1 delivered and acknowledged. (`num_pending` differs: a
     // nats-server follower of the consumer does not count it, 0; ours counts from its stream.)
     if consumer["delivered"]["stream_seq"] != 1
