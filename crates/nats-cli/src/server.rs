@@ -1,5 +1,6 @@
 //! Connection-level commands: `server check connection` (natscli's Nagios-style check with
-//! its exit codes), `server ping` (`$SYS.REQ.SERVER.PING`) and `rtt`.
+//! its exit codes), `server ping` (`$SYS.REQ.SERVER.PING`) and `rtt`; `server report` is in
+//! `server_report.rs`, `server list` in `server_list.rs`, `server raft` in `server_raft.rs`.
 
 use std::time::{Duration, Instant};
 
@@ -28,6 +29,12 @@ pub enum ServerCommand {
     /// Manage JetStream Clustering
     #[command(alias = "r", alias = "jetstream")]
     Raft(crate::server_raft::RaftArgs),
+    /// List known servers
+    #[command(alias = "ls")]
+    List(crate::server_list::ListArgs),
+    /// Report on various server metrics
+    #[command(alias = "rep")]
+    Report(crate::server_report::ReportArgs),
     /// Ping all servers
     Ping {
         /// Stop after receiving this many responses
@@ -108,6 +115,8 @@ pub async fn run_server(args: &ServerArgs, options: &GlobalOptions) -> Result<()
         } => check_stream(check, options).await,
         ServerCommand::Ping { expect, id } => ping(*expect, *id, options).await,
         ServerCommand::Raft(raft) => crate::server_raft::run(raft, options).await,
+        ServerCommand::List(list) => crate::server_list::run(list, options).await,
+        ServerCommand::Report(report) => crate::server_report::run(report, options).await,
     }
 }
 

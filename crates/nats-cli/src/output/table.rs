@@ -9,6 +9,7 @@ pub struct Table {
     title: String,
     headers: Vec<String>,
     rows: Vec<Vec<String>>,
+    footer: Vec<String>,
     right_aligned: Vec<bool>,
 }
 
@@ -18,6 +19,7 @@ impl Table {
             title: title.into(),
             headers: Vec::new(),
             rows: Vec::new(),
+            footer: Vec::new(),
             right_aligned: Vec::new(),
         }
     }
@@ -38,6 +40,15 @@ impl Table {
         self.rows.push(cells.into_iter().map(Into::into).collect());
     }
 
+    /// A totals row under the rows, after a separator (go-pretty's footer, left as written).
+    pub fn footer<I, S>(&mut self, cells: I)
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.footer = cells.into_iter().map(Into::into).collect();
+    }
+
     /// Right-align a column (go-pretty does so for numeric cells).
     pub fn align_right(&mut self, column: usize) {
         if self.right_aligned.len() <= column {
@@ -52,14 +63,17 @@ impl Table {
             .rows
             .iter()
             .map(Vec::len)
-            .chain(std::iter::once(self.headers.len()))
+            .chain([self.headers.len(), self.footer.len()])
             .max()
             .unwrap_or(0);
         if column_count == 0 {
             return String::new();
         }
         let mut widths = vec![0usize; column_count];
-        for line in std::iter::once(&self.headers).chain(self.rows.iter()) {
+        for line in [&self.headers, &self.footer]
+            .into_iter()
+            .chain(self.rows.iter())
+        {
             for (index, cell) in line.iter().enumerate() {
                 widths[index] = widths[index].max(display_width(cell));
             }
@@ -115,6 +129,10 @@ impl Table {
         for row in &self.rows {
             lines.push(render_cells(row));
         }
+        if !self.footer.is_empty() {
+            lines.push(separator("├", "┼", "┤"));
+            lines.push(render_cells(&self.footer));
+        }
         lines.push(separator("╰", "┴", "╯"));
         lines.join("\n")
     }
@@ -162,5 +180,25 @@ mod tests {
 │ a    │ 1     │
 ╰──────┴───────╯";
         assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn renders_a_footer_after_a_separator() {
+        let mut table = Table::new("");
+        table.headers(["Name", "Count"]);
+        table.align_right(1);
+        table.row(["a", "1"]);
+        table.row(["b", "22"]);
+        table.footer(["", "23"]);
+        let expected = "\
+╭──────┬───────╮
+│ Name │ Count │
+├──────┼───────┤
+│ a    │     1 │
+│ b    │    22 │
+├──────┼───────┤
+│      │    23 │
+╰──────┴───────╯";
+        assert_eq!(table.render(), expected);
     }
 }

@@ -51,6 +51,7 @@ mod reconnect_figure;
 mod reload_cluster;
 mod reload_jetstream;
 mod reload_routes;
+mod report_cli;
 mod rolling;
 mod route_dialing;
 mod route_port_input;

@@ -1,0 +1,534 @@
+//! `nats server report jetstream`: natscli's JetStream summary of every server, asked through
+//! the system account (`$SYS.REQ.SERVER.PING.JSZ` with `raft`), then the meta group as its
+//! leader sees it. Also the collection of `$SYS.REQ.SERVER.PING*` answers that `server list`
+//! shares: every answer until the expected count, the timeout, or (when no count is given)
+//! 300 ms without a new one, as jsm.go's `DoReq`.
+
+use std::cmp::Ordering;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use clap::{Args, Subcommand, ValueEnum};
+use futures::StreamExt;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::CliError;
+use crate::options::GlobalOptions;
+use crate::output::format::{comma, comma_u64, humanize_duration, ibytes};
+use crate::output::table::Table;
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Reverse sort
+    #[arg(long, short = 'R', global = true)]
+    pub reverse: bool,
+    #[command(subcommand)]
+    pub command: ReportCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ReportCommand {
+    /// Report on JetStream activity
+    #[command(alias = "jsz", alias = "js")]
+    Jetstream(JetStreamReportArgs),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum JetStreamSort {
+    Name,
+    Cluster,
+    Streams,
+    Consumers,
+    Msgs,
+    Mbytes,
+    Bytes,
+    Mem,
+    File,
+    Store,
+    Api,
+    Err,
+}
+
+#[derive(Args, Debug)]
+pub struct JetStreamReportArgs {
+    /// Limit the responses to a certain amount of servers
+    pub limit: Option<usize>,
+    /// Produce the report for a specific account
+    #[arg(long)]
+    pub account: Option<String>,
+    /// Sort by a specific property
+    #[arg(long, value_enum, default_value = "cluster")]
+    pub sort: JetStreamSort,
+    /// Compact server names (the default)
+    #[arg(long, overrides_with = "no_compact")]
+    pub compact: bool,
+    /// Show full server names
+    #[arg(long, overrides_with = "compact")]
+    pub no_compact: bool,
+    /// Limit the report to a specific NATS server
+    #[arg(long)]
+    pub host: Option<String>,
+    /// Limit the report to a specific Cluster
+    #[arg(long)]
+    pub cluster: Option<String>,
+    /// Limit the report to nodes matching certain tags
+    #[arg(long)]
+    pub tags: Vec<String>,
+    /// Print the answers received, as JSON
+    #[arg(long, short = 'j')]
+    pub json: bool,
+}
+
+pub async fn run(args: &ReportArgs, options: &GlobalOptions) -> Result<(), CliError> {
+    match &args.command {
+        ReportCommand::Jetstream(jetstream) => {
+            report_jetstream(jetstream, args.reverse, options).await
+        }
+    }
+}
+
+/// One answer to a `$SYS.REQ.SERVER.PING*` request and when it came, since the request.
+pub(crate) struct Answer {
+    pub value: Value,
+    pub rtt: Duration,
+}
+
+/// Sends `body` to `subject` and gathers the answers: `wait_for` of them when it is not zero,
+/// else until 300 ms pass without one; never longer than `timeout`. A 503 (no responders)
+/// means the user cannot reach the system account's subjects.
+pub(crate) async fn gather(
+    client: &async_nats::Client,
+    subject: &str,
+    body: Bytes,
+    wait_for: usize,
+    timeout: Duration,
+) -> Result<Vec<Answer>, CliError> {
+    const QUIET: Duration = Duration::from_millis(300);
+    let inbox = client.new_inbox();
+    let mut replies = client.subscribe(inbox.clone()).await?;
+    let started = Instant::now();
+    client
+        .publish_with_reply(subject.to_string(), inbox, body)
+        .await?;
+    client.flush().await?;
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut answers = Vec::new();
+    loop {
+        let until = if wait_for == 0 {
+            deadline.min(tokio::time::Instant::now() + QUIET)
+        } else {
+            deadline
+        };
+        let message = match tokio::time::timeout_at(until, replies.next()).await {
+            Ok(Some(message)) => message,
+            _ => break,
+        };
+        if message.status.map(|status| status.as_u16()) == Some(503) {
+            return Err(CliError::message(
+                "server request failed, ensure the account used has system privileges and appropriate permissions",
+            ));
+        }
+        let value: Value = serde_json::from_slice(&message.payload)
+            .map_err(|error| CliError::message(format!("Could not decode response: {error}")))?;
+        answers.push(Answer {
+            value,
+            rtt: started.elapsed(),
+        });
+        if wait_for != 0 && answers.len() >= wait_for {
+            break;
+        }
+    }
+    Ok(answers)
+}
+
+/// natscli's CompactStrings: the dotted suffix every name shares (never the first part) is cut.
+pub(crate) fn compact_strings(names: &[String]) -> Vec<String> {
+    let parts: Vec<Vec<&str>> = names.iter().map(|name| name.split('.').collect()).collect();
+    let Some(shortest) = parts.iter().map(Vec::len).min() else {
+        return Vec::new();
+    };
+    let mut suffix = String::new();
+    for index in (1..shortest).rev() {
+        let part = parts[0][index];
+        if parts.iter().all(|name| name[index] == part) {
+            suffix = format!(".{part}{suffix}");
+        } else {
+            break;
+        }
+    }
+    names
+        .iter()
+        .map(|name| name.strip_suffix(&suffix).unwrap_or(name).to_string())
+        .collect()
+}
+
+/// jsz options and event filter as natscli marshals them (nats-server's `JszEventOptions`).
+#[derive(Serialize, Default)]
+struct JszRequest<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    account: Option<&'a str>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    streams: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    consumer: bool,
+    #[serde(skip_serializing_if = "is_zero")]
+    limit: usize,
+    raft: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cluster: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    tags: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    domain: Option<&'a str>,
+    exact_match: bool,
+}
+
+fn is_zero(value: &usize) -> bool {
+    *value == 0
+}
+
+/// A number of an answer, 0 when absent.
+pub(crate) fn u64_of(value: &Value) -> u64 {
+    value.as_u64().unwrap_or(0)
+}
+
+/// A string of an answer, empty when absent.
+pub(crate) fn str_of(value: &Value) -> &str {
+    value.as_str().unwrap_or_default()
+}
+
+/// One server's row: the answer's figures, or its account's with `--account`.
+struct Row {
+    name: String,
+    cluster: String,
+    domain: String,
+    streams: u64,
+    consumers: u64,
+    messages: u64,
+    bytes: u64,
+    memory: u64,
+    store: u64,
+    api: u64,
+    pending: i64,
+    meta_leader: bool,
+}
+
+impl Row {
+    fn of(answer: &Value, account: Option<&str>) -> Row {
+        let server = &answer["server"];
+        let data = &answer["data"];
+        let name = str_of(&server["name"]).to_string();
+        let details = data["account_details"].as_array().filter(|d| d.len() == 1);
+        let (stats, streams, consumers, messages, bytes) = match (account, details) {
+            (Some(_), Some(details)) => {
+                let detail = &details[0];
+                let streams = detail["stream_detail"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                let consumers = streams
+                    .iter()
+                    .map(|stream| u64_of(&stream["state"]["consumer_count"]))
+                    .sum();
+                let messages = streams
+                    .iter()
+                    .map(|stream| u64_of(&stream["state"]["messages"]))
+                    .sum();
+                let bytes = u64_of(&detail["memory"]) + u64_of(&detail["storage"]);
+                (detail, streams.len() as u64, consumers, messages, bytes)
+            }
+            _ => (
+                data,
+                u64_of(&data["streams"]),
+                u64_of(&data["consumers"]),
+                u64_of(&data["messages"]),
+                u64_of(&data["bytes"]),
+            ),
+        };
+        let meta = &data["meta_cluster"];
+        Row {
+            meta_leader: !meta.is_null() && str_of(&meta["leader"]) == name,
+            pending: meta["pending"].as_i64().unwrap_or(0),
+            name,
+            cluster: str_of(&server["cluster"]).to_string(),
+            domain: str_of(&data["config"]["domain"]).to_string(),
+            streams,
+            consumers,
+            messages,
+            bytes,
+            memory: u64_of(&stats["memory"]),
+            store: u64_of(&stats["storage"]),
+            api: u64_of(&stats["api"]["total"]),
+        }
+    }
+}
+
+fn compare(sort: JetStreamSort, a: &Row, b: &Row) -> Ordering {
+    match sort {
+        JetStreamSort::Name => a.name.cmp(&b.name),
+        JetStreamSort::Streams => a.streams.cmp(&b.streams).then(a.name.cmp(&b.name)),
+        JetStreamSort::Consumers => a.consumers.cmp(&b.consumers).then(a.name.cmp(&b.name)),
+        JetStreamSort::Msgs => a.messages.cmp(&b.messages),
+        JetStreamSort::Mbytes | JetStreamSort::Bytes => a.bytes.cmp(&b.bytes),
+        JetStreamSort::Mem => a.memory.cmp(&b.memory),
+        JetStreamSort::File | JetStreamSort::Store => a.store.cmp(&b.store),
+        JetStreamSort::Api => a.api.cmp(&b.api),
+        JetStreamSort::Cluster | JetStreamSort::Err => {
+            a.cluster.cmp(&b.cluster).then(a.name.cmp(&b.name))
+        }
+    }
+}
+
+async fn report_jetstream(
+    args: &JetStreamReportArgs,
+    reverse: bool,
+    options: &GlobalOptions,
+) -> Result<(), CliError> {
+    let (client, effective) = options.connect().await?;
+    let account = args.account.as_deref().filter(|a| !a.is_empty());
+    let request = JszRequest {
+        account,
+        streams: account.is_some(),
+        consumer: account.is_some(),
+        limit: if account.is_some() { 10000 } else { 0 },
+        raft: true,
+        server_name: args.host.as_deref(),
+        cluster: args.cluster.as_deref(),
+        tags: &args.tags,
+        domain: options.js_domain.as_deref().filter(|d| !d.is_empty()),
+        exact_match: true,
+    };
+    let body = serde_json::to_vec_pretty(&request)?;
+    let mut answers = gather(
+        &client,
+        "$SYS.REQ.SERVER.PING.JSZ",
+        body.into(),
+        args.limit.unwrap_or(0),
+        effective.timeout,
+    )
+    .await?;
+    answers.retain(|answer| !answer.value["data"].is_null());
+    if answers.is_empty() {
+        return Err(CliError::message(
+            "no results received, ensure the account used has system privileges and appropriate permissions",
+        ));
+    }
+    let mut rows: Vec<(Row, &Value)> = answers
+        .iter()
+        .map(|answer| (Row::of(&answer.value, account), &answer.value))
+        .collect();
+    rows.sort_by(|(a, _), (b, _)| {
+        let order = compare(args.sort, a, b);
+        if reverse {
+            order.reverse()
+        } else {
+            order
+        }
+    });
+    if args.json {
+        let values: Vec<&Value> = rows.iter().map(|(_, value)| *value).collect();
+        println!("{}", serde_json::to_string_pretty(&values)?);
+        return Ok(());
+    }
+    let compact = args.compact || !args.no_compact;
+    let names: Vec<String> = rows.iter().map(|(row, _)| row.name.clone()).collect();
+    let shown = if compact {
+        compact_strings(&names)
+    } else {
+        names
+    };
+    let render_domain = rows.iter().any(|(row, _)| !row.domain.is_empty());
+    let mut table = match account {
+        Some(account) => Table::new(format!("JetStream Summary for Account {account}")),
+        None => Table::new("JetStream Summary"),
+    };
+    let mut headers = vec!["Server", "Cluster"];
+    if render_domain {
+        headers.push("Domain");
+    }
+    headers.extend([
+        "Streams",
+        "Consumers",
+        "Messages",
+        "Bytes",
+        "Memory",
+        "File",
+        "API Req",
+        "Pending",
+    ]);
+    // Pending is the one numeric column natscli hands go-pretty, which right-aligns it.
+    table.align_right(headers.len() - 1);
+    table.headers(headers);
+    let mut totals = Row {
+        name: String::new(),
+        cluster: String::new(),
+        domain: String::new(),
+        streams: 0,
+        consumers: 0,
+        messages: 0,
+        bytes: 0,
+        memory: 0,
+        store: 0,
+        api: 0,
+        pending: 0,
+        meta_leader: false,
+    };
+    let mut leaders: Vec<&Value> = Vec::new();
+    let mut expected_size = 0;
+    for ((row, value), name) in rows.iter().zip(&shown) {
+        totals.streams += row.streams;
+        totals.consumers += row.consumers;
+        totals.messages += row.messages;
+        totals.bytes += row.bytes;
+        totals.memory += row.memory;
+        totals.store += row.store;
+        totals.api += row.api;
+        totals.pending += row.pending;
+        let meta = &value["data"]["meta_cluster"];
+        if row.meta_leader {
+            leaders.push(meta);
+        }
+        expected_size = expected_size.max(u64_of(&meta["cluster_size"]));
+        let mark = if row.meta_leader { "*" } else { "" };
+        let mut cells = vec![format!("{name}{mark}"), row.cluster.clone()];
+        if render_domain {
+            cells.push(row.domain.clone());
+        }
+        cells.extend(figures(row));
+        table.row(cells);
+    }
+    let mut footer = vec![String::new(), String::new()];
+    if render_domain {
+        footer.push(String::new());
+    }
+    footer.extend(figures(&totals));
+    table.footer(footer);
+    println!("{}\n", table.render());
+
+    let filtered = args.host.is_some() || args.cluster.is_some() || !args.tags.is_empty();
+    if filtered || expected_size == 0 {
+        return Ok(());
+    }
+    if leaders.is_empty() {
+        println!();
+        println!(
+            "WARNING: No cluster meta leader found. The cluster expects {expected_size} nodes but only {} responded. JetStream operation requires at least {} up nodes.",
+            rows.len(),
+            expected_size / 2 + 1
+        );
+        return Ok(());
+    }
+    for (index, meta) in leaders.iter().enumerate() {
+        if index >= 1 {
+            println!();
+        }
+        println!("{}", meta_table(meta, compact).render());
+    }
+    Ok(())
+}
+
+fn figures(row: &Row) -> [String; 8] {
+    [
+        comma_u64(row.streams),
+        comma_u64(row.consumers),
+        comma_u64(row.messages),
+        ibytes(row.bytes),
+        ibytes(row.memory),
+        ibytes(row.store),
+        comma_u64(row.api),
+        row.pending.to_string(),
+    ]
+}
+
+/// The meta group as its leader reports it, the leader added among its replicas, by name.
+fn meta_table(meta: &Value, compact: bool) -> Table {
+    struct Peer {
+        name: String,
+        id: String,
+        leader: bool,
+        current: bool,
+        offline: bool,
+        active: u64,
+        lag: u64,
+    }
+    let leader = str_of(&meta["leader"]).to_string();
+    let mut peers: Vec<Peer> = meta["replicas"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|replica| Peer {
+            name: str_of(&replica["name"]).to_string(),
+            id: str_of(&replica["peer"]).to_string(),
+            leader: false,
+            current: replica["current"].as_bool().unwrap_or(false),
+            offline: replica["offline"].as_bool().unwrap_or(false),
+            active: u64_of(&replica["active"]),
+            lag: u64_of(&replica["lag"]),
+        })
+        .collect();
+    peers.push(Peer {
+        name: leader.clone(),
+        id: str_of(&meta["peer"]).to_string(),
+        leader: true,
+        current: true,
+        offline: false,
+        active: 0,
+        lag: 0,
+    });
+    peers.sort_by(|a, b| a.name.cmp(&b.name));
+    let names: Vec<String> = peers.iter().map(|peer| peer.name.clone()).collect();
+    let shown = if compact {
+        compact_strings(&names)
+    } else {
+        names
+    };
+    let mut table = Table::new(format!(
+        "RAFT Meta Group Information - Lead cluster: {}",
+        str_of(&meta["name"])
+    ));
+    table.headers([
+        "Connection Name",
+        "ID",
+        "Leader",
+        "Current",
+        "Online",
+        "Active",
+        "Lag",
+    ]);
+    for (peer, name) in peers.iter().zip(shown) {
+        table.row([
+            name,
+            peer.id.clone(),
+            if peer.leader { "yes" } else { "" }.to_string(),
+            peer.current.to_string(),
+            (!peer.offline).to_string(),
+            humanize_duration(Duration::from_nanos(peer.active)),
+            comma(i128::from(peer.lag)),
+        ]);
+    }
+    table
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(names: &[&str]) -> Vec<String> {
+        names.iter().map(|name| name.to_string()).collect()
+    }
+
+    #[test]
+    fn compacts_the_shared_domain_suffix_only() {
+        let names = strings(&["n1.east.example.com", "n2.east.example.com"]);
+        assert_eq!(compact_strings(&names), strings(&["n1", "n2"]));
+        let names = strings(&["n1.east.example.com", "n2.west.example.com"]);
+        assert_eq!(compact_strings(&names), strings(&["n1.east", "n2.west"]));
+        let names = strings(&["a.x", "a.x"]);
+        assert_eq!(compact_strings(&names), strings(&["a", "a"]));
+        let names = strings(&["n1", "n2"]);
+        assert_eq!(compact_strings(&names), names);
+    }
+}
