@@ -75,6 +75,9 @@ pub struct JetStreamReportArgs {
     /// Limit the report to nodes matching certain tags
     #[arg(long)]
     pub tags: Vec<String>,
+    /// Show details about cluster leaders
+    #[arg(long, short = 'l')]
+    pub leaders: bool,
     /// Print the answers received, as JSON
     #[arg(long, short = 'j')]
     pub json: bool,
@@ -214,6 +217,9 @@ struct Row {
     api: u64,
     pending: i64,
     meta_leader: bool,
+    /// Streams and consumers led here (`None`: the answer names none).
+    streams_led: Option<u64>,
+    consumers_led: Option<u64>,
 }
 
 impl Row {
@@ -249,7 +255,39 @@ impl Row {
             ),
         };
         let meta = &data["meta_cluster"];
+        let (streams_led, consumers_led) = match (account, details) {
+            (Some(_), Some(details)) => {
+                let streams = details[0]["stream_detail"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                let led = |cluster: &Value| str_of(&cluster["leader"]) == name;
+                let stream_count = streams.iter().filter(|s| led(&s["cluster"])).count();
+                let consumer_count = streams
+                    .iter()
+                    .flat_map(|s| s["consumer_detail"].as_array().cloned().unwrap_or_default())
+                    .filter(|c| led(&c["cluster"]))
+                    .count();
+                (
+                    (stream_count > 0).then_some(stream_count as u64),
+                    (consumer_count > 0).then_some(consumer_count as u64),
+                )
+            }
+            _ => {
+                let (streams, consumers) = (
+                    u64_of(&data["streams_leader"]),
+                    u64_of(&data["consumers_leader"]),
+                );
+                if streams > 0 || consumers > 0 {
+                    (Some(streams), Some(consumers))
+                } else {
+                    (None, None)
+                }
+            }
+        };
         Row {
+            streams_led,
+            consumers_led,
             meta_leader: !meta.is_null() && str_of(&meta["leader"]) == name,
             pending: meta["pending"].as_i64().unwrap_or(0),
             name,
@@ -375,6 +413,8 @@ async fn report_jetstream(
         api: 0,
         pending: 0,
         meta_leader: false,
+        streams_led: None,
+        consumers_led: None,
     };
     let mut leaders: Vec<&Value> = Vec::new();
     let mut expected_size = 0;
@@ -410,24 +450,75 @@ async fn report_jetstream(
 
     let filtered = args.host.is_some() || args.cluster.is_some() || !args.tags.is_empty();
     if filtered || expected_size == 0 {
-        return Ok(());
-    }
-    if leaders.is_empty() {
+        // natscli shows no meta group for a filtered report or a server without one.
+    } else if leaders.is_empty() {
         println!();
         println!(
             "WARNING: No cluster meta leader found. The cluster expects {expected_size} nodes but only {} responded. JetStream operation requires at least {} up nodes.",
             rows.len(),
             expected_size / 2 + 1
         );
-        return Ok(());
-    }
-    for (index, meta) in leaders.iter().enumerate() {
-        if index >= 1 {
-            println!();
+    } else {
+        for (index, meta) in leaders.iter().enumerate() {
+            if index >= 1 {
+                println!();
+            }
+            println!("{}", meta_table(meta, compact).render());
         }
-        println!("{}", meta_table(meta, compact).render());
+    }
+    if args.leaders {
+        println!();
+        let led = |count: fn(&Row) -> Option<u64>| -> Vec<(String, String, u64)> {
+            rows.iter()
+                .filter_map(|(row, _)| {
+                    count(row).map(|groups| (row.name.clone(), row.cluster.clone(), groups))
+                })
+                .collect()
+        };
+        let streams = led(|row| row.streams_led);
+        let consumers = led(|row| row.consumers_led);
+        if streams.is_empty() && consumers.is_empty() {
+            println!("No JetStream asset leader data reported");
+        } else {
+            println!("{}\n", leader_table(streams, "Stream Leaders").render());
+            println!("{}\n", leader_table(consumers, "Consumer Leaders").render());
+        }
     }
     Ok(())
+}
+
+/// natscli's RAFT Leader Report: the servers leading assets by cluster (fewest first), each
+/// with its share of its cluster's leaderships in tenths as stars.
+fn leader_table(mut leaders: Vec<(String, String, u64)>, title: &str) -> Table {
+    let mut per_cluster: std::collections::BTreeMap<String, u64> = Default::default();
+    for (_, cluster, groups) in &leaders {
+        *per_cluster.entry(cluster.clone()).or_default() += groups;
+    }
+    leaders.sort_by(|a, b| a.1.cmp(&b.1).then(a.2.cmp(&b.2)).then(a.0.cmp(&b.0)));
+    let mut table = Table::new("RAFT Leader Report");
+    table.headers(["Server", "Cluster", title, "Distribution"]);
+    let mut previous: Option<&str> = None;
+    for (name, cluster, groups) in &leaders {
+        if previous.is_some_and(|previous| previous != cluster) {
+            table.separator();
+        }
+        previous = Some(cluster);
+        let total = per_cluster.get(cluster).copied().unwrap_or(0);
+        let stars = if *groups > 0 && total > 0 {
+            ((*groups as f64 / total as f64 * 100.0) / 10.0)
+                .round()
+                .max(1.0) as usize
+        } else {
+            0
+        };
+        table.row([
+            name.clone(),
+            cluster.clone(),
+            comma_u64(*groups),
+            "*".repeat(stars),
+        ]);
+    }
+    table
 }
 
 fn figures(row: &Row) -> [String; 8] {

@@ -10,6 +10,8 @@ pub struct Table {
     headers: Vec<String>,
     rows: Vec<Vec<String>>,
     footer: Vec<String>,
+    /// Rows (by index) drawn after a separator line.
+    separated: Vec<usize>,
     right_aligned: Vec<bool>,
 }
 
@@ -20,6 +22,7 @@ impl Table {
             headers: Vec::new(),
             rows: Vec::new(),
             footer: Vec::new(),
+            separated: Vec::new(),
             right_aligned: Vec::new(),
         }
     }
@@ -38,6 +41,11 @@ impl Table {
         S: Into<String>,
     {
         self.rows.push(cells.into_iter().map(Into::into).collect());
+    }
+
+    /// A separator line before the next row (go-pretty's AppendSeparator).
+    pub fn separator(&mut self) {
+        self.separated.push(self.rows.len());
     }
 
     /// A totals row under the rows, after a separator (go-pretty's footer, left as written).
@@ -126,7 +134,10 @@ impl Table {
             lines.push(render_cells(&self.headers));
             lines.push(separator("├", "┼", "┤"));
         }
-        for row in &self.rows {
+        for (index, row) in self.rows.iter().enumerate() {
+            if index > 0 && self.separated.contains(&index) {
+                lines.push(separator("├", "┼", "┤"));
+            }
             lines.push(render_cells(row));
         }
         if !self.footer.is_empty() {
@@ -183,12 +194,14 @@ mod tests {
     }
 
     #[test]
-    fn renders_a_footer_after_a_separator() {
+    fn renders_separators_and_a_footer() {
         let mut table = Table::new("");
         table.headers(["Name", "Count"]);
         table.align_right(1);
         table.row(["a", "1"]);
         table.row(["b", "22"]);
+        table.separator();
+        table.row(["c", "0"]);
         table.footer(["", "23"]);
         let expected = "\
 ╭──────┬───────╮
@@ -196,6 +209,8 @@ mod tests {
 ├──────┼───────┤
 │ a    │     1 │
 │ b    │    22 │
+├──────┼───────┤
+│ c    │     0 │
 ├──────┼───────┤
 │      │    23 │
 ╰──────┴───────╯";

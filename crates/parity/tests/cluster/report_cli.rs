@@ -2,7 +2,8 @@
 //! runs it with a system user: the JetStream summary names every server once, with the R3
 //! stream, its durable consumer and its messages on each and in the totals row, the meta
 //! leader marked, and the meta group table lists the three peers, current and online, with
-//! one leader; `nats server list` shows the three servers, their cluster and the totals. The
+//! one leader; with `--leaders` the RAFT Leader Reports count the one stream and the one
+//! consumer leadership; `nats server list` shows the three servers, their cluster and the totals. The
 //! CLI is ours against both servers.
 //!
 //! All-rnats clusters normally; all-nats-server clusters in the parity pass (`NATS_SERVER_BIN`),
@@ -177,6 +178,36 @@ fn check(text: &str, names: &[String], cluster: &str) -> Option<String> {
     None
 }
 
+/// What is wrong with the leader tables of `--leaders` (`None`: one stream and one consumer
+/// leadership, on servers of the cluster).
+fn check_leaders(text: &str, names: &[String]) -> Option<String> {
+    let tables = tables(text);
+    if tables.len() != 4 {
+        return Some(format!("expected four tables, got {}", tables.len()));
+    }
+    for (table, title) in [
+        (&tables[2], "Stream Leaders"),
+        (&tables[3], "Consumer Leaders"),
+    ] {
+        if table.title != "RAFT Leader Report"
+            || table.headers.get(2).map(String::as_str) != Some(title)
+        {
+            return Some(format!("{title}: {:?} {:?}", table.title, table.headers));
+        }
+        let mut led = 0;
+        for row in &table.rows {
+            if !names.contains(&row[0]) {
+                return Some(format!("{title}: unknown server in {row:?}"));
+            }
+            led += row[2].parse::<u64>().unwrap_or(u64::MAX / 4);
+        }
+        if led != 1 {
+            return Some(format!("{title}: {led} leaderships, expected 1"));
+        }
+    }
+    None
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cli_reports_jetstream_of_every_server() {
     let (cluster, clients) = nodes(3).await;
@@ -209,6 +240,26 @@ async fn the_cli_reports_jetstream_of_every_server() {
             Some(problem) => assert!(
                 Instant::now() < deadline,
                 "server report jetstream: {problem}\n{text}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+
+    // --leaders: the RAFT Leader Reports, one stream leader and one consumer leader among the
+    // three servers (asked again while a leadership is between servers, bounded).
+    let deadline = Instant::now() + ELECTION_BOUND;
+    loop {
+        let (ok, text) = cli(
+            &system,
+            home.path(),
+            &["server", "report", "jetstream", "3", "--leaders"],
+        );
+        assert!(ok, "nats server report jetstream --leaders:\n{text}");
+        match check_leaders(&text, &names) {
+            None => break,
+            Some(problem) => assert!(
+                Instant::now() < deadline,
+                "server report jetstream --leaders: {problem}\n{text}"
             ),
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
