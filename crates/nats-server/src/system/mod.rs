@@ -321,8 +321,10 @@ fn query_pairs(options: &Map<String, Value>) -> Vec<(String, String)> {
         .collect()
 }
 
-/// nats-server's event filter (`server_name`, `cluster`, `host`: substring matches; `domain`
-/// and `tags` we have none of, so asking for them matches nothing).
+/// nats-server's event filter (`filterRequest`): `server_name`, `host` and `cluster` are
+/// substring matches, or equal with `exact_match` (natscli's reports send it); every asked
+/// `tags` entry must be one of the server's `server_tags`; `domain` must be its JetStream
+/// domain.
 fn filters_match(server: &Server, options: &Map<String, Value>) -> bool {
     let text = |key: &str| {
         options
@@ -330,30 +332,37 @@ fn filters_match(server: &Server, options: &Map<String, Value>) -> bool {
             .and_then(Value::as_str)
             .filter(|text| !text.is_empty())
     };
-    if let Some(name) = text("server_name") {
-        if !server.server_name.contains(name) {
-            return false;
-        }
-    }
-    if let Some(cluster) = text("cluster") {
-        let ours = server
-            .routes()
-            .map(|routes| routes.cluster_name())
-            .unwrap_or_default();
-        if !ours.contains(cluster) {
-            return false;
-        }
-    }
-    if let Some(host) = text("host") {
-        if !server.options.host.contains(host) {
-            return false;
-        }
-    }
-    if text("domain").is_some() {
+    let exact = options.get("exact_match") == Some(&Value::Bool(true));
+    let matches = |ours: &str, asked: Option<&str>| {
+        asked.is_none_or(|asked| {
+            if exact {
+                ours == asked
+            } else {
+                ours.contains(asked)
+            }
+        })
+    };
+    let cluster = server
+        .routes()
+        .map(|routes| routes.cluster_name())
+        .unwrap_or_default();
+    if !matches(&server.server_name, text("server_name"))
+        || !matches(&server.options.host, text("host"))
+        || !matches(&cluster, text("cluster"))
+    {
         return false;
     }
-    options
+    let tags_held = options
         .get("tags")
         .and_then(Value::as_array)
-        .is_none_or(|tags| tags.is_empty())
+        .into_iter()
+        .flatten()
+        .all(|tag| {
+            let asked = tag.as_str().unwrap_or_default().trim().to_lowercase();
+            server.options.server_tags.contains(&asked)
+        });
+    if !tags_held {
+        return false;
+    }
+    text("domain").is_none_or(|domain| server.options.jetstream.domain.as_deref() == Some(domain))
 }

@@ -265,6 +265,32 @@ async fn the_cli_reports_jetstream_of_every_server() {
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 
+    // --host: natscli asks with exact_match, so a server's whole name picks it alone (a
+    // filtered report shows no meta group) and a part of a name picks none.
+    let one = &names[0];
+    let (ok, text) = cli(
+        &system,
+        home.path(),
+        &["server", "report", "jetstream", "--host", one],
+    );
+    assert!(ok, "nats server report jetstream --host {one}:\n{text}");
+    let filtered = tables(&text);
+    assert_eq!(filtered.len(), 1, "{text}");
+    let rows: Vec<&str> = filtered[0]
+        .rows
+        .iter()
+        .map(|row| row[0].trim_end_matches('*'))
+        .collect();
+    assert_eq!(rows, [one.as_str()], "{text}");
+    let part = &one[..one.len() - 1];
+    let (ok, text) = cli(
+        &system,
+        home.path(),
+        &["server", "report", "jetstream", "--host", part],
+    );
+    assert!(!ok, "--host {part} (part of {one}) answered:\n{text}");
+    assert!(text.contains("no results received"), "{text}");
+
     // --json: the three answers as received.
     let (ok, text) = cli(
         &system,
