@@ -226,6 +226,26 @@ impl Assignments {
             .collect()
     }
 
+    /// The replicated streams (those running a Raft group) placed on the server `name` (account,
+    /// name): on its peer `own_peer`, or on an earlier incarnation of it (a wiped server) that
+    /// the meta leader has not replaced yet.
+    pub fn groups_held_by_server(&self, name: &str, own_peer: &str) -> Vec<(String, String)> {
+        let is_this_server = |peer: &String| {
+            peer == own_peer
+                || self
+                    .members
+                    .get(peer)
+                    .is_some_and(|member| member.name == name)
+        };
+        self.streams
+            .values()
+            .flat_map(BTreeMap::values)
+            .filter(|record| record.runs_group())
+            .filter(|record| record.group.peers.iter().any(is_this_server))
+            .map(|record| (record.account.clone(), record.config.name.clone()))
+            .collect()
+    }
+
     /// How many streams each peer holds (placement's load figure).
     pub fn load(&self) -> BTreeMap<String, usize> {
         let mut load = BTreeMap::new();

@@ -84,8 +84,8 @@ impl Meta {
     }
 
     /// nats-server's clustered `/healthz` JetStream checks: a meta leader known and this
-    /// server current with it, then (unless `meta_only`) every replicated stream held here
-    /// current with its own leader. The error text as nats-server words it.
+    /// server current with it, then (unless `meta_only`) every replicated stream placed here
+    /// running here and current with its own leader. The error text as nats-server words it.
     pub fn health(&self, meta_only: bool) -> Result<(), String> {
         if self.group.status().leader.is_none() {
             return Err("JetStream has not established contact with a meta leader".into());
@@ -96,7 +96,14 @@ impl Meta {
         if meta_only {
             return Ok(());
         }
-        match self.stream_groups.first_not_current(HEALTH_CONTACT_WINDOW) {
+        let assigned = self
+            .assignments
+            .lock()
+            .groups_held_by_server(&self.server_name, &self.own_peer);
+        match self
+            .stream_groups
+            .first_not_current(HEALTH_CONTACT_WINDOW, assigned)
+        {
             Some((account, stream, reason)) => Err(format!(
                 "JetStream stream '{account} > {stream}' is not current: {reason}"
             )),

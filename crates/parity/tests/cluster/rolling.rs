@@ -443,6 +443,47 @@ async fn healthz_says_ok_only_once_a_restarted_replica_has_caught_up() {
     }
 }
 
+/// A wiped server (killed, its store emptied, restarted under its name) says ok only once it
+/// runs its replica again and that replica caught up. Ours once said ok as soon as it was
+/// current with the meta leader: its new incarnation held no group yet, and `/healthz` only
+/// looked at the groups running here (clusterbench: ok 0.6 s before the leader listed it
+/// current). nats-server checks every stream the meta group places on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn healthz_says_ok_only_once_a_wiped_replica_has_caught_up() {
+    let (mut cluster, names, admin, leader) = cluster_with_stream("WIPE", "wipe", 10).await;
+    let jetstream = async_nats::jetstream::new(admin.clone());
+    let down = (1..3).find(|&i| names[i] != leader).unwrap_or(2);
+    tokio::task::block_in_place(|| wait_healthy(&cluster, down));
+
+    cluster.kill9(down);
+    let store = cluster
+        .node(down)
+        .store_dir
+        .clone()
+        .expect("a JetStream store dir");
+    std::fs::remove_dir_all(&store).expect("wipe the store");
+    std::fs::create_dir_all(&store).expect("an empty store dir");
+    const MISSED: u64 = 3000;
+    publish_many(&jetstream, "wipe.missed", MISSED as usize).await;
+
+    let (took, held) = tokio::task::block_in_place(|| {
+        cluster.restart(down);
+        let took = wait_healthy(&cluster, down);
+        (took, messages_held(&cluster, down))
+    });
+    println!(
+        "{} wiped replica healthy {took:?} after it answered clients, holding {held:?} of {}",
+        kind().label(),
+        10 + MISSED
+    );
+    assert_eq!(
+        held,
+        Some(10 + MISSED),
+        "/healthz said ok before the wiped replica caught up\n{}",
+        cluster.logs()
+    );
+}
+
 /// One restart of a rolling restart: how long the node was out (signal to `/healthz` ok) and
 /// the longest gap between two PubAcks meanwhile.
 struct Restart {
