@@ -160,8 +160,10 @@ pub trait StreamGroup: Send + Sync + 'static {
     /// other member (no leader known), and never longer than since it heard any other member;
     /// `None` too while any other member is routed to this server (it may lead, or answer).
     fn leaderless_for(&self) -> Option<Duration>;
-    /// Waits at most `timeout` for the group to have a leader: whether it is this server (then
-    /// once a quorum acknowledged it, so it takes writes), `None` when none was in time.
+    /// Waits at most `timeout` for the group to have a leader: `Some(true)` once this server leads
+    /// and a quorum acknowledged it (so it takes writes), `Some(false)` once another server has
+    /// led steadily for a while (a leader seen only for a moment may lose the role before it
+    /// answered), `None` when neither happened in time.
     fn wait_for_leader(self: Arc<Self>, timeout: Duration) -> GroupFuture<Option<bool>>;
     /// STREAM.INFO's `cluster` block, as nats-server fills it; `None` while the group is not
     /// running.

@@ -28,6 +28,11 @@ use crate::cluster::peer;
 /// A peer heard from within this long counts as current (nats-server: the leader's heartbeat
 /// interval several times over).
 const CURRENT_WINDOW: Duration = Duration::from_secs(10);
+/// A new stream's other leader counts as leading steadily while heard from within this (two
+/// heartbeats and some) ...
+const OTHER_LEADER_CONTACT: Duration = Duration::from_millis(1200);
+/// ... for this long; then it has answered the stream's creation and this server stops waiting.
+const OTHER_LEADER_STEADY: Duration = Duration::from_millis(2500);
 
 impl ReplicatedStream {
     /// One replica entry (`PeerInfo`) as the leader sees it (and a follower its leader).
@@ -169,6 +174,7 @@ impl StreamGroup for ReplicatedStream {
         Box::pin(async move {
             let deadline = tokio::time::Instant::now() + timeout;
             let mut leadership = self.leadership.subscribe();
+            let mut steady_other: Option<(NodeId, tokio::time::Instant)> = None;
             loop {
                 // This server leads, and a quorum acknowledged it: until then openraft refuses
                 // its writes (the leader lease), and a publish sent on the answer would get
@@ -181,13 +187,27 @@ impl StreamGroup for ReplicatedStream {
                 {
                     return Some(true);
                 }
-                let status = self.raft().map(|group| group.status());
-                if let Some(leader) = status.and_then(|status| status.leader) {
-                    if leader != self.node {
-                        return Some(false);
+                // Another server leads: it answers, once it has led steadily (heard from within
+                // a heartbeat or two) for a while. A leader seen only for a moment may lose
+                // the role before it answered (a new group's first leader, beaten by a vote
+                // of the same term 8 ms after its election, left a create unanswered while
+                // the others had stopped waiting), so until then this server waits on, and
+                // answers if it is elected itself.
+                let now = tokio::time::Instant::now();
+                let other = self.raft().and_then(|group| {
+                    let leader = group.status().leader.filter(|leader| *leader != self.node)?;
+                    group.is_current(OTHER_LEADER_CONTACT).then_some(leader)
+                });
+                match (other, steady_other) {
+                    (Some(leader), Some((seen, since))) if leader == seen => {
+                        if now.duration_since(since) >= OTHER_LEADER_STEADY {
+                            return Some(false);
+                        }
                     }
+                    (Some(leader), _) => steady_other = Some((leader, now)),
+                    (None, _) => steady_other = None,
                 }
-                let wake = tokio::time::Instant::now() + Duration::from_millis(50);
+                let wake = now + Duration::from_millis(50);
                 if wake > deadline {
                     return None;
                 }
