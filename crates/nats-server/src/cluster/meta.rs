@@ -419,6 +419,12 @@ impl Meta {
         Value::Object(replica)
     }
 
+    /// The Raft groups this server runs (`/jsz` `ha_assets`, nats-server's count of its raft
+    /// nodes): the meta group and each replicated stream's group (consumers ride those).
+    pub fn raft_groups(&self) -> usize {
+        1 + self.stream_groups.count()
+    }
+
     /// `/jsz` `meta_cluster`, as nats-server shows it: the leader's name and peer id, every
     /// other member as a replica, the size and quorum.
     pub fn cluster_info(&self) -> Value {

@@ -208,6 +208,11 @@ impl StreamGroups {
         tokio::spawn(super::membership::reconcile(running));
     }
 
+    /// How many replicated streams' groups run here.
+    pub fn count(&self) -> usize {
+        self.groups.lock().len()
+    }
+
     /// `/healthz`: the first replicated stream held here or `assigned` here by the meta group (by
     /// account, then name) that is not current, with nats-server's reason: not running here,
     /// its group not started yet, or not caught up with its leader (or without one).

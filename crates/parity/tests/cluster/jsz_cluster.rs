@@ -134,6 +134,12 @@ fn check_jsz(
     {
         return fail("consumer_raft_groups");
     }
+    // The Raft groups this server runs: the meta group, the stream's and (nats-server) the
+    // consumer's own; ours' consumer rides the stream's group (docs/parity.md).
+    let groups = if test_harness::is_reference() { 3 } else { 2 };
+    if jsz["ha_assets"] != groups {
+        return fail("ha_assets is not the Raft groups run here");
+    }
     // Absent when zero (Go's omitempty).
     let count = |key: &str| jsz.get(key).map(|count| count.as_u64().unwrap_or(0));
     let (streams_leader, consumers_leader) = (count("streams_leader"), count("consumers_leader"));
@@ -171,6 +177,14 @@ fn check_varz_meta(
     }
     if meta["cluster_size"] != 3 || meta["quorum_needed"] != 2 {
         return fail("size or quorum");
+    }
+    // The Raft groups run here, as in `/jsz` (see `check_jsz`).
+    let groups = if test_harness::is_reference() { 3 } else { 2 };
+    if varz["jetstream"]["stats"]["ha_assets"] != groups {
+        return Err(format!(
+            "node {own}: /varz jetstream.stats.ha_assets: {}",
+            varz["jetstream"]["stats"]
+        ));
     }
     if replica_names(meta) != others(names, own) {
         return fail("replicas are not every other server");

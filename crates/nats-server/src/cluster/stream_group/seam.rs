@@ -195,7 +195,10 @@ impl StreamGroup for ReplicatedStream {
                 // answers if it is elected itself.
                 let now = tokio::time::Instant::now();
                 let other = self.raft().and_then(|group| {
-                    let leader = group.status().leader.filter(|leader| *leader != self.node)?;
+                    let leader = group
+                        .status()
+                        .leader
+                        .filter(|leader| *leader != self.node)?;
                     group.is_current(OTHER_LEADER_CONTACT).then_some(leader)
                 });
                 match (other, steady_other) {
