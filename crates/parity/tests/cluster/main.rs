@@ -34,6 +34,7 @@ mod jsz_cluster;
 #[path = "../core/jwt_builder.rs"]
 #[allow(dead_code)]
 mod jwt_builder;
+mod kv_linearizable;
 mod leader_removal;
 mod links;
 mod membership;
