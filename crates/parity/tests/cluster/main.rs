@@ -36,6 +36,7 @@ mod jsz_cluster;
 mod jwt_builder;
 mod kv_linearizable;
 mod leader_removal;
+mod linearizability;
 mod links;
 mod membership;
 mod membership_cli;
