@@ -47,6 +47,18 @@ async fn ephemeral(client: &Client, stream: &str, threshold: Duration) -> (Strin
     (name, host)
 }
 
+/// CONSUMER.INFO of `name` on `stream`, asked once through `client`.
+async fn consumer_info(client: &Client, stream: &str, name: &str) -> Value {
+    let subject = format!("$JS.API.CONSUMER.INFO.{stream}.{name}");
+    one_answer(client, &subject, Value::Null).await
+}
+
+/// CONSUMER.INFO of `name` through `client` answers 10014 (consumer not found).
+async fn assert_gone(client: &Client, stream: &str, name: &str) {
+    let info = consumer_info(client, stream, name).await;
+    assert_eq!(error_code(&info), 10014, "{info}");
+}
+
 /// The sorted names CONSUMER.NAMES answers (once) through `client`, and its `total`.
 async fn names(client: &Client, stream: &str) -> (BTreeSet<String>, u64) {
     let answer = one_answer(
@@ -116,12 +128,7 @@ async fn an_ephemeral_is_found_listed_and_deleted_after_its_stream_leader_moved(
     let host_index = index_of(&cluster, &host);
 
     for client in &clients {
-        let info = one_answer(
-            client,
-            &format!("$JS.API.CONSUMER.INFO.EPHL.{kept}"),
-            Value::Null,
-        )
-        .await;
+        let info = consumer_info(client, "EPHL", &kept).await;
         assert!(info.get("error").is_none(), "{info}");
         assert_eq!(info["name"], kept.as_str(), "{info}");
         assert_eq!(info["cluster"]["leader"], host.as_str(), "{info}");
@@ -193,13 +200,7 @@ async fn an_ephemeral_is_found_listed_and_deleted_after_its_stream_leader_moved(
         assert!(Instant::now() < deadline, "{idle} still listed: {listed:?}");
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    let info = one_answer(
-        &clients[1],
-        &format!("$JS.API.CONSUMER.INFO.EPHL.{idle}"),
-        Value::Null,
-    )
-    .await;
-    assert_eq!(error_code(&info), 10014, "{info}");
+    assert_gone(&clients[1], "EPHL", &idle).await;
 
     // DELETE through the new leader's node.
     let deleted = one_answer(
@@ -209,13 +210,7 @@ async fn an_ephemeral_is_found_listed_and_deleted_after_its_stream_leader_moved(
     )
     .await;
     assert_eq!(deleted["success"], true, "{deleted}");
-    let info = one_answer(
-        &clients[0],
-        &format!("$JS.API.CONSUMER.INFO.EPHL.{kept}"),
-        Value::Null,
-    )
-    .await;
-    assert_eq!(error_code(&info), 10014, "{info}");
+    assert_gone(&clients[0], "EPHL", &kept).await;
     let (listed, total) = names(&clients[2], "EPHL").await;
     assert_eq!(listed, BTreeSet::from(["DUR".to_string()]), "{total}");
     let list = one_answer(&clients[1], "$JS.API.CONSUMER.LIST.EPHL", json!({})).await;
@@ -288,12 +283,7 @@ async fn an_ephemeral_survives_the_kill_of_a_later_leader_and_goes_with_its_host
         assert!(Instant::now() < deadline, "no new leader: {info}");
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    let info = one_answer(
-        &clients[third],
-        &format!("$JS.API.CONSUMER.INFO.EPHK.{name}"),
-        Value::Null,
-    )
-    .await;
+    let info = consumer_info(&clients[third], "EPHK", &name).await;
     assert_eq!(info["name"], name.as_str(), "{info}");
     assert_eq!(info["cluster"]["leader"], host.as_str(), "{info}");
     let (listed, total) = names(&clients[third], "EPHK").await;

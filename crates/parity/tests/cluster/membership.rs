@@ -129,6 +129,30 @@ pub(crate) async fn try_lead_on(client: &Client, stream: &str, name: &str) -> Re
     }
 }
 
+/// R3 stream `stream` on `<prefix>.>` created through `client`, `messages` messages published
+/// through `jetstream` (`<prefix>.x`, ids `<prefix><n>`), every replica placed and holding them,
+/// and the durable `READER` with its first `acked` acknowledged: what the membership and CLI
+/// tests start from. Returns the stream's info once placed.
+pub(crate) async fn r3_with_reader(
+    cluster: &Cluster,
+    client: &Client,
+    jetstream: &async_nats::jetstream::Context,
+    (stream, prefix): (&str, &str),
+    messages: u64,
+    acked: usize,
+) -> Value {
+    let (created, _) = create_r3(client, stream, &format!("{prefix}.>")).await;
+    created.assert_created();
+    let deadline = Instant::now() + ELECTION_BOUND;
+    let subject = format!("{prefix}.x");
+    for n in 0..messages {
+        publish_until_acked(jetstream, &subject, &format!("{prefix}{n}"), deadline).await;
+    }
+    let info = placed_without(cluster, client, stream, &[], 3, messages).await;
+    durable_with_acks(jetstream, stream, acked).await;
+    info
+}
+
 /// Creates the durable pull consumer `READER` on `stream` and acknowledges its first `acked`
 /// messages, each ack confirmed (AckSync).
 pub(crate) async fn durable_with_acks(
@@ -368,15 +392,8 @@ const SERVER_REMOVE_TYPE: &str = "io.nats.jetstream.api.v1.meta_server_remove_re
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_remove_of_a_killed_node_re_places_its_streams_and_consumers() {
     let (mut cluster, clients) = nodes(5).await;
-    let (created, _) = create_r3(&clients[0], "SRV", "srv.>").await;
-    created.assert_created();
     let jetstream = async_nats::jetstream::new(clients[0].clone());
-    let deadline = Instant::now() + ELECTION_BOUND;
-    for n in 0..20 {
-        publish_until_acked(&jetstream, "srv.x", &format!("s{n}"), deadline).await;
-    }
-    let info = placed_without(&cluster, &clients[0], "SRV", &[], 3, 20).await;
-    durable_with_acks(&jetstream, "SRV", 5).await;
+    let info = r3_with_reader(&cluster, &clients[0], &jetstream, ("SRV", "srv"), 20, 5).await;
     let all: Vec<usize> = (0..cluster.len()).collect();
     let (victim, victim_index) = idle_follower(&cluster, &info);
     cluster.kill9(victim_index);

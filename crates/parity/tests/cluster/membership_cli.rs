@@ -11,8 +11,7 @@ use serde_json::Value;
 
 use crate::jetstream_assignments::one_answer;
 use crate::jetstream_elsewhere::cli;
-use crate::jetstream_replicated::{create_r3, publish_until_acked};
-use crate::membership::{durable_with_acks, members, nodes, placed_without};
+use crate::membership::{members, nodes, placed_without, r3_with_reader};
 use crate::meta::{agreed_leader, index_of, ELECTION_BOUND};
 
 /// The URL of node `index` with the system user's credentials.
@@ -24,15 +23,8 @@ fn system_url(url: &str) -> String {
 async fn the_cli_steps_leaders_down_and_removes_peers() {
     let (mut cluster, clients) = nodes(5).await;
     let home = tempfile::tempdir().expect("tempdir");
-    let (created, _) = create_r3(&clients[0], "CLIS", "clis.>").await;
-    created.assert_created();
     let jetstream = async_nats::jetstream::new(clients[0].clone());
-    let deadline = Instant::now() + ELECTION_BOUND;
-    for n in 0..5 {
-        publish_until_acked(&jetstream, "clis.x", &format!("c{n}"), deadline).await;
-    }
-    placed_without(&cluster, &clients[0], "CLIS", &[], 3, 5).await;
-    durable_with_acks(&jetstream, "CLIS", 2).await;
+    r3_with_reader(&cluster, &clients[0], &jetstream, ("CLIS", "clis"), 5, 2).await;
     let url = cluster.url(0);
 
     // consumer cluster step-down: a new leader, then the consumer's info.

@@ -12,8 +12,7 @@
 use std::time::{Duration, Instant};
 
 use crate::jetstream_elsewhere::cli;
-use crate::jetstream_replicated::{create_r3, publish_until_acked};
-use crate::membership::{durable_with_acks, nodes, placed_without};
+use crate::membership::{nodes, r3_with_reader};
 use crate::meta::ELECTION_BOUND;
 
 /// A table's data rows and its footer (empty when it has none), each a list of trimmed cells.
@@ -212,15 +211,16 @@ fn check_leaders(text: &str, names: &[String]) -> Option<String> {
 async fn the_cli_reports_jetstream_of_every_server() {
     let (cluster, clients) = nodes(3).await;
     let home = tempfile::tempdir().expect("tempdir");
-    let (created, _) = create_r3(&clients[0], "REPORT", "report.>").await;
-    created.assert_created();
     let jetstream = async_nats::jetstream::new(clients[1].clone());
-    let deadline = Instant::now() + ELECTION_BOUND;
-    for n in 0..5 {
-        publish_until_acked(&jetstream, "report.x", &format!("r{n}"), deadline).await;
-    }
-    placed_without(&cluster, &clients[0], "REPORT", &[], 3, 5).await;
-    durable_with_acks(&jetstream, "REPORT", 2).await;
+    r3_with_reader(
+        &cluster,
+        &clients[0],
+        &jetstream,
+        ("REPORT", "report"),
+        5,
+        2,
+    )
+    .await;
     let mut names: Vec<String> = cluster.nodes().iter().map(|n| n.name.clone()).collect();
     names.sort();
     let system = cluster.url(2).replacen("nats://", "nats://sys:sys@", 1);

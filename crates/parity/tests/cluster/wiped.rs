@@ -51,7 +51,7 @@ fn meta_whole_with(cluster: &test_harness::cluster::Cluster, name: &str) {
 }
 
 /// Empties the JetStream store of node `index` (killed already).
-fn wipe_store(cluster: &test_harness::cluster::Cluster, index: usize) {
+pub(crate) fn wipe_store(cluster: &test_harness::cluster::Cluster, index: usize) {
     let store = cluster
         .node(index)
         .store_dir
