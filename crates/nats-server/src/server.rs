@@ -25,6 +25,9 @@ use time::OffsetDateTime;
 pub const VERSION: &str = "2.15.1";
 /// The Go-version field of INFO: we are not Go; clients only display it.
 pub const GO_FIELD: &str = "rust";
+/// The build's git commit, its first seven characters as nats-server prints its own
+/// (`build.rs`); `None` for a build without one.
+pub const GIT_COMMIT: Option<&str> = option_env!("RNATS_GIT_COMMIT");
 
 /// Server-wide counters (per-connection counters are summed in at read time).
 #[derive(Default)]

@@ -2,7 +2,7 @@
 //! field names (Go's `omitempty` fields left out when empty).
 
 use super::format::{go_float, rfc3339, uptime_text};
-use crate::server::{Server, GO_FIELD, VERSION};
+use crate::server::{Server, GIT_COMMIT, GO_FIELD, VERSION};
 use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 use std::sync::atomic::Ordering;
@@ -153,6 +153,11 @@ pub fn varz(server: &Server) -> Value {
             "clients": server.stats.stale_connections.load(Ordering::Relaxed),
             "routes": 0, "gateways": 0, "leafs": 0
         },
+        "feature_flags": feature_flags(),
+        // nats-server counts the waits on its disk I/O semaphore (at most 4096 disk calls in
+        // flight). Nothing here waits on such a limit: the store's calls run on the tasks and
+        // blocking threads that need them, so no call ever waited (docs/parity.md).
+        "disk_io_wait_stats": {"waiters": 0, "waits": 0, "wait_time": 0, "max_wait_time": 0},
     });
     // Omitted when false or zero, as nats-server's omitempty does.
     if let Some(fields) = varz.as_object_mut() {
@@ -170,6 +175,9 @@ pub fn varz(server: &Server) -> Value {
         if !options.server_tags.is_empty() {
             fields.insert("tags".into(), json!(options.server_tags));
         }
+        if let Some(commit) = GIT_COMMIT {
+            fields.insert("git_commit".into(), json!(commit));
+        }
     }
     if let (Some(tls), Some(fields)) = (&options.tls, varz.as_object_mut()) {
         if !options.allow_non_tls || tls.handshake_first {
@@ -180,6 +188,19 @@ pub fn varz(server: &Server) -> Value {
         }
     }
     varz
+}
+
+/// nats-server 2.15.1's feature flags, each with what this server does: none of the behaviours
+/// they switch on is built here (e.g. v1 ack and flow-control subjects only, no delete-range
+/// Raft entry, no sourcing state in stream snapshots), so every flag is `false`, where
+/// nats-server 2.15.1 has `js_raft_delete_range` on by default (docs/parity.md).
+fn feature_flags() -> Value {
+    json!({
+        "js_ack_fc_v2": false,
+        "js_api_reply_v2": false,
+        "js_raft_delete_range": false,
+        "js_snapshot_sources": false,
+    })
 }
 
 /// The `cluster` block of /varz (empty without a cluster).

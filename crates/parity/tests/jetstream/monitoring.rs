@@ -1,6 +1,7 @@
 //! `/jsz` and the `jetstream` section of `/varz`: nats-server's fields and figures after a few
 //! streams and messages.
 
+use serde_json::Value;
 use test_harness::client::{api, connect, publish_raw};
 use test_harness::monitoring::get_json;
 use test_harness::{ServerOptions, TestServer};
@@ -128,4 +129,78 @@ async fn jsz_account_stream_and_consumer_details() {
         .is_none());
     let past = get_json(&server, "/jsz?accounts=true&offset=5");
     assert!(past.get("account_details").is_none(), "{past}");
+}
+
+/// `/varz` fields nats-server 2.15 added: `feature_flags` (nats-server 2.15.1's four flags;
+/// rnats has none of their behaviours, so each is off here, where nats-server has
+/// `js_raft_delete_range` on: docs/parity.md), `disk_io_wait_stats` (always shown; nothing waits
+/// at rest) and `git_commit`, the build's commit in seven characters (ours: the commit of this
+/// checkout, which the harness builds; left out by a build without one, as nats-server does).
+#[tokio::test]
+async fn varz_feature_flags_disk_io_waits_and_git_commit() {
+    let server = TestServer::start(ServerOptions {
+        jetstream: true,
+        monitoring: true,
+        ..Default::default()
+    });
+    let varz = get_json(&server, "/varz");
+
+    let flags = varz["feature_flags"]
+        .as_object()
+        .unwrap_or_else(|| panic!("no feature_flags: {varz}"));
+    let mut names: Vec<&str> = flags.keys().map(String::as_str).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "js_ack_fc_v2",
+            "js_api_reply_v2",
+            "js_raft_delete_range",
+            "js_snapshot_sources"
+        ],
+        "{varz}"
+    );
+    for flag in ["js_ack_fc_v2", "js_api_reply_v2", "js_snapshot_sources"] {
+        assert_eq!(flags[flag], false, "{flag}: {varz}");
+    }
+    // On by default in nats-server 2.15.1; no such Raft entry here.
+    assert_eq!(
+        flags["js_raft_delete_range"],
+        test_harness::is_reference(),
+        "{varz}"
+    );
+
+    let waits = varz["disk_io_wait_stats"]
+        .as_object()
+        .unwrap_or_else(|| panic!("no disk_io_wait_stats: {varz}"));
+    let mut fields: Vec<&str> = waits.keys().map(String::as_str).collect();
+    fields.sort_unstable();
+    assert_eq!(
+        fields,
+        ["max_wait_time", "wait_time", "waiters", "waits"],
+        "{varz}"
+    );
+    assert!(waits.values().all(Value::is_u64), "{varz}");
+    assert_eq!(waits["waiters"], 0, "{varz}");
+
+    let commit = varz["git_commit"].as_str().unwrap_or("");
+    if test_harness::is_reference() {
+        assert!(
+            commit.len() == 7 && commit.bytes().all(|byte| byte.is_ascii_hexdigit()),
+            "{varz}"
+        );
+    } else {
+        // The harness builds ours from this checkout: its HEAD, or nothing without git.
+        let head = std::process::Command::new("git")
+            .args(["rev-parse", "HEAD"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .ok()
+            .filter(|output| output.status.success())
+            .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_string());
+        match head {
+            Some(head) => assert_eq!(commit, &head[..7], "{varz}"),
+            None => assert!(varz.get("git_commit").is_none(), "{varz}"),
+        }
+    }
 }
