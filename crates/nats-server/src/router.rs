@@ -298,6 +298,11 @@ impl Router {
         self.sublist.count()
     }
 
+    /// Every entry of the subject table: subject, queue group and subscriber (`/subsz`).
+    pub fn subscriptions(&self) -> Vec<(String, Option<Arc<str>>, Subscriber)> {
+        self.sublist.subscriptions()
+    }
+
     /// The sublist counters (/subsz sums them over the accounts).
     pub fn statistics(&self) -> nats_subject::SublistStats {
         self.sublist.stats()

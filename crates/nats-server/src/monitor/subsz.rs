@@ -7,6 +7,9 @@ use super::query::Query;
 use super::query::DEFAULT_LIMIT;
 use super::record::SubscriptionRecord;
 use super::Refusal;
+use crate::accounts::imports::ImportTarget;
+use crate::accounts::Account;
+use crate::router::Subscriber;
 use crate::server::Server;
 use serde_json::{json, Map, Value};
 use time::OffsetDateTime;
@@ -73,9 +76,25 @@ pub fn subsz(server: &Server, options: &SubszOptions) -> Value {
         })
         .cloned()
         .collect();
+    // nats-server counts and lists only with `subs=1` (its `total` is 0 otherwise).
     let mut subscriptions = Vec::new();
-    for client in &clients {
-        subscriptions.extend(client.subscriptions.lock().values().cloned());
+    if list {
+        for client in &clients {
+            subscriptions.extend(
+                client
+                    .subscriptions
+                    .lock()
+                    .values()
+                    .map(|subscription| SubscriptionRecord::of(subscription)),
+            );
+        }
+        if options.account.is_empty() {
+            for account in server.accounts.iter() {
+                subscriptions.extend(internal_subscriptions(&account));
+            }
+        } else if let Some(account) = server.accounts.lookup(&options.account) {
+            subscriptions.extend(internal_subscriptions(&account));
+        }
     }
     if !options.test.is_empty() {
         subscriptions.retain(|subscription| {
@@ -91,11 +110,46 @@ pub fn subsz(server: &Server, options: &SubszOptions) -> Value {
             .iter()
             .skip(offset)
             .take(limit)
-            .map(|subscription| subscription_detail(&SubscriptionRecord::of(subscription), true))
+            .map(|subscription| subscription_detail(subscription, true))
             .collect();
         body.insert("subscriptions_list".into(), json!(details));
     }
     Value::Object(body)
+}
+
+/// The server's own entries in an account's table, as nats-server lists the subscriptions of
+/// its internal clients: the `$SYS` request handlers, JetStream's API and stream
+/// subscriptions, and the service imports (the `$SYS` requests and `$JS.API.>` every account
+/// imports) with an exporter's `_R_` response entry. Client subscriptions are listed from the
+/// connections, a route's interest is not this server's and a stream import's shadow stands
+/// for a client subscription already listed. They have no connection (`cid` 0), an internal
+/// subscription's `sid` is its id (an import's 0) and they count no messages.
+fn internal_subscriptions(account: &Account) -> Vec<SubscriptionRecord> {
+    let record = |subject: String, queue: Option<String>, sid: u64| SubscriptionRecord {
+        account: account.name.to_string(),
+        subject,
+        queue,
+        sid: sid.to_string(),
+        delivered: 0,
+        max: 0,
+        cid: 0,
+    };
+    account
+        .router
+        .subscriptions()
+        .into_iter()
+        .filter_map(|(subject, queue, subscriber)| match subscriber {
+            Subscriber::Internal(internal) => Some(record(
+                subject,
+                queue.map(|queue| queue.to_string()),
+                internal.id,
+            )),
+            Subscriber::Import(target) if !matches!(*target, ImportTarget::Stream(_)) => {
+                Some(record(subject, queue.map(|queue| queue.to_string()), 0))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// The sublist's counters (`num_subscriptions`, `num_cache`, ..., `avg_fanout`), as `/subsz`

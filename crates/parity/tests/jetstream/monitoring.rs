@@ -204,3 +204,92 @@ async fn varz_feature_flags_disk_io_waits_and_git_commit() {
         }
     }
 }
+
+/// `/subsz?subs=1` lists the server's own subscriptions as nats-server lists its internal
+/// clients': the `$SYS` request handlers, the system imports every account holds, JetStream's
+/// API and a stream's and a consumer's subscriptions, beside the clients'; `total` counts them,
+/// so at rest, with no route, it equals the sublist's `num_subscriptions`, over every account
+/// and for one (`acc`). The sets differ where the servers subscribe differently (ours one
+/// wildcard per endpoint family where nats-server subscribes each endpoint, JetStream's API in
+/// each account rather than through an import: docs/parity.md); the subjects both hold are
+/// checked. Without `subs=1` nats-server counts nothing (`total` 0).
+#[tokio::test]
+async fn subsz_lists_and_counts_the_servers_own_subscriptions() {
+    let server = TestServer::start(ServerOptions {
+        jetstream: true,
+        monitoring: true,
+        ..Default::default()
+    });
+    let client = connect(&server).await;
+    // Subscribed first: the requests after it are read after the SUB.
+    let _subscription = client.subscribe("foo").await.expect("subscribe");
+    api(
+        &client,
+        "$JS.API.STREAM.CREATE.S",
+        r#"{"name":"S","subjects":["orders.>"]}"#,
+    )
+    .await;
+    api(
+        &client,
+        "$JS.API.CONSUMER.DURABLE.CREATE.S.C",
+        r#"{"durable_name":"C","ack_policy":"explicit"}"#,
+    )
+    .await;
+
+    let subsz = get_json(&server, "/subsz?subs=1");
+    let list = subsz["subscriptions_list"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no list: {subsz}"));
+    assert_eq!(subsz["total"], list.len(), "{subsz}");
+    assert_eq!(subsz["total"], subsz["num_subscriptions"], "{subsz}");
+    let holds = |account: &str, subject: &str| {
+        list.iter()
+            .any(|entry| entry["account"] == account && entry["subject"] == subject)
+    };
+    for (account, subject) in [
+        ("$SYS", "$SYS.REQ.SERVER.PING"),
+        ("$SYS", "$SYS.REQ.ACCOUNT.PING.STATZ"),
+        ("$SYS", "$SYS.REQ.ACCOUNT.*.CONNZ"),
+        ("$SYS", "$SYS.REQ.ACCOUNT.*.SUBSZ"),
+        ("$SYS", "$SYS.REQ.ACCOUNT.*.JSZ"),
+        ("$SYS", "$SYS.REQ.ACCOUNT.*.INFO"),
+        ("$SYS", "$SYS.REQ.ACCOUNT.*.STATZ"),
+        ("$SYS", "$SYS.REQ.ACCOUNT.*.CONNS"),
+        ("$SYS", "$SYS.REQ.ACCOUNT.*.LEAFZ"),
+        ("$G", "$SYS.REQ.SERVER.PING.CONNZ"),
+        ("$G", "$SYS.REQ.ACCOUNT.PING.CONNZ"),
+        ("$G", "$SYS.REQ.ACCOUNT.PING.STATZ"),
+        ("$G", "orders.>"),
+        ("$G", "foo"),
+    ] {
+        assert!(holds(account, subject), "no {account} {subject}: {subsz}");
+    }
+    // A stream-info request reaches a `$G` entry of JetStream's API.
+    let api_entries = get_json(&server, "/subsz?subs=1&test=$JS.API.STREAM.INFO.S");
+    let entries = api_entries["subscriptions_list"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no list: {api_entries}"));
+    assert_eq!(api_entries["total"], entries.len(), "{api_entries}");
+    assert!(
+        entries.iter().any(|entry| entry["account"] == "$G"),
+        "{api_entries}"
+    );
+
+    // One account: its own entries, all of its table counted.
+    for account in ["$G", "$SYS"] {
+        let one = get_json(&server, &format!("/subsz?subs=1&acc={account}"));
+        let entries = one["subscriptions_list"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no list: {one}"));
+        assert!(
+            entries.iter().all(|entry| entry["account"] == account),
+            "{one}"
+        );
+        assert_eq!(one["total"], entries.len(), "{one}");
+        assert_eq!(one["total"], one["num_subscriptions"], "{one}");
+    }
+
+    let counted = get_json(&server, "/subsz");
+    assert_eq!(counted["total"], 0, "{counted}");
+    assert!(counted.get("subscriptions_list").is_none(), "{counted}");
+}
