@@ -118,6 +118,15 @@ impl GroupStatus {
     }
 }
 
+/// How much log a group holds beyond its snapshot ([`RaftGroup::log_size`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LogSize {
+    /// Entries after the last snapshot's index.
+    pub entries: u64,
+    /// Bytes of the log's segment files.
+    pub bytes: u64,
+}
+
 /// What the log looked like when the group started.
 #[derive(Debug, Clone)]
 pub struct RecoveryReport {
@@ -412,6 +421,23 @@ impl RaftGroup {
                 .as_ref()
                 .map(|acked| openraft::Instant::elapsed(&**acked)),
             led_for: self.leading_since.observe(&metrics),
+        }
+    }
+
+    /// nats-server's `Size()` of a group's log: the entries past the last snapshot (its `pindex -
+    /// papplied`, what the next snapshot would compact) and the bytes of the log's files.
+    pub fn log_size(&self) -> LogSize {
+        let (last, snapshot) = {
+            let metrics = self.raft.metrics();
+            let metrics = metrics.borrow_watched();
+            (
+                metrics.last_log_index.unwrap_or(0),
+                metrics.snapshot.as_ref().map_or(0, |log_id| log_id.index),
+            )
+        };
+        LogSize {
+            entries: last.saturating_sub(snapshot),
+            bytes: self.log.bytes(),
         }
     }
 

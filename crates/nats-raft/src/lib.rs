@@ -32,7 +32,8 @@ mod types;
 pub use codec::DecodeError;
 pub use config::GroupConfig;
 pub use group::{
-    FollowerProgress, GroupStatus, LogCounters, RaftGroup, RaftGroupError, RecoveryReport, Role,
+    FollowerProgress, GroupStatus, LogCounters, LogSize, RaftGroup, RaftGroupError, RecoveryReport,
+    Role,
 };
 pub use lease::LeaderLease;
 pub use log_file::TornTail;

@@ -212,6 +212,11 @@ impl LogFile {
 
     /// The file that an fsync must cover for every write so far (older segments were synced when
     /// they were closed).
+    /// The bytes of the segment files (purged records still in a kept segment count).
+    pub(crate) fn bytes(&self) -> u64 {
+        self.segments.iter().map(|segment| segment.length).sum()
+    }
+
     pub(crate) fn active_file(&self) -> Option<Arc<File>> {
         self.segments.last().map(|segment| segment.file.clone())
     }

@@ -34,6 +34,11 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// The bytes of the log's segment files.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.lock().bytes()
+    }
+
     fn lock(&self) -> MutexGuard<'_, LogFile> {
         // A panic while holding the lock leaves the in-memory log as it was at that point; the
         // files stay consistent with it (every write is followed by its bookkeeping).

@@ -455,9 +455,17 @@ impl Meta {
         info.insert("pending".into(), json!(0));
         info.insert("pending_requests".into(), json!(0));
         info.insert("pending_infos".into(), json!(0));
+        // nats-server's meta log `Size()`: entries past the last snapshot and the log's bytes.
+        // `pending` (its queues of routed API requests) and the snapshot's time are not kept
+        // here (docs/parity.md).
+        let log = self.group.log_size();
         info.insert(
             "snapshot".into(),
-            json!({"pending_entries": 0, "pending_size": 0, "last_time": "0001-01-01T00:00:00Z"}),
+            json!({
+                "pending_entries": log.entries,
+                "pending_size": log.bytes,
+                "last_time": "0001-01-01T00:00:00Z",
+            }),
         );
         Value::Object(info)
     }

@@ -201,6 +201,14 @@ fn check_varz_meta(
     {
         return fail("snapshot");
     }
+    // The meta log past its last snapshot holds at least the stream's and the consumer's
+    // assignments (nats-server snapshots at start and on membership entries, then once a
+    // minute, after this test's checks), and its files are not empty.
+    if snapshot["pending_entries"].as_u64().unwrap_or(0) == 0
+        || snapshot["pending_size"].as_u64().unwrap_or(0) == 0
+    {
+        return fail("no entries or bytes past the last snapshot");
+    }
     let jsz = get_json(cluster, index, "/jsz")?;
     if jsz["meta_cluster"]["leader"] != meta["leader"] {
         return fail("not the leader /jsz meta_cluster names");
