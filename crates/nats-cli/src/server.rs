@@ -1,6 +1,6 @@
 //! Connection-level commands: `server check connection` (natscli's Nagios-style check with
 //! its exit codes), `server ping` (`$SYS.REQ.SERVER.PING`) and `rtt`; `server report` is in
-//! `server_report.rs`, `server list` in `server_list.rs`, `server raft` in `server_raft.rs`.
+//! `server_report/`, `server list` in `server_list.rs`, `server raft` in `server_raft.rs`.
 
 use std::time::{Duration, Instant};
 

@@ -206,7 +206,8 @@ pub fn connz(server: &Server, options: &ConnzOptions) -> Value {
                 .filter(|record| {
                     options.filter_subject.is_empty()
                         || record.subscriptions.iter().any(|subscription| {
-                            nats_subject::subject_matches_filter(
+                            // nats-server's SubjectsCollide: either way round.
+                            nats_subject::subjects_overlap(
                                 &subscription.subject,
                                 &options.filter_subject,
                             )

@@ -58,6 +58,18 @@ pub fn connz(server: &crate::server::Server, pairs: &[(String, String)]) -> Valu
             if pairs.iter().any(unnamed) {
                 options.state = connz::ConnectionState::Unnamed;
             }
+            // nats-server's Connz: `>` filters nothing, and another subject filter needs an
+            // account filter (a `$SYS.REQ.ACCOUNT.<acc>.CONNZ` always has one); its error is
+            // the server API's 500.
+            if options.filter_subject == ">" {
+                options.filter_subject.clear();
+            }
+            if !options.filter_subject.is_empty() && options.account.is_empty() {
+                return refusal_json(Refusal {
+                    status: 500,
+                    text: "filter by subject only valid with account filtering".into(),
+                });
+            }
             connz::connz(server, &options)
         }
         Err(refusal) => refusal_json(refusal),

@@ -301,7 +301,16 @@ fn answer(server: &Arc<Server>, message: &Message) {
                 }
                 _ => json!({"status": "ok", "status_code": 200}),
             };
-            json!({"server": server_object(server), "data": data})
+            // A request its endpoint refused (`{"error": ...}`) is answered as nats-server's
+            // zReq does: the error beside the server object, no data.
+            let refused = data
+                .as_object()
+                .filter(|object| object.len() == 1)
+                .and_then(|object| object.get("error"));
+            match refused {
+                Some(error) => json!({"server": server_object(server), "error": error}),
+                None => json!({"server": server_object(server), "data": data}),
+            }
         }
     };
     publish_bytes(server, reply, payload);

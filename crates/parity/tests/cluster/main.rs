@@ -54,6 +54,7 @@ mod reload_cluster;
 mod reload_jetstream;
 mod reload_routes;
 mod report_cli;
+mod report_connections_cli;
 mod rolling;
 mod route_dialing;
 mod route_port_input;

@@ -17,11 +17,11 @@ use crate::meta::ELECTION_BOUND;
 
 /// A table's data rows and its footer (empty when it has none), each a list of trimmed cells.
 #[derive(Debug, Default)]
-struct Table {
-    title: String,
-    headers: Vec<String>,
-    rows: Vec<Vec<String>>,
-    footer: Vec<String>,
+pub(crate) struct Table {
+    pub(crate) title: String,
+    pub(crate) headers: Vec<String>,
+    pub(crate) rows: Vec<Vec<String>>,
+    pub(crate) footer: Vec<String>,
 }
 
 fn cells(line: &str) -> Vec<String> {
@@ -34,7 +34,7 @@ fn cells(line: &str) -> Vec<String> {
 
 /// The boxed tables of the output, in order: title, headers, rows, and footer (the row after a
 /// second separator).
-fn tables(text: &str) -> Vec<Table> {
+pub(crate) fn tables(text: &str) -> Vec<Table> {
     let mut tables = Vec::new();
     let mut current: Option<(Table, usize)> = None;
     for line in text.lines().map(str::trim) {
@@ -63,7 +63,7 @@ fn tables(text: &str) -> Vec<Table> {
 }
 
 /// The column of `header` in `table`.
-fn column(table: &Table, header: &str) -> usize {
+pub(crate) fn column(table: &Table, header: &str) -> usize {
     table
         .headers
         .iter()

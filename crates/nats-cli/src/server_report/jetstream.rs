@@ -1,15 +1,11 @@
 //! `nats server report jetstream`: natscli's JetStream summary of every server, asked through
 //! the system account (`$SYS.REQ.SERVER.PING.JSZ` with `raft`), then the meta group as its
-//! leader sees it. Also the collection of `$SYS.REQ.SERVER.PING*` answers that `server list`
-//! shares: every answer until the expected count, the timeout, or (when no count is given)
-//! 300 ms without a new one, as jsm.go's `DoReq`.
+//! leader sees it.
 
 use std::cmp::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use bytes::Bytes;
-use clap::{Args, Subcommand, ValueEnum};
-use futures::StreamExt;
+use clap::{Args, ValueEnum};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -18,21 +14,7 @@ use crate::options::GlobalOptions;
 use crate::output::format::{comma, comma_u64, humanize_duration, ibytes};
 use crate::output::table::Table;
 
-#[derive(Args, Debug)]
-pub struct ReportArgs {
-    /// Reverse sort
-    #[arg(long, short = 'R', global = true)]
-    pub reverse: bool,
-    #[command(subcommand)]
-    pub command: ReportCommand,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum ReportCommand {
-    /// Report on JetStream activity
-    #[command(alias = "jsz", alias = "js")]
-    Jetstream(JetStreamReportArgs),
-}
+use super::{compact_strings, gather, str_of, u64_of, EventFilter, FilterArgs};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum JetStreamSort {
@@ -66,15 +48,8 @@ pub struct JetStreamReportArgs {
     /// Show full server names
     #[arg(long, overrides_with = "compact")]
     pub no_compact: bool,
-    /// Limit the report to a specific NATS server
-    #[arg(long)]
-    pub host: Option<String>,
-    /// Limit the report to a specific Cluster
-    #[arg(long)]
-    pub cluster: Option<String>,
-    /// Limit the report to nodes matching certain tags
-    #[arg(long)]
-    pub tags: Vec<String>,
+    #[command(flatten)]
+    pub filter: FilterArgs,
     /// Show details about cluster leaders
     #[arg(long, short = 'l')]
     pub leaders: bool,
@@ -83,91 +58,8 @@ pub struct JetStreamReportArgs {
     pub json: bool,
 }
 
-pub async fn run(args: &ReportArgs, options: &GlobalOptions) -> Result<(), CliError> {
-    match &args.command {
-        ReportCommand::Jetstream(jetstream) => {
-            report_jetstream(jetstream, args.reverse, options).await
-        }
-    }
-}
-
-/// One answer to a `$SYS.REQ.SERVER.PING*` request and when it came, since the request.
-pub(crate) struct Answer {
-    pub value: Value,
-    pub rtt: Duration,
-}
-
-/// Sends `body` to `subject` and gathers the answers: `wait_for` of them when it is not zero,
-/// else until 300 ms pass without one; never longer than `timeout`. A 503 (no responders)
-/// means the user cannot reach the system account's subjects.
-pub(crate) async fn gather(
-    client: &async_nats::Client,
-    subject: &str,
-    body: Bytes,
-    wait_for: usize,
-    timeout: Duration,
-) -> Result<Vec<Answer>, CliError> {
-    const QUIET: Duration = Duration::from_millis(300);
-    let inbox = client.new_inbox();
-    let mut replies = client.subscribe(inbox.clone()).await?;
-    let started = Instant::now();
-    client
-        .publish_with_reply(subject.to_string(), inbox, body)
-        .await?;
-    client.flush().await?;
-    let deadline = tokio::time::Instant::now() + timeout;
-    let mut answers = Vec::new();
-    loop {
-        let until = if wait_for == 0 {
-            deadline.min(tokio::time::Instant::now() + QUIET)
-        } else {
-            deadline
-        };
-        let message = match tokio::time::timeout_at(until, replies.next()).await {
-            Ok(Some(message)) => message,
-            _ => break,
-        };
-        if message.status.map(|status| status.as_u16()) == Some(503) {
-            return Err(CliError::message(
-                "server request failed, ensure the account used has system privileges and appropriate permissions",
-            ));
-        }
-        let value: Value = serde_json::from_slice(&message.payload)
-            .map_err(|error| CliError::message(format!("Could not decode response: {error}")))?;
-        answers.push(Answer {
-            value,
-            rtt: started.elapsed(),
-        });
-        if wait_for != 0 && answers.len() >= wait_for {
-            break;
-        }
-    }
-    Ok(answers)
-}
-
-/// natscli's CompactStrings: the dotted suffix every name shares (never the first part) is cut.
-pub(crate) fn compact_strings(names: &[String]) -> Vec<String> {
-    let parts: Vec<Vec<&str>> = names.iter().map(|name| name.split('.').collect()).collect();
-    let Some(shortest) = parts.iter().map(Vec::len).min() else {
-        return Vec::new();
-    };
-    let mut suffix = String::new();
-    for index in (1..shortest).rev() {
-        let part = parts[0][index];
-        if parts.iter().all(|name| name[index] == part) {
-            suffix = format!(".{part}{suffix}");
-        } else {
-            break;
-        }
-    }
-    names
-        .iter()
-        .map(|name| name.strip_suffix(&suffix).unwrap_or(name).to_string())
-        .collect()
-}
-
 /// jsz options and event filter as natscli marshals them (nats-server's `JszEventOptions`).
-#[derive(Serialize, Default)]
+#[derive(Serialize)]
 struct JszRequest<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     account: Option<&'a str>,
@@ -178,29 +70,12 @@ struct JszRequest<'a> {
     #[serde(skip_serializing_if = "is_zero")]
     limit: usize,
     raft: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    server_name: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cluster: Option<&'a str>,
-    #[serde(skip_serializing_if = "<[String]>::is_empty")]
-    tags: &'a [String],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    domain: Option<&'a str>,
-    exact_match: bool,
+    #[serde(flatten)]
+    filter: EventFilter<'a>,
 }
 
 fn is_zero(value: &usize) -> bool {
     *value == 0
-}
-
-/// A number of an answer, 0 when absent.
-pub(crate) fn u64_of(value: &Value) -> u64 {
-    value.as_u64().unwrap_or(0)
-}
-
-/// A string of an answer, empty when absent.
-pub(crate) fn str_of(value: &Value) -> &str {
-    value.as_str().unwrap_or_default()
 }
 
 /// One server's row: the answer's figures, or its account's with `--account`.
@@ -320,7 +195,7 @@ fn compare(sort: JetStreamSort, a: &Row, b: &Row) -> Ordering {
     }
 }
 
-async fn report_jetstream(
+pub(super) async fn report_jetstream(
     args: &JetStreamReportArgs,
     reverse: bool,
     options: &GlobalOptions,
@@ -333,11 +208,7 @@ async fn report_jetstream(
         consumer: account.is_some(),
         limit: if account.is_some() { 10000 } else { 0 },
         raft: true,
-        server_name: args.host.as_deref(),
-        cluster: args.cluster.as_deref(),
-        tags: &args.tags,
-        domain: options.js_domain.as_deref().filter(|d| !d.is_empty()),
-        exact_match: true,
+        filter: args.filter.event_filter(options),
     };
     let body = serde_json::to_vec_pretty(&request)?;
     let mut answers = gather(
@@ -448,7 +319,8 @@ async fn report_jetstream(
     table.footer(footer);
     println!("{}\n", table.render());
 
-    let filtered = args.host.is_some() || args.cluster.is_some() || !args.tags.is_empty();
+    let filter = &args.filter;
+    let filtered = filter.host.is_some() || filter.cluster.is_some() || !filter.tags.is_empty();
     if filtered || expected_size == 0 {
         // natscli shows no meta group for a filtered report or a server without one.
     } else if leaders.is_empty() {
@@ -601,25 +473,4 @@ fn meta_table(meta: &Value, compact: bool) -> Table {
         ]);
     }
     table
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn strings(names: &[&str]) -> Vec<String> {
-        names.iter().map(|name| name.to_string()).collect()
-    }
-
-    #[test]
-    fn compacts_the_shared_domain_suffix_only() {
-        let names = strings(&["n1.east.example.com", "n2.east.example.com"]);
-        assert_eq!(compact_strings(&names), strings(&["n1", "n2"]));
-        let names = strings(&["n1.east.example.com", "n2.west.example.com"]);
-        assert_eq!(compact_strings(&names), strings(&["n1.east", "n2.west"]));
-        let names = strings(&["a.x", "a.x"]);
-        assert_eq!(compact_strings(&names), strings(&["a", "a"]));
-        let names = strings(&["n1", "n2"]);
-        assert_eq!(compact_strings(&names), names);
-    }
 }
