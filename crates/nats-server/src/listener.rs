@@ -16,6 +16,13 @@ use crate::ServerError;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use tokio::net::{TcpListener, TcpSocket};
 
+/// A peer as Go's `net` shows it: an IPv4 client of the dual-stack wildcard listener arrives
+/// as `::ffff:a.b.c.d`, which Go prints (and nats-server reports in `/connz` and its log lines)
+/// as `a.b.c.d`.
+pub(crate) fn peer_as_go(peer: SocketAddr) -> SocketAddr {
+    SocketAddr::new(peer.ip().to_canonical(), peer.port())
+}
+
 /// Asked of `listen(2)`; the kernel cuts it to `net.core.somaxconn` (4096 by default since
 /// Linux 5.4), which is the depth Go's `net.Listen` asks for.
 const ACCEPT_BACKLOG: u32 = 65_535;

@@ -599,7 +599,11 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
                 _ = accept_server.lame_duck_entered() => return,
             };
             match accepted {
-                Ok((stream, peer)) => client::spawn_connection(&accept_server, stream, peer),
+                Ok((stream, peer)) => client::spawn_connection(
+                    &accept_server,
+                    stream,
+                    crate::listener::peer_as_go(peer),
+                ),
                 Err(error) => {
                     tracing::error!("Error accepting client connection: {error}");
                     tokio::time::sleep(std::time::Duration::from_millis(10)).await;

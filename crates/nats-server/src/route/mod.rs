@@ -83,7 +83,7 @@ pub async fn start(server: &Arc<Server>, routes: Arc<Routes>) -> Result<(), Serv
                             accept_server.clone(),
                             accept_routes.clone(),
                             stream,
-                            peer,
+                            crate::listener::peer_as_go(peer),
                         ));
                     }
                     Err(error) => {

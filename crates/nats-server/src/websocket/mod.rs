@@ -133,7 +133,7 @@ pub(crate) async fn start(
                         accept_server.clone(),
                         listener.clone(),
                         stream,
-                        peer,
+                        crate::listener::peer_as_go(peer),
                     ));
                 }
                 Err(error) => {

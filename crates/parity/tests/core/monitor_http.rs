@@ -339,6 +339,22 @@ fn connz_rtt_is_measured() {
     );
 }
 
+/// On the wildcard host (both servers listen dual-stack there) an IPv4 client shows as
+/// `127.0.0.1`, as Go prints an IPv4-mapped address, not `::ffff:127.0.0.1`.
+#[test]
+fn connz_shows_an_ipv4_client_of_the_wildcard_host_as_ipv4() {
+    let server = TestServer::start(ServerOptions {
+        monitoring: true,
+        // After the harness's `-a 127.0.0.1`: the later one holds on both servers.
+        args: vec!["-a".into(), "0.0.0.0".into()],
+        ..Default::default()
+    });
+    let mut client = RawClient::connect_with(&server, r#"{"verbose":false}"#);
+    client.ping_collect();
+    let connz = get_json(&server, "/connz");
+    assert_eq!(connz["connections"][0]["ip"], "127.0.0.1", "{connz}");
+}
+
 #[test]
 fn connz_sorts_and_pages() {
     let server = monitored();
