@@ -57,6 +57,9 @@ pub struct JetStream {
 /// The meta group as one account's `$JS.API` requests see it, by account name.
 type ClusterFor = Arc<dyn Fn(&str) -> Arc<dyn crate::Cluster> + Send + Sync>;
 
+/// How many Raft groups this server runs, asked of the meta group.
+type RaftGroupCount = Arc<dyn Fn() -> usize + Send + Sync>;
+
 /// The engine: the server's JetStream config, identity and resources, each account's `$JS.API`
 /// context (its registry inside), and the subscriptions and threads to stop at shutdown. Its
 /// methods (here only) serve the [`JetStream`] handle.
@@ -74,6 +77,9 @@ pub(crate) struct Engine {
     /// Set once the meta group is installed: the meta group as one account's requests see it,
     /// for accounts served from then on too.
     cluster: std::sync::OnceLock<ClusterFor>,
+    /// Set with `cluster`: the Raft groups this server runs (`ha_assets` of `/jsz`, `/varz` and
+    /// STATSZ, nats-server's count of its raft nodes; 0 without a meta group).
+    raft_groups: std::sync::OnceLock<RaftGroupCount>,
     /// Each `$JS.API` subscription with the account and transport it was made in.
     subscriptions: Mutex<Vec<ApiSubscription>>,
     api_queues: Mutex<Option<Arc<ApiQueues>>>,
@@ -135,6 +141,7 @@ impl JetStream {
             accounts: ArcSwap::from_pointee(Vec::new()),
             refused: Mutex::new(Vec::new()),
             cluster: std::sync::OnceLock::new(),
+            raft_groups: std::sync::OnceLock::new(),
             subscriptions: Mutex::new(Vec::new()),
             api_queues: Mutex::new(None),
             stopping: Mutex::new(Default::default()),
@@ -363,11 +370,14 @@ impl JetStream {
     /// Installs the meta group: from now on `$JS.API` is answered as nats-server answers it in
     /// a cluster (one server per request). Set once, right after the meta group started;
     /// `for_account` gives the meta group as one account's requests see it (its streams only),
-    /// for the accounts served now and those served later.
+    /// for the accounts served now and those served later; `raft_groups` counts the Raft groups
+    /// this server runs (the meta group and each replicated stream's), its `ha_assets`.
     pub fn set_cluster(
         &self,
         for_account: impl Fn(&str) -> Arc<dyn crate::Cluster> + Send + Sync + 'static,
+        raft_groups: impl Fn() -> usize + Send + Sync + 'static,
     ) {
+        let _ = self.engine.raft_groups.set(Arc::new(raft_groups));
         let for_account: ClusterFor = Arc::new(for_account);
         let _ = self.engine.cluster.set(for_account.clone());
         for account in self.engine.accounts.load().iter() {

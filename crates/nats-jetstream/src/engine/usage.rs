@@ -224,7 +224,8 @@ impl Engine {
         stats.insert("reserved_memory".into(), json!(totals.reserved_memory));
         stats.insert("reserved_storage".into(), json!(totals.reserved_storage));
         stats.insert("accounts".into(), json!(self.accounts.load().len()));
-        stats.insert("ha_assets".into(), json!(0));
+        let ha_assets = self.raft_groups.get().map_or(0, |count| count());
+        stats.insert("ha_assets".into(), json!(ha_assets));
         stats.insert(
             "api".into(),
             json!({

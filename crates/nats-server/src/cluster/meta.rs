@@ -299,12 +299,16 @@ impl Meta {
         });
         meta.stream_groups.set_meta(Arc::downgrade(&meta));
         let for_accounts = meta.clone();
-        jetstream.set_cluster(move |account| {
-            Arc::new(AccountMeta {
-                meta: for_accounts.clone(),
-                account: account.to_string(),
-            })
-        });
+        let counted = Arc::downgrade(&meta);
+        jetstream.set_cluster(
+            move |account| {
+                Arc::new(AccountMeta {
+                    meta: for_accounts.clone(),
+                    account: account.to_string(),
+                })
+            },
+            move || counted.upgrade().map_or(0, |meta| meta.raft_groups()),
+        );
         // Entries replayed while the group started wait for this: they need the cluster.
         let _ = ready_sender.send(());
         meta.spawn_tasks();
@@ -419,8 +423,9 @@ impl Meta {
         Value::Object(replica)
     }
 
-    /// The Raft groups this server runs (`/jsz` `ha_assets`, nats-server's count of its raft
-    /// nodes): the meta group and each replicated stream's group (consumers ride those).
+    /// The Raft groups this server runs (`ha_assets` of `/jsz`, `/varz` and STATSZ, through
+    /// `JetStream::set_cluster`; nats-server's count of its raft nodes): the meta group and each
+    /// replicated stream's group (consumers ride those).
     pub fn raft_groups(&self) -> usize {
         1 + self.stream_groups.count()
     }

@@ -73,7 +73,6 @@ pub fn jsz(server: &Server, options: &JszOptions) -> Value {
             if let Some(object) = answer.as_object_mut() {
                 if let Some(meta) = server.meta.get() {
                     object.insert("meta_cluster".into(), meta.cluster_info());
-                    object.insert("ha_assets".into(), json!(meta.raft_groups()));
                 }
                 // nats-server counts them with `raft` only, and leaves out a zero.
                 if options.raft {

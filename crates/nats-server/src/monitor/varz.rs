@@ -86,9 +86,6 @@ pub fn varz(server: &Server) -> Value {
         jetstream.as_object_mut(),
     ) {
         object.insert("meta".into(), meta.cluster_info());
-        if let Some(stats) = object.get_mut("stats").and_then(Value::as_object_mut) {
-            stats.insert("ha_assets".into(), json!(meta.raft_groups()));
-        }
     }
     let mut varz = json!({
         "server_id": server.server_id,

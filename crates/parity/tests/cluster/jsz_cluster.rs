@@ -19,9 +19,10 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use test_harness::cluster::{http_get, Cluster};
 
+use crate::jetstream_assignments::answers;
 use crate::jetstream_consumers_replicated::{settled_consumer, with_durable};
 use crate::jetstream_replicated::{r3_config, settled_info};
-use crate::meta::agreed_leader;
+use crate::meta::{agreed_leader, system_client};
 
 /// Replicas apply what was committed (the consumer's ack included) within this.
 const SETTLE: Duration = Duration::from_secs(30);
@@ -324,6 +325,27 @@ async fn every_node_shows_the_r3_stream_its_consumer_and_the_meta_group_as_nats_
             Ok(_) => break,
             Err(error) => assert!(Instant::now() < deadline, "{error}"),
         }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // $SYS STATSZ of every server: the same Raft group count in `jetstream.stats` as /jsz and
+    // /varz (nats-server builds all three from one `usageStats`). Ours showed 0 there.
+    let system = system_client(&cluster, 0).await;
+    let groups = if test_harness::is_reference() { 3 } else { 2 };
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        let got = answers(&system, "$SYS.REQ.SERVER.PING.STATSZ", Value::Null).await;
+        let counts: Vec<&Value> = got
+            .iter()
+            .map(|answer| &answer["statsz"]["jetstream"]["stats"]["ha_assets"])
+            .collect();
+        if counts.len() == 3 && counts.iter().all(|count| **count == groups) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "STATSZ jetstream.stats.ha_assets {counts:?}, expected {groups} from each of 3"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
