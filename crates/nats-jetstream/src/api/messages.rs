@@ -99,14 +99,7 @@ pub(crate) async fn message_delete(context: &Context, request: &Request, name: &
             return Err(errors::BAD_REQUEST.to_error());
         }
         let delete: MsgDeleteRequest = decode_request(&request.payload)?;
-        let stream = context
-            .registry
-            .get(name)
-            .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
-        let config = stream.config();
-        if config.sealed {
-            return Err(errors::STREAM_SEALED.to_error());
-        }
+        let (stream, config) = super::streams::unsealed_stream(context, name)?;
         if config.deny_delete {
             return Err(errors::STREAM_MSG_DELETE_FAILED.with_err("message delete not permitted"));
         }

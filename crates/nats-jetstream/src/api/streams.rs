@@ -319,6 +319,23 @@ pub(crate) async fn stream_delete(context: &Context, request: &Request, name: &s
     }
 }
 
+/// Stream `name` and its config, for a request that removes messages: 10059 when there is no
+/// such stream, 10109 when it is sealed (purge, message delete).
+pub(crate) fn unsealed_stream(
+    context: &Context,
+    name: &str,
+) -> Result<(Arc<Stream>, jetstream_api::StreamConfig), jetstream_api::ApiError> {
+    let stream = context
+        .registry
+        .get(name)
+        .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
+    let config = stream.config();
+    if config.sealed {
+        return Err(errors::STREAM_SEALED.to_error());
+    }
+    Ok((stream, config))
+}
+
 pub(crate) async fn stream_purge(context: &Context, request: &Request, name: &str) {
     let result = async {
         let purge: StreamPurgeRequest = if request.has_json_body() {
@@ -329,14 +346,7 @@ pub(crate) async fn stream_purge(context: &Context, request: &Request, name: &st
         if purge.sequence > 0 && purge.keep > 0 {
             return Err(errors::BAD_REQUEST.to_error());
         }
-        let stream = context
-            .registry
-            .get(name)
-            .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
-        let config = stream.config();
-        if config.sealed {
-            return Err(errors::STREAM_SEALED.to_error());
-        }
+        let (stream, config) = unsealed_stream(context, name)?;
         if config.deny_purge {
             return Err(errors::STREAM_PURGE_FAILED.with_err("stream purge not permitted"));
         }
