@@ -85,6 +85,29 @@ fn sync_directory(directory: &Path) -> io::Result<()> {
     File::open(directory)?.sync_all()
 }
 
+/// Creates `directory` and its missing ancestors, each made durable in its parent (the parent
+/// fsynced): a new directory's name is on disk only once its parent is synced, and without that
+/// a power cut takes the whole log, fsynced appends included.
+fn create_durable_directory(directory: &Path) -> io::Result<()> {
+    let mut missing = Vec::new();
+    let mut next = Some(directory);
+    while let Some(path) = next {
+        if path.as_os_str().is_empty() || path.is_dir() {
+            break;
+        }
+        missing.push(path);
+        next = path.parent();
+    }
+    fs::create_dir_all(directory)?;
+    for created in missing.iter().rev() {
+        match created.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => sync_directory(parent)?,
+            _ => sync_directory(Path::new("."))?,
+        }
+    }
+    Ok(())
+}
+
 fn open_append(path: &Path) -> io::Result<File> {
     OpenOptions::new()
         .create(true)
@@ -97,7 +120,7 @@ impl LogFile {
     /// Opens (or creates) the log in `directory`, reading every segment and cutting the log at the
     /// first record that is short, fails its checksum, does not decode or breaks the index order.
     pub(crate) fn open(directory: &Path) -> io::Result<(LogFile, Option<TornTail>)> {
-        fs::create_dir_all(directory)?;
+        create_durable_directory(directory)?;
         let meta = read_meta(directory)?.unwrap_or_default();
         let mut names: Vec<(u64, PathBuf)> = Vec::new();
         for item in fs::read_dir(directory)? {
