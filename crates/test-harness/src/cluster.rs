@@ -70,6 +70,9 @@ pub struct ClusterOptions {
     pub node_config: Vec<String>,
     /// Appended inside every node's `cluster { }` block (route `tls { }`, `permissions { }`).
     pub cluster_extra: String,
+    /// JetStream store dirs by node index, in place of the node's own `n<i>/store` (e.g. a
+    /// test disk mounted there before the cluster starts); kept across restarts.
+    pub store_dirs: Vec<std::path::PathBuf>,
 }
 
 impl ClusterOptions {
@@ -85,6 +88,7 @@ impl ClusterOptions {
             extra_config: String::new(),
             node_config: Vec::new(),
             cluster_extra: String::new(),
+            store_dirs: Vec::new(),
         }
     }
 }
@@ -182,6 +186,11 @@ impl Cluster {
             })
             .collect();
         for node in nodes.iter_mut() {
+            if let (Some(store), Some(dir)) =
+                (node.store_dir.as_mut(), options.store_dirs.get(node.index))
+            {
+                *store = dir.clone();
+            }
             node.spawn();
         }
         let mut cluster = Cluster {

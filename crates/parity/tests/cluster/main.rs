@@ -49,6 +49,7 @@ mod meta_fresh_leader;
 mod meta_restart;
 mod operator_jetstream;
 mod operator_resolver;
+mod power_loss;
 mod reconnect_figure;
 mod reload_cluster;
 mod reload_jetstream;
