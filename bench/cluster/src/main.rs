@@ -10,6 +10,7 @@ mod cluster;
 mod consumers;
 mod jsapi;
 mod replicas;
+mod streams;
 mod workloads;
 
 use anyhow::{bail, Context, Result};
@@ -19,13 +20,14 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 const USAGE: &str =
-    "usage: clusterbench --ours PATH --ref PATH [--rounds N] [--subs N] [--suite core|consumers]
+    "usage: clusterbench --ours PATH --ref PATH [--rounds N] [--subs N] [--suite core|consumers|streams]
   --ours    our nats-server binary (e.g. target/release/nats-server)
   --ref     the real nats-server binary (explicit path)
   --rounds  rounds, each running every workload on both clusters (default 3)
   --subs    subscriptions of the spread-subscriptions workload (default 100000; 0 skips it)
   --suite   core: pub/sub, fan-out, request/reply, subscriptions (default);
-            consumers: the replicated-consumer workloads of issue 20 (JetStream clusters)
+            consumers: the replicated-consumer workloads of issue 20 (JetStream clusters);
+            streams: issue 15's replicated-stream figures (failover, catch-up, R3 stream groups)
  consumers suite:
   --preload N            messages (128 B) in the consumed stream (default 100000)
   --catchup-mb N         MiB of 1 KiB messages in the catch-up stream (default 128; 0 skips it)
@@ -33,12 +35,15 @@ const USAGE: &str =
   --idle-consumers N     R3 durable consumers of the idle workload (default 2000; 0 skips it)
   --idle-window S        seconds the idle CPU is measured over (default 10)
   --current-timeout S    how long a restarted follower may take to be current (default 180)
+ streams suite (also --catchup-mb, --idle-window, --current-timeout):
+  --streams N,N,...      R3 stream counts of the group-scaling workload (default 500,2000; 0 skips it)
 CLUSTERBENCH_KEEP=1 keeps the clusters' configs, logs and stores (printed path).";
 
 #[derive(Clone, Copy, PartialEq)]
 enum Suite {
     Core,
     Consumers,
+    Streams,
 }
 
 struct Options {
@@ -53,6 +58,7 @@ struct Options {
     idle_consumers: usize,
     idle_window: u64,
     current_timeout: u64,
+    streams: Vec<usize>,
 }
 
 fn parse_options() -> Result<Options> {
@@ -68,6 +74,7 @@ fn parse_options() -> Result<Options> {
     let mut idle_consumers = 2000;
     let mut idle_window = 10;
     let mut current_timeout = 180;
+    let mut streams = vec![500, 2000];
     while let Some(argument) = arguments.next() {
         let mut value = || {
             arguments
@@ -83,6 +90,7 @@ fn parse_options() -> Result<Options> {
                 suite = match value()?.as_str() {
                     "core" => Suite::Core,
                     "consumers" => Suite::Consumers,
+                    "streams" => Suite::Streams,
                     other => bail!("unknown suite {other}\n{USAGE}"),
                 }
             }
@@ -95,6 +103,13 @@ fn parse_options() -> Result<Options> {
             "--idle-window" => idle_window = value()?.parse().context("--idle-window")?,
             "--current-timeout" => {
                 current_timeout = value()?.parse().context("--current-timeout")?
+            }
+            "--streams" => {
+                streams = value()?
+                    .split(',')
+                    .map(|count| count.trim().parse().context("--streams"))
+                    .collect::<Result<Vec<usize>>>()?;
+                streams.retain(|&count| count > 0);
             }
             "-h" | "--help" => {
                 println!("{USAGE}");
@@ -118,6 +133,7 @@ fn parse_options() -> Result<Options> {
         idle_consumers,
         idle_window: idle_window.max(1),
         current_timeout: current_timeout.max(1),
+        streams,
     })
 }
 
@@ -158,6 +174,21 @@ const METRICS: &[(&str, &str, bool)] = &[
     (IDLE_CREATION, "s", false),
     (IDLE_CPU, "% of a core", false),
     (IDLE_RSS, "MiB", false),
+    (STREAM_STEPDOWN_ANSWER, "ms", false),
+    (STREAM_STEPDOWN_RESUME, "ms", false),
+    (STREAM_KILL_RESUME, "ms", false),
+    (GROUPS_500_CREATED, "streams", true),
+    (GROUPS_500_CREATION, "s", false),
+    (GROUPS_500_CPU, "% of a core", false),
+    (GROUPS_500_RSS, "MiB", false),
+    (GROUPS_2000_CREATED, "streams", true),
+    (GROUPS_2000_CREATION, "s", false),
+    (GROUPS_2000_CPU, "% of a core", false),
+    (GROUPS_2000_RSS, "MiB", false),
+    (GROUPS_5000_CREATED, "streams", true),
+    (GROUPS_5000_CREATION, "s", false),
+    (GROUPS_5000_CPU, "% of a core", false),
+    (GROUPS_5000_RSS, "MiB", false),
 ];
 
 const CONSUME_ACK: &str = "R3 pull consumer, explicit ack (128 B)";
@@ -180,6 +211,122 @@ const IDLE_CREATED: &str = "idle R3 durable consumers created";
 const IDLE_CREATION: &str = "time to create them";
 const IDLE_CPU: &str = "idle CPU, 3 nodes";
 const IDLE_RSS: &str = "idle RSS, 3 nodes summed";
+const STREAM_STEPDOWN_ANSWER: &str = "STREAM.LEADER.STEPDOWN answered";
+const STREAM_STEPDOWN_RESUME: &str = "first PubAck after the stepdown request";
+const STREAM_KILL_RESUME: &str = "first PubAck after the stream leader's kill -9";
+/// The group-scaling rows, per stream count: created, creation time, idle CPU, RSS.
+const GROUPS_500_CREATED: &str = "500 R3 streams: created";
+const GROUPS_500_CREATION: &str = "500 R3 streams: time to create";
+const GROUPS_500_CPU: &str = "500 R3 streams: idle CPU, 3 nodes";
+const GROUPS_500_RSS: &str = "500 R3 streams: RSS, 3 nodes summed";
+const GROUPS_2000_CREATED: &str = "2,000 R3 streams: created";
+const GROUPS_2000_CREATION: &str = "2,000 R3 streams: time to create";
+const GROUPS_2000_CPU: &str = "2,000 R3 streams: idle CPU, 3 nodes";
+const GROUPS_2000_RSS: &str = "2,000 R3 streams: RSS, 3 nodes summed";
+const GROUPS_5000_CREATED: &str = "5,000 R3 streams: created";
+const GROUPS_5000_CREATION: &str = "5,000 R3 streams: time to create";
+const GROUPS_5000_CPU: &str = "5,000 R3 streams: idle CPU, 3 nodes";
+const GROUPS_5000_RSS: &str = "5,000 R3 streams: RSS, 3 nodes summed";
+
+/// The group-scaling metric names of a stream count the table has rows for.
+fn group_metrics(count: usize) -> Option<[&'static str; 4]> {
+    match count {
+        500 => Some([
+            GROUPS_500_CREATED,
+            GROUPS_500_CREATION,
+            GROUPS_500_CPU,
+            GROUPS_500_RSS,
+        ]),
+        2000 => Some([
+            GROUPS_2000_CREATED,
+            GROUPS_2000_CREATION,
+            GROUPS_2000_CPU,
+            GROUPS_2000_RSS,
+        ]),
+        5000 => Some([
+            GROUPS_5000_CREATED,
+            GROUPS_5000_CREATION,
+            GROUPS_5000_CPU,
+            GROUPS_5000_RSS,
+        ]),
+        _ => None,
+    }
+}
+
+/// The replicated-stream figures of issue 15, each on a fresh JetStream cluster.
+async fn run_stream_round(
+    label: &'static str,
+    binary: &std::path::Path,
+    options: &Options,
+    work: &std::path::Path,
+    record: &mut dyn FnMut(&'static str, f64),
+) -> Result<()> {
+    {
+        let mut cluster = Cluster::start(label, binary, work, true).await?;
+        let failover = streams::failover(&mut cluster).await?;
+        record(
+            STREAM_STEPDOWN_ANSWER,
+            failover.stepdown_answer.as_secs_f64() * 1e3,
+        );
+        record(
+            STREAM_STEPDOWN_RESUME,
+            failover.stepdown_resume.as_secs_f64() * 1e3,
+        );
+        record(STREAM_KILL_RESUME, failover.kill.as_secs_f64() * 1e3);
+    }
+    if options.catchup_mb > 0 {
+        let mut cluster = Cluster::start(label, binary, work, true).await?;
+        let catchup = replicas::catchup(
+            &mut cluster,
+            options.catchup_mb,
+            0,
+            Duration::from_secs(options.current_timeout),
+        )
+        .await?;
+        record_catchup(label, &catchup, record);
+    }
+    for &count in &options.streams {
+        let Some([created, creation, cpu, rss]) = group_metrics(count) else {
+            bail!("--streams: the table has rows for 500, 2000 and 5000 only, not {count}");
+        };
+        let cluster = Cluster::start(label, binary, work, true).await?;
+        let groups = streams::groups(
+            &cluster,
+            count,
+            Duration::from_secs(1200),
+            Duration::from_secs(options.idle_window),
+        )
+        .await?;
+        record(created, groups.created as f64);
+        record(creation, groups.creation.as_secs_f64());
+        record(cpu, groups.cpu * 100.0);
+        let bytes: u64 = groups.rss.iter().flatten().sum();
+        record(rss, bytes as f64 / (1024.0 * 1024.0));
+    }
+    Ok(())
+}
+
+/// The catch-up rows of `replicas::catchup`'s figures; a bound that passed is said, not recorded.
+fn record_catchup(
+    label: &str,
+    catchup: &replicas::Catchup,
+    record: &mut dyn FnMut(&'static str, f64),
+) {
+    let millis = |time: Option<Duration>| time.map(|t| t.as_secs_f64() * 1e3);
+    for (metric, value) in [
+        (RESTART_CURRENT, millis(catchup.restart_current)),
+        (RESTART_HEALTHZ, millis(catchup.restart_healthz)),
+        (RESTART_RATE, catchup.restart_mb_per_s),
+        (WIPED_CURRENT, millis(catchup.wiped_current)),
+        (WIPED_HEALTHZ, millis(catchup.wiped_healthz)),
+        (WIPED_RATE, catchup.wiped_mb_per_s),
+    ] {
+        match value {
+            Some(value) => record(metric, value),
+            None => eprintln!("  {label}: {metric}: not within the bound"),
+        }
+    }
+}
 
 /// The replicated-consumer workloads (issue 20), each on a fresh JetStream cluster.
 async fn run_consumer_round(
@@ -221,20 +368,7 @@ async fn run_consumer_round(
             Duration::from_secs(options.current_timeout),
         )
         .await?;
-        let millis = |time: Option<Duration>| time.map(|t| t.as_secs_f64() * 1e3);
-        for (metric, value) in [
-            (RESTART_CURRENT, millis(catchup.restart_current)),
-            (RESTART_HEALTHZ, millis(catchup.restart_healthz)),
-            (RESTART_RATE, catchup.restart_mb_per_s),
-            (WIPED_CURRENT, millis(catchup.wiped_current)),
-            (WIPED_HEALTHZ, millis(catchup.wiped_healthz)),
-            (WIPED_RATE, catchup.wiped_mb_per_s),
-        ] {
-            match value {
-                Some(value) => record(metric, value),
-                None => eprintln!("  {label}: {metric}: not within the bound"),
-            }
-        }
+        record_catchup(label, &catchup, record);
     }
     if options.idle_consumers > 0 {
         let cluster = Cluster::start(label, binary, work, true).await?;
@@ -269,8 +403,12 @@ async fn run_round(
             .or_default()
             .push(value);
     };
-    if options.suite == Suite::Consumers {
-        return run_consumer_round(label, binary, options, work, &mut record).await;
+    match options.suite {
+        Suite::Consumers => {
+            return run_consumer_round(label, binary, options, work, &mut record).await
+        }
+        Suite::Streams => return run_stream_round(label, binary, options, work, &mut record).await,
+        Suite::Core => {}
     }
     {
         let cluster = Cluster::start(label, binary, work, false).await?;
