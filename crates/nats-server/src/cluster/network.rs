@@ -9,6 +9,8 @@
 //! - Order: openraft sends one request at a time per (group, follower) and waits for its reply;
 //!   a request crosses the one route between the two servers, and the receiver hands the
 //!   requests of one (group, sender) to one task, in arrival order.
+//! - Every server publishes `$RNATS.RAFT.ALIVE` (its peer id) every 500 ms: a server heard from
+//!   by nothing else for 2 s is hung for its peers ([`SILENT`]).
 //! - No interest in the target's request subject (no route to it) is `Unreachable` at once; a
 //!   reply that does not come is the caller's timeout (openraft's TTL), and the waiting entry is
 //!   dropped with the caller's future.
@@ -33,11 +35,16 @@ pub const PREFIX: &str = "$RNATS.RAFT";
 /// How often the peers' routes are checked for a lost Raft leader.
 const PEER_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
 /// A peer that sent us nothing for this long is taken as unreachable even with its route up (a
-/// hung process: SIGSTOP, a stalled machine). A leader sends every member of its groups a
-/// heartbeat every 500 ms, so a leader silent this long is gone for its followers: they
-/// campaign at once instead of waiting out openraft's lease and election timeout (4-8 s). A
-/// peer that leads nothing here may be silent harmlessly: it is only asked about as a leader.
+/// hung process: SIGSTOP, a stalled machine). Every server sends [`ALIVE`] every
+/// [`ALIVE_EVERY`] (besides its groups' heartbeats, 1 s apart for stream groups), so a server
+/// silent this long is hung for its peers: the followers of the groups it led campaign at once
+/// instead of waiting out openraft's lease and election timeout (4-8 s).
 const SILENT: std::time::Duration = std::time::Duration::from_secs(2);
+/// The keepalive every rnats server of the cluster subscribes (payload: the sender's peer id).
+/// One message per route every [`ALIVE_EVERY`], whatever the number of groups; nats-server
+/// nodes do not subscribe it, so it never reaches them.
+const ALIVE: &str = "$RNATS.RAFT.ALIVE";
+const ALIVE_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 /// Names of groups asked for before they ran here, kept at most (then forgotten at once).
 const ASKED_EARLY_LIMIT: usize = 4_096;
 /// A group name for probing a peer's request subject (`$RNATS.RAFT.M.*.<peer>`).
@@ -105,7 +112,22 @@ impl RouteNetwork {
                 }
             }),
         );
-        *network.subscriptions.lock() = vec![requests, replies];
+        let weak: Weak<RouteNetwork> = Arc::downgrade(&network);
+        let alive = router.subscribe_internal(
+            ALIVE,
+            None,
+            Arc::new(move |message: Message| {
+                let Some(network) = weak.upgrade() else {
+                    return;
+                };
+                if let Ok(peer) = std::str::from_utf8(&message.payload) {
+                    if peer != network.own_peer && !peer.is_empty() {
+                        network.seen(peer);
+                    }
+                }
+            }),
+        );
+        *network.subscriptions.lock() = vec![requests, replies, alive];
         network.runtime.spawn(watch_peers(Arc::downgrade(&network)));
         network
     }
@@ -228,18 +250,25 @@ impl RouteNetwork {
     }
 }
 
-/// Watches the peers heard from: when one's route goes (its interest is withdrawn as the route
-/// closes: a killed server's at once), every group it led here is told, so the voters left
-/// campaign without waiting out the lease and an election timeout.
+/// Sends this server's keepalive ([`ALIVE`]) and watches the peers heard from: when one's route
+/// goes (its interest is withdrawn as the route closes: a killed server's at once) or it falls
+/// silent, every group it led here is told, so the voters left campaign without waiting out
+/// the lease and an election timeout.
 async fn watch_peers(network: Weak<RouteNetwork>) {
     let mut reachable: HashMap<String, bool> = HashMap::new();
     let mut ticks = tokio::time::interval(PEER_CHECK);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut alive_sent: Option<Instant> = None;
     loop {
         ticks.tick().await;
         let Some(network) = network.upgrade().filter(|network| !network.stopped()) else {
             return;
         };
+        if alive_sent.is_none_or(|at| at.elapsed() >= ALIVE_EVERY) {
+            alive_sent = Some(Instant::now());
+            let own = Bytes::copy_from_slice(network.own_peer.as_bytes());
+            network.publish(ALIVE.as_bytes(), None, &own);
+        }
         let peers: Vec<String> = network.last_seen.lock().keys().cloned().collect();
         for peer in peers {
             let now = network.peer_reachable(&peer);

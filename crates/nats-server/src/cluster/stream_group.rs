@@ -39,6 +39,18 @@ mod seam;
 
 /// How long a leader handing over waits for its proposals to apply, then for the new leader
 /// after each request to take over.
+/// How often a stream group's leader sends heartbeats (nats-server: 1 s). Its groups are many
+/// (one per replicated stream): at 500 ms, 500 idle R3 streams took 2.6x nats-server's CPU,
+/// and on a starved machine (load 13 on 2 cores) their heartbeat round trips outlasted
+/// openraft's heartbeat timeout (the interval itself), so leaders heard no quorum and their
+/// `leading` flapped hundreds of times a minute (bench/README.md, group scaling). A dead or hung
+/// leader is still noticed by the route's loss or its server's silence (network.rs, `SILENT`,
+/// kept fresh by every server's keepalive), not by these heartbeats.
+const STREAM_HEARTBEAT: Duration = Duration::from_secs(1);
+/// A stream group's leader that no quorum acknowledged for this long stops leading for the
+/// application: three heartbeats, below openraft's leader lease (the election timeout's
+/// maximum, 4 s) so no other leader can have been elected while it still leads (lease.rs).
+const STREAM_QUORUM_LOST: Duration = Duration::from_secs(3);
 const QUIET_HANDOVER: Duration = Duration::from_secs(2);
 /// Requests to take over a handing-over leader makes before it gives up (the successor can miss
 /// one: a request late on a busy route finds it a log entry behind, and it refuses).
@@ -369,6 +381,8 @@ impl ReplicatedStream {
         );
         // Founded below, once registered, unless peers already run it.
         config.bootstrap = false;
+        config.heartbeat_interval = STREAM_HEARTBEAT;
+        config.lost_quorum = STREAM_QUORUM_LOST;
         let state = Box::new(Apply(machine.clone()));
         let group = RaftGroup::start(config, state, self.network.clone())
             .await

@@ -29,8 +29,8 @@ use crate::cluster::peer;
 /// interval several times over).
 const CURRENT_WINDOW: Duration = Duration::from_secs(10);
 /// A new stream's other leader counts as leading steadily while heard from within this (two
-/// heartbeats and some) ...
-const OTHER_LEADER_CONTACT: Duration = Duration::from_millis(1200);
+/// of its heartbeats, `STREAM_HEARTBEAT`, and some) ...
+const OTHER_LEADER_CONTACT: Duration = Duration::from_millis(2200);
 /// ... for this long; then it has answered the stream's creation and this server stops waiting.
 const OTHER_LEADER_STEADY: Duration = Duration::from_millis(2500);
 
