@@ -26,6 +26,7 @@ mod lease;
 mod log_file;
 mod log_store;
 mod network;
+mod snapshot_chunks;
 mod state_machine;
 mod types;
 

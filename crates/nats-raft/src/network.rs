@@ -25,6 +25,7 @@ use openraft::raft::{
 };
 
 use crate::codec::{DecodeError, Reader, Writer};
+use crate::snapshot_chunks::CHUNK;
 use crate::state_machine::StoredSnapshot;
 use crate::types::{NodeId, TypeConfig, Vote};
 
@@ -64,6 +65,8 @@ pub(crate) mod kind {
     pub(crate) const PRE_VOTE: u8 = 3;
     pub(crate) const SNAPSHOT: u8 = 4;
     pub(crate) const TRANSFER_LEADER: u8 = 5;
+    /// One chunk of a snapshot larger than `snapshot_chunks::CHUNK`.
+    pub(crate) const SNAPSHOT_CHUNK: u8 = 6;
 }
 
 /// Reply status, the first byte of every reply.
@@ -191,8 +194,9 @@ impl RaftNetworkV2<TypeConfig> for PeerClient {
             .map_err(|error| CallError::Decode(error).into())
     }
 
-    /// The snapshot goes as one message (meta and the application's bytes). A chunked pull for
-    /// large stream snapshots belongs to the application's snapshot format (a descriptor), later.
+    /// A snapshot up to `snapshot_chunks::CHUNK` goes as one message (meta and the
+    /// application's bytes); a larger one in chunks, each answered before the next is sent
+    /// (`snapshot_chunks.rs`), the last answered with the follower's vote once installed.
     async fn full_snapshot(
         &mut self,
         vote: Vote,
@@ -200,17 +204,42 @@ impl RaftNetworkV2<TypeConfig> for PeerClient {
         cancel: impl Future<Output = ReplicationClosed> + openraft::OptionalSend + 'static,
         option: RPCOption,
     ) -> Result<SnapshotResponse<TypeConfig>, StreamingError<TypeConfig>> {
-        let message = request(kind::SNAPSHOT, |writer| {
-            writer.vote(&vote);
-            writer.snapshot_meta(&snapshot.meta);
-            writer.bytes(&snapshot.snapshot);
-        });
-        let reply = tokio::select! {
-            closed = cancel => return Err(StreamingError::Closed(closed)),
-            reply = self.call(message, &option) => reply?,
-        };
-        let vote = Reader::new(&reply).vote().map_err(CallError::Decode)?;
-        Ok(SnapshotResponse::new(vote))
+        let mut cancel = std::pin::pin!(cancel);
+        let data = &snapshot.snapshot;
+        if data.len() <= CHUNK {
+            let message = request(kind::SNAPSHOT, |writer| {
+                writer.vote(&vote);
+                writer.snapshot_meta(&snapshot.meta);
+                writer.bytes(data);
+            });
+            let reply = tokio::select! {
+                closed = &mut cancel => return Err(StreamingError::Closed(closed)),
+                reply = self.call(message, &option) => reply?,
+            };
+            let vote = Reader::new(&reply).vote().map_err(CallError::Decode)?;
+            return Ok(SnapshotResponse::new(vote));
+        }
+        let total = data.len() as u64;
+        let mut offset = 0;
+        loop {
+            let end = (offset + CHUNK).min(data.len());
+            let message = request(kind::SNAPSHOT_CHUNK, |writer| {
+                writer.vote(&vote);
+                writer.snapshot_meta(&snapshot.meta);
+                writer.u64(offset as u64);
+                writer.u64(total);
+                writer.bytes(&data[offset..end]);
+            });
+            let reply = tokio::select! {
+                closed = &mut cancel => return Err(StreamingError::Closed(closed)),
+                reply = self.call(message, &option) => reply?,
+            };
+            if end == data.len() {
+                let vote = Reader::new(&reply).vote().map_err(CallError::Decode)?;
+                return Ok(SnapshotResponse::new(vote));
+            }
+            offset = end;
+        }
     }
 
     async fn transfer_leader(

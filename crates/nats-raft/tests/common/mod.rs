@@ -111,6 +111,10 @@ struct NodeNetwork {
     router: Arc<Router>,
 }
 
+/// The largest message the test transport carries, as a route's pending limit bounds what one
+/// message may be (a larger one is lost, the connection with it).
+pub const MAX_MESSAGE: usize = 4 << 20;
+
 impl Network for NodeNetwork {
     fn send(&self, group: &str, target: NodeId, message: Bytes) -> ReplyFuture {
         let router = self.router.clone();
@@ -118,6 +122,12 @@ impl Network for NodeNetwork {
         let group = group.to_string();
         Box::pin(async move {
             let unreachable = || NetworkError::Unreachable(format!("node {target}"));
+            if message.len() > MAX_MESSAGE {
+                return Err(NetworkError::Unreachable(format!(
+                    "a message of {} bytes to node {target}",
+                    message.len()
+                )));
+            }
             if !router.connected(from, target) {
                 return Err(unreachable());
             }

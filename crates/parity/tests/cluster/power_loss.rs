@@ -455,15 +455,12 @@ async fn run(cuts: &[Cut], sync_always: bool) -> Option<Report> {
 /// cut of every node can take acknowledged writes, the stream, or the group with it (Jepsen's
 /// finding; docs/parity.md, "acknowledged writes under power loss").
 ///
-/// `#[ignore]`d until nats-raft stops resuming a leadership after a power cut: in about one run
-/// in four on ours (2026-12-03), a cut of all three left the stream leader with a shorter log
-/// than its followers (they had fsynced an entry of its term that it had not), it resumed its
-/// term at start-up (openraft's leader restore) and appended a different entry at that index;
-/// both followers then failed to apply the next one ("sequence mismatch: expected 760, got
-/// 759", raft core stopped) and the group never took a publish again. Run by hand: `cargo test
-/// -p parity --test cluster power_loss::power_cuts -- --ignored --nocapture`.
+/// Until nats-raft stopped resuming a leadership at start-up (openraft's leader restore, now
+/// off), about one run in four stalled on ours: a cut of all three left the stream leader with a
+/// shorter log than its followers (they had fsynced an entry of its term that it had not), it
+/// resumed its term and appended a different entry at that index, and both followers failed to
+/// apply the next one ("sequence mismatch: expected 760, got 759", raft core stopped).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "stalls about one run in four on ours: nats-raft's leader restore after a power cut"]
 async fn power_cuts_lose_no_acknowledged_write() {
     let cuts = [Cut::LoneLeader, Cut::All, Cut::LoneFollower, Cut::All];
     let Some(report) = run(&cuts, false).await else {
