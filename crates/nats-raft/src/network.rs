@@ -27,7 +27,7 @@ use openraft::raft::{
 use crate::codec::{DecodeError, Reader, Writer};
 use crate::snapshot_chunks::CHUNK;
 use crate::state_machine::StoredSnapshot;
-use crate::types::{NodeId, TypeConfig, Vote};
+use crate::types::{Entry, EntryPayload, NodeId, TypeConfig, Vote};
 
 /// Why a message got no reply.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -148,6 +148,24 @@ impl PeerClient {
     }
 }
 
+/// The most entry bytes in one append message (see `append_entries`).
+const APPEND_BYTES: usize = 4 << 20;
+
+/// How many of `entries`, from the first, fit in `limit` bytes of payload (at least one).
+fn prefix_within(entries: &[Entry], limit: usize) -> usize {
+    let mut bytes = 0;
+    for (count, entry) in entries.iter().enumerate() {
+        bytes += match &entry.payload {
+            EntryPayload::Normal(proposal) => proposal.0.len() + 64,
+            _ => 256,
+        };
+        if bytes > limit && count > 0 {
+            return count;
+        }
+    }
+    entries.len()
+}
+
 fn request(kind: u8, body: impl FnOnce(&mut Writer)) -> Bytes {
     let mut writer = Writer::new();
     writer.u8(kind);
@@ -158,16 +176,35 @@ fn request(kind: u8, body: impl FnOnce(&mut Writer)) -> Bytes {
 impl RaftNetworkV2<TypeConfig> for PeerClient {
     type SnapshotData = Bytes;
 
+    /// At most [`APPEND_BYTES`] of entries go in one message (at least one entry): a catch-up
+    /// of 300 entries (openraft's batch) of large stream batches would otherwise overrun a
+    /// route's pending limit. The follower's acceptance of a prefix is openraft's
+    /// `PartialSuccess` up to its last entry, and the prefix's commit index stops there.
     async fn append_entries(
         &mut self,
-        rpc: AppendEntriesRequest<TypeConfig>,
+        mut rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<TypeConfig>, RPCError<TypeConfig>> {
+        let sent = prefix_within(&rpc.entries, APPEND_BYTES);
+        let cut = (sent < rpc.entries.len()).then(|| {
+            rpc.entries.truncate(sent);
+            let last = rpc.entries.last().map(|entry| entry.log_id);
+            if rpc.leader_commit > last {
+                rpc.leader_commit = last;
+            }
+            last
+        });
         let message = request(kind::APPEND, |writer| writer.append_request(&rpc));
         let reply = self.call(message, &option).await?;
-        Reader::new(&reply)
+        let response = Reader::new(&reply)
             .append_response()
-            .map_err(|error| CallError::Decode(error).into())
+            .map_err(CallError::Decode)?;
+        Ok(match (response, cut) {
+            (AppendEntriesResponse::Success, Some(last)) => {
+                AppendEntriesResponse::PartialSuccess(last)
+            }
+            (response, _) => response,
+        })
     }
 
     async fn vote(

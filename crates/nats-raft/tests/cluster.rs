@@ -318,6 +318,38 @@ async fn a_restarted_follower_recovers_from_disk_and_catches_up() {
     cluster.shutdown().await;
 }
 
+/// A restarted follower 12.5 MiB behind (200 entries of 64 KiB, fewer than the snapshot
+/// threshold) catches up through appends of at most 4 MiB each (the test transport carries
+/// 5 MiB at most, as a route's pending limit bounds a message): openraft sends up to 300
+/// entries at once, and a catch-up of large stream batches closed the route as a slow consumer.
+#[tokio::test(start_paused = true)]
+async fn a_follower_catches_up_through_appends_no_larger_than_one_message() {
+    let mut cluster = Cluster::start(&[1, 2, 3], fast).await;
+    let leader = cluster.leader(WAIT).await;
+    let follower = [1, 2, 3]
+        .into_iter()
+        .find(|node| *node != leader)
+        .expect("a follower");
+    propose_many(&cluster.node(leader), "a", 10).await;
+    let applied_before = cluster.node(leader).status().applied.expect("applied");
+    cluster.wait_applied(follower, applied_before, WAIT).await;
+    cluster.stop_node(follower).await;
+    let big = "x".repeat(64 << 10);
+    let node = cluster.node(leader);
+    let proposals = (0..200).map(|number| node.propose(Bytes::from(format!("{number}-{big}"))));
+    let mut last = 0;
+    for index in futures::future::join_all(proposals).await {
+        last = last.max(index.expect("proposal committed"));
+    }
+    cluster.start_node(follower, true, None).await;
+    cluster.wait_applied(follower, last, WAIT).await;
+    assert_eq!(
+        cluster.applied_entries(follower),
+        cluster.applied_entries(leader)
+    );
+    cluster.shutdown().await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_wiped_follower_rejoins_under_a_new_id() {
     let mut cluster = Cluster::start(&[1, 2, 3], fast).await;
@@ -521,7 +553,7 @@ async fn a_far_behind_follower_is_sent_a_snapshot() {
 }
 
 /// A snapshot larger than the transport carries in one message (here 16 MiB, the test
-/// transport's limit 4 MiB) reaches a wiped follower in chunks, each answered before the next.
+/// transport's limit 5 MiB) reaches a wiped follower in chunks, each answered before the next.
 /// Sent whole, a 1 GiB stream's snapshot overran a route's pending limit and the route was
 /// closed again and again (bench/cluster --suite streams, wiped follower).
 #[tokio::test(start_paused = true)]

@@ -113,7 +113,7 @@ struct NodeNetwork {
 
 /// The largest message the test transport carries, as a route's pending limit bounds what one
 /// message may be (a larger one is lost, the connection with it).
-pub const MAX_MESSAGE: usize = 4 << 20;
+pub const MAX_MESSAGE: usize = 5 << 20;
 
 impl Network for NodeNetwork {
     fn send(&self, group: &str, target: NodeId, message: Bytes) -> ReplyFuture {
