@@ -254,11 +254,15 @@ impl RaftGroup {
             raft.runtime_config().elect(false);
         }
         raft.run();
-        // The node that led (its stored vote is for itself) asks for the votes at once instead
-        // of waiting out an election timeout: the voters that lost it grant (a sole voter at
-        // once); a node whose log lost entries the others hold is refused, and one of them wins.
-        let led_before = raft.metrics().borrow_watched().vote.leader_id().node_id == config.node_id;
-        if led_before && protected_until == 0 {
+        // A sole voter elects itself at once instead of waiting out an election timeout. A node
+        // of a larger group that led comes back a follower and waits: its peers saw its routes
+        // close and elected another leader, which a campaign of its own would only disturb.
+        let sole_voter = {
+            let metrics = raft.metrics().borrow_watched().clone();
+            let voters: Vec<NodeId> = metrics.membership_config.membership().voter_ids().collect();
+            voters == [config.node_id]
+        };
+        if sole_voter && protected_until == 0 {
             if let Err(error) = raft.trigger().elect(false).await {
                 tracing::debug!(group = %config.group, %error, "campaign at start-up refused");
             }

@@ -252,7 +252,8 @@ async fn an_isolated_leader_stops_leading_within_the_lost_quorum_interval() {
 }
 
 /// A leader whose group restarts does not resume its term (openraft's leader restore is off):
-/// it campaigns at once and leads again in a new term, under a new leadership number for the
+/// it comes back a follower and, here with no other campaigner, leads again after its election
+/// timeout in a new term, under a new leadership number for the
 /// application, whose in-memory state (a stream's duplicate window, running consumers) was built
 /// in the old one. (When restore was on, the resumed term needed a new number too: a stream
 /// leader rebuilt after a failed proposal kept the duplicate window holding the failed
@@ -263,7 +264,7 @@ async fn a_restarted_leader_leads_again_in_a_new_term_under_a_new_leadership_num
     let first = cluster.leader(WAIT).await;
     propose_many(&cluster.node(first), "before", 10).await;
     // No follower campaigns while the leader restarts (paused time runs on during its I/O): the
-    // restarted node's own campaign elects it.
+    // restarted node's election timer elects it.
     for follower in [1, 2, 3].into_iter().filter(|node| *node != first) {
         cluster.node(follower).set_active(false);
     }
