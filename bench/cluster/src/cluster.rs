@@ -185,6 +185,17 @@ impl Cluster {
             .collect()
     }
 
+    /// After 5 s of settling (the work just asked for is not idle cost), the nodes' CPU over
+    /// `window` in CPUs (1.0 = one core busy), and their RSS then.
+    pub async fn idle_cost(&self, window: Duration) -> (f64, Vec<Option<u64>>) {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let before = self.cpu_seconds();
+        let measured = Instant::now();
+        tokio::time::sleep(window).await;
+        let cpu = (self.cpu_seconds() - before) / measured.elapsed().as_secs_f64();
+        (cpu, self.rss())
+    }
+
     /// CPU time (user + system) the nodes spent so far, summed, in seconds.
     pub fn cpu_seconds(&self) -> f64 {
         // SAFETY: sysconf has no preconditions.

@@ -201,16 +201,11 @@ pub async fn idle(
         creation.as_secs_f64()
     );
     drop(client);
-    // Settling: creations' own work (files, elections) is not idle cost.
-    tokio::time::sleep(Duration::from_secs(5)).await;
-    let before = cluster.cpu_seconds();
-    let measured = Instant::now();
-    tokio::time::sleep(window).await;
-    let cpu = (cluster.cpu_seconds() - before) / measured.elapsed().as_secs_f64();
+    let (cpu, rss) = cluster.idle_cost(window).await;
     Ok(Idle {
         created,
         creation,
         cpu,
-        rss: cluster.rss(),
+        rss,
     })
 }

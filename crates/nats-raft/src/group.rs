@@ -697,6 +697,25 @@ impl RaftGroup {
         }
     }
 
+    /// Installs a snapshot the leader sent (whole or assembled from chunks); the vote to answer.
+    async fn install_snapshot(
+        &self,
+        vote: crate::types::Vote,
+        meta: crate::types::SnapshotMeta,
+        data: Bytes,
+    ) -> Result<crate::types::Vote, String> {
+        let snapshot = StoredSnapshot {
+            meta,
+            snapshot: data,
+        };
+        let response = self
+            .raft
+            .install_full_snapshot(vote, snapshot)
+            .await
+            .map_err(|error| error.to_string())?;
+        Ok(response.vote)
+    }
+
     async fn dispatch(&self, message: Bytes) -> Result<Bytes, String> {
         let Some((&kind, body)) = message.split_first() else {
             return Err("empty raft message".to_string());
@@ -762,16 +781,7 @@ impl RaftGroup {
                 let vote = reader.vote().map_err(decode)?;
                 let meta = reader.snapshot_meta().map_err(decode)?;
                 let data = Bytes::copy_from_slice(reader.bytes().map_err(decode)?);
-                let snapshot = StoredSnapshot {
-                    meta,
-                    snapshot: data,
-                };
-                let response = self
-                    .raft
-                    .install_full_snapshot(vote, snapshot)
-                    .await
-                    .map_err(|error| error.to_string())?;
-                writer.vote(&response.vote);
+                writer.vote(&self.install_snapshot(vote, meta, data).await?);
             }
             kind::SNAPSHOT_CHUNK => {
                 let vote = reader.vote().map_err(decode)?;
@@ -787,16 +797,7 @@ impl RaftGroup {
                 match self.incoming_snapshot.add(key, offset, chunk)? {
                     crate::snapshot_chunks::Received::More => {}
                     crate::snapshot_chunks::Received::Complete(data) => {
-                        let snapshot = StoredSnapshot {
-                            meta,
-                            snapshot: data,
-                        };
-                        let response = self
-                            .raft
-                            .install_full_snapshot(vote, snapshot)
-                            .await
-                            .map_err(|error| error.to_string())?;
-                        writer.vote(&response.vote);
+                        writer.vote(&self.install_snapshot(vote, meta, data).await?);
                     }
                 }
             }
