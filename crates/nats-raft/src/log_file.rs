@@ -233,13 +233,13 @@ impl LogFile {
         Ok(())
     }
 
-    /// The file that an fsync must cover for every write so far (older segments were synced when
-    /// they were closed).
     /// The bytes of the segment files (purged records still in a kept segment count).
     pub(crate) fn bytes(&self) -> u64 {
         self.segments.iter().map(|segment| segment.length).sum()
     }
 
+    /// The file that an fsync must cover for every write so far (older segments were synced when
+    /// they were closed).
     pub(crate) fn active_file(&self) -> Option<Arc<File>> {
         self.segments.last().map(|segment| segment.file.clone())
     }

@@ -243,30 +243,25 @@ impl RaftNetworkV2<TypeConfig> for PeerClient {
     ) -> Result<SnapshotResponse<TypeConfig>, StreamingError<TypeConfig>> {
         let mut cancel = std::pin::pin!(cancel);
         let data = &snapshot.snapshot;
-        if data.len() <= CHUNK {
-            let message = request(kind::SNAPSHOT, |writer| {
-                writer.vote(&vote);
-                writer.snapshot_meta(&snapshot.meta);
-                writer.bytes(data);
-            });
-            let reply = tokio::select! {
-                closed = &mut cancel => return Err(StreamingError::Closed(closed)),
-                reply = self.call(message, &option) => reply?,
-            };
-            let vote = Reader::new(&reply).vote().map_err(CallError::Decode)?;
-            return Ok(SnapshotResponse::new(vote));
-        }
-        let total = data.len() as u64;
+        let whole = data.len() <= CHUNK;
         let mut offset = 0;
         loop {
             let end = (offset + CHUNK).min(data.len());
-            let message = request(kind::SNAPSHOT_CHUNK, |writer| {
-                writer.vote(&vote);
-                writer.snapshot_meta(&snapshot.meta);
-                writer.u64(offset as u64);
-                writer.u64(total);
-                writer.bytes(&data[offset..end]);
-            });
+            let message = if whole {
+                request(kind::SNAPSHOT, |writer| {
+                    writer.vote(&vote);
+                    writer.snapshot_meta(&snapshot.meta);
+                    writer.bytes(data);
+                })
+            } else {
+                request(kind::SNAPSHOT_CHUNK, |writer| {
+                    writer.vote(&vote);
+                    writer.snapshot_meta(&snapshot.meta);
+                    writer.u64(offset as u64);
+                    writer.u64(data.len() as u64);
+                    writer.bytes(&data[offset..end]);
+                })
+            };
             let reply = tokio::select! {
                 closed = &mut cancel => return Err(StreamingError::Closed(closed)),
                 reply = self.call(message, &option) => reply?,

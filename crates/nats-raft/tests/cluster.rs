@@ -533,12 +533,15 @@ async fn a_far_behind_follower_is_sent_a_snapshot() {
     std::fs::remove_dir_all(cluster.directory(behind)).expect("wipe");
     let indexes = propose_many(&cluster.node(leader), "a", 1_000).await;
     let last = *indexes.iter().max().expect("indexes");
-    // The leader snapshots and purges its log: the start of it is gone.
+    snapshot_and_rejoin_as_4(&mut cluster, leader, behind, last).await;
+}
+
+/// The leader snapshots and purges its log (the start of it is gone); `behind`, stopped and
+/// wiped, is replaced by node 4, which rejoins empty: the log the leader still has does not
+/// reach back far enough, so node 4 gets the snapshot, then the tail up to `last`.
+async fn snapshot_and_rejoin_as_4(cluster: &mut Cluster, leader: u64, behind: u64, last: u64) {
     cluster.node(leader).snapshot_now().await.expect("snapshot");
     tokio::time::sleep(Duration::from_secs(1)).await;
-
-    // Rejoining empty under a new id: the log the leader still has does not reach back far
-    // enough, so node 4 gets the snapshot and then the tail.
     cluster
         .node(leader)
         .remove_member(behind)
@@ -580,23 +583,7 @@ async fn a_snapshot_larger_than_one_message_reaches_the_follower_in_chunks() {
             last = last.max(index.expect("proposal committed"));
         }
     }
-    cluster.node(leader).snapshot_now().await.expect("snapshot");
-    tokio::time::sleep(Duration::from_secs(1)).await;
-
-    cluster
-        .node(leader)
-        .remove_member(behind)
-        .await
-        .expect("remove");
-    cluster.start_node(4, false, None).await;
-    cluster.node(leader).add_member(4).await.expect("add");
-    cluster.wait_applied(4, last, WAIT).await;
-    assert!(
-        common::lock(&cluster.applied[&4]).restores >= 1,
-        "node 4 restored from a snapshot"
-    );
-    assert_eq!(cluster.applied_entries(4), cluster.applied_entries(leader));
-    cluster.shutdown().await;
+    snapshot_and_rejoin_as_4(&mut cluster, leader, behind, last).await;
 }
 
 #[tokio::test(start_paused = true)]

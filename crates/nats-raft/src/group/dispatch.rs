@@ -1,0 +1,149 @@
+//! A peer's message to this group ([`RaftGroup::handle_message`]): decoded by kind, handed to
+//! openraft, the reply encoded; snapshots sent in chunks assembled on the way
+//! (`snapshot_chunks.rs`).
+
+use std::sync::atomic::Ordering;
+
+use openraft::async_runtime::watch::WatchReceiver;
+
+use bytes::Bytes;
+
+use super::RaftGroup;
+use crate::codec::{Reader, Writer};
+use crate::network::{encode_transfer_reply, kind, refused, REPLY_OK};
+use crate::state_machine::StoredSnapshot;
+
+impl RaftGroup {
+    /// Handles one message from a peer (what [`Network::send`] delivered) and returns the reply to
+    /// send back.
+    pub async fn handle_message(&self, message: Bytes) -> Bytes {
+        match self.dispatch(message).await {
+            Ok(reply) => reply,
+            Err(text) => refused(&text),
+        }
+    }
+
+    /// Installs a snapshot the leader sent (whole or assembled from chunks); the vote to answer.
+    async fn install_snapshot(
+        &self,
+        vote: crate::types::Vote,
+        meta: crate::types::SnapshotMeta,
+        data: Bytes,
+    ) -> Result<crate::types::Vote, String> {
+        let snapshot = StoredSnapshot {
+            meta,
+            snapshot: data,
+        };
+        let response = self
+            .raft
+            .install_full_snapshot(vote, snapshot)
+            .await
+            .map_err(|error| error.to_string())?;
+        Ok(response.vote)
+    }
+
+    async fn dispatch(&self, message: Bytes) -> Result<Bytes, String> {
+        let Some((&kind, body)) = message.split_first() else {
+            return Err("empty raft message".to_string());
+        };
+        let protected = self.supervision.protected_until.load(Ordering::Acquire) > 0;
+        let decode = |error: crate::codec::DecodeError| error.to_string();
+        let mut reader = Reader::new(body);
+        let mut writer = Writer::new();
+        writer.u8(REPLY_OK);
+        match kind {
+            kind::APPEND => {
+                let request = reader.append_request().map_err(decode)?;
+                let leader_commit = request.leader_commit.as_ref().map(|log_id| log_id.index);
+                let term = request.vote.leader_id().term;
+                let response = self
+                    .raft
+                    .append_entries(request)
+                    .await
+                    .map_err(|error| error.to_string())?;
+                if matches!(response, openraft::raft::AppendEntriesResponse::Success) {
+                    let applied = self
+                        .raft
+                        .metrics()
+                        .borrow_watched()
+                        .last_applied
+                        .as_ref()
+                        .map(|log_id| log_id.index);
+                    self.leader_contact.record(term, leader_commit, applied);
+                }
+                writer.append_response(&response);
+            }
+            kind::VOTE | kind::PRE_VOTE => {
+                if protected {
+                    return Err("catching up to its recorded commit: not voting".to_string());
+                }
+                let mut request = reader.vote_request().map_err(decode)?;
+                if kind == kind::VOTE && self.leader_lost() {
+                    // Our leader is unreachable from here too: its lease protects nothing.
+                    request.leadership_transfer = true;
+                }
+                let response = if kind == kind::VOTE {
+                    self.raft.vote(request).await
+                } else {
+                    self.raft
+                        .pre_vote(request.clone())
+                        .await
+                        .map(|mut response| {
+                            // The same for a pre-vote (openraft's always honours the lease): the
+                            // vote that follows is granted above, the log and term permitting.
+                            if !response.vote_granted
+                                && self.leader_lost()
+                                && request.last_log_id >= response.last_log_id
+                                && request.vote > response.vote
+                            {
+                                response.vote_granted = true;
+                            }
+                            response
+                        })
+                };
+                writer.vote_response(&response.map_err(|error| error.to_string())?);
+            }
+            kind::SNAPSHOT => {
+                let vote = reader.vote().map_err(decode)?;
+                let meta = reader.snapshot_meta().map_err(decode)?;
+                let data = Bytes::copy_from_slice(reader.bytes().map_err(decode)?);
+                writer.vote(&self.install_snapshot(vote, meta, data).await?);
+            }
+            kind::SNAPSHOT_CHUNK => {
+                let vote = reader.vote().map_err(decode)?;
+                let meta = reader.snapshot_meta().map_err(decode)?;
+                let offset = reader.u64().map_err(decode)?;
+                let total = reader.u64().map_err(decode)?;
+                let chunk = reader.bytes().map_err(decode)?;
+                let key = crate::snapshot_chunks::SnapshotKey {
+                    vote,
+                    last_log_id: meta.last_log_id,
+                    total,
+                };
+                match self.incoming_snapshot.add(key, offset, chunk)? {
+                    crate::snapshot_chunks::Received::More => {}
+                    crate::snapshot_chunks::Received::Complete(data) => {
+                        writer.vote(&self.install_snapshot(vote, meta, data).await?);
+                    }
+                }
+            }
+            kind::TRANSFER_LEADER => {
+                if protected {
+                    return Err("catching up to its recorded commit: not leading".to_string());
+                }
+                let from = reader.vote().map_err(decode)?;
+                let to = reader.u64().map_err(decode)?;
+                let last = reader.option_log_id().map_err(decode)?;
+                let request = openraft::raft::TransferLeaderRequest::new(from, to, last);
+                let response = self
+                    .raft
+                    .handle_transfer_leader(request)
+                    .await
+                    .map_err(|error| error.to_string())?;
+                encode_transfer_reply(&mut writer, &response);
+            }
+            _ => return Err(format!("unknown raft message kind {kind}")),
+        }
+        Ok(writer.finish())
+    }
+}
