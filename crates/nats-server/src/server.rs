@@ -380,6 +380,7 @@ impl Server {
             server_name: self.server_name.clone(),
             version: VERSION.into(),
             proto: 1,
+            git_commit: GIT_COMMIT.unwrap_or_default().into(),
             go: GO_FIELD.into(),
             host: self.options.host.clone(),
             port,
@@ -390,6 +391,8 @@ impl Server {
             tls_verify: tls.as_ref().is_some_and(|tls| tls.options.verify),
             max_payload: i32::try_from(options.max_payload).unwrap_or(i32::MAX),
             jetstream: self.jetstream.get().is_some(),
+            // nats-server sends its JetStream API level with or without JetStream.
+            api_lvl: jetstream_api::metadata::API_LEVEL as i32,
             xkey: self.server_xkey.public_key(),
             ..ServerInfo::default()
         }
@@ -482,9 +485,12 @@ impl Server {
 fn log_banner(server: &Server) {
     tracing::info!("Starting nats-server");
     tracing::info!("  Version:  {}", VERSION);
-    tracing::info!("  Git:      [not set]");
+    tracing::info!("  Git:      [{}]", GIT_COMMIT.unwrap_or("not set"));
     tracing::info!("  Name:     {}", server.server_name);
     tracing::info!("  ID:       {}", server.server_id);
+    for line in crate::config::feature_flags::banner(&server.options.feature_flags) {
+        tracing::info!("{line}");
+    }
     if let Some(path) = &server.options.config_file {
         tracing::info!("Using configuration file: {}", path.display());
     }

@@ -439,6 +439,28 @@ impl JetStream {
         names
     }
 
+    /// What `/healthz` looks up in `account`: `None` when JetStream does not serve it or it
+    /// holds no stream (nats-server's single-server check finds an account by its store
+    /// directory, made with its first stream); else whether `stream` runs here and, when
+    /// `consumer` is named, whether that stream has it.
+    pub fn health_lookup(
+        &self,
+        account: &str,
+        stream: &str,
+        consumer: &str,
+    ) -> Option<(bool, bool)> {
+        let context = self.engine.account(account)?;
+        if context.registry.all().is_empty() {
+            return None;
+        }
+        let Some(found) = context.registry.get(stream) else {
+            return Some((false, false));
+        };
+        let consumer_found =
+            !consumer.is_empty() && context.registry.consumers(&found).get(consumer).is_some();
+        Some((true, consumer_found))
+    }
+
     /// Whether JetStream serves the account `name`.
     pub fn serves(&self, name: &str) -> bool {
         self.engine.account(name).is_some()

@@ -1,7 +1,7 @@
 //! Server configuration: the typed [`Options`] with nats-server's defaults, the config-file
 //! syntax ([`parser`], into the tree of `value.rs`) and the mapping from the file's keys to options ([`options`]; the
 //! `jetstream { ... }` block in `jetstream.rs`, `tls { ... }` in [`tls`], `cluster { ... }` in
-//! [`cluster`], `websocket { ... }` in [`websocket`], `accounts { ... }` in `accounts.rs`) and what a reload may change ([`reload`]).
+//! [`cluster`], `websocket { ... }` in [`websocket`], `accounts { ... }` in `accounts.rs`, `feature_flags { ... }` in [`feature_flags`]) and what a reload may change ([`reload`]).
 //!
 //! Called by `main` (file first, then command-line flags override). Knows nothing about
 //! sockets or routing.
@@ -12,6 +12,7 @@ mod accounts_jetstream;
 pub mod auth_callout;
 pub mod cluster;
 pub mod console;
+pub mod feature_flags;
 mod jetstream;
 mod mappings;
 pub mod operator;

@@ -97,6 +97,8 @@ pub struct Options {
     pub system_account: Option<String>,
     /// `server_tags`: lower-cased as nats-server keeps them (shown in /varz `tags`).
     pub server_tags: Vec<String>,
+    /// `feature_flags { }` as configured (reported only: docs/parity.md).
+    pub feature_flags: super::feature_flags::FeatureFlags,
     /// Top-level `mappings { }`: the global account's subject mappings.
     pub mappings: Vec<super::mappings::MappingOptions>,
     /// `None`: nats-server's default, which depends on TLS (see [`Options::auth_timeout`]).
@@ -163,6 +165,7 @@ impl Default for Options {
             accounts: Vec::new(),
             system_account: None,
             server_tags: Vec::new(),
+            feature_flags: Default::default(),
             mappings: Vec::new(),
             auth_timeout: None,
             auth_callout: None,
@@ -389,6 +392,7 @@ fn apply_top_level(options: &mut Options, key: &str, entry: &Entry) -> Result<()
         "trusted" | "trusted_keys" => super::operator::apply_trusted(options, entry)?,
         "allow_non_tls" => options.allow_non_tls = boolean(entry)?,
         "server_tags" => options.server_tags = server_tags(entry)?,
+        "feature_flags" => options.feature_flags = super::feature_flags::parse(entry)?,
         "lame_duck_duration" => {
             let nanos = lame_duck_nanos(entry, "lame_duck_duration")?;
             if nanos < MIN_LAME_DUCK_DURATION_NANOS {

@@ -5,6 +5,7 @@
 //!
 //! Called by the server's reload (`crate::reload`); knows nothing of connections or sockets.
 
+use super::feature_flags;
 use super::options::{duration_text, Options};
 use super::ClusterOptions;
 use nats_jetstream::JetStreamConfig;
@@ -331,6 +332,13 @@ fn refuse_fixed(old: &Options, new: &Options) -> Result<(), String> {
             "SystemAccount",
             text(&old.system_account),
             text(&new.system_account),
+        ));
+    }
+    if old.feature_flags != new.feature_flags {
+        return Err(refused(
+            "FeatureFlags",
+            feature_flags::go_text(&old.feature_flags),
+            feature_flags::go_text(&new.feature_flags),
         ));
     }
     if old.allow_non_tls != new.allow_non_tls {

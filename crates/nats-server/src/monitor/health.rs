@@ -24,7 +24,8 @@ pub struct HealthOptions {
 impl HealthOptions {
     pub fn from_query(query: &Query) -> Result<HealthOptions, Refusal> {
         Ok(HealthOptions {
-            js_enabled_only: query.boolean("js-enabled-only")?,
+            // `js-enabled`: nats-server's deprecated name of the same check.
+            js_enabled_only: query.boolean("js-enabled-only")? | query.boolean("js-enabled")?,
             js_server_only: query.boolean("js-server-only")?,
             js_meta_only: query.boolean("js-meta-only")?,
             details: query.boolean("details")?,
@@ -33,61 +34,101 @@ impl HealthOptions {
             consumer: query.text("consumer").to_string(),
         })
     }
+
+    /// The options of a `$SYS.REQ.SERVER.<id|PING>.HEALTHZ` request body (nats-server's
+    /// `HealthzOptions` JSON, unknown keys ignored); a value of the wrong type is refused
+    /// with the text of Go's decoder, as nats-server answers it (code 400).
+    pub fn from_json(body: &serde_json::Map<String, Value>) -> Result<HealthOptions, String> {
+        let boolean = |key: &str| match body.get(key) {
+            None | Some(Value::Null) => Ok(false),
+            Some(Value::Bool(flag)) => Ok(*flag),
+            Some(other) => Err(wrong_type(key, other, "bool")),
+        };
+        let text = |key: &str| match body.get(key) {
+            None | Some(Value::Null) => Ok(String::new()),
+            Some(Value::String(text)) => Ok(text.clone()),
+            Some(other) => Err(wrong_type(key, other, "string")),
+        };
+        Ok(HealthOptions {
+            js_enabled_only: boolean("js-enabled")? | boolean("js-enabled-only")?,
+            js_server_only: boolean("js-server-only")?,
+            js_meta_only: boolean("js-meta-only")?,
+            account: text("account")?,
+            stream: text("stream")?,
+            consumer: text("consumer")?,
+            details: boolean("details")?,
+        })
+    }
 }
 
-/// The HTTP status and the body (sent compact, as nats-server does).
+/// Go's `json: cannot unmarshal number into Go struct field HealthzEventOptions.account of
+/// type string`.
+fn wrong_type(key: &str, value: &Value, wanted: &str) -> String {
+    let kind = match value {
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+        Value::Null => "null",
+    };
+    format!("json: cannot unmarshal {kind} into Go struct field HealthzEventOptions.{key} of type {wanted}")
+}
+
+/// The HTTP status and the body (sent compact, as nats-server does), checked in nats-server's
+/// order: the request itself, `js-server-only`, JetStream running, `js-enabled-only`, the meta
+/// group (and, without an account, this server's replicas), then the account, stream and
+/// consumer named.
 pub fn healthz(server: &Server, options: &HealthOptions) -> (u16, Value) {
-    if !options.consumer.is_empty() && options.stream.is_empty() {
-        return error(
-            400,
-            options,
-            "",
-            "\"stream\" must not be empty when checking consumer health",
-        );
-    }
     if !options.stream.is_empty() && options.account.is_empty() {
-        return error(
-            400,
-            options,
-            "",
-            "\"account\" must not be empty when checking stream health",
-        );
+        let text = "\"account\" must not be empty when checking stream health";
+        return error(400, options, "BAD_REQUEST", text);
     }
-    if options.account.is_empty() {
-        // Clustered JetStream: nats-server's meta and replica checks (`js-enabled-only` and
-        // `js-server-only` skip them, `js-meta-only` stops after the meta group).
-        if !options.js_enabled_only && !options.js_server_only {
-            if let Some(meta) = server.meta.get() {
-                if let Err(text) = meta.health(options.js_meta_only) {
-                    return error(503, options, "JETSTREAM", &text);
-                }
-            }
+    if !options.consumer.is_empty() && options.stream.is_empty() {
+        let text = "\"stream\" must not be empty when checking consumer health";
+        return error(400, options, "BAD_REQUEST", text);
+    }
+    let Some(jetstream) = server.jetstream.get() else {
+        return ok();
+    };
+    if options.js_server_only || options.js_enabled_only {
+        return ok();
+    }
+    // Clustered JetStream: nats-server's meta check, then its replica checks (all this
+    // server's without an account; `js-meta-only` stops after the meta group).
+    if let Some(meta) = server.meta.get() {
+        let meta_only = options.js_meta_only || !options.account.is_empty();
+        if let Err(text) = meta.health(meta_only) {
+            return error(503, options, "JETSTREAM", &text);
         }
-        return (200, json!({"status": "ok"}));
     }
-    // One account, `$G`, which has JetStream once a stream exists (nats-server's
-    // account-level JetStream appears with its first asset).
-    let has_assets = server
-        .jetstream
-        .get()
-        .is_some_and(|jetstream| !jetstream.stream_names().is_empty());
-    if options.account != "$G" || !has_assets {
+    if options.account.is_empty() || options.js_meta_only {
+        return ok();
+    }
+    let Some((stream_found, consumer_found)) =
+        jetstream.health_lookup(&options.account, &options.stream, &options.consumer)
+    else {
         let text = format!("JetStream account {:?} not found", options.account);
         return error(404, options, "ACCOUNT", &text);
+    };
+    if !options.stream.is_empty() && !stream_found {
+        let text = format!(
+            "JetStream stream {:?} not found on account {:?}",
+            options.stream, options.account
+        );
+        return error(404, options, "STREAM", &text);
     }
-    if !options.stream.is_empty() {
-        let found = server
-            .jetstream
-            .get()
-            .is_some_and(|jetstream| jetstream.stream_names().contains(&options.stream));
-        if !found {
-            let text = format!(
-                "JetStream stream '{} > {}' could not be found",
-                options.account, options.stream
-            );
-            return error(404, options, "STREAM", &text);
-        }
+    if !options.consumer.is_empty() && !consumer_found {
+        let text = format!(
+            "JetStream consumer {:?} not found for stream {:?} on account {:?}",
+            options.consumer, options.stream, options.account
+        );
+        return error(404, options, "CONSUMER", &text);
     }
+    ok()
+}
+
+fn ok() -> (u16, Value) {
     (200, json!({"status": "ok"}))
 }
 
@@ -97,14 +138,17 @@ fn error(status: u16, options: &HealthOptions, kind: &str, text: &str) -> (u16, 
     } else {
         "unavailable"
     };
-    if options.details && !kind.is_empty() {
+    if options.details {
         let mut entry = serde_json::Map::new();
         entry.insert("type".into(), json!(kind));
-        if !options.account.is_empty() {
+        if kind != "BAD_REQUEST" && kind != "JETSTREAM" {
             entry.insert("account".into(), json!(options.account));
         }
-        if kind == "STREAM" {
+        if kind == "STREAM" || kind == "CONSUMER" {
             entry.insert("stream".into(), json!(options.stream));
+        }
+        if kind == "CONSUMER" {
+            entry.insert("consumer".into(), json!(options.consumer));
         }
         entry.insert("error".into(), json!(text));
         return (status, json!({"status": "error", "errors": [entry]}));

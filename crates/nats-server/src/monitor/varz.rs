@@ -150,7 +150,7 @@ pub fn varz(server: &Server) -> Value {
             "clients": server.stats.stale_connections.load(Ordering::Relaxed),
             "routes": 0, "gateways": 0, "leafs": 0
         },
-        "feature_flags": feature_flags(),
+        "feature_flags": crate::config::feature_flags::merged(&options.feature_flags),
         // nats-server counts the waits on its disk I/O semaphore (at most 4096 disk calls in
         // flight). Nothing here waits on such a limit: the store's calls run on the tasks and
         // blocking threads that need them, so no call ever waited (docs/parity.md).
@@ -185,19 +185,6 @@ pub fn varz(server: &Server) -> Value {
         }
     }
     varz
-}
-
-/// nats-server 2.15.1's feature flags, each with what this server does: none of the behaviours
-/// they switch on is built here (e.g. v1 ack and flow-control subjects only, no delete-range
-/// Raft entry, no sourcing state in stream snapshots), so every flag is `false`, where
-/// nats-server 2.15.1 has `js_raft_delete_range` on by default (docs/parity.md).
-fn feature_flags() -> Value {
-    json!({
-        "js_ack_fc_v2": false,
-        "js_api_reply_v2": false,
-        "js_raft_delete_range": false,
-        "js_snapshot_sources": false,
-    })
 }
 
 /// The `cluster` block of /varz (empty without a cluster).

@@ -219,6 +219,12 @@ pub(crate) fn server_object(server: &Server) -> Value {
         object.insert("cluster".into(), json!(routes.cluster_name()));
     }
     object.insert("ver".into(), json!(VERSION));
+    object.insert(
+        "feature_flags".into(),
+        json!(crate::config::feature_flags::merged(
+            &server.options.feature_flags
+        )),
+    );
     object.insert("jetstream".into(), json!(server.jetstream.get().is_some()));
     object.insert("flags".into(), json!(0));
     object.insert(
@@ -291,13 +297,18 @@ fn answer(server: &Arc<Server>, message: &Message) {
                 }
                 Endpoint::Jsz => crate::monitor::jsz(server, &options),
                 Endpoint::Healthz => {
-                    // The `/healthz` answer (its default checks) with its status code.
-                    let options = crate::monitor::health::HealthOptions::default();
-                    let (status, mut body) = crate::monitor::health::healthz(server, &options);
-                    if let Some(object) = body.as_object_mut() {
-                        object.insert("status_code".into(), json!(status));
+                    // The `/healthz` answer for the body's options, with its status code.
+                    match crate::monitor::health::HealthOptions::from_json(&options) {
+                        Ok(options) => {
+                            let (status, mut body) =
+                                crate::monitor::health::healthz(server, &options);
+                            if let Some(object) = body.as_object_mut() {
+                                object.insert("status_code".into(), json!(status));
+                            }
+                            body
+                        }
+                        Err(text) => json!({"error": {"code": 400, "description": text}}),
                     }
-                    body
                 }
                 _ => json!({"status": "ok", "status_code": 200}),
             };

@@ -21,6 +21,7 @@ mod connection_storm;
 mod connz_closed;
 mod connz_tls;
 mod console;
+mod feature_flags;
 mod harness_ready;
 mod ipv6;
 mod jwt_builder;

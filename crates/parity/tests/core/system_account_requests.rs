@@ -5,7 +5,7 @@
 //! (`NATS_SERVER_BIN`).
 
 use super::system_account::{connect, request_json};
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::time::Duration;
 use test_harness::{ServerOptions, TestServer};
 
@@ -306,4 +306,113 @@ async fn other_accounts_reach_their_own_connz_and_statz() {
 
     // The rest of the system account stays out of reach.
     assert_no_responders(&user, "$SYS.REQ.ACCOUNT.A.INFO").await;
+}
+
+/// `$SYS.REQ.SERVER.PING.HEALTHZ` takes `/healthz`'s options in its body (nats-server's
+/// `HealthzOptions` JSON): the account, stream and consumer checks with their 404s, the
+/// request errors (400), `details`, `js-enabled-only` and its deprecated `js-enabled` (which
+/// skip the asset checks), and a value of the wrong type answered with Go's decoding error;
+/// `/healthz` answers the same checks over HTTP.
+#[tokio::test]
+async fn healthz_takes_its_options_from_the_request_body() {
+    let server = TestServer::start(ServerOptions {
+        jetstream: true,
+        monitoring: true,
+        config: Some(CONFIG.to_string()),
+        ..Default::default()
+    });
+    let a = connect(&server, "a").await;
+    test_harness::client::api(&a, "$JS.API.STREAM.CREATE.ORDERS", r#"{"name":"ORDERS"}"#).await;
+    test_harness::client::api(
+        &a,
+        "$JS.API.CONSUMER.CREATE.ORDERS.C",
+        r#"{"stream_name":"ORDERS","config":{"durable_name":"C","ack_policy":"explicit"}}"#,
+    )
+    .await;
+    let system = connect(&server, "sys").await;
+    let stream_missing = r#"JetStream stream "NOPE" not found on account "A""#;
+    let consumer_missing = r#"JetStream consumer "X" not found for stream "ORDERS" on account "A""#;
+    let cases = [
+        ("", json!({"status": "ok", "status_code": 200})),
+        (
+            r#"{"account":"A"}"#,
+            json!({"status": "ok", "status_code": 200}),
+        ),
+        (
+            r#"{"account":"A","stream":"ORDERS","consumer":"C"}"#,
+            json!({"status": "ok", "status_code": 200}),
+        ),
+        (
+            r#"{"account":"A","stream":"NOPE"}"#,
+            json!({"status": "unavailable", "status_code": 404, "error": stream_missing}),
+        ),
+        (
+            r#"{"account":"A","stream":"NOPE","details":true}"#,
+            json!({"status": "error", "status_code": 404, "errors": [
+                {"type": "STREAM", "account": "A", "stream": "NOPE", "error": stream_missing}
+            ]}),
+        ),
+        (
+            r#"{"account":"A","stream":"ORDERS","consumer":"X"}"#,
+            json!({"status": "unavailable", "status_code": 404, "error": consumer_missing}),
+        ),
+        (
+            r#"{"account":"B"}"#,
+            json!({"status": "unavailable", "status_code": 404,
+                   "error": r#"JetStream account "B" not found"#}),
+        ),
+        (
+            r#"{"account":"B","js-enabled-only":true}"#,
+            json!({"status": "ok", "status_code": 200}),
+        ),
+        (
+            r#"{"account":"B","js-enabled":true}"#,
+            json!({"status": "ok", "status_code": 200}),
+        ),
+        (
+            r#"{"account":"B","js-server-only":true}"#,
+            json!({"status": "ok", "status_code": 200}),
+        ),
+        (
+            r#"{"consumer":"C"}"#,
+            json!({"status": "error", "status_code": 400,
+                   "error": r#""stream" must not be empty when checking consumer health"#}),
+        ),
+        (
+            r#"{"stream":"ORDERS"}"#,
+            json!({"status": "error", "status_code": 400,
+                   "error": r#""account" must not be empty when checking stream health"#}),
+        ),
+    ];
+    for (body, expected) in cases {
+        let reply = request_json(&system, "$SYS.REQ.SERVER.PING.HEALTHZ", body).await;
+        assert_eq!(reply["data"], expected, "{body}: {reply}");
+    }
+    for (body, description) in [
+        (
+            r#"{"js-enabled-only":"yes"}"#,
+            "json: cannot unmarshal string into Go struct field HealthzEventOptions.js-enabled-only of type bool",
+        ),
+        (
+            r#"{"account":5}"#,
+            "json: cannot unmarshal number into Go struct field HealthzEventOptions.account of type string",
+        ),
+    ] {
+        let reply = request_json(&system, "$SYS.REQ.SERVER.PING.HEALTHZ", body).await;
+        assert_eq!(
+            reply["error"],
+            json!({"code": 400, "description": description}),
+            "{body}: {reply}"
+        );
+        assert!(reply.get("data").is_none(), "{body}: {reply}");
+    }
+
+    let http = test_harness::monitoring::get_response(&server, "/healthz?account=A&stream=NOPE");
+    assert_eq!(http.status, 404, "{http:?}");
+    let body: Value = serde_json::from_str(&http.body).expect("json");
+    assert_eq!(
+        body,
+        json!({"status": "unavailable", "error": stream_missing}),
+        "{http:?}"
+    );
 }

@@ -50,6 +50,57 @@ fn info_line_format() {
     assert!(line.ends_with("} \r\n"), "{line:?}");
 }
 
+/// INFO carries `git_commit` (the build's commit, as `/varz` shows it; absent from both when
+/// the build has none) right after `proto`, and `api_lvl` (JetStream's API level, sent with or
+/// without JetStream) before `xkey`: nats-server 2.15.1's fields in its order.
+#[test]
+fn info_carries_git_commit_and_api_level_in_order() {
+    let server = TestServer::start(test_harness::ServerOptions {
+        monitoring: true,
+        ..Default::default()
+    });
+    let client = RawClient::connect(&server);
+    let info: serde_json::Value = serde_json::from_str(&client.info).unwrap();
+    let varz = test_harness::monitoring::get_json(&server, "/varz");
+    assert_eq!(info.get("git_commit"), varz.get("git_commit"), "{info}");
+    assert_eq!(info["api_lvl"], 5, "{info}");
+    let mut keys = vec![
+        "server_id",
+        "server_name",
+        "version",
+        "proto",
+        "git_commit",
+        "go",
+        "host",
+        "port",
+        "headers",
+        "max_payload",
+        "client_id",
+        "client_ip",
+        "api_lvl",
+        "xkey",
+    ];
+    if info.get("git_commit").is_none() {
+        keys.retain(|key| *key != "git_commit");
+    }
+    let positions: Vec<usize> = keys
+        .iter()
+        .map(|key| {
+            client
+                .info
+                .find(&format!("\"{key}\":"))
+                .unwrap_or_else(|| panic!("no {key}: {}", client.info))
+        })
+        .collect();
+    assert!(
+        positions.windows(2).all(|pair| pair[0] < pair[1]),
+        "{keys:?} out of order: {}",
+        client.info
+    );
+    let object = info.as_object().expect("INFO object");
+    assert_eq!(object.len(), keys.len(), "{info}");
+}
+
 #[test]
 fn verbose_defaults_to_true_and_ok_precedes_delivery() {
     let server = TestServer::core();
