@@ -129,6 +129,7 @@ pub(super) async fn report_accounts(
         subject: None,
         state: StateFilter::Open,
         filter: &args.filter,
+        expression: None,
         json: args.json,
     };
     let answers = connections::gather_connz(&query, options).await?;

@@ -1,7 +1,7 @@
 //! `nats server report connections`: every server's connections, from its
 //! `$SYS.REQ.SERVER.PING.CONNZ` answer (paged as natscli pages it), in natscli's table with the
-//! totals row and the connections per server; also the CONNZ gathering `accounts.rs` reports
-//! from.
+//! totals row and the connections per server, filtered by `--filter` / `--closed-reason`
+//! (`conn_filter.rs`); also the CONNZ gathering `accounts.rs` reports from.
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -17,6 +17,7 @@ use crate::options::GlobalOptions;
 use crate::output::format::{comma, ibytes};
 use crate::output::table::Table;
 
+use super::conn_filter::{self, ConnFilter};
 use super::{gather, str_of, u64_of, EventFilter, FilterArgs};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -70,6 +71,12 @@ pub struct ConnectionsReportArgs {
     /// Limits responses only to those connections that are in a specific state (open, closed, all)
     #[arg(long, value_enum, default_value = "open")]
     pub state: StateFilter,
+    /// Filter results based on a closed reason
+    #[arg(long = "closed-reason", value_name = "REASON")]
+    pub closed_reason: Option<String>,
+    /// Expression based filter for connections
+    #[arg(long = "filter", value_name = "FILTER")]
+    pub expression: Option<String>,
     #[command(flatten)]
     pub filter: FilterArgs,
     /// Produce JSON output
@@ -85,6 +92,8 @@ pub(super) struct ConnzQuery<'a> {
     pub subject: Option<&'a str>,
     pub state: StateFilter,
     pub filter: &'a FilterArgs,
+    /// `--filter` / `--closed-reason`: the connections kept of each answer.
+    pub expression: Option<&'a ConnFilter>,
     pub json: bool,
 }
 
@@ -185,11 +194,17 @@ pub(super) async fn gather_connz(
         )
         .await?;
         let mut more = false;
-        for answer in answers {
+        for mut answer in answers {
             if connections_of(&answer.value)?.is_empty() {
                 continue;
             }
             more |= has_more(&answer.value);
+            if let Some(expression) = query.expression {
+                conn_filter::retain(expression, &mut answer.value)?;
+                if connections_of(&answer.value)?.is_empty() {
+                    continue;
+                }
+            }
             result.push(answer.value);
         }
         if !more {
@@ -420,6 +435,8 @@ pub(super) async fn report_connections(
     reverse: bool,
     options: &GlobalOptions,
 ) -> Result<(), CliError> {
+    let expression =
+        ConnFilter::from_flags(args.expression.as_deref(), args.closed_reason.as_deref())?;
     let query = ConnzQuery {
         limit: args.limit,
         account: args.account.as_deref(),
@@ -427,6 +444,7 @@ pub(super) async fn report_connections(
         subject: args.subject.as_deref(),
         state: args.state,
         filter: &args.filter,
+        expression: expression.as_ref(),
         json: args.json,
     };
     let answers = gather_connz(&query, options).await?;

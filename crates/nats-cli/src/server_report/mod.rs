@@ -1,11 +1,12 @@
 //! `nats server report`: natscli's reports over the system account's
 //! `$SYS.REQ.SERVER.PING.*` requests: `jetstream` (`jetstream.rs`), `connections` and
-//! `accounts` (`connections.rs`, `accounts.rs`, both from every server's CONNZ) and `health`
+//! `accounts` (`connections.rs` with its `--filter` in `conn_filter.rs`, `accounts.rs`, both from every server's CONNZ) and `health`
 //! (`health.rs`). Also the collection of `$SYS.REQ.SERVER.PING*` answers that `server list`
 //! shares: every answer until the expected count, the timeout, or (when no count is given)
 //! 300 ms without a new one, as jsm.go's `DoReq`.
 
 mod accounts;
+mod conn_filter;
 mod connections;
 mod health;
 mod jetstream;
