@@ -51,7 +51,38 @@ pub enum ReportCommand {
     Health(HealthReportArgs),
 }
 
+/// One report, or with `--watch N` natscli's watcher: the report now and every N seconds,
+/// the screen cleared before each table (not before `--json`), until SIGINT or SIGTERM ends
+/// it without an error.
 pub async fn run(args: &ReportArgs, options: &GlobalOptions) -> Result<(), CliError> {
+    let (filter, json) = match &args.command {
+        ReportCommand::Jetstream(report) => (&report.filter, report.json),
+        ReportCommand::Connections(report) => (&report.filter, report.json),
+        ReportCommand::Accounts(report) => (&report.filter, report.json),
+        ReportCommand::Health(report) => (&report.filter, false),
+    };
+    let Some(every) = filter.watch.filter(|seconds| *seconds > 0) else {
+        return run_once(args, options).await;
+    };
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut tick = tokio::time::interval(Duration::from_secs(every));
+    // A report slower than the interval is followed by the next one, not by a burst.
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = tokio::signal::ctrl_c() => return Ok(()),
+            _ = terminate.recv() => return Ok(()),
+        }
+        if !json {
+            // natscli's ClearScreen (asciigraph's): clear, cursor home.
+            print!("\x1b[2J\x1b[H");
+        }
+        run_once(args, options).await?;
+    }
+}
+
+async fn run_once(args: &ReportArgs, options: &GlobalOptions) -> Result<(), CliError> {
     match &args.command {
         ReportCommand::Jetstream(jetstream) => {
             jetstream::report_jetstream(jetstream, args.reverse, options).await
@@ -166,7 +197,7 @@ pub(crate) struct EventFilter<'a> {
     pub exact_match: bool,
 }
 
-/// `--host`, `--cluster` and `--tags`, as every server report takes them.
+/// `--host`, `--cluster`, `--tags` and `--watch`, as every server report takes them.
 #[derive(Args, Debug, Default)]
 pub struct FilterArgs {
     /// Limit the report to a specific NATS server
@@ -178,6 +209,9 @@ pub struct FilterArgs {
     /// Limit the report to nodes matching certain tags
     #[arg(long)]
     pub tags: Vec<String>,
+    /// Display the results and update it every (WATCH) seconds
+    #[arg(long)]
+    pub watch: Option<u64>,
 }
 
 impl FilterArgs {

@@ -1,8 +1,10 @@
-//! `nats server report connections --filter EXPR` and `--closed-reason REASON` (natscli's
-//! expr-lang filter over each connection, with `Conn`/`conn` and `Server`/`server`), against a
-//! server with a system account: the expression keeps the connections it is true for, the
-//! closed reason matches the lower-cased reason of closed connections, both at once and an
-//! expression that does not compile are refused. The CLI is ours against both servers.
+//! `nats server report` flags as natscli has them: `connections --filter EXPR` and
+//! `--closed-reason REASON` (natscli's expr-lang filter over each connection, with
+//! `Conn`/`conn` and `Server`/`server`), against a server with a system account: the
+//! expression keeps the connections it is true for, the closed reason matches the lower-cased
+//! reason of closed connections, both at once and an expression that does not compile are
+//! refused; and `--watch N`, the report repeated until SIGTERM. The CLI is ours against both
+//! servers.
 
 use std::time::{Duration, Instant};
 
@@ -48,7 +50,8 @@ fn names(server: &TestServer, home: &std::path::Path, args: &[&str]) -> Vec<Stri
     names
 }
 
-fn report(server: &TestServer, home: &std::path::Path, args: &[&str]) -> cli::Run {
+/// `nats server report <report> 1 <args>` as the system user.
+fn report_args<'a>(report: &'a str, args: &[&'a str]) -> Vec<&'a str> {
     let mut arguments = vec![
         "--user",
         "sys",
@@ -56,11 +59,15 @@ fn report(server: &TestServer, home: &std::path::Path, args: &[&str]) -> cli::Ru
         "sys",
         "server",
         "report",
-        "connections",
+        report,
         "1",
     ];
     arguments.extend_from_slice(args);
-    cli::nats(server, home, &arguments)
+    arguments
+}
+
+fn report(server: &TestServer, home: &std::path::Path, args: &[&str]) -> cli::Run {
+    cli::nats(server, home, &report_args("connections", args))
 }
 
 #[tokio::test]
@@ -141,4 +148,64 @@ async fn filter_and_closed_reason_select_connections() {
         "{}",
         broken.stderr
     );
+}
+
+/// `--watch N`: the report now and again every N seconds, the screen cleared before each
+/// table, until SIGTERM ends it with status 0 (natscli's watcher).
+#[test]
+fn watch_repeats_the_report_until_terminated() {
+    let server = TestServer::with_config(CONFIG);
+    let home = tempfile::tempdir().expect("tempdir");
+    let mut command = cli::command(
+        &server,
+        home.path(),
+        &report_args("health", &["--watch", "1"]),
+    );
+    command.stdout(std::process::Stdio::piped());
+    let mut child = command.spawn().expect("start nats");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let seen = seen.clone();
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 4096];
+            while let Ok(read) = std::io::Read::read(&mut stdout, &mut buffer) {
+                if read == 0 {
+                    break;
+                }
+                let text = String::from_utf8_lossy(&buffer[..read]).to_string();
+                seen.lock().expect("lock").push_str(&text);
+            }
+        })
+    };
+    let reports = || seen.lock().expect("lock").matches("Health Report").count();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while reports() < 2 {
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            panic!(
+                "fewer than 2 reports in 15 s: {}",
+                seen.lock().expect("lock")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: kill only sends a signal to the child this test started.
+    let sent = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    assert_eq!(sent, 0, "SIGTERM");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("poll nats") {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            panic!("nats --watch did not end on SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    reader.join().expect("reader");
+    let text = seen.lock().expect("lock").clone();
+    assert!(status.success(), "{status}: {text}");
+    assert!(text.matches("\x1b[2J\x1b[H").count() >= 2, "{text:?}");
 }
