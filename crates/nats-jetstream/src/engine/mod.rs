@@ -440,9 +440,9 @@ impl JetStream {
     }
 
     /// What `/healthz` looks up in `account`: `None` when JetStream does not serve it or it
-    /// holds no stream (nats-server's single-server check finds an account by its store
+    /// holds no stream here (nats-server's single-server check finds an account by its store
     /// directory, made with its first stream); else whether `stream` runs here and, when
-    /// `consumer` is named, whether that stream has it.
+    /// `consumer` is named, whether that stream has it (running, or a durable followed here).
     pub fn health_lookup(
         &self,
         account: &str,
@@ -456,8 +456,13 @@ impl JetStream {
         let Some(found) = context.registry.get(stream) else {
             return Some((false, false));
         };
-        let consumer_found =
-            !consumer.is_empty() && context.registry.consumers(&found).get(consumer).is_some();
+        // A consumer running here, or a committed durable this server follows.
+        let consumers = context.registry.consumers(&found);
+        let consumer_found = !consumer.is_empty()
+            && (consumers.get(consumer).is_some()
+                || consumers
+                    .replicated()
+                    .is_some_and(|replicas| replicas.committed().contains_key(consumer)));
         Some((true, consumer_found))
     }
 

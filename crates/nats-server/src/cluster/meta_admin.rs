@@ -111,6 +111,11 @@ impl Meta {
         }
     }
 
+    /// Whether the meta group assigned any stream of `account` (`/healthz`'s account check).
+    pub fn assigns_streams_of(&self, account: &str) -> bool {
+        !self.assignments.lock().streams(account).is_empty()
+    }
+
     /// Lame duck mode: the meta group's leadership and every stream group's this server holds
     /// go to caught-up voters elsewhere (each wait bounded). The number handed over.
     pub async fn transfer_leaderships(&self) -> usize {

@@ -105,9 +105,14 @@ pub fn healthz(server: &Server, options: &HealthOptions) -> (u16, Value) {
     if options.account.is_empty() || options.js_meta_only {
         return ok();
     }
-    let Some((stream_found, consumer_found)) =
-        jetstream.health_lookup(&options.account, &options.stream, &options.consumer)
-    else {
+    // In a cluster the account is found when the meta group assigned any stream of it (here
+    // or elsewhere); its stream and consumer only when this server holds them.
+    let assigned = server
+        .meta
+        .get()
+        .is_some_and(|meta| meta.assigns_streams_of(&options.account));
+    let found = jetstream.health_lookup(&options.account, &options.stream, &options.consumer);
+    let Some((stream_found, consumer_found)) = found.or(assigned.then_some((false, false))) else {
         let text = format!("JetStream account {:?} not found", options.account);
         return error(404, options, "ACCOUNT", &text);
     };
