@@ -6,6 +6,8 @@ use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::Path;
 
+use bytes::Bytes;
+
 fn checksum(body: &[u8]) -> u32 {
     let mut hasher = crc32fast::Hasher::new();
     hasher.update(body);
@@ -14,11 +16,23 @@ fn checksum(body: &[u8]) -> u32 {
 
 /// Replaces `path` with `body` durably.
 pub(crate) fn write(path: &Path, magic: &[u8; 4], body: &[u8]) -> io::Result<()> {
+    write_parts(path, magic, &[body])
+}
+
+/// Replaces `path` durably with a body made of `parts` in order, without joining them first (a
+/// large stream's snapshot is written from the bytes it was built or received in).
+pub(crate) fn write_parts(path: &Path, magic: &[u8; 4], parts: &[&[u8]]) -> io::Result<()> {
+    let mut hasher = crc32fast::Hasher::new();
+    for part in parts {
+        hasher.update(part);
+    }
     let temporary = path.with_extension("tmp");
     let mut file = File::create(&temporary)?;
     file.write_all(magic)?;
-    file.write_all(&checksum(body).to_le_bytes())?;
-    file.write_all(body)?;
+    file.write_all(&hasher.finalize().to_le_bytes())?;
+    for part in parts {
+        file.write_all(part)?;
+    }
     file.sync_all()?;
     fs::rename(&temporary, path)?;
     if let Some(parent) = path.parent() {
@@ -27,9 +41,10 @@ pub(crate) fn write(path: &Path, magic: &[u8; 4], body: &[u8]) -> io::Result<()>
     Ok(())
 }
 
-/// The body of `path`, `None` when there is no such file; an error when it is damaged.
-pub(crate) fn read(path: &Path, magic: &[u8; 4]) -> io::Result<Option<Vec<u8>>> {
-    let mut contents = match fs::read(path) {
+/// The body of `path`, `None` when there is no such file; an error when it is damaged. The body
+/// is the file's contents read once, not copied after the header.
+pub(crate) fn read(path: &Path, magic: &[u8; 4]) -> io::Result<Option<Bytes>> {
+    let contents = match fs::read(path) {
         Ok(contents) => contents,
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(error) => return Err(error),
@@ -45,11 +60,10 @@ pub(crate) fn read(path: &Path, magic: &[u8; 4]) -> io::Result<Option<Vec<u8>>> 
     }
     let mut stored = [0u8; 4];
     stored.copy_from_slice(&contents[4..8]);
-    let body = contents.split_off(8);
-    if checksum(&body) != u32::from_le_bytes(stored) {
+    if checksum(&contents[8..]) != u32::from_le_bytes(stored) {
         return Err(invalid("checksum mismatch"));
     }
-    Ok(Some(body))
+    Ok(Some(Bytes::from(contents).slice(8..)))
 }
 
 /// An `InvalidData` error for a body that does not decode.

@@ -3,7 +3,10 @@
 //! The adapter keeps the Raft bookkeeping (last applied log id, last membership, the current
 //! snapshot) and hands the application only its own payloads and opaque snapshot bytes. The current
 //! snapshot is kept in `<group dir>/snapshot` (checksummed, replaced atomically); on start the
-//! application is restored from it and openraft re-applies the committed entries after it.
+//! application is restored from it and openraft re-applies the committed entries after it. The
+//! current snapshot's bytes are kept in memory once (shared by the adapter and its builders) and
+//! handed out without copying: a large stream's snapshot is neither read back from disk for each
+//! transmission to a follower nor copied on its way to and from the file.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -38,6 +41,22 @@ pub trait StateMachine: Send + 'static {
 
 type Shared = Arc<Mutex<Box<dyn StateMachine>>>;
 
+/// The current snapshot, shared by the adapter and the builders it makes.
+type Current = Arc<Mutex<Option<(SnapshotMeta, Bytes)>>>;
+
+/// Makes `(meta, data)` the current snapshot unless the current one is newer (a builder that
+/// finishes after a snapshot from the leader was installed does not replace it).
+fn set_current(current: &Current, meta: &SnapshotMeta, data: &Bytes) {
+    let mut current = current.lock().unwrap_or_else(|e| e.into_inner());
+    if current
+        .as_ref()
+        .is_some_and(|(held, _)| held.last_log_id > meta.last_log_id)
+    {
+        return;
+    }
+    *current = Some((meta.clone(), data.clone()));
+}
+
 fn lock(machine: &Shared) -> MutexGuard<'_, Box<dyn StateMachine>> {
     machine
         .lock()
@@ -52,7 +71,7 @@ pub(crate) struct StateMachineAdapter {
     machine: Shared,
     last_applied: Option<LogId>,
     membership: StoredMembership,
-    current: Option<(SnapshotMeta, Bytes)>,
+    current: Current,
     snapshot_path: PathBuf,
     /// Dropped with the adapter, when openraft's state machine worker has quit: the group's
     /// shutdown waits for it, so no entry of a stopped group is applied after it returns.
@@ -73,7 +92,7 @@ impl StateMachineAdapter {
             machine,
             last_applied: None,
             membership: StoredMembership::default(),
-            current: None,
+            current: Current::default(),
             snapshot_path,
             _alive: alive,
         };
@@ -81,7 +100,7 @@ impl StateMachineAdapter {
             lock(&adapter.machine).restore(data.clone())?;
             adapter.last_applied = meta.last_log_id;
             adapter.membership = meta.last_membership.clone();
-            adapter.current = Some((meta, data));
+            set_current(&adapter.current, &meta, &data);
         }
         Ok(adapter)
     }
@@ -92,6 +111,7 @@ pub(crate) struct SnapshotBuilder {
     meta: SnapshotMeta,
     data: io::Result<Bytes>,
     snapshot_path: PathBuf,
+    current: Current,
 }
 
 impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
@@ -108,6 +128,7 @@ impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
         tokio::task::spawn_blocking(move || write_snapshot(&path, &meta, &data_for_file))
             .await
             .unwrap_or_else(|join_error| Err(io::Error::other(join_error.to_string())))?;
+        set_current(&self.current, &self.meta, &data);
         Ok(Snapshot {
             meta: self.meta.clone(),
             snapshot: data,
@@ -156,6 +177,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineAdapter {
             },
             data: lock(&self.machine).snapshot(),
             snapshot_path: self.snapshot_path.clone(),
+            current: self.current.clone(),
         }
     }
 
@@ -173,15 +195,13 @@ impl RaftStateMachine<TypeConfig> for StateMachineAdapter {
             .unwrap_or_else(|join_error| Err(io::Error::other(join_error.to_string())))?;
         self.last_applied = meta.last_log_id;
         self.membership = meta.last_membership.clone();
-        self.current = Some((meta.clone(), snapshot));
+        set_current(&self.current, meta, &snapshot);
         Ok(())
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<StoredSnapshot>, io::Error> {
-        if let Some(on_disk) = read_snapshot(&self.snapshot_path)? {
-            self.current = Some(on_disk);
-        }
-        Ok(self.current.as_ref().map(|(meta, data)| Snapshot {
+        let current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(current.as_ref().map(|(meta, data)| Snapshot {
             meta: meta.clone(),
             snapshot: data.clone(),
         }))
@@ -190,11 +210,20 @@ impl RaftStateMachine<TypeConfig> for StateMachineAdapter {
 
 const SNAPSHOT_MAGIC: &[u8; 4] = b"NRS1";
 
+/// The file holds the meta, the data's length (u32) and the data; the data is written from where
+/// it is, not copied behind the meta.
 fn write_snapshot(path: &Path, meta: &SnapshotMeta, data: &Bytes) -> io::Result<()> {
+    let length = u32::try_from(data.len()).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("snapshot of {} bytes: over the file's 4 GiB", data.len()),
+        )
+    })?;
     let mut writer = Writer::new();
     writer.snapshot_meta(meta);
-    writer.bytes(data);
-    checked_file::write(path, SNAPSHOT_MAGIC, &writer.finish())
+    let mut header = writer.finish().to_vec();
+    header.extend_from_slice(&length.to_le_bytes());
+    checked_file::write_parts(path, SNAPSHOT_MAGIC, &[&header, data])
 }
 
 fn read_snapshot(path: &Path) -> io::Result<Option<(SnapshotMeta, Bytes)>> {
@@ -204,6 +233,40 @@ fn read_snapshot(path: &Path) -> io::Result<Option<(SnapshotMeta, Bytes)>> {
     let malformed = |_| checked_file::malformed(path, "snapshot");
     let mut reader = Reader::new(&body);
     let meta = reader.snapshot_meta().map_err(malformed)?;
-    let data = Bytes::copy_from_slice(reader.bytes().map_err(malformed)?);
+    let data = body.slice_ref(reader.bytes().map_err(malformed)?);
     Ok(Some((meta, data)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta() -> SnapshotMeta {
+        SnapshotMeta {
+            last_log_id: Some(crate::types::log_id(3, 7, 42)),
+            last_membership: StoredMembership::default(),
+        }
+    }
+
+    /// The snapshot file is written in parts now; its bytes are what joining meta and data wrote
+    /// before, so files of earlier builds read back, and the data comes back as written.
+    #[test]
+    fn the_snapshot_file_keeps_its_form_and_reads_back() {
+        let directory = tempfile::tempdir().expect("tempdir");
+        let path = directory.path().join("snapshot");
+        let data = Bytes::from((0..100_000u32).map(|i| i as u8).collect::<Vec<u8>>());
+        write_snapshot(&path, &meta(), &data).expect("write");
+        let written = std::fs::read(&path).expect("read");
+
+        let joined = directory.path().join("joined");
+        let mut writer = Writer::new();
+        writer.snapshot_meta(&meta());
+        writer.bytes(&data);
+        checked_file::write(&joined, SNAPSHOT_MAGIC, &writer.finish()).expect("write joined");
+        assert_eq!(written, std::fs::read(&joined).expect("read joined"));
+
+        let (read_meta, read_data) = read_snapshot(&path).expect("read").expect("a snapshot");
+        assert_eq!(read_meta.last_log_id, meta().last_log_id);
+        assert_eq!(read_data, data);
+    }
 }
