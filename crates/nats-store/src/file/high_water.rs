@@ -41,6 +41,13 @@ pub(crate) struct Marks {
 }
 
 impl Marks {
+    /// The marks of a store that never held a message and starts at sequence 1.
+    const EMPTY_STORE: Marks = Marks {
+        first_seq: 1,
+        last_seq: 0,
+        last_timestamp: 0,
+    };
+
     fn encode(&self) -> [u8; SLOT_LEN] {
         let mut slot = [0u8; SLOT_LEN];
         slot[0..4].copy_from_slice(SLOT_MAGIC);
@@ -140,7 +147,14 @@ impl HighWater {
             high_water: HighWater {
                 file: Arc::new(file),
                 path,
-                written: recorded.unwrap_or_default(),
+                // An empty file records what a new store starts from (nothing handed out,
+                // first sequence 1), so a new store's first flush leaves it empty and its
+                // creation sync has no data to fsync (`creation.rs`).
+                written: recorded.unwrap_or(if len == 0 {
+                    Marks::EMPTY_STORE
+                } else {
+                    Marks::default()
+                }),
                 next_slot,
                 needs_sync: false,
                 last_sync: Instant::now(),

@@ -123,7 +123,7 @@ impl Store<FileBackend> {
             create_dir_unsynced(dir.as_ref())?
         } else {
             create_dir_durably(dir.as_ref())?;
-            Vec::new()
+            Default::default()
         };
         let creating = !created_dirs.is_empty();
         // Taken before recovery: recovery truncates and rewrites files another opener may be using.
@@ -138,8 +138,8 @@ impl Store<FileBackend> {
                 .map(|block| block_path(dir.as_ref(), block.id))
                 .collect();
             paths.push(opened.high_water.path().to_path_buf());
-            paths.extend(created_dirs);
-            CreationSync::new(paths, None)
+            paths.extend(created_dirs.new);
+            CreationSync::with_ancestors(paths, created_dirs.ancestors, None)
         });
         let backend = FileBackend {
             dir: dir.as_ref().to_path_buf(),

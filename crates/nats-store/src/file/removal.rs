@@ -29,6 +29,8 @@ pub fn is_trash(name: &str) -> bool {
 /// under its own name (or never existed). When the rename cannot be done the directory is
 /// removed here, inline.
 pub(crate) fn remove_dir_soon(dir: &Path) -> Result<(), StoreError> {
+    // No directory under it may be taken for durable once the name is made again.
+    super::creation::DurableDirectories::forget(dir);
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
         return remove_now(dir);
