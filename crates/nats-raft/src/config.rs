@@ -2,11 +2,13 @@
 //! directory, timings), and the openraft [`Config`] made from it.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use openraft::{Config, SnapshotPolicy};
 
 use crate::group::RaftGroupError;
+use crate::tick_driver::TickDriver;
 use crate::types::NodeId;
 
 /// How to start one group on this node.
@@ -40,6 +42,9 @@ pub struct GroupConfig {
     /// leads in [`RaftGroup::leading`] only once a quorum acknowledged it (meanwhile the
     /// others may have elected a leader in a later term). On by default.
     pub resumed_needs_quorum: bool,
+    /// Hand the group's tick and heartbeats to this node-wide driver (`tick_driver.rs`); its
+    /// interval must be `heartbeat_interval`. `None`: openraft's own tick task.
+    pub tick_driver: Option<Arc<TickDriver>>,
 }
 
 impl GroupConfig {
@@ -62,6 +67,7 @@ impl GroupConfig {
             snapshot_lag_threshold: 5_000,
             lost_quorum: Duration::from_secs(2),
             resumed_needs_quorum: true,
+            tick_driver: None,
         }
     }
 

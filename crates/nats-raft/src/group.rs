@@ -171,7 +171,9 @@ pub struct RaftGroup {
     supervision: Arc<Supervision>,
     membership_changes: tokio::sync::Mutex<()>,
     recovery: RecoveryReport,
-    leader_contact: crate::leader_contact::LeaderContact,
+    leader_contact: Arc<crate::leader_contact::LeaderContact>,
+    /// The group's place in the node's tick driver, if it has one (given up at shutdown).
+    driven: std::sync::Mutex<Option<Arc<crate::tick_driver::Driven>>>,
     leading_since: Arc<crate::leading_since::LeadingSince>,
     lease: Arc<crate::lease::LeaderLease>,
     lost_quorum: Duration,
@@ -269,6 +271,20 @@ impl RaftGroup {
             }
         }
         spawn_supervisor(raft.clone(), supervision.clone(), group.clone());
+        let leader_contact = Arc::new(crate::leader_contact::LeaderContact::new());
+        let driven = match &config.tick_driver {
+            Some(driver) if driver.heartbeat() != config.heartbeat_interval => {
+                return Err(RaftGroupError::Config(format!(
+                    "tick driver interval {:?} differs from the heartbeat interval {:?}",
+                    driver.heartbeat(),
+                    config.heartbeat_interval
+                )));
+            }
+            Some(driver) => driver
+                .fresh_window(config.election_timeout.0)
+                .map(|fresh| driver.register(raft.clone(), leader_contact.clone(), fresh)),
+            None => None,
+        };
         let leading_since = Arc::new(crate::leading_since::LeadingSince::default());
         let lease = Arc::new(crate::lease::LeaderLease::new());
         leading_since.watch(&raft, lease.clone(), config.lost_quorum);
@@ -289,7 +305,8 @@ impl RaftGroup {
                 last_index,
                 recorded_commit,
             },
-            leader_contact: crate::leader_contact::LeaderContact::new(),
+            leader_contact,
+            driven: std::sync::Mutex::new(driven),
             leading_since,
             lease,
         };
@@ -377,6 +394,16 @@ impl RaftGroup {
             Some(reason) => Err(RaftGroupError::Offline(reason)),
             None => Ok(()),
         }
+    }
+
+    /// Whether openraft's own tick is off now, the node's tick driver standing in for it
+    /// (`tick_driver.rs`): a leader, or a follower that heard its leader recently.
+    pub fn tick_driven(&self) -> bool {
+        self.driven
+            .lock()
+            .ok()
+            .and_then(|driven| driven.as_ref().map(|driven| driven.tick_off()))
+            .unwrap_or(false)
     }
 
     /// The group's state on this node now.
@@ -675,6 +702,9 @@ impl RaftGroup {
     /// Stops the group; its directory can be started again.
     pub async fn shutdown(&self) {
         self.supervision.stopping.store(true, Ordering::Release);
+        if let Ok(mut driven) = self.driven.lock() {
+            driven.take();
+        }
         if let Err(error) = self.raft.shutdown().await {
             tracing::debug!(group = %self.group, %error, "raft core ended with an error on shutdown");
         }

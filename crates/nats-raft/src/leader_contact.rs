@@ -22,7 +22,9 @@
 //! Recorded by [`crate::RaftGroup`] for every append the leader sent that this node accepted.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use crate::group::{GroupStatus, Role};
 
@@ -77,6 +79,12 @@ impl LeaderContact {
         self.at.store(nanos.saturating_add(1), Ordering::Release);
     }
 
+    /// Whether an append of the leader was accepted within `window`.
+    pub(crate) fn heard_within(&self, window: Duration) -> bool {
+        let heard = self.at.load(Ordering::Acquire);
+        heard > 0 && (self.since + Duration::from_nanos(heard - 1)).elapsed() <= window
+    }
+
     /// Earns the slack when `applied` reaches `commit`, unless only one append of the term
     /// announced it: that one may have been built before a backoff (see the module).
     fn observe_caught_up(&self, applied: u64, commit: u64) {
@@ -90,11 +98,7 @@ impl LeaderContact {
         match status.role {
             Role::Leader => status.committed.is_some(),
             Role::Follower => {
-                let heard = self.at.load(Ordering::Acquire);
-                let recent = heard > 0 && {
-                    let at = self.since + Duration::from_nanos(heard - 1);
-                    at.elapsed() <= window
-                };
+                let recent = self.heard_within(window);
                 let commit = self.commit.load(Ordering::Acquire);
                 let applied = reach(status.applied);
                 // One append alone may announce an old commit (see the module).

@@ -28,6 +28,7 @@ mod log_store;
 mod network;
 mod snapshot_chunks;
 mod state_machine;
+mod tick_driver;
 mod types;
 
 pub use codec::DecodeError;
@@ -40,4 +41,5 @@ pub use lease::LeaderLease;
 pub use log_file::TornTail;
 pub use network::{refused as refused_reply, Network, NetworkError, ReplyFuture};
 pub use state_machine::StateMachine;
+pub use tick_driver::TickDriver;
 pub use types::NodeId;

@@ -27,7 +27,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use jetstream_api::Timestamp;
 use nats_jetstream::{ReplicaMachine, StreamGroup};
-use nats_raft::{GroupConfig, GroupStatus, NodeId, RaftGroup, Role};
+use nats_raft::{GroupConfig, GroupStatus, NodeId, RaftGroup, Role, TickDriver};
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
@@ -68,6 +68,9 @@ pub struct StreamGroups {
     /// The meta group, for server names (set once it started).
     meta: OnceLock<Weak<Meta>>,
     groups: Mutex<HashMap<StreamKey, Arc<ReplicatedStream>>>,
+    /// The ticks and heartbeats of every stream group of this server (nats-raft's
+    /// `tick_driver.rs`), made with the first group.
+    ticks: OnceLock<Arc<TickDriver>>,
 }
 
 impl StreamGroups {
@@ -78,6 +81,7 @@ impl StreamGroups {
             own_node,
             meta: OnceLock::new(),
             groups: Mutex::new(HashMap::new()),
+            ticks: OnceLock::new(),
         })
     }
 
@@ -152,6 +156,10 @@ impl StreamGroups {
             members,
             directory: self.root.join(group),
             network: self.network.clone(),
+            ticks: self
+                .ticks
+                .get_or_init(|| TickDriver::new(STREAM_HEARTBEAT))
+                .clone(),
             meta: self.meta.get().cloned().unwrap_or_default(),
             group: Mutex::new(None),
             machine: Mutex::new(None),
@@ -331,6 +339,7 @@ pub struct ReplicatedStream {
     withdrawn: AtomicBool,
     directory: PathBuf,
     network: Arc<RouteNetwork>,
+    ticks: Arc<TickDriver>,
     meta: Weak<Meta>,
     group: Mutex<Option<Arc<RaftGroup>>>,
     machine: Mutex<Option<ReplicaMachine>>,
@@ -383,6 +392,7 @@ impl ReplicatedStream {
         config.bootstrap = false;
         config.heartbeat_interval = STREAM_HEARTBEAT;
         config.lost_quorum = STREAM_QUORUM_LOST;
+        config.tick_driver = Some(self.ticks.clone());
         let state = Box::new(Apply(machine.clone()));
         let group = RaftGroup::start(config, state, self.network.clone())
             .await
