@@ -22,6 +22,12 @@ use crate::types::{Entry, LogId, Vote};
 
 /// A segment is closed and a new one started once it holds this many bytes.
 pub(crate) const SEGMENT_BYTES: u64 = 64 << 20;
+/// The newest entries of a group kept in memory, at most this many bytes of records (and always
+/// the last one). Older entries are read from their segment when asked for: by the replication
+/// of a follower that is behind, or an apply that is. Before, every entry since the last
+/// snapshot stayed in memory: a 1 GiB stream held its whole log (5,000 entries of up to 4,096
+/// messages each before a snapshot) on every replica.
+const CACHE_BYTES: u64 = 8 << 20;
 const RECORD_HEADER: usize = 8;
 const META_MAGIC: &[u8; 4] = b"NRM1";
 
@@ -53,19 +59,26 @@ struct Segment {
     length: u64,
 }
 
-/// Where a record lives, for truncation.
+/// Where a live record lives (to read it back and to truncate there), and its entry's id.
 #[derive(Clone, Copy)]
 struct Location {
     segment: usize,
     offset: u64,
+    /// The whole record's length, header included.
+    length: u64,
+    log_id: LogId,
 }
 
-/// The open log of one group: every live entry in memory, and its files.
+/// The open log of one group: where every live entry is in its files, and the newest entries in
+/// memory ([`CACHE_BYTES`]).
 pub(crate) struct LogFile {
     directory: PathBuf,
     segments: Vec<Segment>,
-    entries: BTreeMap<u64, Entry>,
     locations: BTreeMap<u64, Location>,
+    cached: BTreeMap<u64, Entry>,
+    /// The record bytes of the `cached` entries.
+    cached_bytes: u64,
+    cache_limit: u64,
     pub(crate) meta: Meta,
 }
 
@@ -120,6 +133,14 @@ impl LogFile {
     /// Opens (or creates) the log in `directory`, reading every segment and cutting the log at the
     /// first record that is short, fails its checksum, does not decode or breaks the index order.
     pub(crate) fn open(directory: &Path) -> io::Result<(LogFile, Option<TornTail>)> {
+        Self::open_caching(directory, CACHE_BYTES)
+    }
+
+    /// [`LogFile::open`] keeping at most `cache_limit` bytes of the newest entries in memory.
+    pub(crate) fn open_caching(
+        directory: &Path,
+        cache_limit: u64,
+    ) -> io::Result<(LogFile, Option<TornTail>)> {
         create_durable_directory(directory)?;
         let meta = read_meta(directory)?.unwrap_or_default();
         let mut names: Vec<(u64, PathBuf)> = Vec::new();
@@ -143,8 +164,10 @@ impl LogFile {
         let mut log = LogFile {
             directory: directory.to_path_buf(),
             segments: Vec::new(),
-            entries: BTreeMap::new(),
             locations: BTreeMap::new(),
+            cached: BTreeMap::new(),
+            cached_bytes: 0,
+            cache_limit,
             meta,
         };
         let mut torn: Option<TornTail> = None;
@@ -183,9 +206,11 @@ impl LogFile {
                                 Location {
                                     segment: segment_number,
                                     offset: offset as u64,
+                                    length: length as u64,
+                                    log_id: entry.log_id,
                                 },
                             );
-                            log.entries.insert(index, entry);
+                            log.cache(index, entry, length as u64);
                         }
                         offset += length;
                     }
@@ -245,22 +270,120 @@ impl LogFile {
     }
 
     pub(crate) fn last_log_id(&self) -> Option<LogId> {
-        self.entries
+        self.locations
             .last_key_value()
-            .map(|(_, entry)| entry.log_id)
+            .map(|(_, location)| location.log_id)
             .or(self.meta.purged)
     }
 
     #[cfg(test)]
-    pub(crate) fn entry(&self, index: u64) -> Option<&Entry> {
-        self.entries.get(&index)
+    pub(crate) fn entry(&self, index: u64) -> Option<Entry> {
+        self.range(index..=index).ok()?.pop()
     }
 
-    pub(crate) fn range(&self, range: impl std::ops::RangeBounds<u64>) -> Vec<Entry> {
-        self.entries
+    /// The indexes of the entries in memory, and their record bytes.
+    #[cfg(test)]
+    pub(crate) fn cached(&self) -> (Vec<u64>, u64) {
+        (self.cached.keys().copied().collect(), self.cached_bytes)
+    }
+
+    /// The segment file and offset of the record of entry `index`.
+    #[cfg(test)]
+    pub(crate) fn record_of(&self, index: u64) -> Option<(PathBuf, u64)> {
+        let location = self.locations.get(&index)?;
+        let segment = self.segments.get(location.segment)?;
+        Some((segment.path.clone(), location.offset))
+    }
+
+    /// The live entries in `range`: from memory, or read back from their segment.
+    pub(crate) fn range(&self, range: impl std::ops::RangeBounds<u64>) -> io::Result<Vec<Entry>> {
+        self.locations
             .range(range)
-            .map(|(_, entry)| entry.clone())
+            .map(|(index, location)| match self.cached.get(index) {
+                Some(entry) => Ok(entry.clone()),
+                None => self.read(location),
+            })
             .collect()
+    }
+
+    /// The live entries from `start` to before `end`, stopping once they hold `max_bytes` of
+    /// records (always at least the first): what one append to a follower can carry, read once
+    /// (openraft asks for up to 300 entries, up to an ingest batch of 4,096 messages each).
+    pub(crate) fn range_limited(
+        &self,
+        start: u64,
+        end: u64,
+        max_bytes: u64,
+    ) -> io::Result<Vec<Entry>> {
+        let mut bytes = 0u64;
+        let mut entries = Vec::new();
+        for (index, location) in self.locations.range(start..end) {
+            if !entries.is_empty() && bytes + location.length > max_bytes {
+                break;
+            }
+            bytes += location.length;
+            entries.push(match self.cached.get(index) {
+                Some(entry) => entry.clone(),
+                None => self.read(location)?,
+            });
+        }
+        Ok(entries)
+    }
+
+    /// The entry of the record at `location`, read from its segment and checked again.
+    fn read(&self, location: &Location) -> io::Result<Entry> {
+        use std::os::unix::fs::FileExt;
+        let segment = self
+            .segments
+            .get(location.segment)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "raft log segment not open"))?;
+        let length = usize::try_from(location.length)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "raft log record too long"))?;
+        let mut record = vec![0u8; length];
+        segment.file.read_exact_at(&mut record, location.offset)?;
+        let (entry, _) = parse_record(&record).map_err(|reason| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "raft log record at {} of {}: {reason}",
+                    location.offset,
+                    segment.path.display()
+                ),
+            )
+        })?;
+        Ok(entry)
+    }
+
+    /// Keeps `entry` in memory, dropping the oldest cached ones past the limit.
+    fn cache(&mut self, index: u64, entry: Entry, length: u64) {
+        if let Some(replaced) = self.cached.insert(index, entry) {
+            drop(replaced);
+            self.recount_cache();
+        } else {
+            self.cached_bytes += length;
+        }
+        while self.cached_bytes > self.cache_limit && self.cached.len() > 1 {
+            let Some((oldest, _)) = self.cached.pop_first() else {
+                break;
+            };
+            let length = self
+                .locations
+                .get(&oldest)
+                .map_or(0, |location| location.length);
+            self.cached_bytes = self.cached_bytes.saturating_sub(length);
+        }
+    }
+
+    /// Counts the cached entries' bytes again (after entries were cut off).
+    fn recount_cache(&mut self) {
+        self.cached
+            .retain(|index, _| self.locations.contains_key(index));
+        self.cached_bytes = self
+            .cached
+            .keys()
+            .filter_map(|index| self.locations.get(index))
+            .map(|location| location.length)
+            .sum();
     }
 
     /// Writes `entries` after the current end (no fsync: the caller's flusher does that).
@@ -303,17 +426,23 @@ impl LogFile {
         let segment_number = self.segments.len() - 1;
         let segment = &mut self.segments[segment_number];
         (&*segment.file).write_all(buffer)?;
-        segment.length += buffer.len() as u64;
+        let end = segment.length + buffer.len() as u64;
+        segment.length = end;
         buffer.clear();
-        for (index, offset, entry) in pending.drain(..) {
+        let mut records = pending.drain(..).peekable();
+        while let Some((index, offset, entry)) = records.next() {
+            let next = records.peek().map_or(end, |(_, next, _)| *next);
+            let length = next - offset;
             self.locations.insert(
                 index,
                 Location {
                     segment: segment_number,
                     offset,
+                    length,
+                    log_id: entry.log_id,
                 },
             );
-            self.entries.insert(index, entry);
+            self.cache(index, entry, length);
         }
         Ok(())
     }
@@ -323,7 +452,8 @@ impl LogFile {
         let first_removed = last.map_or(0, |log_id| log_id.index + 1);
         let Some(location) = self.locations.get(&first_removed).copied() else {
             // Nothing at or past that index on disk.
-            self.entries.split_off(&first_removed);
+            self.cached.split_off(&first_removed);
+            self.recount_cache();
             return Ok(());
         };
         for segment in self.segments.drain(location.segment + 1..) {
@@ -334,8 +464,9 @@ impl LogFile {
         segment.file.sync_all()?;
         segment.length = location.offset;
         sync_directory(&self.directory)?;
-        self.entries.split_off(&first_removed);
         self.locations.split_off(&first_removed);
+        self.cached.split_off(&first_removed);
+        self.recount_cache();
         Ok(())
     }
 
@@ -345,8 +476,9 @@ impl LogFile {
         self.meta.purged = Some(*upto);
         write_meta(&self.directory, &self.meta)?;
         let keep_from = upto.index + 1;
-        self.entries = self.entries.split_off(&keep_from);
         self.locations = self.locations.split_off(&keep_from);
+        self.cached = self.cached.split_off(&keep_from);
+        self.recount_cache();
         // A segment can go when the next one starts at or before `keep_from`.
         let mut removable = 0;
         while removable + 1 < self.segments.len()
@@ -363,7 +495,7 @@ impl LogFile {
             }
             sync_directory(&self.directory)?;
         }
-        if self.entries.is_empty() && self.segments.len() == 1 && self.segments[0].length > 0 {
+        if self.locations.is_empty() && self.segments.len() == 1 && self.segments[0].length > 0 {
             // Everything is purged: restart the file so it does not keep purged records forever.
             let old = self.segments.remove(0);
             self.start_segment(keep_from)?;

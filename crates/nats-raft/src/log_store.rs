@@ -140,7 +140,19 @@ impl RaftLogReader<TypeConfig> for LogStoreReader {
         &mut self,
         range: RB,
     ) -> Result<Vec<Entry>, io::Error> {
-        Ok(self.shared.lock().range(range))
+        self.shared.lock().range(range)
+    }
+
+    /// At most one append's worth ([`crate::network::APPEND_BYTES`]) for a follower: the rest
+    /// would be read (from disk, past the cache) only to be cut off by the network.
+    async fn limited_get_log_entries(
+        &mut self,
+        start: u64,
+        end: u64,
+    ) -> Result<Vec<Entry>, io::Error> {
+        self.shared
+            .lock()
+            .range_limited(start, end, crate::network::APPEND_BYTES as u64)
     }
 
     async fn read_vote(&mut self) -> Result<Option<Vote>, io::Error> {

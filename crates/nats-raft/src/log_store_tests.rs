@@ -41,7 +41,7 @@ fn entries_survive_reopen_and_truncate_after_is_durable() {
     let (log, torn) = LogFile::open(directory.path()).expect("reopen");
     assert!(torn.is_none());
     assert_eq!(log.last_log_id(), Some(log_id(2, 1, 7)));
-    assert_eq!(log.range(..).len(), 7);
+    assert_eq!(log.range(..).expect("range").len(), 7);
     assert_eq!(
         log.entry(7).map(|entry| entry.log_id),
         Some(log_id(2, 1, 7))
@@ -94,14 +94,20 @@ fn purge_forgets_entries_and_survives_reopen() {
             .expect("append");
         log.purge(&log_id(1, 1, 4)).expect("purge");
         assert_eq!(
-            log.range(..).first().map(|entry| entry.log_id.index),
+            log.range(..)
+                .expect("range")
+                .first()
+                .map(|entry| entry.log_id.index),
             Some(5)
         );
     }
     let (log, _) = LogFile::open(directory.path()).expect("reopen");
     assert_eq!(log.meta.purged, Some(log_id(1, 1, 4)));
     assert_eq!(
-        log.range(..).first().map(|entry| entry.log_id.index),
+        log.range(..)
+            .expect("range")
+            .first()
+            .map(|entry| entry.log_id.index),
         Some(5)
     );
     assert_eq!(log.last_log_id(), Some(log_id(1, 1, 10)));
@@ -110,6 +116,86 @@ fn purge_forgets_entries_and_survives_reopen() {
     log.purge(&log_id(1, 1, 10)).expect("purge all");
     drop(log);
     let (log, _) = LogFile::open(directory.path()).expect("reopen");
-    assert!(log.range(..).is_empty());
+    assert!(log.range(..).expect("range").is_empty());
     assert_eq!(log.last_log_id(), Some(log_id(1, 1, 10)));
+}
+
+fn sized(term: u64, index: u64, size: usize) -> Entry {
+    Entry {
+        log_id: log_id(term, 1, index),
+        payload: EntryPayload::Normal(Proposal(Bytes::from(vec![(index % 251) as u8; size]))),
+    }
+}
+
+fn body_of(entry: &Entry) -> (LogId, Bytes) {
+    match &entry.payload {
+        EntryPayload::Normal(Proposal(body)) => (entry.log_id, body.clone()),
+        _ => (entry.log_id, Bytes::new()),
+    }
+}
+
+/// Only the newest entries stay in memory (a 1 GiB stream held its whole log on every replica):
+/// the others are read back from their segment, the same entries, across truncation, purge and
+/// reopen; a record damaged on disk after it left memory is an error, not a wrong entry.
+#[test]
+fn entries_past_the_cache_are_read_back_from_their_segment() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let limit = 4_096;
+    let expected: Vec<(LogId, Bytes)> = (1..=60)
+        .map(|index| body_of(&sized(1, index, 100 + index as usize * 7)))
+        .collect();
+    {
+        let (mut log, _) = LogFile::open_caching(directory.path(), limit).expect("open");
+        log.append((1..=30).map(|index| sized(1, index, 100 + index as usize * 7)))
+            .expect("append");
+        log.append((31..=60).map(|index| sized(1, index, 100 + index as usize * 7)))
+            .expect("append");
+        let (cached, bytes) = log.cached();
+        assert!(cached.len() < 20, "cached {}", cached.len());
+        assert!(bytes <= limit);
+        assert_eq!(cached.last(), Some(&60));
+        let read: Vec<_> = log.range(..).expect("range").iter().map(body_of).collect();
+        assert_eq!(read, expected);
+        assert_eq!(log.range(10..20).expect("range").len(), 10);
+        // One append's worth: a prefix within the bytes asked for, never empty.
+        let limited = log.range_limited(1, 61, 1_000).expect("range");
+        let indexes: Vec<u64> = limited.iter().map(|entry| entry.log_id.index).collect();
+        assert_eq!(indexes, [1, 2, 3, 4, 5, 6]);
+        assert_eq!(log.range_limited(40, 61, 10).expect("range").len(), 1);
+        let read: Vec<_> = log
+            .range_limited(1, 61, u64::MAX)
+            .expect("range")
+            .iter()
+            .map(body_of)
+            .collect();
+        assert_eq!(read, expected);
+
+        log.truncate_after(Some(&log_id(1, 1, 50)))
+            .expect("truncate");
+        log.append((51..=55).map(|index| sized(2, index, 300)))
+            .expect("append");
+        log.purge(&log_id(1, 1, 5)).expect("purge");
+        assert_eq!(log.last_log_id(), Some(log_id(2, 1, 55)));
+    }
+    let (log, torn) = LogFile::open_caching(directory.path(), limit).expect("reopen");
+    assert!(torn.is_none());
+    assert!(log.cached().1 <= limit);
+    let read: Vec<_> = log.range(..).expect("range").iter().map(body_of).collect();
+    let mut wanted: Vec<(LogId, Bytes)> = expected[5..50].to_vec();
+    wanted.extend((51..=55).map(|index| body_of(&sized(2, index, 300))));
+    assert_eq!(read, wanted);
+
+    // Damage entry 6's record (no longer in memory) on disk: reading it is an error.
+    let (path, offset) = log.record_of(6).expect("entry 6");
+    assert!(!log.cached().0.contains(&6));
+    let mut file = OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .expect("open segment");
+    std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(offset + 12)).expect("seek");
+    file.write_all(b"XXXX").expect("damage");
+    drop(file);
+    let error = log.range(6..=6).expect_err("a damaged record is refused");
+    assert_eq!(error.kind(), io::ErrorKind::InvalidData);
+    assert!(log.range(7..=8).is_ok());
 }

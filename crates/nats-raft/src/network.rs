@@ -149,7 +149,7 @@ impl PeerClient {
 }
 
 /// The most entry bytes in one append message (see `append_entries`).
-const APPEND_BYTES: usize = 4 << 20;
+pub(crate) const APPEND_BYTES: usize = 4 << 20;
 
 /// How many of `entries`, from the first, fit in `limit` bytes of payload (at least one).
 fn prefix_within(entries: &[Entry], limit: usize) -> usize {
