@@ -10,7 +10,7 @@
 //!   a request crosses the one route between the two servers, and the receiver hands the
 //!   requests of one (group, sender) to one task, in arrival order.
 //! - Every server publishes `$RNATS.RAFT.ALIVE` (its peer id) every 500 ms: a server heard from
-//!   by nothing else for 2 s is hung for its peers ([`SILENT`]).
+//!   by nothing else for 3.5 s is hung for its peers ([`SILENT`]).
 //! - No interest in the target's request subject (no route to it) is `Unreachable` at once; a
 //!   reply that does not come is the caller's timeout (openraft's TTL), and the waiting entry is
 //!   dropped with the caller's future.
@@ -39,7 +39,15 @@ const PEER_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
 /// [`ALIVE_EVERY`] (besides its groups' heartbeats, 1 s apart for stream groups), so a server
 /// silent this long is hung for its peers: the followers of the groups it led campaign at once
 /// instead of waiting out openraft's lease and election timeout (4-8 s).
-const SILENT: std::time::Duration = std::time::Duration::from_secs(2);
+///
+/// It must exceed a stream group's `lost_quorum` (3 s, `stream_group.rs`, checked there at
+/// compile time): the voters left campaign on it and grant each other votes within openraft's
+/// lease (`Network::reachable`), while a leader paused or cut off by a blackhole keeps its own
+/// lease, and answers reads, until `lost_quorum` after the last heartbeat a quorum acknowledged
+/// (stamped with its send time, before the voters last heard it). At 2 s, below the 3 s of
+/// a605c6b, an old leader resumed or cut off read what it held while the new one took writes:
+/// the KV linearizability test failed 2 to 3 runs in 6 on a stale read.
+pub(super) const SILENT: std::time::Duration = std::time::Duration::from_millis(3_500);
 /// The keepalive every rnats server of the cluster subscribes (payload: the sender's peer id).
 /// One message per route every [`ALIVE_EVERY`], whatever the number of groups; nats-server
 /// nodes do not subscribe it, so it never reaches them.
