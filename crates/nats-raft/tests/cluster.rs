@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use common::{fast, payloads, propose_many, Cluster, GROUP};
-use nats_raft::{GroupStatus, NodeId, RaftGroup, RaftGroupError, Role};
+use nats_raft::{GroupStatus, LogSize, NodeId, RaftGroup, RaftGroupError, Role};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -525,15 +525,22 @@ fn snapshot_often(config: &mut nats_raft::GroupConfig) {
 async fn a_far_behind_follower_is_sent_a_snapshot() {
     let mut cluster = Cluster::start(&[1, 2, 3], snapshot_often).await;
     let leader = cluster.leader(WAIT).await;
-    let behind = [1, 2, 3]
+    let behind = stop_and_wipe_a_follower(&cluster, leader).await;
+    let indexes = propose_many(&cluster.node(leader), "a", 1_000).await;
+    let last = *indexes.iter().max().expect("indexes");
+    snapshot_and_rejoin_as_4(&mut cluster, leader, behind, last).await;
+}
+
+/// Stops a follower of `leader` and deletes its directory; returns it.
+async fn stop_and_wipe_a_follower(cluster: &Cluster, leader: u64) -> u64 {
+    let behind = cluster
+        .running()
         .into_iter()
         .find(|node| *node != leader)
         .expect("a follower");
     cluster.stop_node(behind).await;
     std::fs::remove_dir_all(cluster.directory(behind)).expect("wipe");
-    let indexes = propose_many(&cluster.node(leader), "a", 1_000).await;
-    let last = *indexes.iter().max().expect("indexes");
-    snapshot_and_rejoin_as_4(&mut cluster, leader, behind, last).await;
+    behind
 }
 
 /// The leader snapshots and purges its log (the start of it is gone); `behind`, stopped and
@@ -541,7 +548,20 @@ async fn a_far_behind_follower_is_sent_a_snapshot() {
 /// reach back far enough, so node 4 gets the snapshot, then the tail up to `last`.
 async fn snapshot_and_rejoin_as_4(cluster: &mut Cluster, leader: u64, behind: u64, last: u64) {
     cluster.node(leader).snapshot_now().await.expect("snapshot");
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // Everything up to `last` is in the snapshot and purged: the log's file starts over empty.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while cluster.node(leader).log_size()
+        != (LogSize {
+            entries: 0,
+            bytes: 0,
+        })
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the leader purged its log"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     cluster
         .node(leader)
         .remove_member(behind)
@@ -564,12 +584,7 @@ async fn snapshot_and_rejoin_as_4(cluster: &mut Cluster, leader: u64, behind: u6
 async fn a_snapshot_larger_than_one_message_reaches_the_follower_in_chunks() {
     let mut cluster = Cluster::start(&[1, 2, 3], snapshot_often).await;
     let leader = cluster.leader(WAIT).await;
-    let behind = [1, 2, 3]
-        .into_iter()
-        .find(|node| *node != leader)
-        .expect("a follower");
-    cluster.stop_node(behind).await;
-    std::fs::remove_dir_all(cluster.directory(behind)).expect("wipe");
+    let behind = stop_and_wipe_a_follower(&cluster, leader).await;
     // 16 MiB in entries of 16 KiB, proposed 64 at a time: an append carries at most 1 MiB.
     let big = "x".repeat(16 << 10);
     let mut last = 0;
@@ -778,64 +793,4 @@ async fn a_voter_cut_off_alone_keeps_its_term_and_leaves_the_leader_in_place() {
     let status = cluster.node(leader).status();
     assert_eq!((status.role, status.term), (Role::Leader, term));
     cluster.shutdown().await;
-}
-
-thread_local! {
-    /// The tick driver of a test's nodes (a test runs on one thread: `#[tokio::test]`).
-    static DRIVER: std::cell::RefCell<Option<std::sync::Arc<nats_raft::TickDriver>>> =
-        const { std::cell::RefCell::new(None) };
-}
-
-fn driven(config: &mut nats_raft::GroupConfig) {
-    fast(config);
-    config.tick_driver = DRIVER.with(|driver| driver.borrow().clone());
-}
-
-/// Groups whose ticks a `TickDriver` runs (stream groups): their leader keeps its followers
-/// from campaigning on the driver's heartbeats alone (the same term for a minute, openraft's
-/// own tick off on every node), and once it stops the followers' ticks come back and they
-/// elect another within the election timeout.
-#[tokio::test(start_paused = true)]
-async fn driven_groups_keep_their_leader_on_the_drivers_heartbeats_and_elect_another_when_it_stops()
-{
-    DRIVER.with(|driver| {
-        *driver.borrow_mut() = Some(nats_raft::TickDriver::new(Duration::from_millis(500)))
-    });
-    let cluster = Cluster::start(&[1, 2, 3], driven).await;
-    let first = cluster.leader(WAIT).await;
-    let term = cluster.node(first).status().term;
-    propose_many(&cluster.node(first), "before", 100).await;
-    for _ in 0..60 {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        for node in cluster.running() {
-            let status = cluster.node(node).status();
-            assert_eq!(status.term, term, "node {node} kept the term");
-            assert_eq!(status.leader, Some(first), "node {node} kept the leader");
-        }
-    }
-    for node in cluster.running() {
-        assert!(
-            cluster.node(node).tick_driven(),
-            "node {node}: openraft's tick is off"
-        );
-    }
-
-    cluster.stop_node(first).await;
-    let started = tokio::time::Instant::now();
-    let second = cluster.leader(WAIT).await;
-    assert_ne!(second, first);
-    // Without the driver the same steps take 5.9-6.9 s (the followers' leader lease, then an
-    // election timeout of 2-4 s); the driver may add a pass and a tick (0.35 s).
-    assert!(
-        started.elapsed() <= Duration::from_millis(8_500),
-        "elected within the lease, the election timeout and a pass: {:?}",
-        started.elapsed()
-    );
-    let indexes = propose_many(&cluster.node(second), "after", 100).await;
-    let last = *indexes.iter().max().expect("indexes");
-    for node in cluster.running() {
-        cluster.wait_applied(node, last, WAIT).await;
-    }
-    cluster.shutdown().await;
-    DRIVER.with(|driver| driver.borrow_mut().take());
 }
