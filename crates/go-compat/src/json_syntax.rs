@@ -36,10 +36,31 @@ enum Container {
 /// The first syntax error as `(Go's context text, offset of the byte after it, the byte)`, or
 /// `None` if the scanner finds none (then the caller falls back to a generic text).
 pub fn first_error(body: &[u8]) -> Option<(String, usize, u8)> {
+    scan(body, false).err()
+}
+
+/// Go's `json.Unmarshal` text for a body it refuses as JSON (one value, no offset):
+/// `invalid character 'x' looking for beginning of value`, `invalid character 'x' after
+/// top-level value`, or `unexpected end of JSON input` for a body that ends inside its value
+/// (blank included). `None` when the scanner finds the body well formed.
+pub fn unmarshal_error_text(body: &[u8]) -> Option<String> {
+    match scan(body, true) {
+        Err((context, _, byte)) => {
+            Some(format!("invalid character {} {context}", quote_byte(byte)))
+        }
+        Ok(true) => None,
+        Ok(false) => Some("unexpected end of JSON input".to_string()),
+    }
+}
+
+/// The scanner: the first error, or whether the body ended with its value complete. `single`:
+/// one top-level value (Go's `Unmarshal`), anything but blanks after it is an error; otherwise
+/// values may follow each other (Go's streaming decoder).
+fn scan(body: &[u8], single: bool) -> Result<bool, (String, usize, u8)> {
     let mut state = State::BeginValue;
     let mut stack: Vec<Container> = Vec::new();
     for (index, &byte) in body.iter().enumerate() {
-        let fail = |context: &str| Some((context.to_string(), index + 1, byte));
+        let fail = |context: &str| Err((context.to_string(), index + 1, byte));
         let is_space = matches!(byte, b' ' | b'\t' | b'\r' | b'\n');
         // Several states hand the byte on to another state; loop until it is consumed.
         loop {
@@ -90,6 +111,12 @@ pub fn first_error(body: &[u8]) -> Option<(String, usize, u8)> {
                 }
                 State::EndValue => {
                     let Some(&top) = stack.last() else {
+                        if single {
+                            if is_space {
+                                break;
+                            }
+                            return fail("after top-level value");
+                        }
                         // A complete top-level value: the streaming decoder starts the next one.
                         state = State::BeginValue;
                         continue;
@@ -99,12 +126,16 @@ pub fn first_error(body: &[u8]) -> Option<(String, usize, u8)> {
                     }
                     match (top, byte) {
                         (Container::ObjectKey, b':') => {
-                            *stack.last_mut()? = Container::ObjectValue;
+                            if let Some(top) = stack.last_mut() {
+                                *top = Container::ObjectValue;
+                            }
                             state = State::BeginValue;
                         }
                         (Container::ObjectKey, _) => return fail("after object key"),
                         (Container::ObjectValue, b',') => {
-                            *stack.last_mut()? = Container::ObjectKey;
+                            if let Some(top) = stack.last_mut() {
+                                *top = Container::ObjectKey;
+                            }
                             state = State::BeginString;
                         }
                         (Container::ObjectValue, b'}') | (Container::ArrayValue, b']') => {
@@ -219,7 +250,12 @@ pub fn first_error(body: &[u8]) -> Option<(String, usize, u8)> {
             }
         }
     }
-    None
+    // Go's end of input: a number still being read ends there.
+    let complete = matches!(
+        state,
+        State::EndValue | State::Zero | State::Integer | State::DotDigits | State::ExponentDigits
+    );
+    Ok(stack.is_empty() && complete)
 }
 
 /// Go's `quoteChar`: `'x'`, `'\''`, `'"'`, and `'\x01'` for control bytes.
@@ -298,5 +334,32 @@ mod tests {
             "invalid character 'q' in string escape code at offset 4"
         );
         assert!(first_error(br#"{"a":[1,2.5e3,-0,true,false,null,"\u00e9"]} {"b":{}}"#).is_none());
+    }
+
+    /// Captured from nats-server 2.15.1's answers to `$SYS.REQ.SERVER.PING.HEALTHZ` bodies.
+    #[test]
+    fn unmarshal_texts() {
+        let text = |body: &[u8]| unmarshal_error_text(body);
+        assert_eq!(
+            text(b"hello").as_deref(),
+            Some("invalid character 'h' looking for beginning of value")
+        );
+        assert_eq!(text(b"{").as_deref(), Some("unexpected end of JSON input"));
+        assert_eq!(text(b" ").as_deref(), Some("unexpected end of JSON input"));
+        assert_eq!(
+            text(b"{}{}").as_deref(),
+            Some("invalid character '{' after top-level value")
+        );
+        assert_eq!(
+            text(b"{} x").as_deref(),
+            Some("invalid character 'x' after top-level value")
+        );
+        assert_eq!(
+            text(b"\xff").as_deref(),
+            Some("invalid character '\\xff' looking for beginning of value")
+        );
+        for body in [&b"null"[..], b"5", b" [1] ", b"{\"a\":-1.5e3}\n", b"0"] {
+            assert_eq!(text(body), None, "{body:?}");
+        }
     }
 }

@@ -9,7 +9,7 @@
 //! nats-server stays silent for a STATZ or CONNS of an account without connections and for a
 //! request whose filters name another server.
 
-use super::{filters_match, publish_bytes, server_object};
+use super::{filters_match, publish_bytes, request_options, server_object};
 use crate::monitor::accounts::{account_stat, account_stats, AccstatzOptions};
 use crate::server::Server;
 use bytes::Bytes;
@@ -126,28 +126,29 @@ pub(super) fn answer(server: &Server, message: &Message, source: Source) {
         answer_conns(server, reply, account, &message.payload);
         return;
     }
-    // Options: an empty body is none; a body that is not a JSON object is a 400.
-    let options = if message.payload.is_empty() {
-        Map::new()
-    } else {
-        match serde_json::from_slice::<Value>(&message.payload) {
-            Ok(Value::Object(options)) => {
-                if !filters_match(server, &options) {
-                    return;
-                }
-                options
-            }
-            Ok(_) => Map::new(),
-            Err(error) => {
-                let payload = json!({
-                    "server": server_object(server),
-                    "error": {"code": 400, "description": error.to_string()},
-                });
-                publish_bytes(server, reply, payload);
-                return;
-            }
+    // Options: an empty body is none; one Go cannot read into the kind's options is a 400.
+    let type_name = match kind {
+        "CONNZ" => "ConnzEventOptions",
+        "SUBSZ" => "SubszEventOptions",
+        "JSZ" => "JszEventOptions",
+        "INFO" => "AccInfoEventOptions",
+        "LEAFZ" => "LeafzEventOptions",
+        _ => "AccountStatzEventOptions",
+    };
+    let options = match request_options(&message.payload, type_name) {
+        Ok(options) => options,
+        Err(text) => {
+            let payload = json!({
+                "server": server_object(server),
+                "error": {"code": 400, "description": text},
+            });
+            publish_bytes(server, reply, payload);
+            return;
         }
     };
+    if !filters_match(server, &options) {
+        return;
+    }
     let data = match (source, kind) {
         (Source::PingStatz, _) => {
             let stats = account_stats(server, &statz_options(&options, Vec::new()));

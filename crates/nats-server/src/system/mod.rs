@@ -63,6 +63,22 @@ enum Endpoint {
 }
 
 impl Endpoint {
+    /// The Go type nats-server reads the request body into (named in its refusals); `None`:
+    /// the body is not read (IDZ).
+    fn options_type(self) -> Option<&'static str> {
+        Some(match self {
+            Endpoint::Varz => "VarzEventOptions",
+            Endpoint::Connz => "ConnzEventOptions",
+            Endpoint::Routez => "RoutezEventOptions",
+            Endpoint::Subsz => "SubszEventOptions",
+            Endpoint::Jsz => "JszEventOptions",
+            Endpoint::Healthz => "HealthzEventOptions",
+            Endpoint::Statsz => "StatszEventOptions",
+            Endpoint::Reload => "EventFilterOptions",
+            Endpoint::Idz => return None,
+        })
+    }
+
     fn parse(name: &str) -> Option<Endpoint> {
         Some(match name {
             "VARZ" => Endpoint::Varz,
@@ -257,10 +273,19 @@ fn answer(server: &Arc<Server>, message: &Message) {
         }
         name
     };
-    let options: Map<String, Value> = serde_json::from_slice(&message.payload)
-        .ok()
-        .and_then(|value: Value| value.as_object().cloned())
-        .unwrap_or_default();
+    // IDZ reads no body; the others refuse one Go cannot read into their options (400).
+    let options = match endpoint.options_type() {
+        None => request_options(&message.payload, "").unwrap_or_default(),
+        Some(type_name) => match request_options(&message.payload, type_name) {
+            Ok(options) => options,
+            Err(text) => {
+                let error = json!({"code": 400, "description": text});
+                let payload = json!({"server": server_object(server), "error": error});
+                publish_bytes(server, reply, payload);
+                return;
+            }
+        },
+    };
     if !filters_match(server, &options) {
         return;
     }
@@ -325,6 +350,39 @@ fn answer(server: &Arc<Server>, message: &Message) {
         }
     };
     publish_bytes(server, reply, payload);
+}
+
+/// A request body read as nats-server's `zReq` reads it into its options (`type_name`, the Go
+/// type's name): none when empty, `null` included; otherwise `json.Unmarshal`'s refusal, worded
+/// as Go does (a syntax error, or a value that is not an object).
+pub(super) fn request_options(
+    payload: &[u8],
+    type_name: &str,
+) -> Result<Map<String, Value>, String> {
+    if payload.is_empty() {
+        return Ok(Map::new());
+    }
+    let value = match serde_json::from_slice::<Value>(payload) {
+        Ok(value) => value,
+        Err(error) => match go_compat::json_syntax::unmarshal_error_text(payload) {
+            Some(text) => return Err(text),
+            // Well formed for Go, refused by serde_json (invalid UTF-8 in a string, which Go
+            // takes as U+FFFD).
+            None => serde_json::from_str(&String::from_utf8_lossy(payload))
+                .map_err(|_| error.to_string())?,
+        },
+    };
+    let kind = match value {
+        Value::Object(options) => return Ok(options),
+        Value::Null => return Ok(Map::new()),
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+    };
+    Err(format!(
+        "json: cannot unmarshal {kind} into Go value of type server.{type_name}"
+    ))
 }
 
 /// A request's JSON options as query pairs, as they are.

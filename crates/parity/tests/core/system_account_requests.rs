@@ -416,3 +416,94 @@ async fn healthz_takes_its_options_from_the_request_body() {
         "{http:?}"
     );
 }
+
+/// A body nats-server cannot read into the request's options (`zReq`'s `json.Unmarshal`) is
+/// answered with Go's error, code 400, beside the server object and without data: not JSON,
+/// a truncated or blank body, a second value, or JSON that is not an object (the Go type
+/// named). `null` is no options.
+#[tokio::test]
+async fn bodies_that_are_not_json_options_are_refused_with_400() {
+    let server = server();
+    let system = connect(&server, "sys").await;
+    let info = request_json(&system, "$SYS.REQ.SERVER.PING.IDZ", "").await;
+    let id = info["id"].as_str().expect("server id").to_string();
+    let own_healthz = format!("$SYS.REQ.SERVER.{id}.HEALTHZ");
+    let cases = [
+        (
+            "$SYS.REQ.SERVER.PING.HEALTHZ",
+            "hello",
+            "invalid character 'h' looking for beginning of value".to_string(),
+        ),
+        (
+            own_healthz.as_str(),
+            "{",
+            "unexpected end of JSON input".to_string(),
+        ),
+        (
+            "$SYS.REQ.SERVER.PING.HEALTHZ",
+            " ",
+            "unexpected end of JSON input".to_string(),
+        ),
+        (
+            "$SYS.REQ.SERVER.PING.HEALTHZ",
+            "{}{}",
+            "invalid character '{' after top-level value".to_string(),
+        ),
+        (
+            "$SYS.REQ.SERVER.PING.VARZ",
+            "{} x",
+            "invalid character 'x' after top-level value".to_string(),
+        ),
+        (
+            "$SYS.REQ.SERVER.PING.JSZ",
+            "[1]",
+            unmarshal("array", "JszEventOptions"),
+        ),
+        (
+            "$SYS.REQ.SERVER.PING.CONNZ",
+            "5",
+            unmarshal("number", "ConnzEventOptions"),
+        ),
+        (
+            "$SYS.REQ.SERVER.PING.STATSZ",
+            r#""x""#,
+            unmarshal("string", "StatszEventOptions"),
+        ),
+        (
+            "$SYS.REQ.SERVER.PING",
+            "true",
+            unmarshal("bool", "StatszEventOptions"),
+        ),
+        (
+            "$SYS.REQ.ACCOUNT.A.CONNZ",
+            "[]",
+            unmarshal("array", "ConnzEventOptions"),
+        ),
+        (
+            "$SYS.REQ.ACCOUNT.A.INFO",
+            "nope",
+            "invalid character 'o' in literal null (expecting 'u')".to_string(),
+        ),
+    ];
+    for (subject, body, description) in cases {
+        let reply = request_json(&system, subject, body).await;
+        assert_envelope(&reply);
+        assert_eq!(
+            reply["error"],
+            json!({"code": 400, "description": description}),
+            "{subject} {body:?}: {reply}"
+        );
+        assert!(reply.get("data").is_none(), "{subject} {body:?}: {reply}");
+    }
+    let reply = request_json(&system, "$SYS.REQ.SERVER.PING.HEALTHZ", "null").await;
+    assert_eq!(
+        reply["data"],
+        json!({"status": "ok", "status_code": 200}),
+        "{reply}"
+    );
+}
+
+/// Go's text for JSON of the wrong kind for a request's options type.
+fn unmarshal(kind: &str, type_name: &str) -> String {
+    format!("json: cannot unmarshal {kind} into Go value of type server.{type_name}")
+}
