@@ -388,3 +388,59 @@ async fn required_api_level_refuses_newer_requests() {
     assert_eq!(body["error"]["code"], 412);
     fixture.jetstream.shutdown().await;
 }
+
+/// An update enabling an account's JetStream again while its streams still close after the
+/// update that disabled it waits for them, even when another task's `settled` already waits
+/// for that closing (the claims requests and the full resolver's pack sync are two tasks): the
+/// stream is back with its message. Served at once, the account's streams were reopened beside
+/// the closing ones (in a cluster, the closing then stopped the new replica's group).
+#[tokio::test]
+async fn an_account_enabled_again_while_its_streams_close_gets_them_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let router = TestRouter::new();
+    let setup = || crate::AccountSetup {
+        name: "A".into(),
+        transport: router.clone(),
+        limits: Default::default(),
+        tiers: Default::default(),
+    };
+    let config = JetStreamConfig {
+        enabled: true,
+        store_dir: Some(dir.path().to_path_buf()),
+        ..Default::default()
+    };
+    let jetstream =
+        JetStream::start_accounts(config, ServerIdentity::default(), vec![setup()], vec![])
+            .await
+            .unwrap();
+    let fixture = Fixture {
+        router: router.clone(),
+        jetstream: jetstream.clone(),
+        _dir: dir,
+    };
+    fixture
+        .create(json!({"name": "KEEP", "subjects": ["keep.>"], "storage": "file"}))
+        .await;
+    fixture.publish("keep.a", None, "one").await;
+
+    // The closing waits for the registry's admin lock, held here until the account is
+    // enabled again; another task's `settled` waits for the closing meanwhile.
+    let registry = jetstream.engine.accounts.load()[0].registry.clone();
+    let admin = registry.admin_lock.lock().await;
+    jetstream.update_account("A", Err(router.clone())).unwrap();
+    let settled = jetstream.settled();
+    tokio::pin!(settled);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(50), &mut settled)
+            .await
+            .is_err()
+    );
+    jetstream.update_account("A", Ok(setup())).unwrap();
+    drop(admin);
+    settled.await;
+    jetstream.settled().await;
+
+    let info = fixture.request("$JS.API.STREAM.INFO.KEEP", "").await;
+    assert_eq!(info["state"]["messages"], 1, "{info}");
+    jetstream.shutdown().await;
+}

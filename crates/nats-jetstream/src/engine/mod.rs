@@ -16,7 +16,9 @@ use parking_lot::Mutex;
 use std::sync::Arc;
 
 pub(crate) mod cluster_usage;
+mod pending;
 mod usage;
+use pending::Pending;
 pub(crate) use usage::DEFAULT_MAX_CONSUMERS;
 
 /// What the API task listens on: all of `$JS.API.>` except `DIRECT.GET` (served by per-stream
@@ -54,6 +56,9 @@ pub struct JetStream {
     pub(crate) engine: Arc<Engine>,
 }
 
+/// The closing of an account's streams after an update disabled its JetStream.
+type StopFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
 /// The meta group as one account's `$JS.API` requests see it, by account name.
 type ClusterFor = Arc<dyn Fn(&str) -> Arc<dyn crate::Cluster> + Send + Sync>;
 
@@ -83,8 +88,9 @@ pub(crate) struct Engine {
     /// Each `$JS.API` subscription with the account and transport it was made in.
     subscriptions: Mutex<Vec<ApiSubscription>>,
     api_queues: Mutex<Option<Arc<ApiQueues>>>,
-    /// Accounts whose JetStream an update disabled, while their streams close.
-    stopping: Mutex<std::collections::HashMap<String, tokio::task::JoinHandle<()>>>,
+    /// Each account's last change still under way ([`JetStream::update_account`]): its streams
+    /// closing after an update disabled it, or an update waiting for the change before it.
+    pending: Mutex<std::collections::HashMap<String, Pending>>,
 }
 
 impl JetStream {
@@ -144,7 +150,7 @@ impl JetStream {
             raft_groups: std::sync::OnceLock::new(),
             subscriptions: Mutex::new(Vec::new()),
             api_queues: Mutex::new(None),
-            stopping: Mutex::new(Default::default()),
+            pending: Mutex::new(Default::default()),
         });
         let mut enabled: Vec<Arc<Context>> = accounts
             .into_iter()
@@ -289,18 +295,51 @@ impl JetStream {
     /// on (its streams recovered); one it serves that lost JetStream has its streams stopped
     /// (their files stay, and in a cluster their groups here stop) and its `$JS.API` answered
     /// with 10039. An account JetStream has not seen is added ([`JetStream::add_account`]).
+    ///
+    /// An account's changes are carried out one at a time, in the order of the calls: while an
+    /// earlier one is under way (its streams still closing), this one waits for it on a task of
+    /// its own. Serving the account again before its streams and their groups were closed
+    /// reopened them beside the closing ones, and the closing took the new ones' groups away.
     pub fn update_account(
         &self,
         name: &str,
         setup: Result<AccountSetup, Arc<dyn Transport>>,
     ) -> Result<(), JetStreamError> {
+        let mut pending = self.engine.pending.lock();
+        if let Some(earlier) = pending.get(name).filter(|earlier| !earlier.finished()) {
+            let (earlier, jetstream, owned) = (earlier.clone(), self.clone(), name.to_string());
+            let later = Pending::spawn(async move {
+                earlier.wait().await;
+                match jetstream.change_account(&owned, setup) {
+                    Ok(Some(stop)) => stop.await,
+                    Ok(None) => {}
+                    Err(error) => tracing::error!("JetStream for account {owned}: {error}"),
+                }
+            });
+            pending.insert(name.to_string(), later);
+            return Ok(());
+        }
+        // Held while changing, so a concurrent update of the account waits for this one.
+        if let Some(stop) = self.change_account(name, setup)? {
+            pending.insert(name.to_string(), Pending::spawn(stop));
+        }
+        Ok(())
+    }
+
+    /// [`JetStream::update_account`]'s change, once no earlier one is under way; the closing
+    /// of the account's streams when it lost JetStream, for the caller to run.
+    fn change_account(
+        &self,
+        name: &str,
+        setup: Result<AccountSetup, Arc<dyn Transport>>,
+    ) -> Result<Option<StopFuture>, JetStreamError> {
         let engine = &self.engine;
         let served = engine.account(name);
         if let (Some(context), Ok(account)) = (&served, &setup) {
             context
                 .registry
                 .set_account_limits(account.limits.clone(), account.tiers.clone());
-            return Ok(());
+            return Ok(None);
         }
         match (served, setup) {
             (Some(context), Err(transport)) => {
@@ -309,44 +348,34 @@ impl JetStream {
                 accounts.retain(|account| !Arc::ptr_eq(account, &context));
                 engine.accounts.store(Arc::new(accounts));
                 context.registry.withdraw_streams();
-                let stop = tokio::spawn(async move {
+                if let Err(error) = self.add_account(name, Err(transport)) {
+                    tracing::error!("JetStream refusing account {name}: {error}");
+                }
+                Ok(Some(Box::pin(async move {
                     context.registry.stop_all_streams().await;
                     if let Some(cluster) = context.cluster.get() {
                         cluster.account_stopped().await;
                     }
-                });
-                engine.stopping.lock().insert(name.to_string(), stop);
-                self.add_account(name, Err(transport))
+                })))
             }
-            (None, Ok(account)) => {
-                // Disabled a moment ago (and not yet settled): its streams are reopened once
-                // they are closed; until then its refused context answers.
-                let stopping = engine.stopping.lock().remove(name);
-                if let Some(stop) = stopping.filter(|stop| !stop.is_finished()) {
-                    let (jetstream, name) = (self.clone(), name.to_string());
-                    tokio::spawn(async move {
-                        let _ = stop.await;
-                        if let Err(error) = jetstream.serve(&name, Ok(account)) {
-                            tracing::error!("JetStream for account {name}: {error}");
-                        }
-                    });
-                    return Ok(());
-                }
-                self.serve(name, Ok(account))
-            }
-            (None, Err(transport)) => self.add_account(name, Err(transport)),
-            (Some(_), Ok(_)) => Ok(()),
+            (None, Ok(account)) => self.serve(name, Ok(account)).map(|()| None),
+            (None, Err(transport)) => self.add_account(name, Err(transport)).map(|()| None),
+            (Some(_), Ok(_)) => Ok(None),
         }
     }
 
-    /// Wait until the streams of every account an update disabled are closed (the claims
-    /// requests' task awaits this after each request, so an update enabling the account again
-    /// reopens them at once).
+    /// Wait until every account's change under way is done: the streams of every account an
+    /// update disabled are closed (the claims requests' task awaits this after each request, so
+    /// an update enabling the account again reopens them at once).
     pub async fn settled(&self) {
-        let stopping: Vec<_> = self.engine.stopping.lock().drain().collect();
-        for (_, stop) in stopping {
-            let _ = stop.await;
+        let pending: Vec<Pending> = self.engine.pending.lock().values().cloned().collect();
+        for change in pending {
+            change.wait().await;
         }
+        self.engine
+            .pending
+            .lock()
+            .retain(|_, change| !change.finished());
     }
 
     /// Unsubscribe the `$JS.API` subjects of the account `name`.
