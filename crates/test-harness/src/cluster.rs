@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 pub use link_proxy::{GossipSink, Link, LinkMode, LinkProxy};
 pub use node::{reference_binary, Node, ServerKind};
-pub use probe::{functional_mesh, http_get, routez_peers};
+pub use probe::{functional_mesh, http_get, http_get_any, routez_peers};
 
 /// How long a whole cluster gets to start and mesh.
 pub const MESH_TIMEOUT: Duration = Duration::from_secs(10);

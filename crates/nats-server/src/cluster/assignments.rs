@@ -226,10 +226,15 @@ impl Assignments {
             .collect()
     }
 
-    /// The replicated streams (those running a Raft group) placed on the server `name` (account,
-    /// name): on its peer `own_peer`, or on an earlier incarnation of it (a wiped server) that
-    /// the meta leader has not replaced yet.
-    pub fn groups_held_by_server(&self, name: &str, own_peer: &str) -> Vec<(String, String)> {
+    /// The streams placed on the server `name` (of `account` when named), by account then name:
+    /// on its peer `own_peer`, or on an earlier incarnation of it (a wiped server) that the meta
+    /// leader has not replaced yet.
+    pub fn placed_on_server(
+        &self,
+        name: &str,
+        own_peer: &str,
+        account: Option<&str>,
+    ) -> Vec<&StreamRecord> {
         let is_this_server = |peer: &String| {
             peer == own_peer
                 || self
@@ -238,11 +243,10 @@ impl Assignments {
                     .is_some_and(|member| member.name == name)
         };
         self.streams
-            .values()
-            .flat_map(BTreeMap::values)
-            .filter(|record| record.runs_group())
+            .iter()
+            .filter(|(held_in, _)| account.is_none_or(|account| account == held_in.as_str()))
+            .flat_map(|(_, streams)| streams.values())
             .filter(|record| record.group.peers.iter().any(is_this_server))
-            .map(|record| (record.account.clone(), record.config.name.clone()))
             .collect()
     }
 

@@ -83,31 +83,49 @@ impl Meta {
             .ok_or_else(|| stepdown_error(400, 10005, "no replacement peer connected"))
     }
 
-    /// nats-server's clustered `/healthz` JetStream checks: a meta leader known and this
-    /// server current with it, then (unless `meta_only`) every replicated stream placed here
-    /// running here and current with its own leader. The error text as nats-server words it.
-    pub fn health(&self, meta_only: bool) -> Result<(), String> {
+    /// nats-server's clustered `/healthz` meta checks: a meta leader known and this server
+    /// current with it. The error text as nats-server words it.
+    pub fn health(&self) -> Result<(), String> {
         if self.group.status().leader.is_none() {
             return Err("JetStream has not established contact with a meta leader".into());
         }
         if !self.group.is_current(HEALTH_CONTACT_WINDOW) {
             return Err("JetStream is not current with the meta leader".into());
         }
-        if meta_only {
-            return Ok(());
-        }
-        let assigned = self
-            .assignments
+        Ok(())
+    }
+
+    /// The streams the meta group placed on this server (of `account` when named), by account
+    /// then name, each with whether it runs a Raft group: what nats-server's clustered
+    /// `/healthz` checks after the meta group.
+    pub fn streams_placed_here(&self, account: Option<&str>) -> Vec<(String, String, bool)> {
+        self.assignments
             .lock()
-            .groups_held_by_server(&self.server_name, &self.own_peer);
-        match self
-            .stream_groups
-            .first_not_current(HEALTH_CONTACT_WINDOW, assigned)
-        {
-            Some((account, stream, reason)) => Err(format!(
-                "JetStream stream '{account} > {stream}' is not current: {reason}"
-            )),
-            None => Ok(()),
+            .placed_on_server(&self.server_name, &self.own_peer, account)
+            .into_iter()
+            .map(|record| {
+                let replicated = record.runs_group();
+                (
+                    record.account.clone(),
+                    record.config.name.clone(),
+                    replicated,
+                )
+            })
+            .collect()
+    }
+
+    /// Why the replica of the replicated stream `account > stream` placed here is not current,
+    /// as nats-server's `isStreamHealthy` words it: not running here (a wiped server before
+    /// its replica was re-created, or one that failed to start), its group not started yet, or
+    /// not caught up with its leader (or without one). `None` when it is current.
+    pub fn replica_not_current(&self, account: &str, stream: &str) -> Option<&'static str> {
+        let Some(replica) = self.stream_groups.get(account, stream) else {
+            return Some("stream not found");
+        };
+        match replica.raft() {
+            None => Some("stream node missing"),
+            Some(group) if !group.is_current(HEALTH_CONTACT_WINDOW) => Some("group node unhealthy"),
+            Some(_) => None,
         }
     }
 

@@ -236,42 +236,6 @@ impl StreamGroups {
         self.groups.lock().len()
     }
 
-    /// `/healthz`: the first replicated stream held here or `assigned` here by the meta group (by
-    /// account, then name) that is not current, with nats-server's reason: not running here,
-    /// its group not started yet, or not caught up with its leader (or without one).
-    pub fn first_not_current(
-        &self,
-        window: Duration,
-        assigned: Vec<StreamKey>,
-    ) -> Option<(String, String, &'static str)> {
-        let mut held: Vec<(StreamKey, Option<Arc<ReplicatedStream>>)> = {
-            let groups = self.groups.lock();
-            let mut held: Vec<_> = groups
-                .iter()
-                .map(|(key, stream)| (key.clone(), Some(stream.clone())))
-                .collect();
-            held.extend(
-                assigned
-                    .into_iter()
-                    .filter(|key| !groups.contains_key(key))
-                    .map(|key| (key, None)),
-            );
-            held
-        };
-        held.sort_by(|a, b| a.0.cmp(&b.0));
-        held.into_iter().find_map(|((account, stream), replica)| {
-            let reason = match replica.as_ref().map(|replica| replica.raft()) {
-                // Placed here by the meta group but not (yet) running here: a wiped server
-                // before its replica was re-created, or a replica that failed to start.
-                None => "stream not found",
-                Some(None) => "stream node missing",
-                Some(Some(group)) if !group.is_current(window) => "group node unhealthy",
-                Some(_) => return None,
-            };
-            Some((account, stream, reason))
-        })
-    }
-
     /// Lame duck mode: every group this server leads hands its leadership to a caught-up
     /// voter; waits (bounded by `wait`) until each names another leader. The number handed over.
     pub async fn transfer_leaderships(&self, wait: Duration) -> usize {

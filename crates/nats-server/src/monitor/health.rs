@@ -1,8 +1,10 @@
 //! `/healthz`: `{"status":"ok"}` while the server serves, nats-server's checks of its options
 //! (`js-enabled-only`, `js-server-only`, `js-meta-only`, `details` booleans; `account`, `stream`,
 //! `consumer`) and its error bodies and statuses. In a JetStream cluster, not ok (503) until
-//! this server is current with the meta leader and every replicated stream it holds is current
-//! with its leader (`Meta::health`): a restarted node says ok only once caught up.
+//! this server is current with the meta leader (`Meta::health`) and every stream the meta group
+//! placed on it (the named account's only, with an account) runs here and, replicated, is
+//! current with its leader (`Meta::replica_not_current`): a restarted node says ok only once
+//! caught up.
 
 use super::query::Query;
 use super::Refusal;
@@ -76,9 +78,9 @@ fn wrong_type(key: &str, value: &Value, wanted: &str) -> String {
 }
 
 /// The HTTP status and the body (sent compact, as nats-server does), checked in nats-server's
-/// order: the request itself, `js-server-only`, JetStream running, `js-enabled-only`, the meta
-/// group (and, without an account, this server's replicas), then the account, stream and
-/// consumer named.
+/// order: the request itself, `js-server-only`, JetStream running, `js-enabled-only`, then in a
+/// cluster the meta group and the streams placed here ([`clustered`]), on a single server the
+/// account, stream and consumer named.
 pub fn healthz(server: &Server, options: &HealthOptions) -> (u16, Value) {
     if !options.stream.is_empty() && options.account.is_empty() {
         let text = "\"account\" must not be empty when checking stream health";
@@ -94,43 +96,102 @@ pub fn healthz(server: &Server, options: &HealthOptions) -> (u16, Value) {
     if options.js_server_only || options.js_enabled_only {
         return ok();
     }
-    // Clustered JetStream: nats-server's meta check, then its replica checks (all this
-    // server's without an account; `js-meta-only` stops after the meta group).
     if let Some(meta) = server.meta.get() {
-        let meta_only = options.js_meta_only || !options.account.is_empty();
-        if let Err(text) = meta.health(meta_only) {
-            return error(503, options, "JETSTREAM", &text);
-        }
+        return clustered(&meta, &jetstream, options);
     }
     if options.account.is_empty() || options.js_meta_only {
         return ok();
     }
-    // In a cluster the account is found when the meta group assigned any stream of it (here
-    // or elsewhere); its stream and consumer only when this server holds them.
-    let assigned = server
-        .meta
-        .get()
-        .is_some_and(|meta| meta.assigns_streams_of(&options.account));
     let found = jetstream.health_lookup(&options.account, &options.stream, &options.consumer);
-    let Some((stream_found, consumer_found)) = found.or(assigned.then_some((false, false))) else {
-        let text = format!("JetStream account {:?} not found", options.account);
-        return error(404, options, "ACCOUNT", &text);
+    let Some((stream_found, consumer_found)) = found else {
+        return account_not_found(options);
     };
     if !options.stream.is_empty() && !stream_found {
-        let text = format!(
-            "JetStream stream {:?} not found on account {:?}",
-            options.stream, options.account
-        );
-        return error(404, options, "STREAM", &text);
+        return stream_not_found(options);
     }
     if !options.consumer.is_empty() && !consumer_found {
-        let text = format!(
-            "JetStream consumer {:?} not found for stream {:?} on account {:?}",
-            options.consumer, options.stream, options.account
-        );
-        return error(404, options, "CONSUMER", &text);
+        return consumer_not_found(options);
     }
     ok()
+}
+
+/// Clustered JetStream, as nats-server checks it: the meta group, then every stream the meta
+/// group placed on this server (the account's only when one is named; the named stream only
+/// when one is named, 404 when it is not placed here): a replicated one must run here and be
+/// current with its leader, an R1 one must run here. With `details` every failing stream is
+/// listed, else the first one's text. A durable consumer lives in its stream's group here (no
+/// group of its own as on nats-server), so it is current when its stream's replica is; a named
+/// one must be found here.
+fn clustered(
+    meta: &crate::cluster::meta::Meta,
+    jetstream: &nats_jetstream::JetStream,
+    options: &HealthOptions,
+) -> (u16, Value) {
+    if let Err(text) = meta.health() {
+        return error(503, options, "JETSTREAM", &text);
+    }
+    if options.js_meta_only {
+        return ok();
+    }
+    let mut placed = if options.account.is_empty() {
+        meta.streams_placed_here(None)
+    } else if meta.assigns_streams_of(&options.account) {
+        meta.streams_placed_here(Some(&options.account))
+    } else {
+        return account_not_found(options);
+    };
+    if !options.stream.is_empty() {
+        placed.retain(|(_, stream, _)| *stream == options.stream);
+        if placed.is_empty() {
+            return stream_not_found(options);
+        }
+        let found = jetstream.health_lookup(&options.account, &options.stream, &options.consumer);
+        if !options.consumer.is_empty() && !found.is_some_and(|(_, consumer)| consumer) {
+            return consumer_not_found(options);
+        }
+    }
+    let mut errors = Vec::new();
+    for (account, stream, replicated) in placed {
+        let reason = if replicated {
+            meta.replica_not_current(&account, &stream)
+        } else {
+            let found = jetstream.health_lookup(&account, &stream, "");
+            (!found.is_some_and(|(stream, _)| stream)).then_some("stream not found")
+        };
+        let Some(reason) = reason else {
+            continue;
+        };
+        let text = format!("JetStream stream '{account} > {stream}' is not current: {reason}");
+        if !options.details {
+            return (503, json!({"status": "unavailable", "error": text}));
+        }
+        errors.push(json!({"type": "STREAM", "account": account, "stream": stream, "error": text}));
+    }
+    if errors.is_empty() {
+        return ok();
+    }
+    (503, json!({"status": "error", "errors": errors}))
+}
+
+fn account_not_found(options: &HealthOptions) -> (u16, Value) {
+    let text = format!("JetStream account {:?} not found", options.account);
+    error(404, options, "ACCOUNT", &text)
+}
+
+fn stream_not_found(options: &HealthOptions) -> (u16, Value) {
+    let text = format!(
+        "JetStream stream {:?} not found on account {:?}",
+        options.stream, options.account
+    );
+    error(404, options, "STREAM", &text)
+}
+
+fn consumer_not_found(options: &HealthOptions) -> (u16, Value) {
+    let text = format!(
+        "JetStream consumer {:?} not found for stream {:?} on account {:?}",
+        options.consumer, options.stream, options.account
+    );
+    error(404, options, "CONSUMER", &text)
 }
 
 fn ok() -> (u16, Value) {

@@ -86,18 +86,20 @@ fn connect(address: &str) -> Result<RawClient, String> {
 
 /// `GET` a monitoring path over plain HTTP/1.0; the body when the status is 200.
 pub fn http_get(port: u16, path: &str) -> Option<String> {
+    http_get_any(port, path).and_then(|(status, body)| (status == 200).then_some(body))
+}
+
+/// `GET path` on the monitoring port: the status and body whatever the status, `None` when the
+/// port does not answer with an HTTP response.
+pub fn http_get_any(port: u16, path: &str) -> Option<(u16, String)> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
     let _ = stream.set_read_timeout(Some(Duration::from_secs(3)));
     write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
     let mut response = String::new();
     stream.read_to_string(&mut response).ok()?;
     let (head, body) = response.split_once("\r\n\r\n")?;
-    let status_line = head.lines().next()?;
-    status_line
-        .split(' ')
-        .nth(1)
-        .is_some_and(|code| code == "200")
-        .then(|| body.to_string())
+    let status = head.lines().next()?.split(' ').nth(1)?.parse().ok()?;
+    Some((status, body.to_string()))
 }
 
 /// The peers a node's `/routez` lists, by `remote_name` (else `remote_id`); `None` when the node
