@@ -12,8 +12,10 @@
 //!
 //! Cheap by design: a report leaves every [`TICK`] (nats-server's `usageTick`) only for an
 //! account whose bytes changed since its last report, and every [`HEARTBEAT_TICKS`] ticks
-//! otherwise, so the others know this server is still there; a server not heard from for
-//! [`FORGOTTEN_AFTER`] (stopped, cut off, removed) has its reports forgotten. Started by
+//! otherwise, so the others know this server is still there. A stopped or cut-off server's
+//! last reports keep counting while it is a member of the meta group, as nats-server keeps
+//! every server's last report; once it is no longer one (removed, or a wiped server's earlier
+//! incarnation replaced) and silent for [`FORGOTTEN_AFTER`], they are forgotten. Started by
 //! `cluster::start` beside the meta group; ends when that meta group is no longer the server's.
 
 use std::collections::{BTreeMap, HashMap};
@@ -36,7 +38,7 @@ const PREFIX: &str = "$JSC.ARU.";
 const TICK: Duration = Duration::from_millis(1500);
 /// An unchanged account is reported again every this many ticks.
 const HEARTBEAT_TICKS: u32 = 4;
-/// A server whose reports stopped this long ago no longer counts.
+/// A server no longer in the meta group whose reports stopped this long ago no longer counts.
 const FORGOTTEN_AFTER: Duration = Duration::from_secs(20);
 /// Reports waiting for the task; more are dropped (the next report replaces them anyway).
 const QUEUE: usize = 1024;
@@ -126,7 +128,7 @@ impl Exchange {
                         None if !installed => {}
                         _ => break,
                     }
-                    self.forget_silent();
+                    self.forget_silent(&meta);
                     self.report();
                 }
                 report = reports.recv() => match report {
@@ -223,12 +225,19 @@ impl Exchange {
         self.apply(&account);
     }
 
-    /// Drops the reports of servers not heard from for [`FORGOTTEN_AFTER`].
-    fn forget_silent(&mut self) {
+    /// Drops the reports of servers not heard from for [`FORGOTTEN_AFTER`] that are no longer
+    /// voters or learners of the meta group.
+    fn forget_silent(&mut self, meta: &Meta) {
+        let status = meta.group().status();
+        let member = |peer: &str| {
+            super::peer::node_id(peer).is_some_and(|node| {
+                status.voters.contains(&node) || status.learners.contains(&node)
+            })
+        };
         let mut changed = Vec::new();
         for (account, reports) in &mut self.heard {
             let before = reports.len();
-            reports.retain(|_, report| report.at.elapsed() < FORGOTTEN_AFTER);
+            reports.retain(|peer, report| report.at.elapsed() < FORGOTTEN_AFTER || member(peer));
             if reports.len() != before {
                 changed.push(account.clone());
             }
