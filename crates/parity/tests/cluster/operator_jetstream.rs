@@ -262,6 +262,25 @@ async fn r3_streams_count_against_the_r3_tier() {
     assert_eq!(info["tiers"]["R1"]["streams"], 1, "{info}");
     assert_eq!(info["tiers"]["R3"]["streams"], 2, "{info}");
     assert_eq!(info["tiers"]["R3"]["limits"]["max_streams"], 2, "{info}");
+    // Consumers count in their own tier (a durable without `num_replicas` takes its stream's):
+    // one on the R1 stream, two on an R3 stream, one of them R1 by its `num_replicas`.
+    let consumers = [("ONE", "C1", 0), ("THREE", "C3", 0), ("THREE", "C31", 1)];
+    for (index, (stream, name, replicas)) in consumers.into_iter().enumerate() {
+        let subject = format!("$JS.API.CONSUMER.CREATE.{stream}.{name}");
+        let body = json!({"stream_name": stream, "config": {"durable_name": name,
+            "ack_policy": "explicit", "num_replicas": replicas}});
+        let created = ask_until(&tenant.clients[index], &subject, body, |answer| {
+            !matches!(error_code(answer), 10005 | 10008)
+        })
+        .await;
+        assert_eq!(error_code(&created), 0, "{subject}: {created}");
+    }
+    let info = ask_until(&tenant.clients[1], "$JS.API.INFO", Value::Null, |info| {
+        info["consumers"] == 3
+    })
+    .await;
+    assert_eq!(info["tiers"]["R1"]["consumers"], 2, "{info}");
+    assert_eq!(info["tiers"]["R3"]["consumers"], 1, "{info}");
 
     let mut claims = jetstream(None);
     claims["limits"]["tiered_limits"] = json!({"R3": tier(-1)});
