@@ -372,17 +372,72 @@ pub(super) fn request_options(
                 .map_err(|_| error.to_string())?,
         },
     };
-    let kind = match value {
-        Value::Object(options) => return Ok(options),
-        Value::Null => return Ok(Map::new()),
+    match value {
+        Value::Object(options) => match filter_type_error(&options, type_name) {
+            Some(text) => Err(text),
+            None => Ok(options),
+        },
+        Value::Null => Ok(Map::new()),
+        other => Err(format!(
+            "json: cannot unmarshal {} into Go value of type server.{type_name}",
+            json_kind(&other)
+        )),
+    }
+}
+
+/// Go's refusal of a filter option (`EventFilterOptions`, in every request's options) of the
+/// wrong type: `json: cannot unmarshal number into Go struct field
+/// VarzEventOptions.server_name of type string`, and for a tag `... into
+/// VarzEventOptions.tags.0 of type string`.
+fn filter_type_error(options: &Map<String, Value>, type_name: &str) -> Option<String> {
+    const FIELDS: [(&str, &str); 6] = [
+        ("server_name", "string"),
+        ("cluster", "string"),
+        ("host", "string"),
+        ("domain", "string"),
+        ("exact_match", "bool"),
+        ("tags", "[]string"),
+    ];
+    for (key, wanted) in FIELDS {
+        let Some(value) = options.get(key) else {
+            continue;
+        };
+        let fits = matches!(
+            (wanted, value),
+            (_, Value::Null)
+                | ("string", Value::String(_))
+                | ("bool", Value::Bool(_))
+                | ("[]string", Value::Array(_))
+        );
+        if !fits {
+            let kind = json_kind(value);
+            return Some(format!(
+                "json: cannot unmarshal {kind} into Go struct field {type_name}.{key} of type {wanted}"
+            ));
+        }
+        let tags = value.as_array().map(Vec::as_slice).unwrap_or_default();
+        for (index, tag) in tags.iter().enumerate() {
+            if !matches!(tag, Value::String(_) | Value::Null) {
+                let kind = json_kind(tag);
+                return Some(format!(
+                    "json: cannot unmarshal {kind} into {type_name}.tags.{index} of type string"
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// Go's name of a JSON value's kind in its decoding errors.
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
         Value::Bool(_) => "bool",
         Value::Number(_) => "number",
         Value::String(_) => "string",
         Value::Array(_) => "array",
-    };
-    Err(format!(
-        "json: cannot unmarshal {kind} into Go value of type server.{type_name}"
-    ))
+        Value::Object(_) => "object",
+    }
 }
 
 /// A request's JSON options as query pairs, as they are.

@@ -420,7 +420,7 @@ async fn healthz_takes_its_options_from_the_request_body() {
 /// A body nats-server cannot read into the request's options (`zReq`'s `json.Unmarshal`) is
 /// answered with Go's error, code 400, beside the server object and without data: not JSON,
 /// a truncated or blank body, a second value, or JSON that is not an object (the Go type
-/// named). `null` is no options.
+/// named), or a filter option of the wrong type. `null` is no options.
 #[tokio::test]
 async fn bodies_that_are_not_json_options_are_refused_with_400() {
     let server = server();
@@ -485,7 +485,40 @@ async fn bodies_that_are_not_json_options_are_refused_with_400() {
             "invalid character 'o' in literal null (expecting 'u')".to_string(),
         ),
     ];
-    for (subject, body, description) in cases {
+    // A filter option of the wrong type, in any endpoint's options.
+    let filters = [
+        (
+            "$SYS.REQ.SERVER.PING.VARZ",
+            r#"{"server_name":5}"#,
+            field("number", "VarzEventOptions.server_name", "string"),
+        ),
+        (
+            "$SYS.REQ.SERVER.PING.HEALTHZ",
+            r#"{"exact_match":"x"}"#,
+            field("string", "HealthzEventOptions.exact_match", "bool"),
+        ),
+        (
+            "$SYS.REQ.SERVER.PING.JSZ",
+            r#"{"tags":"x"}"#,
+            field("string", "JszEventOptions.tags", "[]string"),
+        ),
+        (
+            "$SYS.REQ.SERVER.PING",
+            r#"{"cluster":true}"#,
+            field("bool", "StatszEventOptions.cluster", "string"),
+        ),
+        (
+            "$SYS.REQ.ACCOUNT.A.CONNZ",
+            r#"{"host":{}}"#,
+            field("object", "ConnzEventOptions.host", "string"),
+        ),
+        (
+            "$SYS.REQ.SERVER.PING.VARZ",
+            r#"{"tags":["a",1]}"#,
+            "json: cannot unmarshal number into VarzEventOptions.tags.1 of type string".to_string(),
+        ),
+    ];
+    for (subject, body, description) in cases.into_iter().chain(filters) {
         let reply = request_json(&system, subject, body).await;
         assert_envelope(&reply);
         assert_eq!(
@@ -501,6 +534,11 @@ async fn bodies_that_are_not_json_options_are_refused_with_400() {
         json!({"status": "ok", "status_code": 200}),
         "{reply}"
     );
+}
+
+/// Go's text for an options field of the wrong kind.
+fn field(kind: &str, field: &str, wanted: &str) -> String {
+    format!("json: cannot unmarshal {kind} into Go struct field {field} of type {wanted}")
 }
 
 /// Go's text for JSON of the wrong kind for a request's options type.
