@@ -72,6 +72,17 @@ impl GroupConfig {
     }
 
     pub(crate) fn raft_config(&self) -> Result<Config, RaftGroupError> {
+        // The leader's lease must run out before a voter that acknowledged it may vote for
+        // another on its timers (openraft's leader lease: the election timeout's maximum, from
+        // when the voter heard the round, after it was sent). A campaign on a lost route waits
+        // out `lost_quorum` itself (`RaftGroup::leader_unreachable`).
+        if self.lost_quorum > self.election_timeout.1 {
+            return Err(RaftGroupError::Config(format!(
+                "lost_quorum {:?} above the election timeout's maximum {:?}: a leader would \
+                 answer reads after the others may have elected another",
+                self.lost_quorum, self.election_timeout.1
+            )));
+        }
         let config = Config {
             cluster_name: self.group.clone(),
             heartbeat_interval: self.heartbeat_interval.as_millis() as u64,

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -27,6 +27,16 @@ const CAMPAIGN_STAGGER: Duration = Duration::from_millis(200);
 const MACHINE_STOP_WAIT: Duration = Duration::from_secs(10);
 /// How many times each of them campaigns before leaving it to the election timers.
 const CAMPAIGN_ROUNDS: u32 = 8;
+/// A voter acts against a leader it lost (campaigns on [`RaftGroup::leader_unreachable`], or
+/// grants a vote within openraft's lease) only once `lost_quorum` plus this much has passed since
+/// it last heard from that leader ([`Network::last_heard`]). The leader's lease runs
+/// `lost_quorum` past the send time of a round a quorum acknowledged (or past its election), and
+/// any new quorum holds a voter of that round, which heard it after it was sent: so the old lease
+/// has run out before a new leader can be elected. The margin covers the time between a vote
+/// granted and the new leader seeing itself elected (its lease counts from then, see
+/// `leadership.rs`), and the clocks of different machines running at slightly different rates.
+/// The same bound as a silent server's (nats-server's `network.rs`, `SILENT`: 3 s + 500 ms).
+pub const OVERRIDE_MARGIN: Duration = Duration::from_millis(500);
 
 /// Errors of group operations.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -177,6 +187,9 @@ pub struct RaftGroup {
     leading_since: Arc<crate::leading_since::LeadingSince>,
     lease: Arc<crate::lease::LeaderLease>,
     lost_quorum: Duration,
+    /// When this group started here: a voter restarted since it last acknowledged a leader
+    /// counts that leader's lease from no earlier than this ([`OVERRIDE_MARGIN`]).
+    started: tokio::time::Instant,
     resumed_needs_quorum: bool,
     /// The snapshot being received in chunks from the leader, if any.
     incoming_snapshot: crate::snapshot_chunks::Incoming,
@@ -196,6 +209,7 @@ impl RaftGroup {
         state_machine: Box<dyn StateMachine>,
         network: Arc<dyn Network>,
     ) -> Result<RaftGroup, RaftGroupError> {
+        let started = tokio::time::Instant::now();
         let mut raft_config = config.raft_config()?;
         let directory = config.directory.clone();
         let (alive, machine_gone) = tokio::sync::oneshot::channel();
@@ -297,6 +311,7 @@ impl RaftGroup {
             supervision,
             membership_changes: tokio::sync::Mutex::new(()),
             lost_quorum: config.lost_quorum,
+            started,
             resumed_needs_quorum: config.resumed_needs_quorum,
             machine_gone: tokio::sync::Mutex::new(Some(machine_gone)),
             incoming_snapshot: Default::default(),
@@ -628,19 +643,58 @@ impl RaftGroup {
             .elect(self.supervision.may_campaign());
     }
 
-    /// Whether this node follows a leader the network says it cannot reach.
+    /// Whether this node follows a leader the network says it cannot reach and whose lease has
+    /// run out ([`RaftGroup::lease_out_in`]): it may then grant another candidate its vote.
     fn leader_lost(&self) -> bool {
         let leader = self.raft.metrics().borrow_watched().current_leader;
-        leader.is_some_and(|leader| leader != self.node_id && !self.network.reachable(leader))
+        leader.is_some_and(|leader| {
+            leader != self.node_id
+                && !self.network.reachable(leader)
+                && self.lease_out_in(leader).is_zero()
+        })
+    }
+
+    /// How long until `leader`'s lease has run out for certain, as far as this node's word goes:
+    /// `lost_quorum` + [`OVERRIDE_MARGIN`] after this node last heard from it (or started the
+    /// group, if later). Zero once it has.
+    fn lease_out_in(&self, leader: NodeId) -> Duration {
+        let heard = self
+            .network
+            .last_heard(leader)
+            .map_or(self.started, |heard| heard.max(self.started));
+        (heard + self.lost_quorum + OVERRIDE_MARGIN)
+            .saturating_duration_since(tokio::time::Instant::now())
+    }
+
+    /// Waits until `lost`'s lease has run out ([`RaftGroup::lease_out_in`]); false if the group
+    /// stopped meanwhile or `lost` became reachable again (a new loss calls
+    /// [`RaftGroup::leader_unreachable`] again).
+    async fn wait_out_lease(group: &Weak<RaftGroup>, lost: NodeId) -> bool {
+        loop {
+            let Some(this) = group.upgrade() else {
+                return false;
+            };
+            if this.network.reachable(lost) {
+                return false;
+            }
+            let wait = this.lease_out_in(lost);
+            if wait.is_zero() {
+                return true;
+            }
+            drop(this);
+            tokio::time::sleep(wait).await;
+        }
     }
 
     /// The transport lost every connection to `lost` (its process died or it is cut off). If
-    /// `lost` led this group, the voters left campaign now instead of waiting out its lease and an
-    /// election timeout (seconds): one after another in node-id order, [`CAMPAIGN_STAGGER`]
-    /// apart, until a leader is known, at most [`CAMPAIGN_ROUNDS`] rounds (then the ordinary
-    /// timers go on). A voter that lost the leader too grants such a vote within the lease (see
-    /// `dispatch`); one that still hears the leader refuses it, so a node cut off alone cannot
-    /// take leadership (it only raises its term).
+    /// `lost` led this group, the voters left campaign as soon as its lease has run out
+    /// (`lost_quorum` + [`OVERRIDE_MARGIN`] after they last heard from it: a leader cut off by a
+    /// partition still answers reads until then) instead of waiting out openraft's lease and an
+    /// election timeout: one after another in node-id order, [`CAMPAIGN_STAGGER`] apart, until a
+    /// leader is known, at most [`CAMPAIGN_ROUNDS`] rounds (then the ordinary timers go on). A
+    /// voter that lost the leader too grants such a vote within openraft's lease, past the same
+    /// bound (see `dispatch`); one that still hears the leader refuses it, so a node cut off alone
+    /// cannot take leadership (it only raises its term).
     pub fn leader_unreachable(self: &Arc<Self>, lost: NodeId) {
         let metrics = self.raft.metrics().borrow_watched().clone();
         let protected = self.supervision.protected_until.load(Ordering::Acquire) > 0;
@@ -663,8 +717,15 @@ impl RaftGroup {
         let group = Arc::downgrade(self);
         let count = campaigners.len() as u32;
         tokio::spawn(async move {
+            if !RaftGroup::wait_out_lease(&group, lost).await {
+                return;
+            }
             tokio::time::sleep(CAMPAIGN_STAGGER * rank as u32).await;
             for _ in 0..CAMPAIGN_ROUNDS {
+                // Heard from again meanwhile (a late reply): its lease may have been renewed.
+                if !RaftGroup::wait_out_lease(&group, lost).await {
+                    return;
+                }
                 let Some(group) = group.upgrade() else {
                     return;
                 };

@@ -35,7 +35,7 @@ pub use codec::DecodeError;
 pub use config::GroupConfig;
 pub use group::{
     FollowerProgress, GroupStatus, LogCounters, LogSize, RaftGroup, RaftGroupError, RecoveryReport,
-    Role,
+    Role, OVERRIDE_MARGIN,
 };
 pub use lease::LeaderLease;
 pub use log_file::TornTail;

@@ -51,10 +51,19 @@ pub trait Network: Send + Sync + 'static {
     fn send(&self, group: &str, target: NodeId, message: Bytes) -> ReplyFuture;
 
     /// Whether `target` can be reached at all now (false: its connection is gone, so a leader
-    /// there is lost to this node). A voter that lost its leader grants votes within the leader's
-    /// lease (see [`crate::RaftGroup::leader_unreachable`]). True unless the transport knows.
+    /// there is lost to this node). A voter that lost its leader grants votes within openraft's
+    /// lease once the leader's own lease ran out (see [`crate::RaftGroup::leader_unreachable`]).
+    /// True unless the transport knows.
     fn reachable(&self, _target: NodeId) -> bool {
         true
+    }
+
+    /// When this node last received anything from `target` (a request or a reply), if the
+    /// transport knows. A leader's lease counts from a send time a quorum acknowledged, so
+    /// `lost_quorum` after this moment it has run out as far as this node's word goes
+    /// ([`crate::OVERRIDE_MARGIN`]). `None`: not heard since this node's groups started.
+    fn last_heard(&self, _target: NodeId) -> Option<tokio::time::Instant> {
+        None
     }
 }
 

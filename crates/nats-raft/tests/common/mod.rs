@@ -84,6 +84,8 @@ pub fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 struct RouterState {
     groups: HashMap<(String, NodeId), Arc<RaftGroup>>,
     isolated: BTreeSet<NodeId>,
+    /// When each node (first) last received a request or a reply from another (second).
+    heard: HashMap<(NodeId, NodeId), tokio::time::Instant>,
 }
 
 /// Delivers messages between the groups registered in it.
@@ -96,6 +98,12 @@ impl Router {
     fn connected(&self, from: NodeId, to: NodeId) -> bool {
         let state = lock(&self.state);
         !state.isolated.contains(&from) && !state.isolated.contains(&to)
+    }
+
+    fn heard(&self, node: NodeId, from: NodeId) {
+        lock(&self.state)
+            .heard
+            .insert((node, from), tokio::time::Instant::now());
     }
 
     fn group(&self, group: &str, node: NodeId) -> Option<Arc<RaftGroup>> {
@@ -132,12 +140,26 @@ impl Network for NodeNetwork {
                 return Err(unreachable());
             }
             let destination = router.group(&group, target).ok_or_else(unreachable)?;
+            router.heard(target, from);
             let reply = destination.handle_message(message).await;
             if !router.connected(from, target) {
                 return Err(unreachable());
             }
+            router.heard(from, target);
             Ok(reply)
         })
+    }
+
+    /// An isolated node is unreachable for the others, and they for it, as a route's loss.
+    fn reachable(&self, target: NodeId) -> bool {
+        self.router.connected(self.from, target)
+    }
+
+    fn last_heard(&self, target: NodeId) -> Option<tokio::time::Instant> {
+        lock(&self.router.state)
+            .heard
+            .get(&(self.from, target))
+            .copied()
     }
 }
 

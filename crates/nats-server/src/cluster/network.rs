@@ -40,13 +40,16 @@ const PEER_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
 /// silent this long is hung for its peers: the followers of the groups it led campaign at once
 /// instead of waiting out openraft's lease and election timeout (4-8 s).
 ///
-/// It must exceed a stream group's `lost_quorum` (3 s, `stream_group.rs`, checked there at
-/// compile time): the voters left campaign on it and grant each other votes within openraft's
-/// lease (`Network::reachable`), while a leader paused or cut off by a blackhole keeps its own
-/// lease, and answers reads, until `lost_quorum` after the last heartbeat a quorum acknowledged
-/// (stamped with its send time, before the voters last heard it). At 2 s, below the 3 s of
-/// a605c6b, an old leader resumed or cut off read what it held while the new one took writes:
-/// the KV linearizability test failed 2 to 3 runs in 6 on a stale read.
+/// A stream group's `lost_quorum` (3 s, `stream_group.rs`) plus nats-raft's `OVERRIDE_MARGIN`
+/// (500 ms): the voters of a lost leader campaign, and grant each other votes within openraft's
+/// lease (`Network::reachable`), only that long after they last heard from it, whichever way
+/// they learnt of the loss (nats-raft's `RaftGroup::leader_unreachable`), so a leader paused or
+/// cut off by a blackhole has stopped answering reads by then (its lease runs `lost_quorum`
+/// after the last heartbeat a quorum acknowledged, stamped with its send time). At 2 s, with
+/// no such wait, an old leader resumed or cut off read what it held while the new one took
+/// writes: the KV linearizability test failed 2 to 3 runs in 6 on a stale read; the route-loss
+/// path (a blackholed route closed by its pings after 1-1.5 s) still did 1 run in 6-14 until
+/// the voters waited out the lease on it too.
 pub(super) const SILENT: std::time::Duration = std::time::Duration::from_millis(3_500);
 /// The keepalive every rnats server of the cluster subscribes (payload: the sender's peer id).
 /// One message per route every [`ALIVE_EVERY`], whatever the number of groups; nats-server
@@ -260,8 +263,9 @@ impl RouteNetwork {
 
 /// Sends this server's keepalive ([`ALIVE`]) and watches the peers heard from: when one's route
 /// goes (its interest is withdrawn as the route closes: a killed server's at once) or it falls
-/// silent, every group it led here is told, so the voters left campaign without waiting out
-/// the lease and an election timeout.
+/// silent, every group it led here is told, so the voters left campaign as soon as its lease has
+/// run out (nats-raft's `RaftGroup::leader_unreachable`) without waiting out openraft's lease and
+/// an election timeout.
 async fn watch_peers(network: Weak<RouteNetwork>) {
     let mut reachable: HashMap<String, bool> = HashMap::new();
     let mut ticks = tokio::time::interval(PEER_CHECK);
@@ -336,6 +340,11 @@ impl Drop for WaitingEntry {
 impl Network for RouteNetwork {
     fn reachable(&self, target: NodeId) -> bool {
         self.peer_reachable(&peer::peer_of(target))
+    }
+
+    fn last_heard(&self, target: NodeId) -> Option<tokio::time::Instant> {
+        self.last_seen(&peer::peer_of(target))
+            .map(tokio::time::Instant::from_std)
     }
 
     fn send(&self, group: &str, target: NodeId, message: Bytes) -> ReplyFuture {

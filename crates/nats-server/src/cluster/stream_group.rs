@@ -51,9 +51,13 @@ const STREAM_HEARTBEAT: Duration = Duration::from_secs(1);
 /// application: three heartbeats, below openraft's leader lease (the election timeout's
 /// maximum, 4 s) so no other leader can have been elected while it still leads (lease.rs).
 const STREAM_QUORUM_LOST: Duration = Duration::from_secs(3);
-// A server silent this long is hung for its peers, who then elect another leader within the
-// old one's lease: the old lease must have run out by then (see `network::SILENT`).
-const _: () = assert!(STREAM_QUORUM_LOST.as_millis() < super::network::SILENT.as_millis());
+// A server silent this long is hung for its peers, who then campaign on it (nats-raft waits until
+// `lost_quorum` + `OVERRIDE_MARGIN` after they last heard from it, `RaftGroup::leader_unreachable`):
+// silence noticed sooner would only wait there.
+const _: () = assert!(
+    STREAM_QUORUM_LOST.as_millis() + nats_raft::OVERRIDE_MARGIN.as_millis()
+        <= super::network::SILENT.as_millis()
+);
 const QUIET_HANDOVER: Duration = Duration::from_secs(2);
 /// Requests to take over a handing-over leader makes before it gives up (the successor can miss
 /// one: a request late on a busy route finds it a log entry behind, and it refuses).
