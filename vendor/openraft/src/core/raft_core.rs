@@ -52,7 +52,7 @@ use crate::core::raft_msg::VoteTx;
 use crate::core::raft_msg::external_command::ExternalCommand;
 use crate::core::raft_msg::install_full_snapshot_request::InstallFullSnapshotRequest;
 use crate::core::raft_msg::membership_payloads::MembershipPayloads;
-use crate::core::runtime_stats::RuntimeStats;
+use crate::core::runtime_stats::CoreRuntimeStats;
 use crate::core::sm;
 use crate::core::stage::Stage;
 use crate::display_ext::DisplayInstantExt;
@@ -269,7 +269,8 @@ where
     ///
     /// Owned directly by RaftCore for lock-free access to most stats.
     /// Only `replicate_batch` is shared with replication tasks via `shared_replicate_batch`.
-    pub(crate) runtime_stats: RuntimeStats<C>,
+    // rnats: `CoreRuntimeStats`, not `RuntimeStats`: nothing without the `runtime-stats` feature.
+    pub(crate) runtime_stats: CoreRuntimeStats<C>,
 
     /// Shared histogram for replication batch sizes.
     ///

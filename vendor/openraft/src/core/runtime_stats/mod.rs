@@ -7,6 +7,8 @@
 #![cfg_attr(not(feature = "runtime-stats"), allow(dead_code))]
 
 mod display_mode;
+#[cfg(not(feature = "runtime-stats"))]
+mod disabled;
 #[allow(clippy::module_inception)]
 mod runtime_stats;
 mod runtime_stats_display;
@@ -14,5 +16,14 @@ mod runtime_stats_display;
 pub mod log_stage;
 
 pub use self::display_mode::DisplayMode;
+// rnats: unused without the feature, since `RaftCore` holds `CoreRuntimeStats` (below).
+#[cfg_attr(not(feature = "runtime-stats"), allow(unused_imports))]
 pub use self::runtime_stats::RuntimeStats;
 pub use self::runtime_stats_display::RuntimeStatsDisplay;
+
+/// rnats: what `RaftCore` records into: the full statistics with the `runtime-stats` feature, a
+/// stand-in recording nothing without it (see `disabled.rs`).
+#[cfg(feature = "runtime-stats")]
+pub(crate) type CoreRuntimeStats<C> = RuntimeStats<C>;
+#[cfg(not(feature = "runtime-stats"))]
+pub(crate) type CoreRuntimeStats<C> = disabled::NoRuntimeStats<C>;
