@@ -258,6 +258,20 @@ fn scan(body: &[u8], single: bool) -> Result<bool, (String, usize, u8)> {
     Ok(stack.is_empty() && complete)
 }
 
+/// Go's name of a JSON value's kind in `encoding/json`'s type errors (`json: cannot unmarshal
+/// array into ...`).
+pub fn value_kind(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
 /// Go's `quoteChar`: `'x'`, `'\''`, `'"'`, and `'\x01'` for control bytes.
 pub fn quote_byte(byte: u8) -> String {
     match byte {

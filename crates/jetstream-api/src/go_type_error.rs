@@ -36,7 +36,7 @@ pub(crate) fn describe<T: DeserializeOwned>(value: &Value, message: &str) -> Opt
     );
     let found_text = match leaf_value {
         Value::Number(number) if numeric_target => format!("number {number}"),
-        other => kind_of(other).to_string(),
+        other => go_compat::json_syntax::value_kind(other).to_string(),
     };
     let dotted = std::iter::once(root.to_string())
         .chain(path.iter().map(|segment| match segment {
@@ -59,7 +59,7 @@ pub(crate) fn describe<T: DeserializeOwned>(value: &Value, message: &str) -> Opt
 pub(crate) fn not_an_object<T>(value: &Value) -> String {
     format!(
         "json: cannot unmarshal {} into Go value of type server.{}",
-        kind_of(value),
+        go_compat::json_syntax::value_kind(value),
         go_root_name(std::any::type_name::<T>())
     )
 }
@@ -116,17 +116,6 @@ fn lookup<'a>(value: &'a Value, path: &[Segment]) -> Option<&'a Value> {
             Segment::Key(key) => current.get(key),
             Segment::Index(index) => current.get(index),
         })
-}
-
-fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
 }
 
 /// nats-server's Go type for each of our request types.

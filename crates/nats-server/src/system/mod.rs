@@ -380,7 +380,7 @@ pub(super) fn request_options(
         Value::Null => Ok(Map::new()),
         other => Err(format!(
             "json: cannot unmarshal {} into Go value of type server.{type_name}",
-            json_kind(&other)
+            go_compat::json_syntax::value_kind(&other)
         )),
     }
 }
@@ -410,7 +410,7 @@ fn filter_type_error(options: &Map<String, Value>, type_name: &str) -> Option<St
                 | ("[]string", Value::Array(_))
         );
         if !fits {
-            let kind = json_kind(value);
+            let kind = go_compat::json_syntax::value_kind(value);
             return Some(format!(
                 "json: cannot unmarshal {kind} into Go struct field {type_name}.{key} of type {wanted}"
             ));
@@ -418,7 +418,7 @@ fn filter_type_error(options: &Map<String, Value>, type_name: &str) -> Option<St
         let tags = value.as_array().map(Vec::as_slice).unwrap_or_default();
         for (index, tag) in tags.iter().enumerate() {
             if !matches!(tag, Value::String(_) | Value::Null) {
-                let kind = json_kind(tag);
+                let kind = go_compat::json_syntax::value_kind(tag);
                 return Some(format!(
                     "json: cannot unmarshal {kind} into {type_name}.tags.{index} of type string"
                 ));
@@ -426,18 +426,6 @@ fn filter_type_error(options: &Map<String, Value>, type_name: &str) -> Option<St
         }
     }
     None
-}
-
-/// Go's name of a JSON value's kind in its decoding errors.
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
 }
 
 /// A request's JSON options as query pairs, as they are.
