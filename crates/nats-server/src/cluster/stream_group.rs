@@ -469,35 +469,47 @@ impl ReplicatedStream {
     }
 
     /// Hands this server's leadership of the group to a caught-up voter and waits until another
-    /// leads, until `deadline`. Again when the group led once more meanwhile: a proposal that
-    /// failed during the handover has the replica rebuilt, and the restarted group resumes its
-    /// term as leader, with the handover forgotten. Whether the leadership moved.
+    /// leads, until `deadline`; whether the leadership moved. The stream stops leading first
+    /// ([`ReplicatedStream::quiesce`]).
     async fn hand_over(&self, own: NodeId, deadline: tokio::time::Instant) -> bool {
         let elsewhere = |status: &GroupStatus| status.leader.is_some_and(|leader| leader != own);
-        loop {
-            // Subscribed before looking, so a rebuilt group's leadership is not missed.
-            let mut leadership = self.leadership.subscribe();
-            let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
-            if let Some(group) = self.raft() {
-                let Some(target) = handover_target(&group.status(), own) else {
-                    return elsewhere(&group.status());
-                };
-                if group.transfer_leader(target).await.is_ok()
-                    && group.wait_for(remaining, elsewhere).await.is_ok()
-                {
-                    return true;
-                }
+        let Some(group) = self.raft() else {
+            return false;
+        };
+        if handover_target(&group.status(), own).is_none() {
+            return elsewhere(&group.status());
+        }
+        let remaining = || deadline.saturating_duration_since(tokio::time::Instant::now());
+        self.quiesce(&group, remaining().min(QUIET_HANDOVER)).await;
+        let mut moved = false;
+        for _ in 0..HANDOVER_ATTEMPTS {
+            let Some(target) = handover_target(&group.status(), own) else {
+                moved = elsewhere(&group.status());
+                break;
+            };
+            let wait = remaining().min(QUIET_HANDOVER);
+            if wait.is_zero() || group.transfer_leader(target).await.is_err() {
+                break;
             }
-            // Not moved: the group stopped (a rebuild) or the handover timed out. Again once a
-            // leadership changes here, until the deadline.
-            let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
-            if !matches!(
-                tokio::time::timeout(remaining, leadership.changed()).await,
-                Ok(Ok(()))
-            ) {
-                return false;
+            if group.wait_for(wait, elsewhere).await.is_ok() {
+                moved = true;
+                break;
             }
         }
+        self.hold_leadership(false);
+        moved
+    }
+
+    /// Before a handover: the stream stops leading (no publishes taken, the queued ones refused
+    /// with 10009 so their clients retry on the next leader) and what it proposed is applied,
+    /// waited for up to `bound`. A publish proposed once the group began its transfer would be
+    /// refused, and the replica rebuilt by restarting its group, which ends the transfer: the
+    /// successor then waits for entries no one sends, and the stream stays leaderless until an
+    /// election. The caller lets go of the leadership again ([`StreamGroup::hold_leadership`]).
+    pub(super) async fn quiesce(&self, group: &RaftGroup, bound: Duration) {
+        self.hold_leadership(true);
+        let settled = |status: &GroupStatus| status.applied >= status.last_log_index;
+        let _ = group.wait_for(bound, settled).await;
     }
 
     /// Hands the leadership to `successor` once nothing is in flight here: the stream stops
@@ -508,9 +520,7 @@ impl ReplicatedStream {
     /// again if the group still names this server after all (its group refuses proposals while
     /// a handover is pending: a batch refused so is answered with 10009, see the ingest task).
     pub(super) async fn quiet_handover(&self, group: &RaftGroup, successor: NodeId) {
-        self.hold_leadership(true);
-        let settled = |status: &GroupStatus| status.applied >= status.last_log_index;
-        let _ = group.wait_for(QUIET_HANDOVER, settled).await;
+        self.quiesce(group, QUIET_HANDOVER).await;
         let own = self.node;
         let elsewhere = |status: &GroupStatus| status.leader.is_some_and(|leader| leader != own);
         for _ in 0..HANDOVER_ATTEMPTS {

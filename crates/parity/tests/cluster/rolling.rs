@@ -44,8 +44,8 @@ const HANDOVER_BOUND: Duration = Duration::from_secs(2);
 const LEADER_STAMP_SLACK: Duration = Duration::from_millis(500);
 
 /// A 3-node JetStream cluster with lame duck settings, and its node names.
-fn start_cluster() -> (Cluster, Vec<String>) {
-    let mut options = ClusterOptions::new(&[kind(); 3], Topology::FullMesh);
+fn start_cluster(topology: Topology) -> (Cluster, Vec<String>) {
+    let mut options = ClusterOptions::new(&[kind(); 3], topology);
     options.name = "meta".into();
     options.jetstream = vec![0, 1, 2];
     options.extra_config = format!("{SYSTEM_ACCOUNT}{LAME_DUCK}");
@@ -63,7 +63,17 @@ async fn cluster_with_stream(
     prefix: &str,
     warm: usize,
 ) -> (Cluster, Vec<String>, async_nats::Client, String) {
-    let (cluster, names) = start_cluster();
+    cluster_with_stream_on(Topology::FullMesh, name, prefix, warm).await
+}
+
+/// [`cluster_with_stream`] with its routes configured as `topology` says.
+pub(crate) async fn cluster_with_stream_on(
+    topology: Topology,
+    name: &str,
+    prefix: &str,
+    warm: usize,
+) -> (Cluster, Vec<String>, async_nats::Client, String) {
+    let (cluster, names) = start_cluster(topology);
     let admin = connect(&cluster, 0).await;
     // A loaded machine can leave the meta leader without a recent quorum acknowledgement for a
     // moment (10008, temporarily unavailable): asked again, within the election bound.
@@ -94,7 +104,7 @@ async fn cluster_with_stream(
 
 /// Asks STREAM.INFO through `client` (bounded) until a leader other than `previous` answers;
 /// returns when that leadership began (`cluster.leader_since`).
-async fn new_leader_since(
+pub(crate) async fn new_leader_since(
     client: &async_nats::Client,
     stream: &str,
     previous: &str,
@@ -544,7 +554,7 @@ struct Restart {
 
 /// Pulls from durable `consumer` of `stream` through `client` until `stop`, recording every
 /// payload delivered and acknowledging it; errors (a leader change, a reconnect) are retried.
-fn consumer_task(
+pub(crate) fn consumer_task(
     client: async_nats::Client,
     stream: &'static str,
     consumer: &'static str,

@@ -329,10 +329,21 @@ impl StreamGroup for ReplicatedStream {
                 return Err(errors::CLUSTER_NOT_LEADER.to_error());
             }
             let target = self.step_down_target(preferred, &status)?;
-            group
-                .transfer_leader(target)
-                .await
-                .map_err(|error| errors::RAFT_GENERAL.with_err(error))
+            self.quiesce(&group, super::QUIET_HANDOVER).await;
+            if let Err(error) = group.transfer_leader(target).await {
+                self.hold_leadership(false);
+                return Err(errors::RAFT_GENERAL.with_err(error));
+            }
+            // Answered now, as nats-server does; the stream leads again only if the group still
+            // names this server once the successor had its time.
+            let own = self.node;
+            tokio::spawn(async move {
+                let elsewhere =
+                    |status: &GroupStatus| status.leader.is_some_and(|leader| leader != own);
+                let _ = group.wait_for(super::QUIET_HANDOVER, elsewhere).await;
+                self.hold_leadership(false);
+            });
+            Ok(())
         })
     }
 }
