@@ -9,13 +9,15 @@
 //! the server inherits it, so the largest storm is a little below the hard limit.
 
 use anyhow::{bail, Context, Result};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 
 const START_TIMEOUT: Duration = Duration::from_secs(20);
 /// A storm that has not finished by then counts as failed (a client may wait out SYN retries).
@@ -28,6 +30,8 @@ struct Options {
     reference: PathBuf,
     sizes: Vec<usize>,
     rounds: usize,
+    /// Loopback source addresses the clients are spread over (see `client_socket`).
+    sources: u8,
 }
 
 fn parse_options() -> Result<Options> {
@@ -35,6 +39,7 @@ fn parse_options() -> Result<Options> {
     let mut reference = None;
     let mut sizes = vec![2_000, 10_000, 20_000];
     let mut rounds = 3;
+    let mut sources = 8;
     let mut arguments = std::env::args().skip(1);
     while let Some(argument) = arguments.next() {
         let mut value = || arguments.next().context("missing value");
@@ -49,8 +54,15 @@ fn parse_options() -> Result<Options> {
                     .context("--sizes takes numbers separated by commas")?
             }
             "--rounds" => rounds = value()?.parse().context("--rounds takes a number")?,
+            "--sources" => {
+                sources = value()?
+                    .parse()
+                    .ok()
+                    .filter(|count| (1..=254).contains(count))
+                    .context("--sources takes a number from 1 to 254")?
+            }
             other => bail!(
-                "unknown argument {other}; usage: storm --ours BIN --ref BIN [--sizes 2000,10000,20000] [--rounds 3]"
+                "unknown argument {other}; usage: storm --ours BIN --ref BIN [--sizes 2000,10000,20000] [--rounds 3] [--sources 8]"
             ),
         }
     }
@@ -59,6 +71,7 @@ fn parse_options() -> Result<Options> {
         reference: reference.context("--ref BIN is required")?,
         sizes,
         rounds,
+        sources,
     })
 }
 
@@ -112,7 +125,9 @@ impl Server {
                 Ok(())
             });
         }
-        let child = command.spawn().with_context(|| format!("start {binary:?}"))?;
+        let child = command
+            .spawn()
+            .with_context(|| format!("start {binary:?}"))?;
         let server = Server { child, port };
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
@@ -158,9 +173,45 @@ impl Drop for Server {
     }
 }
 
+/// A client socket bound to `source` (a loopback address), its port left to `connect`.
+///
+/// Why several source addresses: with every client on 127.0.0.1 the kernel's search for a free
+/// ephemeral port (`__inet_hash_connect`) walks the even ports first and checks each taken one
+/// against the established table; past ~14,000 connections to one server (half of
+/// `ip_local_port_range`) every connect walks all of them, and the bench's own two workers
+/// spent three quarters of their CPU there in a 20,000-client storm (perf), holding both
+/// servers alike. Real storms come from many hosts; spreading the clients over a few loopback
+/// addresses (IP_BIND_ADDRESS_NO_PORT, so the port is still chosen per destination at
+/// connect) keeps the search short.
+fn client_socket(source: Ipv4Addr) -> Result<TcpSocket> {
+    let socket = TcpSocket::new_v4()?;
+    let enable: libc::c_int = 1;
+    // SAFETY: setsockopt on a socket this function owns, with a pointer to a live c_int and
+    // its size.
+    let status = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_BIND_ADDRESS_NO_PORT,
+            (&enable as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if status != 0 {
+        bail!(
+            "IP_BIND_ADDRESS_NO_PORT: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    socket.bind(SocketAddr::from((source, 0)))?;
+    Ok(socket)
+}
+
 /// One client: connect, INFO, CONNECT + PING, PONG. Returns the open socket.
-async fn one_client(port: u16) -> Result<BufReader<TcpStream>> {
-    let stream = TcpStream::connect(("127.0.0.1", port)).await?;
+async fn one_client(port: u16, source: Ipv4Addr) -> Result<BufReader<TcpStream>> {
+    let stream = client_socket(source)?
+        .connect(SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
+        .await?;
     stream.set_nodelay(true)?;
     let mut reader = BufReader::new(stream);
     let mut line = String::new();
@@ -187,21 +238,53 @@ struct Outcome {
     seconds: f64,
     rss_kib: u64,
     failed: usize,
+    /// How the kernel's queues treated this storm (deltas of system-wide counters; nothing
+    /// else on the machine opens connections at this rate, so they are the storm's).
+    kernel: [u64; KERNEL_COUNTERS.len()],
+}
+
+/// `/proc/net/netstat` counters of the listen path: the accept queue overflowing (the
+/// handshake's final ACK dropped until the server accepts), and the SYN queue full (answered
+/// with a cookie or dropped). They show whether the kernel, not the server, held a storm.
+const KERNEL_COUNTERS: [&str; 3] = ["ListenOverflows", "SyncookiesSent", "TCPReqQFullDrop"];
+
+fn kernel_counters() -> [u64; KERNEL_COUNTERS.len()] {
+    let mut values = [0; KERNEL_COUNTERS.len()];
+    let Ok(text) = std::fs::read_to_string("/proc/net/netstat") else {
+        return values;
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    // Pairs of lines: "TcpExt: Name1 Name2 ..." then "TcpExt: 1 2 ...".
+    for pair in lines.chunks(2) {
+        let [names, numbers] = pair else { continue };
+        if !names.starts_with("TcpExt:") {
+            continue;
+        }
+        for (name, number) in names.split_whitespace().zip(numbers.split_whitespace()) {
+            if let Some(index) = KERNEL_COUNTERS.iter().position(|wanted| *wanted == name) {
+                values[index] = number.parse().unwrap_or(0);
+            }
+        }
+    }
+    values
 }
 
 /// N clients at once against a fresh server.
-async fn storm(binary: &PathBuf, clients: usize) -> Result<Outcome> {
+async fn storm(binary: &PathBuf, clients: usize, sources: u8) -> Result<Outcome> {
     let server = Server::start(binary).await?;
     let port = server.port;
     let start_line = Arc::new(tokio::sync::Barrier::new(clients + 1));
     let mut tasks = Vec::with_capacity(clients);
-    for _ in 0..clients {
+    for client in 0..clients {
         let start_line = start_line.clone();
+        // 127.0.0.1, 127.0.0.2, ... in turn.
+        let source = Ipv4Addr::new(127, 0, 0, 1 + (client % usize::from(sources)) as u8);
         tasks.push(tokio::spawn(async move {
             start_line.wait().await;
-            tokio::time::timeout(STORM_TIMEOUT, one_client(port)).await
+            tokio::time::timeout(STORM_TIMEOUT, one_client(port, source)).await
         }));
     }
+    let counters_before = kernel_counters();
     start_line.wait().await;
     let started = Instant::now();
     let mut sockets = Vec::with_capacity(clients);
@@ -213,6 +296,11 @@ async fn storm(binary: &PathBuf, clients: usize) -> Result<Outcome> {
         }
     }
     let seconds = started.elapsed().as_secs_f64();
+    let counters_after = kernel_counters();
+    let mut kernel = [0; KERNEL_COUNTERS.len()];
+    for (index, delta) in kernel.iter_mut().enumerate() {
+        *delta = counters_after[index].saturating_sub(counters_before[index]);
+    }
     let (rss_kib, _) = server.memory()?;
     drop(sockets);
     drop(server);
@@ -220,6 +308,7 @@ async fn storm(binary: &PathBuf, clients: usize) -> Result<Outcome> {
         seconds,
         rss_kib,
         failed,
+        kernel,
     })
 }
 
@@ -238,7 +327,10 @@ async fn main() -> Result<()> {
     let options = parse_options()?;
     let limit = raise_file_limit()?;
     let cap = usize::try_from(limit.saturating_sub(FD_RESERVE)).unwrap_or(usize::MAX);
-    println!("open-file limit {limit}; storms above {cap} clients are cut to {cap}");
+    println!(
+        "open-file limit {limit}; storms above {cap} clients are cut to {cap}; clients spread over {} loopback source addresses",
+        options.sources
+    );
     println!(
         "| clients | nats-server time | ours time | time ratio | nats-server RSS | ours RSS | RSS ratio | per-round time ratios |"
     );
@@ -258,13 +350,24 @@ async fn main() -> Result<()> {
                 } else {
                     &options.ours
                 };
-                let outcome = storm(binary, clients).await?;
+                let outcome = storm(binary, clients, options.sources).await?;
                 if outcome.failed > 0 {
                     eprintln!(
                         "{} clients: {} of them failed against {binary:?}",
                         clients, outcome.failed
                     );
                 }
+                let counters: Vec<String> = KERNEL_COUNTERS
+                    .iter()
+                    .zip(outcome.kernel)
+                    .map(|(name, delta)| format!("{name} +{delta}"))
+                    .collect();
+                eprintln!(
+                    "{clients} clients, {}: {:.3} s; {}",
+                    if which == 0 { "nats-server" } else { "ours" },
+                    outcome.seconds,
+                    counters.join(", ")
+                );
                 this_round[which] = outcome.seconds;
                 times[which].push(outcome.seconds);
                 memory[which].push(outcome.rss_kib as f64 / 1024.0);
