@@ -39,7 +39,7 @@ pub use group::{
 };
 pub use lease::LeaderLease;
 pub use log_file::TornTail;
-pub use network::{refused as refused_reply, Network, NetworkError, ReplyFuture};
+pub use network::{is_vote_request, refused as refused_reply, Network, NetworkError, ReplyFuture};
 pub use state_machine::StateMachine;
 pub use tick_driver::TickDriver;
 pub use types::NodeId;

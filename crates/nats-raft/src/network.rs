@@ -78,6 +78,13 @@ pub(crate) mod kind {
     pub(crate) const SNAPSHOT_CHUNK: u8 = 6;
 }
 
+/// Whether `message` (a request as [`Network::send`] carries it) asks for a vote or a pre-vote:
+/// a transport may hold such a request for a group it does not run yet, instead of refusing
+/// it, when the group is about to start there (a new group's first campaign).
+pub fn is_vote_request(message: &[u8]) -> bool {
+    matches!(message.first(), Some(&kind::VOTE | &kind::PRE_VOTE))
+}
+
 /// Reply status, the first byte of every reply.
 pub(crate) const REPLY_OK: u8 = 0;
 pub(crate) const REPLY_REFUSED: u8 = 1;

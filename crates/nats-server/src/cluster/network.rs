@@ -14,6 +14,9 @@
 //! - No interest in the target's request subject (no route to it) is `Unreachable` at once; a
 //!   reply that does not come is the caller's timeout (openraft's TTL), and the waiting entry is
 //!   dropped with the caller's future.
+//! - A request for a group not running here is refused at once, except a vote request: that
+//!   waits for the group to start here, at most [`EARLY_VOTE_WAIT`] (a new stream group's first
+//!   founder campaigns as it starts, usually before its peers applied the assignment).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -56,6 +59,14 @@ pub(super) const SILENT: std::time::Duration = std::time::Duration::from_millis(
 /// nodes do not subscribe it, so it never reaches them.
 const ALIVE: &str = "$RNATS.RAFT.ALIVE";
 const ALIVE_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
+/// How long a vote request for a group not running here waits for it to start before it is
+/// refused: below openraft's vote timeout (the election timeout's minimum, 2 s for every group),
+/// so a request held to the end is still answered before its campaign gives up. A new stream
+/// group's first founder campaigns as soon as it starts the group (openraft's `initialize`
+/// elects), and its peers start the group when they apply the assignment, a few to a few hundred
+/// ms later: refused at once, that campaign failed, the group had no leader until a founder's
+/// election timer expired 2-4 s later (bench/README.md, "R3 stream creation").
+const EARLY_VOTE_WAIT: std::time::Duration = std::time::Duration::from_millis(1_500);
 /// Names of groups asked for before they ran here, kept at most (then forgotten at once).
 const ASKED_EARLY_LIMIT: usize = 4_096;
 /// A group name for probing a peer's request subject (`$RNATS.RAFT.M.*.<peer>`).
@@ -76,6 +87,8 @@ pub struct RouteNetwork {
     next_sequence: AtomicU64,
     waiting: Arc<Waiting>,
     groups: Mutex<HashMap<String, Arc<RaftGroup>>>,
+    /// Woken at every registration (the vote requests held for a group not running yet).
+    registered: tokio::sync::Notify,
     inbound: Inbound,
     /// When each peer was last heard from (a request or a reply).
     last_seen: Arc<Mutex<HashMap<String, Instant>>>,
@@ -96,6 +109,7 @@ impl RouteNetwork {
             next_sequence: AtomicU64::new(1),
             waiting: Arc::new(Mutex::new(HashMap::new())),
             groups: Mutex::new(HashMap::new()),
+            registered: tokio::sync::Notify::new(),
             inbound: Mutex::new(HashMap::new()),
             last_seen: Arc::new(Mutex::new(HashMap::new())),
             asked_early: Mutex::new(std::collections::HashSet::new()),
@@ -177,15 +191,55 @@ impl RouteNetwork {
     /// Delivers inbound messages for `group` to it from now on.
     pub fn register(&self, group: Arc<RaftGroup>) {
         self.groups.lock().insert(group.group().to_string(), group);
+        self.registered.notify_waiters();
     }
 
-    /// Whether a peer sent `group` a request before it ran here (forgotten once asked). Such a
-    /// group already runs elsewhere: starting it here with a founding membership would have it
-    /// campaign at once (openraft elects on `initialize`), and in a term its leader already holds
-    /// that campaign wins over the leader on this node and deposes it, leaving the group
-    /// leaderless until the leases run out. Started without one, it follows the leader.
+    /// The group named `group` once it runs here, waiting at most `wait` for its registration
+    /// (the request for it counts as asked early, [`Self::take_asked`], if it is not running
+    /// yet). `None`: not running here by then.
+    async fn running_within(
+        &self,
+        group: &str,
+        wait: std::time::Duration,
+    ) -> Option<Arc<RaftGroup>> {
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut marked = false;
+        loop {
+            // Enabled before looking, so a registration in between is not missed.
+            let registered = self.registered.notified();
+            tokio::pin!(registered);
+            registered.as_mut().enable();
+            if let Some(running) = self.groups.lock().get(group).cloned() {
+                return Some(running);
+            }
+            if !marked {
+                self.mark_asked(group);
+                marked = true;
+            }
+            if self.stopped() {
+                return None;
+            }
+            tokio::time::timeout_at(deadline, registered).await.ok()?;
+        }
+    }
+
+    /// Whether a peer sent `group` a request before it ran here (forgotten once asked; a vote
+    /// request held until the group started counts too). Such a group already runs elsewhere:
+    /// starting it here with a founding membership would have it campaign at once (openraft's
+    /// `initialize` elects), and in a term its leader already holds that campaign wins over the
+    /// leader on this node and deposes it, leaving the group leaderless until the leases run
+    /// out. Started without one, it follows the leader.
     pub fn take_asked(&self, group: &str) -> bool {
         self.asked_early.lock().remove(group)
+    }
+
+    /// Records a request for `group` before it ran here ([`Self::take_asked`]).
+    fn mark_asked(&self, group: &str) {
+        let mut asked = self.asked_early.lock();
+        if asked.len() >= ASKED_EARLY_LIMIT {
+            asked.clear();
+        }
+        asked.insert(group.to_string());
     }
 
     /// Stops delivering to `group` (it stopped; requests for it are refused from now on).
@@ -309,15 +363,15 @@ async fn serve_inbound(
         let Some(network) = network.upgrade() else {
             return;
         };
-        let target = network.groups.lock().get(&group).cloned();
+        let target = if nats_raft::is_vote_request(&payload) {
+            network.running_within(&group, EARLY_VOTE_WAIT).await
+        } else {
+            network.groups.lock().get(&group).cloned()
+        };
         let answer = match target {
             Some(target) => target.handle_message(payload).await,
             None => {
-                let mut asked = network.asked_early.lock();
-                if asked.len() >= ASKED_EARLY_LIMIT {
-                    asked.clear();
-                }
-                asked.insert(group.clone());
+                network.mark_asked(&group);
                 nats_raft::refused_reply(&format!("no raft group {group} on this server"))
             }
         };

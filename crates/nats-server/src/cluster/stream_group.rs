@@ -59,6 +59,11 @@ const _: () = assert!(
         <= super::network::SILENT.as_millis()
 );
 const QUIET_HANDOVER: Duration = Duration::from_secs(2);
+/// A founder of a new group other than the first founds it itself when it heard nothing of it
+/// this long (times its rank among the founders, so two late founders do not campaign
+/// together) after starting it: the first founder is gone or far behind. Below the election
+/// timeout's minimum (2 s), which the first founder's own retry waits.
+const FOUND_LATE_AFTER: Duration = Duration::from_millis(1_000);
 /// Requests to take over a handing-over leader makes before it gives up (the successor can miss
 /// one: a request late on a busy route finds it a log entry behind, and it refuses).
 const HANDOVER_ATTEMPTS: usize = 3;
@@ -373,19 +378,40 @@ impl ReplicatedStream {
             group.set_campaigning(false);
         }
         self.network.register(group.clone());
-        // A peer's request before the registration (refused) or since (a vote or entries here):
-        // the group already runs there, and founding it again would campaign at once and depose
-        // its leader (see RouteNetwork::take_asked). Otherwise found it as every member does.
+        // A new group is founded by its first founder alone: openraft's `initialize` campaigns
+        // at once, and founders campaigning together split the first term's votes (no leader
+        // until an election timer expires, 2-4 s). The others start it empty and grant that
+        // campaign, held by the network until the group runs here if it came first
+        // (network.rs, EARLY_VOTE_WAIT); they found it themselves only if nothing reached them
+        // for a while (`found_late`). A peer's request before the registration or since (a vote
+        // or entries here) means the group already runs there: founding it again would campaign
+        // and depose its leader (see RouteNetwork::take_asked).
         let asked = self.network.take_asked(&self.name);
         let status = group.status();
         let fresh =
             status.term == 0 && status.last_log_index.is_none() && status.protected_until.is_none();
-        if fresh && !asked && !self.joining {
-            if let Err(error) = group.initialize(&self.founders).await {
-                tracing::debug!(group = %self.name, %error, "raft initialize skipped");
+        let rank = self
+            .founders
+            .iter()
+            .position(|founder| *founder == self.node);
+        match rank {
+            Some(0) if fresh && !asked && !self.joining => {
+                if let Err(error) = group.initialize(&self.founders).await {
+                    tracing::debug!(group = %self.name, %error, "raft initialize skipped");
+                }
             }
-        } else if fresh {
-            tracing::info!(group = %self.name, "stream group already runs on peers: joining it");
+            Some(rank) if fresh && !self.joining => {
+                // The first founder asked here, or placed later: found it after the others.
+                let rank = if rank == 0 { self.founders.len() } else { rank };
+                tokio::spawn(found_late(
+                    Arc::downgrade(self),
+                    FOUND_LATE_AFTER * rank as u32,
+                ));
+            }
+            _ if fresh => {
+                tracing::info!(group = %self.name, "stream group already runs on peers: joining it");
+            }
+            _ => {}
         }
         {
             // Checked under the lock `stop` takes: a group closed meanwhile (its stream was
@@ -540,5 +566,34 @@ impl ReplicatedStream {
         if let Some(group) = self.raft() {
             group.set_campaigning(on);
         }
+    }
+}
+
+/// A founder that did not found its new group at start (not its first founder) founds it
+/// `after` that, if the group still has no log, no vote and no leader here (nothing of the
+/// first founder's campaign reached it): a liveness fallback, the first election otherwise being
+/// the first founder's.
+async fn found_late(stream: Weak<ReplicatedStream>, after: Duration) {
+    tokio::time::sleep(after).await;
+    let Some(stream) = stream.upgrade() else {
+        return;
+    };
+    if stream.closed.load(Ordering::SeqCst) || stream.withdrawn.load(Ordering::Acquire) {
+        return;
+    }
+    let Some(group) = stream.raft() else {
+        return;
+    };
+    let status = group.status();
+    let fresh = status.term == 0
+        && status.last_log_index.is_none()
+        && status.protected_until.is_none()
+        && status.leader.is_none();
+    if !fresh {
+        return;
+    }
+    tracing::info!(group = %stream.name, "stream group: no word from its first founder, founding it");
+    if let Err(error) = group.initialize(&stream.founders).await {
+        tracing::debug!(group = %stream.name, %error, "raft initialize skipped");
     }
 }
