@@ -4,8 +4,8 @@ delete (memory and file), Key-Value bucket create, consumer create and delete (e
 durable), STREAM.INFO, CONSUMER.INFO, and STREAM.NAMES / STREAM.LIST paged through while 10k
 streams exist. Each server is started alone
 with the same flags (`-a 127.0.0.1 -p PORT -js -sd STORE`) and driven over raw sockets with a
-window of requests in flight (nats-server serves admin requests one at a time anyway, so the
-window only keeps the queue fed). Every answer is decoded; an API error fails the run.
+window of requests in flight (nats-server serves them on GOMAXPROCS goroutines, ours admin
+requests one at a time on its admin thread). Every answer is decoded; an API error fails the run.
 Rates are requests/s (pages/s for the paging rows); ratio = ours / nats-server (> 1: ours better);
 peak RSS is VmHWM after the whole sequence.
 Usage: api_rates.py OURS_BINARY REF_BINARY [--streams N] [--file-streams N] [--buckets N] [--consumers N]
@@ -186,23 +186,33 @@ def scenario_rows(port, args):
     return rows
 
 
-def measure(binary, args):
-    work = tempfile.mkdtemp(prefix="api-rates-")
+def start_server(binary, work):
+    """Start `binary` alone on a fresh store under `work`: (process, port, log file)."""
     port = free_port()
     log = open(os.path.join(work, "server.log"), "w")
     server = subprocess.Popen([binary, "-a", "127.0.0.1", "-p", str(port), "-js", "-sd",
                                os.path.join(work, "store")], stdout=log, stderr=log)
+    return server, port, log
+
+
+def stop_server(server, log, work):
+    server.terminate()
+    try:
+        server.wait(10)
+    except subprocess.TimeoutExpired:
+        server.kill(); server.wait()
+    log.close()
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def measure(binary, args):
+    work = tempfile.mkdtemp(prefix="api-rates-")
+    server, port, log = start_server(binary, work)
     try:
         rows = scenario_rows(port, args)
         rss = peak_rss_mib(server.pid)
     finally:
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill(); server.wait()
-        log.close()
-        shutil.rmtree(work, ignore_errors=True)
+        stop_server(server, log, work)
     return rows, rss
 
 

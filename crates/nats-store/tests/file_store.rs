@@ -268,6 +268,9 @@ fn second_opener_of_a_directory_is_refused_until_the_first_lets_go() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("stream");
     let mut first = open(&path, 4096);
+    // Locked through the directory itself: no `lock` file is created (one inode fewer per
+    // stream creation).
+    assert!(!path.join("lock").exists());
     first.store_msg("a", b"", b"one", None).unwrap();
     match FileStore::open(&path, StreamStoreConfig::default(), options(4096)) {
         Err(StoreError::Locked(locked)) => assert_eq!(locked, path),
