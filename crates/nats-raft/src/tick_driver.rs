@@ -188,8 +188,14 @@ mod tests {
 
     #[tokio::test]
     async fn the_fresh_window_stays_below_the_election_timeout() {
+        // Stream groups: heartbeat 500 ms, election 2-4 s: 750 ms, far below 2 s - 125 ms - 101 ms.
+        let fast = TickDriver::new(Duration::from_millis(500));
+        assert_eq!(
+            fast.fresh_window(Duration::from_secs(2)),
+            Some(Duration::from_millis(750))
+        );
         let driver = TickDriver::new(Duration::from_secs(1));
-        // Stream groups: heartbeat 1 s, election 2-4 s. 2 s - 250 ms - 203 ms = 1.547 s > 1.5 s.
+        // Heartbeat 1 s, election 2-4 s. 2 s - 250 ms - 203 ms = 1.547 s > 1.5 s.
         assert_eq!(
             driver.fresh_window(Duration::from_secs(2)),
             Some(Duration::from_millis(1_500))

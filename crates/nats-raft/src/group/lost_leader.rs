@@ -24,7 +24,8 @@ const CAMPAIGN_ROUNDS: u32 = 8;
 /// has run out before a new leader can be elected. The margin covers the time between a vote
 /// granted and the new leader seeing itself elected (its lease counts from then, see
 /// `leadership.rs`), and the clocks of different machines running at slightly different rates.
-/// The same bound as a silent server's (nats-server's `network.rs`, `SILENT`: 3 s + 500 ms).
+/// nats-server's `SILENT` (`cluster/network.rs`, 3.5 s) is at least a stream group's
+/// `lost_quorum` (1.5 s) plus this, checked at compile time in `stream_group.rs`.
 pub const OVERRIDE_MARGIN: Duration = Duration::from_millis(500);
 
 impl RaftGroup {

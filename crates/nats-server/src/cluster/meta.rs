@@ -54,6 +54,14 @@ const CURRENT_WINDOW: Duration = Duration::from_secs(12);
 /// leader answers 10008 once its group has run this long (nats-server's `isLeaderless`: its
 /// heartbeats go every 500 ms, the followers' lease is 4 s too).
 pub(super) const META_QUORUM_LOST: Duration = Duration::from_secs(4);
+/// The meta leader's lease (the group's `lost_quorum`): a leader no quorum acknowledged for this
+/// long stops leading for the API ([`Meta::leads`]; nobody answers until another leads, or until
+/// [`META_QUORUM_LOST`] when it answers 10008). Three of its heartbeats (openraft's, every
+/// 500 ms). The voters of a leader whose route closed campaign this long plus nats-raft's
+/// `OVERRIDE_MARGIN` (500 ms) after they last heard from it: the meta group's kill -9 failover,
+/// about 2 s (4.5 s when this was [`META_QUORUM_LOST`]).
+const META_LEASE: Duration = Duration::from_millis(1_500);
+const _: () = assert!(META_LEASE.as_millis() <= META_QUORUM_LOST.as_millis());
 
 /// What a server announced.
 #[derive(Clone, Debug)]
@@ -236,7 +244,7 @@ impl Meta {
         // itself) leads only once a quorum answered: the others may have elected a leader in a
         // later term meanwhile, and two servers would answer the API (`Meta::leads`).
         config.resumed_needs_quorum = true;
-        config.lost_quorum = META_QUORUM_LOST;
+        config.lost_quorum = META_LEASE;
         let assignments = Arc::new(Mutex::new(Assignments::default()));
         let (effects, pending) = tokio::sync::mpsc::unbounded_channel();
         // A thread of its own, as JetStream's API threads: stream creation is not a task the

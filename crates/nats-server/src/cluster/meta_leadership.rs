@@ -17,7 +17,7 @@ const ADVISORY_SUBJECT: &str = "$JS.EVENT.ADVISORY.DOMAIN.LEADER_ELECTED";
 impl Meta {
     /// Whether this server leads the meta group for the API and its own duties now: openraft's
     /// leader, everything before its leadership applied, and confirmed by a quorum within
-    /// [`META_QUORUM_LOST`](super::meta::META_QUORUM_LOST) (a leadership resumed by a restart
+    /// its lease (`META_LEASE`, 1.5 s, `meta.rs`) (a leadership resumed by a restart
     /// only once a quorum answered: until then the others may have a leader of a later term,
     /// which answers).
     pub fn leads(&self) -> bool {

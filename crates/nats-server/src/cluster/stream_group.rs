@@ -37,20 +37,22 @@ use super::peer;
 
 mod seam;
 
-/// How long a leader handing over waits for its proposals to apply, then for the new leader
-/// after each request to take over.
 /// How often a stream group's leader sends heartbeats (nats-server: 1 s). Its groups are many
-/// (one per replicated stream): at 500 ms, 500 idle R3 streams took 2.6x nats-server's CPU,
-/// and on a starved machine (load 13 on 2 cores) their heartbeat round trips outlasted
-/// openraft's heartbeat timeout (the interval itself), so leaders heard no quorum and their
-/// `leading` flapped hundreds of times a minute (bench/README.md, group scaling). A dead or hung
-/// leader is still noticed by the route's loss or its server's silence (network.rs, `SILENT`,
-/// kept fresh by every server's keepalive), not by these heartbeats.
-const STREAM_HEARTBEAT: Duration = Duration::from_secs(1);
+/// (one per replicated stream), but their heartbeats leave together from the server's tick
+/// driver (nats-raft's `tick_driver.rs`), so beating every 500 ms costs little at idle. (Before
+/// the driver, 500 ms took 500 idle R3 streams to 2.6x nats-server's CPU, bench/README.md,
+/// group scaling.) A dead or hung leader is noticed by the route's loss or its server's silence
+/// (network.rs, `SILENT`, kept fresh by every server's keepalive), not by these heartbeats; they
+/// renew the leader's lease, whose length ([`STREAM_QUORUM_LOST`]) sets how soon the voters of a
+/// leader killed may elect another.
+const STREAM_HEARTBEAT: Duration = Duration::from_millis(500);
 /// A stream group's leader that no quorum acknowledged for this long stops leading for the
-/// application: three heartbeats, below openraft's leader lease (the election timeout's
-/// maximum, 4 s) so no other leader can have been elected while it still leads (lease.rs).
-const STREAM_QUORUM_LOST: Duration = Duration::from_secs(3);
+/// application (its lease, nats-raft's `lease.rs`): three heartbeats, well below openraft's
+/// leader lease (the election timeout's maximum, 4 s) so no other leader can have been elected
+/// on the voters' timers while it still leads. The voters of a leader whose route closed campaign
+/// this long plus `OVERRIDE_MARGIN` (500 ms) after they last heard from it
+/// (`RaftGroup::leader_unreachable`): the kill -9 failover, about 2 s (it was 3.5 s at 3 s).
+const STREAM_QUORUM_LOST: Duration = Duration::from_millis(1_500);
 // A server silent this long is hung for its peers, who then campaign on it (nats-raft waits until
 // `lost_quorum` + `OVERRIDE_MARGIN` after they last heard from it, `RaftGroup::leader_unreachable`):
 // silence noticed sooner would only wait there.
@@ -58,6 +60,10 @@ const _: () = assert!(
     STREAM_QUORUM_LOST.as_millis() + nats_raft::OVERRIDE_MARGIN.as_millis()
         <= super::network::SILENT.as_millis()
 );
+// Three heartbeats at least: one late or lost on a busy machine must not end a lease.
+const _: () = assert!(STREAM_QUORUM_LOST.as_millis() >= 3 * STREAM_HEARTBEAT.as_millis());
+/// How long a leader handing over waits for its proposals to apply, then for the new leader
+/// after each request to take over.
 const QUIET_HANDOVER: Duration = Duration::from_secs(2);
 /// A founder of a new group other than the first founds it itself when it heard nothing of it
 /// this long (times its rank among the founders, so two late founders do not campaign
