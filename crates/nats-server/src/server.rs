@@ -621,6 +621,17 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
     wait_for_signal(&server).await;
     tracing::info!("Initiating Shutdown...");
     accept.abort();
+    // As nats-server's shutdown (`stepdownRaftNodes`): the Raft leaderships held here go to
+    // other voters first (bounded), so the streams and the meta group move on in milliseconds
+    // rather than after an election. Lame duck mode did it already.
+    if !server.in_lame_duck_mode() {
+        if let Some(meta) = server.meta.get() {
+            let moved = meta.transfer_leaderships().await;
+            if moved > 0 {
+                tracing::info!("Transferred {moved} Raft leaderships");
+            }
+        }
+    }
     crate::system::shutdown(&server);
     server.stop_jetstream().await;
     let clients: Vec<_> = server.clients.lock().values().cloned().collect();
