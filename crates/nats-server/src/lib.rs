@@ -26,6 +26,7 @@ pub(crate) mod route;
 pub(crate) mod router;
 pub(crate) mod security;
 pub(crate) mod server;
+pub(crate) mod shutdown;
 pub mod signal_command;
 pub(crate) mod system;
 pub(crate) mod transport;
