@@ -394,8 +394,7 @@ impl ReplicatedStream {
         // and depose its leader (see RouteNetwork::take_asked).
         let asked = self.network.take_asked(&self.name);
         let status = group.status();
-        let fresh =
-            status.term == 0 && status.last_log_index.is_none() && status.protected_until.is_none();
+        let fresh = never_started(&status);
         let rank = self
             .founders
             .iter()
@@ -591,15 +590,16 @@ async fn found_late(stream: Weak<ReplicatedStream>, after: Duration) {
         return;
     };
     let status = group.status();
-    let fresh = status.term == 0
-        && status.last_log_index.is_none()
-        && status.protected_until.is_none()
-        && status.leader.is_none();
-    if !fresh {
+    if !never_started(&status) || status.leader.is_some() {
         return;
     }
     tracing::info!(group = %stream.name, "stream group: no word from its first founder, founding it");
     if let Err(error) = group.initialize(&stream.founders).await {
         tracing::debug!(group = %stream.name, %error, "raft initialize skipped");
     }
+}
+
+/// Whether the group never ran on this node: no term, no log, no commit it once knew of.
+fn never_started(status: &GroupStatus) -> bool {
+    status.term == 0 && status.last_log_index.is_none() && status.protected_until.is_none()
 }
