@@ -228,10 +228,10 @@ impl StateMachine for Nothing {
     fn apply(&mut self, _index: u64, _payload: Bytes) -> io::Result<()> {
         Ok(())
     }
-    fn snapshot(&mut self) -> io::Result<Bytes> {
-        Ok(Bytes::new())
+    fn snapshot(&mut self, _out: &mut dyn nats_raft::SnapshotOut) -> io::Result<()> {
+        Ok(())
     }
-    fn restore(&mut self, _snapshot: Bytes) -> io::Result<()> {
+    fn restore(&mut self, _snapshot: &mut dyn io::Read) -> io::Result<()> {
         Ok(())
     }
 }

@@ -1,6 +1,7 @@
 //! Small whole files replaced atomically: `[4-byte magic][u32 crc32 of body][body]`, written to a
 //! temporary name, fsynced, renamed over the old file, and the directory fsynced. Used for a
-//! group's metadata (vote, commit, purge point) and its current snapshot.
+//! group's metadata (vote, commit, purge point); an earlier build's snapshot file has this form
+//! too (`snapshot_file.rs` reads it once and rewrites it in its own).
 
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -16,23 +17,11 @@ fn checksum(body: &[u8]) -> u32 {
 
 /// Replaces `path` with `body` durably.
 pub(crate) fn write(path: &Path, magic: &[u8; 4], body: &[u8]) -> io::Result<()> {
-    write_parts(path, magic, &[body])
-}
-
-/// Replaces `path` durably with a body made of `parts` in order, without joining them first (a
-/// large stream's snapshot is written from the bytes it was built or received in).
-pub(crate) fn write_parts(path: &Path, magic: &[u8; 4], parts: &[&[u8]]) -> io::Result<()> {
-    let mut hasher = crc32fast::Hasher::new();
-    for part in parts {
-        hasher.update(part);
-    }
     let temporary = path.with_extension("tmp");
     let mut file = File::create(&temporary)?;
     file.write_all(magic)?;
-    file.write_all(&hasher.finalize().to_le_bytes())?;
-    for part in parts {
-        file.write_all(part)?;
-    }
+    file.write_all(&checksum(body).to_le_bytes())?;
+    file.write_all(body)?;
     file.sync_all()?;
     fs::rename(&temporary, path)?;
     if let Some(parent) = path.parent() {

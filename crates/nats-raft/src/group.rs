@@ -181,7 +181,7 @@ pub struct RaftGroup {
     started: tokio::time::Instant,
     resumed_needs_quorum: bool,
     /// The snapshot being received in chunks from the leader, if any.
-    incoming_snapshot: crate::snapshot_chunks::Incoming,
+    incoming_snapshot: Arc<crate::snapshot_chunks::Incoming>,
     /// Resolves once openraft's state machine worker has dropped the application's machine.
     machine_gone: tokio::sync::Mutex<Option<tokio::sync::oneshot::Receiver<()>>>,
 }
@@ -303,7 +303,9 @@ impl RaftGroup {
             started,
             resumed_needs_quorum: config.resumed_needs_quorum,
             machine_gone: tokio::sync::Mutex::new(Some(machine_gone)),
-            incoming_snapshot: Default::default(),
+            incoming_snapshot: Arc::new(crate::snapshot_chunks::Incoming::new(
+                config.directory.clone(),
+            )),
             recovery: RecoveryReport {
                 torn_tail,
                 last_index,

@@ -27,6 +27,7 @@ mod log_file;
 mod log_store;
 mod network;
 mod snapshot_chunks;
+mod snapshot_file;
 mod state_machine;
 mod tick_driver;
 mod types;
@@ -40,6 +41,7 @@ pub use group::{
 pub use lease::LeaderLease;
 pub use log_file::TornTail;
 pub use network::{is_vote_request, refused as refused_reply, Network, NetworkError, ReplyFuture};
+pub use snapshot_file::SnapshotOut;
 pub use state_machine::StateMachine;
 pub use tick_driver::TickDriver;
 pub use types::NodeId;

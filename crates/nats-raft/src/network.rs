@@ -190,7 +190,7 @@ fn request(kind: u8, body: impl FnOnce(&mut Writer)) -> Bytes {
 }
 
 impl RaftNetworkV2<TypeConfig> for PeerClient {
-    type SnapshotData = Bytes;
+    type SnapshotData = crate::snapshot_file::SnapshotFile;
 
     /// At most [`APPEND_BYTES`] of entries go in one message (at least one entry): a catch-up
     /// of 300 entries (openraft's batch) of large stream batches would otherwise overrun a
@@ -249,7 +249,8 @@ impl RaftNetworkV2<TypeConfig> for PeerClient {
 
     /// A snapshot up to `snapshot_chunks::CHUNK` goes as one message (meta and the
     /// application's bytes); a larger one in chunks, each answered before the next is sent
-    /// (`snapshot_chunks.rs`), the last answered with the follower's vote once installed.
+    /// (`snapshot_chunks.rs`), the last answered with the follower's vote once installed. Each
+    /// chunk is read from the snapshot's file when it is sent: one chunk in memory at a time.
     async fn full_snapshot(
         &mut self,
         vote: Vote,
@@ -258,31 +259,44 @@ impl RaftNetworkV2<TypeConfig> for PeerClient {
         option: RPCOption,
     ) -> Result<SnapshotResponse<TypeConfig>, StreamingError<TypeConfig>> {
         let mut cancel = std::pin::pin!(cancel);
-        let data = &snapshot.snapshot;
-        let whole = data.len() <= CHUNK;
-        let mut offset = 0;
+        let total = snapshot.snapshot.len();
+        let whole = total <= CHUNK as u64;
+        let mut offset = 0u64;
         loop {
-            let end = (offset + CHUNK).min(data.len());
+            let end = (offset + CHUNK as u64).min(total);
+            let file = snapshot.snapshot.clone();
+            let read = tokio::task::spawn_blocking(move || {
+                let mut chunk = vec![0u8; (end - offset) as usize];
+                file.read_at(offset, &mut chunk).map(|()| chunk)
+            });
+            let chunk = match read.await {
+                Ok(Ok(chunk)) => chunk,
+                Ok(Err(error)) => {
+                    return Err(StreamingError::Network(RaftNetworkError::new(&error)))
+                }
+                Err(error) => return Err(StreamingError::Network(RaftNetworkError::new(&error))),
+            };
             let message = if whole {
                 request(kind::SNAPSHOT, |writer| {
                     writer.vote(&vote);
                     writer.snapshot_meta(&snapshot.meta);
-                    writer.bytes(data);
+                    writer.bytes(&chunk);
                 })
             } else {
                 request(kind::SNAPSHOT_CHUNK, |writer| {
                     writer.vote(&vote);
                     writer.snapshot_meta(&snapshot.meta);
-                    writer.u64(offset as u64);
-                    writer.u64(data.len() as u64);
-                    writer.bytes(&data[offset..end]);
+                    writer.u64(offset);
+                    writer.u64(total);
+                    writer.bytes(&chunk);
                 })
             };
+            drop(chunk);
             let reply = tokio::select! {
                 closed = &mut cancel => return Err(StreamingError::Closed(closed)),
                 reply = self.call(message, &option) => reply?,
             };
-            if end == data.len() {
+            if end == total {
                 let vote = Reader::new(&reply).vote().map_err(CallError::Decode)?;
                 return Ok(SnapshotResponse::new(vote));
             }

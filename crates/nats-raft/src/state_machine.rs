@@ -2,11 +2,10 @@
 //!
 //! The adapter keeps the Raft bookkeeping (last applied log id, last membership, the current
 //! snapshot) and hands the application only its own payloads and opaque snapshot bytes. The current
-//! snapshot is kept in `<group dir>/snapshot` (checksummed, replaced atomically); on start the
-//! application is restored from it and openraft re-applies the committed entries after it. The
-//! current snapshot's bytes are kept in memory once (shared by the adapter and its builders) and
-//! handed out without copying: a large stream's snapshot is neither read back from disk for each
-//! transmission to a follower nor copied on its way to and from the file.
+//! snapshot is kept in `<group dir>/snapshot` (`snapshot_file.rs`); on start the application is
+//! restored from it and openraft re-applies the committed entries after it. A snapshot is never
+//! whole in memory: the application writes it to a file and restores it from a reader, the
+//! sender reads its chunks from the file and a receiver writes them to one.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -17,8 +16,7 @@ use futures::{Stream, StreamExt};
 use openraft::storage::{EntryResponder, RaftStateMachine};
 use openraft::{RaftSnapshotBuilder, Snapshot};
 
-use crate::checked_file;
-use crate::codec::{Reader, Writer};
+use crate::snapshot_file::{self, BuildWriter, SnapshotFile, SnapshotOut};
 use crate::types::{EntryPayload, LogId, SnapshotMeta, StoredMembership, TypeConfig};
 
 /// The application side of a group: receives committed entries in log order, and produces or
@@ -31,30 +29,40 @@ pub trait StateMachine: Send + 'static {
     /// is reported), as a Raft node cannot skip a committed entry.
     fn apply(&mut self, index: u64, payload: Bytes) -> io::Result<()>;
 
-    /// The whole state as bytes, as of the last applied index.
-    fn snapshot(&mut self) -> io::Result<Bytes>;
+    /// Writes the whole state, as of the last applied index, to `out` (a file: write it in
+    /// pieces rather than building it whole in memory; positions count from the snapshot's
+    /// start, and what was written last, wherever the position, ends it).
+    fn snapshot(&mut self, out: &mut dyn SnapshotOut) -> io::Result<()>;
 
-    /// Replaces the whole state with a snapshot made by [`StateMachine::snapshot`] (possibly on
-    /// another node).
-    fn restore(&mut self, snapshot: Bytes) -> io::Result<()>;
+    /// Replaces the whole state with a snapshot written by [`StateMachine::snapshot`] (possibly
+    /// on another node), read from `snapshot` (buffered) to its end.
+    fn restore(&mut self, snapshot: &mut dyn io::Read) -> io::Result<()>;
 }
 
 type Shared = Arc<Mutex<Box<dyn StateMachine>>>;
 
 /// The current snapshot, shared by the adapter and the builders it makes.
-type Current = Arc<Mutex<Option<(SnapshotMeta, Bytes)>>>;
+type Current = Arc<Mutex<Option<(SnapshotMeta, SnapshotFile)>>>;
 
-/// Makes `(meta, data)` the current snapshot unless the current one is newer (a builder that
-/// finishes after a snapshot from the leader was installed does not replace it).
-fn set_current(current: &Current, meta: &SnapshotMeta, data: &Bytes) {
+/// Makes `(meta, data)` the current snapshot, its file moved to `path`, unless the current one
+/// is newer (a builder that finishes after a snapshot from the leader was installed replaces
+/// neither it nor its file: its own file goes with its last handle).
+fn set_current(
+    current: &Current,
+    path: &Path,
+    meta: &SnapshotMeta,
+    data: &SnapshotFile,
+) -> io::Result<()> {
     let mut current = current.lock().unwrap_or_else(|e| e.into_inner());
     if current
         .as_ref()
         .is_some_and(|(held, _)| held.last_log_id > meta.last_log_id)
     {
-        return;
+        return Ok(());
     }
+    data.persist(path)?;
     *current = Some((meta.clone(), data.clone()));
+    Ok(())
 }
 
 fn lock(machine: &Shared) -> MutexGuard<'_, Box<dyn StateMachine>> {
@@ -64,7 +72,16 @@ fn lock(machine: &Shared) -> MutexGuard<'_, Box<dyn StateMachine>> {
 }
 
 pub(crate) type StoredSnapshot =
-    Snapshot<crate::types::LeaderId, u64, openraft::impls::EmptyNode, Bytes>;
+    Snapshot<crate::types::LeaderId, u64, openraft::impls::EmptyNode, SnapshotFile>;
+
+/// Runs blocking file work off the async workers.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> io::Result<T> + Send + 'static,
+) -> io::Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|join_error| Err(io::Error::other(join_error.to_string())))
+}
 
 /// openraft's view of the application's state machine.
 pub(crate) struct StateMachineAdapter {
@@ -72,6 +89,7 @@ pub(crate) struct StateMachineAdapter {
     last_applied: Option<LogId>,
     membership: StoredMembership,
     current: Current,
+    directory: PathBuf,
     snapshot_path: PathBuf,
     /// Dropped with the adapter, when openraft's state machine worker has quit: the group's
     /// shutdown waits for it, so no entry of a stopped group is applied after it returns.
@@ -85,50 +103,54 @@ impl StateMachineAdapter {
         machine: Box<dyn StateMachine>,
         alive: tokio::sync::oneshot::Sender<()>,
     ) -> io::Result<Self> {
-        let snapshot_path = directory.join("snapshot");
-        let current = read_snapshot(&snapshot_path)?;
+        snapshot_file::remove_leftovers(directory)?;
+        let snapshot_path = snapshot_file::current_path(directory);
+        let current = snapshot_file::open(&snapshot_path)?;
         let machine: Shared = Arc::new(Mutex::new(machine));
         let mut adapter = StateMachineAdapter {
             machine,
             last_applied: None,
             membership: StoredMembership::default(),
             current: Current::default(),
+            directory: directory.to_path_buf(),
             snapshot_path,
             _alive: alive,
         };
         if let Some((meta, data)) = current {
-            lock(&adapter.machine).restore(data.clone())?;
+            lock(&adapter.machine).restore(&mut data.reader())?;
             adapter.last_applied = meta.last_log_id;
             adapter.membership = meta.last_membership.clone();
-            set_current(&adapter.current, &meta, &data);
+            set_current(&adapter.current, &adapter.snapshot_path, &meta, &data)?;
         }
         Ok(adapter)
     }
 }
 
-/// Builds a snapshot from bytes taken when the builder was made.
+/// Finishes a snapshot the application wrote when the builder was made.
 pub(crate) struct SnapshotBuilder {
     meta: SnapshotMeta,
-    data: io::Result<Bytes>,
+    written: Option<io::Result<BuildWriter>>,
     snapshot_path: PathBuf,
     current: Current,
 }
 
 impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
-    type SnapshotData = Bytes;
+    type SnapshotData = SnapshotFile;
 
     async fn build_snapshot(&mut self) -> Result<StoredSnapshot, io::Error> {
-        let data = match &self.data {
-            Ok(data) => data.clone(),
-            Err(error) => return Err(io::Error::new(error.kind(), error.to_string())),
+        let writer = match self.written.take() {
+            Some(Ok(writer)) => writer,
+            Some(Err(error)) => return Err(error),
+            None => return Err(io::Error::other("snapshot already built")),
         };
-        let path = self.snapshot_path.clone();
-        let meta = self.meta.clone();
-        let data_for_file = data.clone();
-        tokio::task::spawn_blocking(move || write_snapshot(&path, &meta, &data_for_file))
-            .await
-            .unwrap_or_else(|join_error| Err(io::Error::other(join_error.to_string())))?;
-        set_current(&self.current, &self.meta, &data);
+        let data = blocking(move || writer.finish()).await?;
+        let (current, path, meta) = (
+            self.current.clone(),
+            self.snapshot_path.clone(),
+            self.meta.clone(),
+        );
+        let data_for_current = data.clone();
+        blocking(move || set_current(&current, &path, &meta, &data_for_current)).await?;
         Ok(Snapshot {
             meta: self.meta.clone(),
             snapshot: data,
@@ -137,7 +159,7 @@ impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
 }
 
 impl RaftStateMachine<TypeConfig> for StateMachineAdapter {
-    type SnapshotData = Bytes;
+    type SnapshotData = SnapshotFile;
     type SnapshotBuilder = SnapshotBuilder;
 
     async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), io::Error> {
@@ -169,13 +191,20 @@ impl RaftStateMachine<TypeConfig> for StateMachineAdapter {
         Ok(())
     }
 
+    /// The application writes its snapshot to a file here, between applies (it must match the
+    /// last applied index); the builder completes and syncs the file on a blocking thread.
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
+        let meta = SnapshotMeta {
+            last_log_id: self.last_applied,
+            last_membership: self.membership.clone(),
+        };
+        let written = BuildWriter::create(&self.directory, &meta).and_then(|mut writer| {
+            lock(&self.machine).snapshot(&mut writer)?;
+            Ok(writer)
+        });
         SnapshotBuilder {
-            meta: SnapshotMeta {
-                last_log_id: self.last_applied,
-                last_membership: self.membership.clone(),
-            },
-            data: lock(&self.machine).snapshot(),
+            meta,
+            written: Some(written),
             snapshot_path: self.snapshot_path.clone(),
             current: self.current.clone(),
         }
@@ -184,18 +213,17 @@ impl RaftStateMachine<TypeConfig> for StateMachineAdapter {
     async fn install_snapshot(
         &mut self,
         meta: &SnapshotMeta,
-        snapshot: Bytes,
+        snapshot: SnapshotFile,
     ) -> Result<(), io::Error> {
-        lock(&self.machine).restore(snapshot.clone())?;
-        let path = self.snapshot_path.clone();
-        let meta_for_file = meta.clone();
-        let data_for_file = snapshot.clone();
-        tokio::task::spawn_blocking(move || write_snapshot(&path, &meta_for_file, &data_for_file))
-            .await
-            .unwrap_or_else(|join_error| Err(io::Error::other(join_error.to_string())))?;
+        lock(&self.machine).restore(&mut snapshot.reader())?;
+        let (current, path, meta_for_current) = (
+            self.current.clone(),
+            self.snapshot_path.clone(),
+            meta.clone(),
+        );
+        blocking(move || set_current(&current, &path, &meta_for_current, &snapshot)).await?;
         self.last_applied = meta.last_log_id;
         self.membership = meta.last_membership.clone();
-        set_current(&self.current, meta, &snapshot);
         Ok(())
     }
 
@@ -205,68 +233,5 @@ impl RaftStateMachine<TypeConfig> for StateMachineAdapter {
             meta: meta.clone(),
             snapshot: data.clone(),
         }))
-    }
-}
-
-const SNAPSHOT_MAGIC: &[u8; 4] = b"NRS1";
-
-/// The file holds the meta, the data's length (u32) and the data; the data is written from where
-/// it is, not copied behind the meta.
-fn write_snapshot(path: &Path, meta: &SnapshotMeta, data: &Bytes) -> io::Result<()> {
-    let length = u32::try_from(data.len()).map_err(|_| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("snapshot of {} bytes: over the file's 4 GiB", data.len()),
-        )
-    })?;
-    let mut writer = Writer::new();
-    writer.snapshot_meta(meta);
-    let mut header = writer.finish().to_vec();
-    header.extend_from_slice(&length.to_le_bytes());
-    checked_file::write_parts(path, SNAPSHOT_MAGIC, &[&header, data])
-}
-
-fn read_snapshot(path: &Path) -> io::Result<Option<(SnapshotMeta, Bytes)>> {
-    let Some(body) = checked_file::read(path, SNAPSHOT_MAGIC)? else {
-        return Ok(None);
-    };
-    let malformed = |_| checked_file::malformed(path, "snapshot");
-    let mut reader = Reader::new(&body);
-    let meta = reader.snapshot_meta().map_err(malformed)?;
-    let data = body.slice_ref(reader.bytes().map_err(malformed)?);
-    Ok(Some((meta, data)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn meta() -> SnapshotMeta {
-        SnapshotMeta {
-            last_log_id: Some(crate::types::log_id(3, 7, 42)),
-            last_membership: StoredMembership::default(),
-        }
-    }
-
-    /// The snapshot file is written in parts now; its bytes are what joining meta and data wrote
-    /// before, so files of earlier builds read back, and the data comes back as written.
-    #[test]
-    fn the_snapshot_file_keeps_its_form_and_reads_back() {
-        let directory = tempfile::tempdir().expect("tempdir");
-        let path = directory.path().join("snapshot");
-        let data = Bytes::from((0..100_000u32).map(|i| i as u8).collect::<Vec<u8>>());
-        write_snapshot(&path, &meta(), &data).expect("write");
-        let written = std::fs::read(&path).expect("read");
-
-        let joined = directory.path().join("joined");
-        let mut writer = Writer::new();
-        writer.snapshot_meta(&meta());
-        writer.bytes(&data);
-        checked_file::write(&joined, SNAPSHOT_MAGIC, &writer.finish()).expect("write joined");
-        assert_eq!(written, std::fs::read(&joined).expect("read joined"));
-
-        let (read_meta, read_data) = read_snapshot(&path).expect("read").expect("a snapshot");
-        assert_eq!(read_meta.last_log_id, meta().last_log_id);
-        assert_eq!(read_data, data);
     }
 }

@@ -7,8 +7,11 @@ mod common;
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::{fast, payloads, propose_many, Cluster, GROUP};
-use nats_raft::{GroupStatus, LogSize, NodeId, RaftGroup, RaftGroupError, Role};
+use common::{
+    fast, payloads, propose_many, snapshot_and_rejoin_as_4, stop_and_wipe_a_follower, Cluster,
+    GROUP,
+};
+use nats_raft::{GroupStatus, NodeId, RaftGroup, RaftGroupError, Role};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -493,51 +496,7 @@ async fn a_far_behind_follower_is_sent_a_snapshot() {
     let behind = stop_and_wipe_a_follower(&cluster, leader).await;
     let indexes = propose_many(&cluster.node(leader), "a", 1_000).await;
     let last = *indexes.iter().max().expect("indexes");
-    snapshot_and_rejoin_as_4(&mut cluster, leader, behind, last).await;
-}
-
-/// Stops a follower of `leader` and deletes its directory; returns it.
-async fn stop_and_wipe_a_follower(cluster: &Cluster, leader: u64) -> u64 {
-    let behind = cluster
-        .running()
-        .into_iter()
-        .find(|node| *node != leader)
-        .expect("a follower");
-    cluster.stop_node(behind).await;
-    std::fs::remove_dir_all(cluster.directory(behind)).expect("wipe");
-    behind
-}
-
-/// The leader snapshots and purges its log (the start of it is gone); `behind`, stopped and
-/// wiped, is replaced by node 4, which rejoins empty: the log the leader still has does not
-/// reach back far enough, so node 4 gets the snapshot, then the tail up to `last`.
-async fn snapshot_and_rejoin_as_4(cluster: &mut Cluster, leader: u64, behind: u64, last: u64) {
-    cluster.node(leader).snapshot_now().await.expect("snapshot");
-    // Everything up to `last` is in the snapshot and purged: the log's file starts over empty.
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while cluster.node(leader).log_size()
-        != (LogSize {
-            entries: 0,
-            bytes: 0,
-        })
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the leader purged its log"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    cluster
-        .node(leader)
-        .remove_member(behind)
-        .await
-        .expect("remove");
-    cluster.start_node(4, false, None).await;
-    cluster.node(leader).add_member(4).await.expect("add");
-    cluster.wait_applied(4, last, WAIT).await;
-    let applied = common::lock(&cluster.applied[&4]).restores;
-    assert!(applied >= 1, "node 4 restored from a snapshot");
-    assert_eq!(cluster.applied_entries(4), cluster.applied_entries(leader));
+    snapshot_and_rejoin_as_4(&mut cluster, leader, behind, last, WAIT).await;
     cluster.shutdown().await;
 }
 
@@ -563,7 +522,8 @@ async fn a_snapshot_larger_than_one_message_reaches_the_follower_in_chunks() {
             last = last.max(index.expect("proposal committed"));
         }
     }
-    snapshot_and_rejoin_as_4(&mut cluster, leader, behind, last).await;
+    snapshot_and_rejoin_as_4(&mut cluster, leader, behind, last, WAIT).await;
+    cluster.shutdown().await;
 }
 
 #[tokio::test(start_paused = true)]

@@ -1,5 +1,5 @@
 //! A peer's message to this group ([`RaftGroup::handle_message`]): decoded by kind, handed to
-//! openraft, the reply encoded; snapshots sent in chunks assembled on the way
+//! openraft, the reply encoded; snapshots sent in chunks assembled in a file on the way
 //! (`snapshot_chunks.rs`).
 
 use std::sync::atomic::Ordering;
@@ -28,7 +28,7 @@ impl RaftGroup {
         &self,
         vote: crate::types::Vote,
         meta: crate::types::SnapshotMeta,
-        data: Bytes,
+        data: crate::snapshot_file::SnapshotFile,
     ) -> Result<crate::types::Vote, String> {
         let snapshot = StoredSnapshot {
             meta,
@@ -106,7 +106,14 @@ impl RaftGroup {
             kind::SNAPSHOT => {
                 let vote = reader.vote().map_err(decode)?;
                 let meta = reader.snapshot_meta().map_err(decode)?;
-                let data = Bytes::copy_from_slice(reader.bytes().map_err(decode)?);
+                let data = message.slice_ref(reader.bytes().map_err(decode)?);
+                let (incoming, file_meta) = (self.incoming_snapshot.clone(), meta.clone());
+                let data = on_blocking_thread(move || {
+                    incoming
+                        .whole(&file_meta, &data)
+                        .map_err(|error| format!("snapshot file: {error}"))
+                })
+                .await?;
                 writer.vote(&self.install_snapshot(vote, meta, data).await?);
             }
             kind::SNAPSHOT_CHUNK => {
@@ -114,13 +121,17 @@ impl RaftGroup {
                 let meta = reader.snapshot_meta().map_err(decode)?;
                 let offset = reader.u64().map_err(decode)?;
                 let total = reader.u64().map_err(decode)?;
-                let chunk = reader.bytes().map_err(decode)?;
+                let chunk = message.slice_ref(reader.bytes().map_err(decode)?);
                 let key = crate::snapshot_chunks::SnapshotKey {
                     vote,
                     last_log_id: meta.last_log_id,
                     total,
                 };
-                match self.incoming_snapshot.add(key, offset, chunk)? {
+                let (incoming, file_meta) = (self.incoming_snapshot.clone(), meta.clone());
+                let received =
+                    on_blocking_thread(move || incoming.add(key, &file_meta, offset, &chunk))
+                        .await?;
+                match received {
                     crate::snapshot_chunks::Received::More => {}
                     crate::snapshot_chunks::Received::Complete(data) => {
                         writer.vote(&self.install_snapshot(vote, meta, data).await?);
@@ -146,4 +157,14 @@ impl RaftGroup {
         }
         Ok(writer.finish())
     }
+}
+
+/// Runs a snapshot file's writes (and the sync of a finished one, up to the whole snapshot) off
+/// the async workers.
+async fn on_blocking_thread<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|error| Err(error.to_string()))
 }

@@ -23,16 +23,27 @@ pub const GROUP: &str = "S-orders";
 pub struct Applied {
     pub entries: Vec<(u64, Bytes)>,
     pub restores: usize,
+    /// The padding the last restore read (and found as written).
+    pub restored_padding: u64,
 }
 
 pub type AppliedHandle = Arc<Mutex<Applied>>;
 
-/// Records every applied proposal; a snapshot is the whole list. Fails on a payload equal to
-/// `poison`, to exercise supervision.
+/// Records every applied proposal; a snapshot is the whole list, then `padding` bytes of a
+/// pattern written and read back in pieces (a large snapshot that is never whole in memory).
+/// Fails on a payload equal to `poison`, to exercise supervision.
 pub struct Recorder {
     pub applied: AppliedHandle,
     pub poison: Option<Bytes>,
+    pub padding: u64,
 }
+
+/// The byte at `position` of a snapshot's padding.
+fn padding_byte(position: u64) -> u8 {
+    (position % 251) as u8
+}
+
+const PADDING_PIECE: usize = 64 << 10;
 
 impl StateMachine for Recorder {
     fn apply(&mut self, index: u64, payload: Bytes) -> io::Result<()> {
@@ -43,7 +54,7 @@ impl StateMachine for Recorder {
         Ok(())
     }
 
-    fn snapshot(&mut self) -> io::Result<Bytes> {
+    fn snapshot(&mut self, out: &mut dyn nats_raft::SnapshotOut) -> io::Result<()> {
         let applied = lock(&self.applied);
         let mut buffer = BytesMut::new();
         for (index, payload) in &applied.entries {
@@ -51,25 +62,57 @@ impl StateMachine for Recorder {
             buffer.put_u32(payload.len() as u32);
             buffer.put_slice(payload);
         }
-        Ok(buffer.freeze())
+        out.write_all(&(buffer.len() as u64).to_le_bytes())?;
+        out.write_all(&buffer)?;
+        let mut written = 0;
+        let mut piece = vec![0u8; PADDING_PIECE];
+        while written < self.padding {
+            let length = (self.padding - written).min(PADDING_PIECE as u64) as usize;
+            for (offset, byte) in piece[..length].iter_mut().enumerate() {
+                *byte = padding_byte(written + offset as u64);
+            }
+            out.write_all(&piece[..length])?;
+            written += length as u64;
+        }
+        Ok(())
     }
 
-    fn restore(&mut self, mut snapshot: Bytes) -> io::Result<()> {
+    fn restore(&mut self, snapshot: &mut dyn io::Read) -> io::Result<()> {
+        let mut length = [0u8; 8];
+        snapshot.read_exact(&mut length)?;
+        let mut whole = vec![0u8; u64::from_le_bytes(length) as usize];
+        snapshot.read_exact(&mut whole)?;
+        let mut snapshot_entries = Bytes::from(whole);
         let mut entries = Vec::new();
-        while snapshot.has_remaining() {
-            if snapshot.remaining() < 12 {
+        while snapshot_entries.has_remaining() {
+            if snapshot_entries.remaining() < 12 {
                 return Err(io::Error::other("bad snapshot"));
             }
-            let index = snapshot.get_u64();
-            let length = snapshot.get_u32() as usize;
-            if snapshot.remaining() < length {
+            let index = snapshot_entries.get_u64();
+            let length = snapshot_entries.get_u32() as usize;
+            if snapshot_entries.remaining() < length {
                 return Err(io::Error::other("bad snapshot"));
             }
-            entries.push((index, snapshot.split_to(length)));
+            entries.push((index, snapshot_entries.split_to(length)));
+        }
+        let mut padding = 0u64;
+        let mut piece = vec![0u8; PADDING_PIECE];
+        loop {
+            let read = snapshot.read(&mut piece)?;
+            if read == 0 {
+                break;
+            }
+            for (offset, byte) in piece[..read].iter().enumerate() {
+                if *byte != padding_byte(padding + offset as u64) {
+                    return Err(io::Error::other("bad snapshot padding"));
+                }
+            }
+            padding += read as u64;
         }
         let mut applied = lock(&self.applied);
         applied.entries = entries;
         applied.restores += 1;
+        applied.restored_padding = padding;
         Ok(())
     }
 }
@@ -170,6 +213,8 @@ pub struct Cluster {
     pub members: Vec<NodeId>,
     pub applied: HashMap<NodeId, AppliedHandle>,
     pub tune: fn(&mut GroupConfig),
+    /// The padding of every node's snapshots (`Recorder::padding`).
+    pub padding: u64,
 }
 
 pub fn fast(config: &mut GroupConfig) {
@@ -179,12 +224,22 @@ pub fn fast(config: &mut GroupConfig) {
 
 impl Cluster {
     pub async fn start(members: &[NodeId], tune: fn(&mut GroupConfig)) -> Cluster {
+        Cluster::start_padded(members, tune, 0).await
+    }
+
+    /// A cluster whose snapshots carry `padding` bytes after the applied entries.
+    pub async fn start_padded(
+        members: &[NodeId],
+        tune: fn(&mut GroupConfig),
+        padding: u64,
+    ) -> Cluster {
         let mut cluster = Cluster {
             router: Arc::new(Router::default()),
             root: tempfile::tempdir().expect("tempdir"),
             members: members.to_vec(),
             applied: HashMap::new(),
             tune,
+            padding,
         };
         for node in members {
             cluster.start_node(*node, true, None).await;
@@ -211,9 +266,17 @@ impl Cluster {
             from: node,
             router: self.router.clone(),
         });
-        let group = RaftGroup::start(config, Box::new(Recorder { applied, poison }), network)
-            .await
-            .expect("group starts");
+        let group = RaftGroup::start(
+            config,
+            Box::new(Recorder {
+                applied,
+                poison,
+                padding: self.padding,
+            }),
+            network,
+        )
+        .await
+        .expect("group starts");
         let group = Arc::new(group);
         lock(&self.router.state)
             .groups
@@ -327,4 +390,54 @@ pub async fn propose_many(group: &RaftGroup, prefix: &str, count: usize) -> Vec<
 
 pub fn payloads(entries: &[(u64, Bytes)]) -> Vec<Bytes> {
     entries.iter().map(|(_, payload)| payload.clone()).collect()
+}
+
+/// Stops a follower of `leader` and deletes its directory; returns it.
+pub async fn stop_and_wipe_a_follower(cluster: &Cluster, leader: NodeId) -> NodeId {
+    let behind = cluster
+        .running()
+        .into_iter()
+        .find(|node| *node != leader)
+        .expect("a follower");
+    cluster.stop_node(behind).await;
+    std::fs::remove_dir_all(cluster.directory(behind)).expect("wipe");
+    behind
+}
+
+/// The leader snapshots and purges its log (the start of it is gone); `behind`, stopped and
+/// wiped, is replaced by node 4, which rejoins empty: the log the leader still has does not
+/// reach back far enough, so node 4 gets the snapshot, then the tail up to `last`.
+pub async fn snapshot_and_rejoin_as_4(
+    cluster: &mut Cluster,
+    leader: NodeId,
+    behind: NodeId,
+    last: u64,
+    wait: Duration,
+) {
+    cluster.node(leader).snapshot_now().await.expect("snapshot");
+    // Everything up to `last` is in the snapshot and purged: the log's file starts over empty.
+    let deadline = tokio::time::Instant::now() + wait;
+    while cluster.node(leader).log_size()
+        != (nats_raft::LogSize {
+            entries: 0,
+            bytes: 0,
+        })
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the leader purged its log"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    cluster
+        .node(leader)
+        .remove_member(behind)
+        .await
+        .expect("remove");
+    cluster.start_node(4, false, None).await;
+    cluster.node(leader).add_member(4).await.expect("add");
+    cluster.wait_applied(4, last, wait).await;
+    let restores = lock(&cluster.applied[&4]).restores;
+    assert!(restores >= 1, "node 4 restored from a snapshot");
+    assert_eq!(cluster.applied_entries(4), cluster.applied_entries(leader));
 }

@@ -138,12 +138,16 @@ impl StateMachine for MetaState {
         Ok(())
     }
 
-    fn snapshot(&mut self) -> io::Result<Bytes> {
-        self.assignments.lock().snapshot()
+    /// The meta group's snapshot is small (the assignments): built in memory, then written.
+    fn snapshot(&mut self, out: &mut dyn nats_raft::SnapshotOut) -> io::Result<()> {
+        let snapshot = self.assignments.lock().snapshot()?;
+        out.write_all(&snapshot)
     }
 
-    fn restore(&mut self, snapshot: Bytes) -> io::Result<()> {
-        let effects = self.assignments.lock().restore(&snapshot, &self.own_peer)?;
+    fn restore(&mut self, snapshot: &mut dyn io::Read) -> io::Result<()> {
+        let mut whole = Vec::new();
+        snapshot.read_to_end(&mut whole)?;
+        let effects = self.assignments.lock().restore(&whole, &self.own_peer)?;
         for effect in effects {
             let _ = self.effects.send(effect);
         }

@@ -341,12 +341,12 @@ impl nats_raft::StateMachine for Apply {
         self.0.apply_committed(&payload)
     }
 
-    fn snapshot(&mut self) -> io::Result<Bytes> {
-        self.0.snapshot()
+    fn snapshot(&mut self, out: &mut dyn nats_raft::SnapshotOut) -> io::Result<()> {
+        self.0.snapshot(out)
     }
 
-    fn restore(&mut self, snapshot: Bytes) -> io::Result<()> {
-        self.0.restore(&snapshot)
+    fn restore(&mut self, snapshot: &mut dyn io::Read) -> io::Result<()> {
+        self.0.restore(snapshot)
     }
 }
 

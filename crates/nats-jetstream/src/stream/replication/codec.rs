@@ -180,12 +180,92 @@ impl<'a> Batch<'a> {
     }
 }
 
+/// How much of a batch [`BatchReader`] reads at a time.
+pub(crate) const PIECE: usize = 1 << 20;
+
+/// What [`Reader`] says when the input ends inside an entry.
+const TRUNCATED: &str = "truncated";
+
+/// A batch's entries read from `input` in pieces of [`PIECE`] (a snapshot's batch: the whole
+/// stream, never held whole): at most a piece and the entry that crosses its end are held.
+pub(crate) struct BatchReader<R> {
+    input: R,
+    buffer: Vec<u8>,
+    start: usize,
+    at_end: bool,
+}
+
+impl<R: std::io::Read> BatchReader<R> {
+    /// Reads the batch's header: its id and last sequence, and the reader of its entries.
+    pub(crate) fn new(mut input: R) -> std::io::Result<(u64, u64, BatchReader<R>)> {
+        let mut header = [0u8; HEADER_SIZE];
+        input.read_exact(&mut header)?;
+        let batch = decode_batch(&header).map_err(invalid_data)?;
+        let reader = BatchReader {
+            input,
+            buffer: Vec::new(),
+            start: 0,
+            at_end: false,
+        };
+        Ok((batch.id, batch.last_seq, reader))
+    }
+
+    /// The next entry, `None` at the end of the input.
+    pub(crate) fn next_entry(&mut self) -> std::io::Result<Option<StreamEntry<'_>>> {
+        loop {
+            let available = &self.buffer[self.start..];
+            if available.is_empty() && self.at_end {
+                return Ok(None);
+            }
+            if !available.is_empty() {
+                let mut reader = Reader(available);
+                match reader.entry() {
+                    Ok(_) => {
+                        let begin = self.start;
+                        self.start += available.len() - reader.0.len();
+                        let entry = Reader(&self.buffer[begin..self.start]).entry();
+                        return entry.map(Some).map_err(invalid_data);
+                    }
+                    Err(DecodeError(TRUNCATED)) if !self.at_end => {}
+                    Err(error) => return Err(invalid_data(error)),
+                }
+            }
+            self.fill()?;
+        }
+    }
+
+    /// Drops the entries read and appends up to a piece of input.
+    fn fill(&mut self) -> std::io::Result<()> {
+        self.buffer.drain(..self.start);
+        self.start = 0;
+        let held = self.buffer.len();
+        self.buffer.resize(held + PIECE, 0);
+        let read = loop {
+            match self.input.read(&mut self.buffer[held..]) {
+                Ok(read) => break read,
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(error) => {
+                    self.buffer.truncate(held);
+                    return Err(error);
+                }
+            }
+        };
+        self.buffer.truncate(held + read);
+        self.at_end = read == 0;
+        Ok(())
+    }
+}
+
+fn invalid_data(error: DecodeError) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, error.to_string())
+}
+
 struct Reader<'a>(&'a [u8]);
 
 impl<'a> Reader<'a> {
     fn take(&mut self, count: usize) -> Result<&'a [u8], DecodeError> {
         if self.0.len() < count {
-            return Err(DecodeError("truncated"));
+            return Err(DecodeError(TRUNCATED));
         }
         let (head, tail) = self.0.split_at(count);
         self.0 = tail;
@@ -342,6 +422,81 @@ mod tests {
                 result = batch.next_entry();
             }
             if cut > HEADER_SIZE {
+                assert!(result.is_err(), "cut at {cut}");
+            }
+        }
+    }
+
+    /// A reader handing out at most `step` bytes a call (entries cross its reads' ends).
+    struct Trickle<'a> {
+        input: &'a [u8],
+        step: usize,
+    }
+
+    impl std::io::Read for Trickle<'_> {
+        fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+            let length = self.step.min(buffer.len()).min(self.input.len());
+            buffer[..length].copy_from_slice(&self.input[..length]);
+            self.input = &self.input[length..];
+            Ok(length)
+        }
+    }
+
+    /// A batch read in pieces gives the entries it was made of, messages larger than a piece
+    /// and entries crossing the pieces' ends too; cut short anywhere, it is an error.
+    #[test]
+    fn a_batch_read_in_pieces_gives_its_entries() {
+        let large = vec![7u8; PIECE + 10];
+        let mut entries = Vec::new();
+        for seq in 1..=3_000u64 {
+            let payload: &[u8] = if seq == 1_500 { &large } else { &large[..300] };
+            entries.push(StreamEntry::Message {
+                seq,
+                timestamp: seq as i64,
+                subject: Cow::Owned(format!("s.{seq}")),
+                headers: Cow::Borrowed(b""),
+                payload: Cow::Borrowed(payload),
+                ttl: None,
+            });
+        }
+        entries.push(StreamEntry::Skip {
+            seq: 3_001,
+            count: 5,
+        });
+        let mut buffer = Vec::new();
+        start_batch(&mut buffer);
+        for entry in &entries {
+            encode(entry, &mut buffer);
+        }
+        finish_batch(&mut buffer, 0, 3_005);
+        for step in [usize::MAX, 4_096, 333] {
+            let input = Trickle {
+                input: &buffer,
+                step,
+            };
+            let (id, last_seq, mut reader) = BatchReader::new(input).expect("header");
+            assert_eq!((id, last_seq), (0, 3_005));
+            let mut count = 0;
+            while let Some(entry) = reader.next_entry().expect("entry") {
+                assert_eq!(entry, entries[count], "entry {count}, reads of {step}");
+                count += 1;
+            }
+            assert_eq!(count, entries.len());
+        }
+        for cut in [
+            3,
+            HEADER_SIZE,
+            HEADER_SIZE + 5,
+            buffer.len() / 2,
+            buffer.len() - 1,
+        ] {
+            let result = BatchReader::new(&buffer[..cut]).and_then(|(_, _, mut reader)| {
+                while reader.next_entry()?.is_some() {}
+                Ok(())
+            });
+            if cut == HEADER_SIZE {
+                assert!(result.is_ok(), "a batch without entries");
+            } else {
                 assert!(result.is_err(), "cut at {cut}");
             }
         }

@@ -16,9 +16,10 @@
 //! are the truth). Followers take no publishes.
 //!
 //! Snapshots ([`ReplicaMachine::snapshot`]) are the stream's config and its messages through the
-//! last committed sequence, as one batch of entries (gaps as skips), sent whole, followed by the
-//! committed states of the stream's replicated consumers; restoring one replaces the store with
-//! a fresh one and applies that batch. Per-message TTLs are not carried by snapshots yet.
+//! last committed sequence, as one batch of entries (gaps as skips), followed by the committed
+//! states of the stream's replicated consumers; restoring one replaces the store with a fresh
+//! one and applies that batch. Both stream through a file (nats-raft's): the batch is written
+//! and read a piece at a time, never whole in memory.
 //!
 //! Consumers of a replicated stream ride the same log: their records (create, state changes,
 //! delete) are proposals of their own, marked by their first byte ([`CONSUMER_BATCH`]), which
@@ -252,11 +253,19 @@ impl ReplicaMachine {
         Ok(())
     }
 
-    /// The stream's state through the last committed batch, as one batch of entries: the config,
-    /// then every message in order with the gaps as skips.
-    pub fn snapshot(&self) -> io::Result<Bytes> {
+    /// Writes the stream's state through the last committed batch to `out`, as one batch of
+    /// entries (the config, then every message in order with the gaps as skips), written a
+    /// [`codec::PIECE`] at a time as the store is read (a large stream's snapshot is never
+    /// whole in memory), then the consumers' committed states: `[SNAPSHOT_WITH_CONSUMERS]
+    /// [u64 batch length][batch][consumer states]`, the length filled in once the batch is out.
+    pub fn snapshot<W: io::Write + io::Seek + ?Sized>(&self, out: &mut W) -> io::Result<()> {
+        let with_consumers = self.consumers.is_some();
+        if with_consumers {
+            out.write_all(&[SNAPSHOT_WITH_CONSUMERS])?;
+            out.write_all(&[0; 8])?;
+        }
         let config = self.stream.config();
-        let mut buffer = Vec::new();
+        let mut buffer = Vec::with_capacity(codec::PIECE + (64 << 10));
         codec::start_batch(&mut buffer);
         codec::encode(
             &StreamEntry::Config {
@@ -265,8 +274,16 @@ impl ReplicaMachine {
             },
             &mut buffer,
         );
+        let mut batch_length = 0u64;
+        let mut flush = |buffer: &mut Vec<u8>, out: &mut W| -> io::Result<()> {
+            out.write_all(buffer)?;
+            batch_length += buffer.len() as u64;
+            buffer.clear();
+            Ok(())
+        };
         let mut store = self.stream.store.write();
         let committed = self.shared.inner.lock().committed_last_seq;
+        codec::finish_batch(&mut buffer, 0, committed);
         let mut next = 1;
         while next <= committed {
             let Some(message) = store.load_next(">", next).map_err(store_error)? else {
@@ -285,6 +302,9 @@ impl ReplicaMachine {
             let ttl = store.message_ttl(message.seq);
             codec::encode_stored(&message, ttl, &mut buffer);
             next = message.seq + 1;
+            if buffer.len() >= codec::PIECE {
+                flush(&mut buffer, out)?;
+            }
         }
         if next <= committed {
             let tail = StreamEntry::Skip {
@@ -293,62 +313,65 @@ impl ReplicaMachine {
             };
             codec::encode(&tail, &mut buffer);
         }
-        codec::finish_batch(&mut buffer, 0, committed);
+        flush(&mut buffer, out)?;
         drop(store);
         let Some(consumers) = &self.consumers else {
-            return Ok(Bytes::from(buffer));
+            return Ok(());
         };
         let consumers = consumers.snapshot();
-        let mut snapshot = Vec::with_capacity(9 + buffer.len() + consumers.len());
-        snapshot.push(SNAPSHOT_WITH_CONSUMERS);
-        snapshot.extend_from_slice(&(buffer.len() as u64).to_le_bytes());
-        snapshot.extend_from_slice(&buffer);
-        snapshot.extend_from_slice(&consumers);
-        Ok(Bytes::from(snapshot))
+        out.seek(io::SeekFrom::Start(1))?;
+        out.write_all(&batch_length.to_le_bytes())?;
+        out.seek(io::SeekFrom::Start(9 + batch_length))?;
+        out.write_all(&consumers)
     }
 
-    /// A snapshot's stream batch and its consumer states (empty in a snapshot without them).
-    fn split_snapshot(snapshot: &[u8]) -> io::Result<(&[u8], &[u8])> {
-        let Some((&SNAPSHOT_WITH_CONSUMERS, rest)) = snapshot.split_first() else {
-            return Ok((snapshot, &[]));
-        };
-        let (length, rest) = rest
-            .split_first_chunk::<8>()
-            .ok_or_else(|| invalid("short snapshot"))?;
-        let length = usize::try_from(u64::from_le_bytes(*length))
-            .ok()
-            .filter(|length| *length <= rest.len())
-            .ok_or_else(|| invalid("truncated snapshot"))?;
-        Ok(rest.split_at(length))
-    }
-
-    /// Replaces the stream's store with a fresh one holding what `snapshot` holds.
-    pub fn restore(&self, snapshot: &[u8]) -> io::Result<()> {
-        let (snapshot, consumer_states) = Self::split_snapshot(snapshot)?;
-        let mut batch = codec::decode_batch(snapshot).map_err(invalid)?;
-        let last = {
-            let mut store = self.stream.store.write();
-            self.stream.followed.store(true, Ordering::SeqCst);
-            self.replace_with_fresh_store(&mut store)?;
-            while let Some(entry) = batch.next_entry().map_err(invalid)? {
-                apply(&mut **store, &entry).map_err(store_error)?;
+    /// Replaces the stream's store with a fresh one holding what `snapshot` holds, read in
+    /// pieces ([`codec::BatchReader`]) to its end.
+    pub fn restore<R: io::Read + ?Sized>(&self, snapshot: &mut R) -> io::Result<()> {
+        let mut first = [0u8; 1];
+        snapshot.read_exact(&mut first)?;
+        let mut consumer_states = Vec::new();
+        let last = if first[0] == SNAPSHOT_WITH_CONSUMERS {
+            let mut length = [0u8; 8];
+            snapshot.read_exact(&mut length)?;
+            let length = u64::from_le_bytes(length);
+            let mut batch = <&mut R as io::Read>::take(&mut *snapshot, length);
+            let last = self.restore_batch(&mut batch)?;
+            if batch.limit() > 0 {
+                return Err(invalid("truncated snapshot"));
             }
-            store.flush().map_err(store_error)?;
-            self.count_usage(&**store);
-            let last = store.state().last_seq;
-            let mut shared = self.shared.inner.lock();
-            shared.local.clear();
-            shared.committed_last_seq = last;
-            shared.diverged = false;
-            // A batch left uncommitted went with the old store.
-            self.stream.store.committed();
+            snapshot.read_to_end(&mut consumer_states)?;
             last
+        } else {
+            self.restore_batch(&mut io::Read::chain(&first[..], snapshot))?
         };
         if let Some(consumers) = &self.consumers {
-            consumers.restore(consumer_states)?;
+            consumers.restore(&consumer_states)?;
         }
         announce(&self.stream, last);
         Ok(())
+    }
+
+    /// Replaces the store with a fresh one and applies the batch read from `batch`; the
+    /// stream's last sequence after it.
+    fn restore_batch<R: io::Read>(&self, batch: R) -> io::Result<u64> {
+        let (_, _, mut batch) = codec::BatchReader::new(batch)?;
+        let mut store = self.stream.store.write();
+        self.stream.followed.store(true, Ordering::SeqCst);
+        self.replace_with_fresh_store(&mut store)?;
+        while let Some(entry) = batch.next_entry()? {
+            apply(&mut **store, &entry).map_err(store_error)?;
+        }
+        store.flush().map_err(store_error)?;
+        self.count_usage(&**store);
+        let last = store.state().last_seq;
+        let mut shared = self.shared.inner.lock();
+        shared.local.clear();
+        shared.committed_last_seq = last;
+        shared.diverged = false;
+        // A batch left uncommitted went with the old store.
+        self.stream.store.committed();
+        Ok(last)
     }
 
     /// Empties the replica (a fresh store) before its group starts again and re-applies its

@@ -199,13 +199,13 @@ impl nats_raft::StateMachine for Machine {
         self.replica.apply_committed(&payload)
     }
 
-    fn snapshot(&mut self) -> std::io::Result<Bytes> {
-        self.replica.snapshot()
+    fn snapshot(&mut self, out: &mut dyn nats_raft::SnapshotOut) -> std::io::Result<()> {
+        self.replica.snapshot(out)
     }
 
-    fn restore(&mut self, snapshot: Bytes) -> std::io::Result<()> {
+    fn restore(&mut self, snapshot: &mut dyn std::io::Read) -> std::io::Result<()> {
         self.restores.fetch_add(1, Ordering::Relaxed);
-        self.replica.restore(&snapshot)
+        self.replica.restore(snapshot)
     }
 }
 
@@ -234,6 +234,39 @@ pub(super) struct Cluster {
     pub(super) members: Vec<NodeId>,
     pub(super) nodes: HashMap<NodeId, Node>,
     pub(super) storage: HashMap<NodeId, StorageType>,
+}
+
+/// A replica's stream over a store of `storage` in `directory`, its apply entry point and its
+/// consumers' committed states (installed in the machine); no group yet.
+pub(super) fn start_replica(
+    directory: &std::path::Path,
+    storage: StorageType,
+    router: Arc<TestRouter>,
+    replicator: &Arc<GroupReplicator>,
+) -> (Arc<Stream>, ReplicaMachine, Arc<ReplicatedConsumers>) {
+    let transport: Arc<dyn Transport> = router;
+    let context = IngestContext {
+        transport,
+        sync_always: false,
+        domain: None,
+        usage: Arc::new(Usage::new(1 << 30, 1 << 34)),
+        batch_limits: Default::default(),
+    };
+    let (stream, mut machine) = Stream::start_replicated(
+        stream_config(storage),
+        1,
+        directory,
+        crate::SyncPolicy::default(),
+        context,
+        Arc::new(Shared(replicator.clone())),
+    )
+    .expect("stream starts");
+    let consumers = ReplicatedConsumers::new(
+        Arc::new(Shared(replicator.clone())),
+        Arc::downgrade(&stream),
+    );
+    machine.set_consumers(consumers.clone());
+    (stream, machine, consumers)
 }
 
 pub(super) fn stream_config(storage: StorageType) -> StreamConfig {
@@ -274,29 +307,13 @@ impl Cluster {
         let storage = *self.storage.entry(node).or_insert(StorageType::File);
         let directory = self.directory(node);
         let router = TestRouter::new();
-        let transport: Arc<dyn Transport> = router.clone();
-        let context = IngestContext {
-            transport,
-            sync_always: false,
-            domain: None,
-            usage: Arc::new(Usage::new(1 << 30, 1 << 34)),
-            batch_limits: Default::default(),
-        };
         let replicator = replicator();
-        let (stream, mut machine) = Stream::start_replicated(
-            stream_config(storage),
-            1,
+        let (stream, machine, consumers) = start_replica(
             &directory.join("store"),
-            crate::SyncPolicy::default(),
-            context,
-            Arc::new(Shared(replicator.clone())),
-        )
-        .expect("stream starts");
-        let consumers = ReplicatedConsumers::new(
-            Arc::new(Shared(replicator.clone())),
-            Arc::downgrade(&stream),
+            storage,
+            router.clone(),
+            &replicator,
         );
-        machine.set_consumers(consumers.clone());
         let mut config =
             GroupConfig::new(GROUP, node, self.members.clone(), directory.join("raft"));
         config.bootstrap = bootstrap;

@@ -5,6 +5,7 @@
 //! contiguous across a leader change, and a restarted or wiped follower must catch up.
 
 mod harness;
+mod memory;
 
 use harness::*;
 
