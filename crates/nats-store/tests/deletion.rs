@@ -59,7 +59,98 @@ fn a_deleted_stream_leaves_its_name_at_once_and_its_files_soon() {
     assert_eq!(again.state().msgs, 0);
     assert!(again.consumer_names().unwrap().is_empty());
     again.close().unwrap();
-    await_entries(root.path(), &["orders"]);
+    // The trash is gone: removed, or kept as a spare for the next creation (below).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let found = entries(root.path());
+        let (spares, others): (Vec<_>, Vec<_>) =
+            found.iter().partition(|name| name.contains(".spare."));
+        if others == ["orders"] && spares.len() <= 1 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{root:?} holds {found:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn deferred() -> FileStoreOptions {
+    FileStoreOptions {
+        defer_creation_sync: true,
+        block_size: 256,
+        ..Default::default()
+    }
+}
+
+/// The spare entries of `dir` (deleted stream directories kept for the next creation).
+fn spares(dir: &Path) -> Vec<String> {
+    entries(dir)
+        .into_iter()
+        .filter(|name| name.contains(".spare."))
+        .collect()
+}
+
+#[test]
+fn a_stream_created_after_a_deletion_reuses_its_directory_and_starts_empty() {
+    use std::os::unix::fs::MetadataExt;
+    let root = tempfile::tempdir().unwrap();
+    let old = root.path().join("OLD");
+    let mut store = FileStore::open(&old, StreamStoreConfig::default(), deferred()).unwrap();
+    for n in 0..20 {
+        store
+            .store_msg(&format!("old.{n}"), b"", &[7u8; 64], None)
+            .unwrap();
+    }
+    store.set_metadata(b"old config").unwrap();
+    store.flush().unwrap();
+    assert!(store.block_count() > 2, "several blocks");
+    let mut consumer = store.consumer_store("worker").unwrap();
+    consumer.set_config(b"{}").unwrap();
+    drop(consumer);
+    store.delete().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while spares(root.path()).len() != 1 {
+        assert!(Instant::now() < deadline, "{:?}", entries(root.path()));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let spare = root.path().join(&spares(root.path())[0]);
+    assert_eq!(
+        entries(&spare),
+        ["000000000001.blk", "meta.spare", "seq.hwm"],
+        "one block, the marks and the metadata's temporary file, nothing more"
+    );
+    let spare_inode = std::fs::metadata(&spare).unwrap().ino();
+
+    let new = root.path().join("NEW");
+    let mut store = FileStore::open(&new, StreamStoreConfig::default(), deferred()).unwrap();
+    assert!(spares(root.path()).is_empty(), "the spare was taken");
+    assert_eq!(std::fs::metadata(&new).unwrap().ino(), spare_inode);
+    let state = store.state();
+    assert_eq!(
+        (state.msgs, state.first_seq, state.last_seq),
+        (0, 0, 0),
+        "as a new store: no sequence used"
+    );
+    assert!(store.metadata().is_empty());
+    let creation = store.pending_creation().expect("a creation to sync");
+    assert_eq!(
+        creation.paths()[..2],
+        [new.clone(), root.path().to_path_buf()],
+        "its files are durable already: the directory and its parent are left"
+    );
+    store.set_metadata(b"new config").unwrap();
+    assert_eq!(entries(&new), ["000000000001.blk", "meta.bin", "seq.hwm"]);
+    creation.run().unwrap();
+    assert_eq!(store.store_msg("new.1", b"", b"one", None).unwrap().0, 1);
+    store.flush().unwrap();
+    store.abandon();
+
+    let mut store = FileStore::open(&new, StreamStoreConfig::default(), deferred()).unwrap();
+    let state = store.state();
+    assert_eq!((state.msgs, state.first_seq, state.last_seq), (1, 1, 1));
+    assert_eq!(store.load(1).unwrap().subject, "new.1");
+    assert_eq!(store.metadata(), b"new config");
+    assert!(store.consumer_names().unwrap().is_empty());
+    assert!(store.recovery_report().problems.is_empty());
 }
 
 #[test]

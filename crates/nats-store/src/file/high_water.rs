@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::StoreError;
 
-const FILE_NAME: &str = "seq.hwm";
+pub(crate) const FILE_NAME: &str = "seq.hwm";
 const SLOT_MAGIC: &[u8; 4] = b"HWM1";
 const SLOT_LEN: usize = 40;
 /// With `SyncPolicy::Always`, how often the mark itself is fsynced (the blocks are every batch).

@@ -32,6 +32,7 @@ mod read_path;
 mod record;
 mod recovery;
 mod removal;
+mod spares;
 mod write_path;
 
 use std::collections::BTreeSet;
@@ -119,11 +120,20 @@ impl Store<FileBackend> {
         options.block_size = options
             .block_size
             .clamp(BLOCK_HEADER_LEN as u64 + 1, MAX_BLOCK_SIZE);
-        let created_dirs = if options.defer_creation_sync {
-            create_dir_unsynced(dir.as_ref())?
-        } else {
+        // A spare (a deleted store's directory made ready, `spares.rs`) holds durable files
+        // already: only the directories are left to sync.
+        let mut from_spare = false;
+        let created_dirs = if !options.defer_creation_sync {
             create_dir_durably(dir.as_ref())?;
             Default::default()
+        } else if let Some(created) = (!dir.as_ref().exists())
+            .then(|| spares::take(dir.as_ref()))
+            .flatten()
+        {
+            from_spare = true;
+            created
+        } else {
+            create_dir_unsynced(dir.as_ref())?
         };
         let creating = !created_dirs.is_empty();
         // Taken before recovery: recovery truncates and rewrites files another opener may be using.
@@ -132,12 +142,16 @@ impl Store<FileBackend> {
         let opened = HighWater::open(dir.as_ref(), !creating)?;
         // The files first, then each directory from the new one up to the root.
         let creation = creating.then(|| {
-            let mut paths: Vec<PathBuf> = recovered
-                .blocks
-                .iter()
-                .map(|block| block_path(dir.as_ref(), block.id))
-                .collect();
-            paths.push(opened.high_water.path().to_path_buf());
+            let mut paths: Vec<PathBuf> = Vec::new();
+            if !from_spare {
+                paths.extend(
+                    recovered
+                        .blocks
+                        .iter()
+                        .map(|block| block_path(dir.as_ref(), block.id)),
+                );
+                paths.push(opened.high_water.path().to_path_buf());
+            }
             paths.extend(created_dirs.new);
             CreationSync::with_ancestors(paths, created_dirs.ancestors, None)
         });
@@ -761,7 +775,8 @@ impl Backend for FileBackend {
         self.blocks.clear();
         self.write_buffer.clear();
         self.lock = None;
-        // Renamed away now, its files unlinked in the background (`removal.rs`).
-        removal::remove_dir_soon(&self.dir)
+        // Renamed away now, its files unlinked (or kept for the next creation beside it,
+        // `spares.rs`) in the background (`removal.rs`).
+        removal::recycle_dir_soon(&self.dir)
     }
 }

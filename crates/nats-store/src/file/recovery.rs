@@ -68,6 +68,11 @@ pub(crate) fn write_metadata(dir: &Path, blob: &[u8], sync: bool) -> Result<Path
     let crc = crc32fast::hash(&bytes);
     bytes.extend_from_slice(&crc.to_le_bytes());
     let path = dir.join(META_FILE);
+    // A store made from a spare (`spares.rs`) has its temporary file already: no new inode.
+    let _ = fs::rename(
+        dir.join(super::spares::META_SPARE),
+        path.with_extension("tmp"),
+    );
     write_atomic(&path, &bytes, sync)?;
     Ok(path)
 }

@@ -10,7 +10,7 @@
 //! consumer directories (which skip trash). It knows directories only.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Mutex, OnceLock};
 
@@ -20,15 +20,26 @@ use crate::error::StoreError;
 /// them), so no live store is ever taken for trash.
 const TRASH_MARK: &str = ".deleted.";
 
-/// Whether a directory entry is a deleted store awaiting removal.
+/// Whether a directory entry is a deleted store awaiting removal (or a spare made of one,
+/// `spares.rs`, which a listing treats the same: never a store, removed when left behind).
 pub fn is_trash(name: &str) -> bool {
-    name.contains(TRASH_MARK)
+    name.contains(TRASH_MARK) || super::spares::is_spare(name)
 }
 
 /// Rename `dir` to a trash name and have it removed in the background; `Ok` when it is gone
 /// under its own name (or never existed). When the rename cannot be done the directory is
 /// removed here, inline.
 pub(crate) fn remove_dir_soon(dir: &Path) -> Result<(), StoreError> {
+    remove_or_recycle_soon(dir, false)
+}
+
+/// [`remove_dir_soon`] for a stream store's directory: in the background it becomes a spare
+/// for the next stream created beside it when there is room for one (`spares.rs`).
+pub(crate) fn recycle_dir_soon(dir: &Path) -> Result<(), StoreError> {
+    remove_or_recycle_soon(dir, true)
+}
+
+fn remove_or_recycle_soon(dir: &Path, recycle: bool) -> Result<(), StoreError> {
     // No directory under it may be taken for durable once the name is made again.
     super::creation::DurableDirectories::forget(dir);
     static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -44,7 +55,7 @@ pub(crate) fn remove_dir_soon(dir: &Path) -> Result<(), StoreError> {
     let trash = parent.join(unique);
     match std::fs::rename(dir, &trash) {
         Ok(()) => {
-            remove_leftover(trash);
+            send_to_remover(trash, recycle);
             Ok(())
         }
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -52,17 +63,42 @@ pub(crate) fn remove_dir_soon(dir: &Path) -> Result<(), StoreError> {
     }
 }
 
-/// Remove a trash directory in the background (inline if the remover thread cannot start).
+/// Remove a trash directory in the background (inline if the remover thread cannot start);
+/// a spare this process made is left alone (`spares.rs`: it may be taken at any moment), one
+/// an earlier process left is taken over as this process's while there is room.
 pub fn remove_leftover(trash: PathBuf) {
-    static REMOVER: OnceLock<Option<Mutex<Sender<PathBuf>>>> = OnceLock::new();
+    if super::spares::is_own_spare(&trash) || super::spares::adopt(&trash) {
+        return;
+    }
+    send_to_remover(trash, false);
+}
+
+/// Remove a spare that could not be taken.
+pub(crate) fn remove_spare(spare: PathBuf) {
+    send_to_remover(spare, false);
+}
+
+/// A trash directory for the remover thread, and whether it may become a spare.
+type Job = (PathBuf, bool);
+
+/// Hand `trash` to the remover thread: made a spare when `recycle` and there is room, removed
+/// otherwise (inline if the thread cannot start).
+fn send_to_remover(trash: PathBuf, recycle: bool) {
+    static REMOVER: OnceLock<Option<Mutex<Sender<Job>>>> = OnceLock::new();
     let remover = REMOVER.get_or_init(|| {
-        let (sender, receiver) = mpsc::channel::<PathBuf>();
+        let (sender, receiver) = mpsc::channel::<Job>();
         std::thread::Builder::new()
             .name("store-remover".into())
             .spawn(move || {
-                for trash in receiver {
-                    // A failure leaves the trash for the next listing of its parent to retry.
-                    let _ = std::fs::remove_dir_all(&trash);
+                for first in receiver.iter() {
+                    let mut batch = vec![first];
+                    while batch.len() < MAX_BATCH {
+                        match receiver.try_recv() {
+                            Ok(next) => batch.push(next),
+                            Err(_) => break,
+                        }
+                    }
+                    remove_batch(&batch);
                 }
             })
             .ok()
@@ -72,10 +108,57 @@ pub fn remove_leftover(trash: PathBuf) {
         sender
             .lock()
             .ok()
-            .and_then(|sender| sender.send(trash.clone()).ok())
+            .and_then(|sender| sender.send((trash.clone(), recycle)).ok())
     });
     if queued.is_none() {
         let _ = std::fs::remove_dir_all(&trash);
+    }
+}
+
+/// Trash directories taken from the queue at once, and the threads that make spares of them:
+/// a spare costs four fsyncs (`spares.rs`), which overlap across threads (the block layer
+/// merges concurrent cache flushes) where one thread would wait for each in turn. Plain
+/// removals (CPU and the device's discards, no fsync) stay on the remover thread, one at a
+/// time, as before spares: more threads would only take CPU from the admin thread.
+const MAX_BATCH: usize = 64;
+const SPARE_THREADS: usize = 4;
+
+fn remove_batch(batch: &[Job]) {
+    let (spares, removals): (Vec<&Job>, Vec<&Job>) =
+        batch.iter().partition(|(_, recycle)| *recycle);
+    // What could not be made a spare (no room, an error) is removed with the rest.
+    let failed = Mutex::new(Vec::new());
+    let make_spare = |trash: &PathBuf| {
+        if !super::spares::recycle(trash) {
+            if let Ok(mut failed) = failed.lock() {
+                failed.push(trash.clone());
+            }
+        }
+    };
+    let next = AtomicUsize::new(0);
+    let threads = spares.len().min(SPARE_THREADS);
+    if threads > 1 {
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                let spawned = std::thread::Builder::new().spawn_scoped(scope, || {
+                    while let Some((trash, _)) = spares.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        make_spare(trash);
+                    }
+                });
+                if spawned.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    // Whatever no thread took (one job, or no thread started): here.
+    while let Some((trash, _)) = spares.get(next.fetch_add(1, Ordering::Relaxed)) {
+        make_spare(trash);
+    }
+    let failed = failed.into_inner().unwrap_or_default();
+    for trash in removals.into_iter().map(|(trash, _)| trash).chain(&failed) {
+        // A failure leaves the trash for the next listing of its parent to retry.
+        let _ = std::fs::remove_dir_all(trash);
     }
 }
 

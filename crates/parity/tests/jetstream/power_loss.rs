@@ -397,3 +397,162 @@ async fn confirmed_creations_in_flight_survive_a_power_cut() {
     assert!(missing.is_empty(), "confirmed buckets lost: {missing:?}");
     assert_eq!(history, Some(5), "the recreated bucket's config");
 }
+
+/// Buckets created right after others were deleted (ours makes the deleted stores' directories
+/// into spares and the new buckets take them, `nats-store/src/file/spares.rs`): after a power
+/// cut every confirmed bucket is there with exactly its acknowledged value, nothing of the
+/// deleted buckets' data or sequences, and the deleted buckets are gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn buckets_created_after_deletions_survive_a_power_cut_without_old_data() {
+    use async_nats::jetstream::kv;
+    if !available() {
+        eprintln!("skipped: FUSE needs root and /dev/fuse");
+        return;
+    }
+    let mountpoint = tempfile::tempdir().expect("tempdir");
+    let model = if is_reference() {
+        SyncModel::Journaled
+    } else {
+        SyncModel::Strict
+    };
+    let disk = Disk::new(1 << 30, model);
+    let mount = disk.mount(mountpoint.path()).expect("mount");
+    let mut server = TestServer::start(ServerOptions {
+        config: Some(format!(
+            "jetstream {{\n  store_dir: \"{}\"\n  sync_interval: always\n}}\n",
+            mountpoint.path().display()
+        )),
+        ..Default::default()
+    });
+    let context = context(&server).await;
+    const BUCKETS: usize = 16;
+    let bucket = |name: String| {
+        let context = context.clone();
+        async move {
+            context
+                .create_key_value(kv::Config {
+                    bucket: name.clone(),
+                    ..Default::default()
+                })
+                .await
+                .unwrap_or_else(|error| panic!("create {name}: {error}"))
+        }
+    };
+    for index in 0..BUCKETS {
+        let store = bucket(format!("OLD{index}")).await;
+        for value in 0..3 {
+            store
+                .put(format!("k{value}"), format!("old {value}").into())
+                .await
+                .expect("put old");
+        }
+    }
+    for index in 0..BUCKETS {
+        context
+            .delete_key_value(format!("OLD{index}"))
+            .await
+            .expect("delete old bucket");
+    }
+    // Ours: the deleted stores become spares in the background; wait for them so the new
+    // buckets take them (their directories' inode numbers, to check they did).
+    let streams = mountpoint
+        .path()
+        .join("jetstream")
+        .join("$G")
+        .join("streams");
+    let inodes = |spares: bool| -> BTreeSet<u64> {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::read_dir(&streams)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter(|entry| {
+                        let name = entry.file_name().to_string_lossy().into_owned();
+                        name.contains(".spare.") == spares && (spares || name.starts_with("KV_"))
+                    })
+                    .filter_map(|entry| entry.metadata().ok().map(|metadata| metadata.ino()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let spares = if is_reference() {
+        BTreeSet::new()
+    } else {
+        test_harness::waits::await_some(
+            "the deleted stores made spares",
+            Duration::from_secs(20),
+            || Some(inodes(true)).filter(|spares| spares.len() == BUCKETS),
+        )
+    };
+    let creations: Vec<_> = (0..BUCKETS)
+        .map(|index| {
+            let bucket = bucket(format!("NEW{index}"));
+            tokio::spawn(async move {
+                let store = bucket.await;
+                store
+                    .put("k", format!("new {index}").into())
+                    .await
+                    .expect("put new")
+            })
+        })
+        .collect();
+    for creation in creations {
+        assert_eq!(
+            creation.await.expect("creation task"),
+            1,
+            "a new bucket's first revision"
+        );
+    }
+    if !is_reference() {
+        assert_eq!(inodes(false), spares, "the new buckets are the spares");
+    }
+    server.kill9();
+    mount.unmount().expect("unmount");
+    disk.cut_power();
+    let _mount = disk.mount(mountpoint.path()).expect("mount again");
+    server.restart();
+
+    let context = self::context(&server).await;
+    let names: BTreeSet<String> = context
+        .stream_names()
+        .filter_map(|name| async move { name.ok() })
+        .collect()
+        .await;
+    let expected: BTreeSet<String> = (0..BUCKETS).map(|index| format!("KV_NEW{index}")).collect();
+    let mut found = Vec::new();
+    for index in 0..BUCKETS {
+        let state = match context.get_stream(format!("KV_NEW{index}")).await {
+            Ok(mut stream) => stream.info().await.ok().map(|info| {
+                (
+                    info.state.messages,
+                    info.state.first_sequence,
+                    info.state.last_sequence,
+                )
+            }),
+            Err(_) => None,
+        };
+        let value = match context.get_key_value(format!("NEW{index}")).await {
+            Ok(store) => store.get("k").await.ok().flatten(),
+            Err(_) => None,
+        };
+        found.push((state, value));
+    }
+    eprintln!("after the cut: streams {names:?}, new buckets (state, value) {found:?}");
+    server.kill9();
+    if is_reference() {
+        return;
+    }
+    assert_eq!(names, expected, "the new buckets, none of the deleted ones");
+    for (index, (state, value)) in found.into_iter().enumerate() {
+        assert_eq!(
+            state,
+            Some((1, 1, 1)),
+            "KV_NEW{index}: one message at sequence 1"
+        );
+        assert_eq!(
+            value,
+            Some(format!("new {index}").into()),
+            "KV_NEW{index}'s value"
+        );
+    }
+}
