@@ -121,3 +121,130 @@ async fn acked_messages_survive_sigkill() {
     server.restart();
     verify(&server, &sequences).await;
 }
+
+/// The state of file stream `name`: (messages, last sequence), or None when it does not exist.
+async fn stream_state(context: &jetstream::Context, name: &str) -> Option<(u64, u64)> {
+    let mut stream = context.get_stream(name).await.ok()?;
+    let info = stream.info().await.ok()?;
+    Some((info.state.messages, info.state.last_sequence))
+}
+
+/// File streams created right after others were deleted (ours builds them from the deleted
+/// stores' directories, `nats-store/src/file/spares.rs`), some under the deleted names: each
+/// starts empty, and after a kill -9 each is there with exactly its acknowledged message; after
+/// the restart deletions and creations go on the same way (spares left by the killed process
+/// are taken over).
+#[tokio::test]
+async fn streams_created_after_deletions_survive_sigkill_empty_of_the_old_data() {
+    let mut server = TestServer::jetstream();
+    let context = jetstream::new(connect(&server).await);
+    let file_stream = |name: String| {
+        let context = context.clone();
+        async move {
+            context
+                .create_stream(stream::Config {
+                    subjects: vec![format!("{name}.>")],
+                    name,
+                    ..Default::default()
+                })
+                .await
+                .expect("create");
+        }
+    };
+    const STREAMS: usize = 12;
+    for round in 0..2 {
+        let context = jetstream::new(connect(&server).await);
+        for index in 0..STREAMS {
+            let name = format!("OLD{index}");
+            file_stream(name.clone()).await;
+            for value in 0..3 {
+                context
+                    .publish(format!("{name}.{value}"), "old".into())
+                    .await
+                    .expect("publish")
+                    .await
+                    .expect("ack old");
+            }
+        }
+        for index in 0..STREAMS {
+            context
+                .delete_stream(format!("OLD{index}"))
+                .await
+                .expect("delete");
+        }
+        // Ours: wait until the deleted stores are spares, so the creations take them; then
+        // create again, half under new names, half under the deleted ones.
+        if !test_harness::is_reference() {
+            let streams = server
+                .store_dir
+                .clone()
+                .expect("store dir")
+                .join("jetstream/$G/streams");
+            test_harness::waits::await_some(
+                "the deleted stores made spares",
+                std::time::Duration::from_secs(20),
+                || {
+                    let spares = std::fs::read_dir(&streams)
+                        .map(|entries| {
+                            entries
+                                .flatten()
+                                .filter(|entry| {
+                                    entry.file_name().to_string_lossy().contains(".spare.")
+                                })
+                                .count()
+                        })
+                        .unwrap_or(0);
+                    (spares >= STREAMS).then_some(())
+                },
+            );
+        }
+        let names: Vec<String> = (0..STREAMS)
+            .map(|index| {
+                if index % 2 == 0 {
+                    format!("OLD{index}")
+                } else {
+                    format!("NEW{round}_{index}")
+                }
+            })
+            .collect();
+        for name in &names {
+            file_stream(name.clone()).await;
+            assert_eq!(
+                stream_state(&context, name).await,
+                Some((0, 0)),
+                "{name} starts empty"
+            );
+            let ack = context
+                .publish(format!("{name}.k"), name.clone().into())
+                .await
+                .expect("publish")
+                .await
+                .expect("ack new");
+            assert_eq!(ack.sequence, 1, "{name}: the first sequence");
+        }
+        server.kill9();
+        server.restart();
+        let context = jetstream::new(connect(&server).await);
+        for name in &names {
+            assert_eq!(
+                stream_state(&context, name).await,
+                Some((1, 1)),
+                "{name} after kill -9"
+            );
+            let message = context
+                .get_stream(name)
+                .await
+                .expect("stream")
+                .get_raw_message(1)
+                .await
+                .expect("message 1");
+            assert_eq!(message.payload, name.as_bytes(), "{name}'s message");
+        }
+        for name in names.iter().filter(|name| name.starts_with("OLD")) {
+            context
+                .delete_stream(name)
+                .await
+                .expect("delete for the next round");
+        }
+    }
+}
