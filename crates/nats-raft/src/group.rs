@@ -353,12 +353,31 @@ impl RaftGroup {
     /// Appends `payload` to the log; resolves once it is committed (on a quorum's disks) and
     /// applied here, with its log index. Concurrent proposals are batched into shared appends and
     /// fsyncs. Only the leader accepts proposals.
+    ///
+    /// While this node's log waits for space (a full disk, see `log_store.rs`) a proposal is
+    /// refused at once with [`RaftGroupError::Storage`] and the operating system's reason, and
+    /// one in flight when the log stalls is answered so too: it may still commit through the
+    /// next leader (as [`RaftGroupError::Discarded`]), but its caller is not kept waiting.
     pub async fn propose(&self, payload: Bytes) -> Result<u64, RaftGroupError> {
         self.check_online()?;
-        match self.raft.client_write(Proposal(payload)).await {
-            Ok(response) => Ok(response.log_id().index),
-            Err(error) => Err(self.map_write_error(error)),
+        let mut stalled = self.log.stalled.subscribe();
+        if let Some(reason) = stalled.borrow_and_update().clone() {
+            return Err(RaftGroupError::Storage(reason));
         }
+        tokio::select! {
+            written = self.raft.client_write(Proposal(payload)) => match written {
+                Ok(response) => Ok(response.log_id().index),
+                Err(error) => Err(self.map_write_error(error)),
+            },
+            Ok(stalled) = stalled.wait_for(Option::is_some) => {
+                Err(RaftGroupError::Storage(stalled.clone().unwrap_or_default()))
+            }
+        }
+    }
+
+    /// Why this node's log waits for space, while it does (see `log_store.rs`).
+    pub fn log_stalled(&self) -> Option<String> {
+        self.log.stalled.borrow().clone()
     }
 
     fn map_write_error(

@@ -258,6 +258,10 @@ impl LogFile {
         Ok(())
     }
 
+    pub(crate) fn directory(&self) -> &Path {
+        &self.directory
+    }
+
     /// The bytes of the segment files (purged records still in a kept segment count).
     pub(crate) fn bytes(&self) -> u64 {
         self.segments.iter().map(|segment| segment.length).sum()
@@ -425,7 +429,15 @@ impl LogFile {
         }
         let segment_number = self.segments.len() - 1;
         let segment = &mut self.segments[segment_number];
-        (&*segment.file).write_all(buffer)?;
+        if let Err(error) = (&*segment.file).write_all(buffer) {
+            // A full disk can take part of the buffer: cut the file back to its last whole
+            // record so that the append can be made again at the same offset (the file is in
+            // append mode, and the recorded length is where the next record goes).
+            if let Err(cut) = segment.file.set_len(segment.length) {
+                tracing::error!(%cut, path = %segment.path.display(), "raft log not cut back after a failed write");
+            }
+            return Err(error);
+        }
         let end = segment.length + buffer.len() as u64;
         segment.length = end;
         buffer.clear();

@@ -5,6 +5,13 @@
 //! blocking pool, then completes the callbacks in append order. Appends that arrive while an fsync
 //! runs wait for the next one, so concurrent appends share an fsync and no callback ever fires
 //! before the data it stands for is on disk.
+//!
+//! A write refused for want of space (a full disk or quota) does not fail: openraft stops a
+//! group for good on any storage error, and a node whose disk fills must instead stall that
+//! group only until space returns. The write is tried again every [`FULL_RETRY`] meanwhile, the
+//! log reads as stalled ([`Shared::stalled`]: the group refuses proposals with the reason), and
+//! the group goes on by itself once a retry succeeds. A stalled leader sends no heartbeats, so
+//! its followers elect another; a stalled follower drops out of its leader's quorum.
 
 use std::fmt::Debug;
 use std::io;
@@ -12,10 +19,11 @@ use std::ops::RangeBounds;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use openraft::storage::{IOFlushed, LogState, RaftLogStorage};
 use openraft::{OptionalSend, RaftLogReader};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use crate::log_file::{LogFile, TornTail};
 use crate::types::{Entry, LogId, TypeConfig, Vote};
@@ -28,15 +36,49 @@ pub(crate) struct LogCounters {
     pub(crate) fsyncs: AtomicU64,
 }
 
+/// How often a write refused for want of space is tried again.
+const FULL_RETRY: Duration = Duration::from_millis(250);
+
+/// Whether `error` says the disk (or the quota) is full: such a write waits for space.
+pub(crate) fn is_full(error: &io::Error) -> bool {
+    matches!(
+        error.kind(),
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
+    )
+}
+
 pub(crate) struct Shared {
     log: Mutex<LogFile>,
     pub(crate) counters: LogCounters,
+    /// Set (with the operating system's reason) while a write waits for space.
+    pub(crate) stalled: watch::Sender<Option<String>>,
 }
 
 impl Shared {
     /// The bytes of the log's segment files.
     pub(crate) fn bytes(&self) -> u64 {
         self.lock().bytes()
+    }
+
+    /// A write was refused for want of space: the log is stalled until one succeeds.
+    fn stall(&self, what: &str, error: &io::Error) {
+        let reason = error.to_string();
+        let first = self.stalled.send_if_modified(|stalled| {
+            let first = stalled.is_none();
+            *stalled = Some(reason.clone());
+            first
+        });
+        if first {
+            let directory = self.lock().directory().display().to_string();
+            tracing::error!(%error, %directory, what, "raft log write refused for want of space; retrying until space returns");
+        }
+    }
+
+    fn unstall(&self) {
+        if self.stalled.send_replace(None).is_some() {
+            let directory = self.lock().directory().display().to_string();
+            tracing::info!(%directory, "raft log writes again");
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, LogFile> {
@@ -72,6 +114,35 @@ fn copy_error(error: &io::Error) -> io::Error {
     io::Error::new(error.kind(), error.to_string())
 }
 
+/// Runs `work` on the blocking pool; while it is refused for want of space ([`is_full`]), marks
+/// the log stalled and runs it again every [`FULL_RETRY`]. Other errors are returned.
+async fn until_stored<T, F>(shared: &Arc<Shared>, what: &'static str, work: F) -> io::Result<T>
+where
+    T: Send + 'static,
+    F: Fn(&Shared) -> io::Result<T> + Send + Sync + 'static,
+{
+    let work = Arc::new(work);
+    let mut stalled = false;
+    loop {
+        let (on, attempt) = (shared.clone(), work.clone());
+        match run_blocking(move || attempt(&on)).await {
+            Err(error) if is_full(&error) => {
+                shared.stall(what, &error);
+                stalled = true;
+                tokio::time::sleep(FULL_RETRY).await;
+            }
+            result => {
+                // Only the write that stalled the log unstalls it (an fsync of what was
+                // written before succeeds on a full disk while an append still waits).
+                if stalled && result.is_ok() {
+                    shared.unstall();
+                }
+                return result;
+            }
+        }
+    }
+}
+
 async fn run_blocking<T: Send + 'static>(
     work: impl FnOnce() -> io::Result<T> + Send + 'static,
 ) -> io::Result<T> {
@@ -92,6 +163,7 @@ impl LogStore {
         let shared = Arc::new(Shared {
             log: Mutex::new(log),
             counters: LogCounters::default(),
+            stalled: watch::channel(None).0,
         });
         let (flush_queue, receiver) = mpsc::unbounded_channel();
         tokio::spawn(flusher(shared.clone(), receiver));
@@ -122,7 +194,7 @@ async fn flusher(
     while receiver.recv_many(&mut batch, 65_536).await > 0 {
         let file = shared.lock().active_file();
         let result = match file {
-            Some(file) => run_blocking(move || file.sync_data()).await,
+            Some(file) => until_stored(&shared, "fsync", move |_| file.sync_data()).await,
             None => Ok(()),
         };
         shared.counters.fsyncs.fetch_add(1, Ordering::Relaxed);
@@ -190,9 +262,8 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn save_vote(&mut self, vote: &Vote) -> Result<(), io::Error> {
-        let shared = self.shared.clone();
         let vote = *vote;
-        run_blocking(move || {
+        until_stored(&self.shared, "vote", move |shared| {
             let mut log = shared.lock();
             log.meta.vote = Some(vote);
             log.save_meta()
@@ -203,8 +274,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     /// Never lowers the recorded commit index: a node that lost part of its log keeps the higher
     /// mark until it has caught up past it (see the group's commit-index protection).
     async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), io::Error> {
-        let shared = self.shared.clone();
-        run_blocking(move || {
+        until_stored(&self.shared, "commit", move |shared| {
             let mut log = shared.lock();
             let recorded = log.meta.committed.as_ref().map(|log_id| log_id.index);
             let new = committed.as_ref().map(|log_id| log_id.index);
@@ -239,9 +309,35 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        let entries: Vec<Entry> = entries.into_iter().collect();
+        let mut entries: Vec<Entry> = entries.into_iter().collect();
         let count = entries.len() as u64;
-        self.shared.lock().append(entries)?;
+        let mut stalled = false;
+        loop {
+            let result = {
+                let mut log = self.shared.lock();
+                let result = log.append(entries.iter().cloned());
+                if result.is_err() {
+                    // Written before the failure (a new segment was due): not again.
+                    let last = log.last_log_id().map(|log_id| log_id.index);
+                    entries.retain(|entry| Some(entry.log_id.index) > last);
+                }
+                result
+            };
+            match result {
+                Ok(()) => {
+                    if stalled {
+                        self.shared.unstall();
+                    }
+                    break;
+                }
+                Err(error) if is_full(&error) => {
+                    self.shared.stall("append", &error);
+                    stalled = true;
+                    tokio::time::sleep(FULL_RETRY).await;
+                }
+                Err(error) => return Err(error),
+            }
+        }
         let counters = &self.shared.counters;
         counters.append_calls.fetch_add(1, Ordering::Relaxed);
         counters
@@ -254,13 +350,17 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn truncate_after(&mut self, last_log_id: Option<LogId>) -> Result<(), io::Error> {
-        let shared = self.shared.clone();
-        run_blocking(move || shared.lock().truncate_after(last_log_id.as_ref())).await
+        until_stored(&self.shared, "truncate", move |shared| {
+            shared.lock().truncate_after(last_log_id.as_ref())
+        })
+        .await
     }
 
     async fn purge(&mut self, log_id: LogId) -> Result<(), io::Error> {
-        let shared = self.shared.clone();
-        run_blocking(move || shared.lock().purge(&log_id)).await
+        until_stored(&self.shared, "purge", move |shared| {
+            shared.lock().purge(&log_id)
+        })
+        .await
     }
 }
 

@@ -547,6 +547,7 @@ pub(crate) fn api_error(error: ReplicationError) -> ApiError {
         ReplicationError::NotLeader | ReplicationError::Discarded => {
             errors::CLUSTER_NOT_LEADER.to_error()
         }
+        ReplicationError::NoSpace(reason) => errors::STREAM_STORE_FAILED.with_err(reason),
         ReplicationError::Failed(error) => errors::RAFT_GENERAL.with_err(error),
     }
 }

@@ -73,6 +73,8 @@ const FOUND_LATE_AFTER: Duration = Duration::from_millis(1_000);
 /// Requests to take over a handing-over leader makes before it gives up (the successor can miss
 /// one: a request late on a busy route finds it a log entry behind, and it refuses).
 const HANDOVER_ATTEMPTS: usize = 3;
+/// How often a replica that could not be rebuilt (a full disk) is tried again.
+const REBUILD_RETRY: Duration = Duration::from_millis(500);
 
 /// An account's stream: the key of the groups map.
 type StreamKey = (String, String);
@@ -170,6 +172,7 @@ impl StreamGroups {
             raft_leadership: Mutex::new(None),
             reconciling: tokio::sync::Mutex::new(()),
             closed: AtomicBool::new(false),
+            rebuilding: AtomicBool::new(false),
             withdrawn: AtomicBool::new(false),
             members,
             directory: self.root.join(group),
@@ -316,6 +319,8 @@ pub struct ReplicatedStream {
     pub(super) reconciling: tokio::sync::Mutex<()>,
     /// Set once the group is closed for good: a rebuild in flight must not restart it.
     closed: AtomicBool,
+    /// A rebuild runs (`rebuild`): another one asked meanwhile is left to it.
+    rebuilding: AtomicBool,
     /// The meta group took this server off the stream's peers: its group does not campaign
     /// (`RaftGroup::set_campaigning`), also once restarted by a rebuild.
     withdrawn: AtomicBool,
@@ -484,18 +489,51 @@ impl ReplicatedStream {
         self.leadership.send_replace(None);
     }
 
-    /// The replica went ahead of the log: restart the group over an emptied store.
+    /// The replica went ahead of the log: restart the group over an emptied store. On a full
+    /// disk the fresh store cannot be made (nor the group's files written): tried again every
+    /// [`REBUILD_RETRY`] until it can, so the replica comes back by itself when space returns.
     async fn rebuild(self: Arc<Self>) {
         let Some(machine) = self.machine.lock().clone() else {
             return;
         };
-        self.stop().await;
-        if let Err(error) = machine.reset() {
-            tracing::error!(group = %self.name, %error, "stream replica not reset");
+        if self.rebuilding.swap(true, Ordering::SeqCst) {
+            // One rebuild at a time: the one running restarts the group.
             return;
         }
-        if let Err(error) = self.start_group(machine).await {
-            tracing::error!(group = %self.name, %error, "stream group not restarted");
+        // A leader hands its leadership to a caught-up voter first (its store could not take
+        // a write: a full disk), so the stream goes on there at once rather than after an
+        // election timeout. Not while its log waits for space: its core is held by that write.
+        if let Some(group) = self.raft() {
+            let leads = group.status().role == nats_raft::Role::Leader;
+            if leads && group.log_stalled().is_none() {
+                let deadline = tokio::time::Instant::now() + QUIET_HANDOVER;
+                let moved = self.hand_over(self.node, deadline).await;
+                tracing::info!(group = %self.name, moved, "leadership handed over before the rebuild");
+            }
+        }
+        self.stop().await;
+        let mut reported = false;
+        loop {
+            if self.closed.load(Ordering::SeqCst) {
+                self.rebuilding.store(false, Ordering::SeqCst);
+                return;
+            }
+            let error = match machine.reset() {
+                Ok(()) => match self.start_group(machine.clone()).await {
+                    Ok(()) => break,
+                    Err(error) => format!("stream group not restarted: {error}"),
+                },
+                Err(error) => format!("stream replica not reset: {error}"),
+            };
+            if !reported {
+                tracing::error!(group = %self.name, %error, "stream replica not rebuilt; trying again until it is");
+                reported = true;
+            }
+            tokio::time::sleep(REBUILD_RETRY).await;
+        }
+        self.rebuilding.store(false, Ordering::SeqCst);
+        if reported {
+            tracing::info!(group = %self.name, "stream replica rebuilt");
         }
     }
 

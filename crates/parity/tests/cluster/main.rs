@@ -18,6 +18,7 @@ mod consumer_lease;
 mod damaged;
 mod ephemeral_leader_change;
 mod fault_schedule;
+mod full_disk;
 mod handover_load;
 mod health_assets;
 mod jetstream_accounts;

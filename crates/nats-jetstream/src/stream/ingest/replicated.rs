@@ -186,12 +186,18 @@ impl Ingest {
         if dirty {
             if let Err(error) = store.flush() {
                 // The entries are recorded but not all written: this replica is rebuilt from
-                // the log rather than retried.
+                // the log rather than retried. None of the batch was proposed: its publishers
+                // are told it was not stored (a full disk: 503 / 10077 and the reason).
                 tracing::error!(stream = %self.config.name, %error, "replicated stream write failed");
                 if let Some(state) = self.replica.as_mut() {
                     state.diverged();
                 }
-                self.pending_acks.clear();
+                let refusal = jetstream_api::errors::STREAM_STORE_FAILED
+                    .with_err(super::failure::failure_text(&error));
+                let refused = self.error_ack(refusal);
+                let acks = std::mem::take(&mut self.pending_acks);
+                let refusals = acks.into_iter().map(|(reply, _)| (reply, refused.clone()));
+                send_acks(&*self.context.transport, refusals);
                 return;
             }
             self.update_usage(store);
@@ -248,8 +254,20 @@ impl Ingest {
         }
         tracing::warn!(stream = %self.config.name, %error, "replicated batch not committed; rebuilding the replica");
         state.diverged();
-        if error == ReplicationError::NotLeader && !acks.is_empty() {
-            let refused = self.error_ack(jetstream_api::errors::CLUSTER_NOT_LEADER.to_error());
+        let refusal = match &error {
+            ReplicationError::NotLeader => {
+                Some(jetstream_api::errors::CLUSTER_NOT_LEADER.to_error())
+            }
+            // This node's disk is full: answered at once (the batch may still commit through
+            // the next leader if it reached the others' logs: a publisher retrying with its
+            // message id is deduplicated there).
+            ReplicationError::NoSpace(reason) => {
+                Some(jetstream_api::errors::STREAM_STORE_FAILED.with_err(reason.clone()))
+            }
+            _ => None,
+        };
+        if let Some(refusal) = refusal.filter(|_| !acks.is_empty()) {
+            let refused = self.error_ack(refusal);
             let refusals = acks.into_iter().map(|(reply, _)| (reply, refused.clone()));
             send_acks(&*transport, refusals);
         }

@@ -63,6 +63,10 @@ pub enum ReplicationError {
     /// commit through the next leader (outcome unknown).
     #[error("proposal discarded by a leader change")]
     Discarded,
+    /// This node's log cannot take the proposal: its disk is full (the operating system's
+    /// reason). It may still commit through the next leader when it reached the log of others.
+    #[error("raft log waits for space: {0}")]
+    NoSpace(String),
     /// The group failed (offline, storage error, no quorum in time).
     #[error("replication failed: {0}")]
     Failed(String),
@@ -188,6 +192,14 @@ fn invalid(error: impl std::fmt::Display) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, error.to_string())
 }
 
+/// Whether `error` says the disk (or the quota) is full.
+fn is_full(error: &io::Error) -> bool {
+    matches!(
+        error.kind(),
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
+    )
+}
+
 fn store_error(error: nats_store::StoreError) -> io::Error {
     io::Error::other(error.to_string())
 }
@@ -243,7 +255,19 @@ impl ReplicaMachine {
             while let Some(entry) = batch.next_entry().map_err(invalid)? {
                 apply(&mut **store, &entry).map_err(store_error)?;
             }
-            store.flush().map_err(store_error)?;
+            match store.flush() {
+                Ok(_) => {}
+                // A full disk: the records stay buffered in the store and are written with a
+                // later flush (the file store writes a failed write again from the same
+                // offset). Nothing is lost meanwhile: the group's log holds the batch, and
+                // stalls on the same disk until space returns. Failing the apply instead
+                // would stop the group for good.
+                Err(nats_store::StoreError::Io { path, source }) if is_full(&source) => {
+                    tracing::warn!(stream = %self.stream.config().name, path = %path.display(), %source,
+                        "replica write waits for space; kept in memory");
+                }
+                Err(error) => return Err(store_error(error)),
+            }
             self.count_usage(&**store);
             let last = store.state().last_seq;
             self.shared.inner.lock().committed_last_seq = last;

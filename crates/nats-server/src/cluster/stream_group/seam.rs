@@ -68,6 +68,7 @@ impl Replicator for GroupReplicator {
                 Ok(_) => Ok(()),
                 Err(RaftGroupError::NotLeader { .. }) => Err(ReplicationError::NotLeader),
                 Err(RaftGroupError::Discarded { .. }) => Err(ReplicationError::Discarded),
+                Err(RaftGroupError::Storage(reason)) => Err(ReplicationError::NoSpace(reason)),
                 Err(error) => Err(ReplicationError::Failed(error.to_string())),
             }
         })
