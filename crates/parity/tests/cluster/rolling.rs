@@ -361,8 +361,16 @@ async fn a_stream_leader_in_lame_duck_mode_hands_over_and_no_acked_write_is_lost
 }
 
 /// The longest gap between two PubAcks while one node of a rolling restart is out: a leader's
-/// handover, or the publisher's reconnect when its server closes it, plus one retry.
-const RESTART_GAP_BOUND: Duration = Duration::from_secs(3);
+/// handover, or the publisher's reconnect when its server closes it, plus one retry. nats-server
+/// gets the bound of an election instead (its timeout a random 4-9 s): in one of two parity runs
+/// (4 Dec 2026, 2.15.1, load 15-20) its PubAcks stopped for 6.8 s while meta-1 restarted.
+fn restart_gap_bound() -> Duration {
+    if test_harness::is_reference() {
+        Duration::from_secs(12)
+    } else {
+        Duration::from_secs(3)
+    }
+}
 /// A restarted node says ok on `/healthz` within this.
 const HEALTHY_BOUND: Duration = Duration::from_secs(60);
 
@@ -769,7 +777,7 @@ async fn rolling_restart(check_consumed: bool) {
     );
     for restart in &restarts {
         assert!(
-            restart.longest_gap <= RESTART_GAP_BOUND,
+            restart.longest_gap <= restart_gap_bound(),
             "PubAcks stopped for {:?} while {} restarted",
             restart.longest_gap,
             restart.node
