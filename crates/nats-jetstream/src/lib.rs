@@ -73,7 +73,7 @@ pub use jsz::JszDetail;
 /// (untiered) limits, the only kind a config file gives.
 pub type TieredLimits = std::collections::BTreeMap<String, AccountLimits>;
 pub use stream::replication::{
-    Lease, NoLease, ProposeFuture, ReplicaMachine, ReplicationError, Replicator,
+    Lease, NoLease, ProposeFuture, ReplicaMachine, ReplicationError, Replicator, SubmitFuture,
 };
 pub use transport::{Handler, Message, Transport};
 

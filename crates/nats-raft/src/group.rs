@@ -55,6 +55,10 @@ pub enum RaftGroupError {
     Timeout,
 }
 
+/// A submitted proposal's wait for its commit ([`RaftGroup::submit`]).
+pub type Committing =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<u64, RaftGroupError>> + Send>>;
+
 /// What a node is in its group right now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -154,7 +158,35 @@ pub(crate) struct Supervision {
     withdrawn: AtomicBool,
 }
 
+/// openraft's refusal or failure of a write.
+type WriteError =
+    openraft::errors::RaftError<TypeConfig, openraft::errors::ClientWriteError<TypeConfig>>;
+
 impl Supervision {
+    /// A refused or failed write, as the group's error.
+    fn write_error(&self, error: WriteError) -> RaftGroupError {
+        use openraft::errors::{ClientWriteError, RaftError};
+        match error {
+            RaftError::APIError(ClientWriteError::ForwardToLeader(forward)) => {
+                RaftGroupError::NotLeader {
+                    leader: forward.leader_id,
+                }
+            }
+            RaftError::APIError(ClientWriteError::LogEntryDiscarded(forward)) => {
+                RaftGroupError::Discarded {
+                    leader: forward.leader_id,
+                }
+            }
+            RaftError::Fatal(fatal) => self.offline_error(fatal.to_string()),
+            RaftError::APIError(api) => RaftGroupError::Membership(api.to_string()),
+        }
+    }
+
+    /// The group is offline: the reason recorded, or `fallback`.
+    fn offline_error(&self, fallback: String) -> RaftGroupError {
+        RaftGroupError::Offline(self.offline.borrow().clone().unwrap_or(fallback))
+    }
+
     fn may_campaign(&self) -> bool {
         self.protected_until.load(Ordering::Acquire) == 0 && !self.withdrawn.load(Ordering::Acquire)
     }
@@ -359,20 +391,68 @@ impl RaftGroup {
     /// one in flight when the log stalls is answered so too: it may still commit through the
     /// next leader (as [`RaftGroupError::Discarded`]), but its caller is not kept waiting.
     pub async fn propose(&self, payload: Bytes) -> Result<u64, RaftGroupError> {
+        self.submit(payload, None).await?.1.await
+    }
+
+    /// Hands `payload` to the group's core and returns once the core has it, with the Raft term
+    /// it goes in and the wait for its commit (resolving as [`RaftGroup::propose`] does).
+    /// Proposals submitted one after another enter the log in that order, so a leader may keep
+    /// several in flight. With `term`, the proposal enters the log only if this node still
+    /// leads in that term (refused as not the leader otherwise): a proposal decided on top of
+    /// earlier ones still in flight must not commit under another leadership than theirs.
+    pub async fn submit(
+        &self,
+        payload: Bytes,
+        term: Option<u64>,
+    ) -> Result<(u64, Committing), RaftGroupError> {
         self.check_online()?;
         let mut stalled = self.log.stalled.subscribe();
         if let Some(reason) = stalled.borrow_and_update().clone() {
             return Err(RaftGroupError::Storage(reason));
         }
-        tokio::select! {
-            written = self.raft.client_write(Proposal(payload)) => match written {
-                Ok(response) => Ok(response.log_id().index),
-                Err(error) => Err(self.map_write_error(error)),
-            },
-            Ok(stalled) = stalled.wait_for(Option::is_some) => {
-                Err(RaftGroupError::Storage(stalled.clone().unwrap_or_default()))
+        let term = match term {
+            Some(term) => term,
+            None => {
+                let metrics = self.raft.metrics();
+                let metrics = metrics.borrow_watched();
+                if metrics.current_leader != Some(self.node_id) {
+                    return Err(RaftGroupError::NotLeader {
+                        leader: metrics.current_leader,
+                    });
+                }
+                metrics.current_term
             }
+        };
+        let (responder, receiver) = openraft::impls::ProgressResponder::complete_only();
+        let leader = crate::types::LeaderId {
+            term,
+            node_id: self.node_id,
+        };
+        if let Err(fatal) = self
+            .raft
+            .write(Proposal(payload))
+            .responder(responder)
+            .with_leader(leader)
+            .await
+        {
+            return Err(self.supervision.offline_error(fatal.to_string()));
         }
+        let supervision = self.supervision.clone();
+        let commit = async move {
+            tokio::select! {
+                written = receiver => match written {
+                    Ok(Ok(response)) => Ok(response.log_id().index),
+                    Ok(Err(error)) => {
+                        Err(supervision.write_error(openraft::errors::RaftError::APIError(error)))
+                    }
+                    Err(_) => Err(supervision.offline_error("raft core stopped".to_string())),
+                },
+                Ok(stalled) = stalled.wait_for(Option::is_some) => {
+                    Err(RaftGroupError::Storage(stalled.clone().unwrap_or_default()))
+                }
+            }
+        };
+        Ok((term, Box::pin(commit)))
     }
 
     /// Why this node's log waits for space, while it does (see `log_store.rs`).
@@ -380,38 +460,12 @@ impl RaftGroup {
         self.log.stalled.borrow().clone()
     }
 
-    fn map_write_error(
-        &self,
-        error: openraft::errors::RaftError<
-            TypeConfig,
-            openraft::errors::ClientWriteError<TypeConfig>,
-        >,
-    ) -> RaftGroupError {
-        use openraft::errors::{ClientWriteError, RaftError};
-        match error {
-            RaftError::APIError(ClientWriteError::ForwardToLeader(forward)) => {
-                RaftGroupError::NotLeader {
-                    leader: forward.leader_id,
-                }
-            }
-            RaftError::APIError(ClientWriteError::LogEntryDiscarded(forward)) => {
-                RaftGroupError::Discarded {
-                    leader: forward.leader_id,
-                }
-            }
-            RaftError::Fatal(fatal) => self.offline_error(fatal.to_string()),
-            RaftError::APIError(api) => RaftGroupError::Membership(api.to_string()),
-        }
+    fn map_write_error(&self, error: WriteError) -> RaftGroupError {
+        self.supervision.write_error(error)
     }
 
     fn offline_error(&self, fallback: String) -> RaftGroupError {
-        RaftGroupError::Offline(
-            self.supervision
-                .offline
-                .borrow()
-                .clone()
-                .unwrap_or(fallback),
-        )
+        self.supervision.offline_error(fallback)
     }
 
     fn check_online(&self) -> Result<(), RaftGroupError> {

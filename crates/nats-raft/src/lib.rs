@@ -35,8 +35,8 @@ mod types;
 pub use codec::DecodeError;
 pub use config::GroupConfig;
 pub use group::{
-    FollowerProgress, GroupStatus, LogCounters, LogSize, RaftGroup, RaftGroupError, RecoveryReport,
-    Role, OVERRIDE_MARGIN,
+    Committing, FollowerProgress, GroupStatus, LogCounters, LogSize, RaftGroup, RaftGroupError,
+    RecoveryReport, Role, OVERRIDE_MARGIN,
 };
 pub use lease::LeaderLease;
 pub use log_file::TornTail;

@@ -685,3 +685,55 @@ async fn a_discarded_proposal_is_told_apart_from_a_refused_one() {
     );
     cluster.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn proposals_in_flight_commit_in_order_and_only_in_the_term_they_were_submitted_for() {
+    let mut cluster = Cluster::start(&[1, 2, 3], fast).await;
+    let first = cluster.leader(WAIT).await;
+    let leader = cluster.node(first);
+    let (term, one) = leader
+        .submit(Bytes::from_static(b"one"), None)
+        .await
+        .expect("handed to the core");
+    let (same, two) = leader
+        .submit(Bytes::from_static(b"two"), Some(term))
+        .await
+        .expect("handed to the core");
+    assert_eq!(same, term);
+    assert_eq!(term, leader.status().term);
+    // Both in flight; the second resolves after the first, one index later.
+    let two = two.await.expect("the second commits");
+    let one = one.await.expect("the first commits");
+    assert_eq!(two, one + 1);
+
+    // The leader restarts and leads again in a later term (as in the restart test above).
+    for follower in [1, 2, 3].into_iter().filter(|node| *node != first) {
+        cluster.node(follower).set_active(false);
+    }
+    cluster.stop_node(first).await;
+    let restarted = cluster.start_node(first, true, None).await;
+    let mut leading = restarted.leading();
+    tokio::time::timeout(WAIT, leading.wait_for(Option::is_some))
+        .await
+        .expect("the restarted leader leads again")
+        .expect("leading watch");
+    let last = restarted.status().last_log_index;
+    // A proposal decided on top of the earlier term's proposals is refused in the new one and
+    // never reaches the log.
+    let (_, stale) = restarted
+        .submit(Bytes::from_static(b"stale"), Some(term))
+        .await
+        .expect("handed to the core");
+    assert!(
+        matches!(stale.await, Err(RaftGroupError::NotLeader { .. })),
+        "a proposal pinned to an earlier term is refused"
+    );
+    assert_eq!(restarted.status().last_log_index, last);
+    let (now, fresh) = restarted
+        .submit(Bytes::from_static(b"fresh"), None)
+        .await
+        .expect("handed to the core");
+    assert!(now > term, "{now} > {term}");
+    fresh.await.expect("commits in the new term");
+    cluster.shutdown().await;
+}

@@ -9,12 +9,12 @@
 //!   `Send`, so a spawned task cannot).
 //!
 //! The committed view: the leader of a replicated stream applies a batch to its store before it
-//! proposes it (one batch in flight), so while the proposal is out the store holds messages that
+//! proposes it (up to two batches in flight), so while a proposal is out the store holds messages that
 //! may never exist (a leader cut off from its quorum; the next leader stores others under those
-//! sequences). The ingest task marks such a batch with [`StoreHandle::propose_from`] (the state
+//! sequences). The ingest task marks each such batch with [`StoreHandle::propose_from`] (the state
 //! before it, taken under the write lock) and [`StoreHandle::committed`] once it commits; a
 //! [`ReadGuard`] then answers from the committed prefix only (its state is the one before the
-//! batch, loads stop at its last sequence), as nats-server, whose leader stores a message only
+//! oldest batch in flight, loads stop at its last sequence), as nats-server, whose leader stores a message only
 //! once it is committed. Only the stream's own task reads past it ([`StoreHandle::read_raw`]).
 //! The check is O(1) per read: a copy of the state taken once per batch.
 //!
@@ -27,7 +27,7 @@ use nats_store::{
     ConsumerStore, StoreError, StoredMessage, StreamState, StreamStore, SubjectState,
 };
 use std::cell::Cell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
 
@@ -71,9 +71,10 @@ impl Drop for Held {
 #[derive(Clone)]
 pub(crate) struct StoreHandle {
     store: Arc<Mutex<Box<dyn StreamStore>>>,
-    /// While a batch the store holds is being proposed: the state before it (the committed
-    /// prefix). Set only under the store lock; readers copy it under the store lock.
-    proposing: Arc<parking_lot::Mutex<Option<StreamState>>>,
+    /// While batches the store holds are being proposed: the state before each, oldest first
+    /// (the first is the committed prefix). Pushed only under the store lock; readers copy the
+    /// first under the store lock.
+    proposing: Arc<parking_lot::Mutex<VecDeque<StreamState>>>,
 }
 
 impl StoreHandle {
@@ -84,21 +85,26 @@ impl StoreHandle {
         }
     }
 
-    /// The ingest task, holding the write lock, applies a batch it will propose: until
-    /// [`StoreHandle::committed`], readers see `before` (the store's state before the batch).
-    /// The guard proves the caller holds the lock.
+    /// The ingest task, holding the write lock, applies a batch it will propose: until it and
+    /// the batches before it commit ([`StoreHandle::committed`]), readers see the state before
+    /// the oldest of them. The guard proves the caller holds the lock.
     pub(in crate::stream) fn propose_from(
         &self,
         _writing: &mut dyn StreamStore,
         before: StreamState,
     ) {
-        *self.proposing.lock() = Some(before);
+        self.proposing.lock().push_back(before);
     }
 
-    /// The proposed batch committed (or the store was replaced by the committed log): readers
-    /// see the whole store again. Needs no store lock: what it holds is committed by now.
+    /// The oldest proposed batch committed: readers see up to the next one still proposed, or
+    /// the whole store. Needs no store lock: what it holds up to there is committed by now.
     pub(in crate::stream) fn committed(&self) {
-        *self.proposing.lock() = None;
+        self.proposing.lock().pop_front();
+    }
+
+    /// The store was replaced by the committed log: nothing in it is being proposed.
+    pub(in crate::stream) fn replaced(&self) {
+        self.proposing.lock().clear();
     }
 
     /// The writer's lock: the stream's own task only.
@@ -115,7 +121,7 @@ impl StoreHandle {
         let held = Held::acquire();
         let store = self.lock();
         ReadGuard {
-            committed: *self.proposing.lock(),
+            committed: self.proposing.lock().front().copied(),
             store,
             _held: held,
         }
@@ -142,7 +148,7 @@ impl StoreHandle {
             Err(TryLockError::WouldBlock) => return None,
         };
         Some(ReadGuard {
-            committed: *self.proposing.lock(),
+            committed: self.proposing.lock().front().copied(),
             store,
             _held: held,
         })

@@ -8,7 +8,7 @@ use super::*;
 struct NoLog(bool);
 
 impl Replicator for NoLog {
-    fn propose(&self, _batch: Bytes) -> crate::ProposeFuture {
+    fn submit(&self, _batch: Bytes, _term: Option<u64>) -> crate::SubmitFuture {
         Box::pin(async { Err(ReplicationError::NotLeader) })
     }
     fn leadership(&self) -> tokio::sync::watch::Receiver<Option<u64>> {
@@ -54,9 +54,9 @@ impl Gated {
 }
 
 impl Replicator for Gated {
-    fn propose(&self, _batch: Bytes) -> crate::ProposeFuture {
+    fn submit(&self, _batch: Bytes, _term: Option<u64>) -> crate::SubmitFuture {
         let (permits, fail) = (self.permits.clone(), self.fail.clone());
-        Box::pin(async move {
+        let commit: crate::ProposeFuture = Box::pin(async move {
             if let Ok(permit) = permits.acquire().await {
                 permit.forget();
             }
@@ -65,7 +65,8 @@ impl Replicator for Gated {
             } else {
                 Ok(())
             }
-        })
+        });
+        Box::pin(async move { Ok((1, commit)) })
     }
     fn leadership(&self) -> tokio::sync::watch::Receiver<Option<u64>> {
         self.leading.subscribe()

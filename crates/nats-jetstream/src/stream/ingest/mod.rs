@@ -292,11 +292,21 @@ impl Ingest {
         let mut batch: Vec<StreamCommand> = Vec::with_capacity(256);
         loop {
             let wait = self.time_to_next_expiry();
-            match tokio::time::timeout(wait, receiver.recv()).await {
+            let room = self.in_flight() < replicated::IN_FLIGHT;
+            // A replicated leader's batches in flight: the oldest one's commit first.
+            let received = tokio::select! {
+                biased;
+                outcome = self.oldest_commit() => {
+                    self.committed(outcome);
+                    continue;
+                }
+                received = tokio::time::timeout(wait, receiver.recv()), if room => received,
+            };
+            match received {
                 Ok(Some(command)) => batch.push(command),
                 Ok(None) => break,
                 Err(_) => {
-                    match self.role() {
+                    match self.current_role().await {
                         replicated::Role::Follow => continue,
                         replicated::Role::TookLeadership => self.take_leadership(),
                         replicated::Role::Decide => {}
@@ -312,7 +322,7 @@ impl Ingest {
                     Err(_) => break,
                 }
             }
-            match self.role() {
+            match self.current_role().await {
                 replicated::Role::Follow => {
                     if self.follow(&mut batch) {
                         return;
@@ -321,6 +331,13 @@ impl Ingest {
                 }
                 replicated::Role::TookLeadership => self.take_leadership(),
                 replicated::Role::Decide => {}
+            }
+            if batch
+                .iter()
+                .any(|command| matches!(command, StreamCommand::Stop { .. }))
+            {
+                // What was proposed is answered before the stream stops.
+                self.drain_in_flight().await;
             }
             if self.process(&mut batch) {
                 return;

@@ -1,17 +1,34 @@
 //! The ingest task of a replicated stream: the leader decides and applies as an R1 stream does,
-//! records the entries of each batch (`Ingest::apply`), and at the end of the batch proposes them
-//! and waits for the commit before the PubAcks, the answers to commands (purge, delete, update)
-//! and the consumers' wake-up go out, and before the next batch is decided (one batch in flight: publishes that arrive meanwhile make the next
-//! batch larger, so the log's group commit covers them together). A follower takes no publishes
-//! and no commands but config updates (kept for when it leads); it neither expires nor fires
-//! schedules (the leader's entries do that).
+//! records the entries of each batch (`Ingest::apply`), and at the end of the batch proposes them;
+//! the PubAcks, the answers to commands (purge, delete, update) and the consumers' wake-up wait
+//! for the commit. Up to [`IN_FLIGHT`] batches are proposed at once: the next one is decided and
+//! appended while the one before it is on its way to a quorum's disks; past that, publishes that
+//! arrive meanwhile make the next batch larger, so the log's group commit covers them together.
+//! A follower takes no publishes and no commands but config updates (kept for when it leads); it
+//! neither expires nor fires schedules (the leader's entries do that).
 
-use super::super::replication::{codec, Replica, ReplicationError};
+use super::super::replication::{codec, ProposeFuture, Replica, ReplicationError};
 use super::{announce, send_acks, Ingest};
 use crate::stream::StreamCommand;
 use bytes::{Bytes, BytesMut};
 use nats_store::StreamStore;
+use std::collections::VecDeque;
 use tokio::sync::watch;
+
+/// How many batches a leader keeps proposed at once. While one is on its way to a quorum's
+/// disks the next is appended and sent behind it, so a batch no longer waits a whole commit
+/// before it leaves; past this many, what arrives forms a larger batch (one log entry, one
+/// share of the group commit) for when the oldest commits.
+pub(super) const IN_FLIGHT: usize = 2;
+
+/// A batch proposed and not yet committed, and what goes out once it is.
+struct InFlight {
+    commit: ProposeFuture,
+    acks: Vec<(Bytes, Bytes)>,
+    answers: Vec<Box<dyn FnOnce(bool) + Send>>,
+    /// The stream's last sequence with the batch applied.
+    last: u64,
+}
 
 /// The replicated part of the ingest task's state.
 pub(super) struct ReplicaState {
@@ -29,6 +46,12 @@ pub(super) struct ReplicaState {
     /// whether it committed.
     answers: Vec<Box<dyn FnOnce(bool) + Send>>,
     next_id: u64,
+    /// The batches proposed and not yet committed, oldest first (at most [`IN_FLIGHT`]).
+    in_flight: VecDeque<InFlight>,
+    /// The Raft term the batches in flight were submitted in: a batch is decided on top of
+    /// the ones before it, so it may enter the log only in their term (none of them
+    /// committed, it must not either).
+    term: Option<u64>,
 }
 
 impl ReplicaState {
@@ -47,6 +70,8 @@ impl ReplicaState {
             acks: Vec::new(),
             answers: Vec::new(),
             next_id,
+            in_flight: VecDeque::new(),
+            term: None,
         }
     }
 
@@ -101,7 +126,25 @@ impl Ingest {
         }
     }
 
-    pub(super) fn role(&mut self) -> Role {
+    /// [`Ingest::role`], once the batches in flight are settled if the task no longer leads as
+    /// when it proposed them (they are answered, or given up and the replica rebuilt, first).
+    pub(super) async fn current_role(&mut self) -> Role {
+        if self.in_flight() > 0 && !self.leads_as_before() {
+            self.drain_in_flight().await;
+        }
+        self.role()
+    }
+
+    /// Whether the task still leads as when it decided its last batch.
+    fn leads_as_before(&self) -> bool {
+        let Some(state) = self.replica.as_ref() else {
+            return true;
+        };
+        let leadership = *state.leadership.borrow();
+        leadership.is_some() && leadership == state.leading && !state.replica.shared.is_diverged()
+    }
+
+    fn role(&mut self) -> Role {
         let Some(state) = self.replica.as_mut() else {
             return Role::Decide;
         };
@@ -207,22 +250,28 @@ impl Ingest {
         }
     }
 
-    /// Proposes what the last batch applied and waits for its commit; then the PubAcks go out
-    /// and the consumers are woken. A failed proposal has the replica rebuilt. Its publishers
-    /// get no PubAck when the batch may still commit through the next leader (they time out,
-    /// as when a nats-server leader fails); when the group refused it before its log (this
-    /// node was handing its leadership over), none of it can commit, and they are told so
-    /// (10009) at once, to retry on the next leader.
+    /// Proposes what the last batch applied: once the log has it (in order behind the batches
+    /// still in flight) the task goes on; its PubAcks, the answers to its commands and the
+    /// consumers' wake-up wait for its commit ([`Ingest::committed`]). Nothing to log: what
+    /// waits goes out behind the last batch in flight, or at once.
     pub(super) async fn replicate(&mut self) {
         let Some(state) = self.replica.as_mut() else {
             return;
         };
         let transport = self.context.transport.clone();
         if !codec::has_entries(&state.batch) {
-            // Nothing to log (duplicates, refusals): every earlier batch has committed.
-            send_acks(&*transport, state.acks.drain(..));
-            for answer in state.answers.drain(..) {
-                answer(true);
+            // Nothing to log (duplicates, refusals): it waits for the batches before it.
+            match state.in_flight.back_mut() {
+                Some(last) => {
+                    last.acks.append(&mut state.acks);
+                    last.answers.append(&mut state.answers);
+                }
+                None => {
+                    send_acks(&*transport, state.acks.drain(..));
+                    for answer in state.answers.drain(..) {
+                        answer(true);
+                    }
+                }
             }
             return;
         }
@@ -236,23 +285,108 @@ impl Ingest {
         let acks = std::mem::take(&mut state.acks);
         let answers = std::mem::take(&mut state.answers);
         state.replica.shared.applied_locally(id);
-        let proposal = state.replica.replicator.propose(payload.freeze());
-        let error = match proposal.await {
+        let term = state.term.filter(|_| !state.in_flight.is_empty());
+        match state
+            .replica
+            .replicator
+            .submit(payload.freeze(), term)
+            .await
+        {
+            Ok((term, commit)) => {
+                state.term = Some(term);
+                state.in_flight.push_back(InFlight {
+                    commit,
+                    acks,
+                    answers,
+                    last,
+                });
+            }
+            Err(error) => self.not_committed(error, acks, answers),
+        }
+    }
+
+    /// Batches proposed and not committed yet.
+    pub(super) fn in_flight(&self) -> usize {
+        self.replica
+            .as_ref()
+            .map_or(0, |state| state.in_flight.len())
+    }
+
+    /// The outcome of the oldest batch in flight (pending for ever with none). Cancel safe: the
+    /// batch stays in flight until [`Ingest::committed`] takes it.
+    pub(super) async fn oldest_commit(&mut self) -> Result<(), ReplicationError> {
+        match self
+            .replica
+            .as_mut()
+            .and_then(|state| state.in_flight.front_mut())
+        {
+            Some(oldest) => oldest.commit.as_mut().await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// The oldest batch in flight has its outcome: committed, its PubAcks and answers go out
+    /// and the consumers are woken; otherwise it and every batch behind it (decided on top of
+    /// it) are lost to this leader, and the replica is rebuilt.
+    pub(super) fn committed(&mut self, outcome: Result<(), ReplicationError>) {
+        let Some(state) = self.replica.as_mut() else {
+            return;
+        };
+        let Some(batch) = state.in_flight.pop_front() else {
+            return;
+        };
+        match outcome {
             Ok(()) => {
                 self.stream.store.committed();
-                announce(&self.stream, last);
-                send_acks(&*transport, acks);
-                for answer in answers {
+                announce(&self.stream, batch.last);
+                send_acks(&*self.context.transport, batch.acks);
+                for answer in batch.answers {
                     answer(true);
                 }
-                return;
             }
-            Err(error) => error,
+            Err(error) => self.not_committed(error, batch.acks, batch.answers),
+        }
+    }
+
+    /// Waits for every batch in flight (before the task changes role or runs a command that
+    /// must follow what was proposed).
+    pub(super) async fn drain_in_flight(&mut self) {
+        while self.in_flight() > 0 {
+            let outcome = self.oldest_commit().await;
+            self.committed(outcome);
+        }
+    }
+
+    /// A batch did not commit: its PubAcks are not sent (it may still commit through the next
+    /// leader: its publishers time out, as when a nats-server leader fails) unless the group
+    /// refused it before its log (this node was handing its leadership over): then none of it
+    /// can commit and they are told so (10009) at once, to retry on the next leader; or this
+    /// node's disk is full: told so (10077). The batches behind it were decided on top of it:
+    /// they are given up whatever becomes of them, unanswered (their publishers time out) or,
+    /// on a full disk, told so too; the replica is rebuilt.
+    fn not_committed(
+        &mut self,
+        error: ReplicationError,
+        acks: Vec<(Bytes, Bytes)>,
+        answers: Vec<Box<dyn FnOnce(bool) + Send>>,
+    ) {
+        let Some(state) = self.replica.as_mut() else {
+            return;
         };
+        tracing::warn!(stream = %self.config.name, %error, "replicated batch not committed; rebuilding the replica");
+        let mut acks = acks;
+        for batch in state.in_flight.drain(..) {
+            for answer in batch.answers {
+                answer(false);
+            }
+            if matches!(error, ReplicationError::NoSpace(_)) {
+                acks.extend(batch.acks);
+            }
+        }
         for answer in answers {
             answer(false);
         }
-        tracing::warn!(stream = %self.config.name, %error, "replicated batch not committed; rebuilding the replica");
+        state.term = None;
         state.diverged();
         let refusal = match &error {
             ReplicationError::NotLeader => {
@@ -269,7 +403,7 @@ impl Ingest {
         if let Some(refusal) = refusal.filter(|_| !acks.is_empty()) {
             let refused = self.error_ack(refusal);
             let refusals = acks.into_iter().map(|(reply, _)| (reply, refused.clone()));
-            send_acks(&*transport, refusals);
+            send_acks(&*self.context.transport, refusals);
         }
     }
 }

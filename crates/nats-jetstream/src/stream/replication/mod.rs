@@ -75,11 +75,25 @@ pub enum ReplicationError {
 /// A proposal on its way to commit.
 pub type ProposeFuture = Pin<Box<dyn Future<Output = Result<(), ReplicationError>> + Send>>;
 
+/// A proposal being handed to the log: resolves once the log has it, with the Raft term it went
+/// in and its commit to wait for ([`Replicator::submit`]).
+pub type SubmitFuture =
+    Pin<Box<dyn Future<Output = Result<(u64, ProposeFuture), ReplicationError>> + Send>>;
+
 /// What a replicated stream's ingest task needs from its log.
 pub trait Replicator: Send + Sync + 'static {
-    /// Appends one encoded batch; resolves once it is committed (durable on a quorum) and applied
-    /// on this node. Proposals resolve in the order they were made.
-    fn propose(&self, batch: Bytes) -> ProposeFuture;
+    /// Hands one encoded batch to the log; resolves once the log has it (a batch submitted
+    /// after it goes after it in the log), with the Raft term it went in and the wait for its
+    /// commit (durable on a quorum) and apply on this node. The ingest task keeps several in
+    /// flight this way, each after the first submitted with the first one's `term`: refused
+    /// unless this node still leads in that term.
+    fn submit(&self, batch: Bytes, term: Option<u64>) -> SubmitFuture;
+
+    /// Appends one encoded batch; resolves once it is committed and applied on this node.
+    fn propose(&self, batch: Bytes) -> ProposeFuture {
+        let submitted = self.submit(batch, None);
+        Box::pin(async move { submitted.await?.1.await })
+    }
 
     /// `Some(leadership)` while this node leads and has applied everything committed before its
     /// leadership began (it may decide from its store), `None` otherwise. The number changes
@@ -394,7 +408,7 @@ impl ReplicaMachine {
         shared.committed_last_seq = last;
         shared.diverged = false;
         // A batch left uncommitted went with the old store.
-        self.stream.store.committed();
+        self.stream.store.replaced();
         Ok(last)
     }
 
@@ -408,7 +422,7 @@ impl ReplicaMachine {
         shared.local.clear();
         shared.committed_last_seq = 0;
         shared.diverged = false;
-        self.stream.store.committed();
+        self.stream.store.replaced();
         drop(shared);
         drop(store);
         if let Some(consumers) = &self.consumers {

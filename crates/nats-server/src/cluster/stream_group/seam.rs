@@ -16,7 +16,7 @@ use bytes::Bytes;
 use jetstream_api::{errors, ApiError, ClusterInfo, Nanos, PeerInfo};
 use nats_jetstream::{
     GroupFuture, Lease, NoLease, ProposeFuture, ReplicaMachine, ReplicationError, Replicator,
-    StreamGroup,
+    StreamGroup, SubmitFuture,
 };
 use nats_raft::{GroupStatus, NodeId, RaftGroupError, Role};
 use tokio::sync::watch;
@@ -58,19 +58,16 @@ impl ReplicatedStream {
 struct GroupReplicator(Arc<ReplicatedStream>);
 
 impl Replicator for GroupReplicator {
-    fn propose(&self, batch: Bytes) -> ProposeFuture {
+    fn submit(&self, batch: Bytes, term: Option<u64>) -> SubmitFuture {
         let group = self.0.raft();
         Box::pin(async move {
             let Some(group) = group else {
                 return Err(ReplicationError::NotLeader);
             };
-            match group.propose(batch).await {
-                Ok(_) => Ok(()),
-                Err(RaftGroupError::NotLeader { .. }) => Err(ReplicationError::NotLeader),
-                Err(RaftGroupError::Discarded { .. }) => Err(ReplicationError::Discarded),
-                Err(RaftGroupError::Storage(reason)) => Err(ReplicationError::NoSpace(reason)),
-                Err(error) => Err(ReplicationError::Failed(error.to_string())),
-            }
+            let (term, committing) = group.submit(batch, term).await.map_err(replication_error)?;
+            let commit: ProposeFuture =
+                Box::pin(async move { committing.await.map(drop).map_err(replication_error) });
+            Ok((term, commit))
         })
     }
 
@@ -91,6 +88,16 @@ impl Replicator for GroupReplicator {
 
     fn binary_consumer_records(&self) -> bool {
         self.0.reads(Feature::BinaryConsumerRecords)
+    }
+}
+
+/// A proposal's failure, as the stream sees it.
+fn replication_error(error: RaftGroupError) -> ReplicationError {
+    match error {
+        RaftGroupError::NotLeader { .. } => ReplicationError::NotLeader,
+        RaftGroupError::Discarded { .. } => ReplicationError::Discarded,
+        RaftGroupError::Storage(reason) => ReplicationError::NoSpace(reason),
+        error => ReplicationError::Failed(error.to_string()),
     }
 }
 

@@ -4,7 +4,9 @@
 use crate::consumer::replicated::ReplicatedConsumers;
 use crate::replica_tests::contents_of_stream;
 use crate::resources::Usage;
-use crate::stream::replication::{ProposeFuture, ReplicaMachine, ReplicationError, Replicator};
+use crate::stream::replication::{
+    ProposeFuture, ReplicaMachine, ReplicationError, Replicator, SubmitFuture,
+};
 use crate::stream::{IngestContext, Stream};
 use crate::test_transport::TestRouter;
 use crate::{Message, Transport};
@@ -140,26 +142,29 @@ pub(super) fn replicator() -> Arc<GroupReplicator> {
     })
 }
 
+/// A proposal's failure, as the stream sees it.
+fn failure(error: nats_raft::RaftGroupError) -> ReplicationError {
+    match error {
+        nats_raft::RaftGroupError::NotLeader { .. } => ReplicationError::NotLeader,
+        nats_raft::RaftGroupError::Discarded { .. } => ReplicationError::Discarded,
+        error => ReplicationError::Failed(error.to_string()),
+    }
+}
+
 /// Rebuilds run on their own task; the replicator hands them an `Arc` of itself.
 pub(super) struct Shared(pub(super) Arc<GroupReplicator>);
 
 impl Replicator for Shared {
-    fn propose(&self, batch: Bytes) -> ProposeFuture {
+    fn submit(&self, batch: Bytes, term: Option<u64>) -> SubmitFuture {
         let group = self.0.group.lock().clone();
         Box::pin(async move {
             let Some(group) = group else {
                 return Err(ReplicationError::NotLeader);
             };
-            match group.propose(batch).await {
-                Ok(_) => Ok(()),
-                Err(nats_raft::RaftGroupError::NotLeader { .. }) => {
-                    Err(ReplicationError::NotLeader)
-                }
-                Err(nats_raft::RaftGroupError::Discarded { .. }) => {
-                    Err(ReplicationError::Discarded)
-                }
-                Err(error) => Err(ReplicationError::Failed(error.to_string())),
-            }
+            let (term, committing) = group.submit(batch, term).await.map_err(failure)?;
+            let commit: ProposeFuture =
+                Box::pin(async move { committing.await.map(drop).map_err(failure) });
+            Ok((term, commit))
         })
     }
 
