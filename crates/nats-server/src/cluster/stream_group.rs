@@ -577,8 +577,17 @@ impl ReplicatedStream {
     /// election. The caller lets go of the leadership again ([`StreamGroup::hold_leadership`]).
     pub(super) async fn quiesce(&self, group: &RaftGroup, bound: Duration) {
         self.hold_leadership(true);
+        let started = tokio::time::Instant::now();
+        // The ingest task keeps up to two batches in flight and may be deciding the next one:
+        // it proposes nothing more once it says so.
+        let machine = self.machine.lock().clone();
+        if let Some(machine) = machine {
+            let _ = tokio::time::timeout(bound, machine.stopped_deciding()).await;
+        }
         let settled = |status: &GroupStatus| status.applied >= status.last_log_index;
-        let _ = group.wait_for(bound, settled).await;
+        let _ = group
+            .wait_for(bound.saturating_sub(started.elapsed()), settled)
+            .await;
     }
 
     /// Hands the leadership to `successor` once nothing is in flight here: the stream stops

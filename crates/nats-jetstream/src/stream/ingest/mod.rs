@@ -292,7 +292,12 @@ impl Ingest {
         let mut batch: Vec<StreamCommand> = Vec::with_capacity(256);
         loop {
             let wait = self.time_to_next_expiry();
-            let room = self.in_flight() < replicated::IN_FLIGHT;
+            let in_flight = self.in_flight();
+            if in_flight == 0 {
+                // Idle: nothing decided or proposed until the next role check.
+                self.set_deciding(false);
+            }
+            let room = in_flight < replicated::IN_FLIGHT;
             // A replicated leader's batches in flight: the oldest one's commit first.
             let received = tokio::select! {
                 biased;

@@ -129,10 +129,24 @@ impl Ingest {
     /// [`Ingest::role`], once the batches in flight are settled if the task no longer leads as
     /// when it proposed them (they are answered, or given up and the replica rebuilt, first).
     pub(super) async fn current_role(&mut self) -> Role {
+        // Said before the leadership is read: a handover that saw `false` after it stopped the
+        // leadership knows the next read here sees that.
+        self.set_deciding(true);
         if self.in_flight() > 0 && !self.leads_as_before() {
             self.drain_in_flight().await;
         }
-        self.role()
+        let role = self.role();
+        if matches!(role, Role::Follow) {
+            self.set_deciding(false);
+        }
+        role
+    }
+
+    /// See `ReplicaShared::deciding`.
+    pub(super) fn set_deciding(&self, deciding: bool) {
+        if let Some(state) = self.replica.as_ref() {
+            state.replica.shared.set_deciding(deciding);
+        }
     }
 
     /// Whether the task still leads as when it decided its last batch.

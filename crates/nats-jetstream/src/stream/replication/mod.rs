@@ -155,9 +155,21 @@ pub(crate) trait ConsumerReplicas: Send + Sync + 'static {
 }
 
 /// State shared by the leader's ingest task and the replica's apply entry point.
-#[derive(Default)]
 pub(crate) struct ReplicaShared {
     inner: Mutex<SharedInner>,
+    /// Whether the ingest task may be deciding or proposing a batch now (false once it saw it
+    /// no longer leads, its batches settled, or while it waits idle with none in flight): a
+    /// handover waits for false, so that no batch is proposed once the transfer began.
+    deciding: tokio::sync::watch::Sender<bool>,
+}
+
+impl Default for ReplicaShared {
+    fn default() -> Self {
+        ReplicaShared {
+            inner: Mutex::default(),
+            deciding: tokio::sync::watch::Sender::new(false),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -171,6 +183,11 @@ struct SharedInner {
 }
 
 impl ReplicaShared {
+    pub(crate) fn set_deciding(&self, deciding: bool) {
+        self.deciding
+            .send_if_modified(|now| std::mem::replace(now, deciding) != deciding);
+    }
+
     /// The ingest task applied batch `id` itself: skip it when it comes back committed.
     pub(crate) fn applied_locally(&self, id: u64) {
         self.inner.lock().local.insert(id);
@@ -232,6 +249,15 @@ impl ReplicaMachine {
             sync,
             consumers: None,
         }
+    }
+
+    /// Resolves once the stream's ingest task proposes nothing more until it sees its next
+    /// leadership: it saw it no longer leads and its batches in flight are settled, or it is
+    /// idle with none in flight. For a handover: the stream stops leading first
+    /// (`StreamGroup` leadership `None`), then this, then the transfer.
+    pub async fn stopped_deciding(&self) {
+        let mut deciding = self.shared.deciding.subscribe();
+        let _ = deciding.wait_for(|deciding| !deciding).await;
     }
 
     /// Where committed consumer records go (before the group starts).
