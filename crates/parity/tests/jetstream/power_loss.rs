@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use async_nats::jetstream::{self, consumer, stream};
 use futures::StreamExt;
-use powerloss_fs::{available, Disk, SyncModel};
+use powerloss_fs::{available, Disk, Mount, SyncModel};
 use test_harness::{is_reference, ServerOptions, TestServer};
 
 #[derive(Debug, Default)]
@@ -308,6 +308,61 @@ async fn power_loss_sync_always_long() {
     assert_eq!(figures.forgotten_acks, 0, "{figures:?}");
 }
 
+/// A server whose store is on its own powerloss-fs disk of 1 GiB: the strict POSIX model for
+/// ours, journaled for nats-server (see the module). `None`, said, without FUSE.
+struct OnDisk {
+    server: TestServer,
+    disk: Disk,
+    mount: Option<Mount>,
+    mountpoint: tempfile::TempDir,
+}
+
+impl OnDisk {
+    /// `jetstream` is added inside the server's `jetstream { }` block.
+    fn start(jetstream: &str) -> Option<OnDisk> {
+        if !available() {
+            eprintln!("skipped: FUSE needs root and /dev/fuse");
+            return None;
+        }
+        let mountpoint = tempfile::tempdir().expect("tempdir");
+        let model = if is_reference() {
+            SyncModel::Journaled
+        } else {
+            SyncModel::Strict
+        };
+        let disk = Disk::new(1 << 30, model);
+        let mount = disk.mount(mountpoint.path()).expect("mount");
+        let server = TestServer::start(ServerOptions {
+            config: Some(format!(
+                "jetstream {{\n  store_dir: \"{}\"\n  {jetstream}\n}}\n",
+                mountpoint.path().display()
+            )),
+            ..Default::default()
+        });
+        Some(OnDisk {
+            server,
+            disk,
+            mount: Some(mount),
+            mountpoint,
+        })
+    }
+
+    /// kill -9, unmount, everything not fsynced dropped, mount, restart.
+    fn cut_power_and_restart(&mut self) {
+        self.server.kill9();
+        if let Some(mount) = self.mount.take() {
+            mount.unmount().expect("unmount");
+        }
+        self.disk.cut_power();
+        self.mount = Some(
+            self.disk
+                .mount(self.mountpoint.path())
+                .expect("mount again"),
+        );
+        self.server.restart();
+    }
+}
+
 /// A confirmed creation survives a power cut, with many in flight (issue 21: the creation syncs
 /// of concurrent creations share their directories' fsyncs, and ancestors known durable are not
 /// synced again). Two waves of KV buckets, 24 creations in flight each (the second wave after
@@ -318,26 +373,10 @@ async fn power_loss_sync_always_long() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn confirmed_creations_in_flight_survive_a_power_cut() {
     use async_nats::jetstream::kv;
-    if !available() {
-        eprintln!("skipped: FUSE needs root and /dev/fuse");
+    let Some(mut on_disk) = OnDisk::start("") else {
         return;
-    }
-    let mountpoint = tempfile::tempdir().expect("tempdir");
-    let model = if is_reference() {
-        SyncModel::Journaled
-    } else {
-        SyncModel::Strict
     };
-    let disk = Disk::new(1 << 30, model);
-    let mount = disk.mount(mountpoint.path()).expect("mount");
-    let mut server = TestServer::start(ServerOptions {
-        config: Some(format!(
-            "jetstream {{\n  store_dir: \"{}\"\n}}\n",
-            mountpoint.path().display()
-        )),
-        ..Default::default()
-    });
-    let context = context(&server).await;
+    let context = context(&on_disk.server).await;
     let create = |bucket: String, history: i64| {
         let context = context.clone();
         async move {
@@ -361,13 +400,9 @@ async fn confirmed_creations_in_flight_survive_a_power_cut() {
     }
     context.delete_key_value("W0_0").await.expect("delete W0_0");
     create("W0_0".to_string(), 5).await;
-    server.kill9();
-    mount.unmount().expect("unmount");
-    disk.cut_power();
-    let _mount = disk.mount(mountpoint.path()).expect("mount again");
-    server.restart();
+    on_disk.cut_power_and_restart();
 
-    let context = self::context(&server).await;
+    let context = self::context(&on_disk.server).await;
     let names: BTreeSet<String> = context
         .stream_names()
         .filter_map(|name| async move { name.ok() })
@@ -390,7 +425,7 @@ async fn confirmed_creations_in_flight_survive_a_power_cut() {
         expected.len() - missing.len(),
         expected.len()
     );
-    server.kill9();
+    on_disk.server.kill9();
     if is_reference() {
         return;
     }
@@ -405,26 +440,10 @@ async fn confirmed_creations_in_flight_survive_a_power_cut() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn buckets_created_after_deletions_survive_a_power_cut_without_old_data() {
     use async_nats::jetstream::kv;
-    if !available() {
-        eprintln!("skipped: FUSE needs root and /dev/fuse");
+    let Some(mut on_disk) = OnDisk::start("sync_interval: always") else {
         return;
-    }
-    let mountpoint = tempfile::tempdir().expect("tempdir");
-    let model = if is_reference() {
-        SyncModel::Journaled
-    } else {
-        SyncModel::Strict
     };
-    let disk = Disk::new(1 << 30, model);
-    let mount = disk.mount(mountpoint.path()).expect("mount");
-    let mut server = TestServer::start(ServerOptions {
-        config: Some(format!(
-            "jetstream {{\n  store_dir: \"{}\"\n  sync_interval: always\n}}\n",
-            mountpoint.path().display()
-        )),
-        ..Default::default()
-    });
-    let context = context(&server).await;
+    let context = context(&on_disk.server).await;
     const BUCKETS: usize = 16;
     let bucket = |name: String| {
         let context = context.clone();
@@ -455,7 +474,8 @@ async fn buckets_created_after_deletions_survive_a_power_cut_without_old_data() 
     }
     // Ours: the deleted stores become spares in the background; wait for them so the new
     // buckets take them (their directories' inode numbers, to check they did).
-    let streams = mountpoint
+    let streams = on_disk
+        .mountpoint
         .path()
         .join("jetstream")
         .join("$G")
@@ -506,13 +526,9 @@ async fn buckets_created_after_deletions_survive_a_power_cut_without_old_data() 
     if !is_reference() {
         assert_eq!(inodes(false), spares, "the new buckets are the spares");
     }
-    server.kill9();
-    mount.unmount().expect("unmount");
-    disk.cut_power();
-    let _mount = disk.mount(mountpoint.path()).expect("mount again");
-    server.restart();
+    on_disk.cut_power_and_restart();
 
-    let context = self::context(&server).await;
+    let context = self::context(&on_disk.server).await;
     let names: BTreeSet<String> = context
         .stream_names()
         .filter_map(|name| async move { name.ok() })
@@ -538,7 +554,7 @@ async fn buckets_created_after_deletions_survive_a_power_cut_without_old_data() 
         found.push((state, value));
     }
     eprintln!("after the cut: streams {names:?}, new buckets (state, value) {found:?}");
-    server.kill9();
+    on_disk.server.kill9();
     if is_reference() {
         return;
     }
