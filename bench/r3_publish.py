@@ -3,7 +3,7 @@
 to the stream leader's node in pipelined windows of 1,000 (msgs/s), then one at a time (PubAck
 p50/p99). Raw NATS protocol over sockets; the same script drives either server binary.
 Usage: r3_publish.py SERVER_BINARY [--sync-always] [--msgs N] [--requests R]"""
-import json, os, re, socket, subprocess, sys, tempfile, time
+import json, os, re, shutil, socket, subprocess, sys, tempfile, time
 
 def free_port():
     s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
@@ -109,7 +109,8 @@ def main():
             p.terminate()
         for p in procs:
             try: p.wait(timeout=10)
-            except subprocess.TimeoutExpired: p.kill()
+            except subprocess.TimeoutExpired: p.kill(); p.wait()
+        shutil.rmtree(workdir, ignore_errors=True)
 
 if __name__ == "__main__":
     main()
