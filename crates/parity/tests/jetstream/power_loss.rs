@@ -347,8 +347,9 @@ impl OnDisk {
         })
     }
 
-    /// kill -9, unmount, everything not fsynced dropped, mount, restart.
-    fn cut_power_and_restart(&mut self) {
+    /// kill -9, unmount, everything not fsynced dropped, mount, restart; a new context and the
+    /// stream names the restarted server lists.
+    async fn cut_power_and_restart(&mut self) -> (jetstream::Context, BTreeSet<String>) {
         self.server.kill9();
         if let Some(mount) = self.mount.take() {
             mount.unmount().expect("unmount");
@@ -360,6 +361,13 @@ impl OnDisk {
                 .expect("mount again"),
         );
         self.server.restart();
+        let context = context(&self.server).await;
+        let names = context
+            .stream_names()
+            .filter_map(|name| async move { name.ok() })
+            .collect()
+            .await;
+        (context, names)
     }
 }
 
@@ -400,14 +408,7 @@ async fn confirmed_creations_in_flight_survive_a_power_cut() {
     }
     context.delete_key_value("W0_0").await.expect("delete W0_0");
     create("W0_0".to_string(), 5).await;
-    on_disk.cut_power_and_restart();
-
-    let context = self::context(&on_disk.server).await;
-    let names: BTreeSet<String> = context
-        .stream_names()
-        .filter_map(|name| async move { name.ok() })
-        .collect()
-        .await;
+    let (context, names) = on_disk.cut_power_and_restart().await;
     let expected: BTreeSet<String> = (0..2)
         .flat_map(|wave| (0..24).map(move |index| format!("KV_W{wave}_{index}")))
         .collect();
@@ -526,14 +527,7 @@ async fn buckets_created_after_deletions_survive_a_power_cut_without_old_data() 
     if !is_reference() {
         assert_eq!(inodes(false), spares, "the new buckets are the spares");
     }
-    on_disk.cut_power_and_restart();
-
-    let context = self::context(&on_disk.server).await;
-    let names: BTreeSet<String> = context
-        .stream_names()
-        .filter_map(|name| async move { name.ok() })
-        .collect()
-        .await;
+    let (context, names) = on_disk.cut_power_and_restart().await;
     let expected: BTreeSet<String> = (0..BUCKETS).map(|index| format!("KV_NEW{index}")).collect();
     let mut found = Vec::new();
     for index in 0..BUCKETS {
