@@ -5,8 +5,15 @@
 //! `Server.Name`), `conn` and `server` with their JSON names and every field present
 //! (`conn.in_msgs`), and the older `Conns`/`conns`. `--closed-reason R` is natscli's
 //! `lower(Conn.Reason) matches 'R'`.
+//!
+//! As in natscli, the Go names hold Go values: `Conn.Start`, `Conn.LastActivity` and
+//! `Server.Time` are times (`time.Time`, the zero time when absent), `Conn.Stop` a time or nil,
+//! so `Conn.Start < now() - duration("1h")` and `Conn.LastActivity.Before(...)` work (expr-lang's
+//! `temporal` values); the JSON names keep the RFC 3339 text of the JSON. `now()` is Go's
+//! `time.Now()`, in the local zone (expr-lang's own is in UTC).
 
-use expr::{Context, Program, Value};
+use chrono::{DateTime, NaiveDate};
+use expr::{Context, DateTimeValue, Environment, Program, TimezoneValue, Value};
 use serde_json::Value as Json;
 
 use crate::error::CliError;
@@ -19,6 +26,10 @@ enum Zero {
     Flag,
     List,
     Nil,
+    /// A Go `time.Time`: the zero time when absent.
+    Time,
+    /// A Go `*time.Time`: nil when absent.
+    OptionalTime,
 }
 
 /// nats-server's `ConnInfo`: Go field name, JSON name, zero value.
@@ -28,9 +39,9 @@ const CONN_FIELDS: &[(&str, &str, Zero)] = &[
     ("Type", "type", Zero::Text),
     ("IP", "ip", Zero::Text),
     ("Port", "port", Zero::Number),
-    ("Start", "start", Zero::Text),
-    ("LastActivity", "last_activity", Zero::Text),
-    ("Stop", "stop", Zero::Nil),
+    ("Start", "start", Zero::Time),
+    ("LastActivity", "last_activity", Zero::Time),
+    ("Stop", "stop", Zero::OptionalTime),
     ("Reason", "reason", Zero::Text),
     ("RTT", "rtt", Zero::Text),
     ("Uptime", "uptime", Zero::Text),
@@ -75,12 +86,13 @@ const SERVER_FIELDS: &[(&str, &str, Zero)] = &[
     ("JetStream", "jetstream", Zero::Flag),
     ("Flags", "flags", Zero::Number),
     ("Seq", "seq", Zero::Number),
-    ("Time", "time", Zero::Text),
+    ("Time", "time", Zero::Time),
 ];
 
 /// A compiled `--filter` (or `--closed-reason`) expression.
 pub(super) struct ConnFilter {
     program: Program,
+    environment: Environment<'static>,
 }
 
 impl ConnFilter {
@@ -100,7 +112,19 @@ impl ConnFilter {
             };
         let program = expr::compile(&expression)
             .map_err(|error| CliError::message(format!("Invalid expression: {error}")))?;
-        Ok(Some(ConnFilter { program }))
+        let mut environment = Environment::new();
+        environment.add_function("now", |call| {
+            if !call.args.is_empty() {
+                return Err(expr::Error::ExprError(
+                    "now() takes no arguments".to_string(),
+                ));
+            }
+            Ok(Value::DateTime(local_now()))
+        });
+        Ok(Some(ConnFilter {
+            program,
+            environment,
+        }))
     }
 
     /// Whether the connection `conn` of the answer whose `server` is `server` is kept.
@@ -114,7 +138,7 @@ impl ConnFilter {
         context.insert("conn", conn_json);
         context.insert("Conns", conn_go.clone());
         context.insert("Conn", conn_go);
-        match expr::run(&self.program, &context) {
+        match self.environment.run(&self.program, &context) {
             Ok(Value::Bool(keep)) => Ok(keep),
             Ok(other) => Err(CliError::message(format!(
                 "Invalid expression: expected bool, but got {other}"
@@ -140,20 +164,55 @@ pub(super) fn retain(filter: &ConnFilter, answer: &mut Json) -> Result<(), CliEr
     Ok(())
 }
 
-fn zero(kind: Zero) -> Value {
+/// Go's `time.Now()`: the local zone (UTC where none can be found).
+fn local_now() -> DateTimeValue {
+    let now = chrono::Utc::now();
+    match TimezoneValue::local() {
+        Ok(zone) => DateTimeValue::zoned(now.with_timezone(&zone.timezone()), zone),
+        Err(_) => DateTimeValue::fixed(now.fixed_offset()),
+    }
+}
+
+/// Go's zero `time.Time`, 0001-01-01 00:00:00 UTC.
+fn zero_time() -> Value {
+    NaiveDate::from_ymd_opt(1, 1, 1)
+        .and_then(|date| date.and_hms_opt(0, 0, 0))
+        .map(|time| Value::DateTime(DateTimeValue::fixed(time.and_utc().fixed_offset())))
+        .unwrap_or(Value::Nil)
+}
+
+/// The value a Go field of kind `kind` has when its JSON leaves it out.
+fn go_zero(kind: Zero) -> Value {
     match kind {
         Zero::Text => Value::String(String::new()),
         Zero::Number => Value::Integer(0),
         Zero::Flag => Value::Bool(false),
         Zero::List => Value::Array(Vec::new()),
-        Zero::Nil => Value::Nil,
+        Zero::Nil | Zero::OptionalTime => Value::Nil,
+        Zero::Time => zero_time(),
     }
 }
 
+/// The same, as natscli's `StructWithoutOmitEmpty` writes it in JSON (a time is its text).
+fn json_zero(kind: Zero) -> Value {
+    match kind {
+        Zero::Time => Value::String("0001-01-01T00:00:00Z".to_string()),
+        kind => go_zero(kind),
+    }
+}
+
+/// The Go field's value: a time field's RFC 3339 text becomes a time (text that is not one
+/// stays text, so nothing the server sent is lost).
 fn field(object: &Json, json_name: &str, kind: Zero) -> Value {
-    match object.get(json_name) {
-        Some(value) if !value.is_null() => convert(value),
-        _ => zero(kind),
+    match (object.get(json_name), kind) {
+        (None | Some(Json::Null), kind) => go_zero(kind),
+        (Some(Json::String(text)), Zero::Time | Zero::OptionalTime) => {
+            match DateTime::parse_from_rfc3339(text) {
+                Ok(time) => Value::DateTime(DateTimeValue::fixed(time)),
+                Err(_) => Value::String(text.clone()),
+            }
+        }
+        (Some(value), _) => convert(value),
     }
 }
 
@@ -163,7 +222,7 @@ fn with_json_names(object: &Json, fields: &[(&str, &str, Zero)]) -> Value {
     if let Value::Map(map) = &mut value {
         for (_, json_name, kind) in fields {
             map.entry(json_name.to_string())
-                .or_insert_with(|| zero(*kind));
+                .or_insert_with(|| json_zero(*kind));
         }
     }
     value
@@ -225,6 +284,57 @@ mod tests {
             conn.clone()
         ));
         assert!(!keeps("Conn.Name startsWith 'x'", conn));
+    }
+
+    /// natscli's time filters: the Go names are times, the JSON names their text.
+    #[test]
+    fn times_are_go_times() {
+        let now = chrono::Utc::now();
+        let text =
+            |ago: chrono::Duration| (now - ago).to_rfc3339_opts(chrono::SecondsFormat::Nanos, true);
+        let started = text(chrono::Duration::hours(2));
+        let conn = json!({
+            "start": started,
+            "last_activity": text(chrono::Duration::minutes(5)),
+        });
+        for (expression, expected) in [
+            ("Conn.Start < now() - duration('1h')", true),
+            ("Conn.Start > now() - duration('3h')", true),
+            ("Conn.Start < now() - duration('3h')", false),
+            ("now() - Conn.LastActivity > duration('4m')", true),
+            ("now().Sub(Conn.LastActivity) < duration('1m')", false),
+            ("Conn.LastActivity.Before(now().Add(duration('-1m')))", true),
+            ("Conn.LastActivity.After(Conn.Start)", true),
+            ("Conn.Stop == nil && !Conn.Start.IsZero()", true),
+            (&format!("conn.start == '{started}'"), true),
+            (
+                "conn.stop == nil && conn.last_activity startsWith '2'",
+                true,
+            ),
+        ] {
+            assert_eq!(keeps(expression, conn.clone()), expected, "{expression}");
+        }
+        let closed = json!({"start": started, "stop": text(chrono::Duration::seconds(10))});
+        assert!(keeps(
+            "Conn.Stop > Conn.Start && Conn.Stop.Sub(Conn.Start) > duration('1h')",
+            closed
+        ));
+        // Absent times are Go's zero time, as natscli's JSON names write it.
+        assert!(keeps(
+            "Conn.Start.IsZero() && Conn.LastActivity.Year() == 1 \
+             && conn.start == '0001-01-01T00:00:00Z'",
+            json!({})
+        ));
+        assert!(keeps(
+            "now().Location().String() == 'Local' && now().After(Conn.Start)",
+            json!({})
+        ));
+        let filter = ConnFilter::from_flags(Some("Server.Time.After(date('2020-01-01'))"), None)
+            .unwrap()
+            .unwrap();
+        let server = json!({"name": "n1", "time": "2026-12-04T12:00:00.5+01:00"});
+        assert!(filter.keeps(&json!({}), &server).unwrap());
+        assert!(!filter.keeps(&json!({}), &json!({})).unwrap());
     }
 
     #[test]

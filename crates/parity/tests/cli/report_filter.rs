@@ -3,8 +3,9 @@
 //! `Conn`/`conn` and `Server`/`server`), against a server with a system account: the
 //! expression keeps the connections it is true for, the closed reason matches the lower-cased
 //! reason of closed connections, both at once and an expression that does not compile are
-//! refused; and `--watch N`, the report repeated until SIGTERM. The CLI is ours against both
-//! servers.
+//! refused; natscli's time filters (`Conn.Start`, `LastActivity`, `Stop` are Go times, compared
+//! with `now()`, `duration()`, `date()` and their methods); and `--watch N`, the report repeated
+//! until SIGTERM. The CLI is ours against both servers.
 
 use std::time::{Duration, Instant};
 
@@ -148,6 +149,94 @@ async fn filter_and_closed_reason_select_connections() {
         "{}",
         broken.stderr
     );
+}
+
+/// The report's `--json` connections (`args` after `server report connections 1`), by name,
+/// or none when the report finds no connection (it then fails saying so, as natscli's).
+fn names_or_none(server: &TestServer, home: &std::path::Path, args: &[&str]) -> Vec<String> {
+    let run = report(server, home, args);
+    if run.status != 0 && run.stderr.contains("did not get results from any servers") {
+        return Vec::new();
+    }
+    names(server, home, args)
+}
+
+/// natscli's time filters: `Conn.Start`, `Conn.LastActivity` and `Conn.Stop` are Go times,
+/// compared with each other, with `now()` and `duration()`, with a `date()` and through their
+/// methods (`Before`, `After`, `Sub`, `Equal`, `IsZero`).
+#[tokio::test]
+async fn time_filters_compare_go_times() {
+    let server = TestServer::with_config(CONFIG);
+    let home = tempfile::tempdir().expect("tempdir");
+    let home = home.path();
+    let _early = client(&server, "early").await;
+    let _late = client(&server, "late").await;
+
+    // The server's own start time of `early`, as the report's JSON gives it.
+    let run = report(&server, home, &["--account", "A", "--json"]);
+    assert_eq!(run.status, 0, "{}{}", run.stdout, run.stderr);
+    let entries: Value = serde_json::from_str(&run.stdout).expect("report JSON");
+    let early_start = entries
+        .as_array()
+        .and_then(|entries| entries.iter().find(|entry| entry["name"] == "early"))
+        .and_then(|entry| entry["start"].as_str())
+        .unwrap_or_else(|| panic!("no start of early in {}", run.stdout))
+        .to_string();
+
+    for (expression, expected) in [
+        (
+            format!("Conn.Start.Equal(date('{early_start}'))"),
+            &["early"][..],
+        ),
+        (format!("Conn.Start > date('{early_start}')"), &["late"]),
+        (
+            format!("Conn.Start.After(date('{early_start}')) || conn.start == '{early_start}'"),
+            &["early", "late"],
+        ),
+        (
+            "Conn.Start > now() - duration('1h') && Conn.Stop == nil".to_string(),
+            &["early", "late"],
+        ),
+        (
+            "Conn.LastActivity.Before(now().Add(duration('1m'))) && !Conn.Start.IsZero()"
+                .to_string(),
+            &["early", "late"],
+        ),
+        (
+            "now().Sub(Conn.Start) < duration('1h') && Conn.Start.Year() >= 2024".to_string(),
+            &["early", "late"],
+        ),
+        ("Conn.Start < now() - duration('1h')".to_string(), &[]),
+    ] {
+        let args = ["--account", "A", "--json", "--filter", &expression];
+        assert_eq!(
+            names_or_none(&server, home, &args),
+            expected,
+            "{expression}"
+        );
+    }
+
+    // A closed connection's `Conn.Stop` is a time after its start.
+    let gone = client(&server, "gone").await;
+    drop(gone);
+    let closed = [
+        "--account",
+        "A",
+        "--state",
+        "closed",
+        "--json",
+        "--filter",
+        "Conn.Stop != nil && Conn.Stop.After(Conn.Start) && now() - Conn.Stop < duration('1m')",
+    ];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while names_or_none(&server, home, &closed).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the closed connection is not kept"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(names(&server, home, &closed), ["gone"]);
 }
 
 /// `--watch N`: the report now and again every N seconds, the screen cleared before each
