@@ -343,6 +343,7 @@ impl JetStream {
         }
         match (served, setup) {
             (Some(context), Err(transport)) => {
+                tracing::info!("JetStream disabled for account {name}: its streams here stop");
                 self.withdraw(name);
                 let mut accounts = Vec::clone(&engine.accounts.load());
                 accounts.retain(|account| !Arc::ptr_eq(account, &context));
@@ -358,7 +359,10 @@ impl JetStream {
                     }
                 })))
             }
-            (None, Ok(account)) => self.serve(name, Ok(account)).map(|()| None),
+            (None, Ok(account)) => {
+                tracing::info!("JetStream enabled for account {name}");
+                self.serve(name, Ok(account)).map(|()| None)
+            }
             (None, Err(transport)) => self.add_account(name, Err(transport)).map(|()| None),
             (Some(_), Ok(_)) => Ok(None),
         }

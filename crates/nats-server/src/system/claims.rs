@@ -300,14 +300,27 @@ fn update(server: &Server, resolver: &Resolver, message: &Message, request: Requ
     if !full && server.accounts.lookup(&key).is_none() {
         return success(&key, skipped);
     }
-    match resolver.store(Some(&key), &body) {
-        Ok(UpdateOutcome::Updated) => {
-            apply(server, resolver, &key);
-            success(&key, updated)
-        }
-        Ok(UpdateOutcome::Older | UpdateOutcome::StoredUnverified) => success(&key, updated),
+    match store_and_apply(server, resolver, &key, &body) {
+        Ok(_) => success(&key, updated),
         Err(error) => failure(&key, error_text, &error),
     }
+}
+
+/// Store `jwt` for account `key` and, when it was newer than what the resolver held, make the
+/// server follow it ([`apply`]); under the resolver's update lock, so the server applies an
+/// account's JWTs in the order they were stored whichever task took them.
+pub(super) fn store_and_apply(
+    server: &Server,
+    resolver: &Resolver,
+    key: &str,
+    jwt: &str,
+) -> Result<UpdateOutcome, String> {
+    let _serial = resolver.updating();
+    let outcome = resolver.store(Some(key), jwt)?;
+    if outcome == UpdateOutcome::Updated {
+        apply(server, resolver, key);
+    }
+    Ok(outcome)
 }
 
 /// Make the server's accounts follow the resolver's JWT of `key`: the account updated in

@@ -7,8 +7,8 @@
 //! its own (full resolvers too, as nats-server's `DirAccResolver.Fetch`), and so does a routed
 //! message (`RMSG`) in one, as nats-server's `LookupAccount` for it.
 
-use super::claims::apply;
-use crate::security::jwt::{self, claims::UserFields, resolver::UpdateOutcome};
+use super::claims::store_and_apply;
+use crate::security::jwt::{self, claims::UserFields};
 use crate::server::Server;
 use bytes::Bytes;
 use nats_jetstream::Message;
@@ -60,8 +60,7 @@ pub(crate) async fn fetch_account(server: Arc<Server>, key: String) {
         tracing::debug!("cache resolver: account {key} not found in the cluster");
         return;
     };
-    match resolver.store(Some(&key), &found) {
-        Ok(UpdateOutcome::Updated) => apply(&server, resolver, &key),
+    match store_and_apply(&server, resolver, &key, &found) {
         Ok(_) => {}
         Err(error) => tracing::warn!("cache resolver: account {key}: {error}"),
     }

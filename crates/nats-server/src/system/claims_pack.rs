@@ -9,8 +9,8 @@
 //! own requests; here every full resolver answers, and a server ignores the request it sent
 //! itself, so the asker merges the packs of all its peers (the same JWTs, taken once).
 
-use super::claims::apply;
-use crate::security::jwt::resolver::{Resolver, UpdateOutcome};
+use super::claims::store_and_apply;
+use crate::security::jwt::resolver::Resolver;
 use crate::server::Server;
 use bytes::Bytes;
 use nats_jetstream::Message;
@@ -105,8 +105,7 @@ fn merge(server: &Server, resolver: &Resolver, payload: &[u8]) {
         if held.as_deref() == Some(jwt.trim()) {
             continue;
         }
-        match resolver.store(Some(key), jwt) {
-            Ok(UpdateOutcome::Updated) => apply(server, resolver, key),
+        match store_and_apply(server, resolver, key, jwt) {
             Ok(_) => {}
             Err(error) => tracing::debug!("DirResolver - Merging {key}: {error}"),
         }

@@ -106,6 +106,9 @@ pub struct Resolver {
     /// Accounts being fetched from the cluster aside from any client (for a route's `RS+` or
     /// `RMSG`): one fetch per account at a time.
     fetching: parking_lot::Mutex<HashSet<String>>,
+    /// Held by whoever stores a JWT and then makes the server follow it
+    /// ([`Resolver::updating`]).
+    updating: parking_lot::Mutex<()>,
 }
 
 impl Resolver {
@@ -121,7 +124,18 @@ impl Resolver {
             directory: None,
             revision: tokio::sync::watch::Sender::new(0),
             fetching: Default::default(),
+            updating: Default::default(),
         }
+    }
+
+    /// Serialises "store a JWT, then apply what the resolver holds" across the tasks that take
+    /// updates (pushed claims, the full resolver's pack exchange, a fetch): each apply reads the
+    /// newest stored JWT, and without this one task could read an account's older JWT, another
+    /// store and apply the newer one, and the first then apply the older one last, leaving the
+    /// server (its JetStream there disabled, say) on a JWT the resolver no longer holds, which
+    /// no later pack exchange repairs (the stores hash the same).
+    pub fn updating(&self) -> parking_lot::MutexGuard<'_, ()> {
+        self.updating.lock()
     }
 
     /// Verify an account JWT: decodes and signature, an account subject, a trusted issuer,
