@@ -1,6 +1,7 @@
 //! nats-py's websocket transport against the server under test: runs
 //! `websocket_nats_py.py` (pub/sub between a `ws://` and a TCP client, request/reply between
-//! two websocket clients, a JetStream publish over `ws://` with its PubAck). Skipped, with the
+//! two websocket clients with headers both ways and no-responders, header messages published
+//! over `ws://`, a JetStream publish over `ws://` with its PubAck). Skipped, with the
 //! reason printed, where python3, nats-py or aiohttp (nats-py's websocket transport) is
 //! missing; `.ci/run` installs them. Runs against nats-server too (`NATS_SERVER_BIN`).
 
