@@ -10,10 +10,11 @@
 //! `Server.Time` are times (`time.Time`, the zero time when absent), `Conn.Stop` a time or nil,
 //! so `Conn.Start < now() - duration("1h")` and `Conn.LastActivity.Before(...)` work (expr-lang's
 //! `temporal` values); the JSON names keep the RFC 3339 text of the JSON. `now()` is Go's
-//! `time.Now()`, in the local zone (expr-lang's own is in UTC).
+//! `time.Now()`, in the local zone (expr-lang's own is in UTC). A name that is none of these
+//! variables is nil, as natscli's `AllowUndefinedVariables` makes it.
 
 use chrono::{DateTime, NaiveDate};
-use expr::{Context, DateTimeValue, Environment, Program, TimezoneValue, Value};
+use expr::{Context, ContextProvider, DateTimeValue, Environment, Program, TimezoneValue, Value};
 use serde_json::Value as Json;
 
 use crate::error::CliError;
@@ -138,13 +139,30 @@ impl ConnFilter {
         context.insert("conn", conn_json);
         context.insert("Conns", conn_go.clone());
         context.insert("Conn", conn_go);
-        match self.environment.run(&self.program, &context) {
+        match self.environment.run(&self.program, &Variables(context)) {
             Ok(Value::Bool(keep)) => Ok(keep),
             Ok(other) => Err(CliError::message(format!(
                 "Invalid expression: expected bool, but got {other}"
             ))),
             Err(error) => Err(CliError::message(format!("Invalid expression: {error}"))),
         }
+    }
+}
+
+/// The expression's variables, where a name that is none of them is nil (natscli compiles with
+/// expr's `AllowUndefinedVariables`; expr-lang's own `Context` refuses such a name).
+struct Variables(Context);
+
+/// What an undefined name stands for.
+static NIL: Value = Value::Nil;
+
+impl ContextProvider for Variables {
+    fn get(&self, key: &str) -> Option<&Value> {
+        Some(self.0.get(key).unwrap_or(&NIL))
+    }
+
+    fn to_context(&self) -> Context {
+        self.0.clone()
     }
 }
 
@@ -283,7 +301,11 @@ mod tests {
             "Conns.Name == 'svc' && conns.account == 'A'",
             conn.clone()
         ));
-        assert!(!keeps("Conn.Name startsWith 'x'", conn));
+        assert!(!keeps("Conn.Name startsWith 'x'", conn.clone()));
+        // An undefined name is nil, as with natscli's AllowUndefinedVariables; `#` still names
+        // a predicate's element.
+        assert!(keeps("Nobody == nil && conns.cid == 7", conn.clone()));
+        assert!(keeps("all([1, 2], {# > 0}) && nobody ?? true", conn));
     }
 
     /// natscli's time filters: the Go names are times, the JSON names their text.

@@ -92,6 +92,8 @@ async fn filter_and_closed_reason_select_connections() {
             "busy",
         ),
         ("conns.in_msgs == 0 && Conns.Name startsWith 'i'", "idle"),
+        // A name that is no variable is nil (natscli's AllowUndefinedVariables).
+        ("Nobody == nil && conn.name == 'idle'", "idle"),
     ] {
         let args = ["--account", "A", "--json", "--filter", expression];
         assert_eq!(names(&server, home, &args), [expected], "{expression}");
