@@ -79,6 +79,9 @@ pub struct ConnectionsReportArgs {
     pub expression: Option<String>,
     #[command(flatten)]
     pub filter: FilterArgs,
+    /// Read data from an archive file
+    #[arg(long, value_name = "ARCHIVE")]
+    pub archive: Option<String>,
     /// Produce JSON output
     #[arg(long, short = 'j')]
     pub json: bool,
@@ -225,6 +228,18 @@ pub(super) async fn gather_connz(
         println!();
     }
     Ok(result)
+}
+
+/// The archive's CONNZ answers, `--filter` applied, those left with connections.
+fn archive_connz(path: &str, query: &ConnzQuery<'_>) -> Result<Vec<Value>, CliError> {
+    let mut answers = super::archive::connz(path, query)?;
+    if let Some(expression) = query.expression {
+        for answer in &mut answers {
+            conn_filter::retain(expression, answer)?;
+        }
+    }
+    answers.retain(|answer| connections_of(answer).is_ok_and(|conns| !conns.is_empty()));
+    Ok(answers)
 }
 
 /// One connection with the server it is on (natscli's `connInfo`).
@@ -447,7 +462,10 @@ pub(super) async fn report_connections(
         expression: expression.as_ref(),
         json: args.json,
     };
-    let answers = gather_connz(&query, options).await?;
+    let answers = match &args.archive {
+        Some(path) => archive_connz(path, &query)?,
+        None => gather_connz(&query, options).await?,
+    };
     if answers.is_empty() {
         return Err(CliError::message("did not get results from any servers"));
     }

@@ -1,11 +1,13 @@
 //! `nats server report`: natscli's reports over the system account's
 //! `$SYS.REQ.SERVER.PING.*` requests: `jetstream` (`jetstream.rs`), `connections` and
-//! `accounts` (`connections.rs` with its `--filter` in `conn_filter.rs`, `accounts.rs`, both from every server's CONNZ) and `health`
+//! `accounts` (`connections.rs` with its `--filter` in `conn_filter.rs` and its `--archive` in
+//! `archive.rs`, `accounts.rs`, both from every server's CONNZ) and `health`
 //! (`health.rs`). Also the collection of `$SYS.REQ.SERVER.PING*` answers that `server list`
 //! shares: every answer until the expected count, the timeout, or (when no count is given)
 //! 300 ms without a new one, as jsm.go's `DoReq`.
 
 mod accounts;
+mod archive;
 mod conn_filter;
 mod connections;
 mod health;
@@ -61,6 +63,15 @@ pub async fn run(args: &ReportArgs, options: &GlobalOptions) -> Result<(), CliEr
         ReportCommand::Accounts(report) => (&report.filter, report.json),
         ReportCommand::Health(report) => (&report.filter, false),
     };
+    let archive = match &args.command {
+        ReportCommand::Connections(report) => report.archive.is_some(),
+        _ => false,
+    };
+    if archive && filter.watch.is_some_and(|seconds| seconds > 0) {
+        return Err(CliError::message(
+            "--watch is not supported when using --archive",
+        ));
+    }
     let Some(every) = filter.watch.filter(|seconds| *seconds > 0) else {
         return run_once(args, options).await;
     };

@@ -10,6 +10,7 @@ mod messaging;
 mod object;
 mod object_progress;
 mod replication;
+mod report_archive;
 mod report_filter;
 mod server;
 mod stream_admin;

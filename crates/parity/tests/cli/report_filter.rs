@@ -22,28 +22,13 @@ system_account: SYS
 "#;
 
 async fn client(server: &TestServer, name: &str) -> async_nats::Client {
-    let client = tokio::time::timeout(
-        Duration::from_secs(10),
-        async_nats::ConnectOptions::with_user_and_password("a".into(), "a".into())
-            .name(name)
-            .connect(server.url()),
-    )
-    .await
-    .expect("connect in time")
-    .expect("connect");
-    client.flush().await.expect("flush");
-    client
+    super::report_archive::connect(server, "a", name).await
 }
 
 /// The report's `--json` connections (`args` after `server report connections 1`), by name.
 fn names(server: &TestServer, home: &std::path::Path, args: &[&str]) -> Vec<String> {
     let run = report(server, home, args);
-    assert_eq!(run.status, 0, "{args:?}: {}{}", run.stdout, run.stderr);
-    let entries: Value = serde_json::from_str(&run.stdout)
-        .unwrap_or_else(|e| panic!("{args:?}: {e}\n{}", run.stdout));
-    let mut names: Vec<String> = entries
-        .as_array()
-        .unwrap_or_else(|| panic!("{}", run.stdout))
+    let mut names: Vec<String> = super::report_archive::entries(&run, args)
         .iter()
         .map(|entry| entry["name"].as_str().unwrap_or_default().to_string())
         .collect();

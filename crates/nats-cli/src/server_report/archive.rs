@@ -1,0 +1,229 @@
+//! `nats server report connections --archive FILE`: the report read from an audit archive (the
+//! ZIP file natscli's `nats audit gather` writes, jsm.go's `audit/archive` format) instead of
+//! asked of the servers. The archive's `capture/misc/manifest.json` maps each file to its tags;
+//! the connections are the `account_connections` pages of every account (each one server's
+//! `$SYS.REQ.ACCOUNT.<account>.CONNZ` answer), merged per server as jsm.go's `AuditArchive`
+//! merges them. Options an archive cannot answer are refused, as there.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::io::Read;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::connections::{ConnzQuery, StateFilter};
+use crate::error::CliError;
+
+/// The manifest's path of itself, and of nothing else.
+const MANIFEST: &str = "capture/misc/manifest.json";
+
+/// One tag of a manifest entry.
+#[derive(Deserialize)]
+struct Tag {
+    #[serde(rename = "Name")]
+    name: String,
+    #[serde(rename = "Value")]
+    value: String,
+}
+
+/// An opened audit archive: its ZIP and its manifest.
+struct Archive {
+    zip: zip::ZipArchive<File>,
+    manifest: BTreeMap<String, Vec<Tag>>,
+}
+
+impl Archive {
+    /// Opens `path`, checking that every file the manifest names is in the ZIP.
+    fn open(path: &str) -> Result<Archive, CliError> {
+        let file = File::open(path)
+            .map_err(|error| CliError::message(format!("could not open {path}: {error}")))?;
+        let mut zip = zip::ZipArchive::new(file)
+            .map_err(|error| CliError::message(format!("could not read {path}: {error}")))?;
+        let manifest: BTreeMap<String, Vec<Tag>> =
+            serde_json::from_slice(&read_entry(&mut zip, MANIFEST)?).map_err(|error| {
+                CliError::message(format!("invalid manifest in {path}: {error}"))
+            })?;
+        for name in manifest.keys() {
+            if zip.index_for_name(name).is_none() {
+                return Err(CliError::message(format!(
+                    "archive {path} is missing {name}, listed in its manifest"
+                )));
+            }
+        }
+        Ok(Archive { zip, manifest })
+    }
+
+    /// Every value of tag `label` in the archive, sorted.
+    fn values_of(&self, label: &str) -> BTreeSet<&str> {
+        self.manifest
+            .values()
+            .flatten()
+            .filter(|tag| tag.name == label)
+            .map(|tag| tag.value.as_str())
+            .collect()
+    }
+
+    /// The pages (`NNNN.json`) carrying all of `tags`, in path order (server, then page).
+    fn pages(&self, tags: &[(&str, &str)]) -> Vec<String> {
+        self.manifest
+            .iter()
+            .filter(|(path, _)| is_page(path))
+            .filter(|(_, carried)| {
+                tags.iter().all(|(label, value)| {
+                    carried
+                        .iter()
+                        .any(|tag| tag.name == *label && tag.value == *value)
+                })
+            })
+            .map(|(path, _)| path.clone())
+            .collect()
+    }
+
+    fn json(&mut self, name: &str) -> Result<Value, CliError> {
+        serde_json::from_slice(&read_entry(&mut self.zip, name)?)
+            .map_err(|error| CliError::message(format!("invalid JSON in {name}: {error}")))
+    }
+}
+
+/// A page's base name is four digits and `.json`, as jsm.go's reader wants it.
+fn is_page(path: &str) -> bool {
+    let base = path.rsplit('/').next().unwrap_or_default();
+    base.len() == 9
+        && base.ends_with(".json")
+        && base.bytes().take(4).all(|byte| byte.is_ascii_digit())
+}
+
+fn read_entry(zip: &mut zip::ZipArchive<File>, name: &str) -> Result<Vec<u8>, CliError> {
+    let mut entry = zip
+        .by_name(name)
+        .map_err(|error| CliError::message(format!("could not read {name}: {error}")))?;
+    let mut bytes = Vec::new();
+    entry
+        .read_to_end(&mut bytes)
+        .map_err(|error| CliError::message(format!("could not read {name}: {error}")))?;
+    Ok(bytes)
+}
+
+/// Whether the answer's `server` passes `--host` (name or id), `--cluster` and `--tags`.
+fn server_matches(server: &Value, query: &ConnzQuery<'_>) -> bool {
+    let text = |key: &str| server[key].as_str().unwrap_or_default();
+    let name_ok = query
+        .filter
+        .host
+        .as_deref()
+        .is_none_or(|host| host == text("name") || host == text("id"));
+    let cluster_ok = query
+        .filter
+        .cluster
+        .as_deref()
+        .is_none_or(|cluster| cluster == text("cluster"));
+    let tags: Vec<String> = server["tags"]
+        .as_array()
+        .map(|tags| {
+            tags.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_lowercase)
+                .collect()
+        })
+        .unwrap_or_default();
+    let tags_ok = query
+        .filter
+        .tags
+        .iter()
+        .all(|wanted| tags.contains(&wanted.to_lowercase()));
+    name_ok && cluster_ok && tags_ok
+}
+
+/// The archive's CONNZ answers (`{server, data}`), one per server, every account's
+/// connections in it (an entry without an account gets the account of its page).
+pub(super) fn connz(path: &str, query: &ConnzQuery<'_>) -> Result<Vec<Value>, CliError> {
+    let mut unsupported = Vec::new();
+    if query.account.is_some() {
+        unsupported.push("account");
+    }
+    if query.subject.is_some() {
+        unsupported.push("filter_subject");
+    }
+    if query.user.is_some() {
+        unsupported.push("user");
+    }
+    if query.state != StateFilter::Open {
+        unsupported.push("state");
+    }
+    if !unsupported.is_empty() {
+        return Err(CliError::message(format!(
+            "unsupported option for archive connz: {}",
+            unsupported.join(", ")
+        )));
+    }
+    let mut archive = Archive::open(path)?;
+    let accounts: Vec<String> = archive
+        .values_of("account")
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    let mut answers: Vec<Value> = Vec::new();
+    let mut by_server: BTreeMap<String, usize> = BTreeMap::new();
+    for account in &accounts {
+        let pages = archive.pages(&[
+            ("account", account),
+            ("artifact_type", "account_connections"),
+        ]);
+        for page in pages {
+            let mut answer = archive.json(&page)?;
+            if !server_matches(&answer["server"], query) || !answer["data"].is_object() {
+                continue;
+            }
+            let server_id = answer["server"]["id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let mut conns = match answer["data"]["connections"].take() {
+                Value::Array(conns) => conns,
+                _ => Vec::new(),
+            };
+            for conn in &mut conns {
+                if conn["account"].as_str().unwrap_or_default().is_empty() {
+                    conn["account"] = Value::String(account.clone());
+                }
+            }
+            let total = answer["data"]["total"].as_u64().unwrap_or_default();
+            match by_server.get(&server_id) {
+                Some(&index) => {
+                    let base = &mut answers[index]["data"];
+                    let merged_total = base["total"].as_u64().unwrap_or_default() + total;
+                    if let Value::Array(existing) = &mut base["connections"] {
+                        existing.extend(conns);
+                        base["num_connections"] = existing.len().into();
+                    }
+                    base["total"] = merged_total.into();
+                }
+                None => {
+                    answer["data"]["num_connections"] = conns.len().into();
+                    answer["data"]["connections"] = Value::Array(conns);
+                    by_server.insert(server_id, answers.len());
+                    answers.push(answer);
+                }
+            }
+        }
+    }
+    Ok(answers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_are_four_digits_and_json() {
+        let dir = "capture/accounts/A/servers/unclustered__s1/account_connections";
+        assert!(is_page(&format!("{dir}/0001.json")));
+        assert!(is_page(&format!("{dir}/9999.json")));
+        assert!(!is_page(&format!("{dir}/001.json")));
+        assert!(!is_page(&format!("{dir}/00001.json")));
+        assert!(!is_page(&format!("{dir}/abcd.json")));
+        assert!(!is_page("capture/profiles/C1/s1__heap.prof"));
+        assert!(!is_page(MANIFEST));
+    }
+}

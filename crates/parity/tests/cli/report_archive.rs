@@ -1,0 +1,214 @@
+//! `nats server report connections --archive FILE`: the report read from an audit archive in
+//! the format natscli's `nats audit gather` writes (jsm.go's `audit/archive`: a ZIP with
+//! `capture/misc/manifest.json` mapping each file to its tags, one server's
+//! `$SYS.REQ.ACCOUNT.<account>.CONNZ` answer per `account_connections` page). The archive is
+//! made here by Python's `zipfile` from the answers of the server under test (ours, or
+//! nats-server with `NATS_SERVER_BIN`), then read by our CLI with no server to reach.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+use test_harness::{cli, TestServer};
+
+const CONFIG: &str = r#"
+server_name: archived
+accounts {
+  SYS { users: [ { user: sys, password: sys } ] }
+  A { users: [ { user: a, password: a } ] }
+  B { users: [ { user: b, password: b } ] }
+}
+system_account: SYS
+"#;
+
+/// A client of `server` as `user` (whose password is its name), named `name`, flushed.
+pub(crate) async fn connect(server: &TestServer, user: &str, name: &str) -> async_nats::Client {
+    let client = tokio::time::timeout(
+        Duration::from_secs(10),
+        async_nats::ConnectOptions::with_user_and_password(user.into(), user.into())
+            .name(name)
+            .connect(server.url()),
+    )
+    .await
+    .expect("connect in time")
+    .expect("connect");
+    client.flush().await.expect("flush");
+    client
+}
+
+/// The server's `$SYS.REQ.ACCOUNT.<account>.CONNZ` answer, as `nats audit gather` asks it.
+async fn account_connz(system: &async_nats::Client, account: &str) -> Value {
+    let reply = tokio::time::timeout(
+        Duration::from_secs(10),
+        system.request(format!("$SYS.REQ.ACCOUNT.{account}.CONNZ"), "".into()),
+    )
+    .await
+    .expect("CONNZ in time")
+    .expect("CONNZ");
+    serde_json::from_slice(&reply.payload).expect("CONNZ JSON")
+}
+
+/// A ZIP at `path` holding `files` (name → JSON) and their `manifest` (name → tags), written by
+/// Python's `zipfile` with Deflate, as Go's `archive/zip` writes an audit archive.
+fn write_archive(path: &Path, files: &Map<String, Value>, manifest: &Map<String, Value>) {
+    const SCRIPT: &str = r#"
+import json, sys, zipfile
+spec = json.load(sys.stdin)
+with zipfile.ZipFile(spec["path"], "w", zipfile.ZIP_DEFLATED) as archive:
+    for name, content in spec["files"].items():
+        archive.writestr(name, json.dumps(content, indent=2))
+    archive.writestr("capture/misc/manifest.json", json.dumps(spec["manifest"]))
+"#;
+    let spec = json!({"path": path, "files": files, "manifest": manifest});
+    let mut child = Command::new("python3")
+        .args(["-c", SCRIPT])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("start python3");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(spec.to_string().as_bytes())
+        .expect("write the archive's spec");
+    let status = child.wait().expect("python3");
+    assert!(status.success(), "python3 could not write {path:?}");
+}
+
+/// `nats server report connections --archive <archive> <args>` with no server to reach.
+fn report(home: &Path, archive: &Path, args: &[&str]) -> cli::Run {
+    let mut command = Command::new(test_harness::cli_binary());
+    cli::isolate(&mut command, home);
+    let archive = archive.to_str().expect("archive path");
+    command
+        .args([
+            "-s",
+            "nats://127.0.0.1:1",
+            "server",
+            "report",
+            "connections",
+        ])
+        .args(["--archive", archive])
+        .args(args);
+    cli::run(command)
+}
+
+/// The entries of a successful `--json` report run with `args`.
+pub(crate) fn entries(run: &cli::Run, args: &[&str]) -> Vec<Value> {
+    assert_eq!(run.status, 0, "{args:?}: {}{}", run.stdout, run.stderr);
+    let entries: Value = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("{args:?}: {e}\n{}", run.stdout));
+    match entries {
+        Value::Array(entries) => entries,
+        _ => panic!("{}", run.stdout),
+    }
+}
+
+/// The report's `--json` connections as `name/account`, sorted.
+fn connections(home: &Path, archive: &Path, args: &[&str]) -> Vec<String> {
+    let run = report(home, archive, &[&["--json"], args].concat());
+    let text = |entry: &Value, key: &str| entry[key].as_str().unwrap_or_default().to_string();
+    let mut names: Vec<String> = entries(&run, args)
+        .iter()
+        .map(|entry| format!("{}/{}", text(entry, "name"), text(entry, "account")))
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn connections_report_reads_an_audit_archive() {
+    let server = TestServer::with_config(CONFIG);
+    let _a = connect(&server, "a", "in-a").await;
+    let _b = connect(&server, "b", "in-b").await;
+    let system = connect(&server, "sys", "gatherer").await;
+
+    let mut files = Map::new();
+    let mut manifest = Map::new();
+    for account in ["A", "B"] {
+        let answer = account_connz(&system, account).await;
+        let server_name = answer["server"]["name"].as_str().expect("server name");
+        let name = format!(
+            "capture/accounts/{account}/servers/unclustered__{server_name}/account_connections/0001.json"
+        );
+        let tags = json!([
+            {"Name": "account", "Value": account},
+            {"Name": "cluster", "Value": "unclustered"},
+            {"Name": "server", "Value": server_name},
+            {"Name": "artifact_type", "Value": "account_connections"},
+        ]);
+        files.insert(name.clone(), answer);
+        manifest.insert(name, tags);
+    }
+    let metadata = "capture/misc/audit_gather_metadata.json";
+    files.insert(
+        metadata.into(),
+        json!({"capture_timestamp": "2026-12-04T12:00:00Z", "connected_server_name": "archived"}),
+    );
+    manifest.insert(
+        metadata.into(),
+        json!([{"Name": "special", "Value": "audit_gather_metadata"}]),
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path();
+    let archive = dir.path().join("audit.zip");
+    write_archive(&archive, &files, &manifest);
+    drop(server);
+
+    // Every account's connections, with no server running; then --filter over them.
+    assert_eq!(
+        connections(home, &archive, &[]),
+        ["in-a/A", "in-b/B"],
+        "the archive's connections"
+    );
+    assert_eq!(
+        connections(
+            home,
+            &archive,
+            &[
+                "--filter",
+                "Conn.Account == 'B' && Conn.Start.Year() >= 2024"
+            ]
+        ),
+        ["in-b/B"]
+    );
+    let table = report(home, &archive, &[]);
+    assert_eq!(table.status, 0, "{}{}", table.stdout, table.stderr);
+    assert!(
+        cli::has_line_with(&table.stdout, &["in-a", "A"]),
+        "{}",
+        table.stdout
+    );
+
+    // What an archive cannot answer is refused, as natscli's.
+    let account = report(home, &archive, &["--account", "A"]);
+    assert_ne!(account.status, 0, "{}", account.stdout);
+    assert!(
+        account.stderr.contains("unsupported option") && account.stderr.contains("account"),
+        "{}",
+        account.stderr
+    );
+    let watch = report(home, &archive, &["--watch", "1"]);
+    assert_ne!(watch.status, 0, "{}", watch.stdout);
+    assert!(
+        watch
+            .stderr
+            .contains("--watch is not supported when using --archive"),
+        "{}",
+        watch.stderr
+    );
+
+    // A manifest naming a file the ZIP lacks is a broken archive.
+    let broken = dir.path().join("broken.zip");
+    let mut listed = manifest.clone();
+    listed.insert(
+        "capture/accounts/A/servers/unclustered__gone/account_connections/0001.json".into(),
+        json!([{"Name": "account", "Value": "A"}]),
+    );
+    write_archive(&broken, &files, &listed);
+    let run = report(home, &broken, &["--json"]);
+    assert_ne!(run.status, 0, "{}", run.stdout);
+    assert!(run.stderr.contains("missing"), "{}", run.stderr);
+}
