@@ -1,9 +1,10 @@
-//! `nats server report connections --archive FILE`: the report read from an audit archive (the
+//! `nats server report connections --archive FILE` (and `health`): the report read from an audit archive (the
 //! ZIP file natscli's `nats audit gather` writes, jsm.go's `audit/archive` format) instead of
 //! asked of the servers. The archive's `capture/misc/manifest.json` maps each file to its tags;
 //! the connections are the `account_connections` pages of every account (each one server's
 //! `$SYS.REQ.ACCOUNT.<account>.CONNZ` answer), merged per server as jsm.go's `AuditArchive`
-//! merges them. Options an archive cannot answer are refused, as there.
+//! merges them; the health is each server's `health` page (its HEALTHZ answer). Options an
+//! archive cannot answer are refused, as there.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -13,6 +14,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::connections::{ConnzQuery, StateFilter};
+use super::FilterArgs;
 use crate::error::CliError;
 
 /// The manifest's path of itself, and of nothing else.
@@ -106,15 +108,13 @@ fn read_entry(zip: &mut zip::ZipArchive<File>, name: &str) -> Result<Vec<u8>, Cl
 }
 
 /// Whether the answer's `server` passes `--host` (name or id), `--cluster` and `--tags`.
-fn server_matches(server: &Value, query: &ConnzQuery<'_>) -> bool {
+fn server_matches(server: &Value, filter: &FilterArgs) -> bool {
     let text = |key: &str| server[key].as_str().unwrap_or_default();
-    let name_ok = query
-        .filter
+    let name_ok = filter
         .host
         .as_deref()
         .is_none_or(|host| host == text("name") || host == text("id"));
-    let cluster_ok = query
-        .filter
+    let cluster_ok = filter
         .cluster
         .as_deref()
         .is_none_or(|cluster| cluster == text("cluster"));
@@ -127,8 +127,7 @@ fn server_matches(server: &Value, query: &ConnzQuery<'_>) -> bool {
                 .collect()
         })
         .unwrap_or_default();
-    let tags_ok = query
-        .filter
+    let tags_ok = filter
         .tags
         .iter()
         .all(|wanted| tags.contains(&wanted.to_lowercase()));
@@ -151,12 +150,7 @@ pub(super) fn connz(path: &str, query: &ConnzQuery<'_>) -> Result<Vec<Value>, Cl
     if query.state != StateFilter::Open {
         unsupported.push("state");
     }
-    if !unsupported.is_empty() {
-        return Err(CliError::message(format!(
-            "unsupported option for archive connz: {}",
-            unsupported.join(", ")
-        )));
-    }
+    refuse("connz", &unsupported)?;
     let mut archive = Archive::open(path)?;
     let accounts: Vec<String> = archive
         .values_of("account")
@@ -172,7 +166,7 @@ pub(super) fn connz(path: &str, query: &ConnzQuery<'_>) -> Result<Vec<Value>, Cl
         ]);
         for page in pages {
             let mut answer = archive.json(&page)?;
-            if !server_matches(&answer["server"], query) || !answer["data"].is_object() {
+            if !server_matches(&answer["server"], query.filter) || !answer["data"].is_object() {
                 continue;
             }
             let server_id = answer["server"]["id"]
@@ -209,6 +203,55 @@ pub(super) fn connz(path: &str, query: &ConnzQuery<'_>) -> Result<Vec<Value>, Cl
         }
     }
     Ok(answers)
+}
+
+/// The options natscli's HEALTHZ takes that an archive cannot answer, set.
+pub(super) struct HealthOptions {
+    pub js_enabled_only: bool,
+    pub js_server_only: bool,
+    pub account: bool,
+    pub stream: bool,
+    pub consumer: bool,
+}
+
+/// The archive's HEALTHZ answers (`{server, data}`), one per server page, in cluster and server
+/// order.
+pub(super) fn healthz(
+    path: &str,
+    options: &HealthOptions,
+    filter: &FilterArgs,
+) -> Result<Vec<Value>, CliError> {
+    let unsupported: Vec<&str> = [
+        (options.js_enabled_only, "js-enabled-only"),
+        (options.js_server_only, "js-server-only"),
+        (options.account, "account"),
+        (options.stream, "stream"),
+        (options.consumer, "consumer"),
+    ]
+    .into_iter()
+    .filter_map(|(set, name)| set.then_some(name))
+    .collect();
+    refuse("healthz", &unsupported)?;
+    let mut archive = Archive::open(path)?;
+    let mut answers = Vec::new();
+    for page in archive.pages(&[("artifact_type", "health")]) {
+        let answer = archive.json(&page)?;
+        if server_matches(&answer["server"], filter) {
+            answers.push(answer);
+        }
+    }
+    Ok(answers)
+}
+
+/// jsm.go's `ErrUnsupportedOption` for the options of `method` an archive cannot answer.
+fn refuse(method: &str, unsupported: &[&str]) -> Result<(), CliError> {
+    if unsupported.is_empty() {
+        return Ok(());
+    }
+    Err(CliError::message(format!(
+        "unsupported option for archive {method}: {}",
+        unsupported.join(", ")
+    )))
 }
 
 #[cfg(test)]

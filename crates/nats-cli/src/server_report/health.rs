@@ -12,6 +12,7 @@ use crate::options::GlobalOptions;
 use crate::output::format::comma;
 use crate::output::table::Table;
 
+use super::archive::HealthOptions;
 use super::{gather, str_of, u64_of, EventFilter, FilterArgs};
 
 #[derive(Args, Debug)]
@@ -35,6 +36,9 @@ pub struct HealthReportArgs {
     pub consumer: Option<String>,
     #[command(flatten)]
     pub filter: FilterArgs,
+    /// Read data from an archive file
+    #[arg(long, value_name = "ARCHIVE")]
+    pub archive: Option<String>,
 }
 
 /// nats-server's `HealthzEventOptions` as natscli sends them.
@@ -53,6 +57,32 @@ struct HealthzRequest<'a> {
     details: bool,
     #[serde(flatten)]
     filter: EventFilter<'a>,
+}
+
+/// Every server's HEALTHZ answer, asked as natscli asks it.
+async fn gather_healthz(
+    args: &HealthReportArgs,
+    options: &GlobalOptions,
+) -> Result<Vec<Value>, CliError> {
+    let (client, effective) = options.connect().await?;
+    let request = HealthzRequest {
+        js_enabled_only: args.js_enabled,
+        js_server_only: args.server_only,
+        account: args.account.as_deref().filter(|a| !a.is_empty()),
+        stream: args.stream.as_deref().filter(|s| !s.is_empty()),
+        consumer: args.consumer.as_deref().filter(|c| !c.is_empty()),
+        details: true,
+        filter: args.filter.event_filter(options),
+    };
+    let answers = gather(
+        &client,
+        "$SYS.REQ.SERVER.PING.HEALTHZ",
+        serde_json::to_vec(&request)?.into(),
+        args.limit.unwrap_or(0),
+        effective.timeout,
+    )
+    .await?;
+    Ok(answers.into_iter().map(|answer| answer.value).collect())
 }
 
 /// A health error's type: nats-server names it, older answers give its number.
@@ -77,27 +107,22 @@ pub(super) async fn report_health(
     reverse: bool,
     options: &GlobalOptions,
 ) -> Result<(), CliError> {
-    let (client, effective) = options.connect().await?;
-    let request = HealthzRequest {
-        js_enabled_only: args.js_enabled,
-        js_server_only: args.server_only,
-        account: args.account.as_deref().filter(|a| !a.is_empty()),
-        stream: args.stream.as_deref().filter(|s| !s.is_empty()),
-        consumer: args.consumer.as_deref().filter(|c| !c.is_empty()),
-        details: true,
-        filter: args.filter.event_filter(options),
+    let answers = match &args.archive {
+        Some(path) => {
+            let unsupported = HealthOptions {
+                js_enabled_only: args.js_enabled,
+                js_server_only: args.server_only,
+                account: args.account.as_deref().is_some_and(|a| !a.is_empty()),
+                stream: args.stream.as_deref().is_some_and(|s| !s.is_empty()),
+                consumer: args.consumer.as_deref().is_some_and(|c| !c.is_empty()),
+            };
+            super::archive::healthz(path, &unsupported, &args.filter)?
+        }
+        None => gather_healthz(args, options).await?,
     };
-    let answers = gather(
-        &client,
-        "$SYS.REQ.SERVER.PING.HEALTHZ",
-        serde_json::to_vec(&request)?.into(),
-        args.limit.unwrap_or(0),
-        effective.timeout,
-    )
-    .await?;
     let mut servers: Vec<&Value> = Vec::new();
     for answer in &answers {
-        let error = &answer.value["error"];
+        let error = &answer["error"];
         if !error.is_null() {
             return Err(CliError::message(format!(
                 "{} ({})",
@@ -105,7 +130,7 @@ pub(super) async fn report_health(
                 u64_of(&error["code"])
             )));
         }
-        servers.push(&answer.value);
+        servers.push(answer);
     }
     servers.sort_by(|a, b| {
         let order = str_of(&a["server"]["name"]).cmp(str_of(&b["server"]["name"]));

@@ -2,9 +2,9 @@
 //! `$SYS.REQ.SERVER.PING.*` requests: `jetstream` (`jetstream.rs`), `connections` and
 //! `accounts` (`connections.rs` with its `--filter` in `conn_filter.rs` and its `--archive` in
 //! `archive.rs`, `accounts.rs`, both from every server's CONNZ) and `health`
-//! (`health.rs`). Also the collection of `$SYS.REQ.SERVER.PING*` answers that `server list`
-//! shares: every answer until the expected count, the timeout, or (when no count is given)
-//! 300 ms without a new one, as jsm.go's `DoReq`.
+//! (`health.rs`, also from an archive). Also the collection of `$SYS.REQ.SERVER.PING*`
+//! answers that `server list` shares: every answer until the expected count, the timeout, or
+//! (when no count is given) 300 ms without a new one, as jsm.go's `DoReq`.
 
 mod accounts;
 mod archive;
@@ -65,6 +65,7 @@ pub async fn run(args: &ReportArgs, options: &GlobalOptions) -> Result<(), CliEr
     };
     let archive = match &args.command {
         ReportCommand::Connections(report) => report.archive.is_some(),
+        ReportCommand::Health(report) => report.archive.is_some(),
         _ => false,
     };
     if archive && filter.watch.is_some_and(|seconds| seconds > 0) {

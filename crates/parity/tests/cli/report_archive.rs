@@ -1,7 +1,8 @@
-//! `nats server report connections --archive FILE`: the report read from an audit archive in
+//! `nats server report connections|health --archive FILE`: the report read from an audit archive in
 //! the format natscli's `nats audit gather` writes (jsm.go's `audit/archive`: a ZIP with
 //! `capture/misc/manifest.json` mapping each file to its tags, one server's
-//! `$SYS.REQ.ACCOUNT.<account>.CONNZ` answer per `account_connections` page). The archive is
+//! `$SYS.REQ.ACCOUNT.<account>.CONNZ` answer per `account_connections` page, its HEALTHZ answer
+//! per `health` page). The archive is
 //! made here by Python's `zipfile` from the answers of the server under test (ours, or
 //! nats-server with `NATS_SERVER_BIN`), then read by our CLI with no server to reach.
 
@@ -38,16 +39,14 @@ pub(crate) async fn connect(server: &TestServer, user: &str, name: &str) -> asyn
     client
 }
 
-/// The server's `$SYS.REQ.ACCOUNT.<account>.CONNZ` answer, as `nats audit gather` asks it.
-async fn account_connz(system: &async_nats::Client, account: &str) -> Value {
-    let reply = tokio::time::timeout(
-        Duration::from_secs(10),
-        system.request(format!("$SYS.REQ.ACCOUNT.{account}.CONNZ"), "".into()),
-    )
-    .await
-    .expect("CONNZ in time")
-    .expect("CONNZ");
-    serde_json::from_slice(&reply.payload).expect("CONNZ JSON")
+/// The server's answer to `subject` (`$SYS.REQ.ACCOUNT.<account>.CONNZ`, ...HEALTHZ), as
+/// `nats audit gather` asks it.
+async fn ask(system: &async_nats::Client, subject: String) -> Value {
+    let reply = tokio::time::timeout(Duration::from_secs(10), system.request(subject, "".into()))
+        .await
+        .expect("answer in time")
+        .expect("answer");
+    serde_json::from_slice(&reply.payload).expect("answer JSON")
 }
 
 /// A ZIP at `path` holding `files` (name → JSON) and their `manifest` (name → tags), written by
@@ -79,17 +78,16 @@ with zipfile.ZipFile(spec["path"], "w", zipfile.ZIP_DEFLATED) as archive:
 
 /// `nats server report connections --archive <archive> <args>` with no server to reach.
 fn report(home: &Path, archive: &Path, args: &[&str]) -> cli::Run {
+    report_of("connections", home, archive, args)
+}
+
+/// `nats server report <kind> --archive <archive> <args>` with no server to reach.
+fn report_of(kind: &str, home: &Path, archive: &Path, args: &[&str]) -> cli::Run {
     let mut command = Command::new(test_harness::cli_binary());
     cli::isolate(&mut command, home);
     let archive = archive.to_str().expect("archive path");
     command
-        .args([
-            "-s",
-            "nats://127.0.0.1:1",
-            "server",
-            "report",
-            "connections",
-        ])
+        .args(["-s", "nats://127.0.0.1:1", "server", "report", kind])
         .args(["--archive", archive])
         .args(args);
     cli::run(command)
@@ -128,7 +126,7 @@ async fn connections_report_reads_an_audit_archive() {
     let mut files = Map::new();
     let mut manifest = Map::new();
     for account in ["A", "B"] {
-        let answer = account_connz(&system, account).await;
+        let answer = ask(&system, format!("$SYS.REQ.ACCOUNT.{account}.CONNZ")).await;
         let server_name = answer["server"]["name"].as_str().expect("server name");
         let name = format!(
             "capture/accounts/{account}/servers/unclustered__{server_name}/account_connections/0001.json"
@@ -142,6 +140,16 @@ async fn connections_report_reads_an_audit_archive() {
         files.insert(name.clone(), answer);
         manifest.insert(name, tags);
     }
+    let health = ask(&system, "$SYS.REQ.SERVER.PING.HEALTHZ".into()).await;
+    let server_name = health["server"]["name"].as_str().expect("server name");
+    let name = format!("capture/clusters/unclustered/{server_name}/health/0001.json");
+    let tags = json!([
+        {"Name": "cluster", "Value": "unclustered"},
+        {"Name": "server", "Value": server_name},
+        {"Name": "artifact_type", "Value": "health"},
+    ]);
+    files.insert(name.clone(), health);
+    manifest.insert(name, tags);
     let metadata = "capture/misc/audit_gather_metadata.json";
     files.insert(
         metadata.into(),
@@ -183,21 +191,26 @@ async fn connections_report_reads_an_audit_archive() {
     );
 
     // What an archive cannot answer is refused, as natscli's.
-    let account = report(home, &archive, &["--account", "A"]);
-    assert_ne!(account.status, 0, "{}", account.stdout);
-    assert!(
-        account.stderr.contains("unsupported option") && account.stderr.contains("account"),
-        "{}",
-        account.stderr
+    refused(
+        &report(home, &archive, &["--account", "A"]),
+        "unsupported option for archive connz: account",
     );
-    let watch = report(home, &archive, &["--watch", "1"]);
-    assert_ne!(watch.status, 0, "{}", watch.stdout);
+    refused(
+        &report(home, &archive, &["--watch", "1"]),
+        "--watch is not supported when using --archive",
+    );
+
+    // The health report: each server's HEALTHZ page.
+    let health = report_of("health", home, &archive, &[]);
+    assert_eq!(health.status, 0, "{}{}", health.stdout, health.stderr);
     assert!(
-        watch
-            .stderr
-            .contains("--watch is not supported when using --archive"),
+        cli::has_line_with(&health.stdout, &["archived", "ok"]),
         "{}",
-        watch.stderr
+        health.stdout
+    );
+    refused(
+        &report_of("health", home, &archive, &["--js-enabled"]),
+        "unsupported option for archive healthz: js-enabled-only",
     );
 
     // A manifest naming a file the ZIP lacks is a broken archive.
@@ -208,7 +221,11 @@ async fn connections_report_reads_an_audit_archive() {
         json!([{"Name": "account", "Value": "A"}]),
     );
     write_archive(&broken, &files, &listed);
-    let run = report(home, &broken, &["--json"]);
+    refused(&report(home, &broken, &["--json"]), "missing");
+}
+
+/// The run failed saying `text`.
+fn refused(run: &cli::Run, text: &str) {
     assert_ne!(run.status, 0, "{}", run.stdout);
-    assert!(run.stderr.contains("missing"), "{}", run.stderr);
+    assert!(run.stderr.contains(text), "{}", run.stderr);
 }
