@@ -1,9 +1,11 @@
-//! `nats server report connections --archive FILE` (and `health`): the report read from an audit archive (the
+//! `nats server report connections --archive FILE` (and `health`, `jetstream`): the report read
+//! from an audit archive (the
 //! ZIP file natscli's `nats audit gather` writes, jsm.go's `audit/archive` format) instead of
 //! asked of the servers. The archive's `capture/misc/manifest.json` maps each file to its tags;
 //! the connections are the `account_connections` pages of every account (each one server's
 //! `$SYS.REQ.ACCOUNT.<account>.CONNZ` answer), merged per server as jsm.go's `AuditArchive`
-//! merges them; the health is each server's `health` page (its HEALTHZ answer). Options an
+//! merges them; the health is each server's `health` page (its HEALTHZ answer), the JetStream
+//! report each server's `jetstream_info` pages (its JSZ answer). Options an
 //! archive cannot answer are refused, as there.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -238,6 +240,41 @@ pub(super) fn healthz(
         let answer = archive.json(&page)?;
         if server_matches(&answer["server"], filter) {
             answers.push(answer);
+        }
+    }
+    Ok(answers)
+}
+
+/// The archive's JSZ answers (`{server, data}`), one per server: its `jetstream_info` pages,
+/// the later pages' account details added to the first's, as jsm.go's `AuditArchive.Jsz`.
+pub(super) fn jsz(path: &str, account: bool, filter: &FilterArgs) -> Result<Vec<Value>, CliError> {
+    refuse("jsz", if account { &["account"] } else { &[] })?;
+    let mut archive = Archive::open(path)?;
+    let mut answers: Vec<Value> = Vec::new();
+    let mut by_server: BTreeMap<String, usize> = BTreeMap::new();
+    for page in archive.pages(&[("artifact_type", "jetstream_info")]) {
+        let mut answer = archive.json(&page)?;
+        if !server_matches(&answer["server"], filter) || !answer["data"].is_object() {
+            continue;
+        }
+        // A server's pages share its directory (cluster and server).
+        let server = page.rsplit_once('/').map_or(page.as_str(), |(dir, _)| dir);
+        match by_server.get(server) {
+            Some(&index) => {
+                let details = match answer["data"]["account_details"].take() {
+                    Value::Array(details) => details,
+                    _ => Vec::new(),
+                };
+                let base = &mut answers[index]["data"]["account_details"];
+                match base {
+                    Value::Array(existing) => existing.extend(details),
+                    _ => *base = Value::Array(details),
+                }
+            }
+            None => {
+                by_server.insert(server.to_string(), answers.len());
+                answers.push(answer);
+            }
         }
     }
     Ok(answers)

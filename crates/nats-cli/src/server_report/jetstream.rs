@@ -50,6 +50,9 @@ pub struct JetStreamReportArgs {
     pub no_compact: bool,
     #[command(flatten)]
     pub filter: FilterArgs,
+    /// Read data from an archive file
+    #[arg(long, value_name = "ARCHIVE")]
+    pub archive: Option<String>,
     /// Show details about cluster leaders
     #[arg(long, short = 'l')]
     pub leaders: bool,
@@ -195,13 +198,13 @@ fn compare(sort: JetStreamSort, a: &Row, b: &Row) -> Ordering {
     }
 }
 
-pub(super) async fn report_jetstream(
+/// Every server's JSZ answer (with its Raft groups), asked as natscli asks it.
+async fn gather_jsz(
     args: &JetStreamReportArgs,
-    reverse: bool,
+    account: Option<&str>,
     options: &GlobalOptions,
-) -> Result<(), CliError> {
+) -> Result<Vec<Value>, CliError> {
     let (client, effective) = options.connect().await?;
-    let account = args.account.as_deref().filter(|a| !a.is_empty());
     let request = JszRequest {
         account,
         streams: account.is_some(),
@@ -211,7 +214,7 @@ pub(super) async fn report_jetstream(
         filter: args.filter.event_filter(options),
     };
     let body = serde_json::to_vec_pretty(&request)?;
-    let mut answers = gather(
+    let answers = gather(
         &client,
         "$SYS.REQ.SERVER.PING.JSZ",
         body.into(),
@@ -219,7 +222,28 @@ pub(super) async fn report_jetstream(
         effective.timeout,
     )
     .await?;
-    answers.retain(|answer| !answer.value["data"].is_null());
+    Ok(answers.into_iter().map(|answer| answer.value).collect())
+}
+
+pub(super) async fn report_jetstream(
+    args: &JetStreamReportArgs,
+    reverse: bool,
+    options: &GlobalOptions,
+) -> Result<(), CliError> {
+    let account = args.account.as_deref().filter(|a| !a.is_empty());
+    let mut answers = match &args.archive {
+        Some(path) => {
+            let answers = super::archive::jsz(path, account.is_some(), &args.filter)?;
+            if answers.is_empty() {
+                return Err(CliError::message(format!(
+                    "no JetStream data found in {path}"
+                )));
+            }
+            answers
+        }
+        None => gather_jsz(args, account, options).await?,
+    };
+    answers.retain(|answer| !answer["data"].is_null());
     if answers.is_empty() {
         return Err(CliError::message(
             "no results received, ensure the account used has system privileges and appropriate permissions",
@@ -227,7 +251,7 @@ pub(super) async fn report_jetstream(
     }
     let mut rows: Vec<(Row, &Value)> = answers
         .iter()
-        .map(|answer| (Row::of(&answer.value, account), &answer.value))
+        .map(|answer| (Row::of(answer, account), answer))
         .collect();
     rows.sort_by(|(a, _), (b, _)| {
         let order = compare(args.sort, a, b);

@@ -1,8 +1,9 @@
-//! `nats server report connections|health --archive FILE`: the report read from an audit archive in
+//! `nats server report connections|health|jetstream --archive FILE`: the report read from an
+//! audit archive in
 //! the format natscli's `nats audit gather` writes (jsm.go's `audit/archive`: a ZIP with
 //! `capture/misc/manifest.json` mapping each file to its tags, one server's
-//! `$SYS.REQ.ACCOUNT.<account>.CONNZ` answer per `account_connections` page, its HEALTHZ answer
-//! per `health` page). The archive is
+//! `$SYS.REQ.ACCOUNT.<account>.CONNZ` answer per `account_connections` page, its HEALTHZ and JSZ
+//! answers per `health` and `jetstream_info` page). The archive is
 //! made here by Python's `zipfile` from the answers of the server under test (ours, or
 //! nats-server with `NATS_SERVER_BIN`), then read by our CLI with no server to reach.
 
@@ -12,13 +13,13 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
-use test_harness::{cli, TestServer};
+use test_harness::{cli, ServerOptions, TestServer};
 
 const CONFIG: &str = r#"
 server_name: archived
 accounts {
   SYS { users: [ { user: sys, password: sys } ] }
-  A { users: [ { user: a, password: a } ] }
+  A { jetstream: enabled, users: [ { user: a, password: a } ] }
   B { users: [ { user: b, password: b } ] }
 }
 system_account: SYS
@@ -118,8 +119,20 @@ fn connections(home: &Path, archive: &Path, args: &[&str]) -> Vec<String> {
 
 #[tokio::test]
 async fn connections_report_reads_an_audit_archive() {
-    let server = TestServer::with_config(CONFIG);
-    let _a = connect(&server, "a", "in-a").await;
+    let server = TestServer::start(ServerOptions {
+        config: Some(CONFIG.to_string()),
+        jetstream: true,
+        ..Default::default()
+    });
+    let a = connect(&server, "a", "in-a").await;
+    async_nats::jetstream::new(a.clone())
+        .create_stream(async_nats::jetstream::stream::Config {
+            name: "ORDERS".into(),
+            subjects: vec!["orders.>".into()],
+            ..Default::default()
+        })
+        .await
+        .expect("create stream");
     let _b = connect(&server, "b", "in-b").await;
     let system = connect(&server, "sys", "gatherer").await;
 
@@ -140,16 +153,18 @@ async fn connections_report_reads_an_audit_archive() {
         files.insert(name.clone(), answer);
         manifest.insert(name, tags);
     }
-    let health = ask(&system, "$SYS.REQ.SERVER.PING.HEALTHZ".into()).await;
-    let server_name = health["server"]["name"].as_str().expect("server name");
-    let name = format!("capture/clusters/unclustered/{server_name}/health/0001.json");
-    let tags = json!([
-        {"Name": "cluster", "Value": "unclustered"},
-        {"Name": "server", "Value": server_name},
-        {"Name": "artifact_type", "Value": "health"},
-    ]);
-    files.insert(name.clone(), health);
-    manifest.insert(name, tags);
+    for (endpoint, kind) in [("HEALTHZ", "health"), ("JSZ", "jetstream_info")] {
+        let answer = ask(&system, format!("$SYS.REQ.SERVER.PING.{endpoint}")).await;
+        let server_name = answer["server"]["name"].as_str().expect("server name");
+        let name = format!("capture/clusters/unclustered/{server_name}/{kind}/0001.json");
+        let tags = json!([
+            {"Name": "cluster", "Value": "unclustered"},
+            {"Name": "server", "Value": server_name},
+            {"Name": "artifact_type", "Value": kind},
+        ]);
+        files.insert(name.clone(), answer);
+        manifest.insert(name, tags);
+    }
     let metadata = "capture/misc/audit_gather_metadata.json";
     files.insert(
         metadata.into(),
@@ -211,6 +226,24 @@ async fn connections_report_reads_an_audit_archive() {
     refused(
         &report_of("health", home, &archive, &["--js-enabled"]),
         "unsupported option for archive healthz: js-enabled-only",
+    );
+
+    // The JetStream report: each server's JSZ page.
+    let jetstream = report_of("jetstream", home, &archive, &["--json"]);
+    let servers = entries(&jetstream, &["jetstream"]);
+    assert_eq!(servers.len(), 1, "{}", jetstream.stdout);
+    assert_eq!(servers[0]["server"]["name"], "archived");
+    assert_eq!(servers[0]["data"]["streams"], 1, "{}", jetstream.stdout);
+    let table = report_of("jetstream", home, &archive, &[]);
+    assert_eq!(table.status, 0, "{}{}", table.stdout, table.stderr);
+    assert!(
+        cli::has_line_with(&table.stdout, &["archived"]),
+        "{}",
+        table.stdout
+    );
+    refused(
+        &report_of("jetstream", home, &archive, &["--account", "A"]),
+        "unsupported option for archive jsz: account",
     );
 
     // A manifest naming a file the ZIP lacks is a broken archive.
