@@ -169,7 +169,9 @@ pub trait StreamGroup: Send + Sync + 'static {
     /// running.
     fn cluster_info(&self) -> Option<ClusterInfo>;
     /// Hands leadership to another member (`preferred`, a server name, when given): resolves
-    /// once the request is made, or with why it cannot be (not the leader, no such member).
+    /// once the stream stopped taking publishes here (the handover goes on behind it, as
+    /// nats-server answers once its node stepped down), or with why it cannot be (not the
+    /// leader, no such member).
     fn step_down(self: Arc<Self>, preferred: Option<String>) -> GroupFuture<Result<(), ApiError>>;
     /// While held, this server's leadership is kept from the stream (it takes no publishes and
     /// runs no consumers, `is_leader` is false) though the group may elect it: a stream scaled

@@ -66,6 +66,7 @@ mod route_security;
 mod route_wire;
 mod scale;
 mod server_removed;
+mod stepdown_publish;
 mod support;
 mod uncommitted_reads;
 mod wiped;

@@ -337,18 +337,24 @@ impl StreamGroup for ReplicatedStream {
                 return Err(errors::CLUSTER_NOT_LEADER.to_error());
             }
             let target = self.step_down_target(preferred, &status)?;
-            self.quiesce(&group, super::QUIET_HANDOVER).await;
-            if let Err(error) = group.transfer_leader(target).await {
-                self.hold_leadership(false);
-                return Err(errors::RAFT_GENERAL.with_err(error));
-            }
-            // Answered now, as nats-server does; the stream leads again only if the group still
-            // names this server once the successor had its time.
-            let own = self.node;
+            // Answered once the stream stopped taking publishes, as nats-server answers once its
+            // node stepped down: the handover (what is in flight proposed and applied first,
+            // then the transfer) goes on behind the answer. It took 3-95 ms in a debug build and
+            // was the whole of the answer's delay (issue 20); a publisher sent the answer's way
+            // meanwhile hears "no responders" (or 10009 for what was queued) and asks again.
+            // The stream leads again only if the group still names this server once the
+            // successor had its time.
+            self.hold_leadership(true);
             tokio::spawn(async move {
-                let elsewhere =
-                    |status: &GroupStatus| status.leader.is_some_and(|leader| leader != own);
-                let _ = group.wait_for(super::QUIET_HANDOVER, elsewhere).await;
+                self.quiesce(&group, super::QUIET_HANDOVER).await;
+                if let Err(error) = group.transfer_leader(target).await {
+                    tracing::warn!(group = %self.name, %error, "stream leader stepdown: transfer failed");
+                } else {
+                    let own = self.node;
+                    let elsewhere =
+                        |status: &GroupStatus| status.leader.is_some_and(|leader| leader != own);
+                    let _ = group.wait_for(super::QUIET_HANDOVER, elsewhere).await;
+                }
                 self.hold_leadership(false);
             });
             Ok(())
