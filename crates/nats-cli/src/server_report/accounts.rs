@@ -42,6 +42,9 @@ pub struct AccountsReportArgs {
     pub top: usize,
     #[command(flatten)]
     pub filter: FilterArgs,
+    /// Read data from an archive file
+    #[arg(long, value_name = "ARCHIVE")]
+    pub archive: Option<String>,
     /// Produce JSON output
     #[arg(long, short = 'j')]
     pub json: bool,
@@ -132,7 +135,10 @@ pub(super) async fn report_accounts(
         expression: None,
         json: args.json,
     };
-    let answers = connections::gather_connz(&query, options).await?;
+    let answers = match &args.archive {
+        Some(path) => connections::archive_connz(path, &query)?,
+        None => connections::gather_connz(&query, options).await?,
+    };
     if answers.is_empty() {
         return Err(CliError::message("did not get results from any servers"));
     }

@@ -231,7 +231,7 @@ pub(super) async fn gather_connz(
 }
 
 /// The archive's CONNZ answers, `--filter` applied, those left with connections.
-fn archive_connz(path: &str, query: &ConnzQuery<'_>) -> Result<Vec<Value>, CliError> {
+pub(super) fn archive_connz(path: &str, query: &ConnzQuery<'_>) -> Result<Vec<Value>, CliError> {
     let mut answers = super::archive::connz(path, query)?;
     if let Some(expression) = query.expression {
         for answer in &mut answers {

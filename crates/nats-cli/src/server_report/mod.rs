@@ -1,11 +1,10 @@
 //! `nats server report`: natscli's reports over the system account's
 //! `$SYS.REQ.SERVER.PING.*` requests: `jetstream` (`jetstream.rs`), `connections` and
 //! `accounts` (`connections.rs` with its `--filter` in `conn_filter.rs`, `accounts.rs`, both
-//! from every server's CONNZ) and `health` (`health.rs`); `jetstream`, `connections` and
-//! `health` also read an audit archive's pages instead (`--archive`, `archive.rs`). Also the
-//! collection of `$SYS.REQ.SERVER.PING*` answers that `server list` shares: every answer until
-//! the expected count, the timeout, or (when no count is given) 300 ms without a new one, as
-//! jsm.go's `DoReq`.
+//! from every server's CONNZ) and `health` (`health.rs`); each also reads an audit archive's
+//! pages instead (`--archive`, `archive.rs`). Also the collection of `$SYS.REQ.SERVER.PING*`
+//! answers that `server list` shares: every answer until the expected count, the timeout, or
+//! (when no count is given) 300 ms without a new one, as jsm.go's `DoReq`.
 
 mod accounts;
 mod archive;
@@ -65,11 +64,12 @@ pub async fn run(args: &ReportArgs, options: &GlobalOptions) -> Result<(), CliEr
         ReportCommand::Health(report) => (&report.filter, false),
     };
     let archive = match &args.command {
-        ReportCommand::Connections(report) => report.archive.is_some(),
-        ReportCommand::Health(report) => report.archive.is_some(),
-        ReportCommand::Jetstream(report) => report.archive.is_some(),
-        _ => false,
-    };
+        ReportCommand::Connections(report) => &report.archive,
+        ReportCommand::Health(report) => &report.archive,
+        ReportCommand::Jetstream(report) => &report.archive,
+        ReportCommand::Accounts(report) => &report.archive,
+    }
+    .is_some();
     if archive && filter.watch.is_some_and(|seconds| seconds > 0) {
         return Err(CliError::message(
             "--watch is not supported when using --archive",

@@ -1,5 +1,5 @@
-//! `nats server report connections|health|jetstream --archive FILE`: the report read from an
-//! audit archive in
+//! `nats server report connections|accounts|health|jetstream --archive FILE`: the report read
+//! from an audit archive in
 //! the format natscli's `nats audit gather` writes (jsm.go's `audit/archive`: a ZIP with
 //! `capture/misc/manifest.json` mapping each file to its tags, one server's
 //! `$SYS.REQ.ACCOUNT.<account>.CONNZ` answer per `account_connections` page, its HEALTHZ and JSZ
@@ -213,6 +213,21 @@ async fn connections_report_reads_an_audit_archive() {
     refused(
         &report(home, &archive, &["--watch", "1"]),
         "--watch is not supported when using --archive",
+    );
+
+    // The accounts report: the same pages, by account.
+    let accounts = report_of("accounts", home, &archive, &[]);
+    assert_eq!(accounts.status, 0, "{}{}", accounts.stdout, accounts.stderr);
+    assert!(
+        accounts.stdout.contains("2 Accounts Overview")
+            && cli::has_line_with(&accounts.stdout, &["│ A "])
+            && cli::has_line_with(&accounts.stdout, &["│ B "]),
+        "{}",
+        accounts.stdout
+    );
+    refused(
+        &report_of("accounts", home, &archive, &["A"]),
+        "unsupported option for archive connz: account",
     );
 
     // The health report: each server's HEALTHZ page.
