@@ -132,7 +132,7 @@ fn server_matches(server: &Value, filter: &FilterArgs) -> bool {
     let tags_ok = filter
         .tags
         .iter()
-        .all(|wanted| tags.contains(&wanted.to_lowercase()));
+        .all(|wanted| tags.contains(&wanted.trim().to_lowercase()));
     name_ok && cluster_ok && tags_ok
 }
 
@@ -305,5 +305,29 @@ mod tests {
         assert!(!is_page(&format!("{dir}/abcd.json")));
         assert!(!is_page("capture/profiles/C1/s1__heap.prof"));
         assert!(!is_page(MANIFEST));
+    }
+
+    /// `--host` is the name or id, `--cluster` exact, `--tags` all present in any case.
+    #[test]
+    fn servers_are_selected_as_jsm_go_selects_them() {
+        let server = serde_json::json!({
+            "name": "n1", "id": "NID", "cluster": "east", "tags": ["Zone:A", "ssd"]
+        });
+        let filter = |host: Option<&str>, cluster: Option<&str>, tags: &[&str]| FilterArgs {
+            host: host.map(str::to_string),
+            cluster: cluster.map(str::to_string),
+            tags: tags.iter().map(|tag| tag.to_string()).collect(),
+            watch: None,
+        };
+        for (args, expected) in [
+            (filter(None, None, &[]), true),
+            (filter(Some("n1"), Some("east"), &["zone:a", " SSD "]), true),
+            (filter(Some("NID"), None, &[]), true),
+            (filter(Some("n"), None, &[]), false),
+            (filter(None, Some("eas"), &[]), false),
+            (filter(None, None, &["ssd", "hdd"]), false),
+        ] {
+            assert_eq!(server_matches(&server, &args), expected, "{args:?}");
+        }
     }
 }
