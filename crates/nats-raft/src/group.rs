@@ -323,6 +323,14 @@ impl RaftGroup {
         let leading_since = Arc::new(crate::leading_since::LeadingSince::default());
         let lease = Arc::new(crate::lease::LeaderLease::new());
         leading_since.watch(&raft, lease.clone(), config.lost_quorum);
+        crate::stall_handover::StallHandover {
+            raft: raft.clone(),
+            network: network.clone(),
+            group: group.clone(),
+            node_id: config.node_id,
+            lease: lease.clone(),
+        }
+        .spawn(log.stalled.subscribe());
         let this = RaftGroup {
             raft,
             group,
@@ -616,6 +624,7 @@ impl RaftGroup {
         crate::leadership::watch(
             &self.raft,
             self.supervision.clone(),
+            self.log.stalled.subscribe(),
             self.lost_quorum,
             self.resumed_needs_quorum,
         )

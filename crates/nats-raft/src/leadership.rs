@@ -97,6 +97,16 @@ fn ready(
     }
 }
 
+/// Whether this node's log waits for space with other voters to lead instead: it hands its
+/// leadership over (`stall_handover.rs`) and takes no work meanwhile. A sole voter goes on
+/// leading, refusing proposals with the reason.
+fn handing_over(
+    metrics: &RaftMetrics<TypeConfig>,
+    stalled: &watch::Receiver<Option<String>>,
+) -> bool {
+    stalled.borrow().is_some() && metrics.membership_config.membership().voter_ids().count() > 1
+}
+
 /// The number of the leadership in `term`: the one already handed out when `current` is that
 /// same leadership continuing, a new one otherwise.
 fn number(current: &mut Option<(u64, u64)>, term: Option<u64>) -> Option<u64> {
@@ -119,6 +129,7 @@ fn number(current: &mut Option<(u64, u64)>, term: Option<u64>) -> Option<u64> {
 pub(crate) fn watch(
     raft: &Raft<TypeConfig, StateMachineAdapter>,
     supervision: Arc<Supervision>,
+    mut stalled: watch::Receiver<Option<String>>,
     lost_quorum: Duration,
     resumed_needs_quorum: bool,
 ) -> watch::Receiver<Option<u64>> {
@@ -131,6 +142,7 @@ pub(crate) fn watch(
         lost_quorum,
         resumed_needs_quorum,
     );
+    let term = term.filter(|_| !handing_over(&metrics.borrow_watched(), &stalled));
     let (sender, receiver) = watch::channel(number(&mut leadership, term));
     tokio::spawn(async move {
         loop {
@@ -146,6 +158,7 @@ pub(crate) fn watch(
                 changed = metrics.changed() => if changed.is_err() { break },
                 _ = stale => {}
                 _ = sender.closed() => return,
+                Ok(()) = stalled.changed() => {}
             }
             let term = if supervision.offline.borrow().is_some() {
                 stale_in = None;
@@ -158,7 +171,7 @@ pub(crate) fn watch(
                     resumed_needs_quorum,
                 );
                 stale_in = wait;
-                term
+                term.filter(|_| !handing_over(&metrics.borrow_watched(), &stalled))
             };
             let now = number(&mut leadership, term);
             sender.send_if_modified(|current| {

@@ -16,7 +16,7 @@
 //! Updated by the group's `LeadingSince` watcher on every change of the metrics (heartbeat
 //! acknowledgements are one); set to nothing when the node stops leading or the core stops.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -28,6 +28,9 @@ pub struct LeaderLease {
     base: Instant,
     /// When the lease runs out: nanoseconds after `base`, 0 for no lease, [`FOREVER`].
     until: AtomicU64,
+    /// Set while this leader hands its leadership over from outside its core (its log cannot
+    /// write, `stall_handover.rs`): the voters drop its lease then, so it holds none either.
+    suspended: AtomicBool,
 }
 
 impl LeaderLease {
@@ -35,11 +38,15 @@ impl LeaderLease {
         LeaderLease {
             base: Instant::now(),
             until: AtomicU64::new(0),
+            suspended: AtomicBool::new(false),
         }
     }
 
     /// Whether this node's leadership is backed by a quorum's word within the lease now.
     pub fn holds(&self) -> bool {
+        if self.suspended.load(Ordering::Acquire) {
+            return false;
+        }
         match self.until.load(Ordering::Acquire) {
             0 => false,
             FOREVER => true,
@@ -66,6 +73,11 @@ impl LeaderLease {
     pub(crate) fn end(&self) {
         self.until.store(0, Ordering::Release);
     }
+
+    /// While `on`, the lease holds nothing, whatever the quorum last said.
+    pub(crate) fn suspend(&self, on: bool) {
+        self.suspended.store(on, Ordering::Release);
+    }
 }
 
 #[cfg(test)]
@@ -90,5 +102,9 @@ mod tests {
         lease.extend(None);
         tokio::time::advance(Duration::from_secs(3600)).await;
         assert!(lease.holds(), "a single voter's lease never runs out");
+        lease.suspend(true);
+        assert!(!lease.holds(), "suspended while handing over");
+        lease.suspend(false);
+        assert!(lease.holds());
     }
 }

@@ -28,6 +28,7 @@ mod log_store;
 mod network;
 mod snapshot_chunks;
 mod snapshot_file;
+mod stall_handover;
 mod state_machine;
 mod tick_driver;
 mod types;

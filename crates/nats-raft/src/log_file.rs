@@ -80,6 +80,12 @@ pub(crate) struct LogFile {
     cached_bytes: u64,
     cache_limit: u64,
     pub(crate) meta: Meta,
+    /// A unit test's stand-in for the operating system refusing record writes: every one
+    /// while `refuse_writes` is set, the next one for `refuse_once`.
+    #[cfg(test)]
+    pub(crate) refuse_writes: Option<io::ErrorKind>,
+    #[cfg(test)]
+    pub(crate) refuse_once: Option<io::ErrorKind>,
 }
 
 fn checksum(parts: &[&[u8]]) -> u32 {
@@ -169,6 +175,10 @@ impl LogFile {
             cached_bytes: 0,
             cache_limit,
             meta,
+            #[cfg(test)]
+            refuse_writes: None,
+            #[cfg(test)]
+            refuse_once: None,
         };
         let mut torn: Option<TornTail> = None;
         let mut expected_next: Option<u64> = None;
@@ -391,7 +401,37 @@ impl LogFile {
     }
 
     /// Writes `entries` after the current end (no fsync: the caller's flusher does that).
+    ///
+    /// A segment refused as too large (EFBIG: a file-size limit such as `ulimit -f`, or the
+    /// filesystem's own) is closed where it is, and the rest goes into a new segment. Only a
+    /// record refused at the start of an empty segment fails with EFBIG.
     pub(crate) fn append(&mut self, entries: impl IntoIterator<Item = Entry>) -> io::Result<()> {
+        let entries: Vec<Entry> = entries.into_iter().collect();
+        match self.append_records(entries.iter().cloned()) {
+            Err(error)
+                if error.kind() == io::ErrorKind::FileTooLarge
+                    && self.segments.last().is_some_and(|active| active.length > 0) =>
+            {
+                let last = self.last_log_id().map(|log_id| log_id.index);
+                let rest: Vec<Entry> = entries
+                    .into_iter()
+                    .filter(|entry| Some(entry.log_id.index) > last)
+                    .collect();
+                let Some(first) = rest.first() else {
+                    return Ok(());
+                };
+                tracing::warn!(%error, directory = %self.directory.display(), "raft log segment at a file-size limit; starting a new one");
+                if let Some(segment) = self.segments.last() {
+                    segment.file.sync_data()?;
+                }
+                self.start_segment(first.log_id.index)?;
+                self.append_records(rest)
+            }
+            result => result,
+        }
+    }
+
+    fn append_records(&mut self, entries: impl IntoIterator<Item = Entry>) -> io::Result<()> {
         let mut buffer = Vec::new();
         let mut pending: Vec<(u64, u64, Entry)> = Vec::new();
         for entry in entries {
@@ -426,6 +466,10 @@ impl LogFile {
     ) -> io::Result<()> {
         if buffer.is_empty() {
             return Ok(());
+        }
+        #[cfg(test)]
+        if let Some(kind) = self.refuse_once.take().or(self.refuse_writes) {
+            return Err(io::Error::from(kind));
         }
         let segment_number = self.segments.len() - 1;
         let segment = &mut self.segments[segment_number];

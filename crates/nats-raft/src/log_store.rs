@@ -10,8 +10,10 @@
 //! group for good on any storage error, and a node whose disk fills must instead stall that
 //! group only until space returns. The write is tried again every [`FULL_RETRY`] meanwhile, the
 //! log reads as stalled ([`Shared::stalled`]: the group refuses proposals with the reason), and
-//! the group goes on by itself once a retry succeeds. A stalled leader sends no heartbeats, so
-//! its followers elect another; a stalled follower drops out of its leader's quorum.
+//! the group goes on by itself once a retry succeeds. A file-size limit (EFBIG) is waited out
+//! the same way. A stalled leader hands its leadership over from outside its core, which the
+//! retried write holds (`stall_handover.rs`); a stalled follower drops out of its leader's
+//! quorum.
 
 use std::fmt::Debug;
 use std::io;
@@ -39,11 +41,12 @@ pub(crate) struct LogCounters {
 /// How often a write refused for want of space is tried again.
 const FULL_RETRY: Duration = Duration::from_millis(250);
 
-/// Whether `error` says the disk (or the quota) is full: such a write waits for space.
+/// Whether `error` says the disk (or the quota) is full, or a file is at a size limit (EFBIG,
+/// which `LogFile::append` first meets with a new segment): such a write waits for space.
 pub(crate) fn is_full(error: &io::Error) -> bool {
     matches!(
         error.kind(),
-        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded | io::ErrorKind::FileTooLarge
     )
 }
 

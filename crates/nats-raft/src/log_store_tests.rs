@@ -3,6 +3,7 @@
 use super::*;
 use crate::types::{log_id, EntryPayload, Proposal};
 use bytes::Bytes;
+use openraft::type_config::TypeConfigExt;
 use std::fs::OpenOptions;
 use std::io::Write;
 
@@ -198,4 +199,105 @@ fn entries_past_the_cache_are_read_back_from_their_segment() {
     let error = log.range(6..=6).expect_err("a damaged record is refused");
     assert_eq!(error.kind(), io::ErrorKind::InvalidData);
     assert!(log.range(7..=8).is_ok());
+}
+
+/// A record write refused for want of space (ENOSPC), or at a file-size limit (EFBIG, met
+/// first with a new segment, then in that empty one too): the append waits with the log
+/// stalled, then finishes by itself once a write succeeds, losing nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_append_refused_for_space_waits_until_a_write_succeeds() {
+    for kind in [io::ErrorKind::StorageFull, io::ErrorKind::FileTooLarge] {
+        let directory = tempfile::tempdir().expect("tempdir");
+        let (mut store, shared, _) = LogStore::open(directory.path()).expect("open");
+        let (flushed, done) = TypeConfig::oneshot();
+        store
+            .append(
+                (1..=3).map(|index| entry(1, index, b"before")),
+                IOFlushed::signal(flushed),
+            )
+            .await
+            .expect("append");
+        done.await.expect("flushed").expect("fsync");
+
+        shared.lock().refuse_writes = Some(kind);
+        let (flushed, done) = TypeConfig::oneshot();
+        let appending = tokio::spawn(async move {
+            let result = store
+                .append(
+                    (4..=5).map(|index| entry(1, index, b"during")),
+                    IOFlushed::signal(flushed),
+                )
+                .await;
+            (store, result)
+        });
+        let mut stalled = shared.stalled.subscribe();
+        let reason =
+            tokio::time::timeout(Duration::from_secs(5), stalled.wait_for(Option::is_some))
+                .await
+                .unwrap_or_else(|_| panic!("{kind:?}: the log never read as stalled"))
+                .expect("log open")
+                .clone();
+        assert!(reason.is_some(), "{kind:?}");
+        // Retried (every FULL_RETRY) and still waiting, nothing written meanwhile.
+        tokio::time::sleep(FULL_RETRY * 3).await;
+        assert!(!appending.is_finished(), "{kind:?}: the append gave up");
+        assert_eq!(
+            shared.lock().last_log_id().map(|log_id| log_id.index),
+            Some(3),
+            "{kind:?}"
+        );
+
+        shared.lock().refuse_writes = None;
+        let (store, result) = tokio::time::timeout(Duration::from_secs(5), appending)
+            .await
+            .unwrap_or_else(|_| panic!("{kind:?}: the append did not finish once space returned"))
+            .expect("append task");
+        result.unwrap_or_else(|error| panic!("{kind:?}: {error}"));
+        tokio::time::timeout(Duration::from_secs(5), done)
+            .await
+            .expect("flushed in time")
+            .expect("flushed")
+            .expect("fsync");
+        assert_eq!(*shared.stalled.borrow(), None, "{kind:?}: still stalled");
+        drop(store);
+        drop(shared);
+
+        let (log, torn) = LogFile::open(directory.path()).expect("reopen");
+        assert!(torn.is_none(), "{kind:?}");
+        let bodies: Vec<_> = log.range(..).expect("range").iter().map(body_of).collect();
+        assert_eq!(bodies.len(), 5, "{kind:?}");
+        assert_eq!(bodies[3].1, Bytes::from_static(b"during"), "{kind:?}");
+    }
+}
+
+/// A segment at a file-size limit (EFBIG) is closed where it is and the append goes on in a
+/// new one: nothing waits, and the log reads back whole after a reopen.
+#[test]
+fn a_segment_at_a_file_size_limit_is_followed_by_a_new_one() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    {
+        let (mut log, _) = LogFile::open(directory.path()).expect("open");
+        log.append((1..=3).map(|index| entry(1, index, b"first")))
+            .expect("append");
+        log.refuse_once = Some(io::ErrorKind::FileTooLarge);
+        log.append((4..=6).map(|index| entry(1, index, b"second")))
+            .expect("append past the limit");
+        assert_eq!(segment_files(directory.path()).len(), 2);
+        // A fresh segment that refuses too: the error goes to the caller (which waits).
+        log.refuse_writes = Some(io::ErrorKind::FileTooLarge);
+        let refused = log.append([entry(1, 7, b"third")]);
+        assert_eq!(
+            refused.map_err(|error| error.kind()),
+            Err(io::ErrorKind::FileTooLarge)
+        );
+    }
+    let (log, torn) = LogFile::open(directory.path()).expect("reopen");
+    assert!(torn.is_none());
+    let indexes: Vec<u64> = log
+        .range(..)
+        .expect("range")
+        .iter()
+        .map(|entry| entry.log_id.index)
+        .collect();
+    assert_eq!(indexes, (1..=6).collect::<Vec<u64>>());
 }

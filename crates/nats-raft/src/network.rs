@@ -147,6 +147,15 @@ impl From<CallError> for StreamingError<TypeConfig> {
 }
 
 impl PeerClient {
+    /// A client of `target` outside openraft's core (`stall_handover.rs`).
+    pub(crate) fn new(group: Arc<str>, target: NodeId, network: Arc<dyn Network>) -> PeerClient {
+        PeerClient {
+            group,
+            target,
+            network,
+        }
+    }
+
     /// Sends one request and returns the reply body after the OK status byte.
     async fn call(&self, message: Bytes, option: &RPCOption) -> Result<Bytes, CallError> {
         let reply = self.network.send(&self.group, self.target, message);

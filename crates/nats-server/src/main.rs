@@ -29,6 +29,12 @@ fn runtime_builder() -> tokio::runtime::Builder {
 fn main() -> ExitCode {
     // Must happen before any thread exists (see logging::local_offset).
     let offset = nats_server::logging::local_offset();
+    // A write past a file-size limit (`ulimit -f`) fails with EFBIG, which the stores and the
+    // Raft logs handle, instead of SIGXFSZ killing the process (Go ignores it too).
+    // SAFETY: setting a signal's disposition to "ignore", before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
     let flags = match Flags::parse(std::env::args().skip(1)) {
         Ok(flags) => flags,
         Err(error) => {

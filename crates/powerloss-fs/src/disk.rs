@@ -8,8 +8,10 @@
 //! journaling file system (ext4 `data=ordered`) behaves in practice: any fsync commits the
 //! journal, and with it every directory change made so far.
 //!
-//! Faults: a capacity (writes that would pass it fail with ENOSPC), failing writes (EIO, nothing
-//! changes) and failing fsyncs (EIO, and nothing becomes durable, as after a real failed fsync).
+//! Faults: a capacity (writes that would pass it fail with ENOSPC), a full directory (writes that
+//! would grow a file anywhere below a directory of a given name fail with ENOSPC, as under a
+//! quota), failing writes (EIO, nothing changes) and failing fsyncs (EIO, and nothing becomes
+//! durable, as after a real failed fsync).
 //!
 //! Who calls it: `filesystem.rs` (the FUSE operations) and the [`crate::Disk`] handle. Nothing
 //! here knows FUSE.
@@ -94,6 +96,8 @@ pub struct DiskState {
     pub(crate) capacity: u64,
     pub(crate) failing_syncs: bool,
     pub(crate) failing_writes: bool,
+    /// Files below a directory of this name take no more bytes.
+    pub(crate) full_under: Option<OsString>,
     pub(crate) model: SyncModel,
     syncs: u64,
     cuts: u64,
@@ -118,6 +122,7 @@ impl DiskState {
             capacity,
             failing_syncs: false,
             failing_writes: false,
+            full_under: None,
             model,
             syncs: 0,
             cuts: 0,
@@ -149,6 +154,25 @@ impl DiskState {
                 Kind::Directory(_) => 0,
             })
             .sum()
+    }
+
+    /// Whether a file may not grow by `more` bytes: past the capacity, or below the full
+    /// directory.
+    fn refuses_growth(&self, inode: u64, more: u64) -> bool {
+        if self.used() + more > self.capacity {
+            return true;
+        }
+        let Some(full) = &self.full_under else {
+            return false;
+        };
+        let mut at = inode;
+        while let Some(node) = self.nodes.get(&at).filter(|_| at != ROOT) {
+            if at != inode && &node.name == full {
+                return true;
+            }
+            at = node.parent;
+        }
+        false
     }
 
     pub(crate) fn node(&self, inode: u64) -> Result<&Node, Errno> {
@@ -308,7 +332,7 @@ impl DiskState {
         }
         let old_len = self.node(inode)?.size();
         let end = offset.checked_add(data.len() as u64).ok_or(libc::EFBIG)?;
-        if end > old_len && self.used() + (end - old_len) > self.capacity {
+        if end > old_len && self.refuses_growth(inode, end - old_len) {
             return Err(libc::ENOSPC);
         }
         let file = self.file_mut(inode)?;
@@ -325,7 +349,7 @@ impl DiskState {
 
     pub fn set_len(&mut self, inode: u64, len: u64) -> Result<(), Errno> {
         let old_len = self.node(inode)?.size();
-        if len > old_len && self.used() + (len - old_len) > self.capacity {
+        if len > old_len && self.refuses_growth(inode, len - old_len) {
             return Err(libc::ENOSPC);
         }
         let file = self.file_mut(inode)?;
@@ -544,5 +568,30 @@ mod tests {
             b"",
             "a failed sync made nothing durable"
         );
+    }
+
+    #[test]
+    fn a_full_directory_refuses_growth_below_it_only() {
+        let mut disk = DiskState::new(1 << 20, SyncModel::Strict);
+        let full = disk.create(ROOT, OsStr::new("log"), true, 0o755).unwrap();
+        let inner = disk.create(full, OsStr::new("group"), true, 0o755).unwrap();
+        let below = disk.create(inner, OsStr::new("a"), false, 0o644).unwrap();
+        let beside = disk.create(ROOT, OsStr::new("b"), false, 0o644).unwrap();
+        assert_eq!(disk.write(below, 0, b"1234").unwrap(), 4);
+        disk.full_under = Some("log".into());
+        assert_eq!(disk.write(below, 4, b"5"), Err(libc::ENOSPC));
+        assert_eq!(disk.set_len(below, 8), Err(libc::ENOSPC));
+        assert_eq!(
+            disk.write(below, 0, b"x").unwrap(),
+            1,
+            "overwrites need no space"
+        );
+        assert_eq!(
+            disk.write(beside, 0, b"1234").unwrap(),
+            4,
+            "elsewhere it grows"
+        );
+        disk.full_under = None;
+        assert_eq!(disk.write(below, 4, b"5").unwrap(), 1);
     }
 }

@@ -6,7 +6,8 @@
 //! the power, mounts again and starts it on what remains.
 //!
 //! Faults for full-disk tests: a capacity ([`Disk::set_capacity`]: writes past it fail with
-//! ENOSPC, `statfs` reports it), failing writes ([`Disk::set_failing_writes`]: EIO) and failing
+//! ENOSPC, `statfs` reports it), a full directory ([`Disk::set_full_under`]: ENOSPC below it
+//! only), failing writes ([`Disk::set_failing_writes`]: EIO) and failing
 //! fsyncs ([`Disk::set_failing_syncs`]: EIO, nothing made durable).
 //!
 //! Who calls it: the black-box power-loss tests. Mounting needs root (the `mount` syscall on
@@ -67,6 +68,12 @@ impl Disk {
     /// Writes that would grow the files past `bytes` in all fail with ENOSPC.
     pub fn set_capacity(&self, bytes: u64) {
         self.state.lock().capacity = bytes;
+    }
+
+    /// While `Some(name)`, writes that would grow a file anywhere below a directory called
+    /// `name` fail with ENOSPC (that part of the disk is full, as under a quota); others go on.
+    pub fn set_full_under(&self, name: Option<&str>) {
+        self.state.lock().full_under = name.map(Into::into);
     }
 
     /// While set, every write fails with EIO and changes nothing.

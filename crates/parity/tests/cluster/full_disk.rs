@@ -5,6 +5,8 @@
 //!
 //! - an R3 `STREAM.CREATE` through a node with space and through the full node;
 //! - an R3 stream whose leader's disk fills: publishes go on answered, through a new leader;
+//! - an R3 stream whose leader's Raft log fills first (its store still writes): the same, the
+//!   new leader taking publishes within a failover's time;
 //! - an R3 stream whose follower's disk fills: the quorum of two takes publishes, the follower
 //!   catches up afterwards;
 //! - the meta leader's disk fills: an API request is answered, other streams keep working.
@@ -85,8 +87,15 @@ impl Setup {
         disk.set_capacity(disk.stats().used_bytes);
     }
 
+    /// Only the Raft logs of node `index` fill: both servers keep them below a directory
+    /// `_js_` (`<store>/<system account>/_js_/<group>/`), the streams' stores elsewhere.
+    fn fill_raft_logs(&self, index: usize) {
+        self.disks[index].set_full_under(Some("_js_"));
+    }
+
     fn free(&self, index: usize) {
         self.disks[index].set_capacity(ROOMY);
+        self.disks[index].set_full_under(None);
     }
 }
 
@@ -118,6 +127,9 @@ struct Tally {
     no_responders: usize,
     /// No answer within [`PROMPT`].
     unanswered: usize,
+    /// The longest time between two acknowledgements (or from the start of a
+    /// [`Tally::publish_for`] to its first one): how long no leader took publishes.
+    longest_gap: Duration,
 }
 
 impl Tally {
@@ -142,11 +154,17 @@ impl Tally {
     ) -> usize {
         let before = self.acked.len();
         let end = Instant::now() + period;
+        let mut last_ack = Instant::now();
         let mut n = 0;
         while Instant::now() < end {
             let answered = self.acked.len() + self.errors.len();
+            let acked = self.acked.len();
             self.publish(client, subject, format!("{tag}-{n}"), PROMPT)
                 .await;
+            if self.acked.len() > acked {
+                self.longest_gap = self.longest_gap.max(last_ack.elapsed());
+                last_ack = Instant::now();
+            }
             n += 1;
             if self.acked.len() + self.errors.len() == answered {
                 // Between leaders: no hammering.
@@ -165,11 +183,12 @@ impl Tally {
             .into_iter()
             .collect();
         format!(
-            "{} acked, {} errors {codes:?}, {} no responders, {} unanswered",
+            "{} acked, {} errors {codes:?}, {} no responders, {} unanswered, longest without an ack {:?}",
             self.acked.len(),
             self.errors.len(),
             self.no_responders,
-            self.unanswered
+            self.unanswered,
+            self.longest_gap
         )
     }
 }
@@ -301,9 +320,26 @@ async fn r3_create_with_a_full_disk_is_answered() {
     }
 }
 
+/// What fills on which node of an R3 stream.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Fill {
+    /// The leader's whole disk.
+    Leader,
+    /// A follower's whole disk.
+    Follower,
+    /// Only the leader's Raft logs: its store goes on writing.
+    LeaderRaftLog,
+}
+
+/// How long an R3 stream may take no publishes when its leader's Raft log fills (a failover:
+/// the leader hands over at once, the new one elected in about a second; it was 4-8 s when the
+/// leader waited for its followers' election timeout).
+const RAFT_LOG_FAILOVER: Duration = Duration::from_secs(3);
+
 /// The disk of an R3 stream's leader (or of a follower) fills while the stream takes publishes
 /// through a node that stays healthy; then space returns.
-async fn stream_node_fills(cluster_name: &str, stream: &str, fill_leader: bool) {
+async fn stream_node_fills(cluster_name: &str, stream: &str, fill: Fill) {
+    let fill_leader = fill != Fill::Follower;
     let Some((setup, cluster, names)) = start(cluster_name) else {
         return;
     };
@@ -331,7 +367,11 @@ async fn stream_node_fills(cluster_name: &str, stream: &str, fill_leader: bool) 
         tally.summary()
     );
 
-    setup.fill(full);
+    if fill == Fill::LeaderRaftLog {
+        setup.fill_raft_logs(full);
+    } else {
+        setup.fill(full);
+    }
     let mut during = Tally::default();
     let acked_full = during
         .publish_for(&client, &subject, "during", FULL_FOR)
@@ -342,9 +382,8 @@ async fn stream_node_fills(cluster_name: &str, stream: &str, fill_leader: bool) 
         "ours"
     };
     println!(
-        "{what}: {} ({}) full, {}: {}",
+        "{what}: {} ({fill:?}) full, {}: {}",
         names[full],
-        if fill_leader { "leader" } else { "follower" },
         stream,
         during.summary()
     );
@@ -365,6 +404,15 @@ async fn stream_node_fills(cluster_name: &str, stream: &str, fill_leader: bool) 
             "no publish acknowledged: {}",
             during.summary()
         );
+        if fill == Fill::LeaderRaftLog {
+            assert!(
+                during.longest_gap < RAFT_LOG_FAILOVER,
+                "no leader took publishes for {:?}: {}\n{}",
+                during.longest_gap,
+                during.summary(),
+                cluster.logs()
+            );
+        }
     }
     tally.acked.extend(during.acked.iter().cloned());
 
@@ -404,12 +452,17 @@ async fn stream_node_fills(cluster_name: &str, stream: &str, fill_leader: bool) 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stream_leader_disk_fills() {
-    stream_node_fills("fulldiskleader", "FULLLEADER", true).await;
+    stream_node_fills("fulldiskleader", "FULLLEADER", Fill::Leader).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_leader_raft_log_fills() {
+    stream_node_fills("fulllogleader", "FULLLOGLEADER", Fill::LeaderRaftLog).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stream_follower_disk_fills() {
-    stream_node_fills("fulldiskfollower", "FULLFOLLOWER", false).await;
+    stream_node_fills("fulldiskfollower", "FULLFOLLOWER", Fill::Follower).await;
 }
 
 /// The meta leader's disk fills: a create is answered (error or success through a new meta
