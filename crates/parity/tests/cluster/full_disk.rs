@@ -127,20 +127,34 @@ struct Tally {
     no_responders: usize,
     /// No answer within [`PROMPT`].
     unanswered: usize,
+    /// The payloads of those.
+    unanswered_payloads: Vec<String>,
     /// The longest time between two acknowledgements (or from the start of a
-    /// [`Tally::publish_for`] to its first one): how long no leader took publishes.
+    /// [`Tally::publish_for`] to its first one), less the waits of unanswered publishes: how
+    /// long no leader took publishes.
     longest_gap: Duration,
 }
 
 impl Tally {
     async fn publish(&mut self, client: &Client, subject: &str, payload: String, wait: Duration) {
-        match ask(client, subject, &payload, wait).await {
+        let sent = Instant::now();
+        let answer = ask(client, subject, &payload, wait).await;
+        if answer.is_none() {
+            println!(
+                "unanswered {payload:?}, sent {:?} before the check",
+                sent.elapsed()
+            );
+        }
+        match answer {
             Some(answer) if answer["no_responders"] == true => self.no_responders += 1,
             Some(answer) => match answer["seq"].as_u64() {
                 Some(seq) if answer.get("error").is_none() => self.acked.push((seq, payload)),
                 _ => self.errors.push(answer),
             },
-            None => self.unanswered += 1,
+            None => {
+                self.unanswered += 1;
+                self.unanswered_payloads.push(payload);
+            }
         }
     }
 
@@ -158,9 +172,13 @@ impl Tally {
         let mut n = 0;
         while Instant::now() < end {
             let answered = self.acked.len() + self.errors.len();
-            let acked = self.acked.len();
+            let (acked, unanswered, sent) = (self.acked.len(), self.unanswered, Instant::now());
             self.publish(client, subject, format!("{tag}-{n}"), PROMPT)
                 .await;
+            if self.unanswered > unanswered {
+                // Its publisher's wait, not a time without a leader (counted on its own).
+                last_ack += sent.elapsed();
+            }
             if self.acked.len() > acked {
                 self.longest_gap = self.longest_gap.max(last_ack.elapsed());
                 last_ack = Instant::now();
@@ -243,6 +261,23 @@ async fn all_present(client: &Client, stream: &str, acked: &[(u64, String)]) -> 
         }
     }
     Ok(())
+}
+
+/// The sequence `payload` is stored at in `stream`, if it is (read one message at a time).
+async fn stored_at(client: &Client, stream: &str, payload: &str) -> Option<u64> {
+    let info = ask(client, &stream_info(stream), "", PROMPT).await?;
+    let last = info["state"]["last_seq"].as_u64()?;
+    let subject = format!("$JS.API.STREAM.MSG.GET.{stream}");
+    for seq in (1..=last).rev() {
+        let body = json!({ "seq": seq }).to_string();
+        let answer = ask(client, &subject, &body, PROMPT).await;
+        if let Some(data) = answer.as_ref().and_then(|a| a["message"]["data"].as_str()) {
+            if base64_decode(data) == payload.as_bytes() {
+                return Some(seq);
+            }
+        }
+    }
+    None
 }
 
 fn stream_info(stream: &str) -> String {
@@ -390,7 +425,9 @@ async fn stream_node_fills(cluster_name: &str, stream: &str, fill: Fill) {
     if !is_reference() {
         // At most one publish in flight as the leadership moves (the old leader's interest
         // withdrawn while it crossed the route: dropped unanswered, its publisher times out;
-        // nats-server showed the same); 1 run in 4 on ours, cause not pinned down further.
+        // nats-server showed the same). Session 24: in 1 run of 3 the publish right after the
+        // 10077 went unanswered and is stored nowhere (printed below), where the other runs got
+        // 10009 for it from the old leader's queue: it never reached that queue.
         let allowed = usize::from(fill_leader);
         assert!(
             during.unanswered <= allowed,
@@ -432,6 +469,10 @@ async fn stream_node_fills(cluster_name: &str, stream: &str, fill: Fill) {
     all_present(&client, stream, &tally.acked)
         .await
         .unwrap_or_else(|error| panic!("{what}: {error}"));
+    for payload in &during.unanswered_payloads {
+        let seq = stored_at(&client, stream, payload).await;
+        println!("{what}: unanswered {payload:?} stored at {seq:?}");
+    }
     if !is_reference() {
         // The node that was full serves the whole stream as leader too (it caught up).
         let caught_up = ask(
