@@ -433,13 +433,23 @@ pub(crate) fn stream_list(context: &Context, request: &Request) {
     } else {
         StreamNamesRequest::default()
     };
-    let streams = filtered_streams(context, &list_request.subject);
-    let total = streams.len();
+    let (total, page) = if list_request.subject.is_empty() {
+        context
+            .registry
+            .streams_page(list_request.offset, LIST_LIMIT)
+    } else {
+        let streams = filtered_streams(context, &list_request.subject);
+        let total = streams.len();
+        let page = streams
+            .into_iter()
+            .skip(list_request.offset)
+            .take(LIST_LIMIT)
+            .collect();
+        (total, page)
+    };
     let offset = list_request.offset.min(total);
-    let infos = streams
+    let infos = page
         .iter()
-        .skip(offset)
-        .take(LIST_LIMIT)
         .map(|stream| build_stream_info(context, stream, &InfoDetail::default(), InfoView::List).0)
         .collect();
     let paged = Paged {

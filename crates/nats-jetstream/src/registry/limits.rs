@@ -96,7 +96,6 @@ impl Registry {
         };
         let storage = config.storage;
         let tier = tiered.then(|| tier_name(config.replicas));
-        let account_reserved = reserved(self, storage, &config.name, tier.as_deref());
         let own = old
             .filter(|old| old.storage == storage)
             .map_or(0, reservation);
@@ -113,7 +112,12 @@ impl Registry {
                 errors::STORAGE_RESOURCES_EXCEEDED,
             ),
         };
-        if account_max >= 0 && account_reserved.saturating_add(add) > account_max {
+        // The account's reservations are summed over its streams only when it has a maximum
+        // (an unlimited account, the default, would pay a walk of every stream per create).
+        if account_max >= 0
+            && reserved(self, storage, &config.name, tier.as_deref()).saturating_add(add)
+                > account_max
+        {
             return Err(refusal.to_error());
         }
         if server_reserved.saturating_add(add) > server_max {

@@ -183,6 +183,19 @@ impl Registry {
             .collect()
     }
 
+    /// STREAM.LIST without a subject filter: how many streams there are and the page from
+    /// `offset` (sorted by name), read under the map's lock without collecting every stream.
+    pub(crate) fn streams_page(&self, offset: usize, limit: usize) -> (usize, Vec<Arc<Stream>>) {
+        let streams = self.streams.read();
+        let page = streams
+            .values()
+            .skip(offset)
+            .take(limit)
+            .map(|entry| entry.stream.clone())
+            .collect();
+        (streams.len(), page)
+    }
+
     /// STREAM.NAMES without a subject filter: how many streams there are and the names of the
     /// page from `offset` (sorted), read under the map's lock without collecting every stream.
     pub(crate) fn names_page(&self, offset: usize, limit: usize) -> (usize, Vec<String>) {
