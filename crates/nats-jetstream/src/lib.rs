@@ -8,8 +8,9 @@
 //! # Shape: a one-way stack (each layer imports only those below it)
 //! - [`JetStream`] (`engine.rs`): the handle the server keeps (cheap `Clone`, an `Arc` inside):
 //!   `start`, `banner_lines`, `jsz`, `varz`, `shutdown`.
-//! - `api/`: `$JS.API.>` requests wait in two queues (admin, info) served by two dedicated
-//!   threads (`api/queue.rs`); admin requests run in arrival order (they must not race). The
+//! - `api/`: `$JS.API.>` requests wait in two queues (admin, info) served by dedicated
+//!   threads (`api/queue.rs`); admin requests run in arrival order (they must not race) on
+//!   one thread, info requests on one per CPU. The
 //!   handlers are functions over `api::Context`, one file per resource. `DIRECT.GET` is served
 //!   by per-stream subscriptions.
 //! - `registry/`: one per account: streams by name with their consumer sets;

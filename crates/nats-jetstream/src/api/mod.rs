@@ -3,9 +3,9 @@
 //! handlers are functions over a [`Context`] (registry, transport, domain, server name, API
 //! counters and the reply helpers), one file per resource: `account.rs`, `streams.rs`,
 //! `messages.rs`, `consumers.rs`, `direct.rs`. Called by the queues' threads; nothing here
-//! knows the engine's subscriptions or shutdown. Requests wait in two queues served by two dedicated
+//! knows the engine's subscriptions or shutdown. Requests wait in two queues served by dedicated
 //! threads ([`queue`]): admin requests one at a time in arrival order (they must not race),
-//! info requests beside them; handlers that read a stream take its store lock briefly.
+//! info requests beside them on one thread per CPU; handlers that read a stream take its store lock briefly.
 //!
 //! Subjects nats-server does not serve get no answer at all (the client times out), exactly as
 //! nats-server; `DIRECT.GET` is not served here but by per-stream subscriptions

@@ -1,11 +1,13 @@
 //! Where `$JS.API` requests wait and run. The subscription handlers (on the publisher's task)
-//! only classify and enqueue; two dedicated threads serve the queues, so a request that takes
+//! only classify and enqueue; dedicated threads serve the queues, so a request that takes
 //! seconds of CPU (a 100k-subject STREAM.CREATE) can delay other API requests of its queue but
 //! never the runtime's workers (routing, accepts, every connection).
 //!
 //! As nats-server: admin requests (creates, updates, deletes, purges, message get/delete) and
 //! info requests (ACCOUNT.INFO, STREAM.INFO/NAMES/LIST, CONSUMER.INFO/NAMES/LIST) have separate
-//! queues; admin requests run one at a time in arrival order (they must not race). A queue that
+//! queues; admin requests run one at a time in arrival order (they must not race); info
+//! requests, which only read, run on one thread per CPU (at most 16), as nats-server serves
+//! both its queues with `GOMAXPROCS` workers (`setJetStreamExportSubs`). A queue that
 //! reaches its limit (`jetstream { request_queue_limit, info_queue_limit }`, by default
 //! nats-server's `JSDefaultRequestQueueLimit`, 10,000, for both) drops everything pending, logs
 //! a warning and publishes `$JS.EVENT.ADVISORY.API.LIMIT_REACHED`; the dropped requests get no
@@ -25,6 +27,11 @@ use tokio::sync::Notify;
 
 /// nats-server's `JSDefaultRequestQueueLimit` (its info queue defaults to the same).
 pub(crate) const REQUEST_QUEUE_LIMIT: usize = 10_000;
+
+/// The info queue's threads: one per CPU, at most 16 (nats-server's API workers).
+fn info_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |cpus| cpus.get().min(16))
+}
 
 /// A request waiting with the context of the account it came from.
 type Pending = (Arc<Context>, Message);
@@ -119,7 +126,8 @@ fn is_info_request(subject: &[u8]) -> bool {
 }
 
 impl ApiQueues {
-    /// Start the two serving threads. They run the handlers with `runtime.block_on`, so the
+    /// Start the serving threads (one for the admin queue, [`info_threads`] for the info
+    /// queue). They run the handlers with `runtime.block_on`, so the
     /// handlers may await stream and consumer tasks, which stay on the runtime.
     pub(crate) fn start(
         runtime: tokio::runtime::Handle,
@@ -136,12 +144,16 @@ impl ApiQueues {
         // A current-thread runtime (unit tests with a paused clock, which would jump ahead
         // while another thread works) serves the queues with tasks instead.
         let own_threads = runtime.runtime_flavor() != tokio::runtime::RuntimeFlavor::CurrentThread;
-        for (thread_name, info) in [("js-api", false), ("js-api-info", true)] {
+        let servers = std::iter::once(("js-api".to_string(), false)).chain(
+            (0..if own_threads { info_threads() } else { 1 })
+                .map(|index| (format!("js-api-info-{index}"), true)),
+        );
+        for (thread_name, info) in servers {
             let queues = queues.clone();
             if own_threads {
                 let runtime = runtime.clone();
                 std::thread::Builder::new()
-                    .name(thread_name.to_string())
+                    .name(thread_name)
                     .spawn(move || runtime.block_on(queues.serve(info)))?;
             } else {
                 runtime.spawn(async move { queues.serve(info).await });
@@ -167,10 +179,13 @@ impl ApiQueues {
                 }
                 super::handle_request(&context, message).await;
             }
+            // Made before the flag is read: `close`'s `notify_waiters` reaches it even if
+            // it is not yet polled (several threads may wait on one queue).
+            let woken = queue.wake.notified();
             if self.closed.load(Ordering::Acquire) {
                 return;
             }
-            queue.wake.notified().await;
+            woken.await;
         }
     }
 
@@ -222,12 +237,12 @@ impl ApiQueues {
         context.publish_json(Bytes::from_static(subject.as_bytes()), &body);
     }
 
-    /// Stop both threads; requests still queued are dropped.
+    /// Stop every serving thread; requests still queued are dropped.
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
         for queue in [&self.admin, &self.info] {
             queue.pending.lock().clear();
-            queue.wake.notify_one();
+            queue.wake.notify_waiters();
         }
     }
 }

@@ -12,9 +12,13 @@ use jetstream_api::{
 use tokio::sync::oneshot;
 
 impl Consumer {
-    /// `CONSUMER.INFO` in order with the consumer's queue (see [`Event::Info`]); a consumer
-    /// whose task has ended answers directly.
+    /// `CONSUMER.INFO` in order with the consumer's queue (see [`Event::Info`]): directly when
+    /// the task has handled every event queued so far (`events.rs`), else by the task after
+    /// them; a consumer whose task has ended answers directly.
     pub(crate) async fn info_in_order(&self, stream: &Stream) -> ConsumerInfo {
+        if self.events.all_handled() {
+            return self.info(stream);
+        }
         let (done, answer) = oneshot::channel();
         if self.send(Event::Info { done }) {
             if let Ok(info) = answer.await {

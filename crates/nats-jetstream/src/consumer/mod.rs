@@ -21,6 +21,7 @@
 
 pub(crate) mod apply;
 mod config;
+mod events;
 mod info;
 mod pull;
 pub(crate) mod replicated;
@@ -53,7 +54,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 /// nats-server's hash of the account name in v2 ack subjects (`getHash("$G")`: the first 8 bytes
 /// of SHA-256 of the name, each mapped to a base-62 digit). Every client is in the global
@@ -155,7 +156,7 @@ pub(crate) struct Consumer {
     /// A durable consumer of a replicated stream: where its entries are proposed
     /// (`replicated.rs`).
     pub replication: Option<replicated::Proposals>,
-    events: mpsc::UnboundedSender<Event>,
+    events: events::EventSender,
     interest_id: u64,
     /// The internal subscriptions (acks, pull requests, flow control), dropped by
     /// [`stop_consumer`] itself so a request sent after its answer finds no responder.
@@ -169,7 +170,7 @@ pub(crate) struct Consumer {
 /// `CONSUMER.INFO` of a consumer: `info.rs` (`info`, `info_in_order`, `committed_info`).
 impl Consumer {
     pub(crate) fn send(&self, event: Event) -> bool {
-        self.events.send(event).is_ok()
+        self.events.send(event)
     }
 
     pub(crate) fn config(&self) -> ConsumerConfig {
@@ -398,7 +399,7 @@ pub(crate) fn start(
             }
         }
     }
-    let (sender, receiver) = mpsc::unbounded_channel();
+    let (sender, receiver) = events::EventSender::channel();
     // Durable consumers of a replicated stream propose what they apply; ephemerals stay R1
     // on the stream's leader, as on nats-server.
     let replication = consumers

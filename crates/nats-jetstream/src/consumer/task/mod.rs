@@ -385,8 +385,15 @@ impl Task {
         }
     }
 
-    /// One event; true when the task must end.
+    /// One event; true when the task must end. Counted as handled once its effects are made
+    /// (`events.rs`: CONSUMER.INFO reads the shared state directly when nothing is pending).
     fn handle(&mut self, event: Event) -> bool {
+        let end = self.handle_event(event);
+        self.consumer.events.handled();
+        end
+    }
+
+    fn handle_event(&mut self, event: Event) -> bool {
         match event {
             Event::Ack {
                 subject,
