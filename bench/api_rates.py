@@ -217,7 +217,7 @@ def measure(binary, args):
 
 
 # Runs of one round on one server before the bench gives up.
-ATTEMPTS = 3
+ATTEMPTS = 6
 
 
 def median(values):
