@@ -207,10 +207,9 @@ impl StreamGroups {
         };
         closed.closed.store(true, Ordering::SeqCst);
         closed.stop().await;
-        if let Err(error) = std::fs::remove_dir_all(&closed.directory) {
-            if error.kind() != io::ErrorKind::NotFound {
-                tracing::warn!(group = %closed.name, %error, "removing a stream group's files");
-            }
+        // In the background, after the replica store's own removal (its directory is inside).
+        if let Err(error) = nats_store::remove_dir_soon(&closed.directory) {
+            tracing::warn!(group = %closed.name, %error, "removing a stream group's files");
         }
     }
 

@@ -64,7 +64,7 @@ pub use consumer::{ConsumerRecoveryReport, FileConsumerStore};
 use creation::sync_paths;
 pub use creation::CreationSync;
 pub use recovery::RecoveryReport;
-pub use removal::{is_trash, remove_leftover};
+pub use removal::{is_trash, remove_dir_soon, remove_leftover};
 
 const META_FILE: &str = "meta.bin";
 const CONSUMERS_DIR: &str = "consumers";

@@ -28,8 +28,11 @@ pub fn is_trash(name: &str) -> bool {
 
 /// Rename `dir` to a trash name and have it removed in the background; `Ok` when it is gone
 /// under its own name (or never existed). When the rename cannot be done the directory is
-/// removed here, inline.
-pub(crate) fn remove_dir_soon(dir: &Path) -> Result<(), StoreError> {
+/// removed here, inline. Also for a directory holding stores (a replicated stream's group): a
+/// store deleted inside it just before is made a spare, or removed, by the same background
+/// thread first, so the two never work on the same files at once (removing such a directory
+/// in place raced that thread's spare being made in it: "Directory not empty").
+pub fn remove_dir_soon(dir: &Path) -> Result<(), StoreError> {
     remove_or_recycle_soon(dir, false)
 }
 
@@ -40,8 +43,10 @@ pub(crate) fn recycle_dir_soon(dir: &Path) -> Result<(), StoreError> {
 }
 
 fn remove_or_recycle_soon(dir: &Path, recycle: bool) -> Result<(), StoreError> {
-    // No directory under it may be taken for durable once the name is made again.
+    // No directory under it may be taken for durable once the name is made again, nor a spare
+    // made under it be taken.
     super::creation::DurableDirectories::forget(dir);
+    super::spares::forget_under(dir);
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
         return remove_now(dir);

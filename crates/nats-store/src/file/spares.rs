@@ -85,6 +85,11 @@ pub(crate) fn spares_beside(parent: &Path) -> usize {
     pool().lock().get(parent).map_or(0, Vec::len)
 }
 
+/// Spares offered in `dir` or below it are no longer offered (`dir` is being removed).
+pub(crate) fn forget_under(dir: &Path) {
+    pool().lock().retain(|parent, _| !parent.starts_with(dir));
+}
+
 /// Make a stream store's trash directory a spare when its parent has room for one; `false`:
 /// not made (no room, or a file system error), the caller removes it.
 pub(crate) fn recycle(trash: &Path) -> bool {
