@@ -41,7 +41,10 @@ pub use group::{
 };
 pub use lease::LeaderLease;
 pub use log_file::TornTail;
-pub use network::{is_vote_request, refused as refused_reply, Network, NetworkError, ReplyFuture};
+pub use network::{
+    is_transfer_leader_request, is_vote_request, refused as refused_reply, Network, NetworkError,
+    ReplyFuture,
+};
 pub use snapshot_file::SnapshotOut;
 pub use state_machine::StateMachine;
 pub use tick_driver::TickDriver;

@@ -85,6 +85,14 @@ pub fn is_vote_request(message: &[u8]) -> bool {
     matches!(message.first(), Some(&kind::VOTE | &kind::PRE_VOTE))
 }
 
+/// Whether `message` (a request as [`Network::send`] carries it) asks this node to take over
+/// leadership. Its handling waits, up to the election timeout, for this node's log to hold the
+/// leader's last entry, which the same sender's appends bring: a transport that answers one
+/// sender's requests one at a time must not hold those appends behind it.
+pub fn is_transfer_leader_request(message: &[u8]) -> bool {
+    message.first() == Some(&kind::TRANSFER_LEADER)
+}
+
 /// Reply status, the first byte of every reply.
 pub(crate) const REPLY_OK: u8 = 0;
 pub(crate) const REPLY_REFUSED: u8 = 1;

@@ -8,7 +8,8 @@
 //!   it and so never receive our Raft bytes (docs/parity.md).
 //! - Order: openraft sends one request at a time per (group, follower) and waits for its reply;
 //!   a request crosses the one route between the two servers, and the receiver hands the
-//!   requests of one (group, sender) to one task, in arrival order.
+//!   requests of one (group, sender) to one task, in arrival order (a transfer-leader request
+//!   excepted: it waits for appends from the same sender, see [`serve_inbound`]).
 //! - Every server publishes `$RNATS.RAFT.ALIVE` (its peer id) every 500 ms: a server heard from
 //!   by nothing else for 3.5 s is hung for its peers ([`SILENT`]).
 //! - No interest in the target's request subject (no route to it) is `Unreachable` at once; a
@@ -353,7 +354,13 @@ async fn watch_peers(network: Weak<RouteNetwork>) {
     }
 }
 
-/// Answers the requests of one (group, sender), one at a time, in arrival order.
+/// Answers the requests of one (group, sender), one at a time, in arrival order, except a
+/// transfer-leader request: that is answered beside the queue. Its target waits (openraft's
+/// `handle_transfer_leader`, up to the election timeout, 2 s) until its log holds the leader's
+/// last entry, and the appends that bring that entry come from the same sender: queued behind
+/// the transfer, they waited out that timeout, the transfer failed and the group had no leader
+/// for 2-4 s (seen at stream leader stepdowns and lame-duck handovers: the target's flushed log
+/// one entry short, its "condition failed" logged 2 s after the request reached it).
 async fn serve_inbound(
     network: Weak<RouteNetwork>,
     group: String,
@@ -363,20 +370,31 @@ async fn serve_inbound(
         let Some(network) = network.upgrade() else {
             return;
         };
-        let target = if nats_raft::is_vote_request(&payload) {
-            network.running_within(&group, EARLY_VOTE_WAIT).await
+        if nats_raft::is_transfer_leader_request(&payload) {
+            let group = group.clone();
+            let runtime = network.runtime.clone();
+            runtime.spawn(async move { answer(&network, &group, reply, payload).await });
         } else {
-            network.groups.lock().get(&group).cloned()
-        };
-        let answer = match target {
-            Some(target) => target.handle_message(payload).await,
-            None => {
-                network.mark_asked(&group);
-                nats_raft::refused_reply(&format!("no raft group {group} on this server"))
-            }
-        };
-        network.publish(&reply, None, &answer);
+            answer(&network, &group, reply, payload).await;
+        }
     }
+}
+
+/// Hands one request to its group and publishes the group's answer to `reply`.
+async fn answer(network: &RouteNetwork, group: &str, reply: Bytes, payload: Bytes) {
+    let target = if nats_raft::is_vote_request(&payload) {
+        network.running_within(group, EARLY_VOTE_WAIT).await
+    } else {
+        network.groups.lock().get(group).cloned()
+    };
+    let answer = match target {
+        Some(target) => target.handle_message(payload).await,
+        None => {
+            network.mark_asked(group);
+            nats_raft::refused_reply(&format!("no raft group {group} on this server"))
+        }
+    };
+    network.publish(&reply, None, &answer);
 }
 
 /// Removes a request's waiting entry when its caller stops waiting (reply, timeout or drop).
