@@ -95,6 +95,7 @@ pub struct StreamGroups {
 
 impl StreamGroups {
     pub fn new(root: PathBuf, network: Arc<RouteNetwork>, own_node: NodeId) -> Arc<StreamGroups> {
+        remove_trash(&root);
         Arc::new(StreamGroups {
             root,
             network,
@@ -648,4 +649,43 @@ async fn found_late(stream: Weak<ReplicatedStream>, after: Duration) {
 /// Whether the group never ran on this node: no term, no log, no commit it once knew of.
 fn never_started(status: &GroupStatus) -> bool {
     status.term == 0 && status.last_log_index.is_none() && status.protected_until.is_none()
+}
+
+/// Removes, in the background, the group directories a stop or a crash left under `root`
+/// renamed to a trash name ([`StreamGroups::close`] hands them to nats-store's remover, which
+/// may not have finished): nothing else lists `_js_`. Group names never hold a `.`, so a trash
+/// name is never a group's.
+fn remove_trash(root: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if nats_store::is_trash(&entry.file_name().to_string_lossy()) {
+            nats_store::remove_leftover(entry.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::remove_trash;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_group_directory_left_in_the_trash_is_removed_at_start_and_groups_stay() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let trash = root.path().join("S-R3F-abcd1234.deleted.4242.7");
+        let group = root.path().join("S-R3F-keep5678");
+        for dir in [&trash, &group] {
+            std::fs::create_dir_all(dir.join("store/streams/ORDERS")).expect("dirs");
+            std::fs::write(dir.join("store/streams/ORDERS/000000000001.blk"), b"x").expect("file");
+        }
+        remove_trash(root.path());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while trash.exists() {
+            assert!(Instant::now() < deadline, "{} still there", trash.display());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(group.join("store/streams/ORDERS/000000000001.blk").exists());
+    }
 }
