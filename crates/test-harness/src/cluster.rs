@@ -119,6 +119,7 @@ impl Cluster {
 
     /// Start every node (each answering on its client port) without waiting for routes.
     pub fn launch(options: ClusterOptions) -> Cluster {
+        crate::panic_note::install();
         let count = options.kinds.len();
         let binaries: Vec<_> = options
             .kinds
@@ -377,6 +378,9 @@ impl Drop for Cluster {
             if panicking {
                 eprintln!("cluster files kept in {}", directory.keep().display());
             }
+        }
+        if let Some(message) = panicking.then(crate::panic_note::last).flatten() {
+            eprintln!("the test panicked at {message}");
         }
     }
 }

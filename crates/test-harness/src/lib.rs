@@ -14,6 +14,7 @@ pub mod cli;
 pub mod client;
 pub mod cluster;
 pub mod monitoring;
+pub mod panic_note;
 mod ready;
 pub mod waits;
 
