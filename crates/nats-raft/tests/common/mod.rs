@@ -129,6 +129,8 @@ struct RouterState {
     isolated: BTreeSet<NodeId>,
     /// When each node (first) last received a request or a reply from another (second).
     heard: HashMap<(NodeId, NodeId), tokio::time::Instant>,
+    /// The bytes of every request delivered so far.
+    sent_bytes: u64,
 }
 
 /// Delivers messages between the groups registered in it.
@@ -138,6 +140,11 @@ pub struct Router {
 }
 
 impl Router {
+    /// The bytes of every request delivered so far (replies not counted).
+    pub fn sent_bytes(&self) -> u64 {
+        lock(&self.state).sent_bytes
+    }
+
     fn connected(&self, from: NodeId, to: NodeId) -> bool {
         let state = lock(&self.state);
         !state.isolated.contains(&from) && !state.isolated.contains(&to)
@@ -183,6 +190,7 @@ impl Network for NodeNetwork {
                 return Err(unreachable());
             }
             let destination = router.group(&group, target).ok_or_else(unreachable)?;
+            lock(&router.state).sent_bytes += message.len() as u64;
             router.heard(target, from);
             let reply = destination.handle_message(message).await;
             if !router.connected(from, target) {

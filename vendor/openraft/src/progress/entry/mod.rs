@@ -58,6 +58,14 @@ where C: RaftTypeConfig
     ///
     /// This flag will be cleared after the progress entry is reset.
     pub(crate) allow_log_reversion: bool,
+
+    /// rnats: the first probe of a progress made without a known matching point (a new leader's
+    /// followers) is sent at `searching_end`, the leader's last log before it: a follower that
+    /// holds it (the common case) matches in one round trip that carries only the new entries.
+    /// Without this, a new leader's first probe started at the binary search's midpoint and
+    /// sent every entry from there (up to half its unpurged log) again, before its blank entry
+    /// could commit. A conflict lowers `searching_end` and the binary search goes on as before.
+    pub(crate) optimistic: bool,
 }
 
 impl<C> ProgressEntry<C>
@@ -79,7 +87,10 @@ where C: RaftTypeConfig
         Self {
             id,
             matching: None,
-            data: ProgressData::new(stream_id, end),
+            data: ProgressData {
+                optimistic: true,
+                ..ProgressData::new(stream_id, end)
+            },
         }
     }
 
@@ -110,6 +121,7 @@ where C: RaftTypeConfig
             inflight: Inflight::None,
             searching_end,
             allow_log_reversion: false,
+            optimistic: false,
         }
     }
 }
@@ -245,7 +257,12 @@ where C: RaftTypeConfig
             // `start <= searching_end` still holds: `mid <= searching_end` by construction,
             // and `purge_upto_next <= searching_end` by snapshot condition 1 above.
             let mid = Self::calc_mid(matching_next, self.data.searching_end);
-            let start = std::cmp::max(mid, purge_upto_next);
+            let mut start = std::cmp::max(mid, purge_upto_next);
+            // rnats: the optimistic first probe (see `ProgressData::optimistic`), when the log
+            // holds an entry past `searching_end` for it to carry.
+            if std::mem::take(&mut self.data.optimistic) && self.data.searching_end < last_next {
+                start = self.data.searching_end;
+            }
             let end = std::cmp::min(start + max_entries, last_next);
 
             // Snapshot condition 2: the leader log is fully purged; there is no entry
