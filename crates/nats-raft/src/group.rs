@@ -21,6 +21,7 @@ use crate::types::{NodeId, Proposal, TypeConfig};
 
 mod dispatch;
 mod lost_leader;
+mod restarted_leader;
 
 pub use lost_leader::OVERRIDE_MARGIN;
 
@@ -293,8 +294,8 @@ impl RaftGroup {
         }
         raft.run();
         // A sole voter elects itself at once instead of waiting out an election timeout. A node
-        // of a larger group that led comes back a follower and waits: its peers saw its routes
-        // close and elected another leader, which a campaign of its own would only disturb.
+        // of a larger group that led comes back a follower and campaigns with a pre-vote as soon
+        // as it reaches a peer (`restarted_leader.rs`): granted only by peers still following it.
         let sole_voter = {
             let metrics = raft.metrics().borrow_watched().clone();
             let voters: Vec<NodeId> = metrics.membership_config.membership().voter_ids().collect();
@@ -304,6 +305,14 @@ impl RaftGroup {
             if let Err(error) = raft.trigger().elect(false).await {
                 tracing::debug!(group = %config.group, %error, "campaign at start-up refused");
             }
+        } else if protected_until == 0 {
+            restarted_leader::campaign(
+                raft.clone(),
+                network.clone(),
+                Arc::from(config.group.as_str()),
+                config.node_id,
+                supervision.clone(),
+            );
         }
         spawn_supervisor(raft.clone(), supervision.clone(), group.clone());
         let leader_contact = Arc::new(crate::leader_contact::LeaderContact::new());

@@ -78,8 +78,10 @@ impl RaftGroup {
                     return Err("catching up to its recorded commit: not voting".to_string());
                 }
                 let mut request = reader.vote_request().map_err(decode)?;
-                if kind == kind::VOTE && self.leader_lost() {
-                    // Our leader is unreachable from here too: its lease protects nothing.
+                let unleased = self.leader_lost() || self.asked_by_own_leader(&request);
+                if kind == kind::VOTE && unleased {
+                    // Our leader is unreachable from here too, or is the candidate (restarted,
+                    // `restarted_leader.rs`): its lease protects nothing.
                     request.leadership_transfer = true;
                 }
                 let response = if kind == kind::VOTE {
@@ -92,7 +94,7 @@ impl RaftGroup {
                             // The same for a pre-vote (openraft's always honours the lease): the
                             // vote that follows is granted above, the log and term permitting.
                             if !response.vote_granted
-                                && self.leader_lost()
+                                && unleased
                                 && request.last_log_id >= response.last_log_id
                                 && request.vote > response.vote
                             {

@@ -73,6 +73,17 @@ async fn the_first_puback_after_a_stream_leader_kill_comes_within_the_bound() {
     );
 }
 
+/// A leader killed and started again at once (a supervisor's restart): it must not leave the
+/// stream leaderless while its peers wait out its lease (nats-raft `restarted_leader.rs`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_puback_after_a_stream_leader_restarted_at_once_comes_within_the_bound() {
+    let failover = first_puback_after(Fault::Restart).await;
+    assert!(
+        failover <= failover_bound(),
+        "first PubAck {failover:?} after the kill -9 and restart"
+    );
+}
+
 /// A leader hung with its routes up (SIGSTOP: no route closes, so only silence tells).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_puback_after_a_stream_leader_hangs_comes_within_the_bound() {
@@ -88,6 +99,8 @@ async fn the_first_puback_after_a_stream_leader_hangs_comes_within_the_bound() {
 enum Fault {
     Kill,
     Pause,
+    /// `kill -9`, then started again on its store as soon as the process is gone.
+    Restart,
 }
 
 /// The first PubAck after a hung leader (routes up): ours notices the silence of a leader that
@@ -177,10 +190,14 @@ async fn first_puback_after(fault: Fault) -> Duration {
     match fault {
         Fault::Kill => cluster.kill9(doomed),
         Fault::Pause => cluster.pause(doomed),
+        Fault::Restart => cluster.kill9(doomed),
     }
     // The old leader is gone (reaped, or stopped) from here: an ack for a publish sent after
-    // this instant comes from a new leader.
+    // this instant comes from a new leader (or from the restarted one, leading in a new term).
     let dead = Instant::now();
+    if fault == Fault::Restart {
+        tokio::task::block_in_place(|| cluster.restart(doomed));
+    }
     wait_until(
         Box::new(move |acked| acked.iter().any(|ack| ack.sent >= dead)),
         "no PubAck after the leader's kill -9",
@@ -198,7 +215,9 @@ async fn first_puback_after(fault: Fault) -> Duration {
     println!("first PubAck after the stream leader's {fault:?}: {failover:?}");
     let new_leader = stream_leader(&clients[survivor], "FAIL").await;
     assert!(
-        new_leader.as_deref().is_some_and(|name| name != leader),
+        new_leader
+            .as_deref()
+            .is_some_and(|name| name != leader || fault == Fault::Restart),
         "{new_leader:?}"
     );
     if fault == Fault::Pause {

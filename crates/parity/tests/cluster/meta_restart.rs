@@ -2,10 +2,10 @@
 //! sending meta-only requests (STREAM.CREATE of an existing stream, STREAM.NAMES, ACCOUNT.INFO,
 //! STREAM.INFO of a stream that does not exist): every request gets at most one answer.
 //!
-//! On ours the restarted server resumes openraft's leadership of the vote it cast for itself
-//! before the kill, in its old term, until it hears of the term the others elected meanwhile;
-//! it must not answer as the meta leader (nor with 10008) before a quorum confirmed it. A
-//! nats-server restarts as a follower. The requests go through the two servers that stay up,
+//! On ours the restarted server comes back a follower holding the vote it cast for itself
+//! before the kill, and campaigns with a pre-vote as soon as it reaches a peer (refused here:
+//! the others elected another leader meanwhile); it must not answer as the meta leader (nor
+//! with 10008) before a quorum confirmed it. A nats-server restarts as a follower. The requests go through the two servers that stay up,
 //! from before the restart until the three agree on one leader again; each on its own reply
 //! subject, counted with one raw subscription.
 //!
