@@ -699,7 +699,9 @@ async fn a_short_fault_schedule_forgets_no_confirmed_ack() {
 /// runs, 2 Dec 2026) the push consumer's AckSyncs were never answered in time (its confirmed
 /// floor stayed 0) and the pull consumer was not drained to the last sequence within the
 /// bound after the partition of its leader. The long schedule there (4 Dec 2026, bench/README.md
-/// "The long fault suites on both servers"): the push consumer delivered nothing at all.
+/// "The long fault suites on both servers"): the push consumer delivered nothing at all, as
+/// nats-server does not count the push reader's wildcard subscription as interest in its
+/// deliver subject (docs/parity.md, "push consumer interest").
 const NATS_SERVER_SKIPPED: &str = "nats-server 2.15.1 leaves the push consumer's AckSyncs \
     unanswered and the pull consumer undrained after a leader partition (see the long schedule)";
 
