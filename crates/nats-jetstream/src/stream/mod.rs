@@ -317,6 +317,22 @@ impl Stream {
         for id in ids.drain(..) {
             self.transport.unsubscribe(id);
         }
+        self.subscribe_into(&mut ids);
+    }
+
+    /// The subscriptions again after the ingest task withdrew them before refusing publishes
+    /// (`ingest/replicated.rs`, `withdraw_before_refusing`), if this server still takes the
+    /// stream's publishes; nothing when they exist (the leadership watch made them anew).
+    pub(crate) fn resubscribe(&self) {
+        let mut ids = self.subscriptions.lock();
+        if ids.is_empty() {
+            self.subscribe_into(&mut ids);
+        }
+    }
+
+    /// Subscribes the configured subjects into `ids` (the subscriptions' list, locked), while
+    /// this server takes the stream's publishes and the stream runs.
+    fn subscribe_into(&self, ids: &mut Vec<u64>) {
         if !self.takes_publishes.load(Ordering::Acquire) || self.stopped.load(Ordering::Acquire) {
             return;
         }

@@ -387,10 +387,12 @@ impl Ingest {
             Some(batch_wait) => wait.min(batch_wait.max(MINIMUM_EXPIRY_WAIT)),
             None => wait,
         };
-        // A failed write is retried on a timer too (the timer's commit retries it).
-        match self.write_failure {
-            Some(_) => wait.min(failure::RETRY_INTERVAL),
-            None => wait,
+        // A failed write is retried on a timer too (the timer's commit retries it), and a
+        // leader that withdrew its subscriptions checks whether it still leads.
+        if self.write_failure.is_some() || self.withdrawn() {
+            wait.min(failure::RETRY_INTERVAL)
+        } else {
+            wait
         }
     }
 

@@ -52,6 +52,10 @@ pub(super) struct ReplicaState {
     /// the ones before it, so it may enter the log only in their term (none of them
     /// committed, it must not either).
     term: Option<u64>,
+    /// The task withdrew the stream's subscriptions before refusing publishes
+    /// ([`Ingest::withdraw_before_refusing`]): taken again with this server's next leadership
+    /// (also the same one resumed: a sole voter goes on leading).
+    withdrawn: bool,
 }
 
 impl ReplicaState {
@@ -72,6 +76,7 @@ impl ReplicaState {
             next_id,
             in_flight: VecDeque::new(),
             term: None,
+            withdrawn: false,
         }
     }
 
@@ -174,18 +179,51 @@ impl Ingest {
             }
             _ => {
                 state.leading = None;
+                if term.is_none() {
+                    // No leadership here: the leadership watch subscribes with the next one.
+                    state.withdrawn = false;
+                }
                 Role::Follow
             }
         }
     }
 
+    /// Before publishes are refused because this leader stops (10009) or cannot store them
+    /// (10077): the stream's subscriptions go first, so their withdrawal (`RS-` on every route,
+    /// queued there before the refusals' replies) reaches the publishers' servers ahead of the
+    /// refusals. A publish sent on a refusal then finds no interest at its server: "no
+    /// responders", or the next leader's subscription. Withdrawn after the refusals (by the
+    /// leadership watch, `subscribe_while_leading`, a moment later), that publish could cross a
+    /// route to this server after the subscription went and be dropped unanswered (issue 15:
+    /// 4 of 10 runs of the full-disk leader cases). They come back with the next leadership:
+    /// the watch's, or the same one resumed here ([`Ingest::take_leadership`]).
+    fn withdraw_before_refusing(&mut self) {
+        if let Some(state) = self.replica.as_mut() {
+            state.withdrawn = true;
+            self.stream.unsubscribe_subjects();
+        }
+    }
+
+    /// Whether the task withdrew the subscriptions and has not taken a leadership since: it
+    /// checks its role every [`super::failure::RETRY_INTERVAL`] meanwhile, publishes being
+    /// what would otherwise wake it.
+    pub(super) fn withdrawn(&self) -> bool {
+        self.replica.as_ref().is_some_and(|state| state.withdrawn)
+    }
+
     /// A new leadership: what the task keeps in memory (account usage, the duplicate window and
     /// the last message id) is read again from the store, which now holds every committed entry.
+    /// Subscriptions withdrawn before a refusal are taken again.
     pub(super) fn take_leadership(&mut self) {
         self.window = Default::default();
         self.last_msg_id.clear();
         self.recover();
         self.load_duplicate_window();
+        if let Some(state) = self.replica.as_mut() {
+            if std::mem::take(&mut state.withdrawn) {
+                self.stream.resubscribe();
+            }
+        }
     }
 
     /// A message queued while this server led, not stored: its backlog released, and a
@@ -207,6 +245,12 @@ impl Ingest {
     /// sourced messages dropped, commands refused as not the leader. True on Stop.
     pub(super) fn follow(&mut self, batch: &mut Vec<StreamCommand>) -> bool {
         let not_leader = || jetstream_api::errors::CLUSTER_NOT_LEADER.to_error();
+        if batch
+            .iter()
+            .any(|command| matches!(command, StreamCommand::Publish(_)))
+        {
+            self.withdraw_before_refusing();
+        }
         for command in batch.drain(..) {
             match command {
                 StreamCommand::Publish(message) => self.drop_queued(message, true),
@@ -248,6 +292,9 @@ impl Ingest {
                 tracing::error!(stream = %self.config.name, %error, "replicated stream write failed");
                 if let Some(state) = self.replica.as_mut() {
                     state.diverged();
+                }
+                if !self.pending_acks.is_empty() {
+                    self.withdraw_before_refusing();
                 }
                 let refusal = jetstream_api::errors::STREAM_STORE_FAILED
                     .with_err(super::failure::failure_text(&error));
@@ -415,6 +462,7 @@ impl Ingest {
             _ => None,
         };
         if let Some(refusal) = refusal.filter(|_| !acks.is_empty()) {
+            self.withdraw_before_refusing();
             let refused = self.error_ack(refusal);
             let refusals = acks.into_iter().map(|(reply, _)| (reply, refused.clone()));
             send_acks(&*self.context.transport, refusals);

@@ -249,20 +249,12 @@ pub(super) fn start_replica(
     router: Arc<TestRouter>,
     replicator: &Arc<GroupReplicator>,
 ) -> (Arc<Stream>, ReplicaMachine, Arc<ReplicatedConsumers>) {
-    let transport: Arc<dyn Transport> = router;
-    let context = IngestContext {
-        transport,
-        sync_always: false,
-        domain: None,
-        usage: Arc::new(Usage::new(1 << 30, 1 << 34)),
-        batch_limits: Default::default(),
-    };
     let (stream, mut machine) = Stream::start_replicated(
         stream_config(storage),
         1,
         directory,
         crate::SyncPolicy::default(),
-        context,
+        ingest_context(router),
         Arc::new(Shared(replicator.clone())),
     )
     .expect("stream starts");
@@ -272,6 +264,18 @@ pub(super) fn start_replica(
     );
     machine.set_consumers(consumers.clone());
     (stream, machine, consumers)
+}
+
+/// A replica's ingest context over `router`: interval syncs, room for everything.
+pub(super) fn ingest_context(router: Arc<TestRouter>) -> IngestContext {
+    let transport: Arc<dyn Transport> = router;
+    IngestContext {
+        transport,
+        sync_always: false,
+        domain: None,
+        usage: Arc::new(Usage::new(1 << 30, 1 << 34)),
+        batch_limits: Default::default(),
+    }
 }
 
 pub(super) fn stream_config(storage: StorageType) -> StreamConfig {

@@ -6,6 +6,7 @@
 
 mod harness;
 mod memory;
+mod refusals;
 
 use harness::*;
 
@@ -640,20 +641,12 @@ async fn a_replica_still_held_by_its_last_incarnation_says_so_and_starts_once_re
     let directory = tempfile::tempdir().expect("tempdir");
     let start = || {
         let router = crate::test_transport::TestRouter::new();
-        let transport: Arc<dyn Transport> = router;
-        let context = crate::stream::IngestContext {
-            transport,
-            sync_always: false,
-            domain: None,
-            usage: Arc::new(crate::resources::Usage::new(1 << 30, 1 << 34)),
-            batch_limits: Default::default(),
-        };
         crate::stream::Stream::start_replicated(
             stream_config(StorageType::File),
             1,
             &directory.path().join("store"),
             crate::SyncPolicy::default(),
-            context,
+            ingest_context(router),
             Arc::new(Shared(replicator())),
         )
     };
