@@ -432,24 +432,56 @@ impl Assignments {
             .map_err(invalid)
     }
 
-    /// Replaces the state with a snapshot; returns the streams placed on `own_peer` (for the
-    /// server to make sure they exist).
+    /// Replaces the state with a snapshot; returns what `own_peer` must do about the change:
+    /// the streams placed on it before and not in the snapshot (removed, or another incarnation
+    /// of the name) are removed, those placed elsewhere now are left, then every stream placed
+    /// on it is created (the server makes sure they exist). A snapshot that catches a restarted
+    /// server up with the leader thus ends what was removed while it was down, as the entries
+    /// would have (nats-server: the deltas and `getOrphans` of `applyMetaSnapshot`).
     pub fn restore(&mut self, snapshot: &[u8], own_peer: &str) -> io::Result<Vec<Effect>> {
-        if snapshot.is_empty() {
-            self.streams.clear();
-            self.members.clear();
-            return Ok(Vec::new());
-        }
-        let snapshot: Snapshot = serde_json::from_slice(snapshot).map_err(invalid)?;
+        let snapshot: Snapshot = if snapshot.is_empty() {
+            Snapshot {
+                version: VERSION,
+                streams: BTreeMap::new(),
+                members: BTreeMap::new(),
+            }
+        } else {
+            serde_json::from_slice(snapshot).map_err(invalid)?
+        };
         if snapshot.version > VERSION {
             return Err(invalid(format!(
                 "meta snapshot version {} is newer than {VERSION}",
                 snapshot.version
             )));
         }
-        self.streams = snapshot.streams;
+        let before = std::mem::replace(&mut self.streams, snapshot.streams);
         self.members = snapshot.members;
-        Ok(self.placed_on(own_peer, None))
+        let mut effects: Vec<Effect> = before
+            .into_values()
+            .flat_map(BTreeMap::into_values)
+            .filter(|old| old.group.peers.iter().any(|peer| peer == own_peer))
+            .filter_map(|old| {
+                let now = self
+                    .stream(&old.account, &old.config.name)
+                    .filter(|now| now.created == old.created);
+                match now {
+                    Some(now) if now.group.peers.iter().any(|peer| peer == own_peer) => None,
+                    Some(_) => Some(Effect::Unplaced {
+                        account: old.account,
+                        name: old.config.name,
+                        created: old.created,
+                    }),
+                    None => Some(Effect::Removed {
+                        account: old.account,
+                        name: old.config.name,
+                        created: old.created,
+                        reply: None,
+                    }),
+                }
+            })
+            .collect();
+        effects.extend(self.placed_on(own_peer, None));
+        Ok(effects)
     }
 
     /// A create of every stream placed on `own_peer` (of `account` only, when given): carried
@@ -586,6 +618,64 @@ mod tests {
         assert!(
             matches!(&own[0], Effect::Assigned(a) if a.config.name == "B" && a.reply.is_none())
         );
+    }
+
+    /// A server restarted with an old state (A, B, C and D placed on it) is caught up by a
+    /// snapshot: A deleted, B deleted and created again, C placed elsewhere, D kept, E new.
+    #[test]
+    fn a_snapshot_ends_what_it_no_longer_places_here() {
+        let mut old = Assignments::default();
+        for (name, created) in [("A", 1), ("B", 2), ("C", 3), ("D", 4)] {
+            old.apply(&assign(name, "p1", created), "p1", created)
+                .expect("apply");
+        }
+        let mut leader = old.clone();
+        let elsewhere = Entry::new(Operation::ReplacePeer {
+            account: "APP".into(),
+            name: "C".into(),
+            created: 3,
+            removed: "p1".into(),
+            added: Some("p2".into()),
+        });
+        for entry in [
+            remove("A", 5),
+            remove("B", 6),
+            assign("B", "p1", 7),
+            elsewhere.encode(),
+            assign("E", "p1", 8),
+        ] {
+            leader.apply(&entry, "p2", 9).expect("apply");
+        }
+        let effects = old
+            .restore(&leader.snapshot().expect("snapshot"), "p1")
+            .expect("restore");
+        assert_eq!(old, leader);
+        let described: Vec<String> = effects
+            .iter()
+            .map(|effect| match effect {
+                Effect::Removed { name, created, .. } => format!("removed {name} {created}"),
+                Effect::Unplaced { name, created, .. } => format!("unplaced {name} {created}"),
+                Effect::Assigned(a) => format!("assigned {} {}", a.config.name, a.created),
+                Effect::PeersChanged { name, .. } => format!("peers {name}"),
+            })
+            .collect();
+        assert_eq!(
+            described,
+            [
+                "removed A 1",
+                "removed B 2",
+                "unplaced C 3",
+                "assigned B 7",
+                "assigned D 4",
+                "assigned E 8"
+            ]
+        );
+        // An empty snapshot removes everything placed here.
+        let effects = old.restore(&[], "p1").expect("restore");
+        assert_eq!(effects.len(), 3);
+        assert!(effects
+            .iter()
+            .all(|effect| matches!(effect, Effect::Removed { .. })));
     }
 
     fn replace(removed: &str, added: &str) -> Bytes {

@@ -350,6 +350,7 @@ impl Meta {
             Arc::downgrade(self),
             self.leading.clone(),
         ));
+        super::stream_group::orphans::spawn(self);
     }
 
     /// Serves requests on `subject` in the system account, one at a time, with `handle`.

@@ -12,6 +12,9 @@
 //!   nats-server fills it.
 //! - The seams nats-jetstream reaches the group through (`Replicator`, `Lease`, `StreamGroup`)
 //!   are implemented in [`seam`]; this file holds the groups, their start, rebuild and handovers.
+//! - Directories of groups no longer assigned here (removed while this server was down) go
+//!   once it is current with the meta group ([`orphans`]); trash names left by a stop or a
+//!   crash go at start (`remove_trash`).
 //!
 //! Called by JetStream through `Cluster::stream_group` when an assignment is applied, and by the
 //! meta layer (`meta.rs`) when an assignment is removed. Knows no stream internals: the stream
@@ -35,6 +38,7 @@ use super::meta::Meta;
 use super::network::RouteNetwork;
 use super::peer;
 
+pub(super) mod orphans;
 mod seam;
 
 /// How often a stream group's leader sends heartbeats (nats-server: 1 s). Its groups are many

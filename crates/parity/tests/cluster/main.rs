@@ -52,6 +52,7 @@ mod meta_fresh_leader;
 mod meta_restart;
 mod operator_jetstream;
 mod operator_resolver;
+mod orphaned_groups;
 mod power_loss;
 mod reconnect_figure;
 mod reload_cluster;
