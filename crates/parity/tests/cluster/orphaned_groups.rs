@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use test_harness::cluster::Cluster;
 use test_harness::is_reference;
 
-use crate::jetstream_assignments::one_answer;
+use crate::jetstream_assignments::{answers, one_answer};
 use crate::jetstream_r3_admin::directories_named;
 use crate::jetstream_replicated::{create_r3, publish_until_acked, settled_info, three_nodes};
 use crate::meta::{agreed_leader, index_of, ELECTION_BOUND};
@@ -95,6 +95,25 @@ async fn a_stream_deleted_while_its_server_was_down_leaves_nothing_there_once_it
     let kept_inode = std::fs::metadata(&kept_dir).expect("KEPT's group").ino();
 
     cluster.kill9(down);
+    // The delete is answered by GONE's leader: one on the live nodes first (a delete applied
+    // while the stream had none, its leader just killed, went unanswered in 1 run of 2).
+    let deadline = Instant::now() + ELECTION_BOUND;
+    loop {
+        let info = answers(&clients[through], "$JS.API.STREAM.INFO.GONE", Value::Null).await;
+        let leader = info
+            .first()
+            .and_then(|info| info["cluster"]["leader"].as_str())
+            .unwrap_or("");
+        if !leader.is_empty() && leader != names[down] {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "GONE led by none but {}: {info:?}",
+            names[down]
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     let deleted = one_answer(&clients[through], "$JS.API.STREAM.DELETE.GONE", Value::Null).await;
     assert_eq!(deleted["success"], true, "{deleted}");
     for live in (0..3).filter(|&i| i != down) {
