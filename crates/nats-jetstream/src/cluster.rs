@@ -179,4 +179,13 @@ pub trait StreamGroup: Send + Sync + 'static {
     fn hold_leadership(&self, held: bool) {
         let _ = held;
     }
+    /// While this server hands its leadership over (a stepdown answered, the transfer under
+    /// way), nobody answers the stream's requests: a future resolving once they are answered
+    /// again, here or by the successor (which has applied its election's entry, as far as this
+    /// server can tell), or the handover was given up; bounded. `None` when no handover runs.
+    /// The requests this server would have answered meanwhile are kept until then
+    /// (`api/handover.rs`).
+    fn handover(&self) -> Option<GroupFuture<()>> {
+        None
+    }
 }

@@ -36,7 +36,7 @@ const LIST_LIMIT: usize = 256;
 const GATHER_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The stream a request is about, for the requests its holder answers.
-fn stream_of<'a>(api: &ApiSubject<'a>) -> Option<&'a str> {
+pub(crate) fn stream_of<'a>(api: &ApiSubject<'a>) -> Option<&'a str> {
     match api {
         ApiSubject::StreamInfo { stream }
         | ApiSubject::StreamPurge { stream }

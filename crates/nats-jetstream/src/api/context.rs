@@ -40,6 +40,9 @@ pub(crate) struct Context {
     /// The meta group, once the server installed it ([`crate::JetStream::set_cluster`]):
     /// requests are then answered as nats-server answers them in a cluster.
     pub cluster: std::sync::OnceLock<Arc<dyn crate::cluster::Cluster>>,
+    /// The reply subjects of the stream reads answered here lately, so a read a leader kept
+    /// through its handover and sent again is not answered twice ([`super::handover`]).
+    pub answered: parking_lot::Mutex<super::handover::Answered>,
 }
 
 impl Context {

@@ -10,7 +10,9 @@
 //! Subjects nats-server does not serve get no answer at all (the client times out), exactly as
 //! nats-server; `DIRECT.GET` is not served here but by per-stream subscriptions
 //! ([`direct`]), which exist only when the stream allows direct gets. In a cluster
-//! ([`clustered`]) one server answers each request: the meta leader or the stream's holder; the
+//! ([`clustered`]) one server answers each request: the meta leader or the stream's holder (the
+//! reads a leader receives while it hands its leadership over are sent again once someone
+//! answers them: [`handover`]); the
 //! assignments the meta group applies are carried out by [`clustered_apply`].
 
 mod account;
@@ -20,6 +22,7 @@ pub(crate) mod consumers;
 mod context;
 pub(crate) mod direct;
 mod ephemerals;
+pub(crate) mod handover;
 pub(crate) mod messages;
 pub(crate) mod queue;
 pub(crate) mod streams;
@@ -199,6 +202,12 @@ pub(crate) async fn handle_request(context: &Arc<Context>, message: Message) {
                 && cluster.meta_leader_within(META_CONFIRM_WAIT).await
                 && clustered::answers_here(context, &**cluster, &api));
         if !answers {
+            // A read that arrived while this server hands the stream's leadership over is
+            // sent again once someone answers it (`handover.rs`).
+            handover::keep(context, &**cluster, &api, &message);
+            return;
+        }
+        if handover::answered_before(context, &api, &message) {
             return;
         }
     }

@@ -695,6 +695,7 @@ impl Engine {
             counters: ApiCounters::default(),
             remote_counts: Default::default(),
             cluster: std::sync::OnceLock::new(),
+            answered: Default::default(),
         })
     }
 }

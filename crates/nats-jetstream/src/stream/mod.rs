@@ -33,6 +33,7 @@ pub(crate) mod storage;
 mod store;
 
 pub(crate) use config::{check_and_fill, check_update, with_static_metadata};
+pub(crate) use headers::append_header;
 use ingest::announce;
 pub(crate) use ingest::{store_config as ingest_store_config, IngestContext};
 pub(crate) use interest::{Interest, InterestHolder};

@@ -174,6 +174,7 @@ impl StreamGroups {
             joining,
             founders,
             held: AtomicBool::new(false),
+            handing_over: watch::channel(false).0,
             raft_leadership: Mutex::new(None),
             reconciling: tokio::sync::Mutex::new(()),
             closed: AtomicBool::new(false),
@@ -317,6 +318,9 @@ pub struct ReplicatedStream {
     founders: Vec<NodeId>,
     /// The leadership is kept from the stream (`StreamGroup::hold_leadership`).
     held: AtomicBool,
+    /// A stepdown's handover runs: set from the stepdown's answer until the stream's requests
+    /// are answered again (`StreamGroup::handover`).
+    handing_over: watch::Sender<bool>,
     /// The group's own leadership, as `RaftGroup::leading` last said.
     raft_leadership: Mutex<Option<u64>>,
     /// One membership change at a time (`membership.rs`).

@@ -321,6 +321,17 @@ impl StreamGroup for ReplicatedStream {
         Some(info)
     }
 
+    fn handover(&self) -> Option<GroupFuture<()>> {
+        let mut handing_over = self.handing_over.subscribe();
+        if !*handing_over.borrow_and_update() {
+            return None;
+        }
+        // Also over when the group is dropped (the sender with it).
+        Some(Box::pin(async move {
+            let _ = handing_over.wait_for(|on| !on).await;
+        }))
+    }
+
     fn hold_leadership(&self, held: bool) {
         self.held.store(held, Ordering::SeqCst);
         let leadership = *self.raft_leadership.lock();
@@ -344,18 +355,31 @@ impl StreamGroup for ReplicatedStream {
             // meanwhile hears "no responders" (or 10009 for what was queued) and asks again.
             // The stream leads again only if the group still names this server once the
             // successor had its time.
+            // The reads this server would have answered meanwhile are kept until someone
+            // answers them again (`StreamGroup::handover`).
+            self.handing_over.send_replace(true);
             self.hold_leadership(true);
             tokio::spawn(async move {
                 self.quiesce(&group, super::QUIET_HANDOVER).await;
+                // The successor's election entry comes after everything this leader proposed.
+                let proposed = group.status().last_log_index;
+                let own = self.node;
+                let elsewhere =
+                    |status: &GroupStatus| status.leader.is_some_and(|leader| leader != own);
                 if let Err(error) = group.transfer_leader(target).await {
                     tracing::warn!(group = %self.name, %error, "stream leader stepdown: transfer failed");
                 } else {
-                    let own = self.node;
-                    let elsewhere =
-                        |status: &GroupStatus| status.leader.is_some_and(|leader| leader != own);
                     let _ = group.wait_for(super::QUIET_HANDOVER, elsewhere).await;
                 }
                 self.hold_leadership(false);
+                // The successor answers once it has applied its election's entry; this server
+                // learns that entry is committed a little later (its next append), so by then
+                // the successor answers the kept reads.
+                let answered_again = |status: &GroupStatus| {
+                    self.is_leader() || (elsewhere(status) && status.applied > proposed)
+                };
+                let _ = group.wait_for(super::QUIET_HANDOVER, answered_again).await;
+                self.handing_over.send_replace(false);
             });
             Ok(())
         })
