@@ -19,6 +19,7 @@ mod error;
 mod grammar;
 mod hasher;
 mod local_cache;
+mod match_cache;
 mod overlap_index;
 mod sublist;
 mod transform;

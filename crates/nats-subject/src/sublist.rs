@@ -19,6 +19,7 @@ use crate::grammar::{
     tokenize, FULL_WILDCARD, SINGLE_WILDCARD,
 };
 use crate::hasher::{TokenHasher, TokenMap};
+use crate::match_cache::MatchCache;
 
 /// nats-server's slCacheMax: how many literal subjects keep a cached result.
 pub const DEFAULT_CACHE_CAPACITY: usize = 1024;
@@ -174,7 +175,7 @@ struct Trie<T> {
     root: Level<T>,
 }
 
-type Cache<T> = TokenMap<Box<str>, Arc<MatchResult<T>>>;
+type Cache<T> = MatchCache<Arc<MatchResult<T>>>;
 
 /// A subject → subscribers index with `*`/`>` wildcards and queue groups, shared as
 /// `Arc<Sublist<T>>` by every connection task.
@@ -328,7 +329,7 @@ where
                     // Drop a batch at once (arbitrary entries, as nats-server's sweep), without
                     // allocating.
                     let mut dropped = 0;
-                    cache.retain(|_, _| {
+                    cache.retain(|_| {
                         dropped += 1;
                         dropped > CACHE_SWEEP
                     });
@@ -427,11 +428,14 @@ where
         if is_literal(filter) {
             cache.remove(filter);
         } else {
-            // Most cached subjects differ from the filter within its literal start.
+            // Most cached subjects differ from the filter within its literal start; when its
+            // first token is literal and no cached subject has it, none can match.
             let prefix = literal_prefix(filter);
-            cache.retain(|subject, _| {
-                !(subject.starts_with(prefix) && subject_matches_filter(subject, filter))
-            });
+            if prefix.is_empty() || cache.may_hold_first_token(prefix) {
+                cache.retain(|subject| {
+                    !(subject.starts_with(prefix) && subject_matches_filter(subject, filter))
+                });
+            }
         }
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
