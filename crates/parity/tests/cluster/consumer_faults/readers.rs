@@ -142,8 +142,17 @@ async fn push_loop(client: Client, stop: Arc<AtomicBool>, consumed: Shared) {
             .subject
             .as_str()
             .strip_prefix(ANSWERS)
-            .and_then(|seq| seq.parse().ok())
+            .and_then(|seq| seq.parse::<u64>().ok())
         {
+            if message.status.is_some() {
+                // Not the consumer's answer: the client's server found no subscriber for the
+                // ack subject (a `503` no-responders status, sent at once, both servers, to a
+                // client that asked for them, as async-nats does) while no consumer ran or the
+                // leader was cut off. Nothing confirmed; the ack is sent again when due. (The
+                // pull consumer's `request` turns the same status into an error.)
+                lock(&consumed).no_responders += 1;
+                continue;
+            }
             unanswered.remove(&seq);
             lock(&consumed).confirmed.insert(seq);
             continue;
