@@ -74,20 +74,23 @@ pub(crate) fn keep(
     let Some(group) = stream_of(api).and_then(|stream| cluster.stream_group(stream)) else {
         return false;
     };
-    let headers = crate::stream::append_header(
-        message.headers.as_deref().unwrap_or_default(),
-        HANDED_OVER,
-        &context.server_name,
-    );
-    let copy = Message {
-        headers: Some(Bytes::from(headers)),
-        ..message.clone()
+    // Built only for a read kept (every server holding the stream sees every read).
+    let copy = || {
+        let headers = crate::stream::append_header(
+            message.headers.as_deref().unwrap_or_default(),
+            HANDED_OVER,
+            &context.server_name,
+        );
+        Message {
+            headers: Some(Bytes::from(headers)),
+            ..message.clone()
+        }
     };
-    let context = context.clone();
     if let Some(handover) = group.handover() {
         if is_copy(message.headers.as_deref()) {
             return false;
         }
+        let (context, copy) = (context.clone(), copy());
         tokio::spawn(async move {
             let _ = tokio::time::timeout(KEEP_BOUND, handover).await;
             context.transport.publish(copy);
@@ -104,6 +107,7 @@ pub(crate) fn keep(
     }
     // Answered here as a copy, so that a copy from the old leader answered here meanwhile
     // leaves it silent.
+    let (context, copy) = (context.clone(), copy());
     tokio::spawn(async move {
         if group.wait_for_leader(SUCCESSOR_WAIT).await == Some(true) {
             Box::pin(super::handle_request(&context, copy)).await;
