@@ -1,6 +1,7 @@
-//! The route handshake, from either side: our INFO, the peer's CONNECT (authorization, cluster
-//! name, route to self, duplicate route), the peer's INFO (registering the link, gossip to the
-//! other peers, `connect_urls` for clients), our CONNECT, and the round-trip PINGs.
+//! The route handshake, from either side: dialling, our CONNECT and INFO at once; accepting, the
+//! peer's CONNECT (authorization, cluster name, route to self, duplicate route) before our INFO
+//! (held for it, see `INFO_HOLD`); then the peer's INFO (registering the link, gossip to the
+//! other peers, `connect_urls` for clients) and the round-trip PINGs.
 
 use super::{Next, Session};
 use crate::client::{ClientShared, CloseReason};
@@ -160,6 +161,7 @@ impl Session {
             return Next::Close(CloseReason::ProtocolViolation);
         }
         self.connected = true;
+        self.release_info();
         self.remote_id = Some(connect.name.clone());
         if connect.name == self.server.server_id {
             self.to_self = true;
@@ -259,7 +261,6 @@ impl Session {
             if self.routes.is_connected(&info.server_id) {
                 return Next::Close(CloseReason::ClientClosed);
             }
-            self.send_connect();
         }
         // Where other servers reach this peer: its advertised address, else the address it
         // connected from with its route port.
@@ -328,8 +329,18 @@ impl Session {
         }
     }
 
-    /// The soliciting side answers the peer's INFO with CONNECT and our INFO.
-    fn send_connect(&self) {
+    /// The accepting side's INFO, once: when the peer's CONNECT passed authorization and the
+    /// cluster name, or when it was held long enough (`INFO_HOLD`).
+    pub(super) fn release_info(&mut self) {
+        if std::mem::take(&mut self.info_held) {
+            let mut frame = BytesMut::new();
+            encode_info(&mut frame, &our_info(&self.server, &self.routes));
+            self.send(&frame);
+        }
+    }
+
+    /// The soliciting side opens with CONNECT and our INFO, as nats-server does.
+    pub(super) fn send_connect(&self) {
         let url = self.url.clone();
         let cluster = current_cluster(&self.server);
         let connect = RouteConnect {

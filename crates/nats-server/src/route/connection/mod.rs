@@ -31,6 +31,13 @@ const READ_CHUNK: usize = 64 * 1024;
 const ROUTE_MAX_PAYLOAD: usize = 64 * 1024 * 1024;
 /// Route INFO/CONNECT/RS lines can be long (many connect_urls, long subjects).
 const ROUTE_MAX_CONTROL_LINE: usize = 64 * 1024;
+/// How long the accepting side holds its INFO for the peer's CONNECT (a route peer sends it
+/// at once): a peer refused at CONNECT then never saw our INFO, so it never registered a
+/// route to us that dies at once. nats-server registers a route on the first INFO it gets
+/// and, for an unpooled peer like us, dials again at once when it closes: holding the INFO
+/// turns that storm into its ordinary one-second retry. A peer that waits for INFO before
+/// speaking (a client on the route port) gets it after this.
+const INFO_HOLD: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// How a route connection ended, for the soliciting side's retry policy.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +59,8 @@ struct Session {
     url: Option<RouteUrl>,
     /// Accepting side: CONNECT received and accepted.
     connected: bool,
+    /// Accepting side: our INFO not sent yet (held for the peer's CONNECT, `INFO_HOLD`).
+    info_held: bool,
     link: Option<Arc<RouteLink>>,
     remote_id: Option<String>,
     /// Accepting side: the user and password of the peer's CONNECT (checked again when a
@@ -147,7 +156,6 @@ pub async fn run_accepted(
     let _ = stream.set_nodelay(true);
     match establish(&routes, stream, None).await {
         Ok(established) => {
-            handshake::queue_info(&server, &routes, &shared);
             serve(server, routes, shared, established, None).await;
         }
         Err(error) => tls_failed(&shared, &error),
@@ -220,6 +228,7 @@ where
         solicited,
         url,
         connected: solicited,
+        info_held: !solicited,
         link: None,
         remote_id: None,
         peer_credentials: None,
@@ -231,6 +240,11 @@ where
     };
     let handshake_deadline =
         tokio::time::Instant::now() + auth_timeout.max(std::time::Duration::from_secs(2));
+    let info_deadline = tokio::time::Instant::now() + INFO_HOLD;
+    if solicited {
+        // As nats-server: CONNECT and our INFO at once, not waiting for the peer's INFO.
+        session.send_connect();
+    }
     let mut parser = RouteParser::new(ROUTE_MAX_PAYLOAD, ROUTE_MAX_CONTROL_LINE);
     let mut buffer = BytesMut::with_capacity(READ_CHUNK);
     let reason = 'connection: loop {
@@ -248,6 +262,10 @@ where
                     break 'connection Some(CloseReason::AuthenticationTimeout);
                 }
                 break 'connection Some(CloseReason::ProtocolViolation);
+            }
+            _ = info_hold(info_deadline, session.info_held) => {
+                session.release_info();
+                continue;
             }
             read = read_half.read_buf(&mut buffer) => read,
         };
@@ -300,6 +318,14 @@ where
     };
     let _ = writer.await;
     end
+}
+
+/// Until the held INFO is due; never when it is not held.
+async fn info_hold(deadline: tokio::time::Instant, held: bool) {
+    if !held {
+        std::future::pending::<()>().await;
+    }
+    tokio::time::sleep_until(deadline).await;
 }
 
 async fn handshake_sleep(deadline: tokio::time::Instant, registered: bool) {
