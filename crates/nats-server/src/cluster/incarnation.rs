@@ -87,18 +87,38 @@ pub fn load_or_create(store_root: &Path, meta_directory: &Path) -> Result<u64, S
 }
 
 impl Meta {
-    /// The node of the server named `name` (its latest incarnation heard from).
+    /// The node of the server named `name`: its latest incarnation heard from, else the meta
+    /// member the meta log recorded under that name (a leader restarted a moment ago has not
+    /// heard the others announce themselves yet, but its log names their incarnations).
     pub(super) fn node_of_name(&self, name: &str) -> Option<NodeId> {
-        self.known
+        let heard = self
+            .known
             .lock()
             .iter()
             .filter(|(_, known)| known.name == name)
             .max_by_key(|(_, known)| known.heard)
-            .and_then(|(peer, _)| peer::node_id(peer))
+            .and_then(|(peer, _)| peer::node_id(peer));
+        heard.or_else(|| self.recorded_member_named(name))
     }
 
-    /// The peer id of the server named `name`: its latest incarnation heard from, else
-    /// nats-server's peer id of the name.
+    /// The current meta member (voter or learner) the meta log recorded as the server `name`.
+    fn recorded_member_named(&self, name: &str) -> Option<NodeId> {
+        let status = self.group.status();
+        let assignments = self.assignments.lock();
+        status
+            .voters
+            .iter()
+            .chain(status.learners.iter())
+            .copied()
+            .find(|node| {
+                assignments
+                    .member(&peer::peer_of(*node))
+                    .is_some_and(|member| member.name == name)
+            })
+    }
+
+    /// The peer id of the server named `name`: its node as [`Meta::node_of_name`] finds it,
+    /// else nats-server's peer id of the name.
     pub(super) fn peer_of_name(&self, name: &str) -> String {
         self.node_of_name(name)
             .map_or_else(|| peer::peer_id(name), peer::peer_of)
