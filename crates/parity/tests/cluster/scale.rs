@@ -457,12 +457,20 @@ async fn a_server_killed_while_its_r1_stream_scales_up_keeps_every_acked_message
         cluster.kill9(index);
         cluster.restart(index);
         // Asked again (the update is idempotent): a first one the crash left unapplied. When the
-        // holder also led the meta group, nobody answers until a new meta leader is elected
-        // (nats-server too): asked until answered, within the bound.
+        // holder also led the meta group, nobody answers until a new meta leader is elected,
+        // and a server that sees no meta leader answers 10008 "temporarily unavailable"
+        // (nats-server's `isLeaderless` too), even as the new leader answers the same request
+        // in the election's last moment: asked until the leader answers, within the bound, and
+        // the leader answers once.
         let deadline = Instant::now() + ELECTION_BOUND;
         let asked = format!("$JS.API.STREAM.UPDATE.{name}");
+        let leaderless = |answer: &Value| answer["error"]["err_code"] == 10008;
         let updated = loop {
-            let mut got = answers(&other, &asked, config(name, 3)).await;
+            let mut got: Vec<Value> = answers(&other, &asked, config(name, 3))
+                .await
+                .into_iter()
+                .filter(|answer| !leaderless(answer))
+                .collect();
             if got.is_empty() && Instant::now() < deadline {
                 continue;
             }
