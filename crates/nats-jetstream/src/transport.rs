@@ -39,6 +39,14 @@ pub trait Transport: Send + Sync + 'static {
 
     fn unsubscribe(&self, id: u64);
 
+    /// [`Transport::unsubscribe`], except that for `grace` a message a peer server forwards
+    /// here for the subject, sent before it heard of the withdrawal, still reaches the handler
+    /// (it would otherwise be dropped unanswered). Without peers, the same as unsubscribing.
+    fn withdraw(&self, id: u64, grace: std::time::Duration) {
+        let _ = grace;
+        self.unsubscribe(id);
+    }
+
     /// Whether any subscription (client or internal) would receive a message on `subject`.
     fn has_interest(&self, subject: &str) -> bool;
 

@@ -31,6 +31,7 @@ pub mod signal_command;
 pub(crate) mod system;
 pub(crate) mod transport;
 pub(crate) mod websocket;
+pub(crate) mod withdrawn;
 
 pub use server::{run, VERSION};
 

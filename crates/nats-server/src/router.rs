@@ -13,6 +13,7 @@
 use crate::accounts::imports::ImportTarget;
 use crate::client::{ClientShared, ClientSubscription};
 use crate::route::{RouteLink, RouteSubscription, Routes};
+use crate::withdrawn::Withdrawn;
 use bytes::Bytes;
 use nats_jetstream::{Handler, Message};
 use nats_subject::Sublist;
@@ -21,6 +22,7 @@ use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 /// An internal (in-process) subscription, made through the JetStream transport.
 pub struct InternalSubscription {
@@ -222,6 +224,8 @@ pub struct Router {
     watch_count: AtomicUsize,
     /// Set when the server is part of a cluster.
     routes: OnceLock<Arc<Routes>>,
+    /// Internal subscriptions withdrawn a moment ago (`withdraw_internal`).
+    withdrawn: Withdrawn,
 }
 
 /// Routes one message goes to, each once, with the names of the queue groups whose member was
@@ -257,6 +261,7 @@ impl Router {
             watches: Mutex::new(None),
             watch_count: AtomicUsize::new(0),
             routes: OnceLock::new(),
+            withdrawn: Withdrawn::default(),
         }
     }
 
@@ -395,19 +400,37 @@ impl Router {
     }
 
     pub fn unsubscribe_internal(&self, id: u64) {
-        let removed = self
+        self.remove_internal(id);
+    }
+
+    /// Takes internal subscription `id` out of the table; the subscription removed.
+    fn remove_internal(&self, id: u64) -> Option<Arc<InternalSubscription>> {
+        let subscription = self
             .internal
             .lock()
             .as_mut()
-            .and_then(|internal| internal.remove(&id));
-        if let Some(subscription) = removed {
-            let queue = subscription.queue.clone();
-            let subject = subscription.subject.clone();
-            self.remove(
-                &subject,
-                queue.as_deref(),
-                &Subscriber::Internal(subscription),
-            );
+            .and_then(|internal| internal.remove(&id))?;
+        self.remove(
+            &subscription.subject,
+            subscription.queue.as_deref(),
+            &Subscriber::Internal(subscription.clone()),
+        );
+        Some(subscription)
+    }
+
+    /// [`Router::unsubscribe_internal`], except that for `grace` a message a route forwards here
+    /// for the subject while nothing here subscribes it (sent before the peer heard our `RS-`)
+    /// still reaches the handler (`withdrawn.rs`).
+    pub fn withdraw_internal(&self, id: u64, grace: Duration) {
+        let subscription = self
+            .internal
+            .lock()
+            .as_ref()
+            .and_then(|internal| internal.get(&id).cloned());
+        // Kept before it leaves the table: a straggler finds one or the other.
+        if let Some(subscription) = subscription {
+            self.withdrawn.add(subscription, grace);
+            self.remove_internal(id);
         }
     }
 
@@ -612,6 +635,15 @@ impl Router {
             }
         }
         if queues.is_empty() {
+            if delivered == 0 {
+                // Sent by a peer that had not yet heard we withdrew the interest.
+                for subscription in self.withdrawn.matching(subject) {
+                    let subscriber = Subscriber::Internal(subscription);
+                    if self.deliver(None, &subscriber, delivery, pending) {
+                        delivered += 1;
+                    }
+                }
+            }
             return delivered;
         }
         for (name, group) in result.queues.iter() {

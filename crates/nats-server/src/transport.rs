@@ -74,6 +74,12 @@ impl Transport for ServerTransport {
         }
     }
 
+    fn withdraw(&self, id: u64, grace: std::time::Duration) {
+        if let Some(account) = self.account.upgrade() {
+            account.router.withdraw_internal(id, grace);
+        }
+    }
+
     fn has_interest(&self, subject: &str) -> bool {
         self.account
             .upgrade()

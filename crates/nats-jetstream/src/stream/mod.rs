@@ -193,6 +193,12 @@ pub(crate) struct Stream {
     counted_bytes: Mutex<Option<(i64, i64)>>,
 }
 
+/// How long a publish forwarded by a peer server still reaches a replicated stream's ingest
+/// task after its leader withdrew its subscriptions (`Stream::withdraw_subjects`): the time the
+/// `RS-` and a publish sent meanwhile take to cross on the route, with a wide margin for a
+/// loaded machine (they were 19-32 ms apart at load 14; a route 264 ms late was seen at 12).
+const WITHDRAWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 impl Stream {
     /// Start the ingest task over an opened store and subscribe the stream's subjects.
     pub(crate) fn start(
@@ -384,6 +390,17 @@ impl Stream {
         }
     }
 
+    /// A replicated stream's leader stops taking publishes: its subscriptions go, but a publish
+    /// a peer server forwarded before it heard so still reaches the ingest task for
+    /// [`WITHDRAWN_GRACE`] (which refuses it with 10009 as not the leader, so its client
+    /// retries on the next one instead of waiting out its timeout; issue 20).
+    pub(crate) fn withdraw_subjects(&self) {
+        let mut ids = self.subscriptions.lock();
+        for id in ids.drain(..) {
+            self.transport.withdraw(id, WITHDRAWN_GRACE);
+        }
+    }
+
     /// Whether this server takes the stream's publishes (an R1 stream's only replica, a
     /// replicated stream's leader): where its consumers run.
     pub(crate) fn takes_publishes(&self) -> bool {
@@ -396,7 +413,7 @@ impl Stream {
         if takes {
             self.subscribe_subjects();
         } else {
-            self.unsubscribe_subjects();
+            self.withdraw_subjects();
         }
     }
 

@@ -72,6 +72,7 @@ mod stepdown_reads;
 mod support;
 mod uncommitted_reads;
 mod wiped;
+mod withdrawn_interest;
 
 /// The switch for the compositions with our server in them. Flip to `true` when rnats routes
 /// land and these tests pass on main (`RNATS_CLUSTER_OURS=1 cargo test -p parity --test

@@ -200,7 +200,7 @@ impl Ingest {
     fn withdraw_before_refusing(&mut self) {
         if let Some(state) = self.replica.as_mut() {
             state.withdrawn = true;
-            self.stream.unsubscribe_subjects();
+            self.stream.withdraw_subjects();
         }
     }
 
