@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::consumer::{pull, AckPolicy, PullConsumer};
@@ -456,38 +456,60 @@ async fn server_remove_of_a_killed_node_re_places_its_streams_and_consumers() {
 /// Peer removals during writes on a 4-node cluster: each cycle removes one of the R3 stream's
 /// servers (a follower, then its leader, in turn) and the meta leader places it on the one free
 /// server, the one removed the cycle before (re-added with its old replica gone). A writer
-/// publishes unique payloads throughout, each sent again with the same message id until
-/// acknowledged. At the end every replica, made leader in turn, holds exactly the acknowledged
-/// payloads at their acknowledged sequences, and its replicas are current.
-async fn remove_and_re_add_during_writes(cycles: usize) {
+/// publishes unique payloads one at a time throughout, each sent again with the same message id
+/// until acknowledged. At the end every replica, made leader in turn, holds exactly the
+/// acknowledged payloads at their acknowledged sequences, and its replicas are current.
+///
+/// What a publisher needs during the cycles, asserted on ours and printed for nats-server (which
+/// leaves a publish sent around a leader's removal unanswered now and then: its client waits out
+/// its 5 s timeout; 2 of 2 runs on 4 Dec): every attempt answered (an acknowledgement, or a
+/// refusal retried at once), every publish acknowledged within [`ACK_BOUND`], and with
+/// `rate_kept`, publishing during the cycles at least that share of its rate just before them
+/// in the same run (a membership change must not stall the leader).
+async fn remove_and_re_add_during_writes(cycles: usize, rate_kept: Option<f64>) {
     let (cluster, clients) = nodes(4).await;
     let (created, _) = create_r3(&clients[0], "CYCLE", "cycle.>").await;
     created.assert_created();
     let stop = Arc::new(AtomicBool::new(false));
+    let published = Arc::new(Mutex::new(Vec::<Published>::new()));
     let writer = {
         let jetstream = async_nats::jetstream::new(clients[0].clone());
-        let stop = stop.clone();
+        let (stop, published) = (stop.clone(), published.clone());
         tokio::spawn(async move {
             let mut acked = BTreeMap::new();
             let mut n = 0;
             while !stop.load(Ordering::Relaxed) {
                 let payload = format!("w{n}");
-                let sent = Instant::now();
-                let deadline = sent + REPLACE_BOUND;
-                let ack = publish_until_acked(&jetstream, "cycle.x", &payload, deadline).await;
-                if sent.elapsed() > Duration::from_millis(500) {
-                    println!("{payload} acknowledged after {:?}", sent.elapsed());
-                }
+                let (sequence, record) = publish_recorded(&jetstream, &payload).await;
+                lock(&published).push(record);
                 assert!(
-                    acked.insert(ack.sequence, payload.clone()).is_none(),
-                    "sequence {} acked twice (again for {payload})",
-                    ack.sequence
+                    acked.insert(sequence, payload.clone()).is_none(),
+                    "sequence {sequence} acked twice (again for {payload})"
                 );
                 n += 1;
             }
             acked
         })
     };
+    // The rate before the cycles, in this run: the time the first acknowledgements took.
+    let deadline = Instant::now() + ELECTION_BOUND;
+    let warm_from = loop {
+        let first = lock(&published).first().map(|record| record.acked);
+        if let Some(first) = first {
+            break first;
+        }
+        assert!(Instant::now() < deadline, "no publish acknowledged");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    while lock(&published).len() <= WARM_ACKS {
+        assert!(
+            Instant::now() < deadline,
+            "publishing too slow before the cycles"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let warm_until = Instant::now();
+    let warm_rate = acks_between(&lock(&published), warm_from, warm_until);
     for cycle in 0..cycles {
         let info = placed_without(&cluster, &clients[1], "CYCLE", &[], 3, None).await;
         let leader = info["cluster"]["leader"].as_str().unwrap_or("").to_string();
@@ -516,13 +538,53 @@ async fn remove_and_re_add_during_writes(cycles: usize) {
             members(&info)
         );
     }
+    let cycles_until = Instant::now();
     stop.store(true, Ordering::Relaxed);
     let acked = writer.await.expect("writer");
-    let last = acked.keys().next_back().copied().unwrap_or(0);
+    let published = lock(&published).clone();
+    let cycle_rate = acks_between(&published, warm_until, cycles_until);
+    let slowest = published
+        .iter()
+        .map(|record| record.took)
+        .max()
+        .unwrap_or_default();
+    let unanswered: Vec<&Published> = published.iter().filter(|r| r.unanswered > 0).collect();
+    let refused: usize = published.iter().map(|record| record.refused).sum();
+    let slow: Vec<Duration> = published
+        .iter()
+        .map(|record| record.took)
+        .filter(|took| *took > Duration::from_millis(100))
+        .collect();
+    let mut took: Vec<Duration> = published.iter().map(|record| record.took).collect();
+    took.sort();
+    let median = took.get(took.len() / 2).copied().unwrap_or_default();
     println!(
-        "{} publishes acknowledged over {cycles} cycles",
-        acked.len()
+        "{} publishes acknowledged over {cycles} cycles; per second: {warm_rate:.0} before the \
+         cycles, {cycle_rate:.0} during them; median {median:?}, slowest {slowest:?}, {} over \
+         100 ms taking {:?} in all; {refused} attempts refused and retried; {} publishes with an \
+         unanswered attempt: {unanswered:?}",
+        acked.len(),
+        slow.len(),
+        slow.iter().sum::<Duration>(),
+        unanswered.len()
     );
+    if !test_harness::is_reference() {
+        assert!(
+            unanswered.is_empty(),
+            "publishes not answered within the client's timeout: {unanswered:?}"
+        );
+        assert!(
+            slowest <= ACK_BOUND,
+            "a publish took {slowest:?} to be acknowledged"
+        );
+        if let Some(kept) = rate_kept {
+            assert!(
+                cycle_rate >= warm_rate * kept,
+                "publishing slowed during the cycles: {cycle_rate:.1}/s against {warm_rate:.1}/s before"
+            );
+        }
+    }
+    let last = acked.keys().next_back().copied().unwrap_or(0);
     let expected: Vec<String> = acked.values().cloned().collect();
     assert_eq!(acked.len() as u64, last, "acknowledged sequences have gaps");
     let info = placed_without(&cluster, &clients[1], "CYCLE", &[], 3, last).await;
@@ -540,15 +602,99 @@ async fn remove_and_re_add_during_writes(cycles: usize) {
     }
 }
 
+/// Acknowledgements counted before the cycles start, to measure the rate they are held to.
+const WARM_ACKS: usize = 40;
+/// The longest a publish may take, from its first attempt to its acknowledgement, during the
+/// cycles: the slowest were 0.2-0.94 s in 12 runs of 10 cycles at load 11-18 (debug build); a
+/// leader's handover and its successor's election are the longest waits a publisher sees.
+const ACK_BOUND: Duration = Duration::from_secs(3);
+/// The share of the rate before ten cycles that publishing keeps during them: 0.35-1.2 in 12
+/// runs at load 11-18 (debug build; the low ones while a release build ran), the
+/// membership changes costing a publisher 0.8-3 s of waits over 100 ms in 8-9 s of cycles.
+/// nats-server kept 0.30 in one run, with two publishes unanswered for 5 s.
+const RATE_KEPT: f64 = 0.2;
+
+/// One publish of the cycles' writer.
+#[derive(Clone, Debug)]
+struct Published {
+    /// When it was acknowledged.
+    acked: Instant,
+    /// From its first attempt to its acknowledgement.
+    took: Duration,
+    /// Attempts refused (an error answer, or no responders) and sent again.
+    refused: usize,
+    /// Attempts the client gave up waiting for (no answer within its timeout).
+    unanswered: usize,
+}
+
+/// Publishes `payload` (also its message id) until acknowledged, as `publish_until_acked` does
+/// (within [`REPLACE_BOUND`]), recording its attempts; its sequence and record.
+async fn publish_recorded(
+    jetstream: &async_nats::jetstream::Context,
+    payload: &str,
+) -> (u64, Published) {
+    let sent = Instant::now();
+    let (mut refused, mut unanswered) = (0, 0);
+    loop {
+        let message = async_nats::jetstream::message::PublishMessage::build()
+            .payload(payload.to_string().into())
+            .message_id(payload);
+        let attempt = match jetstream.send_publish("cycle.x", message).await {
+            Ok(pending) => pending.await,
+            Err(error) => Err(error),
+        };
+        match attempt {
+            Ok(ack) => {
+                let acked = Instant::now();
+                let took = acked - sent;
+                let record = Published {
+                    acked,
+                    took,
+                    refused,
+                    unanswered,
+                };
+                return (ack.sequence, record);
+            }
+            Err(error) => {
+                if error.kind() == async_nats::jetstream::context::PublishErrorKind::TimedOut {
+                    unanswered += 1;
+                } else {
+                    refused += 1;
+                }
+                assert!(
+                    sent.elapsed() < REPLACE_BOUND,
+                    "{payload} never acked: {error}"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+/// Acknowledgements per second between `from` and `until`.
+fn acks_between(published: &[Published], from: Instant, until: Instant) -> f64 {
+    let count = published
+        .iter()
+        .filter(|record| record.acked > from && record.acked <= until)
+        .count();
+    count as f64 / (until - from).as_secs_f64().max(0.001)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_cycles_of_peer_remove_and_re_add_during_writes_lose_nothing() {
-    remove_and_re_add_during_writes(3).await;
+    // Three cycles measure no rate worth holding to (0.33-1.24 of the rate before them in 5
+    // runs at load 12-13): the rate is asserted over ten.
+    remove_and_re_add_during_writes(3, None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "long: 10 cycles (cargo test -p parity --test cluster membership -- --ignored)"]
 async fn ten_cycles_of_peer_remove_and_re_add_during_writes_lose_nothing() {
-    remove_and_re_add_during_writes(10).await;
+    remove_and_re_add_during_writes(10, Some(RATE_KEPT)).await;
 }
 
 /// Consumer `num_replicas` and `mem_storage` on an R3 stream, as nats-server takes them: an R1
