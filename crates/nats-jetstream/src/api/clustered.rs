@@ -96,15 +96,47 @@ pub(crate) fn answers_here(context: &Context, cluster: &dyn Cluster, api: &ApiSu
             context.registry.get(stream).is_some()
                 && cluster.stream_group(stream).is_none_or(|group| {
                     group.is_leader()
-                        || (matches!(api, ApiSubject::StreamInfo { .. })
-                            && group
-                                .leaderless_for()
-                                .is_some_and(|age| age >= crate::cluster::LEADERLESS_ANSWER))
+                        || (matches!(api, ApiSubject::StreamInfo { .. }) && leaderless(&*group))
                         || runs_ephemeral(context, api)
                 })
         }
         None => true,
     }
+}
+
+/// Whether this replica's group has had no working leader for
+/// [`LEADERLESS_ANSWER`](crate::cluster::LEADERLESS_ANSWER): it then answers some of the
+/// stream's requests itself, as a member of a leaderless group does on nats-server.
+pub(crate) fn leaderless(group: &dyn crate::cluster::StreamGroup) -> bool {
+    !group.is_leader()
+        && group
+            .leaderless_for()
+            .is_some_and(|age| age >= crate::cluster::LEADERLESS_ANSWER)
+}
+
+/// The requests about a replicated stream held here that this replica answers with 10008
+/// "JetStream system temporarily unavailable" while its group is [`leaderless`]: MSG.GET,
+/// MSG.DELETE, PURGE and STREAM.LEADER.STEPDOWN, as nats-server's member of a leaderless group
+/// (`isGroupLeaderless`); CONSUMER.CREATE too, where nats-server's meta leader creates an
+/// ephemeral on a replica and leaves a durable unanswered (docs/parity.md).
+pub(crate) fn unavailable_without_stream_leader(
+    context: &Context,
+    cluster: &dyn Cluster,
+    api: &ApiSubject<'_>,
+) -> bool {
+    let (ApiSubject::StreamMsgGet { stream }
+    | ApiSubject::StreamMsgDelete { stream }
+    | ApiSubject::StreamPurge { stream }
+    | ApiSubject::StreamLeaderStepdown { stream }
+    | ApiSubject::ConsumerCreate { stream, .. }
+    | ApiSubject::ConsumerDurableCreate { stream, .. }) = api
+    else {
+        return false;
+    };
+    context.registry.get(stream).is_some()
+        && cluster
+            .stream_group(stream)
+            .is_some_and(|group| leaderless(&*group))
 }
 
 /// Whether `api` acts on an ephemeral consumer this server runs (created here while it led the

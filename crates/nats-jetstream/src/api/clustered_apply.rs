@@ -117,6 +117,8 @@ pub(crate) async fn apply_stream_assignment(context: &Arc<Context>, assignment: 
 const LEADER_WAIT: Duration = Duration::from_secs(10);
 /// How long a new stream leader's answer waits for its subject subscriptions.
 const SUBSCRIBE_WAIT: Duration = Duration::from_secs(2);
+/// How long the meta group's changes on this server wait for a replicated stream's update.
+const UPDATE_WAIT: Duration = Duration::from_secs(5);
 
 /// Applies the assignment of a replicated stream on one of its peers: creates the replica and
 /// starts its Raft group, or updates the config (the leader through the group's log, a follower
@@ -148,6 +150,7 @@ async fn apply_replicated_assignment(context: &Arc<Context>, assignment: StreamA
     };
     let create =
         || registry.create_replicated_stream(&assignment.config, assignment.created, &group);
+    let mut update = None;
     let result = match (single, assignment.change, registry.get(&name)) {
         (Some(single), _, _) => registry
             .replicate_stream(single, &assignment.config, &group)
@@ -156,17 +159,39 @@ async fn apply_replicated_assignment(context: &Arc<Context>, assignment: StreamA
         (None, StreamChange::Update, Some(stream)) if stream.config() == assignment.config => {
             Ok((stream, false))
         }
-        (None, StreamChange::Update, Some(_)) => registry
-            .update_assigned_stream(&assignment.config)
-            .await
-            .map(|stream| (stream, true)),
+        (None, StreamChange::Update, Some(_)) => {
+            // The leader's update goes through the stream's log: with no quorum to commit it,
+            // it waits until one returns (or the group stops). The meta group's next changes
+            // on this server (the stream's removal among them) go on after UPDATE_WAIT; the
+            // update carries on aside and its answer waits for it.
+            let registry = registry.clone();
+            let config = assignment.config.clone();
+            let mut task = tokio::spawn(async move {
+                registry
+                    .update_assigned_stream(&config)
+                    .await
+                    .map(|stream| (stream, true))
+            });
+            match tokio::time::timeout(UPDATE_WAIT, &mut task).await {
+                Ok(joined) => joined_update(joined),
+                Err(_) => {
+                    tracing::warn!("JetStream replicated stream {name}: update not committed within {UPDATE_WAIT:?}; going on");
+                    update = Some(task);
+                    Err(errors::CLUSTER_NOT_AVAIL.to_error())
+                }
+            }
+        }
         (None, StreamChange::Create, _) | (None, StreamChange::Update, None) => create().await,
     };
-    if let Err(error) = &result {
+    if let (Err(error), None) = (&result, &update) {
         tracing::warn!("JetStream replicated stream {name} not applied: {error:?}");
     }
     let context = context.clone();
     tokio::spawn(async move {
+        let result = match update {
+            Some(task) => joined_update(task.await),
+            None => result,
+        };
         if group.wait_for_leader(LEADER_WAIT).await != Some(true) {
             return;
         }
@@ -178,6 +203,13 @@ async fn apply_replicated_assignment(context: &Arc<Context>, assignment: StreamA
         }
         answer_replicated_assignment(&context, assignment, result);
     });
+}
+
+/// The outcome of an update run in a task of its own.
+fn joined_update(
+    joined: Result<Result<(Arc<crate::stream::Stream>, bool), ApiError>, tokio::task::JoinError>,
+) -> Result<(Arc<crate::stream::Stream>, bool), ApiError> {
+    joined.unwrap_or_else(|error| Err(errors::STREAM_UPDATE.with_err(error)))
 }
 
 /// The stream leader's answer to an applied assignment (and its advisory).
@@ -225,15 +257,21 @@ pub(crate) async fn apply_stream_removal(
     created: i64,
     reply: Option<Bytes>,
 ) {
-    // Of a replicated stream's servers, its leader answers.
-    let reply = match context
-        .cluster
-        .get()
-        .and_then(|cluster| cluster.stream_group(name))
-    {
-        Some(group) if !group.is_leader() => None,
+    // Of a replicated stream's servers, its leader answers; while the group has no leader, a
+    // replica that has known none for a while does (nats-server: every member of a leaderless
+    // group answers its deletion), so the delete of a stream that lost its quorum is answered.
+    let cluster = context.cluster.get();
+    let group = cluster.and_then(|cluster| cluster.stream_group(name));
+    let reply = match &group {
+        Some(group) if !group.is_leader() && !super::clustered::leaderless(&**group) => None,
         _ => reply,
     };
+    // The group stops first, as nats-server deletes the stream's Raft node before the stream:
+    // what the stream waits for from it (a proposal a leader without a quorum cannot commit)
+    // fails then, instead of holding this removal until a quorum returns.
+    if let (Some(cluster), Some(_)) = (cluster, &group) {
+        cluster.close_stream_group(name, created).await;
+    }
     let result = match context.registry.get(name) {
         Some(stream) if stream.created != created => Ok(()),
         _ => context.registry.delete_stream(name).await,

@@ -161,6 +161,11 @@ fn respond_error(
         ApiSubject::ConsumerReset { .. } => {
             context.respond(request, &ConsumerResetResponse::error(error), true)
         }
+        ApiSubject::StreamLeaderStepdown { .. } => context.respond(
+            request,
+            &SuccessResponse::error(STREAM_LEADER_STEPDOWN_RESPONSE_TYPE, error),
+            true,
+        ),
         _ => {}
     }
 }
@@ -191,6 +196,11 @@ pub(crate) async fn handle_request(context: &Arc<Context>, message: Message) {
     let cluster = context.cluster.get().cloned();
     if let Some(cluster) = &cluster {
         if cluster.meta_unavailable() && clustered::unavailable_without_meta(context, &api) {
+            let error = jetstream_api::errors::CLUSTER_NOT_AVAIL.to_error();
+            respond_error(context, &request, &api, error);
+            return;
+        }
+        if clustered::unavailable_without_stream_leader(context, &**cluster, &api) {
             let error = jetstream_api::errors::CLUSTER_NOT_AVAIL.to_error();
             respond_error(context, &request, &api, error);
             return;

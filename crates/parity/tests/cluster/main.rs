@@ -39,6 +39,7 @@ mod jsz_cluster;
 mod jwt_builder;
 mod kv_linearizable;
 mod leader_removal;
+mod leaderless_requests;
 mod linearizability;
 mod links;
 mod membership;

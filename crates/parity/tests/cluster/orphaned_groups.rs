@@ -24,7 +24,7 @@ const REMOVAL_BOUND: Duration = Duration::from_secs(20);
 /// A group directory no assignment names (ours: `S-R<n>F-<suffix>`, as placement names groups).
 const ORPHAN: &str = "S-R3F-orphan42";
 
-fn store_of(cluster: &Cluster, index: usize) -> PathBuf {
+pub(crate) fn store_of(cluster: &Cluster, index: usize) -> PathBuf {
     cluster
         .node(index)
         .store_dir
@@ -41,7 +41,7 @@ fn only_directory(root: &Path, name: &str) -> PathBuf {
 
 /// Waits (bounded by [`REMOVAL_BOUND`]) until none of `names` is a directory under `root`;
 /// what is left otherwise.
-async fn until_gone(root: &Path, names: &[&str]) -> Result<(), Vec<String>> {
+pub(crate) async fn until_gone(root: &Path, names: &[&str]) -> Result<(), Vec<String>> {
     let deadline = Instant::now() + REMOVAL_BOUND;
     loop {
         let left: Vec<String> = names
