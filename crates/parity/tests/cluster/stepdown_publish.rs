@@ -38,8 +38,12 @@ const MOVED_BOUND: Duration = Duration::from_secs(3);
 const RESUME_BOUND: Duration = Duration::from_secs(1);
 /// The median stepdown answer comes within this. nats-server: 0.5-6 ms, medians 1.3-2.4 ms;
 /// ours before the answer went ahead of the handover: 7-95 ms, medians 11-40 ms in 6 runs at
-/// load 6-9 (3 of 3 failed a 10 ms bound); since, medians 3-4.3 ms there and 7.5-17 ms at load 14.
-const ANSWER_BOUND: Duration = Duration::from_millis(25);
+/// load 6-9 (3 of 3 failed a 10 ms bound); since, medians 3-4.3 ms there and 7.5-17 ms at load 14,
+/// but 40-114 ms in 3 of 27 runs at load 13-20 (session 26), which failed a 25 ms bound. CI
+/// runs at load up to 24, so this bound only catches an answer held for the handover's slow
+/// paths (hundreds of ms to seconds); the quiet-machine figure is a benchmark's
+/// (bench/README.md, "Publishing after a stepdown").
+const ANSWER_BOUND: Duration = Duration::from_millis(250);
 /// An attempt sent this long before a stepdown's request may still be crossing to the old
 /// leader when it unsubscribes: lost there as on nats-server, it counts as the handover's.
 const IN_FLIGHT: Duration = Duration::from_millis(250);
