@@ -20,9 +20,11 @@ const CREATES: usize = 1;
 const MEASURE: Duration = Duration::from_secs(4);
 /// Bound for any single operation (a stalled server misses it by minutes).
 const OPERATION_TIMEOUT: Duration = Duration::from_secs(5);
-/// The p99 each measured operation must meet. nats-server answers in ~1 ms on an idle machine;
-/// this bound is generous for a loaded 2-core test machine and a debug build.
-const P99_BOUND: Duration = Duration::from_millis(250);
+/// The p99 each measured operation must meet. nats-server answers in ~1 ms on an idle machine
+/// (ours 2-60 ms in a debug build at load 10). At load 25 (CI beside other test runs, session 26)
+/// `$JS.API.INFO`'s p99 reached 410 ms (pub/sub 8 ms), failing the 250 ms this was: 1 s keeps
+/// the margin CI's load needs and still fails operations held behind the create.
+const P99_BOUND: Duration = Duration::from_secs(1);
 
 fn huge_create(index: usize) -> Vec<u8> {
     let subjects: Vec<String> = (0..SUBJECTS)
