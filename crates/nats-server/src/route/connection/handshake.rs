@@ -333,9 +333,8 @@ impl Session {
     /// cluster name, or when it was held long enough (`INFO_HOLD`).
     pub(super) fn release_info(&mut self) {
         if std::mem::take(&mut self.info_held) {
-            let mut frame = BytesMut::new();
-            encode_info(&mut frame, &our_info(&self.server, &self.routes));
-            self.send(&frame);
+            queue_info(&self.server, &self.routes, &self.shared);
+            self.shared.wake_writer();
         }
     }
 
