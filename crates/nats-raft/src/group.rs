@@ -148,6 +148,9 @@ pub struct LogCounters {
     pub append_calls: u64,
     pub entries_appended: u64,
     pub fsyncs: u64,
+    /// Vote and commit-index records written, and the time they took in all.
+    pub metadata_writes: u64,
+    pub metadata_write_micros: u64,
 }
 
 pub(crate) struct Supervision {
@@ -726,12 +729,7 @@ impl RaftGroup {
     }
 
     pub fn log_counters(&self) -> LogCounters {
-        let counters = &self.log.counters;
-        LogCounters {
-            append_calls: counters.append_calls.load(Ordering::Relaxed),
-            entries_appended: counters.entries_appended.load(Ordering::Relaxed),
-            fsyncs: counters.fsyncs.load(Ordering::Relaxed),
-        }
+        self.log.counters.read()
     }
 
     /// Stops the group; its directory can be started again.

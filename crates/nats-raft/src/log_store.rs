@@ -36,6 +36,20 @@ pub(crate) struct LogCounters {
     pub(crate) append_calls: AtomicU64,
     pub(crate) entries_appended: AtomicU64,
     pub(crate) fsyncs: AtomicU64,
+    pub(crate) metadata_writes: AtomicU64,
+    pub(crate) metadata_write_micros: AtomicU64,
+}
+
+impl LogCounters {
+    pub(crate) fn read(&self) -> crate::group::LogCounters {
+        crate::group::LogCounters {
+            append_calls: self.append_calls.load(Ordering::Relaxed),
+            entries_appended: self.entries_appended.load(Ordering::Relaxed),
+            fsyncs: self.fsyncs.load(Ordering::Relaxed),
+            metadata_writes: self.metadata_writes.load(Ordering::Relaxed),
+            metadata_write_micros: self.metadata_write_micros.load(Ordering::Relaxed),
+        }
+    }
 }
 
 /// How often a write refused for want of space is tried again.
@@ -82,6 +96,20 @@ impl Shared {
             let directory = self.lock().directory().display().to_string();
             tracing::info!(%directory, "raft log writes again");
         }
+    }
+
+    /// Saves `log`'s metadata (vote and commit index) durably, counted and timed.
+    fn save_meta(&self, log: &mut LogFile) -> io::Result<()> {
+        let started = std::time::Instant::now();
+        let result = log.save_meta();
+        let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        self.counters
+            .metadata_writes
+            .fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .metadata_write_micros
+            .fetch_add(micros, Ordering::Relaxed);
+        result
     }
 
     fn lock(&self) -> MutexGuard<'_, LogFile> {
@@ -269,7 +297,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         until_stored(&self.shared, "vote", move |shared| {
             let mut log = shared.lock();
             log.meta.vote = Some(vote);
-            log.save_meta()
+            shared.save_meta(&mut log)
         })
         .await
     }
@@ -285,7 +313,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
                 return Ok(());
             }
             log.meta.committed = committed;
-            log.save_meta()
+            shared.save_meta(&mut log)
         })
         .await
     }
