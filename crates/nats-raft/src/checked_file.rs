@@ -1,10 +1,11 @@
 //! Small whole files replaced atomically: `[4-byte magic][u32 crc32 of body][body]`, written to a
-//! temporary name, fsynced, renamed over the old file, and the directory fsynced. Used for a
-//! group's metadata (vote, commit, purge point); an earlier build's snapshot file has this form
-//! too (`snapshot_file.rs` reads it once and rewrites it in its own).
+//! temporary name, fsynced, renamed over the old file, and the directory fsynced. The form of an
+//! earlier build's group metadata (`meta`, read once and carried into `meta_record.rs`'s record)
+//! and snapshot file (`snapshot_file.rs` reads it once and rewrites it in its own); written only
+//! by tests now, to make such directories.
 
-use std::fs::{self, File};
-use std::io::{self, Write};
+use std::fs;
+use std::io;
 use std::path::Path;
 
 use bytes::Bytes;
@@ -16,7 +17,10 @@ fn checksum(body: &[u8]) -> u32 {
 }
 
 /// Replaces `path` with `body` durably.
+#[cfg(test)]
 pub(crate) fn write(path: &Path, magic: &[u8; 4], body: &[u8]) -> io::Result<()> {
+    use std::fs::File;
+    use std::io::Write;
     let temporary = path.with_extension("tmp");
     let mut file = File::create(&temporary)?;
     file.write_all(magic)?;

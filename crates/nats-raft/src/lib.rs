@@ -25,6 +25,7 @@ mod leading_since;
 mod lease;
 mod log_file;
 mod log_store;
+mod meta_record;
 mod network;
 mod snapshot_chunks;
 mod snapshot_file;

@@ -4,8 +4,9 @@
 //! - `log-<first index, 20 digits>.seg`: records `[u32 length][u32 crc32][entry]`, the checksum
 //!   covering the length and the entry (CRC-32 IEEE through crc32fast). A new segment starts when
 //!   the active one passes [`SEGMENT_BYTES`].
-//! - `meta`: vote, committed log id and last purged log id, a `checked_file` (checksummed, replaced
-//!   by write-to-temporary + fsync + rename + fsync of the directory).
+//! - `meta-record`: vote, committed log id and last purged log id, one record rewritten in place
+//!   under one `fdatasync` (`meta_record.rs`); an earlier build's `meta` is read once and carried
+//!   into it.
 //!
 //! Synchronous code with no tokio: the async store (`log_store.rs`) calls it under a mutex and runs
 //! fsyncs on the blocking pool.
@@ -16,8 +17,11 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use crate::checked_file;
 use crate::codec::{Reader, Writer};
+use crate::meta_record::MetaRecord;
 use crate::types::{Entry, LogId, Vote};
 
 /// A segment is closed and a new one started once it holds this many bytes.
@@ -29,7 +33,6 @@ pub(crate) const SEGMENT_BYTES: u64 = 64 << 20;
 /// messages each before a snapshot) on every replica.
 const CACHE_BYTES: u64 = 8 << 20;
 const RECORD_HEADER: usize = 8;
-const META_MAGIC: &[u8; 4] = b"NRM1";
 
 /// What recovery found wrong at the end of the log, if anything.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,6 +83,8 @@ pub(crate) struct LogFile {
     cached_bytes: u64,
     cache_limit: u64,
     pub(crate) meta: Meta,
+    /// Where `meta` is kept.
+    pub(crate) meta_record: MetaRecord,
     /// A unit test's stand-in for the operating system refusing record writes: every one
     /// while `refuse_writes` is set, the next one for `refuse_once`.
     #[cfg(test)]
@@ -148,7 +153,11 @@ impl LogFile {
         cache_limit: u64,
     ) -> io::Result<(LogFile, Option<TornTail>)> {
         create_durable_directory(directory)?;
-        let meta = read_meta(directory)?.unwrap_or_default();
+        let (meta_record, body) = MetaRecord::open(directory)?;
+        let meta = match body {
+            Some(body) => decode_meta(directory, &body)?,
+            None => Meta::default(),
+        };
         let mut names: Vec<(u64, PathBuf)> = Vec::new();
         for item in fs::read_dir(directory)? {
             let path = item?.path();
@@ -175,6 +184,7 @@ impl LogFile {
             cached_bytes: 0,
             cache_limit,
             meta,
+            meta_record,
             #[cfg(test)]
             refuse_writes: None,
             #[cfg(test)]
@@ -530,7 +540,7 @@ impl LogFile {
     /// segments that hold nothing newer.
     pub(crate) fn purge(&mut self, upto: &LogId) -> io::Result<()> {
         self.meta.purged = Some(*upto);
-        write_meta(&self.directory, &self.meta)?;
+        self.save_meta()?;
         let keep_from = upto.index + 1;
         self.locations = self.locations.split_off(&keep_from);
         self.cached = self.cached.split_off(&keep_from);
@@ -564,8 +574,8 @@ impl LogFile {
     }
 
     /// Saves the metadata durably.
-    pub(crate) fn save_meta(&self) -> io::Result<()> {
-        write_meta(&self.directory, &self.meta)
+    pub(crate) fn save_meta(&mut self) -> io::Result<()> {
+        self.meta_record.write(&encode_meta(&self.meta))
     }
 }
 
@@ -595,27 +605,25 @@ fn parse_record(input: &[u8]) -> Result<(Entry, usize), &'static str> {
     Ok((entry, RECORD_HEADER + length))
 }
 
-fn read_meta(directory: &Path) -> io::Result<Option<Meta>> {
-    let path = directory.join("meta");
-    let Some(body) = checked_file::read(&path, META_MAGIC)? else {
-        return Ok(None);
-    };
-    let malformed = |_| checked_file::malformed(&path, "metadata");
-    let mut reader = Reader::new(&body);
+/// The metadata in a record's (or an earlier build's `meta` file's) body.
+fn decode_meta(directory: &Path, body: &[u8]) -> io::Result<Meta> {
+    let malformed = |_| checked_file::malformed(directory, "metadata");
+    let mut reader = Reader::new(body);
     let vote = match reader.u8().map_err(malformed)? {
         0 => None,
         _ => Some(reader.vote().map_err(malformed)?),
     };
     let committed = reader.option_log_id().map_err(malformed)?;
     let purged = reader.option_log_id().map_err(malformed)?;
-    Ok(Some(Meta {
+    Ok(Meta {
         vote,
         committed,
         purged,
-    }))
+    })
 }
 
-fn write_meta(directory: &Path, meta: &Meta) -> io::Result<()> {
+/// The body of the metadata's record (as the earlier builds' `meta` file held it).
+pub(crate) fn encode_meta(meta: &Meta) -> Bytes {
     let mut writer = Writer::new();
     match &meta.vote {
         None => writer.u8(0),
@@ -626,5 +634,5 @@ fn write_meta(directory: &Path, meta: &Meta) -> io::Result<()> {
     }
     writer.option_log_id(meta.committed.as_ref());
     writer.option_log_id(meta.purged.as_ref());
-    checked_file::write(&directory.join("meta"), META_MAGIC, &writer.finish())
+    writer.finish()
 }

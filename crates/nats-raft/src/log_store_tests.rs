@@ -51,14 +51,75 @@ fn entries_survive_reopen_and_truncate_after_is_durable() {
     assert_eq!(log.meta.committed, Some(log_id(1, 1, 5)));
 }
 
+/// A directory holding a log of entries 1 to `count` of term 1, each with `body`.
+fn log_of(count: u64, body: &'static [u8]) -> tempfile::TempDir {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let (mut log, _) = LogFile::open(directory.path()).expect("open");
+    log.append((1..=count).map(|index| entry(1, index, body)))
+        .expect("append");
+    directory
+}
+
+/// A group directory written by an earlier build: its `meta` in the `checked_file` form, as that
+/// build's `write_meta` made it.
+fn write_old_meta(directory: &Path, meta: &crate::log_file::Meta) {
+    crate::checked_file::write(
+        &directory.join(crate::meta_record::OLD_FILE),
+        crate::meta_record::OLD_MAGIC,
+        &crate::log_file::encode_meta(meta),
+    )
+    .expect("old meta");
+}
+
+#[test]
+fn an_earlier_builds_meta_file_is_read_and_carried_into_the_record() {
+    use crate::meta_record::{FILE, OLD_FILE};
+    let directory = log_of(6, b"payload");
+    let old = crate::log_file::Meta {
+        vote: Some(Vote::new_committed(3, 2)),
+        committed: Some(log_id(1, 1, 5)),
+        purged: Some(log_id(1, 1, 2)),
+    };
+    write_old_meta(directory.path(), &old);
+    let (mut log, _) = LogFile::open(directory.path()).expect("open the old form");
+    assert_eq!(log.meta, old);
+    assert_eq!(log.last_log_id(), Some(log_id(1, 1, 6)));
+    assert_eq!(log.range(..).expect("range").len(), 4, "purged up to 2");
+    assert!(
+        !directory.path().join(FILE).exists(),
+        "opening writes nothing"
+    );
+
+    log.meta.committed = Some(log_id(1, 1, 6));
+    log.save_meta().expect("save");
+    assert!(directory.path().join(FILE).exists());
+    assert!(
+        !directory.path().join(OLD_FILE).exists(),
+        "the old file removed"
+    );
+    drop(log);
+    let (log, _) = LogFile::open(directory.path()).expect("reopen");
+    assert_eq!(
+        log.meta,
+        crate::log_file::Meta {
+            committed: Some(log_id(1, 1, 6)),
+            ..old
+        }
+    );
+
+    // An old file back beside the record (its removal lost to a power cut) is older than the
+    // record: ignored, and removed at the next write.
+    write_old_meta(directory.path(), &crate::log_file::Meta::default());
+    let (mut log, _) = LogFile::open(directory.path()).expect("reopen");
+    assert_eq!(log.meta.committed, Some(log_id(1, 1, 6)));
+    assert_eq!(log.meta.vote, Some(Vote::new_committed(3, 2)));
+    log.save_meta().expect("save");
+    assert!(!directory.path().join(OLD_FILE).exists());
+}
+
 #[test]
 fn a_torn_tail_is_cut_at_the_first_bad_record_and_reported() {
-    let directory = tempfile::tempdir().expect("tempdir");
-    {
-        let (mut log, _) = LogFile::open(directory.path()).expect("open");
-        log.append((1..=5).map(|index| entry(1, index, b"abcdefgh")))
-            .expect("append");
-    }
+    let directory = log_of(5, b"abcdefgh");
     let segment = segment_files(directory.path()).remove(0);
     let length = std::fs::metadata(&segment).expect("metadata").len();
     // A half-written sixth record.
