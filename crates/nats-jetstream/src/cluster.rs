@@ -154,6 +154,12 @@ pub trait StreamGroup: Send + Sync + 'static {
     fn start(self: Arc<Self>, machine: ReplicaMachine) -> GroupFuture<Result<(), String>>;
     /// Whether this server leads the stream now (and has applied everything committed before).
     fn is_leader(&self) -> bool;
+    /// When this server's current leadership of the stream began, as [`StreamGroup::is_leader`]
+    /// sees it (noted before `is_leader` turns true); `None` while it does not lead. A request
+    /// that reached this server earlier reached it while another led (or nobody did).
+    fn leading_since(&self) -> Option<std::time::Instant> {
+        None
+    }
     /// How long this replica has known no working leader of its group (`None` while it leads or
     /// hears from one): the time since it last heard from its leader, since its quorum last
     /// acknowledged it (a leader cut off from the others), or since it last heard from any

@@ -429,6 +429,21 @@ async fn leader_stepdown(
         let Some(stream) = context.registry.get(name) else {
             return Err(errors::STREAM_NOT_FOUND.to_error());
         };
+        // An ephemeral run here is this server's to answer whoever leads the stream.
+        let runs_here = consumer.is_some_and(|consumer| {
+            context
+                .registry
+                .consumers(&stream)
+                .get(consumer)
+                .is_some_and(|found| found.replication.is_none())
+        });
+        if !runs_here && arrived_before_leading(cluster, name, request) {
+            tracing::info!(
+                stream = name,
+                "leader stepdown that arrived before this leadership left to its predecessor"
+            );
+            return Ok(false);
+        }
         if let Some(consumer) = consumer {
             request.check_api_level()?;
             let consumers = context.registry.consumers(&stream);
@@ -464,6 +479,20 @@ async fn leader_stepdown(
     };
     let failed = response.error.is_some();
     context.respond(request, &response, failed);
+}
+
+/// Whether `request` reached this server before its current leadership of the stream began.
+/// Every server receives every stepdown and each decides whether it leads only when its API
+/// queue reaches the request: a server busy behind other requests reached a stepdown after it
+/// had become leader through that very stepdown, and handed the leadership straight back
+/// (issue 20: `nats consumer cluster step-down` then saw no new leader). Such a stepdown was
+/// its predecessor's, which answered it and acted on it (nats-server's API workers reach a
+/// request almost at once, so there too it is the server leading on its arrival that acts).
+fn arrived_before_leading(cluster: &dyn Cluster, name: &str, request: &Request) -> bool {
+    cluster
+        .stream_group(name)
+        .and_then(|group| group.leading_since())
+        .is_some_and(|since| since > request.arrived)
 }
 
 /// The names/list request (the same body for both), or the error to answer.

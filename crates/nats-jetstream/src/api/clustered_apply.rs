@@ -320,5 +320,6 @@ fn reply_only(reply: Bytes) -> Request {
         reply,
         payload: Bytes::new(),
         headers: None,
+        arrived: std::time::Instant::now(),
     }
 }

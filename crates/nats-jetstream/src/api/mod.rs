@@ -35,7 +35,7 @@ use bytes::Bytes;
 use consumers::CreateKind;
 use jetstream_api::ApiSubject;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long a just-elected meta leader holds a request it is to answer until a quorum confirms
 /// its leadership (one heartbeat round, normally well under a second).
@@ -48,6 +48,8 @@ pub(crate) struct Request {
     pub payload: Bytes,
     /// The request's header block, if it had one (only `Nats-Required-Api-Level` is read).
     pub headers: Option<Bytes>,
+    /// When it reached this server (queued behind others, it may be handled much later).
+    pub arrived: Instant,
 }
 
 impl Request {
@@ -173,7 +175,7 @@ fn respond_error(
 /// One `$JS.API` request: the subject parsed once ([`ApiSubject`]), then its handler.
 /// Subjects nats-server has no handler for, and the cluster operations a single server
 /// does not answer, get no answer at all.
-pub(crate) async fn handle_request(context: &Arc<Context>, message: Message) {
+pub(crate) async fn handle_request(context: &Arc<Context>, message: Message, arrived: Instant) {
     let Ok(subject) = std::str::from_utf8(&message.subject) else {
         return;
     };
@@ -187,6 +189,7 @@ pub(crate) async fn handle_request(context: &Arc<Context>, message: Message) {
         reply,
         payload: message.payload.clone(),
         headers: message.headers.clone(),
+        arrived,
     };
     if !context.enabled {
         let error = jetstream_api::errors::NOT_ENABLED_FOR_ACCOUNT.to_error();

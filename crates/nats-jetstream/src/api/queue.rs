@@ -23,6 +23,7 @@ use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 use tokio::sync::Notify;
 
 /// nats-server's `JSDefaultRequestQueueLimit` (its info queue defaults to the same).
@@ -33,8 +34,10 @@ fn info_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |cpus| cpus.get().min(16))
 }
 
-/// A request waiting with the context of the account it came from.
-type Pending = (Arc<Context>, Message);
+/// A request waiting with the context of the account it came from and when it arrived (a
+/// leader stepdown is acted on only by a leadership that began before it arrived,
+/// `clustered::leader_stepdown`).
+type Pending = (Arc<Context>, Message, Instant);
 
 /// One queue of pending requests and the wake-up of the thread serving it.
 struct Queue<T = Pending> {
@@ -173,11 +176,11 @@ impl ApiQueues {
     async fn serve(&self, info: bool) {
         let queue = self.queue(info);
         loop {
-            while let Some((context, message)) = queue.pop() {
+            while let Some((context, message, arrived)) = queue.pop() {
                 if self.closed.load(Ordering::Acquire) {
                     return;
                 }
-                super::handle_request(&context, message).await;
+                super::handle_request(&context, message, arrived).await;
             }
             // Made before the flag is read: `close`'s `notify_waiters` reaches it even if
             // it is not yet polled (several threads may wait on one queue).
@@ -209,7 +212,7 @@ impl ApiQueues {
             self.limits.admin
         };
         let queue = self.queue(info);
-        if let Some(dropped) = queue.push((context.clone(), message), limit) {
+        if let Some(dropped) = queue.push((context.clone(), message, Instant::now()), limit) {
             self.limit_reached(context, queue.name, dropped);
         }
     }

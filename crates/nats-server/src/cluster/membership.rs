@@ -203,7 +203,7 @@ const SERVER_REMOVED_ADVISORY: &str = "$JS.EVENT.ADVISORY.SERVER.REMOVED";
 /// cluster answers this server's clients.
 pub(super) fn on_removal(meta: &Arc<Meta>, server: std::sync::Weak<crate::server::Server>) {
     let subject = removed_subject(&meta.own_peer);
-    meta.serve(&subject, move |meta, _message| {
+    meta.serve(&subject, move |meta, _message, _| {
         let server = server.clone();
         async move {
             let Some(server) = server.upgrade() else {

@@ -337,12 +337,12 @@ impl Meta {
             }),
         );
         self.subscriptions.lock().push(hello);
-        self.serve(STEPDOWN_SUBJECT, |meta, message| async move {
-            meta.stepdown(message).await
+        self.serve(STEPDOWN_SUBJECT, |meta, message, led| async move {
+            meta.stepdown(message, led).await
         });
         self.serve(
             super::membership::SERVER_REMOVE_SUBJECT,
-            |meta, message| async move { meta.server_remove(message).await },
+            |meta, message, _| async move { meta.server_remove(message).await },
         );
         tokio::spawn(discover(Arc::downgrade(self), hellos));
         tokio::spawn(super::meta_leadership::watch_leader(Arc::downgrade(self)));
@@ -353,28 +353,32 @@ impl Meta {
         super::stream_group::orphans::spawn(self);
     }
 
-    /// Serves requests on `subject` in the system account, one at a time, with `handle`.
+    /// Serves requests on `subject` in the system account, one at a time, with `handle`, which
+    /// also gets this server's meta leadership when the request arrived ([`Meta::leads`]'s
+    /// number): a request may wait behind others while the leadership moves.
     pub(super) fn serve<F, Fut>(self: &Arc<Self>, subject: &str, handle: F)
     where
-        F: Fn(Arc<Meta>, Message) -> Fut + Send + 'static,
+        F: Fn(Arc<Meta>, Message, Option<u64>) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = ()> + Send,
     {
-        let (sender, mut requests) = tokio::sync::mpsc::channel::<Message>(64);
+        let (sender, mut requests) = tokio::sync::mpsc::channel::<(Message, Option<u64>)>(64);
+        let leading = self.leading.clone();
         let id = self.system.router.subscribe_internal(
             subject,
             None,
             Arc::new(move |message: Message| {
-                let _ = sender.try_send(message);
+                let led = *leading.borrow();
+                let _ = sender.try_send((message, led));
             }),
         );
         self.subscriptions.lock().push(id);
         let weak = Arc::downgrade(self);
         tokio::spawn(async move {
-            while let Some(message) = requests.recv().await {
+            while let Some((message, led)) = requests.recv().await {
                 let Some(meta) = weak.upgrade() else {
                     return;
                 };
-                handle(meta, message).await;
+                handle(meta, message, led).await;
             }
         });
     }

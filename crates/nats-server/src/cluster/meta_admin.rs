@@ -17,8 +17,19 @@ use super::meta::Meta;
 const HEALTH_CONTACT_WINDOW: Duration = Duration::from_secs(3);
 
 impl Meta {
-    pub(super) async fn stepdown(&self, message: Message) {
-        if !self.leads() {
+    /// `led`: this server's leadership when the request arrived. Every server receives every
+    /// stepdown; one that reached this server before its current leadership began was its
+    /// predecessor's, which answered it and handed the leadership here: acted on again it
+    /// would hand it straight on (the stream stepdowns' race, `clustered::leader_stepdown`).
+    pub(super) async fn stepdown(&self, message: Message, led: Option<u64>) {
+        let leading = *self.leading.borrow();
+        if leading.is_none() {
+            return;
+        }
+        if leading != led {
+            tracing::info!(
+                "meta leader stepdown that arrived before this leadership left to its predecessor"
+            );
             return;
         }
         let status = self.group.status();

@@ -69,6 +69,7 @@ mod route_wire;
 mod scale;
 mod server_removed;
 mod stepdown_publish;
+mod stepdown_queued;
 mod stepdown_reads;
 mod support;
 mod uncommitted_reads;

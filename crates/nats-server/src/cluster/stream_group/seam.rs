@@ -143,6 +143,10 @@ impl StreamGroup for ReplicatedStream {
         self.leadership.borrow().is_some()
     }
 
+    fn leading_since(&self) -> Option<Instant> {
+        self.leader_since.lock().map(|(_, _, since)| since)
+    }
+
     fn leaderless_for(&self) -> Option<Duration> {
         if self.is_leader() {
             return None;
@@ -279,7 +283,7 @@ impl StreamGroup for ReplicatedStream {
             info.leader = self.name_of(leader);
         }
         if status.role == Role::Leader {
-            info.leader_since = self.leader_since.lock().map(|(_, since)| since);
+            info.leader_since = self.leader_since.lock().map(|(_, since, _)| since);
             let mut replicas: Vec<PeerInfo> = status
                 .voters
                 .iter()
