@@ -154,9 +154,9 @@ pub trait StreamGroup: Send + Sync + 'static {
     fn start(self: Arc<Self>, machine: ReplicaMachine) -> GroupFuture<Result<(), String>>;
     /// Whether this server leads the stream now (and has applied everything committed before).
     fn is_leader(&self) -> bool;
-    /// When this server's current leadership of the stream began, as [`StreamGroup::is_leader`]
-    /// sees it (noted before `is_leader` turns true); `None` while it does not lead. A request
-    /// that reached this server earlier reached it while another led (or nobody did).
+    /// When this server's leadership of the stream in the group's current term began (before
+    /// [`StreamGroup::is_leader`] turned true); `None` while it does not lead. A request that
+    /// reached this server earlier reached it while another led (or nobody did).
     fn leading_since(&self) -> Option<std::time::Instant> {
         None
     }

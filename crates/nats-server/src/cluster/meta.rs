@@ -337,8 +337,8 @@ impl Meta {
             }),
         );
         self.subscriptions.lock().push(hello);
-        self.serve(STEPDOWN_SUBJECT, |meta, message, led| async move {
-            meta.stepdown(message, led).await
+        self.serve(STEPDOWN_SUBJECT, |meta, message, arrived| async move {
+            meta.stepdown(message, arrived).await
         });
         self.serve(
             super::membership::SERVER_REMOVE_SUBJECT,
@@ -354,31 +354,28 @@ impl Meta {
     }
 
     /// Serves requests on `subject` in the system account, one at a time, with `handle`, which
-    /// also gets this server's meta leadership when the request arrived ([`Meta::leads`]'s
-    /// number): a request may wait behind others while the leadership moves.
+    /// also gets when the request arrived: it may wait behind others while the leadership moves.
     pub(super) fn serve<F, Fut>(self: &Arc<Self>, subject: &str, handle: F)
     where
-        F: Fn(Arc<Meta>, Message, Option<u64>) -> Fut + Send + 'static,
+        F: Fn(Arc<Meta>, Message, Instant) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = ()> + Send,
     {
-        let (sender, mut requests) = tokio::sync::mpsc::channel::<(Message, Option<u64>)>(64);
-        let leading = self.leading.clone();
+        let (sender, mut requests) = tokio::sync::mpsc::channel::<(Message, Instant)>(64);
         let id = self.system.router.subscribe_internal(
             subject,
             None,
             Arc::new(move |message: Message| {
-                let led = *leading.borrow();
-                let _ = sender.try_send((message, led));
+                let _ = sender.try_send((message, Instant::now()));
             }),
         );
         self.subscriptions.lock().push(id);
         let weak = Arc::downgrade(self);
         tokio::spawn(async move {
-            while let Some((message, led)) = requests.recv().await {
+            while let Some((message, arrived)) = requests.recv().await {
                 let Some(meta) = weak.upgrade() else {
                     return;
                 };
-                handle(meta, message, led).await;
+                handle(meta, message, arrived).await;
             }
         });
     }

@@ -3,7 +3,7 @@
 //! server holds to other voters (lame duck mode, shutdown).
 
 use std::collections::HashSet;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nats_jetstream::Message;
 use nats_raft::{GroupStatus, NodeId};
@@ -17,16 +17,20 @@ use super::meta::Meta;
 const HEALTH_CONTACT_WINDOW: Duration = Duration::from_secs(3);
 
 impl Meta {
-    /// `led`: this server's leadership when the request arrived. Every server receives every
-    /// stepdown; one that reached this server before its current leadership began was its
-    /// predecessor's, which answered it and handed the leadership here: acted on again it
-    /// would hand it straight on (the stream stepdowns' race, `clustered::leader_stepdown`).
-    pub(super) async fn stepdown(&self, message: Message, led: Option<u64>) {
-        let leading = *self.leading.borrow();
-        if leading.is_none() {
+    /// Every server receives every stepdown; one that `arrived` here before this server's
+    /// leadership in the current term began was its predecessor's, which answered it and
+    /// handed the leadership here: acted on again it would hand it straight on (the stream
+    /// stepdowns' race, `clustered::arrived_before_leading`).
+    pub(super) async fn stepdown(&self, message: Message, arrived: Instant) {
+        if !self.leads() {
             return;
         }
-        if leading != led {
+        let began = self
+            .group
+            .status()
+            .led_for
+            .and_then(|led_for| Instant::now().checked_sub(led_for));
+        if began.is_some_and(|began| began > arrived) {
             tracing::info!(
                 "meta leader stepdown that arrived before this leadership left to its predecessor"
             );

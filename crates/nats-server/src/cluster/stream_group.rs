@@ -25,7 +25,7 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use jetstream_api::Timestamp;
@@ -342,9 +342,8 @@ pub struct ReplicatedStream {
     /// leadership (`RaftGroup::leading`: a new number for each leadership, also one resumed in
     /// the same term by a rebuilt group).
     leadership: watch::Sender<Option<u64>>,
-    /// When this server's current leadership began: its number, the wall clock (STREAM.INFO's
-    /// `leader_since`) and the monotonic clock (`StreamGroup::leading_since`).
-    leader_since: Mutex<Option<(u64, Timestamp, Instant)>>,
+    /// When this server's current leadership began.
+    leader_since: Mutex<Option<(u64, Timestamp)>>,
 }
 
 /// nats-raft's view of the replica.
@@ -476,8 +475,8 @@ impl ReplicatedStream {
         {
             let mut since = self.leader_since.lock();
             match leadership {
-                Some(leadership) if since.is_none_or(|(known, _, _)| known != leadership) => {
-                    *since = Some((leadership, Timestamp::now(), Instant::now()));
+                Some(leadership) if since.is_none_or(|(known, _)| known != leadership) => {
+                    *since = Some((leadership, Timestamp::now()));
                 }
                 Some(_) => {}
                 None => *since = None,

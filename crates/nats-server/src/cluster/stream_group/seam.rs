@@ -144,7 +144,14 @@ impl StreamGroup for ReplicatedStream {
     }
 
     fn leading_since(&self) -> Option<Instant> {
-        self.leader_since.lock().map(|(_, _, since)| since)
+        if !self.is_leader() {
+            return None;
+        }
+        // The group's leadership in its term, as nats-raft saw it taken: it precedes `is_leader`,
+        // and a leadership that lapsed for want of a quorum's word and came back in the same
+        // term (a loaded machine) counts from its start.
+        let led_for = self.raft()?.status().led_for?;
+        Instant::now().checked_sub(led_for)
     }
 
     fn leaderless_for(&self) -> Option<Duration> {
@@ -283,7 +290,7 @@ impl StreamGroup for ReplicatedStream {
             info.leader = self.name_of(leader);
         }
         if status.role == Role::Leader {
-            info.leader_since = self.leader_since.lock().map(|(_, since, _)| since);
+            info.leader_since = self.leader_since.lock().map(|(_, since)| since);
             let mut replicas: Vec<PeerInfo> = status
                 .voters
                 .iter()
