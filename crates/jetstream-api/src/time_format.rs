@@ -97,7 +97,7 @@ impl std::fmt::Display for Timestamp {
 
 impl Serialize for Timestamp {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.to_rfc3339())
+        serializer.serialize_str(go_compat::time_text::Rfc3339Nano::new(self.0).as_str())
     }
 }
 
