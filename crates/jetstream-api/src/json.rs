@@ -303,12 +303,24 @@ fn go_type_name(expected: &str) -> String {
 /// Serializes a response as nats-server's `encoding/json` would: same bytes for the same field
 /// order and values (HTML-sensitive characters escaped as `\u003c`, `\u003e`, `\u0026`).
 pub fn encode_response<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
-    // Serializing our own types into a Vec cannot fail: no non-string map keys, no I/O.
     let mut out = Vec::with_capacity(256);
-    let mut serializer = serde_json::Serializer::with_formatter(&mut out, GoEscapes);
-    match value.serialize(&mut serializer) {
-        Ok(()) => out,
-        Err(_) => Vec::new(),
+    if encode_into(&mut out, value) {
+        out
+    } else {
+        Vec::new()
+    }
+}
+
+/// [`encode_response`] appended to `out`; false (and `out` as it was) if serializing failed,
+/// which our own types never do (no non-string map keys, no I/O).
+pub fn encode_into<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> bool {
+    let start = out.len();
+    let mut serializer = serde_json::Serializer::with_formatter(&mut *out, GoEscapes);
+    if value.serialize(&mut serializer).is_ok() {
+        true
+    } else {
+        out.truncate(start);
+        false
     }
 }
 

@@ -8,7 +8,8 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::ser::SerializeStruct;
+use serde::{Deserialize, Serialize, Serializer};
 
 use crate::api_error::ApiError;
 use crate::policy::{
@@ -171,8 +172,10 @@ pub struct ExternalStream {
     pub deliver_prefix: String,
 }
 
-/// `STREAM.INFO` / `STREAM.CREATE` payload: config, state and times.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// `STREAM.INFO` / `STREAM.CREATE` payload: config, state and times. Serialized by hand (the
+/// same bytes a derive would write, nats-server's field order, empty parts left out) so that
+/// [`StreamInfo::without_config`] can write it all but the config.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 pub struct StreamInfo {
     /// Required when decoding, so an error response decodes with no info at all.
     pub config: StreamConfig,
@@ -180,19 +183,81 @@ pub struct StreamInfo {
     pub created: Timestamp,
     #[serde(default)]
     pub state: StreamState,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(default)]
     pub domain: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub cluster: Option<ClusterInfo>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub mirror: Option<StreamSourceInfo>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub sources: Vec<StreamSourceInfo>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub alternates: Vec<StreamAlternate>,
     /// When the info was gathered.
     #[serde(default, rename = "ts")]
     pub timestamp: Timestamp,
+}
+
+impl StreamInfo {
+    /// The info without its `config`: `{"created":...,"ts":...}`. A server that keeps a
+    /// stream's config encoded writes `{"config":<that>,` and this from its second byte on.
+    pub fn without_config(&self) -> impl Serialize + '_ {
+        WithoutConfig(self)
+    }
+
+    fn serialize_parts<S: Serializer>(
+        &self,
+        with_config: bool,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        let mut out = serializer.serialize_struct("StreamInfo", 9)?;
+        if with_config {
+            out.serialize_field("config", &self.config)?;
+        } else {
+            out.skip_field("config")?;
+        }
+        out.serialize_field("created", &self.created)?;
+        out.serialize_field("state", &self.state)?;
+        if self.domain.is_empty() {
+            out.skip_field("domain")?;
+        } else {
+            out.serialize_field("domain", &self.domain)?;
+        }
+        match &self.cluster {
+            Some(cluster) => out.serialize_field("cluster", cluster)?,
+            None => out.skip_field("cluster")?,
+        }
+        match &self.mirror {
+            Some(mirror) => out.serialize_field("mirror", mirror)?,
+            None => out.skip_field("mirror")?,
+        }
+        if self.sources.is_empty() {
+            out.skip_field("sources")?;
+        } else {
+            out.serialize_field("sources", &self.sources)?;
+        }
+        if self.alternates.is_empty() {
+            out.skip_field("alternates")?;
+        } else {
+            out.serialize_field("alternates", &self.alternates)?;
+        }
+        out.serialize_field("ts", &self.timestamp)?;
+        out.end()
+    }
+}
+
+impl Serialize for StreamInfo {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.serialize_parts(true, serializer)
+    }
+}
+
+struct WithoutConfig<'a>(&'a StreamInfo);
+
+impl Serialize for WithoutConfig<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize_parts(false, serializer)
+    }
 }
 
 /// A stream's message counts and bounds. `first_ts`/`last_ts` are [`Timestamp::ZERO`] when there

@@ -227,6 +227,16 @@ pub struct StreamInfoResponse {
 }
 
 impl StreamInfoResponse {
+    /// What [`StreamInfoResponse::ok`] encodes to, with `config` (the info's config as
+    /// `encode_response` writes it) in place of `info.config`, which is not read.
+    pub fn encode_ok(info: &StreamInfo, config: &[u8], paged: &Paged) -> Vec<u8> {
+        let mut out = Vec::with_capacity(160 + config.len() + 512);
+        write_head(&mut out, STREAM_INFO_RESPONSE_TYPE, paged);
+        out.push(b',');
+        write_info_fields(&mut out, config, info);
+        out
+    }
+
     pub fn ok(info: StreamInfo, paged: Paged) -> Self {
         StreamInfoResponse {
             response_type: STREAM_INFO_RESPONSE_TYPE.to_string(),
@@ -361,6 +371,72 @@ impl StreamListResponse {
             error: Some(error),
             ..Default::default()
         }
+    }
+}
+
+/// A successful `STREAM.LIST` page written as its streams are visited: the bytes
+/// [`encode_response`](crate::json::encode_response) writes for [`StreamListResponse::ok`],
+/// without collecting the infos first, and with each stream's config as the server kept it
+/// encoded instead of encoded again.
+pub struct StreamListPage {
+    out: Vec<u8>,
+    empty: bool,
+}
+
+impl StreamListPage {
+    /// `{"type":...,"total":...,"offset":...,"limit":...,"streams":[`, room for `streams`
+    /// infos of about 1 KiB.
+    pub fn new(paged: &Paged, streams: usize) -> Self {
+        let mut out = Vec::with_capacity(128 + streams * 1024);
+        write_head(&mut out, STREAM_LIST_RESPONSE_TYPE, paged);
+        out.extend_from_slice(b",\"streams\":[");
+        StreamListPage { out, empty: true }
+    }
+
+    /// One stream: `config` is its [`StreamConfig`] as `encode_response` writes it, `info` the
+    /// rest (its own `config` is not read).
+    pub fn push(&mut self, config: &[u8], info: &StreamInfo) {
+        if !self.empty {
+            self.out.push(b',');
+        }
+        self.empty = false;
+        self.out.push(b'{');
+        write_info_fields(&mut self.out, config, info);
+    }
+
+    pub fn finish(mut self) -> Vec<u8> {
+        self.out.extend_from_slice(b"]}");
+        self.out
+    }
+}
+
+/// `{"type":"<response_type>","total":...,"offset":...,"limit":...`: a response's type and
+/// its paging fields, flattened as the derives write them.
+fn write_head(out: &mut Vec<u8>, response_type: &str, paged: &Paged) {
+    out.extend_from_slice(b"{\"type\":");
+    crate::json::encode_into(out, response_type);
+    out.push(b',');
+    // `{"total":...}` without its braces.
+    let start = out.len();
+    if crate::json::encode_into(out, paged) {
+        out.pop();
+        out.remove(start);
+    }
+}
+
+/// A [`StreamInfo`]'s fields after its object's `{`, through its `}`, with `config` (its
+/// config as `encode_response` writes it) in place of its own.
+fn write_info_fields(out: &mut Vec<u8>, config: &[u8], info: &StreamInfo) {
+    out.extend_from_slice(b"\"config\":");
+    out.extend_from_slice(config);
+    // `without_config` opens its object with `{`, which becomes the `,` after the config.
+    let opening = out.len();
+    if crate::json::encode_into(out, &info.without_config()) {
+        if let Some(opening) = out.get_mut(opening) {
+            *opening = b',';
+        }
+    } else {
+        out.push(b'}');
     }
 }
 

@@ -3,8 +3,9 @@
 
 use jetstream_api::json::encode_response;
 use jetstream_api::{
-    MsgGetResponse, PubAck, StreamCreateResponse, StreamInfoResponse, StreamListResponse,
-    StreamNamesResponse, StreamPurgeResponse, StreamUpdateResponse, SuccessResponse,
+    MsgGetResponse, PubAck, StreamCreateResponse, StreamInfoResponse, StreamListPage,
+    StreamListResponse, StreamNamesResponse, StreamPurgeResponse, StreamUpdateResponse,
+    SuccessResponse,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -240,4 +241,65 @@ fn negative_paging_offsets_are_accepted_and_clamped_like_go() {
     let request: ConsumersRequest = decode_request(br#"{"offset":7}"#).unwrap();
     assert_eq!(request.offset, 7);
     assert!(decode_request::<ConsumersRequest>(br#"{"offset":"x"}"#).is_err());
+}
+
+/// A page written stream by stream with each config encoded on its own is what nats-server sent
+/// (one stream, none) and what encoding the whole response writes (several, with a mirror,
+/// sources, cluster and domain).
+#[test]
+fn list_pages_written_stream_by_stream() {
+    let write = |response: &StreamListResponse| {
+        let mut page = StreamListPage::new(&response.paged, response.streams.len());
+        for info in &response.streams {
+            page.push(&encode_response(&info.config), info);
+        }
+        page.finish()
+    };
+    for name in ["stream_list", "stream_list_empty"] {
+        let response: StreamListResponse = serde_json::from_slice(&fixture(name)).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&write(&response)),
+            String::from_utf8_lossy(&fixture(name)),
+            "{name}"
+        );
+    }
+    let mut streams = Vec::new();
+    for name in ["stream_info", "stream_info_mirror", "stream_info_subjects"] {
+        let response: StreamInfoResponse = serde_json::from_slice(&fixture(name)).unwrap();
+        streams.push(response.info.unwrap());
+    }
+    let mut sourced = streams[0].clone();
+    sourced.sources = streams[1].mirror.clone().into_iter().collect();
+    sourced.domain = "hub<1>".to_string();
+    sourced.config.subjects = vec!["a.>".to_string(), "b.<&>".to_string()];
+    streams.push(sourced);
+    let paged = jetstream_api::Paged {
+        total: 9,
+        offset: 5,
+        limit: 256,
+    };
+    let response = StreamListResponse::ok(streams, paged);
+    let written = write(&response);
+    assert_eq!(
+        String::from_utf8_lossy(&written),
+        String::from_utf8_lossy(&encode_response(&response))
+    );
+    let decoded: StreamListResponse = serde_json::from_slice(&written).unwrap();
+    assert_eq!(decoded, response);
+}
+
+/// STREAM.INFO answers written with the config encoded on its own are nats-server's bytes.
+#[test]
+fn info_answers_written_with_an_encoded_config() {
+    for name in ["stream_info", "stream_info_mirror", "stream_info_subjects"] {
+        let response: StreamInfoResponse = serde_json::from_slice(&fixture(name)).unwrap();
+        let info = response.info.as_ref().unwrap();
+        let written =
+            StreamInfoResponse::encode_ok(info, &encode_response(&info.config), &response.paged);
+        assert_eq!(
+            String::from_utf8_lossy(&written),
+            String::from_utf8_lossy(&fixture(name)),
+            "{name}"
+        );
+    }
 }

@@ -74,20 +74,34 @@ impl Context {
     /// Counted before the answer goes out: the info thread may answer the requester's next
     /// `$JS.API.INFO` before this thread would get to count otherwise.
     pub(crate) fn respond<T: Serialize>(&self, request: &Request, body: &T, failed: bool) {
+        self.count(failed);
+        self.respond_uncounted(request, body);
+    }
+
+    /// [`Context::respond`] with a body already encoded.
+    pub(crate) fn respond_encoded(&self, request: &Request, body: Vec<u8>, failed: bool) {
+        self.count(failed);
+        self.publish_encoded(request.reply.clone(), body);
+    }
+
+    fn count(&self, failed: bool) {
         self.counters.total.fetch_add(1, Ordering::Relaxed);
         if failed {
             self.counters.errors.fetch_add(1, Ordering::Relaxed);
         }
-        self.respond_uncounted(request, body);
     }
 
     /// Publish a JSON body (an answer or an advisory) through core routing.
     pub(crate) fn publish_json<T: Serialize>(&self, subject: impl Into<Bytes>, body: &T) {
+        self.publish_encoded(subject, jetstream_api::json::encode_response(body));
+    }
+
+    fn publish_encoded(&self, subject: impl Into<Bytes>, body: Vec<u8>) {
         self.transport.publish(Message {
             subject: subject.into(),
             reply: None,
             headers: None,
-            payload: Bytes::from(jetstream_api::json::encode_response(body)),
+            payload: Bytes::from(body),
         });
     }
 

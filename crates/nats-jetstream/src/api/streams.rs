@@ -2,15 +2,15 @@
 
 use super::Context;
 use super::Request;
-use crate::stream::{Stream, StreamCommand};
+use crate::stream::{ConfigForm, Stream, StreamCommand};
 use jetstream_api::advisory::ActionKind;
 use jetstream_api::json::decode_request;
 use jetstream_api::{
     errors, metadata, ApiError, ClusterInfo, Nanos, Paged, StreamConfig, StreamConfigRequest,
-    StreamCreateResponse, StreamInfo, StreamInfoRequest, StreamInfoResponse, StreamListResponse,
-    StreamNamesRequest, StreamNamesResponse, StreamPurgeRequest, StreamPurgeResponse,
-    StreamSourceInfo, StreamState, StreamUpdateResponse, SuccessResponse, Timestamp,
-    STREAM_DELETE_RESPONSE_TYPE, STREAM_INFO_RESPONSE_TYPE, STREAM_LIST_RESPONSE_TYPE,
+    StreamCreateResponse, StreamInfo, StreamInfoRequest, StreamInfoResponse, StreamListPage,
+    StreamListResponse, StreamNamesRequest, StreamNamesResponse, StreamPurgeRequest,
+    StreamPurgeResponse, StreamSourceInfo, StreamState, StreamUpdateResponse, SuccessResponse,
+    Timestamp, STREAM_DELETE_RESPONSE_TYPE, STREAM_INFO_RESPONSE_TYPE, STREAM_LIST_RESPONSE_TYPE,
     STREAM_NAMES_RESPONSE_TYPE,
 };
 use std::collections::BTreeMap;
@@ -47,16 +47,43 @@ pub(crate) fn build_stream_info(
     detail: &InfoDetail<'_>,
     view: InfoView,
 ) -> (StreamInfo, usize) {
+    let (mut info, subjects_total) = stream_info_but_config(context, stream, detail, view);
+    let config = stream.config();
+    info.config = if view == InfoView::List {
+        config
+    } else {
+        metadata::stream_config_for_response(&config)
+    };
+    (info, subjects_total)
+}
+
+/// The form of the config `view` shows.
+fn config_form(view: InfoView) -> ConfigForm {
+    if view == InfoView::List {
+        ConfigForm::Stored
+    } else {
+        ConfigForm::Shown
+    }
+}
+
+/// [`build_stream_info`] with a default `config`: the answers that write the stream's kept
+/// encoding of it ([`crate::stream::ConfigCell::encoded`]) in its place.
+fn stream_info_but_config(
+    context: &Context,
+    stream: &Stream,
+    detail: &InfoDetail<'_>,
+    view: InfoView,
+) -> (StreamInfo, usize) {
     // A clustered server shows the cluster in every view, as nats-server does.
     let cluster_name = context.cluster.get().map(|cluster| cluster.name());
     let with_cluster = view == InfoView::Info || cluster_name.is_some();
-    let config = stream.config();
+    let mirror_source = stream.config.read().mirror.clone();
     // Sources first, the message counts after: a source position reported here has its message
     // in the counts below (a message stored in between only makes the lag look higher for one
     // answer). A mirror's lag is taken after the counts, from the same last sequence, with the
     // origin read last: never lower than the truth, and 0 whenever the answer's own state has
     // caught up with the origin.
-    let mut mirror = config.mirror.as_ref().map(|source| {
+    let mut mirror = mirror_source.as_ref().map(|source| {
         let origin_missing = stream
             .mirror_origin_missing
             .load(std::sync::atomic::Ordering::Relaxed);
@@ -112,7 +139,7 @@ pub(crate) fn build_stream_info(
         }
         (state, subjects_total)
     };
-    if let (Some(info), Some(source)) = (mirror.as_mut(), config.mirror.as_ref()) {
+    if let (Some(info), Some(source)) = (mirror.as_mut(), mirror_source.as_ref()) {
         let origin_last = context
             .registry
             .get(&source.name)
@@ -124,11 +151,6 @@ pub(crate) fn build_stream_info(
     let info = StreamInfo {
         mirror,
         sources,
-        config: if view == InfoView::List {
-            config
-        } else {
-            metadata::stream_config_for_response(&config)
-        },
         created: Timestamp::from_unix_nanos(stream.created),
         state,
         // nats-server leaves the domain out of CREATE responses only.
@@ -280,7 +302,8 @@ pub(crate) fn stream_info(context: &Context, request: &Request, name: &str) {
         deleted_details: info_request.deleted_details,
         subjects_filter: Some(info_request.subjects_filter.as_str()),
     };
-    let (mut info, subjects_total) = build_stream_info(context, &stream, &detail, InfoView::Info);
+    let (mut info, subjects_total) =
+        stream_info_but_config(context, &stream, &detail, InfoView::Info);
     let mut paged = Paged::default();
     if subjects_total > 0 {
         let offset = info_request.offset.min(subjects_total);
@@ -298,7 +321,10 @@ pub(crate) fn stream_info(context: &Context, request: &Request, name: &str) {
         }
     }
     let _ = STREAM_INFO_RESPONSE_TYPE;
-    context.respond(request, &StreamInfoResponse::ok(info, paged), false);
+    // `StreamInfoResponse::ok(info, paged)` with the config as the stream keeps it encoded.
+    let config = stream.config.encoded(config_form(InfoView::Info));
+    let body = StreamInfoResponse::encode_ok(&info, &config, &paged);
+    context.respond_encoded(request, body, false);
 }
 
 pub(crate) async fn stream_delete(context: &Context, request: &Request, name: &str) {
@@ -448,17 +474,21 @@ pub(crate) fn stream_list(context: &Context, request: &Request) {
         (total, page)
     };
     let offset = list_request.offset.min(total);
-    let infos = page
-        .iter()
-        .map(|stream| build_stream_info(context, stream, &InfoDetail::default(), InfoView::List).0)
-        .collect();
     let paged = Paged {
         total,
         offset,
         limit: LIST_LIMIT,
     };
+    // `StreamListResponse::ok(infos, paged)`, written as the streams are visited, each
+    // config as the stream keeps it encoded.
     let _ = STREAM_LIST_RESPONSE_TYPE;
-    context.respond(request, &StreamListResponse::ok(infos, paged), false);
+    let mut body = StreamListPage::new(&paged, page.len());
+    for stream in &page {
+        let (info, _) =
+            stream_info_but_config(context, stream, &InfoDetail::default(), InfoView::List);
+        body.push(&stream.config.encoded(config_form(InfoView::List)), &info);
+    }
+    context.respond_encoded(request, body.finish(), false);
 }
 
 fn timestamp_or_zero(nanos: i64, present: bool) -> Timestamp {

@@ -20,6 +20,7 @@
 
 pub(crate) mod apply;
 mod config;
+mod config_cell;
 mod counter;
 mod dedupe;
 mod headers;
@@ -33,6 +34,7 @@ pub(crate) mod storage;
 mod store;
 
 pub(crate) use config::{check_and_fill, check_update, with_static_metadata};
+pub(crate) use config_cell::{ConfigCell, ConfigForm};
 pub(crate) use headers::append_header;
 use ingest::announce;
 pub(crate) use ingest::{store_config as ingest_store_config, IngestContext};
@@ -45,7 +47,7 @@ pub(crate) use store::{ReadGuard, StoreHandle};
 use crate::transport::{Message, Transport};
 use jetstream_api::{ApiError, StreamConfig};
 use nats_store::StreamStore;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::{oneshot, watch};
@@ -151,7 +153,8 @@ fn refuse_overload(transport: &dyn Transport, stream: &str, reply: Option<bytes:
 
 pub(crate) struct Stream {
     pub name: String,
-    pub config: RwLock<StreamConfig>,
+    /// The config, and its encodings for the `$JS.API` answers.
+    pub config: ConfigCell,
     /// Creation time, unix nanoseconds.
     pub created: i64,
     pub store: StoreHandle,
@@ -276,7 +279,7 @@ impl Stream {
         let config_replicas = config.replicas;
         let stream = Arc::new(Stream {
             name: config.name.clone(),
-            config: RwLock::new(config),
+            config: ConfigCell::new(config),
             created,
             store: StoreHandle::new(store),
             last_sequence,

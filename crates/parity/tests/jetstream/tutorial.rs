@@ -198,6 +198,86 @@ async fn names_list_purge_and_delete() {
     assert_eq!(names["streams"], json!(["B", "C"]));
 }
 
+/// LIST and INFO show a stream's config as updated, after answers that showed it before (ours
+/// keeps each stream's config encoded until it changes): LIST as stored, INFO with the
+/// response-only metadata, Go's escapes in both.
+#[tokio::test]
+async fn list_and_info_show_the_config_as_updated() {
+    let server = TestServer::jetstream();
+    let client = connect(&server).await;
+    let raw = |subject: &'static str| {
+        let client = client.clone();
+        async move {
+            let reply = tokio::time::timeout(
+                std::time::Duration::from_secs(10),
+                client.request(subject, "".into()),
+            )
+            .await
+            .expect("reply in time")
+            .expect("request");
+            String::from_utf8(reply.payload.to_vec()).expect("utf-8 answer")
+        }
+    };
+    let config = |description: &str, max_msgs: i64, subjects: &[&str]| {
+        json!({"name": "U", "description": description, "max_msgs": max_msgs, "subjects": subjects})
+            .to_string()
+    };
+    let created = api(
+        &client,
+        "$JS.API.STREAM.CREATE.U",
+        &config("<before>", 10, &["u.>"]),
+    )
+    .await;
+    assert!(created["error"].is_null(), "{created}");
+    for round in 0..2 {
+        let (description, max_msgs, subjects) = if round == 0 {
+            ("<before>", 10, json!(["u.>"]))
+        } else {
+            ("<after> & more", 5, json!(["u.>", "v.*"]))
+        };
+        for subject in ["$JS.API.STREAM.LIST", "$JS.API.STREAM.INFO.U"] {
+            // Twice: the second answer is made from what the first kept.
+            for _ in 0..2 {
+                let text = raw(subject).await;
+                let escaped = if round == 0 {
+                    "\\u003cbefore\\u003e"
+                } else {
+                    "\\u003cafter\\u003e \\u0026 more"
+                };
+                assert!(text.contains(escaped), "{subject}: {text}");
+                let answer: serde_json::Value = serde_json::from_str(&text).unwrap();
+                let shown = if subject.contains("LIST") {
+                    assert_eq!(answer["total"], 1, "{answer}");
+                    answer["streams"][0]["config"].clone()
+                } else {
+                    answer["config"].clone()
+                };
+                assert_eq!(shown["description"], description, "{subject}: {answer}");
+                assert_eq!(shown["max_msgs"], max_msgs, "{subject}: {answer}");
+                assert_eq!(shown["subjects"], subjects, "{subject}: {answer}");
+                // nats-server adds its version and API level to INFO's config only.
+                let metadata = &shown["metadata"];
+                assert_eq!(metadata["_nats.req.level"], "0", "{subject}: {answer}");
+                assert_eq!(
+                    metadata["_nats.ver"].is_string(),
+                    subject.contains("INFO"),
+                    "{subject}: {answer}"
+                );
+            }
+        }
+        if round == 0 {
+            let updated = api(
+                &client,
+                "$JS.API.STREAM.UPDATE.U",
+                &config("<after> & more", 5, &["u.>", "v.*"]),
+            )
+            .await;
+            assert!(updated["error"].is_null(), "{updated}");
+            assert_eq!(updated["config"]["max_msgs"], 5, "{updated}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn stream_advisories_for_create_update_delete() {
     use futures::StreamExt;
