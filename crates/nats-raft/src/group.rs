@@ -111,6 +111,11 @@ pub struct GroupStatus {
 }
 
 impl GroupStatus {
+    /// Every member of the group: the voters, then the learners.
+    pub fn members(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.voters.iter().chain(self.learners.iter()).copied()
+    }
+
     /// Only on the leader: how long it has gone without a quorum's acknowledgement in this
     /// leadership, counted from when it took the role (a leader just elected has had no
     /// heartbeat round acknowledged yet, which is no sign of a lost quorum).

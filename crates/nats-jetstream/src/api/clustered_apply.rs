@@ -150,14 +150,15 @@ async fn apply_replicated_assignment(context: &Arc<Context>, assignment: StreamA
     };
     let create =
         || registry.create_replicated_stream(&assignment.config, assignment.created, &group);
-    let mut update = None;
-    let result = match (single, assignment.change, registry.get(&name)) {
-        (Some(single), _, _) => registry
-            .replicate_stream(single, &assignment.config, &group)
-            .await
-            .map(|stream| (stream, true)),
+    let applied = match (single, assignment.change, registry.get(&name)) {
+        (Some(single), _, _) => Applied::Done(
+            registry
+                .replicate_stream(single, &assignment.config, &group)
+                .await
+                .map(|stream| (stream, true)),
+        ),
         (None, StreamChange::Update, Some(stream)) if stream.config() == assignment.config => {
-            Ok((stream, false))
+            Applied::Done(Ok((stream, false)))
         }
         (None, StreamChange::Update, Some(_)) => {
             // The leader's update goes through the stream's log: with no quorum to commit it,
@@ -173,24 +174,25 @@ async fn apply_replicated_assignment(context: &Arc<Context>, assignment: StreamA
                     .map(|stream| (stream, true))
             });
             match tokio::time::timeout(UPDATE_WAIT, &mut task).await {
-                Ok(joined) => joined_update(joined),
+                Ok(joined) => Applied::Done(joined_update(joined)),
                 Err(_) => {
                     tracing::warn!("JetStream replicated stream {name}: update not committed within {UPDATE_WAIT:?}; going on");
-                    update = Some(task);
-                    Err(errors::CLUSTER_NOT_AVAIL.to_error())
+                    Applied::Updating(task)
                 }
             }
         }
-        (None, StreamChange::Create, _) | (None, StreamChange::Update, None) => create().await,
+        (None, StreamChange::Create, _) | (None, StreamChange::Update, None) => {
+            Applied::Done(create().await)
+        }
     };
-    if let (Err(error), None) = (&result, &update) {
+    if let Applied::Done(Err(error)) = &applied {
         tracing::warn!("JetStream replicated stream {name} not applied: {error:?}");
     }
     let context = context.clone();
     tokio::spawn(async move {
-        let result = match update {
-            Some(task) => joined_update(task.await),
-            None => result,
+        let result = match applied {
+            Applied::Done(result) => result,
+            Applied::Updating(task) => joined_update(task.await),
         };
         if group.wait_for_leader(LEADER_WAIT).await != Some(true) {
             return;
@@ -205,10 +207,18 @@ async fn apply_replicated_assignment(context: &Arc<Context>, assignment: StreamA
     });
 }
 
+/// A replicated assignment carried out here: the stream and whether it changed.
+type AppliedStream = Result<(Arc<crate::stream::Stream>, bool), ApiError>;
+
+/// Where a replicated assignment's outcome is: known, or with an update still going on in a
+/// task of its own (its log entry not committed within [`UPDATE_WAIT`]).
+enum Applied {
+    Done(AppliedStream),
+    Updating(tokio::task::JoinHandle<AppliedStream>),
+}
+
 /// The outcome of an update run in a task of its own.
-fn joined_update(
-    joined: Result<Result<(Arc<crate::stream::Stream>, bool), ApiError>, tokio::task::JoinError>,
-) -> Result<(Arc<crate::stream::Stream>, bool), ApiError> {
+fn joined_update(joined: Result<AppliedStream, tokio::task::JoinError>) -> AppliedStream {
     joined.unwrap_or_else(|error| Err(errors::STREAM_UPDATE.with_err(error)))
 }
 
@@ -216,7 +226,7 @@ fn joined_update(
 fn answer_replicated_assignment(
     context: &Context,
     assignment: StreamAssignment,
-    result: Result<(Arc<crate::stream::Stream>, bool), ApiError>,
+    result: AppliedStream,
 ) {
     let name = &assignment.config.name;
     let (kind, view) = match assignment.change {

@@ -105,16 +105,12 @@ impl Meta {
     fn recorded_member_named(&self, name: &str) -> Option<NodeId> {
         let status = self.group.status();
         let assignments = self.assignments.lock();
-        status
-            .voters
-            .iter()
-            .chain(status.learners.iter())
-            .copied()
-            .find(|node| {
-                assignments
-                    .member(&peer::peer_of(*node))
-                    .is_some_and(|member| member.name == name)
-            })
+        let found = status.members().find(|node| {
+            assignments
+                .member(&peer::peer_of(*node))
+                .is_some_and(|member| member.name == name)
+        });
+        found
     }
 
     /// The peer id of the server named `name`: its node as [`Meta::node_of_name`] finds it,
@@ -170,13 +166,7 @@ impl Meta {
     /// Members superseded by a later incarnation that is a voter: (old, new) node ids.
     fn retirable(&self, status: &GroupStatus) -> Vec<(NodeId, NodeId)> {
         let own = self.group.node_id();
-        let members: Vec<NodeId> = status
-            .voters
-            .iter()
-            .chain(status.learners.iter())
-            .copied()
-            .filter(|node| *node != own)
-            .collect();
+        let members: Vec<NodeId> = status.members().filter(|node| *node != own).collect();
         let mut pairs = Vec::new();
         for old in members {
             let old_peer = peer::peer_of(old);
@@ -234,10 +224,8 @@ impl Meta {
             let known = self.known.lock();
             let assignments = self.assignments.lock();
             status
-                .voters
-                .iter()
-                .chain(status.learners.iter())
-                .map(|node| peer::peer_of(*node))
+                .members()
+                .map(peer::peer_of)
                 .filter_map(|peer| {
                     let server = known.get(&peer)?;
                     let recorded = assignments.member(&peer).is_some_and(|member| {
@@ -251,7 +239,7 @@ impl Meta {
             return;
         }
         // Older rnats builds cannot apply a `member` entry (`features.rs`).
-        let members = status.voters.iter().chain(status.learners.iter()).copied();
+        let members = status.members();
         if !self.reads(super::features::Feature::MemberRecords, members) {
             return;
         }

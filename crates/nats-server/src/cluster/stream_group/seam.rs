@@ -118,7 +118,7 @@ impl ReplicatedStream {
             self.target.lock().iter().copied().collect();
         if let Some(group) = self.raft() {
             let status = group.status();
-            members.extend(status.voters.iter().chain(status.learners.iter()).copied());
+            members.extend(status.members());
         }
         self.meta
             .upgrade()
