@@ -87,6 +87,19 @@ pub trait Cluster: Send + Sync + 'static {
     fn meta_unavailable(&self) -> bool {
         false
     }
+    /// Whether this server sees no working meta leader now, however briefly its meta group has
+    /// run ([`Cluster::meta_unavailable`] is this once it has run its lost-quorum interval): a
+    /// request that needs the meta group then waits for one (`api/meta_wait.rs`).
+    fn meta_leader_missing(&self) -> bool {
+        self.meta_unavailable()
+    }
+    /// Whether this server sees a working meta leader ([`Cluster::meta_leader_missing`] no
+    /// longer holds) within `timeout`: at once when it does; else once it hears of one.
+    fn meta_leader_seen_within(&self, timeout: Duration) -> GroupFuture<bool> {
+        let _ = timeout;
+        let seen = !self.meta_leader_missing();
+        Box::pin(async move { seen })
+    }
     /// The stream's assignment, if the meta group has one.
     fn stream(&self, name: &str) -> Option<AssignedStream>;
     /// Every assigned stream of the JetStream account, sorted by name.

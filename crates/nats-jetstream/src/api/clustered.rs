@@ -89,19 +89,41 @@ pub(crate) fn answers_here(context: &Context, cluster: &dyn Cluster, api: &ApiSu
     if meta_leader_answers(context, cluster, api) {
         return cluster.is_meta_leader();
     }
-    // A replicated stream is answered by its leader only; STREAM.INFO also by a replica whose
-    // group has had no leader for a while (as nats-server). One held elsewhere: not here.
+    // A replicated stream is answered by its leader only; STREAM.INFO, CONSUMER.NAMES and
+    // CONSUMER.LIST also by a replica whose group has had no leader for a while (nats-server:
+    // the replica, then the meta leader from its assignments). One held elsewhere: not here.
     match stream_of(api) {
         Some(stream) => {
             context.registry.get(stream).is_some()
                 && cluster.stream_group(stream).is_none_or(|group| {
                     group.is_leader()
-                        || (matches!(api, ApiSubject::StreamInfo { .. }) && leaderless(&*group))
+                        || (answered_without_leader(api) && leaderless(&*group))
                         || runs_ephemeral(context, api)
                 })
         }
         None => true,
     }
+}
+
+/// The requests about a replicated stream a replica answers itself while its group is
+/// [`leaderless`].
+fn answered_without_leader(api: &ApiSubject<'_>) -> bool {
+    matches!(
+        api,
+        ApiSubject::StreamInfo { .. }
+            | ApiSubject::ConsumerNames { .. }
+            | ApiSubject::ConsumerList { .. }
+    )
+}
+
+/// Whether the replicated stream `name` is held here and its group is [`leaderless`].
+pub(crate) fn leaderless_here(context: &Context, name: &str) -> bool {
+    context.registry.get(name).is_some()
+        && context
+            .cluster
+            .get()
+            .and_then(|cluster| cluster.stream_group(name))
+            .is_some_and(|group| leaderless(&*group))
 }
 
 /// Whether this replica's group has had no working leader for
@@ -116,9 +138,12 @@ pub(crate) fn leaderless(group: &dyn crate::cluster::StreamGroup) -> bool {
 
 /// The requests about a replicated stream held here that this replica answers with 10008
 /// "JetStream system temporarily unavailable" while its group is [`leaderless`]: MSG.GET,
-/// MSG.DELETE, PURGE and STREAM.LEADER.STEPDOWN, as nats-server's member of a leaderless group
-/// (`isGroupLeaderless`); CONSUMER.CREATE too, where nats-server's meta leader creates an
-/// ephemeral on a replica and leaves a durable unanswered (docs/parity.md).
+/// MSG.DELETE, PURGE and STREAM.LEADER.STEPDOWN, CONSUMER.INFO and CONSUMER.LEADER.STEPDOWN, as
+/// nats-server's member of a leaderless stream or consumer group (`isGroupLeaderless`);
+/// CONSUMER.CREATE, DELETE and PAUSE too, which nats-server carries out through its meta group
+/// (an ephemeral created on a replica, a durable or a deletion left unanswered, a pause answered
+/// success) and ours only through the stream's group (docs/parity.md). A PAUSE or STEPDOWN of
+/// an ephemeral this server runs is its own to answer.
 pub(crate) fn unavailable_without_stream_leader(
     context: &Context,
     cluster: &dyn Cluster,
@@ -129,7 +154,11 @@ pub(crate) fn unavailable_without_stream_leader(
     | ApiSubject::StreamPurge { stream }
     | ApiSubject::StreamLeaderStepdown { stream }
     | ApiSubject::ConsumerCreate { stream, .. }
-    | ApiSubject::ConsumerDurableCreate { stream, .. }) = api
+    | ApiSubject::ConsumerDurableCreate { stream, .. }
+    | ApiSubject::ConsumerInfo { stream, .. }
+    | ApiSubject::ConsumerDelete { stream, .. }
+    | ApiSubject::ConsumerPause { stream, .. }
+    | ApiSubject::ConsumerLeaderStepdown { stream, .. }) = api
     else {
         return false;
     };
@@ -137,6 +166,7 @@ pub(crate) fn unavailable_without_stream_leader(
         && cluster
             .stream_group(stream)
             .is_some_and(|group| leaderless(&*group))
+        && !runs_ephemeral(context, api)
 }
 
 /// Whether `api` acts on an ephemeral consumer this server runs (created here while it led the

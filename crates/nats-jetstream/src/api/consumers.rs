@@ -401,6 +401,20 @@ pub(crate) async fn consumer_delete(
     }
 }
 
+/// The names of `stream`'s consumers: those run here, the committed ones of a replicated
+/// stream's group (all of them run on its leader; a replica runs none) and the ephemerals other
+/// servers of the stream run.
+async fn names_of(context: &Context, stream: &Arc<Stream>) -> BTreeSet<String> {
+    let consumers = context.registry.consumers(stream);
+    let mut names: BTreeSet<String> = consumers.names().into_iter().collect();
+    if let Some(replicated) = consumers.replicated() {
+        names.extend(replicated.names());
+    }
+    let remote = super::ephemerals::remote_list(context, &stream.name).await;
+    names.extend(remote.into_iter().map(|info| info.name));
+    names
+}
+
 pub(crate) async fn consumer_names(context: &Context, request: &Request, stream_name: &str) {
     let result = async {
         request.check_api_level()?;
@@ -409,15 +423,7 @@ pub(crate) async fn consumer_names(context: &Context, request: &Request, stream_
             .registry
             .get(stream_name)
             .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
-        let mut names: BTreeSet<String> = context
-            .registry
-            .consumers(&stream)
-            .names()
-            .into_iter()
-            .collect();
-        // The ephemerals other servers of the stream run.
-        let remote = super::ephemerals::remote_list(context, stream_name).await;
-        names.extend(remote.into_iter().map(|info| info.name));
+        let names = names_of(context, &stream).await;
         let total = names.len();
         let page: Vec<String> = names.into_iter().skip(offset).take(NAMES_LIMIT).collect();
         Ok((page, total, offset))
@@ -440,6 +446,9 @@ pub(crate) async fn consumer_names(context: &Context, request: &Request, stream_
     }
 }
 
+/// CONSUMER.LIST. On a replica whose group has no leader ([`super::clustered::leaderless_here`])
+/// every consumer is listed as `missing`, with no info, as nats-server's meta leader lists those
+/// whose leader did not answer its gathering.
 pub(crate) async fn consumer_list(context: &Context, request: &Request, stream_name: &str) {
     let result = async {
         request.check_api_level()?;
@@ -448,6 +457,12 @@ pub(crate) async fn consumer_list(context: &Context, request: &Request, stream_n
             .registry
             .get(stream_name)
             .ok_or_else(|| errors::STREAM_NOT_FOUND.to_error())?;
+        if super::clustered::leaderless_here(context, stream_name) {
+            let names = names_of(context, &stream).await;
+            let total = names.len();
+            let missing = names.into_iter().skip(offset).take(LIST_LIMIT).collect();
+            return Ok((Vec::new(), missing, total, offset));
+        }
         // This server's consumers and the ephemerals other servers of the stream run, by name
         // (one run here wins).
         let mut all: BTreeMap<String, Result<Arc<Consumer>, ConsumerInfo>> = context
@@ -481,22 +496,22 @@ pub(crate) async fn consumer_list(context: &Context, request: &Request, stream_n
                 info
             })
             .collect();
-        Ok((page, total, offset))
+        Ok((page, Vec::new(), total, offset))
     }
     .await;
     match result {
-        Ok((consumers, total, offset)) => context.respond(
-            request,
-            &ConsumerListResponse::ok(
-                consumers,
-                Paged {
-                    total,
-                    offset,
-                    limit: LIST_LIMIT,
-                },
-            ),
-            false,
-        ),
+        Ok((consumers, missing, total, offset)) => {
+            let paged = Paged {
+                total,
+                offset,
+                limit: LIST_LIMIT,
+            };
+            let response = ConsumerListResponse {
+                missing,
+                ..ConsumerListResponse::ok(consumers, paged)
+            };
+            context.respond(request, &response, false)
+        }
         Err(error) => context.respond(request, &ConsumerListResponse::error(error), true),
     }
 }

@@ -110,7 +110,7 @@ pub(crate) fn keep(
     let (context, copy) = (context.clone(), copy());
     tokio::spawn(async move {
         if group.wait_for_leader(SUCCESSOR_WAIT).await == Some(true) {
-            Box::pin(super::handle_request(&context, copy, Instant::now())).await;
+            Box::pin(super::handle_request(&context, copy, Instant::now(), None)).await;
         }
     });
     true

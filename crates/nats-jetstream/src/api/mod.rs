@@ -24,6 +24,7 @@ pub(crate) mod direct;
 mod ephemerals;
 pub(crate) mod handover;
 pub(crate) mod messages;
+mod meta_wait;
 pub(crate) mod queue;
 pub(crate) mod streams;
 
@@ -168,14 +169,26 @@ fn respond_error(
             &SuccessResponse::error(STREAM_LEADER_STEPDOWN_RESPONSE_TYPE, error),
             true,
         ),
+        ApiSubject::ConsumerLeaderStepdown { .. } => context.respond(
+            request,
+            &SuccessResponse::error(CONSUMER_LEADER_STEPDOWN_RESPONSE_TYPE, error),
+            true,
+        ),
         _ => {}
     }
 }
 
 /// One `$JS.API` request: the subject parsed once ([`ApiSubject`]), then its handler.
 /// Subjects nats-server has no handler for, and the cluster operations a single server
-/// does not answer, get no answer at all.
-pub(crate) async fn handle_request(context: &Arc<Context>, message: Message, arrived: Instant) {
+/// does not answer, get no answer at all. A request that needs the meta group while this
+/// server sees no meta leader waits for one aside and comes back to `meta_wait`'s queues
+/// ([`meta_wait`]); without them (a request that waited already) it is answered 10008.
+pub(crate) async fn handle_request(
+    context: &Arc<Context>,
+    message: Message,
+    arrived: Instant,
+    meta_wait: Option<&Arc<queue::ApiQueues>>,
+) {
     let Ok(subject) = std::str::from_utf8(&message.subject) else {
         return;
     };
@@ -198,10 +211,17 @@ pub(crate) async fn handle_request(context: &Arc<Context>, message: Message, arr
     }
     let cluster = context.cluster.get().cloned();
     if let Some(cluster) = &cluster {
-        if cluster.meta_unavailable() && clustered::unavailable_without_meta(context, &api) {
-            let error = jetstream_api::errors::CLUSTER_NOT_AVAIL.to_error();
-            respond_error(context, &request, &api, error);
-            return;
+        if clustered::unavailable_without_meta(context, &api) {
+            if let Some(queues) = meta_wait.filter(|_| cluster.meta_leader_missing()) {
+                let message = message.clone();
+                meta_wait::wait_for_meta_leader(queues, context, cluster.clone(), message);
+                return;
+            }
+            if cluster.meta_unavailable() {
+                let error = jetstream_api::errors::CLUSTER_NOT_AVAIL.to_error();
+                respond_error(context, &request, &api, error);
+                return;
+            }
         }
         if clustered::unavailable_without_stream_leader(context, &**cluster, &api) {
             let error = jetstream_api::errors::CLUSTER_NOT_AVAIL.to_error();

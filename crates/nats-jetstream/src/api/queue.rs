@@ -34,10 +34,17 @@ fn info_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |cpus| cpus.get().min(16))
 }
 
-/// A request waiting with the context of the account it came from and when it arrived (a
-/// leader stepdown is acted on only by a leadership that began before it arrived,
-/// `clustered::leader_stepdown`).
-type Pending = (Arc<Context>, Message, Instant);
+/// A request waiting with the context of the account it came from.
+struct Pending {
+    context: Arc<Context>,
+    message: Message,
+    /// When it arrived (a leader stepdown is acted on only by a leadership that began before
+    /// it arrived, `clustered::leader_stepdown`).
+    arrived: Instant,
+    /// Queued again after it waited for a meta leader ([`super::meta_wait`]): it does not
+    /// wait again.
+    waited: bool,
+}
 
 /// One queue of pending requests and the wake-up of the thread serving it.
 struct Queue<T = Pending> {
@@ -159,7 +166,7 @@ impl ApiQueues {
                     .name(thread_name)
                     .spawn(move || runtime.block_on(queues.serve(info)))?;
             } else {
-                runtime.spawn(async move { queues.serve(info).await });
+                runtime.spawn(queues.serve(info));
             }
         }
         Ok(queues)
@@ -173,14 +180,21 @@ impl ApiQueues {
         }
     }
 
-    async fn serve(&self, info: bool) {
+    async fn serve(self: Arc<Self>, info: bool) {
         let queue = self.queue(info);
         loop {
-            while let Some((context, message, arrived)) = queue.pop() {
+            while let Some(pending) = queue.pop() {
                 if self.closed.load(Ordering::Acquire) {
                     return;
                 }
-                super::handle_request(&context, message, arrived).await;
+                let meta_wait = (!pending.waited).then_some(&self);
+                let Pending {
+                    context,
+                    message,
+                    arrived,
+                    ..
+                } = pending;
+                super::handle_request(&context, message, arrived, meta_wait).await;
             }
             // Made before the flag is read: `close`'s `notify_waiters` reaches it even if
             // it is not yet polled (several threads may wait on one queue).
@@ -205,6 +219,19 @@ impl ApiQueues {
                 .spawn(async move { super::ephemerals::answer_probe(&context, message).await });
             return;
         }
+        self.push(context, message, false);
+    }
+
+    /// Queues a request again once it waited for a meta leader ([`super::meta_wait`]): its
+    /// queue's thread handles it as any other, answering 10008 at once if there is still none.
+    /// It arrives anew (a request that needs the meta group is no leader stepdown).
+    pub(crate) fn requeue_waited(&self, context: &Arc<Context>, message: Message) {
+        if !self.closed.load(Ordering::Acquire) {
+            self.push(context, message, true);
+        }
+    }
+
+    fn push(&self, context: &Arc<Context>, message: Message, waited: bool) {
         let info = is_info_request(&message.subject);
         let limit = if info {
             self.limits.info
@@ -212,7 +239,13 @@ impl ApiQueues {
             self.limits.admin
         };
         let queue = self.queue(info);
-        if let Some(dropped) = queue.push((context.clone(), message, Instant::now()), limit) {
+        let pending = Pending {
+            context: context.clone(),
+            message,
+            arrived: Instant::now(),
+            waited,
+        };
+        if let Some(dropped) = queue.push(pending, limit) {
             self.limit_reached(context, queue.name, dropped);
         }
     }

@@ -291,6 +291,11 @@ impl ReplicatedConsumers {
         self.committed.lock().clone()
     }
 
+    /// The names of the committed consumers.
+    pub(crate) fn names(&self) -> Vec<String> {
+        self.committed.lock().keys().cloned().collect()
+    }
+
     /// Whether `name` is a committed consumer.
     pub(crate) fn contains(&self, name: &str) -> bool {
         self.committed.lock().contains_key(name)

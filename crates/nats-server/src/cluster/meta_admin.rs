@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use nats_jetstream::Message;
-use nats_raft::{GroupStatus, NodeId};
+use nats_raft::{GroupStatus, NodeId, Role};
 use serde_json::{json, Value};
 
 use super::meta::Meta;
@@ -15,6 +15,9 @@ use super::meta::Meta;
 /// (nats-server: two heartbeat intervals, 2 s; ours beat every 500 ms, and a loaded machine
 /// delays them).
 const HEALTH_CONTACT_WINDOW: Duration = Duration::from_secs(3);
+/// How long a stepdown's answer waits for this server to stop leading (the successor's vote
+/// request ends its term, normally within milliseconds of the transfer).
+const STEPPED_DOWN_WAIT: Duration = Duration::from_secs(2);
 
 impl Meta {
     /// Every server receives every stepdown; one that `arrived` here before this server's
@@ -42,7 +45,17 @@ impl Meta {
         };
         let answer = match self.stepdown_target(&message.payload, &status) {
             Ok(target) => match self.group.transfer_leader(target).await {
-                Ok(()) => json!({"type": STEPDOWN_TYPE, "success": true}),
+                Ok(()) => {
+                    // Answered once this server no longer leads (as nats-server's node is a
+                    // follower when it answers): a request sent on the answer then never
+                    // reaches this server as leader, where a proposal refused by the transfer
+                    // would be answered beside the successor's answer.
+                    let _ = self
+                        .group
+                        .wait_for(STEPPED_DOWN_WAIT, |status| status.role != Role::Leader)
+                        .await;
+                    json!({"type": STEPDOWN_TYPE, "success": true})
+                }
                 Err(error) => stepdown_error(500, 10008, &error.to_string()),
             },
             Err(answer) => answer,

@@ -1,5 +1,7 @@
 //! The meta group's leadership as this server sees it: whether it leads for the API and its
-//! own duties ([`Meta::leads`], [`Meta::leads_within`]), who leads ([`Meta::leader_name`]), and
+//! own duties ([`Meta::leads`], [`Meta::leads_within`]), who leads ([`Meta::leader_name`]),
+//! whether the API sees a working leader ([`Meta::unavailable`], [`Meta::leader_missing`],
+//! [`Meta::leader_within`]), and
 //! the tasks that follow leader changes (the log line for each new leader, and on a leadership
 //! a quorum confirmed here the `$JS.EVENT.ADVISORY.DOMAIN.LEADER_ELECTED` advisory and the
 //! members' records, `incarnation.rs`). Started with the group by `Meta::start` (`meta.rs`).
@@ -10,9 +12,11 @@ use nats_raft::{GroupStatus, NodeId, Role};
 use serde_json::{json, Value};
 use time::OffsetDateTime;
 
-use super::meta::Meta;
+use super::meta::{Meta, META_QUORUM_LOST};
 
 const ADVISORY_SUBJECT: &str = "$JS.EVENT.ADVISORY.DOMAIN.LEADER_ELECTED";
+/// How often [`Meta::leader_within`] looks again when nothing it is woken by happened.
+const AVAILABLE_POLL: Duration = Duration::from_millis(50);
 
 impl Meta {
     /// Whether this server leads the meta group for the API and its own duties now: openraft's
@@ -47,6 +51,47 @@ impl Meta {
         }
     }
 
+    /// Whether the meta group has no working leader from here: none known once the group has
+    /// run [`META_QUORUM_LOST`] in this process (as nats-server's `isLeaderless`: a server just
+    /// restarted has not heard the leader yet), or this leader has not heard from a quorum for
+    /// a while since it took the role (it keeps the role in openraft; nats-server's leader
+    /// steps down). A leader just elected, its first heartbeat round not yet acknowledged, is
+    /// available.
+    pub(super) fn unavailable(&self) -> bool {
+        let status = self.group.status();
+        leader_missing(&status)
+            && (status.role == Role::Leader || self.started.elapsed() > META_QUORUM_LOST)
+    }
+
+    /// Whether this server sees no working meta leader now ([`Meta::unavailable`] however
+    /// briefly the group has run here).
+    pub(super) fn leader_missing(&self) -> bool {
+        leader_missing(&self.group.status())
+    }
+
+    /// Whether this server sees a working meta leader ([`Meta::leader_missing`] no longer
+    /// holds) within `timeout`: woken when it hears of a leader, and every [`AVAILABLE_POLL`]
+    /// for the rest (a leader's quorum regained, its own election).
+    pub(super) async fn leader_within(&self, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if !self.leader_missing() {
+                return true;
+            }
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            let slice = (deadline - now).min(AVAILABLE_POLL);
+            let _ = self
+                .group
+                .wait_for(slice, |status| {
+                    status.leader.is_some() && status.role != Role::Leader
+                })
+                .await;
+        }
+    }
+
     /// The name of the current leader, if there is one.
     pub fn leader_name(&self) -> Option<String> {
         self.group.status().leader.map(|node| self.name_of(node))
@@ -66,6 +111,18 @@ impl Meta {
             "replicas": replicas,
             "cluster": self.cluster_name,
         })
+    }
+}
+
+/// No working leader in `status`: none known (a follower, a candidate), or this leader without a
+/// quorum's acknowledgement for [`META_QUORUM_LOST`] since it took the role.
+fn leader_missing(status: &GroupStatus) -> bool {
+    match status.role {
+        Role::Leader if status.voters.len() > 1 => status
+            .without_quorum_for()
+            .is_some_and(|age| age > META_QUORUM_LOST),
+        Role::Leader => false,
+        _ => status.leader.is_none(),
     }
 }
 

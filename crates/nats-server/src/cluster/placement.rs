@@ -17,7 +17,7 @@ use nats_raft::{RaftGroup, RaftGroupError, Role};
 use time::OffsetDateTime;
 
 use super::assignments::{ClientInfo, Entry, Group, Operation, StreamRecord};
-use super::meta::{Meta, META_QUORUM_LOST};
+use super::meta::Meta;
 use super::peer;
 
 const NO_SUITABLE_PEERS: &str = "no suitable peers for placement";
@@ -143,20 +143,17 @@ impl Cluster for AccountMeta {
         Box::pin(async move { meta.leads_within(timeout).await })
     }
 
-    /// No leader known here once the group has run [`META_QUORUM_LOST`] in this process (as
-    /// nats-server's `isLeaderless`: a server just restarted has not heard the leader yet), or
-    /// this leader has not heard from a quorum for a while since it took the role (it keeps the
-    /// role in openraft; nats-server's leader steps down). A leader just elected, its first
-    /// heartbeat round not yet acknowledged, is available.
     fn meta_unavailable(&self) -> bool {
-        let status = self.meta.group.status();
-        match status.role {
-            Role::Leader if status.voters.len() > 1 => status
-                .without_quorum_for()
-                .is_some_and(|age| age > META_QUORUM_LOST),
-            Role::Leader => false,
-            _ => status.leader.is_none() && self.meta.started.elapsed() > META_QUORUM_LOST,
-        }
+        self.meta.unavailable()
+    }
+
+    fn meta_leader_missing(&self) -> bool {
+        self.meta.leader_missing()
+    }
+
+    fn meta_leader_seen_within(&self, timeout: std::time::Duration) -> GroupFuture<bool> {
+        let meta = self.meta.clone();
+        Box::pin(async move { meta.leader_within(timeout).await })
     }
 
     fn stream(&self, name: &str) -> Option<AssignedStream> {

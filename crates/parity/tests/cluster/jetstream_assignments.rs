@@ -31,6 +31,16 @@ pub(crate) async fn connect(cluster: &test_harness::cluster::Cluster, index: usi
 /// Sends `body` to `subject` and returns every answer that arrived: the first within
 /// [`FIRST_ANSWER`], the others within [`QUIET`] after it.
 pub(crate) async fn answers(client: &Client, subject: &str, body: Value) -> Vec<Value> {
+    answers_within(client, subject, body, QUIET).await
+}
+
+/// [`answers`], the others looked for within `quiet` after the one before.
+pub(crate) async fn answers_within(
+    client: &Client,
+    subject: &str,
+    body: Value,
+    quiet: Duration,
+) -> Vec<Value> {
     let inbox = client.new_inbox();
     let mut subscription = client.subscribe(inbox.clone()).await.expect("subscribe");
     let payload = if body.is_null() {
@@ -47,7 +57,7 @@ pub(crate) async fn answers(client: &Client, subject: &str, body: Value) -> Vec<
     let mut wait = FIRST_ANSWER;
     while let Ok(Some(message)) = tokio::time::timeout(wait, subscription.next()).await {
         got.push(serde_json::from_slice(&message.payload).unwrap_or(Value::Null));
-        wait = QUIET;
+        wait = quiet;
     }
     got
 }

@@ -7,6 +7,11 @@
 //! |---|---|---|
 //! | STREAM.INFO | the surviving replica: no leader, every member listed | the same |
 //! | MSG.GET, MSG.DELETE, PURGE, STREAM.LEADER.STEPDOWN | 10008 from the replica | the same |
+//! | CONSUMER.INFO, CONSUMER.LEADER.STEPDOWN | 10008 from the replica | the same |
+//! | CONSUMER.NAMES | the meta leader, the durable named | the replica, the same answer |
+//! | CONSUMER.LIST | the meta leader after its 4 s gathering: no info, the durable `missing` | the replica at once, the same answer |
+//! | CONSUMER.PAUSE | success from the meta leader (applied through the meta group) | 10008 |
+//! | CONSUMER.DELETE | nothing (deleted through the meta group) | 10008 |
 //! | CONSUMER.CREATE (ephemeral) | success: an R1 consumer on the replica | 10008 |
 //! | CONSUMER.DURABLE.CREATE | nothing | 10008 |
 //! | STREAM.UPDATE | nothing (the update is applied) | the same |
@@ -38,11 +43,26 @@ const STREAM: &str = "HEADLESS";
 /// ours 2 s after its last route to another member closed (about as long, the first
 /// unanswered request waiting out its 10 s); wide margin for a loaded machine.
 const LEADERLESS_BOUND: Duration = Duration::from_secs(60);
+/// The durable consumer made before the kills.
+const KEPT: &str = "KEPT";
 
 fn is_unavailable(answer: &Value) -> bool {
     error_code(answer) == 10008
         && answer["error"]["code"] == 503
         && answer["error"]["description"] == "JetStream system temporarily unavailable"
+}
+
+/// A request nats-server carries out through its meta group without an answer, and ours answers
+/// 10008 (docs/parity.md).
+fn silent_there_unavailable_here(subject: &str, got: &[Value]) {
+    if test_harness::is_reference() {
+        assert!(got.is_empty(), "{subject}: {got:?}");
+    } else {
+        assert!(
+            got.len() == 1 && is_unavailable(&got[0]),
+            "{subject}: {got:?}"
+        );
+    }
 }
 
 /// Every answer to one request, printed.
@@ -69,6 +89,11 @@ async fn requests_for_a_leaderless_r3_stream_are_answered_as_nats_server_answers
         let deadline = Instant::now() + ELECTION_BOUND;
         publish_until_acked(&jetstream, "headless.x", &format!("m{n}"), deadline).await;
     }
+    let subject = format!("$JS.API.CONSUMER.DURABLE.CREATE.{STREAM}.{KEPT}");
+    let body =
+        json!({"stream_name": STREAM, "config": {"durable_name": KEPT, "ack_policy": "explicit"}});
+    let got = asked(&clients[0], &subject, body).await;
+    assert!(got.len() == 1 && error_code(&got[0]) == 0, "{got:?}");
     let info = settled_info(&clients[0], STREAM, &peers, 3).await;
     let leader = index_of(&cluster, info["cluster"]["leader"].as_str().unwrap_or(""));
     let placed: Vec<usize> = peers.iter().map(|peer| index_of(&cluster, peer)).collect();
@@ -143,6 +168,56 @@ async fn requests_for_a_leaderless_r3_stream_are_answered_as_nats_server_answers
         );
     }
 
+    // The durable's own requests. nats-server's consumer group notices it has no leader on its
+    // own (its leader may have been the survivor, which steps down once it lost its quorum).
+    let subject = format!("$JS.API.CONSUMER.INFO.{STREAM}.{KEPT}");
+    loop {
+        let got = asked(client, &subject, Value::Null).await;
+        assert!(got.len() <= 1, "{subject}: {got:?}");
+        if got.first().is_some_and(is_unavailable) {
+            break;
+        }
+        assert!(
+            killed.elapsed() < LEADERLESS_BOUND,
+            "{subject}: no 10008 {:?} after the kills: {got:?}",
+            killed.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let subject = format!("$JS.API.CONSUMER.LEADER.STEPDOWN.{STREAM}.{KEPT}");
+    let got = asked(client, &subject, Value::Null).await;
+    assert!(
+        got.len() == 1 && is_unavailable(&got[0]),
+        "{subject}: {got:?}"
+    );
+    let subject = format!("$JS.API.CONSUMER.NAMES.{STREAM}");
+    let got = asked(client, &subject, Value::Null).await;
+    assert_eq!(got.len(), 1, "{subject}: {got:?}");
+    assert_eq!(got[0]["consumers"], json!([KEPT]), "{subject}: {got:?}");
+    assert_eq!(got[0]["total"], 1, "{subject}: {got:?}");
+    let subject = format!("$JS.API.CONSUMER.LIST.{STREAM}");
+    let got = asked(client, &subject, Value::Null).await;
+    assert_eq!(got.len(), 1, "{subject}: {got:?}");
+    assert_eq!(got[0]["consumers"], json!([]), "{subject}: {got:?}");
+    assert_eq!(got[0]["missing"], json!([KEPT]), "{subject}: {got:?}");
+    assert_eq!(got[0]["total"], 1, "{subject}: {got:?}");
+    let subject = format!("$JS.API.CONSUMER.PAUSE.{STREAM}.{KEPT}");
+    let got = asked(
+        client,
+        &subject,
+        json!({"pause_until": "2099-01-01T00:00:00Z"}),
+    )
+    .await;
+    assert_eq!(got.len(), 1, "{subject}: {got:?}");
+    if test_harness::is_reference() {
+        assert_eq!(got[0]["paused"], true, "{subject}: {got:?}");
+    } else {
+        assert!(is_unavailable(&got[0]), "{subject}: {got:?}");
+    }
+    let subject = format!("$JS.API.CONSUMER.DELETE.{STREAM}.{KEPT}");
+    let got = asked(client, &subject, Value::Null).await;
+    silent_there_unavailable_here(&subject, &got);
+
     // Consumers: nats-server's meta leader creates an ephemeral on the replica and leaves a
     // durable unanswered; ours answers both 10008 (docs/parity.md).
     let subject = format!("$JS.API.CONSUMER.CREATE.{STREAM}");
@@ -158,14 +233,7 @@ async fn requests_for_a_leaderless_r3_stream_are_answered_as_nats_server_answers
     let body =
         json!({"stream_name": STREAM, "config": {"durable_name": "D1", "ack_policy": "explicit"}});
     let got = asked(client, &subject, body).await;
-    if test_harness::is_reference() {
-        assert!(got.is_empty(), "{subject}: {got:?}");
-    } else {
-        assert!(
-            got.len() == 1 && is_unavailable(&got[0]),
-            "{subject}: {got:?}"
-        );
-    }
+    silent_there_unavailable_here(&subject, &got);
 
     // The meta leader's lists name the stream.
     let got = asked(client, "$JS.API.STREAM.NAMES", Value::Null).await;

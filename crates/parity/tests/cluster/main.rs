@@ -49,6 +49,7 @@ mod mesh;
 mod message_ttl;
 mod messaging;
 mod meta;
+mod meta_election_answer;
 mod meta_fresh_leader;
 mod meta_restart;
 mod operator_jetstream;
