@@ -174,25 +174,56 @@ impl PendingFlush {
     }
 
     fn add_stalled(&mut self, client: &Arc<ClientShared>) {
-        // A route's reader is never stalled (nats-server stalls client producers only), and
-        // its list would live as long as the route, holding every client it ever named.
-        if self.write_clients {
-            return;
-        }
         if !self.stalled.iter().any(|stalled| stalled.id == client.id) {
             self.stalled.push(client.clone());
         }
     }
 
-    /// Take the clients the publisher should wait for.
-    pub fn take_stalled(&mut self) -> Vec<Arc<ClientShared>> {
-        std::mem::take(&mut self.stalled)
-    }
-
     pub fn has_stalled(&self) -> bool {
         !self.stalled.is_empty()
     }
+
+    /// nats-server's fast-producer stall, after a read chunk: waits briefly for the subscribers
+    /// whose backlog passed their stall mark, at most [`STALL_TOTAL`] in all, and forgets them.
+    ///
+    /// A route's reader stalls too (nats-server stalls client producers only, but its route
+    /// reader writes to slow subscribers' sockets itself and waits on them that way): without
+    /// it, a subscriber a little slower than a publisher on another server was cut as a slow
+    /// consumer once 64 MiB piled up, as nats-server's slower path never let happen (bench
+    /// README, "Every bench once on a quiet machine"). The wait backs up the route, whose
+    /// sender then stalls the publisher. A route waits only for a subscriber that drained within
+    /// [`ROUTE_STALL_DRAINING`]: one that stopped reading would slow the route's other traffic
+    /// for nothing, and is cut when its backlog passes max_pending, as before. While it stalls a
+    /// route reads at most 64 KiB at a time, so it still carries at least 64 KiB per
+    /// [`STALL_TOTAL`] (6.4 MB/s): a subscriber draining slower than that is cut in the end.
+    pub async fn stall(&mut self) {
+        let started = tokio::time::Instant::now();
+        for client in std::mem::take(&mut self.stalled) {
+            if self.write_clients && !client.drained_within(ROUTE_STALL_DRAINING) {
+                continue;
+            }
+            let remaining = STALL_TOTAL.saturating_sub(started.elapsed());
+            if remaining.is_zero() {
+                break;
+            }
+            // A route waits until the subscriber is back under its mark (within the total): its
+            // chunks are bounded while it stalls (`route/connection`), so a subscriber
+            // draining faster than a chunk per STALL_TOTAL keeps up.
+            let limit = if self.write_clients {
+                remaining
+            } else {
+                client.stall_duration().min(remaining)
+            };
+            client.wait_drained(limit).await;
+        }
+    }
 }
+
+/// At most this long per read chunk is a producer held back for slow subscribers (nats-server's
+/// `stallTotalAllowed`).
+const STALL_TOTAL: Duration = Duration::from_millis(10);
+/// A route's reader stalls only for subscribers whose writes drained something this recently.
+const ROUTE_STALL_DRAINING: Duration = Duration::from_millis(250);
 
 /// Told when a subscription that could match a watched subject comes or goes; only enqueues.
 pub type InterestCallback = Arc<dyn Fn() + Send + Sync>;

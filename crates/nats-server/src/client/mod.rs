@@ -142,6 +142,15 @@ const STALL_FLOOR: usize = 2 * 1024 * 1024;
 /// of the whole compare run, reached or not depending on scheduling (18-43 MiB of VmHWM).
 const STALL_BUDGET: usize = 8 * 1024 * 1024;
 
+/// Milliseconds since the first call in this process: a cheap clock for per-write stamps.
+fn since_epoch_ms() -> u64 {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    EPOCH
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_millis() as u64
+}
+
 /// Per-connection counters, summed into /varz.
 #[derive(Default)]
 pub struct ClientCounters {
@@ -175,6 +184,9 @@ pub struct ClientShared {
     pub(crate) reader_stop: Notify,
     /// Signalled by the writer after each write, for producers stalled on this client.
     drained: Notify,
+    /// When the last write drained some of the backlog ([`since_epoch_ms`]): a route's reader
+    /// waits only for a subscriber that is draining.
+    drained_at_ms: AtomicU64,
     headers: AtomicBool,
     echo: AtomicBool,
     pub pings_outstanding: AtomicU32,
@@ -274,7 +286,7 @@ impl ClientShared {
     pub fn write_or_wake(&self) {
         if self.outbound.lock().write_direct() {
             // For producers stalled on this connection, as after the writer's writes.
-            self.drained.notify_waiters();
+            self.note_drained();
         } else {
             self.wake_writer();
         }
@@ -440,6 +452,20 @@ impl ClientShared {
         (self.max_pending / 2).min(STALL_FLOOR)
     }
 
+    /// Some of the backlog was written: wakes the producers stalled on this client.
+    pub(crate) fn note_drained(&self) {
+        self.drained_at_ms
+            .store(since_epoch_ms(), Ordering::Relaxed);
+        self.drained.notify_waiters();
+    }
+
+    /// Whether a write drained some of the backlog within `within` (a new connection counts as
+    /// draining).
+    pub fn drained_within(&self, within: std::time::Duration) -> bool {
+        let last = self.drained_at_ms.load(Ordering::Relaxed);
+        since_epoch_ms().saturating_sub(last) <= within.as_millis() as u64
+    }
+
     /// Wait (bounded by `limit`) until this client's backlog no longer calls for a stall.
     pub async fn wait_drained(&self, limit: std::time::Duration) {
         let deadline = tokio::time::Instant::now() + limit;
@@ -562,6 +588,7 @@ pub(crate) fn new_shared(server: &Arc<Server>, id: u64, address: SocketAddr) -> 
         writer_wake: Notify::new(),
         reader_stop: Notify::new(),
         drained: Notify::new(),
+        drained_at_ms: AtomicU64::new(since_epoch_ms()),
         headers: AtomicBool::new(false),
         echo: AtomicBool::new(true),
         pings_outstanding: AtomicU32::new(0),

@@ -93,7 +93,7 @@ pub async fn run_with<W: AsyncWrite + Unpin>(
             segments.clear();
             super::outbound::release(taken);
             shared.outbound.lock().in_flight = 0;
-            shared.drained.notify_waiters();
+            shared.note_drained();
             continue;
         }
         if closing.is_some() {
@@ -177,7 +177,7 @@ async fn write_segments<W: AsyncWrite + Unpin>(
                 remaining = remaining.saturating_sub(count);
                 if remaining > 0 {
                     shared.outbound.lock().in_flight = remaining;
-                    shared.drained.notify_waiters();
+                    shared.note_drained();
                 }
             }
             Err(_) => {

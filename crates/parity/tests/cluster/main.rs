@@ -66,6 +66,7 @@ mod rolling;
 mod route_dialing;
 mod route_port_input;
 mod route_security;
+mod route_stall;
 mod route_wire;
 mod scale;
 mod server_removed;

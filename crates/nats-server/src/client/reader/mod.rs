@@ -194,7 +194,7 @@ pub async fn run<R: AsyncRead + Unpin>(
         }
         session.finish_chunk();
         if session.pending.has_stalled() {
-            session.stall().await;
+            session.pending.stall().await;
         }
         *shared.last_activity.lock() = OffsetDateTime::now_utc();
     };
@@ -244,25 +244,7 @@ async fn auth_sleep(deadline: Option<tokio::time::Instant>, connected: bool) {
     }
 }
 
-/// At most this long per read chunk is a producer held back for slow subscribers.
-const STALL_TOTAL: std::time::Duration = std::time::Duration::from_millis(10);
-
 impl Session {
-    /// nats-server's fast-producer stall: wait briefly for subscribers whose backlog is over
-    /// their stall threshold, bounded per read chunk.
-    async fn stall(&mut self) {
-        let started = tokio::time::Instant::now();
-        for client in self.pending.take_stalled() {
-            let remaining = STALL_TOTAL.saturating_sub(started.elapsed());
-            if remaining.is_zero() {
-                break;
-            }
-            client
-                .wait_drained(client.stall_duration().min(remaining))
-                .await;
-        }
-    }
-
     fn finish_chunk(&mut self) {
         self.pending.flush();
         if self.own_output {

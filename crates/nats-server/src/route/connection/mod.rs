@@ -18,7 +18,7 @@ use crate::client::{ClientShared, CloseReason};
 use crate::config::RouteUrl;
 use crate::router::PendingFlush;
 use crate::server::Server;
-use bytes::BytesMut;
+use bytes::{BufMut, BytesMut};
 use nats_proto::{ProtocolError, RouteOp, RouteParser};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -247,12 +247,16 @@ where
     }
     let mut parser = RouteParser::new(ROUTE_MAX_PAYLOAD, ROUTE_MAX_CONTROL_LINE);
     let mut buffer = BytesMut::with_capacity(READ_CHUNK);
+    // Bounded to one chunk after a chunk that stalled on a slow subscriber (see
+    // `PendingFlush::stall`), so the wait paces what the route delivers.
+    let mut read_limit = usize::MAX;
     let reason = 'connection: loop {
-        let wanted = parser.pending_frame_len().saturating_sub(buffer.len());
+        let wanted = wanted_after(&parser, &buffer);
         if buffer.capacity() - buffer.len() < wanted.max(4096) {
             buffer.reserve(wanted.max(READ_CHUNK));
         }
         let registered = session.link.is_some();
+        let mut room = (&mut buffer).limit(read_limit);
         let read = tokio::select! {
             biased;
             _ = shared.reader_stop.notified() => break 'connection None,
@@ -267,7 +271,7 @@ where
                 session.release_info();
                 continue;
             }
-            read = read_half.read_buf(&mut buffer) => read,
+            read = read_half.read_buf(&mut room) => read,
         };
         match read {
             Ok(0) => break Some(CloseReason::ClientClosed),
@@ -295,6 +299,11 @@ where
             }
         }
         session.pending.flush();
+        read_limit = usize::MAX;
+        if session.pending.has_stalled() {
+            session.pending.stall().await;
+            read_limit = READ_CHUNK.max(wanted_after(&parser, &buffer));
+        }
         *shared.last_activity.lock() = time::OffsetDateTime::now_utc();
     };
     if let Some(reason) = reason {
@@ -321,6 +330,11 @@ where
 }
 
 /// Until the held INFO is due; never when it is not held.
+/// What the frame being parsed still needs, so a bounded read never stops short of it.
+fn wanted_after(parser: &RouteParser, buffer: &BytesMut) -> usize {
+    parser.pending_frame_len().saturating_sub(buffer.len())
+}
+
 async fn info_hold(deadline: tokio::time::Instant, held: bool) {
     if !held {
         std::future::pending::<()>().await;
