@@ -186,12 +186,12 @@ impl PendingFlush {
     /// nats-server's fast-producer stall, after a read chunk: waits briefly for the subscribers
     /// whose backlog passed their stall mark, at most [`STALL_TOTAL`] in all, and forgets them.
     ///
-    /// A route's reader stalls too (nats-server stalls client producers only, but its route
-    /// reader writes to slow subscribers' sockets itself and waits on them that way): without
-    /// it, a subscriber a little slower than a publisher on another server was cut as a slow
-    /// consumer once 64 MiB piled up, as nats-server's slower path never let happen (bench
-    /// README, "Every bench once on a quiet machine"). The wait backs up the route, whose
-    /// sender then stalls the publisher. A route waits only for a subscriber that drained within
+    /// A route's reader stalls too, where nats-server's never waits (it stalls client producers
+    /// only, and cuts such a subscriber: `cluster route_stall` on three nats-servers, by hand;
+    /// docs/parity.md "route flow control"): without it, a subscriber a little slower than a
+    /// publisher on another server was cut as a slow consumer once its backlog passed
+    /// max_pending (bench README, "Every bench once on a quiet machine"). The wait backs up
+    /// the route, whose sender then stalls the publisher. A route waits only for a subscriber that drained within
     /// [`ROUTE_STALL_DRAINING`]: one that stopped reading would slow the route's other traffic
     /// for nothing, and is cut when its backlog passes max_pending, as before. While it stalls a
     /// route reads at most 64 KiB at a time, so it still carries at least 64 KiB per

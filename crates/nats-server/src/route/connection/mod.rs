@@ -329,12 +329,12 @@ where
     end
 }
 
-/// Until the held INFO is due; never when it is not held.
 /// What the frame being parsed still needs, so a bounded read never stops short of it.
 fn wanted_after(parser: &RouteParser, buffer: &BytesMut) -> usize {
     parser.pending_frame_len().saturating_sub(buffer.len())
 }
 
+/// Until the held INFO is due; never when it is not held.
 async fn info_hold(deadline: tokio::time::Instant, held: bool) {
     if !held {
         std::future::pending::<()>().await;
