@@ -19,7 +19,7 @@ accounts {
 }
 "#;
 
-fn server() -> TestServer {
+pub(crate) fn server() -> TestServer {
     TestServer::start(ServerOptions {
         jetstream: true,
         config: Some(CONFIG.into()),
@@ -27,7 +27,7 @@ fn server() -> TestServer {
     })
 }
 
-async fn connect_as(server: &TestServer, user: &str) -> async_nats::Client {
+pub(crate) async fn connect_as(server: &TestServer, user: &str) -> async_nats::Client {
     let options = async_nats::ConnectOptions::with_user_and_password(user.into(), user.into());
     tokio::time::timeout(TIMEOUT, options.connect(server.url()))
         .await

@@ -1,5 +1,6 @@
 //! Black-box tests: jetstream. Each module is one concern; helpers live in test-harness.
 
+mod account_isolation;
 mod account_limits;
 mod api_isolation;
 mod batch_limits;
