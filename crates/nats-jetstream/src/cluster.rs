@@ -100,6 +100,11 @@ pub trait Cluster: Send + Sync + 'static {
         let seen = !self.meta_leader_missing();
         Box::pin(async move { seen })
     }
+    /// The meta group as this server sees it, for the API's debug log lines (role, term,
+    /// leader, whether it leads for the API).
+    fn meta_view(&self) -> String {
+        format!("leads {}", self.is_meta_leader())
+    }
     /// The stream's assignment, if the meta group has one.
     fn stream(&self, name: &str) -> Option<AssignedStream>;
     /// Every assigned stream of the JetStream account, sorted by name.

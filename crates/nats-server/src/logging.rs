@@ -111,8 +111,11 @@ pub fn init(
         pid: std::process::id(),
         offset,
     };
+    // openraft's debug events (every append, vote and heartbeat) come with trace only: with
+    // them, `debug` would bury the server's own debug lines and slow a loaded cluster.
     let filter = tracing_subscriber::filter::filter_fn(|metadata| match *metadata.level() {
         Level::TRACE => TRACE.load(Ordering::Relaxed),
+        Level::DEBUG if metadata.target().starts_with("openraft") => TRACE.load(Ordering::Relaxed),
         Level::DEBUG => DEBUG.load(Ordering::Relaxed),
         _ => true,
     });

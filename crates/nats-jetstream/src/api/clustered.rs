@@ -318,6 +318,12 @@ async fn stream_create(context: &Context, cluster: &dyn Cluster, request: &Reque
         Ok(proposal) => cluster.propose_stream(proposal).await,
         Err(error) => Err(error),
     };
+    super::api_debug!(
+        format_args!("STREAM.CREATE.{name}"),
+        request.reply,
+        "proposed: {:?} (answered by the holder once applied when Ok)",
+        result.as_ref().map_err(|error| error.err_code)
+    );
     if let Err(error) = result {
         context.respond(request, &StreamCreateResponse::error(error), true);
     }

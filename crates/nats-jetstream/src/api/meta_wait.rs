@@ -35,7 +35,15 @@ pub(crate) fn wait_for_meta_leader(
 ) {
     let (queues, context) = (queues.clone(), context.clone());
     tokio::spawn(async move {
-        cluster.meta_leader_seen_within(META_LEADER_WAIT).await;
+        let began = std::time::Instant::now();
+        let seen = cluster.meta_leader_seen_within(META_LEADER_WAIT).await;
+        super::api_debug!(
+            String::from_utf8_lossy(&message.subject),
+            message.reply.clone().unwrap_or_default(),
+            "waited {:?} for a meta leader (seen: {seen}): requeued; meta: {}",
+            began.elapsed(),
+            cluster.meta_view()
+        );
         queues.requeue_waited(&context, message);
     });
 }

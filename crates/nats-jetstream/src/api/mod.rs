@@ -38,6 +38,21 @@ use jetstream_api::ApiSubject;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// A debug line about what this server does with a clustered request (its arrival, a wait
+/// aside, an answer, a silence): a failing run's node logs then tell which server dropped what.
+/// The arguments are evaluated only when debug logging is on.
+macro_rules! api_debug {
+    ($subject:expr, $reply:expr, $($arg:tt)+) => {
+        tracing::debug!(
+            "JetStream API {} reply {}: {}",
+            $subject,
+            String::from_utf8_lossy(&$reply),
+            format_args!($($arg)+)
+        )
+    };
+}
+pub(crate) use api_debug;
+
 /// How long a just-elected meta leader holds a request it is to answer until a quorum confirms
 /// its leadership (one heartbeat round, normally well under a second).
 const META_CONFIRM_WAIT: Duration = Duration::from_secs(3);
@@ -211,19 +226,42 @@ pub(crate) async fn handle_request(
     }
     let cluster = context.cluster.get().cloned();
     if let Some(cluster) = &cluster {
+        api_debug!(
+            subject,
+            request.reply,
+            "handled {:?} after arrival{}; meta: {}",
+            arrived.elapsed(),
+            if meta_wait.is_none() {
+                " (requeued)"
+            } else {
+                ""
+            },
+            cluster.meta_view()
+        );
         if clustered::unavailable_without_meta(context, &api) {
             if let Some(queues) = meta_wait.filter(|_| cluster.meta_leader_missing()) {
+                api_debug!(subject, request.reply, "no meta leader seen: waits aside");
                 let message = message.clone();
                 meta_wait::wait_for_meta_leader(queues, context, cluster.clone(), message);
                 return;
             }
             if cluster.meta_unavailable() {
+                api_debug!(
+                    subject,
+                    request.reply,
+                    "answered 10008: meta group unavailable"
+                );
                 let error = jetstream_api::errors::CLUSTER_NOT_AVAIL.to_error();
                 respond_error(context, &request, &api, error);
                 return;
             }
         }
         if clustered::unavailable_without_stream_leader(context, &**cluster, &api) {
+            api_debug!(
+                subject,
+                request.reply,
+                "answered 10008: stream group leaderless"
+            );
             let error = jetstream_api::errors::CLUSTER_NOT_AVAIL.to_error();
             respond_error(context, &request, &api, error);
             return;
@@ -237,12 +275,29 @@ pub(crate) async fn handle_request(
         if !answers {
             // A read that arrived while this server hands the stream's leadership over is
             // sent again once someone answers it (`handover.rs`).
-            handover::keep(context, &**cluster, &api, &message);
+            let kept = handover::keep(context, &**cluster, &api, &message);
+            api_debug!(
+                subject,
+                request.reply,
+                "not answered here{}; meta: {}",
+                if kept {
+                    " (kept through a handover)"
+                } else {
+                    ""
+                },
+                cluster.meta_view()
+            );
             return;
         }
         if handover::answered_before(context, &api, &message) {
+            api_debug!(
+                subject,
+                request.reply,
+                "a copy of a request answered here: silent"
+            );
             return;
         }
+        api_debug!(subject, request.reply, "answered here");
     }
     if !checks_level_itself(&api) && !required_level_met(message.headers.as_deref()) {
         let error = jetstream_api::errors::REQUIRED_API_LEVEL.to_error();

@@ -151,6 +151,18 @@ impl Cluster for AccountMeta {
         self.meta.leader_missing()
     }
 
+    fn meta_view(&self) -> String {
+        let status = self.meta.group.status();
+        format!(
+            "{:?} term {} leader {} led for {:?} leads {}",
+            status.role,
+            status.term,
+            self.meta.leader_name().as_deref().unwrap_or("none"),
+            status.led_for,
+            self.meta.leads()
+        )
+    }
+
     fn meta_leader_seen_within(&self, timeout: std::time::Duration) -> GroupFuture<bool> {
         let meta = self.meta.clone();
         Box::pin(async move { meta.leader_within(timeout).await })
