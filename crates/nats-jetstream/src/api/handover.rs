@@ -15,9 +15,18 @@
 //! entry (the old leader may have seen that entry committed first), and answers them once it
 //! leads.
 //!
-//! Never twice: a copy is never sent again, and a server that already answered the original (a
-//! successor that led by the time the original reached it) recognises the copy by its reply
-//! subject ([`Answered`]) and stays silent; a successor answers what it kept as a copy too. Called by the dispatcher (`api/mod.rs`).
+//! A copy may be kept again, by a server that hands its own leadership over when the copy
+//! reaches it (stepped down again at once), or by the successor: [`HANDED_OVER`] names the
+//! servers that kept it, and no server keeps it twice nor any copy more than [`MAX_KEEPERS`]
+//! servers (so a read waits [`MAX_KEPT`] at the most). A successor that does not come to lead
+//! within [`SUCCESSOR_WAIT`] sends what it kept on too: whoever leads by then answers it, or a
+//! replica of a leaderless group gives nats-server's answer for one (the dispatcher's leaderless
+//! paths), as for any read reaching it then.
+//!
+//! Never twice: a server that already answered the original (a successor that led by the time
+//! the original reached it) recognises each copy by its reply subject ([`Answered`], remembered
+//! longer than any copy waits) and stays silent; a successor answers what it kept as a copy
+//! too. Called by the dispatcher (`api/mod.rs`).
 
 use super::clustered::stream_of;
 use super::Context;
@@ -29,16 +38,20 @@ use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The header that marks a request kept through a handover and published again (its value is
-/// the server that kept it).
+/// The header that marks a request kept through a handover and published again (its value
+/// names the servers that kept it, separated by blanks).
 pub(crate) const HANDED_OVER: &str = "Rnats-Handed-Over";
 /// A kept request goes out again after this at the latest, whatever the handover does.
 const KEEP_BOUND: Duration = Duration::from_secs(8);
 /// How long a server elected leader waits to lead (its election's entry applied, a quorum's
-/// acknowledgement) before it answers a read kept meanwhile; dropped after that.
+/// acknowledgement) before it answers a read kept meanwhile; sent on after that.
 const SUCCESSOR_WAIT: Duration = Duration::from_secs(2);
+/// At most this many servers keep one read, one after the other.
+const MAX_KEEPERS: usize = 2;
+/// The longest a read is kept, over all its keepers.
+const MAX_KEPT: Duration = Duration::from_secs(KEEP_BOUND.as_secs() * MAX_KEEPERS as u64);
 /// How long an answered read's reply subject is remembered: longer than a kept request waits.
-const REMEMBERED: Duration = Duration::from_secs(10);
+const REMEMBERED: Duration = Duration::from_secs(MAX_KEPT.as_secs() + 4);
 /// At most this many are remembered (the oldest forgotten first).
 const REMEMBERED_MAX: usize = 4096;
 
@@ -58,6 +71,26 @@ fn is_copy(headers: Option<&[u8]>) -> bool {
     headers.is_some_and(|block| nats_proto::header_value(block, HANDED_OVER).is_some())
 }
 
+/// The servers that kept a copy (none for an original).
+fn keepers(headers: Option<&[u8]>) -> Vec<&[u8]> {
+    headers
+        .and_then(|block| nats_proto::header_value(block, HANDED_OVER))
+        .map(|value| {
+            value
+                .split(u8::is_ascii_whitespace)
+                .filter(|name| !name.is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether `server` may keep a request with these headers: an original, or a copy it did not
+/// keep before and fewer than [`MAX_KEEPERS`] did.
+fn may_keep(headers: Option<&[u8]>, server: &str) -> bool {
+    let keepers = keepers(headers);
+    keepers.len() < MAX_KEEPERS && !keepers.contains(&server.as_bytes())
+}
+
 /// Keeps `message` (a request this server does not answer) when it is a read of a stream whose
 /// leadership this server is handing over, to publish it again once the handover is over, or
 /// whose group elected this server, which has not applied its election's entry yet, to answer
@@ -74,22 +107,28 @@ pub(crate) fn keep(
     let Some(group) = stream_of(api).and_then(|stream| cluster.stream_group(stream)) else {
         return false;
     };
+    if !may_keep(message.headers.as_deref(), &context.server_name) {
+        return false;
+    }
     // Built only for a read kept (every server holding the stream sees every read).
     let copy = || {
-        let headers = crate::stream::append_header(
-            message.headers.as_deref().unwrap_or_default(),
-            HANDED_OVER,
-            &context.server_name,
-        );
+        let block = message.headers.as_deref().unwrap_or_default();
+        let mut kept_by = keepers(message.headers.as_deref())
+            .into_iter()
+            .map(String::from_utf8_lossy)
+            .collect::<Vec<_>>()
+            .join(" ");
+        if !kept_by.is_empty() {
+            kept_by.push(' ');
+        }
+        kept_by.push_str(&context.server_name);
+        let headers = crate::stream::set_header(block, HANDED_OVER, &kept_by);
         Message {
             headers: Some(Bytes::from(headers)),
             ..message.clone()
         }
     };
     if let Some(handover) = group.handover() {
-        if is_copy(message.headers.as_deref()) {
-            return false;
-        }
         let (context, copy) = (context.clone(), copy());
         tokio::spawn(async move {
             let _ = tokio::time::timeout(KEEP_BOUND, handover).await;
@@ -106,11 +145,14 @@ pub(crate) fn keep(
         return false;
     }
     // Answered here as a copy, so that a copy from the old leader answered here meanwhile
-    // leaves it silent.
+    // leaves it silent. Not leading in time (another took over, or nobody leads yet): sent on,
+    // for whoever leads by then (a leaderless group's replicas answer it as nats-server's do).
     let (context, copy) = (context.clone(), copy());
     tokio::spawn(async move {
         if group.wait_for_leader(SUCCESSOR_WAIT).await == Some(true) {
             Box::pin(super::handle_request(&context, copy, Instant::now(), None)).await;
+        } else {
+            context.transport.publish(copy);
         }
     });
     true
@@ -168,6 +210,19 @@ mod tests {
         }
         assert!(!answered.note(&Bytes::from_static(b"_INBOX.a")));
         assert!(answered.replies.len() <= REMEMBERED_MAX);
+    }
+
+    #[test]
+    fn a_copy_is_kept_by_two_servers_at_most_and_by_each_once() {
+        assert!(may_keep(None, "n1"));
+        assert!(may_keep(Some(b"NATS/1.0\r\nOther: x\r\n\r\n"), "n1"));
+        let once = b"NATS/1.0\r\nRnats-Handed-Over: n1\r\n\r\n";
+        assert_eq!(keepers(Some(once)), vec![b"n1".as_slice()]);
+        assert!(!may_keep(Some(once), "n1"));
+        assert!(may_keep(Some(once), "n2"));
+        let twice = b"NATS/1.0\r\nRnats-Handed-Over: n1 n2\r\n\r\n";
+        assert_eq!(keepers(Some(twice)).len(), 2);
+        assert!(!may_keep(Some(twice), "n3"));
     }
 
     #[test]

@@ -245,25 +245,31 @@ pub(crate) async fn handle_request(
                 meta_wait::wait_for_meta_leader(queues, context, cluster.clone(), message);
                 return;
             }
+            // Answered with 10008 like any read, but a kept read's copy only if the original
+            // was not answered so here (`handover.rs`).
             if cluster.meta_unavailable() {
-                api_debug!(
-                    subject,
-                    request.reply,
-                    "answered 10008: meta group unavailable"
-                );
-                let error = jetstream_api::errors::CLUSTER_NOT_AVAIL.to_error();
-                respond_error(context, &request, &api, error);
+                if !handover::answered_before(context, &api, &message) {
+                    api_debug!(
+                        subject,
+                        request.reply,
+                        "answered 10008: meta group unavailable"
+                    );
+                    let error = jetstream_api::errors::CLUSTER_NOT_AVAIL.to_error();
+                    respond_error(context, &request, &api, error);
+                }
                 return;
             }
         }
         if clustered::unavailable_without_stream_leader(context, &**cluster, &api) {
-            api_debug!(
-                subject,
-                request.reply,
-                "answered 10008: stream group leaderless"
-            );
-            let error = jetstream_api::errors::CLUSTER_NOT_AVAIL.to_error();
-            respond_error(context, &request, &api, error);
+            if !handover::answered_before(context, &api, &message) {
+                api_debug!(
+                    subject,
+                    request.reply,
+                    "answered 10008: stream group leaderless"
+                );
+                let error = jetstream_api::errors::CLUSTER_NOT_AVAIL.to_error();
+                respond_error(context, &request, &api, error);
+            }
             return;
         }
         // A meta leader just elected answers once a quorum confirmed it: a request reaching it

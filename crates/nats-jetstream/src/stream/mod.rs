@@ -35,7 +35,7 @@ mod store;
 
 pub(crate) use config::{check_and_fill, check_update, with_static_metadata};
 pub(crate) use config_cell::{ConfigCell, ConfigForm};
-pub(crate) use headers::append_header;
+pub(crate) use headers::set_header;
 use ingest::announce;
 pub(crate) use ingest::{store_config as ingest_store_config, IngestContext};
 pub(crate) use interest::{Interest, InterestHolder};

@@ -71,6 +71,45 @@ async fn read(client: Client, subject: &'static str, body: &'static str) -> Read
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_through_stream_stepdowns_are_answered_once() {
+    reads_through_stepdowns(Pace::Apart).await;
+}
+
+/// Each stepdown as soon as the previous one's successor answers: a successor hands its
+/// leadership on again while its predecessor still keeps reads, whose copies then reach a
+/// server handing over (kept again there, `handover.rs`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_through_quick_successive_stepdowns_are_answered_once() {
+    reads_through_stepdowns(Pace::Quick).await;
+}
+
+/// How the stepdowns follow each other.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pace {
+    /// [`BETWEEN`] after the previous one's answer.
+    Apart,
+    /// Once the previous one's successor answers STREAM.INFO (a stepdown reaching it earlier
+    /// is its predecessor's, `clustered::leader_stepdown`).
+    Quick,
+}
+
+/// The leader STREAM.INFO names once it names another than `previous`.
+async fn next_leader(client: &Client, previous: &str) -> String {
+    let deadline = Instant::now() + ELECTION_BOUND;
+    loop {
+        let asked = client.request("$JS.API.STREAM.INFO.SDR", "".into());
+        if let Ok(Ok(message)) = tokio::time::timeout(FIRST_ANSWER, asked).await {
+            let info: Value = serde_json::from_slice(&message.payload).unwrap_or(Value::Null);
+            let leader = info["cluster"]["leader"].as_str().unwrap_or("");
+            if !leader.is_empty() && leader != previous {
+                return leader.to_string();
+            }
+        }
+        assert!(Instant::now() < deadline, "no leader after {previous}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn reads_through_stepdowns(pace: Pace) {
     let (_cluster, names, clients) = three_nodes().await;
     let (created, _) = create_r3(&clients[0], "SDR", "sdr.>").await;
     created.assert_created();
@@ -79,7 +118,8 @@ async fn reads_through_stream_stepdowns_are_answered_once() {
         assert!(Instant::now() < deadline, "the stream takes no publish");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    settled_info(&clients[0], "SDR", &names, 1).await;
+    let info = settled_info(&clients[0], "SDR", &names, 1).await;
+    let mut leader = info["cluster"]["leader"].as_str().unwrap_or("").to_string();
 
     let stop = Arc::new(AtomicBool::new(false));
     let readers: Vec<_> = clients
@@ -112,7 +152,11 @@ async fn reads_through_stream_stepdowns_are_answered_once() {
 
     let mut stepdowns = Vec::new();
     for round in 0..STEPDOWNS {
-        tokio::time::sleep(BETWEEN).await;
+        if pace == Pace::Apart || round == 0 {
+            tokio::time::sleep(BETWEEN).await;
+        } else {
+            leader = next_leader(&clients[0], &leader).await;
+        }
         let asked = Instant::now();
         let answer = one_answer(
             &clients[round % 3],
