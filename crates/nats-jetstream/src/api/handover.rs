@@ -107,7 +107,9 @@ pub(crate) fn keep(
     let Some(group) = stream_of(api).and_then(|stream| cluster.stream_group(stream)) else {
         return false;
     };
-    if !may_keep(message.headers.as_deref(), &context.server_name) {
+    if !may_keep(message.headers.as_deref(), &context.server_name)
+        || answered_here(context, message)
+    {
         return false;
     }
     // Built only for a read kept (every server holding the stream sees every read).
@@ -151,11 +153,22 @@ pub(crate) fn keep(
     tokio::spawn(async move {
         if group.wait_for_leader(SUCCESSOR_WAIT).await == Some(true) {
             Box::pin(super::handle_request(&context, copy, Instant::now(), None)).await;
-        } else {
+        } else if !answered_here(&context, &copy) {
             context.transport.publish(copy);
         }
     });
     true
+}
+
+/// Whether this server answered the read already (its original or a copy): one it answered is
+/// never kept nor sent on, or the next leader would answer it a second time (with stepdowns
+/// 2.2 s apart, a successor's kept read answered through the old leader's copy and sent on when
+/// its 2 s wait ended after the next stepdown would be answered again there).
+fn answered_here(context: &Context, message: &Message) -> bool {
+    message
+        .reply
+        .as_ref()
+        .is_some_and(|reply| context.answered.lock().contains(reply))
 }
 
 /// Called for each request this server is about to answer: notes a read's reply subject, and
@@ -176,6 +189,11 @@ pub(crate) struct Answered {
 }
 
 impl Answered {
+    /// Whether `reply` was noted (lately: one older than [`REMEMBERED`] may still be known).
+    fn contains(&self, reply: &Bytes) -> bool {
+        self.replies.contains(reply)
+    }
+
     /// Notes `reply` as answered now; whether it was answered within [`REMEMBERED`] already.
     fn note(&mut self, reply: &Bytes) -> bool {
         let now = Instant::now();
