@@ -186,7 +186,11 @@ pub(crate) fn names_of(cluster: &Cluster) -> Vec<String> {
 
 /// A 3-node cluster with a meta leader, its node names and a client of each node.
 pub(crate) async fn three_nodes() -> (Cluster, Vec<String>, [Client; 3]) {
-    let cluster = start(3);
+    three_nodes_of(start(3)).await
+}
+
+/// [`three_nodes`] of a cluster started with `meta::start_debug` or the like.
+pub(crate) async fn three_nodes_of(cluster: Cluster) -> (Cluster, Vec<String>, [Client; 3]) {
     leader_of(&cluster, &[0, 1, 2]);
     let names = names_of(&cluster);
     let clients = [

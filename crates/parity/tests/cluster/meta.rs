@@ -33,11 +33,25 @@ pub(crate) fn kind() -> ServerKind {
 }
 
 pub(crate) fn start(size: usize) -> Cluster {
+    Cluster::start(options(size))
+}
+
+/// [`start`] with ours logging at debug: a failing run's node logs then say what each server
+/// did with each `$JS.API` request (`nats-jetstream/src/api/mod.rs`).
+pub(crate) fn start_debug(size: usize) -> Cluster {
+    let mut options = options(size);
+    if !test_harness::is_reference() {
+        options.extra_config.push_str("debug: true\n");
+    }
+    Cluster::start(options)
+}
+
+fn options(size: usize) -> ClusterOptions {
     let mut options = ClusterOptions::new(&vec![kind(); size], Topology::FullMesh);
     options.name = "meta".into();
     options.jetstream = (0..size).collect();
     options.extra_config = SYSTEM_ACCOUNT.into();
-    Cluster::start(options)
+    options
 }
 
 pub(crate) fn jsz(cluster: &Cluster, index: usize) -> Option<Value> {

@@ -18,27 +18,13 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::jetstream_assignments::{answers_within, connect, error_code};
-use crate::meta::{agreed_leader, kind, stepdown, system_client, ELECTION_BOUND, SYSTEM_ACCOUNT};
-use test_harness::cluster::{Cluster, ClusterOptions, Topology};
+use crate::meta::{agreed_leader, start_debug, stepdown, system_client, ELECTION_BOUND};
 
 /// Elections in the test.
 const ROUNDS: usize = 8;
 /// A second answer is looked for this long after the first: past ours' 2 s wait for a meta
 /// leader, with a margin for a loaded machine.
 const QUIET: Duration = Duration::from_secs(4);
-
-/// `meta::start`'s cluster, ours with debug logging: a failing run's node logs say what each
-/// server did with each create (`api/mod.rs`'s debug lines).
-fn start(size: usize) -> Cluster {
-    let mut options = ClusterOptions::new(&vec![kind(); size], Topology::FullMesh);
-    options.name = "meta".into();
-    options.jetstream = (0..size).collect();
-    options.extra_config = SYSTEM_ACCOUNT.into();
-    if !test_harness::is_reference() {
-        options.extra_config.push_str("debug: true\n");
-    }
-    Cluster::start(options)
-}
 
 /// Whether the stream exists, asked until a server knows (not 10008, answered), bounded.
 async fn exists(client: &async_nats::Client, name: &str) -> bool {
@@ -68,7 +54,7 @@ async fn exists(client: &async_nats::Client, name: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_create_sent_during_a_meta_election_is_answered_once() {
-    let cluster = start(3);
+    let cluster = start_debug(3);
     let system = system_client(&cluster, 0).await;
     let client = connect(&cluster, 1).await;
     let mut previous: Option<String> = None;

@@ -19,8 +19,8 @@ use futures::StreamExt;
 use serde_json::Value;
 
 use crate::jetstream_assignments::one_answer;
-use crate::jetstream_replicated::{create_r3, settled_info, three_nodes};
-use crate::meta::ELECTION_BOUND;
+use crate::jetstream_replicated::{create_r3, settled_info, three_nodes_of};
+use crate::meta::{start_debug, ELECTION_BOUND};
 
 /// Stepdowns per run.
 const STEPDOWNS: usize = 3;
@@ -43,6 +43,8 @@ const UNANSWERED_BOUND: usize = 2;
 /// How one read ended: how many answers it got, the first's body, and when it was sent.
 struct Read {
     subject: &'static str,
+    /// Its reply subject, as the nodes' debug lines name it.
+    inbox: String,
     sent: Instant,
     answers: Vec<Value>,
 }
@@ -52,7 +54,7 @@ async fn read(client: Client, subject: &'static str, body: &'static str) -> Read
     let mut replies = client.subscribe(inbox.clone()).await.expect("subscribe");
     let sent = Instant::now();
     client
-        .publish_with_reply(subject, inbox, body.into())
+        .publish_with_reply(subject, inbox.clone(), body.into())
         .await
         .expect("publish");
     client.flush().await.expect("flush");
@@ -64,6 +66,7 @@ async fn read(client: Client, subject: &'static str, body: &'static str) -> Read
     }
     Read {
         subject,
+        inbox,
         sent,
         answers,
     }
@@ -110,7 +113,7 @@ async fn next_leader(client: &Client, previous: &str) -> String {
 }
 
 async fn reads_through_stepdowns(pace: Pace) {
-    let (_cluster, names, clients) = three_nodes().await;
+    let (_cluster, names, clients) = three_nodes_of(start_debug(3)).await;
     let (created, _) = create_r3(&clients[0], "SDR", "sdr.>").await;
     created.assert_created();
     let deadline = Instant::now() + ELECTION_BOUND;
@@ -182,16 +185,17 @@ async fn reads_through_stepdowns(pace: Pace) {
                 .map(|asked| read.sent - *asked);
             assert!(
                 read.answers.len() <= 1,
-                "{} through node {node}, sent {since:?} after a stepdown's request: \
+                "{} ({}) through node {node}, sent {since:?} after a stepdown's request: \
                  answered {} times: {:?}",
                 read.subject,
+                read.inbox,
                 read.answers.len(),
                 read.answers
             );
             match read.answers.first() {
                 None => unanswered.push(format!(
-                    "{} through node {node}, sent {since:?} after a stepdown's request",
-                    read.subject
+                    "{} ({}) through node {node}, sent {since:?} after a stepdown's request",
+                    read.subject, read.inbox
                 )),
                 Some(answer) if !test_harness::is_reference() => assert!(
                     answer.get("error").is_none(),
