@@ -82,6 +82,11 @@ pub trait Cluster: Send + Sync + 'static {
         let leads = self.is_meta_leader();
         Box::pin(async move { leads })
     }
+    /// Whether this server is the meta group's elected leader (openraft's), confirmed by a
+    /// quorum or not yet ([`Cluster::is_meta_leader`] is the confirmed one).
+    fn is_meta_elected(&self) -> bool {
+        self.is_meta_leader()
+    }
     /// Whether the meta group has no working leader from here (nats-server's `isLeaderless`:
     /// then the requests it would route through the meta group get 10008).
     fn meta_unavailable(&self) -> bool {

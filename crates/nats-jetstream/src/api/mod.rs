@@ -53,9 +53,29 @@ macro_rules! api_debug {
 }
 pub(crate) use api_debug;
 
+/// The request's replicated stream as this server sees it, for [`api_debug`]'s lines.
+fn stream_view(cluster: &dyn crate::cluster::Cluster, api: &ApiSubject<'_>) -> String {
+    let Some(group) = clustered::stream_of(api).and_then(|stream| cluster.stream_group(stream))
+    else {
+        return String::new();
+    };
+    format!(
+        "; stream: leads {}, leader {}, handing over {}, leaderless for {:?}",
+        group.is_leader(),
+        group
+            .cluster_info()
+            .map_or_else(|| "none".to_string(), |info| info.leader),
+        group.handover().is_some(),
+        group.leaderless_for()
+    )
+}
+
 /// How long a just-elected meta leader holds a request it is to answer until a quorum confirms
-/// its leadership (one heartbeat round, normally well under a second).
-const META_CONFIRM_WAIT: Duration = Duration::from_secs(3);
+/// its leadership (one heartbeat round, normally well under a second; seconds on a loaded
+/// machine, where the 3 s this was left a create unanswered in a CI run). Still unconfirmed
+/// then, it answers 10008 rather than nothing: nobody else answers a request that reached
+/// every other server while it led.
+const META_CONFIRM_WAIT: Duration = Duration::from_secs(5);
 
 /// A request as the handlers see it.
 #[derive(Clone)]
@@ -229,14 +249,15 @@ pub(crate) async fn handle_request(
         api_debug!(
             subject,
             request.reply,
-            "handled {:?} after arrival{}; meta: {}",
+            "handled {:?} after arrival{}; meta: {}{}",
             arrived.elapsed(),
             if meta_wait.is_none() {
                 " (requeued)"
             } else {
                 ""
             },
-            cluster.meta_view()
+            cluster.meta_view(),
+            stream_view(&**cluster, &api)
         );
         if clustered::unavailable_without_meta(context, &api) {
             if let Some(queues) = meta_wait.filter(|_| cluster.meta_leader_missing()) {
@@ -274,10 +295,22 @@ pub(crate) async fn handle_request(
         }
         // A meta leader just elected answers once a quorum confirmed it: a request reaching it
         // meanwhile is held until then, not dropped.
+        let meta_answers = clustered::meta_leader_answers(context, &**cluster, &api);
         let answers = clustered::answers_here(context, &**cluster, &api)
-            || (clustered::meta_leader_answers(context, &**cluster, &api)
+            || (meta_answers
                 && cluster.meta_leader_within(META_CONFIRM_WAIT).await
                 && clustered::answers_here(context, &**cluster, &api));
+        if !answers && meta_answers && cluster.is_meta_elected() {
+            api_debug!(
+                subject,
+                request.reply,
+                "answered 10008: elected meta leader not confirmed by a quorum in time; meta: {}",
+                cluster.meta_view()
+            );
+            let error = jetstream_api::errors::CLUSTER_NOT_AVAIL.to_error();
+            respond_error(context, &request, &api, error);
+            return;
+        }
         if !answers {
             // A read that arrived while this server hands the stream's leadership over is
             // sent again once someone answers it (`handover.rs`).
@@ -285,13 +318,14 @@ pub(crate) async fn handle_request(
             api_debug!(
                 subject,
                 request.reply,
-                "not answered here{}; meta: {}",
+                "not answered here{}; meta: {}{}",
                 if kept {
                     " (kept through a handover)"
                 } else {
                     ""
                 },
-                cluster.meta_view()
+                cluster.meta_view(),
+                stream_view(&**cluster, &api)
             );
             return;
         }

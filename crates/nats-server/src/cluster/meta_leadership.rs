@@ -30,7 +30,8 @@ impl Meta {
 
     /// Whether this server leads (as [`Meta::leads`]) within `timeout`: at once when it does;
     /// while openraft has it leading and a quorum has not confirmed that yet (just elected, its
-    /// first heartbeat round out), once they do; false as soon as it is not openraft's leader.
+    /// first heartbeat round out), once they do; false as soon as it is not openraft's leader,
+    /// or is but [`Meta::unavailable`] (no quorum's word for [`META_QUORUM_LOST`]).
     pub(super) async fn leads_within(&self, timeout: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut leading = self.leading.clone();
@@ -38,7 +39,7 @@ impl Meta {
             if leading.borrow_and_update().is_some() {
                 return true;
             }
-            if self.group.status().role != Role::Leader {
+            if self.group.status().role != Role::Leader || self.unavailable() {
                 return false;
             }
             let wake = (tokio::time::Instant::now() + Duration::from_millis(50)).min(deadline);

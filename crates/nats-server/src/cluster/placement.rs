@@ -143,6 +143,10 @@ impl Cluster for AccountMeta {
         Box::pin(async move { meta.leads_within(timeout).await })
     }
 
+    fn is_meta_elected(&self) -> bool {
+        self.meta.group.status().role == Role::Leader
+    }
+
     fn meta_unavailable(&self) -> bool {
         self.meta.unavailable()
     }

@@ -4,9 +4,10 @@
 //! that see no meta leader answer 10008 "JetStream system temporarily unavailable"
 //! (`isLeaderless`) while the new leader answers the same request, so a client may take the
 //! 10008 first for a create that was applied. Ours waits aside, up to 2 s, for a meta leader
-//! before it answers 10008 and stays silent once one appears (docs/parity.md): a create sent
-//! right after a META.LEADER.STEPDOWN gets exactly one answer, and a 10008 only for a stream
-//! that does not exist afterwards.
+//! before it answers 10008 and stays silent once one appears, and the new leader answers once a
+//! quorum confirmed it, or 10008 if none did within 5 s (docs/parity.md): a create sent right
+//! after a META.LEADER.STEPDOWN gets exactly one answer, a success if and only if the stream
+//! exists afterwards.
 //!
 //! All-rnats clusters normally; all-nats-server clusters in the parity pass (`NATS_SERVER_BIN`),
 //! where the answers are counted and printed, and only "a success names a stream that exists"
@@ -89,26 +90,46 @@ async fn a_create_sent_during_a_meta_election_is_answered_once() {
             }
         }
         if !test_harness::is_reference() {
-            // At most one answer. None is allowed only when nothing was created (seen once in
-            // a CI run, round 7 of 8: the create neither applied nor answered, as nats-server
-            // leaves 1 in 10 unanswered; open in the session 27 note): a create that applied
-            // must be answered.
-            assert!(
-                got.len() <= 1,
-                "round {round}: {name}: {got:?}\n{}",
-                cluster.logs()
-            );
-            assert!(
-                !got.is_empty() || !made,
-                "round {round}: {name} created but never answered\n{}",
-                cluster.logs()
-            );
-            assert!(
-                !(codes.first() == Some(&10008) && made),
-                "round {round}: {name} answered 10008 and created: {got:?}"
+            // Exactly one answer, a success if and only if the stream was created (a CI run
+            // once left a create unanswered and not created: the new leader, not confirmed by
+            // a quorum within 3 s on a loaded machine, dropped it; it waits 5 s now, then
+            // answers 10008). The node logs, printed on a failure, hold each server's debug
+            // line for the create.
+            assert_eq!(got.len(), 1, "round {round}: {name}: {got:?}");
+            assert_eq!(
+                codes[0] == 0,
+                made,
+                "round {round}: {name}: answered {got:?}, created {made}"
             );
         }
         previous = Some(leader);
     }
     println!("outcomes over {ROUNDS} elections: {outcomes:?}");
+}
+
+/// The meta leader's two followers killed: a create sent to it once its leadership has lapsed
+/// (no quorum's word for its 1.5 s lease) but before it counts as leaderless (4 s) waited for
+/// a confirmation that cannot come and then went unanswered (3 s wait); it is answered 10008
+/// once, at the latest when the leader counts as leaderless. nats-server's leader steps down
+/// after its lost-quorum interval: there the answers are printed only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_reaching_a_meta_leader_that_lost_its_quorum_is_answered() {
+    let mut cluster = start_debug(3);
+    let leader = tokio::task::block_in_place(|| agreed_leader(&cluster, &[0, 1, 2], 3, None))
+        .unwrap_or_else(|error| panic!("{error}"));
+    let index = crate::meta::index_of(&cluster, &leader);
+    let client = connect(&cluster, index).await;
+    for other in (0..3).filter(|other| *other != index) {
+        cluster.kill9(other);
+    }
+    // Past the lease (the quorum's last word came at most 500 ms before the kill), short of
+    // the 4 s after which the leader answers 10008 at once.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let body = json!({"name": "LAPSED", "subjects": ["lapsed"]});
+    let got = answers_within(&client, "$JS.API.STREAM.CREATE.LAPSED", body, QUIET).await;
+    let codes: Vec<u64> = got.iter().map(error_code).collect();
+    println!("a create through {leader} without its quorum: answers {codes:?}");
+    if !test_harness::is_reference() {
+        assert_eq!(codes, vec![10008], "{got:?}");
+    }
 }
