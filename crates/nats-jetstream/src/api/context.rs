@@ -43,6 +43,10 @@ pub(crate) struct Context {
     /// The reply subjects of the stream reads answered here lately, so a read a leader kept
     /// through its handover and sent again is not answered twice ([`super::handover`]).
     pub answered: parking_lot::Mutex<super::handover::Answered>,
+    /// The reply subjects of the stream reads that reached this server lately (originals, not
+    /// copies): a copy that overtook its original is not answered before it
+    /// ([`super::handover::overtook_original`]).
+    pub seen: parking_lot::Mutex<super::handover::Answered>,
 }
 
 impl Context {

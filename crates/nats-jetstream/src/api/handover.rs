@@ -27,7 +27,10 @@
 //! Never twice: a server that already answered the original (a successor that led by the time
 //! the original reached it) recognises each copy by its reply subject ([`Answered`], remembered
 //! longer than any copy waits) and stays silent; a successor answers what it kept as a copy
-//! too. Called by the dispatcher (`api/mod.rs`).
+//! too. A copy can overtake its original (the old leader delivers the original to its own API
+//! queue before its route forwarding runs): a server about to answer a copy whose original it
+//! has not seen waits for the original first ([`overtook_original`]). Called by the dispatcher
+//! (`api/mod.rs`).
 
 use super::clustered::stream_of;
 use super::Context;
@@ -177,6 +180,50 @@ fn answered_here(context: &Context, message: &Message) -> bool {
         .is_some_and(|reply| context.answered.lock().contains(reply))
 }
 
+/// How long a copy that reached this server before its original waits for it (the original
+/// then answered, the copy silent) before it is answered itself.
+const ORIGINAL_WAIT: Duration = Duration::from_secs(1);
+
+/// Notes a read's original (not a copy) as seen here, for [`overtook_original`].
+pub(crate) fn note_original(context: &Context, api: &ApiSubject<'_>, message: &Message) {
+    if let Some(reply) = message.reply.as_ref().filter(|_| is_read(api)) {
+        if !is_copy(message.headers.as_deref()) {
+            context.seen.lock().note(reply);
+        }
+    }
+}
+
+/// A copy this server is about to answer whose original has not reached it yet: the old leader
+/// published the copy before its own route forwarding of the original had run (the original
+/// is delivered locally first; a preempted reader forwarded it 6 ms after the copy at load 12),
+/// and the original answered after the copy would be answered twice (originals are never
+/// silenced: a client may reuse a reply subject). Waits here, up to [`ORIGINAL_WAIT`], for the
+/// original, then handles the copy again: silent if the original was answered here meanwhile.
+/// Whether it was taken aside.
+pub(crate) fn overtook_original(
+    context: &Arc<Context>,
+    api: &ApiSubject<'_>,
+    message: &Message,
+) -> bool {
+    let Some(reply) = message.reply.clone().filter(|_| is_read(api)) else {
+        return false;
+    };
+    if !is_copy(message.headers.as_deref()) || context.seen.lock().contains(&reply) {
+        return false;
+    }
+    let (context, copy) = (context.clone(), message.clone());
+    tokio::spawn(async move {
+        let deadline = Instant::now() + ORIGINAL_WAIT;
+        while Instant::now() < deadline && !context.seen.lock().contains(&reply) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // Handled again as if its original had come: never taken aside twice.
+        context.seen.lock().note(&reply);
+        Box::pin(super::handle_request(&context, copy, Instant::now(), None)).await;
+    });
+    true
+}
+
 /// Called for each request this server is about to answer: notes a read's reply subject, and
 /// says whether the request is a kept copy of one answered here already (left unanswered).
 pub(crate) fn answered_before(context: &Context, api: &ApiSubject<'_>, message: &Message) -> bool {
@@ -184,7 +231,23 @@ pub(crate) fn answered_before(context: &Context, api: &ApiSubject<'_>, message: 
         return false;
     };
     let seen = context.answered.lock().note(reply);
-    seen && is_copy(message.headers.as_deref())
+    let copy = is_copy(message.headers.as_deref());
+    if seen {
+        tracing::debug!(
+            "JetStream API read to {} answered here before; this one a copy: {copy}",
+            String::from_utf8_lossy(reply)
+        );
+    }
+    seen && copy
+}
+
+/// Who kept the request, for the dispatcher's debug lines (empty for an original).
+pub(crate) fn kept_by(message: &Message) -> String {
+    keepers(message.headers.as_deref())
+        .into_iter()
+        .map(String::from_utf8_lossy)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The reply subjects of the reads answered lately.

@@ -249,16 +249,22 @@ pub(crate) async fn handle_request(
         api_debug!(
             subject,
             request.reply,
-            "handled {:?} after arrival{}; meta: {}{}",
+            "handled {:?} after arrival{}{}; meta: {}{}",
             arrived.elapsed(),
             if meta_wait.is_none() {
                 " (requeued)"
             } else {
                 ""
             },
+            Some(handover::kept_by(&message))
+                .filter(|keepers| !keepers.is_empty())
+                .map_or_else(String::new, |keepers| format!(
+                    " (a copy kept by {keepers})"
+                )),
             cluster.meta_view(),
             stream_view(&**cluster, &api)
         );
+        handover::note_original(context, &api, &message);
         if clustered::unavailable_without_meta(context, &api) {
             if let Some(queues) = meta_wait.filter(|_| cluster.meta_leader_missing()) {
                 api_debug!(subject, request.reply, "no meta leader seen: waits aside");
@@ -326,6 +332,14 @@ pub(crate) async fn handle_request(
                 },
                 cluster.meta_view(),
                 stream_view(&**cluster, &api)
+            );
+            return;
+        }
+        if handover::overtook_original(context, &api, &message) {
+            api_debug!(
+                subject,
+                request.reply,
+                "a copy ahead of its original: waits for it"
             );
             return;
         }

@@ -696,6 +696,7 @@ impl Engine {
             remote_counts: Default::default(),
             cluster: std::sync::OnceLock::new(),
             answered: Default::default(),
+            seen: Default::default(),
         })
     }
 }
