@@ -71,10 +71,6 @@ impl Context {
 
     /// Send a JSON response without touching the API counters.
     pub(crate) fn respond_uncounted<T: Serialize>(&self, request: &Request, body: &T) {
-        tracing::debug!(
-            "JetStream API answer to {}",
-            String::from_utf8_lossy(&request.reply)
-        );
         self.publish_json(request.reply.clone(), body);
     }
 
@@ -89,10 +85,6 @@ impl Context {
     /// [`Context::respond`] with a body already encoded.
     pub(crate) fn respond_encoded(&self, request: &Request, body: Vec<u8>, failed: bool) {
         self.count(failed);
-        tracing::debug!(
-            "JetStream API answer to {}",
-            String::from_utf8_lossy(&request.reply)
-        );
         self.publish_encoded(request.reply.clone(), body);
     }
 

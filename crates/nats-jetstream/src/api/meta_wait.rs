@@ -23,8 +23,10 @@ use std::time::Duration;
 
 /// How long a request waits for a meta leader before it is answered 10008: longer than an
 /// election after a stepdown or a leader's loss takes (well under a second once a voter
-/// campaigns), short against a client's request timeout.
-pub(crate) const META_LEADER_WAIT: Duration = Duration::from_secs(2);
+/// campaigns; 3 s from the transfer at load 28, where the 2 s this was gave a 10008 beside the
+/// new leader's success for the same create), as long as a leader goes without a quorum's
+/// word before it answers 10008 (`META_QUORUM_LOST`), short against a client's timeout.
+pub(crate) const META_LEADER_WAIT: Duration = Duration::from_secs(4);
 
 /// Waits aside for a meta leader, then queues `message` again.
 pub(crate) fn wait_for_meta_leader(

@@ -60,14 +60,33 @@ fn stream_view(cluster: &dyn crate::cluster::Cluster, api: &ApiSubject<'_>) -> S
         return String::new();
     };
     format!(
-        "; stream: leads {}, leader {}, handing over {}, leaderless for {:?}",
+        "; stream: leads {}, handing over {}, leaderless for {:?}",
         group.is_leader(),
-        group
-            .cluster_info()
-            .map_or_else(|| "none".to_string(), |info| info.leader),
         group.handover().is_some(),
         group.leaderless_for()
     )
+}
+
+/// How a request reached the dispatcher, for [`api_debug`]'s lines (formatted only when they
+/// are written): its time in the queue, whether it came back from a wait, who kept a copy.
+struct Arrival<'a> {
+    arrived: Instant,
+    requeued: bool,
+    message: &'a Message,
+}
+
+impl std::fmt::Display for Arrival<'_> {
+    fn fmt(&self, out: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(out, "after {:?}", self.arrived.elapsed())?;
+        if self.requeued {
+            write!(out, " (requeued)")?;
+        }
+        let keepers = handover::kept_by(self.message);
+        if !keepers.is_empty() {
+            write!(out, " (a copy kept by {keepers})")?;
+        }
+        Ok(())
+    }
 }
 
 /// How long a just-elected meta leader holds a request it is to answer until a quorum confirms
@@ -246,28 +265,20 @@ pub(crate) async fn handle_request(
     }
     let cluster = context.cluster.get().cloned();
     if let Some(cluster) = &cluster {
-        api_debug!(
-            subject,
-            request.reply,
-            "handled {:?} after arrival{}{}; meta: {}{}",
-            arrived.elapsed(),
-            if meta_wait.is_none() {
-                " (requeued)"
-            } else {
-                ""
-            },
-            Some(handover::kept_by(&message))
-                .filter(|keepers| !keepers.is_empty())
-                .map_or_else(String::new, |keepers| format!(
-                    " (a copy kept by {keepers})"
-                )),
-            cluster.meta_view(),
-            stream_view(&**cluster, &api)
-        );
+        let arrival = Arrival {
+            arrived,
+            requeued: meta_wait.is_none(),
+            message: &message,
+        };
         handover::note_original(context, &api, &message);
         if clustered::unavailable_without_meta(context, &api) {
             if let Some(queues) = meta_wait.filter(|_| cluster.meta_leader_missing()) {
-                api_debug!(subject, request.reply, "no meta leader seen: waits aside");
+                api_debug!(
+                    subject,
+                    request.reply,
+                    "{arrival}: no meta leader seen, waits aside; meta: {}",
+                    cluster.meta_view()
+                );
                 let message = message.clone();
                 meta_wait::wait_for_meta_leader(queues, context, cluster.clone(), message);
                 return;
@@ -279,7 +290,7 @@ pub(crate) async fn handle_request(
                     api_debug!(
                         subject,
                         request.reply,
-                        "answered 10008: meta group unavailable"
+                        "{arrival}: answered 10008, meta group unavailable"
                     );
                     let error = jetstream_api::errors::CLUSTER_NOT_AVAIL.to_error();
                     respond_error(context, &request, &api, error);
@@ -292,7 +303,7 @@ pub(crate) async fn handle_request(
                 api_debug!(
                     subject,
                     request.reply,
-                    "answered 10008: stream group leaderless"
+                    "{arrival}: answered 10008, stream group leaderless"
                 );
                 let error = jetstream_api::errors::CLUSTER_NOT_AVAIL.to_error();
                 respond_error(context, &request, &api, error);
@@ -310,7 +321,7 @@ pub(crate) async fn handle_request(
             api_debug!(
                 subject,
                 request.reply,
-                "answered 10008: elected meta leader not confirmed by a quorum in time; meta: {}",
+                "{arrival}: answered 10008, elected meta leader not confirmed in time; meta: {}",
                 cluster.meta_view()
             );
             let error = jetstream_api::errors::CLUSTER_NOT_AVAIL.to_error();
@@ -324,7 +335,7 @@ pub(crate) async fn handle_request(
             api_debug!(
                 subject,
                 request.reply,
-                "not answered here{}; meta: {}{}",
+                "{arrival}: not answered here{}; meta: {}{}",
                 if kept {
                     " (kept through a handover)"
                 } else {
@@ -339,7 +350,7 @@ pub(crate) async fn handle_request(
             api_debug!(
                 subject,
                 request.reply,
-                "a copy ahead of its original: waits for it"
+                "{arrival}: a copy ahead of its original, waits for it"
             );
             return;
         }
@@ -347,11 +358,11 @@ pub(crate) async fn handle_request(
             api_debug!(
                 subject,
                 request.reply,
-                "a copy of a request answered here: silent"
+                "{arrival}: a copy of a read answered here, silent"
             );
             return;
         }
-        api_debug!(subject, request.reply, "answered here");
+        api_debug!(subject, request.reply, "{arrival}: answered here");
     }
     if !checks_level_itself(&api) && !required_level_met(message.headers.as_deref()) {
         let error = jetstream_api::errors::REQUIRED_API_LEVEL.to_error();

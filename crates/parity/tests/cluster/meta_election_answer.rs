@@ -3,7 +3,7 @@
 //! During a meta election every server receives every `$JS.API` request. nats-server's servers
 //! that see no meta leader answer 10008 "JetStream system temporarily unavailable"
 //! (`isLeaderless`) while the new leader answers the same request, so a client may take the
-//! 10008 first for a create that was applied. Ours waits aside, up to 2 s, for a meta leader
+//! 10008 first for a create that was applied. Ours waits aside, up to 4 s, for a meta leader
 //! before it answers 10008 and stays silent once one appears, and the new leader answers once a
 //! quorum confirmed it, or 10008 if none did within 5 s (docs/parity.md): a create sent right
 //! after a META.LEADER.STEPDOWN gets exactly one answer, a success if and only if the stream
@@ -23,9 +23,9 @@ use crate::meta::{agreed_leader, start_debug, stepdown, system_client, ELECTION_
 
 /// Elections in the test.
 const ROUNDS: usize = 8;
-/// A second answer is looked for this long after the first: past ours' 2 s wait for a meta
+/// A second answer is looked for this long after the first: past ours' 4 s wait for a meta
 /// leader, with a margin for a loaded machine.
-const QUIET: Duration = Duration::from_secs(4);
+const QUIET: Duration = Duration::from_secs(6);
 
 /// Whether the stream exists, asked until a server knows (not 10008, answered), bounded.
 async fn exists(client: &async_nats::Client, name: &str) -> bool {
