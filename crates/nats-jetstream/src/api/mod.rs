@@ -89,6 +89,25 @@ impl std::fmt::Display for Arrival<'_> {
     }
 }
 
+/// Answers 10008 "JetStream system temporarily unavailable" (`why`, for the debug line), as any
+/// read, but a kept read's copy only if the original was not answered so here (`handover.rs`).
+fn answer_unavailable(
+    context: &Context,
+    request: &Request,
+    api: &ApiSubject<'_>,
+    message: &Message,
+    arrival: &Arrival<'_>,
+    why: &str,
+) {
+    if handover::answered_before(context, api, message) {
+        return;
+    }
+    let subject = String::from_utf8_lossy(&message.subject);
+    api_debug!(subject, request.reply, "{arrival}: answered 10008, {why}");
+    let error = jetstream_api::errors::CLUSTER_NOT_AVAIL.to_error();
+    respond_error(context, request, api, error);
+}
+
 /// How long a just-elected meta leader holds a request it is to answer until a quorum confirms
 /// its leadership (one heartbeat round, normally well under a second; seconds on a loaded
 /// machine, where the 3 s this was left a create unanswered in a CI run). Still unconfirmed
@@ -283,31 +302,15 @@ pub(crate) async fn handle_request(
                 meta_wait::wait_for_meta_leader(queues, context, cluster.clone(), message);
                 return;
             }
-            // Answered with 10008 like any read, but a kept read's copy only if the original
-            // was not answered so here (`handover.rs`).
             if cluster.meta_unavailable() {
-                if !handover::answered_before(context, &api, &message) {
-                    api_debug!(
-                        subject,
-                        request.reply,
-                        "{arrival}: answered 10008, meta group unavailable"
-                    );
-                    let error = jetstream_api::errors::CLUSTER_NOT_AVAIL.to_error();
-                    respond_error(context, &request, &api, error);
-                }
+                let why = "meta group unavailable";
+                answer_unavailable(context, &request, &api, &message, &arrival, why);
                 return;
             }
         }
         if clustered::unavailable_without_stream_leader(context, &**cluster, &api) {
-            if !handover::answered_before(context, &api, &message) {
-                api_debug!(
-                    subject,
-                    request.reply,
-                    "{arrival}: answered 10008, stream group leaderless"
-                );
-                let error = jetstream_api::errors::CLUSTER_NOT_AVAIL.to_error();
-                respond_error(context, &request, &api, error);
-            }
+            let why = "stream group leaderless";
+            answer_unavailable(context, &request, &api, &message, &arrival, why);
             return;
         }
         // A meta leader just elected answers once a quorum confirmed it: a request reaching it
