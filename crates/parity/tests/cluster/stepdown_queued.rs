@@ -20,8 +20,8 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 
 use crate::jetstream_assignments::{error_code, one_answer};
-use crate::jetstream_replicated::{create_r3, publish_until_acked, settled_info, three_nodes};
-use crate::meta::{agreed_leader, ELECTION_BOUND};
+use crate::jetstream_replicated::{create_r3, publish_until_acked, settled_info, three_nodes_of};
+use crate::meta::{agreed_leader, start_debug, ELECTION_BOUND};
 
 /// Deletes of missing consumers queued before the stepdown: ours holds its admin queue about a
 /// second for each, several times the 20-330 ms a handover takes in a debug build. All are
@@ -95,7 +95,9 @@ async fn paused_for(client: &Client, stream: &str, server: &str, silent: Duratio
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stepdown_queued_at_its_successor_is_not_acted_on_again() {
-    let (cluster, names, clients) = three_nodes().await;
+    // Debug lines: a run whose precondition fails (2 of 36 runs in session 28, "the successor's
+    // queue passed the stepdown before it led") then shows how each server handled the deletes.
+    let (cluster, names, clients) = three_nodes_of(start_debug(3)).await;
     // The paused server is not the meta leader (a meta election would answer everything 10008).
     let meta = agreed_leader(&cluster, &[0, 1, 2], 3, None).expect("meta leader");
     let paused = (0..3)
