@@ -5,7 +5,8 @@
 //!   covering the length and the entry (CRC-32 IEEE through crc32fast). A new segment starts when
 //!   the active one passes [`SEGMENT_BYTES`].
 //! - `meta-record`: vote, committed log id and last purged log id, one record rewritten in place
-//!   under one `fdatasync` (`meta_record.rs`); an earlier build's `meta` is read once and carried
+//!   under one `fdatasync` (`meta_record.rs`), and beside it the commit hint, a newer committed log
+//!   id written at each commit without one; an earlier build's `meta` is read once and carried
 //!   into it.
 //!
 //! Synchronous code with no tokio: the async store (`log_store.rs`) calls it under a mutex and runs
@@ -153,11 +154,28 @@ impl LogFile {
         cache_limit: u64,
     ) -> io::Result<(LogFile, Option<TornTail>)> {
         create_durable_directory(directory)?;
-        let (meta_record, body) = MetaRecord::open(directory)?;
-        let meta = match body {
+        let (mut meta_record, body) = MetaRecord::open(directory)?;
+        let mut meta = match body {
             Some(body) => decode_meta(directory, &body)?,
             None => Meta::default(),
         };
+        // The commit hint (written at each commit without an fsync) may know a later commit; a
+        // hint that does not decode is no hint.
+        if let Some(hint) = meta_record.take_hint() {
+            if let Ok(Meta {
+                committed: Some(hinted),
+                ..
+            }) = decode_meta(directory, &hint)
+            {
+                if meta
+                    .committed
+                    .as_ref()
+                    .is_none_or(|recorded| recorded.index < hinted.index)
+                {
+                    meta.committed = Some(hinted);
+                }
+            }
+        }
         let mut names: Vec<(u64, PathBuf)> = Vec::new();
         for item in fs::read_dir(directory)? {
             let path = item?.path();
@@ -576,6 +594,12 @@ impl LogFile {
     /// Saves the metadata durably.
     pub(crate) fn save_meta(&mut self) -> io::Result<()> {
         self.meta_record.write(&encode_meta(&self.meta))
+    }
+
+    /// Saves the metadata with a newer committed log id as the record's commit hint: in place,
+    /// without an fsync (`meta_record.rs`).
+    pub(crate) fn save_commit_hint(&mut self) -> io::Result<()> {
+        self.meta_record.write_hint(&encode_meta(&self.meta))
     }
 }
 

@@ -222,6 +222,7 @@ async fn flusher(
     mut receiver: mpsc::UnboundedReceiver<IOFlushed<TypeConfig>>,
 ) {
     let mut batch = Vec::new();
+    let mut hint_synced = std::time::Instant::now();
     while receiver.recv_many(&mut batch, 65_536).await > 0 {
         let file = shared.lock().active_file();
         let result = match file {
@@ -235,7 +236,35 @@ async fn flusher(
         for callback in batch.drain(..) {
             callback.io_completed(result.as_ref().map(|_| ()).map_err(copy_error));
         }
+        sync_hint_aside(&shared, &mut hint_synced);
     }
+}
+
+/// A commit hint written since the last sync is synced after a log fsync at most this often.
+const HINT_SYNC: Duration = Duration::from_secs(1);
+
+/// After a log fsync: when a commit hint was written since the last sync and the last hint sync
+/// is [`HINT_SYNC`] old, syncs it on a task aside (nobody waits for it). An idle group's last hint
+/// is left to the kernel's writeback (or the next synced metadata write): no timer per group.
+fn sync_hint_aside(shared: &Arc<Shared>, last: &mut std::time::Instant) {
+    if last.elapsed() < HINT_SYNC {
+        return;
+    }
+    let Some(file) = shared.lock().meta_record.hint_to_sync() else {
+        return;
+    };
+    *last = std::time::Instant::now();
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        let synced = match file {
+            Ok(file) => run_blocking(move || file.sync_data()).await,
+            Err(error) => Err(error),
+        };
+        if let Err(error) = synced {
+            tracing::warn!(%error, "raft commit hint not synced; tried again after a later fsync");
+            shared.lock().meta_record.hint_not_synced();
+        }
+    });
 }
 
 impl RaftLogReader<TypeConfig> for LogStoreReader {
@@ -313,7 +342,9 @@ impl RaftLogStorage<TypeConfig> for LogStore {
                 return Ok(());
             }
             log.meta.committed = committed;
-            shared.save_meta(&mut log)
+            // openraft applies the commit only after this returns: no fsync here (the record's
+            // commit hint; `meta_record.rs` says why that is safe and when it is synced).
+            log.save_commit_hint()
         })
         .await
     }

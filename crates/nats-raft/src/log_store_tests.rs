@@ -362,3 +362,85 @@ fn a_segment_at_a_file_size_limit_is_followed_by_a_new_one() {
         .collect();
     assert_eq!(indexes, (1..=6).collect::<Vec<u64>>());
 }
+
+#[test]
+fn a_commit_hint_raises_the_recorded_commit_and_never_replaces_the_synced_record() {
+    let directory = log_of(8, b"payload");
+    let vote = Vote::new_committed(4, 1);
+    {
+        let (mut log, _) = LogFile::open(directory.path()).expect("open");
+        log.meta.vote = Some(vote);
+        log.meta.committed = Some(log_id(1, 1, 3));
+        log.save_meta().expect("synced record");
+        for index in 4..=7 {
+            log.meta.committed = Some(log_id(1, 1, index));
+            log.save_commit_hint().expect("hint");
+        }
+    }
+    let (mut log, _) = LogFile::open(directory.path()).expect("reopen");
+    assert_eq!(
+        log.meta.committed,
+        Some(log_id(1, 1, 7)),
+        "the hint's commit"
+    );
+    assert_eq!(log.meta.vote, Some(vote), "the synced vote");
+
+    // A vote written after the hints (synced, to a synced slot): both stand; the hints never
+    // overwrote the slot holding the earlier vote.
+    let later = Vote::new_committed(5, 2);
+    log.meta.vote = Some(later);
+    log.save_meta().expect("synced record");
+    drop(log);
+    let (log, _) = LogFile::open(directory.path()).expect("reopen");
+    assert_eq!(log.meta.vote, Some(later));
+    assert_eq!(log.meta.committed, Some(log_id(1, 1, 7)));
+    drop(log);
+
+    // A damaged hint (a power cut in its write) is no hint: the synced record stands.
+    let record = directory.path().join(crate::meta_record::FILE);
+    let file = OpenOptions::new().write(true).open(&record).expect("open");
+    std::os::unix::fs::FileExt::write_all_at(&file, b"torn", 2 * 4096 + 24).expect("damage");
+    let (log, _) = LogFile::open(directory.path()).expect("reopen");
+    assert_eq!(log.meta.vote, Some(later));
+    assert_eq!(
+        log.meta.committed,
+        Some(log_id(1, 1, 7)),
+        "the synced record already carried commit 7"
+    );
+}
+
+#[test]
+fn a_hint_below_the_synced_commit_does_not_lower_it() {
+    let directory = log_of(8, b"payload");
+    {
+        let (mut log, _) = LogFile::open(directory.path()).expect("open");
+        log.meta.committed = Some(log_id(1, 1, 2));
+        log.save_meta().expect("synced");
+        log.meta.committed = Some(log_id(1, 1, 4));
+        log.save_commit_hint().expect("hint");
+        log.meta.committed = Some(log_id(1, 1, 6));
+        log.save_meta().expect("synced, past the hint");
+    }
+    let (log, _) = LogFile::open(directory.path()).expect("reopen");
+    assert_eq!(log.meta.committed, Some(log_id(1, 1, 6)));
+}
+
+#[tokio::test]
+async fn saving_a_commit_writes_the_hint_without_a_synced_metadata_write() {
+    let directory = log_of(8, b"payload");
+    let (mut store, shared, _) = LogStore::open(directory.path()).expect("open");
+    store.save_vote(&Vote::new(2, 1)).await.expect("vote");
+    let synced = shared.counters.metadata_writes.load(Ordering::Relaxed);
+    store
+        .save_committed(Some(log_id(1, 1, 5)))
+        .await
+        .expect("commit");
+    assert_eq!(
+        shared.counters.metadata_writes.load(Ordering::Relaxed),
+        synced,
+        "a commit adds no synced metadata write"
+    );
+    drop((store, shared));
+    let (log, _) = LogFile::open(directory.path()).expect("reopen");
+    assert_eq!(log.meta.committed, Some(log_id(1, 1, 5)));
+}

@@ -14,6 +14,18 @@
 //! fsynced, renamed and the directory fsynced, as `checked_file` does. Opening writes nothing, so a
 //! group opened on a full disk waits for space at its first write as before.
 //!
+//! A third slot, the **commit hint**, holds the same kind of record written in place without an
+//! fsync ([`MetaRecord::write_hint`]): a newer committed log id, saved at every commit, which
+//! openraft awaits before applying. Syncing it there put an fdatasync (under the log's lock) into
+//! every commit's path, the PubAck's included. The two synced slots never take an unsynced write,
+//! so a power cut can lose only the hint; opening takes the hint's committed log id when it is
+//! higher than the synced record's (a committed index only grows). The hint reaches the disk with
+//! the next synced write (one `fdatasync` covers the file), the log's flusher's sync of it aside
+//! (at most once a second, after a log fsync: `log_store.rs`), or the kernel's writeback. Raft's safety does not rest on it: a committed entry is
+//! on a quorum's disks before it counts, and an election needs a log as new as a majority's. The
+//! recorded commit is the commit-index protection's mark (a log cut by damage before it), which
+//! after a power cut may be older than the last commit.
+//!
 //! Upgrade: a group directory written by an earlier build has `meta` (`checked_file`, magic
 //! `NRM1`) instead. It is read at open while there is no `meta-record`; the first write creates
 //! the record and then removes `meta`. A `meta` found beside a record (a power cut before its
@@ -36,7 +48,10 @@ pub(crate) const OLD_MAGIC: &[u8; 4] = b"NRM1";
 const MAGIC: &[u8; 4] = b"NRR1";
 /// Each slot starts on a 4 KiB boundary.
 pub(crate) const SLOT_BYTES: u64 = 4096;
+/// The synced slots.
 const SLOTS: u64 = 2;
+/// The slot of the commit hint, after the synced ones; files of earlier builds end before it.
+const HINT_SLOT: u64 = SLOTS;
 const HEADER: usize = 4 + 8 + 4 + 4;
 
 /// The open record of one group directory.
@@ -47,6 +62,10 @@ pub(crate) struct MetaRecord {
     file: Option<(File, u64, u64)>,
     /// An earlier build's `meta` is there, to remove once the record exists.
     old_file: bool,
+    /// The commit hint's body read at open, until taken.
+    hint: Option<Bytes>,
+    /// A hint was written since the file was last synced.
+    hint_dirty: bool,
 }
 
 fn checksum(generation: &[u8], length: &[u8], body: &[u8]) -> u32 {
@@ -100,6 +119,8 @@ impl MetaRecord {
             directory: directory.to_path_buf(),
             file: None,
             old_file,
+            hint: None,
+            hint_dirty: false,
         };
         let file = match OpenOptions::new().read(true).write(true).open(&path) {
             Ok(file) => file,
@@ -129,6 +150,14 @@ impl MetaRecord {
             ));
         };
         record.file = Some((file, slot, generation));
+        record.hint = usize::try_from(HINT_SLOT * SLOT_BYTES)
+            .ok()
+            .and_then(|start| {
+                let end = contents.len().min(start + SLOT_BYTES as usize);
+                let (_, body) = decode(contents.get(start..end)?)?;
+                Some((start + HEADER, body.len()))
+            })
+            .map(|(start, length)| Bytes::copy_from_slice(&contents[start..start + length]));
         Ok((
             record,
             Some(Bytes::from(contents).slice(start..start + length)),
@@ -144,6 +173,8 @@ impl MetaRecord {
                 let generation = *newest_generation + 1;
                 file.write_all_at(&encode(generation, body)?, slot * SLOT_BYTES)?;
                 file.sync_data()?;
+                // The sync covered the hint too.
+                self.hint_dirty = false;
                 // Only now: until the sync succeeded the slot written may hold anything, and the
                 // next write goes to the same one, the newest record untouched.
                 (*newest_slot, *newest_generation) = (slot, generation);
@@ -169,10 +200,45 @@ impl MetaRecord {
         Ok(())
     }
 
-    /// Creates the file durably with `body` as generation 1 in slot 0 and a blank slot 1.
+    /// Writes `body` (the metadata with a newer committed log id) into the hint slot, in place
+    /// and without an fsync; before the file exists, it is created durably with `body` as its
+    /// record instead.
+    pub(crate) fn write_hint(&mut self, body: &[u8]) -> io::Result<()> {
+        let Some((file, _, generation)) = &self.file else {
+            return self.write(body);
+        };
+        file.write_all_at(&encode(*generation, body)?, HINT_SLOT * SLOT_BYTES)?;
+        self.hint_dirty = true;
+        Ok(())
+    }
+
+    /// The commit hint's body read at open (`None` when there was none, or once taken).
+    pub(crate) fn take_hint(&mut self) -> Option<Bytes> {
+        self.hint.take()
+    }
+
+    /// When a hint was written since the last sync: a handle of the file for the caller to
+    /// `sync_data` (outside any lock), counted as synced from now on. A failed sync is the
+    /// caller's to report with [`MetaRecord::hint_not_synced`].
+    pub(crate) fn hint_to_sync(&mut self) -> Option<io::Result<File>> {
+        if !self.hint_dirty {
+            return None;
+        }
+        let (file, _, _) = self.file.as_ref()?;
+        self.hint_dirty = false;
+        Some(file.try_clone())
+    }
+
+    /// A sync of [`MetaRecord::hint_to_sync`] failed: the hint waits for the next one.
+    pub(crate) fn hint_not_synced(&mut self) {
+        self.hint_dirty = true;
+    }
+
+    /// Creates the file durably with `body` as generation 1 in slot 0, a blank slot 1 and a
+    /// blank hint slot.
     fn create(&self, body: &[u8]) -> io::Result<File> {
         let mut image = encode(1, body)?;
-        image.resize((SLOTS * SLOT_BYTES) as usize, 0);
+        image.resize(((SLOTS + 1) * SLOT_BYTES) as usize, 0);
         let path = self.directory.join(FILE);
         let temporary = path.with_extension("tmp");
         let mut file = OpenOptions::new()
@@ -224,7 +290,7 @@ mod tests {
         record.write(b"one").expect("write");
         let path = directory.path().join(FILE);
         let created = fs::metadata(&path).expect("metadata");
-        assert_eq!(created.len(), SLOTS * SLOT_BYTES);
+        assert_eq!(created.len(), (SLOTS + 1) * SLOT_BYTES);
         assert_eq!(record.newest_offset(), Some(0));
         assert_eq!(reopened(directory.path()).as_deref(), Some(&b"one"[..]));
         record.write(b"two").expect("write");
