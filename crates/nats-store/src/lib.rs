@@ -44,8 +44,8 @@ pub use consumer::{ConsumerState, MemConsumerStore, PendingDelivery, SequencePai
 pub use directory::check_store_directory;
 pub use error::StoreError;
 pub use file::{
-    is_trash, remove_dir_soon, remove_leftover, ConsumerRecoveryReport, CreationSync,
-    FileConsumerStore, FileStore, RecoveryReport,
+    is_trash, remove_dir_soon, remove_leftover, ConsumerRecoveryReport, ConsumerRemoval,
+    CreationSync, FileConsumerStore, FileStore, RecoveryReport,
 };
 pub use filter::subject_matches_filter;
 pub use memory::MemStore;

@@ -251,6 +251,13 @@ pub trait ConsumerStore: Send {
         Ok(())
     }
 
+    /// A handle to remove this store's files from another thread while the store's owner still
+    /// holds it ([`crate::ConsumerRemoval`]: the store writes nothing after); `None` for a store
+    /// without files.
+    fn removal(&self) -> Option<std::sync::Arc<crate::ConsumerRemoval>> {
+        None
+    }
+
     /// Remove the consumer's persisted state.
     fn delete(&mut self) -> Result<(), StoreError>;
 }

@@ -176,6 +176,66 @@ fn a_deleted_consumer_is_not_listed_and_its_name_is_free() {
     );
 }
 
+/// A consumer removed through its removal handle while its owner still holds the store (the
+/// admin thread deleting it, the consumer's task not yet told): the name is free at once, and
+/// the old store writes nothing more, neither into a consumer created again under the name nor
+/// away with it at its own delete.
+#[test]
+fn a_consumer_removed_through_its_handle_leaves_a_store_of_the_same_name_alone() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("orders");
+    let mut store = open(&dir);
+    let mut old = store.consumer_store("worker").unwrap();
+    old.set_config(b"{\"v\":1}").unwrap();
+    old.update_delivered(1, 1, 1, 0).unwrap();
+    old.flush().unwrap();
+    let removal = old
+        .removal()
+        .expect("a file consumer store has a removal handle");
+    removal.remove().unwrap();
+    removal.remove().unwrap();
+    assert!(
+        store.consumer_names().unwrap().is_empty(),
+        "the name is free at once"
+    );
+
+    let mut again = store.consumer_store("worker").unwrap();
+    assert!(
+        again.config().is_empty(),
+        "a new consumer, not the removed one"
+    );
+    again.set_config(b"{\"v\":2}").unwrap();
+    again.flush().unwrap();
+    let files = |name: &str| entries(&dir.join("consumers").join(name));
+    let written = files("worker");
+
+    // The old store, still held by its owner, goes on as its task would: every write is
+    // dropped, and its delete leaves the new directory where it is.
+    for seq in 2..5 {
+        old.update_delivered(seq, seq, 1, 0).unwrap();
+        old.update_acks(seq, seq).unwrap();
+    }
+    old.flush().unwrap();
+    old.set_config(b"{\"v\":3}").unwrap();
+    old.flush_then(Box::new(|result| assert!(result.is_ok())))
+        .unwrap();
+    old.delete().unwrap();
+    drop(old);
+    assert_eq!(
+        files("worker"),
+        written,
+        "the new consumer's files, untouched"
+    );
+    let reopened = store.consumer_store("worker").unwrap();
+    assert_eq!(reopened.config(), b"{\"v\":2}");
+    assert_eq!(
+        reopened.delivered().stream_seq,
+        0,
+        "no state of the removed consumer"
+    );
+    await_entries(&dir.join("consumers"), &["worker"]);
+}
+
 #[test]
 fn trash_left_by_a_crash_is_removed_and_never_listed() {
     let root = tempfile::tempdir().unwrap();

@@ -153,6 +153,10 @@ pub(crate) struct Consumer {
     /// A new file consumer's creation sync, pending until its files are durable: CONSUMER.CREATE
     /// answers (this one's, or an identical one's racing it) wait for it.
     pub creation: Option<Arc<nats_store::CreationSync>>,
+    /// The handle that removes the files of the store the task holds, when it has files:
+    /// [`stop_consumer`] removes them itself on a delete instead of waiting for the task. Set
+    /// at start and by the task when it changes stores (an ephemeral made durable).
+    pub(crate) removal: Mutex<Option<Arc<nats_store::ConsumerRemoval>>>,
     /// A durable consumer of a replicated stream: where its entries are proposed
     /// (`replicated.rs`).
     pub replication: Option<replicated::Proposals>,
@@ -429,6 +433,7 @@ pub(crate) fn start(
             applied,
         }),
         creation: store.pending_creation(),
+        removal: Mutex::new(store.removal()),
         replication,
         events: sender,
         interest_id: NEXT_INTEREST_ID.fetch_add(1, Ordering::Relaxed),
@@ -616,9 +621,12 @@ pub(crate) fn refresh_interest(stream: &Stream, consumer: &Arc<Consumer>) {
 
 /// Stop (and with `delete`, remove) one consumer. It leaves the stream's set, its interest and
 /// its subscriptions at once. A stop waits for the task to write its state; a delete waits
-/// only for a replicated consumer or when the store keeps files (the task moves them away
-/// before a re-create of the name may open new ones); otherwise the task finishes on its own (answers its waiting pull
-/// requests, drops its state) while the caller goes on.
+/// only for a replicated consumer, or when the store keeps files it could not remove here (the
+/// task moves them away before a re-create of the name may open new ones); otherwise the task
+/// finishes on its own (answers its waiting pull requests, drops its state) while the caller
+/// goes on. A file store's directory is renamed away here, through its removal handle
+/// (`nats_store::ConsumerRemoval`: the task's store writes nothing after it), so a delete
+/// costs no round trip to the task.
 pub(crate) async fn stop_consumer(
     stream: &Stream,
     consumers: &Consumers,
@@ -633,8 +641,10 @@ pub(crate) async fn stop_consumer(
         consumer.transport.unsubscribe(id);
     }
     let (done, finished) = oneshot::channel();
-    let wait =
-        !delete || consumer.replication.is_some() || keeps_files(stream, &consumer.config.read());
+    let removed_here = delete && consumer.replication.is_none() && remove_files(&consumer);
+    let wait = !delete
+        || consumer.replication.is_some()
+        || (!removed_here && keeps_files(stream, &consumer.config.read()));
     if consumer.send(Event::Stop { delete, done }) && wait {
         let _ = finished.await;
     }
@@ -642,6 +652,22 @@ pub(crate) async fn stop_consumer(
         stream.release_interest();
     }
     true
+}
+
+/// Remove a deleted consumer's files through its store's removal handle: false when it has
+/// none (no files, or the task has not yet opened the store it is moving to) or the removal
+/// failed, and the task is left to do it.
+fn remove_files(consumer: &Consumer) -> bool {
+    let Some(removal) = consumer.removal.lock().clone() else {
+        return false;
+    };
+    match removal.remove() {
+        Ok(()) => true,
+        Err(error) => {
+            tracing::error!(consumer = %consumer.name, %error, "deleting consumer state failed");
+            false
+        }
+    }
 }
 
 /// Stop a replicated consumer on a server that no longer leads its stream (see

@@ -23,6 +23,7 @@
 //! Called by the stream's `FileStore::consumer_store`; the JetStream consumer task drives it.
 
 mod log;
+mod removal;
 mod snapshot;
 
 use std::fs::{self, File, OpenOptions};
@@ -38,6 +39,7 @@ use crate::traits::{ConsumerStore, DurableCallback};
 use super::creation::{self, CreationSync};
 use super::durability::Pipeline;
 use super::{sync_dir, write_atomic};
+pub use removal::ConsumerRemoval;
 
 const STATE_FILE: &str = "state.bin";
 const LOG_FILE: &str = "state.log";
@@ -82,6 +84,9 @@ pub struct FileConsumerStore {
     /// The same for `consumers/` itself (the stream's first consumer).
     consumers_dir_entry_unsynced: bool,
     deleted: bool,
+    /// Shared with the owner ([`ConsumerStore::removal`]): once it has removed the files, this
+    /// store writes nothing more by path (`consumer/removal.rs`).
+    removal: Arc<ConsumerRemoval>,
     report: ConsumerRecoveryReport,
     /// The log, open for appending (dropped when a compaction removes it).
     log_file: Option<Arc<File>>,
@@ -161,6 +166,7 @@ impl FileConsumerStore {
         };
         let mut store = FileConsumerStore {
             config: read_optional(&dir.join(CONFIG_FILE))?.unwrap_or_default(),
+            removal: Arc::new(ConsumerRemoval::new(dir.clone())),
             dir,
             consumers_dir: consumers_dir.to_path_buf(),
             sync,
@@ -409,6 +415,11 @@ impl FileConsumerStore {
 
 impl ConsumerStore for FileConsumerStore {
     fn set_config(&mut self, blob: &[u8]) -> Result<(), StoreError> {
+        let removal = self.removal.clone();
+        let Some(_gate) = removal.open_gate() else {
+            self.deleted = true;
+            return Ok(());
+        };
         let path = self.dir.join(CONFIG_FILE);
         if self.config.is_empty() && self.dir_entry_unsynced {
             // A new consumer: nothing to replace, so no temporary and rename. An interrupted write
@@ -503,6 +514,11 @@ impl ConsumerStore for FileConsumerStore {
     }
 
     fn flush(&mut self) -> Result<(), StoreError> {
+        let removal = self.removal.clone();
+        let gate = removal.open_gate();
+        if gate.is_none() {
+            self.deleted = true;
+        }
         if self.deleted {
             return Ok(());
         }
@@ -532,6 +548,12 @@ impl ConsumerStore for FileConsumerStore {
             on_durable(Ok(()));
             return Ok(());
         }
+        let removal = self.removal.clone();
+        let Some(_gate) = removal.open_gate() else {
+            self.deleted = true;
+            on_durable(Ok(()));
+            return Ok(());
+        };
         self.sync_pending_creation()?;
         if !self.has_changes() {
             // Nothing new, but what an earlier flush wrote may still be syncing.
@@ -554,12 +576,17 @@ impl ConsumerStore for FileConsumerStore {
         Ok(())
     }
 
+    fn removal(&self) -> Option<Arc<ConsumerRemoval>> {
+        Some(self.removal.clone())
+    }
+
     fn delete(&mut self) -> Result<(), StoreError> {
         self.deleted = true;
         self.changed.clear();
         self.log_file = None;
         self.pipeline.fail(&StoreError::Closed, self.dir.clone());
-        // Renamed away now, its files unlinked in the background (`removal.rs`).
-        super::removal::remove_dir_soon(&self.dir)
+        // Renamed away now (unless the owner did it already: the name may hold a new consumer
+        // by now), its files unlinked in the background (`removal.rs`).
+        self.removal.remove()
     }
 }

@@ -60,7 +60,7 @@ use record::{
     BLOCK_HEADER_LEN,
 };
 
-pub use consumer::{ConsumerRecoveryReport, FileConsumerStore};
+pub use consumer::{ConsumerRecoveryReport, ConsumerRemoval, FileConsumerStore};
 use creation::sync_paths;
 pub use creation::CreationSync;
 pub use recovery::RecoveryReport;

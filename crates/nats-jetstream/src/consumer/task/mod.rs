@@ -537,7 +537,10 @@ impl Task {
             Ok(store)
         });
         match opened {
-            Ok(store) => self.store = store,
+            Ok(store) => {
+                *self.consumer.removal.lock() = store.removal();
+                self.store = store;
+            }
             Err(error) => {
                 tracing::error!(consumer = %self.consumer.name, %error, "persisting consumer failed")
             }
