@@ -153,6 +153,70 @@ fn a_stream_created_after_a_deletion_reuses_its_directory_and_starts_empty() {
     assert!(store.recovery_report().problems.is_empty());
 }
 
+/// A burst of stream creations beside one parent (the fourth and later, each within a second of
+/// the one before) has spares made ahead of need in the background: later creations take them
+/// (no directory or file made), and start as new stores. Creations now and then make none.
+#[test]
+fn a_burst_of_creations_has_spares_made_ahead_and_taken() {
+    use std::os::unix::fs::MetadataExt;
+    let root = tempfile::tempdir().unwrap();
+    for index in 0..3 {
+        let dir = root.path().join(format!("S{index}"));
+        FileStore::open(&dir, StreamStoreConfig::default(), deferred()).unwrap();
+    }
+    assert!(
+        spares(root.path()).is_empty(),
+        "three creations are no burst: {:?}",
+        entries(root.path())
+    );
+    FileStore::open(
+        root.path().join("S3"),
+        StreamStoreConfig::default(),
+        deferred(),
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while spares(root.path()).len() < 16 {
+        assert!(Instant::now() < deadline, "{:?}", entries(root.path()));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Made up to 16, no more.
+    assert_eq!(spares(root.path()).len(), 16);
+    for spare in spares(root.path()) {
+        assert_eq!(
+            entries(&root.path().join(&spare)),
+            ["000000000001.blk", "meta.spare", "seq.hwm"],
+            "a spare made ahead holds what a recycled one does"
+        );
+    }
+    let inodes: std::collections::BTreeSet<u64> = spares(root.path())
+        .iter()
+        .map(|spare| std::fs::metadata(root.path().join(spare)).unwrap().ino())
+        .collect();
+    let dir = root.path().join("NEW");
+    let mut store = FileStore::open(&dir, StreamStoreConfig::default(), deferred()).unwrap();
+    assert!(
+        inodes.contains(&std::fs::metadata(&dir).unwrap().ino()),
+        "a spare was taken"
+    );
+    let creation = store.pending_creation().expect("a creation to sync");
+    assert_eq!(
+        creation.paths()[..2],
+        [dir.clone(), root.path().to_path_buf()],
+        "its files are durable already: the directory and its parent are left"
+    );
+    let state = store.state();
+    assert_eq!((state.msgs, state.first_seq, state.last_seq), (0, 0, 0));
+    store.set_metadata(b"config").unwrap();
+    creation.run().unwrap();
+    store.store_msg("new.1", b"", b"one", None).unwrap();
+    store.flush().unwrap();
+    store.close().unwrap();
+    let store = FileStore::open(&dir, StreamStoreConfig::default(), deferred()).unwrap();
+    assert_eq!(store.metadata(), b"config");
+    assert_eq!(store.state().last_seq, 1);
+}
+
 #[test]
 fn a_deleted_consumer_is_not_listed_and_its_name_is_free() {
     let root = tempfile::tempdir().unwrap();

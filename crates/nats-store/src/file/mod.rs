@@ -136,6 +136,11 @@ impl Store<FileBackend> {
             create_dir_unsynced(dir.as_ref())?
         };
         let creating = !created_dirs.is_empty();
+        if creating && options.defer_creation_sync {
+            if let Some(parent) = dir.as_ref().parent() {
+                spares::created_beside(parent, from_spare);
+            }
+        }
         // Taken before recovery: recovery truncates and rewrites files another opener may be using.
         let lock = DirectoryLock::acquire(dir.as_ref())?;
         let recovered = recovery::recover(dir.as_ref(), &options, !creating)?;

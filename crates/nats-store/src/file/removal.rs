@@ -47,25 +47,30 @@ fn remove_or_recycle_soon(dir: &Path, recycle: bool) -> Result<(), StoreError> {
     // made under it be taken.
     super::creation::DurableDirectories::forget(dir);
     super::spares::forget_under(dir);
-    static NEXT: AtomicU64 = AtomicU64::new(0);
     let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
         return remove_now(dir);
     };
-    let unique = format!(
-        "{}{TRASH_MARK}{}.{}",
-        name.to_string_lossy(),
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    );
-    let trash = parent.join(unique);
+    let trash = trash_path(parent, &name.to_string_lossy());
     match std::fs::rename(dir, &trash) {
         Ok(()) => {
-            send_to_remover(trash, recycle);
+            send_to_remover(trash, if recycle { Kind::Recycle } else { Kind::Remove });
             Ok(())
         }
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(_) => remove_now(dir),
     }
+}
+
+/// A new name under `parent`, from `name`, that every listing takes for trash: a deleted
+/// store's, or a directory being made a spare ahead of need (`spares.rs`), which a crash may
+/// leave half made.
+pub(crate) fn trash_path(parent: &Path, name: &str) -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    parent.join(format!(
+        "{name}{TRASH_MARK}{}.{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ))
 }
 
 /// Remove a trash directory in the background (inline if the remover thread cannot start);
@@ -75,20 +80,38 @@ pub fn remove_leftover(trash: PathBuf) {
     if super::spares::is_own_spare(&trash) || super::spares::adopt(&trash) {
         return;
     }
-    send_to_remover(trash, false);
+    send_to_remover(trash, Kind::Remove);
 }
 
 /// Remove a spare that could not be taken.
 pub(crate) fn remove_spare(spare: PathBuf) {
-    send_to_remover(spare, false);
+    send_to_remover(spare, Kind::Remove);
 }
 
-/// A trash directory for the remover thread, and whether it may become a spare.
-type Job = (PathBuf, bool);
+/// Have the remover thread make spares ahead of need beside `parent` (`spares.rs`): after the
+/// trash queued before, before the trash queued after, so the spares recycled from deletions
+/// that follow a burst of creations are offered last and taken first.
+pub(crate) fn make_spares_soon(parent: PathBuf) {
+    send_to_remover(parent, Kind::MakeSpares);
+}
 
-/// Hand `trash` to the remover thread: made a spare when `recycle` and there is room, removed
-/// otherwise (inline if the thread cannot start).
-fn send_to_remover(trash: PathBuf, recycle: bool) {
+/// What the remover thread does with a path.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A trash directory, removed.
+    Remove,
+    /// A stream store's trash directory, made a spare if there is room (removed otherwise).
+    Recycle,
+    /// A directory of stream stores: fresh spares made beside them
+    /// (`spares::make_ahead`).
+    MakeSpares,
+}
+
+type Job = (PathBuf, Kind);
+
+/// Hand `path` to the remover thread (inline if the thread cannot start: a trash directory is
+/// then removed, no spare made).
+fn send_to_remover(path: PathBuf, kind: Kind) {
     static REMOVER: OnceLock<Option<Mutex<Sender<Job>>>> = OnceLock::new();
     let remover = REMOVER.get_or_init(|| {
         let (sender, receiver) = mpsc::channel::<Job>();
@@ -113,10 +136,15 @@ fn send_to_remover(trash: PathBuf, recycle: bool) {
         sender
             .lock()
             .ok()
-            .and_then(|sender| sender.send((trash.clone(), recycle)).ok())
+            .and_then(|sender| sender.send((path.clone(), kind)).ok())
     });
     if queued.is_none() {
-        let _ = std::fs::remove_dir_all(&trash);
+        match kind {
+            Kind::MakeSpares => super::spares::made_ahead(&path),
+            Kind::Remove | Kind::Recycle => {
+                let _ = std::fs::remove_dir_all(&path);
+            }
+        }
     }
 }
 
@@ -129,8 +157,15 @@ const MAX_BATCH: usize = 64;
 const SPARE_THREADS: usize = 4;
 
 fn remove_batch(batch: &[Job]) {
-    let (spares, removals): (Vec<&Job>, Vec<&Job>) =
-        batch.iter().partition(|(_, recycle)| *recycle);
+    // Spares made ahead first (their jobs were queued before the trash beside them).
+    for (parent, _) in batch.iter().filter(|(_, kind)| *kind == Kind::MakeSpares) {
+        super::spares::make_ahead(parent);
+        super::spares::made_ahead(parent);
+    }
+    let (spares, removals): (Vec<&Job>, Vec<&Job>) = batch
+        .iter()
+        .filter(|(_, kind)| *kind != Kind::MakeSpares)
+        .partition(|(_, kind)| *kind == Kind::Recycle);
     // What could not be made a spare (no room, an error) is removed with the rest.
     let failed = Mutex::new(Vec::new());
     let make_spare = |trash: &PathBuf| {

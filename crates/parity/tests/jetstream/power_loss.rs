@@ -467,20 +467,31 @@ async fn buckets_created_after_deletions_survive_a_power_cut_without_old_data() 
                 .expect("put old");
         }
     }
-    for index in 0..BUCKETS {
-        context
-            .delete_key_value(format!("OLD{index}"))
-            .await
-            .expect("delete old bucket");
-    }
     // Ours: the deleted stores become spares in the background; wait for them so the new
-    // buckets take them (their directories' inode numbers, to check they did).
+    // buckets take them (their directories' inode numbers, to check they did). Spares made
+    // ahead of need during the burst of creations above may wait beside them; the recycled
+    // ones are offered after those and taken first.
     let streams = on_disk
         .mountpoint
         .path()
         .join("jetstream")
         .join("$G")
         .join("streams");
+    let old_inodes = |streams: &std::path::Path| -> BTreeSet<u64> {
+        use std::os::unix::fs::MetadataExt;
+        (0..BUCKETS)
+            .filter_map(|index| std::fs::metadata(streams.join(format!("KV_OLD{index}"))).ok())
+            .map(|metadata| metadata.ino())
+            .collect()
+    };
+    let deleted = old_inodes(&streams);
+    assert!(is_reference() || deleted.len() == BUCKETS, "{deleted:?}");
+    for index in 0..BUCKETS {
+        context
+            .delete_key_value(format!("OLD{index}"))
+            .await
+            .expect("delete old bucket");
+    }
     let inodes = |spares: bool| -> BTreeSet<u64> {
         use std::os::unix::fs::MetadataExt;
         std::fs::read_dir(&streams)
@@ -496,15 +507,13 @@ async fn buckets_created_after_deletions_survive_a_power_cut_without_old_data() 
             })
             .unwrap_or_default()
     };
-    let spares = if is_reference() {
-        BTreeSet::new()
-    } else {
+    if !is_reference() {
         test_harness::waits::await_some(
             "the deleted stores made spares",
             Duration::from_secs(20),
-            || Some(inodes(true)).filter(|spares| spares.len() == BUCKETS),
-        )
-    };
+            || Some(()).filter(|_| inodes(true).is_superset(&deleted)),
+        );
+    }
     let creations: Vec<_> = (0..BUCKETS)
         .map(|index| {
             let bucket = bucket(format!("NEW{index}"));
@@ -525,7 +534,11 @@ async fn buckets_created_after_deletions_survive_a_power_cut_without_old_data() 
         );
     }
     if !is_reference() {
-        assert_eq!(inodes(false), spares, "the new buckets are the spares");
+        assert_eq!(
+            inodes(false),
+            deleted,
+            "the new buckets are the deleted ones' spares"
+        );
     }
     let (context, names) = on_disk.cut_power_and_restart().await;
     let expected: BTreeSet<String> = (0..BUCKETS).map(|index| format!("KV_NEW{index}")).collect();
