@@ -93,10 +93,29 @@ async fn paused_for(client: &Client, stream: &str, server: &str, silent: Duratio
     }
 }
 
+/// Attempts of the scenario before the test gives up on its precondition.
+const ATTEMPTS: usize = 3;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stepdown_queued_at_its_successor_is_not_acted_on_again() {
-    // Debug lines: a run whose precondition fails (2 of 36 runs in session 28, "the successor's
-    // queue passed the stepdown before it led") then shows how each server handled the deletes.
+    // The held queue is a matter of timing on a loaded machine: the deletes wait for the paused
+    // server only while it still counts as reachable (3.5 s after its last word), so a run slowed
+    // between the pause and the deletes may find the queue not held (2 of 36 runs in session 28).
+    // Such a run tested nothing and is run again on a fresh cluster; every run that did hold the
+    // queue must pass.
+    for attempt in 1..=ATTEMPTS {
+        if queued_stepdown().await {
+            return;
+        }
+        eprintln!("attempt {attempt}: the successor's queue was not held; again");
+    }
+    panic!("the successor's queue passed the stepdown before it led in {ATTEMPTS} attempts: nothing was tested");
+}
+
+/// One run of the scenario; false when its precondition did not hold (the successor's queue
+/// passed the stepdown before it led), true when it held and every assertion passed.
+async fn queued_stepdown() -> bool {
+    // Debug lines: a run whose precondition fails shows how each server handled the deletes.
     let (cluster, names, clients) = three_nodes_of(start_debug(3)).await;
     // The paused server is not the meta leader (a meta election would answer everything 10008).
     let meta = agreed_leader(&cluster, &[0, 1, 2], 3, None).expect("meta leader");
@@ -174,11 +193,9 @@ async fn a_stepdown_queued_at_its_successor_is_not_acted_on_again() {
     }
     // ... before its queue reached the stepdown (ours only: nats-server has no such wait).
     let early = tokio::time::timeout(Duration::ZERO, marked.next()).await;
-    if !test_harness::is_reference() {
-        assert!(
-            early.is_err(),
-            "the successor's queue passed the stepdown before it led: nothing was tested"
-        );
+    if !test_harness::is_reference() && early.is_ok() {
+        cluster.node(paused).send_signal(libc::SIGCONT);
+        return false;
     }
     if early.is_err() {
         tokio::time::timeout(ANSWER * SLOW_DELETES as u32, marked.next())
@@ -211,4 +228,5 @@ async fn a_stepdown_queued_at_its_successor_is_not_acted_on_again() {
     let again = tokio::time::timeout(Duration::ZERO, stepped.next()).await;
     assert!(again.is_err(), "the stepdown answered twice: {again:?}");
     cluster.node(paused).send_signal(libc::SIGCONT);
+    true
 }
