@@ -16,6 +16,7 @@ pub(crate) mod cluster;
 pub mod config;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod idle_spin;
 pub(crate) mod jetstream_host;
 pub(crate) mod lame_duck;
 pub(crate) mod listener;

@@ -143,13 +143,16 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(1);
     }
-    let runtime = match runtime_builder().enable_all().build() {
+    let mut builder = runtime_builder();
+    nats_server::idle_spin::install(&mut builder);
+    let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("nats-server: {error}");
             return ExitCode::from(1);
         }
     };
+    nats_server::idle_spin::watch(&runtime);
     match runtime.block_on(nats_server::run(options)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

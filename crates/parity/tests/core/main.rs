@@ -23,6 +23,7 @@ mod connz_tls;
 mod console;
 mod feature_flags;
 mod harness_ready;
+mod idle_spin;
 mod ipv6;
 mod jwt_builder;
 mod lame_duck;
