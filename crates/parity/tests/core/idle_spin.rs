@@ -37,7 +37,7 @@ impl Watching {
             log,
             _temp: temp,
         };
-        await_some("the server listening", Duration::from_secs(20), || {
+        await_some("the server listening", test_harness::START_TIMEOUT, || {
             std::net::TcpStream::connect(&server.address).ok()
         });
         server
