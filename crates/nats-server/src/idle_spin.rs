@@ -1,11 +1,11 @@
-//! A runtime worker that runs out of work watches the runtime's epoll for a short while before
-//! it sleeps in `epoll_wait`, as Go's scheduler polls the network (`netpoll(0)`) from its
-//! spinning threads before they sleep.
+//! Opt-in (`RNATS_IDLE_SPIN_US`, off by default): a runtime worker that runs out of work watches
+//! the runtime's epoll for a short while before it sleeps in `epoll_wait`, as Go's scheduler
+//! polls the network (`netpoll(0)`) from its spinning threads before they sleep.
 //!
 //! Why: on a machine whose idle CPUs halt (a VM: an idle vCPU goes back to the host), waking a
 //! thread asleep in `epoll_wait` costs the waker an IPI and the sleeper a trip through the
 //! host. A request/reply exchange wakes the server's worker once per message: in a profile of
-//! the websocket request/reply bench on idle cores, the wake-ups (`sock_def_readable` ->
+//! websocket request/reply round trips (load 8), the wake-ups (`sock_def_readable` ->
 //! `try_to_wake_up` in the client's write, `finish_task_switch` after the worker's
 //! `epoll_wait`) were over 40% of the server's samples. A worker still watching finds the
 //! next message with no wake-up at all.
@@ -33,9 +33,9 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// How long a worker watches before it sleeps, unless `RNATS_IDLE_SPIN_US` says otherwise:
-/// off (bench/README.md, "Watching before parking": no gain measured on a loaded machine, a
-/// loss where it took the CPU a slow client needed; the case for it, idle vCPUs, is still to
-/// be measured). 100 us is the value measured.
+/// off (bench/README.md, "watching before parking": no gain measured at load 2-12; at load 11
+/// a loss where it took the CPU a slow client needed, near idle 7-13 us more p50 in ours' slow
+/// mode). 100 us is the value measured.
 pub const DEFAULT_SPIN: Duration = Duration::ZERO;
 /// A gap this long between two polls means the watching thread lost its CPU to another (it
 /// was preempted, or `sched_yield` ran someone): the CPU is wanted, and watching stops.
