@@ -33,9 +33,9 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// How long a worker watches before it sleeps, unless `RNATS_IDLE_SPIN_US` says otherwise:
-/// off (bench/README.md, "watching before parking": no gain measured at load 2-12; at load 11
-/// a loss where it took the CPU a slow client needed, near idle 7-13 us more p50 in ours' slow
-/// mode). 100 us is the value measured.
+/// off (bench/README.md, "watching before parking": mixed at load 2-12, a lower request p50
+/// with async clients, a higher one with the raw websocket bench client in ours' slow mode and
+/// with a slow Python client at load 11). 100 us is the value measured.
 pub const DEFAULT_SPIN: Duration = Duration::ZERO;
 /// A gap this long between two polls means the watching thread lost its CPU to another (it
 /// was preempted, or `sched_yield` ran someone): the CPU is wanted, and watching stops.
