@@ -40,7 +40,8 @@
 //! servers apply an ack on the leader before it is replicated), so the check compares the floor
 //! after the fault with what was confirmed before it, not with what was read.
 //!
-//! The short schedule (one round) runs in CI on ours; the long one (`#[ignore]`) prints the
+//! The short schedule (one round) runs in `.ci/long` on ours (out of `.ci/run` since session 28);
+//! the long one (`#[ignore]`) prints the
 //! figures. Long schedule, ours, debug build on the loaded 2-core machine (2 Dec 2026, after the
 //! lag and committed-delivery fixes): 17,856 acked, 280 indeterminate, 20 faults in 204 s;
 //! nothing undelivered, misplaced, forgotten (pull), disordered or over max_ack_pending, the
@@ -661,6 +662,7 @@ async fn progressed(trail: &Trail, history: &Mutex<History>, what: &str) {
 /// One round of each fault: must find nothing on ours. Against nats-server (the parity pass)
 /// it is skipped: see [`NATS_SERVER_SKIPPED`]; the long schedule runs there by hand.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long suite (.ci/long): a fault schedule, about 35 s"]
 async fn a_short_fault_schedule_forgets_no_confirmed_ack() {
     if test_harness::is_reference() {
         eprintln!("skipped against nats-server: {NATS_SERVER_SKIPPED}");

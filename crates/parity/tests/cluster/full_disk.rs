@@ -491,16 +491,19 @@ async fn stream_node_fills(cluster_name: &str, stream: &str, fill: Fill) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long suite (.ci/long): a disk filled and freed, 15-20 s on ours, 60-85 s on nats-server"]
 async fn stream_leader_disk_fills() {
     stream_node_fills("fulldiskleader", "FULLLEADER", Fill::Leader).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long suite (.ci/long): a disk filled and freed, 15-20 s on ours, 60-85 s on nats-server"]
 async fn stream_leader_raft_log_fills() {
     stream_node_fills("fulllogleader", "FULLLOGLEADER", Fill::LeaderRaftLog).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long suite (.ci/long): a disk filled and freed, 15-20 s on ours, 60-85 s on nats-server"]
 async fn stream_follower_disk_fills() {
     stream_node_fills("fulldiskfollower", "FULLFOLLOWER", Fill::Follower).await;
 }
@@ -509,6 +512,7 @@ async fn stream_follower_disk_fills() {
 /// leader), an existing R3 stream keeps taking publishes through a healthy node (through a new
 /// stream leader when the full node led it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long suite (.ci/long): a disk filled and freed, 15-20 s on ours, 60-85 s on nats-server"]
 async fn meta_leader_disk_fills() {
     let Some((setup, cluster, names)) = start("fulldiskmeta") else {
         return;

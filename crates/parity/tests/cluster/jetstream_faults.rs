@@ -18,7 +18,8 @@
 //! A publish not acknowledged is retried (same message id) a few times, then left
 //! indeterminate: it may or may not be stored, both are fine.
 //!
-//! The short schedule (one round of each fault, about a minute) runs in CI on ours. The long
+//! The short schedule (one round of each fault, about a minute) is a long suite (`.ci/long`, both
+//! passes; out of `.ci/run` since session 28 to keep CI under 30 minutes). The long
 //! one (`#[ignore]`, by hand) runs several rounds. Against nats-server (the parity pass, or
 //! `NATS_SERVER_BIN` with `--ignored`) the same checker runs; see each test for what it asserts
 //! there.
@@ -321,6 +322,7 @@ async fn run(schedule: Schedule) -> (Findings, usize) {
 /// short schedule asserts the same (it held in every run here; nats-server's known losses need
 /// power loss or longer pauses, see the long schedule).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long suite (.ci/long): a fault schedule, 30-70 s per pass"]
 async fn a_short_fault_schedule_loses_no_acknowledged_write() {
     let (findings, _) = run(Schedule {
         rounds: 1,

@@ -389,6 +389,7 @@ fn assert_outcome(outcome: &Outcome) {
 
 /// One round of the three faults, about half a minute.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long suite (.ci/long): a fault schedule, 25-30 s per pass"]
 async fn a_short_fault_schedule_keeps_kv_linearizable() {
     assert_outcome(&run(1, Duration::from_secs(5), 3).await);
 }

@@ -461,6 +461,7 @@ async fn run(cuts: &[Cut], sync_always: bool) -> Option<Report> {
 /// resumed its term and appended a different entry at that index, and both followers failed to
 /// apply the next one ("sequence mismatch: expected 760, got 759", raft core stopped).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long suite (.ci/long): four power cuts of a cluster"]
 async fn power_cuts_lose_no_acknowledged_write() {
     let cuts = [Cut::LoneLeader, Cut::All, Cut::LoneFollower, Cut::All];
     let Some(report) = run(&cuts, false).await else {

@@ -418,6 +418,7 @@ async fn an_ephemeral_consumer_keeps_its_place_when_its_r1_stream_is_scaled_to_r
 /// the stream is on three servers every acknowledged message is on each, at its sequence, with
 /// the durable's ack floor, and it takes publishes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long suite (.ci/long): kills and restarts during two scale-ups"]
 async fn a_server_killed_while_its_r1_stream_scales_up_keeps_every_acked_message() {
     let (mut cluster, clients) = nodes(3).await;
     // On nats-server one case: it loses the durable's confirmed ack floor here (reported by
