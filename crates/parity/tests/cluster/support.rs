@@ -39,6 +39,11 @@ impl Composition {
         {
             return Err("no reference nats-server (NATS_SERVER_BIN or PATH)".into());
         }
+        if self == Composition::Go3 && !test_harness::is_reference() && go3_in_parity_pass() {
+            return Err(
+                "three nats-servers run in the parity pass (RNATS_CLUSTER_GO3=parity)".into(),
+            );
+        }
         if kinds.contains(&ServerKind::Ours) {
             if test_harness::is_reference() {
                 return Err("parity pass: only reference clusters run".into());
@@ -64,6 +69,12 @@ impl Composition {
 /// `RNATS_CLUSTER_OURS=1`: run the compositions with ours even while the switch is off.
 fn forced_ours() -> bool {
     std::env::var("RNATS_CLUSTER_OURS").is_ok_and(|v| v == "1")
+}
+
+/// `RNATS_CLUSTER_GO3=parity` (set by `.ci/run` when its parity pass follows): the composition of
+/// three nats-servers runs only there, not a second time, on the same binary, in the pass before.
+fn go3_in_parity_pass() -> bool {
+    std::env::var("RNATS_CLUSTER_GO3").is_ok_and(|v| v == "parity")
 }
 
 /// Run `test` under `composition`, or say why it is skipped.
