@@ -93,7 +93,9 @@ async fn without_a_meta_quorum_requests_get_cluster_not_available() {
         assert!(Instant::now() < deadline, "STREAM.NAMES still {got:?}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    for (subject, body) in [
+    // Asked all at once, each on its own inbox: every one must get exactly one 10008 (the
+    // inboxes listen for a second answer in parallel instead of one after another).
+    let requests = [
         ("$JS.API.STREAM.NAMES", Value::Null),
         ("$JS.API.INFO", Value::Null),
         (
@@ -121,8 +123,12 @@ async fn without_a_meta_quorum_requests_get_cluster_not_available() {
         ("$JS.API.CONSUMER.LIST.HALF", Value::Null),
         ("$JS.API.CONSUMER.DELETE.HALF.D1", Value::Null),
         ("$JS.API.STREAM.INFO.NOPE", Value::Null),
-    ] {
-        let answer = one_answer(client, subject, body).await;
+    ];
+    let asked = requests
+        .iter()
+        .map(|(subject, body)| one_answer(client, subject, body.clone()));
+    let got = futures::future::join_all(asked).await;
+    for ((subject, _), answer) in requests.iter().zip(got) {
         assert_eq!(answer["error"]["err_code"], 10008, "{subject}: {answer}");
         assert_eq!(answer["error"]["code"], 503, "{subject}: {answer}");
         assert_eq!(
