@@ -162,6 +162,10 @@ impl Cluster {
         format!("nats://127.0.0.1:{}", self.client_ports[node])
     }
 
+    pub fn client_port(&self, node: usize) -> u16 {
+        self.client_ports[node]
+    }
+
     pub async fn connect(&self, node: usize) -> Result<async_nats::Client> {
         async_nats::ConnectOptions::new()
             .client_capacity(65_536)

@@ -9,6 +9,7 @@
 mod cluster;
 mod consumers;
 mod jsapi;
+mod raw;
 mod replicas;
 mod streams;
 mod workloads;
@@ -21,6 +22,7 @@ use std::time::Duration;
 
 const USAGE: &str =
     "usage: clusterbench --ours PATH --ref PATH [--rounds N] [--subs N] [--suite core|consumers|streams]
+                    [--client raw|async-nats] [--ahead N]
   --ours    our nats-server binary (e.g. target/release/nats-server)
   --ref     the real nats-server binary (explicit path)
   --rounds  rounds, each running every workload on both clusters (default 3)
@@ -28,6 +30,11 @@ const USAGE: &str =
   --suite   core: pub/sub, fan-out, request/reply, subscriptions (default);
             consumers: the replicated-consumer workloads of issue 20 (JetStream clusters);
             streams: issue 15's replicated-stream figures (failover, catch-up, R3 stream groups)
+ core suite:
+  --client  raw: the cheap blocking-socket client of raw.rs for pub/sub, fan-out and
+            request/reply (default); async-nats: the async-nats client
+  --ahead N raw client: the publisher waits while the slowest subscriber is more than N
+            messages behind (default 100000; 0: only the PING/PONG fence bounds it)
  consumers suite:
   --preload N            messages (128 B) in the consumed stream (default 100000)
   --catchup-mb N         MiB of 1 KiB messages in the catch-up stream (default 128; 0 skips it)
@@ -46,7 +53,15 @@ enum Suite {
     Streams,
 }
 
+#[derive(Clone, Copy, PartialEq)]
+enum Client {
+    Raw,
+    AsyncNats,
+}
+
 struct Options {
+    client: Client,
+    ahead: u64,
     ours: PathBuf,
     reference: PathBuf,
     rounds: usize,
@@ -66,6 +81,8 @@ fn parse_options() -> Result<Options> {
     let mut ours = None;
     let mut reference = None;
     let mut rounds = 3;
+    let mut client = Client::Raw;
+    let mut ahead = 100_000;
     let mut subscriptions = 100_000;
     let mut suite = Suite::Core;
     let mut preload = 100_000;
@@ -84,6 +101,14 @@ fn parse_options() -> Result<Options> {
         match argument.as_str() {
             "--ours" => ours = Some(PathBuf::from(value()?)),
             "--ref" => reference = Some(PathBuf::from(value()?)),
+            "--client" => {
+                client = match value()?.as_str() {
+                    "raw" => Client::Raw,
+                    "async-nats" => Client::AsyncNats,
+                    other => bail!("--client raw|async-nats, not {other}"),
+                }
+            }
+            "--ahead" => ahead = value()?.parse().context("--ahead")?,
             "--rounds" => rounds = value()?.parse().context("--rounds")?,
             "--subs" => subscriptions = value()?.parse().context("--subs")?,
             "--suite" => {
@@ -122,6 +147,8 @@ fn parse_options() -> Result<Options> {
         bail!("--ours and --ref are required\n{USAGE}");
     };
     Ok(Options {
+        client,
+        ahead,
         ours,
         reference,
         rounds: rounds.max(1),
@@ -148,6 +175,8 @@ const METRICS: &[(&str, &str, bool)] = &[
     ("fan-out delivered share", "%", true),
     ("server CPU per pubsub delivery", "us", false),
     ("server CPU per fan-out delivery", "us", false),
+    ("bench client CPU per pubsub delivery", "us", false),
+    ("bench client CPU per fan-out delivery", "us", false),
     ("request/reply node 1->2 p50", "us", false),
     ("request/reply node 1->2 p99", "us", false),
     ("subscriptions visible on peers", "ms", false),
@@ -412,26 +441,42 @@ async fn run_round(
     }
     {
         let cluster = Cluster::start(label, binary, work, false).await?;
-        let pubsub = workloads::throughput(&cluster, &[1]).await?;
+        let window = Duration::from_secs(3);
+        let (pubsub, fanout, (p50, p99)) = match options.client {
+            Client::AsyncNats => (
+                workloads::throughput(&cluster, &[1]).await?,
+                workloads::throughput(&cluster, &[0, 1, 2]).await?,
+                workloads::request_reply(&cluster, window).await?,
+            ),
+            // Blocking clients on threads of their own; this worker thread waits for them.
+            Client::Raw => tokio::task::block_in_place(|| -> Result<_> {
+                let (idle, ahead) = (workloads::IDLE, options.ahead);
+                Ok((
+                    raw::throughput(&cluster, &[1], workloads::PUBLISH_WINDOW, idle, ahead)?,
+                    raw::throughput(&cluster, &[0, 1, 2], workloads::PUBLISH_WINDOW, idle, ahead)?,
+                    raw::request_reply(&cluster, window)?,
+                ))
+            })?,
+        };
         record(METRICS[0].0, pubsub.rate);
         record(METRICS[1].0, pubsub.delivered * 100.0);
-        let fanout = workloads::throughput(&cluster, &[0, 1, 2]).await?;
         record(METRICS[2].0, fanout.rate);
         record(METRICS[3].0, fanout.delivered * 100.0);
         record(METRICS[4].0, pubsub.cpu_per_delivery * 1e6);
         record(METRICS[5].0, fanout.cpu_per_delivery * 1e6);
-        let (p50, p99) = workloads::request_reply(&cluster, Duration::from_secs(3)).await?;
-        record(METRICS[6].0, p50);
-        record(METRICS[7].0, p99);
+        record(METRICS[6].0, pubsub.client_cpu_per_delivery * 1e6);
+        record(METRICS[7].0, fanout.client_cpu_per_delivery * 1e6);
+        record(METRICS[8].0, p50);
+        record(METRICS[9].0, p99);
     }
     if options.subscriptions > 0 {
         // A fresh cluster, so the RSS is that of the subscriptions, not of the flows above.
         let cluster = Cluster::start(label, binary, work, false).await?;
         let result = workloads::subscriptions(&cluster, options.subscriptions).await?;
-        record(METRICS[8].0, result.visible.as_secs_f64() * 1e3);
+        record(METRICS[10].0, result.visible.as_secs_f64() * 1e3);
         for (node, rss) in result.rss.iter().enumerate() {
             if let Some(bytes) = rss {
-                record(METRICS[9 + node].0, *bytes as f64 / (1024.0 * 1024.0));
+                record(METRICS[11 + node].0, *bytes as f64 / (1024.0 * 1024.0));
             }
         }
     }
@@ -456,6 +501,7 @@ fn format_value(value: Option<f64>) -> String {
     match value {
         None => "-".into(),
         Some(v) if v >= 1000.0 => format!("{v:.0}"),
+        Some(v) if v < 10.0 => format!("{v:.2}"),
         Some(v) => format!("{v:.1}"),
     }
 }
@@ -519,6 +565,13 @@ async fn main() -> Result<()> {
                 break 'rounds;
             }
         }
+    }
+    if options.suite == Suite::Core {
+        let client = match options.client {
+            Client::Raw => format!("raw (--ahead {})", options.ahead),
+            Client::AsyncNats => "async-nats".to_string(),
+        };
+        println!("\nclient of pub/sub, fan-out and request/reply: {client}");
     }
     print_table(&samples, options.rounds);
     if std::env::var_os("CLUSTERBENCH_KEEP").is_none() {

@@ -1,6 +1,7 @@
 //! The workloads, each run against a started [`Cluster`] and bounded in time: cross-node
 //! pub->sub, fan-out to a subscriber on every node, cross-node request/reply latency, and many
-//! subscriptions spread over the nodes (RSS and time until visible on the peers).
+//! subscriptions spread over the nodes (RSS and time until visible on the peers). These use
+//! async-nats (`--client async-nats`); raw.rs has the cheap client of the same workloads.
 
 use crate::cluster::{Cluster, NODES};
 use anyhow::{bail, Result};
@@ -10,9 +11,9 @@ use std::time::{Duration, Instant};
 
 pub const PAYLOAD: usize = 128;
 /// How long the publisher of a throughput workload publishes.
-const PUBLISH_WINDOW: Duration = Duration::from_secs(3);
+pub const PUBLISH_WINDOW: Duration = Duration::from_secs(3);
 /// A subscriber that saw nothing for this long after the publisher stopped is done.
-const IDLE: Duration = Duration::from_secs(1);
+pub const IDLE: Duration = Duration::from_secs(1);
 const WARM_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Delivered messages per second, the share of the published messages delivered, and the
@@ -21,6 +22,58 @@ pub struct Throughput {
     pub rate: f64,
     pub delivered: f64,
     pub cpu_per_delivery: f64,
+    /// CPU time the bench process (the clients) spent per delivery.
+    pub client_cpu_per_delivery: f64,
+}
+
+/// The CPU clocks of a throughput run: the servers' and this process's.
+pub struct Meter {
+    started: Instant,
+    servers: f64,
+    clients: f64,
+}
+
+impl Meter {
+    pub fn start(cluster: &Cluster) -> Meter {
+        Meter {
+            servers: cluster.cpu_seconds(),
+            clients: process_cpu_seconds(),
+            started: Instant::now(),
+        }
+    }
+
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
+    /// `delivered` of `expected` deliveries, the last at `last`.
+    pub fn finish(
+        &self,
+        cluster: &Cluster,
+        delivered: u64,
+        expected: u64,
+        last: Instant,
+    ) -> Throughput {
+        let per_delivery = |seconds: f64| seconds / (delivered.max(1) as f64);
+        let seconds = last.duration_since(self.started).as_secs_f64().max(1e-9);
+        Throughput {
+            rate: delivered as f64 / seconds,
+            delivered: delivered as f64 / (expected.max(1) as f64),
+            cpu_per_delivery: per_delivery(cluster.cpu_seconds() - self.servers),
+            client_cpu_per_delivery: per_delivery(process_cpu_seconds() - self.clients),
+        }
+    }
+}
+
+/// CPU time (user + system) this process spent so far, in seconds.
+pub fn process_cpu_seconds() -> f64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return 0.0;
+    }
+    let seconds = |time: libc::timeval| time.tv_sec as f64 + time.tv_usec as f64 * 1e-6;
+    seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
 
 /// Publishes probes (1-byte payloads) on `subject` until every subscriber has seen one.
@@ -71,8 +124,8 @@ pub async fn throughput(cluster: &Cluster, subscriber_nodes: &[usize]) -> Result
     }
     warm(&publisher, subject, &mut subscribers).await?;
 
-    let cpu_before = cluster.cpu_seconds();
-    let started = Instant::now();
+    let meter = Meter::start(cluster);
+    let started = meter.started();
     let counters: Vec<_> = subscribers
         .into_iter()
         .map(|mut subscriber| {
@@ -119,13 +172,8 @@ pub async fn throughput(cluster: &Cluster, subscriber_nodes: &[usize]) -> Result
         delivered += count;
         last = last.max(at);
     }
-    let cpu = cluster.cpu_seconds() - cpu_before;
-    let seconds = last.duration_since(started).as_secs_f64().max(1e-9);
-    Ok(Throughput {
-        rate: delivered as f64 / seconds,
-        delivered: delivered as f64 / (sent as f64 * subscriber_nodes.len() as f64),
-        cpu_per_delivery: cpu / (delivered.max(1) as f64),
-    })
+    let expected = sent * subscriber_nodes.len() as u64;
+    Ok(meter.finish(cluster, delivered, expected, last))
 }
 
 /// Requester on node 0, responder on node 1; sequential requests for `window`. Returns the
