@@ -5,24 +5,28 @@
 //!
 //! Curves: core fan-out vs subscribers, JetStream publish vs message size, the durable path
 //! (ours with `sync_interval: always` vs nats-server's default), consume vs subjects in the
-//! stream, restart time vs store size. The workloads live in workloads.rs / restart.rs, the
+//! stream, restart time vs store size, and the scale curves of issue 21: connections (each
+//! with 10 subscriptions: fan-out rate and RSS per connection) and streams (creation, publish
+//! and STREAM.INFO rates, RSS). The workloads live in workloads.rs / restart.rs / scale.rs, the
 //! processes in server.rs, the drawing in plot.rs, the runs and the outputs here and in report.rs.
 
 mod client;
 mod plot;
 mod report;
 mod restart;
+mod scale;
 mod server;
 mod workloads;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use report::Sample;
 use server::{Server, ServerSpec};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 const USAGE: &str = "usage: curves --ours PATH --ref PATH [--quick] [--reps N]
-              [--only fanout,publish,durable,consume,restart] [--out DIR] [--work DIR]
+              [--only fanout,publish,durable,consume,restart,connections,streams]
+              [--out DIR] [--work DIR]
               [--font FILE.ttf] [--plot-only] [--restart-sizes MB,MB,...]
   --ours     our nats-server binary (e.g. target/release/nats-server)
   --ref      the real nats-server binary (explicit path, not a PATH lookup)
@@ -34,7 +38,15 @@ const USAGE: &str = "usage: curves --ours PATH --ref PATH [--quick] [--reps N]
   --restart-sizes  stream payloads of the restart curve in MB (default 100,500,1000,5000;
              quick 20,100)";
 
-pub const CURVES: &[&str] = &["fanout", "publish", "durable", "consume", "restart"];
+pub const CURVES: &[&str] = &[
+    "fanout",
+    "publish",
+    "durable",
+    "consume",
+    "restart",
+    "connections",
+    "streams",
+];
 
 struct Options {
     ours: PathBuf,
@@ -336,6 +348,126 @@ impl Run<'_> {
         Ok(())
     }
 
+    /// N connections with 10 subscriptions each, on a fresh server per run: the fan-out rate
+    /// to all of them and the server's RSS per connection (with them in place, less before).
+    async fn connections(&mut self, specs: &[ServerSpec]) -> Result<()> {
+        let quick = self.options.quick;
+        let limit = scale::connection_limit();
+        let points: Vec<usize> = if quick {
+            vec![1, 100, 2000]
+        } else {
+            vec![1, 100, 10_000, 20_000]
+        };
+        let deliveries: u64 = if quick { 200_000 } else { 1_000_000 };
+        for (point, &wanted) in points.iter().enumerate() {
+            let count = wanted.min(limit);
+            let messages = (deliveries / count as u64).max(50);
+            let x = count as f64;
+            for repetition in 0..self.options.repetitions {
+                for index in turn_order(point, repetition, specs.len()) {
+                    let tag = format!("connections{point}");
+                    let server = Server::start(&specs[index], &self.options.work, &tag).await?;
+                    let before = server.rss();
+                    let url = server.url();
+                    let outcome = bounded(Duration::from_secs(600), async {
+                        let connected = scale::connect_subscribers(&url, count).await?;
+                        let with = server.rss();
+                        let rate = scale::fan_out(connected, messages, 128).await?;
+                        Ok((rate, with))
+                    })
+                    .await;
+                    let rate = outcome.as_ref().map(|(rate, _)| *rate);
+                    let sample = self.sample("connections", "msgs_per_s", x, &server, repetition);
+                    self.record_outcome(sample, &rate.map_err(|error| anyhow!("{error:#}")));
+                    if let (Ok((_, Some(with))), Some(before)) = (&outcome, before) {
+                        let per_connection = with.saturating_sub(before) as f64 / x;
+                        let sample = self.sample(
+                            "connections",
+                            "rss_per_connection_bytes",
+                            x,
+                            &server,
+                            repetition,
+                        );
+                        self.record_outcome(sample, &Ok(per_connection));
+                        let sample =
+                            self.sample("connections", "rss_bytes", x, &server, repetition);
+                        self.record_outcome(sample, &Ok(*with as f64));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// K file streams on fresh servers per point: the creation rate (32 in flight), the RSS
+    /// with them, then per repetition a publish spread over all of them and STREAM.INFO
+    /// requests over all of them.
+    async fn streams(&mut self, specs: &[ServerSpec]) -> Result<()> {
+        let quick = self.options.quick;
+        let points: &[usize] = if quick {
+            &[1, 100, 1000]
+        } else {
+            &[1, 100, 1000, 10_000]
+        };
+        let (messages, requests) = if quick {
+            (20_000, 5_000)
+        } else {
+            (100_000, 20_000)
+        };
+        for (point, &count) in points.iter().enumerate() {
+            let x = count as f64;
+            let tag = format!("streams{point}");
+            let mut servers = self.start_all(specs, &tag).await?;
+            let mut ready = vec![false; servers.len()];
+            for index in turn_order(point, 0, servers.len()) {
+                let server = &servers[index];
+                let before = server.rss();
+                let outcome = bounded(
+                    Duration::from_secs(900),
+                    scale::create_streams(&server.url(), count, 32),
+                )
+                .await;
+                ready[index] = outcome.is_ok();
+                let sample = self.sample("streams", "create_per_s", x, server, 0);
+                self.record_outcome(sample, &outcome);
+                if let (true, Some(with), Some(before)) = (ready[index], server.rss(), before) {
+                    let sample = self.sample("streams", "rss_bytes", x, server, 0);
+                    self.record_outcome(sample, &Ok(with as f64));
+                    let per_stream = with.saturating_sub(before) as f64 / x;
+                    let sample = self.sample("streams", "rss_per_stream_bytes", x, server, 0);
+                    self.record_outcome(sample, &Ok(per_stream));
+                }
+            }
+            for repetition in 0..self.options.repetitions {
+                for index in turn_order(point, repetition, servers.len()) {
+                    if !ready[index] {
+                        continue;
+                    }
+                    let server = &mut servers[index];
+                    let url = server.url();
+                    let outcome = bounded(
+                        Duration::from_secs(300),
+                        scale::publish_over_streams(&url, count, messages, 128, 256),
+                    )
+                    .await;
+                    let sample = self.sample("streams", "msgs_per_s", x, server, repetition);
+                    self.record_outcome(sample, &outcome);
+                    let outcome = bounded(
+                        Duration::from_secs(300),
+                        scale::info_over_streams(&url, count, requests, 64),
+                    )
+                    .await;
+                    let sample = self.sample("streams", "info_per_s", x, server, repetition);
+                    self.record_outcome(sample, &outcome);
+                    if server.has_died() {
+                        ready[index] = false;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     async fn restart(&mut self, specs: &[ServerSpec]) -> Result<()> {
         let quick = self.options.quick;
         const MB: u64 = 1_000_000;
@@ -513,6 +645,8 @@ async fn run(options: &Options) -> Result<Vec<Sample>> {
             }
             "consume" => run.consume(&pair).await,
             "restart" => run.restart(&pair).await,
+            "connections" => run.connections(&pair).await,
+            "streams" => run.streams(&pair).await,
             other => bail!("unknown curve {other}"),
         };
         if let Err(error) = outcome {

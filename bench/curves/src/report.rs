@@ -174,6 +174,8 @@ pub fn summary(samples: &[Sample]) -> String {
                 "publish" | "durable" => "payload",
                 "consume" => "subjects",
                 "restart" => "stream payload",
+                "connections" => "connections",
+                "streams" => "streams",
                 _ => "x",
             };
             let _ = write!(text, "| {x_name} |");
@@ -227,55 +229,127 @@ pub fn summary(samples: &[Sample]) -> String {
 
 fn color_of(server: &str, metric: &str) -> RGBColor {
     match (server, metric) {
-        (OURS | OURS_ALWAYS, "kill9_restart_s") => RGBColor(255, 127, 14),
+        (OURS | OURS_ALWAYS, "kill9_restart_s" | "info_per_s") => RGBColor(255, 127, 14),
+        (OURS | OURS_ALWAYS, "create_per_s") => RGBColor(140, 20, 20),
         (OURS | OURS_ALWAYS, _) => RGBColor(214, 39, 40),
         (REFERENCE_ALWAYS, _) => RGBColor(44, 160, 44),
-        (_, "kill9_restart_s") => RGBColor(148, 103, 189),
+        (_, "kill9_restart_s" | "info_per_s") => RGBColor(148, 103, 189),
+        (_, "create_per_s") => RGBColor(20, 60, 140),
         _ => RGBColor(31, 119, 180),
     }
 }
 
-pub fn plot_curve(out: &Path, curve: &str, samples: &[Sample]) -> Result<()> {
-    let (title, x_label, y_label, metrics, log_y): (&str, &str, &str, &[&str], bool) = match curve {
-        "fanout" => (
+/// One PNG of a curve: the file's name, its texts, the metrics drawn and the y scale.
+struct ChartSpec {
+    file: &'static str,
+    title: &'static str,
+    x_label: &'static str,
+    y_label: &'static str,
+    metrics: &'static [&'static str],
+    log_y: bool,
+}
+
+/// The charts drawn for `curve` (most curves have one).
+fn charts(curve: &str) -> Result<Vec<ChartSpec>> {
+    let chart = |file, title, x_label, y_label, metrics, log_y| ChartSpec {
+        file,
+        title,
+        x_label,
+        y_label,
+        metrics,
+        log_y,
+    };
+    Ok(match curve {
+        "fanout" => vec![chart(
+            "fanout",
             "Core fan-out: delivered msgs/s vs subscribers (128 B, 1 publisher)",
             "subscriber connections",
             "delivered messages / s (all subscribers)",
             &["msgs_per_s"],
             false,
-        ),
-        "publish" => (
+        )],
+        "publish" => vec![chart(
+            "publish",
             "JetStream async publish (file, acked) vs message size",
             "payload bytes",
             "acked messages / s (log)",
             &["msgs_per_s"],
             true,
-        ),
-        "durable" => (
+        )],
+        "durable" => vec![chart(
+            "durable",
             "Durable path: rnats sync_interval always vs nats-server default",
             "payload bytes",
             "acked messages / s (log)",
             &["msgs_per_s"],
             true,
-        ),
-        "consume" => (
+        )],
+        "consume" => vec![chart(
+            "consume",
             "JetStream pull consume (explicit ack) vs subjects in the stream",
             "distinct subjects in the stream",
             "consumed + acked messages / s",
             &["msgs_per_s"],
             false,
-        ),
-        "restart" => (
+        )],
+        "restart" => vec![chart(
+            "restart",
             "Restart: spawn until STREAM.INFO shows every message, vs store size",
             "stream payload (4 KiB messages over 1000 subjects)",
             "seconds (log)",
             &["restart_s", "kill9_restart_s"],
             true,
-        ),
+        )],
+        "connections" => vec![
+            chart(
+                "connections",
+                "Connections with 10 subscriptions each: fan-out to all (128 B, 1 publisher)",
+                "client connections (raw sockets, 10 subscriptions each)",
+                "delivered messages / s (log)",
+                &["msgs_per_s"],
+                true,
+            ),
+            chart(
+                "connections-rss",
+                "Server RSS per connection (10 subscriptions each)",
+                "client connections",
+                "RSS with them less RSS before, per connection (log)",
+                &["rss_per_connection_bytes"],
+                true,
+            ),
+        ],
+        "streams" => vec![
+            chart(
+                "streams",
+                "File streams: create (32 in flight), publish over all, STREAM.INFO over all",
+                "streams",
+                "operations / s (log)",
+                &["msgs_per_s", "info_per_s", "create_per_s"],
+                true,
+            ),
+            chart(
+                "streams-rss",
+                "Server RSS with N file streams",
+                "streams",
+                "RSS (log)",
+                &["rss_bytes"],
+                true,
+            ),
+        ],
         other => bail!("no chart for {other}"),
-    };
+    })
+}
+
+pub fn plot_curve(out: &Path, curve: &str, samples: &[Sample]) -> Result<()> {
+    for spec in charts(curve)? {
+        plot_chart(out, curve, &spec, samples)?;
+    }
+    Ok(())
+}
+
+fn plot_chart(out: &Path, curve: &str, spec: &ChartSpec, samples: &[Sample]) -> Result<()> {
     let mut series = Vec::new();
-    for metric in metrics {
+    for metric in spec.metrics {
         for server in unique(samples.iter().map(|sample| sample.server.clone())) {
             let xs = unique(
                 samples
@@ -291,9 +365,12 @@ pub fn plot_curve(out: &Path, curve: &str, samples: &[Sample]) -> Result<()> {
             if points.iter().all(|(_, y)| !y.is_finite()) {
                 continue;
             }
-            let label = match *metric {
-                "restart_s" => format!("{server} after graceful stop"),
-                "kill9_restart_s" => format!("{server} after kill -9"),
+            let label = match (curve, *metric) {
+                (_, "restart_s") => format!("{server} after graceful stop"),
+                (_, "kill9_restart_s") => format!("{server} after kill -9"),
+                ("streams", "msgs_per_s") => format!("{server} publish"),
+                (_, "info_per_s") => format!("{server} STREAM.INFO"),
+                (_, "create_per_s") => format!("{server} create"),
                 _ => server.clone(),
             };
             series.push(Series {
@@ -304,26 +381,29 @@ pub fn plot_curve(out: &Path, curve: &str, samples: &[Sample]) -> Result<()> {
         }
     }
     if series.is_empty() {
-        eprintln!("{curve}: no successful point to plot");
+        eprintln!("{}: no successful point to plot", spec.file);
         return Ok(());
     }
+    let bytes = spec.metrics.iter().all(|metric| metric.ends_with("bytes"));
     let chart = Chart {
-        title,
-        x_label,
-        y_label,
+        title: spec.title,
+        x_label: spec.x_label,
+        y_label: spec.y_label,
         x_format: if curve == "restart" {
             plot::format_decimal_bytes
         } else {
             plot::format_count
         },
-        y_format: if log_y && curve == "restart" {
+        y_format: if spec.log_y && curve == "restart" {
             plot::format_seconds
+        } else if bytes {
+            plot::format_bytes
         } else {
             plot::format_count
         },
-        log_y,
+        log_y: spec.log_y,
         legend_left: curve == "restart",
         series,
     };
-    plot::draw(&chart, &out.join(format!("{curve}.png")))
+    plot::draw(&chart, &out.join(format!("{}.png", spec.file)))
 }

@@ -193,8 +193,18 @@ impl Server {
 
     /// Peak resident set size of the running process (VmHWM), in bytes.
     pub fn peak_rss(&self) -> Option<u64> {
+        self.status_bytes("VmHWM:")
+    }
+
+    /// Resident set size of the running process now (VmRSS), in bytes.
+    pub fn rss(&self) -> Option<u64> {
+        self.status_bytes("VmRSS:")
+    }
+
+    /// A kB field of /proc/PID/status, in bytes.
+    fn status_bytes(&self, field: &str) -> Option<u64> {
         let status = fs::read_to_string(format!("/proc/{}/status", self.pid()?)).ok()?;
-        let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+        let line = status.lines().find(|line| line.starts_with(field))?;
         let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
         Some(kib * 1024)
     }
