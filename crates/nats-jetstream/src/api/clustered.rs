@@ -97,7 +97,8 @@ pub(crate) fn answers_here(context: &Context, cluster: &dyn Cluster, api: &ApiSu
             context.registry.get(stream).is_some()
                 && cluster.stream_group(stream).is_none_or(|group| {
                     group.is_leader()
-                        || (answered_without_leader(api) && leaderless(&*group))
+                        || ((answered_without_leader(api) || names_unknown_consumer(context, api))
+                            && leaderless(&*group))
                         || runs_ephemeral(context, api)
                 })
         }
@@ -114,6 +115,31 @@ fn answered_without_leader(api: &ApiSubject<'_>) -> bool {
             | ApiSubject::ConsumerNames { .. }
             | ApiSubject::ConsumerList { .. }
     )
+}
+
+/// Whether `api` is a CONSUMER.INFO, DELETE, PAUSE, UNPIN or LEADER.STEPDOWN naming a consumer
+/// of a stream held here that this server neither runs nor holds among the stream's committed
+/// consumers. A replica whose group is [`leaderless`] answers it itself, as for any stream
+/// (10014 "consumer not found" unless another server of the stream runs such an ephemeral,
+/// `ephemerals.rs`), where nats-server's meta leader answers 10014 from its assignments (checked
+/// with nats-server 2.15.1, `leaderless_requests`). RESET of such a consumer has no answer on
+/// either (nats-server's consumer answers it itself).
+fn names_unknown_consumer(context: &Context, api: &ApiSubject<'_>) -> bool {
+    let (ApiSubject::ConsumerInfo { stream, consumer }
+    | ApiSubject::ConsumerDelete { stream, consumer }
+    | ApiSubject::ConsumerPause { stream, consumer }
+    | ApiSubject::ConsumerUnpin { stream, consumer }
+    | ApiSubject::ConsumerLeaderStepdown { stream, consumer }) = api
+    else {
+        return false;
+    };
+    context.registry.get(stream).is_some_and(|stream| {
+        let consumers = context.registry.consumers(&stream);
+        consumers.get(consumer).is_none()
+            && !consumers
+                .replicated()
+                .is_some_and(|replicated| replicated.contains(consumer))
+    })
 }
 
 /// Whether the replicated stream `name` is held here and its group is [`leaderless`].
@@ -143,7 +169,8 @@ pub(crate) fn leaderless(group: &dyn crate::cluster::StreamGroup) -> bool {
 /// CONSUMER.CREATE, DELETE and PAUSE too, which nats-server carries out through its meta group
 /// (an ephemeral created on a replica, a durable or a deletion left unanswered, a pause answered
 /// success) and ours only through the stream's group (docs/parity.md). A PAUSE or STEPDOWN of
-/// an ephemeral this server runs is its own to answer.
+/// an ephemeral this server runs is its own to answer. A consumer request naming a consumer
+/// unknown here is answered "consumer not found" instead ([`names_unknown_consumer`]).
 pub(crate) fn unavailable_without_stream_leader(
     context: &Context,
     cluster: &dyn Cluster,
@@ -167,6 +194,7 @@ pub(crate) fn unavailable_without_stream_leader(
             .stream_group(stream)
             .is_some_and(|group| leaderless(&*group))
         && !runs_ephemeral(context, api)
+        && !names_unknown_consumer(context, api)
 }
 
 /// Whether `api` acts on an ephemeral consumer this server runs (created here while it led the

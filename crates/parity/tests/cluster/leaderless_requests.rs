@@ -8,6 +8,9 @@
 //! | STREAM.INFO | the surviving replica: no leader, every member listed | the same |
 //! | MSG.GET, MSG.DELETE, PURGE, STREAM.LEADER.STEPDOWN | 10008 from the replica | the same |
 //! | CONSUMER.INFO, CONSUMER.LEADER.STEPDOWN | 10008 from the replica | the same |
+//! | CONSUMER.UNPIN, CONSUMER.RESET | nothing (the consumer's leader answers) | the same |
+//! | CONSUMER.INFO, DELETE, PAUSE, UNPIN, LEADER.STEPDOWN of a consumer that does not exist | 10014 from the meta leader | 10014 from the replica |
+//! | CONSUMER.RESET of a consumer that does not exist | nothing | the same |
 //! | CONSUMER.NAMES | the meta leader, the durable named | the replica, the same answer |
 //! | CONSUMER.LIST | the meta leader after its 4 s gathering: no info, the durable `missing` | the replica at once, the same answer |
 //! | CONSUMER.PAUSE | success from the meta leader (applied through the meta group) | 10008 |
@@ -190,6 +193,54 @@ async fn requests_for_a_leaderless_r3_stream_are_answered_as_nats_server_answers
         got.len() == 1 && is_unavailable(&got[0]),
         "{subject}: {got:?}"
     );
+    // UNPIN and RESET of the durable: its leader answers them, and there is none; nobody
+    // answers on either server.
+    for (subject, body) in [
+        (
+            format!("$JS.API.CONSUMER.UNPIN.{STREAM}.{KEPT}"),
+            json!({"group": "g"}),
+        ),
+        (
+            format!("$JS.API.CONSUMER.RESET.{STREAM}.{KEPT}"),
+            json!({"seq": 1}),
+        ),
+    ] {
+        let got = asked(client, &subject, body).await;
+        assert!(got.is_empty(), "{subject}: {got:?}");
+    }
+
+    // A consumer that does not exist: "consumer not found", once (nats-server's meta leader
+    // from its assignments, ours the replica from the stream's committed consumers); RESET,
+    // which only a consumer answers, nothing.
+    for (subject, body) in [
+        (format!("$JS.API.CONSUMER.INFO.{STREAM}.NOPE"), Value::Null),
+        (
+            format!("$JS.API.CONSUMER.LEADER.STEPDOWN.{STREAM}.NOPE"),
+            Value::Null,
+        ),
+        (
+            format!("$JS.API.CONSUMER.PAUSE.{STREAM}.NOPE"),
+            json!({"pause_until": "2099-01-01T00:00:00Z"}),
+        ),
+        (
+            format!("$JS.API.CONSUMER.UNPIN.{STREAM}.NOPE"),
+            json!({"group": "g"}),
+        ),
+        (
+            format!("$JS.API.CONSUMER.DELETE.{STREAM}.NOPE"),
+            Value::Null,
+        ),
+    ] {
+        let got = asked(client, &subject, body).await;
+        assert!(
+            got.len() == 1 && error_code(&got[0]) == 10014 && got[0]["error"]["code"] == 404,
+            "{subject}: {got:?}"
+        );
+    }
+    let subject = format!("$JS.API.CONSUMER.RESET.{STREAM}.NOPE");
+    let got = asked(client, &subject, json!({"seq": 1})).await;
+    assert!(got.is_empty(), "{subject}: {got:?}");
+
     let subject = format!("$JS.API.CONSUMER.NAMES.{STREAM}");
     let got = asked(client, &subject, Value::Null).await;
     assert_eq!(got.len(), 1, "{subject}: {got:?}");
