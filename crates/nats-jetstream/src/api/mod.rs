@@ -292,15 +292,21 @@ pub(crate) async fn handle_request(
         handover::note_original(context, &api, &message);
         if clustered::unavailable_without_meta(context, &api) {
             if let Some(queues) = meta_wait.filter(|_| cluster.meta_leader_missing()) {
+                if meta_wait::wait_for_meta_leader(queues, context, cluster.clone(), &message) {
+                    api_debug!(
+                        subject,
+                        request.reply,
+                        "{arrival}: no meta leader seen, waits aside; meta: {}",
+                        cluster.meta_view()
+                    );
+                    return;
+                }
                 api_debug!(
                     subject,
                     request.reply,
-                    "{arrival}: no meta leader seen, waits aside; meta: {}",
-                    cluster.meta_view()
+                    "{arrival}: no meta leader seen, {} waiting already: handled at once",
+                    queues.meta_waiting().waiting()
                 );
-                let message = message.clone();
-                meta_wait::wait_for_meta_leader(queues, context, cluster.clone(), message);
-                return;
             }
             if cluster.meta_unavailable() {
                 let why = "meta group unavailable";

@@ -114,6 +114,8 @@ pub(crate) struct ApiQueues {
     last_warning: AtomicU64,
     /// Where probes for ephemeral consumers are answered (`ephemerals.rs`), beside the queues.
     runtime: tokio::runtime::Handle,
+    /// The requests waiting aside for a meta leader ([`super::meta_wait`]).
+    meta_waiting: Arc<super::meta_wait::WaitingRoom>,
 }
 
 /// Whether nats-server serves this request from its info queue.
@@ -150,6 +152,7 @@ impl ApiQueues {
             closed: AtomicBool::new(false),
             last_warning: AtomicU64::new(0),
             runtime: runtime.clone(),
+            meta_waiting: Arc::default(),
         });
         // A current-thread runtime (unit tests with a paused clock, which would jump ahead
         // while another thread works) serves the queues with tasks instead.
@@ -170,6 +173,11 @@ impl ApiQueues {
             }
         }
         Ok(queues)
+    }
+
+    /// The requests waiting aside for a meta leader.
+    pub(crate) fn meta_waiting(&self) -> &Arc<super::meta_wait::WaitingRoom> {
+        &self.meta_waiting
     }
 
     fn queue(&self, info: bool) -> &Queue {

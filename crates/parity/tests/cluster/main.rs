@@ -52,6 +52,7 @@ mod meta;
 mod meta_election_answer;
 mod meta_fresh_leader;
 mod meta_restart;
+mod meta_wait_burst;
 mod operator_jetstream;
 mod operator_resolver;
 mod orphaned_groups;
