@@ -177,9 +177,18 @@ pub trait StreamGroup: Send + Sync + 'static {
     fn start(self: Arc<Self>, machine: ReplicaMachine) -> GroupFuture<Result<(), String>>;
     /// Whether this server leads the stream now (and has applied everything committed before).
     fn is_leader(&self) -> bool;
+    /// Whether this server is the group's elected leader in its term, whether or not it leads
+    /// for the stream now ([`StreamGroup::is_leader`]: not while the leadership is new and its
+    /// log not yet applied, held, or without a quorum's word for the lost-quorum interval, a
+    /// lapsed lease). Such a leader still leads the term until a vote elsewhere ends it, and is
+    /// the one to act on a LEADER.STEPDOWN, as nats-server's raft leader is until it steps down.
+    fn is_elected(&self) -> bool {
+        self.is_leader()
+    }
     /// When this server's leadership of the stream in the group's current term began (before
-    /// [`StreamGroup::is_leader`] turned true); `None` while it does not lead. A request that
-    /// reached this server earlier reached it while another led (or nobody did).
+    /// [`StreamGroup::is_leader`] turned true); `None` while it is not elected
+    /// ([`StreamGroup::is_elected`]). A request that reached this server earlier reached it
+    /// while another led (or nobody did).
     fn leading_since(&self) -> Option<std::time::Instant> {
         None
     }

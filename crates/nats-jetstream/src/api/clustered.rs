@@ -100,6 +100,7 @@ pub(crate) fn answers_here(context: &Context, cluster: &dyn Cluster, api: &ApiSu
                         || ((answered_without_leader(api) || names_unknown_consumer(context, api))
                             && leaderless(&*group))
                         || runs_ephemeral(context, api)
+                        || stepdown_of_elected(api, &*group)
                 })
         }
         None => true,
@@ -115,6 +116,19 @@ fn answered_without_leader(api: &ApiSubject<'_>) -> bool {
             | ApiSubject::ConsumerNames { .. }
             | ApiSubject::ConsumerList { .. }
     )
+}
+
+/// Whether `api` is a LEADER.STEPDOWN of the stream (or of one of its consumers) reaching the
+/// group's elected leader while it does not lead for the stream (its lease lapsed: no quorum's
+/// word for the lost-quorum interval, as at load 27-30 or with its followers paused) and no
+/// handover runs: it still leads the term and steps down, as nats-server's raft leader steps
+/// down whatever its followers' state. Before, nobody answered (the followers follow it).
+fn stepdown_of_elected(api: &ApiSubject<'_>, group: &dyn crate::cluster::StreamGroup) -> bool {
+    matches!(
+        api,
+        ApiSubject::StreamLeaderStepdown { .. } | ApiSubject::ConsumerLeaderStepdown { .. }
+    ) && group.is_elected()
+        && group.handover().is_none()
 }
 
 /// Whether `api` is a CONSUMER.INFO, DELETE, PAUSE, UNPIN or LEADER.STEPDOWN naming a consumer

@@ -71,6 +71,7 @@ mod route_stall;
 mod route_wire;
 mod scale;
 mod server_removed;
+mod stepdown_lapsed;
 mod stepdown_publish;
 mod stepdown_queued;
 mod stepdown_reads;

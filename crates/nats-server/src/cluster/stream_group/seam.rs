@@ -143,13 +143,16 @@ impl StreamGroup for ReplicatedStream {
         self.leadership.borrow().is_some()
     }
 
+    fn is_elected(&self) -> bool {
+        self.raft()
+            .is_some_and(|group| group.status().role == Role::Leader)
+    }
+
     fn leading_since(&self) -> Option<Instant> {
-        if !self.is_leader() {
-            return None;
-        }
-        // The group's leadership in its term, as nats-raft saw it taken: it precedes `is_leader`,
-        // and a leadership that lapsed for want of a quorum's word and came back in the same
-        // term (a loaded machine) counts from its start.
+        // The group's leadership in its term, as nats-raft saw it taken (`None` while this node
+        // is not openraft's leader): it precedes `is_leader`, and a leadership that lapsed for
+        // want of a quorum's word, and came back in the same term or not yet (a loaded machine,
+        // paused followers), counts from its start.
         let led_for = self.raft()?.status().led_for?;
         Instant::now().checked_sub(led_for)
     }
