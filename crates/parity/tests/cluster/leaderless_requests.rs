@@ -193,9 +193,10 @@ async fn requests_for_a_leaderless_r3_stream_are_answered_as_nats_server_answers
         got.len() == 1 && is_unavailable(&got[0]),
         "{subject}: {got:?}"
     );
-    // UNPIN and RESET of the durable: its leader answers them, and there is none; nobody
-    // answers on either server.
-    for (subject, body) in [
+    // UNPIN and RESET of the durable, and RESET of a consumer that does not exist: a consumer's
+    // leader answers them, and there is none; nobody answers on either server. Asked at once,
+    // each on its own inbox, so their waits for a first answer overlap.
+    let silent = [
         (
             format!("$JS.API.CONSUMER.UNPIN.{STREAM}.{KEPT}"),
             json!({"group": "g"}),
@@ -204,14 +205,23 @@ async fn requests_for_a_leaderless_r3_stream_are_answered_as_nats_server_answers
             format!("$JS.API.CONSUMER.RESET.{STREAM}.{KEPT}"),
             json!({"seq": 1}),
         ),
-    ] {
-        let got = asked(client, &subject, body).await;
+        (
+            format!("$JS.API.CONSUMER.RESET.{STREAM}.NOPE"),
+            json!({"seq": 1}),
+        ),
+    ];
+    let got = futures::future::join_all(
+        silent
+            .iter()
+            .map(|(subject, body)| asked(client, subject, body.clone())),
+    )
+    .await;
+    for ((subject, _), got) in silent.iter().zip(got) {
         assert!(got.is_empty(), "{subject}: {got:?}");
     }
 
     // A consumer that does not exist: "consumer not found", once (nats-server's meta leader
-    // from its assignments, ours the replica from the stream's committed consumers); RESET,
-    // which only a consumer answers, nothing.
+    // from its assignments, ours the replica from the stream's committed consumers).
     for (subject, body) in [
         (format!("$JS.API.CONSUMER.INFO.{STREAM}.NOPE"), Value::Null),
         (
@@ -237,9 +247,6 @@ async fn requests_for_a_leaderless_r3_stream_are_answered_as_nats_server_answers
             "{subject}: {got:?}"
         );
     }
-    let subject = format!("$JS.API.CONSUMER.RESET.{STREAM}.NOPE");
-    let got = asked(client, &subject, json!({"seq": 1})).await;
-    assert!(got.is_empty(), "{subject}: {got:?}");
 
     let subject = format!("$JS.API.CONSUMER.NAMES.{STREAM}");
     let got = asked(client, &subject, Value::Null).await;
