@@ -406,6 +406,8 @@ pub fn request_reply(cluster: &Cluster, window: Duration) -> Result<(f64, f64)> 
     request.extend(std::iter::repeat_n(b'r', PAYLOAD));
     request.extend_from_slice(b"\r\n");
     let mut latencies = Vec::new();
+    // When each request slower than 1 ms started (from `started`), for the tail's pattern.
+    let mut slow = Vec::new();
     let started = Instant::now();
     while started.elapsed() < window {
         let sent = Instant::now();
@@ -418,7 +420,11 @@ pub fn request_reply(cluster: &Cluster, window: Duration) -> Result<(f64, f64)> 
                 None => bail!("no answer within 5 s"),
             }
         }
-        latencies.push(sent.elapsed().as_secs_f64() * 1e6);
+        let micros = sent.elapsed().as_secs_f64() * 1e6;
+        if micros > 1000.0 {
+            slow.push(sent.duration_since(started).as_secs_f64() * 1e3);
+        }
+        latencies.push(micros);
     }
     requester.send(b"PUB bench.service _INBOX.bench 4\r\nstop\r\n")?;
     loop {
@@ -434,8 +440,20 @@ pub fn request_reply(cluster: &Cluster, window: Duration) -> Result<(f64, f64)> 
     if latencies.is_empty() {
         bail!("no request completed");
     }
+    let mut gaps: Vec<f64> = slow.windows(2).map(|pair| pair[1] - pair[0]).collect();
+    gaps.sort_by(f64::total_cmp);
+    let total = latencies.len();
     latencies.sort_by(f64::total_cmp);
     let at = |quantile: f64| latencies[((latencies.len() - 1) as f64 * quantile) as usize];
+    eprintln!(
+        "  {}: {total} requests, {} over 1 ms (median gap between them {:.1} ms), p90 {:.0} us, p99.9 {:.0} us, max {:.0} us",
+        cluster.label,
+        slow.len(),
+        gaps.get(gaps.len() / 2).copied().unwrap_or(0.0),
+        at(0.90),
+        at(0.999),
+        at(1.0),
+    );
     Ok((at(0.50), at(0.99)))
 }
 
