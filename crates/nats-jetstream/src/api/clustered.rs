@@ -13,6 +13,7 @@
 //! Called by the dispatcher (`api/mod.rs`) when a [`Cluster`] is installed, and by the engine
 //! for applied assignments. Knows the meta group only through [`Cluster`].
 
+use super::creations::{Admission, Plainness};
 use super::streams::{build_stream_info, check_create_request, InfoDetail, InfoView};
 use super::{Context, Request};
 use crate::cluster::{Cluster, StreamChange, StreamProposal};
@@ -27,6 +28,7 @@ use jetstream_api::{
     STREAM_REMOVE_PEER_RESPONSE_TYPE,
 };
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// nats-server's `JSApiNamesLimit` and `JSApiListLimit`.
@@ -257,7 +259,7 @@ pub(crate) fn meta_leader_answers(
 /// Answers the requests the meta leader handles differently in a cluster; false when the
 /// single server's handler applies.
 pub(crate) async fn handle(
-    context: &Context,
+    context: &Arc<Context>,
     cluster: &dyn Cluster,
     request: &Request,
     api: &ApiSubject<'_>,
@@ -304,66 +306,131 @@ fn overlaps_assigned(cluster: &dyn Cluster, config: &StreamConfig) -> bool {
         })
 }
 
-async fn stream_create(context: &Context, cluster: &dyn Cluster, request: &Request, name: &str) {
-    let proposal = (|| {
-        let config_request: StreamConfigRequest = decode_request(&request.payload)?;
-        check_create_request(&config_request.config, name)?;
-        let config =
-            crate::stream::check_and_fill(&config_request.config, config_request.pedantic)?;
-        let mut config = crate::stream::with_static_metadata(config);
-        if let Some(origin) = config
-            .mirror
-            .as_ref()
-            .and_then(|mirror| cluster.stream(&mirror.name))
-        {
-            config.mirror_direct = origin.config.allow_direct;
+/// A STREAM.CREATE checked against the committed assignments: the proposal and what makes it
+/// plain ([`super::creations`]), or the error to answer.
+fn check_stream_create(
+    context: &Context,
+    cluster: &dyn Cluster,
+    request: &Request,
+    name: &str,
+) -> Result<(StreamProposal, Plainness), ApiError> {
+    let config_request: StreamConfigRequest = decode_request(&request.payload)?;
+    check_create_request(&config_request.config, name)?;
+    let config = crate::stream::check_and_fill(&config_request.config, config_request.pedantic)?;
+    let mut config = crate::stream::with_static_metadata(config);
+    if let Some(origin) = config
+        .mirror
+        .as_ref()
+        .and_then(|mirror| cluster.stream(&mirror.name))
+    {
+        config.mirror_direct = origin.config.allow_direct;
+    }
+    if let Some(existing) = cluster.stream(name) {
+        if existing.config != config {
+            return Err(errors::STREAM_NAME_EXIST.to_error());
         }
-        if let Some(existing) = cluster.stream(name) {
-            if existing.config != config {
-                return Err(errors::STREAM_NAME_EXIST.to_error());
-            }
-            // The same stream again: its holder answers with its info, as for a new one.
-            return Ok(StreamProposal {
-                config,
-                change: StreamChange::Create,
-                servers: existing.servers,
-                reply: request.reply.clone(),
-            });
-        }
-        if overlaps_assigned(cluster, &config) {
-            return Err(errors::STREAM_SUBJECT_OVERLAP.to_error());
-        }
-        // The account's streams across the cluster (of the stream's tier when its limits are
-        // tiered), as nats-server's `jsClusteredStreamLimitsCheck` counts them (each holder
-        // checks its own too).
-        let (limits, tiered) = context.registry.tier_limits(config.replicas)?;
-        let tier = crate::registry::tier_name(config.replicas);
-        let streams = cluster
-            .streams()
-            .iter()
-            .filter(|stream| !tiered || crate::registry::tier_name(stream.config.replicas) == tier)
-            .count();
-        if limits.max_streams > 0
-            && i64::try_from(streams).unwrap_or(i64::MAX) >= limits.max_streams
-        {
-            return Err(errors::MAXIMUM_STREAMS_LIMIT.to_error());
-        }
-        let servers = cluster.place(&config)?;
-        Ok(StreamProposal {
+        // The same stream again: its holder answers with its info, as for a new one.
+        let proposal = StreamProposal {
             config,
             change: StreamChange::Create,
-            servers,
+            servers: existing.servers,
             reply: request.reply.clone(),
-        })
-    })();
-    let result = match proposal {
-        Ok(proposal) => cluster.propose_stream(proposal).await,
-        Err(error) => Err(error),
+        };
+        let plain = Plainness {
+            depends: true,
+            headroom: None,
+        };
+        return Ok((proposal, plain));
+    }
+    if overlaps_assigned(cluster, &config) {
+        return Err(errors::STREAM_SUBJECT_OVERLAP.to_error());
+    }
+    // The account's streams across the cluster (of the stream's tier when its limits are
+    // tiered), as nats-server's `jsClusteredStreamLimitsCheck` counts them (each holder
+    // checks its own too).
+    let (limits, tiered) = context.registry.tier_limits(config.replicas)?;
+    let tier = crate::registry::tier_name(config.replicas);
+    let streams = cluster
+        .streams()
+        .iter()
+        .filter(|stream| !tiered || crate::registry::tier_name(stream.config.replicas) == tier)
+        .count();
+    if limits.max_streams > 0 && i64::try_from(streams).unwrap_or(i64::MAX) >= limits.max_streams {
+        return Err(errors::MAXIMUM_STREAMS_LIMIT.to_error());
+    }
+    let headroom = (limits.max_streams > 0).then(|| {
+        usize::try_from(limits.max_streams)
+            .unwrap_or(usize::MAX)
+            .saturating_sub(streams + 1)
+    });
+    let servers = cluster.place(&config)?;
+    let plain = Plainness {
+        depends: config.mirror.is_some() || !config.sources.is_empty(),
+        headroom,
     };
+    let proposal = StreamProposal {
+        config,
+        change: StreamChange::Create,
+        servers,
+        reply: request.reply.clone(),
+    };
+    Ok((proposal, plain))
+}
+
+/// STREAM.CREATE on the meta leader: checked against the committed assignments (an error is
+/// answered at once), then proposed beside the account's creations in flight when it is plain
+/// and conflicts with none of them, else once they are done ([`super::creations`]). The holder
+/// answers once the assignment is applied; a failed proposal is answered here.
+async fn stream_create(
+    context: &Arc<Context>,
+    cluster: &dyn Cluster,
+    request: &Request,
+    name: &str,
+) {
+    let result = loop {
+        let (proposal, plain) = match check_stream_create(context, cluster, request, name) {
+            Ok(checked) => checked,
+            Err(error) => break Err(error),
+        };
+        match context.creations.admit(&proposal.config, &plain) {
+            Admission::Serial => break cluster.propose_stream(proposal).await,
+            Admission::Wait(mut changes) => {
+                super::api_debug!(
+                    format_args!("STREAM.CREATE.{name}"),
+                    request.reply,
+                    "waits for the creations in flight"
+                );
+                // The sender lives in the context: it cannot be dropped meanwhile.
+                let _ = changes.changed().await;
+            }
+            Admission::InFlight(ticket) => {
+                let proposed = cluster.propose_stream(proposal);
+                let (context, request, name) = (context.clone(), request.clone(), name.to_string());
+                tokio::spawn(async move {
+                    let result = proposed.await;
+                    created(&context, &request, &name, result, " (in flight)");
+                    drop(ticket);
+                });
+                return;
+            }
+        }
+    };
+    created(context, request, name, result, "");
+}
+
+/// The end of a STREAM.CREATE's proposal: an error is answered here (the holder answers a
+/// success once the assignment is applied).
+fn created(
+    context: &Context,
+    request: &Request,
+    name: &str,
+    result: Result<(), ApiError>,
+    how: &str,
+) {
     super::api_debug!(
         format_args!("STREAM.CREATE.{name}"),
         request.reply,
-        "proposed: {:?} (answered by the holder once applied when Ok)",
+        "proposed{how}: {:?} (answered by the holder once applied when Ok)",
         result.as_ref().map_err(|error| error.err_code)
     );
     if let Err(error) = result {

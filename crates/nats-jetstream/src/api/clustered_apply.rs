@@ -266,14 +266,25 @@ pub(crate) async fn apply_stream_removal(
     name: &str,
     created: i64,
     reply: Option<Bytes>,
+    first_peer: bool,
 ) {
     // Of a replicated stream's servers, its leader answers; while the group has no leader, a
     // replica that has known none for a while does (nats-server: every member of a leaderless
     // group answers its deletion), so the delete of a stream that lost its quorum is answered.
     let cluster = context.cluster.get();
     let group = cluster.and_then(|cluster| cluster.stream_group(name));
+    // Neither the stream nor its group here: the removal came before its creation was carried
+    // out (a delete right behind its create; the creation is skipped once its assignment is
+    // gone). Every peer is in that state: the first of them answers success, the others stay
+    // silent (each answered "stream not found" before).
+    let unheld = group.is_none()
+        && context
+            .registry
+            .get(name)
+            .is_none_or(|stream| stream.created != created);
     let reply = match &group {
         Some(group) if !group.is_leader() && !super::clustered::leaderless(&**group) => None,
+        None if unheld && !first_peer => None,
         _ => reply,
     };
     // The group stops first, as nats-server deletes the stream's Raft node before the stream:
@@ -284,9 +295,10 @@ pub(crate) async fn apply_stream_removal(
     }
     let result = match context.registry.get(name) {
         Some(stream) if stream.created != created => Ok(()),
+        None if unheld => Ok(()),
         _ => context.registry.delete_stream(name).await,
     };
-    if result.is_ok() {
+    if result.is_ok() && !unheld {
         context.advise_stream_action(name, ActionKind::Delete);
     }
     let Some(reply) = reply else {

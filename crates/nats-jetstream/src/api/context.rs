@@ -47,6 +47,9 @@ pub(crate) struct Context {
     /// copies): a copy that overtook its original is not answered before it
     /// ([`super::handover::overtook_original`]).
     pub seen: parking_lot::Mutex<super::handover::Answered>,
+    /// The account's STREAM.CREATE proposals in flight on the meta leader
+    /// ([`super::creations`]).
+    pub creations: super::creations::Creations,
 }
 
 impl Context {

@@ -20,6 +20,7 @@ pub(crate) mod clustered;
 pub(crate) mod clustered_apply;
 pub(crate) mod consumers;
 mod context;
+pub(crate) mod creations;
 pub(crate) mod direct;
 mod ephemerals;
 pub(crate) mod handover;

@@ -137,6 +137,16 @@ fn is_info_request(subject: &[u8]) -> bool {
     )
 }
 
+/// Whether the request is a STREAM.CREATE (which may go beside the creations in flight).
+fn is_stream_create(subject: &[u8]) -> bool {
+    std::str::from_utf8(subject).is_ok_and(|subject| {
+        matches!(
+            ApiSubject::parse(subject),
+            Some(ApiSubject::StreamCreate { .. })
+        )
+    })
+}
+
 impl ApiQueues {
     /// Start the serving threads (one for the admin queue, [`info_threads`] for the info
     /// queue). They run the handlers with `runtime.block_on`, so the
@@ -194,6 +204,14 @@ impl ApiQueues {
             while let Some(pending) = queue.pop() {
                 if self.closed.load(Ordering::Acquire) {
                     return;
+                }
+                // An admin request other than a creation waits for the account's creations in
+                // flight (`creations.rs`): it may be about one of them.
+                if !info
+                    && pending.context.creations.any()
+                    && !is_stream_create(&pending.message.subject)
+                {
+                    pending.context.creations.idle().await;
                 }
                 let meta_wait = (!pending.waited).then_some(&self);
                 let Pending {

@@ -437,16 +437,21 @@ impl JetStream {
     }
 
     /// Removes a stream of `account` whose assignment the meta group removed (the incarnation
-    /// created at `created`: a newer stream of that name stays), answering `reply`.
+    /// created at `created`: a newer stream of that name stays), answering `reply` (when the
+    /// stream is not held here, only the `first_peer` of its placement answers).
     pub async fn apply_stream_removal(
         &self,
         account: &str,
         name: &str,
         created: i64,
         reply: Option<bytes::Bytes>,
+        first_peer: bool,
     ) {
         if let Some(context) = self.engine.account(account) {
-            crate::api::clustered_apply::apply_stream_removal(&context, name, created, reply).await
+            crate::api::clustered_apply::apply_stream_removal(
+                &context, name, created, reply, first_peer,
+            )
+            .await
         }
     }
 
@@ -697,6 +702,7 @@ impl Engine {
             cluster: std::sync::OnceLock::new(),
             answered: Default::default(),
             seen: Default::default(),
+            creations: Default::default(),
         })
     }
 }

@@ -152,6 +152,9 @@ pub enum Effect {
         name: String,
         created: i64,
         reply: Option<Bytes>,
+        /// This server is the first of the stream's peers: it answers when none of them holds
+        /// the stream (removed before its creation was carried out).
+        first_peer: bool,
     },
     /// The peers of a stream this server keeps holding changed: its group's leader brings the
     /// group's membership to `peers`.
@@ -338,6 +341,11 @@ impl Assignments {
                     name,
                     created: record.created,
                     reply: fresh(proposed, reply),
+                    first_peer: record
+                        .group
+                        .peers
+                        .first()
+                        .is_some_and(|first| first == own_peer),
                 }))
             }
             Operation::ReplacePeer {
@@ -476,6 +484,7 @@ impl Assignments {
                         name: old.config.name,
                         created: old.created,
                         reply: None,
+                        first_peer: false,
                     }),
                 }
             })

@@ -185,9 +185,10 @@ async fn carry_out(
                 name,
                 created,
                 reply,
+                first_peer,
             } => {
                 jetstream
-                    .apply_stream_removal(&account, &name, created, reply)
+                    .apply_stream_removal(&account, &name, created, reply, first_peer)
                     .await;
                 stream_groups.close(&account, &name, created).await;
             }

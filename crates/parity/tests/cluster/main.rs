@@ -15,6 +15,7 @@ mod client_discovery;
 mod consumer_cluster_info;
 mod consumer_faults;
 mod consumer_lease;
+mod creates_in_flight;
 mod damaged;
 mod ephemeral_leader_change;
 mod fault_schedule;
