@@ -27,6 +27,37 @@ const NAME_EXIST: u64 = 10058;
 const SUBJECT_OVERLAP: u64 = 10065;
 const NOT_FOUND: u64 = 10059;
 
+/// Connects to node 0 once every node names one meta leader and an R3 stream can be placed:
+/// nats-server refuses placement (10005 "peer offline") until its meta leader heard from every
+/// peer, and the batch's first creates would meet that right after start.
+async fn ready(cluster: &test_harness::cluster::Cluster, tag: &str) -> Client {
+    leader_of(cluster, &[0, 1, 2]);
+    let client = connect(cluster, 0).await;
+    let (subject, body) = create(&format!("{tag}READY"), &[&format!("{tag}.ready")]);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let answer = tokio::time::timeout(
+            Duration::from_secs(5),
+            client.request(subject.clone(), body.to_string().into()),
+        )
+        .await;
+        let answer = match answer {
+            Ok(Ok(message)) => serde_json::from_slice(&message.payload).unwrap_or(Value::Null),
+            _ => Value::Null,
+        };
+        let code = error_code(&answer);
+        if !answer.is_null() && !matches!(code, 10005 | 10008) {
+            assert_eq!(code, 0, "{subject}: {answer}");
+            return client;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{subject}: {answer}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
 fn create(name: &str, subjects: &[&str]) -> (String, Value) {
     (
         format!("$JS.API.STREAM.CREATE.{name}"),
@@ -142,8 +173,7 @@ fn assert_ahead_created(requests: &[(String, Value)], answers: &[Value]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_same_name_twice_in_flight_is_created_once() {
     let cluster = start(3);
-    leader_of(&cluster, &[0, 1, 2]);
-    let client = connect(&cluster, 0).await;
+    let client = ready(&cluster, "TWICE").await;
     let mut requests = ahead("TWICE");
     requests.push(create("TWICE", &["twice.first"]));
     requests.push(create("TWICE", &["twice.second"]));
@@ -169,8 +199,7 @@ async fn the_same_name_twice_in_flight_is_created_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overlapping_subjects_in_flight_are_refused_once() {
     let cluster = start(3);
-    leader_of(&cluster, &[0, 1, 2]);
-    let client = connect(&cluster, 0).await;
+    let client = ready(&cluster, "OVER").await;
     let mut requests = ahead("OVER");
     requests.push(create("OVERWIDE", &["over.>"]));
     requests.push(create("OVERNARROW", &["over.narrow"]));
@@ -196,8 +225,7 @@ async fn overlapping_subjects_in_flight_are_refused_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delete_right_behind_its_create_waits_for_it() {
     let cluster = start(3);
-    leader_of(&cluster, &[0, 1, 2]);
-    let client = connect(&cluster, 0).await;
+    let client = ready(&cluster, "GONE").await;
     let mut requests = ahead("GONE");
     requests.push(create("GONE", &["gone.>"]));
     requests.push(("$JS.API.STREAM.DELETE.GONE".to_string(), Value::Null));
