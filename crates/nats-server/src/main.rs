@@ -26,6 +26,26 @@ fn runtime_builder() -> tokio::runtime::Builder {
     }
 }
 
+/// Raise the open-file soft limit to the hard limit, as Go's runtime does for nats-server at
+/// start (Go 1.19 and later): a shell's usual soft limit of 1,024 would otherwise cap the
+/// server at about a thousand connections, or a few hundred file streams (each holds open its
+/// directory lock, its `seq.hwm` and its active block), where nats-server on the same machine
+/// gets the hard limit (often 524,288). Nothing to do, or nothing allowed: it stays as it is.
+fn raise_open_file_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit on a struct we own.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}
+
 fn main() -> ExitCode {
     // Must happen before any thread exists (see logging::local_offset).
     let offset = nats_server::logging::local_offset();
@@ -35,6 +55,7 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
+    raise_open_file_limit();
     let flags = match Flags::parse(std::env::args().skip(1)) {
         Ok(flags) => flags,
         Err(error) => {

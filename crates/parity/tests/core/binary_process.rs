@@ -176,3 +176,88 @@ fn sighup_does_not_stop_the_server() {
     let mut client = RawClient::connect_with(&server, r#"{"verbose":false}"#);
     assert_eq!(client.ping_collect(), ["PONG"]);
 }
+
+/// The open-file soft limit is raised to the hard limit at start, as Go's runtime does for
+/// nats-server (Go 1.19 and later): started from a shell whose soft limit is 256, the server
+/// reports (about) its hard limit as its soft one and takes 400 connections.
+#[test]
+fn the_open_file_soft_limit_is_raised_to_the_hard_limit() {
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+
+    const SOFT: libc::rlim_t = 256;
+    const CONNECTIONS: usize = 400;
+    let mut own = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit on a struct we own.
+    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut own) }, 0);
+    if own.rlim_max < CONNECTIONS as libc::rlim_t + 64 {
+        println!("skipped: the hard open-file limit is {}", own.rlim_max);
+        return;
+    }
+    /// Kills the server on every exit path.
+    struct Child(std::process::Child);
+    impl Drop for Child {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let port = test_harness::free_port();
+    let mut command = Command::new(server_binary());
+    command
+        .args(["-a", "127.0.0.1", "-p", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: getrlimit/setrlimit are async-signal-safe; only the child's limit changes.
+    unsafe {
+        command.pre_exec(|| {
+            let mut limit = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+            limit.rlim_cur = SOFT;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = Child(command.spawn().expect("spawn the server"));
+    let address = format!("127.0.0.1:{port}");
+    await_some(
+        "the server's port",
+        std::time::Duration::from_secs(30),
+        || std::net::TcpStream::connect(&address).ok(),
+    );
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", child.0.id())).unwrap();
+    let line = limits
+        .lines()
+        .find(|line| line.starts_with("Max open files"))
+        .unwrap_or_default();
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    let number = |field: Option<&&str>| field.and_then(|text| text.parse::<libc::rlim_t>().ok());
+    let (soft, hard) = (number(fields.get(3)), number(fields.get(4)));
+    assert_eq!(hard, Some(own.rlim_max), "hard limit: {line}");
+    // nats-server 2.15.1 (Go's runtime) reports one below the hard limit; ours the hard limit.
+    assert!(
+        soft.is_some_and(|soft| soft + 1 >= own.rlim_max),
+        "soft limit not raised: {line}"
+    );
+    let mut clients: Vec<RawClient> = (0..CONNECTIONS)
+        .map(|_| RawClient::connect_addr(&address))
+        .collect();
+    for client in &mut clients {
+        client.send("CONNECT {\"verbose\":false}\r\n");
+    }
+    for (index, client) in clients.iter_mut().enumerate() {
+        let lines = client.ping_collect();
+        assert!(
+            lines.iter().any(|line| line == "PONG"),
+            "connection {index}: {lines:?}"
+        );
+    }
+}
