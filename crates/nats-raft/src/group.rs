@@ -60,6 +60,10 @@ pub enum RaftGroupError {
 pub type Committing =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<u64, RaftGroupError>> + Send>>;
 
+/// The reply to a leader's append handed to the group ([`RaftGroup::submit_append`]), ready once
+/// its entries are on this node's disk.
+pub type AppendReply = std::pin::Pin<Box<dyn std::future::Future<Output = Bytes> + Send>>;
+
 /// What a node is in its group right now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -448,6 +452,7 @@ impl RaftGroup {
                 metrics.current_term
             }
         };
+        crate::timeline::step!(self.group, "propose bytes={}", payload.len());
         let (responder, receiver) = openraft::impls::ProgressResponder::complete_only();
         let leader = crate::types::LeaderId {
             term,
@@ -463,10 +468,14 @@ impl RaftGroup {
             return Err(self.supervision.offline_error(fatal.to_string()));
         }
         let supervision = self.supervision.clone();
+        let group = self.group.clone();
         let commit = async move {
             tokio::select! {
                 written = receiver => match written {
-                    Ok(Ok(response)) => Ok(response.log_id().index),
+                    Ok(Ok(response)) => {
+                        crate::timeline::step!(group, "committed index={}", response.log_id().index);
+                        Ok(response.log_id().index)
+                    }
                     Ok(Err(error)) => {
                         Err(supervision.write_error(openraft::errors::RaftError::APIError(error)))
                     }

@@ -19,6 +19,7 @@ mod checked_file;
 mod codec;
 mod config;
 mod group;
+mod in_order;
 mod leader_contact;
 mod leadership;
 mod leading_since;
@@ -32,19 +33,21 @@ mod snapshot_file;
 mod stall_handover;
 mod state_machine;
 mod tick_driver;
+mod timeline;
 mod types;
 
 pub use codec::DecodeError;
 pub use config::GroupConfig;
 pub use group::{
-    Committing, FollowerProgress, GroupStatus, LogCounters, LogSize, RaftGroup, RaftGroupError,
-    RecoveryReport, Role, OVERRIDE_MARGIN,
+    AppendReply, Committing, FollowerProgress, GroupStatus, LogCounters, LogSize, RaftGroup,
+    RaftGroupError, RecoveryReport, Role, OVERRIDE_MARGIN,
 };
+pub use in_order::InOrder;
 pub use lease::LeaderLease;
 pub use log_file::TornTail;
 pub use network::{
-    is_transfer_leader_request, is_vote_request, refused as refused_reply, Network, NetworkError,
-    ReplyFuture,
+    is_append_request, is_transfer_leader_request, is_vote_request, refused as refused_reply,
+    Network, NetworkError, ReplyFuture, APPENDS_IN_FLIGHT,
 };
 pub use snapshot_file::SnapshotOut;
 pub use state_machine::StateMachine;

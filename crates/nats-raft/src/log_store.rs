@@ -66,6 +66,8 @@ pub(crate) fn is_full(error: &io::Error) -> bool {
 
 pub(crate) struct Shared {
     log: Mutex<LogFile>,
+    /// The group's directory name, for the timeline (`timeline.rs`).
+    label: String,
     pub(crate) counters: LogCounters,
     /// Set (with the operating system's reason) while a write waits for space.
     pub(crate) stalled: watch::Sender<Option<String>>,
@@ -191,8 +193,14 @@ impl LogStore {
             last_index: log.last_log_id().map(|log_id| log_id.index),
             recorded_commit: log.meta.committed.as_ref().map(|log_id| log_id.index),
         };
+        let label = directory
+            .parent()
+            .and_then(|parent| parent.file_name())
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let shared = Arc::new(Shared {
             log: Mutex::new(log),
+            label,
             counters: LogCounters::default(),
             stalled: watch::channel(None).0,
         });
@@ -224,12 +232,15 @@ async fn flusher(
     let mut batch = Vec::new();
     let mut hint_synced = std::time::Instant::now();
     while receiver.recv_many(&mut batch, 65_536).await > 0 {
+        crate::timeline::step!(shared.label, "fsync callbacks={}", batch.len());
         let file = shared.lock().active_file();
+        let started = std::time::Instant::now();
         let result = match file {
             Some(file) => until_stored(&shared, "fsync", move |_| file.sync_data()).await,
             None => Ok(()),
         };
         shared.counters.fsyncs.fetch_add(1, Ordering::Relaxed);
+        crate::timeline::step!(shared.label, "fsynced us={}", started.elapsed().as_micros());
         if let Err(error) = &result {
             tracing::error!(%error, "raft log fsync failed");
         }
@@ -333,17 +344,36 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     /// Never lowers the recorded commit index: a node that lost part of its log keeps the higher
     /// mark until it has caught up past it (see the group's commit-index protection).
+    ///
+    /// openraft applies the commit only after this returns, so the hint (a write in place, no
+    /// fsync: `meta_record.rs` says why that is safe and when it is synced) is written here, in
+    /// the core's task, as an append's records are: a trip to the blocking pool for it put two
+    /// thread wake-ups between every quorum's answer and the PubAcks. The record's first write,
+    /// and a write refused for want of space, go through the blocking pool as before.
     async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), io::Error> {
-        until_stored(&self.shared, "commit", move |shared| {
-            let mut log = shared.lock();
+        let new = committed.as_ref().map(|log_id| log_id.index);
+        {
+            let mut log = self.shared.lock();
             let recorded = log.meta.committed.as_ref().map(|log_id| log_id.index);
-            let new = committed.as_ref().map(|log_id| log_id.index);
             if new <= recorded {
                 return Ok(());
             }
+            if log.meta_record.hint_in_place() {
+                log.meta.committed = committed;
+                match log.save_commit_hint() {
+                    Err(error) if is_full(&error) => {}
+                    written => return written,
+                }
+            }
+        }
+        until_stored(&self.shared, "commit", move |shared| {
+            let mut log = shared.lock();
+            let recorded = log.meta.committed.as_ref().map(|log_id| log_id.index);
+            // Equal: the write in place above was refused; written again.
+            if new < recorded {
+                return Ok(());
+            }
             log.meta.committed = committed;
-            // openraft applies the commit only after this returns: no fsync here (the record's
-            // commit hint; `meta_record.rs` says why that is safe and when it is synced).
             log.save_commit_hint()
         })
         .await
@@ -373,6 +403,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     {
         let mut entries: Vec<Entry> = entries.into_iter().collect();
         let count = entries.len() as u64;
+        let last_index = entries.last().map(|entry| entry.log_id.index);
         let mut stalled = false;
         loop {
             let result = {
@@ -400,6 +431,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
                 Err(error) => return Err(error),
             }
         }
+        crate::timeline::step!(
+            self.shared.label,
+            "append entries={count} last={last_index:?}"
+        );
         let counters = &self.shared.counters;
         counters.append_calls.fetch_add(1, Ordering::Relaxed);
         counters

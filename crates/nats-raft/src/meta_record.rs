@@ -212,6 +212,12 @@ impl MetaRecord {
         Ok(())
     }
 
+    /// Whether [`MetaRecord::write_hint`] writes in place (the file exists): a write of a few
+    /// bytes into the page cache, no fsync, no allocation.
+    pub(crate) fn hint_in_place(&self) -> bool {
+        self.file.is_some()
+    }
+
     /// The commit hint's body read at open (`None` when there was none, or once taken).
     pub(crate) fn take_hint(&mut self) -> Option<Bytes> {
         self.hint.take()

@@ -13,6 +13,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use futures::stream::FuturesOrdered;
+use futures::StreamExt;
+use openraft::base::{BoxFuture, BoxStream};
 use openraft::errors::{
     NetworkError as RaftNetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable,
 };
@@ -20,8 +23,8 @@ use openraft::impls::EmptyNode;
 use openraft::network::{RPCOption, RaftNetworkFactory, RaftNetworkV2};
 use openraft::raft::TransferLeaderError;
 use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, TransferLeaderRequest,
-    TransferLeaderResponse, VoteRequest, VoteResponse,
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, StreamAppendResult,
+    TransferLeaderRequest, TransferLeaderResponse, VoteRequest, VoteResponse,
 };
 
 use crate::codec::{DecodeError, Reader, Writer};
@@ -91,6 +94,14 @@ pub fn is_vote_request(message: &[u8]) -> bool {
 /// sender's requests one at a time must not hold those appends behind it.
 pub fn is_transfer_leader_request(message: &[u8]) -> bool {
     message.first() == Some(&kind::TRANSFER_LEADER)
+}
+
+/// Whether `message` (a request as [`Network::send`] carries it) is a leader's append: a
+/// transport may hand the next appends of the same sender to the group
+/// ([`crate::RaftGroup::submit_append`]) before this one is answered, and must send the replies
+/// in the order of the requests.
+pub fn is_append_request(message: &[u8]) -> bool {
+    message.first() == Some(&kind::APPEND)
 }
 
 /// Reply status, the first byte of every reply.
@@ -166,17 +177,160 @@ impl PeerClient {
 
     /// Sends one request and returns the reply body after the OK status byte.
     async fn call(&self, message: Bytes, option: &RPCOption) -> Result<Bytes, CallError> {
+        self.send_now(message, option).await
+    }
+
+    /// Sends one request now (requests sent one after another reach the target in that order)
+    /// and returns the wait for the reply body after the OK status byte.
+    fn send_now(
+        &self,
+        message: Bytes,
+        option: &RPCOption,
+    ) -> impl Future<Output = Result<Bytes, CallError>> + Send + 'static {
         let reply = self.network.send(&self.group, self.target, message);
-        let reply = match tokio::time::timeout(option.hard_ttl(), reply).await {
-            Ok(reply) => reply.map_err(CallError::Network)?,
-            Err(_) => return Err(CallError::Network(NetworkError::Timeout)),
+        let ttl = option.hard_ttl();
+        async move {
+            let reply = match tokio::time::timeout(ttl, reply).await {
+                Ok(reply) => reply.map_err(CallError::Network)?,
+                Err(_) => return Err(CallError::Network(NetworkError::Timeout)),
+            };
+            match reply.first() {
+                Some(&REPLY_OK) => Ok(reply.slice(1..)),
+                Some(&REPLY_REFUSED) => Err(CallError::Refused(
+                    String::from_utf8_lossy(&reply[1..]).into_owned(),
+                )),
+                _ => Err(CallError::Decode(DecodeError("bad reply status"))),
+            }
+        }
+    }
+
+    /// Sends one append now, cut to [`APPEND_BYTES`] of entries (at least one), and returns
+    /// whether it was cut and the wait for its response. A cut append's response is openraft's
+    /// `PartialSuccess` up to its last entry, and its commit index stops there.
+    fn send_append(
+        &self,
+        mut rpc: AppendEntriesRequest<TypeConfig>,
+        option: &RPCOption,
+    ) -> (
+        bool,
+        impl Future<Output = Result<AppendEntriesResponse<TypeConfig>, RPCError<TypeConfig>>>
+            + Send
+            + 'static,
+    ) {
+        let sent = prefix_within(&rpc.entries, APPEND_BYTES);
+        let cut = (sent < rpc.entries.len()).then(|| {
+            rpc.entries.truncate(sent);
+            let last = rpc.entries.last().map(|entry| entry.log_id);
+            if rpc.leader_commit > last {
+                rpc.leader_commit = last;
+            }
+            last
+        });
+        let message = request(kind::APPEND, |writer| writer.append_request(&rpc));
+        let last = rpc.entries.last().map(|entry| entry.log_id.index);
+        crate::timeline::step!(
+            self.group,
+            "send to={} prev={:?} last={last:?} entries={} bytes={}",
+            self.target,
+            rpc.prev_log_id.map(|log_id| log_id.index),
+            rpc.entries.len(),
+            message.len()
+        );
+        let reply = self.send_now(message, option);
+        let (group, target) = (self.group.clone(), self.target);
+        let response = async move {
+            let reply = reply.await?;
+            crate::timeline::step!(group, "answered by={target} last={last:?}");
+            let response = Reader::new(&reply)
+                .append_response()
+                .map_err(CallError::Decode)?;
+            Ok(match (response, cut) {
+                (AppendEntriesResponse::Success, Some(last)) => {
+                    AppendEntriesResponse::PartialSuccess(last)
+                }
+                (response, _) => response,
+            })
         };
-        match reply.first() {
-            Some(&REPLY_OK) => Ok(reply.slice(1..)),
-            Some(&REPLY_REFUSED) => Err(CallError::Refused(
-                String::from_utf8_lossy(&reply[1..]).into_owned(),
-            )),
-            _ => Err(CallError::Decode(DecodeError("bad reply status"))),
+        (cut.is_some(), response)
+    }
+}
+
+/// How many appends a leader keeps on their way to one follower ([`PeerClient`]'s
+/// `stream_append`): the follower writes and fsyncs one (group committed with what else came)
+/// while the next ones travel, instead of the leader waiting a whole round trip and fsync before
+/// it sends what its log took meanwhile.
+pub const APPENDS_IN_FLIGHT: usize = 8;
+
+type StreamAppendItem = Result<StreamAppendResult<TypeConfig>, RPCError<TypeConfig>>;
+type AppendWait = Pin<Box<dyn Future<Output = (StreamAppendItem, bool)> + Send>>;
+
+/// The state of one pipelined append stream to a follower.
+struct AppendPipeline<S> {
+    client: PeerClient,
+    input: S,
+    option: RPCOption,
+    /// The appends sent and not answered, oldest first, each with whether the stream ends after
+    /// it (a cut append: what follows it is sent by the next stream, from where it stopped).
+    in_flight: FuturesOrdered<AppendWait>,
+    /// An append that must be cut, waiting for those before it to be answered.
+    held: Option<AppendEntriesRequest<TypeConfig>>,
+    /// Nothing more is sent (the input ended, or a cut append was sent).
+    done_sending: bool,
+}
+
+impl<S> AppendPipeline<S>
+where
+    S: futures::Stream<Item = AppendEntriesRequest<TypeConfig>> + Unpin,
+{
+    /// Sends `rpc` now, unless it must be cut while others are in flight: held until they are
+    /// answered (nothing is sent behind a cut append).
+    fn send(&mut self, rpc: AppendEntriesRequest<TypeConfig>) {
+        let cut = prefix_within(&rpc.entries, APPEND_BYTES) < rpc.entries.len();
+        if cut && !self.in_flight.is_empty() {
+            self.held = Some(rpc);
+            return;
+        }
+        let prev = rpc.prev_log_id;
+        let last = rpc.entries.last().map(|entry| entry.log_id).or(prev);
+        let (cut, response) = self.client.send_append(rpc, &self.option);
+        self.done_sending |= cut;
+        self.in_flight.push_back(Box::pin(async move {
+            let item = response
+                .await
+                .map(|response| response.into_stream_result(prev, last));
+            (item, cut)
+        }));
+    }
+
+    /// The next response in the order the appends were sent, sending what the input offers
+    /// meanwhile; `None` once nothing more is sent and every append is answered.
+    async fn next(&mut self) -> Option<(StreamAppendItem, bool)> {
+        loop {
+            if self.in_flight.is_empty() {
+                if let Some(rpc) = self.held.take() {
+                    self.send(rpc);
+                    continue;
+                }
+                if self.done_sending {
+                    return None;
+                }
+                match self.input.next().await {
+                    Some(rpc) => self.send(rpc),
+                    None => self.done_sending = true,
+                }
+                continue;
+            }
+            let room = !self.done_sending
+                && self.held.is_none()
+                && self.in_flight.len() < APPENDS_IN_FLIGHT;
+            tokio::select! {
+                biased;
+                answered = self.in_flight.next() => return answered,
+                rpc = self.input.next(), if room => match rpc {
+                    Some(rpc) => self.send(rpc),
+                    None => self.done_sending = true,
+                },
+            }
         }
     }
 }
@@ -215,29 +369,45 @@ impl RaftNetworkV2<TypeConfig> for PeerClient {
     /// `PartialSuccess` up to its last entry, and the prefix's commit index stops there.
     async fn append_entries(
         &mut self,
-        mut rpc: AppendEntriesRequest<TypeConfig>,
+        rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<TypeConfig>, RPCError<TypeConfig>> {
-        let sent = prefix_within(&rpc.entries, APPEND_BYTES);
-        let cut = (sent < rpc.entries.len()).then(|| {
-            rpc.entries.truncate(sent);
-            let last = rpc.entries.last().map(|entry| entry.log_id);
-            if rpc.leader_commit > last {
-                rpc.leader_commit = last;
-            }
-            last
+        self.send_append(rpc, &option).1.await
+    }
+
+    /// Pipelined: up to [`APPENDS_IN_FLIGHT`] appends on their way at once, sent in order (the
+    /// transport keeps one sender's order) and answered in order (the follower's
+    /// `submit_append` replies in order). The stream ends after an error, a conflict or a
+    /// higher vote (openraft starts the next one from what was acknowledged; the appends still
+    /// in flight are dropped, and the follower refuses those that no longer follow its log),
+    /// and after a cut append.
+    fn stream_append<'s, S>(
+        &'s mut self,
+        input: S,
+        option: RPCOption,
+    ) -> BoxFuture<'s, Result<BoxStream<'s, StreamAppendItem>, RPCError<TypeConfig>>>
+    where
+        S: futures::Stream<Item = AppendEntriesRequest<TypeConfig>>
+            + openraft::OptionalSend
+            + Unpin
+            + 'static,
+    {
+        let pipeline = AppendPipeline {
+            client: PeerClient::new(self.group.clone(), self.target, self.network.clone()),
+            input,
+            option,
+            in_flight: FuturesOrdered::new(),
+            held: None,
+            done_sending: false,
+        };
+        let responses = futures::stream::unfold(Some(pipeline), |pipeline| async move {
+            let mut pipeline = pipeline?;
+            let (item, cut) = pipeline.next().await?;
+            let go_on = item.as_ref().is_ok_and(|result| result.is_ok()) && !cut;
+            Some((item, go_on.then_some(pipeline)))
         });
-        let message = request(kind::APPEND, |writer| writer.append_request(&rpc));
-        let reply = self.call(message, &option).await?;
-        let response = Reader::new(&reply)
-            .append_response()
-            .map_err(CallError::Decode)?;
-        Ok(match (response, cut) {
-            (AppendEntriesResponse::Success, Some(last)) => {
-                AppendEntriesResponse::PartialSuccess(last)
-            }
-            (response, _) => response,
-        })
+        let responses: BoxStream<'s, StreamAppendItem> = Box::pin(responses);
+        Box::pin(std::future::ready(Ok(responses)))
     }
 
     async fn vote(

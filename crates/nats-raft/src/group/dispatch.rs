@@ -8,7 +8,7 @@ use openraft::async_runtime::watch::WatchReceiver;
 
 use bytes::Bytes;
 
-use super::RaftGroup;
+use super::{AppendReply, RaftGroup};
 use crate::codec::{Reader, Writer};
 use crate::network::{encode_transfer_reply, kind, refused, REPLY_OK};
 use crate::state_machine::StoredSnapshot;
@@ -21,6 +21,64 @@ impl RaftGroup {
             Ok(reply) => reply,
             Err(text) => refused(&text),
         }
+    }
+
+    /// Hands a leader's append ([`crate::is_append_request`]) to openraft now and returns the
+    /// wait for its reply, which resolves once its entries are on this node's disk (as
+    /// [`RaftGroup::handle_message`]'s). A transport that submits one sender's appends in their
+    /// order, each before the reply to the one before, lets this node write (and fsync, group
+    /// committed) an append while it receives the next: the leader keeps several in flight
+    /// (`network.rs`, `stream_append`). The replies must be sent in the requests' order.
+    pub async fn submit_append(&self, message: Bytes) -> AppendReply {
+        match self.submit_append_request(&message).await {
+            Ok(reply) => reply,
+            Err(text) => Box::pin(std::future::ready(refused(&text))),
+        }
+    }
+
+    async fn submit_append_request(&self, message: &[u8]) -> Result<AppendReply, String> {
+        let decode = |error: crate::codec::DecodeError| error.to_string();
+        let body = match message.split_first() {
+            Some((&kind::APPEND, body)) => body,
+            _ => return Err("not an append request".to_string()),
+        };
+        let request = Reader::new(body).append_request().map_err(decode)?;
+        let leader_commit = request.leader_commit.as_ref().map(|log_id| log_id.index);
+        let term = request.vote.leader_id().term;
+        let last = request.entries.last().map(|entry| entry.log_id.index);
+        crate::timeline::step!(
+            self.group,
+            "received entries={} last={last:?}",
+            request.entries.len()
+        );
+        let group = self.group.clone();
+        let response = self
+            .raft
+            .submit_append_entries(request)
+            .await
+            .map_err(|error| error.to_string())?;
+        let raft = self.raft.clone();
+        let leader_contact = self.leader_contact.clone();
+        Ok(Box::pin(async move {
+            let response = match response.await {
+                Ok(response) => response,
+                Err(error) => return refused(&error.to_string()),
+            };
+            crate::timeline::step!(group, "answer last={last:?}");
+            if matches!(response, openraft::raft::AppendEntriesResponse::Success) {
+                let applied = raft
+                    .metrics()
+                    .borrow_watched()
+                    .last_applied
+                    .as_ref()
+                    .map(|log_id| log_id.index);
+                leader_contact.record(term, leader_commit, applied);
+            }
+            let mut writer = Writer::new();
+            writer.u8(REPLY_OK);
+            writer.append_response(&response);
+            writer.finish()
+        }))
     }
 
     /// Installs a snapshot the leader sent (whole or assembled from chunks); the vote to answer.
@@ -52,27 +110,7 @@ impl RaftGroup {
         let mut writer = Writer::new();
         writer.u8(REPLY_OK);
         match kind {
-            kind::APPEND => {
-                let request = reader.append_request().map_err(decode)?;
-                let leader_commit = request.leader_commit.as_ref().map(|log_id| log_id.index);
-                let term = request.vote.leader_id().term;
-                let response = self
-                    .raft
-                    .append_entries(request)
-                    .await
-                    .map_err(|error| error.to_string())?;
-                if matches!(response, openraft::raft::AppendEntriesResponse::Success) {
-                    let applied = self
-                        .raft
-                        .metrics()
-                        .borrow_watched()
-                        .last_applied
-                        .as_ref()
-                        .map(|log_id| log_id.index);
-                    self.leader_contact.record(term, leader_commit, applied);
-                }
-                writer.append_response(&response);
-            }
+            kind::APPEND => return Ok(self.submit_append(message.clone()).await.await),
             kind::VOTE | kind::PRE_VOTE => {
                 if protected {
                     return Err("catching up to its recorded commit: not voting".to_string());

@@ -131,6 +131,8 @@ struct RouterState {
     heard: HashMap<(NodeId, NodeId), tokio::time::Instant>,
     /// The bytes of every request delivered so far.
     sent_bytes: u64,
+    /// Each (sender, target, group) link's in-order delivery of appends.
+    links: HashMap<(NodeId, NodeId, String), Arc<nats_raft::InOrder>>,
 }
 
 /// Delivers messages between the groups registered in it.
@@ -143,6 +145,14 @@ impl Router {
     /// The bytes of every request delivered so far (replies not counted).
     pub fn sent_bytes(&self) -> u64 {
         lock(&self.state).sent_bytes
+    }
+
+    fn link(&self, from: NodeId, to: NodeId, group: &str) -> Arc<nats_raft::InOrder> {
+        lock(&self.state)
+            .links
+            .entry((from, to, group.to_string()))
+            .or_default()
+            .clone()
     }
 
     fn connected(&self, from: NodeId, to: NodeId) -> bool {
@@ -177,6 +187,21 @@ impl Network for NodeNetwork {
     fn send(&self, group: &str, target: NodeId, message: Bytes) -> ReplyFuture {
         let router = self.router.clone();
         let from = self.from;
+        // Appends are handed over in the order they were sent (the leader pipelines them).
+        let in_order = match router.group(group, target) {
+            Some(destination)
+                if nats_raft::is_append_request(&message)
+                    && message.len() <= MAX_MESSAGE
+                    && router.connected(from, target) =>
+            {
+                Some(
+                    router
+                        .link(from, target, group)
+                        .deliver(destination, message.clone()),
+                )
+            }
+            _ => None,
+        };
         let group = group.to_string();
         Box::pin(async move {
             let unreachable = || NetworkError::Unreachable(format!("node {target}"));
@@ -192,7 +217,10 @@ impl Network for NodeNetwork {
             let destination = router.group(&group, target).ok_or_else(unreachable)?;
             lock(&router.state).sent_bytes += message.len() as u64;
             router.heard(target, from);
-            let reply = destination.handle_message(message).await;
+            let reply = match in_order {
+                Some(delivered) => delivered.await.ok_or_else(unreachable)?,
+                None => destination.handle_message(message).await,
+            };
             if !router.connected(from, target) {
                 return Err(unreachable());
             }

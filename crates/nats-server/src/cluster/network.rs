@@ -6,10 +6,11 @@
 //!   request subject and its own reply prefix only, so the messages cross exactly one route.
 //!   The prefix is ours, not nats-server's `$NRG`: Go nodes of a mixed cluster never subscribe
 //!   it and so never receive our Raft bytes (docs/parity.md).
-//! - Order: openraft sends one request at a time per (group, follower) and waits for its reply;
-//!   a request crosses the one route between the two servers, and the receiver hands the
-//!   requests of one (group, sender) to one task, in arrival order (a transfer-leader request
-//!   excepted: it waits for appends from the same sender, see [`serve_inbound`]).
+//! - Order: a leader keeps up to `nats_raft::APPENDS_IN_FLIGHT` appends per (group, follower) on
+//!   their way (other requests one at a time); a request crosses the one route between the two
+//!   servers, and the receiver hands the requests of one (group, sender) to one task, in arrival
+//!   order, which answers the appends in that order too (a transfer-leader request excepted: it
+//!   waits for appends from the same sender, see [`serve_inbound`]).
 //! - Every server publishes `$RNATS.RAFT.ALIVE` (its peer id) every 500 ms: a server heard from
 //!   by nothing else for 3.5 s is hung for its peers ([`SILENT`]).
 //! - No interest in the target's request subject (no route to it) is `Unreachable` at once; a
@@ -19,7 +20,7 @@
 //!   waits for the group to start here, at most [`EARLY_VOTE_WAIT`] (a new stream group's first
 //!   founder campaigns as it starts, usually before its peers applied the assignment).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Instant;
@@ -361,12 +362,33 @@ async fn watch_peers(network: Weak<RouteNetwork>) {
 /// the transfer, they waited out that timeout, the transfer failed and the group had no leader
 /// for 2-4 s (seen at stream leader stepdowns and lame-duck handovers: the target's flushed log
 /// one entry short, its "condition failed" logged 2 s after the request reached it).
+///
+/// Appends are pipelined: each is handed to its group as it arrives (`RaftGroup::submit_append`,
+/// in arrival order) and answered once its entries are on disk, in arrival order, so that this
+/// node writes and fsyncs one while the leader's next ones arrive (the leader keeps several in
+/// flight). Any other request waits until the appends before it are answered.
 async fn serve_inbound(
     network: Weak<RouteNetwork>,
     group: String,
     mut requests: mpsc::Receiver<Request>,
 ) {
-    while let Some((reply, payload)) = requests.recv().await {
+    // The appends handed to the group, oldest first: answered in that order (their entries
+    // are flushed in that order too, so waiting on the oldest loses nothing).
+    let mut appends: VecDeque<PendingAppend> = VecDeque::new();
+    loop {
+        let room = appends.len() < nats_raft::APPENDS_IN_FLIGHT;
+        let next = tokio::select! {
+            biased;
+            (reply, text) = oldest(&mut appends) => {
+                appends.pop_front();
+                publish_answer(&network, &reply, &text);
+                continue;
+            }
+            next = requests.recv(), if room => next,
+        };
+        let Some((reply, payload)) = next else {
+            break;
+        };
         let Some(network) = network.upgrade() else {
             return;
         };
@@ -374,9 +396,51 @@ async fn serve_inbound(
             let group = group.clone();
             let runtime = network.runtime.clone();
             runtime.spawn(async move { answer(&network, &group, reply, payload).await });
+        } else if nats_raft::is_append_request(&payload) {
+            let target = network.groups.lock().get(&group).cloned();
+            let pending: PendingAppend = match target {
+                Some(target) => {
+                    let text = target.submit_append(payload).await;
+                    Box::pin(async move { (reply, text.await) })
+                }
+                None => {
+                    network.mark_asked(&group);
+                    let text =
+                        nats_raft::refused_reply(&format!("no raft group {group} on this server"));
+                    Box::pin(std::future::ready((reply, text)))
+                }
+            };
+            appends.push_back(pending);
         } else {
+            while let Some(mut pending) = appends.pop_front() {
+                let (append_reply, text) = pending.as_mut().await;
+                network.publish(&append_reply, None, &text);
+            }
             answer(&network, &group, reply, payload).await;
         }
+    }
+    while let Some(mut pending) = appends.pop_front() {
+        let (reply, text) = pending.as_mut().await;
+        publish_answer(&network, &reply, &text);
+    }
+}
+
+/// The oldest append's answer (pending for ever with none). Cancel safe: the append stays first
+/// until its answer is taken.
+async fn oldest(appends: &mut VecDeque<PendingAppend>) -> (Bytes, Bytes) {
+    match appends.front_mut() {
+        Some(pending) => pending.as_mut().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// An append handed to its group: the reply subject and the wait for the answer.
+type PendingAppend = std::pin::Pin<Box<dyn std::future::Future<Output = (Bytes, Bytes)> + Send>>;
+
+/// Publishes an append's answer, unless the network is gone.
+fn publish_answer(network: &Weak<RouteNetwork>, reply: &[u8], text: &Bytes) {
+    if let Some(network) = network.upgrade() {
+        network.publish(reply, None, text);
     }
 }
 

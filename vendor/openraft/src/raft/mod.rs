@@ -997,6 +997,25 @@ where
         self.protocol_api().append_entries(rpc).await.into_raft_result()
     }
 
+    /// rnats: hands an AppendEntries RPC to RaftCore and returns the wait for its response apart.
+    ///
+    /// The request is queued to RaftCore when this returns, so a follower calling it for one
+    /// leader's requests in their order hands the core the next one while the entries of the one
+    /// before are still being flushed (what [`Self::stream_append`] does over a stream); each
+    /// response resolves once its entries are flushed, as [`Self::append_entries`]'s.
+    pub async fn submit_append_entries(
+        &self,
+        rpc: AppendEntriesRequest<C>,
+    ) -> Result<BoxFuture<'static, Result<AppendEntriesResponse<C>, RaftError<C>>>, RaftError<C>> {
+        let (tx, rx) = C::oneshot();
+        self.inner.send_msg(RaftMsg::AppendEntries { rpc, tx }).await.map_err(RaftError::Fatal)?;
+        let inner = self.inner.clone();
+        Ok(Box::pin(async move {
+            let result: Result<StreamAppendResult<C>, Fatal<C>> = inner.recv_msg(rx).await;
+            result.map(AppendEntriesResponse::from).map_err(RaftError::Fatal)
+        }))
+    }
+
     /// Submit a stream of AppendEntries RPCs to this Raft node.
     ///
     /// This is a stream-oriented version of [`Self::append_entries`] with pipelining support.

@@ -29,6 +29,8 @@ pub(super) const WAIT: Duration = Duration::from_secs(20);
 pub(super) struct Net {
     pub(super) groups: Mutex<HashMap<NodeId, Arc<RaftGroup>>>,
     pub(super) isolated: Mutex<BTreeSet<NodeId>>,
+    /// Each (sender, target) link's in-order delivery of appends.
+    links: Mutex<HashMap<(NodeId, NodeId), Arc<nats_raft::InOrder>>>,
 }
 
 pub(super) struct NodeNetwork {
@@ -40,6 +42,17 @@ impl Network for NodeNetwork {
     fn send(&self, _group: &str, target: NodeId, message: Bytes) -> ReplyFuture {
         let net = self.net.clone();
         let from = self.from;
+        // Appends are handed over in the order they were sent (the leader pipelines them).
+        let connected =
+            !net.isolated.lock().contains(&from) && !net.isolated.lock().contains(&target);
+        let destination = net.groups.lock().get(&target).cloned();
+        let in_order = match destination.filter(|_| connected) {
+            Some(destination) if nats_raft::is_append_request(&message) => {
+                let link = net.links.lock().entry((from, target)).or_default().clone();
+                Some(link.deliver(destination, message.clone()))
+            }
+            _ => None,
+        };
         Box::pin(async move {
             let unreachable = || NetworkError::Unreachable(format!("node {target}"));
             let connected = |net: &Net| {
@@ -54,7 +67,10 @@ impl Network for NodeNetwork {
                 .get(&target)
                 .cloned()
                 .ok_or_else(unreachable)?;
-            let reply = destination.handle_message(message).await;
+            let reply = match in_order {
+                Some(delivered) => delivered.await.ok_or_else(unreachable)?,
+                None => destination.handle_message(message).await,
+            };
             if !connected(&net) {
                 return Err(unreachable());
             }
