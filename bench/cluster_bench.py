@@ -158,4 +158,5 @@ def main():
             for p in procs: p.terminate()
             for p in procs: p.wait(5)
 
-main()
+if __name__ == "__main__":
+    main()

@@ -14,6 +14,8 @@ R3_KEEP=1 keeps each run's directory (configs, stores, logs); with RNATS_RAFT_TI
 servers' logs hold the replication timeline (nats-raft `timeline.rs`)."""
 import json, os, re, shutil, socket, statistics, subprocess, sys, tempfile, time
 
+from cluster_bench import cpu_seconds  # the servers' CPU from /proc, as that bench reads it
+
 def free_port():
     s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
 
@@ -68,15 +70,6 @@ class Conn:
 
 def option(args, name, default):
     return type(default)(args[args.index(name) + 1]) if name in args else default
-
-def cpu_seconds(procs):
-    """User + system CPU of the server processes so far (clock ticks of /proc/PID/stat)."""
-    total = 0
-    for p in procs:
-        with open(f"/proc/{p.pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
 
 def run_once(binary, sync_always, msgs, requests, window, cli):
     """One cluster: its windows' msgs/s, CPU per message (us) and one-at-a-time p50/p99 (us)."""
