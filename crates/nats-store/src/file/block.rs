@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use crate::error::StoreError;
 
+use super::idle_files::{IdleFile, Mode};
 use super::index_writer::IndexJob;
 use super::record::{encode_delete, DeleteEntry};
 
@@ -22,8 +23,9 @@ pub(crate) struct Block {
     pub first_seq: u64,
     /// Highest sequence recorded in the block (`first_seq - 1` when none).
     pub last_seq: u64,
-    /// Shared with the sync threads of `durability.rs` while this is the active block.
-    pub file: Arc<File>,
+    /// Open while used (`idle_files.rs`); the sync threads of `durability.rs` and an index job
+    /// hold their own reference to the descriptor they sync.
+    pub file: IdleFile,
     /// Bytes written to the file (buffered bytes of the active block come after).
     pub written_len: u64,
     pub live_msgs: u64,
@@ -31,7 +33,7 @@ pub(crate) struct Block {
     /// Every sequence below this is deleted.
     pub floor: u64,
     pub delete_buffer: Vec<u8>,
-    pub delete_file: Option<Arc<File>>,
+    pub delete_file: Option<IdleFile>,
     pub data_needs_sync: bool,
     pub deletes_need_sync: bool,
     /// Delete-log bytes handed to the sync pipeline, maybe not durable yet: an inline sync
@@ -55,12 +57,13 @@ pub(crate) fn index_path(dir: &Path, id: u64) -> PathBuf {
 }
 
 impl Block {
-    pub fn new(id: u64, first_seq: u64, file: File, written_len: u64) -> Block {
+    /// The block `id` of the stream directory `dir`, with its file just opened.
+    pub fn new(dir: &Path, id: u64, first_seq: u64, file: File, written_len: u64) -> Block {
         Block {
             id,
             first_seq,
             last_seq: first_seq - 1,
-            file: Arc::new(file),
+            file: IdleFile::new(block_path(dir, id), Mode::ReadWrite, file),
             written_len,
             live_msgs: 0,
             live_record_bytes: 0,
@@ -122,11 +125,12 @@ impl Block {
                 .append(true)
                 .open(&path)
                 .map_err(StoreError::io(&path))?;
-            self.delete_file = Some(Arc::new(file));
+            self.delete_file = Some(IdleFile::new(path.clone(), Mode::Append, file));
         }
-        if let Some(file) = self.delete_file.as_mut() {
+        if let Some(handle) = &self.delete_file {
+            let file = handle.get().map_err(StoreError::io(&path))?;
             let before = file.metadata().map(|metadata| metadata.len());
-            if let Err(error) = (&**file).write_all(&self.delete_buffer) {
+            if let Err(error) = (&*file).write_all(&self.delete_buffer) {
                 // A full disk: the entries stay buffered and are appended whole later; a partial
                 // entry must not stay in front of them (cutting back needs no space).
                 if let Ok(len) = before {
@@ -143,9 +147,13 @@ impl Block {
     pub fn sync(&mut self, dir: &Path) -> Result<(), StoreError> {
         self.finish_index_job()?;
         if self.data_needs_sync {
-            self.file
-                .sync_data()
-                .map_err(StoreError::io(block_path(dir, self.id)))?;
+            let path = || block_path(dir, self.id);
+            let file = self
+                .file
+                .get()
+                .map_err(|error| StoreError::io(path())(error))?;
+            file.sync_data()
+                .map_err(|error| StoreError::io(path())(error))?;
             self.data_needs_sync = false;
         }
         self.sync_deletes(dir)
@@ -154,8 +162,10 @@ impl Block {
     /// fsync the delete log only (the data is being synced by the pipeline).
     pub fn sync_deletes(&mut self, dir: &Path) -> Result<(), StoreError> {
         if self.deletes_need_sync || self.deletes_in_pipeline {
-            if let Some(file) = &self.delete_file {
-                file.sync_data()
+            if let Some(handle) = &self.delete_file {
+                handle
+                    .get()
+                    .and_then(|file| file.sync_data())
                     .map_err(StoreError::io(delete_path(dir, self.id)))?;
             }
             self.deletes_need_sync = false;
@@ -175,14 +185,16 @@ impl Block {
     // The path is formatted only on failure: these run per read and per flush.
     pub fn read_at(&self, dir: &Path, offset: u64, buffer: &mut [u8]) -> Result<(), StoreError> {
         self.file
-            .read_exact_at(buffer, offset)
+            .get()
+            .and_then(|file| file.read_exact_at(buffer, offset))
             .map_err(|error| StoreError::io(block_path(dir, self.id))(error))
     }
 
     pub fn write_at(&mut self, dir: &Path, offset: u64, bytes: &[u8]) -> Result<(), StoreError> {
         self.data_needs_sync = true;
         self.file
-            .write_all_at(bytes, offset)
+            .get()
+            .and_then(|file| file.write_all_at(bytes, offset))
             .map_err(|error| StoreError::io(block_path(dir, self.id))(error))
     }
 }

@@ -3,8 +3,8 @@
 //! renamed over the old one, so a crash leaves either the old or the new block, never a mix).
 //! Called only from `FileBackend::flush_all`.
 
+use super::idle_files::{IdleFile, Mode};
 use std::fs::{self, File, OpenOptions};
-use std::sync::Arc;
 
 use crate::engine::TtlIndex;
 use crate::error::StoreError;
@@ -115,7 +115,7 @@ impl FileBackend {
             }
         }
         let block = &mut self.blocks[position];
-        block.file = Arc::new(file);
+        block.file = IdleFile::new(path.clone(), Mode::ReadWrite, file);
         block.written_len = content.len() as u64;
         block.delete_file = None;
         block.delete_buffer.clear();

@@ -164,6 +164,11 @@ impl HighWater {
         })
     }
 
+    /// The open mark file (its descriptor carries the directory's lock, `lock.rs`).
+    pub fn file(&self) -> &Arc<File> {
+        &self.file
+    }
+
     /// The mark file.
     pub fn path(&self) -> &Path {
         &self.path

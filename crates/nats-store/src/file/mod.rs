@@ -1,7 +1,8 @@
 //! FileStore: the engine over a directory of append-only block files.
 //!
 //! Layout of a stream directory: `meta.bin` (the owner's blob), `<id>.blk` blocks of records,
-//! `lock` (flock held while open, see `lock.rs`), `<id>.del` per-block delete logs, `<id>.idx`
+//! `seq.hwm` (sequence marks, `high_water.rs`; its descriptor carries the directory's flock,
+//! `lock.rs`), `<id>.del` per-block delete logs, `<id>.idx`
 //! per-block indexes (`block_index.rs`; written when a block is sealed, by a sync pool thread
 //! after the block's fsync (`index_writer.rs`), and for the active block at clean close: the index
 //! snapshot), `consumers/<name>/` consumer state.
@@ -25,6 +26,7 @@ mod consumer;
 mod creation;
 mod durability;
 mod high_water;
+mod idle_files;
 mod index_writer;
 mod lock;
 mod read_cache;
@@ -141,10 +143,12 @@ impl Store<FileBackend> {
                 spares::created_beside(parent, from_spare);
             }
         }
-        // Taken before recovery: recovery truncates and rewrites files another opener may be using.
-        let lock = DirectoryLock::acquire(dir.as_ref())?;
-        let recovered = recovery::recover(dir.as_ref(), &options, !creating)?;
+        // The lock is taken on the mark file's descriptor (`lock.rs`), before recovery:
+        // recovery truncates and rewrites files another opener may be using. What the open read
+        // is kept only once the lock is held (the holder writes the marks under it).
         let opened = HighWater::open(dir.as_ref(), !creating)?;
+        let lock = DirectoryLock::acquire(dir.as_ref(), opened.high_water.file())?;
+        let recovered = recovery::recover(dir.as_ref(), &options, !creating)?;
         // The files first, then each directory from the new one up to the root.
         let creation = creating.then(|| {
             let mut paths: Vec<PathBuf> = Vec::new();
@@ -399,10 +403,17 @@ impl FileBackend {
     fn start_block_index(&mut self, position: usize, index: &MessageIndex, ttls: &TtlIndex) {
         let dir = &self.dir;
         let block = &mut self.blocks[position];
+        let data = if block.data_needs_sync {
+            match block.file.get() {
+                Ok(file) => Some((file, block_path(dir, block.id))),
+                // No descriptor to be had now (too many open files): the block keeps its
+                // unsynced data and waits for the next flush's try.
+                Err(_) => return,
+            }
+        } else {
+            None
+        };
         let sealed = SealedIndex::capture(block, index, ttls);
-        let data = block
-            .data_needs_sync
-            .then(|| (block.file.clone(), block_path(dir, block.id)));
         block.data_needs_sync = false;
         block.index_job = Some(IndexJob::start(data, index_path(dir, block.id), sealed));
         block.needs_index = false;
@@ -508,14 +519,18 @@ impl FileBackend {
             // inline, so they never depend on a pipeline sync still in flight.
             if position == active_position {
                 if block.data_needs_sync {
-                    to_sync.push((block.file.clone(), block_path(&dir, block.id)));
+                    let path = block_path(&dir, block.id);
+                    let file = block.file.get().map_err(StoreError::io(&path))?;
+                    to_sync.push((file, path));
                 }
             } else if block.durability_pending() {
                 block.sync(&dir)?;
             }
             if block.deletes_need_sync {
-                if let Some(file) = &block.delete_file {
-                    to_sync.push((file.clone(), delete_path(&dir, block.id)));
+                if let Some(handle) = &block.delete_file {
+                    let path = delete_path(&dir, block.id);
+                    let file = handle.get().map_err(StoreError::io(&path))?;
+                    to_sync.push((file, path));
                 }
                 block.deletes_need_sync = false;
                 block.deletes_in_pipeline = true;
@@ -648,7 +663,11 @@ impl Backend for FileBackend {
             self.write_buffer.clear();
             self.rotate(first_seq)?;
             if let Some(active) = self.blocks.last_mut() {
-                active.file.sync_all().map_err(StoreError::io(&self.dir))?;
+                active
+                    .file
+                    .get()
+                    .and_then(|file| file.sync_all())
+                    .map_err(StoreError::io(&self.dir))?;
                 active.data_needs_sync = false;
             }
             sync_dir(&self.dir)?;

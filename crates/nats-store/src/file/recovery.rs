@@ -339,7 +339,7 @@ pub(crate) fn recover(
                 report.ignored_bytes += file_len;
                 continue;
             };
-            block = Block::new(id, first_seq, file, file_len);
+            block = Block::new(dir, id, first_seq, file, file_len);
             block.last_seq = last_seq.max(first_seq - 1);
             index.extend_deleted_to(block.last_seq);
             report.blocks_from_index += 1;
@@ -385,7 +385,7 @@ pub(crate) fn recover(
                     ));
                 }
             }
-            block = Block::new(id, first_seq, file, written_len);
+            block = Block::new(dir, id, first_seq, file, written_len);
             block.last_seq = last_seq;
             if !is_last {
                 // Sealed but without a usable index: write one at the next flush.
@@ -417,6 +417,7 @@ pub(crate) fn recover(
             super::sync_dir(dir)?;
         }
         blocks.push(Block::new(
+            dir,
             next_block_id,
             first_seq,
             file,

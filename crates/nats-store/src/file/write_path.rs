@@ -23,7 +23,9 @@ impl FileBackend {
             // A full disk (or any failed write): the records stay buffered, to be written again
             // from the same offset once there is room, and no partial record stays behind the
             // written ones (cutting the file back needs no space).
-            let _ = block.file.set_len(offset);
+            if let Ok(file) = block.file.get() {
+                let _ = file.set_len(offset);
+            }
             return Err(error);
         }
         block.written_len += self.write_buffer.len() as u64;
@@ -105,7 +107,7 @@ impl FileBackend {
             let sealed = active.id;
             self.maintenance.insert(sealed);
         }
-        let mut block = Block::new(id, first_seq, file, BLOCK_HEADER_LEN as u64);
+        let mut block = Block::new(&self.dir, id, first_seq, file, BLOCK_HEADER_LEN as u64);
         block.data_needs_sync = true;
         self.blocks.push(block);
         self.record_flags = record::record_flags_for(record::BLOCK_MAGIC);

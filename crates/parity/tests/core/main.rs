@@ -32,6 +32,7 @@ mod mappings;
 mod metrics;
 mod monitor;
 mod monitor_http;
+mod open_files;
 mod operator_activation;
 mod operator_jetstream;
 mod operator_jwt;
