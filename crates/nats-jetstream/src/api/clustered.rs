@@ -592,15 +592,22 @@ async fn leader_stepdown(
         if let Some(consumer) = consumer {
             request.check_api_level()?;
             let consumers = context.registry.consumers(&stream);
-            let Some(found) = consumers.get(consumer) else {
-                // An ephemeral another server runs: that server answers.
-                if super::ephemerals::runs_elsewhere(context, name, consumer).await {
-                    return Ok(false);
+            match consumers.get(consumer) {
+                Some(found) if found.replication.is_none() => return Ok(true),
+                Some(_) => {}
+                // A replicated consumer runs only while its stream leads here: an elected
+                // leader whose lease lapsed (`stepdown_of_elected`) knows it from the stream's
+                // committed consumers, and steps the stream down for it.
+                None if consumers
+                    .replicated()
+                    .is_some_and(|replicated| replicated.contains(consumer)) => {}
+                None => {
+                    // An ephemeral another server runs: that server answers.
+                    if super::ephemerals::runs_elsewhere(context, name, consumer).await {
+                        return Ok(false);
+                    }
+                    return Err(errors::CONSUMER_NOT_FOUND.to_error());
                 }
-                return Err(errors::CONSUMER_NOT_FOUND.to_error());
-            };
-            if found.replication.is_none() {
-                return Ok(true);
             }
         }
         let preferred = if request.has_json_body() {

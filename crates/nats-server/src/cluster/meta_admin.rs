@@ -2,7 +2,6 @@
 //! nats-server answers it), the clustered `/healthz` checks, and handing the leaderships this
 //! server holds to other voters (lame duck mode, shutdown).
 
-use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use nats_jetstream::Message;
@@ -63,7 +62,8 @@ impl Meta {
         self.publish(&String::from_utf8_lossy(&reply), None, answer);
     }
 
-    /// The node to hand leadership to: the preferred server, or the first current voter.
+    /// The node to hand leadership to: the preferred server, or
+    /// [`stepdown_successor`](super::stepdown_successor)'s.
     fn stepdown_target(&self, body: &[u8], status: &GroupStatus) -> Result<NodeId, Value> {
         let preferred = if body.iter().all(u8::is_ascii_whitespace) {
             None
@@ -96,18 +96,7 @@ impl Meta {
                 )),
             };
         }
-        let caught_up: HashSet<NodeId> = status
-            .followers
-            .iter()
-            .filter(|follower| follower.lag == 0)
-            .map(|follower| follower.node)
-            .collect();
-        status
-            .voters
-            .iter()
-            .copied()
-            .filter(|node| *node != own)
-            .find(|node| caught_up.contains(node))
+        super::stepdown_successor(status, own)
             .ok_or_else(|| stepdown_error(400, 10005, "no replacement peer connected"))
     }
 

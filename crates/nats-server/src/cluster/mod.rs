@@ -139,3 +139,64 @@ async fn adjust_boot_size(meta: std::sync::Weak<Meta>, server: std::sync::Weak<S
         }
     }
 }
+
+/// The member a leader hands its leadership to on a LEADER.STEPDOWN naming no server: the voter
+/// least behind ([`stream_group::handover_target`], a caught-up one first), else any other
+/// voter. nats-server's raft leader steps down whatever its followers' state (to a peer heard
+/// from lately, else to no one) and answers success; ours refused with 10005 "no replacement
+/// peer connected" when no follower was at lag 0 (a leader just elected that has not heard from
+/// them yet; under a steady publish load). One that is behind takes over once it has caught up
+/// (openraft's transfer waits for its log), and until an election the old leader takes no
+/// proposals. `None`: no other voter.
+pub(crate) fn stepdown_successor(
+    status: &nats_raft::GroupStatus,
+    own: nats_raft::NodeId,
+) -> Option<nats_raft::NodeId> {
+    stream_group::handover_target(status, own)
+        .or_else(|| status.voters.iter().copied().find(|node| *node != own))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stepdown_successor;
+    use nats_raft::{FollowerProgress, GroupStatus, Role};
+
+    fn leader_of(followers: &[(u64, Option<u64>, u64)]) -> GroupStatus {
+        GroupStatus {
+            role: Role::Leader,
+            term: 3,
+            leader: Some(1),
+            voters: [1, 2, 3].into(),
+            learners: [4].into(),
+            last_log_index: Some(40),
+            committed: Some(40),
+            applied: Some(40),
+            followers: followers
+                .iter()
+                .map(|&(node, matched, lag)| FollowerProgress { node, matched, lag })
+                .collect(),
+            protected_until: None,
+            error: None,
+            quorum_acked: None,
+            led_for: None,
+        }
+    }
+
+    #[test]
+    fn a_caught_up_voter_first() {
+        let status = leader_of(&[(4, Some(40), 0), (2, Some(30), 10), (3, Some(40), 0)]);
+        assert_eq!(stepdown_successor(&status, 1), Some(3));
+    }
+
+    #[test]
+    fn without_one_the_voter_closest_to_it() {
+        // A leader just elected has heard from no follower yet, or its followers lag.
+        let status = leader_of(&[(2, None, 40), (3, Some(35), 5), (4, Some(40), 0)]);
+        assert_eq!(stepdown_successor(&status, 1), Some(3));
+        let status = leader_of(&[]);
+        assert_eq!(stepdown_successor(&status, 1), Some(2));
+        let mut alone = leader_of(&[]);
+        alone.voters = [1].into();
+        assert_eq!(stepdown_successor(&alone, 1), None);
+    }
+}

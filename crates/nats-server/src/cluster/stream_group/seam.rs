@@ -401,7 +401,8 @@ impl StreamGroup for ReplicatedStream {
 }
 
 impl ReplicatedStream {
-    /// The member to hand leadership to: the preferred server, or the first caught-up voter.
+    /// The member to hand leadership to: the preferred server, or
+    /// [`stepdown_successor`](crate::cluster::stepdown_successor)'s.
     fn step_down_target(
         &self,
         preferred: Option<String>,
@@ -420,12 +421,7 @@ impl ReplicatedStream {
                     .with_err(format!("preferred server \"{name}\" not known"))),
             };
         }
-        status
-            .followers
-            .iter()
-            .filter(|follower| follower.lag == 0 && status.voters.contains(&follower.node))
-            .map(|follower| follower.node)
-            .find(|node| *node != self.node)
+        crate::cluster::stepdown_successor(status, self.node)
             .ok_or_else(|| errors::CLUSTER_NO_PEERS.with_err("no replacement peer connected"))
     }
 }
