@@ -362,3 +362,111 @@ async fn requests_for_a_leaderless_r3_stream_are_answered_as_nats_server_answers
         assert!(got.len() == 1 && got[0]["total"] == 0, "{got:?}");
     }
 }
+
+/// A durable created while one replica of its R3 stream was cut off from the other two, which
+/// are then killed: the surviving replica never saw it. Asked through a server that holds no
+/// replica (five servers, the meta group keeps its quorum):
+///
+/// | request | nats-server | ours |
+/// |---|---|---|
+/// | CONSUMER.INFO | 10008 from the replica, which knows the consumer's assignment from the meta group | 10014 "consumer not found" from the replica |
+/// | CONSUMER.DELETE | nothing (deleted through the meta group) | 10014 |
+///
+/// Ours keeps consumers in the stream's group only, and the survivor's group cannot tell what it
+/// missed (cut off at the partition, it sees what it would see had the leader died then):
+/// docs/parity.md "replicated consumers", with the reason the meta group does not record them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_the_surviving_replica_never_saw() {
+    use test_harness::cluster::{ClusterOptions, LinkMode, Topology};
+    const CUT: &str = "CUTOFF";
+    const UNSEEN: &str = "UNSEEN";
+    let mut options = ClusterOptions::new(&[crate::meta::kind(); 5], Topology::Proxied);
+    options.name = "meta".into();
+    options.jetstream = (0..5).collect();
+    options.extra_config = crate::meta::SYSTEM_ACCOUNT.into();
+    options.route_ping_interval = Some(Duration::from_millis(500));
+    let mut cluster = test_harness::cluster::Cluster::start(options);
+    let all: Vec<usize> = (0..5).collect();
+    crate::meta::agreed_leader(&cluster, &all, 5, None)
+        .unwrap_or_else(|error| panic!("{error}\n{}", cluster.logs()));
+    let mut clients = Vec::new();
+    for index in 0..5 {
+        clients.push(crate::support::connect(&cluster, index).await);
+    }
+    let (created, _) = create_r3(&clients[0], CUT, "cutoff.>").await;
+    created.assert_created();
+    let peers: Vec<String> = members(&created.answer).into_iter().collect();
+    assert_eq!(peers.len(), 3, "{}", created.answer);
+    let jetstream = async_nats::jetstream::new(clients[0].clone());
+    publish_until_acked(
+        &jetstream,
+        "cutoff.x",
+        "m1",
+        Instant::now() + ELECTION_BOUND,
+    )
+    .await;
+    let info = settled_info(&clients[0], CUT, &peers, 1).await;
+    let leader = index_of(&cluster, info["cluster"]["leader"].as_str().unwrap_or(""));
+    let placed: Vec<usize> = peers.iter().map(|peer| index_of(&cluster, peer)).collect();
+    let survivor = placed.iter().copied().find(|&i| i != leader).unwrap_or(0);
+    let doomed: Vec<usize> = placed.iter().copied().filter(|&i| i != survivor).collect();
+    let outsider = (0..5).find(|i| !placed.contains(i)).unwrap_or(0);
+    let client = &clients[outsider];
+
+    // The survivor is cut off from the other two while the durable is created.
+    for &index in &doomed {
+        cluster.set_link(survivor, index, LinkMode::Reset);
+    }
+    let subject = format!("$JS.API.CONSUMER.DURABLE.CREATE.{CUT}.{UNSEEN}");
+    let body =
+        json!({"stream_name": CUT, "config": {"durable_name": UNSEEN, "ack_policy": "explicit"}});
+    let deadline = Instant::now() + ELECTION_BOUND;
+    loop {
+        let got = asked(client, &subject, body.clone()).await;
+        assert!(got.len() <= 1, "{subject}: {got:?}");
+        if got.first().is_some_and(|answer| error_code(answer) == 0) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{subject}: {got:?}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    for &index in &doomed {
+        cluster.kill9(index);
+    }
+    let killed = Instant::now();
+
+    let subject = format!("$JS.API.CONSUMER.INFO.{CUT}.{UNSEEN}");
+    let got = loop {
+        let got = asked(client, &subject, Value::Null).await;
+        assert!(got.len() <= 1, "{subject}: {got:?}");
+        if got
+            .first()
+            .is_some_and(|answer| answer.get("error").is_some())
+        {
+            break got;
+        }
+        assert!(
+            killed.elapsed() < LEADERLESS_BOUND,
+            "{subject}: no error {:?} after the kills: {got:?}",
+            killed.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    println!("{subject} {:?} after the kills", killed.elapsed());
+    let expected = if test_harness::is_reference() {
+        10008
+    } else {
+        10014
+    };
+    assert_eq!(error_code(&got[0]), expected, "{subject}: {got:?}");
+    let subject = format!("$JS.API.CONSUMER.DELETE.{CUT}.{UNSEEN}");
+    let got = asked(client, &subject, Value::Null).await;
+    if test_harness::is_reference() {
+        assert!(got.is_empty(), "{subject}: {got:?}");
+    } else {
+        assert!(
+            got.len() == 1 && error_code(&got[0]) == 10014,
+            "{subject}: {got:?}"
+        );
+    }
+}
