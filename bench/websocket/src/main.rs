@@ -4,7 +4,8 @@
 //! (`--client raw`), or async-nats (`--client async-nats`), whose own CPU bounded the figure.
 //!
 //! Usage: websocket-bench --ours PATH --ref PATH [--rounds N] [--messages N] [--size BYTES]
-//!        [--client raw|async-nats]
+//!        [--client raw|async-nats] [--transport websocket|tcp] [--placement]
+//!        [--pin-clients split|same]
 
 mod raw;
 
@@ -171,6 +172,14 @@ async fn main() -> Result<()> {
         Some("tcp") if cheap => raw::use_plain_tcp(),
         Some(other) => bail!("--transport websocket|tcp (tcp with --client raw), not {other}"),
     }
+    match argument(&arguments, "--pin-clients").as_deref() {
+        None => {}
+        Some("split") if cheap => raw::pin_clients(0, 1),
+        Some("same") if cheap => raw::pin_clients(0, 0),
+        Some(other) => bail!("--pin-clients split|same (with --client raw), not {other}"),
+    }
+    // Where the request phase's threads ran (raw client only; see `raw::Placement`).
+    let placement = arguments.iter().any(|argument| argument == "--placement");
     let mut results: Vec<Samples> = vec![
         ("nats-server", Vec::new(), Vec::new(), Vec::new()),
         ("rnats", Vec::new(), Vec::new(), Vec::new()),
@@ -179,15 +188,27 @@ async fn main() -> Result<()> {
         for (index, binary) in [&reference, &ours].into_iter().enumerate() {
             let name = results[index].0;
             let (server, port) = start(binary, name)?;
+            let pid = placement.then(|| server.child.id());
             let (rate, (median, p99)) = if cheap {
-                tokio::task::spawn_blocking(move || -> Result<_> {
-                    Ok((
-                        raw::pubsub(port, messages, size)?,
-                        raw::latency(port, 5_000)?,
-                    ))
-                })
-                .await?
-                .with_context(|| format!("{name} raw client"))?
+                let (rate, (median, p99, placed)) =
+                    tokio::task::spawn_blocking(move || -> Result<_> {
+                        Ok((
+                            raw::pubsub(port, messages, size)?,
+                            raw::latency(port, 5_000, pid)?,
+                        ))
+                    })
+                    .await?
+                    .with_context(|| format!("{name} raw client"))?;
+                if placement {
+                    println!(
+                        "round {round} {name:<11} placement: requester with responder {:>3.0}%, \
+                         server with requester {:>3.0}%, with responder {:>3.0}%",
+                        placed.requester_with_responder * 100.0,
+                        placed.server_with_requester * 100.0,
+                        placed.server_with_responder * 100.0
+                    );
+                }
+                (rate, (median, p99))
             } else {
                 let rate = pubsub(port, messages, size)
                     .await

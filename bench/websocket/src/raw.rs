@@ -309,16 +309,98 @@ pub fn pubsub(port: u16, messages: usize, size: usize) -> Result<f64> {
     Ok(received as f64 / elapsed.as_secs_f64())
 }
 
-/// Median and p99 request/reply round trip, requester and responder raw websocket clients.
-pub fn latency(port: u16, requests: usize) -> Result<(Duration, Duration)> {
+/// Where the three threads of a request's round trip ran (`--placement`): the share of round
+/// trips in which the requester and the responder were last seen on the same CPU, and in which
+/// the server's busiest thread (the one that carried the messages) was on the requester's or on
+/// the responder's CPU. A wake-up across vCPUs costs this VM about ten times one on the same
+/// vCPU (bench/README.md), so these shares are what a round's p50 follows.
+#[derive(Default)]
+pub struct Placement {
+    pub requester_with_responder: f64,
+    pub server_with_requester: f64,
+    pub server_with_responder: f64,
+}
+
+/// `--pin-clients split|same`: the requester on CPU 0 and the responder on CPU 1 (split, the
+/// placement a quiet machine settles in), or both on CPU 0 (same); the servers stay free.
+static PIN_CLIENTS: std::sync::OnceLock<Option<(usize, usize)>> = std::sync::OnceLock::new();
+
+pub fn pin_clients(requester: usize, responder: usize) {
+    let _ = PIN_CLIENTS.set(Some((requester, responder)));
+}
+
+/// Pin this thread to `cpu`.
+fn pin_to(cpu: usize) -> Result<()> {
+    // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET and sched_setaffinity get valid
+    // pointers to it and its size, for the calling thread (pid 0).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            bail!("pin to CPU {cpu}: {}", std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The CPU this thread runs on.
+fn current_cpu() -> i32 {
+    // SAFETY: sched_getcpu takes no arguments and only reads the calling thread's state.
+    unsafe { libc::sched_getcpu() }
+}
+
+/// The CPU time (utime + stime, in ticks) and last CPU of each thread of process `pid`.
+fn threads_of(pid: u32) -> Vec<(u64, u64, i32)> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let mut threads = Vec::new();
+    for task in tasks.flatten() {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue;
+        };
+        // Fields after the command name (which may hold spaces), from field 3 on.
+        let Some(rest) = stat.rsplit_once(')').map(|(_, rest)| rest) else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let number = |index: usize| {
+            fields
+                .get(index)
+                .and_then(|field| field.parse::<u64>().ok())
+        };
+        // utime, stime and processor are fields 14, 15 and 39: 11, 12 and 36 here.
+        let (Some(utime), Some(stime), Some(cpu)) = (number(11), number(12), number(36)) else {
+            continue;
+        };
+        let tid = task.file_name().to_string_lossy().parse().unwrap_or(0);
+        threads.push((tid, utime + stime, cpu as i32));
+    }
+    threads
+}
+
+/// Median and p99 request/reply round trip, requester and responder raw websocket clients;
+/// with `server` (its pid), where the threads ran too.
+pub fn latency(
+    port: u16,
+    requests: usize,
+    server: Option<u32>,
+) -> Result<(Duration, Duration, Placement)> {
     let mut responder = Connection::connect(port)?;
     responder.send(b"SUB echo 1\r\n")?;
     responder.round_trip()?;
+    let responder_cpu = std::sync::Arc::new(std::sync::atomic::AtomicI32::new(-1));
+    let responder_seen = responder_cpu.clone();
+    let pins = PIN_CLIENTS.get().copied().flatten();
     let answering = std::thread::spawn(move || -> Result<()> {
+        if let Some((_, cpu)) = pins {
+            pin_to(cpu)?;
+        }
         loop {
             let Some(msg) = responder.next_msg()? else {
                 continue;
             };
+            responder_seen.store(current_cpu(), std::sync::atomic::Ordering::Relaxed);
             let Some(reply) = msg.reply else { continue };
             let mut answer = format!("PUB {reply} {}\r\n", msg.payload.len()).into_bytes();
             answer.extend_from_slice(&msg.payload);
@@ -329,16 +411,49 @@ pub fn latency(port: u16, requests: usize) -> Result<(Duration, Duration)> {
             }
         }
     });
+    if let Some((cpu, _)) = pins {
+        pin_to(cpu)?;
+    }
     let mut requester = Connection::connect(port)?;
     requester.send(b"SUB _INBOX.bench 1\r\n")?;
     requester.round_trip()?;
     let request = requester.frame(b"PUB echo _INBOX.bench 4\r\nping\r\n");
     let mut times = Vec::with_capacity(requests);
-    for _ in 0..requests {
+    // The server thread that carried the messages: the one whose CPU time grew most over the
+    // first round trips; then its CPU is read every so often (outside the timed part).
+    let before = server.map(threads_of).unwrap_or_default();
+    let mut busiest: Option<u64> = None;
+    let (mut samples, mut together, mut with_requester, mut with_responder) = (0, 0, 0, 0);
+    for index in 0..requests {
         let started = Instant::now();
         requester.send_frame(&request)?;
         requester.next_msg()?;
         times.push(started.elapsed());
+        let Some(pid) = server else { continue };
+        if index == 1000 {
+            busiest = threads_of(pid)
+                .into_iter()
+                .max_by_key(|(tid, ticks, _)| {
+                    let earlier = before.iter().find(|(old, _, _)| old == tid);
+                    ticks
+                        - earlier
+                            .map_or(0, |(_, old_ticks, _)| *old_ticks)
+                            .min(*ticks)
+                })
+                .map(|(tid, _, _)| tid);
+        }
+        if index > 1000 && index % 20 == 0 {
+            let requester_at = current_cpu();
+            let responder_at = responder_cpu.load(std::sync::atomic::Ordering::Relaxed);
+            let server_at = threads_of(pid)
+                .into_iter()
+                .find(|(tid, _, _)| Some(*tid) == busiest)
+                .map(|(_, _, cpu)| cpu);
+            samples += 1;
+            together += usize::from(requester_at == responder_at);
+            with_requester += usize::from(server_at == Some(requester_at));
+            with_responder += usize::from(server_at == Some(responder_at));
+        }
     }
     requester.send(b"PUB echo _INBOX.bench 4\r\nstop\r\n")?;
     requester.next_msg()?;
@@ -346,5 +461,15 @@ pub fn latency(port: u16, requests: usize) -> Result<(Duration, Duration)> {
         .join()
         .map_err(|_| anyhow::anyhow!("responder thread panicked"))??;
     times.sort();
-    Ok((times[times.len() / 2], times[times.len() * 99 / 100]))
+    let share = |count: usize| count as f64 / samples.max(1) as f64;
+    let placement = Placement {
+        requester_with_responder: share(together),
+        server_with_requester: share(with_requester),
+        server_with_responder: share(with_responder),
+    };
+    Ok((
+        times[times.len() / 2],
+        times[times.len() * 99 / 100],
+        placement,
+    ))
 }
