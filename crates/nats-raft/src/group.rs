@@ -442,6 +442,21 @@ impl RaftGroup {
         )
     }
 
+    /// True from the moment this node wins an election until it leads no more: also before
+    /// [`RaftGroup::leading`] says it leads (its election's entry not yet committed and
+    /// applied), for at most [`GroupConfig::lost_quorum`] then (`leadership.rs`
+    /// `elected_watch`). An application makes itself reachable with it and holds what arrives
+    /// until it leads.
+    pub fn elected(&self) -> watch::Receiver<bool> {
+        crate::leadership::elected_watch(
+            &self.raft,
+            self.supervision.clone(),
+            self.log.stalled.subscribe(),
+            self.lost_quorum,
+            self.resumed_needs_quorum,
+        )
+    }
+
     /// This group's leader lease (`lease.rs`): whether, by the clock now, this node leads on a
     /// quorum's word heard within [`GroupConfig::lost_quorum`]. One atomic load per check, for
     /// work a deposed leader must not do even before [`RaftGroup::leading`]'s watch says so

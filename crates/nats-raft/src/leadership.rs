@@ -129,25 +129,105 @@ fn number(current: &mut Option<(u64, u64)>, term: Option<u64>) -> Option<u64> {
 pub(crate) fn watch(
     raft: &Raft<TypeConfig, StateMachineAdapter>,
     supervision: Arc<Supervision>,
-    mut stalled: watch::Receiver<Option<String>>,
+    stalled: watch::Receiver<Option<String>>,
     lost_quorum: Duration,
     resumed_needs_quorum: bool,
 ) -> watch::Receiver<Option<u64>> {
-    let mut metrics = raft.metrics();
     let mut elected = None;
     let mut leadership = None;
-    let (term, mut stale_in) = ready(
-        &metrics.borrow_watched(),
-        &mut elected,
-        lost_quorum,
-        resumed_needs_quorum,
-    );
-    let term = term.filter(|_| !handing_over(&metrics.borrow_watched(), &stalled));
-    let (sender, receiver) = watch::channel(number(&mut leadership, term));
+    follow(raft, supervision, stalled, None, move |metrics, stalled| {
+        let (term, wait) = match metrics {
+            Some(metrics) => {
+                let (term, wait) = ready(metrics, &mut elected, lost_quorum, resumed_needs_quorum);
+                (term.filter(|_| !handing_over(metrics, stalled)), wait)
+            }
+            None => (None, None),
+        };
+        (number(&mut leadership, term), wait)
+    })
+}
+
+/// Whether `metrics` say this node won its term's election and may still lead: openraft's
+/// leader, either leading for the application ([`ready`]) or elected less than `lost_quorum`
+/// ago (its election's entry on its way to a quorum); with how long until the latter ends.
+fn elected_now(
+    metrics: &RaftMetrics<TypeConfig>,
+    elected: &mut Option<Elected>,
+    lost_quorum: Duration,
+    resumed_needs_quorum: bool,
+) -> (bool, Option<Duration>) {
+    let (leads, stale_in) = ready(metrics, elected, lost_quorum, resumed_needs_quorum);
+    if leads.is_some() {
+        return (true, stale_in);
+    }
+    match elected {
+        Some(known) if metrics.state == ServerState::Leader => {
+            let since = known.at.elapsed();
+            if since < lost_quorum {
+                (true, Some(lost_quorum - since))
+            } else {
+                (false, None)
+            }
+        }
+        _ => (false, None),
+    }
+}
+
+/// True while this node won its term's election and may still lead ([`elected_now`]): from
+/// the moment openraft makes it leader, before [`watch`] says it leads (its election's entry
+/// committed and applied), so that an application can make itself reachable meanwhile and
+/// hold what arrives until it leads. False once it leads no more, also when an election's
+/// entry does not commit within `lost_quorum`, while its log waits for space with other voters
+/// to lead, and once the core stops.
+pub(crate) fn elected_watch(
+    raft: &Raft<TypeConfig, StateMachineAdapter>,
+    supervision: Arc<Supervision>,
+    stalled: watch::Receiver<Option<String>>,
+    lost_quorum: Duration,
+    resumed_needs_quorum: bool,
+) -> watch::Receiver<bool> {
+    let mut elected = None;
+    follow(
+        raft,
+        supervision,
+        stalled,
+        false,
+        move |metrics, stalled| match metrics {
+            Some(metrics) => {
+                let (now, wait) =
+                    elected_now(metrics, &mut elected, lost_quorum, resumed_needs_quorum);
+                (now && !handing_over(metrics, stalled), wait)
+            }
+            None => (false, None),
+        },
+    )
+}
+
+/// A watch of what `evaluate` makes of the group's metrics (`None`: the group is offline) and
+/// of its log's stall, evaluated again whenever either changes and when the wait it returned
+/// runs out (a leader's quorum ages without any change of the metrics; heartbeat
+/// acknowledgements change the metrics before); `off` once the core stops.
+fn follow<T, F>(
+    raft: &Raft<TypeConfig, StateMachineAdapter>,
+    supervision: Arc<Supervision>,
+    mut stalled: watch::Receiver<Option<String>>,
+    off: T,
+    mut evaluate: F,
+) -> watch::Receiver<T>
+where
+    T: PartialEq + Send + Sync + 'static,
+    F: FnMut(
+            Option<&RaftMetrics<TypeConfig>>,
+            &watch::Receiver<Option<String>>,
+        ) -> (T, Option<Duration>)
+        + Send
+        + 'static,
+{
+    let mut metrics = raft.metrics();
+    let (now, mut stale_in) = evaluate(Some(&metrics.borrow_watched()), &stalled);
+    let (sender, receiver) = watch::channel(now);
     tokio::spawn(async move {
         loop {
-            // A leader's quorum ages without any change of the metrics: look again when it
-            // would go stale (heartbeat acknowledgements change the metrics before).
             let stale = async {
                 match stale_in {
                     Some(wait) => tokio::time::sleep(wait + Duration::from_millis(1)).await,
@@ -160,27 +240,19 @@ pub(crate) fn watch(
                 _ = sender.closed() => return,
                 Ok(()) = stalled.changed() => {}
             }
-            let term = if supervision.offline.borrow().is_some() {
-                stale_in = None;
-                None
+            let (now, wait) = if supervision.offline.borrow().is_some() {
+                evaluate(None, &stalled)
             } else {
-                let (term, wait) = ready(
-                    &metrics.borrow_watched(),
-                    &mut elected,
-                    lost_quorum,
-                    resumed_needs_quorum,
-                );
-                stale_in = wait;
-                term.filter(|_| !handing_over(&metrics.borrow_watched(), &stalled))
+                evaluate(Some(&metrics.borrow_watched()), &stalled)
             };
-            let now = number(&mut leadership, term);
+            stale_in = wait;
             sender.send_if_modified(|current| {
                 let changed = *current != now;
                 *current = now;
                 changed
             });
         }
-        sender.send_replace(None);
+        sender.send_replace(off);
     });
     receiver
 }

@@ -1,8 +1,67 @@
 //! The duplicate window: `Nats-Msg-Id` -> the sequence it was stored at, forgotten once older
-//! than `duplicate_window`. Owned by the stream task; rebuilt from the store on start so it
-//! survives restarts.
+//! than `duplicate_window`, and the last stored message's id ([`Dedupe`], one per stream,
+//! `Stream::dedupe`). The ingest task fills it as it stores; an R1 stream's is rebuilt from the
+//! store on start so it survives restarts. A replicated stream's followers fill theirs as they
+//! apply the leader's batches and snapshots (`replication/mod.rs`), as nats-server's replicas
+//! track message ids, so a new leader has its window at once instead of reading it back from
+//! its store (`Ingest::take_leadership`).
 
 use std::collections::{HashMap, VecDeque};
+
+/// A stream's duplicate window and last message id. A leaf lock: taken under the store's lock
+/// (the ingest task's batch, a replica's apply), never held while another lock is taken.
+#[derive(Default)]
+pub(crate) struct Dedupe {
+    pub window: DuplicateWindow,
+    /// The id of the last message stored (empty when it had none).
+    pub last_msg_id: String,
+    /// The window holds every id the store's messages within it carry (and those removed
+    /// since): false until it was read back from the store or filled from an empty one.
+    pub complete: bool,
+}
+
+impl Dedupe {
+    /// A message applied from the log (a replica following its leader, or restoring a
+    /// snapshot): its id, if its headers carry one, goes into the window unless already older
+    /// than `window` before `now`.
+    pub(crate) fn applied_message(
+        &mut self,
+        seq: u64,
+        timestamp: i64,
+        headers: &[u8],
+        now: i64,
+        window: i64,
+    ) {
+        let id = if headers.is_empty() {
+            None
+        } else {
+            super::headers::PublishHeaders::parse(headers).msg_id
+        };
+        self.last_msg_id.clear();
+        if let Some(id) = id {
+            self.last_msg_id.push_str(id);
+            if window > 0 && timestamp >= now - window {
+                self.window.insert(id, seq, timestamp);
+            }
+        }
+    }
+
+    /// The ingest task stored (or skipped) `seq`, with `msg_id` if the publish had one.
+    pub(crate) fn stored(&mut self, msg_id: Option<&str>, seq: u64, timestamp: i64) {
+        self.last_msg_id.clear();
+        if let Some(id) = msg_id {
+            self.last_msg_id.push_str(id);
+            self.window.insert(id, seq, timestamp);
+        }
+    }
+
+    /// Empty, and complete only if the store it describes is empty too.
+    pub(crate) fn reset(&mut self, complete: bool) {
+        self.window = DuplicateWindow::default();
+        self.last_msg_id.clear();
+        self.complete = complete;
+    }
+}
 
 #[derive(Default)]
 pub(crate) struct DuplicateWindow {

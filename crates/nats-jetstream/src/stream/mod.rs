@@ -173,6 +173,9 @@ pub(crate) struct Stream {
     /// stop that follows the lost leadership comes asynchronously). Cleared by
     /// `consumer::replicated::activate`.
     pub followed: std::sync::atomic::AtomicBool,
+    /// The duplicate window and the last message id (`dedupe.rs`): the ingest task's while it
+    /// decides, a replica's apply's while it follows.
+    pub(crate) dedupe: Mutex<dedupe::Dedupe>,
     /// Mirrors: when the origin was last read (unix nanos), 0 before the first contact.
     pub mirror_contact: std::sync::atomic::AtomicI64,
     /// Mirrors: set while the origin does not exist (`error` in the mirror info).
@@ -254,11 +257,13 @@ impl Stream {
         machine.reset()?;
         let replica = replication::Replica { replicator, shared };
         let leadership = replica.replicator.leadership();
+        let replica_elected = replica.replicator.elected();
         ingest::spawn(stream.clone(), receiver, context, Some(replica))?;
         stream.takes_publishes.store(false, Ordering::Release);
         tokio::spawn(replication::subscribe_while_leading(
             Arc::downgrade(&stream),
             leadership,
+            replica_elected,
         ));
         Ok((stream, machine))
     }
@@ -288,6 +293,7 @@ impl Stream {
             backlog: Arc::default(),
             stopped: Default::default(),
             followed: Default::default(),
+            dedupe: Mutex::default(),
             mirror_contact: Default::default(),
             mirror_origin_missing: Default::default(),
             sources: Default::default(),

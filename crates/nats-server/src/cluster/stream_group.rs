@@ -176,6 +176,8 @@ impl StreamGroups {
             held: AtomicBool::new(false),
             handing_over: watch::channel(false).0,
             raft_leadership: Mutex::new(None),
+            raft_elected: AtomicBool::new(false),
+            elected: watch::channel(false).0,
             reconciling: tokio::sync::Mutex::new(()),
             closed: AtomicBool::new(false),
             rebuilding: AtomicBool::new(false),
@@ -323,6 +325,12 @@ pub struct ReplicatedStream {
     handing_over: watch::Sender<bool>,
     /// The group's own leadership, as `RaftGroup::leading` last said.
     raft_leadership: Mutex<Option<u64>>,
+    /// The group's own election, as `RaftGroup::elected` last said.
+    raft_elected: AtomicBool,
+    /// True from this server's election until it leads no more, unless the leadership is held
+    /// (`Replicator::elected`: the stream subscribes its subjects then and holds what arrives
+    /// until it leads).
+    elected: watch::Sender<bool>,
     /// One membership change at a time (`membership.rs`).
     pub(super) reconciling: tokio::sync::Mutex<()>,
     /// Set once the group is closed for good: a rebuild in flight must not restart it.
@@ -444,6 +452,26 @@ impl ReplicatedStream {
             *running = Some(group.clone());
         }
         *self.machine.lock() = Some(machine);
+        let mut elected = group.elected();
+        let this = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                let value = *elected.borrow_and_update();
+                let Some(stream) = this.upgrade() else {
+                    return;
+                };
+                stream.raft_elected.store(value, Ordering::SeqCst);
+                stream.elected_changed();
+                drop(stream);
+                if elected.changed().await.is_err() {
+                    if let Some(stream) = this.upgrade() {
+                        stream.raft_elected.store(false, Ordering::SeqCst);
+                        stream.elected_changed();
+                    }
+                    return;
+                }
+            }
+        });
         let mut leading = group.leading();
         let this = Arc::downgrade(self);
         tokio::spawn(async move {
@@ -467,6 +495,12 @@ impl ReplicatedStream {
             }
         });
         Ok(())
+    }
+
+    fn elected_changed(&self) {
+        let elected = self.raft_elected.load(Ordering::SeqCst) && !self.held.load(Ordering::SeqCst);
+        self.elected
+            .send_if_modified(|current| std::mem::replace(current, elected) != elected);
     }
 
     fn leadership_changed(&self, leadership: Option<u64>) {
@@ -494,6 +528,8 @@ impl ReplicatedStream {
             self.network.unregister(group.group());
             group.shutdown().await;
         }
+        self.raft_elected.store(false, Ordering::SeqCst);
+        self.elected_changed();
         self.leadership.send_replace(None);
     }
 

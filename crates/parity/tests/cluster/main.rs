@@ -72,6 +72,7 @@ mod route_stall;
 mod route_wire;
 mod scale;
 mod server_removed;
+mod stepdown_dedupe;
 mod stepdown_lapsed;
 mod stepdown_publish;
 mod stepdown_queued;

@@ -408,7 +408,7 @@ impl Ingest {
             self.fast_batches.open.remove(id);
             let duplicate_of = publish_headers
                 .msg_id
-                .and_then(|msg_id| self.window.get(msg_id));
+                .and_then(|msg_id| self.stream.dedupe.lock().window.get(msg_id));
             let answer = match duplicate_of.filter(|_| duplicate) {
                 Some(seq) => {
                     let mut ack = self.ack_prefix.clone();

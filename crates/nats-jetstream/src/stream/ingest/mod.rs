@@ -20,7 +20,6 @@
 //! message schedules (header checks, the table of live schedules, firing); `retention.rs`
 //! work-queue and interest removal decided from the consumers' acks.
 
-use super::dedupe::DuplicateWindow;
 use super::headers::PublishHeaders;
 use super::{Stream, StreamCommand};
 use crate::resources::Usage;
@@ -76,8 +75,6 @@ pub(crate) fn spawn(
         config,
         stream,
         context,
-        window: DuplicateWindow::default(),
-        last_msg_id: String::new(),
         pending_acks: Vec::new(),
         dirty: false,
         markers: Default::default(),
@@ -95,7 +92,11 @@ pub(crate) fn spawn(
         // take seconds.
         let Ok(ingest) = tokio::task::spawn_blocking(move || {
             ingest.load_schedules();
-            ingest.load_duplicate_window();
+            // A replica's store starts empty (`Stream::start_replicated`): its window is
+            // filled as it applies.
+            if ingest.replica.is_none() {
+                ingest.load_duplicate_window();
+            }
             ingest
         })
         .await
@@ -166,8 +167,6 @@ struct Ingest {
     config: StreamConfig,
     /// The config's subject transforms, compiled once per config (`Ingest::set_config`).
     transforms: Transforms,
-    window: DuplicateWindow,
-    last_msg_id: String,
     ack_prefix: Vec<u8>,
     pending_acks: Vec<(Bytes, Bytes)>,
     /// Stored since the last flush.
@@ -253,39 +252,42 @@ impl Ingest {
     }
 
     /// Rebuild the duplicate window and the last message id from the messages stored within
-    /// `duplicate_window`, before the task takes its first command (so before any publish).
-    /// Runs on a blocking thread once the stream is registered and takes the store lock one
-    /// message at a time: the server listens and the stream answers reads meanwhile. Done
-    /// under one lock before the listener started, it held a 5 GB stream restarted right
-    /// after its fill (every message within the window) for 5-20 s on this machine.
+    /// `duplicate_window`, before the task takes its first command (so before any publish):
+    /// an R1 stream at start, a replicated stream's new leader whose window is not complete
+    /// (`Dedupe::complete`; a replica's is filled as it applies). Runs on a blocking thread
+    /// at start and takes the store lock one message at a time: the server listens and the
+    /// stream answers reads meanwhile. Done under one lock before the listener started, it
+    /// held a 5 GB stream restarted right after its fill (every message within the window)
+    /// for 5-20 s on this machine.
     fn load_duplicate_window(&mut self) {
+        self.stream.dedupe.lock().reset(false);
         let window = self.config.duplicate_window.0;
-        if window <= 0 {
-            return;
-        }
         let store_handle = self.stream.store.clone();
-        let (seq, last_seq) = {
+        let scan = {
             let store = store_handle.write();
             let state = store.state();
-            if state.msgs == 0 {
-                return;
-            }
             let now = crate::time_format::now_nanos();
-            (store.seq_for_time(now - window), state.last_seq)
+            (window > 0 && state.msgs > 0)
+                .then(|| (store.seq_for_time(now - window), state.last_seq))
         };
-        let stream = self.stream.clone();
-        scan_stored(&stream, seq, last_seq, |message| {
-            let mut msg_id = String::new();
-            if !message.headers.is_empty() {
-                if let Some(id) = PublishHeaders::parse(&message.headers).msg_id {
-                    self.window.insert(id, message.seq, message.timestamp);
-                    msg_id = id.to_string();
+        if let Some((seq, last_seq)) = scan {
+            let stream = self.stream.clone();
+            scan_stored(&stream, seq, last_seq, |message| {
+                let mut dedupe = stream.dedupe.lock();
+                let id = if message.headers.is_empty() {
+                    None
+                } else {
+                    PublishHeaders::parse(&message.headers).msg_id
+                };
+                if let Some(id) = id {
+                    dedupe.window.insert(id, message.seq, message.timestamp);
                 }
-            }
-            if message.seq == last_seq {
-                self.last_msg_id = msg_id;
-            }
-        });
+                if message.seq == last_seq {
+                    dedupe.last_msg_id = id.unwrap_or_default().to_string();
+                }
+            });
+        }
+        self.stream.dedupe.lock().complete = true;
     }
 
     async fn run(mut self, mut receiver: Receiver<StreamCommand>) {
@@ -402,7 +404,11 @@ impl Ingest {
         let mut store = store_handle.write();
         self.take_failed_sync();
         let now = crate::time_format::now_nanos();
-        self.window.expire(now, self.config.duplicate_window.0);
+        self.stream
+            .dedupe
+            .lock()
+            .window
+            .expire(now, self.config.duplicate_window.0);
         self.expire(&mut **store, now);
         self.fire_schedules(&mut **store, now);
         self.expire_batches();

@@ -218,10 +218,7 @@ impl Ingest {
             return self.store_failure(error);
         }
         self.dirty = true;
-        self.last_msg_id = msg_id.unwrap_or_default().to_string();
-        if let Some(id) = msg_id {
-            self.window.insert(id, seq, timestamp);
-        }
+        self.stream.dedupe.lock().stored(msg_id, seq, timestamp);
         if let Some(rollup) = rollup {
             self.apply_rollup(store, subject, rollup, 1);
         }
@@ -296,14 +293,15 @@ impl Ingest {
         }
         if let Some(id) = publish_headers.msg_id {
             if self.config.mirror.is_none() {
-                if let Some(seq) = self.window.get(id) {
+                if let Some(seq) = self.stream.dedupe.lock().window.get(id) {
                     return Err(Outcome::Duplicate(seq));
                 }
             }
         }
         if let Some(expected) = publish_headers.expected_last_msg_id {
-            if expected != self.last_msg_id {
-                return refuse(errors::STREAM_WRONG_LAST_MSG_ID.with(&[("id", &self.last_msg_id)]));
+            let last_msg_id = self.stream.dedupe.lock().last_msg_id.clone();
+            if expected != last_msg_id {
+                return refuse(errors::STREAM_WRONG_LAST_MSG_ID.with(&[("id", &last_msg_id)]));
             }
         }
         if let Some(rollup) = publish_headers.rollup {
@@ -333,10 +331,10 @@ impl Ingest {
             return self.store_failure(error);
         }
         self.dirty = true;
-        self.last_msg_id = msg_id.unwrap_or_default().to_string();
-        if let Some(id) = msg_id {
-            self.window.insert(id, seq, crate::time_format::now_nanos());
-        }
+        self.stream
+            .dedupe
+            .lock()
+            .stored(msg_id, seq, crate::time_format::now_nanos());
         if let Some(rollup) = rollup {
             self.apply_rollup(store, subject, rollup, 0);
         }

@@ -34,6 +34,8 @@ struct InFlight {
 pub(super) struct ReplicaState {
     replica: Replica,
     leadership: watch::Receiver<Option<u64>>,
+    /// `Replicator::elected`: while it holds without the leadership, what arrives waits for it.
+    elected: watch::Receiver<bool>,
     /// The leadership this task last took (its in-memory state was rebuilt then); forgotten
     /// when its store went ahead of the log, so that even the same leadership number (a
     /// replicator reusing it) is taken afresh after the rebuild.
@@ -61,6 +63,7 @@ pub(super) struct ReplicaState {
 impl ReplicaState {
     pub(super) fn new(replica: Replica) -> ReplicaState {
         let leadership = replica.replicator.leadership();
+        let elected = replica.replicator.elected();
         let mut batch = Vec::with_capacity(64 * 1024);
         codec::start_batch(&mut batch);
         // Batch ids only need to differ from other leaders' while one is in flight: start
@@ -69,6 +72,7 @@ impl ReplicaState {
         ReplicaState {
             replica,
             leadership,
+            elected,
             leading: None,
             batch,
             acks: Vec::new(),
@@ -140,11 +144,39 @@ impl Ingest {
         if self.in_flight() > 0 && !self.leads_as_before() {
             self.drain_in_flight().await;
         }
-        let role = self.role();
+        let mut role = self.role();
         if matches!(role, Role::Follow) {
             self.set_deciding(false);
+            // Elected, its election's entry not yet applied: what arrived waits for the
+            // leadership rather than being refused (the stream subscribed at the election).
+            while matches!(role, Role::Follow) && self.awaits_leadership() {
+                let Some(state) = self.replica.as_mut() else {
+                    break;
+                };
+                let changed = tokio::select! {
+                    changed = state.leadership.changed() => changed,
+                    changed = state.elected.changed() => changed,
+                };
+                if changed.is_err() {
+                    break;
+                }
+                self.set_deciding(true);
+                role = self.role();
+                if matches!(role, Role::Follow) {
+                    self.set_deciding(false);
+                }
+            }
         }
         role
+    }
+
+    /// Elected and not leading yet (nor diverged): the leadership is on its way.
+    fn awaits_leadership(&self) -> bool {
+        self.replica.as_ref().is_some_and(|state| {
+            *state.elected.borrow()
+                && state.leadership.borrow().is_none()
+                && !state.replica.shared.is_diverged()
+        })
     }
 
     /// See `ReplicaShared::deciding`.
@@ -211,14 +243,17 @@ impl Ingest {
         self.replica.as_ref().is_some_and(|state| state.withdrawn)
     }
 
-    /// A new leadership: what the task keeps in memory (account usage, the duplicate window and
-    /// the last message id) is read again from the store, which now holds every committed entry.
-    /// Subscriptions withdrawn before a refusal are taken again.
+    /// A new leadership: what the task keeps in memory (account usage) is read again from the
+    /// store, which now holds every committed entry. The duplicate window and the last message
+    /// id were kept as this replica applied its leaders' batches and snapshots
+    /// (`Dedupe::complete`), as nats-server's replicas track message ids: read back from the
+    /// store only if not (a replica's window is complete from its empty start on; the scan is
+    /// the fallback). Subscriptions withdrawn before a refusal are taken again.
     pub(super) fn take_leadership(&mut self) {
-        self.window = Default::default();
-        self.last_msg_id.clear();
         self.recover();
-        self.load_duplicate_window();
+        if !self.stream.dedupe.lock().complete {
+            self.load_duplicate_window();
+        }
         if let Some(state) = self.replica.as_mut() {
             if std::mem::take(&mut state.withdrawn) {
                 self.stream.resubscribe();

@@ -75,7 +75,7 @@ impl Ingest {
                 }
             }
             if let Some(id) = publish_headers.msg_id {
-                if diff.msg_ids.contains(id) || self.window.get(id).is_some() {
+                if diff.msg_ids.contains(id) || self.stream.dedupe.lock().window.get(id).is_some() {
                     return Err(errors::ATOMIC_PUBLISH_CONTAINS_DUPLICATE_MESSAGE.to_error());
                 }
                 diff.msg_ids.insert(id.to_string());

@@ -101,6 +101,17 @@ pub trait Replicator: Send + Sync + 'static {
     /// leader keeps in memory is rebuilt whenever it changes.
     fn leadership(&self) -> watch::Receiver<Option<u64>>;
 
+    /// True from this node's election until it leads no more, also before [`leadership`] says
+    /// it leads (its election's entry on its way to a quorum; for a bounded time): the stream
+    /// subscribes its subjects from then on and its ingest task holds the publishes that
+    /// arrive until it leads, instead of leaving publishers to hear "no responders" until the
+    /// entry commits. Never, by default.
+    ///
+    /// [`leadership`]: Replicator::leadership
+    fn elected(&self) -> watch::Receiver<bool> {
+        watch::channel(false).1
+    }
+
     /// This node's store holds entries that may never commit (a proposal failed): rebuild the
     /// replica ([`ReplicaMachine::reset`], then restart the group so the snapshot and the
     /// committed log are applied again).
@@ -292,9 +303,12 @@ impl ReplicaMachine {
             }
             // Another leader's batch: consumers still running here stop delivering now.
             self.stream.followed.store(true, Ordering::SeqCst);
+            let mut dedupe = DedupeFill::new(&self.stream);
             while let Some(entry) = batch.next_entry().map_err(invalid)? {
                 apply(&mut **store, &entry).map_err(store_error)?;
+                dedupe.applied(&entry);
             }
+            dedupe.finish();
             match store.flush() {
                 Ok(_) => {}
                 // A full disk: the records stay buffered in the store and are written with a
@@ -423,9 +437,13 @@ impl ReplicaMachine {
         let mut store = self.stream.store.write();
         self.stream.followed.store(true, Ordering::SeqCst);
         self.replace_with_fresh_store(&mut store)?;
+        self.stream.dedupe.lock().reset(true);
+        let mut dedupe = DedupeFill::new(&self.stream);
         while let Some(entry) = batch.next_entry()? {
             apply(&mut **store, &entry).map_err(store_error)?;
+            dedupe.applied(&entry);
         }
+        dedupe.finish();
         store.flush().map_err(store_error)?;
         self.count_usage(&**store);
         let last = store.state().last_seq;
@@ -443,6 +461,7 @@ impl ReplicaMachine {
     pub fn reset(&self) -> io::Result<()> {
         let mut store = self.stream.store.write();
         self.replace_with_fresh_store(&mut store)?;
+        self.stream.dedupe.lock().reset(true);
         self.count_usage(&**store);
         let mut shared = self.shared.inner.lock();
         shared.local.clear();
@@ -493,22 +512,86 @@ impl ReplicaMachine {
     }
 }
 
+/// Fills the stream's duplicate window from the entries a replica applies (another leader's
+/// batch, a snapshot), as the leader's ingest task fills it from what it stores, so that this
+/// replica's window is whole should it lead (nats-server's replicas track message ids too).
+/// Taken under the store's write lock; the window's own lock once per entry.
+struct DedupeFill<'a> {
+    stream: &'a Stream,
+    now: i64,
+    window: i64,
+}
+
+impl<'a> DedupeFill<'a> {
+    fn new(stream: &'a Stream) -> DedupeFill<'a> {
+        let window = stream.config.read().duplicate_window.0;
+        DedupeFill {
+            stream,
+            now: crate::time_format::now_nanos(),
+            window,
+        }
+    }
+
+    fn applied(&mut self, entry: &StreamEntry<'_>) {
+        match entry {
+            StreamEntry::Message {
+                seq,
+                timestamp,
+                headers,
+                ..
+            } => self.stream.dedupe.lock().applied_message(
+                *seq,
+                *timestamp,
+                headers,
+                self.now,
+                self.window,
+            ),
+            StreamEntry::Skip { .. } => self.stream.dedupe.lock().last_msg_id.clear(),
+            _ => {}
+        }
+    }
+
+    /// Forgets what the window no longer covers.
+    fn finish(self) {
+        self.stream
+            .dedupe
+            .lock()
+            .window
+            .expire(self.now, self.window);
+    }
+}
+
 /// Keeps the stream's subject subscriptions exactly while this node leads (nats-server's
 /// followers do not subscribe either): publishes reach the leader only, and while no replica
-/// leads a publisher hears "no responders" at once. Ends with the stream or the leadership watch.
+/// leads a publisher hears "no responders" at once. From its election on
+/// ([`Replicator::elected`]), before its election's entry commits: the publishes that arrive
+/// meanwhile wait in the ingest task's queue until it leads (nats-server subscribes once that
+/// entry is applied; here the subscription's way over the routes, the publishers' next attempt
+/// and their way to this server overlap the commit). Ends with the stream or the leadership
+/// watch.
 pub(crate) async fn subscribe_while_leading(
     stream: std::sync::Weak<Stream>,
     mut leadership: watch::Receiver<Option<u64>>,
+    mut elected: watch::Receiver<bool>,
 ) {
+    let mut elections = true;
     loop {
-        let leads = leadership.borrow_and_update().is_some();
+        let leads = leadership.borrow_and_update().is_some() || *elected.borrow_and_update();
         match stream.upgrade() {
             Some(stream) if !stream.stopped.load(std::sync::atomic::Ordering::Acquire) => {
                 stream.set_takes_publishes(leads);
             }
             _ => return,
         }
-        if leadership.changed().await.is_err() {
+        let changed = tokio::select! {
+            changed = leadership.changed() => changed.is_ok(),
+            changed = elected.changed(), if elections => {
+                // A replicator without elections (its sender gone): the leadership alone.
+                elections = changed.is_ok();
+                true
+            }
+        };
+        if !changed {
             if let Some(stream) = stream.upgrade() {
                 stream.set_takes_publishes(false);
             }

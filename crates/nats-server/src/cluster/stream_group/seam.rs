@@ -75,6 +75,10 @@ impl Replicator for GroupReplicator {
         self.0.leadership.subscribe()
     }
 
+    fn elected(&self) -> watch::Receiver<bool> {
+        self.0.elected.subscribe()
+    }
+
     fn rebuilt(&self) {
         tokio::spawn(self.0.clone().rebuild());
     }
@@ -348,6 +352,7 @@ impl StreamGroup for ReplicatedStream {
 
     fn hold_leadership(&self, held: bool) {
         self.held.store(held, Ordering::SeqCst);
+        self.elected_changed();
         let leadership = *self.raft_leadership.lock();
         self.leadership_changed(leadership);
     }

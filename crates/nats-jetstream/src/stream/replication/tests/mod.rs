@@ -144,6 +144,52 @@ async fn a_leader_change_keeps_sequences_contiguous() {
     cluster.shutdown().await;
 }
 
+/// Followers fill the duplicate window and the last message id as they apply (`dedupe.rs`), so
+/// the next leader has them without reading its store back: a message id stored before the
+/// leader change is still a duplicate after it, and the last id is still the one expected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn followers_keep_the_duplicate_window_for_the_next_leader() {
+    let mut cluster = Cluster::start().await;
+    let first_leader = cluster.leader().await;
+    let with_id = |id: &str| format!("NATS/1.0\r\nNats-Msg-Id: {id}\r\n\r\n");
+    for id in ["a", "b", "c"] {
+        let stored = publish(
+            &cluster.nodes[&first_leader],
+            id,
+            1,
+            Some(&with_id(id)),
+            WAIT,
+        )
+        .await;
+        acked_sequences(&stored);
+    }
+    cluster.wait_all(3).await;
+    for follower in cluster.followers(first_leader) {
+        let dedupe = cluster.nodes[&follower].stream.dedupe.lock();
+        assert!(dedupe.complete, "follower {follower}");
+        assert_eq!(
+            ["a", "b", "c"].map(|id| dedupe.window.get(id)),
+            [Some(1), Some(2), Some(3)],
+            "follower {follower}"
+        );
+        assert_eq!(dedupe.last_msg_id, "c", "follower {follower}");
+    }
+    cluster.stop_node(first_leader).await;
+
+    let leader = cluster.leader().await;
+    let again = publish(&cluster.nodes[&leader], "a", 1, Some(&with_id("a")), WAIT).await;
+    assert!(
+        again[0]
+            .as_deref()
+            .is_some_and(|ack| ack.contains("duplicate") && ack.contains("\"seq\":1")),
+        "{again:?}"
+    );
+    let expecting = "NATS/1.0\r\nNats-Msg-Id: d\r\nNats-Expected-Last-Msg-Id: c\r\n\r\n";
+    let next = publish(&cluster.nodes[&leader], "d", 1, Some(expecting), WAIT).await;
+    assert_eq!(acked_sequences(&next), vec![4]);
+    cluster.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_follower_catches_up() {
     let mut cluster = Cluster::start().await;
