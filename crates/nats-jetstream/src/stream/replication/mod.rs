@@ -575,11 +575,18 @@ pub(crate) async fn subscribe_while_leading(
     mut elected: watch::Receiver<bool>,
 ) {
     let mut elections = true;
+    // What was last set: subscribing again while subscribed would replace the subscriptions
+    // (an `RS-` and an `RS+` on every route), and a publish crossing a route meanwhile would
+    // be lost unanswered; the election and then the leadership each say "subscribed".
+    let mut subscribed = None;
     loop {
         let leads = leadership.borrow_and_update().is_some() || *elected.borrow_and_update();
         match stream.upgrade() {
             Some(stream) if !stream.stopped.load(std::sync::atomic::Ordering::Acquire) => {
-                stream.set_takes_publishes(leads);
+                if subscribed != Some(leads) {
+                    stream.set_takes_publishes(leads);
+                    subscribed = Some(leads);
+                }
             }
             _ => return,
         }
