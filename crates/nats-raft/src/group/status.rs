@@ -229,6 +229,18 @@ impl RaftGroup {
         }
     }
 
+    /// The last index dropped from this node's log behind a snapshot (`None`: nothing yet).
+    /// openraft purges lazily, after the snapshot is built and while no replication still reads
+    /// the entries: until then a member added catches up from the log, not the snapshot.
+    pub fn purged_through(&self) -> Option<u64> {
+        self.raft
+            .metrics()
+            .borrow_watched()
+            .purged
+            .as_ref()
+            .map(|log_id| log_id.index)
+    }
+
     pub fn log_counters(&self) -> LogCounters {
         self.log.counters.read()
     }
