@@ -32,11 +32,7 @@ impl Dedupe {
         now: i64,
         window: i64,
     ) {
-        let id = if headers.is_empty() {
-            None
-        } else {
-            super::headers::PublishHeaders::parse(headers).msg_id
-        };
+        let id = msg_id(headers);
         self.last_msg_id.clear();
         if let Some(id) = id {
             self.last_msg_id.push_str(id);
@@ -60,6 +56,15 @@ impl Dedupe {
         self.window = DuplicateWindow::default();
         self.last_msg_id.clear();
         self.complete = complete;
+    }
+}
+
+/// The `Nats-Msg-Id` a stored message's headers carry, if any.
+pub(crate) fn msg_id(headers: &[u8]) -> Option<&str> {
+    if headers.is_empty() {
+        None
+    } else {
+        super::headers::PublishHeaders::parse(headers).msg_id
     }
 }
 

@@ -452,49 +452,33 @@ impl ReplicatedStream {
             *running = Some(group.clone());
         }
         *self.machine.lock() = Some(machine);
-        let mut elected = group.elected();
-        let this = Arc::downgrade(self);
-        tokio::spawn(async move {
-            loop {
-                let value = *elected.borrow_and_update();
-                let Some(stream) = this.upgrade() else {
-                    return;
-                };
-                stream.raft_elected.store(value, Ordering::SeqCst);
-                stream.elected_changed();
-                drop(stream);
-                if elected.changed().await.is_err() {
-                    if let Some(stream) = this.upgrade() {
-                        stream.raft_elected.store(false, Ordering::SeqCst);
-                        stream.elected_changed();
-                    }
-                    return;
-                }
-            }
-        });
-        let mut leading = group.leading();
-        let this = Arc::downgrade(self);
-        tokio::spawn(async move {
-            loop {
-                let value = *leading.borrow_and_update();
-                let Some(stream) = this.upgrade() else {
-                    return;
-                };
-                stream.leadership_changed(value);
-                if value.is_some() {
+        relay(
+            Arc::downgrade(self),
+            group.elected(),
+            false,
+            |stream, elected| {
+                stream.set_raft_elected(elected);
+            },
+        );
+        relay(
+            Arc::downgrade(self),
+            group.leading(),
+            None,
+            |stream, leading| {
+                stream.leadership_changed(leading);
+                if leading.is_some() {
                     // A new leader finishes a membership change its predecessor left.
                     tokio::spawn(super::membership::reconcile(stream.clone()));
                 }
-                drop(stream);
-                if leading.changed().await.is_err() {
-                    if let Some(stream) = this.upgrade() {
-                        stream.leadership_changed(None);
-                    }
-                    return;
-                }
-            }
-        });
+            },
+        );
         Ok(())
+    }
+
+    /// The group's own election, as `RaftGroup::elected` says.
+    fn set_raft_elected(&self, elected: bool) {
+        self.raft_elected.store(elected, Ordering::SeqCst);
+        self.elected_changed();
     }
 
     fn elected_changed(&self) {
@@ -528,8 +512,7 @@ impl ReplicatedStream {
             self.network.unregister(group.group());
             group.shutdown().await;
         }
-        self.raft_elected.store(false, Ordering::SeqCst);
-        self.elected_changed();
+        self.set_raft_elected(false);
         self.leadership.send_replace(None);
     }
 
@@ -708,6 +691,32 @@ fn remove_trash(root: &std::path::Path) {
             nats_store::remove_leftover(entry.path());
         }
     }
+}
+
+/// Hands each value of a group's `watch` to `apply` on the stream while the stream lives, and
+/// `closed` once the group's side of the watch is gone (its core stopped).
+fn relay<T: Clone + Send + Sync + 'static>(
+    stream: Weak<ReplicatedStream>,
+    mut watch: watch::Receiver<T>,
+    closed: T,
+    apply: impl Fn(&Arc<ReplicatedStream>, T) + Send + 'static,
+) {
+    tokio::spawn(async move {
+        loop {
+            let value = watch.borrow_and_update().clone();
+            let Some(live) = stream.upgrade() else {
+                return;
+            };
+            apply(&live, value);
+            drop(live);
+            if watch.changed().await.is_err() {
+                if let Some(live) = stream.upgrade() {
+                    apply(&live, closed);
+                }
+                return;
+            }
+        }
+    });
 }
 
 #[cfg(test)]

@@ -274,11 +274,7 @@ impl Ingest {
             let stream = self.stream.clone();
             scan_stored(&stream, seq, last_seq, |message| {
                 let mut dedupe = stream.dedupe.lock();
-                let id = if message.headers.is_empty() {
-                    None
-                } else {
-                    PublishHeaders::parse(&message.headers).msg_id
-                };
+                let id = super::dedupe::msg_id(&message.headers);
                 if let Some(id) = id {
                     dedupe.window.insert(id, message.seq, message.timestamp);
                 }
