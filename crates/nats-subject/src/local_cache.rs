@@ -15,6 +15,8 @@ pub const DEFAULT_LOCAL_CACHE_CAPACITY: usize = 256;
 
 /// See the module documentation.
 pub struct LocalMatchCache<T> {
+    /// The sublist the results are from (a connection may move to another account's).
+    sublist: u64,
     generation: u64,
     capacity: usize,
     /// Subject → position in `results`; two collections so a hit is one map lookup.
@@ -42,6 +44,7 @@ impl<T> LocalMatchCache<T> {
     /// A cache keeping at most `capacity` subjects (at least the last one asked for).
     pub fn new(capacity: usize) -> Self {
         LocalMatchCache {
+            sublist: u64::MAX,
             generation: u64::MAX,
             capacity,
             index: TokenMap::default(),
@@ -73,9 +76,10 @@ where
         // Read before asking the sublist: a result fetched now is at least as new as this
         // generation, so keeping it under this generation can never serve a stale answer.
         let generation = sublist.generation();
-        if generation != self.generation {
+        if generation != self.generation || sublist.id() != self.sublist {
             self.clear();
             self.generation = generation;
+            self.sublist = sublist.id();
         }
         if let Some(&position) = self.index.get(subject) {
             return &self.results[position];

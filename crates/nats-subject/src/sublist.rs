@@ -180,6 +180,8 @@ type Cache<T> = MatchCache<Arc<MatchResult<T>>>;
 /// A subject → subscribers index with `*`/`>` wildcards and queue groups, shared as
 /// `Arc<Sublist<T>>` by every connection task.
 pub struct Sublist<T> {
+    /// Unique in the process: a [`crate::LocalMatchCache`] knows which sublist its results are from.
+    id: u64,
     trie: RwLock<Trie<T>>,
     cache: RwLock<Cache<T>>,
     cache_capacity: usize,
@@ -225,7 +227,9 @@ where
 
     /// A sublist whose cache keeps at most `cache_capacity` subjects (0 disables the cache).
     pub fn with_cache_capacity(cache_capacity: usize) -> Self {
+        static NEXT_ID: AtomicU64 = AtomicU64::new(0);
         Sublist {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             trie: RwLock::new(Trie {
                 root: Level::default(),
             }),
@@ -364,6 +368,11 @@ where
     /// The number of stored subscriptions.
     pub fn count(&self) -> usize {
         self.count.load(Ordering::Relaxed)
+    }
+
+    /// This sublist's identity, unique in the process.
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// A counter that changes on every insert and remove.

@@ -376,6 +376,22 @@ fn local_cache_follows_the_generation() {
     assert!(disabled.len() <= 1);
 }
 
+#[test]
+fn local_cache_follows_a_move_to_another_sublist() {
+    // Two sublists at the same generation: a connection moved to another account's must not be
+    // answered from the first one's results.
+    let first: Sublist<u32> = Sublist::new();
+    let second: Sublist<u32> = Sublist::new();
+    first.insert("a", None, 1).unwrap();
+    second.insert("a", None, 2).unwrap();
+    assert_eq!(first.generation(), second.generation());
+    assert_ne!(first.id(), second.id());
+    let mut local: LocalMatchCache<u32> = LocalMatchCache::default();
+    assert_eq!(local.matches(&first, "a").plain, vec![1]);
+    assert_eq!(local.matches(&second, "a").plain, vec![2]);
+    assert_eq!(local.matches(&first, "a").plain, vec![1]);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 

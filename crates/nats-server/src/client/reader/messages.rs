@@ -77,9 +77,12 @@ impl Session {
         let delivered = if dropped {
             0
         } else {
-            self.account
-                .router
-                .route(Some(&self.shared), &delivery, &mut self.pending)
+            self.account.router.route_cached(
+                Some(&self.shared),
+                &delivery,
+                &mut self.pending,
+                &mut self.match_cache,
+            )
         };
         if subject.as_ref() == crate::security::user_info::SUBJECT {
             if let Some(reply) = &reply {

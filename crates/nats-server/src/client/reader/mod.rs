@@ -7,7 +7,7 @@
 
 use super::{ClientShared, CloseReason};
 use crate::accounts::Account;
-use crate::router::PendingFlush;
+use crate::router::{MatchCache, PendingFlush};
 use crate::security::auth::UserPermissions;
 use crate::security::jwt::user::JwtUser;
 use crate::server::Server;
@@ -51,6 +51,8 @@ struct Session {
     /// Operator mode: what the user JWT granted (account, expiry, limits).
     jwt_user: Option<Box<JwtUser>>,
     pending: PendingFlush,
+    /// The match results of the subjects this connection published (`Router::route_cached`).
+    match_cache: MatchCache,
     /// Set when our own outbound buffer got a reply in this chunk.
     own_output: bool,
     trace: bool,
@@ -93,6 +95,7 @@ pub async fn run<R: AsyncRead + Unpin>(
         publish_allowed: HashMap::new(),
         jwt_user: None,
         pending: PendingFlush::default(),
+        match_cache: MatchCache::default(),
         own_output: false,
     };
     let auth_deadline = server.authenticator_for(&shared).required().then(|| {
