@@ -18,6 +18,10 @@
 //!
 //! Answers do not change: the holder answers a creation once its assignment is applied there,
 //! and the task answers a failed proposal; a creation is never answered twice.
+//!
+//! A single server uses the same bookkeeping for the plain file stream creations it makes
+//! beside one another (`registry/beside.rs`): there the store is made off the admin thread
+//! instead of a proposal awaited.
 
 use jetstream_api::StreamConfig;
 use tokio::sync::watch;

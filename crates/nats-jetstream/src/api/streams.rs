@@ -2,6 +2,7 @@
 
 use super::Context;
 use super::Request;
+use crate::registry::beside::{Admitted, Beside};
 use crate::stream::{ConfigForm, Stream, StreamCommand};
 use jetstream_api::advisory::ActionKind;
 use jetstream_api::json::decode_request;
@@ -179,7 +180,64 @@ fn stream_info_but_config(
 }
 
 pub(crate) async fn stream_create(context: &Arc<Context>, request: &Request, name: &str) {
+    // A plain file stream is created beside the others in flight (`registry/beside.rs`);
+    // anything else, or a request these checks refuse, takes the serial path below.
+    let requested = decode_request::<StreamConfigRequest>(&request.payload)
+        .ok()
+        .filter(|requested| check_create_request(&requested.config, name).is_ok());
+    if let Some(requested) = requested {
+        loop {
+            match context
+                .registry
+                .admit_beside(&requested.config, requested.pedantic, &context.creations)
+                .await
+            {
+                Beside::Serial => break,
+                // The sender lives in the context: it cannot be dropped meanwhile.
+                Beside::Wait(mut changes) => {
+                    let _ = changes.changed().await;
+                }
+                Beside::Admitted(admitted) => {
+                    let (context, request) = (context.clone(), request.clone());
+                    tokio::spawn(async move { create_beside(&context, &request, admitted).await });
+                    return;
+                }
+            }
+        }
+    }
     let result = try_stream_create(context, request, name).await;
+    answer_created(context, request, name, result);
+}
+
+/// An admitted creation's store made on a blocking thread, the stream started and registered,
+/// then answered as the serial path answers.
+async fn create_beside(context: &Arc<Context>, request: &Request, admitted: Box<Admitted>) {
+    let registry = context.registry.clone();
+    let (config, created) = (admitted.config.clone(), admitted.created);
+    let store = tokio::task::spawn_blocking(move || registry.open_admitted(&config, created))
+        .await
+        .unwrap_or_else(|_| Err(errors::STREAM_CREATE.with_err("stream creation stopped")));
+    let name = admitted.config.name.clone();
+    let result =
+        context
+            .registry
+            .finish_admitted(admitted, store)
+            .await
+            .map(|(stream, pending)| {
+                let (info, _) =
+                    build_stream_info(context, &stream, &InfoDetail::default(), InfoView::Create);
+                (info, true, pending)
+            });
+    answer_created(context, request, &name, result);
+}
+
+/// Answer a STREAM.CREATE once what it created is durable.
+fn answer_created(
+    context: &Arc<Context>,
+    request: &Request,
+    name: &str,
+    result: Result<(StreamInfo, bool, Option<Arc<nats_store::CreationSync>>), ApiError>,
+) {
     match result {
         Ok((info, did_create, pending)) => {
             let (request, name) = (request.clone(), name.to_string());

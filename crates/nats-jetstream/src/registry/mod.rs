@@ -5,6 +5,7 @@
 //! that changes streams (a replicated assignment as well as an API request). Knows nothing of
 //! the API: its direct-get responders are handed in as a function.
 
+pub(crate) mod beside;
 mod limits;
 mod replicated;
 mod scale;

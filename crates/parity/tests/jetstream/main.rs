@@ -32,6 +32,7 @@ mod consumer_scale;
 mod consumer_state_changes;
 mod corpus;
 mod counter_sources;
+mod creations_in_flight;
 mod deletes;
 mod direct_get;
 mod fast_batch_publish;
