@@ -28,6 +28,14 @@ pub trait Transport: Send + Sync + 'static {
     /// internal subscriptions, no-responders handling does not apply).
     fn publish(&self, message: Message);
 
+    /// [`Transport::publish`] each message in order (a batch's PubAcks), letting the
+    /// implementation hand each destination the whole batch at once.
+    fn publish_all(&self, messages: &mut dyn Iterator<Item = Message>) {
+        for message in messages {
+            self.publish(message);
+        }
+    }
+
     /// Route by `route_subject` but deliver `message` with its own subject, as nats-server does
     /// for JetStream deliveries: a pull or push consumer's message reaches the request's inbox
     /// (or the deliver subject) while the client sees the subject the message was stored under.

@@ -26,6 +26,9 @@
 //! watching is for CPUs nobody else wants.
 //!
 //! `RNATS_IDLE_SPIN_US` sets the spin (default [`DEFAULT_SPIN`], off; 0 turns it off).
+//! `RNATS_IDLE_SPIN_GAP_US` sets the gap that ends a watch as contended (default
+//! [`CONTENDED_GAP`]) and `RNATS_IDLE_SPIN_BACKOFF_MS` the pause after it (default [`BACK_OFF`]):
+//! experiment knobs (bench/README.md, "Wake-ups per round trip").
 
 use std::cell::Cell;
 use std::os::fd::RawFd;
@@ -42,6 +45,37 @@ pub const DEFAULT_SPIN: Duration = Duration::ZERO;
 const CONTENDED_GAP: Duration = Duration::from_micros(20);
 /// After that, no watching on this worker for this long.
 const BACK_OFF: Duration = Duration::from_millis(50);
+static GAP: OnceLock<Duration> = OnceLock::new();
+static PAUSE: OnceLock<Duration> = OnceLock::new();
+
+/// `RNATS_IDLE_SPIN_GAP_US` in microseconds, else [`CONTENDED_GAP`].
+fn contended_gap() -> Duration {
+    *GAP.get_or_init(|| {
+        env_duration(
+            "RNATS_IDLE_SPIN_GAP_US",
+            Duration::from_micros,
+            CONTENDED_GAP,
+        )
+    })
+}
+
+/// `RNATS_IDLE_SPIN_BACKOFF_MS` in milliseconds, else [`BACK_OFF`].
+fn back_off() -> Duration {
+    *PAUSE.get_or_init(|| {
+        env_duration(
+            "RNATS_IDLE_SPIN_BACKOFF_MS",
+            Duration::from_millis,
+            BACK_OFF,
+        )
+    })
+}
+
+fn env_duration(name: &str, unit: fn(u64) -> Duration, default: Duration) -> Duration {
+    std::env::var(name)
+        .ok()
+        .and_then(|value| value.trim().parse::<u64>().ok())
+        .map_or(default, unit)
+}
 
 /// The runtime's epoll descriptor and its handle (for the global queue's depth), once known.
 static WATCHED: OnceLock<(RawFd, tokio::runtime::Handle)> = OnceLock::new();
@@ -58,12 +92,7 @@ thread_local! {
 
 /// The spin: `RNATS_IDLE_SPIN_US` in microseconds, else [`DEFAULT_SPIN`].
 pub fn spin() -> Duration {
-    *SPIN.get_or_init(|| {
-        std::env::var("RNATS_IDLE_SPIN_US")
-            .ok()
-            .and_then(|value| value.trim().parse::<u64>().ok())
-            .map_or(DEFAULT_SPIN, Duration::from_micros)
-    })
+    *SPIN.get_or_init(|| env_duration("RNATS_IDLE_SPIN_US", Duration::from_micros, DEFAULT_SPIN))
 }
 
 /// Add the park/unpark hooks to a runtime about to be built; [`watch`] then names its epoll.
@@ -143,11 +172,11 @@ fn before_park() {
         return;
     }
     let metrics = handle.metrics();
-    let end = watch_until(*fd, now + spin(), CONTENDED_GAP, || {
+    let end = watch_until(*fd, now + spin(), contended_gap(), || {
         metrics.global_queue_depth() > 0
     });
     if end == WatchEnd::Contended {
-        BACKED_OFF_UNTIL.with(|until| until.set(Some(Instant::now() + BACK_OFF)));
+        BACKED_OFF_UNTIL.with(|until| until.set(Some(Instant::now() + back_off())));
     }
 }
 

@@ -129,6 +129,11 @@ pub struct PendingFlush {
     /// reader, so a message crossing the cluster is handed from socket to socket with no
     /// wake-up of another task on the way.
     write_clients: bool,
+    /// Write to the client from this task when the batch reached only one (and its writer is
+    /// idle): a client's reader, a stream's PubAcks. A request answered to one connection
+    /// then wakes no writer task; a batch for several clients still wakes their writers, which
+    /// the runtime may spread over its workers.
+    write_single: bool,
 }
 
 const PENDING_DEDUPE_SCAN: usize = 16;
@@ -161,9 +166,19 @@ impl PendingFlush {
         }
     }
 
+    /// A client's reader's, or a stream's PubAcks': writes a batch that reached one client to
+    /// its socket itself (see [`PendingFlush::write_single`]).
+    pub fn writing_single_client() -> PendingFlush {
+        PendingFlush {
+            write_single: true,
+            ..PendingFlush::default()
+        }
+    }
+
     pub fn flush(&mut self) {
+        let direct = self.write_clients || (self.write_single && self.clients.len() == 1);
         for client in self.clients.drain(..) {
-            if self.write_clients {
+            if direct {
                 client.write_or_wake();
             } else {
                 client.wake_writer();

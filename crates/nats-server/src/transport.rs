@@ -18,22 +18,34 @@ impl ServerTransport {
     pub(crate) fn new(account: Weak<Account>) -> Self {
         Self { account }
     }
+
+    /// Route `messages` in order as published by no client, then flush `pending` once.
+    fn route_all(&self, messages: &mut dyn Iterator<Item = Message>, mut pending: PendingFlush) {
+        let Some(account) = self.account.upgrade() else {
+            return;
+        };
+        for message in messages {
+            let delivery = Delivery {
+                subject: &message.subject,
+                reply: message.reply.as_ref(),
+                headers: message.headers.as_ref(),
+                payload: &message.payload,
+            };
+            account.router.route(None, &delivery, &mut pending);
+        }
+        pending.flush();
+    }
 }
 
 impl Transport for ServerTransport {
     fn publish(&self, message: Message) {
-        let Some(account) = self.account.upgrade() else {
-            return;
-        };
-        let mut pending = PendingFlush::default();
-        let delivery = Delivery {
-            subject: &message.subject,
-            reply: message.reply.as_ref(),
-            headers: message.headers.as_ref(),
-            payload: &message.payload,
-        };
-        account.router.route(None, &delivery, &mut pending);
-        pending.flush();
+        self.route_all(&mut std::iter::once(message), PendingFlush::default());
+    }
+
+    /// A batch's PubAcks: one flush for all of them, written to the socket by this task (the
+    /// stream's) when they all go to one idle client, as a client's reader does.
+    fn publish_all(&self, messages: &mut dyn Iterator<Item = Message>) {
+        self.route_all(messages, PendingFlush::writing_single_client());
     }
 
     fn deliver(&self, route_subject: &[u8], message: Message) {

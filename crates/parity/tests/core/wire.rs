@@ -414,3 +414,23 @@ fn queue_group_members_share_the_messages() {
     assert_eq!(counts.iter().sum::<usize>(), total, "{counts:?}");
     assert!(counts.iter().all(|count| *count > 0), "{counts:?}");
 }
+
+/// Answers (PONG) and deliveries to the connection itself leave in the order they were made,
+/// whether the task that made them wrote them to the socket or the socket was full and the
+/// connection's writer took over (ours writes from the reader while its writer idles).
+#[test]
+fn answers_and_own_deliveries_keep_their_order_when_the_socket_fills() {
+    const ROUNDS: usize = 200_000;
+    let server = TestServer::core();
+    let mut client = RawClient::connect_with(&server, QUIET);
+    client.send("SUB foo 1\r\n");
+    // Sent without reading: the output (4.6 MB) outgrows the socket buffers.
+    client.send(&"PUB foo 2\r\nhi\r\nPING\r\n".repeat(ROUNDS));
+    for round in 0..ROUNDS {
+        for expected in ["MSG foo 1 2", "hi", "PONG"] {
+            let line = client.read_line();
+            assert_eq!(line.as_deref(), Some(expected), "round {round}");
+        }
+    }
+    assert_eq!(client.ping_collect(), ["PONG"]);
+}

@@ -613,12 +613,10 @@ pub(in crate::stream) fn announce(stream: &Stream, last: u64) {
 }
 
 fn send_acks(transport: &dyn Transport, acks: impl IntoIterator<Item = (Bytes, Bytes)>) {
-    for (reply, payload) in acks {
-        transport.publish(Message {
-            subject: reply,
-            reply: None,
-            headers: None,
-            payload,
-        });
-    }
+    transport.publish_all(&mut acks.into_iter().map(|(reply, payload)| Message {
+        subject: reply,
+        reply: None,
+        headers: None,
+        payload,
+    }));
 }

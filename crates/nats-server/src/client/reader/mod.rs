@@ -94,7 +94,7 @@ pub async fn run<R: AsyncRead + Unpin>(
         authenticated: None,
         publish_allowed: HashMap::new(),
         jwt_user: None,
-        pending: PendingFlush::default(),
+        pending: PendingFlush::writing_single_client(),
         match_cache: MatchCache::default(),
         own_output: false,
     };
@@ -251,8 +251,9 @@ impl Session {
     fn finish_chunk(&mut self) {
         self.pending.flush();
         if self.own_output {
+            // Our own answers (PONG, +OK, -ERR) go out from this task while the writer idles.
             self.own_output = false;
-            self.shared.wake_writer();
+            self.shared.write_or_wake();
         }
     }
 
