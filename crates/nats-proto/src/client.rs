@@ -429,25 +429,35 @@ impl ClientParser {
         if !pending.check_end(buf)? {
             return Ok(None);
         }
-        let frame = buf.split_to(pending.frame_len()).freeze();
+        // The frame itself becomes the payload (cut to it in place): one reference count
+        // taken and dropped fewer per message than slicing the payload out of it.
+        let mut frame = buf.split_to(pending.frame_len()).freeze();
         let body_start = pending.line_len;
         let body_end = body_start + pending.total_len;
         let subject = frame.slice(pending.subject.clone());
         let reply = pending.reply.clone().map(|reply| frame.slice(reply));
+        frame.truncate(body_end);
         let op = match pending.headers_len {
             // nats-server delivers `HPUB subject 0 n` as a plain MSG: an empty header block is no
             // header block.
-            None | Some(0) => ClientOp::Pub {
-                subject,
-                reply,
-                payload: frame.slice(body_start..body_end),
-            },
-            Some(headers_len) => ClientOp::HPub {
-                subject,
-                reply,
-                headers: frame.slice(body_start..body_start + headers_len),
-                payload: frame.slice(body_start + headers_len..body_end),
-            },
+            None | Some(0) => {
+                frame.advance(body_start);
+                ClientOp::Pub {
+                    subject,
+                    reply,
+                    payload: frame,
+                }
+            }
+            Some(headers_len) => {
+                let headers = frame.slice(body_start..body_start + headers_len);
+                frame.advance(body_start + headers_len);
+                ClientOp::HPub {
+                    subject,
+                    reply,
+                    headers,
+                    payload: frame,
+                }
+            }
         };
         self.pending = None;
         Ok(Some(op))
