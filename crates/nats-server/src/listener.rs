@@ -10,11 +10,19 @@
 //! client after a server restart) overflow it, and each dropped SYN cost its client a one-second
 //! retransmit.
 //!
+//! The client listener is accepted on a thread of its own ([`accept_on_thread`]): a storm of
+//! clients connecting at once keeps the runtime's workers busy with the connections already
+//! accepted, and an accept task queued behind them let the accept queue overflow (each
+//! overflowed handshake costs its client a one-second retransmit).
+//!
 //! Called by `server::run`; knows nothing about connections.
 
 use crate::ServerError;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use tokio::net::{TcpListener, TcpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 
 /// A peer as Go's `net` shows it: an IPv4 client of the dual-stack wildcard listener arrives
 /// as `::ffff:a.b.c.d`, which Go prints (and nats-server reports in `/connz` and its log lines)
@@ -109,4 +117,89 @@ pub(crate) async fn bind(
         None => bound,
     };
     Ok((listener, reported))
+}
+
+/// A listener accepted on its own thread ([`accept_on_thread`]); [`AcceptThread::stop`] closes
+/// it for new connections and ends the thread.
+pub(crate) struct AcceptThread {
+    listener: Arc<std::net::TcpListener>,
+    stopped: Arc<AtomicBool>,
+}
+
+impl AcceptThread {
+    /// Stop accepting: the listener stops listening at once (a connect is refused as by a
+    /// closed port) and the thread's blocked `accept` returns, after which the thread ends.
+    pub(crate) fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        // SAFETY: shutdown(2) on the listener's descriptor, which `self.listener` keeps open.
+        // On a listening socket Linux stops listening and wakes a blocked accept(2).
+        unsafe {
+            libc::shutdown(self.listener.as_raw_fd(), libc::SHUT_RDWR);
+        }
+    }
+}
+
+impl Drop for AcceptThread {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Accept `listener`'s connections on a thread of its own, blocked in `accept(2)`, and hand
+/// them to a task on the current runtime, which registers each stream and calls `on_accept`.
+/// Unlike an accept task, the thread never waits behind the connections it started: the
+/// kernel's accept queue (where an overflow costs its client a one-second retransmit) is
+/// drained as fast as clients arrive, whatever the workers are doing, and a burst waits in the
+/// channel instead. The thread does nothing but accept: a connection's allocations are made on
+/// the workers (made on the thread, they grew a glibc arena of its own page by page, `mprotect`
+/// under the address space's lock, against the workers' page faults). Must be called within
+/// the runtime.
+pub(crate) fn accept_on_thread<F>(
+    listener: TcpListener,
+    mut on_accept: F,
+) -> std::io::Result<AcceptThread>
+where
+    F: FnMut(TcpStream, SocketAddr) + Send + 'static,
+{
+    let listener = listener.into_std()?;
+    listener.set_nonblocking(false)?;
+    let listener = Arc::new(listener);
+    let stopped = Arc::new(AtomicBool::new(false));
+    let (accepted_tx, mut accepted_rx) =
+        tokio::sync::mpsc::unbounded_channel::<(std::net::TcpStream, SocketAddr)>();
+    tokio::spawn(async move {
+        while let Some((stream, peer)) = accepted_rx.recv().await {
+            match TcpStream::from_std(stream) {
+                Ok(stream) => on_accept(stream, peer),
+                Err(error) => tracing::error!("Error accepting client connection: {error}"),
+            }
+        }
+    });
+    let thread_listener = listener.clone();
+    let thread_stopped = stopped.clone();
+    std::thread::Builder::new()
+        .name("accept".into())
+        .spawn(move || loop {
+            let accepted = thread_listener.accept();
+            if thread_stopped.load(Ordering::SeqCst) {
+                return;
+            }
+            let ready = accepted.and_then(|(stream, peer)| {
+                stream.set_nonblocking(true)?;
+                Ok((stream, peer))
+            });
+            match ready {
+                Ok(connection) => {
+                    if accepted_tx.send(connection).is_err() {
+                        // The runtime is gone.
+                        return;
+                    }
+                }
+                Err(error) => {
+                    tracing::error!("Error accepting client connection: {error}");
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+            }
+        })?;
+    Ok(AcceptThread { listener, stopped })
 }

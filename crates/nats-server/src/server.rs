@@ -597,29 +597,22 @@ pub async fn run(options: Options) -> Result<(), ServerError> {
     tracing::info!("Server is ready");
 
     let accept_server = server.clone();
-    let accept = tokio::spawn(async move {
-        loop {
-            let accepted = tokio::select! {
-                accepted = listener.accept() => accepted,
-                // Lame duck mode: the listener is dropped (closed) here.
-                _ = accept_server.lame_duck_entered() => return,
-            };
-            match accepted {
-                Ok((stream, peer)) => client::spawn_connection(
-                    &accept_server,
-                    stream,
-                    crate::listener::peer_as_go(peer),
-                ),
-                Err(error) => {
-                    tracing::error!("Error accepting client connection: {error}");
-                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                }
-            }
-        }
+    let accept = Arc::new(
+        crate::listener::accept_on_thread(listener, move |stream, peer| {
+            client::spawn_connection(&accept_server, stream, crate::listener::peer_as_go(peer))
+        })
+        .map_err(ServerError::Io)?,
+    );
+    // Lame duck mode: the listener stops listening here.
+    let lame_duck_server = server.clone();
+    let lame_duck_accept = accept.clone();
+    tokio::spawn(async move {
+        lame_duck_server.lame_duck_entered().await;
+        lame_duck_accept.stop();
     });
 
     crate::shutdown::wait_for_signal(&server).await;
-    accept.abort();
+    accept.stop();
     crate::shutdown::shut_down(&server, ports_file).await;
     Ok(())
 }
