@@ -693,14 +693,13 @@ pub(crate) async fn stop_all(stream: &Stream, consumers: &Consumers, delete: boo
 /// Answers acks with a reply (AckSync, double ack) once what they changed is durable: an
 /// empty message to each reply subject.
 pub(crate) fn confirm(transport: &dyn Transport, replies: Vec<bytes::Bytes>) {
-    for reply in replies {
-        transport.publish(Message {
-            subject: reply,
-            reply: None,
-            headers: None,
-            payload: bytes::Bytes::new(),
-        });
-    }
+    // One flush for the run (a client's replies written by this task, see publish_all).
+    transport.publish_all(&mut replies.into_iter().map(|reply| Message {
+        subject: reply,
+        reply: None,
+        headers: None,
+        payload: bytes::Bytes::new(),
+    }));
 }
 
 /// Whether ack bookkeeping applies (ack none consumers count a message acked when delivered).
