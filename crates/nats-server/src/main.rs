@@ -46,6 +46,47 @@ fn raise_open_file_limit() {
     }
 }
 
+/// The descriptor table is grown at start to this many slots at most (nats-server's default
+/// `max_connections` is 65,536); 512 KiB of kernel memory at this size.
+const PRESIZED_DESCRIPTORS: libc::rlim_t = 65_536;
+
+/// Grow the kernel's descriptor table now, while the process has one thread, to the open-file
+/// limit (at most [`PRESIZED_DESCRIPTORS`]). The kernel doubles the table as descriptors are
+/// taken, and in a process with several threads each doubling waits for an RCU grace period
+/// (`expand_files` -> `synchronize_rcu`): during a connection storm the accept thread sat in it
+/// for milliseconds at each of the doublings from 64 to 16,384, the accept queue overflowed
+/// and each dropped handshake cost its client a one-second retransmit (bench/README.md,
+/// connection storms). A table grown once stays grown. Nothing allowed: it grows as before.
+fn presize_descriptor_table() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit on a struct we own; open/fcntl/close on descriptors this function
+    // opens and closes itself.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return;
+        }
+        let slots = limit.rlim_cur.min(PRESIZED_DESCRIPTORS);
+        let Ok(highest) = libc::c_int::try_from(slots.saturating_sub(1)) else {
+            return;
+        };
+        if highest < 64 {
+            return;
+        }
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if null < 0 {
+            return;
+        }
+        let high = libc::fcntl(null, libc::F_DUPFD_CLOEXEC, highest);
+        if high >= 0 {
+            libc::close(high);
+        }
+        libc::close(null);
+    }
+}
+
 fn main() -> ExitCode {
     // Must happen before any thread exists (see logging::local_offset).
     let offset = nats_server::logging::local_offset();
@@ -56,6 +97,7 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
     raise_open_file_limit();
+    presize_descriptor_table();
     let flags = match Flags::parse(std::env::args().skip(1)) {
         Ok(flags) => flags,
         Err(error) => {

@@ -261,3 +261,36 @@ fn the_open_file_soft_limit_is_raised_to_the_hard_limit() {
         );
     }
 }
+
+/// Ours grows its descriptor table once at start, to the open-file limit (at most 65,536
+/// slots), while it has one thread: a storm of connections then never waits in the kernel's
+/// table doublings (in a threaded process each waits for an RCU grace period, and the accept
+/// queue overflowed meanwhile). Read as `FDSize` in /proc/PID/status, against the server's own
+/// soft limit. Ours only: nats-server grows its table as descriptors are taken.
+#[test]
+fn the_descriptor_table_is_grown_at_start() {
+    if test_harness::is_reference() {
+        println!("skipped: ours only (nats-server grows its table as descriptors are taken)");
+        return;
+    }
+    let server = TestServer::start(ServerOptions::default());
+    let pid = server.pid().expect("the server's pid");
+    let field = |file: &str, prefix: &str, index: usize| -> u64 {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/{file}")).expect(file);
+        let line = text
+            .lines()
+            .find(|line| line.starts_with(prefix))
+            .unwrap_or_else(|| panic!("{prefix} in /proc/{pid}/{file}: {text}"));
+        line.split_whitespace()
+            .nth(index)
+            .and_then(|value| value.parse().ok())
+            .unwrap_or_else(|| panic!("a number in {line:?}"))
+    };
+    let soft = field("limits", "Max open files", 3);
+    let table = field("status", "FDSize:", 1);
+    let wanted = soft.min(65_536);
+    assert!(
+        table >= wanted,
+        "descriptor table {table} slots, open-file limit {soft}: expected at least {wanted}"
+    );
+}
