@@ -181,8 +181,11 @@ fn stream_info_but_config(
 
 pub(crate) async fn stream_create(context: &Arc<Context>, request: &Request, name: &str) {
     // A plain file stream is created beside the others in flight (`registry/beside.rs`);
-    // anything else, or a request these checks refuse, takes the serial path below.
-    let requested = decode_request::<StreamConfigRequest>(&request.payload)
+    // anything else, or a request these checks refuse, takes the serial path below (with the
+    // request decoded once for both).
+    let decoded = decode_request::<StreamConfigRequest>(&request.payload);
+    let requested = decoded
+        .as_ref()
         .ok()
         .filter(|requested| check_create_request(&requested.config, name).is_ok());
     if let Some(requested) = requested {
@@ -205,7 +208,7 @@ pub(crate) async fn stream_create(context: &Arc<Context>, request: &Request, nam
             }
         }
     }
-    let result = try_stream_create(context, request, name).await;
+    let result = try_stream_create(context, decoded, name).await;
     answer_created(context, request, name, result);
 }
 
@@ -282,10 +285,10 @@ pub(crate) fn check_create_request(config: &StreamConfig, name: &str) -> Result<
 
 async fn try_stream_create(
     context: &Context,
-    request: &Request,
+    decoded: Result<StreamConfigRequest, ApiError>,
     name: &str,
 ) -> Result<(StreamInfo, bool, Option<Arc<nats_store::CreationSync>>), ApiError> {
-    let config_request: StreamConfigRequest = decode_request(&request.payload)?;
+    let config_request = decoded?;
     let config = config_request.config;
     check_create_request(&config, name)?;
     let (stream, did_create, pending) = context

@@ -353,7 +353,7 @@ impl JetStream {
                     tracing::error!("JetStream refusing account {name}: {error}");
                 }
                 Ok(Some(Box::pin(async move {
-                    context.registry.stop_all_streams().await;
+                    stop_account_streams(&context).await;
                     if let Some(cluster) = context.cluster.get() {
                         cluster.account_stopped().await;
                     }
@@ -657,9 +657,33 @@ impl JetStream {
         }
         let accounts = self.engine.accounts.load_full();
         for account in accounts.iter() {
-            account.registry.stop_all_streams().await;
+            stop_account_streams(account).await;
         }
     }
+}
+
+/// How long a stop waits for the account's creations in flight (`api/creations.rs`) to finish.
+/// A file stream's creation beside others is done in milliseconds (its files made and its
+/// metadata written); a proposal on the meta leader ends when the meta group stops, which the
+/// server does first.
+const CREATIONS_DRAIN: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Stops an account's streams: no creation is made from now on, those in flight (admitted
+/// beside one another or proposed) finish and join the registry, bounded by
+/// [`CREATIONS_DRAIN`], then every stream stops (`registry::Closing`). A creation that finishes
+/// later still is refused (`Registry::finish_admitted`), never started after the stop.
+async fn stop_account_streams(context: &Context) {
+    context.registry.close_to_creations().await;
+    if tokio::time::timeout(CREATIONS_DRAIN, context.creations.idle())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            account = %context.registry.account_name,
+            "stream creations still in flight after {CREATIONS_DRAIN:?}: stopping without them"
+        );
+    }
+    context.registry.stop_all_streams().await;
 }
 
 impl Engine {

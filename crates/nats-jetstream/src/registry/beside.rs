@@ -13,7 +13,7 @@
 //! requests wait until none is in flight (`api/queue.rs`), as for the meta leader's proposals
 //! in flight (`api/creations.rs`, the same bookkeeping), so what they see does not change.
 
-use super::{overlaps_other_stream, Registry};
+use super::{overlaps_other_stream, Closing, Registry};
 use crate::api::creations::{Admission, Creations, Plainness, Ticket};
 use crate::stream::{self, storage, Stream};
 use jetstream_api::{errors, ApiError, StorageType, StreamConfig};
@@ -78,7 +78,9 @@ impl Registry {
     /// makes passes now, and none depends on a stream in flight (their names and subjects are
     /// `Creations::admit`'s to compare, their reservations are counted).
     fn plain(&self, config: &StreamConfig) -> bool {
-        config.storage == StorageType::File
+        // Closed to creations (a stop began): the serial path answers the refusal.
+        self.closing() == Closing::Open
+            && config.storage == StorageType::File
             && config.replicas <= 1
             && config.mirror.is_none()
             && config.sources.is_empty()
@@ -110,7 +112,10 @@ impl Registry {
     }
 
     /// Start the admitted stream on its store and register it (its reservation released when
-    /// it failed), then release its ticket.
+    /// it failed), then release its ticket. Once the registry's streams are stopped (a stop
+    /// that did not wait for this creation, see [`Closing`]) the stream is not started: its
+    /// store is closed and the creation refused (its directory stays, a stream the next start
+    /// loads).
     pub(crate) async fn finish_admitted(
         self: &Arc<Self>,
         admitted: Box<Admitted>,
@@ -122,6 +127,15 @@ impl Registry {
             ticket,
         } = *admitted;
         let guard = self.admin_lock.lock().await;
+        let store = match store {
+            Ok(mut store) if self.closing() == Closing::Stopped => {
+                if let Err(error) = store.close() {
+                    tracing::warn!(stream = %config.name, %error, "closing a store made during a stop");
+                }
+                Err(Self::refused_by_stop())
+            }
+            store => store,
+        };
         let started = store.and_then(|store| {
             let pending = store.pending_creation();
             Stream::start(config.clone(), created, store, self.ingest_context())

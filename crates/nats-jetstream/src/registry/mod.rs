@@ -64,6 +64,22 @@ pub(crate) struct Registry {
     /// Subscribes a stream's `DIRECT.GET` responders (the API layer's, handed down at start
     /// so the registry does not import the API).
     subscribe_direct_get: DirectGetSubscriber,
+    /// Where the registry is in its stop (written under `admin_lock`): see [`Closing`].
+    closing: std::sync::atomic::AtomicU8,
+}
+
+/// A registry's stop, in steps (`Registry::closing`): open, then closed to new creations
+/// ([`Registry::close_to_creations`]: the creations in flight beside one another still join
+/// it), then stopped ([`Registry::stop_all_streams`]: a creation finishing now is refused).
+/// Without it a creation the admin thread was serving at a shutdown, or one in flight beside
+/// others, could start its stream after every stream was stopped: a stream of a stopped
+/// JetStream taking publishes, its store never closed (issue 21, session 32).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+#[repr(u8)]
+pub(crate) enum Closing {
+    Open = 0,
+    ToCreations = 1,
+    Stopped = 2,
 }
 
 /// Subscribes one stream's direct-get responders; returns the subscription ids.
@@ -143,7 +159,36 @@ impl Registry {
             admin_lock: tokio::sync::Mutex::new(()),
             direct_subscriptions: Mutex::new(HashMap::new()),
             subscribe_direct_get,
+            closing: std::sync::atomic::AtomicU8::new(Closing::Open as u8),
         }
+    }
+
+    /// How far the registry is in its stop (read under `admin_lock` where it decides).
+    pub(crate) fn closing(&self) -> Closing {
+        match self.closing.load(std::sync::atomic::Ordering::Acquire) {
+            0 => Closing::Open,
+            1 => Closing::ToCreations,
+            _ => Closing::Stopped,
+        }
+    }
+
+    /// Moves the stop forward to `step` (never back), under the admin lock the caller holds.
+    fn close_to(&self, step: Closing) {
+        self.closing
+            .fetch_max(step as u8, std::sync::atomic::Ordering::AcqRel);
+    }
+
+    /// The answer to a creation the stop refuses.
+    fn refused_by_stop() -> ApiError {
+        errors::STREAM_CREATE.with_err("JetStream is shutting down")
+    }
+
+    /// No stream is created from now on (the creations already admitted beside one another
+    /// still finish and join): the first step of a stop, before the caller waits for the
+    /// creations in flight and then calls [`Registry::stop_all_streams`].
+    pub(crate) async fn close_to_creations(&self) {
+        let _guard = self.admin_lock.lock().await;
+        self.close_to(Closing::ToCreations);
     }
 
     /// The account's JetStream limits now in force.
@@ -534,6 +579,9 @@ impl Registry {
             config.mirror_direct = origin.config.read().allow_direct;
         }
         let _guard = self.admin_lock.lock().await;
+        if self.closing() != Closing::Open {
+            return Err(Self::refused_by_stop());
+        }
         if let Some(existing) = self.get(&config.name) {
             let current = existing.config();
             if current == config {
@@ -663,7 +711,6 @@ impl Registry {
         Ok(())
     }
 
-    /// Stop every stream (graceful shutdown): queues drained, stores flushed and closed.
     /// Stop taking publishes and direct gets at once (an account losing JetStream by a JWT
     /// update): every stream's subscriptions go; [`Registry::stop_all_streams`] stops them.
     pub(crate) fn withdraw_streams(&self) {
@@ -673,8 +720,11 @@ impl Registry {
         }
     }
 
+    /// Stop every stream (graceful shutdown): queues drained, stores flushed and closed. A
+    /// creation finishing after this is refused (see [`Closing`]).
     pub(crate) async fn stop_all_streams(&self) {
         let _guard = self.admin_lock.lock().await;
+        self.close_to(Closing::Stopped);
         for (stream, consumers) in self.entries() {
             self.on_stream_stopping(&stream);
             crate::consumer::stop_all(&stream, &consumers, false).await;

@@ -30,6 +30,9 @@ impl Registry {
         group: &Arc<dyn StreamGroup>,
     ) -> Result<(Arc<Stream>, bool), ApiError> {
         let _guard = self.admin_lock.lock().await;
+        if self.closing() != super::Closing::Open {
+            return Err(Self::refused_by_stop());
+        }
         if let Some(existing) = self.get(&config.name) {
             if existing.created == created {
                 return Ok((existing, false));

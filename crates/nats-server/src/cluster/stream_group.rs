@@ -95,6 +95,10 @@ pub struct StreamGroups {
     /// The ticks and heartbeats of every stream group of this server (nats-raft's
     /// `tick_driver.rs`), made with the first group.
     ticks: OnceLock<Arc<TickDriver>>,
+    /// Set by [`StreamGroups::shutdown`] under `groups`' lock: a group opened after it (an
+    /// assignment applied while the server stops) is closed from the start, so it never
+    /// starts after the others were stopped.
+    shut: AtomicBool,
 }
 
 impl StreamGroups {
@@ -107,6 +111,7 @@ impl StreamGroups {
             meta: OnceLock::new(),
             groups: Mutex::new(HashMap::new()),
             ticks: OnceLock::new(),
+            shut: AtomicBool::new(false),
         })
     }
 
@@ -195,7 +200,13 @@ impl StreamGroups {
             leadership,
             leader_since: Mutex::new(None),
         });
-        self.groups.lock().insert(stream.clone(), opened.clone());
+        {
+            let mut groups = self.groups.lock();
+            if self.shut.load(Ordering::SeqCst) {
+                opened.closed.store(true, Ordering::SeqCst);
+            }
+            groups.insert(stream.clone(), opened.clone());
+        }
         opened
     }
 
@@ -278,10 +289,17 @@ impl StreamGroups {
         moved
     }
 
-    /// Stops every group (server shutdown); their files stay.
+    /// Stops every group (server shutdown); their files stay. Each is closed for good first,
+    /// so neither a rebuild in flight nor a stream starting its group opened just before
+    /// starts it again; a group opened after this is closed from the start.
     pub async fn shutdown(&self) {
-        let groups: Vec<Arc<ReplicatedStream>> = self.groups.lock().values().cloned().collect();
+        let groups: Vec<Arc<ReplicatedStream>> = {
+            let groups = self.groups.lock();
+            self.shut.store(true, Ordering::SeqCst);
+            groups.values().cloned().collect()
+        };
         for group in groups {
+            group.closed.store(true, Ordering::SeqCst);
             group.stop().await;
         }
     }

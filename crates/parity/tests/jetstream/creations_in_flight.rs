@@ -3,14 +3,17 @@
 //! request-at-a-time server gives in some order (a name asked twice with two configs: one
 //! created, the other 10058; overlapping subjects: one created, the other 10065; an
 //! identical repeat: success), requests about a stream of the burst see it, every stream
-//! answered as created takes messages, and all of them are there after a kill -9. Runs
-//! against ours or the real nats-server (`NATS_SERVER_BIN`).
+//! answered as created takes messages, and all of them are there after a kill -9. A clean
+//! stop (SIGTERM, lame duck mode) with creations in flight: no stream is started after
+//! JetStream stopped, every creation answered is there after a restart and every directory
+//! left is a stream that loads. Runs against ours or the real nats-server (`NATS_SERVER_BIN`).
 
 use futures::future::join_all;
 use serde_json::{json, Value};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
 use test_harness::client::{api, connect};
-use test_harness::TestServer;
+use test_harness::{RawClient, ServerOptions, TestServer};
 
 const STREAMS: usize = 40;
 
@@ -174,4 +177,284 @@ async fn a_burst_of_creations_is_answered_as_one_at_a_time() {
     let client = connect(&server).await;
     expected.remove("M");
     assert_eq!(names(&client).await, expected);
+}
+
+/// Creations sent in one burst before the stop, and how many are answered before it.
+const BURST: usize = 300;
+const ANSWERED_BEFORE_STOP: usize = 10;
+
+/// Lame duck mode's settings: the clients are closed 4 s after the signal (one client: at the
+/// grace period's end), time to publish to every stream of the burst once JetStream stopped.
+const LAME_DUCK: &str = "lame_duck_duration: \"30s\"\nlame_duck_grace_period: \"4s\"\n";
+
+/// The burst's `index`th stream: every other one a Key-Value bucket's stream (as the clients
+/// create it), the others plain file streams; its name and a subject it takes.
+fn burst_stream(index: usize) -> (String, String, String) {
+    if index.is_multiple_of(2) {
+        let bucket = format!("B{index}");
+        let config = json!({"name": format!("KV_{bucket}"), "subjects": [format!("$KV.{bucket}.>")],
+            "storage": "file", "retention": "limits", "max_msgs_per_subject": 1,
+            "discard": "new", "max_msgs": -1, "max_bytes": -1, "max_age": 0, "max_msg_size": -1,
+            "num_replicas": 1, "duplicate_window": 120_000_000_000u64, "allow_rollup_hdrs": true,
+            "deny_delete": true, "allow_direct": true, "mirror_direct": false});
+        (
+            format!("KV_{bucket}"),
+            format!("$KV.{bucket}.key"),
+            config.to_string(),
+        )
+    } else {
+        let name = format!("F{index}");
+        let subject = format!("f{index}.>");
+        (
+            name.clone(),
+            format!("f{index}.x"),
+            file_stream(&name, &[&subject]),
+        )
+    }
+}
+
+/// One message of the raw connection: its reply-subject token and JSON body, or `None` for a
+/// status-only answer (no responders).
+enum Delivery {
+    Json(String, Value),
+    Status,
+}
+
+/// The next answer on `_INBOX.c.*` (answering PINGs, skipping other lines); `None` once the
+/// server closed the connection (or stayed silent for the client's timeout).
+fn next_delivery(client: &mut RawClient) -> Option<Delivery> {
+    loop {
+        let line = client.read_line()?;
+        if line == "PING" {
+            client.send("PONG\r\n");
+            continue;
+        }
+        let parts: Vec<&str> = line.split(' ').collect();
+        let headers = match parts.first() {
+            Some(&"MSG") => false,
+            Some(&"HMSG") => true,
+            _ => continue,
+        };
+        let token = parts[1].rsplit('.').next().unwrap_or_default().to_string();
+        let size: usize = parts.last()?.parse().ok()?;
+        let body = client.read_payload(size)?;
+        if headers {
+            let header_size: usize = parts[parts.len() - 2].parse().ok()?;
+            if header_size == size {
+                return Some(Delivery::Status);
+            }
+            let json = serde_json::from_slice(&body[header_size..]).unwrap_or(Value::Null);
+            return Some(Delivery::Json(token, json));
+        }
+        return Some(Delivery::Json(
+            token,
+            serde_json::from_slice(&body).unwrap_or(Value::Null),
+        ));
+    }
+}
+
+/// Waits (bounded) for a log line that is exactly `line` once trimmed of the log's prefix.
+fn await_log_line(server: &TestServer, line: &str, within: Duration) {
+    let deadline = Instant::now() + within;
+    while !server
+        .log()
+        .lines()
+        .any(|logged| logged.trim_end().ends_with(line))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no {line:?} in the log:\n{}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// What a stop signal leaves of a burst of creations in flight.
+fn stop_with_creations_in_flight(signal: libc::c_int) {
+    let lame_duck = signal == libc::SIGUSR2;
+    let mut server = TestServer::start(ServerOptions {
+        jetstream: true,
+        config: Some(LAME_DUCK.to_string()),
+        ..Default::default()
+    });
+    let mut raw = RawClient::connect_with(
+        &server,
+        r#"{"verbose":false,"pedantic":false,"protocol":1,"headers":true,"no_responders":true}"#,
+    );
+    raw.timeout = Duration::from_secs(30);
+    raw.send("SUB _INBOX.c.* 1\r\n");
+    let streams: Vec<(String, String, String)> = (0..BURST).map(burst_stream).collect();
+    let burst: String = streams
+        .iter()
+        .enumerate()
+        .map(|(index, (name, _, body))| {
+            format!(
+                "PUB $JS.API.STREAM.CREATE.{name} _INBOX.c.{index} {}\r\n{body}\r\n",
+                body.len()
+            )
+        })
+        .collect();
+    raw.send(&burst);
+
+    let mut answers: BTreeMap<usize, Value> = BTreeMap::new();
+    let mut acks_after_stop: Vec<(String, Value)> = Vec::new();
+    let mut record = |delivery: Delivery, answers: &mut BTreeMap<usize, Value>| match delivery {
+        Delivery::Json(token, body) => {
+            if let Some(index) = token.strip_prefix('p') {
+                acks_after_stop.push((index.to_string(), body));
+            } else if let Ok(index) = token.parse() {
+                answers.insert(index, body);
+            }
+        }
+        Delivery::Status => {}
+    };
+    while answers.len() < ANSWERED_BEFORE_STOP {
+        let delivery = next_delivery(&mut raw)
+            .unwrap_or_else(|| panic!("the burst is not answered; log:\n{}", server.log()));
+        record(delivery, &mut answers);
+    }
+    let pid = server.pid().expect("running") as libc::pid_t;
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe {
+        libc::kill(pid, signal);
+    }
+    if lame_duck {
+        // The clients stay connected for the grace period: once JetStream stopped, no stream
+        // of the burst takes a message any more (one started after the stop would ack it).
+        await_log_line(&server, "JetStream Shutdown", Duration::from_secs(20));
+        let publishes: String = streams
+            .iter()
+            .enumerate()
+            .map(|(index, (_, subject, _))| format!("PUB {subject} _INBOX.c.p{index} 1\r\nx\r\n"))
+            .collect();
+        raw.send(&publishes);
+    }
+    while let Some(delivery) = next_delivery(&mut raw) {
+        record(delivery, &mut answers);
+    }
+    assert_eq!(
+        server.wait_exit(Duration::from_secs(30)),
+        Some(0),
+        "a clean stop exits 0; log:\n{}",
+        server.log()
+    );
+    // nats-server 2.15.1 has this gap: a creation its API goroutines were serving when lame
+    // duck mode stopped JetStream starts its stream afterwards, which then acks publishes
+    // (2 of 300 in one run; docs/parity.md). Ours waits for its creations in flight first.
+    if test_harness::is_reference() {
+        eprintln!("acks after JetStream stopped: {acks_after_stop:?}");
+    } else {
+        assert!(
+            acks_after_stop.is_empty(),
+            "streams took messages after JetStream stopped: {acks_after_stop:?}; log:\n{}",
+            server.log()
+        );
+    }
+    let created: BTreeSet<String> = answers
+        .iter()
+        .filter(|(_, answer)| answer.get("error").is_none())
+        .map(|(index, answer)| {
+            assert_eq!(
+                answer["config"]["name"],
+                streams[*index].0.as_str(),
+                "{answer}"
+            );
+            streams[*index].0.clone()
+        })
+        .collect();
+    for answer in answers
+        .values()
+        .filter(|answer| answer.get("error").is_some())
+    {
+        // A refusal says why (the stop); never a malformed answer.
+        assert!(answer["error"]["code"].as_u64().is_some(), "{answer}");
+    }
+    let streams_directory = server
+        .store_dir
+        .clone()
+        .expect("a store")
+        .join("jetstream/$G/streams");
+    // Trash and spare directories (ours) hold a '.', which no stream name of the burst does.
+    let directories: BTreeSet<String> = std::fs::read_dir(&streams_directory)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter_map(|entry| entry.file_name().to_str().map(str::to_string))
+                .filter(|name| !name.contains('.'))
+                .collect()
+        })
+        .unwrap_or_default();
+
+    server.restart();
+    let listed = tokio::runtime::Runtime::new()
+        .expect("runtime")
+        .block_on(async {
+            let client = connect(&server).await;
+            let listed = names(&client).await;
+            // Every stream there takes a message as its first.
+            let by_name: BTreeMap<&str, &str> = streams
+                .iter()
+                .map(|(name, subject, _)| (name.as_str(), subject.as_str()))
+                .collect();
+            let acks = join_all(listed.iter().map(|name| {
+                let subject = by_name
+                    .get(name.as_str())
+                    .copied()
+                    .unwrap_or("unknown")
+                    .to_string();
+                let client = client.clone();
+                async move {
+                    let answer = client.request(subject, "m".into()).await;
+                    (
+                        name.clone(),
+                        answer.map(|message| {
+                            serde_json::from_slice::<Value>(&message.payload).unwrap_or(Value::Null)
+                        }),
+                    )
+                }
+            }))
+            .await;
+            for (name, ack) in acks {
+                let ack = ack.unwrap_or_else(|error| panic!("{name} takes no message: {error}"));
+                assert_eq!(ack["stream"], name.as_str(), "{ack}");
+                assert_eq!(ack["seq"], 1, "{name}: {ack}");
+            }
+            listed
+        });
+    let missing: Vec<&String> = created.difference(&listed).collect();
+    assert!(
+        missing.is_empty(),
+        "answered as created, gone after the restart: {missing:?}; log:\n{}",
+        server.log()
+    );
+    let unloaded: Vec<&String> = directories.difference(&listed).collect();
+    assert!(
+        unloaded.is_empty(),
+        "directories that are no stream after the restart: {unloaded:?}; log:\n{}",
+        server.log()
+    );
+    if !test_harness::is_reference() {
+        let log = server.log();
+        assert!(
+            !log.contains("could not be recovered") && !log.contains("repaired on open"),
+            "{log}"
+        );
+    }
+    eprintln!(
+        "{} of {BURST} answered before the stop's end, {} created, {} streams after the restart",
+        answers.len(),
+        created.len(),
+        listed.len()
+    );
+}
+
+#[test]
+fn creations_in_flight_at_sigterm_are_kept_whole_or_not_made() {
+    stop_with_creations_in_flight(libc::SIGTERM);
+}
+
+#[test]
+fn creations_in_flight_in_lame_duck_mode_never_start_a_stream_after_jetstream_stopped() {
+    stop_with_creations_in_flight(libc::SIGUSR2);
 }
