@@ -7,14 +7,25 @@ with the same flags (`-a 127.0.0.1 -p PORT -js -sd STORE`) and driven over raw s
 window of requests in flight (nats-server serves them on GOMAXPROCS goroutines, ours admin
 requests one at a time on its admin thread). Every answer is decoded; an API error fails the run.
 Rates are requests/s (pages/s for the paging rows); ratio = ours / nats-server (> 1: ours better);
-peak RSS is VmHWM after the whole sequence.
+CPU is the server process's user + system time per request (page) of the row, from /proc/PID/stat
+(10 ms ticks; load moves it less than the rates); peak RSS is VmHWM after the whole sequence.
+--groups runs part of the sequence: `memory` (the memory stream rows, INFO and the paging rows),
+`file` (file stream create and delete), `kv` (KV bucket create), `consumers`; the KV row follows
+the file rows' deletions (their spares, their trash) only when `file` runs too.
 Usage: api_rates.py OURS_BINARY REF_BINARY [--streams N] [--file-streams N] [--buckets N] [--consumers N]
-                    [--infos N] [--window W] [--rounds R]"""
+                    [--infos N] [--window W] [--rounds R] [--groups memory,file,kv,consumers]"""
 import argparse, json, os, random, shutil, socket, subprocess, sys, tempfile, time
 
 
 def free_port():
     s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
+
+
+def cpu_seconds(pid):
+    """User + system CPU of process `pid` so far (its exited threads included)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def peak_rss_mib(pid):
@@ -141,48 +152,60 @@ def kv_config(bucket):
                        "mirror_direct": False})
 
 
-def scenario_rows(port, args):
-    """The sequence, one server: returns [(scenario, unit, rate)]."""
+GROUPS = ("memory", "file", "kv", "consumers")
+
+
+def scenario_rows(port, pid, args):
+    """The sequence, one server: returns [(scenario, unit, rate, server CPU us per request)]."""
     conn = Conn(port)
     rows = []
+
+    def row(name, unit, requests, window):
+        cpu = cpu_seconds(pid)
+        elapsed = conn.run(requests, window)
+        rows.append((name, unit, len(requests) / elapsed,
+                     (cpu_seconds(pid) - cpu) * 1e6 / len(requests)))
+
     n = args.streams
     names = [f"S{i}" for i in range(n)]
-    create = [(f"$JS.API.STREAM.CREATE.{name}", stream_config(name, "memory")) for name in names]
-    rows.append(("stream create (memory)", "req/s", n / conn.run(create, args.window)))
-
     rng = random.Random(7)
-    infos = [(f"$JS.API.STREAM.INFO.{rng.choice(names)}", "") for _ in range(args.infos)]
-    rows.append((f"STREAM.INFO ({n} streams)", "req/s", args.infos / conn.run(infos, args.window)))
+    if "memory" in args.groups:
+        create = [(f"$JS.API.STREAM.CREATE.{name}", stream_config(name, "memory")) for name in names]
+        row("stream create (memory)", "req/s", create, args.window)
 
-    names_pages = [("$JS.API.STREAM.NAMES", json.dumps({"offset": offset}))
-                   for offset in range(0, n, 1024)] * args.page_passes
-    rows.append((f"STREAM.NAMES page ({n} streams)", "pages/s",
-                 len(names_pages) / conn.run(names_pages, 1)))
-    # As many passes as for NAMES: one pass through 2,000 streams is 8 pages (~50 ms), which
-    # one descheduling of either side on a loaded machine could halve.
-    list_pages = [("$JS.API.STREAM.LIST", json.dumps({"offset": offset}))
-                  for offset in range(0, n, 256)] * args.page_passes
-    rows.append((f"STREAM.LIST page ({n} streams)", "pages/s",
-                 len(list_pages) / conn.run(list_pages, 1)))
+        infos = [(f"$JS.API.STREAM.INFO.{rng.choice(names)}", "") for _ in range(args.infos)]
+        row(f"STREAM.INFO ({n} streams)", "req/s", infos, args.window)
 
-    delete = [(f"$JS.API.STREAM.DELETE.{name}", "") for name in names]
-    rows.append(("stream delete (memory)", "req/s", n / conn.run(delete, args.window)))
+        names_pages = [("$JS.API.STREAM.NAMES", json.dumps({"offset": offset}))
+                       for offset in range(0, n, 1024)] * args.page_passes
+        row(f"STREAM.NAMES page ({n} streams)", "pages/s", names_pages, 1)
+        # As many passes as for NAMES: one pass through 2,000 streams is 8 pages (~50 ms), which
+        # one descheduling of either side on a loaded machine could halve.
+        list_pages = [("$JS.API.STREAM.LIST", json.dumps({"offset": offset}))
+                      for offset in range(0, n, 256)] * args.page_passes
+        row(f"STREAM.LIST page ({n} streams)", "pages/s", list_pages, 1)
 
-    f = args.file_streams
-    file_names = [f"F{i}" for i in range(f)]
-    create = [(f"$JS.API.STREAM.CREATE.{name}", stream_config(name, "file")) for name in file_names]
-    rows.append(("stream create (file)", "req/s", f / conn.run(create, args.window)))
-    delete = [(f"$JS.API.STREAM.DELETE.{name}", "") for name in file_names]
-    rows.append(("stream delete (file)", "req/s", f / conn.run(delete, args.window)))
+        delete = [(f"$JS.API.STREAM.DELETE.{name}", "") for name in names]
+        row("stream delete (memory)", "req/s", delete, args.window)
 
-    b = args.buckets
-    buckets = [f"B{i}" for i in range(b)]
-    create = [(f"$JS.API.STREAM.CREATE.KV_{name}", kv_config(name)) for name in buckets]
-    rows.append(("KV bucket create (file)", "req/s", b / conn.run(create, args.window)))
-    conn.run([(f"$JS.API.STREAM.DELETE.KV_{name}", "") for name in buckets], args.window)
+    if "file" in args.groups:
+        f = args.file_streams
+        file_names = [f"F{i}" for i in range(f)]
+        create = [(f"$JS.API.STREAM.CREATE.{name}", stream_config(name, "file"))
+                  for name in file_names]
+        row("stream create (file)", "req/s", create, args.window)
+        delete = [(f"$JS.API.STREAM.DELETE.{name}", "") for name in file_names]
+        row("stream delete (file)", "req/s", delete, args.window)
+
+    if "kv" in args.groups:
+        b = args.buckets
+        buckets = [f"B{i}" for i in range(b)]
+        create = [(f"$JS.API.STREAM.CREATE.KV_{name}", kv_config(name)) for name in buckets]
+        row("KV bucket create (file)", "req/s", create, args.window)
+        conn.run([(f"$JS.API.STREAM.DELETE.KV_{name}", "") for name in buckets], args.window)
 
     c = args.consumers
-    for storage in ("memory", "file"):
+    for storage in ("memory", "file") if "consumers" in args.groups else ():
         stream = f"CONSUMERS_{storage.upper()}"
         conn.run([(f"$JS.API.STREAM.CREATE.{stream}", stream_config(stream, storage))], 1)
         for kind in ("ephemeral", "durable"):
@@ -193,16 +216,13 @@ def scenario_rows(port, args):
                     config["durable_name"] = name
                 return json.dumps({"stream_name": stream, "config": config})
             create = [(f"$JS.API.CONSUMER.CREATE.{stream}.{name}", body(name)) for name in consumers]
-            rows.append((f"consumer create ({kind}, {storage})", "req/s",
-                         c / conn.run(create, args.window)))
+            row(f"consumer create ({kind}, {storage})", "req/s", create, args.window)
             if kind == "durable":
                 infos = [(f"$JS.API.CONSUMER.INFO.{stream}.{rng.choice(consumers)}", "")
                          for _ in range(args.infos)]
-                rows.append((f"CONSUMER.INFO ({storage}, {c} consumers)", "req/s",
-                             args.infos / conn.run(infos, args.window)))
+                row(f"CONSUMER.INFO ({storage}, {c} consumers)", "req/s", infos, args.window)
             delete = [(f"$JS.API.CONSUMER.DELETE.{stream}.{name}", "") for name in consumers]
-            rows.append((f"consumer delete ({kind}, {storage})", "req/s",
-                         c / conn.run(delete, args.window)))
+            row(f"consumer delete ({kind}, {storage})", "req/s", delete, args.window)
         conn.run([(f"$JS.API.STREAM.DELETE.{stream}", "")], 1)
     conn.s.close()
     return rows
@@ -231,7 +251,7 @@ def measure(binary, args):
     work = tempfile.mkdtemp(prefix="api-rates-")
     server, port, log = start_server(binary, work)
     try:
-        rows = scenario_rows(port, args)
+        rows = scenario_rows(port, server.pid, args)
         rss = peak_rss_mib(server.pid)
     finally:
         stop_server(server, log, work)
@@ -260,7 +280,13 @@ def main():
     parser.add_argument("--window", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--only", choices=["ours", "ref"], help="run one server only")
+    parser.add_argument("--groups", default=",".join(GROUPS),
+                        help="comma-separated parts of the sequence to run: " + ", ".join(GROUPS))
     args = parser.parse_args()
+    args.groups = set(args.groups.split(","))
+    unknown = args.groups - set(GROUPS)
+    if unknown:
+        parser.error(f"unknown groups {sorted(unknown)}: the groups are {', '.join(GROUPS)}")
 
     failures = []
     results = {"ours": [], "ref": []}
@@ -284,22 +310,30 @@ def main():
             results[side].append(rows)
             rss[side].append(peak)
             print(f"round {round_number + 1} {side}: " +
-                  ", ".join(f"{name} {rate:.0f}" for name, _, rate in rows), file=sys.stderr)
+                  ", ".join(f"{name} {rate:.0f} ({cpu:.0f} us CPU)" for name, _, rate, cpu in rows),
+                  file=sys.stderr)
 
     sides = [side for side in ("ref", "ours") if results[side]]
     first = results[sides[0]][0]
-    print("| scenario | unit | " + " | ".join("nats-server" if s == "ref" else "ours" for s in sides)
-          + (" | ratio |" if len(sides) == 2 else " |"))
-    print("| --- | --- | " + " | ".join("---" for _ in sides) + (" | --- |" if len(sides) == 2 else " |"))
-    for index, (name, unit, _) in enumerate(first):
+    both = len(sides) == 2
+    label = {"ref": "nats-server", "ours": "ours"}
+    print("| scenario | unit | " + " | ".join(label[s] for s in sides) + (" | ratio" if both else "")
+          + " | " + " | ".join(f"CPU us/op {label[s]}" for s in sides) + (" | CPU ratio |" if both else " |"))
+    columns = 2 + 2 * len(sides) + (2 if both else 0)
+    print("|" + " --- |" * columns)
+    for index, (name, unit, _, _) in enumerate(first):
         rates = {side: median([rows[index][2] for rows in results[side]]) for side in sides}
+        cpus = {side: median([rows[index][3] for rows in results[side]]) for side in sides}
         cells = " | ".join(f"{rates[side]:.0f}" for side in sides)
-        ratio = f" | {rates['ours'] / rates['ref']:.2f} |" if len(sides) == 2 else " |"
-        print(f"| {name} | {unit} | {cells}{ratio}")
+        ratio = f" | {rates['ours'] / rates['ref']:.2f}" if both else ""
+        cpu_cells = " | ".join(f"{cpus[side]:.0f}" for side in sides)
+        # CPU ratio: nats-server's CPU per request over ours (> 1: ours spends less).
+        cpu_ratio = (f" | {cpus['ref'] / cpus['ours']:.2f} |" if both and cpus["ours"] > 0
+                     else " | - |" if both else " |")
+        print(f"| {name} | {unit} | {cells}{ratio} | {cpu_cells}{cpu_ratio}")
     cells = " | ".join(f"{median(rss[side]):.0f}" for side in sides)
-    ratio = (f" | {median(rss['ours']) / median(rss['ref']):.2f} (lower is better) |"
-             if len(sides) == 2 else " |")
-    print(f"| peak RSS | MiB | {cells}{ratio}")
+    ratio = (f" | {median(rss['ours']) / median(rss['ref']):.2f} (lower is better)" if both else "")
+    print(f"| peak RSS | MiB | {cells}{ratio} |" + " |" * (len(sides) + (1 if both else 0)))
     for failure in failures:
         print(f"(retried: {failure})")
 
