@@ -1,14 +1,17 @@
-//! Opt-in (`RNATS_IDLE_SPIN_US`, off by default): a runtime worker that runs out of work watches
-//! the runtime's epoll for a short while before it sleeps in `epoll_wait`, as Go's scheduler
-//! polls the network (`netpoll(0)`) from its spinning threads before they sleep.
+//! A runtime worker that runs out of work watches the runtime's epoll for a short while before
+//! it sleeps in `epoll_wait` (on by default, `RNATS_IDLE_SPIN_US`), as Go's scheduler polls the
+//! network (`netpoll(0)`) from its spinning threads before they sleep.
 //!
-//! Why: on a machine whose idle CPUs halt (a VM: an idle vCPU goes back to the host), waking a
-//! thread asleep in `epoll_wait` costs the waker an IPI and the sleeper a trip through the
-//! host. A request/reply exchange wakes the server's worker once per message: in a profile of
-//! websocket request/reply round trips (load 8), the wake-ups (`sock_def_readable` ->
-//! `try_to_wake_up` in the client's write, `finish_task_switch` after the worker's
-//! `epoll_wait`) were over 40% of the server's samples. A worker still watching finds the
-//! next message with no wake-up at all.
+//! Why: on a machine whose idle CPUs halt (a VM without guest halt polling: an idle vCPU goes
+//! back to the host), waking a thread asleep in `epoll_wait` costs the waker an IPI and the
+//! sleeper a trip through the host, about 30 us on the 2-vCPU machines we measure on. A round
+//! trip (request/reply, a synchronous publish and its PubAck) wakes the server's worker once
+//! per message, and whenever the client's threads sit on the other vCPU each of those wake-ups
+//! crosses: on an idle machine that was two crossings per round trip (raw PING/PONG 73 us, of
+//! which the server's work is a few). A worker still watching finds the next message with no
+//! wake-up at all, and the client's wake-ups stay on the CPU that is awake (bench/README.md,
+//! "Watching before sleeping, on by default": idle-machine round trips 2.6-3.2x nats-server's
+//! instead of 1.1-1.3x).
 //!
 //! How: `on_thread_park` runs [`before_park`], which polls the epoll descriptor itself
 //! (`poll(2)` on an epoll fd reports whether it has events without taking them) until it has
@@ -16,19 +19,22 @@
 //! the runtime, held back while a worker is about to park), or [`spin`] has passed; then the
 //! worker parks as before and its `epoll_wait` returns at once with what arrived. It only
 //! watches when its previous idle period was at most the spin (`on_thread_unpark` measures
-//! it): a worker whose idle periods are long (a quiet server, or a loaded machine where the
-//! next message comes late) sleeps at once, and watching costs nothing there. Between polls
-//! it yields the CPU (`sched_yield`) to any thread waiting for it, such as the client that
-//! will send the next message.
+//! it): a worker whose idle periods are long (a quiet server, or traffic slower than one
+//! message per spin) sleeps at once, and watching costs nothing there. Between polls it
+//! yields the CPU (`sched_yield`) to any thread waiting for it, such as the client that will
+//! send the next message.
 //!
-//! A watch that loses its CPU (two polls more than [`CONTENDED_GAP`] apart: preempted, or the
-//! yield ran another thread) ends, and the worker does not watch again for [`BACK_OFF`]:
-//! watching is for CPUs nobody else wants.
+//! A watch that loses its CPU for long (two polls more than [`CONTENDED_GAP`] apart: another
+//! thread ran a full slice on it) ends, and the worker does not watch again for [`BACK_OFF`]:
+//! watching is for CPUs nobody else needs. The gap is long enough for the client of a round
+//! trip to run between two polls on the same CPU (it sends the next message then, which is
+//! the watch's purpose), and short against a busy machine's time slices. A gap of 20 us
+//! (sessions 28-31) ended almost every watch on an idle machine that way, which is why the
+//! watch measured no better than sleeping then.
 //!
-//! `RNATS_IDLE_SPIN_US` sets the spin (default [`DEFAULT_SPIN`], off; 0 turns it off).
+//! `RNATS_IDLE_SPIN_US` sets the spin (default [`DEFAULT_SPIN`]; 0 turns watching off).
 //! `RNATS_IDLE_SPIN_GAP_US` sets the gap that ends a watch as contended (default
-//! [`CONTENDED_GAP`]) and `RNATS_IDLE_SPIN_BACKOFF_MS` the pause after it (default [`BACK_OFF`]):
-//! experiment knobs (bench/README.md, "Wake-ups per round trip").
+//! [`CONTENDED_GAP`]) and `RNATS_IDLE_SPIN_BACKOFF_MS` the pause after it (default [`BACK_OFF`]).
 
 use std::cell::Cell;
 use std::os::fd::RawFd;
@@ -36,13 +42,13 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// How long a worker watches before it sleeps, unless `RNATS_IDLE_SPIN_US` says otherwise:
-/// off (bench/README.md, "watching before parking": mixed at load 2-12, a lower request p50
-/// with async clients, a higher one with the raw websocket bench client in ours' slow mode and
-/// with a slow Python client at load 11). 100 us is the value measured.
-pub const DEFAULT_SPIN: Duration = Duration::ZERO;
-/// A gap this long between two polls means the watching thread lost its CPU to another (it
-/// was preempted, or `sched_yield` ran someone): the CPU is wanted, and watching stops.
-const CONTENDED_GAP: Duration = Duration::from_micros(20);
+/// longer than an idle machine's round trip through a client (20-60 us), far shorter than
+/// anything a person would see as CPU use on a quiet server (a quiet server never watches).
+pub const DEFAULT_SPIN: Duration = Duration::from_micros(100);
+/// A gap this long between two polls means the watching thread lost its CPU to another for
+/// more than a round trip's turn (it was preempted, or `sched_yield` ran a thread that kept
+/// the CPU): the CPU is wanted, and watching stops.
+const CONTENDED_GAP: Duration = Duration::from_micros(200);
 /// After that, no watching on this worker for this long.
 const BACK_OFF: Duration = Duration::from_millis(50);
 static GAP: OnceLock<Duration> = OnceLock::new();
@@ -110,6 +116,9 @@ pub fn install(builder: &mut tokio::runtime::Builder) {
 /// at once, as without this module.
 pub fn watch(runtime: &tokio::runtime::Runtime) {
     if spin().is_zero() {
+        tracing::debug!(
+            "idle spin off (RNATS_IDLE_SPIN_US=0): workers sleep as soon as they are idle"
+        );
         return;
     }
     let Some(fd) = only_epoll() else {

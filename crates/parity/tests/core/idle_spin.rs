@@ -1,14 +1,15 @@
-//! With `RNATS_IDLE_SPIN_US`, a runtime worker watches for the next message a short while
-//! before it sleeps (`nats-server/src/idle_spin.rs`): the watch must end, so a server that goes
-//! quiet after a burst of requests uses no CPU. Passes against nats-server too (which ignores
-//! the variable; its scheduler spins on its own).
+//! A runtime worker watches for the next message a short while before it sleeps (on by default;
+//! `RNATS_IDLE_SPIN_US`, `nats-server/src/idle_spin.rs`): the watch must end, so a server that
+//! goes quiet after a burst of requests uses no CPU. Passes against nats-server too (which
+//! ignores the variable; its scheduler spins on its own).
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use test_harness::waits::await_some;
 use test_harness::{free_port, server_binary, RawClient};
 
-/// A server started with the watch on (100 us), killed when dropped.
+/// A server started with the default watch (or `RNATS_IDLE_SPIN_US` as given), killed when
+/// dropped.
 struct Watching {
     child: Child,
     address: String,
@@ -18,14 +19,22 @@ struct Watching {
 
 impl Watching {
     fn start(extra: &[&str]) -> Watching {
+        Watching::start_with(extra, None)
+    }
+
+    fn start_with(extra: &[&str], spin_us: Option<&str>) -> Watching {
         let temp = tempfile::tempdir().expect("tempdir");
         let log = temp.path().join("server.log");
         let port = free_port();
         let file = std::fs::File::create(&log).expect("log file");
-        let child = Command::new(server_binary())
+        let mut command = Command::new(server_binary());
+        command.env_remove("RNATS_IDLE_SPIN_US");
+        if let Some(spin_us) = spin_us {
+            command.env("RNATS_IDLE_SPIN_US", spin_us);
+        }
+        let child = command
             .args(["-a", "127.0.0.1", "-p", &port.to_string()])
             .args(extra)
-            .env("RNATS_IDLE_SPIN_US", "100")
             .stdout(file.try_clone().expect("log file"))
             .stderr(file)
             .stdin(Stdio::null())
@@ -127,13 +136,22 @@ fn the_watch_finds_the_runtime_epoll() {
         // rnats' own start-up line.
         return;
     }
+    // On by default.
     let server = Watching::start(&["-D"]);
-    let line = await_some("the idle spin line", Duration::from_secs(10), || {
+    let line = idle_spin_line(&server);
+    assert!(line.contains("idle spin: watching"), "{line}");
+    // And 0 turns it off.
+    let server = Watching::start_with(&["-D"], Some("0"));
+    let line = idle_spin_line(&server);
+    assert!(line.contains("idle spin off"), "{line}");
+}
+
+fn idle_spin_line(server: &Watching) -> String {
+    await_some("the idle spin line", Duration::from_secs(10), || {
         server
             .log()
             .lines()
             .find(|line| line.contains("idle spin"))
             .map(str::to_owned)
-    });
-    assert!(line.contains("idle spin: watching"), "{line}");
+    })
 }
