@@ -11,7 +11,7 @@
 use futures::future::join_all;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use test_harness::client::{api, connect};
 use test_harness::{RawClient, ServerOptions, TestServer};
 
@@ -253,21 +253,15 @@ fn next_delivery(client: &mut RawClient) -> Option<Delivery> {
     }
 }
 
-/// Waits (bounded) for a log line that is exactly `line` once trimmed of the log's prefix.
+/// Waits (bounded) for a log line that ends with `line` (the log's prefix before it).
 fn await_log_line(server: &TestServer, line: &str, within: Duration) {
-    let deadline = Instant::now() + within;
-    while !server
-        .log()
-        .lines()
-        .any(|logged| logged.trim_end().ends_with(line))
-    {
-        assert!(
-            Instant::now() < deadline,
-            "no {line:?} in the log:\n{}",
-            server.log()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    test_harness::waits::await_some(&format!("{line:?} in the log"), within, || {
+        server
+            .log()
+            .lines()
+            .any(|logged| logged.trim_end().ends_with(line))
+            .then_some(())
+    });
 }
 
 /// What a stop signal leaves of a burst of creations in flight.
