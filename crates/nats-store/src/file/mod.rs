@@ -30,6 +30,7 @@ mod high_water;
 mod idle_files;
 mod index_writer;
 mod lock;
+mod placement;
 mod read_cache;
 mod read_path;
 mod record;
@@ -135,14 +136,15 @@ impl Store<FileBackend> {
             from_spare = true;
             created
         } else {
-            create_dir_unsynced(dir.as_ref())?
+            let created = create_dir_unsynced(dir.as_ref())?;
+            // The next stream directories beside this one go where the disk has room
+            // (`placement.rs`); this one is made already.
+            if let (false, Some(parent)) = (created.is_empty(), dir.as_ref().parent()) {
+                placement::spread_children(parent);
+            }
+            created
         };
         let creating = !created_dirs.is_empty();
-        if creating && options.defer_creation_sync {
-            if let Some(parent) = dir.as_ref().parent() {
-                spares::created_beside(parent, from_spare);
-            }
-        }
         // The lock is taken on the mark file's descriptor (`lock.rs`), before recovery:
         // recovery truncates and rewrites files another opener may be using. What the open read
         // is kept only once the lock is held (the holder writes the marks under it).

@@ -88,13 +88,6 @@ pub(crate) fn remove_spare(spare: PathBuf) {
     send_to_remover(spare, Kind::Remove);
 }
 
-/// Have the remover thread make spares ahead of need beside `parent` (`spares.rs`): after the
-/// trash queued before, before the trash queued after, so the spares recycled from deletions
-/// that follow a burst of creations are offered last and taken first.
-pub(crate) fn make_spares_soon(parent: PathBuf) {
-    send_to_remover(parent, Kind::MakeSpares);
-}
-
 /// What the remover thread does with a path.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -102,9 +95,6 @@ enum Kind {
     Remove,
     /// A stream store's trash directory, made a spare if there is room (removed otherwise).
     Recycle,
-    /// A directory of stream stores: fresh spares made beside them
-    /// (`spares::make_ahead`).
-    MakeSpares,
 }
 
 type Job = (PathBuf, Kind);
@@ -139,12 +129,7 @@ fn send_to_remover(path: PathBuf, kind: Kind) {
             .and_then(|sender| sender.send((path.clone(), kind)).ok())
     });
     if queued.is_none() {
-        match kind {
-            Kind::MakeSpares => super::spares::made_ahead(&path),
-            Kind::Remove | Kind::Recycle => {
-                let _ = std::fs::remove_dir_all(&path);
-            }
-        }
+        let _ = std::fs::remove_dir_all(&path);
     }
 }
 
@@ -157,15 +142,8 @@ const MAX_BATCH: usize = 64;
 const SPARE_THREADS: usize = 4;
 
 fn remove_batch(batch: &[Job]) {
-    // Spares made ahead first (their jobs were queued before the trash beside them).
-    for (parent, _) in batch.iter().filter(|(_, kind)| *kind == Kind::MakeSpares) {
-        super::spares::make_ahead(parent);
-        super::spares::made_ahead(parent);
-    }
-    let (spares, removals): (Vec<&Job>, Vec<&Job>) = batch
-        .iter()
-        .filter(|(_, kind)| *kind != Kind::MakeSpares)
-        .partition(|(_, kind)| *kind == Kind::Recycle);
+    let (spares, removals): (Vec<&Job>, Vec<&Job>) =
+        batch.iter().partition(|(_, kind)| *kind == Kind::Recycle);
     // What could not be made a spare (no room, an error) is removed with the rest.
     let failed = Mutex::new(Vec::new());
     let make_spare = |trash: &PathBuf| {

@@ -3,9 +3,12 @@
 //! Why: on ext4 without a journal (this project's bench machine) an inode allocation scans past
 //! every inode of its group freed in the last minute (`find_inode_bit` -> `recently_deleted`),
 //! so after a burst of stream deletions each new file or directory costs a scan of thousands of
-//! entries, on the admin thread that creates streams one at a time. Reusing the deleted store's
-//! own directory and files avoids both the frees and the allocations: a creation that takes a
-//! spare allocates no inode at all.
+//! entries. Reusing the deleted store's own directory and files avoids both the frees and the
+//! allocations: a creation that takes a spare allocates no inode at all, and finds its block
+//! durable already. Since stream directories are spread over the disk (`placement.rs`) the scan
+//! is mostly gone; the spares still make creations right after deletions faster (Key-Value
+//! bucket creations after 1,000 deletions: 1.14x against removing the trash instead,
+//! `bench/README.md`, "Stream directories spread over the disk").
 //!
 //! How: the background remover (`removal.rs`) gets a deleted stream's trash directory and,
 //! while fewer than [`MAX_SPARES`] wait beside it, makes it a spare instead of unlinking it:
@@ -21,27 +24,22 @@
 //! directory. A spare a stop or a crash left behind is taken over when its parent is next
 //! listed (at start, [`adopt`]); listings never take a spare for a store ([`is_spare`]).
 //!
-//! Spares made ahead of need: in a burst of creations beside one parent (the
-//! [`BURST_CREATIONS`]th or a later one, each less than [`BURST_GAP`] after the one before), a
-//! creation that found no spare has the remover thread make fresh ones, up to
-//! [`READY_SPARES`] waiting (a directory under a trash name, [`prepare`]d as a recycled one is,
-//! then offered). Without deletions before it, a burst of creations otherwise allocates every
-//! inode (the directory, a block, `seq.hwm`, `meta.tmp`: 45 % of the admin thread's time in a
-//! burst of 1,000, `bench/README.md`) on the admin thread, which creates streams one at a time;
-//! made ahead, those allocations and their fsyncs run beside it, on another core when there is
-//! one, and a creation that takes a spare allocates none. What a creation syncs and promises is
-//! the same whichever kind of spare it takes.
+//! No spares are made ahead of need: a burst of creations allocates its own directories and
+//! files, which the parent's spreading mark (`placement.rs`) made cheap. Session 28 had the
+//! remover make fresh spares in bursts, when each allocation scanned past the recently deleted
+//! inodes near `streams/`; with the directories spread that cost fell away and the spares' own
+//! four fsyncs each made a burst 1.2x slower (`bench/README.md`, "Stream directories spread over
+//! the disk").
 //!
-//! Who calls it: `removal.rs` (making spares, on its thread), `FileStore::open` (taking one,
-//! and telling of a creation, [`created_beside`]) and `recovery.rs` (the metadata's temporary
-//! file). Stream directories only: consumer directories are removed as before.
+//! Who calls it: `removal.rs` (making spares, on its thread), `FileStore::open` (taking one)
+//! and `recovery.rs` (the metadata's temporary file). Stream directories only: consumer
+//! directories are removed as before.
 
 use std::collections::HashMap;
 use std::fs::{self, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
@@ -59,19 +57,6 @@ pub(crate) const META_SPARE: &str = "meta.spare";
 /// Spares kept per parent directory; further deleted stores are removed. One costs four inodes
 /// and one 4 KiB block of disk.
 pub(crate) const MAX_SPARES: usize = 1024;
-
-/// Spares made ahead of need are made until this many wait beside the creations' parent. One
-/// costs four inodes and two 4 KiB blocks of disk (the directory's and the block's).
-pub(crate) const READY_SPARES: usize = 16;
-
-/// Creations beside one parent, each closer than [`BURST_GAP`] to the one before, that make a
-/// burst: spares are made ahead for the next ones. Streams created now and then, or a few at
-/// a time, never leave spares behind.
-pub(crate) const BURST_CREATIONS: u32 = 4;
-pub(crate) const BURST_GAP: Duration = Duration::from_secs(1);
-
-/// Fresh spares made at once (their fsyncs overlap, as `removal.rs` makes recycled ones).
-const MAKER_THREADS: usize = 4;
 
 /// Spares ready per parent directory, in the order they were made.
 fn pool() -> &'static Mutex<HashMap<PathBuf, Vec<PathBuf>>> {
@@ -113,97 +98,6 @@ pub(crate) fn spares_beside(parent: &Path) -> usize {
 /// Spares offered in `dir` or below it are no longer offered (`dir` is being removed).
 pub(crate) fn forget_under(dir: &Path) {
     pool().lock().retain(|parent, _| !parent.starts_with(dir));
-    bursts().lock().retain(|parent, _| !parent.starts_with(dir));
-}
-
-/// Per parent directory: when the last creation beside it was, how many came each less than
-/// [`BURST_GAP`] after the one before, and whether the maker thread has it queued.
-#[derive(Default)]
-struct Burst {
-    last_creation: Option<Instant>,
-    streak: u32,
-    queued: bool,
-}
-
-fn bursts() -> &'static Mutex<HashMap<PathBuf, Burst>> {
-    static BURSTS: OnceLock<Mutex<HashMap<PathBuf, Burst>>> = OnceLock::new();
-    BURSTS.get_or_init(|| Mutex::new(HashMap::new()))
-}
-
-/// A store was just created beside `parent`, from a spare (`from_spare`) or not: in a burst,
-/// one that found no spare has the maker thread top the spares beside it up to
-/// [`READY_SPARES`].
-pub(crate) fn created_beside(parent: &Path, from_spare: bool) {
-    let now = Instant::now();
-    {
-        let mut bursts = bursts().lock();
-        let burst = bursts.entry(parent.to_path_buf()).or_default();
-        let close = burst
-            .last_creation
-            .is_some_and(|last| now.duration_since(last) < BURST_GAP);
-        burst.streak = if close { burst.streak + 1 } else { 1 };
-        burst.last_creation = Some(now);
-        if from_spare || burst.streak < BURST_CREATIONS || burst.queued {
-            return;
-        }
-        burst.queued = true;
-    }
-    super::removal::make_spares_soon(parent.to_path_buf());
-}
-
-/// The remover thread is done making spares beside `parent`: the next creation that finds
-/// none may queue it again.
-pub(crate) fn made_ahead(parent: &Path) {
-    if let Some(burst) = bursts().lock().get_mut(parent) {
-        burst.queued = false;
-    }
-}
-
-/// Make fresh spares beside `parent` until [`READY_SPARES`] wait there, a few at once; stops at
-/// the first failure (a parent removed meanwhile, a full disk). On the remover thread
-/// (`removal.rs`), so it never runs beside the recycling of deleted stores: the spares those
-/// make are offered after these, and taken first.
-pub(crate) fn make_ahead(parent: &Path) {
-    loop {
-        let wanted = READY_SPARES.saturating_sub(spares_beside(parent));
-        if wanted == 0 || !parent.is_dir() {
-            return;
-        }
-        let made = std::sync::atomic::AtomicUsize::new(0);
-        std::thread::scope(|scope| {
-            for _ in 1..wanted.min(MAKER_THREADS) {
-                let spawned = std::thread::Builder::new().spawn_scoped(scope, || {
-                    if make_fresh(parent) {
-                        made.fetch_add(1, Ordering::Relaxed);
-                    }
-                });
-                if spawned.is_err() {
-                    break;
-                }
-            }
-            if make_fresh(parent) {
-                made.fetch_add(1, Ordering::Relaxed);
-            }
-        });
-        if made.load(Ordering::Relaxed) < wanted.min(MAKER_THREADS) {
-            return;
-        }
-    }
-}
-
-/// One fresh spare beside `parent`: made under a trash name (a crash leaves trash, removed at
-/// the next listing), [`prepare`]d as a recycled one (the files and the directory fsynced),
-/// then offered.
-fn make_fresh(parent: &Path) -> bool {
-    let staging = super::removal::trash_path(parent, "store");
-    if fs::create_dir(&staging).is_err() {
-        return false;
-    }
-    if prepare(&staging).is_ok() && offer(&staging, parent) {
-        return true;
-    }
-    super::removal::remove_spare(staging);
-    false
 }
 
 /// Make a stream store's trash directory a spare when its parent has room for one; `false`:
