@@ -108,6 +108,13 @@ impl Registry {
         storage::save_metadata(&mut *store, config, created)
             .and_then(|_| store.flush().map(|_| ()))
             .map_err(|error| errors::STREAM_CREATE.with_err(error))?;
+        // The creation's fsyncs here, on this blocking thread, already off the admin lock: its
+        // answer then needs no second blocking thread (`Context::answer_when_durable` finds the
+        // creation done). A failure leaves it pending: the answer's own sync tries again and
+        // reports it.
+        if let Some(creation) = store.pending_creation() {
+            let _ = creation.run();
+        }
         Ok(store)
     }
 
