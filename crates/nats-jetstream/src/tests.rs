@@ -444,3 +444,89 @@ async fn an_account_enabled_again_while_its_streams_close_gets_them_back() {
     assert_eq!(info["state"]["messages"], 1, "{info}");
     jetstream.shutdown().await;
 }
+
+/// A CONSUMER.CREATE the admin thread took from its queue before a stop closed the queues, and
+/// whose wait for the registry's admin lock ended only after the stop held it and stopped every
+/// stream (the admin lock is a fair queue: a handler that asks for it after `stop_all_streams`
+/// did gets it after): it finds the stopped stream still registered, and must not start a
+/// consumer there (one with a delivery task and subscriptions that answer pull requests and
+/// take acks of a stopped JetStream, its files made after the stream's store closed). It is
+/// refused, makes no files and subscribes nothing (issue 21, session 33).
+#[tokio::test]
+async fn a_consumer_creation_served_after_the_stop_starts_no_consumer() {
+    let fixture = fixture().await;
+    let created = fixture
+        .create(json!({"name": "S", "subjects": ["s.>"], "storage": "file"}))
+        .await;
+    assert!(created.get("error").is_none(), "{created}");
+    fixture.publish("s.a", None, "one").await;
+    let context = fixture.jetstream.engine.accounts.load()[0].clone();
+    fixture.jetstream.shutdown().await;
+
+    let requests = [
+        (
+            "$JS.API.CONSUMER.DURABLE.CREATE.S.D",
+            json!({"stream_name": "S", "config": {"durable_name": "D", "ack_policy": "explicit"}}),
+            "D",
+        ),
+        (
+            "$JS.API.CONSUMER.CREATE.S.N",
+            json!({"stream_name": "S", "config": {"durable_name": "N", "ack_policy": "explicit"}}),
+            "N",
+        ),
+        (
+            "$JS.API.CONSUMER.CREATE.S.E",
+            json!({"stream_name": "S", "config": {"name": "E", "ack_policy": "explicit"}}),
+            "E",
+        ),
+    ];
+    let stream = context
+        .registry
+        .get("S")
+        .expect("a stopped stream stays registered");
+    let mut problems = Vec::new();
+    for (subject, body, name) in requests {
+        let inbox = format!("_INBOX.late.{name}");
+        let mut replies = fixture.router.channel(&inbox);
+        crate::api::handle_request(
+            &context,
+            Message {
+                subject: Bytes::from(subject),
+                reply: Some(Bytes::from(inbox)),
+                headers: None,
+                payload: Bytes::from(body.to_string()),
+            },
+            std::time::Instant::now(),
+            None,
+        )
+        .await;
+        let reply = tokio::time::timeout(Duration::from_secs(5), replies.recv())
+            .await
+            .expect("answered in time")
+            .expect("an answer");
+        let answer: Value = serde_json::from_slice(&reply.payload).expect("json answer");
+        if answer["error"]["err_code"] != 10012 {
+            problems.push(format!("{subject}: answered {answer}"));
+        }
+        if context.registry.consumers(&stream).get(name).is_some() {
+            problems.push(format!(
+                "{subject}: a consumer started on the stopped stream"
+            ));
+        }
+        let next = format!("$JS.API.CONSUMER.MSG.NEXT.S.{name}");
+        if fixture.router.has_interest(&next) {
+            problems.push(format!(
+                "{subject}: its pull requests are served after the stop"
+            ));
+        }
+        let directory = fixture
+            ._dir
+            .path()
+            .join("jetstream/$G/streams/S/consumers")
+            .join(name);
+        if directory.exists() {
+            problems.push(format!("{subject}: {} made", directory.display()));
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+}

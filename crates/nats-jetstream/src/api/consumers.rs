@@ -192,6 +192,8 @@ async fn try_consumer_create(
     }
     jetstream_api::consumer_defaults::apply_ephemeral_inactive_default(&mut config);
     let _guard = context.registry.admin_lock.lock().await;
+    // A stop began: `stream` may be stopped already (it stays registered), so nothing starts.
+    context.registry.check_open_to_consumers()?;
     let consumers = context.registry.consumers(&stream);
     if let Some(existing) = consumers.get(&config.name) {
         let current = existing.config();

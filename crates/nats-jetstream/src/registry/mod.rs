@@ -183,6 +183,23 @@ impl Registry {
         errors::STREAM_CREATE.with_err("JetStream is shutting down")
     }
 
+    /// Whether a consumer may be created or its config changed now (called under `admin_lock`):
+    /// not once a stop began (`Closing`). Consumers are created one at a time under the admin
+    /// lock, so the stop's own taking of the lock ([`Registry::close_to_creations`]) waits for
+    /// the creation in progress, which [`Registry::stop_all_streams`] then stops with its
+    /// stream; a creation whose wait for the lock ends after the stop took it (the admin thread
+    /// had taken it from its queue before the queues closed) is refused here. Without it such
+    /// a creation started a consumer on a stream the stop had stopped: its delivery task and
+    /// subscriptions serving pulls and acks of a stopped JetStream, its files made after the
+    /// stream's store closed (issue 21, session 33).
+    pub(crate) fn check_open_to_consumers(&self) -> Result<(), ApiError> {
+        if self.closing() == Closing::Open {
+            Ok(())
+        } else {
+            Err(errors::CONSUMER_CREATE.with_err("JetStream is shutting down"))
+        }
+    }
+
     /// No stream is created from now on (the creations already admitted beside one another
     /// still finish and join): the first step of a stop, before the caller waits for the
     /// creations in flight and then calls [`Registry::stop_all_streams`].
