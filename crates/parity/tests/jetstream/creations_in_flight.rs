@@ -213,16 +213,20 @@ fn burst_stream(index: usize) -> (String, String, String) {
     }
 }
 
-/// One message of the raw connection: its reply-subject token and JSON body, or `None` for a
-/// status-only answer (no responders).
-enum Delivery {
+/// One message of the raw connection on `_INBOX.c.<token>`.
+pub(super) enum Delivery {
+    /// A JSON answer (an API answer, a PubAck).
     Json(String, Value),
-    Status,
+    /// A message with a reply subject: a stream message a consumer delivered, with its ack
+    /// subject.
+    Message(String, String),
+    /// A status without a body (no responders, no messages): its code.
+    Status(String, u16),
 }
 
-/// The next answer on `_INBOX.c.*` (answering PINGs, skipping other lines); `None` once the
+/// The next message on `_INBOX.c.*` (answering PINGs, skipping other lines); `None` once the
 /// server closed the connection (or stayed silent for the client's timeout).
-fn next_delivery(client: &mut RawClient) -> Option<Delivery> {
+pub(super) fn next_delivery(client: &mut RawClient) -> Option<Delivery> {
     loop {
         let line = client.read_line()?;
         if line == "PING" {
@@ -236,20 +240,90 @@ fn next_delivery(client: &mut RawClient) -> Option<Delivery> {
             _ => continue,
         };
         let token = parts[1].rsplit('.').next().unwrap_or_default().to_string();
+        // MSG <subject> <sid> [reply] <size>; HMSG <subject> <sid> [reply] <header size> <size>
+        let reply_present = parts.len() == if headers { 6 } else { 5 };
+        let reply = reply_present.then(|| parts[3].to_string());
         let size: usize = parts.last()?.parse().ok()?;
         let body = client.read_payload(size)?;
-        if headers {
-            let header_size: usize = parts[parts.len() - 2].parse().ok()?;
-            if header_size == size {
-                return Some(Delivery::Status);
-            }
-            let json = serde_json::from_slice(&body[header_size..]).unwrap_or(Value::Null);
-            return Some(Delivery::Json(token, json));
+        let header_size = if headers {
+            parts[parts.len() - 2].parse().ok()?
+        } else {
+            0
+        };
+        let (head, payload) = body.split_at(header_size.min(body.len()));
+        let status = std::str::from_utf8(head)
+            .ok()
+            .and_then(|head| head.lines().next())
+            .and_then(|first| first.strip_prefix("NATS/1.0 "))
+            .and_then(|rest| rest.get(..3))
+            .and_then(|code| code.parse().ok());
+        if let Some(code) = status.filter(|_| payload.is_empty()) {
+            return Some(Delivery::Status(token, code));
+        }
+        if let Some(reply) = reply {
+            return Some(Delivery::Message(token, reply));
         }
         return Some(Delivery::Json(
             token,
-            serde_json::from_slice(&body).unwrap_or(Value::Null),
+            serde_json::from_slice(payload).unwrap_or(Value::Null),
         ));
+    }
+}
+
+/// A JetStream server with lame duck mode's settings ([`LAME_DUCK`]) and a raw client that
+/// takes every answer sent to `_INBOX.c.*`.
+pub(super) fn server_and_raw_client() -> (TestServer, RawClient) {
+    let server = TestServer::start(ServerOptions {
+        jetstream: true,
+        config: Some(LAME_DUCK.to_string()),
+        ..Default::default()
+    });
+    let mut raw = RawClient::connect_with(
+        &server,
+        r#"{"verbose":false,"pedantic":false,"protocol":1,"headers":true,"no_responders":true}"#,
+    );
+    raw.timeout = Duration::from_secs(30);
+    raw.send("SUB _INBOX.c.* 1\r\n");
+    (server, raw)
+}
+
+/// Sends the stop `signal`; in lame duck mode (SIGUSR2) returns once JetStream stopped (the
+/// clients stay connected for the grace period).
+pub(super) fn signal_stop(server: &TestServer, signal: libc::c_int) {
+    let pid = server.pid().expect("running") as libc::pid_t;
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe {
+        libc::kill(pid, signal);
+    }
+    if signal == libc::SIGUSR2 {
+        await_log_line(server, "JetStream Shutdown", Duration::from_secs(20));
+    }
+}
+
+/// The stopped server exits 0 (bounded wait).
+pub(super) fn assert_clean_exit(server: &mut TestServer) {
+    assert_eq!(
+        server.wait_exit(Duration::from_secs(30)),
+        Some(0),
+        "a clean stop exits 0; log:\n{}",
+        server.log()
+    );
+}
+
+/// Ours only: the restarted server's log tells of no store it could not recover or had to
+/// repair, stream or consumer (nats-server words these differently).
+pub(super) fn assert_recovered_cleanly(server: &TestServer) {
+    if test_harness::is_reference() {
+        return;
+    }
+    let log = server.log();
+    for problem in [
+        "could not be recovered",
+        "repaired on open",
+        "consumer store unreadable",
+        "consumer config unreadable",
+    ] {
+        assert!(!log.contains(problem), "{problem:?} in the log:\n{log}");
     }
 }
 
@@ -267,17 +341,7 @@ fn await_log_line(server: &TestServer, line: &str, within: Duration) {
 /// What a stop signal leaves of a burst of creations in flight.
 fn stop_with_creations_in_flight(signal: libc::c_int) {
     let lame_duck = signal == libc::SIGUSR2;
-    let mut server = TestServer::start(ServerOptions {
-        jetstream: true,
-        config: Some(LAME_DUCK.to_string()),
-        ..Default::default()
-    });
-    let mut raw = RawClient::connect_with(
-        &server,
-        r#"{"verbose":false,"pedantic":false,"protocol":1,"headers":true,"no_responders":true}"#,
-    );
-    raw.timeout = Duration::from_secs(30);
-    raw.send("SUB _INBOX.c.* 1\r\n");
+    let (mut server, mut raw) = server_and_raw_client();
     let streams: Vec<(String, String, String)> = (0..BURST).map(burst_stream).collect();
     let burst: String = streams
         .iter()
@@ -301,22 +365,17 @@ fn stop_with_creations_in_flight(signal: libc::c_int) {
                 answers.insert(index, body);
             }
         }
-        Delivery::Status => {}
+        Delivery::Message(..) | Delivery::Status(..) => {}
     };
     while answers.len() < ANSWERED_BEFORE_STOP {
         let delivery = next_delivery(&mut raw)
             .unwrap_or_else(|| panic!("the burst is not answered; log:\n{}", server.log()));
         record(delivery, &mut answers);
     }
-    let pid = server.pid().expect("running") as libc::pid_t;
-    // SAFETY: kill(2) on our own child's pid.
-    unsafe {
-        libc::kill(pid, signal);
-    }
+    signal_stop(&server, signal);
     if lame_duck {
         // The clients stay connected for the grace period: once JetStream stopped, no stream
         // of the burst takes a message any more (one started after the stop would ack it).
-        await_log_line(&server, "JetStream Shutdown", Duration::from_secs(20));
         let publishes: String = streams
             .iter()
             .enumerate()
@@ -327,12 +386,7 @@ fn stop_with_creations_in_flight(signal: libc::c_int) {
     while let Some(delivery) = next_delivery(&mut raw) {
         record(delivery, &mut answers);
     }
-    assert_eq!(
-        server.wait_exit(Duration::from_secs(30)),
-        Some(0),
-        "a clean stop exits 0; log:\n{}",
-        server.log()
-    );
+    assert_clean_exit(&mut server);
     // nats-server 2.15.1 has this gap: a creation its API goroutines were serving when lame
     // duck mode stopped JetStream starts its stream afterwards, which then acks publishes
     // (2 of 300 in one run; docs/parity.md). Ours waits for its creations in flight first.
@@ -434,13 +488,7 @@ fn stop_with_creations_in_flight(signal: libc::c_int) {
         "directories that are no stream after the restart: {unloaded:?}; log:\n{}",
         server.log()
     );
-    if !test_harness::is_reference() {
-        let log = server.log();
-        assert!(
-            !log.contains("could not be recovered") && !log.contains("repaired on open"),
-            "{log}"
-        );
-    }
+    assert_recovered_cleanly(&server);
     eprintln!(
         "{} of {BURST} answered before the stop's end, {} created, {} streams after the restart",
         answers.len(),

@@ -16,6 +16,7 @@ mod confirmed_acks;
 mod consumer_ack_subjects;
 mod consumer_api;
 mod consumer_api_level;
+mod consumer_creations_in_flight;
 mod consumer_delivery;
 mod consumer_durability;
 mod consumer_durable_over_ephemeral;
