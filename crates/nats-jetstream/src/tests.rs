@@ -445,6 +445,36 @@ async fn an_account_enabled_again_while_its_streams_close_gets_them_back() {
     jetstream.shutdown().await;
 }
 
+/// Serve one `$JS.API` request on the calling task (`api::handle_request`, no queue, no router
+/// in between) and take its answer; when the handler sent it before returning, the answer is
+/// taken without yielding to the runtime, so no other task has run since.
+async fn serve_inline(
+    fixture: &Fixture,
+    context: &Arc<crate::api::Context>,
+    subject: &str,
+    body: &Value,
+) -> Value {
+    let inbox = format!("_INBOX.inline.{}", crate::nuid::next_id());
+    let mut replies = fixture.router.channel(&inbox);
+    crate::api::handle_request(
+        context,
+        Message {
+            subject: Bytes::from(subject.to_string()),
+            reply: Some(Bytes::from(inbox)),
+            headers: None,
+            payload: Bytes::from(body.to_string()),
+        },
+        std::time::Instant::now(),
+        None,
+    )
+    .await;
+    let reply = tokio::time::timeout(Duration::from_secs(5), replies.recv())
+        .await
+        .expect("answered in time")
+        .expect("an answer");
+    serde_json::from_slice(&reply.payload).expect("json answer")
+}
+
 /// A CONSUMER.CREATE the admin thread took from its queue before a stop closed the queues, and
 /// whose wait for the registry's admin lock ended only after the stop held it and stopped every
 /// stream (the admin lock is a fair queue: a handler that asks for it after `stop_all_streams`
@@ -486,25 +516,7 @@ async fn a_consumer_creation_served_after_the_stop_starts_no_consumer() {
         .expect("a stopped stream stays registered");
     let mut problems = Vec::new();
     for (subject, body, name) in requests {
-        let inbox = format!("_INBOX.late.{name}");
-        let mut replies = fixture.router.channel(&inbox);
-        crate::api::handle_request(
-            &context,
-            Message {
-                subject: Bytes::from(subject),
-                reply: Some(Bytes::from(inbox)),
-                headers: None,
-                payload: Bytes::from(body.to_string()),
-            },
-            std::time::Instant::now(),
-            None,
-        )
-        .await;
-        let reply = tokio::time::timeout(Duration::from_secs(5), replies.recv())
-            .await
-            .expect("answered in time")
-            .expect("an answer");
-        let answer: Value = serde_json::from_slice(&reply.payload).expect("json answer");
+        let answer = serve_inline(&fixture, &context, subject, &body).await;
         if answer["error"]["err_code"] != 10012 {
             problems.push(format!("{subject}: answered {answer}"));
         }
@@ -529,4 +541,53 @@ async fn a_consumer_creation_served_after_the_stop_starts_no_consumer() {
         }
     }
     assert!(problems.is_empty(), "{problems:#?}");
+}
+
+/// A consumer's config update (a durable's description, then a pause) is answered once the
+/// consumer's task saved it to its store, so a kill -9 right after the answer keeps it, as
+/// nats-server's (which writes the config before it answers). The requests are served on the test's own task
+/// and each answer is taken without yielding to the runtime: an answer sent before the task had
+/// run shows here as the old config on disk.
+#[tokio::test]
+async fn a_consumer_update_is_answered_once_its_config_is_in_the_store() {
+    let fixture = fixture().await;
+    let created = fixture
+        .create(json!({"name": "S", "subjects": ["s.>"], "storage": "file"}))
+        .await;
+    assert!(created.get("error").is_none(), "{created}");
+    let context = fixture.jetstream.engine.accounts.load()[0].clone();
+    let consumer_dir = fixture
+        ._dir
+        .path()
+        .join("jetstream/$G/streams/S/consumers/D");
+    for (round, description) in ["first description", "second description"]
+        .into_iter()
+        .enumerate()
+    {
+        let body = json!({
+            "stream_name": "S",
+            "config": {"durable_name": "D", "ack_policy": "explicit", "description": description},
+        });
+        let answer = serve_inline(&fixture, &context, "$JS.API.CONSUMER.CREATE.S.D", &body).await;
+        assert!(answer.get("error").is_none(), "{answer}");
+        assert_eq!(answer["config"]["description"], description, "{answer}");
+        let stored = std::fs::read(consumer_dir.join("config.bin")).expect("the config file");
+        assert!(
+            stored
+                .windows(description.len())
+                .any(|window| window == description.as_bytes()),
+            "round {round}: answered before the store had {description:?}: {}",
+            String::from_utf8_lossy(&stored)
+        );
+    }
+    // CONSUMER.PAUSE changes the config the same way.
+    let pause = json!({"pause_until": "2099-01-01T00:00:00Z"});
+    let answer = serve_inline(&fixture, &context, "$JS.API.CONSUMER.PAUSE.S.D", &pause).await;
+    assert_eq!(answer["paused"], true, "{answer}");
+    let stored = std::fs::read(consumer_dir.join("config.bin")).expect("the config file");
+    assert!(
+        String::from_utf8_lossy(&stored).contains("2099-01-01"),
+        "paused before the store had it: {}",
+        String::from_utf8_lossy(&stored)
+    );
 }

@@ -219,10 +219,14 @@ async fn try_consumer_create(
         }
         *existing.config.write() = config.clone();
         consumer::refresh_interest(&stream, &existing);
-        existing.send(consumer::Event::ConfigUpdated);
+        let saved = existing.config_updated();
         let mut info = existing.info(&stream);
         info.cluster = consumer_cluster_info(context, &existing);
-        return Ok((info, false, None));
+        // Answered once the task saved the new config (off the admin lock), and once durable
+        // when that made its files (an ephemeral made durable).
+        drop(_guard);
+        let pending = saved.await;
+        return Ok((info, false, pending));
     }
     if create.action == ConsumerAction::Update {
         return Err(errors::CONSUMER_DOES_NOT_EXIST.to_error());
@@ -561,7 +565,7 @@ pub(crate) async fn consumer_pause(
             config.pause_until = paused.then_some(pause.pause_until);
             set_static_metadata(&mut config);
         }
-        consumer.send(consumer::Event::ConfigUpdated);
+        let _ = consumer.config_updated().await;
         Ok::<_, ApiError>((
             consumer,
             paused,

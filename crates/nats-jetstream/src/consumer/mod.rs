@@ -87,7 +87,12 @@ pub(crate) enum Event {
     FlowControlReply {
         subject: bytes::Bytes,
     },
-    ConfigUpdated,
+    /// The config in [`Consumer::config`] changed: the task takes it and saves it to its store,
+    /// then tells `saved` what of its store's creation is left to fsync (an ephemeral just made
+    /// durable: its new files) ([`Consumer::config_updated`]).
+    ConfigUpdated {
+        saved: oneshot::Sender<Option<Arc<nats_store::CreationSync>>>,
+    },
     /// A subscription that could match the push deliver subject came or went.
     InterestChanged,
     /// `CONSUMER.INFO` answered by the task itself, after every event queued before it: acks
@@ -175,6 +180,18 @@ pub(crate) struct Consumer {
 impl Consumer {
     pub(crate) fn send(&self, event: Event) -> bool {
         self.events.send(event)
+    }
+
+    /// Tell the task its config changed (written to [`Consumer::config`] already): the returned
+    /// future resolves once the task saved it to its store (or is gone), to what of the store's
+    /// creation is left to fsync. An update is answered after that, as nats-server writes the
+    /// config before it answers: a kill -9 right after the answer keeps it.
+    pub(crate) fn config_updated(
+        &self,
+    ) -> impl std::future::Future<Output = Option<Arc<nats_store::CreationSync>>> {
+        let (saved, persisted) = oneshot::channel();
+        self.send(Event::ConfigUpdated { saved });
+        async move { persisted.await.ok().flatten() }
     }
 
     pub(crate) fn config(&self) -> ConsumerConfig {

@@ -426,7 +426,7 @@ impl Task {
                     }
                 }
             }
-            Event::ConfigUpdated => {
+            Event::ConfigUpdated { saved } => {
                 let was_durable = !self.config.durable_name.is_empty();
                 self.config = self.consumer.config();
                 if !was_durable && !self.config.durable_name.is_empty() {
@@ -444,6 +444,7 @@ impl Task {
                     .unwrap_or_else(|error| {
                         tracing::error!(consumer = %self.consumer.name, %error, "saving consumer config failed")
                     });
+                let _ = saved.send(self.store.pending_creation());
             }
             Event::InterestChanged => self.refresh_push_bound(),
             Event::Unpin { group, done } => {
