@@ -545,9 +545,9 @@ async fn a_consumer_creation_served_after_the_stop_starts_no_consumer() {
 
 /// A consumer's config update (a durable's description, then a pause) is answered once the
 /// consumer's task saved it to its store, so a kill -9 right after the answer keeps it, as
-/// nats-server's (which writes the config before it answers). The requests are served on the test's own task
-/// and each answer is taken without yielding to the runtime: an answer sent before the task had
-/// run shows here as the old config on disk.
+/// nats-server's (which writes the config before it answers). The requests are served on the
+/// test's own task and each answer is taken without yielding to the runtime: an answer sent
+/// before the task had run shows here as the old config on disk.
 #[tokio::test]
 async fn a_consumer_update_is_answered_once_its_config_is_in_the_store() {
     let fixture = fixture().await;

@@ -26,8 +26,7 @@
 //! not fsynced.
 //!
 //! Who calls it: `FileStore::open`, for the parent of each stream directory it creates afresh
-//! (a creation from a spare allocates nothing). The spares made ahead (`spares.rs`) are made
-//! under the same parent and are spread alike.
+//! (a creation from a spare, `spares.rs`, allocates nothing).
 
 use std::collections::HashMap;
 use std::fs::File;

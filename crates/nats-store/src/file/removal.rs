@@ -62,8 +62,7 @@ fn remove_or_recycle_soon(dir: &Path, recycle: bool) -> Result<(), StoreError> {
 }
 
 /// A new name under `parent`, from `name`, that every listing takes for trash: a deleted
-/// store's, or a directory being made a spare ahead of need (`spares.rs`), which a crash may
-/// leave half made.
+/// store's, which a crash may leave half removed or half made a spare (`spares.rs`).
 pub(crate) fn trash_path(parent: &Path, name: &str) -> PathBuf {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     parent.join(format!(

@@ -468,9 +468,7 @@ async fn buckets_created_after_deletions_survive_a_power_cut_without_old_data() 
         }
     }
     // Ours: the deleted stores become spares in the background; wait for them so the new
-    // buckets take them (their directories' inode numbers, to check they did). Spares made
-    // ahead of need during the burst of creations above may wait beside them; the recycled
-    // ones are offered after those and taken first.
+    // buckets take them (their directories' inode numbers, to check they did).
     let streams = on_disk
         .mountpoint
         .path()
