@@ -9,7 +9,7 @@
 //! - Nodes can be killed (`kill -9`), restarted on the same ports and store, paused (SIGSTOP) and
 //!   resumed; their logs are printed, and their files kept, when a test panics with the cluster
 //!   alive. Every process is killed when the cluster drops, and (PR_SET_PDEATHSIG) when the
-//!   thread that started it dies without unwinding.
+//!   test process dies without unwinding, whichever thread started it ([`crate::SpawnTied`]).
 //! - [`Topology::Proxied`] puts a TCP proxy on every route link ([`link_proxy`]) so a test can
 //!   blackhole, reset or delay one link. Gossip would let nodes dial each other around the
 //!   proxies (an implicit route goes to the address a peer advertises), so in that topology

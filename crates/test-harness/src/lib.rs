@@ -16,7 +16,10 @@ pub mod cluster;
 pub mod monitoring;
 pub mod panic_note;
 mod ready;
+mod spawner;
 pub mod waits;
+
+pub use spawner::SpawnTied;
 
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -148,7 +151,8 @@ pub struct ServerOptions {
     pub port: Option<u16>,
 }
 
-/// A running server process; killed when dropped.
+/// A running server process; killed when dropped, and when the test process dies
+/// ([`SpawnTied`]).
 pub struct TestServer {
     child: Option<Child>,
     pub port: u16,
@@ -247,7 +251,7 @@ impl TestServer {
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log_err)
-            .spawn()
+            .spawn_tied()
             .unwrap_or_else(|e| panic!("spawn {:?}: {e}", server_binary()));
         TestServer {
             child: Some(child),

@@ -15,7 +15,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use test_harness::{RawClient, TestServer};
+use test_harness::{RawClient, SpawnTied, TestServer};
 
 const WAIT: Duration = Duration::from_secs(10);
 const VIOLATION: &str = "-ERR 'Authorization Violation'";
@@ -359,6 +359,7 @@ fn auth_callout_config_errors_as_nats_server() {
             .arg("-t")
             .arg("-c")
             .arg(&path)
+            .dies_with_this_thread()
             .output()
             .expect("run");
         let text_out = format!(

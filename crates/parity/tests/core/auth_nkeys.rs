@@ -4,7 +4,7 @@
 
 use base64::Engine;
 use std::time::Duration;
-use test_harness::{RawClient, TestServer};
+use test_harness::{RawClient, SpawnTied, TestServer};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -208,6 +208,7 @@ fn refused(config: &str) -> String {
         ])
         .arg(&path)
         .stdin(std::process::Stdio::null())
+        .dies_with_this_thread()
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1), "{output:?}");

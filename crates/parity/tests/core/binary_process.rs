@@ -3,11 +3,15 @@
 
 use std::process::Command;
 use test_harness::waits::await_some;
-use test_harness::{server_binary, RawClient, ServerOptions, TestServer};
+use test_harness::{server_binary, RawClient, ServerOptions, SpawnTied, TestServer};
 
 #[test]
 fn version_flag() {
-    let output = Command::new(server_binary()).arg("-v").output().unwrap();
+    let output = Command::new(server_binary())
+        .arg("-v")
+        .dies_with_this_thread()
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&output.stdout).to_string()
         + &String::from_utf8_lossy(&output.stderr);
     assert!(text.starts_with("nats-server: v2."), "{text}");
@@ -15,7 +19,11 @@ fn version_flag() {
 
 #[test]
 fn help_flag_lists_single_dash_flags() {
-    let output = Command::new(server_binary()).arg("-h").output().unwrap();
+    let output = Command::new(server_binary())
+        .arg("-h")
+        .dies_with_this_thread()
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&output.stdout).to_string()
         + &String::from_utf8_lossy(&output.stderr);
     for flag in [
@@ -33,6 +41,7 @@ fn unknown_flag_is_refused() {
     // nats-server prints the error and the usage and exits 0; we do the same.
     let output = Command::new(server_binary())
         .arg("--bogus")
+        .dies_with_this_thread()
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&output.stderr);
@@ -49,6 +58,7 @@ fn bad_config_file_refuses_to_start_with_position() {
     std::fs::write(&path, "port: 4333\nfoo_bar: 1\n").unwrap();
     let output = Command::new(server_binary())
         .args(["-c", path.to_str().unwrap()])
+        .dies_with_this_thread()
         .output()
         .unwrap();
     assert!(!output.status.success());
@@ -226,7 +236,7 @@ fn the_open_file_soft_limit_is_raised_to_the_hard_limit() {
             Ok(())
         });
     }
-    let child = Child(command.spawn().expect("spawn the server"));
+    let child = Child(command.spawn_tied().expect("spawn the server"));
     let address = format!("127.0.0.1:{port}");
     await_some(
         "the server's port",

@@ -6,7 +6,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use test_harness::waits::await_some;
-use test_harness::{free_port, server_binary, RawClient};
+use test_harness::{free_port, server_binary, RawClient, SpawnTied};
 
 /// A server started with the default watch (or `RNATS_IDLE_SPIN_US` as given), killed when
 /// dropped.
@@ -38,7 +38,7 @@ impl Watching {
             .stdout(file.try_clone().expect("log file"))
             .stderr(file)
             .stdin(Stdio::null())
-            .spawn()
+            .spawn_tied()
             .expect("start the server");
         let server = Watching {
             child,

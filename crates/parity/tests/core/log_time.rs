@@ -5,7 +5,7 @@
 use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use test_harness::server_binary;
+use test_harness::{server_binary, SpawnTied};
 
 /// The hour of the `[FTL]` line a server refusing port 70000 writes, with its arguments
 /// (`None` if it wrote none or did not exit within the bound: it is then killed).
@@ -17,7 +17,7 @@ fn logged_hour(extra: &[&str]) -> Option<u32> {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
+        .spawn_tied()
         .expect("run the server binary");
     let deadline = Instant::now() + Duration::from_secs(15);
     while !matches!(child.try_wait(), Ok(Some(_))) {

@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use test_harness::server_binary;
+use test_harness::{server_binary, SpawnTied};
 
 /// A server process; killed and reaped when dropped.
 pub struct Running(pub Child);
@@ -38,7 +38,7 @@ pub fn spawn(args: &[&str]) -> Running {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
+        .spawn_tied()
         .expect("spawn the server binary");
     Running(child)
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 use test_harness::certificates::TestCertificates;
-use test_harness::{free_port, server_binary, RawClient, ServerOptions, TestServer};
+use test_harness::{free_port, server_binary, RawClient, ServerOptions, SpawnTied, TestServer};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -185,7 +185,7 @@ async fn handshake_first_sends_info_only_after_the_handshake() {
         .arg(&config)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .spawn()
+        .spawn_tied()
         .unwrap();
     let url = format!("tls://127.0.0.1:{port}");
     let options = || {
@@ -250,6 +250,7 @@ fn refused(arguments: &[&str]) -> String {
         .args(["-a", "127.0.0.1", "-p", &free_port().to_string()])
         .args(arguments)
         .stdin(Stdio::null())
+        .dies_with_this_thread()
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1), "{output:?}");

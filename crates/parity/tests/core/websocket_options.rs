@@ -10,7 +10,7 @@ use super::websocket::{frame, raw_client, read_frame, read_until_close, wait_for
 use serde_json::json;
 use std::io::Write;
 use std::time::{Duration, Instant};
-use test_harness::{free_port, ServerOptions, TestServer};
+use test_harness::{free_port, ServerOptions, SpawnTied, TestServer};
 
 /// A server with `top` at the top of its config and a plain-text websocket listener whose
 /// block holds `block`.
@@ -162,6 +162,7 @@ fn a_jwt_cookie_without_trusted_operators_is_refused_at_start() {
     let output = std::process::Command::new(test_harness::server_binary())
         .arg("-c")
         .arg(&config)
+        .dies_with_this_thread()
         .output()
         .expect("run the server");
     assert!(!output.status.success());

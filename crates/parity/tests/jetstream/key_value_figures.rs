@@ -12,6 +12,7 @@ use async_nats::jetstream::{self, kv};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use test_harness::SpawnTied;
 
 const CLIENTS: usize = 16;
 const OPERATIONS_PER_CLIENT: usize = 2000;
@@ -39,7 +40,7 @@ fn start(binary: &PathBuf) -> Server {
         .arg(store.path())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .spawn()
+        .spawn_tied()
         .unwrap_or_else(|error| panic!("start {binary:?}: {error}"));
     let deadline = Instant::now() + Duration::from_secs(20);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {

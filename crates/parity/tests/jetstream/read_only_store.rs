@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{self, stream};
-use test_harness::{free_port, server_binary, ServerOptions, TestServer};
+use test_harness::{free_port, server_binary, ServerOptions, SpawnTied, TestServer};
 
 /// Makes a directory read-only until dropped.
 struct ReadOnly {
@@ -113,7 +113,7 @@ async fn read_only_store_stops_the_server_with_nats_server_wording() {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .spawn()
+        .spawn_tied()
         .expect("spawn server");
     let deadline = Instant::now() + Duration::from_secs(20);
     let status = loop {

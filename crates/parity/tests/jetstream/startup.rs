@@ -6,7 +6,7 @@ use test_harness::client;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use test_harness::client::api;
-use test_harness::{free_port, server_binary, TestServer};
+use test_harness::{free_port, server_binary, SpawnTied, TestServer};
 
 #[test]
 fn banner_shows_the_jetstream_section() {
@@ -57,7 +57,7 @@ async fn default_store_lives_under_tmpdir() {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .spawn()
+            .spawn_tied()
             .expect("spawn server"),
     );
     let deadline = Instant::now() + Duration::from_secs(20);

@@ -3,10 +3,11 @@
 //! and store, SIGSTOP/SIGCONT). Killed when dropped.
 
 use std::net::TcpStream;
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use crate::SpawnTied;
 
 /// Which server a node runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,24 +120,13 @@ impl Node {
             .open(&self.log_path)
             .expect("node log");
         let log_err = log.try_clone().expect("clone log");
-        let mut command = Command::new(&self.binary);
-        // SAFETY: the closure runs in the forked child before exec and only calls prctl(2),
-        // which is async-signal-safe.
-        unsafe {
-            command.pre_exec(|| {
-                // If the test process dies without running its destructors (killed by a
-                // timeout, ^C), the server dies with it instead of holding its ports. Tied to
-                // the spawning thread: a cluster lives in the thread (test) that started it.
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
-        let child = command
+        let child = Command::new(&self.binary)
             .args(&args)
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log_err)
-            .spawn()
+            // Killed with the test process even when it dies without its destructors.
+            .spawn_tied()
             .unwrap_or_else(|e| panic!("spawn {:?}: {e}", self.binary));
         self.child = Some(child);
         self.paused = false;
