@@ -78,7 +78,7 @@ impl Registry {
                 let batch = import_batch(consumers, &*replicator).map_err(failed)?;
                 propose_until(&*replicator, batch).await.map_err(failed)?;
             }
-            self.restart_ephemerals(&stream, ephemerals);
+            self.restart_ephemerals(&stream, ephemerals).await;
             Ok(stream)
         }
         .await;
@@ -98,8 +98,22 @@ impl Registry {
     }
 
     /// Starts the stopped R1 stream's ephemeral consumers again on `stream` (its replicated
-    /// successor, led here), each from the state it stopped with.
-    fn restart_ephemerals(&self, stream: &Arc<Stream>, ephemerals: Vec<Ephemeral>) {
+    /// successor, led here), each from the state it stopped with; none once a stop began. The
+    /// check and the starts hold the admin lock, as a consumer creation's do
+    /// ([`Registry::check_open_to_consumers`]): a stop that begins after this started them stops
+    /// them with the stream, and one that began before (while the scale-up imported the old
+    /// store, after `create_replicated_stream` admitted the new stream) may already have
+    /// stopped the stream, where a consumer started now would serve pulls and acks of a stopped
+    /// JetStream. The scale-up itself stands (its import is committed); the ephemerals go, as
+    /// the stop takes every consumer with its stream.
+    async fn restart_ephemerals(&self, stream: &Arc<Stream>, ephemerals: Vec<Ephemeral>) {
+        let _guard = self.admin_lock.lock().await;
+        if self.check_open_to_consumers().is_err() {
+            if !ephemerals.is_empty() {
+                tracing::info!(stream = %stream.name, count = ephemerals.len(), "JetStream stopping: a scaled-up stream's ephemeral consumers not started again");
+            }
+            return;
+        }
         let consumers = self.consumers(stream);
         let home = Home {
             stream,
@@ -257,6 +271,8 @@ async fn propose_until(replicator: &dyn Replicator, batch: Bytes) -> Result<(), 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::Transport;
+    use serde_json::json;
     use std::collections::BTreeMap;
 
     fn message(seq: u64) -> StoredMessage {
@@ -350,5 +366,54 @@ mod tests {
         assert!(encode_messages(0, 1, |_| Ok(None))
             .expect("encode")
             .is_empty());
+    }
+
+    /// A scale-up starts the old stream's ephemerals again on the new one (`restart_ephemerals`)
+    /// only while the registry is open: a stop that began while it imported the old store
+    /// (after the new stream was admitted) may have stopped the stream already, and an
+    /// ephemeral started there would serve pulls of a stopped JetStream. The window itself
+    /// opens only between a cluster's assignment and a stop; here the restart is called on the
+    /// stream a stop has stopped, as it would be at the end of that window.
+    #[tokio::test]
+    async fn a_scaled_up_stream_s_ephemerals_start_again_only_before_a_stop() {
+        let fixture = crate::tests::fixture().await;
+        let created = fixture
+            .create(json!({"name": "S", "subjects": ["s.>"], "storage": "file"}))
+            .await;
+        assert!(created.get("error").is_none(), "{created}");
+        let consumer = fixture
+            .request(
+                "$JS.API.CONSUMER.CREATE.S.E",
+                &json!({"stream_name": "S", "config": {"name": "E", "ack_policy": "explicit"}})
+                    .to_string(),
+            )
+            .await;
+        assert!(consumer.get("error").is_none(), "{consumer}");
+        let context = fixture.jetstream.engine.accounts.load()[0].clone();
+        let registry = &context.registry;
+        let stream = registry.get("S").expect("stream S");
+        let next = "$JS.API.CONSUMER.MSG.NEXT.S.E";
+
+        // Open: the ephemeral runs again, serving pulls.
+        let (_, ephemerals) = quiesce(registry, &stream).await;
+        assert_eq!(ephemerals.len(), 1);
+        assert!(registry.consumers(&stream).get("E").is_none());
+        registry.restart_ephemerals(&stream, ephemerals).await;
+        assert!(registry.consumers(&stream).get("E").is_some());
+        assert!(fixture.router.has_interest(next));
+
+        // A stop began (and stopped the stream): nothing starts.
+        let (_, ephemerals) = quiesce(registry, &stream).await;
+        assert_eq!(ephemerals.len(), 1);
+        fixture.jetstream.shutdown().await;
+        registry.restart_ephemerals(&stream, ephemerals).await;
+        assert!(
+            registry.consumers(&stream).get("E").is_none(),
+            "an ephemeral started on a stopped stream"
+        );
+        assert!(
+            !fixture.router.has_interest(next),
+            "an ephemeral's pulls are served after the stop"
+        );
     }
 }
