@@ -40,6 +40,14 @@ const ACCOUNT_BATCH: usize = 64 * 1024;
 
 /// Largest block publishers fill before it is sealed.
 const BLOCK: usize = 64 * 1024;
+/// Whole blocks written out, for any connection to fill again (see [`BlockPool`]).
+static FREE_BLOCKS: BlockPool = BlockPool::new();
+/// At most this many blocks (2 MiB) wait in [`FREE_BLOCKS`].
+const FREE_BLOCKS_KEPT: usize = 32;
+/// A connection whose writer took something this recently is streaming: its next batch starts
+/// with a block the size of its last one. Past it, a batch starts small again (a burst long ago
+/// must not give each of 20,000 connections a whole block for one small message).
+const STREAMING_GAP: std::time::Duration = std::time::Duration::from_millis(100);
 /// Smallest block: an idle connection keeps no more than this.
 const SMALL_BLOCK: usize = 4 * 1024;
 /// Payloads from this size on are queued by reference instead of copied.
@@ -55,8 +63,10 @@ pub struct Outbound {
     filling: BytesMut,
     /// Bytes in `sealed` plus `filling`.
     queued: usize,
-    /// Bytes the writer took last time: a streaming connection gets big blocks from the start.
+    /// Bytes the writer took the last time it took any, and when: a streaming connection (one
+    /// that took within [`STREAMING_GAP`]) gets big blocks from the start of each batch.
     recent: usize,
+    last_take: Option<std::time::Instant>,
     /// Bytes the writer took and is still writing (counted against max_pending).
     pub in_flight: usize,
     /// Bytes of `queued` not yet added to the process-wide total (see [`ACCOUNT_BATCH`]).
@@ -80,6 +90,7 @@ impl Outbound {
             filling: BytesMut::new(),
             queued: 0,
             recent: 0,
+            last_take: None,
             in_flight: 0,
             unaccounted: 0,
             closing: None,
@@ -100,11 +111,15 @@ impl Outbound {
             return;
         }
         self.seal();
+        let streaming = self
+            .last_take
+            .is_some_and(|at| at.elapsed() < STREAMING_GAP);
+        let recent = if streaming { self.recent } else { 0 };
         let wanted = (self.queued + needed)
-            .max(self.recent)
+            .max(recent)
             .next_power_of_two()
             .clamp(SMALL_BLOCK, BLOCK);
-        self.filling = BytesMut::with_capacity(wanted.max(needed));
+        self.filling = FREE_BLOCKS.block(wanted.max(needed));
     }
 
     /// Count `bytes` more queued, adding to the process-wide total in batches.
@@ -166,15 +181,21 @@ impl Outbound {
 
     /// Move everything queued to the end of `into` (the writer's list); returns the bytes moved.
     /// The rest of the current block stays for the next frames, unless nothing was queued: then
-    /// the connection went quiet and keeps at most a small block.
+    /// the connection went quiet and keeps at most a small block (a bigger one goes back to
+    /// [`FREE_BLOCKS`]).
     pub fn take(&mut self, into: &mut VecDeque<Bytes>) -> usize {
-        self.recent = self.queued;
         if self.queued == 0 {
+            // Quiet: the block goes back to the pool (whole once the writer dropped the last
+            // segment it wrote from it). `recent` stays what the last non-empty take was, so a
+            // streaming connection starts its next batch with a whole block again (a pooled
+            // one), where growing from a small one again would allocate four on the way.
             if self.filling.capacity() > SMALL_BLOCK {
-                self.filling = BytesMut::new();
+                FREE_BLOCKS.put(std::mem::take(&mut self.filling));
             }
             return 0;
         }
+        self.recent = self.queued;
+        self.last_take = Some(std::time::Instant::now());
         self.seal();
         into.extend(self.sealed.drain(..));
         // The writer releases all it took once written: the total must hold all of it.
@@ -219,6 +240,7 @@ impl Outbound {
                     if self.queued == 0 {
                         // As `take`: a connection sent small batches keeps a small block.
                         self.recent = count;
+                        self.last_take = Some(std::time::Instant::now());
                         if count <= SMALL_BLOCK && self.filling.capacity() > SMALL_BLOCK {
                             self.filling = BytesMut::new();
                         }
@@ -239,7 +261,9 @@ impl Outbound {
             match self.sealed.front_mut() {
                 Some(front) if front.len() <= left => {
                     left -= front.len();
-                    self.sealed.pop_front();
+                    if let Some(written) = self.sealed.pop_front() {
+                        FREE_BLOCKS.recycle(written);
+                    }
                 }
                 Some(front) => {
                     front.advance(left);
@@ -271,7 +295,61 @@ impl Outbound {
     }
 }
 
-/// Drop the first `count` bytes of `segments` (what one write took).
+/// Whole blocks nothing refers to any more, for any connection to fill again instead of a
+/// fresh allocation. A fresh 64 KiB block costs 16 page faults as publishers fill it (glibc
+/// returns a freed block at the top of its heap to the kernel): 9 % of the server's CPU in a
+/// four-subscriber fan-out (`perf record`, bench/README.md "Outbound blocks pooled").
+/// nats-server pools its outbound buffers likewise. A block enters only when its last handle is
+/// given up (`try_into_mut` on a unique handle), so no segment still queued or being written
+/// can see it refilled.
+pub struct BlockPool {
+    free: parking_lot::Mutex<Vec<BytesMut>>,
+}
+
+impl BlockPool {
+    pub const fn new() -> BlockPool {
+        BlockPool {
+            free: parking_lot::const_mutex(Vec::new()),
+        }
+    }
+
+    /// An empty block of `capacity` bytes: a pooled one when it is a whole block.
+    fn block(&self, capacity: usize) -> BytesMut {
+        if capacity == BLOCK {
+            if let Some(block) = self.free.lock().pop() {
+                return block;
+            }
+        }
+        BytesMut::with_capacity(capacity)
+    }
+
+    /// A segment written out: its block comes back when this was the block's last handle.
+    fn recycle(&self, written: Bytes) {
+        if let Ok(block) = written.try_into_mut() {
+            self.put(block);
+        }
+    }
+
+    /// `block` (or what is left of it) comes back, emptied, when it is the only handle on a
+    /// whole block and the pool has room; otherwise it is dropped.
+    fn put(&self, mut block: BytesMut) {
+        block.clear();
+        // Unique: the whole allocation is ours again, from its start.
+        if block.try_reclaim(BLOCK) && block.capacity() == BLOCK {
+            let mut free = self.free.lock();
+            if free.len() < FREE_BLOCKS_KEPT {
+                free.push(block);
+            }
+        }
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.free.lock().len()
+    }
+}
+
+/// Drop the first `count` bytes of `segments` (what one write took), recycling whole blocks.
 pub fn advance_segments(segments: &mut VecDeque<Bytes>, mut count: usize) {
     while count > 0 {
         let Some(front) = segments.front_mut() else {
@@ -279,7 +357,9 @@ pub fn advance_segments(segments: &mut VecDeque<Bytes>, mut count: usize) {
         };
         if front.len() <= count {
             count -= front.len();
-            segments.pop_front();
+            if let Some(written) = segments.pop_front() {
+                FREE_BLOCKS.recycle(written);
+            }
         } else {
             front.advance(count);
             return;
@@ -372,6 +452,86 @@ mod tests {
         outbound.take(&mut segments);
         outbound.take(&mut segments);
         assert!(outbound.filling.capacity() <= SMALL_BLOCK);
+        // Streaming: after the quiet take the next batch starts with a block the size of the
+        // last one taken again.
+        outbound.push_slice(b"MSG a 1 0\r\n\r\n");
+        assert_eq!(outbound.filling.capacity(), 26_000usize.next_power_of_two());
+        outbound.take(&mut segments);
+        outbound.take(&mut segments);
+        // A connection that took nothing for longer starts small.
+        let long_ago = std::time::Instant::now().checked_sub(2 * STREAMING_GAP);
+        outbound.last_take = long_ago;
+        outbound.recent = BLOCK;
+        outbound.push_slice(b"MSG a 1 0\r\n\r\n");
+        assert_eq!(outbound.filling.capacity(), SMALL_BLOCK);
+    }
+
+    /// A block comes back whole once its last handle is written out, and only then.
+    #[test]
+    fn a_block_is_pooled_once_nothing_refers_to_it() {
+        let pool = BlockPool::new();
+        let mut filling = pool.block(BLOCK);
+        filling.put_slice(&[7; 1000]);
+        let start = filling.as_ptr();
+        let written = filling.split().freeze();
+        // The filling still holds the rest of the block, and a copy of the segment is alive.
+        pool.recycle(written.clone());
+        assert_eq!(pool.len(), 0);
+        drop(filling);
+        assert_eq!(pool.len(), 0);
+        // The last handle: the block comes back empty, whole, from its start.
+        pool.recycle(written);
+        assert_eq!(pool.len(), 1);
+        let again = pool.block(BLOCK);
+        assert_eq!(
+            (again.len(), again.capacity(), again.as_ptr()),
+            (0, BLOCK, start)
+        );
+        // Only whole blocks are pooled, and at most FREE_BLOCKS_KEPT of them.
+        pool.put(BytesMut::with_capacity(SMALL_BLOCK));
+        assert_eq!(pool.len(), 0);
+        assert!(pool.block(SMALL_BLOCK).capacity() >= SMALL_BLOCK);
+        assert_eq!(pool.len(), 0);
+        for _ in 0..FREE_BLOCKS_KEPT + 5 {
+            pool.put(BytesMut::with_capacity(BLOCK));
+        }
+        assert_eq!(pool.len(), FREE_BLOCKS_KEPT);
+    }
+
+    /// Segments the writer holds (queued or being written) keep their bytes while publishers
+    /// go on filling blocks, some of them pooled ones written out before.
+    #[test]
+    fn pooled_blocks_never_overwrite_a_segment_still_held() {
+        let mut outbound = Outbound::new();
+        let mut expected = Vec::new();
+        let mut received = Vec::new();
+        let mut in_flight: VecDeque<Bytes> = VecDeque::new();
+        let mut index = 0usize;
+        for round in 0..200usize {
+            for _ in 0..(round % 13) * 40 {
+                push_test_frame(&mut outbound, &mut expected, index, (index * 53) % 900);
+                index += 1;
+            }
+            // The writer writes last round's segments only now (they stayed in flight while
+            // this round's frames were queued), then takes this round's.
+            received.extend(in_flight.iter().flat_map(|segment| segment.to_vec()));
+            let total = in_flight.iter().map(Bytes::len).sum();
+            advance_segments(&mut in_flight, total);
+            outbound.take(&mut in_flight);
+            if round % 5 == 0 {
+                // A quiet turn: the filling goes back to the pool when it can.
+                received.extend(in_flight.iter().flat_map(|segment| segment.to_vec()));
+                let total = in_flight.iter().map(Bytes::len).sum();
+                advance_segments(&mut in_flight, total);
+                outbound.take(&mut in_flight);
+            }
+        }
+        received.extend(in_flight.iter().flat_map(|segment| segment.to_vec()));
+        assert_eq!(received.len(), expected.len());
+        assert!(
+            received == expected,
+            "a segment's bytes changed while it was held"
+        );
     }
 
     /// A connected loopback pair: the write half for `direct`, and the peer's stream.
