@@ -13,7 +13,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 
 use crate::jetstream_assignments::{connect, error_code, leader_of};
-use crate::meta::start;
+use crate::meta::{start, system_client};
 
 /// Creates of distinct streams sent ahead of the requests under test.
 const AHEAD: usize = 6;
@@ -27,11 +27,13 @@ const NAME_EXIST: u64 = 10058;
 const SUBJECT_OVERLAP: u64 = 10065;
 const NOT_FOUND: u64 = 10059;
 
-/// Connects to node 0 once every node names one meta leader and an R3 stream can be placed:
-/// nats-server refuses placement (10005 "peer offline") until its meta leader heard from every
-/// peer, and the batch's first creates would meet that right after start.
+/// Connects to node 0 once every node names one meta leader, an R3 stream can be placed and
+/// every node's answers reach node 0: nats-server refuses placement (10005 "peer offline")
+/// until its meta leader heard from every peer, and the batch's first creates would meet that
+/// right after start.
 async fn ready(cluster: &test_harness::cluster::Cluster, tag: &str) -> Client {
     leader_of(cluster, &[0, 1, 2]);
+    system_messages_reach(cluster, 0).await;
     let client = connect(cluster, 0).await;
     let (subject, body) = create(&format!("{tag}READY"), &[&format!("{tag}.ready")]);
     let deadline = tokio::time::Instant::now() + WAIT;
@@ -55,6 +57,55 @@ async fn ready(cluster: &test_harness::cluster::Cluster, tag: &str) -> Client {
             "{subject}: {answer}"
         );
         tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Waits (bounded by [`WAIT`]) until a message published in the system account on each other
+/// node reaches node `to`. `$JS.API` answers travel in the system account (nats-server serves
+/// the API there and answers a stream's create from its new leader's server), and nats-server
+/// gives the system account a route of its own between each two servers: right after start
+/// one of those can be closed as a duplicate and dialled again a second later, while the
+/// application account's routes (the harness's mesh probe) already carry messages. In that
+/// second the creates answered by the stream leaders on that server are lost (a run here
+/// against nats-server 2.15.1: the three of six led by node 2, none of the others; node 0's
+/// route to it was dialled again 1.03 s after the start). Ours has one route per pair: this
+/// passes at once.
+async fn system_messages_reach(cluster: &test_harness::cluster::Cluster, to: usize) {
+    let receiver = system_client(cluster, to).await;
+    let inbox = receiver.new_inbox();
+    let mut received = receiver
+        .subscribe(format!("{inbox}.*"))
+        .await
+        .expect("subscribe");
+    receiver.flush().await.expect("flush");
+    let mut senders = Vec::new();
+    for from in (0..cluster.len()).filter(|&from| from != to) {
+        senders.push((from, system_client(cluster, from).await));
+    }
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !senders.is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "system account messages from nodes {:?} do not reach node {to}",
+            senders.iter().map(|(from, _)| *from).collect::<Vec<_>>()
+        );
+        for (from, sender) in &senders {
+            sender
+                .publish(format!("{inbox}.{from}"), "".into())
+                .await
+                .expect("publish");
+            sender.flush().await.expect("flush");
+        }
+        while let Ok(Some(message)) =
+            tokio::time::timeout(Duration::from_millis(100), received.next()).await
+        {
+            let from: Option<usize> = message
+                .subject
+                .rsplit('.')
+                .next()
+                .and_then(|token| token.parse().ok());
+            senders.retain(|(sender, _)| Some(*sender) != from);
+        }
     }
 }
 

@@ -73,6 +73,28 @@ const RETRY_BOUND: Duration = Duration::from_secs(60);
 /// Elections in [`a_create_sent_the_moment_a_server_names_itself_meta_leader_is_answered`].
 const ELECTIONS: usize = 4;
 
+/// The answers to a create, less (on nats-server) the 10008 "JetStream cluster not available"
+/// of the servers that do not know the new leader yet: every nats-server takes each `$JS.API`
+/// request, and one whose meta group has no leader (past its first `lostQuorumInterval`)
+/// answers a create with 10008 beside the leader's answer (`jsStreamCreateRequest`'s
+/// `isLeaderless`; the parity pass on efba111 failed on one). Such a create is asked again when
+/// nothing else answered it. Ours answers only from the leader: every answer counts there.
+async fn leaders_answers(client: &async_nats::Client, subject: &str, body: &Value) -> Vec<Value> {
+    let mut got = answers(client, subject, body.clone()).await;
+    if test_harness::is_reference() {
+        let leaderless: Vec<Value> = got
+            .iter()
+            .filter(|answer| error_code(answer) == 10008)
+            .cloned()
+            .collect();
+        if !leaderless.is_empty() {
+            println!("{subject}: nats-server servers without a leader answered {leaderless:?}");
+        }
+        got.retain(|answer| error_code(answer) != 10008);
+    }
+    got
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_create_sent_the_moment_a_server_names_itself_meta_leader_is_answered() {
     let cluster = start(3);
@@ -105,7 +127,7 @@ async fn a_create_sent_the_moment_a_server_names_itself_meta_leader_is_answered(
         let name = format!("NAMED{election}");
         let body = json!({"name": name, "subjects": [format!("named.{election}")]});
         let subject = format!("$JS.API.STREAM.CREATE.{name}");
-        let mut got = answers(&clients[leader], &subject, body.clone()).await;
+        let mut got = leaders_answers(&clients[leader], &subject, &body).await;
         // nats-server often leaves such a create unanswered (2 of 3 runs on an idle machine,
         // and the parity pass on 6e75fcc): a client asks again. Ours must answer the first.
         // The retries have a bound of their own: each unanswered create costs `answers`' 10 s, and
@@ -115,7 +137,7 @@ async fn a_create_sent_the_moment_a_server_names_itself_meta_leader_is_answered(
         let retry_deadline = Instant::now() + RETRY_BOUND;
         while got.is_empty() && test_harness::is_reference() && Instant::now() < retry_deadline {
             unanswered += 1;
-            got = answers(&clients[leader], &subject, body.clone()).await;
+            got = leaders_answers(&clients[leader], &subject, &body).await;
         }
         if unanswered > 0 {
             println!("election {election}: nats-server left {unanswered} create(s) unanswered");

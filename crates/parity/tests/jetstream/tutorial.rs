@@ -296,15 +296,26 @@ async fn stream_advisories_for_create_update_delete() {
     )
     .await;
     api(&client, "$JS.API.STREAM.DELETE.ADV", "").await;
-    for (subject, action) in [
+    for (index, (subject, action)) in [
         ("$JS.EVENT.ADVISORY.STREAM.CREATED.ADV", "create"),
         ("$JS.EVENT.ADVISORY.STREAM.UPDATED.ADV", "modify"),
         ("$JS.EVENT.ADVISORY.STREAM.DELETED.ADV", "delete"),
-    ] {
-        let message = tokio::time::timeout(client::TIMEOUT, advisories.next())
-            .await
-            .expect("advisory in time")
-            .expect("advisory");
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let message = tokio::time::timeout(client::TIMEOUT, advisories.next()).await;
+        // nats-server sends a stream's advisories through the stream's own send queue, and its
+        // delete puts the delete advisory there just before it closes the queue's loop, whose
+        // `select` may take the close first (Go picks at random among ready cases): the
+        // advisory is then dropped (once in a CI parity pass, c593489), and so can be an update's
+        // still queued. There the advisories that come are the first ones, in order; ours
+        // sends all three.
+        if test_harness::is_reference() && index > 0 && message.is_err() {
+            println!("nats-server sent no {subject}");
+            break;
+        }
+        let message = message.expect("advisory in time").expect("advisory");
         assert_eq!(message.subject.as_str(), subject);
         let body: serde_json::Value = serde_json::from_slice(&message.payload).unwrap();
         assert_eq!(body["type"], "io.nats.jetstream.advisory.v1.stream_action");
