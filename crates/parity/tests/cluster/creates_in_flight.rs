@@ -297,6 +297,11 @@ async fn a_delete_right_behind_its_create_waits_for_it() {
     }
     // Counted once below like the others.
     answers[AHEAD].push(Value::Null);
+    if test_harness::is_reference() {
+        // nats-server 2.15.1 answered this delete twice with the same success once in a CI
+        // run (session 34): the same answer repeated counts once there. Ours must answer once.
+        answers[AHEAD + 1].dedup();
+    }
     let answers = once(&requests, answers);
     assert_ahead_created(&requests, &answers);
     let deleted = &answers[AHEAD + 1];
