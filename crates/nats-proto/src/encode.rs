@@ -13,24 +13,18 @@ pub const CRLF: &[u8] = b"\r\n";
 
 /// Appends `n` in decimal without allocating.
 #[inline]
-pub fn write_decimal(out: &mut BytesMut, n: u64) {
+pub fn write_decimal(out: &mut BytesMut, mut n: u64) {
     let mut digits = [0u8; 20];
-    let start = decimal_digits(&mut digits, n);
-    out.put_slice(&digits[start..]);
-}
-
-/// Writes `n`'s digits at the end of `digits`; returns where they start.
-#[inline]
-fn decimal_digits(digits: &mut [u8; 20], mut n: u64) -> usize {
     let mut start = digits.len();
     loop {
         start -= 1;
         digits[start] = b'0' + (n % 10) as u8;
         n /= 10;
         if n == 0 {
-            return start;
+            break;
         }
     }
+    out.put_slice(&digits[start..]);
 }
 
 /// The exact number of bytes [`encode_msg`] appends, for reserving ahead.
